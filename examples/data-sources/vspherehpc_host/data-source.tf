@@ -1,0 +1,30 @@
+data "vspherehpc_datacenter" "dc" {
+  name = "hpc-dc"
+}
+
+data "vspherehpc_host" "esx01" {
+  datacenter_id = data.vspherehpc_datacenter.dc.id
+  name          = "esx01.example.com"
+}
+
+locals {
+  # The 100 GbE RDMA NICs no switch uses yet: candidates for the PVRDMA switch uplink.
+  free_rdma_nics = [
+    for nic in data.vspherehpc_host.esx01.physical_nics : nic.name
+    if nic.rdma_capable && nic.link_up && nic.switch == ""
+  ]
+
+  # GPUs ready for passthrough that no VM on the host is configured with.
+  free_gpus = [
+    for gpu in data.vspherehpc_host.esx01.gpus : gpu.pci_id
+    if gpu.passthrough_active && length(gpu.used_by) == 0
+  ]
+}
+
+output "free_rdma_nics" {
+  value = local.free_rdma_nics
+}
+
+output "free_gpus" {
+  value = local.free_gpus
+}

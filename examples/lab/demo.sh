@@ -1,0 +1,184 @@
+#!/usr/bin/env bash
+# `make demo`: build the provider, start the simulated vSphere lab on 127.0.0.1, apply examples/lab with a
+# real Terraform through a dev_overrides CLI config, print the outputs, prove that a second plan is empty,
+# and stop the lab. Everything happens in a temporary directory; ~/.terraformrc is never read or written.
+#
+# Needs Go and a terraform binary: $TERRAFORM (absolute path, set by the Makefile), else `terraform` on
+# PATH, else .cache/bin/terraform (built by `make terraform`).
+set -euo pipefail
+
+repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$repo_root"
+
+export CHECKPOINT_DISABLE=1
+export TF_INPUT=0
+
+LAB_START_TIMEOUT="${LAB_START_TIMEOUT:-60}"
+
+header() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
+fail() { printf '\n\033[1;31mdemo failed: %s\033[0m\n' "$*" >&2; exit 1; }
+
+# --- terraform ---------------------------------------------------------------------------------------------
+if [[ -z "${TERRAFORM:-}" ]]; then
+  if command -v terraform >/dev/null 2>&1; then
+    TERRAFORM="$(command -v terraform)"
+  elif [[ -x "$repo_root/.cache/bin/terraform" ]]; then
+    TERRAFORM="$repo_root/.cache/bin/terraform"
+  else
+    fail "no terraform found: run 'make demo' (it builds one into .cache/bin), or set TERRAFORM=/abs/path"
+  fi
+fi
+[[ -x "$TERRAFORM" ]] || fail "TERRAFORM=$TERRAFORM is not an executable file"
+tf() { "$TERRAFORM" "$@"; }
+
+# --- temporary workspace, cleaned up (and the lab stopped) on every exit path --------------------------------
+tmp="$(mktemp -d "${TMPDIR:-/tmp}/vspherehpc-demo.XXXXXX")"
+lab_pid=""
+
+stop_lab() {
+  [[ -n "$lab_pid" ]] || return 0
+  if kill -0 "$lab_pid" 2>/dev/null; then
+    header "stopping the lab simulator (pid $lab_pid)"
+    kill "$lab_pid" 2>/dev/null || true
+    for _ in $(seq 1 50); do
+      kill -0 "$lab_pid" 2>/dev/null || break
+      sleep 0.2
+    done
+    if kill -0 "$lab_pid" 2>/dev/null; then
+      echo "lab did not stop within 10 s; sending SIGKILL"
+      kill -KILL "$lab_pid" 2>/dev/null || true
+    fi
+  fi
+  wait "$lab_pid" 2>/dev/null || true
+  lab_pid=""
+}
+
+cleanup() {
+  local rc=$?
+  set +e
+  stop_lab
+  rm -rf "$tmp"
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+show_lab_log() {
+  if [[ -s "$tmp/lab.log" ]]; then
+    echo "---- lab simulator log (last 40 lines) ----" >&2
+    tail -n 40 "$tmp/lab.log" >&2
+    echo "-------------------------------------------" >&2
+  fi
+}
+
+echo "terraform:  $TERRAFORM ($(tf version | head -n 1))"
+echo "workspace:  $tmp"
+
+# --- (a) provider -----------------------------------------------------------------------------------------------
+header "building the provider"
+mkdir -p "$tmp/providers"
+go build -ldflags "-X main.version=${VERSION:-demo}" -o "$tmp/providers/terraform-provider-vspherehpc" .
+echo "built $tmp/providers/terraform-provider-vspherehpc"
+
+# --- (b) lab simulator ------------------------------------------------------------------------------------------
+header "building and starting the lab simulator"
+go build -o "$tmp/vcsimlab" ./internal/cmd/vcsimlab
+"$tmp/vcsimlab" -listen 127.0.0.1:0 -env-file "$tmp/lab.env" >"$tmp/lab.log" 2>&1 </dev/null &
+lab_pid=$!
+echo "lab simulator pid $lab_pid; waiting up to ${LAB_START_TIMEOUT}s for $tmp/lab.env"
+
+lab_env_ready() {
+  [[ -s "$tmp/lab.env" ]] || return 1
+  # The file is complete once it defines everything the demo needs.
+  (
+    set +u
+    set -a
+    # shellcheck disable=SC1091
+    source "$tmp/lab.env" >/dev/null 2>&1 || exit 1
+    for v in VSPHERE_SERVER VSPHERE_USER VSPHERE_PASSWORD VSPHERE_CA_FILE VSPHERE_LAB_DATACENTER VSPHERE_LAB_HOSTS; do
+      [[ -n "${!v:-}" ]] || exit 1
+    done
+  )
+}
+
+deadline=$((SECONDS + LAB_START_TIMEOUT))
+until lab_env_ready; do
+  if ! kill -0 "$lab_pid" 2>/dev/null; then
+    show_lab_log
+    wait "$lab_pid" 2>/dev/null && lab_rc=0 || lab_rc=$?
+    lab_pid=""
+    fail "the lab simulator exited (status $lab_rc) before writing $tmp/lab.env"
+  fi
+  if ((SECONDS >= deadline)); then
+    show_lab_log
+    fail "the lab simulator did not write a complete $tmp/lab.env within ${LAB_START_TIMEOUT}s"
+  fi
+  sleep 0.5
+done
+
+set -a
+# shellcheck disable=SC1091
+source "$tmp/lab.env"
+set +a
+echo "lab is up: vCenter https://${VSPHERE_SERVER} (user ${VSPHERE_USER}, CA ${VSPHERE_CA_FILE})"
+echo "           datacenter ${VSPHERE_LAB_DATACENTER}, cluster ${VSPHERE_LAB_CLUSTER:-?}, hosts ${VSPHERE_LAB_HOSTS}"
+
+# --- (c) Terraform CLI configuration: use the freshly built provider --------------------------------------------
+cat >"$tmp/dev.tfrc" <<EOF
+provider_installation {
+  dev_overrides {
+    "vspherehpc/vspherehpc" = "$tmp/providers"
+  }
+  direct {}
+}
+EOF
+export TF_CLI_CONFIG_FILE="$tmp/dev.tfrc"
+
+# --- (d) apply examples/lab -------------------------------------------------------------------------------------
+# The whole examples/ tree is copied so that relative module sources (../modules/...) keep working.
+mkdir -p "$tmp/examples"
+tar -C examples --exclude='.terraform' --exclude='.terraform.lock.hcl' --exclude='*.tfstate*' \
+  --exclude='terraform.tfvars' -cf - . | tar -C "$tmp/examples" -xf -
+work="$tmp/examples/lab"
+[[ -n "$(compgen -G "$work/*.tf")" ]] || fail "no *.tf files in examples/lab"
+
+# TF_VAR_hosts: the comma-separated VSPHERE_LAB_HOSTS as a JSON list of strings.
+json_hosts=""
+IFS=',' read -r -a lab_hosts <<<"$VSPHERE_LAB_HOSTS"
+for h in "${lab_hosts[@]}"; do
+  h="${h#"${h%%[![:space:]]*}"}"
+  h="${h%"${h##*[![:space:]]}"}"
+  [[ -n "$h" ]] || continue
+  h="${h//\\/\\\\}"
+  h="${h//\"/\\\"}"
+  json_hosts+="${json_hosts:+,}\"$h\""
+done
+export TF_VAR_datacenter="$VSPHERE_LAB_DATACENTER"
+export TF_VAR_hosts="[$json_hosts]"
+echo "TF_VAR_datacenter=$TF_VAR_datacenter"
+echo "TF_VAR_hosts=$TF_VAR_hosts"
+
+cd "$work"
+# No `terraform init`: with dev_overrides it would try to reach registry.terraform.io for the provider.
+# `terraform get` installs local modules only (no provider installation, no network).
+tf get >/dev/null
+
+header "terraform apply (examples/lab)"
+tf apply -auto-approve -input=false || { show_lab_log; fail "terraform apply failed"; }
+
+header "terraform output"
+tf output
+
+header "second terraform plan (must be empty)"
+plan_rc=0
+tf plan -detailed-exitcode -input=false || plan_rc=$?
+case "$plan_rc" in
+  0) header "second plan: no changes" ;;
+  2) fail "second plan: changes detected after apply (see the plan above); the provider does not converge" ;;
+  *) show_lab_log; fail "second plan: terraform plan failed (exit $plan_rc)" ;;
+esac
+
+cd "$repo_root"
+stop_lab
+header "demo finished (the lab is stopped; the temporary workspace is removed on exit)"

@@ -1,0 +1,84 @@
+# The demo configuration `make demo` applies against the simulated lab
+# (internal/vcsimlab). The provider reads VSPHERE_SERVER, VSPHERE_USER,
+# VSPHERE_PASSWORD and VSPHERE_CA_FILE from the environment the demo sets.
+terraform {
+  required_providers {
+    vspherehpc = {
+      source = "vspherehpc/vspherehpc"
+    }
+  }
+}
+
+provider "vspherehpc" {}
+
+variable "datacenter" {
+  type        = string
+  description = "Name of the lab's datacenter."
+}
+
+variable "hosts" {
+  type        = list(string)
+  description = "Names of the lab's ESXi hosts."
+}
+
+data "vspherehpc_datacenter" "dc" {
+  name = var.datacenter
+}
+
+data "vspherehpc_host" "esx" {
+  for_each = toset(var.hosts)
+
+  datacenter_id = data.vspherehpc_datacenter.dc.id
+  name          = each.value
+}
+
+data "vspherehpc_virtual_machine" "node" {
+  datacenter_id = data.vspherehpc_datacenter.dc.id
+  name          = "hpc-node-0"
+}
+
+# Size the MMIO window for every passthrough-ready GPU of the node's host.
+locals {
+  node_host = one([for h in data.vspherehpc_host.esx : h if h.id == data.vspherehpc_virtual_machine.node.host_system_id])
+}
+
+data "vspherehpc_mmio_size" "node" {
+  gpu_memory_gb = [for g in local.node_host.gpus : g.memory_gb if g.passthrough_active]
+}
+
+output "rdma_nics" {
+  description = "RDMA-capable NICs per host: what the PVRDMA switch will use as uplinks."
+  value = {
+    for name, h in data.vspherehpc_host.esx : name => [
+      for n in h.physical_nics : "${n.name} (${n.speed_mbps / 1000} GbE, ${n.rdma_device})" if n.rdma_capable
+    ]
+  }
+}
+
+output "gpus" {
+  description = "Passthrough GPUs per host."
+  value = {
+    for name, h in data.vspherehpc_host.esx : name => [
+      for g in h.gpus : "${g.pci_id} ${g.device_name} ${g.memory_gb} GB${g.passthrough_active ? "" : " (passthrough not active)"}"
+    ]
+  }
+}
+
+output "node" {
+  description = "The VM the later resources turn into a GPU + PVRDMA node."
+  value = {
+    name             = data.vspherehpc_virtual_machine.node.name
+    hardware_version = data.vspherehpc_virtual_machine.node.hardware_version
+    host             = local.node_host.name
+  }
+}
+
+output "node_mmio" {
+  description = "MMIO window for all passthrough-ready GPUs of the node's host."
+  value = {
+    gpus         = data.vspherehpc_mmio_size.node.gpu_count
+    total_gb     = data.vspherehpc_mmio_size.node.total_gpu_memory_gb
+    mmio_size_gb = data.vspherehpc_mmio_size.node.mmio_size_gb
+    extra_config = data.vspherehpc_mmio_size.node.extra_config
+  }
+}

@@ -1,0 +1,84 @@
+// Package mmio holds the sizing rule for pciPassthru.64bitMMIOSizeGB.
+//
+// The rule comes from the GPU passthrough seed article: when the total GPU
+// framebuffer memory is a power of two, take the next power of two; otherwise
+// round up to a power of two and then once more. Both cases are the smallest
+// power of two that is at least twice the total. Too small a window and the VM
+// does not boot, with no error, so the rule errs on the large side.
+package mmio
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+)
+
+// The extraConfig keys a GPU passthrough VM needs.
+const (
+	Use64bitMMIOKey = "pciPassthru.use64bitMMIO"
+	SizeGBKey       = "pciPassthru.64bitMMIOSizeGB"
+)
+
+// maxSizeGB bounds the result well below int64 overflow; no host maps more.
+const maxSizeGB = int64(1) << 40
+
+// TotalGB adds up per-GPU framebuffer sizes, refusing values that cannot be
+// the memory of a GPU.
+func TotalGB(gpuMemoryGB []float64) (float64, error) {
+	if len(gpuMemoryGB) == 0 {
+		return 0, fmt.Errorf("no GPU memory sizes given: list the framebuffer memory of each GPU in GB")
+	}
+	total := 0.0
+	for i, gb := range gpuMemoryGB {
+		if err := checkMemory(gb); err != nil {
+			return 0, fmt.Errorf("GPU %d: %w", i+1, err)
+		}
+		total += gb
+	}
+	return total, nil
+}
+
+// SizeGB returns the smallest power of two that is at least twice totalGB.
+func SizeGB(totalGB float64) (int64, error) {
+	if err := checkMemory(totalGB); err != nil {
+		return 0, err
+	}
+	size := int64(1)
+	for float64(size) < 2*totalGB {
+		if size >= maxSizeGB {
+			return 0, fmt.Errorf("total GPU memory %s GB is too large: the MMIO size would exceed %d GB", FormatGB(totalGB), maxSizeGB)
+		}
+		size <<= 1
+	}
+	return size, nil
+}
+
+// IsPowerOfTwo reports whether n is a positive power of two, as vSphere
+// requires for the MMIO window.
+func IsPowerOfTwo(n int64) bool {
+	return n > 0 && n&(n-1) == 0
+}
+
+// ExtraConfig returns the VM advanced settings that enable a 64-bit MMIO
+// window of sizeGB.
+func ExtraConfig(sizeGB int64) map[string]string {
+	return map[string]string{
+		Use64bitMMIOKey: "TRUE",
+		SizeGBKey:       strconv.FormatInt(sizeGB, 10),
+	}
+}
+
+// FormatGB prints a size without a trailing ".0", as people write it.
+func FormatGB(gb float64) string {
+	return strconv.FormatFloat(gb, 'f', -1, 64)
+}
+
+func checkMemory(gb float64) error {
+	switch {
+	case math.IsNaN(gb) || math.IsInf(gb, 0):
+		return fmt.Errorf("memory size %v GB is not a finite number", gb)
+	case gb <= 0:
+		return fmt.Errorf("memory size %s GB must be greater than zero", FormatGB(gb))
+	}
+	return nil
+}

@@ -1,0 +1,104 @@
+package mmio
+
+import (
+	"math"
+	"strings"
+	"testing"
+)
+
+func TestSizeGB(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name string
+		gpus []float64
+		want int64
+	}{
+		// The seed's four verified configurations and its A100 example.
+		{"2x V100 16GB (power of two)", repeat(2, 16), 64},
+		{"2x P40 24GB (between powers)", repeat(2, 24), 128},
+		{"8x V100 16GB (power of two)", repeat(8, 16), 256},
+		{"10x V100 16GB (between powers)", repeat(10, 16), 512},
+		{"2x A100 40GB", repeat(2, 40), 256},
+		// Edges.
+		{"one GPU of 1 GB", []float64{1}, 2},
+		{"fractional total just above a power of two", []float64{16.25}, 64},
+		{"fractional total below one", []float64{0.5}, 1},
+		{"8x H100 80GB", repeat(8, 80), 2048},
+		{"mixed sizes", []float64{80, 40, 24}, 512},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			total, err := TotalGB(tc.gpus)
+			if err != nil {
+				t.Fatalf("TotalGB(%v): %v", tc.gpus, err)
+			}
+			got, err := SizeGB(total)
+			if err != nil {
+				t.Fatalf("SizeGB(%v): %v", total, err)
+			}
+			if got != tc.want {
+				t.Errorf("SizeGB(%v) = %d, want %d", total, got, tc.want)
+			}
+			if !IsPowerOfTwo(got) || float64(got) < 2*total || float64(got/2) >= 2*total {
+				t.Errorf("SizeGB(%v) = %d is not the smallest power of two >= 2x total", total, got)
+			}
+		})
+	}
+}
+
+func TestTotalGBRejectsBadInput(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name string
+		gpus []float64
+		want string
+	}{
+		{"empty", nil, "no GPU memory sizes given"},
+		{"zero", []float64{16, 0}, "GPU 2: memory size 0 GB must be greater than zero"},
+		{"negative", []float64{-8}, "GPU 1: memory size -8 GB must be greater than zero"},
+		{"NaN", []float64{math.NaN()}, "not a finite number"},
+		{"infinite", []float64{math.Inf(1)}, "not a finite number"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := TotalGB(tc.gpus)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("TotalGB(%v) error = %v, want it to contain %q", tc.gpus, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestSizeGBRejectsHugeTotals(t *testing.T) {
+	t.Parallel()
+	if _, err := SizeGB(math.MaxFloat64 / 4); err == nil || !strings.Contains(err.Error(), "too large") {
+		t.Fatalf("SizeGB(huge) error = %v, want too large", err)
+	}
+}
+
+func TestIsPowerOfTwo(t *testing.T) {
+	t.Parallel()
+	for n, want := range map[int64]bool{-4: false, 0: false, 1: true, 2: true, 3: false, 96: false, 128: true} {
+		if got := IsPowerOfTwo(n); got != want {
+			t.Errorf("IsPowerOfTwo(%d) = %v, want %v", n, got, want)
+		}
+	}
+}
+
+func TestExtraConfig(t *testing.T) {
+	t.Parallel()
+	got := ExtraConfig(256)
+	if got[Use64bitMMIOKey] != "TRUE" || got[SizeGBKey] != "256" || len(got) != 2 {
+		t.Fatalf("ExtraConfig(256) = %v", got)
+	}
+}
+
+func repeat(n int, gb float64) []float64 {
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = gb
+	}
+	return out
+}

@@ -1,0 +1,66 @@
+package provider
+
+import (
+	"context"
+	"regexp"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+	"github.com/vmware/govmomi/object"
+
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
+)
+
+func TestAccDatacenterDataSource(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	resource.ParallelTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config: providerConfig(lab) + `
+data "vspherehpc_datacenter" "by_name" {
+  name = "` + lab.DatacenterName() + `"
+}
+data "vspherehpc_datacenter" "only_one" {}
+`,
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("data.vspherehpc_datacenter.by_name", tfjsonpath.New("id"), knownvalue.StringExact(lab.DatacenterID())),
+					statecheck.ExpectKnownValue("data.vspherehpc_datacenter.only_one", tfjsonpath.New("name"), knownvalue.StringExact(lab.DatacenterName())),
+					statecheck.CompareValuePairs("data.vspherehpc_datacenter.by_name", tfjsonpath.New("id"),
+						"data.vspherehpc_datacenter.only_one", tfjsonpath.New("id"), compareSame),
+				},
+			},
+			{
+				Config: providerConfig(lab) + `
+data "vspherehpc_datacenter" "dc" {
+  name = "no-such-dc"
+}
+`,
+				ExpectError: regexp.MustCompile(`(?s)Cannot find datacenter.*no datacenter is called "no-such-dc".*` + lab.DatacenterName()),
+			},
+			{
+				// vCenter allows two datacenters of one name in different folders.
+				PreConfig: func() {
+					ctx := context.Background()
+					folder, err := object.NewRootFolder(lab.Client().Client).CreateFolder(ctx, "site-b")
+					if err == nil {
+						_, err = folder.CreateDatacenter(ctx, lab.DatacenterName())
+					}
+					if err != nil {
+						t.Fatalf("creating a second datacenter: %v", err)
+					}
+				},
+				Config: providerConfig(lab) + `
+data "vspherehpc_datacenter" "dc" {
+  name = "` + lab.DatacenterName() + `"
+}
+`,
+				ExpectError: regexp.MustCompile(`(?s)2 datacenters are called "` + lab.DatacenterName() + `"`),
+			},
+		},
+	})
+}

@@ -1,0 +1,239 @@
+package provider
+
+import (
+	"context"
+
+	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vsphere"
+)
+
+var (
+	_ datasource.DataSource              = (*hostDataSource)(nil)
+	_ datasource.DataSourceWithConfigure = (*hostDataSource)(nil)
+)
+
+type hostDataSource struct {
+	client *vsphere.Client
+}
+
+type hostModel struct {
+	DatacenterID    types.String       `tfsdk:"datacenter_id"`
+	Name            types.String       `tfsdk:"name"`
+	ID              types.String       `tfsdk:"id"`
+	ClusterID       types.String       `tfsdk:"cluster_id"`
+	ClusterName     types.String       `tfsdk:"cluster_name"`
+	ConnectionState types.String       `tfsdk:"connection_state"`
+	MaintenanceMode types.Bool         `tfsdk:"maintenance_mode"`
+	PhysicalNICs    []physicalNICModel `tfsdk:"physical_nics"`
+	VMKernelNICs    []vmkernelNICModel `tfsdk:"vmkernel_nics"`
+	GPUs            []hostGPUModel     `tfsdk:"gpus"`
+}
+
+type physicalNICModel struct {
+	Name                  types.String `tfsdk:"name"`
+	MACAddress            types.String `tfsdk:"mac_address"`
+	PCIID                 types.String `tfsdk:"pci_id"`
+	Driver                types.String `tfsdk:"driver"`
+	SpeedMbps             types.Int64  `tfsdk:"speed_mbps"`
+	LinkUp                types.Bool   `tfsdk:"link_up"`
+	RDMADevice            types.String `tfsdk:"rdma_device"`
+	RDMACapable           types.Bool   `tfsdk:"rdma_capable"`
+	RoCEv1                types.Bool   `tfsdk:"rocev1"`
+	RoCEv2                types.Bool   `tfsdk:"rocev2"`
+	Switch                types.String `tfsdk:"switch"`
+	DistributedSwitchUUID types.String `tfsdk:"distributed_switch_uuid"`
+}
+
+type vmkernelNICModel struct {
+	Name                  types.String `tfsdk:"name"`
+	MTU                   types.Int64  `tfsdk:"mtu"`
+	IPAddress             types.String `tfsdk:"ip_address"`
+	MACAddress            types.String `tfsdk:"mac_address"`
+	PortGroup             types.String `tfsdk:"port_group"`
+	DistributedSwitchUUID types.String `tfsdk:"distributed_switch_uuid"`
+	Netstack              types.String `tfsdk:"netstack"`
+}
+
+type hostGPUModel struct {
+	PCIID              types.String   `tfsdk:"pci_id"`
+	VendorID           types.String   `tfsdk:"vendor_id"`
+	DeviceID           types.String   `tfsdk:"device_id"`
+	VendorName         types.String   `tfsdk:"vendor_name"`
+	DeviceName         types.String   `tfsdk:"device_name"`
+	MemoryGB           types.Float64  `tfsdk:"memory_gb"`
+	PassthroughCapable types.Bool     `tfsdk:"passthrough_capable"`
+	PassthroughEnabled types.Bool     `tfsdk:"passthrough_enabled"`
+	PassthroughActive  types.Bool     `tfsdk:"passthrough_active"`
+	UsedBy             []gpuUserModel `tfsdk:"used_by"`
+}
+
+type gpuUserModel struct {
+	VirtualMachineID types.String `tfsdk:"virtual_machine_id"`
+	MOID             types.String `tfsdk:"moid"`
+	Name             types.String `tfsdk:"name"`
+	PoweredOn        types.Bool   `tfsdk:"powered_on"`
+}
+
+// NewHostDataSource is the vspherehpc_host data source.
+func NewHostDataSource() datasource.DataSource {
+	return &hostDataSource{}
+}
+
+func (d *hostDataSource) Metadata(_ context.Context, req datasource.MetadataRequest, resp *datasource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_host"
+}
+
+func computedString(desc string) schema.StringAttribute {
+	return schema.StringAttribute{Computed: true, MarkdownDescription: desc}
+}
+
+func computedBool(desc string) schema.BoolAttribute {
+	return schema.BoolAttribute{Computed: true, MarkdownDescription: desc}
+}
+
+func computedInt64(desc string) schema.Int64Attribute {
+	return schema.Int64Attribute{Computed: true, MarkdownDescription: desc}
+}
+
+func (d *hostDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, resp *datasource.SchemaResponse) {
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "Looks up an ESXi host by name and lists what the PVRDMA and GPU resources need: its physical NICs " +
+			"(speed, link, RDMA capability and the switch that claims each), its VMkernel adapters, and its GPUs with their " +
+			"passthrough state and the VMs using them. It replaces the manual \"note which NIC is the 100GbE NIC\" and " +
+			"\"note the PCI address of the GPU\" steps.",
+		Attributes: map[string]schema.Attribute{
+			"datacenter_id": schema.StringAttribute{
+				Required:            true,
+				MarkdownDescription: "Managed object id of the datacenter to search, e.g. `data.vspherehpc_datacenter.dc.id`.",
+			},
+			"name": schema.StringAttribute{
+				Required:            true,
+				MarkdownDescription: "Name of the host as vCenter shows it (often its FQDN or IP address).",
+			},
+			"id":               computedString("Managed object id of the host, e.g. `host-12` (the same id `vsphere_host.id` exports)."),
+			"cluster_id":       computedString("Managed object id of the host's cluster; empty for a standalone host."),
+			"cluster_name":     computedString("Name of the host's cluster; empty for a standalone host."),
+			"connection_state": computedString("`connected`, `disconnected` or `notResponding`."),
+			"maintenance_mode": computedBool("Whether the host is in maintenance mode."),
+			"physical_nics": schema.ListNestedAttribute{
+				Computed:            true,
+				MarkdownDescription: "Physical NICs (vmnics), ordered by name.",
+				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+					"name":                    computedString("Device name, e.g. `vmnic4`."),
+					"mac_address":             computedString("MAC address."),
+					"pci_id":                  computedString("PCI address of the NIC."),
+					"driver":                  computedString("Driver, e.g. `nmlx5_core`."),
+					"speed_mbps":              computedInt64("Link speed in Mb/s; 0 when the link is down."),
+					"link_up":                 computedBool("Whether the link is up."),
+					"rdma_device":             computedString("The paired RDMA device (e.g. `vmrdma0`); empty when the NIC has no RDMA function."),
+					"rdma_capable":            computedBool("Whether the NIC has an RDMA device, i.e. can carry PVRDMA."),
+					"rocev1":                  computedBool("Whether the RDMA device supports RoCE v1."),
+					"rocev2":                  computedBool("Whether the RDMA device supports RoCE v2."),
+					"switch":                  computedString("Name of the standard or distributed switch using this NIC as an uplink; empty when the NIC is free."),
+					"distributed_switch_uuid": computedString("UUID of the distributed switch using this NIC; empty otherwise."),
+				}},
+			},
+			"vmkernel_nics": schema.ListNestedAttribute{
+				Computed:            true,
+				MarkdownDescription: "VMkernel adapters (vmknics), ordered by name: candidates for `Net.PVRDMAVmknic`.",
+				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+					"name":                    computedString("Device name, e.g. `vmk0`."),
+					"mtu":                     computedInt64("MTU of the adapter."),
+					"ip_address":              computedString("IPv4 address; empty when DHCP has not assigned one."),
+					"mac_address":             computedString("MAC address."),
+					"port_group":              computedString("Standard port group name; empty on a distributed switch."),
+					"distributed_switch_uuid": computedString("UUID of the distributed switch the adapter is on; empty on a standard switch."),
+					"netstack":                computedString("TCP/IP stack, e.g. `defaultTcpipStack`."),
+				}},
+			},
+			"gpus": schema.ListNestedAttribute{
+				Computed:            true,
+				MarkdownDescription: "Display-class PCI devices (GPUs) of the host.",
+				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+					"pci_id":              computedString("PCI address, e.g. `0000:3b:00.0`: what `vspherehpc_vm_gpu_mmio` and `vsphere_virtual_machine.pci_device_id` take."),
+					"vendor_id":           computedString("PCI vendor id as four hex digits, e.g. `10de` for NVIDIA."),
+					"device_id":           computedString("PCI device id as four hex digits, e.g. `2330`."),
+					"vendor_name":         computedString("Vendor name."),
+					"device_name":         computedString("Device name."),
+					"memory_gb":           schema.Float64Attribute{Computed: true, MarkdownDescription: "Framebuffer memory in GB as the host reports it; 0 when it does not."},
+					"passthrough_capable": computedBool("Whether the device can be passed through."),
+					"passthrough_enabled": computedBool("Whether passthrough is enabled for the device."),
+					"passthrough_active":  computedBool("Whether passthrough is active (enabled and the host rebooted since), so VMs can use the device."),
+					"used_by": schema.ListNestedAttribute{
+						Computed:            true,
+						MarkdownDescription: "VMs on this host configured with this device. More than one means at most one of them can power on.",
+						NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+							"virtual_machine_id": computedString("UUID of the VM."),
+							"moid":               computedString("Managed object id of the VM."),
+							"name":               computedString("Name of the VM."),
+							"powered_on":         computedBool("Whether the VM is powered on."),
+						}},
+					},
+				}},
+			},
+		},
+	}
+}
+
+func (d *hostDataSource) Configure(_ context.Context, req datasource.ConfigureRequest, resp *datasource.ConfigureResponse) {
+	d.client = clientFrom(req.ProviderData, &resp.Diagnostics)
+}
+
+func (d *hostDataSource) Read(ctx context.Context, req datasource.ReadRequest, resp *datasource.ReadResponse) {
+	var state hostModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	h, err := d.client.HostByName(ctx, state.DatacenterID.ValueString(), state.Name.ValueString())
+	if err != nil {
+		resp.Diagnostics.Append(vsphereErrorDiag("Cannot find host", err))
+		return
+	}
+	tflog.Debug(ctx, "Found host", map[string]any{"host_system_id": h.ID, "name": h.Name, "gpus": len(h.GPUs), "physical_nics": len(h.PhysicalNICs)})
+	state.ID = types.StringValue(h.ID)
+	state.ClusterID = types.StringValue(h.ClusterID)
+	state.ClusterName = types.StringValue(h.ClusterName)
+	state.ConnectionState = types.StringValue(h.ConnectionState)
+	state.MaintenanceMode = types.BoolValue(h.InMaintenance)
+	state.PhysicalNICs = make([]physicalNICModel, 0, len(h.PhysicalNICs))
+	for _, n := range h.PhysicalNICs {
+		state.PhysicalNICs = append(state.PhysicalNICs, physicalNICModel{
+			Name: types.StringValue(n.Name), MACAddress: types.StringValue(n.MAC), PCIID: types.StringValue(n.PCIID),
+			Driver: types.StringValue(n.Driver), SpeedMbps: types.Int64Value(n.SpeedMbps), LinkUp: types.BoolValue(n.LinkUp),
+			RDMADevice: types.StringValue(n.RDMADevice), RDMACapable: types.BoolValue(n.RDMADevice != ""),
+			RoCEv1: types.BoolValue(n.RoCEv1), RoCEv2: types.BoolValue(n.RoCEv2),
+			Switch: types.StringValue(n.Switch), DistributedSwitchUUID: types.StringValue(n.SwitchUUID),
+		})
+	}
+	state.VMKernelNICs = make([]vmkernelNICModel, 0, len(h.VMKernelNICs))
+	for _, n := range h.VMKernelNICs {
+		state.VMKernelNICs = append(state.VMKernelNICs, vmkernelNICModel{
+			Name: types.StringValue(n.Name), MTU: types.Int64Value(n.MTU), IPAddress: types.StringValue(n.IPAddress),
+			MACAddress: types.StringValue(n.MAC), PortGroup: types.StringValue(n.PortGroup),
+			DistributedSwitchUUID: types.StringValue(n.SwitchUUID), Netstack: types.StringValue(n.Netstack),
+		})
+	}
+	state.GPUs = make([]hostGPUModel, 0, len(h.GPUs))
+	for _, g := range h.GPUs {
+		users := make([]gpuUserModel, 0, len(g.VMs))
+		for _, vm := range g.VMs {
+			users = append(users, gpuUserModel{
+				VirtualMachineID: types.StringValue(vm.ID), MOID: types.StringValue(vm.MOID),
+				Name: types.StringValue(vm.Name), PoweredOn: types.BoolValue(vm.PoweredOn),
+			})
+		}
+		state.GPUs = append(state.GPUs, hostGPUModel{
+			PCIID: types.StringValue(g.PCIID), VendorID: types.StringValue(g.VendorID), DeviceID: types.StringValue(g.DeviceID),
+			VendorName: types.StringValue(g.VendorName), DeviceName: types.StringValue(g.DeviceName),
+			MemoryGB:           types.Float64Value(g.MemoryGB),
+			PassthroughCapable: types.BoolValue(g.PassthroughCapable), PassthroughEnabled: types.BoolValue(g.PassthroughEnabled),
+			PassthroughActive: types.BoolValue(g.PassthroughActive), UsedBy: users,
+		})
+	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+}

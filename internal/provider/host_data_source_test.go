@@ -1,0 +1,106 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/vim25/types"
+
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
+)
+
+func hostConfig(lab *vcsimlab.Lab, name string) string {
+	return providerConfig(lab) + fmt.Sprintf(`
+data "vspherehpc_host" "h" {
+  datacenter_id = %q
+  name          = %q
+}
+`, lab.DatacenterID(), name)
+}
+
+func TestAccHostDataSource(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	name := lab.HostNames()[0]
+	h := "data.vspherehpc_host.h"
+	nic := func(i int, attr string) tfjsonpath.Path {
+		return tfjsonpath.New("physical_nics").AtSliceIndex(i).AtMapKey(attr)
+	}
+	gpu := func(i int, attr string) tfjsonpath.Path { return tfjsonpath.New("gpus").AtSliceIndex(i).AtMapKey(attr) }
+	vmName := lab.VMNames()[0]
+
+	resource.ParallelTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config: hostConfig(lab, name),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(h, tfjsonpath.New("id"), knownvalue.StringExact(lab.HostID(name))),
+					statecheck.ExpectKnownValue(h, tfjsonpath.New("cluster_name"), knownvalue.StringExact(lab.ClusterName())),
+					statecheck.ExpectKnownValue(h, tfjsonpath.New("connection_state"), knownvalue.StringExact("connected")),
+					// vmnic0, vmnic1 (10 GbE, no RDMA), then vmnic4, vmnic5 (100 GbE RDMA).
+					statecheck.ExpectKnownValue(h, nic(0, "name"), knownvalue.StringExact("vmnic0")),
+					statecheck.ExpectKnownValue(h, nic(0, "rdma_capable"), knownvalue.Bool(false)),
+					statecheck.ExpectKnownValue(h, nic(0, "switch"), knownvalue.StringExact("vSwitch0")),
+					statecheck.ExpectKnownValue(h, nic(2, "name"), knownvalue.StringExact("vmnic4")),
+					statecheck.ExpectKnownValue(h, nic(2, "speed_mbps"), knownvalue.Int64Exact(100000)),
+					statecheck.ExpectKnownValue(h, nic(2, "rdma_capable"), knownvalue.Bool(true)),
+					statecheck.ExpectKnownValue(h, nic(2, "rdma_device"), knownvalue.StringExact("vmrdma0")),
+					statecheck.ExpectKnownValue(h, nic(2, "rocev2"), knownvalue.Bool(true)),
+					statecheck.ExpectKnownValue(h, nic(2, "switch"), knownvalue.StringExact("")),
+					statecheck.ExpectKnownValue(h, tfjsonpath.New("vmkernel_nics").AtSliceIndex(0).AtMapKey("name"), knownvalue.StringExact("vmk0")),
+					statecheck.ExpectKnownValue(h, tfjsonpath.New("vmkernel_nics").AtSliceIndex(1).AtMapKey("mtu"), knownvalue.Int64Exact(9000)),
+					statecheck.ExpectKnownValue(h, tfjsonpath.New("gpus"), knownvalue.ListSizeExact(3)),
+					statecheck.ExpectKnownValue(h, gpu(0, "vendor_id"), knownvalue.StringExact("10de")),
+					statecheck.ExpectKnownValue(h, gpu(0, "device_id"), knownvalue.StringExact("2330")),
+					statecheck.ExpectKnownValue(h, gpu(0, "memory_gb"), knownvalue.Float64Exact(80)),
+					statecheck.ExpectKnownValue(h, gpu(0, "passthrough_active"), knownvalue.Bool(true)),
+					statecheck.ExpectKnownValue(h, gpu(0, "used_by"), knownvalue.ListSizeExact(0)),
+					statecheck.ExpectKnownValue(h, gpu(2, "memory_gb"), knownvalue.Float64Exact(40)),
+					statecheck.ExpectKnownValue(h, gpu(2, "passthrough_enabled"), knownvalue.Bool(false)),
+				},
+			},
+			{
+				// A GPU passed through out of band shows who uses it: the seed's
+				// silent failure when a second VM is given the same GPU.
+				PreConfig: func() { attachGPU(t, lab, vmName, "0000:3b:00.0") },
+				Config:    hostConfig(lab, lab.VMHostName(vmName)),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(h, gpu(0, "used_by"), knownvalue.ListExact([]knownvalue.Check{
+						knownvalue.ObjectExact(map[string]knownvalue.Check{
+							"virtual_machine_id": knownvalue.StringExact(lab.VMUUID(vmName)),
+							"moid":               knownvalue.StringExact(lab.VMID(vmName)),
+							"name":               knownvalue.StringExact(vmName),
+							"powered_on":         knownvalue.Bool(false),
+						}),
+					})),
+				},
+			},
+			{
+				Config:      hostConfig(lab, "esx-404.example.com"),
+				ExpectError: regexp.MustCompile(`(?s)Cannot find host.*has no host called\s+"esx-404.example.com"`),
+			},
+		},
+	})
+}
+
+// attachGPU passes a host GPU through to a VM, out of band, as an admin would.
+func attachGPU(t *testing.T, lab *vcsimlab.Lab, vmName, pciID string) {
+	t.Helper()
+	vm := object.NewVirtualMachine(lab.Client().Client, types.ManagedObjectReference{Type: "VirtualMachine", Value: lab.VMID(vmName)})
+	dev := &types.VirtualPCIPassthrough{VirtualDevice: types.VirtualDevice{
+		Key:     -1,
+		Backing: &types.VirtualPCIPassthroughDeviceBackingInfo{Id: pciID, DeviceId: "2330", VendorId: 0x10de, DeviceName: "GH100 [H100 SXM5 80GB]"},
+	}}
+	if err := vm.AddDevice(context.Background(), dev); err != nil {
+		t.Fatalf("attaching %s to %s: %v", pciID, vmName, err)
+	}
+}
+

@@ -1,0 +1,88 @@
+package provider
+
+import (
+	"regexp"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+)
+
+// The seed's four verified configurations and its A100 example, given both
+// ways, with no provider settings at all: the data source needs no vCenter.
+func TestAccMMIOSizeDataSource_seedTable(t *testing.T) {
+	t.Parallel()
+	size := func(name string, gb int64) statecheck.StateCheck {
+		return statecheck.ExpectKnownValue("data.vspherehpc_mmio_size."+name, tfjsonpath.New("mmio_size_gb"), knownvalue.Int64Exact(gb))
+	}
+	resource.ParallelTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config: `
+data "vspherehpc_mmio_size" "v100x2" {
+  gpu_memory_gb = [16, 16]
+}
+data "vspherehpc_mmio_size" "p40x2" {
+  gpu {
+    count     = 2
+    memory_gb = 24
+  }
+}
+data "vspherehpc_mmio_size" "v100x8" {
+  gpu {
+    count     = 8
+    memory_gb = 16
+  }
+}
+data "vspherehpc_mmio_size" "v100x10" {
+  gpu {
+    count     = 8
+    memory_gb = 16
+  }
+  gpu_memory_gb = [16, 16]
+}
+data "vspherehpc_mmio_size" "a100x2" {
+  gpu_memory_gb = [40, 40]
+}
+`,
+			ConfigStateChecks: []statecheck.StateCheck{
+				size("v100x2", 64),
+				size("p40x2", 128),
+				size("v100x8", 256),
+				size("v100x10", 512),
+				size("a100x2", 256),
+				statecheck.ExpectKnownValue("data.vspherehpc_mmio_size.v100x10", tfjsonpath.New("gpu_count"), knownvalue.Int64Exact(10)),
+				statecheck.ExpectKnownValue("data.vspherehpc_mmio_size.a100x2", tfjsonpath.New("total_gpu_memory_gb"), knownvalue.Float64Exact(80)),
+				statecheck.ExpectKnownValue("data.vspherehpc_mmio_size.a100x2", tfjsonpath.New("extra_config"), knownvalue.MapExact(map[string]knownvalue.Check{
+					"pciPassthru.use64bitMMIO":    knownvalue.StringExact("TRUE"),
+					"pciPassthru.64bitMMIOSizeGB": knownvalue.StringExact("256"),
+				})),
+			},
+		}},
+	})
+}
+
+func TestAccMMIOSizeDataSource_invalid(t *testing.T) {
+	t.Parallel()
+	cases := map[string]struct{ config, want string }{
+		"empty":    {`gpu_memory_gb = []`, `no GPU memory sizes given`},
+		"nothing":  {``, `no GPU memory sizes given`},
+		"zero":     {`gpu_memory_gb = [16, 0]`, `GPU 2: memory size 0 GB must be greater than zero`},
+		"negative": {"gpu {\n count = 1\n memory_gb = -8\n}", `GPU 1: memory size -8 GB must be greater than zero`},
+		"count":    {"gpu {\n count = 0\n memory_gb = 16\n}", `count value must be at least 1`},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			resource.ParallelTest(t, resource.TestCase{
+				ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+				Steps: []resource.TestStep{{
+					Config:      "data \"vspherehpc_mmio_size\" \"x\" {\n" + tc.config + "\n}\n",
+					PlanOnly:    true,
+					ExpectError: regexp.MustCompile(regexp.QuoteMeta(tc.want)),
+				}},
+			})
+		})
+	}
+}

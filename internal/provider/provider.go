@@ -1,0 +1,222 @@
+// Package provider is the Terraform glue of the vspherehpc provider: schemas,
+// plan and state mapping, and diagnostics. All vSphere work happens in
+// internal/vsphere.
+package provider
+
+import (
+	"context"
+	"os"
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/provider"
+	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vsphere"
+)
+
+var _ provider.Provider = (*vspherehpcProvider)(nil)
+
+// Environment variables, named as the vSphere provider names them so one
+// environment serves both providers.
+const (
+	envServer             = "VSPHERE_SERVER"
+	envUser               = "VSPHERE_USER"
+	envPassword           = "VSPHERE_PASSWORD"
+	envAllowUnverifiedSSL = "VSPHERE_ALLOW_UNVERIFIED_SSL"
+	envCAFile             = "VSPHERE_CA_FILE"
+)
+
+type vspherehpcProvider struct {
+	version string
+}
+
+type providerModel struct {
+	VSphereServer      types.String `tfsdk:"vsphere_server"`
+	User               types.String `tfsdk:"user"`
+	Password           types.String `tfsdk:"password"`
+	AllowUnverifiedSSL types.Bool   `tfsdk:"allow_unverified_ssl"`
+	CAFile             types.String `tfsdk:"ca_file"`
+	Thumbprint         types.String `tfsdk:"thumbprint"`
+	APITimeout         types.String `tfsdk:"api_timeout"`
+}
+
+// New returns the provider factory that main and the tests serve.
+func New(version string) func() provider.Provider {
+	return func() provider.Provider {
+		return &vspherehpcProvider{version: version}
+	}
+}
+
+func (p *vspherehpcProvider) Metadata(_ context.Context, _ provider.MetadataRequest, resp *provider.MetadataResponse) {
+	resp.TypeName = "vspherehpc"
+	resp.Version = p.version
+}
+
+func (p *vspherehpcProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp *provider.SchemaResponse) {
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "Declares PVRDMA networking and GPU passthrough on vSphere. " +
+			"The provider connects to vCenter only when a resource or data source needs it, " +
+			"so `vspherehpc_mmio_size` works with no settings at all.",
+		Attributes: map[string]schema.Attribute{
+			"allow_unverified_ssl": schema.BoolAttribute{
+				Optional: true,
+				MarkdownDescription: "Skip verification of vCenter's TLS certificate. Off by default; prefer `ca_file` or `thumbprint`. " +
+					"Cannot be combined with either. Environment: `" + envAllowUnverifiedSSL + "`.",
+			},
+			"api_timeout": schema.StringAttribute{
+				Optional: true,
+				MarkdownDescription: "How long one vSphere operation (a call, or waiting for a task) may take, as a Go duration such as `90s` or `10m`. " +
+					"Default `5m`.",
+			},
+			"ca_file": schema.StringAttribute{
+				Optional: true,
+				MarkdownDescription: "Path to a PEM bundle of the certificate authorities to trust for vCenter, for a vCenter whose certificate " +
+					"is signed by the VMCA or an internal CA. Environment: `" + envCAFile + "`.",
+			},
+			"password": schema.StringAttribute{
+				Optional:            true,
+				Sensitive:           true,
+				MarkdownDescription: "Password of `user`. Never written to any log. Environment: `" + envPassword + "`.",
+			},
+			"thumbprint": schema.StringAttribute{
+				Optional: true,
+				MarkdownDescription: "SHA-1 (or SHA-256) thumbprint of vCenter's certificate, to trust exactly that certificate, " +
+					"with or without colons (`AB:CD:...`). vCenter shows it, and the provider's error for an untrusted certificate prints it.",
+			},
+			"user": schema.StringAttribute{
+				Optional:            true,
+				MarkdownDescription: "User name to log in to vCenter with, e.g. `administrator@vsphere.local`. Environment: `" + envUser + "`.",
+			},
+			"vsphere_server": schema.StringAttribute{
+				Optional:            true,
+				MarkdownDescription: "vCenter host name or address, optionally with a port (`vcenter.example.com`, `10.0.0.5:8443`). Environment: `" + envServer + "`.",
+			},
+		},
+	}
+}
+
+var thumbprintPattern = regexp.MustCompile(`^([0-9A-F]{2}:){19}[0-9A-F]{2}$|^([0-9A-F]{2}:){31}[0-9A-F]{2}$`)
+
+func (p *vspherehpcProvider) Configure(ctx context.Context, req provider.ConfigureRequest, resp *provider.ConfigureResponse) {
+	var cfg providerModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &cfg)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	for attr, v := range map[string]types.String{
+		"vsphere_server": cfg.VSphereServer, "user": cfg.User, "password": cfg.Password,
+		"ca_file": cfg.CAFile, "thumbprint": cfg.Thumbprint, "api_timeout": cfg.APITimeout,
+	} {
+		if v.IsUnknown() {
+			resp.Diagnostics.AddAttributeError(path.Root(attr), "Provider setting not known until apply",
+				"The provider needs "+attr+" to plan, but its value comes from a resource that does not exist yet. "+
+					"Set it from a variable or a value known at plan time.")
+		}
+	}
+	if cfg.AllowUnverifiedSSL.IsUnknown() {
+		resp.Diagnostics.AddAttributeError(path.Root("allow_unverified_ssl"), "Provider setting not known until apply",
+			"allow_unverified_ssl must be known at plan time.")
+	}
+	if resp.Diagnostics.HasError() {
+		return
+	}
+
+	vc := vsphere.Config{
+		Server:     stringOrEnv(cfg.VSphereServer, envServer),
+		User:       stringOrEnv(cfg.User, envUser),
+		Password:   stringOrEnv(cfg.Password, envPassword),
+		CAFile:     stringOrEnv(cfg.CAFile, envCAFile),
+		Thumbprint: cfg.Thumbprint.ValueString(),
+	}
+	vc.Logger = newTFLogger(vc.Password)
+
+	switch {
+	case !cfg.AllowUnverifiedSSL.IsNull():
+		vc.AllowUnverifiedSSL = cfg.AllowUnverifiedSSL.ValueBool()
+	case os.Getenv(envAllowUnverifiedSSL) != "":
+		b, err := strconv.ParseBool(os.Getenv(envAllowUnverifiedSSL))
+		if err != nil {
+			resp.Diagnostics.AddAttributeError(path.Root("allow_unverified_ssl"), "Invalid "+envAllowUnverifiedSSL,
+				envAllowUnverifiedSSL+" must be true or false, not "+strconv.Quote(os.Getenv(envAllowUnverifiedSSL))+".")
+		}
+		vc.AllowUnverifiedSSL = b
+	}
+
+	// No settings at all is valid: data sources such as vspherehpc_mmio_size
+	// need no vCenter. Some settings but not all is a mistake worth naming.
+	anySet := vc.Server != "" || vc.User != "" || vc.Password != ""
+	if anySet {
+		for _, s := range []struct{ attr, env, value string }{
+			{"vsphere_server", envServer, vc.Server}, {"user", envUser, vc.User}, {"password", envPassword, vc.Password},
+		} {
+			if s.value == "" {
+				resp.Diagnostics.AddAttributeError(path.Root(s.attr), "Missing vCenter "+s.attr,
+					"The provider has part of a vCenter login but no "+s.attr+". Set "+s.attr+" in the provider block or the "+s.env+" environment variable.")
+			}
+		}
+	}
+	if vc.AllowUnverifiedSSL && (vc.CAFile != "" || vc.Thumbprint != "") {
+		resp.Diagnostics.AddAttributeError(path.Root("allow_unverified_ssl"), "Conflicting TLS settings",
+			"allow_unverified_ssl turns certificate verification off, so ca_file and thumbprint would be ignored. "+
+				"Keep verification on with ca_file or thumbprint, or remove them to skip verification.")
+	}
+	if vc.CAFile != "" {
+		if err := vsphere.ReadCAFile(vc.CAFile); err != nil {
+			resp.Diagnostics.AddAttributeError(path.Root("ca_file"), "Unusable CA file",
+				"Cannot use ca_file: "+err.Error()+". Point it at a PEM file holding the CA certificate(s) that signed vCenter's certificate.")
+		}
+	}
+	if vc.Thumbprint != "" {
+		vc.Thumbprint = vsphere.NormalizeThumbprint(vc.Thumbprint)
+		if !thumbprintPattern.MatchString(vc.Thumbprint) {
+			resp.Diagnostics.AddAttributeError(path.Root("thumbprint"), "Invalid certificate thumbprint",
+				"thumbprint must be a SHA-1 (40 hex digits) or SHA-256 (64 hex digits) fingerprint, with or without colons.")
+		}
+	}
+	if s := cfg.APITimeout.ValueString(); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil || d <= 0 {
+			resp.Diagnostics.AddAttributeError(path.Root("api_timeout"), "Invalid api_timeout",
+				"api_timeout must be a positive duration such as \"90s\" or \"10m\", not "+strconv.Quote(s)+".")
+		}
+		vc.APITimeout = d
+	}
+	if resp.Diagnostics.HasError() {
+		return
+	}
+
+	tflog.Debug(ctx, "Configured vspherehpc provider", map[string]any{
+		"vsphere_server": vc.Server, "vsphere_user": vc.User, "allow_unverified_ssl": vc.AllowUnverifiedSSL,
+		"ca_file": vc.CAFile, "thumbprint_pinned": vc.Thumbprint != "", "connects_lazily": true,
+	})
+	client := vsphere.New(vc)
+	resp.DataSourceData = client
+	resp.ResourceData = client
+}
+
+func stringOrEnv(v types.String, env string) string {
+	if !v.IsNull() {
+		return v.ValueString()
+	}
+	return os.Getenv(env)
+}
+
+func (p *vspherehpcProvider) Resources(_ context.Context) []func() resource.Resource {
+	return nil
+}
+
+func (p *vspherehpcProvider) DataSources(_ context.Context) []func() datasource.DataSource {
+	return []func() datasource.DataSource{
+		NewDatacenterDataSource,
+		NewHostDataSource,
+		NewMMIOSizeDataSource,
+		NewVirtualMachineDataSource,
+	}
+}

@@ -1,0 +1,185 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-framework/provider"
+	"github.com/hashicorp/terraform-plugin-framework/providerserver"
+	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
+	"github.com/hashicorp/terraform-plugin-testing/compare"
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
+)
+
+var compareSame = compare.ValuesSame()
+
+var testAccProtoV6ProviderFactories = map[string]func() (tfprotov6.ProviderServer, error){
+	"vspherehpc": providerserver.NewProtocol6WithError(New("test")()),
+}
+
+// startLab gives a test its own simulated vCenter, so tests run in parallel.
+func startLab(t *testing.T, opts vcsimlab.Options) *vcsimlab.Lab {
+	t.Helper()
+	lab, err := vcsimlab.Start(context.Background(), opts)
+	if err != nil {
+		t.Fatalf("starting lab: %v", err)
+	}
+	t.Cleanup(lab.Close)
+	return lab
+}
+
+// providerConfig is the provider block for a lab, trusting its CA.
+func providerConfig(lab *vcsimlab.Lab) string {
+	return fmt.Sprintf(`
+provider "vspherehpc" {
+  vsphere_server = %q
+  user           = %q
+  password       = %q
+  ca_file        = %q
+}
+`, lab.URL.Host, lab.Username, lab.Password, lab.CertFile)
+}
+
+func TestProviderSchemas(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	p := New("test")()
+	var presp provider.SchemaResponse
+	p.Schema(ctx, provider.SchemaRequest{}, &presp)
+	if presp.Diagnostics.HasError() {
+		t.Fatalf("provider schema: %v", presp.Diagnostics)
+	}
+	if diags := presp.Schema.ValidateImplementation(ctx); diags.HasError() {
+		t.Fatalf("provider schema: %v", diags)
+	}
+	for _, newDS := range p.DataSources(ctx) {
+		ds := newDS()
+		var meta datasource.MetadataResponse
+		ds.Metadata(ctx, datasource.MetadataRequest{ProviderTypeName: "vspherehpc"}, &meta)
+		var resp datasource.SchemaResponse
+		ds.Schema(ctx, datasource.SchemaRequest{}, &resp)
+		if diags := resp.Schema.ValidateImplementation(ctx); diags.HasError() {
+			t.Errorf("%s schema: %v", meta.TypeName, diags)
+		}
+		for name, a := range resp.Schema.Attributes {
+			if a.GetMarkdownDescription() == "" {
+				t.Errorf("%s.%s has no MarkdownDescription", meta.TypeName, name)
+			}
+		}
+	}
+	for name, a := range presp.Schema.Attributes {
+		if a.GetMarkdownDescription() == "" {
+			t.Errorf("provider.%s has no MarkdownDescription", name)
+		}
+	}
+}
+
+func TestAccProvider_tls(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	login := fmt.Sprintf(`vsphere_server = %q
+  user = %q
+  password = %q`, lab.URL.Host, lab.Username, lab.Password)
+	dc := `
+data "vspherehpc_datacenter" "dc" {}
+`
+	found := []statecheck.StateCheck{
+		statecheck.ExpectKnownValue("data.vspherehpc_datacenter.dc", tfjsonpath.New("id"), knownvalue.StringExact(lab.DatacenterID())),
+	}
+	resource.ParallelTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				// Verification is on by default; the error says both ways out and shows the thumbprint.
+				Config:      fmt.Sprintf("provider \"vspherehpc\" {\n  %s\n}\n", login) + dc,
+				ExpectError: regexp.MustCompile(`(?s)not trusted.*ca_file.*thumbprint.*` + regexp.QuoteMeta(lab.Thumbprint) + `.*allow_unverified_ssl`),
+			},
+			{
+				Config:            fmt.Sprintf("provider \"vspherehpc\" {\n  %s\n  ca_file = %q\n}\n", login, lab.CertFile) + dc,
+				ConfigStateChecks: found,
+			},
+			{
+				Config:            fmt.Sprintf("provider \"vspherehpc\" {\n  %s\n  thumbprint = %q\n}\n", login, lab.Thumbprint) + dc,
+				ConfigStateChecks: found,
+			},
+			{
+				Config:            fmt.Sprintf("provider \"vspherehpc\" {\n  %s\n  allow_unverified_ssl = true\n}\n", login) + dc,
+				ConfigStateChecks: found,
+			},
+		},
+	})
+}
+
+func TestAccProvider_wrongPassword(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	resource.ParallelTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config: fmt.Sprintf(`
+provider "vspherehpc" {
+  vsphere_server = %q
+  user           = %q
+  password       = "wrong"
+  ca_file        = %q
+}
+data "vspherehpc_datacenter" "dc" {}
+`, lab.URL.Host, lab.Username, lab.CertFile),
+			ExpectError: regexp.MustCompile(`vCenter rejected the user name or password for\s+"` + regexp.QuoteMeta(lab.Username) + `"`),
+		}},
+	})
+}
+
+func TestAccProvider_invalidSettings(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name, config string
+		want         *regexp.Regexp
+	}{
+		{"partial login", `vsphere_server = "vc.example.com"`, regexp.MustCompile(`(?s)Missing vCenter user.*VSPHERE_USER.*Missing vCenter password`)},
+		{"conflicting TLS", `allow_unverified_ssl = true
+  thumbprint = "AB:CD"`, regexp.MustCompile(`Conflicting TLS settings`)},
+		{"bad thumbprint", `thumbprint = "xyz"`, regexp.MustCompile(`Invalid certificate thumbprint`)},
+		{"missing CA file", `ca_file = "/nonexistent/ca.pem"`, regexp.MustCompile(`(?s)Unusable CA file.*no such file`)},
+		{"bad timeout", `api_timeout = "soon"`, regexp.MustCompile(`api_timeout must be a positive duration`)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			resource.ParallelTest(t, resource.TestCase{
+				ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+				Steps: []resource.TestStep{{
+					Config: fmt.Sprintf(`
+provider "vspherehpc" {
+  %s
+}
+data "vspherehpc_mmio_size" "x" {
+  gpu_memory_gb = [16]
+}
+`, tc.config),
+					ExpectError: tc.want,
+				}},
+			})
+		})
+	}
+}
+
+func TestAccProvider_noSettingsNeedsVCenter(t *testing.T) {
+	t.Parallel()
+	resource.ParallelTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config: `
+data "vspherehpc_datacenter" "dc" {}
+`,
+			ExpectError: regexp.MustCompile(`(?s)no vCenter settings.*VSPHERE_SERVER`),
+		}},
+	})
+}

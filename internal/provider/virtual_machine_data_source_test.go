@@ -1,0 +1,144 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+	"github.com/vmware/govmomi/find"
+	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/vim25/types"
+
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
+)
+
+func TestAccVirtualMachineDataSource(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	name := lab.VMNames()[0]
+	byID, byMOID, byName, legacy := "data.vspherehpc_virtual_machine.by_id", "data.vspherehpc_virtual_machine.by_moid",
+		"data.vspherehpc_virtual_machine.by_name", "data.vspherehpc_virtual_machine.legacy"
+	nic0 := func(attr string) tfjsonpath.Path {
+		return tfjsonpath.New("network_interfaces").AtSliceIndex(0).AtMapKey(attr)
+	}
+	config := providerConfig(lab) + fmt.Sprintf(`
+data "vspherehpc_virtual_machine" "by_id" {
+  virtual_machine_id = %[1]q
+}
+data "vspherehpc_virtual_machine" "by_moid" {
+  virtual_machine_id = %[2]q
+}
+data "vspherehpc_virtual_machine" "by_name" {
+  datacenter_id = %[3]q
+  name          = %[4]q
+}
+data "vspherehpc_virtual_machine" "legacy" {
+  datacenter_id = %[3]q
+  name          = "legacy-node"
+}
+`, lab.VMUUID(name), lab.VMID(name), lab.DatacenterID(), name)
+
+	resource.ParallelTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config: config,
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(byID, tfjsonpath.New("id"), knownvalue.StringExact(lab.VMUUID(name))),
+					statecheck.ExpectKnownValue(byID, tfjsonpath.New("moid"), knownvalue.StringExact(lab.VMID(name))),
+					statecheck.ExpectKnownValue(byID, tfjsonpath.New("name"), knownvalue.StringExact(name)),
+					statecheck.ExpectKnownValue(byID, tfjsonpath.New("hardware_version"), knownvalue.Int64Exact(19)),
+					statecheck.ExpectKnownValue(byID, tfjsonpath.New("firmware"), knownvalue.StringExact("bios")),
+					statecheck.ExpectKnownValue(byID, tfjsonpath.New("power_state"), knownvalue.StringExact("off")),
+					statecheck.ExpectKnownValue(byID, tfjsonpath.New("guest_family"), knownvalue.StringExact("")),
+					statecheck.ExpectKnownValue(byID, tfjsonpath.New("network_interfaces"), knownvalue.ListSizeExact(1)),
+					statecheck.ExpectKnownValue(byID, nic0("adapter_type"), knownvalue.StringExact("vmxnet3")),
+					statecheck.ExpectKnownValue(byID, nic0("network_id"), knownvalue.StringRegexp(regexp.MustCompile(`^network-`))),
+					statecheck.ExpectKnownValue(byID, tfjsonpath.New("pci_passthrough_devices"), knownvalue.ListSizeExact(0)),
+					statecheck.CompareValuePairs(byID, tfjsonpath.New("id"), byMOID, tfjsonpath.New("id"), compareSame),
+					statecheck.CompareValuePairs(byID, tfjsonpath.New("id"), byName, tfjsonpath.New("id"), compareSame),
+					statecheck.CompareValuePairs(byID, tfjsonpath.New("host_system_id"), byName, tfjsonpath.New("host_system_id"), compareSame),
+					statecheck.ExpectKnownValue(legacy, tfjsonpath.New("hardware_version"), knownvalue.Int64Exact(11)),
+				},
+			},
+			{
+				// A PVRDMA adapter and a GPU added out of band read back with their types.
+				PreConfig: func() {
+					attachGPU(t, lab, name, "0000:3b:00.0")
+				},
+				Config: config,
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(byID, tfjsonpath.New("pci_passthrough_devices"), knownvalue.ListExact([]knownvalue.Check{
+						knownvalue.ObjectPartial(map[string]knownvalue.Check{
+							"pci_id":    knownvalue.StringExact("0000:3b:00.0"),
+							"vendor_id": knownvalue.StringExact("10de"),
+							"device_id": knownvalue.StringExact("2330"),
+							"dynamic":   knownvalue.Bool(false),
+						}),
+					})),
+				},
+			},
+			{
+				Config: providerConfig(lab) + `
+data "vspherehpc_virtual_machine" "vm" {
+  virtual_machine_id = "4200aaaa-0000-0000-0000-000000000000"
+}
+`,
+				ExpectError: regexp.MustCompile(`(?s)Cannot find virtual machine.*no virtual machine has UUID`),
+			},
+			{
+				// vCenter allows two VMs of one name in different folders.
+				PreConfig:   func() { cloneIntoFolder(t, lab, name, "team-b") },
+				Config:      config,
+				ExpectError: regexp.MustCompile(`(?s)2 virtual machines are called "` + name + `".*use the VM's UUID`),
+			},
+			{
+				Config: providerConfig(lab) + `
+data "vspherehpc_virtual_machine" "vm" {
+  name = "x"
+}
+`,
+				ExpectError: regexp.MustCompile(`(?s)Attribute "datacenter_id" must be specified when "name" is\s+specified`),
+			},
+			{
+				Config: providerConfig(lab) + `
+data "vspherehpc_virtual_machine" "vm" {}
+`,
+				ExpectError: regexp.MustCompile(`(?s)No attribute specified when one \(and only one\) of`),
+			},
+		},
+	})
+}
+
+// cloneIntoFolder makes a second VM with the same name in another folder.
+func cloneIntoFolder(t *testing.T, lab *vcsimlab.Lab, vmName, folderName string) {
+	t.Helper()
+	ctx := context.Background()
+	finder := find.NewFinder(lab.Client().Client)
+	dc, err := finder.Datacenter(ctx, lab.DatacenterName())
+	if err != nil {
+		t.Fatal(err)
+	}
+	finder.SetDatacenter(dc)
+	folders, err := dc.Folders(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	folder, err := folders.VmFolder.CreateFolder(ctx, folderName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vm := object.NewVirtualMachine(lab.Client().Client, types.ManagedObjectReference{Type: "VirtualMachine", Value: lab.VMID(vmName)})
+	task, err := vm.Clone(ctx, folder, vmName, types.VirtualMachineCloneSpec{})
+	if err == nil {
+		err = task.Wait(ctx)
+	}
+	if err != nil {
+		t.Fatalf("cloning %s: %v", vmName, err)
+	}
+}

@@ -1,0 +1,283 @@
+package vsphere
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/vim25/soap"
+	"github.com/vmware/govmomi/vim25/types"
+
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
+)
+
+func startLab(t *testing.T, opts vcsimlab.Options) *vcsimlab.Lab {
+	t.Helper()
+	lab, err := vcsimlab.Start(context.Background(), opts)
+	if err != nil {
+		t.Fatalf("starting lab: %v", err)
+	}
+	t.Cleanup(lab.Close)
+	return lab
+}
+
+func labClient(lab *vcsimlab.Lab, mutate ...func(*Config)) *Client {
+	cfg := Config{Server: lab.URL.Host, User: lab.Username, Password: lab.Password, CAFile: lab.CertFile}
+	for _, m := range mutate {
+		m(&cfg)
+	}
+	return New(cfg)
+}
+
+// recordingLogger keeps every line, for assertions on what gets logged.
+type recordingLogger struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (r *recordingLogger) add(level, msg string, fields map[string]any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lines = append(r.lines, fmt.Sprint(level, " ", msg, " ", fields))
+}
+
+func (r *recordingLogger) Debug(_ context.Context, msg string, f map[string]any) {
+	r.add("DEBUG", msg, f)
+}
+func (r *recordingLogger) Trace(_ context.Context, msg string, f map[string]any) {
+	r.add("TRACE", msg, f)
+}
+func (r *recordingLogger) TraceEnabled() bool { return true }
+
+func (r *recordingLogger) all() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return strings.Join(r.lines, "\n")
+}
+
+func TestConnectsLazily(t *testing.T) {
+	t.Parallel()
+	c := New(Config{})
+	if c.Configured() {
+		t.Fatal("an empty config must not count as configured")
+	}
+	if _, err := c.DatacenterByName(context.Background(), ""); !errors.Is(err, ErrNotConfigured) {
+		t.Fatalf("error = %v, want ErrNotConfigured", err)
+	}
+	var nilClient *Client
+	if _, err := nilClient.Host(context.Background(), "host-1"); !errors.Is(err, ErrNotConfigured) {
+		t.Fatalf("nil client error = %v, want ErrNotConfigured", err)
+	}
+}
+
+func TestLoginAndTLS(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	ctx := context.Background()
+
+	cases := []struct {
+		name    string
+		mutate  func(*Config)
+		wantErr error
+		wantMsg []string
+	}{
+		{"ca_file", func(*Config) {}, nil, nil},
+		{"thumbprint", func(c *Config) {
+			c.CAFile, c.Thumbprint = "", strings.ToLower(strings.ReplaceAll(lab.Thumbprint, ":", ""))
+		}, nil, nil},
+		{"allow_unverified_ssl", func(c *Config) { c.CAFile, c.AllowUnverifiedSSL = "", true }, nil, nil},
+		{"untrusted certificate", func(c *Config) { c.CAFile = "" }, ErrUntrustedCert,
+			[]string{"not trusted", "ca_file", "thumbprint", "allow_unverified_ssl", lab.Thumbprint}},
+		{"wrong thumbprint", func(c *Config) { c.CAFile, c.Thumbprint = "", strings.Repeat("AB", 20) }, ErrUntrustedCert,
+			[]string{"does not match", lab.Thumbprint}},
+		{"wrong password", func(c *Config) { c.Password = "not-" + lab.Password }, ErrLogin,
+			[]string{"rejected the user name or password", lab.Username}},
+		{"unreachable", func(c *Config) { c.Server = "127.0.0.1:1" }, ErrUnreachable, []string{"127.0.0.1:1", "vsphere_server"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c := labClient(lab, tc.mutate)
+			_, err := c.DatacenterByName(ctx, "")
+			if tc.wantErr == nil {
+				if err != nil {
+					t.Fatalf("unexpected error: %v", err)
+				}
+				return
+			}
+			if !errors.Is(err, tc.wantErr) {
+				t.Fatalf("error = %v, want %v", err, tc.wantErr)
+			}
+			for _, m := range tc.wantMsg {
+				if !strings.Contains(err.Error(), m) {
+					t.Errorf("error %q does not mention %q", err, m)
+				}
+			}
+		})
+	}
+}
+
+func TestReloginAfterSessionTerminated(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	ctx := context.Background()
+	c := labClient(lab)
+	if _, err := c.DatacenterByName(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := lab.TerminateSessions(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Both a property-collector read and a plain method call must recover.
+	if _, err := c.Host(ctx, lab.HostID(lab.HostNames()[0])); err != nil {
+		t.Fatalf("read after the session ended: %v", err)
+	}
+	if err := lab.TerminateSessions(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.VM(ctx, lab.VMUUID(lab.VMNames()[0])); err != nil {
+		t.Fatalf("UUID search after the session ended: %v", err)
+	}
+	if got := c.Logins(); got != 3 {
+		t.Fatalf("logins = %d, want 3 (one per session)", got)
+	}
+}
+
+func TestConcurrentCallsLogInOnce(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	ctx := context.Background()
+	c := labClient(lab)
+	if _, err := c.DatacenterByName(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := lab.TerminateSessions(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := c.DatacenterByName(ctx, "")
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := c.Logins(); got != 2 {
+		t.Fatalf("logins = %d, want 2: concurrent calls that find the session gone must share one new login", got)
+	}
+}
+
+func TestPasswordNeverLogged(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	ctx := context.Background()
+	log := &recordingLogger{}
+	c := labClient(lab, func(cfg *Config) { cfg.Logger = log })
+	if _, err := c.Host(ctx, lab.HostID(lab.HostNames()[0])); err != nil {
+		t.Fatal(err)
+	}
+	if err := lab.TerminateSessions(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.DatacenterByName(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	out := log.all()
+	if !strings.Contains(out, "<Login") || !strings.Contains(out, "vSphere SOAP response") {
+		t.Fatalf("expected traced SOAP bodies including the logins, got:\n%.2000s", out)
+	}
+	if strings.Contains(out, lab.Password) {
+		t.Fatal("the password appears in the log")
+	}
+	if !strings.Contains(out, "<password>********</password>") {
+		t.Fatal("expected the scrubbed password element in the traced Login request")
+	}
+}
+
+func TestWaitTaskLogsAndTranslates(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	ctx := context.Background()
+	log := &recordingLogger{}
+	c := labClient(lab, func(cfg *Config) { cfg.Logger = log })
+	vc, err := c.vimClient(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vmName := lab.VMNames()[0]
+	vm := object.NewVirtualMachine(vc, types.ManagedObjectReference{Type: "VirtualMachine", Value: lab.VMID(vmName)})
+
+	task, err := vm.PowerOn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.waitTask(ctx, "powering on "+vmName, task); err != nil {
+		t.Fatalf("waitTask: %v", err)
+	}
+	if !strings.Contains(log.all(), "vSphere task done") {
+		t.Fatal("task completion was not logged")
+	}
+
+	lab.FailTaskOnce("PowerOffVM_Task", vmName, &types.InvalidPowerState{})
+	task, err = vm.PowerOff(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.waitTask(ctx, "powering off "+vmName, task)
+	if !errors.Is(err, ErrInvalidState) || !strings.Contains(err.Error(), "powering off "+vmName) {
+		t.Fatalf("failed task error = %v, want ErrInvalidState naming the operation", err)
+	}
+
+	lab.Delay("PowerOffVM_Task", 2*time.Second)
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	task, err = vm.PowerOff(short)
+	if err == nil {
+		_, err = c.waitTask(short, "powering off "+vmName, task)
+	}
+	if err == nil || !errors.Is(short.Err(), context.DeadlineExceeded) {
+		t.Fatalf("expected the deadline to stop the wait, got %v", err)
+	}
+}
+
+func TestTranslate(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		fault types.BaseMethodFault
+		want  error
+	}{
+		{&types.ManagedObjectNotFound{}, ErrNotFound},
+		{&types.InvalidPowerState{}, ErrInvalidState},
+		{&types.ResourceInUse{}, ErrInUse},
+		{&types.DuplicateName{}, ErrAlreadyExists},
+		{&types.ConcurrentAccess{}, ErrConcurrent},
+		{&types.InvalidName{}, ErrInvalidArg},
+		{&types.NoPermission{}, ErrNoPermission},
+	}
+	for _, tc := range cases {
+		err := translate("doing it", soap.WrapVimFault(tc.fault))
+		if !errors.Is(err, tc.want) || !strings.HasPrefix(err.Error(), "doing it: ") {
+			t.Errorf("translate(%T) = %v, want %v", tc.fault, err, tc.want)
+		}
+	}
+	if err := translate("doing it", errors.New("boom")); err.Error() != "doing it: boom" {
+		t.Errorf("plain error = %q", err)
+	}
+	if translate("x", nil) != nil {
+		t.Error("nil must stay nil")
+	}
+}

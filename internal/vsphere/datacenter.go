@@ -1,0 +1,76 @@
+package vsphere
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/vmware/govmomi/vim25/types"
+)
+
+// Datacenter is a vSphere datacenter.
+type Datacenter struct {
+	ID   string // managed object id, e.g. "datacenter-3"
+	Name string
+}
+
+// DatacenterByName finds the one datacenter called name. With an empty name
+// it returns the only datacenter, as vCenter's default.
+func (c *Client) DatacenterByName(ctx context.Context, name string) (*Datacenter, error) {
+	op := fmt.Sprintf("finding datacenter %q", name)
+	if name == "" {
+		op = "finding the default datacenter"
+	}
+	ctx, cancel := c.withTimeout(ctx)
+	defer cancel()
+	vc, err := c.vimClient(ctx)
+	if err != nil {
+		return nil, err
+	}
+	objs, err := retrieve(ctx, vc, types.PropertyFilterSpec{
+		ObjectSet: []types.ObjectSpec{{Obj: vc.ServiceContent.RootFolder, Skip: types.NewBool(true), SelectSet: []types.BaseSelectionSpec{folderTree()}}},
+		PropSet:   []types.PropertySpec{{Type: "Datacenter", PathSet: []string{"name"}}},
+	})
+	if err != nil {
+		return nil, translate(op, err)
+	}
+	var all, matches []Datacenter
+	for _, o := range objs {
+		if e, ok := entityOf(o); ok && e.Self.Type == "Datacenter" {
+			dc := Datacenter{ID: e.Self.Value, Name: e.Name}
+			all = append(all, dc)
+			if name == "" || e.Name == name {
+				matches = append(matches, dc)
+			}
+		}
+	}
+	switch {
+	case len(matches) == 1:
+		return &matches[0], nil
+	case len(matches) == 0 && name == "":
+		return nil, notFound(op, "vCenter has no datacenter")
+	case len(matches) == 0:
+		return nil, notFound(op, "no datacenter is called %q; vCenter has %s", name, datacenterList(all))
+	case name == "":
+		return nil, &Error{Op: op, Kind: ErrAmbiguous, Message: fmt.Sprintf("vCenter has %d datacenters (%s): name the one you mean", len(all), datacenterList(all))}
+	default:
+		return nil, &Error{Op: op, Kind: ErrAmbiguous, Message: fmt.Sprintf("%d datacenters are called %q (%s), in different folders: rename one, or use its id", len(matches), name, datacenterList(matches))}
+	}
+}
+
+func datacenterList(dcs []Datacenter) string {
+	if len(dcs) == 0 {
+		return "none"
+	}
+	s := ""
+	for i, dc := range dcs {
+		if i > 0 {
+			s += ", "
+		}
+		s += fmt.Sprintf("%q (%s)", dc.Name, dc.ID)
+	}
+	return s
+}
+
+func datacenterRef(id string) types.ManagedObjectReference {
+	return types.ManagedObjectReference{Type: "Datacenter", Value: id}
+}

@@ -1,0 +1,333 @@
+package vsphere
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/vmware/govmomi/vim25/mo"
+	"github.com/vmware/govmomi/vim25/types"
+)
+
+// Host is an ESXi host as the HPC resources need it: its NICs, vmknics and
+// passthrough GPUs.
+type Host struct {
+	ID              string // managed object id, e.g. "host-12"
+	Name            string
+	ClusterID       string // empty for a standalone host
+	ClusterName     string
+	ConnectionState string
+	InMaintenance   bool
+	PhysicalNICs    []PhysicalNIC
+	VMKernelNICs    []VMKernelNIC
+	GPUs            []GPU
+}
+
+// PhysicalNIC is one vmnic.
+type PhysicalNIC struct {
+	Name       string // vmnic4
+	MAC        string
+	PCIID      string
+	Driver     string
+	SpeedMbps  int64 // 0 when the link is down
+	LinkUp     bool
+	RDMADevice string // vmrdma0, empty when the NIC has no RDMA function
+	RoCEv1     bool
+	RoCEv2     bool
+	// Switch is the name of the standard or distributed switch that uses the
+	// NIC as an uplink, empty when none does; SwitchUUID is set for a
+	// distributed switch.
+	Switch     string
+	SwitchUUID string
+}
+
+// VMKernelNIC is one vmknic.
+type VMKernelNIC struct {
+	Name       string // vmk0
+	MTU        int64
+	IPAddress  string
+	MAC        string
+	PortGroup  string // standard port group name, empty on a distributed switch
+	SwitchUUID string // distributed switch UUID, empty on a standard switch
+	Netstack   string
+}
+
+// GPU is a display-class PCI device and what the host says about using it
+// for passthrough.
+type GPU struct {
+	PCIID              string // 0000:3b:00.0
+	VendorID           string // four lower-case hex digits, e.g. "10de"
+	DeviceID           string
+	VendorName         string
+	DeviceName         string
+	MemoryGB           float64 // framebuffer size; 0 when the host does not report it
+	PassthroughCapable bool
+	PassthroughEnabled bool
+	PassthroughActive  bool
+	VMs                []VMRef // VMs on this host configured with the device
+}
+
+// VMRef names a VM and says whether it is running.
+type VMRef struct {
+	ID        string // BIOS UUID
+	MOID      string
+	Name      string
+	PoweredOn bool
+}
+
+var hostProps = []string{
+	"name", "parent", "runtime.connectionState", "runtime.inMaintenanceMode",
+	"config.network.pnic", "config.network.vnic", "config.network.vswitch",
+	"config.network.proxySwitch", "config.network.rdmaDevice",
+	"config.pciPassthruInfo", "config.graphicsInfo", "hardware.pciDevice",
+}
+
+// Host reads a host by managed object id in one property-collector round
+// trip: the host, its cluster's name and the VMs registered on it.
+func (c *Client) Host(ctx context.Context, id string) (*Host, error) {
+	op := "reading host " + id
+	ctx, cancel := c.withTimeout(ctx)
+	defer cancel()
+	vc, err := c.vimClient(ctx)
+	if err != nil {
+		return nil, err
+	}
+	host := types.ManagedObjectReference{Type: "HostSystem", Value: id}
+	objs, err := retrieve(ctx, vc, types.PropertyFilterSpec{
+		ObjectSet: []types.ObjectSpec{{Obj: host, SelectSet: []types.BaseSelectionSpec{
+			&types.TraversalSpec{Type: "HostSystem", Path: "parent"},
+			&types.TraversalSpec{Type: "HostSystem", Path: "vm"},
+		}}},
+		PropSet: []types.PropertySpec{
+			{Type: "HostSystem", PathSet: hostProps},
+			{Type: "ComputeResource", PathSet: []string{"name"}},
+			{Type: "VirtualMachine", PathSet: []string{"name", "runtime.powerState", "config.uuid", "config.hardware.device"}},
+		},
+	})
+	if err != nil {
+		return nil, translate(op, err)
+	}
+	var (
+		h       *mo.HostSystem
+		cluster *mo.ManagedEntity
+		vms     []mo.VirtualMachine
+	)
+	for _, o := range objs {
+		switch v := o.(type) {
+		case mo.HostSystem:
+			h = &v
+		case mo.ClusterComputeResource:
+			cluster = &v.ManagedEntity
+		case mo.VirtualMachine:
+			vms = append(vms, v)
+		}
+	}
+	if h == nil {
+		return nil, notFound(op, "host %s does not exist", id)
+	}
+	return hostFromMO(h, cluster, vms), nil
+}
+
+// HostByName finds a host by name within a datacenter.
+func (c *Client) HostByName(ctx context.Context, datacenterID, name string) (*Host, error) {
+	op := fmt.Sprintf("finding host %q in datacenter %s", name, datacenterID)
+	ctx, cancel := c.withTimeout(ctx)
+	defer cancel()
+	vc, err := c.vimClient(ctx)
+	if err != nil {
+		return nil, err
+	}
+	refs, err := byName(ctx, vc, datacenterRef(datacenterID), "HostSystem", name,
+		&types.TraversalSpec{Type: "Datacenter", Path: "hostFolder", SelectSet: []types.BaseSelectionSpec{
+			&types.SelectionSpec{Name: "folderTree"}, &types.SelectionSpec{Name: "computeHosts"},
+		}},
+		folderTreeWith(&types.SelectionSpec{Name: "computeHosts"}),
+		&types.TraversalSpec{SelectionSpec: types.SelectionSpec{Name: "computeHosts"}, Type: "ComputeResource", Path: "host"},
+	)
+	if err != nil {
+		return nil, translate(op, err)
+	}
+	switch len(refs) {
+	case 0:
+		return nil, notFound(op, "datacenter %s has no host called %q; names are as vCenter shows them (often the FQDN or IP address)", datacenterID, name)
+	case 1:
+		return c.Host(ctx, refs[0].Value)
+	default:
+		return nil, &Error{Op: op, Kind: ErrAmbiguous, Message: fmt.Sprintf("%d hosts are called %q (%s): use the host's id instead", len(refs), name, refValues(refs))}
+	}
+}
+
+// folderTreeWith is folderTree that also applies extra selections to each
+// child entity (e.g. from a cluster on to its hosts).
+func folderTreeWith(extra ...types.BaseSelectionSpec) *types.TraversalSpec {
+	ts := folderTree()
+	ts.SelectSet = append(ts.SelectSet, extra...)
+	return ts
+}
+
+func hostFromMO(h *mo.HostSystem, cluster *mo.ManagedEntity, vms []mo.VirtualMachine) *Host {
+	out := &Host{
+		ID:              h.Self.Value,
+		Name:            h.Name,
+		ConnectionState: string(h.Runtime.ConnectionState),
+		InMaintenance:   h.Runtime.InMaintenanceMode,
+	}
+	if cluster != nil {
+		out.ClusterID, out.ClusterName = cluster.Self.Value, cluster.Name
+	}
+	if h.Config != nil && h.Config.Network != nil {
+		out.PhysicalNICs = physicalNICs(h.Config.Network)
+		out.VMKernelNICs = vmkernelNICs(h.Config.Network.Vnic)
+	}
+	out.GPUs = gpus(h, vms)
+	return out
+}
+
+func physicalNICs(n *types.HostNetworkInfo) []PhysicalNIC {
+	claimedBy := map[string][2]string{} // pnic key -> switch name, DVS uuid
+	for _, vs := range n.Vswitch {
+		for _, key := range vs.Pnic {
+			claimedBy[key] = [2]string{vs.Name, ""}
+		}
+	}
+	for _, ps := range n.ProxySwitch {
+		for _, key := range ps.Pnic {
+			claimedBy[key] = [2]string{ps.DvsName, ps.DvsUuid}
+		}
+	}
+	rdma := map[string]types.HostRdmaDevice{} // RDMA device key -> device
+	for _, d := range n.RdmaDevice {
+		rdma[d.Key] = d
+	}
+	nics := make([]PhysicalNIC, 0, len(n.Pnic))
+	for _, p := range n.Pnic {
+		nic := PhysicalNIC{Name: p.Device, MAC: p.Mac, PCIID: p.Pci, Driver: p.Driver}
+		if p.LinkSpeed != nil {
+			nic.LinkUp, nic.SpeedMbps = true, int64(p.LinkSpeed.SpeedMb)
+		}
+		if d, ok := rdma[p.RdmaDevice]; ok {
+			nic.RDMADevice = d.Device
+			nic.RoCEv1, nic.RoCEv2 = d.Capability.RoceV1Capable, d.Capability.RoceV2Capable
+		}
+		sw := claimedBy[p.Key]
+		nic.Switch, nic.SwitchUUID = sw[0], sw[1]
+		nics = append(nics, nic)
+	}
+	sort.Slice(nics, func(i, j int) bool { return lessDeviceName(nics[i].Name, nics[j].Name) })
+	return nics
+}
+
+func vmkernelNICs(vnics []types.HostVirtualNic) []VMKernelNIC {
+	out := make([]VMKernelNIC, 0, len(vnics))
+	for _, v := range vnics {
+		nic := VMKernelNIC{Name: v.Device, MTU: int64(v.Spec.Mtu), MAC: v.Spec.Mac, PortGroup: v.Portgroup, Netstack: v.Spec.NetStackInstanceKey}
+		if v.Spec.Ip != nil {
+			nic.IPAddress = v.Spec.Ip.IpAddress
+		}
+		if v.Spec.DistributedVirtualPort != nil {
+			nic.SwitchUUID = v.Spec.DistributedVirtualPort.SwitchUuid
+		}
+		out = append(out, nic)
+	}
+	sort.Slice(out, func(i, j int) bool { return lessDeviceName(out[i].Name, out[j].Name) })
+	return out
+}
+
+// pciClassDisplay is the PCI base class of display controllers (VGA and 3D).
+const pciClassDisplay = 0x03
+
+func gpus(h *mo.HostSystem, vms []mo.VirtualMachine) []GPU {
+	passthru := map[string]*types.HostPciPassthruInfo{}
+	var graphics []types.HostGraphicsInfo
+	if h.Config != nil {
+		for _, p := range h.Config.PciPassthruInfo {
+			if info := p.GetHostPciPassthruInfo(); info != nil {
+				passthru[info.Id] = info
+			}
+		}
+		graphics = h.Config.GraphicsInfo
+	}
+	memoryKB := map[string]int64{}
+	for _, g := range graphics {
+		memoryKB[g.PciId] = g.MemorySizeInKB
+	}
+	users := pciUsers(vms)
+	var out []GPU
+	if h.Hardware == nil {
+		return out
+	}
+	for _, d := range h.Hardware.PciDevice {
+		if uint16(d.ClassId)>>8 != pciClassDisplay {
+			continue
+		}
+		g := GPU{
+			PCIID: d.Id, VendorID: HexID(d.VendorId), DeviceID: HexID(d.DeviceId),
+			VendorName: d.VendorName, DeviceName: d.DeviceName,
+			MemoryGB: float64(memoryKB[d.Id]) / (1024 * 1024),
+			VMs:      users[d.Id],
+		}
+		if p := passthru[d.Id]; p != nil {
+			g.PassthroughCapable, g.PassthroughEnabled, g.PassthroughActive = p.PassthruCapable, p.PassthruEnabled, p.PassthruActive
+		}
+		out = append(out, g)
+	}
+	return out
+}
+
+// pciUsers maps a host PCI id to the VMs configured to pass it through:
+// static backings name the id; dynamic ones once vSphere assigned a device.
+func pciUsers(vms []mo.VirtualMachine) map[string][]VMRef {
+	users := map[string][]VMRef{}
+	sort.Slice(vms, func(i, j int) bool { return vms[i].Name < vms[j].Name })
+	for _, vm := range vms {
+		if vm.Config == nil {
+			continue
+		}
+		ref := VMRef{ID: vm.Config.Uuid, MOID: vm.Self.Value, Name: vm.Name, PoweredOn: vm.Runtime.PowerState == types.VirtualMachinePowerStatePoweredOn}
+		for _, dev := range vm.Config.Hardware.Device {
+			pt, ok := dev.(*types.VirtualPCIPassthrough)
+			if !ok || pt.Backing == nil {
+				continue
+			}
+			switch b := pt.Backing.(type) {
+			case *types.VirtualPCIPassthroughDeviceBackingInfo:
+				users[b.Id] = append(users[b.Id], ref)
+			case *types.VirtualPCIPassthroughDynamicBackingInfo:
+				if b.AssignedId != "" {
+					users[b.AssignedId] = append(users[b.AssignedId], ref)
+				}
+			}
+		}
+	}
+	return users
+}
+
+// HexID formats a PCI vendor or device id the way lspci and vSphere's UI
+// show it. vSphere reports ids as signed 16-bit numbers, so ids above 0x7fff
+// (NVIDIA is 0x10de, Intel 0x8086) must be read as unsigned.
+func HexID(id int16) string {
+	return fmt.Sprintf("%04x", uint16(id))
+}
+
+// lessDeviceName orders vmnic2 before vmnic10.
+func lessDeviceName(a, b string) bool {
+	pa, na := splitDeviceName(a)
+	pb, nb := splitDeviceName(b)
+	if pa != pb {
+		return pa < pb
+	}
+	if na != nb {
+		return na < nb
+	}
+	return a < b
+}
+
+func splitDeviceName(s string) (string, int) {
+	i := strings.LastIndexFunc(s, func(r rune) bool { return r < '0' || r > '9' }) + 1
+	n := 0
+	for _, r := range s[i:] {
+		n = n*10 + int(r-'0')
+	}
+	return s[:i], n
+}

@@ -1,0 +1,258 @@
+package vsphere
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/vim25/types"
+
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
+)
+
+func TestDatacenterByName(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	ctx := context.Background()
+	c := labClient(lab)
+
+	for _, name := range []string{"", lab.DatacenterName()} {
+		dc, err := c.DatacenterByName(ctx, name)
+		if err != nil {
+			t.Fatalf("DatacenterByName(%q): %v", name, err)
+		}
+		if dc.ID != lab.DatacenterID() || dc.Name != lab.DatacenterName() {
+			t.Fatalf("DatacenterByName(%q) = %+v", name, dc)
+		}
+	}
+	_, err := c.DatacenterByName(ctx, "nope")
+	if !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), lab.DatacenterName()) {
+		t.Fatalf("missing datacenter error = %v, want ErrNotFound listing the existing ones", err)
+	}
+
+	// A second datacenter of the same name, in a folder, as vCenter allows.
+	root := object.NewRootFolder(lab.Client().Client)
+	folder, err := root.CreateFolder(ctx, "site-b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := folder.CreateDatacenter(ctx, lab.DatacenterName()); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.DatacenterByName(ctx, lab.DatacenterName())
+	if !errors.Is(err, ErrAmbiguous) || !strings.Contains(err.Error(), lab.DatacenterID()) {
+		t.Fatalf("duplicate name error = %v, want ErrAmbiguous naming both ids", err)
+	}
+	if _, err = c.DatacenterByName(ctx, ""); !errors.Is(err, ErrAmbiguous) {
+		t.Fatalf("default datacenter with two datacenters: error = %v, want ErrAmbiguous", err)
+	}
+}
+
+func TestHost(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	ctx := context.Background()
+	c := labClient(lab)
+	name := lab.HostNames()[1]
+
+	h, err := c.HostByName(ctx, lab.DatacenterID(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.ID != lab.HostID(name) || h.Name != name || h.ClusterName != lab.ClusterName() || h.ClusterID == "" {
+		t.Fatalf("host identity = %+v", h)
+	}
+	nics := map[string]PhysicalNIC{}
+	for _, n := range h.PhysicalNICs {
+		nics[n.Name] = n
+	}
+	if n := nics["vmnic4"]; n.RDMADevice == "" || !n.RoCEv2 || n.SpeedMbps != 100000 || !n.LinkUp || n.Switch != "" {
+		t.Errorf("vmnic4 = %+v, want a free 100 GbE RoCE v2 NIC", n)
+	}
+	if n := nics["vmnic0"]; n.RDMADevice != "" || n.Switch != "vSwitch0" {
+		t.Errorf("vmnic0 = %+v, want a non-RDMA uplink of vSwitch0", n)
+	}
+	if len(h.VMKernelNICs) < 1 || h.VMKernelNICs[0].Name != "vmk0" {
+		t.Errorf("vmknics = %+v, want vmk0 first", h.VMKernelNICs)
+	}
+	gpus := map[string]GPU{}
+	for _, g := range h.GPUs {
+		gpus[g.PCIID] = g
+	}
+	if len(gpus) < 2 {
+		t.Fatalf("gpus = %+v, want the lab's GPUs", h.GPUs)
+	}
+	var active, inactive int
+	for _, g := range h.GPUs {
+		if g.VendorID != "10de" || g.MemoryGB <= 0 {
+			t.Errorf("gpu %+v: want an NVIDIA GPU with its memory reported", g)
+		}
+		if g.PassthroughActive {
+			active++
+		} else {
+			inactive++
+		}
+	}
+	if active == 0 || inactive == 0 {
+		t.Errorf("want both passthrough-active and inactive GPUs, got %d and %d", active, inactive)
+	}
+
+	_, err = c.HostByName(ctx, lab.DatacenterID(), "no-such-host")
+	if !errors.Is(err, ErrNotFound) {
+		t.Fatalf("missing host error = %v, want ErrNotFound", err)
+	}
+	_, err = c.Host(ctx, "host-99999")
+	if !errors.Is(err, ErrNotFound) {
+		t.Fatalf("missing host id error = %v, want ErrNotFound", err)
+	}
+}
+
+func TestHostReadIsOneRoundTrip(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	ctx := context.Background()
+	c := labClient(lab)
+	id := lab.HostID(lab.HostNames()[0])
+	if _, err := c.Host(ctx, id); err != nil { // logs in
+		t.Fatal(err)
+	}
+	lab.ResetCalls()
+	if _, err := c.Host(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	calls := lab.Calls()
+	total := 0
+	for _, n := range calls {
+		total += n
+	}
+	if total != 1 || calls["RetrievePropertiesEx"] != 1 {
+		t.Fatalf("a host read made %v, want exactly one RetrievePropertiesEx", calls)
+	}
+}
+
+func TestGPUUsers(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	ctx := context.Background()
+	c := labClient(lab)
+	vmName := lab.VMNames()[0]
+	vm, err := c.VM(ctx, lab.VMUUID(vmName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, err := c.Host(ctx, vm.HostID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gpu *GPU
+	for i := range host.GPUs {
+		if host.GPUs[i].PassthroughActive {
+			gpu = &host.GPUs[i]
+			break
+		}
+	}
+	if gpu == nil {
+		t.Fatal("no passthrough-active GPU on the VM's host")
+	}
+	attachGPU(t, lab, vmName, gpu.PCIID)
+
+	host, err = c.Host(ctx, vm.HostID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range host.GPUs {
+		if g.PCIID == gpu.PCIID {
+			if len(g.VMs) != 1 || g.VMs[0].Name != vmName || g.VMs[0].ID != vm.ID || g.VMs[0].PoweredOn {
+				t.Fatalf("users of %s = %+v, want powered-off %s", g.PCIID, g.VMs, vmName)
+			}
+			return
+		}
+	}
+	t.Fatalf("GPU %s vanished", gpu.PCIID)
+}
+
+// attachGPU passes a host GPU through to a VM, out of band, as an admin would.
+func attachGPU(t *testing.T, lab *vcsimlab.Lab, vmName, pciID string) {
+	t.Helper()
+	ctx := context.Background()
+	vm := object.NewVirtualMachine(lab.Client().Client, types.ManagedObjectReference{Type: "VirtualMachine", Value: lab.VMID(vmName)})
+	dev := &types.VirtualPCIPassthrough{VirtualDevice: types.VirtualDevice{
+		Key:     -1,
+		Backing: &types.VirtualPCIPassthroughDeviceBackingInfo{Id: pciID, DeviceId: "2330", VendorId: 0x10de, SystemId: "", DeviceName: "GPU"},
+	}}
+	if err := vm.AddDevice(ctx, dev); err != nil {
+		t.Fatalf("attaching %s to %s: %v", pciID, vmName, err)
+	}
+}
+
+func TestVM(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	ctx := context.Background()
+	c := labClient(lab)
+	name := lab.VMNames()[0]
+
+	byUUID, err := c.VM(ctx, lab.VMUUID(name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	byMOID, err := c.VM(ctx, lab.VMID(name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName, err := c.VMByName(ctx, lab.DatacenterID(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, vm := range []*VM{byUUID, byMOID, byName} {
+		if vm.ID != lab.VMUUID(name) || vm.MOID != lab.VMID(name) || vm.Name != name {
+			t.Fatalf("vm identity = %+v", vm)
+		}
+	}
+	if byUUID.HardwareVersion < 13 || byUUID.PowerState != "off" || byUUID.HostID == "" {
+		t.Errorf("vm = %+v", byUUID)
+	}
+	if len(byUUID.NetworkAdapters) != 1 || byUUID.NetworkAdapters[0].Type != "vmxnet3" || byUUID.NetworkAdapters[0].NetworkID == "" {
+		t.Errorf("adapters = %+v, want one vmxnet3 on a network", byUUID.NetworkAdapters)
+	}
+
+	legacy, err := c.VMByName(ctx, lab.DatacenterID(), "legacy-node")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if legacy.HardwareVersion != 11 {
+		t.Errorf("legacy-node hardware version = %d, want 11", legacy.HardwareVersion)
+	}
+
+	if _, err := c.VM(ctx, "42000000-0000-0000-0000-000000000000"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("missing UUID error = %v, want ErrNotFound", err)
+	}
+	if _, err := c.VM(ctx, "vm-99999"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("missing moid error = %v, want ErrNotFound", err)
+	}
+	if _, err := c.VMByName(ctx, lab.DatacenterID(), "nope"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("missing name error = %v, want ErrNotFound", err)
+	}
+}
+
+func TestHexID(t *testing.T) {
+	t.Parallel()
+	// vSphere reports ids as int16: Intel's 0x8086 arrives negative.
+	for in, want := range map[int16]string{0x10de: "10de", -32634: "8086", 0: "0000"} {
+		if got := HexID(in); got != want {
+			t.Errorf("HexID(%d) = %q, want %q", in, got, want)
+		}
+	}
+	if got := normalizeHex("2330"); got != "2330" {
+		t.Errorf("normalizeHex = %q", got)
+	}
+}
+
+func TestNormalizeThumbprint(t *testing.T) {
+	t.Parallel()
+	if got := NormalizeThumbprint(" ab:cd-EF01 "); got != "AB:CD:EF:01" {
+		t.Fatalf("NormalizeThumbprint = %q", got)
+	}
+}

@@ -1,0 +1,263 @@
+package vsphere
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/vim25"
+	"github.com/vmware/govmomi/vim25/mo"
+	"github.com/vmware/govmomi/vim25/types"
+)
+
+// VM is a virtual machine as the HPC resources see it.
+type VM struct {
+	ID                string // the BIOS UUID, what vsphere_virtual_machine.id exports
+	MOID              string // managed object id, e.g. "vm-42"
+	Name              string
+	HardwareVersion   int64 // 19 for vmx-19; 0 when vCenter does not say
+	Firmware          string
+	PowerState        string // "on", "off" or "suspended", as the vSphere provider says
+	HostID            string
+	GuestFamily       string // empty until VMware Tools reported a guest OS
+	GuestFullName     string
+	MemoryLockedToMax bool
+	NetworkAdapters   []NetworkAdapter
+	PCIPassthroughs   []PCIPassthrough
+}
+
+// NetworkAdapter is one virtual NIC.
+type NetworkAdapter struct {
+	Key            int64
+	Type           string // vmxnet3, vmxnet3vrdma, e1000e, ...
+	MAC            string
+	NetworkID      string // port group or network managed object id
+	SwitchUUID     string // distributed switch UUID for distributed port groups
+	DeviceProtocol string // rocev1/rocev2, PVRDMA adapters only
+	StartConnected bool
+}
+
+// PCIPassthrough is one passthrough device of a VM.
+type PCIPassthrough struct {
+	Key      int64
+	PCIID    string // host PCI id; for dynamic DirectPath, the device assigned at power-on
+	VendorID string // four hex digits
+	DeviceID string
+	Dynamic  bool
+	Label    string // dynamic DirectPath custom label
+}
+
+var vmProps = []string{
+	"name", "config.uuid", "config.version", "config.firmware", "config.hardware.device",
+	"config.memoryReservationLockedToMax", "runtime.powerState", "runtime.host",
+	"guest.guestFamily", "guest.guestFullName",
+}
+
+var moidPattern = regexp.MustCompile(`^vm-\d+$`)
+
+// VM reads a VM by UUID or managed object id.
+func (c *Client) VM(ctx context.Context, id string) (*VM, error) {
+	op := "reading virtual machine " + id
+	ctx, cancel := c.withTimeout(ctx)
+	defer cancel()
+	vc, err := c.vimClient(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ref, err := vmRef(ctx, vc, id)
+	if err != nil {
+		return nil, translate(op, err)
+	}
+	if ref == nil {
+		return nil, notFound(op, "no virtual machine has UUID %s", id)
+	}
+	return readVM(ctx, vc, op, *ref)
+}
+
+// VMByName finds a VM by name within a datacenter.
+func (c *Client) VMByName(ctx context.Context, datacenterID, name string) (*VM, error) {
+	op := fmt.Sprintf("finding virtual machine %q in datacenter %s", name, datacenterID)
+	ctx, cancel := c.withTimeout(ctx)
+	defer cancel()
+	vc, err := c.vimClient(ctx)
+	if err != nil {
+		return nil, err
+	}
+	refs, err := byName(ctx, vc, datacenterRef(datacenterID), "VirtualMachine", name,
+		&types.TraversalSpec{Type: "Datacenter", Path: "vmFolder", SelectSet: []types.BaseSelectionSpec{&types.SelectionSpec{Name: "folderTree"}}},
+		folderTree(),
+	)
+	if err != nil {
+		return nil, translate(op, err)
+	}
+	switch len(refs) {
+	case 0:
+		return nil, notFound(op, "datacenter %s has no virtual machine called %q", datacenterID, name)
+	case 1:
+		return readVM(ctx, vc, op, refs[0])
+	default:
+		return nil, &Error{Op: op, Kind: ErrAmbiguous, Message: fmt.Sprintf("%d virtual machines are called %q (%s), in different folders: use the VM's UUID instead", len(refs), name, refValues(refs))}
+	}
+}
+
+// vmRef resolves a UUID or managed object id to a reference; nil when no
+// VM has that UUID.
+func vmRef(ctx context.Context, vc *vim25.Client, id string) (*types.ManagedObjectReference, error) {
+	if moidPattern.MatchString(id) {
+		return &types.ManagedObjectReference{Type: "VirtualMachine", Value: id}, nil
+	}
+	found, err := object.NewSearchIndex(vc).FindByUuid(ctx, nil, id, true, types.NewBool(false))
+	if err != nil || found == nil {
+		return nil, err
+	}
+	ref := found.Reference()
+	return &ref, nil
+}
+
+func readVM(ctx context.Context, vc *vim25.Client, op string, ref types.ManagedObjectReference) (*VM, error) {
+	objs, err := retrieve(ctx, vc, types.PropertyFilterSpec{
+		ObjectSet: []types.ObjectSpec{{Obj: ref}},
+		PropSet:   []types.PropertySpec{{Type: "VirtualMachine", PathSet: vmProps}},
+	})
+	if err != nil {
+		return nil, translate(op, err)
+	}
+	for _, o := range objs {
+		if vm, ok := o.(mo.VirtualMachine); ok {
+			return vmFromMO(&vm), nil
+		}
+	}
+	return nil, notFound(op, "virtual machine %s does not exist", ref.Value)
+}
+
+func vmFromMO(v *mo.VirtualMachine) *VM {
+	out := &VM{MOID: v.Self.Value, Name: v.Name, PowerState: powerState(v.Runtime.PowerState)}
+	if v.Runtime.Host != nil {
+		out.HostID = v.Runtime.Host.Value
+	}
+	if v.Guest != nil {
+		out.GuestFamily, out.GuestFullName = v.Guest.GuestFamily, v.Guest.GuestFullName
+	}
+	if v.Config == nil {
+		return out
+	}
+	out.ID = v.Config.Uuid
+	out.HardwareVersion = ParseHardwareVersion(v.Config.Version)
+	out.Firmware = v.Config.Firmware
+	if v.Config.MemoryReservationLockedToMax != nil {
+		out.MemoryLockedToMax = *v.Config.MemoryReservationLockedToMax
+	}
+	for _, dev := range v.Config.Hardware.Device {
+		if nic, ok := networkAdapter(dev); ok {
+			out.NetworkAdapters = append(out.NetworkAdapters, nic)
+		}
+		if pt, ok := dev.(*types.VirtualPCIPassthrough); ok {
+			out.PCIPassthroughs = append(out.PCIPassthroughs, pciPassthrough(pt))
+		}
+	}
+	sort.Slice(out.NetworkAdapters, func(i, j int) bool { return out.NetworkAdapters[i].Key < out.NetworkAdapters[j].Key })
+	sort.Slice(out.PCIPassthroughs, func(i, j int) bool { return out.PCIPassthroughs[i].Key < out.PCIPassthroughs[j].Key })
+	return out
+}
+
+// ParseHardwareVersion turns "vmx-19" into 19, and anything else into 0.
+func ParseHardwareVersion(v string) int64 {
+	n, err := strconv.ParseInt(strings.TrimPrefix(v, "vmx-"), 10, 64)
+	if err != nil || !strings.HasPrefix(v, "vmx-") {
+		return 0
+	}
+	return n
+}
+
+func powerState(s types.VirtualMachinePowerState) string {
+	switch s {
+	case types.VirtualMachinePowerStatePoweredOn:
+		return "on"
+	case types.VirtualMachinePowerStatePoweredOff:
+		return "off"
+	case types.VirtualMachinePowerStateSuspended:
+		return "suspended"
+	}
+	return string(s)
+}
+
+// adapterType names an Ethernet card as the vSphere provider's adapter_type
+// does. The PVRDMA type embeds VirtualVmxnet3, so it must be matched by its
+// own concrete type, never through the vmxnet3 one.
+func adapterType(dev types.BaseVirtualDevice) string {
+	switch dev.(type) {
+	case *types.VirtualVmxnet3Vrdma:
+		return "vmxnet3vrdma"
+	case *types.VirtualVmxnet3:
+		return "vmxnet3"
+	case *types.VirtualVmxnet2:
+		return "vmxnet2"
+	case *types.VirtualVmxnet:
+		return "vmxnet"
+	case *types.VirtualE1000e:
+		return "e1000e"
+	case *types.VirtualE1000:
+		return "e1000"
+	case *types.VirtualPCNet32:
+		return "pcnet32"
+	case *types.VirtualSriovEthernetCard:
+		return "sriov"
+	}
+	return ""
+}
+
+func networkAdapter(dev types.BaseVirtualDevice) (NetworkAdapter, bool) {
+	card, ok := dev.(types.BaseVirtualEthernetCard)
+	if !ok {
+		return NetworkAdapter{}, false
+	}
+	e := card.GetVirtualEthernetCard()
+	nic := NetworkAdapter{Key: int64(e.Key), Type: adapterType(dev), MAC: e.MacAddress}
+	if e.Connectable != nil {
+		nic.StartConnected = e.Connectable.StartConnected
+	}
+	if vrdma, ok := dev.(*types.VirtualVmxnet3Vrdma); ok {
+		nic.DeviceProtocol = vrdma.DeviceProtocol
+	}
+	switch b := e.Backing.(type) {
+	case *types.VirtualEthernetCardDistributedVirtualPortBackingInfo:
+		nic.NetworkID, nic.SwitchUUID = b.Port.PortgroupKey, b.Port.SwitchUuid
+	case *types.VirtualEthernetCardNetworkBackingInfo:
+		if b.Network != nil {
+			nic.NetworkID = b.Network.Value
+		}
+	case *types.VirtualEthernetCardOpaqueNetworkBackingInfo:
+		nic.NetworkID = b.OpaqueNetworkId
+	}
+	return nic, true
+}
+
+func pciPassthrough(pt *types.VirtualPCIPassthrough) PCIPassthrough {
+	out := PCIPassthrough{Key: int64(pt.Key)}
+	switch b := pt.Backing.(type) {
+	case *types.VirtualPCIPassthroughDeviceBackingInfo:
+		out.PCIID, out.VendorID = b.Id, HexID(b.VendorId)
+		out.DeviceID = normalizeHex(b.DeviceId)
+	case *types.VirtualPCIPassthroughDynamicBackingInfo:
+		out.Dynamic, out.PCIID, out.Label = true, b.AssignedId, b.CustomLabel
+		if len(b.AllowedDevice) > 0 {
+			out.VendorID = fmt.Sprintf("%04x", uint16(b.AllowedDevice[0].VendorId))
+			out.DeviceID = fmt.Sprintf("%04x", uint16(b.AllowedDevice[0].DeviceId))
+		}
+	}
+	return out
+}
+
+// normalizeHex formats the hex string vSphere uses for a backing's device id
+// like HexID does, keeping text it cannot parse.
+func normalizeHex(s string) string {
+	n, err := strconv.ParseUint(strings.TrimPrefix(strings.ToLower(s), "0x"), 16, 16)
+	if err != nil {
+		return s
+	}
+	return fmt.Sprintf("%04x", n)
+}
