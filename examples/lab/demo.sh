@@ -84,7 +84,8 @@ echo "built $tmp/providers/terraform-provider-vspherehpc"
 # --- (b) lab simulator ------------------------------------------------------------------------------------------
 header "building and starting the lab simulator"
 go build -o "$tmp/vcsimlab" ./internal/cmd/vcsimlab
-"$tmp/vcsimlab" -listen 127.0.0.1:0 -env-file "$tmp/lab.env" >"$tmp/lab.log" 2>&1 </dev/null &
+# stdout repeats the env file (with the password): not kept; stderr is the lab log.
+"$tmp/vcsimlab" -listen 127.0.0.1:0 -env-file "$tmp/lab.env" >/dev/null 2>"$tmp/lab.log" </dev/null &
 lab_pid=$!
 echo "lab simulator pid $lab_pid; waiting up to ${LAB_START_TIMEOUT}s for $tmp/lab.env"
 

@@ -30,7 +30,7 @@ func TotalGB(gpuMemoryGB []float64) (float64, error) {
 	}
 	total := 0.0
 	for i, gb := range gpuMemoryGB {
-		if err := checkMemory(gb); err != nil {
+		if err := CheckMemoryGB(gb); err != nil {
 			return 0, fmt.Errorf("GPU %d: %w", i+1, err)
 		}
 		total += gb
@@ -40,7 +40,7 @@ func TotalGB(gpuMemoryGB []float64) (float64, error) {
 
 // SizeGB returns the smallest power of two that is at least twice totalGB.
 func SizeGB(totalGB float64) (int64, error) {
-	if err := checkMemory(totalGB); err != nil {
+	if err := CheckMemoryGB(totalGB); err != nil {
 		return 0, err
 	}
 	size := int64(1)
@@ -73,7 +73,8 @@ func FormatGB(gb float64) string {
 	return strconv.FormatFloat(gb, 'f', -1, 64)
 }
 
-func checkMemory(gb float64) error {
+// CheckMemoryGB refuses a size that cannot be the memory of a GPU.
+func CheckMemoryGB(gb float64) error {
 	switch {
 	case math.IsNaN(gb) || math.IsInf(gb, 0):
 		return fmt.Errorf("memory size %v GB is not a finite number", gb)

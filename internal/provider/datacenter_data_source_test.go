@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"regexp"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
@@ -17,7 +16,7 @@ import (
 func TestAccDatacenterDataSource(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
-	resource.ParallelTest(t, resource.TestCase{
+	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
@@ -40,7 +39,7 @@ data "vspherehpc_datacenter" "dc" {
   name = "no-such-dc"
 }
 `,
-				ExpectError: regexp.MustCompile(`(?s)Cannot find datacenter.*no datacenter is called "no-such-dc".*` + lab.DatacenterName()),
+				ExpectError: wrapped(`no datacenter is called "no-such-dc"; vCenter has "` + lab.DatacenterName() + `" (` + lab.DatacenterID() + `)`),
 			},
 			{
 				// vCenter allows two datacenters of one name in different folders.
@@ -59,7 +58,7 @@ data "vspherehpc_datacenter" "dc" {
   name = "` + lab.DatacenterName() + `"
 }
 `,
-				ExpectError: regexp.MustCompile(`(?s)2 datacenters are called "` + lab.DatacenterName() + `"`),
+				ExpectError: wrapped(`2 datacenters are called "` + lab.DatacenterName() + `"`),
 			},
 		},
 	})

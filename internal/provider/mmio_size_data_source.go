@@ -94,26 +94,32 @@ func (d *mmioSizeDataSource) Schema(_ context.Context, _ datasource.SchemaReques
 	}
 }
 
+// gpuSize is one GPU's memory and where the configuration gave it.
+type gpuSize struct {
+	gb   float64
+	from path.Path
+}
+
 // gpuSizes flattens the configuration into one size per GPU. known is false
 // while any value is still unknown, so validation waits for it.
-func (m *mmioSizeModel) gpuSizes(ctx context.Context) (sizes []float64, known bool, diags diag.Diagnostics) {
+func (m *mmioSizeModel) gpuSizes(ctx context.Context) (sizes []gpuSize, known bool, diags diag.Diagnostics) {
 	if m.GPUMemoryGB.IsUnknown() {
 		return nil, false, nil
 	}
 	var list []types.Float64
 	diags.Append(m.GPUMemoryGB.ElementsAs(ctx, &list, false)...)
-	for _, v := range list {
+	for i, v := range list {
 		if v.IsUnknown() {
 			return nil, false, diags
 		}
-		sizes = append(sizes, v.ValueFloat64())
+		sizes = append(sizes, gpuSize{v.ValueFloat64(), path.Root("gpu_memory_gb").AtListIndex(i)})
 	}
-	for _, g := range m.GPU {
+	for i, g := range m.GPU {
 		if g.Count.IsUnknown() || g.MemoryGB.IsUnknown() {
 			return nil, false, diags
 		}
-		for i := int64(0); i < g.Count.ValueInt64(); i++ {
-			sizes = append(sizes, g.MemoryGB.ValueFloat64())
+		for range g.Count.ValueInt64() {
+			sizes = append(sizes, gpuSize{g.MemoryGB.ValueFloat64(), path.Root("gpu").AtListIndex(i).AtName("memory_gb")})
 		}
 	}
 	return sizes, true, diags
@@ -130,9 +136,17 @@ func (d *mmioSizeDataSource) ValidateConfig(ctx context.Context, req datasource.
 	if !known {
 		return
 	}
-	if _, err := mmio.TotalGB(sizes); err != nil {
-		resp.Diagnostics.AddAttributeError(path.Root("gpu_memory_gb"), "Invalid GPU memory sizes",
-			"Cannot size the MMIO window: "+err.Error()+". Give each GPU's framebuffer memory in GB in gpu_memory_gb or in gpu blocks.")
+	if len(sizes) == 0 {
+		resp.Diagnostics.AddError("No GPUs given",
+			"List the framebuffer memory of each GPU in GB, in gpu_memory_gb or in gpu { count, memory_gb } blocks.")
+	}
+	reported := map[string]bool{}
+	for _, s := range sizes {
+		if err := mmio.CheckMemoryGB(s.gb); err != nil && !reported[s.from.String()] {
+			reported[s.from.String()] = true
+			resp.Diagnostics.AddAttributeError(s.from, "Invalid GPU memory size",
+				"Cannot size the MMIO window: "+err.Error()+". Give each GPU's framebuffer memory in GB, e.g. 80 for an H100.")
+		}
 	}
 }
 
@@ -144,7 +158,11 @@ func (d *mmioSizeDataSource) Read(ctx context.Context, req datasource.ReadReques
 	}
 	sizes, _, diags := state.gpuSizes(ctx)
 	resp.Diagnostics.Append(diags...)
-	total, err := mmio.TotalGB(sizes)
+	gbs := make([]float64, len(sizes))
+	for i, s := range sizes {
+		gbs[i] = s.gb
+	}
+	total, err := mmio.TotalGB(gbs)
 	if err == nil {
 		var size int64
 		size, err = mmio.SizeGB(total)

@@ -1,7 +1,6 @@
 package provider
 
 import (
-	"regexp"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
@@ -17,7 +16,7 @@ func TestAccMMIOSizeDataSource_seedTable(t *testing.T) {
 	size := func(name string, gb int64) statecheck.StateCheck {
 		return statecheck.ExpectKnownValue("data.vspherehpc_mmio_size."+name, tfjsonpath.New("mmio_size_gb"), knownvalue.Int64Exact(gb))
 	}
-	resource.ParallelTest(t, resource.TestCase{
+	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{{
 			Config: `
@@ -67,11 +66,11 @@ data "vspherehpc_mmio_size" "a100x2" {
 func TestAccMMIOSizeDataSource_invalid(t *testing.T) {
 	t.Parallel()
 	cases := map[string]struct{ config, want string }{
-		"empty":    {`gpu_memory_gb = []`, `no GPU memory sizes given`},
-		"nothing":  {``, `no GPU memory sizes given`},
-		"zero":     {`gpu_memory_gb = [16, 0]`, `GPU 2: memory size 0 GB must be greater than zero`},
-		"negative": {"gpu {\n count = 1\n memory_gb = -8\n}", `GPU 1: memory size -8 GB must be greater than zero`},
-		"count":    {"gpu {\n count = 0\n memory_gb = 16\n}", `count value must be at least 1`},
+		"empty":    {`gpu_memory_gb = []`, `No GPUs given`},
+		"nothing":  {``, `No GPUs given`},
+		"zero":     {`gpu_memory_gb = [16, 0]`, `memory size 0 GB must be greater than zero`},
+		"negative": {"gpu {\n count = 1\n memory_gb = -8\n}", `memory size -8 GB must be greater than zero`},
+		"count":    {"gpu {\n count = 0\n memory_gb = 16\n}", `gpu[0].count value must be at least 1`},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -80,7 +79,7 @@ func TestAccMMIOSizeDataSource_invalid(t *testing.T) {
 				Steps: []resource.TestStep{{
 					Config:      "data \"vspherehpc_mmio_size\" \"x\" {\n" + tc.config + "\n}\n",
 					PlanOnly:    true,
-					ExpectError: regexp.MustCompile(regexp.QuoteMeta(tc.want)),
+					ExpectError: wrapped(tc.want),
 				}},
 			})
 		})

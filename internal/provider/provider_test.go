@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
@@ -34,6 +35,12 @@ func startLab(t *testing.T, opts vcsimlab.Options) *vcsimlab.Lab {
 	}
 	t.Cleanup(lab.Close)
 	return lab
+}
+
+// wrapped matches text as Terraform prints it in a diagnostic, where any
+// space may have become a line break.
+func wrapped(text string) *regexp.Regexp {
+	return regexp.MustCompile(strings.Join(strings.Fields(regexp.QuoteMeta(text)), `\s+`))
 }
 
 // providerConfig is the provider block for a lab, trusting its CA.
@@ -94,7 +101,7 @@ data "vspherehpc_datacenter" "dc" {}
 	found := []statecheck.StateCheck{
 		statecheck.ExpectKnownValue("data.vspherehpc_datacenter.dc", tfjsonpath.New("id"), knownvalue.StringExact(lab.DatacenterID())),
 	}
-	resource.ParallelTest(t, resource.TestCase{
+	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
@@ -121,7 +128,7 @@ data "vspherehpc_datacenter" "dc" {}
 func TestAccProvider_wrongPassword(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
-	resource.ParallelTest(t, resource.TestCase{
+	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{{
 			Config: fmt.Sprintf(`
@@ -133,7 +140,7 @@ provider "vspherehpc" {
 }
 data "vspherehpc_datacenter" "dc" {}
 `, lab.URL.Host, lab.Username, lab.CertFile),
-			ExpectError: regexp.MustCompile(`vCenter rejected the user name or password for\s+"` + regexp.QuoteMeta(lab.Username) + `"`),
+			ExpectError: wrapped(`vCenter rejected the user name or password for "` + lab.Username + `". Check user and password`),
 		}},
 	})
 }
@@ -173,7 +180,7 @@ data "vspherehpc_mmio_size" "x" {
 
 func TestAccProvider_noSettingsNeedsVCenter(t *testing.T) {
 	t.Parallel()
-	resource.ParallelTest(t, resource.TestCase{
+	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{{
 			Config: `

@@ -43,7 +43,7 @@ data "vspherehpc_virtual_machine" "legacy" {
 }
 `, lab.VMUUID(name), lab.VMID(name), lab.DatacenterID(), name)
 
-	resource.ParallelTest(t, resource.TestCase{
+	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
@@ -89,27 +89,40 @@ data "vspherehpc_virtual_machine" "vm" {
   virtual_machine_id = "4200aaaa-0000-0000-0000-000000000000"
 }
 `,
-				ExpectError: regexp.MustCompile(`(?s)Cannot find virtual machine.*no virtual machine has UUID`),
+				ExpectError: wrapped(`no virtual machine has UUID 4200aaaa-0000-0000-0000-000000000000`),
 			},
 			{
 				// vCenter allows two VMs of one name in different folders.
 				PreConfig:   func() { cloneIntoFolder(t, lab, name, "team-b") },
 				Config:      config,
-				ExpectError: regexp.MustCompile(`(?s)2 virtual machines are called "` + name + `".*use the VM's UUID`),
+				ExpectError: wrapped(`2 virtual machines are called "` + name + `" (` + lab.VMID(name)),
 			},
-			{
-				Config: providerConfig(lab) + `
-data "vspherehpc_virtual_machine" "vm" {
-  name = "x"
+		},
+	})
 }
-`,
-				ExpectError: regexp.MustCompile(`(?s)Attribute "datacenter_id" must be specified when "name" is\s+specified`),
+
+// Argument combinations are refused before any vCenter call.
+func TestAccVirtualMachineDataSource_arguments(t *testing.T) {
+	t.Parallel()
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config:      `data "vspherehpc_virtual_machine" "vm" { name = "x" }`,
+				ExpectError: wrapped(`Attribute "datacenter_id" must be specified when "name" is specified`),
 			},
 			{
-				Config: providerConfig(lab) + `
-data "vspherehpc_virtual_machine" "vm" {}
-`,
-				ExpectError: regexp.MustCompile(`(?s)No attribute specified when one \(and only one\) of`),
+				Config:      `data "vspherehpc_virtual_machine" "vm" {}`,
+				ExpectError: wrapped(`Exactly one of these attributes must be configured: [virtual_machine_id,name]`),
+			},
+			{
+				Config: `
+data "vspherehpc_virtual_machine" "vm" {
+  virtual_machine_id = "vm-1"
+  name               = "x"
+  datacenter_id      = "datacenter-1"
+}`,
+				ExpectError: wrapped(`Exactly one of these attributes must be configured: [virtual_machine_id,name]`),
 			},
 		},
 	})

@@ -261,11 +261,12 @@ type sessionRoundTripper struct {
 
 func (s *sessionRoundTripper) RoundTrip(ctx context.Context, req, res soap.HasFault) error {
 	method := strings.TrimSuffix(reflect.TypeOf(req).Elem().Name(), "Body")
+	if isLogin(req) { // runs under the login lock: no generation, no retry
+		return s.call(ctx, method, req, res)
+	}
 	gen := s.client.generation()
-	start := time.Now()
-	err := s.next.RoundTrip(ctx, req, res)
-	s.client.log.Debug(ctx, "vSphere call", map[string]any{"method": method, "duration_ms": time.Since(start).Milliseconds(), "error": errText(err)})
-	if isLogin(req) || !notAuthenticated(err, res) {
+	err := s.call(ctx, method, req, res)
+	if !notAuthenticated(err, res) {
 		return err
 	}
 	s.client.log.Debug(ctx, "vSphere session is gone; logging in again", map[string]any{"method": method})
@@ -275,8 +276,15 @@ func (s *sessionRoundTripper) RoundTrip(ctx context.Context, req, res soap.HasFa
 	// Decode the retry into a fresh value: XML decoding does not clear fields,
 	// so the first attempt's fault would otherwise survive.
 	fresh := reflect.New(reflect.TypeOf(res).Elem())
-	err = s.next.RoundTrip(ctx, req, fresh.Interface().(soap.HasFault))
+	err = s.call(ctx, method, req, fresh.Interface().(soap.HasFault))
 	reflect.ValueOf(res).Elem().Set(fresh.Elem())
+	return err
+}
+
+func (s *sessionRoundTripper) call(ctx context.Context, method string, req, res soap.HasFault) error {
+	start := time.Now()
+	err := s.next.RoundTrip(ctx, req, res)
+	s.client.log.Debug(ctx, "vSphere call", map[string]any{"method": method, "duration_ms": time.Since(start).Milliseconds(), "error": errText(err)})
 	return err
 }
 

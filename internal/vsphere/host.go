@@ -53,8 +53,8 @@ type VMKernelNIC struct {
 	Netstack   string
 }
 
-// GPU is a display-class PCI device and what the host says about using it
-// for passthrough.
+// GPU is a display-class PCI device that the host can pass through or reports
+// as a graphics device, and what the host says about using it.
 type GPU struct {
 	PCIID              string // 0000:3b:00.0
 	VendorID           string // four lower-case hex digits, e.g. "10de"
@@ -258,7 +258,11 @@ func gpus(h *mo.HostSystem, vms []mo.VirtualMachine) []GPU {
 		return out
 	}
 	for _, d := range h.Hardware.PciDevice {
-		if uint16(d.ClassId)>>8 != pciClassDisplay {
+		// Onboard VGA (a BMC's, or ESXi's own console) is display class too,
+		// but neither passthrough-capable nor a graphics device of the host.
+		p := passthru[d.Id]
+		_, graphicsDevice := memoryKB[d.Id]
+		if uint16(d.ClassId)>>8 != pciClassDisplay || !(graphicsDevice || (p != nil && p.PassthruCapable)) {
 			continue
 		}
 		g := GPU{
@@ -267,7 +271,7 @@ func gpus(h *mo.HostSystem, vms []mo.VirtualMachine) []GPU {
 			MemoryGB: float64(memoryKB[d.Id]) / (1024 * 1024),
 			VMs:      users[d.Id],
 		}
-		if p := passthru[d.Id]; p != nil {
+		if p != nil {
 			g.PassthroughCapable, g.PassthroughEnabled, g.PassthroughActive = p.PassthruCapable, p.PassthruEnabled, p.PassthruActive
 		}
 		out = append(out, g)

@@ -180,7 +180,7 @@ func attachGPU(t *testing.T, lab *vcsimlab.Lab, vmName, pciID string) {
 	vm := object.NewVirtualMachine(lab.Client().Client, types.ManagedObjectReference{Type: "VirtualMachine", Value: lab.VMID(vmName)})
 	dev := &types.VirtualPCIPassthrough{VirtualDevice: types.VirtualDevice{
 		Key:     -1,
-		Backing: &types.VirtualPCIPassthroughDeviceBackingInfo{Id: pciID, DeviceId: "2330", VendorId: 0x10de, SystemId: "", DeviceName: "GPU"},
+		Backing: &types.VirtualPCIPassthroughDeviceBackingInfo{Id: pciID, DeviceId: "2330", VendorId: 0x10de},
 	}}
 	if err := vm.AddDevice(ctx, dev); err != nil {
 		t.Fatalf("attaching %s to %s: %v", pciID, vmName, err)

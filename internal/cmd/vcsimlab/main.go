@@ -1,0 +1,121 @@
+// Command vcsimlab runs the simulated vSphere lab of internal/vcsimlab on
+// 127.0.0.1 until it gets SIGINT or SIGTERM, for the demo and for poking at
+// the lab with govc.
+//
+// Once the lab is ready it prints shell export lines (VSPHERE_SERVER,
+// VSPHERE_USER, VSPHERE_PASSWORD, VSPHERE_CA_FILE, the lab's inventory names
+// and GOVC_* equivalents) to stdout and, with -env-file, writes them to that
+// file atomically, so a script can wait for the file to appear and source
+// it. The file is removed on exit. Logs go to stderr.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		log.Fatal(err)
+	}
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("vcsimlab", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	listen := fs.String("listen", "127.0.0.1:8989", "address to serve the vSphere API on")
+	hosts := fs.Int("hosts", 3, "hosts in the cluster")
+	vms := fs.Int("vms", 2, `"modern" VMs (hpc-node-N)`)
+	username := fs.String("username", "administrator@vsphere.local", "user name")
+	password := fs.String("password", "", "password (default: random)")
+	envFile := fs.String("env-file", "", "write the export lines to this file once the lab is ready")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	logger := log.New(stderr, "vcsimlab: ", log.LstdFlags)
+
+	lab, err := vcsimlab.Start(ctx, vcsimlab.Options{
+		Hosts:    *hosts,
+		VMs:      *vms,
+		Listen:   *listen,
+		Username: *username,
+		Password: *password,
+	})
+	if err != nil {
+		return err
+	}
+	defer lab.Close()
+
+	env := exports(lab)
+	if *envFile != "" {
+		if err := writeAtomic(*envFile, env); err != nil {
+			return err
+		}
+		defer os.Remove(*envFile)
+	}
+	if _, err := io.WriteString(stdout, env); err != nil {
+		return err
+	}
+	logger.Printf("serving %s; stop with SIGINT or SIGTERM", lab.URL)
+	<-ctx.Done()
+	logger.Print("stopping")
+	return nil
+}
+
+// exports are shell export lines for the vSphere provider, this provider's
+// lab-specific tests and govc.
+func exports(lab *vcsimlab.Lab) string {
+	vars := [][2]string{
+		{"VSPHERE_SERVER", lab.URL.Host},
+		{"VSPHERE_USER", lab.Username},
+		{"VSPHERE_PASSWORD", lab.Password},
+		{"VSPHERE_CA_FILE", lab.CertFile},
+		{"VSPHERE_LAB_DATACENTER", lab.DatacenterName()},
+		{"VSPHERE_LAB_CLUSTER", lab.ClusterName()},
+		{"VSPHERE_LAB_HOSTS", strings.Join(lab.HostNames(), ",")},
+		{"GOVC_URL", lab.URL.String()},
+		{"GOVC_USERNAME", lab.Username},
+		{"GOVC_PASSWORD", lab.Password},
+		{"GOVC_TLS_CA_CERTS", lab.CertFile},
+	}
+	var b strings.Builder
+	for _, v := range vars {
+		fmt.Fprintf(&b, "export %s=%s\n", v[0], quote(v[1]))
+	}
+	return b.String()
+}
+
+// quote makes s a single shell word.
+func quote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// writeAtomic writes the file under a temporary name and renames it, so a
+// reader never sees it half written. It holds a password: mode 0600.
+func writeAtomic(path, content string) error {
+	f, err := os.CreateTemp(filepath.Dir(path), ".vcsimlab-env-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.WriteString(content); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/vmware/govmomi/session"
+	"github.com/vmware/govmomi/vim25"
+	"github.com/vmware/govmomi/vim25/soap"
+)
+
+// syncBuffer is a bytes.Buffer safe to write and read from two goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestRunWritesEnvFileAndServes(t *testing.T) {
+	envFile := filepath.Join(t.TempDir(), "lab.env")
+	ctx, cancel := context.WithCancel(context.Background())
+	var stdout, stderr syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"-listen", "127.0.0.1:0", "-hosts", "2", "-password", "it's secret", "-env-file", envFile}, &stdout, &stderr)
+	}()
+
+	var content []byte
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		var err error
+		if content, err = os.ReadFile(envFile); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			t.Fatalf("no env file: %v; stderr: %s", <-done, stderr.String())
+		}
+	}
+	env := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(content)), "\n") {
+		kv := strings.SplitN(strings.TrimPrefix(line, "export "), "=", 2)
+		if len(kv) != 2 || !strings.HasPrefix(kv[1], "'") {
+			t.Fatalf("bad line %q", line)
+		}
+		env[kv[0]] = strings.ReplaceAll(strings.Trim(kv[1], "'"), `'\''`, "'")
+	}
+	if env["VSPHERE_LAB_HOSTS"] != "DC0_C0_H0,DC0_C0_H1" || env["VSPHERE_LAB_DATACENTER"] != "DC0" || env["VSPHERE_PASSWORD"] != "it's secret" {
+		t.Errorf("env = %v", env)
+	}
+	if info, err := os.Stat(envFile); err != nil || info.Mode().Perm() != 0o600 {
+		t.Errorf("env file mode: %v %v, want 0600", info, err)
+	}
+	if !strings.Contains(stdout.String(), "export VSPHERE_SERVER=") {
+		t.Errorf("stdout = %q, want the export lines", stdout.String())
+	}
+
+	// The exported values log in, verifying TLS with the CA file.
+	u := &url.URL{Scheme: "https", Host: env["VSPHERE_SERVER"], Path: "/sdk"}
+	sc := soap.NewClient(u, false)
+	if err := sc.SetRootCAs(env["VSPHERE_CA_FILE"]); err != nil {
+		t.Fatal(err)
+	}
+	vc, err := vim25.NewClient(ctx, sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := session.NewManager(vc).Login(ctx, url.UserPassword(env["VSPHERE_USER"], env["VSPHERE_PASSWORD"])); err != nil {
+		t.Errorf("login with the exported credentials: %v", err)
+	}
+
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("run: %v", err)
+	}
+	if _, err := os.Stat(envFile); !os.IsNotExist(err) {
+		t.Errorf("env file after exit: %v, want it removed", err)
+	}
+}

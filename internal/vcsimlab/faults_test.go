@@ -1,0 +1,134 @@
+package vcsimlab
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/vmware/govmomi/fault"
+	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/vim25/mo"
+	"github.com/vmware/govmomi/vim25/types"
+)
+
+func TestFailTaskOnce(t *testing.T) {
+	t.Parallel()
+	l := newLab(t)
+	l.FailTaskOnce("ReconfigVM_Task", "hpc-node-0", &types.GenericVmConfigFault{Reason: "boom"})
+
+	// Another VM is not affected.
+	if err := l.reconfig("hpc-node-1", types.VirtualMachineConfigSpec{Annotation: "x"}); err != nil {
+		t.Fatalf("other VM: %v", err)
+	}
+	err := l.reconfig("hpc-node-0", types.VirtualMachineConfigSpec{Annotation: "first"})
+	wantFault(t, "first reconfigure", err, &types.GenericVmConfigFault{})
+	var vm mo.VirtualMachine
+	retrieve(t, l.Client(), vmRef(l.Lab, "hpc-node-0"), []string{"config"}, &vm)
+	if vm.Config.Annotation != "" {
+		t.Errorf("the failed task changed the VM: annotation %q", vm.Config.Annotation)
+	}
+	if err := l.reconfig("hpc-node-0", types.VirtualMachineConfigSpec{Annotation: "second"}); err != nil {
+		t.Errorf("second reconfigure: %v", err)
+	}
+
+	// It works for any task method, such as creating a switch in a folder.
+	l.FailTaskOnce("CreateDVS_Task", "network", &types.DvsFault{})
+	task, err := l.networkFolder().CreateDVS(context.Background(), types.DVSCreateSpec{ConfigSpec: &types.VMwareDVSConfigSpec{DVSConfigSpec: types.DVSConfigSpec{Name: "x"}}})
+	if err != nil {
+		t.Fatalf("CreateDVS_Task call: %v", err)
+	}
+	wantFault(t, "CreateDVS_Task", task.Wait(context.Background()), &types.DvsFault{})
+}
+
+func TestFailCall(t *testing.T) {
+	t.Parallel()
+	l := newLab(t)
+	ctx := context.Background()
+	l.FailCall("ReconfigVM_Task", "", &types.InvalidState{}, 2)
+	for range 2 {
+		_, err := l.vm("hpc-node-0").Reconfigure(ctx, types.VirtualMachineConfigSpec{Annotation: "x"})
+		wantFault(t, "call", err, &types.InvalidState{})
+	}
+	if err := l.reconfig("hpc-node-1", types.VirtualMachineConfigSpec{Annotation: "x"}); err != nil {
+		t.Errorf("third call: %v", err)
+	}
+
+	// Scoped to one object, and never applied to the lab's own client.
+	l.FailCall("ReconfigVM_Task", "hpc-node-1", &types.InvalidState{}, 1)
+	own := object.NewVirtualMachine(l.Client().Client, vmRef(l.Lab, "hpc-node-1"))
+	if _, err := own.Reconfigure(ctx, types.VirtualMachineConfigSpec{Annotation: "own"}); err != nil {
+		t.Errorf("lab client: %v", err)
+	}
+	if err := l.reconfig("hpc-node-0", types.VirtualMachineConfigSpec{Annotation: "y"}); err != nil {
+		t.Errorf("other object: %v", err)
+	}
+	_, err := l.vm("hpc-node-1").Reconfigure(ctx, types.VirtualMachineConfigSpec{Annotation: "y"})
+	wantFault(t, "named object", err, &types.InvalidState{})
+}
+
+func TestDelayIsPerLab(t *testing.T) {
+	t.Parallel()
+	l := newLab(t)
+	other := newLab(t)
+	const d = 300 * time.Millisecond
+	l.Delay("ReconfigVM_Task", d)
+	timed := func(l *lab) time.Duration {
+		start := time.Now()
+		if _, err := l.vm("hpc-node-0").Reconfigure(context.Background(), types.VirtualMachineConfigSpec{Annotation: "x"}); err != nil {
+			t.Fatal(err)
+		}
+		return time.Since(start)
+	}
+	if got := timed(l); got < d {
+		t.Errorf("delayed call took %v, want at least %v", got, d)
+	}
+	if got := timed(other); got >= d {
+		t.Errorf("another lab's call took %v", got)
+	}
+	l.Delay("ReconfigVM_Task", 0)
+	if got := timed(l); got >= d {
+		t.Errorf("call after removing the delay took %v", got)
+	}
+}
+
+func TestTerminateSessions(t *testing.T) {
+	t.Parallel()
+	l := newLab(t)
+	ctx := context.Background()
+	if err := l.TerminateSessions(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var vm mo.VirtualMachine
+	err := tryRetrieve(l.c, vmRef(l.Lab, "hpc-node-0"), []string{"name"}, &vm)
+	if !fault.Is(err, &types.NotAuthenticated{}) {
+		t.Errorf("provider session after TerminateSessions: %v, want NotAuthenticated", err)
+	}
+	if err := tryRetrieve(l.Client(), vmRef(l.Lab, "hpc-node-0"), []string{"name"}, &vm); err != nil {
+		t.Errorf("lab client after TerminateSessions: %v", err)
+	}
+	// A new login works, as after a vCenter restart.
+	if _, err := l.NewClient(ctx); err != nil {
+		t.Errorf("login after TerminateSessions: %v", err)
+	}
+}
+
+func TestCalls(t *testing.T) {
+	t.Parallel()
+	l := newLab(t) // the provider-like client logged in: counted
+	if n := l.Calls()["Login"]; n != 1 {
+		t.Errorf("Login calls = %d, want 1 (the lab's own login is not counted)", n)
+	}
+	l.ResetCalls()
+	var vm mo.VirtualMachine
+	retrieve(t, l.c, vmRef(l.Lab, "hpc-node-0"), []string{"name"}, &vm)
+	retrieve(t, l.c, vmRef(l.Lab, "hpc-node-1"), []string{"name"}, &vm)
+	retrieve(t, l.Client(), vmRef(l.Lab, "hpc-node-1"), []string{"name"}, &vm) // the lab's client: not counted
+	calls := l.Calls()
+	if calls["RetrievePropertiesEx"] != 2 || len(calls) != 1 {
+		t.Errorf("calls = %v, want 2 RetrievePropertiesEx", calls)
+	}
+	l.ResetCalls()
+	if calls := l.Calls(); len(calls) != 0 {
+		t.Errorf("after reset: %v", calls)
+	}
+}

@@ -1,0 +1,233 @@
+package vcsimlab
+
+import (
+	"fmt"
+	"net"
+	"slices"
+
+	"github.com/vmware/govmomi/simulator"
+	"github.com/vmware/govmomi/vim25/methods"
+	"github.com/vmware/govmomi/vim25/mo"
+	"github.com/vmware/govmomi/vim25/soap"
+	"github.com/vmware/govmomi/vim25/types"
+)
+
+// pciPassthruSystem is a host's HostPciPassthruSystem: vcsim points every
+// host at one that does not exist.
+type pciPassthruSystem struct {
+	mo.HostPciPassthruSystem // first field: vcsim reads properties from it
+
+	host types.ManagedObjectReference
+}
+
+func newPciPassthruSystem(h *simulator.HostSystem) *pciPassthruSystem {
+	s := &pciPassthruSystem{host: h.Self}
+	s.Self = types.ManagedObjectReference{Type: "HostPciPassthruSystem", Value: "pcipassthrusystem-" + h.Self.Value}
+	s.PciPassthruInfo = passthruInfo()
+	return s
+}
+
+// UpdatePassthruConfig enables or disables passthrough of devices. Since
+// ESXi 7.0 a change is active without a reboot.
+func (s *pciPassthruSystem) UpdatePassthruConfig(ctx *simulator.Context, req *types.UpdatePassthruConfig) soap.HasFault {
+	body := new(methods.UpdatePassthruConfigBody)
+	next := clonePassthru(s.PciPassthruInfo)
+	for _, c := range req.Config {
+		if c == nil {
+			continue
+		}
+		cfg := c.GetHostPciPassthruConfig()
+		i := slices.IndexFunc(next, func(p types.BaseHostPciPassthruInfo) bool { return p.GetHostPciPassthruInfo().Id == cfg.Id })
+		if i < 0 {
+			body.Fault_ = simulator.Fault(fmt.Sprintf("PCI device %q not found", cfg.Id), &types.NotFound{})
+			return body
+		}
+		info := next[i].GetHostPciPassthruInfo()
+		if cfg.PassthruEnabled && !info.PassthruCapable {
+			body.Fault_ = simulator.Fault(fmt.Sprintf("PCI device %s is not passthrough capable", cfg.Id), &types.InvalidArgument{InvalidProperty: "config.passthruEnabled"})
+			return body
+		}
+		info.PassthruEnabled = cfg.PassthruEnabled
+		info.PassthruActive = cfg.PassthruEnabled
+	}
+	ctx.Update(s, []types.PropertyChange{{Name: "pciPassthruInfo", Val: next}})
+
+	if host, ok := ctx.Map.Get(s.host).(*simulator.HostSystem); ok {
+		hostInfo := clonePassthru(next)
+		ctx.WithLock(host, func() {
+			ctx.Update(host, []types.PropertyChange{{Name: "config.pciPassthruInfo", Val: hostInfo}})
+		})
+	}
+	body.Res = new(types.UpdatePassthruConfigResponse)
+	return body
+}
+
+// Refresh re-reads the passthrough state, which the lab always has current.
+func (s *pciPassthruSystem) Refresh(*types.Refresh) soap.HasFault {
+	return &methods.RefreshBody{Res: new(types.RefreshResponse)}
+}
+
+func clonePassthru(in []types.BaseHostPciPassthruInfo) []types.BaseHostPciPassthruInfo {
+	out := make([]types.BaseHostPciPassthruInfo, len(in))
+	for i, p := range in {
+		info := *p.GetHostPciPassthruInfo()
+		out[i] = &info
+	}
+	return out
+}
+
+// EnableRuleset is vcsim's, but per host and visible in host.config.firewall.
+func (x *extension) EnableRuleset(ctx *simulator.Context, req *types.EnableRuleset) soap.HasFault {
+	body := new(methods.EnableRulesetBody)
+	if f := x.changeRuleset(ctx, req.This, req.Id, func(rs *types.HostFirewallRuleset) { rs.Enabled = true }); f != nil {
+		body.Fault_ = f
+		return body
+	}
+	body.Res = new(types.EnableRulesetResponse)
+	return body
+}
+
+// DisableRuleset is vcsim's, but per host and visible in host.config.firewall.
+func (x *extension) DisableRuleset(ctx *simulator.Context, req *types.DisableRuleset) soap.HasFault {
+	body := new(methods.DisableRulesetBody)
+	if f := x.changeRuleset(ctx, req.This, req.Id, func(rs *types.HostFirewallRuleset) { rs.Enabled = false }); f != nil {
+		body.Fault_ = f
+		return body
+	}
+	body.Res = new(types.DisableRulesetResponse)
+	return body
+}
+
+// UpdateRuleset sets which addresses a ruleset allows.
+func (x *extension) UpdateRuleset(ctx *simulator.Context, req *types.UpdateRuleset) soap.HasFault {
+	body := new(methods.UpdateRulesetBody)
+	allowed := req.Spec.AllowedHosts
+	for _, ip := range allowed.IpAddress {
+		if net.ParseIP(ip) == nil {
+			body.Fault_ = simulator.Fault("invalid IP address "+ip, &types.InvalidArgument{InvalidProperty: "spec.allowedHosts.ipAddress"})
+			return body
+		}
+	}
+	for _, n := range allowed.IpNetwork {
+		ip := net.ParseIP(n.Network)
+		bits := 128
+		if ip.To4() != nil {
+			bits = 32
+		}
+		if ip == nil || n.PrefixLength < 0 || int(n.PrefixLength) > bits {
+			body.Fault_ = simulator.Fault(fmt.Sprintf("invalid network %s/%d", n.Network, n.PrefixLength), &types.InvalidArgument{InvalidProperty: "spec.allowedHosts.ipNetwork"})
+			return body
+		}
+	}
+	var refused bool
+	f := x.changeRuleset(ctx, req.This, req.Id, func(rs *types.HostFirewallRuleset) {
+		if rs.IpListUserConfigurable != nil && !*rs.IpListUserConfigurable {
+			refused = true
+			return
+		}
+		rs.AllowedHosts = &types.HostFirewallRulesetIpList{
+			IpAddress: slices.Clone(allowed.IpAddress),
+			IpNetwork: slices.Clone(allowed.IpNetwork),
+			AllIp:     allowed.AllIp,
+		}
+	})
+	switch {
+	case f != nil:
+		body.Fault_ = f
+	case refused:
+		body.Fault_ = simulator.Fault("the allowed IP list of ruleset "+req.Id+" is not configurable", &types.InvalidArgument{InvalidProperty: "spec.allowedHosts"})
+	default:
+		body.Res = new(types.UpdateRulesetResponse)
+	}
+	return body
+}
+
+// RefreshFirewall re-reads the firewall configuration, which the lab always
+// has current.
+func (x *extension) RefreshFirewall(ctx *simulator.Context, req *types.RefreshFirewall) soap.HasFault {
+	body := new(methods.RefreshFirewallBody)
+	if _, ok := ctx.Map.Get(req.This).(*simulator.HostFirewallSystem); !ok {
+		body.Fault_ = simulator.Fault("", &types.ManagedObjectNotFound{Obj: req.This})
+		return body
+	}
+	body.Res = new(types.RefreshFirewallResponse)
+	return body
+}
+
+// changeRuleset applies change to ruleset id of a firewall system and of its
+// host's config.firewall, or returns NotFound.
+func (x *extension) changeRuleset(ctx *simulator.Context, fwRef types.ManagedObjectReference, id string, change func(*types.HostFirewallRuleset)) *soap.Fault {
+	fw, ok := ctx.Map.Get(fwRef).(*simulator.HostFirewallSystem)
+	if !ok {
+		return simulator.Fault("", &types.ManagedObjectNotFound{Obj: fwRef})
+	}
+	var fault *soap.Fault
+	ctx.WithLock(fw, func() {
+		next, err := applyRuleset(fw.FirewallInfo, id, change)
+		if err != nil {
+			fault = simulator.Fault(err.Error(), &types.NotFound{})
+			return
+		}
+		ctx.Update(fw, []types.PropertyChange{{Name: "firewallInfo", Val: next}})
+	})
+	if fault != nil {
+		return fault
+	}
+	if host, ok := ctx.Map.Get(x.lab.fwHost[fwRef]).(*simulator.HostSystem); ok {
+		ctx.WithLock(host, func() {
+			if host.Config == nil {
+				return
+			}
+			next, err := applyRuleset(host.Config.Firewall, id, change)
+			if err == nil {
+				ctx.Update(host, []types.PropertyChange{{Name: "config.firewall", Val: next}})
+			}
+		})
+	}
+	return nil
+}
+
+// applyRuleset returns a copy of info with change applied to ruleset id.
+func applyRuleset(info *types.HostFirewallInfo, id string, change func(*types.HostFirewallRuleset)) (*types.HostFirewallInfo, error) {
+	if info == nil {
+		return nil, fmt.Errorf("no firewall")
+	}
+	next := *info
+	next.Ruleset = slices.Clone(info.Ruleset)
+	i := slices.IndexFunc(next.Ruleset, func(rs types.HostFirewallRuleset) bool { return rs.Key == id })
+	if i < 0 {
+		return nil, fmt.Errorf("ruleset %q not found", id)
+	}
+	change(&next.Ruleset[i])
+	return &next, nil
+}
+
+// checkOptions refuses unknown keys in a host's UpdateOptions, as ESXi does;
+// vcsim creates them.
+func checkOptions(l *Lab, ctx *simulator.Context, m *simulator.Method) types.BaseMethodFault {
+	req, ok := m.Body.(*types.UpdateOptions)
+	if !ok || !l.hostOptions[m.This] {
+		return nil
+	}
+	om, ok := ctx.Map.Get(m.This).(*simulator.OptionManager)
+	if !ok {
+		return nil
+	}
+	var unknown string
+	ctx.WithLock(om, func() {
+		for _, c := range req.ChangedValue {
+			if c == nil {
+				continue
+			}
+			key := c.GetOptionValue().Key
+			if !slices.ContainsFunc(om.Setting, func(o types.BaseOptionValue) bool { return o.GetOptionValue().Key == key }) {
+				unknown = key
+				return
+			}
+		}
+	})
+	if unknown != "" {
+		return &types.InvalidName{Name: unknown}
+	}
+	return nil
+}

@@ -1,0 +1,395 @@
+// Package vcsimlab runs an in-process vCenter simulator (govmomi's vcsim)
+// that behaves like real vSphere for every call the provider makes. Every
+// acceptance test starts its own Lab, so tests can run in parallel.
+//
+// # Inventory
+//
+// One datacenter (DatacenterName, "DC0") holding one cluster (ClusterName)
+// and no standalone host. vCenter reports itself as 8.0.3 (API 8.0.3.0).
+//
+// Every host of the cluster (Options.Hosts, default 3) has:
+//   - vmnic0 and vmnic1: 10 GbE, no RDMA; vmnic0 is the uplink of vSwitch0.
+//   - vmnic4 and vmnic5: 100 GbE ConnectX NICs (driver nmlx5_core) with a
+//     MAC unique to the host, paired with the RDMA devices vmrdma0 and
+//     vmrdma1 (active, MTU 4096, RoCE v1 and v2).
+//   - vmk0 on "Management Network" (MTU 1500) and vmk1 on the standard port
+//     group "pvrdma-vmk" of vSwitch1 (MTU 9000, no uplink), with an address
+//     from 192.0.2.0/24 (TEST-NET-1, simulated only) unique to the host.
+//   - the advanced option Net.PVRDMAVmknic, set to "".
+//   - its own firewall rulesets, including "pvrdma" (TCP 28250-28761,
+//     inbound and outbound), disabled and open to all addresses.
+//   - GPUs: two NVIDIA H100 SXM5 80GB at 0000:3b:00.0 and 0000:5e:00.0,
+//     passthrough enabled and active, and one NVIDIA A100 40GB at
+//     0000:af:00.0, passthrough capable but not enabled. They are listed in
+//     hardware.pciDevice, config.pciPassthruInfo, config.graphicsInfo and by
+//     the host's HostPciPassthruSystem.
+//
+// Virtual machines, all powered off, placed on the hosts in turn:
+//   - Options.VMs "modern" VMs (default 2) named hpc-node-0, hpc-node-1, …:
+//     vmx-19, BIOS firmware, ubuntu64Guest, 4 vCPU, 8 GiB, one disk and one
+//     vmxnet3 adapter on "VM Network". 0 means the default; a lab always has
+//     at least one.
+//   - bare-node: like a modern VM but without any network adapter.
+//   - legacy-node: like a modern VM but hardware version vmx-11.
+//   - installed-node: like a modern VM, but its guest OS is reported as
+//     installed (guest.guestFamily "linuxGuest", guestId, guestFullName), as
+//     vCenter reports once VMware Tools have run. The other VMs report no
+//     guest OS.
+//
+// # Behaviour added to vcsim
+//
+// Each item is documented vSphere behaviour and has its own test here.
+//
+//   - CreateDVS_Task fills config.productInfo, config.configVersion and
+//     config.uplinkPortgroup, checks the version and MTU, and adds the hosts
+//     of the spec.
+//   - ReconfigureDvs_Task applies the spec (name, description, maxMtu,
+//     uplink policy, …; unset fields keep their value), checks and bumps
+//     configVersion (ConcurrentAccess when stale), and adds, edits and
+//     removes hosts with their uplinks in config.host and in the hosts'
+//     config.network.proxySwitch. Unknown or already claimed uplinks,
+//     members edited or removed without being members, and removing a host
+//     whose VMs use the switch are refused.
+//   - EnableNetworkResourceManagement; PerformDvsProductSpecOperation_Task
+//     "upgrade" (never to an older or unsupported version); the switch
+//     manager's QueryDvsByUuid and QueryAvailableDvsSpec.
+//   - CreateDVPortgroup_Task (the result is the port group);
+//     ReconfigureDVPortgroup_Task merges, renames and checks configVersion.
+//   - Destroy_Task of a switch (with its port groups, uplink port group
+//     included) or a port group is refused with ResourceInUse while a VM
+//     network adapter uses it.
+//   - ReconfigVM_Task fails its task for: a firmware change unless powered
+//     off, an unknown firmware, a PVRDMA adapter added or removed unless
+//     powered off, on hardware below vmx-13, or with a device protocol the
+//     hardware version does not offer, a PCI passthrough device hot-added or
+//     not passthrough-active on the VM's host. Hosts' graphicsInfo lists the
+//     VMs that have each GPU attached.
+//   - QueryConfigOption(Ex) reports the PVRDMA device protocols per hardware
+//     version; QueryConfigTarget lists the passthrough-active devices.
+//   - Per-host firewall rulesets with RefreshFirewall and UpdateRuleset;
+//     HostPciPassthruSystem with UpdatePassthruConfig and Refresh;
+//     UpdateOptions refuses unknown keys of a host with InvalidName.
+//
+// Tests inject faults and delays with FailTaskOnce, FailCall, Delay and
+// TerminateSessions, and count calls with Calls. The lab's own client
+// (Client) is exempt from all of them.
+package vcsimlab
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha1"
+	"crypto/tls"
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/vmware/govmomi"
+	"github.com/vmware/govmomi/session"
+	"github.com/vmware/govmomi/simulator"
+	"github.com/vmware/govmomi/vim25"
+	"github.com/vmware/govmomi/vim25/mo"
+	"github.com/vmware/govmomi/vim25/soap"
+	"github.com/vmware/govmomi/vim25/types"
+)
+
+// Options configures a Lab. Zero values mean the defaults.
+type Options struct {
+	Hosts    int    // hosts in the single cluster; default 3
+	VMs      int    // "modern" VMs hpc-node-N; default 2 (0 means the default)
+	Listen   string // default "127.0.0.1:0"
+	Username string // default "administrator@vsphere.local"
+	Password string // default: a random string
+}
+
+// Lab is a running simulated vCenter.
+type Lab struct {
+	URL        *url.URL // https://127.0.0.1:PORT/sdk, without user info
+	Username   string
+	Password   string
+	CertFile   string // PEM file with the lab's TLS certificate, usable as a CA bundle
+	Thumbprint string // SHA-1 thumbprint of the certificate, "AB:CD:…" as vSphere shows it
+
+	model  *simulator.Model
+	server *simulator.Server
+	client *govmomi.Client
+
+	// adminKey is the session key of client: its calls are neither counted
+	// nor subject to fault injection, so tests can change the lab freely.
+	adminKey string
+
+	dcName, dcID, clusterName string
+	hosts                     []entry
+	vms                       []vmEntry
+
+	ext *extension
+
+	// Set before the server starts, read-only after.
+	fwHost      map[types.ManagedObjectReference]types.ManagedObjectReference // firewall system -> host
+	hostOptions map[types.ManagedObjectReference]bool                         // hosts' advanced option managers
+
+	mu         sync.Mutex
+	calls      map[string]int
+	delays     map[string]time.Duration
+	callFaults []*callFault
+	taskFaults []*taskFault
+
+	closeOnce sync.Once
+}
+
+type entry struct{ name, id string }
+
+type vmEntry struct {
+	entry
+	uuid string
+}
+
+// createMu serializes model creation and server start: both read and write
+// package-level templates of the simulator (license manager, vpx settings).
+var createMu sync.Mutex
+
+// Start builds the inventory and serves it over HTTPS on Options.Listen.
+func Start(ctx context.Context, opts Options) (*Lab, error) {
+	if opts.Hosts <= 0 {
+		opts.Hosts = 3
+	}
+	if opts.Hosts > maxHosts {
+		return nil, fmt.Errorf("vcsimlab: at most %d hosts", maxHosts)
+	}
+	if opts.VMs <= 0 {
+		opts.VMs = 2
+	}
+	if opts.Listen == "" {
+		opts.Listen = "127.0.0.1:0"
+	}
+	if opts.Username == "" {
+		opts.Username = "administrator@vsphere.local"
+	}
+	if opts.Password == "" {
+		b := make([]byte, 12)
+		if _, err := rand.Read(b); err != nil {
+			return nil, err
+		}
+		opts.Password = hex.EncodeToString(b)
+	}
+
+	l := &Lab{
+		Username:    opts.Username,
+		Password:    opts.Password,
+		calls:       map[string]int{},
+		delays:      map[string]time.Duration{},
+		fwHost:      map[types.ManagedObjectReference]types.ManagedObjectReference{},
+		hostOptions: map[types.ManagedObjectReference]bool{},
+	}
+
+	if err := l.startServer(opts); err != nil {
+		return nil, err
+	}
+	if err := l.build(ctx, opts); err != nil {
+		l.Close()
+		return nil, err
+	}
+	l.ResetCalls()
+	return l, nil
+}
+
+func (l *Lab) startServer(opts Options) error {
+	m := simulator.VPX()
+	m.Host = 0 // no standalone host
+	m.ClusterHost = opts.Hosts
+	m.Machine = 0 // the lab creates its own VMs
+	m.Portgroup = 0
+	m.Autostart = false
+	about := &m.ServiceContent.About
+	about.Version, about.ApiVersion = "8.0.3", "8.0.3.0"
+	about.FullName = "VMware vCenter Server 8.0.3 build-24322831"
+	about.Build = "24322831"
+
+	createMu.Lock()
+	defer createMu.Unlock()
+
+	if err := m.Create(); err != nil {
+		return err
+	}
+	l.model = m
+	if err := l.prepareHosts(); err != nil {
+		m.Remove()
+		return err
+	}
+	if err := l.readInventory(); err != nil {
+		m.Remove()
+		return err
+	}
+	l.ext = newExtension(l)
+	m.Map().Put(l.ext)
+	m.Map().AddHandler(l.ext)
+	m.Map().Handler = l.handle
+
+	m.Service.TLS = new(tls.Config)
+	m.Service.Listen = &url.URL{Host: opts.Listen, User: url.UserPassword(l.Username, l.Password)}
+	l.server = m.Service.NewServer()
+
+	u := *l.server.URL
+	u.User = nil
+	l.URL = &u
+
+	cert := l.server.Certificate()
+	sum := sha1.Sum(cert.Raw)
+	hexSum := strings.ToUpper(hex.EncodeToString(sum[:]))
+	pairs := make([]string, 0, len(sum))
+	for i := 0; i < len(hexSum); i += 2 {
+		pairs = append(pairs, hexSum[i:i+2])
+	}
+	l.Thumbprint = strings.Join(pairs, ":")
+
+	f, err := l.server.CertificateFile()
+	if err != nil {
+		l.server.Close()
+		m.Remove()
+		return err
+	}
+	l.CertFile = f
+	return nil
+}
+
+// build logs the admin client in and creates the VMs.
+func (l *Lab) build(ctx context.Context, opts Options) error {
+	c, err := l.NewClient(ctx)
+	if err != nil {
+		return fmt.Errorf("vcsimlab: admin login: %w", err)
+	}
+	l.client = c
+	us, err := c.SessionManager.UserSession(ctx)
+	if err != nil || us == nil {
+		return fmt.Errorf("vcsimlab: admin session: %v", err)
+	}
+	l.mu.Lock()
+	l.adminKey = us.Key
+	l.mu.Unlock()
+	return l.createVMs(ctx, opts.VMs)
+}
+
+// NewClient returns a new client logged in as the lab's user over a new
+// session, verifying the lab's certificate.
+func (l *Lab) NewClient(ctx context.Context) (*govmomi.Client, error) {
+	sc := soap.NewClient(l.URL, false)
+	if err := sc.SetRootCAs(l.CertFile); err != nil {
+		return nil, err
+	}
+	vc, err := vim25.NewClient(ctx, sc)
+	if err != nil {
+		return nil, err
+	}
+	c := &govmomi.Client{Client: vc, SessionManager: session.NewManager(vc)}
+	if err := c.Login(ctx, url.UserPassword(l.Username, l.Password)); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Close stops the server and removes the lab's files. It is idempotent.
+func (l *Lab) Close() {
+	l.closeOnce.Do(func() {
+		if l.client != nil {
+			l.client.CloseIdleConnections()
+		}
+		if l.server != nil {
+			l.server.Close()
+		}
+		if l.model != nil {
+			l.model.Remove()
+		}
+	})
+}
+
+// Client is the lab's own logged-in admin client, for out-of-band changes in
+// tests. Its calls are not counted and no fault is injected into them.
+func (l *Lab) Client() *govmomi.Client { return l.client }
+
+// Model is an escape hatch to the simulator model.
+func (l *Lab) Model() *simulator.Model { return l.model }
+
+// DatacenterName is the name of the lab's only datacenter.
+func (l *Lab) DatacenterName() string { return l.dcName }
+
+// DatacenterID is the managed object id of the datacenter ("datacenter-2").
+func (l *Lab) DatacenterID() string { return l.dcID }
+
+// ClusterName is the name of the lab's only cluster.
+func (l *Lab) ClusterName() string { return l.clusterName }
+
+// HostNames lists the hosts of the cluster in inventory order.
+func (l *Lab) HostNames() []string { return names(l.hosts) }
+
+// HostID is the managed object id of the named host ("host-21"), or "".
+func (l *Lab) HostID(name string) string { return find(l.hosts, name).id }
+
+// VMNames lists the lab's VMs in creation order.
+func (l *Lab) VMNames() []string {
+	out := make([]string, len(l.vms))
+	for i, vm := range l.vms {
+		out[i] = vm.name
+	}
+	return out
+}
+
+// VMID is the managed object id of the named VM ("vm-42"), or "".
+func (l *Lab) VMID(name string) string {
+	for _, vm := range l.vms {
+		if vm.name == name {
+			return vm.id
+		}
+	}
+	return ""
+}
+
+// VMUUID is the BIOS UUID (config.uuid) of the named VM, or "": what
+// vsphere_virtual_machine.id exports.
+func (l *Lab) VMUUID(name string) string {
+	for _, vm := range l.vms {
+		if vm.name == name {
+			return vm.uuid
+		}
+	}
+	return ""
+}
+
+// VMHostName is the name of the host the named VM is registered on, or "".
+func (l *Lab) VMHostName(name string) string {
+	var vm mo.VirtualMachine
+	err := l.client.RetrieveOne(context.Background(), ref("VirtualMachine", l.VMID(name)), []string{"runtime.host"}, &vm)
+	if err != nil || vm.Runtime.Host == nil {
+		return ""
+	}
+	for _, h := range l.hosts {
+		if h.id == vm.Runtime.Host.Value {
+			return h.name
+		}
+	}
+	return ""
+}
+
+func names(es []entry) []string {
+	out := make([]string, len(es))
+	for i, e := range es {
+		out[i] = e.name
+	}
+	return out
+}
+
+func find(es []entry, name string) entry {
+	for _, e := range es {
+		if e.name == name {
+			return e
+		}
+	}
+	return entry{}
+}
+
+// ref is shorthand for a managed object reference.
+func ref(kind, value string) types.ManagedObjectReference {
+	return types.ManagedObjectReference{Type: kind, Value: value}
+}
