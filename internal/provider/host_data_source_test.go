@@ -9,8 +9,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
-	"github.com/vmware/govmomi/object"
-	"github.com/vmware/govmomi/vim25/types"
 
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
@@ -69,8 +67,12 @@ func TestAccHostDataSource(t *testing.T) {
 			{
 				// A GPU passed through out of band shows who uses it: the seed's
 				// silent failure when a second VM is given the same GPU.
-				PreConfig: func() { attachGPU(t, lab, vmName, "0000:3b:00.0") },
-				Config:    hostConfig(lab, lab.VMHostName(vmName)),
+				PreConfig: func() {
+					if err := lab.AttachGPU(context.Background(), vmName, "0000:3b:00.0"); err != nil {
+						t.Fatal(err)
+					}
+				},
+				Config: hostConfig(lab, lab.VMHostName(vmName)),
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(h, gpu(0, "used_by"), knownvalue.ListExact([]knownvalue.Check{
 						knownvalue.ObjectExact(map[string]knownvalue.Check{
@@ -88,17 +90,4 @@ func TestAccHostDataSource(t *testing.T) {
 			},
 		},
 	})
-}
-
-// attachGPU passes a host GPU through to a VM, out of band, as an admin would.
-func attachGPU(t *testing.T, lab *vcsimlab.Lab, vmName, pciID string) {
-	t.Helper()
-	vm := object.NewVirtualMachine(lab.Client().Client, types.ManagedObjectReference{Type: "VirtualMachine", Value: lab.VMID(vmName)})
-	dev := &types.VirtualPCIPassthrough{VirtualDevice: types.VirtualDevice{
-		Key:     -1,
-		Backing: &types.VirtualPCIPassthroughDeviceBackingInfo{Id: pciID, DeviceId: "2330", VendorId: 0x10de},
-	}}
-	if err := vm.AddDevice(context.Background(), dev); err != nil {
-		t.Fatalf("attaching %s to %s: %v", pciID, vmName, err)
-	}
 }

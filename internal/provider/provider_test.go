@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/provider"
@@ -189,4 +190,40 @@ data "vspherehpc_datacenter" "dc" {}
 			ExpectError: regexp.MustCompile(`(?s)no vCenter settings.*VSPHERE_SERVER`),
 		}},
 	})
+}
+
+// TestAccProvider_sessionEndedMidRun ends every vCenter session while a plan
+// is between its reads (the datacenter, then the host that depends on it):
+// the provider must log in again and carry on.
+func TestAccProvider_sessionEndedMidRun(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	// Slow reads leave time to end the session after the first one started.
+	lab.Delay("RetrievePropertiesEx", 200*time.Millisecond)
+	terminated := make(chan struct{})
+	go func() {
+		defer close(terminated)
+		for lab.Calls()["RetrievePropertiesEx"] == 0 {
+			time.Sleep(5 * time.Millisecond)
+		}
+		if err := lab.TerminateSessions(context.Background()); err != nil {
+			t.Errorf("ending sessions: %v", err)
+		}
+	}()
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config: providerConfig(lab) + fmt.Sprintf(`
+data "vspherehpc_datacenter" "dc" {}
+data "vspherehpc_host" "h" {
+  datacenter_id = data.vspherehpc_datacenter.dc.id
+  name          = %q
+}
+`, lab.HostNames()[0]),
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue("data.vspherehpc_host.h", tfjsonpath.New("id"), knownvalue.StringExact(lab.HostID(lab.HostNames()[0]))),
+			},
+		}},
+	})
+	<-terminated
 }

@@ -69,7 +69,9 @@ data "vspherehpc_virtual_machine" "legacy" {
 			{
 				// A PVRDMA adapter and a GPU added out of band read back with their types.
 				PreConfig: func() {
-					attachGPU(t, lab, name, "0000:3b:00.0")
+					if err := lab.AttachGPU(context.Background(), name, "0000:3b:00.0"); err != nil {
+						t.Fatal(err)
+					}
 				},
 				Config: config,
 				ConfigStateChecks: []statecheck.StateCheck{

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/vmware/govmomi/object"
-	"github.com/vmware/govmomi/vim25/types"
 
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
@@ -156,7 +155,9 @@ func TestGPUUsers(t *testing.T) {
 	if gpu == nil {
 		t.Fatal("no passthrough-active GPU on the VM's host")
 	}
-	attachGPU(t, lab, vmName, gpu.PCIID)
+	if err := lab.AttachGPU(context.Background(), vmName, gpu.PCIID); err != nil {
+		t.Fatal(err)
+	}
 
 	host, err = c.Host(ctx, vm.HostID)
 	if err != nil {
@@ -171,20 +172,6 @@ func TestGPUUsers(t *testing.T) {
 		}
 	}
 	t.Fatalf("GPU %s vanished", gpu.PCIID)
-}
-
-// attachGPU passes a host GPU through to a VM, out of band, as an admin would.
-func attachGPU(t *testing.T, lab *vcsimlab.Lab, vmName, pciID string) {
-	t.Helper()
-	ctx := context.Background()
-	vm := object.NewVirtualMachine(lab.Client().Client, types.ManagedObjectReference{Type: "VirtualMachine", Value: lab.VMID(vmName)})
-	dev := &types.VirtualPCIPassthrough{VirtualDevice: types.VirtualDevice{
-		Key:     -1,
-		Backing: &types.VirtualPCIPassthroughDeviceBackingInfo{Id: pciID, DeviceId: "2330", VendorId: 0x10de},
-	}}
-	if err := vm.AddDevice(ctx, dev); err != nil {
-		t.Fatalf("attaching %s to %s: %v", pciID, vmName, err)
-	}
 }
 
 func TestVM(t *testing.T) {

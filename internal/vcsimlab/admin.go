@@ -1,0 +1,41 @@
+package vcsimlab
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/vim25/types"
+)
+
+// AttachGPU passes a host PCI device through to a VM with the lab's admin
+// client, as an administrator (or govc device.pci.add) would out of band:
+// the backing is filled from what QueryConfigTarget offers on the VM's host,
+// and vSphere's own checks apply. A device the host does not offer is still
+// sent, bare, so that vSphere's refusal is what the caller sees.
+func (l *Lab) AttachGPU(ctx context.Context, vmName, pciID string) error {
+	vm := object.NewVirtualMachine(l.client.Client, ref("VirtualMachine", l.VMID(vmName)))
+	browser, err := vm.EnvironmentBrowser(ctx)
+	if err != nil {
+		return err
+	}
+	host, err := vm.HostSystem(ctx)
+	if err != nil {
+		return err
+	}
+	target, err := browser.QueryConfigTarget(ctx, host)
+	if err != nil {
+		return err
+	}
+	backing := &types.VirtualPCIPassthroughDeviceBackingInfo{Id: pciID}
+	for _, p := range target.PciPassthrough {
+		info, ok := p.(*types.VirtualMachinePciPassthroughInfo)
+		if ok && info.PciDevice.Id == pciID {
+			backing.DeviceId = fmt.Sprintf("%x", uint16(info.PciDevice.DeviceId))
+			backing.VendorId = info.PciDevice.VendorId
+			backing.SystemId = info.SystemId
+			backing.DeviceName = info.PciDevice.DeviceName
+		}
+	}
+	return vm.AddDevice(ctx, &types.VirtualPCIPassthrough{VirtualDevice: types.VirtualDevice{Key: -1, Backing: backing}})
+}
