@@ -262,7 +262,8 @@ func gpus(h *mo.HostSystem, vms []mo.VirtualMachine) []GPU {
 		// but neither passthrough-capable nor a graphics device of the host.
 		p := passthru[d.Id]
 		_, graphicsDevice := memoryKB[d.Id]
-		if uint16(d.ClassId)>>8 != pciClassDisplay || !(graphicsDevice || (p != nil && p.PassthruCapable)) {
+		usable := graphicsDevice || (p != nil && p.PassthruCapable)
+		if uint16(d.ClassId)>>8 != pciClassDisplay || !usable {
 			continue
 		}
 		g := GPU{
