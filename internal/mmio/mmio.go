@@ -22,20 +22,33 @@ const (
 // maxSizeGB bounds the result well below int64 overflow; no host maps more.
 const maxSizeGB = int64(1) << 40
 
-// TotalGB adds up per-GPU framebuffer sizes, refusing values that cannot be
-// the memory of a GPU.
-func TotalGB(gpuMemoryGB []float64) (float64, error) {
-	if len(gpuMemoryGB) == 0 {
-		return 0, fmt.Errorf("no GPU memory sizes given: list the framebuffer memory of each GPU in GB")
+// Group is Count identical GPUs with MemoryGB of framebuffer each.
+type Group struct {
+	Count    int64
+	MemoryGB float64
+}
+
+// CheckGroup refuses a group that cannot describe real GPUs.
+func CheckGroup(g Group) error {
+	if g.Count < 1 {
+		return fmt.Errorf("GPU count %d must be at least 1", g.Count)
 	}
-	total := 0.0
-	for i, gb := range gpuMemoryGB {
-		if err := CheckMemoryGB(gb); err != nil {
-			return 0, fmt.Errorf("GPU %d: %w", i+1, err)
+	return CheckMemoryGB(g.MemoryGB)
+}
+
+// TotalGB adds up the framebuffer memory of groups of GPUs, and counts them.
+func TotalGB(groups []Group) (totalGB float64, gpus int64, err error) {
+	if len(groups) == 0 {
+		return 0, 0, fmt.Errorf("no GPUs given: list the framebuffer memory of each GPU in GB")
+	}
+	for i, g := range groups {
+		if err := CheckGroup(g); err != nil {
+			return 0, 0, fmt.Errorf("GPU entry %d: %w", i+1, err)
 		}
-		total += gb
+		totalGB += float64(g.Count) * g.MemoryGB
+		gpus += g.Count
 	}
-	return total, nil
+	return totalGB, gpus, nil
 }
 
 // SizeGB returns the smallest power of two that is at least twice totalGB.
@@ -51,12 +64,6 @@ func SizeGB(totalGB float64) (int64, error) {
 		size <<= 1
 	}
 	return size, nil
-}
-
-// IsPowerOfTwo reports whether n is a positive power of two, as vSphere
-// requires for the MMIO window.
-func IsPowerOfTwo(n int64) bool {
-	return n > 0 && n&(n-1) == 0
 }
 
 // ExtraConfig returns the VM advanced settings that enable a 64-bit MMIO

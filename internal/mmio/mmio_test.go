@@ -29,9 +29,13 @@ func TestSizeGB(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			total, err := TotalGB(tc.gpus)
-			if err != nil {
-				t.Fatalf("TotalGB(%v): %v", tc.gpus, err)
+			groups := make([]Group, len(tc.gpus))
+			for i, gb := range tc.gpus {
+				groups[i] = Group{Count: 1, MemoryGB: gb}
+			}
+			total, count, err := TotalGB(groups)
+			if err != nil || count != int64(len(tc.gpus)) {
+				t.Fatalf("TotalGB(%v) = %v, %d, %v", tc.gpus, total, count, err)
 			}
 			got, err := SizeGB(total)
 			if err != nil {
@@ -40,7 +44,7 @@ func TestSizeGB(t *testing.T) {
 			if got != tc.want {
 				t.Errorf("SizeGB(%v) = %d, want %d", total, got, tc.want)
 			}
-			if !IsPowerOfTwo(got) || float64(got) < 2*total || float64(got/2) >= 2*total {
+			if got&(got-1) != 0 || float64(got) < 2*total || float64(got/2) >= 2*total {
 				t.Errorf("SizeGB(%v) = %d is not the smallest power of two >= 2x total", total, got)
 			}
 		})
@@ -50,24 +54,34 @@ func TestSizeGB(t *testing.T) {
 func TestTotalGBRejectsBadInput(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
-		name string
-		gpus []float64
-		want string
+		name   string
+		groups []Group
+		want   string
 	}{
-		{"empty", nil, "no GPU memory sizes given"},
-		{"zero", []float64{16, 0}, "GPU 2: memory size 0 GB must be greater than zero"},
-		{"negative", []float64{-8}, "GPU 1: memory size -8 GB must be greater than zero"},
-		{"NaN", []float64{math.NaN()}, "not a finite number"},
-		{"infinite", []float64{math.Inf(1)}, "not a finite number"},
+		{"empty", nil, "no GPUs given"},
+		{"zero", []Group{{1, 16}, {1, 0}}, "GPU entry 2: memory size 0 GB must be greater than zero"},
+		{"negative", []Group{{1, -8}}, "GPU entry 1: memory size -8 GB must be greater than zero"},
+		{"NaN", []Group{{1, math.NaN()}}, "not a finite number"},
+		{"infinite", []Group{{1, math.Inf(1)}}, "not a finite number"},
+		{"no GPUs in a group", []Group{{0, 16}}, "GPU count 0 must be at least 1"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := TotalGB(tc.gpus)
+			_, _, err := TotalGB(tc.groups)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("TotalGB(%v) error = %v, want it to contain %q", tc.gpus, err, tc.want)
+				t.Fatalf("TotalGB(%v) error = %v, want it to contain %q", tc.groups, err, tc.want)
 			}
 		})
+	}
+}
+
+func TestTotalGBOfGroups(t *testing.T) {
+	t.Parallel()
+	// Groups multiply out, without one entry per GPU.
+	total, gpus, err := TotalGB([]Group{{Count: 8, MemoryGB: 16}, {Count: 2, MemoryGB: 16}})
+	if err != nil || total != 160 || gpus != 10 {
+		t.Fatalf("TotalGB = %v, %d, %v; want 160 GB over 10 GPUs", total, gpus, err)
 	}
 }
 
@@ -75,15 +89,6 @@ func TestSizeGBRejectsHugeTotals(t *testing.T) {
 	t.Parallel()
 	if _, err := SizeGB(math.MaxFloat64 / 4); err == nil || !strings.Contains(err.Error(), "too large") {
 		t.Fatalf("SizeGB(huge) error = %v, want too large", err)
-	}
-}
-
-func TestIsPowerOfTwo(t *testing.T) {
-	t.Parallel()
-	for n, want := range map[int64]bool{-4: false, 0: false, 1: true, 2: true, 3: false, 96: false, 128: true} {
-		if got := IsPowerOfTwo(n); got != want {
-			t.Errorf("IsPowerOfTwo(%d) = %v, want %v", n, got, want)
-		}
 	}
 }
 

@@ -18,8 +18,6 @@ func vsphereErrorDiag(summary string, err error) diag.Diagnostic {
 	case errors.Is(err, vsphere.ErrNotConfigured):
 		detail = "This needs vCenter, but the provider has no vCenter settings. Set vsphere_server, user and password " +
 			"in the provider block, or the VSPHERE_SERVER, VSPHERE_USER and VSPHERE_PASSWORD environment variables."
-	case errors.Is(err, vsphere.ErrNoPermission):
-		detail += "\n\nThe vCenter user lacks a privilege this needs; see the provider documentation for the role to grant."
 	}
 	return diag.NewErrorDiagnostic(summary, detail)
 }

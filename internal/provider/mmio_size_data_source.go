@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-framework/types/basetypes"
 
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/mmio"
 )
@@ -22,18 +23,21 @@ var (
 type mmioSizeDataSource struct{}
 
 type mmioSizeModel struct {
-	GPUMemoryGB      types.List     `tfsdk:"gpu_memory_gb"`
-	GPU              []mmioGPUModel `tfsdk:"gpu"`
-	GPUCount         types.Int64    `tfsdk:"gpu_count"`
-	TotalGPUMemoryGB types.Float64  `tfsdk:"total_gpu_memory_gb"`
-	MMIOSizeGB       types.Int64    `tfsdk:"mmio_size_gb"`
-	ExtraConfig      types.Map      `tfsdk:"extra_config"`
+	GPUMemoryGB      types.List    `tfsdk:"gpu_memory_gb"`
+	GPU              types.List    `tfsdk:"gpu"`
+	GPUCount         types.Int64   `tfsdk:"gpu_count"`
+	TotalGPUMemoryGB types.Float64 `tfsdk:"total_gpu_memory_gb"`
+	MMIOSizeGB       types.Int64   `tfsdk:"mmio_size_gb"`
+	ExtraConfig      types.Map     `tfsdk:"extra_config"`
 }
 
 type mmioGPUModel struct {
 	Count    types.Int64   `tfsdk:"count"`
 	MemoryGB types.Float64 `tfsdk:"memory_gb"`
 }
+
+// maxGPUsPerGroup bounds count far above any VM's GPUs.
+const maxGPUsPerGroup = 1024
 
 // NewMMIOSizeDataSource is the vspherehpc_mmio_size data source.
 func NewMMIOSizeDataSource() datasource.DataSource {
@@ -80,8 +84,8 @@ func (d *mmioSizeDataSource) Schema(_ context.Context, _ datasource.SchemaReques
 					Attributes: map[string]schema.Attribute{
 						"count": schema.Int64Attribute{
 							Required:            true,
-							MarkdownDescription: "How many GPUs of this kind.",
-							Validators:          []validator.Int64{int64validator.AtLeast(1)},
+							MarkdownDescription: "How many GPUs of this kind, from 1 to 1024.",
+							Validators:          []validator.Int64{int64validator.Between(1, maxGPUsPerGroup)},
 						},
 						"memory_gb": schema.Float64Attribute{
 							Required:            true,
@@ -94,35 +98,48 @@ func (d *mmioSizeDataSource) Schema(_ context.Context, _ datasource.SchemaReques
 	}
 }
 
-// gpuSize is one GPU's memory and where the configuration gave it.
-type gpuSize struct {
-	gb   float64
+// gpuGroup is a group of GPUs and where the configuration gave it.
+type gpuGroup struct {
+	mmio.Group
 	from path.Path
 }
 
-// gpuSizes flattens the configuration into one size per GPU. known is false
-// while any value is still unknown, so validation waits for it.
-func (m *mmioSizeModel) gpuSizes(ctx context.Context) (sizes []gpuSize, known bool, diags diag.Diagnostics) {
-	if m.GPUMemoryGB.IsUnknown() {
+// gpuGroups reads the configuration as groups of GPUs. known is false while
+// any value is still unknown (e.g. a dynamic block over a resource not yet
+// created), so validation waits for it.
+func (m *mmioSizeModel) gpuGroups(ctx context.Context) (groups []gpuGroup, known bool, diags diag.Diagnostics) {
+	if m.GPUMemoryGB.IsUnknown() || m.GPU.IsUnknown() {
 		return nil, false, nil
 	}
-	var list []types.Float64
-	diags.Append(m.GPUMemoryGB.ElementsAs(ctx, &list, false)...)
-	for i, v := range list {
-		if v.IsUnknown() {
+	var sizes []types.Float64
+	diags.Append(m.GPUMemoryGB.ElementsAs(ctx, &sizes, false)...)
+	var blocks []types.Object
+	diags.Append(m.GPU.ElementsAs(ctx, &blocks, false)...)
+	if diags.HasError() {
+		return nil, false, diags
+	}
+	for i, v := range sizes {
+		at := path.Root("gpu_memory_gb").AtListIndex(i)
+		switch {
+		case v.IsUnknown():
+			return nil, false, diags
+		case v.IsNull():
+			diags.AddAttributeError(at, "Missing GPU memory size", "Each element of gpu_memory_gb is one GPU's framebuffer memory in GB; this one is null.")
+		}
+		groups = append(groups, gpuGroup{mmio.Group{Count: 1, MemoryGB: v.ValueFloat64()}, at})
+	}
+	for i, b := range blocks {
+		if b.IsUnknown() {
 			return nil, false, diags
 		}
-		sizes = append(sizes, gpuSize{v.ValueFloat64(), path.Root("gpu_memory_gb").AtListIndex(i)})
-	}
-	for i, g := range m.GPU {
+		var g mmioGPUModel
+		diags.Append(b.As(ctx, &g, basetypes.ObjectAsOptions{})...)
 		if g.Count.IsUnknown() || g.MemoryGB.IsUnknown() {
 			return nil, false, diags
 		}
-		for range g.Count.ValueInt64() {
-			sizes = append(sizes, gpuSize{g.MemoryGB.ValueFloat64(), path.Root("gpu").AtListIndex(i).AtName("memory_gb")})
-		}
+		groups = append(groups, gpuGroup{mmio.Group{Count: g.Count.ValueInt64(), MemoryGB: g.MemoryGB.ValueFloat64()}, path.Root("gpu").AtListIndex(i)})
 	}
-	return sizes, true, diags
+	return groups, true, diags
 }
 
 func (d *mmioSizeDataSource) ValidateConfig(ctx context.Context, req datasource.ValidateConfigRequest, resp *datasource.ValidateConfigResponse) {
@@ -131,20 +148,18 @@ func (d *mmioSizeDataSource) ValidateConfig(ctx context.Context, req datasource.
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	sizes, known, diags := cfg.gpuSizes(ctx)
+	groups, known, diags := cfg.gpuGroups(ctx)
 	resp.Diagnostics.Append(diags...)
-	if !known {
+	if !known || diags.HasError() {
 		return
 	}
-	if len(sizes) == 0 {
+	if len(groups) == 0 {
 		resp.Diagnostics.AddError("No GPUs given",
 			"List the framebuffer memory of each GPU in GB, in gpu_memory_gb or in gpu { count, memory_gb } blocks.")
 	}
-	reported := map[string]bool{}
-	for _, s := range sizes {
-		if err := mmio.CheckMemoryGB(s.gb); err != nil && !reported[s.from.String()] {
-			reported[s.from.String()] = true
-			resp.Diagnostics.AddAttributeError(s.from, "Invalid GPU memory size",
+	for _, g := range groups {
+		if err := mmio.CheckMemoryGB(g.MemoryGB); err != nil {
+			resp.Diagnostics.AddAttributeError(g.from, "Invalid GPU memory size",
 				"Cannot size the MMIO window: "+err.Error()+". Give each GPU's framebuffer memory in GB, e.g. 80 for an H100.")
 		}
 	}
@@ -156,26 +171,28 @@ func (d *mmioSizeDataSource) Read(ctx context.Context, req datasource.ReadReques
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	sizes, _, diags := state.gpuSizes(ctx)
+	groups, _, diags := state.gpuGroups(ctx)
 	resp.Diagnostics.Append(diags...)
-	gbs := make([]float64, len(sizes))
-	for i, s := range sizes {
-		gbs[i] = s.gb
+	if resp.Diagnostics.HasError() {
+		return
 	}
-	total, err := mmio.TotalGB(gbs)
+	plain := make([]mmio.Group, len(groups))
+	for i, g := range groups {
+		plain[i] = g.Group
+	}
+	total, gpus, err := mmio.TotalGB(plain)
+	var size int64
 	if err == nil {
-		var size int64
 		size, err = mmio.SizeGB(total)
-		state.MMIOSizeGB = types.Int64Value(size)
 	}
 	if err != nil {
 		resp.Diagnostics.AddError("Cannot compute the MMIO size", err.Error())
 		return
 	}
-	state.GPUCount = types.Int64Value(int64(len(sizes)))
+	state.GPUCount = types.Int64Value(gpus)
 	state.TotalGPUMemoryGB = types.Float64Value(total)
-	extra, diags := types.MapValueFrom(ctx, types.StringType, mmio.ExtraConfig(state.MMIOSizeGB.ValueInt64()))
+	state.MMIOSizeGB = types.Int64Value(size)
+	state.ExtraConfig, diags = types.MapValueFrom(ctx, types.StringType, mmio.ExtraConfig(size))
 	resp.Diagnostics.Append(diags...)
-	state.ExtraConfig = extra
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 }

@@ -70,7 +70,9 @@ func TestAccMMIOSizeDataSource_invalid(t *testing.T) {
 		"nothing":  {``, `No GPUs given`},
 		"zero":     {`gpu_memory_gb = [16, 0]`, `memory size 0 GB must be greater than zero`},
 		"negative": {"gpu {\n count = 1\n memory_gb = -8\n}", `memory size -8 GB must be greater than zero`},
-		"count":    {"gpu {\n count = 0\n memory_gb = 16\n}", `gpu[0].count value must be at least 1`},
+		"count":    {"gpu {\n count = 0\n memory_gb = 16\n}", `gpu[0].count value must be between 1 and 1024`},
+		"huge":     {"gpu {\n count = 5000000\n memory_gb = 16\n}", `gpu[0].count value must be between 1 and 1024`},
+		"null":     {`gpu_memory_gb = [16, null]`, `this one is null`},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -84,4 +86,36 @@ func TestAccMMIOSizeDataSource_invalid(t *testing.T) {
 			})
 		})
 	}
+}
+
+// GPU sizes known only at apply (here from a resource, as when they come from
+// a host look-up of a host being created) are computed then, not refused.
+func TestAccMMIOSizeDataSource_unknownAtPlan(t *testing.T) {
+	t.Parallel()
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config: `
+resource "terraform_data" "gpus" {
+  input = [80, 80]
+}
+data "vspherehpc_mmio_size" "dynamic" {
+  dynamic "gpu" {
+    for_each = terraform_data.gpus.output
+    content {
+      count     = 1
+      memory_gb = gpu.value
+    }
+  }
+}
+data "vspherehpc_mmio_size" "list" {
+  gpu_memory_gb = terraform_data.gpus.output
+}
+`,
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue("data.vspherehpc_mmio_size.dynamic", tfjsonpath.New("mmio_size_gb"), knownvalue.Int64Exact(512)),
+				statecheck.ExpectKnownValue("data.vspherehpc_mmio_size.list", tfjsonpath.New("mmio_size_gb"), knownvalue.Int64Exact(512)),
+			},
+		}},
+	})
 }

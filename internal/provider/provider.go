@@ -6,15 +6,16 @@ package provider
 import (
 	"context"
 	"os"
-	"regexp"
 	"strconv"
 	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/provider"
 	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
@@ -74,6 +75,7 @@ func (p *vspherehpcProvider) Schema(_ context.Context, _ provider.SchemaRequest,
 				Optional: true,
 				MarkdownDescription: "How long one vSphere operation (a call, or waiting for a task) may take, as a Go duration such as `90s` or `10m`. " +
 					"Default `5m`.",
+				Validators: []validator.String{positiveDuration{}},
 			},
 			"ca_file": schema.StringAttribute{
 				Optional: true,
@@ -87,8 +89,9 @@ func (p *vspherehpcProvider) Schema(_ context.Context, _ provider.SchemaRequest,
 			},
 			"thumbprint": schema.StringAttribute{
 				Optional: true,
-				MarkdownDescription: "SHA-1 (or SHA-256) thumbprint of vCenter's certificate, to trust exactly that certificate, " +
-					"with or without colons (`AB:CD:...`). vCenter shows it, and the provider's error for an untrusted certificate prints it.",
+				MarkdownDescription: "SHA-1 (or SHA-256) thumbprint of vCenter's certificate, with or without colons (`AB:CD:...`). " +
+					"Only that exact certificate is accepted, whoever signed it, and `ca_file` is then not used. " +
+					"The provider's error for an untrusted certificate prints the thumbprint vCenter presents.",
 			},
 			"user": schema.StringAttribute{
 				Optional:            true,
@@ -102,27 +105,25 @@ func (p *vspherehpcProvider) Schema(_ context.Context, _ provider.SchemaRequest,
 	}
 }
 
-var thumbprintPattern = regexp.MustCompile(`^([0-9A-F]{2}:){19}[0-9A-F]{2}$|^([0-9A-F]{2}:){31}[0-9A-F]{2}$`)
-
 func (p *vspherehpcProvider) Configure(ctx context.Context, req provider.ConfigureRequest, resp *provider.ConfigureResponse) {
 	var cfg providerModel
 	resp.Diagnostics.Append(req.Config.Get(ctx, &cfg)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	for attr, v := range map[string]types.String{
-		"vsphere_server": cfg.VSphereServer, "user": cfg.User, "password": cfg.Password,
-		"ca_file": cfg.CAFile, "thumbprint": cfg.Thumbprint, "api_timeout": cfg.APITimeout,
+	for _, a := range []struct {
+		name  string
+		value attr.Value
+	}{
+		{"vsphere_server", cfg.VSphereServer}, {"user", cfg.User}, {"password", cfg.Password},
+		{"allow_unverified_ssl", cfg.AllowUnverifiedSSL}, {"ca_file", cfg.CAFile},
+		{"thumbprint", cfg.Thumbprint}, {"api_timeout", cfg.APITimeout},
 	} {
-		if v.IsUnknown() {
-			resp.Diagnostics.AddAttributeError(path.Root(attr), "Provider setting not known until apply",
-				"The provider needs "+attr+" to plan, but its value comes from a resource that does not exist yet. "+
+		if a.value.IsUnknown() {
+			resp.Diagnostics.AddAttributeError(path.Root(a.name), "Provider setting not known until apply",
+				"The provider needs "+a.name+" to plan, but its value comes from a resource that does not exist yet. "+
 					"Set it from a variable or a value known at plan time.")
 		}
-	}
-	if cfg.AllowUnverifiedSSL.IsUnknown() {
-		resp.Diagnostics.AddAttributeError(path.Root("allow_unverified_ssl"), "Provider setting not known until apply",
-			"allow_unverified_ssl must be known at plan time.")
 	}
 	if resp.Diagnostics.HasError() {
 		return
@@ -174,19 +175,22 @@ func (p *vspherehpcProvider) Configure(ctx context.Context, req provider.Configu
 		}
 	}
 	if vc.Thumbprint != "" {
-		vc.Thumbprint = vsphere.NormalizeThumbprint(vc.Thumbprint)
-		if !thumbprintPattern.MatchString(vc.Thumbprint) {
-			resp.Diagnostics.AddAttributeError(path.Root("thumbprint"), "Invalid certificate thumbprint",
-				"thumbprint must be a SHA-1 (40 hex digits) or SHA-256 (64 hex digits) fingerprint, with or without colons.")
+		tp, err := vsphere.NormalizeThumbprint(vc.Thumbprint)
+		if err != nil {
+			resp.Diagnostics.AddAttributeError(path.Root("thumbprint"), "Invalid certificate thumbprint", "Cannot use thumbprint: "+err.Error()+".")
 		}
+		vc.Thumbprint = tp
+	}
+	if vc.Server != "" {
+		host, err := vsphere.ParseServer(vc.Server)
+		if err != nil {
+			resp.Diagnostics.AddAttributeError(path.Root("vsphere_server"), "Invalid vCenter address",
+				"Cannot use vsphere_server (or VSPHERE_SERVER): "+err.Error()+". Give a host name or address, optionally with a port.")
+		}
+		vc.Server = host
 	}
 	if s := cfg.APITimeout.ValueString(); s != "" {
-		d, err := time.ParseDuration(s)
-		if err != nil || d <= 0 {
-			resp.Diagnostics.AddAttributeError(path.Root("api_timeout"), "Invalid api_timeout",
-				"api_timeout must be a positive duration such as \"90s\" or \"10m\", not "+strconv.Quote(s)+".")
-		}
-		vc.APITimeout = d
+		vc.APITimeout, _ = time.ParseDuration(s) // checked by the schema's validator
 	}
 	if resp.Diagnostics.HasError() {
 		return

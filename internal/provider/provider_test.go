@@ -158,6 +158,9 @@ func TestAccProvider_invalidSettings(t *testing.T) {
 		{"bad thumbprint", `thumbprint = "xyz"`, regexp.MustCompile(`Invalid certificate thumbprint`)},
 		{"missing CA file", `ca_file = "/nonexistent/ca.pem"`, regexp.MustCompile(`(?s)Unusable CA file.*no such file`)},
 		{"bad timeout", `api_timeout = "soon"`, regexp.MustCompile(`api_timeout must be a positive duration`)},
+		{"credentials in the address", `vsphere_server = "https://root:s3cret@vc.example.com"
+  user = "u"
+  password = "p"`, regexp.MustCompile(`(?s)Invalid vCenter address.*user name or\s+password`)},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

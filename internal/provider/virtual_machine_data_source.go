@@ -90,6 +90,7 @@ func (d *virtualMachineDataSource) Schema(_ context.Context, _ datasource.Schema
 			"datacenter_id": schema.StringAttribute{
 				Optional:            true,
 				MarkdownDescription: "Managed object id of the datacenter to search by `name`.",
+				Validators:          []validator.String{stringvalidator.ConflictsWith(path.MatchRoot("virtual_machine_id"))},
 			},
 			"id":                               computedString("The VM's UUID."),
 			"moid":                             computedString("Managed object id of the VM, e.g. `vm-42`."),

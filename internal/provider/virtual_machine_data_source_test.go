@@ -121,8 +121,15 @@ func TestAccVirtualMachineDataSource_arguments(t *testing.T) {
 				Config: `
 data "vspherehpc_virtual_machine" "vm" {
   virtual_machine_id = "vm-1"
-  name               = "x"
   datacenter_id      = "datacenter-1"
+}`,
+				ExpectError: regexp.MustCompile(`Attribute "(datacenter_id|virtual_machine_id)" cannot be specified when\s+"(virtual_machine_id|datacenter_id)" is\s+specified`),
+			},
+			{
+				Config: `
+data "vspherehpc_virtual_machine" "vm" {
+  virtual_machine_id = "vm-1"
+  name               = "x"
 }`,
 				ExpectError: wrapped(`Exactly one of these attributes must be configured: [virtual_machine_id,name]`),
 			},

@@ -329,7 +329,7 @@ func checkMembers(ctx *simulator.Context, s *simulator.DistributedVirtualSwitch,
 		if types.ConfigSpecOperation(m.Operation) == types.ConfigSpecOperationRemove {
 			if vms := vmsUsing(ctx, hostVMs(ctx, host), func(b *types.DistributedVirtualSwitchPortConnection) bool { return b.SwitchUuid == s.Uuid }); len(vms) > 0 {
 				return refuse(&types.ResourceInUse{Type: "DistributedVirtualSwitch", Name: s.Name},
-					"The resource '%s' is in use by virtual machine(s) %s on host %s.", s.Name, strings.Join(vms, ", "), host.Name)
+					"The resource '%s' is in use.", s.Name)
 			}
 			continue
 		}
@@ -365,7 +365,7 @@ func checkPnics(ctx *simulator.Context, dvsUUID string, host *simulator.HostSyst
 			seen[p.PnicDevice] = true
 			if owner := pnicOwner(n, n.Pnic[i].Key, dvsUUID); owner != "" {
 				err = refuse(&types.ResourceInUse{Type: "PhysicalNic", Name: p.PnicDevice},
-					"The physical NIC %s of host %s is in use by %s.", p.PnicDevice, host.Name, owner)
+					"The resource '%s' is in use.", p.PnicDevice)
 				return
 			}
 		}
@@ -875,7 +875,7 @@ func destroyDVS(ctx *simulator.Context, s *simulator.DistributedVirtualSwitch) *
 	vms := vmsUsing(ctx, allVMs(ctx), func(p *types.DistributedVirtualSwitchPortConnection) bool { return p.SwitchUuid == s.Uuid })
 	if len(vms) > 0 {
 		return refuse(&types.ResourceInUse{Type: "DistributedVirtualSwitch", Name: s.Name},
-			"The resource '%s' is in use by virtual machine(s) %s.", s.Name, strings.Join(vms, ", "))
+			"The resource '%s' is in use.", s.Name)
 	}
 	members := s.Summary.HostMember
 	s.Summary.HostMember = nil // so that joinNetworks leaves no port group to the clusters
@@ -904,7 +904,7 @@ func destroyPortgroup(ctx *simulator.Context, pg *simulator.DistributedVirtualPo
 	vms := vmsUsing(ctx, allVMs(ctx), func(p *types.DistributedVirtualSwitchPortConnection) bool { return p.PortgroupKey == c.Key })
 	if len(vms) > 0 {
 		return refuse(&types.ResourceInUse{Type: "DistributedVirtualPortgroup", Name: pg.Name},
-			"The resource '%s' is in use by virtual machine(s) %s.", pg.Name, strings.Join(vms, ", "))
+			"The resource '%s' is in use.", pg.Name)
 	}
 	for _, h := range pg.Host {
 		setMember(ctx, h, "network", pg.Self, false)

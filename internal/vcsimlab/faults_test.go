@@ -8,6 +8,7 @@ import (
 	"github.com/vmware/govmomi/fault"
 	"github.com/vmware/govmomi/object"
 	"github.com/vmware/govmomi/vim25/mo"
+	"github.com/vmware/govmomi/vim25/soap"
 	"github.com/vmware/govmomi/vim25/types"
 )
 
@@ -100,9 +101,10 @@ func TestTerminateSessions(t *testing.T) {
 	}
 	var vm mo.VirtualMachine
 	err := tryRetrieve(l.c, vmRef(l.Lab, "hpc-node-0"), []string{"name"}, &vm)
-	if !fault.Is(err, &types.NotAuthenticated{}) {
-		t.Errorf("provider session after TerminateSessions: %v, want NotAuthenticated", err)
+	if !fault.Is(err, &types.NotAuthenticated{}) || !soap.IsSoapFault(err) {
+		t.Errorf("provider session after TerminateSessions: %v, want a NotAuthenticated SOAP fault, as vCenter sends", err)
 	}
+
 	if err := tryRetrieve(l.Client(), vmRef(l.Lab, "hpc-node-0"), []string{"name"}, &vm); err != nil {
 		t.Errorf("lab client after TerminateSessions: %v", err)
 	}

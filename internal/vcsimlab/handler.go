@@ -16,8 +16,38 @@ import (
 // preHooks run before vcsim's own method: they may refuse the call with a
 // SOAP fault, or adjust the request.
 var preHooks = map[string]func(*Lab, *simulator.Context, *simulator.Method) types.BaseMethodFault{
-	"UpdateOptions":       checkOptions,
-	"AddDVPortgroup_Task": setPortgroupVersion,
+	"UpdateOptions":                checkOptions,
+	"AddDVPortgroup_Task":          setPortgroupVersion,
+	"RetrieveProperties":           requireSession,
+	"RetrievePropertiesEx":         requireSession,
+	"ContinueRetrievePropertiesEx": requireSession,
+}
+
+// requireSession refuses property reads without a session with the
+// NotAuthenticated fault vCenter sends; vcsim instead answers them with
+// NotAuthenticated per object inside the result. Reads of the
+// ServiceInstance, which vCenter allows anonymously, are left to vcsim.
+func requireSession(_ *Lab, ctx *simulator.Context, m *simulator.Method) types.BaseMethodFault {
+	if ctx.Session != nil {
+		return nil
+	}
+	var specs []types.PropertyFilterSpec
+	switch req := m.Body.(type) {
+	case *types.RetrieveProperties:
+		specs = req.SpecSet
+	case *types.RetrievePropertiesEx:
+		specs = req.SpecSet
+	default:
+		specs = []types.PropertyFilterSpec{{ObjectSet: []types.ObjectSpec{{Obj: m.This}}}}
+	}
+	for _, spec := range specs {
+		for _, o := range spec.ObjectSet {
+			if o.Obj.Type != "ServiceInstance" {
+				return &types.NotAuthenticated{NoPermission: types.NoPermission{Object: &o.Obj, PrivilegeId: "System.View"}}
+			}
+		}
+	}
+	return nil
 }
 
 type callFault struct {

@@ -55,7 +55,18 @@ func (s *pciPassthruSystem) UpdatePassthruConfig(ctx *simulator.Context, req *ty
 	if host, ok := ctx.Map.Get(s.host).(*simulator.HostSystem); ok {
 		hostInfo := clonePassthru(next)
 		ctx.WithLock(host, func() {
-			ctx.Update(host, []types.PropertyChange{{Name: "config.pciPassthruInfo", Val: hostInfo}})
+			graphics := slices.Clone(host.Config.GraphicsInfo)
+			for i := range graphics {
+				for _, p := range hostInfo {
+					if info := p.GetHostPciPassthruInfo(); info.Id == graphics[i].PciId {
+						graphics[i].GraphicsType = graphicsType(info.PassthruEnabled)
+					}
+				}
+			}
+			ctx.Update(host, []types.PropertyChange{
+				{Name: "config.pciPassthruInfo", Val: hostInfo},
+				{Name: "config.graphicsInfo", Val: graphics},
+			})
 		})
 	}
 	body.Res = new(types.UpdatePassthruConfigResponse)

@@ -123,8 +123,8 @@ func TestHostGPUs(t *testing.T) {
 		}
 		for _, g := range h.Config.GraphicsInfo {
 			w := want[g.PciId]
-			if g.MemorySizeInKB != w.memKB || g.GraphicsType != "direct" || g.VendorName == "" || g.DeviceName == "" || len(g.Vm) != 0 {
-				t.Errorf("%s graphics %+v, want %d KB, direct, no VM", h.Name, g, w.memKB)
+			if g.MemorySizeInKB != w.memKB || g.GraphicsType != graphicsType(w.enabled) || g.VendorName == "" || g.DeviceName == "" || len(g.Vm) != 0 {
+				t.Errorf("%s graphics %+v, want %d KB, %s, no VM", h.Name, g, w.memKB, graphicsType(w.enabled))
 			}
 		}
 		if len(h.Config.GraphicsInfo) != 3 || len(h.Config.PciPassthruInfo) != 3 {
@@ -349,6 +349,11 @@ func TestPciPassthruSystem(t *testing.T) {
 		}
 		if !got["0000:af:00.0"] || got["0000:3b:00.0"] || !got["0000:5e:00.0"] {
 			t.Errorf("passthrough after update: %v, want af and 5e active, 3b not", got)
+		}
+	}
+	for _, g := range hostConfig(t, l, 0).Config.GraphicsInfo {
+		if want := graphicsType(g.PciId != "0000:3b:00.0"); g.GraphicsType != want {
+			t.Errorf("graphics type of %s = %s after the update, want %s", g.PciId, g.GraphicsType, want)
 		}
 	}
 	for _, p := range hostConfig(t, l, 1).Config.PciPassthruInfo {

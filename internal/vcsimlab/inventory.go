@@ -264,6 +264,15 @@ func passthruInfo() []types.BaseHostPciPassthruInfo {
 	return out
 }
 
+// graphicsType is how the host drives a GPU: "direct" once it is set aside
+// for passthrough, "basic" while no host driver has it (the API's enum).
+func graphicsType(passthrough bool) string {
+	if passthrough {
+		return string(types.HostGraphicsInfoGraphicsTypeDirect)
+	}
+	return string(types.HostGraphicsInfoGraphicsTypeBasic)
+}
+
 func graphicsInfo() []types.HostGraphicsInfo {
 	var out []types.HostGraphicsInfo
 	for _, g := range gpus {
@@ -271,7 +280,7 @@ func graphicsInfo() []types.HostGraphicsInfo {
 			DeviceName:     g.name,
 			VendorName:     "NVIDIA Corporation",
 			PciId:          g.id,
-			GraphicsType:   "direct",
+			GraphicsType:   graphicsType(g.enabled),
 			MemorySizeInKB: g.memKB,
 		})
 	}

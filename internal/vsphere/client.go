@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"reflect"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -27,12 +28,12 @@ import (
 
 // Config is how to reach and log in to one vCenter.
 type Config struct {
-	Server             string // host or host:port
+	Server             string // host or host:port, as ParseServer returns it
 	User               string
 	Password           string
 	AllowUnverifiedSSL bool
 	CAFile             string // PEM bundle of trusted CAs
-	Thumbprint         string // SHA-1 thumbprint of the one certificate to trust
+	Thumbprint         string // pins the one certificate to trust, as NormalizeThumbprint returns it
 	APITimeout         time.Duration
 	Logger             Logger
 }
@@ -50,12 +51,14 @@ type Client struct {
 	cfg Config
 	log Logger
 
-	mu  sync.Mutex
-	vim *vim25.Client // nil until connected
+	connMu     sync.Mutex
+	vim        *vim25.Client // nil until connected
+	connecting chan struct{} // closed when the connection attempt in flight ends
+	lastErr    error         // the error of the last attempt
+	fatal      error         // a failure that retrying cannot fix, e.g. a rejected password
 
-	loginMu    sync.Mutex
-	loginGen   uint64 // bumped on every successful login
-	loginCount int
+	loginMu  sync.Mutex
+	loginGen uint64 // bumped on every successful login
 }
 
 // New returns a client that has not connected yet.
@@ -75,13 +78,6 @@ func (c *Client) Configured() bool {
 	return c != nil && c.cfg.Server != "" && c.cfg.User != "" && c.cfg.Password != ""
 }
 
-// Logins is how many times the client has logged in (tests assert re-login).
-func (c *Client) Logins() int {
-	c.loginMu.Lock()
-	defer c.loginMu.Unlock()
-	return c.loginCount
-}
-
 // withTimeout bounds one operation by the configured API timeout.
 func (c *Client) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
 	if c == nil {
@@ -91,57 +87,126 @@ func (c *Client) withTimeout(ctx context.Context) (context.Context, context.Canc
 }
 
 // vimClient returns the connected client, connecting and logging in first
-// when needed. A failed connection is not cached: the next call tries again.
+// when needed. One attempt runs at a time; the others wait for it, each
+// bounded by its own context. A rejected login or certificate is remembered
+// and never retried: retrying a bad password can lock the account.
 func (c *Client) vimClient(ctx context.Context) (*vim25.Client, error) {
-	if c == nil {
-		return nil, ErrNotConfigured
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.vim != nil {
-		return c.vim, nil
-	}
 	if !c.Configured() {
 		return nil, ErrNotConfigured
 	}
-	vc, err := c.connect(ctx)
-	if err != nil {
-		return nil, err
+	for {
+		c.connMu.Lock()
+		vc, fatal := c.vim, c.fatal
+		switch {
+		case vc != nil || fatal != nil:
+			c.connMu.Unlock()
+			return vc, fatal
+		case c.connecting == nil:
+			done := make(chan struct{})
+			c.connecting = done
+			c.connMu.Unlock()
+			vc, err := c.connect(ctx)
+			c.connMu.Lock()
+			c.vim, c.lastErr, c.connecting = vc, err, nil
+			if errors.Is(err, ErrLogin) || errors.Is(err, ErrUntrustedCert) {
+				c.fatal = err
+			}
+			close(done)
+			c.connMu.Unlock()
+			return vc, err
+		}
+		wait := c.connecting
+		c.connMu.Unlock()
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		c.connMu.Lock()
+		err := c.lastErr
+		c.connMu.Unlock()
+		// Another caller's attempt ended with its own context: try again.
+		if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+			return nil, err
+		}
 	}
-	c.vim = vc
-	return vc, nil
 }
 
-func (c *Client) serverURL() (*url.URL, error) {
-	server := strings.TrimSpace(c.cfg.Server)
-	if strings.Contains(server, "://") {
-		u, err := url.Parse(server)
-		if err != nil {
-			return nil, fmt.Errorf("vCenter address %q is not a host name or URL: %w", c.cfg.Server, err)
+// ParseServer accepts a vCenter address as people write it: a host name or
+// address, with an optional port, or an https URL. It refuses credentials in
+// the address, which would otherwise end up in logs.
+func ParseServer(server string) (string, error) {
+	s := strings.TrimSpace(server)
+	if !strings.Contains(s, "://") {
+		s = "https://" + s
+	}
+	u, err := url.Parse(s)
+	switch {
+	case err != nil:
+		return "", errors.New("it is not a host name, host:port or https URL")
+	case u.User != nil:
+		return "", errors.New("it contains a user name or password: give those in user and password instead")
+	case u.Scheme != "https":
+		return "", fmt.Errorf("vCenter is reached over https, not %s", u.Scheme)
+	case u.Host == "":
+		return "", errors.New("it has no host name")
+	}
+	return u.Host, nil
+}
+
+var hexDigits = regexp.MustCompile(`^([0-9A-F]{40}|[0-9A-F]{64})$`)
+
+// NormalizeThumbprint accepts a SHA-1 or SHA-256 certificate thumbprint with
+// or without colons, in any case, and returns it as govmomi and vSphere show
+// it ("AB:CD:...").
+func NormalizeThumbprint(tp string) (string, error) {
+	hex := strings.ToUpper(strings.NewReplacer(":", "", " ", "", "-", "").Replace(strings.TrimSpace(tp)))
+	if !hexDigits.MatchString(hex) {
+		return "", errors.New("a thumbprint is a SHA-1 (40 hex digits) or SHA-256 (64 hex digits) fingerprint, with or without colons")
+	}
+	parts := make([]string, 0, len(hex)/2)
+	for i := 0; i < len(hex); i += 2 {
+		parts = append(parts, hex[i:i+2])
+	}
+	return strings.Join(parts, ":"), nil
+}
+
+// thumbprintMismatch is the TLS failure of a pinned certificate.
+type thumbprintMismatch struct{ presented string }
+
+func (e thumbprintMismatch) Error() string {
+	return "certificate thumbprint " + e.presented + " does not match the pinned thumbprint"
+}
+
+// pinThumbprint makes the TLS handshake accept exactly the certificate with
+// the given thumbprint, whoever signed it. govmomi's own thumbprint support
+// only applies after normal verification fails, which pins nothing.
+func pinThumbprint(cfg *tls.Config, thumbprint string) {
+	cfg.InsecureSkipVerify = true //nolint:gosec // VerifyConnection below checks the certificate.
+	cfg.VerifyConnection = func(cs tls.ConnectionState) error {
+		if len(cs.PeerCertificates) == 0 {
+			return errors.New("the server presented no certificate")
 		}
-		server = u.Host
+		cert := cs.PeerCertificates[0]
+		if thumbprint == soap.ThumbprintSHA1(cert) || thumbprint == soap.ThumbprintSHA256(cert) {
+			return nil
+		}
+		return thumbprintMismatch{presented: soap.ThumbprintSHA1(cert)}
 	}
-	if server == "" {
-		return nil, fmt.Errorf("vCenter address %q has no host name", c.cfg.Server)
-	}
-	return &url.URL{Scheme: "https", Host: server, Path: vim25.Path}, nil
 }
 
 func (c *Client) connect(ctx context.Context) (*vim25.Client, error) {
 	ctx, cancel := c.withTimeout(ctx)
 	defer cancel()
-	u, err := c.serverURL()
-	if err != nil {
-		return nil, err
-	}
+	u := &url.URL{Scheme: "https", Host: c.cfg.Server, Path: vim25.Path}
 	sc := soap.NewClient(u, c.cfg.AllowUnverifiedSSL)
-	if c.cfg.CAFile != "" {
+	switch {
+	case c.cfg.Thumbprint != "":
+		pinThumbprint(sc.DefaultTransport().TLSClientConfig, c.cfg.Thumbprint)
+	case c.cfg.CAFile != "":
 		if err := sc.SetRootCAs(c.cfg.CAFile); err != nil {
-			return nil, fmt.Errorf("reading ca_file %s: %w", c.cfg.CAFile, err)
+			return nil, &Error{Op: "reading ca_file " + c.cfg.CAFile, Kind: ErrUntrustedCert, Message: err.Error()}
 		}
-	}
-	if c.cfg.Thumbprint != "" {
-		sc.SetThumbprint(u.Host, NormalizeThumbprint(c.cfg.Thumbprint))
 	}
 	sc.Client.Transport = &bodyTracer{next: sc.Client.Transport, log: c.log}
 
@@ -172,16 +237,16 @@ func (c *Client) login(ctx context.Context, vc *vim25.Client, seen uint64) error
 	if c.loginGen != seen {
 		return nil
 	}
+	op := "logging in to vCenter " + vc.URL().Host
 	err := session.NewManager(vc).Login(ctx, url.UserPassword(c.cfg.User, c.cfg.Password))
+	if fault.Is(err, &types.InvalidLogin{}) {
+		return &Error{Op: op, Kind: ErrLogin, Message: fmt.Sprintf(
+			"vCenter rejected the user name or password for %q. Check user and password in the provider block (or VSPHERE_USER and VSPHERE_PASSWORD)", c.cfg.User)}
+	}
 	if err != nil {
-		if fault.Is(err, &types.InvalidLogin{}) {
-			return &Error{Op: "logging in to vCenter " + vc.URL().Host, Kind: ErrLogin, Message: fmt.Sprintf(
-				"vCenter rejected the user name or password for %q. Check user and password in the provider block (or VSPHERE_USER and VSPHERE_PASSWORD)", c.cfg.User)}
-		}
-		return translate("logging in to vCenter "+vc.URL().Host, err)
+		return translate(op, err)
 	}
 	c.loginGen++
-	c.loginCount++
 	return nil
 }
 
@@ -194,7 +259,12 @@ func (c *Client) generation() uint64 {
 // connectError turns transport failures into errors that say what to do.
 func (c *Client) connectError(ctx context.Context, u *url.URL, err error) error {
 	op := "connecting to vCenter " + u.Host
+	var mismatch thumbprintMismatch
 	switch {
+	case errors.As(err, &mismatch):
+		return &Error{Op: op, Kind: ErrUntrustedCert, Message: fmt.Sprintf(
+			"the certificate of %s does not match thumbprint %s: it presents %s. If the certificate was replaced on purpose, update thumbprint",
+			u.Host, c.cfg.Thumbprint, mismatch.presented)}
 	case soap.IsCertificateUntrusted(err):
 		msg := fmt.Sprintf("the TLS certificate of %s is not trusted (%v). Either trust it, by setting ca_file (or VSPHERE_CA_FILE) to a PEM bundle with the CA that issued it or thumbprint to the certificate's thumbprint", u.Host, err)
 		if tp, terr := PeerThumbprint(ctx, u.Host); terr == nil {
@@ -202,16 +272,9 @@ func (c *Client) connectError(ctx context.Context, u *url.URL, err error) error 
 		}
 		msg += "; or set allow_unverified_ssl = true (or VSPHERE_ALLOW_UNVERIFIED_SSL=true) to skip verification, which is not recommended"
 		return &Error{Op: op, Kind: ErrUntrustedCert, Message: msg}
-	case strings.Contains(err.Error(), "thumbprint does not match"):
-		msg := fmt.Sprintf("the certificate of %s does not match thumbprint %s", u.Host, NormalizeThumbprint(c.cfg.Thumbprint))
-		if tp, terr := PeerThumbprint(ctx, u.Host); terr == nil {
-			msg += fmt.Sprintf("; it presents %s. If the certificate was replaced on purpose, update thumbprint", tp)
-		}
-		return &Error{Op: op, Kind: ErrUntrustedCert, Message: msg}
 	}
 	var netErr net.Error
-	var opErr *net.OpError
-	if errors.As(err, &opErr) || errors.As(err, &netErr) {
+	if errors.As(err, &netErr) {
 		return &Error{Op: op, Kind: ErrUnreachable, Message: fmt.Sprintf("%v. Check vsphere_server (or VSPHERE_SERVER) and that vCenter is reachable from this machine", err)}
 	}
 	return translate(op, err)
@@ -236,19 +299,11 @@ func PeerThumbprint(ctx context.Context, host string) (string, error) {
 	return soap.ThumbprintSHA1(certs[0]), nil
 }
 
-// NormalizeThumbprint accepts SHA-1 or SHA-256 thumbprints with or without
-// colons, in any case, and returns the form govmomi compares against.
-func NormalizeThumbprint(tp string) string {
-	hex := strings.ToUpper(strings.NewReplacer(":", "", " ", "", "-", "").Replace(strings.TrimSpace(tp)))
-	if len(hex)%2 != 0 {
-		return hex
-	}
-	parts := make([]string, 0, len(hex)/2)
-	for i := 0; i < len(hex); i += 2 {
-		parts = append(parts, hex[i:i+2])
-	}
-	return strings.Join(parts, ":")
-}
+// errSessionRenewed reports that vCenter ended the session during a call on a
+// session-scoped object (a property filter, a created collector): the client
+// has logged in again, but the object is gone with the old session, so the
+// caller must start over, e.g. wait on its task again.
+var errSessionRenewed = errors.New("the vCenter session ended and was renewed")
 
 // sessionRoundTripper logs every vSphere call and logs in again when vCenter
 // says the session is gone (expired, or ended by an administrator or a
@@ -266,12 +321,15 @@ func (s *sessionRoundTripper) RoundTrip(ctx context.Context, req, res soap.HasFa
 	}
 	gen := s.client.generation()
 	err := s.call(ctx, method, req, res)
-	if !notAuthenticated(err, res) {
+	if !fault.Is(err, &types.NotAuthenticated{}) {
 		return err
 	}
 	s.client.log.Debug(ctx, "vSphere session is gone; logging in again", map[string]any{"method": method})
 	if lerr := s.client.login(ctx, s.vim, gen); lerr != nil {
 		return lerr
+	}
+	if sessionScoped(method, req) {
+		return fmt.Errorf("%s: %w", method, errSessionRenewed)
 	}
 	// Decode the retry into a fresh value: XML decoding does not clear fields,
 	// so the first attempt's fault would otherwise survive.
@@ -303,31 +361,25 @@ func isLogin(req soap.HasFault) bool {
 	return false
 }
 
-// notAuthenticated recognises a lost session both as a SOAP fault and as the
-// per-object fault some property-collector implementations return instead.
-func notAuthenticated(err error, res soap.HasFault) bool {
-	if err != nil {
-		return fault.Is(err, &types.NotAuthenticated{})
+// sessionScoped reports whether a call works on state that dies with the
+// session: objects vCenter creates per session (their ids start with
+// "session["), and the filters and result tokens of the property collector.
+func sessionScoped(method string, req soap.HasFault) bool {
+	switch method {
+	case "WaitForUpdatesEx", "WaitForUpdates", "CheckForUpdates", "CancelWaitForUpdates",
+		"ContinueRetrievePropertiesEx", "CancelRetrievePropertiesEx":
+		return true
 	}
-	var objects []types.ObjectContent
-	switch r := res.(type) {
-	case *methods.RetrievePropertiesExBody:
-		if r.Res != nil && r.Res.Returnval != nil {
-			objects = r.Res.Returnval.Objects
-		}
-	case *methods.RetrievePropertiesBody:
-		if r.Res != nil {
-			objects = r.Res.Returnval
-		}
+	body := reflect.ValueOf(req).Elem().FieldByName("Req")
+	if !body.IsValid() || body.IsNil() {
+		return false
 	}
-	for _, o := range objects {
-		for _, m := range o.MissingSet {
-			if _, ok := m.Fault.Fault.(*types.NotAuthenticated); ok {
-				return true
-			}
-		}
+	this := body.Elem().FieldByName("This")
+	if !this.IsValid() {
+		return false
 	}
-	return false
+	ref, ok := this.Interface().(types.ManagedObjectReference)
+	return ok && strings.HasPrefix(ref.Value, "session[")
 }
 
 // ReadCAFile checks that a CA bundle exists and holds at least one PEM

@@ -87,13 +87,14 @@ func TestLoginAndTLS(t *testing.T) {
 		wantMsg []string
 	}{
 		{"ca_file", func(*Config) {}, nil, nil},
-		{"thumbprint", func(c *Config) {
-			c.CAFile, c.Thumbprint = "", strings.ToLower(strings.ReplaceAll(lab.Thumbprint, ":", ""))
-		}, nil, nil},
+		{"thumbprint", func(c *Config) { c.CAFile, c.Thumbprint = "", lab.Thumbprint }, nil, nil},
 		{"allow_unverified_ssl", func(c *Config) { c.CAFile, c.AllowUnverifiedSSL = "", true }, nil, nil},
 		{"untrusted certificate", func(c *Config) { c.CAFile = "" }, ErrUntrustedCert,
 			[]string{"not trusted", "ca_file", "thumbprint", "allow_unverified_ssl", lab.Thumbprint}},
-		{"wrong thumbprint", func(c *Config) { c.CAFile, c.Thumbprint = "", strings.Repeat("AB", 20) }, ErrUntrustedCert,
+		{"wrong thumbprint", func(c *Config) { c.CAFile, c.Thumbprint = "", strings.Repeat("AB:", 19)+"AB" }, ErrUntrustedCert,
+			[]string{"does not match", lab.Thumbprint}},
+		// A pin is a pin: a certificate the CA bundle trusts is still refused.
+		{"wrong thumbprint with a trusting CA", func(c *Config) { c.Thumbprint = strings.Repeat("AB:", 19) + "AB" }, ErrUntrustedCert,
 			[]string{"does not match", lab.Thumbprint}},
 		{"wrong password", func(c *Config) { c.Password = "not-" + lab.Password }, ErrLogin,
 			[]string{"rejected the user name or password", lab.Username}},
@@ -122,6 +123,51 @@ func TestLoginAndTLS(t *testing.T) {
 	}
 }
 
+func TestRejectedLoginIsNotRetried(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	ctx := context.Background()
+	c := labClient(lab, func(cfg *Config) { cfg.Password = "wrong" })
+	for range 3 {
+		if _, err := c.DatacenterByName(ctx, ""); !errors.Is(err, ErrLogin) {
+			t.Fatalf("error = %v, want ErrLogin", err)
+		}
+	}
+	if got := lab.Calls()["Login"]; got != 1 {
+		t.Fatalf("logins = %d, want 1: retrying a rejected password can lock the account", got)
+	}
+}
+
+func TestWaitingForTheConnectionHonoursContext(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	lab.Delay("Login", time.Second)
+	c := labClient(lab)
+	first := make(chan error, 1)
+	go func() {
+		_, err := c.DatacenterByName(context.Background(), "")
+		first <- err
+	}()
+	for lab.Calls()["Login"] == 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	short, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if _, err := c.DatacenterByName(short, ""); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("error = %v, want the caller's own deadline", err)
+	}
+	if waited := time.Since(start); waited > 500*time.Millisecond {
+		t.Fatalf("waited %v for another caller's login", waited)
+	}
+	if err := <-first; err != nil {
+		t.Fatalf("the connecting call: %v", err)
+	}
+	if got := lab.Calls()["Login"]; got != 1 {
+		t.Fatalf("logins = %d, want 1", got)
+	}
+}
+
 func TestReloginAfterSessionTerminated(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
@@ -143,7 +189,7 @@ func TestReloginAfterSessionTerminated(t *testing.T) {
 	if _, err := c.VM(ctx, lab.VMUUID(lab.VMNames()[0])); err != nil {
 		t.Fatalf("UUID search after the session ended: %v", err)
 	}
-	if got := c.Logins(); got != 3 {
+	if got := lab.Calls()["Login"]; got != 3 {
 		t.Fatalf("logins = %d, want 3 (one per session)", got)
 	}
 }
@@ -176,7 +222,7 @@ func TestConcurrentCallsLogInOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got := c.Logins(); got != 2 {
+	if got := lab.Calls()["Login"]; got != 2 {
 		t.Fatalf("logins = %d, want 2: concurrent calls that find the session gone must share one new login", got)
 	}
 }
@@ -242,6 +288,27 @@ func TestWaitTaskLogsAndTranslates(t *testing.T) {
 		t.Fatalf("failed task error = %v, want ErrInvalidState naming the operation", err)
 	}
 
+	// vCenter ends the session while the wait's property filter exists: the
+	// filter is gone with it, so the wait starts over in the new session.
+	lab.Delay("CreateFilter", 300*time.Millisecond)
+	lab.ResetCalls()
+	go func() {
+		for lab.Calls()["CreateFilter"] == 0 {
+			time.Sleep(5 * time.Millisecond)
+		}
+		if err := lab.TerminateSessions(ctx); err != nil {
+			t.Errorf("ending sessions: %v", err)
+		}
+	}()
+	task, err = vm.PowerOff(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.waitTask(ctx, "powering off "+vmName, task); err != nil {
+		t.Fatalf("waiting across a session end: %v", err)
+	}
+	lab.Delay("CreateFilter", 0)
+
 	lab.Delay("PowerOffVM_Task", 2*time.Second)
 	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	defer cancel()
@@ -274,10 +341,57 @@ func TestTranslate(t *testing.T) {
 			t.Errorf("translate(%T) = %v, want %v", tc.fault, err, tc.want)
 		}
 	}
+	denied := translate("reading host host-12", soap.WrapVimFault(&types.NoPermission{
+		Object: &types.ManagedObjectReference{Type: "HostSystem", Value: "host-12"}, PrivilegeId: "Host.Config.AdvancedConfig",
+	}))
+	if !errors.Is(denied, ErrNoPermission) || !strings.Contains(denied.Error(), "lacks the privilege Host.Config.AdvancedConfig on host-12") {
+		t.Errorf("NoPermission = %v, want the privilege and object named", denied)
+	}
 	if err := translate("doing it", errors.New("boom")); err.Error() != "doing it: boom" {
 		t.Errorf("plain error = %q", err)
 	}
 	if translate("x", nil) != nil {
 		t.Error("nil must stay nil")
+	}
+}
+
+func TestNormalizeThumbprint(t *testing.T) {
+	t.Parallel()
+	sha1 := strings.Repeat("ab", 20)
+	got, err := NormalizeThumbprint(" " + sha1[:6] + ":" + sha1[6:] + " ")
+	if err != nil || got != strings.Repeat("AB:", 19)+"AB" {
+		t.Fatalf("NormalizeThumbprint = %q, %v", got, err)
+	}
+	if _, err := NormalizeThumbprint(strings.Repeat("ab", 32)); err != nil {
+		t.Fatalf("SHA-256: %v", err)
+	}
+	for _, bad := range []string{"", "xyz", strings.Repeat("ab", 19)} {
+		if _, err := NormalizeThumbprint(bad); err == nil {
+			t.Errorf("NormalizeThumbprint(%q) accepted", bad)
+		}
+	}
+}
+
+func TestParseServer(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"vc.example.com":              "vc.example.com",
+		" 10.0.0.5:8443 ":             "10.0.0.5:8443",
+		"https://vc.example.com/sdk":  "vc.example.com",
+		"https://vc.example.com:443/": "vc.example.com:443",
+	} {
+		if got, err := ParseServer(in); err != nil || got != want {
+			t.Errorf("ParseServer(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for in, want := range map[string]string{
+		"https://admin:s3cret@vc.example.com/sdk": "user name or password",
+		"http://vc.example.com":                   "https",
+		"":                                        "no host name",
+	} {
+		_, err := ParseServer(in)
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("ParseServer(%q) error = %v, want it to say %q without the secret", in, err, want)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package vsphere
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/vmware/govmomi/vim25/types"
@@ -73,4 +74,14 @@ func datacenterList(dcs []Datacenter) string {
 
 func datacenterRef(id string) types.ManagedObjectReference {
 	return types.ManagedObjectReference{Type: "Datacenter", Value: id}
+}
+
+// datacenterError explains a search below a datacenter that does not exist,
+// usually a datacenter name given where its id belongs.
+func datacenterError(op, datacenterID string, err error) error {
+	err = translate(op, err)
+	if errors.Is(err, ErrNotFound) {
+		return notFound(op, "no datacenter has id %q; datacenter_id takes a managed object id such as datacenter-3 (vspherehpc_datacenter's id), not a name", datacenterID)
+	}
+	return err
 }

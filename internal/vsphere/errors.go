@@ -85,6 +85,15 @@ func translate(op string, err error) error {
 	if errors.As(err, &nf) {
 		return &Error{Op: op, Kind: ErrNotFound, Message: nf.Error()}
 	}
+	var denied *types.NoPermission
+	if _, ok := fault.As(err, &denied); ok && denied.PrivilegeId != "" {
+		object := "the object"
+		if denied.Object != nil {
+			object = denied.Object.Value
+		}
+		return &Error{Op: op, Kind: ErrNoPermission, Message: fmt.Sprintf(
+			"the vCenter user lacks the privilege %s on %s; add it to the user's role", denied.PrivilegeId, object)}
+	}
 	for _, fk := range faultKinds {
 		if fault.Is(err, fk.fault) {
 			return &Error{Op: op, Kind: fk.kind, Message: faultMessage(err)}

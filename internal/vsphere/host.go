@@ -2,6 +2,7 @@ package vsphere
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -105,6 +106,9 @@ func (c *Client) Host(ctx context.Context, id string) (*Host, error) {
 			{Type: "VirtualMachine", PathSet: []string{"name", "runtime.powerState", "config.uuid", "config.hardware.device"}},
 		},
 	})
+	if errors.Is(translate(op, err), ErrNotFound) {
+		return nil, notFound(op, "no host has id %s; host ids are managed object ids such as host-12 (vspherehpc_host's id)", id)
+	}
 	if err != nil {
 		return nil, translate(op, err)
 	}
@@ -146,7 +150,7 @@ func (c *Client) HostByName(ctx context.Context, datacenterID, name string) (*Ho
 		&types.TraversalSpec{SelectionSpec: types.SelectionSpec{Name: "computeHosts"}, Type: "ComputeResource", Path: "host"},
 	)
 	if err != nil {
-		return nil, translate(op, err)
+		return nil, datacenterError(op, datacenterID, err)
 	}
 	switch len(refs) {
 	case 0:

@@ -103,8 +103,13 @@ func TestHost(t *testing.T) {
 		t.Fatalf("missing host error = %v, want ErrNotFound", err)
 	}
 	_, err = c.Host(ctx, "host-99999")
-	if !errors.Is(err, ErrNotFound) {
-		t.Fatalf("missing host id error = %v, want ErrNotFound", err)
+	if !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "no host has id host-99999") {
+		t.Fatalf("missing host id error = %v, want ErrNotFound naming the id", err)
+	}
+	// A datacenter name where its id belongs is the common mistake.
+	_, err = c.HostByName(ctx, lab.DatacenterName(), name)
+	if !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "datacenter_id takes a managed object id") {
+		t.Fatalf("datacenter name as id: error = %v, want an explanation", err)
 	}
 }
 
@@ -216,7 +221,10 @@ func TestVM(t *testing.T) {
 	if _, err := c.VM(ctx, "42000000-0000-0000-0000-000000000000"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("missing UUID error = %v, want ErrNotFound", err)
 	}
-	if _, err := c.VM(ctx, "vm-99999"); !errors.Is(err, ErrNotFound) {
+	if _, err := c.VMByName(ctx, "DC0", name); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), `no datacenter has id "DC0"`) {
+		t.Fatalf("datacenter name as id: error = %v", err)
+	}
+	if _, err := c.VM(ctx, "vm-99999"); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "no virtual machine has id vm-99999") {
 		t.Fatalf("missing moid error = %v, want ErrNotFound", err)
 	}
 	if _, err := c.VMByName(ctx, lab.DatacenterID(), "nope"); !errors.Is(err, ErrNotFound) {
@@ -234,12 +242,5 @@ func TestHexID(t *testing.T) {
 	}
 	if got := normalizeHex("2330"); got != "2330" {
 		t.Errorf("normalizeHex = %q", got)
-	}
-}
-
-func TestNormalizeThumbprint(t *testing.T) {
-	t.Parallel()
-	if got := NormalizeThumbprint(" ab:cd-EF01 "); got != "AB:CD:EF:01" {
-		t.Fatalf("NormalizeThumbprint = %q", got)
 	}
 }

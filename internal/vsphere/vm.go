@@ -2,6 +2,7 @@ package vsphere
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"sort"
@@ -92,7 +93,7 @@ func (c *Client) VMByName(ctx context.Context, datacenterID, name string) (*VM, 
 		folderTree(),
 	)
 	if err != nil {
-		return nil, translate(op, err)
+		return nil, datacenterError(op, datacenterID, err)
 	}
 	switch len(refs) {
 	case 0:
@@ -123,6 +124,9 @@ func readVM(ctx context.Context, vc *vim25.Client, op string, ref types.ManagedO
 		ObjectSet: []types.ObjectSpec{{Obj: ref}},
 		PropSet:   []types.PropertySpec{{Type: "VirtualMachine", PathSet: vmProps}},
 	})
+	if errors.Is(translate(op, err), ErrNotFound) {
+		return nil, notFound(op, "no virtual machine has id %s", ref.Value)
+	}
 	if err != nil {
 		return nil, translate(op, err)
 	}
