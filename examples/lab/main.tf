@@ -32,6 +32,19 @@ data "vspherehpc_host" "esx" {
   name          = each.value
 }
 
+# Host side of PVRDMA on every host: control traffic on vmk1 (the lab's MTU 9000
+# adapter), and the pvrdma ruleset open only to the other hosts' vmk1 addresses.
+resource "vspherehpc_host_pvrdma_settings" "esx" {
+  for_each = data.vspherehpc_host.esx
+
+  host_system_id = each.value.id
+  vmknic         = "vmk1"
+  firewall_allowed_ips = [
+    for h in data.vspherehpc_host.esx :
+    one([for v in h.vmkernel_nics : v.ip_address if v.name == "vmk1"])
+  ]
+}
+
 data "vspherehpc_virtual_machine" "node" {
   datacenter_id = data.vspherehpc_datacenter.dc.id
   name          = "hpc-node-0"
@@ -80,5 +93,12 @@ output "node_mmio" {
     total_gb     = data.vspherehpc_mmio_size.node.total_gpu_memory_gb
     mmio_size_gb = data.vspherehpc_mmio_size.node.mmio_size_gb
     extra_config = data.vspherehpc_mmio_size.node.extra_config
+  }
+}
+
+output "pvrdma_hosts" {
+  description = "PVRDMA host settings per host."
+  value = {
+    for name, s in vspherehpc_host_pvrdma_settings.esx : name => "${s.vmknic}, firewall ${s.firewall_enabled ? "on" : "off"} for ${join(", ", s.firewall_allowed_ips)}"
   }
 }

@@ -213,7 +213,9 @@ func stringOrEnv(v types.String, env string) string {
 }
 
 func (p *vspherehpcProvider) Resources(_ context.Context) []func() resource.Resource {
-	return nil
+	return []func() resource.Resource{
+		NewHostPVRDMASettingsResource,
+	}
 }
 
 func (p *vspherehpcProvider) DataSources(_ context.Context) []func() datasource.DataSource {

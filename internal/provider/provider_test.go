@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/provider"
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
+	fwresource "github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/hashicorp/terraform-plugin-testing/compare"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
@@ -74,6 +75,21 @@ func TestProviderSchemas(t *testing.T) {
 		ds.Metadata(ctx, datasource.MetadataRequest{ProviderTypeName: "vspherehpc"}, &meta)
 		var resp datasource.SchemaResponse
 		ds.Schema(ctx, datasource.SchemaRequest{}, &resp)
+		if diags := resp.Schema.ValidateImplementation(ctx); diags.HasError() {
+			t.Errorf("%s schema: %v", meta.TypeName, diags)
+		}
+		for name, a := range resp.Schema.Attributes {
+			if a.GetMarkdownDescription() == "" {
+				t.Errorf("%s.%s has no MarkdownDescription", meta.TypeName, name)
+			}
+		}
+	}
+	for _, newRes := range p.Resources(ctx) {
+		r := newRes()
+		var meta fwresource.MetadataResponse
+		r.Metadata(ctx, fwresource.MetadataRequest{ProviderTypeName: "vspherehpc"}, &meta)
+		var resp fwresource.SchemaResponse
+		r.Schema(ctx, fwresource.SchemaRequest{}, &resp)
 		if diags := resp.Schema.ValidateImplementation(ctx); diags.HasError() {
 			t.Errorf("%s schema: %v", meta.TypeName, diags)
 		}

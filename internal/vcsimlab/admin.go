@@ -39,3 +39,49 @@ func (l *Lab) AttachGPU(ctx context.Context, vmName, pciID string) error {
 	}
 	return vm.AddDevice(ctx, &types.VirtualPCIPassthrough{VirtualDevice: types.VirtualDevice{Key: -1, Backing: backing}})
 }
+
+// SetHostOption sets a host's advanced option out of band.
+func (l *Lab) SetHostOption(ctx context.Context, hostName, key string, value any) error {
+	host := object.NewHostSystem(l.client.Client, ref("HostSystem", l.HostID(hostName)))
+	options, err := host.ConfigManager().OptionManager(ctx)
+	if err != nil {
+		return err
+	}
+	return options.Update(ctx, []types.BaseOptionValue{&types.OptionValue{Key: key, Value: value}})
+}
+
+// SetRuleset enables or disables a host's firewall ruleset out of band.
+func (l *Lab) SetRuleset(ctx context.Context, hostName, ruleset string, enabled bool) error {
+	host := object.NewHostSystem(l.client.Client, ref("HostSystem", l.HostID(hostName)))
+	firewall, err := host.ConfigManager().FirewallSystem(ctx)
+	if err != nil {
+		return err
+	}
+	if enabled {
+		return firewall.EnableRuleset(ctx, ruleset)
+	}
+	return firewall.DisableRuleset(ctx, ruleset)
+}
+
+// RemoveHost removes a host that runs no VMs from vCenter, out of band.
+func (l *Lab) RemoveHost(ctx context.Context, hostName string) error {
+	task, err := object.NewHostSystem(l.client.Client, ref("HostSystem", l.HostID(hostName))).Destroy(ctx)
+	if err != nil {
+		return err
+	}
+	return task.Wait(ctx)
+}
+
+// HostWithoutVMs names a host no lab VM is registered on, or "".
+func (l *Lab) HostWithoutVMs() string {
+	used := map[string]bool{}
+	for _, vm := range l.VMNames() {
+		used[l.VMHostName(vm)] = true
+	}
+	for _, h := range l.HostNames() {
+		if !used[h] {
+			return h
+		}
+	}
+	return ""
+}

@@ -33,3 +33,51 @@ func TestAttachGPU(t *testing.T) {
 		t.Fatal("attaching a GPU that is not passthrough-active succeeded")
 	}
 }
+
+func TestAdminHostChanges(t *testing.T) {
+	t.Parallel()
+	l, err := Start(context.Background(), Options{Hosts: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.Close)
+	ctx := context.Background()
+	name := l.HostNames()[0]
+	if err := l.SetHostOption(ctx, name, "Net.PVRDMAVmknic", "vmk1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.SetRuleset(ctx, name, "pvrdma", true); err != nil {
+		t.Fatal(err)
+	}
+	var h mo.HostSystem
+	retrieve(t, l.Client(), types.ManagedObjectReference{Type: "HostSystem", Value: l.HostID(name)}, []string{"config.option", "config.firewall"}, &h)
+	vmknic, enabled := "", false
+	for _, o := range h.Config.Option {
+		if v := o.GetOptionValue(); v.Key == "Net.PVRDMAVmknic" {
+			vmknic, _ = v.Value.(string)
+		}
+	}
+	for _, rs := range h.Config.Firewall.Ruleset {
+		if rs.Key == "pvrdma" {
+			enabled = rs.Enabled
+		}
+	}
+	if vmknic != "vmk1" || !enabled {
+		t.Fatalf("after the admin changes: vmknic %q, ruleset enabled %v", vmknic, enabled)
+	}
+	if err := l.SetHostOption(ctx, name, "Net.NoSuchOption", "1"); err == nil {
+		t.Fatal("an unknown option was accepted")
+	}
+
+	empty := l.HostWithoutVMs()
+	if empty == "" {
+		t.Fatal("with 8 hosts and 5 VMs, some host runs no VM")
+	}
+	if err := l.RemoveHost(ctx, empty); err != nil {
+		t.Fatal(err)
+	}
+	err = l.Client().RetrieveOne(ctx, types.ManagedObjectReference{Type: "HostSystem", Value: l.HostID(empty)}, []string{"name"}, &h)
+	if err == nil {
+		t.Fatal("the removed host can still be read")
+	}
+}

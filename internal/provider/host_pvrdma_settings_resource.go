@@ -1,0 +1,333 @@
+package provider
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/hashicorp/terraform-plugin-framework-validators/setvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/setdefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vsphere"
+)
+
+var (
+	_ resource.Resource                = (*hostPVRDMASettingsResource)(nil)
+	_ resource.ResourceWithConfigure   = (*hostPVRDMASettingsResource)(nil)
+	_ resource.ResourceWithImportState = (*hostPVRDMASettingsResource)(nil)
+	_ resource.ResourceWithModifyPlan  = (*hostPVRDMASettingsResource)(nil)
+)
+
+// privateBefore is the private-state key holding the host's settings from
+// before Terraform managed them, which destroy restores.
+const privateBefore = "before"
+
+type hostPVRDMASettingsResource struct {
+	client *vsphere.Client
+}
+
+type hostPVRDMASettingsModel struct {
+	ID                 types.String `tfsdk:"id"`
+	HostSystemID       types.String `tfsdk:"host_system_id"`
+	Vmknic             types.String `tfsdk:"vmknic"`
+	FirewallEnabled    types.Bool   `tfsdk:"firewall_enabled"`
+	FirewallAllowedIPs types.Set    `tfsdk:"firewall_allowed_ips"`
+}
+
+// NewHostPVRDMASettingsResource is the vspherehpc_host_pvrdma_settings resource.
+func NewHostPVRDMASettingsResource() resource.Resource {
+	return &hostPVRDMASettingsResource{}
+}
+
+func (r *hostPVRDMASettingsResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_host_pvrdma_settings"
+}
+
+var vmknicPattern = regexp.MustCompile(`^vmk[0-9]+$`)
+
+func (r *hostPVRDMASettingsResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "The host side of PVRDMA on one ESXi host: the VMkernel adapter PVRDMA uses for its control traffic " +
+			"(advanced option `" + vsphere.PVRDMAVmknicOption + "`) and the `" + vsphere.PVRDMARuleset + "` firewall ruleset " +
+			"(TCP 28250–28761). Destroy puts back the values the host had before.",
+		Attributes: map[string]schema.Attribute{
+			"id": schema.StringAttribute{
+				Computed:            true,
+				MarkdownDescription: "The host's managed object id, as `host_system_id`.",
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+			},
+			"host_system_id": schema.StringAttribute{
+				Required:            true,
+				MarkdownDescription: "Managed object id of the ESXi host, e.g. `host-12` (`vsphere_host.id` or `data.vspherehpc_host.x.id`).",
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
+				Validators:          []validator.String{stringvalidator.LengthAtLeast(1)},
+			},
+			"vmknic": schema.StringAttribute{
+				Optional:            true,
+				Computed:            true,
+				Default:             stringdefault.StaticString("vmk0"),
+				MarkdownDescription: "VMkernel adapter for PVRDMA's control traffic (`" + vsphere.PVRDMAVmknicOption + "`). It must exist on the host. Default `vmk0`.",
+				Validators: []validator.String{stringvalidator.RegexMatches(vmknicPattern,
+					"must name a VMkernel adapter such as vmk0 or vmk1")},
+			},
+			"firewall_enabled": schema.BoolAttribute{
+				Optional:            true,
+				Computed:            true,
+				Default:             booldefault.StaticBool(true),
+				MarkdownDescription: "Whether the `" + vsphere.PVRDMARuleset + "` firewall ruleset is enabled. Default `true`.",
+			},
+			"firewall_allowed_ips": schema.SetAttribute{
+				ElementType: types.StringType,
+				Optional:    true,
+				Computed:    true,
+				Default:     setdefault.StaticValue(types.SetValueMust(types.StringType, nil)),
+				MarkdownDescription: "IP addresses and CIDR networks (`10.10.0.0/24`) the ruleset admits, e.g. the PVRDMA vmknics of the " +
+					"other hosts. Empty (the default) admits all addresses.",
+				Validators: []validator.Set{setvalidator.ValueStringsAre(allowedIPValidator{})},
+			},
+		},
+	}
+}
+
+func (r *hostPVRDMASettingsResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
+	r.client = clientFrom(req.ProviderData, &resp.Diagnostics)
+}
+
+// ModifyPlan checks the vmknic against the host's adapters while planning,
+// so a typo fails the plan with the adapters listed, not the apply.
+func (r *hostPVRDMASettingsResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if req.Plan.Raw.IsNull() || !r.client.Configured() {
+		return
+	}
+	var plan hostPVRDMASettingsModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() || plan.HostSystemID.IsUnknown() || plan.Vmknic.IsUnknown() {
+		return
+	}
+	host, err := r.client.HostPVRDMA(ctx, plan.HostSystemID.ValueString())
+	if errors.Is(err, vsphere.ErrNotFound) {
+		// A warning, not an error: a host removed out of band must still
+		// plan as a re-create. The apply fails unless the host is back.
+		resp.Diagnostics.AddAttributeWarning(path.Root("host_system_id"), "Host not found",
+			err.Error()+". The apply will fail unless the host is added back to vCenter.")
+		return
+	}
+	if err != nil {
+		resp.Diagnostics.Append(vsphereErrorDiag("Cannot check the PVRDMA settings", err))
+		return
+	}
+	if vmknic := plan.Vmknic.ValueString(); !slices.Contains(host.Vmknics, vmknic) {
+		resp.Diagnostics.AddAttributeError(path.Root("vmknic"), "No such VMkernel adapter",
+			fmt.Sprintf("Host %s (%s) has no VMkernel adapter %s; its adapters are %s. Set vmknic to the adapter on the network "+
+				"the hosts' PVRDMA traffic uses.", host.HostName, plan.HostSystemID.ValueString(), vmknic, strings.Join(host.Vmknics, ", ")))
+	}
+}
+
+func (r *hostPVRDMASettingsResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	var plan hostPVRDMASettingsModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	hostID := plan.HostSystemID.ValueString()
+	before, err := r.client.HostPVRDMA(ctx, hostID)
+	if err != nil {
+		resp.Diagnostics.Append(vsphereErrorDiag("Cannot read the PVRDMA settings of host "+hostID, err))
+		return
+	}
+	resp.Diagnostics.Append(savePrevious(ctx, resp.Private, before.Settings)...)
+	tflog.Debug(ctx, "Recorded the host's PVRDMA settings for destroy", map[string]any{"host_system_id": hostID, "vmknic": before.Settings.Vmknic, "firewall_enabled": before.Settings.FirewallEnabled})
+	// Track the host before changing it: if a write fails half-way, the
+	// resource stays in state (tainted) and destroy still restores it.
+	tracked := plan
+	resp.Diagnostics.Append(settingsToModel(ctx, hostID, before.Settings, &tracked)...)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &tracked)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	r.apply(ctx, &plan, &resp.State, &resp.Diagnostics)
+}
+
+func (r *hostPVRDMASettingsResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	var plan hostPVRDMASettingsModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	r.apply(ctx, &plan, &resp.State, &resp.Diagnostics)
+}
+
+// apply writes the planned settings, then reads them back into state.
+func (r *hostPVRDMASettingsResource) apply(ctx context.Context, plan *hostPVRDMASettingsModel, state stateSetter, diags *diag.Diagnostics) {
+	hostID := plan.HostSystemID.ValueString()
+	var allowed []string
+	diags.Append(plan.FirewallAllowedIPs.ElementsAs(ctx, &allowed, false)...)
+	if diags.HasError() {
+		return
+	}
+	err := r.client.SetHostPVRDMA(ctx, hostID, vsphere.PVRDMASettings{
+		Vmknic: plan.Vmknic.ValueString(), FirewallEnabled: plan.FirewallEnabled.ValueBool(), AllowedIPs: allowed,
+	})
+	if err != nil {
+		diags.Append(vsphereErrorDiag("Cannot set PVRDMA on host "+hostID, err))
+		return
+	}
+	host, err := r.client.HostPVRDMA(ctx, hostID)
+	if err != nil {
+		diags.Append(vsphereErrorDiag("Cannot read back the PVRDMA settings of host "+hostID, err))
+		return
+	}
+	diags.Append(settingsToModel(ctx, hostID, host.Settings, plan)...)
+	diags.Append(state.Set(ctx, plan)...)
+}
+
+func (r *hostPVRDMASettingsResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	var state hostPVRDMASettingsModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	hostID := state.HostSystemID.ValueString()
+	host, err := r.client.HostPVRDMA(ctx, hostID)
+	if errors.Is(err, vsphere.ErrNotFound) {
+		tflog.Warn(ctx, "Host is gone; removing its PVRDMA settings from state", map[string]any{"host_system_id": hostID})
+		resp.State.RemoveResource(ctx)
+		return
+	}
+	if err != nil {
+		resp.Diagnostics.Append(vsphereErrorDiag("Cannot read the PVRDMA settings of host "+hostID, err))
+		return
+	}
+	resp.Diagnostics.Append(settingsToModel(ctx, hostID, host.Settings, &state)...)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+}
+
+func (r *hostPVRDMASettingsResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	var state hostPVRDMASettingsModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	hostID := state.HostSystemID.ValueString()
+	before, found, diags := loadPrevious(ctx, req.Private)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if !found {
+		// Only possible for state written by hand: leave the host as it is.
+		resp.Diagnostics.AddWarning("Nothing to restore",
+			"The settings host "+hostID+" had before Terraform managed it are unknown, so they are left as they are.")
+		return
+	}
+	err := r.client.SetHostPVRDMA(ctx, hostID, before)
+	if err != nil && !errors.Is(err, vsphere.ErrNotFound) {
+		resp.Diagnostics.Append(vsphereErrorDiag("Cannot restore the PVRDMA settings of host "+hostID, err))
+		return
+	}
+	tflog.Debug(ctx, "Restored the host's PVRDMA settings", map[string]any{"host_system_id": hostID, "vmknic": before.Vmknic, "firewall_enabled": before.FirewallEnabled})
+}
+
+// ImportState adopts a host's settings as they are, and records them as the
+// values destroy puts back.
+func (r *hostPVRDMASettingsResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	hostID := req.ID
+	host, err := r.client.HostPVRDMA(ctx, hostID)
+	if err != nil {
+		resp.Diagnostics.Append(vsphereErrorDiag("Cannot import the PVRDMA settings of host "+hostID, err))
+		return
+	}
+	resp.Diagnostics.Append(savePrevious(ctx, resp.Private, host.Settings)...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("host_system_id"), hostID)...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), hostID)...)
+}
+
+// settingsToModel copies read settings into a model.
+func settingsToModel(ctx context.Context, hostID string, s vsphere.PVRDMASettings, m *hostPVRDMASettingsModel) diag.Diagnostics {
+	allowed, diags := types.SetValueFrom(ctx, types.StringType, emptyIfNil(s.AllowedIPs))
+	m.ID = types.StringValue(hostID)
+	m.HostSystemID = types.StringValue(hostID)
+	m.Vmknic = types.StringValue(s.Vmknic)
+	m.FirewallEnabled = types.BoolValue(s.FirewallEnabled)
+	m.FirewallAllowedIPs = allowed
+	return diags
+}
+
+func emptyIfNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// privateState is the part of the framework's private state API used here;
+// create, import and delete responses each carry one.
+type privateState interface {
+	GetKey(ctx context.Context, key string) ([]byte, diag.Diagnostics)
+	SetKey(ctx context.Context, key string, value []byte) diag.Diagnostics
+}
+
+// stateSetter is resp.State of create and update.
+type stateSetter interface {
+	Set(ctx context.Context, val any) diag.Diagnostics
+}
+
+func savePrevious(ctx context.Context, p privateState, s vsphere.PVRDMASettings) diag.Diagnostics {
+	b, err := json.Marshal(s)
+	if err != nil {
+		var diags diag.Diagnostics
+		diags.AddError("Cannot record the host's settings", err.Error())
+		return diags
+	}
+	return p.SetKey(ctx, privateBefore, b)
+}
+
+func loadPrevious(ctx context.Context, p privateState) (vsphere.PVRDMASettings, bool, diag.Diagnostics) {
+	var s vsphere.PVRDMASettings
+	b, diags := p.GetKey(ctx, privateBefore)
+	if diags.HasError() || len(b) == 0 {
+		return s, false, diags
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		diags.AddError("Cannot read the host's recorded settings", err.Error())
+		return s, false, diags
+	}
+	return s, true, diags
+}
+
+// allowedIPValidator accepts what the ruleset's allowed list takes, in the
+// form vSphere reports back, so plans never churn on spelling.
+type allowedIPValidator struct{}
+
+func (allowedIPValidator) Description(context.Context) string {
+	return "must be an IP address or a CIDR network address"
+}
+
+func (v allowedIPValidator) MarkdownDescription(ctx context.Context) string {
+	return v.Description(ctx)
+}
+
+func (allowedIPValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	if _, err := vsphere.ParseAllowedIP(req.ConfigValue.ValueString()); err != nil {
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid allowed address", "firewall_allowed_ips: "+err.Error()+".")
+	}
+}

@@ -1,0 +1,311 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+	"github.com/vmware/govmomi/vim25/types"
+
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vsphere"
+)
+
+const hostSettings = "vspherehpc_host_pvrdma_settings.h"
+
+func hostSettingsConfig(lab *vcsimlab.Lab, hostName, body string) string {
+	return providerConfig(lab) + fmt.Sprintf(`
+resource "vspherehpc_host_pvrdma_settings" "h" {
+  host_system_id = %q
+%s
+}
+`, lab.HostID(hostName), body)
+}
+
+// hostSettingsAre checks the host itself, not just state.
+func hostSettingsAre(lab *vcsimlab.Lab, hostName string, want vsphere.PVRDMASettings) func(*terraform.State) error {
+	return func(*terraform.State) error {
+		got, err := labService(lab).HostPVRDMA(context.Background(), lab.HostID(hostName))
+		if err != nil {
+			return err
+		}
+		if got.Settings.Vmknic != want.Vmknic || got.Settings.FirewallEnabled != want.FirewallEnabled ||
+			!slices.Equal(got.Settings.AllowedIPs, want.AllowedIPs) {
+			return fmt.Errorf("host %s has %+v, want %+v", hostName, got.Settings, want)
+		}
+		return nil
+	}
+}
+
+// labService is a service-layer client of the lab, to look at vSphere
+// directly from tests.
+func labService(lab *vcsimlab.Lab) *vsphere.Client {
+	return vsphere.New(vsphere.Config{Server: lab.URL.Host, User: lab.Username, Password: lab.Password, CAFile: lab.CertFile})
+}
+
+func TestAccHostPVRDMASettings_basic(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	name := lab.HostNames()[0]
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config: hostSettingsConfig(lab, name, `
+  vmknic               = "vmk1"
+  firewall_allowed_ips = ["192.0.2.0/24", "198.51.100.7"]
+`),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(hostSettings, plancheck.ResourceActionCreate),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(hostSettings, tfjsonpath.New("id"), knownvalue.StringExact(lab.HostID(name))),
+					statecheck.ExpectKnownValue(hostSettings, tfjsonpath.New("vmknic"), knownvalue.StringExact("vmk1")),
+					statecheck.ExpectKnownValue(hostSettings, tfjsonpath.New("firewall_enabled"), knownvalue.Bool(true)),
+					statecheck.ExpectKnownValue(hostSettings, tfjsonpath.New("firewall_allowed_ips"), knownvalue.SetExact([]knownvalue.Check{
+						knownvalue.StringExact("192.0.2.0/24"), knownvalue.StringExact("198.51.100.7"),
+					})),
+				},
+				Check: hostSettingsAre(lab, name, vsphere.PVRDMASettings{Vmknic: "vmk1", FirewallEnabled: true, AllowedIPs: []string{"192.0.2.0/24", "198.51.100.7"}}),
+			},
+			{
+				ResourceName:      hostSettings,
+				ImportState:       true,
+				ImportStateId:     lab.HostID(name),
+				ImportStateVerify: true,
+			},
+			{
+				// Defaults: vmk0, enabled, all addresses; updated in place.
+				Config: hostSettingsConfig(lab, name, ""),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(hostSettings, plancheck.ResourceActionUpdate),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(hostSettings, tfjsonpath.New("vmknic"), knownvalue.StringExact("vmk0")),
+					statecheck.ExpectKnownValue(hostSettings, tfjsonpath.New("firewall_allowed_ips"), knownvalue.SetSizeExact(0)),
+				},
+				Check: hostSettingsAre(lab, name, vsphere.PVRDMASettings{Vmknic: "vmk0", FirewallEnabled: true}),
+			},
+			{
+				Config: hostSettingsConfig(lab, name, `  firewall_enabled = false`),
+				Check:  hostSettingsAre(lab, name, vsphere.PVRDMASettings{Vmknic: "vmk0"}),
+			},
+		},
+		// The lab host started unset, disabled, open to all: destroy puts that back.
+		CheckDestroy: hostSettingsAre(lab, name, vsphere.PVRDMASettings{}),
+	})
+}
+
+// A host that started with vmk1 and the ruleset on is back to exactly that.
+func TestAccHostPVRDMASettings_restoresOnDestroy(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	name := lab.HostNames()[1]
+	ctx := context.Background()
+	if err := lab.SetHostOption(ctx, name, vsphere.PVRDMAVmknicOption, "vmk1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := lab.SetRuleset(ctx, name, vsphere.PVRDMARuleset, true); err != nil {
+		t.Fatal(err)
+	}
+	original := vsphere.PVRDMASettings{Vmknic: "vmk1", FirewallEnabled: true}
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config: hostSettingsConfig(lab, name, `
+  vmknic               = "vmk0"
+  firewall_enabled     = false
+  firewall_allowed_ips = ["192.0.2.10"]
+`),
+			Check: hostSettingsAre(lab, name, vsphere.PVRDMASettings{Vmknic: "vmk0", AllowedIPs: []string{"192.0.2.10"}}),
+		}},
+		CheckDestroy: hostSettingsAre(lab, name, original),
+	})
+}
+
+func TestAccHostPVRDMASettings_drift(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	name := lab.HostNames()[0]
+	config := hostSettingsConfig(lab, name, `  vmknic = "vmk1"`)
+	ctx := context.Background()
+	driftPlan := resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+		plancheck.ExpectResourceAction(hostSettings, plancheck.ResourceActionUpdate),
+	}}
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: config},
+			{
+				// Someone points PVRDMA at vmk0 by hand: the plan puts vmk1 back.
+				PreConfig: func() {
+					if err := lab.SetHostOption(ctx, name, vsphere.PVRDMAVmknicOption, "vmk0"); err != nil {
+						t.Fatal(err)
+					}
+				},
+				Config:           config,
+				ConfigPlanChecks: driftPlan,
+				Check:            hostSettingsAre(lab, name, vsphere.PVRDMASettings{Vmknic: "vmk1", FirewallEnabled: true}),
+			},
+			{
+				// Someone turns the ruleset off: the plan turns it on again.
+				PreConfig: func() {
+					if err := lab.SetRuleset(ctx, name, vsphere.PVRDMARuleset, false); err != nil {
+						t.Fatal(err)
+					}
+				},
+				Config:           config,
+				ConfigPlanChecks: driftPlan,
+				Check:            hostSettingsAre(lab, name, vsphere.PVRDMASettings{Vmknic: "vmk1", FirewallEnabled: true}),
+			},
+		},
+	})
+}
+
+// A host removed from vCenter drops out of state; the plan creates again.
+func TestAccHostPVRDMASettings_disappears(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{Hosts: 8})
+	name := lab.HostWithoutVMs()
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config: hostSettingsConfig(lab, name, ""),
+			Check: func(*terraform.State) error {
+				return lab.RemoveHost(context.Background(), name)
+			},
+			ConfigPlanChecks: resource.ConfigPlanChecks{PostApplyPostRefresh: []plancheck.PlanCheck{
+				plancheck.ExpectResourceAction(hostSettings, plancheck.ResourceActionCreate),
+			}},
+			ExpectNonEmptyPlan: true,
+		}},
+	})
+}
+
+func TestAccHostPVRDMASettings_refusals(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	name := lab.HostNames()[0]
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config:      hostSettingsConfig(lab, name, `  vmknic = "vmk7"`),
+				PlanOnly:    true,
+				ExpectError: wrapped(fmt.Sprintf("Host %s (%s) has no VMkernel adapter vmk7; its adapters are vmk0, vmk1.", name, lab.HostID(name))),
+			},
+			{
+				Config:      hostSettingsConfig(lab, name, `  vmknic = "eth0"`),
+				PlanOnly:    true,
+				ExpectError: wrapped(`must name a VMkernel adapter such as vmk0 or vmk1`),
+			},
+			{
+				Config:      hostSettingsConfig(lab, name, `  firewall_allowed_ips = ["192.0.2.7/24"]`),
+				PlanOnly:    true,
+				ExpectError: wrapped(`"192.0.2.7/24" is not a network address: write 192.0.2.0/24`),
+			},
+			{
+				// Warned about at plan time, refused at apply.
+				Config:      strings.Replace(hostSettingsConfig(lab, name, ""), lab.HostID(name), "host-99999", 1),
+				ExpectError: wrapped(`no host has id host-99999`),
+			},
+		},
+	})
+}
+
+// A host whose option manager refuses the key fails the apply with the reason.
+func TestAccHostPVRDMASettings_optionRefused(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	name := lab.HostNames()[0]
+	lab.FailCall("UpdateOptions", "", &types.InvalidName{Name: vsphere.PVRDMAVmknicOption}, 1)
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config:      hostSettingsConfig(lab, name, ""),
+			ExpectError: regexp.MustCompile(`(?s)Cannot set PVRDMA on host.*does not know the advanced option\s+Net.PVRDMAVmknic: PVRDMA needs ESXi 6.5 or later`),
+		}},
+		// The failed create stays tracked, so destroy put the host back as it was.
+		CheckDestroy: hostSettingsAre(lab, name, vsphere.PVRDMASettings{}),
+	})
+}
+
+// All hosts of a cluster at Terraform's default parallelism, through look-ups.
+// (count, not for_each: the testing framework's state shim rejects for_each.)
+func TestAccHostPVRDMASettings_manyHosts(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{Hosts: 8})
+	hosts := `["` + strings.Join(lab.HostNames(), `", "`) + `"]`
+	config := providerConfig(lab) + fmt.Sprintf(`
+locals {
+  hosts = %s
+}
+data "vspherehpc_host" "esx" {
+  count         = length(local.hosts)
+  datacenter_id = %q
+  name          = local.hosts[count.index]
+}
+resource "vspherehpc_host_pvrdma_settings" "esx" {
+  count          = length(data.vspherehpc_host.esx)
+  host_system_id = data.vspherehpc_host.esx[count.index].id
+  vmknic         = "vmk1"
+}
+`, hosts, lab.DatacenterID())
+	var checks []statecheck.StateCheck
+	for i, h := range lab.HostNames() {
+		checks = append(checks, statecheck.ExpectKnownValue(fmt.Sprintf("vspherehpc_host_pvrdma_settings.esx[%d]", i),
+			tfjsonpath.New("id"), knownvalue.StringExact(lab.HostID(h))))
+		checks = append(checks, vsphereCheck(hostSettingsAre(lab, h, vsphere.PVRDMASettings{Vmknic: "vmk1", FirewallEnabled: true})))
+	}
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config:            config,
+			ConfigStateChecks: checks,
+		}},
+	})
+}
+
+// vsphereCheck runs a check against the lab as a state check, which, unlike
+// the legacy Check, works with for_each instances.
+func vsphereCheck(check func(*terraform.State) error) statecheck.StateCheck {
+	return labStateCheck(check)
+}
+
+type labStateCheck func(*terraform.State) error
+
+func (c labStateCheck) CheckState(_ context.Context, _ statecheck.CheckStateRequest, resp *statecheck.CheckStateResponse) {
+	resp.Error = c(nil)
+}
+
+// A create that fails after changing the host (the vmknic is set, the
+// ruleset update fails) is still tracked, so destroy puts the host back.
+func TestAccHostPVRDMASettings_failedCreateIsRestored(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	name := lab.HostNames()[0]
+	lab.FailCall("UpdateRuleset", "", &types.InvalidArgument{InvalidProperty: "spec.allowedHosts"}, 1)
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config:      hostSettingsConfig(lab, name, `  vmknic = "vmk1"`),
+				ExpectError: wrapped(`Cannot set PVRDMA on host`),
+			},
+			{
+				// Dropping the resource destroys the tracked (tainted) one.
+				Config: providerConfig(lab),
+				Check:  hostSettingsAre(lab, name, vsphere.PVRDMASettings{}),
+			},
+		},
+	})
+}

@@ -1,0 +1,209 @@
+package vsphere
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/vmware/govmomi/fault"
+	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/vim25/methods"
+	"github.com/vmware/govmomi/vim25/mo"
+	"github.com/vmware/govmomi/vim25/types"
+)
+
+// The host side of PVRDMA, as the seeds set it by hand: the vmknic PVRDMA
+// uses for its control traffic, and the firewall ruleset for its ports.
+const (
+	PVRDMAVmknicOption = "Net.PVRDMAVmknic"
+	PVRDMARuleset      = "pvrdma"
+)
+
+// PVRDMASettings is a host's PVRDMA configuration.
+type PVRDMASettings struct {
+	Vmknic          string   // "" when unset
+	FirewallEnabled bool     // the pvrdma ruleset
+	AllowedIPs      []string // IPs and CIDR networks the ruleset admits; empty admits all
+}
+
+// HostPVRDMA is a host's PVRDMA settings plus what checking them needs.
+type HostPVRDMA struct {
+	HostName string
+	Settings PVRDMASettings
+	Vmknics  []string // the host's vmknics, to check Settings.Vmknic against
+}
+
+var hostPVRDMAProps = []string{"name", "config.option", "config.firewall", "config.network.vnic"}
+
+// HostPVRDMA reads a host's PVRDMA settings in one property-collector round
+// trip.
+func (c *Client) HostPVRDMA(ctx context.Context, hostID string) (*HostPVRDMA, error) {
+	op := "reading the PVRDMA settings of host " + hostID
+	ctx, cancel := c.withTimeout(ctx)
+	defer cancel()
+	h, err := c.readHostProps(ctx, op, hostID, hostPVRDMAProps)
+	if err != nil {
+		return nil, err
+	}
+	out := &HostPVRDMA{HostName: h.Name}
+	if h.Config == nil {
+		return out, nil
+	}
+	for _, o := range h.Config.Option {
+		if v := o.GetOptionValue(); v.Key == PVRDMAVmknicOption {
+			out.Settings.Vmknic = fmt.Sprint(v.Value)
+		}
+	}
+	if h.Config.Firewall != nil {
+		for _, rs := range h.Config.Firewall.Ruleset {
+			if rs.Key == PVRDMARuleset {
+				out.Settings.FirewallEnabled = rs.Enabled
+				out.Settings.AllowedIPs = allowedIPs(rs.AllowedHosts)
+			}
+		}
+	}
+	if h.Config.Network != nil {
+		for _, v := range h.Config.Network.Vnic {
+			out.Vmknics = append(out.Vmknics, v.Device)
+		}
+		slices.SortFunc(out.Vmknics, func(a, b string) int {
+			if lessDeviceName(a, b) {
+				return -1
+			}
+			return 1
+		})
+	}
+	return out, nil
+}
+
+// SetHostPVRDMA applies settings to a host: the advanced option, then the
+// ruleset's allowed addresses, then whether it is enabled.
+func (c *Client) SetHostPVRDMA(ctx context.Context, hostID string, s PVRDMASettings) error {
+	op := "setting PVRDMA on host " + hostID
+	ctx, cancel := c.withTimeout(ctx)
+	defer cancel()
+	vc, err := c.vimClient(ctx)
+	if err != nil {
+		return err
+	}
+	host := object.NewHostSystem(vc, types.ManagedObjectReference{Type: "HostSystem", Value: hostID})
+	options, err := host.ConfigManager().OptionManager(ctx)
+	if err != nil {
+		return translate(op, err)
+	}
+	err = options.Update(ctx, []types.BaseOptionValue{&types.OptionValue{Key: PVRDMAVmknicOption, Value: s.Vmknic}})
+	if fault.Is(err, &types.InvalidName{}) {
+		return &Error{Op: op, Kind: ErrInvalidArg, Message: fmt.Sprintf(
+			"the host does not know the advanced option %s: PVRDMA needs ESXi 6.5 or later, so upgrade the host or leave it out", PVRDMAVmknicOption)}
+	}
+	if err != nil {
+		return translate(op+": setting "+PVRDMAVmknicOption, err)
+	}
+
+	firewall, err := host.ConfigManager().FirewallSystem(ctx)
+	if err != nil {
+		return translate(op, err)
+	}
+	allowed, err := ipList(s.AllowedIPs)
+	if err != nil {
+		return &Error{Op: op, Kind: ErrInvalidArg, Message: err.Error()}
+	}
+	_, err = methods.UpdateRuleset(ctx, vc, &types.UpdateRuleset{
+		This: firewall.Reference(), Id: PVRDMARuleset,
+		Spec: types.HostFirewallRulesetRulesetSpec{AllowedHosts: *allowed},
+	})
+	if err != nil {
+		return translate(op+": setting the allowed addresses of the "+PVRDMARuleset+" firewall ruleset", err)
+	}
+	if s.FirewallEnabled {
+		err = firewall.EnableRuleset(ctx, PVRDMARuleset)
+	} else {
+		err = firewall.DisableRuleset(ctx, PVRDMARuleset)
+	}
+	if err != nil {
+		return translate(op+": switching the "+PVRDMARuleset+" firewall ruleset", err)
+	}
+	c.log.Debug(ctx, "Set PVRDMA host settings", map[string]any{
+		"host_system_id": hostID, "vmknic": s.Vmknic, "firewall_enabled": s.FirewallEnabled, "allowed_ips": strings.Join(s.AllowedIPs, ","),
+	})
+	return nil
+}
+
+// readHostProps reads properties of one host, reporting a missing host as
+// ErrNotFound with its id.
+func (c *Client) readHostProps(ctx context.Context, op, hostID string, props []string) (*mo.HostSystem, error) {
+	vc, err := c.vimClient(ctx)
+	if err != nil {
+		return nil, err
+	}
+	objs, err := retrieve(ctx, vc, types.PropertyFilterSpec{
+		ObjectSet: []types.ObjectSpec{{Obj: types.ManagedObjectReference{Type: "HostSystem", Value: hostID}}},
+		PropSet:   []types.PropertySpec{{Type: "HostSystem", PathSet: props}},
+	})
+	if err != nil {
+		if err = translate(op, err); errors.Is(err, ErrNotFound) {
+			return nil, notFound(op, "no host has id %s; host ids are managed object ids such as host-12 (vspherehpc_host's id)", hostID)
+		}
+		return nil, err
+	}
+	for _, o := range objs {
+		if h, ok := o.(mo.HostSystem); ok {
+			return &h, nil
+		}
+	}
+	return nil, notFound(op, "no host has id %s", hostID)
+}
+
+// ParseAllowedIP accepts an IP address or a CIDR network, as the ruleset's
+// allowed list takes them, in the canonical form vSphere reports back.
+func ParseAllowedIP(s string) (string, error) {
+	if ip := net.ParseIP(s); ip != nil {
+		if ip.String() != s {
+			return "", fmt.Errorf("write %q as %s", s, ip)
+		}
+		return s, nil
+	}
+	_, network, err := net.ParseCIDR(s)
+	if err != nil {
+		return "", fmt.Errorf("%q is neither an IP address nor a CIDR network such as 10.0.0.0/24", s)
+	}
+	if network.String() != s {
+		return "", fmt.Errorf("%q is not a network address: write %s", s, network)
+	}
+	return s, nil
+}
+
+func ipList(entries []string) (*types.HostFirewallRulesetIpList, error) {
+	list := &types.HostFirewallRulesetIpList{AllIp: len(entries) == 0}
+	for _, e := range entries {
+		canonical, err := ParseAllowedIP(e)
+		if err != nil {
+			return nil, err
+		}
+		ip, network, _ := net.ParseCIDR(canonical)
+		if network == nil {
+			list.IpAddress = append(list.IpAddress, canonical)
+			continue
+		}
+		ones, _ := network.Mask.Size()
+		list.IpNetwork = append(list.IpNetwork, types.HostFirewallRulesetIpNetwork{Network: ip.String(), PrefixLength: int32(ones)})
+	}
+	return list, nil
+}
+
+// allowedIPs flattens a ruleset's allowed list, sorted; empty means all.
+func allowedIPs(l *types.HostFirewallRulesetIpList) []string {
+	if l == nil || l.AllIp {
+		return nil
+	}
+	out := slices.Clone(l.IpAddress)
+	for _, n := range l.IpNetwork {
+		out = append(out, n.Network+"/"+strconv.Itoa(int(n.PrefixLength)))
+	}
+	slices.Sort(out)
+	return out
+}
