@@ -1,0 +1,628 @@
+package vsphere
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/property"
+	"github.com/vmware/govmomi/vim25"
+	"github.com/vmware/govmomi/vim25/methods"
+	"github.com/vmware/govmomi/vim25/mo"
+	"github.com/vmware/govmomi/vim25/types"
+)
+
+// DVSSpec is the PVRDMA distributed switch of the seeds: one port group for
+// the VMs and one RDMA NIC per host as the only uplink.
+type DVSSpec struct {
+	DatacenterID string
+	Name         string
+	Description  string
+	Version      string // "" lets vCenter pick its newest
+	UplinkCount  int
+	MTU          int
+	NIOC         bool
+	PortGroup    PortGroupSpec
+	Hosts        []DVSHost
+}
+
+// PortGroupSpec is the switch's port group for the VMs' PVRDMA adapters.
+type PortGroupSpec struct {
+	Name       string
+	VLANID     int // 0: no VLAN
+	Ports      int
+	AutoExpand bool
+}
+
+// DVSHost is a member host and the one physical NIC it gives the switch.
+type DVSHost struct {
+	HostID string
+	Vmnic  string
+}
+
+// DVSID identifies a switch: its UUID, and the full reference once known
+// ("VmwareDistributedVirtualSwitch:dvs-21"; vcsim says
+// "DistributedVirtualSwitch"), never rebuilt from a hard-coded type.
+type DVSID struct {
+	UUID string
+	Ref  string
+}
+
+// DVS is a distributed switch as read from vCenter.
+type DVS struct {
+	DVSID
+	MOID          string
+	DatacenterID  string
+	Name          string
+	Description   string
+	Version       string
+	UplinkNames   []string
+	MTU           int
+	NIOC          bool
+	Hosts         []DVSHost // sorted by host id; Vmnic is "" when a member has no NIC or several are listed joined by ","
+	PortGroup     *PortGroup
+	PortGroups    []PortGroup // all port groups but the uplink one
+	configVersion string
+}
+
+// PortGroup is a distributed port group as read from vCenter.
+type PortGroup struct {
+	PortGroupSpec
+	ID            string // managed object id, e.g. "dvportgroup-17"
+	Key           string
+	configVersion string
+}
+
+func (d DVSID) ref() (types.ManagedObjectReference, bool) {
+	var ref types.ManagedObjectReference
+	ok := ref.FromString(d.Ref)
+	return ref, ok
+}
+
+// UplinkNames are the names the switch gives its uplink ports.
+func UplinkNames(n int) []string {
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("uplink%d", i+1)
+	}
+	return names
+}
+
+// DVSVersions lists the switch versions vCenter can create, oldest first.
+func (c *Client) DVSVersions(ctx context.Context) ([]string, error) {
+	ctx, cancel := c.withTimeout(ctx)
+	defer cancel()
+	vc, err := c.vimClient(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res, err := methods.QueryAvailableDvsSpec(ctx, vc, &types.QueryAvailableDvsSpec{This: *vc.ServiceContent.DvSwitchManager})
+	if err != nil {
+		return nil, translate("listing the distributed switch versions vCenter offers", err)
+	}
+	var versions []string
+	for _, p := range res.Returnval {
+		if !slices.Contains(versions, p.Version) {
+			versions = append(versions, p.Version)
+		}
+	}
+	slices.SortFunc(versions, CompareVersions)
+	return versions, nil
+}
+
+// CompareVersions orders dotted versions numerically ("7.0.3" < "8.0.0").
+func CompareVersions(a, b string) int {
+	pa, pb := strings.Split(a, "."), strings.Split(b, ".")
+	for i := 0; i < max(len(pa), len(pb)); i++ {
+		var x, y int
+		if i < len(pa) {
+			fmt.Sscan(pa[i], &x)
+		}
+		if i < len(pb) {
+			fmt.Sscan(pb[i], &y)
+		}
+		if x != y {
+			return x - y
+		}
+	}
+	return 0
+}
+
+// CreateDVS creates the switch, then its port group, then adds the hosts.
+// The returned id is set as soon as the switch exists, also when a later
+// step fails, so the caller never loses track of it.
+func (c *Client) CreateDVS(ctx context.Context, spec DVSSpec) (DVSID, error) {
+	op := fmt.Sprintf("creating distributed switch %q", spec.Name)
+	ctx, cancel := c.withTimeout(ctx)
+	defer cancel()
+	vc, err := c.vimClient(ctx)
+	if err != nil {
+		return DVSID{}, err
+	}
+	var dc mo.Datacenter
+	if err := retrieveOne(ctx, vc, datacenterRef(spec.DatacenterID), []string{"networkFolder"}, &dc); err != nil {
+		return DVSID{}, datacenterError(op, spec.DatacenterID, err)
+	}
+	create := types.DVSCreateSpec{ConfigSpec: &types.VMwareDVSConfigSpec{
+		DVSConfigSpec: types.DVSConfigSpec{
+			Name:             spec.Name,
+			Description:      spec.Description,
+			UplinkPortPolicy: &types.DVSNameArrayUplinkPortPolicy{UplinkPortName: UplinkNames(spec.UplinkCount)},
+		},
+		MaxMtu: int32(spec.MTU),
+	}}
+	if spec.Version != "" {
+		create.ProductInfo = &types.DistributedVirtualSwitchProductSpec{Version: spec.Version}
+	}
+	task, err := object.NewFolder(vc, dc.NetworkFolder).CreateDVS(ctx, create)
+	if err != nil {
+		return DVSID{}, translate(op, err)
+	}
+	info, err := c.waitTask(ctx, op, task)
+	if err != nil {
+		return DVSID{}, err
+	}
+	ref, ok := info.Result.(types.ManagedObjectReference)
+	if !ok {
+		return DVSID{}, fmt.Errorf("%s: vCenter returned no switch", op)
+	}
+	var s mo.DistributedVirtualSwitch
+	if err := retrieveOne(ctx, vc, ref, []string{"uuid"}, &s); err != nil {
+		return DVSID{Ref: ref.String()}, translate(op, err)
+	}
+	id := DVSID{UUID: s.Uuid, Ref: ref.String()}
+	c.log.Debug(ctx, "Created distributed switch", map[string]any{"name": spec.Name, "uuid": id.UUID, "ref": id.Ref})
+
+	current, err := c.DVS(ctx, id, "")
+	if err != nil {
+		return id, err
+	}
+	return id, c.UpdateDVS(ctx, current, spec)
+}
+
+var dvsProps = []string{"name", "uuid", "config", "parent"}
+
+// DVS reads a switch and its port groups in one property-collector round
+// trip. portGroupKey picks the managed port group; "" picks the only one.
+func (c *Client) DVS(ctx context.Context, id DVSID, portGroupKey string) (*DVS, error) {
+	op := "reading distributed switch " + id.UUID
+	ctx, cancel := c.withTimeout(ctx)
+	defer cancel()
+	vc, err := c.vimClient(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ref, ok := id.ref()
+	if !ok {
+		found, err := c.dvsRef(ctx, vc, id.UUID)
+		if err != nil {
+			return nil, translate(op, err)
+		}
+		ref, id.Ref = found, found.String()
+	}
+	parents := &types.TraversalSpec{
+		SelectionSpec: types.SelectionSpec{Name: "parents"},
+		Type:          "Folder", Path: "parent",
+		SelectSet: []types.BaseSelectionSpec{&types.SelectionSpec{Name: "parents"}},
+	}
+	objs, err := retrieve(ctx, vc, types.PropertyFilterSpec{
+		ObjectSet: []types.ObjectSpec{{Obj: ref, SelectSet: []types.BaseSelectionSpec{
+			&types.TraversalSpec{Type: "DistributedVirtualSwitch", Path: "portgroup"},
+			&types.TraversalSpec{Type: "DistributedVirtualSwitch", Path: "parent", SelectSet: []types.BaseSelectionSpec{&types.SelectionSpec{Name: "parents"}}},
+			parents,
+		}}},
+		PropSet: []types.PropertySpec{
+			{Type: "DistributedVirtualSwitch", PathSet: dvsProps},
+			{Type: "DistributedVirtualPortgroup", PathSet: []string{"name", "key", "config"}},
+			{Type: "Datacenter", PathSet: []string{"name"}},
+		},
+	})
+	if errors.Is(translate(op, err), ErrNotFound) {
+		return nil, notFound(op, "no distributed switch has UUID %s", id.UUID)
+	}
+	if err != nil {
+		return nil, translate(op, err)
+	}
+	var (
+		s   *mo.DistributedVirtualSwitch
+		pgs []mo.DistributedVirtualPortgroup
+		dc  string
+	)
+	for _, o := range objs {
+		switch v := o.(type) {
+		case mo.VmwareDistributedVirtualSwitch:
+			s = &v.DistributedVirtualSwitch
+		case mo.DistributedVirtualSwitch:
+			s = &v
+		case mo.DistributedVirtualPortgroup:
+			pgs = append(pgs, v)
+		case mo.Datacenter:
+			dc = v.Self.Value
+		}
+	}
+	if s == nil || s.Config == nil {
+		return nil, notFound(op, "no distributed switch has UUID %s", id.UUID)
+	}
+	if id.UUID != "" && s.Uuid != id.UUID {
+		// The reference now names another switch (vCenter reuses no ids, but
+		// a restored vCenter might): look it up by UUID again.
+		return c.DVS(ctx, DVSID{UUID: id.UUID}, portGroupKey)
+	}
+	return dvsFromMO(id, s, pgs, dc, portGroupKey)
+}
+
+func (c *Client) dvsRef(ctx context.Context, vc *vim25.Client, uuid string) (types.ManagedObjectReference, error) {
+	res, err := methods.QueryDvsByUuid(ctx, vc, &types.QueryDvsByUuid{This: *vc.ServiceContent.DvSwitchManager, Uuid: uuid})
+	if err != nil {
+		return types.ManagedObjectReference{}, err
+	}
+	if res.Returnval == nil {
+		return types.ManagedObjectReference{}, fmt.Errorf("%w: no distributed switch has UUID %s", ErrNotFound, uuid)
+	}
+	return *res.Returnval, nil
+}
+
+func dvsFromMO(id DVSID, s *mo.DistributedVirtualSwitch, pgs []mo.DistributedVirtualPortgroup, dcID, portGroupKey string) (*DVS, error) {
+	cfg := s.Config.GetDVSConfigInfo()
+	out := &DVS{
+		DVSID:         DVSID{UUID: s.Uuid, Ref: id.Ref},
+		MOID:          s.Self.Value,
+		DatacenterID:  dcID,
+		Name:          s.Name,
+		Description:   cfg.Description,
+		Version:       cfg.ProductInfo.Version,
+		NIOC:          cfg.NetworkResourceManagementEnabled,
+		configVersion: cfg.ConfigVersion,
+	}
+	if vs, ok := s.Config.(*types.VMwareDVSConfigInfo); ok {
+		out.MTU = int(vs.MaxMtu)
+	}
+	if p, ok := cfg.UplinkPortPolicy.(*types.DVSNameArrayUplinkPortPolicy); ok {
+		out.UplinkNames = slices.Clone(p.UplinkPortName)
+	}
+	for _, m := range cfg.Host {
+		if m.Config.Host == nil {
+			continue
+		}
+		var nics []string
+		if b, ok := m.Config.Backing.(*types.DistributedVirtualSwitchHostMemberPnicBacking); ok {
+			for _, p := range b.PnicSpec {
+				nics = append(nics, p.PnicDevice)
+			}
+		}
+		out.Hosts = append(out.Hosts, DVSHost{HostID: m.Config.Host.Value, Vmnic: strings.Join(nics, ",")})
+	}
+	sort.Slice(out.Hosts, func(i, j int) bool { return out.Hosts[i].HostID < out.Hosts[j].HostID })
+	uplinks := map[string]bool{}
+	for _, u := range cfg.UplinkPortgroup {
+		uplinks[u.Value] = true
+	}
+	for _, pg := range pgs {
+		if uplinks[pg.Self.Value] || (pg.Config.Uplink != nil && *pg.Config.Uplink) {
+			continue
+		}
+		out.PortGroups = append(out.PortGroups, portGroupFromMO(&pg))
+	}
+	sort.Slice(out.PortGroups, func(i, j int) bool { return out.PortGroups[i].Name < out.PortGroups[j].Name })
+	for i := range out.PortGroups {
+		if out.PortGroups[i].Key == portGroupKey || (portGroupKey == "" && len(out.PortGroups) == 1) {
+			out.PortGroup = &out.PortGroups[i]
+		}
+	}
+	return out, nil
+}
+
+func portGroupFromMO(pg *mo.DistributedVirtualPortgroup) PortGroup {
+	c := pg.Config
+	out := PortGroup{
+		ID: pg.Self.Value, Key: c.Key, configVersion: c.ConfigVersion,
+		PortGroupSpec: PortGroupSpec{Name: c.Name, Ports: int(c.NumPorts)},
+	}
+	if out.Key == "" {
+		out.Key = pg.Key
+	}
+	if c.AutoExpand != nil {
+		out.AutoExpand = *c.AutoExpand
+	}
+	if ps, ok := c.DefaultPortConfig.(*types.VMwareDVSPortSetting); ok && ps != nil {
+		if v, ok := ps.Vlan.(*types.VmwareDistributedVirtualSwitchVlanIdSpec); ok && v != nil {
+			out.VLANID = int(v.VlanId)
+		}
+	}
+	return out
+}
+
+// UpdateDVS changes a switch to match spec, step by step: version upgrade,
+// switch configuration with host membership, Network I/O Control, port
+// group. Each step runs only when something in it differs.
+func (c *Client) UpdateDVS(ctx context.Context, current *DVS, spec DVSSpec) error {
+	op := fmt.Sprintf("updating distributed switch %q", current.Name)
+	ctx, cancel := c.withTimeout(ctx)
+	defer cancel()
+	vc, err := c.vimClient(ctx)
+	if err != nil {
+		return err
+	}
+	ref, ok := current.ref()
+	if !ok {
+		return fmt.Errorf("%s: no reference to the switch", op)
+	}
+	s := object.NewDistributedVirtualSwitch(vc, ref)
+
+	if spec.Version != "" && spec.Version != current.Version {
+		req := &types.PerformDvsProductSpecOperation_Task{This: ref, Operation: "upgrade",
+			ProductSpec: &types.DistributedVirtualSwitchProductSpec{Version: spec.Version}}
+		res, err := methods.PerformDvsProductSpecOperation_Task(ctx, vc, req)
+		if err != nil {
+			return translate(op+": upgrading to version "+spec.Version, err)
+		}
+		if _, err := c.waitTask(ctx, op+": upgrading to version "+spec.Version, object.NewTask(vc, res.Returnval)); err != nil {
+			return err
+		}
+		if current, err = c.DVS(ctx, current.DVSID, keyOf(current.PortGroup)); err != nil {
+			return err
+		}
+	}
+
+	if cs, changed := configChanges(current, spec); changed {
+		cs.ConfigVersion = current.configVersion
+		task, err := s.Reconfigure(ctx, cs)
+		if err != nil {
+			return translate(op, err)
+		}
+		if _, err := c.waitTask(ctx, op, task); err != nil {
+			return err
+		}
+	}
+
+	if spec.NIOC != current.NIOC {
+		_, err := methods.EnableNetworkResourceManagement(ctx, vc, &types.EnableNetworkResourceManagement{This: ref, Enable: spec.NIOC})
+		if err != nil {
+			return translate(op+": switching Network I/O Control", err)
+		}
+	}
+
+	return c.applyPortGroup(ctx, vc, op, ref, current.PortGroup, spec.PortGroup)
+}
+
+func keyOf(pg *PortGroup) string {
+	if pg == nil {
+		return ""
+	}
+	return pg.Key
+}
+
+// configChanges builds the reconfigure spec for what differs, host
+// membership included: added, removed, and hosts whose NIC changed.
+func configChanges(current *DVS, spec DVSSpec) (*types.VMwareDVSConfigSpec, bool) {
+	cs := &types.VMwareDVSConfigSpec{}
+	changed := false
+	if spec.Name != current.Name {
+		cs.Name, changed = spec.Name, true
+	}
+	if spec.Description != current.Description {
+		cs.Description, changed = spec.Description, true
+	}
+	if spec.MTU != current.MTU {
+		cs.MaxMtu, changed = int32(spec.MTU), true
+	}
+	if want := UplinkNames(spec.UplinkCount); !slices.Equal(want, current.UplinkNames) {
+		cs.UplinkPortPolicy, changed = &types.DVSNameArrayUplinkPortPolicy{UplinkPortName: want}, true
+	}
+	have := map[string]string{}
+	for _, h := range current.Hosts {
+		have[h.HostID] = h.Vmnic
+	}
+	want := map[string]bool{}
+	for _, h := range spec.Hosts {
+		want[h.HostID] = true
+		op := types.ConfigSpecOperationAdd
+		if nic, ok := have[h.HostID]; ok {
+			if nic == h.Vmnic {
+				continue
+			}
+			op = types.ConfigSpecOperationEdit
+		}
+		cs.Host = append(cs.Host, memberSpec(op, h))
+	}
+	for _, h := range current.Hosts {
+		if !want[h.HostID] {
+			cs.Host = append(cs.Host, types.DistributedVirtualSwitchHostMemberConfigSpec{
+				Operation: string(types.ConfigSpecOperationRemove),
+				Host:      types.ManagedObjectReference{Type: "HostSystem", Value: h.HostID},
+			})
+		}
+	}
+	return cs, changed || len(cs.Host) > 0
+}
+
+func memberSpec(op types.ConfigSpecOperation, h DVSHost) types.DistributedVirtualSwitchHostMemberConfigSpec {
+	return types.DistributedVirtualSwitchHostMemberConfigSpec{
+		Operation: string(op),
+		Host:      types.ManagedObjectReference{Type: "HostSystem", Value: h.HostID},
+		Backing: &types.DistributedVirtualSwitchHostMemberPnicBacking{
+			PnicSpec: []types.DistributedVirtualSwitchHostMemberPnicSpec{{PnicDevice: h.Vmnic}},
+		},
+	}
+}
+
+func portGroupConfig(spec PortGroupSpec) types.DVPortgroupConfigSpec {
+	return types.DVPortgroupConfigSpec{
+		Name:       spec.Name,
+		Type:       string(types.DistributedVirtualPortgroupPortgroupTypeEarlyBinding),
+		NumPorts:   int32(spec.Ports),
+		AutoExpand: types.NewBool(spec.AutoExpand),
+		DefaultPortConfig: &types.VMwareDVSPortSetting{
+			Vlan: &types.VmwareDistributedVirtualSwitchVlanIdSpec{VlanId: int32(spec.VLANID)},
+		},
+	}
+}
+
+// applyPortGroup creates the port group when it is missing and reconfigures
+// it when it differs.
+func (c *Client) applyPortGroup(ctx context.Context, vc *vim25.Client, op string, ref types.ManagedObjectReference, current *PortGroup, spec PortGroupSpec) error {
+	if current != nil && current.PortGroupSpec == spec {
+		return nil
+	}
+	cfg := portGroupConfig(spec)
+	if current == nil {
+		res, err := methods.CreateDVPortgroup_Task(ctx, vc, &types.CreateDVPortgroup_Task{This: ref, Spec: cfg})
+		if err != nil {
+			return translate(op+": creating port group "+spec.Name, err)
+		}
+		_, err = c.waitTask(ctx, op+": creating port group "+spec.Name, object.NewTask(vc, res.Returnval))
+		return err
+	}
+	cfg.ConfigVersion = current.configVersion
+	pg := object.NewDistributedVirtualPortgroup(vc, types.ManagedObjectReference{Type: "DistributedVirtualPortgroup", Value: current.ID})
+	task, err := pg.Reconfigure(ctx, cfg)
+	if err != nil {
+		return translate(op+": reconfiguring port group "+current.Name, err)
+	}
+	_, err = c.waitTask(ctx, op+": reconfiguring port group "+current.Name, task)
+	return err
+}
+
+// DeleteDVS destroys a switch, its port groups with it. It refuses while VM
+// adapters use a port group of the switch, naming the VMs, as vCenter's own
+// refusal does not.
+func (c *Client) DeleteDVS(ctx context.Context, id DVSID) error {
+	current, err := c.DVS(ctx, id, "")
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	op := fmt.Sprintf("deleting distributed switch %q", current.Name)
+	ctx, cancel := c.withTimeout(ctx)
+	defer cancel()
+	vc, err := c.vimClient(ctx)
+	if err != nil {
+		return err
+	}
+	users, err := c.portGroupUsers(ctx, vc, current.PortGroups)
+	if err != nil {
+		return translate(op, err)
+	}
+	if len(users) > 0 {
+		return &Error{Op: op, Kind: ErrInUse, Message: "VM network adapters still use its port groups: " + strings.Join(users, "; ") +
+			". Remove those adapters first (vspherehpc_vm_pvrdma_nic for PVRDMA adapters), then destroy the switch"}
+	}
+	ref, _ := current.ref()
+	task, err := object.NewDistributedVirtualSwitch(vc, ref).Destroy(ctx)
+	if err != nil {
+		return translate(op, err)
+	}
+	_, err = c.waitTask(ctx, op, task)
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	return err
+}
+
+// portGroupUsers names the VMs whose adapters use the port groups, one entry
+// per port group: "pg-name: vm-a (PVRDMA), vm-b".
+func (c *Client) portGroupUsers(ctx context.Context, vc *vim25.Client, pgs []PortGroup) ([]string, error) {
+	if len(pgs) == 0 {
+		return nil, nil
+	}
+	var set []types.ObjectSpec
+	for _, pg := range pgs {
+		set = append(set, types.ObjectSpec{
+			Obj:       types.ManagedObjectReference{Type: "DistributedVirtualPortgroup", Value: pg.ID},
+			SelectSet: []types.BaseSelectionSpec{&types.TraversalSpec{Type: "Network", Path: "vm"}},
+		})
+	}
+	objs, err := retrieve(ctx, vc, types.PropertyFilterSpec{
+		ObjectSet: set,
+		PropSet: []types.PropertySpec{
+			{Type: "DistributedVirtualPortgroup", PathSet: []string{"name", "key"}},
+			{Type: "VirtualMachine", PathSet: []string{"name", "config.hardware.device"}},
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	byKey := map[string][]string{}
+	names := map[string]string{}
+	for _, o := range objs {
+		switch v := o.(type) {
+		case mo.DistributedVirtualPortgroup:
+			names[v.Key] = v.Name
+		case mo.VirtualMachine:
+			if v.Config == nil {
+				continue
+			}
+			for _, dev := range v.Config.Hardware.Device {
+				nic, ok := networkAdapter(dev)
+				if !ok || nic.SwitchUUID == "" {
+					continue
+				}
+				label := v.Name
+				if nic.Type == "vmxnet3vrdma" {
+					label += " (PVRDMA)"
+				}
+				if !slices.Contains(byKey[nic.NetworkID], label) {
+					byKey[nic.NetworkID] = append(byKey[nic.NetworkID], label)
+				}
+			}
+		}
+	}
+	var out []string
+	for _, pg := range pgs {
+		if vms := byKey[pg.Key]; len(vms) > 0 {
+			slices.Sort(vms)
+			out = append(out, fmt.Sprintf("port group %q: %s", cmpOr(names[pg.Key], pg.Name), strings.Join(vms, ", ")))
+		}
+	}
+	return out, nil
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// FindDVSByPath finds a switch by inventory path, e.g. "/DC0/network/rdma".
+func (c *Client) FindDVSByPath(ctx context.Context, path string) (DVSID, error) {
+	op := "finding distributed switch " + path
+	ctx, cancel := c.withTimeout(ctx)
+	defer cancel()
+	vc, err := c.vimClient(ctx)
+	if err != nil {
+		return DVSID{}, err
+	}
+	found, err := object.NewSearchIndex(vc).FindByInventoryPath(ctx, path)
+	if err != nil {
+		return DVSID{}, translate(op, err)
+	}
+	if found == nil || !strings.HasSuffix(found.Reference().Type, "DistributedVirtualSwitch") {
+		return DVSID{}, notFound(op, "no distributed switch has the inventory path %s; it looks like /<datacenter>/network/<switch>", path)
+	}
+	ref := found.Reference()
+	var s mo.DistributedVirtualSwitch
+	if err := retrieveOne(ctx, vc, ref, []string{"uuid"}, &s); err != nil {
+		return DVSID{}, translate(op, err)
+	}
+	return DVSID{UUID: s.Uuid, Ref: ref.String()}, nil
+}
+
+var uuidPattern = regexp.MustCompile(`^[0-9a-fA-F]{2}( [0-9a-fA-F]{2}){7}-[0-9a-fA-F]{2}( [0-9a-fA-F]{2}){7}$|^[0-9a-fA-F-]{36}$`)
+
+// LooksLikeDVSUUID tells a switch UUID (vCenter writes them as 16 spaced
+// byte pairs, "50 1a ... -..."; vcsim as a plain UUID) from a path.
+func LooksLikeDVSUUID(s string) bool {
+	return uuidPattern.MatchString(s)
+}
+
+func retrieveOne(ctx context.Context, vc *vim25.Client, ref types.ManagedObjectReference, props []string, dst any) error {
+	return property.DefaultCollector(vc).RetrieveOne(ctx, ref, props, dst)
+}
