@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -59,7 +58,10 @@ func (r *hostPVRDMASettingsResource) Metadata(_ context.Context, req resource.Me
 	resp.TypeName = req.ProviderTypeName + "_host_pvrdma_settings"
 }
 
-var vmknicPattern = regexp.MustCompile(`^vmk[0-9]+$`)
+var (
+	vmknicPattern = regexp.MustCompile(`^vmk[0-9]+$`)
+	vmnicPattern  = regexp.MustCompile(`^vmnic[0-9]+$`)
+)
 
 func (r *hostPVRDMASettingsResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	resp.Schema = schema.Schema{
@@ -276,39 +278,14 @@ func emptyIfNil(s []string) []string {
 	return s
 }
 
-// privateState is the part of the framework's private state API used here;
-// create, import and delete responses each carry one.
-type privateState interface {
-	GetKey(ctx context.Context, key string) ([]byte, diag.Diagnostics)
-	SetKey(ctx context.Context, key string, value []byte) diag.Diagnostics
-}
-
-// stateSetter is resp.State of create and update.
-type stateSetter interface {
-	Set(ctx context.Context, val any) diag.Diagnostics
-}
-
 func savePrevious(ctx context.Context, p privateState, s vsphere.PVRDMASettings) diag.Diagnostics {
-	b, err := json.Marshal(s)
-	if err != nil {
-		var diags diag.Diagnostics
-		diags.AddError("Cannot record the host's settings", err.Error())
-		return diags
-	}
-	return p.SetKey(ctx, privateBefore, b)
+	return setPrivateJSON(ctx, p, privateBefore, s)
 }
 
 func loadPrevious(ctx context.Context, p privateState) (vsphere.PVRDMASettings, bool, diag.Diagnostics) {
 	var s vsphere.PVRDMASettings
-	b, diags := p.GetKey(ctx, privateBefore)
-	if diags.HasError() || len(b) == 0 {
-		return s, false, diags
-	}
-	if err := json.Unmarshal(b, &s); err != nil {
-		diags.AddError("Cannot read the host's recorded settings", err.Error())
-		return s, false, diags
-	}
-	return s, true, diags
+	found, diags := getPrivateJSON(ctx, p, privateBefore, &s)
+	return s, found, diags
 }
 
 // allowedIPValidator accepts what the ruleset's allowed list takes, in the

@@ -215,6 +215,7 @@ func stringOrEnv(v types.String, env string) string {
 func (p *vspherehpcProvider) Resources(_ context.Context) []func() resource.Resource {
 	return []func() resource.Resource{
 		NewHostPVRDMASettingsResource,
+		NewRDMADVSResource,
 	}
 }
 

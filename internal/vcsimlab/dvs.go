@@ -901,8 +901,10 @@ func destroyPortgroup(ctx *simulator.Context, pg *simulator.DistributedVirtualPo
 		removeEntity(ctx, pg.Self)
 		return nil
 	}
-	vms := vmsUsing(ctx, allVMs(ctx), func(p *types.DistributedVirtualSwitchPortConnection) bool { return p.PortgroupKey == c.Key })
-	if len(vms) > 0 {
+	// The port group's vm list (see syncNetworkVMs) names the VMs with an
+	// adapter on it; reading it rather than locking each VM keeps the lock
+	// order VM before network.
+	if len(pg.Vm) > 0 {
 		return refuse(&types.ResourceInUse{Type: "DistributedVirtualPortgroup", Name: pg.Name},
 			"The resource '%s' is in use.", pg.Name)
 	}

@@ -114,9 +114,18 @@ func (x *extension) UpdateObject(ctx *simulator.Context, obj mo.Reference, chang
 	switch o := obj.(type) {
 	case *mo.VirtualMachine:
 		for _, c := range changes {
-			if c.Name == "config.hardware.device" {
+			switch c.Name {
+			case "config.hardware.device":
 				x.syncGraphics(ctx, o)
-				return
+			case "network":
+				// vCenter lists the VM on the networks it uses (Network.vm).
+				// A VM out of the inventory (Destroy_Task removes its devices
+				// after unregistering it) uses none.
+				nets := o.Network
+				if ctx.Map.Get(o.Self) == nil {
+					nets = nil
+				}
+				syncNetworkVMs(ctx, o.Self, nets)
 			}
 		}
 	case *mo.DistributedVirtualSwitch:
@@ -129,7 +138,8 @@ func (x *extension) UpdateObject(ctx *simulator.Context, obj mo.Reference, chang
 	}
 }
 
-// RemoveObject drops a removed VM from the hosts' graphicsInfo.
+// RemoveObject drops a removed VM from the hosts' graphicsInfo and the
+// networks' vm lists.
 func (x *extension) RemoveObject(ctx *simulator.Context, ref types.ManagedObjectReference) {
 	if ctx == nil {
 		ctx = x.lab.internalContext()
@@ -138,5 +148,6 @@ func (x *extension) RemoveObject(ctx *simulator.Context, ref types.ManagedObject
 		for _, h := range x.lab.hosts {
 			x.setGraphicsVM(ctx, types.ManagedObjectReference{Type: "HostSystem", Value: h.id}, ref, nil)
 		}
+		syncNetworkVMs(ctx, ref, nil)
 	}
 }

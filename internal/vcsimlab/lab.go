@@ -64,6 +64,9 @@
 //     hardware version does not offer, a PCI passthrough device hot-added or
 //     not passthrough-active on the VM's host. Hosts' graphicsInfo lists the
 //     VMs that have each GPU attached.
+//   - Networks and distributed port groups list in their vm property the
+//     VMs with a network adapter on them, kept as adapters are added,
+//     removed or re-backed and VMs created or destroyed.
 //   - QueryConfigOption(Ex) reports the PVRDMA device protocols per hardware
 //     version; QueryConfigTarget lists the passthrough-active devices.
 //   - Per-host firewall rulesets with RefreshFirewall and UpdateRuleset;
@@ -226,6 +229,7 @@ func (l *Lab) startServer(opts Options) error {
 	l.ext = newExtension(l)
 	m.Map().Put(l.ext)
 	m.Map().AddHandler(l.ext)
+	syncAllNetworkVMs(l.internalContext())
 	m.Map().Handler = l.handle
 
 	m.Service.TLS = new(tls.Config)

@@ -136,17 +136,18 @@ func CompareVersions(a, b string) int {
 // CreateDVS creates the switch, then its port group, then adds the hosts.
 // The returned id is set as soon as the switch exists, also when a later
 // step fails, so the caller never loses track of it.
-func (c *Client) CreateDVS(ctx context.Context, spec DVSSpec) (DVSID, error) {
+// It also returns the key of the switch's port group.
+func (c *Client) CreateDVS(ctx context.Context, spec DVSSpec) (DVSID, string, error) {
 	op := fmt.Sprintf("creating distributed switch %q", spec.Name)
 	ctx, cancel := c.withTimeout(ctx)
 	defer cancel()
 	vc, err := c.vimClient(ctx)
 	if err != nil {
-		return DVSID{}, err
+		return DVSID{}, "", err
 	}
 	var dc mo.Datacenter
 	if err := retrieveOne(ctx, vc, datacenterRef(spec.DatacenterID), []string{"networkFolder"}, &dc); err != nil {
-		return DVSID{}, datacenterError(op, spec.DatacenterID, err)
+		return DVSID{}, "", datacenterError(op, spec.DatacenterID, err)
 	}
 	create := types.DVSCreateSpec{ConfigSpec: &types.VMwareDVSConfigSpec{
 		DVSConfigSpec: types.DVSConfigSpec{
@@ -161,28 +162,29 @@ func (c *Client) CreateDVS(ctx context.Context, spec DVSSpec) (DVSID, error) {
 	}
 	task, err := object.NewFolder(vc, dc.NetworkFolder).CreateDVS(ctx, create)
 	if err != nil {
-		return DVSID{}, translate(op, err)
+		return DVSID{}, "", translate(op, err)
 	}
 	info, err := c.waitTask(ctx, op, task)
 	if err != nil {
-		return DVSID{}, err
+		return DVSID{}, "", err
 	}
 	ref, ok := info.Result.(types.ManagedObjectReference)
 	if !ok {
-		return DVSID{}, fmt.Errorf("%s: vCenter returned no switch", op)
+		return DVSID{}, "", fmt.Errorf("%s: vCenter returned no switch", op)
 	}
 	var s mo.DistributedVirtualSwitch
 	if err := retrieveOne(ctx, vc, ref, []string{"uuid"}, &s); err != nil {
-		return DVSID{Ref: ref.String()}, translate(op, err)
+		return DVSID{Ref: ref.String()}, "", translate(op, err)
 	}
 	id := DVSID{UUID: s.Uuid, Ref: ref.String()}
 	c.log.Debug(ctx, "Created distributed switch", map[string]any{"name": spec.Name, "uuid": id.UUID, "ref": id.Ref})
 
 	current, err := c.DVS(ctx, id, "")
 	if err != nil {
-		return id, err
+		return id, "", err
 	}
-	return id, c.UpdateDVS(ctx, current, spec)
+	key, err := c.UpdateDVS(ctx, current, spec)
+	return id, key, err
 }
 
 var dvsProps = []string{"name", "uuid", "config", "parent"}
@@ -339,18 +341,19 @@ func portGroupFromMO(pg *mo.DistributedVirtualPortgroup) PortGroup {
 
 // UpdateDVS changes a switch to match spec, step by step: version upgrade,
 // switch configuration with host membership, Network I/O Control, port
-// group. Each step runs only when something in it differs.
-func (c *Client) UpdateDVS(ctx context.Context, current *DVS, spec DVSSpec) error {
+// group. Each step runs only when something in it differs. It returns the
+// key of the port group, which it creates when current has none.
+func (c *Client) UpdateDVS(ctx context.Context, current *DVS, spec DVSSpec) (string, error) {
 	op := fmt.Sprintf("updating distributed switch %q", current.Name)
 	ctx, cancel := c.withTimeout(ctx)
 	defer cancel()
 	vc, err := c.vimClient(ctx)
 	if err != nil {
-		return err
+		return "", err
 	}
 	ref, ok := current.ref()
 	if !ok {
-		return fmt.Errorf("%s: no reference to the switch", op)
+		return "", fmt.Errorf("%s: no reference to the switch", op)
 	}
 	s := object.NewDistributedVirtualSwitch(vc, ref)
 
@@ -359,13 +362,13 @@ func (c *Client) UpdateDVS(ctx context.Context, current *DVS, spec DVSSpec) erro
 			ProductSpec: &types.DistributedVirtualSwitchProductSpec{Version: spec.Version}}
 		res, err := methods.PerformDvsProductSpecOperation_Task(ctx, vc, req)
 		if err != nil {
-			return translate(op+": upgrading to version "+spec.Version, err)
+			return "", translate(op+": upgrading to version "+spec.Version, err)
 		}
 		if _, err := c.waitTask(ctx, op+": upgrading to version "+spec.Version, object.NewTask(vc, res.Returnval)); err != nil {
-			return err
+			return "", err
 		}
 		if current, err = c.DVS(ctx, current.DVSID, keyOf(current.PortGroup)); err != nil {
-			return err
+			return "", err
 		}
 	}
 
@@ -373,17 +376,17 @@ func (c *Client) UpdateDVS(ctx context.Context, current *DVS, spec DVSSpec) erro
 		cs.ConfigVersion = current.configVersion
 		task, err := s.Reconfigure(ctx, cs)
 		if err != nil {
-			return translate(op, err)
+			return "", translate(op, err)
 		}
 		if _, err := c.waitTask(ctx, op, task); err != nil {
-			return err
+			return "", err
 		}
 	}
 
 	if spec.NIOC != current.NIOC {
 		_, err := methods.EnableNetworkResourceManagement(ctx, vc, &types.EnableNetworkResourceManagement{This: ref, Enable: spec.NIOC})
 		if err != nil {
-			return translate(op+": switching Network I/O Control", err)
+			return "", translate(op+": switching Network I/O Control", err)
 		}
 	}
 
@@ -464,28 +467,39 @@ func portGroupConfig(spec PortGroupSpec) types.DVPortgroupConfigSpec {
 }
 
 // applyPortGroup creates the port group when it is missing and reconfigures
-// it when it differs.
-func (c *Client) applyPortGroup(ctx context.Context, vc *vim25.Client, op string, ref types.ManagedObjectReference, current *PortGroup, spec PortGroupSpec) error {
+// it when it differs, and returns its key.
+func (c *Client) applyPortGroup(ctx context.Context, vc *vim25.Client, op string, ref types.ManagedObjectReference, current *PortGroup, spec PortGroupSpec) (string, error) {
 	if current != nil && current.PortGroupSpec == spec {
-		return nil
+		return current.Key, nil
 	}
 	cfg := portGroupConfig(spec)
 	if current == nil {
 		res, err := methods.CreateDVPortgroup_Task(ctx, vc, &types.CreateDVPortgroup_Task{This: ref, Spec: cfg})
 		if err != nil {
-			return translate(op+": creating port group "+spec.Name, err)
+			return "", translate(op+": creating port group "+spec.Name, err)
 		}
-		_, err = c.waitTask(ctx, op+": creating port group "+spec.Name, object.NewTask(vc, res.Returnval))
-		return err
+		info, err := c.waitTask(ctx, op+": creating port group "+spec.Name, object.NewTask(vc, res.Returnval))
+		if err != nil {
+			return "", err
+		}
+		created, ok := info.Result.(types.ManagedObjectReference)
+		if !ok {
+			return "", fmt.Errorf("%s: vCenter returned no port group", op)
+		}
+		var pg mo.DistributedVirtualPortgroup
+		if err := retrieveOne(ctx, vc, created, []string{"key"}, &pg); err != nil {
+			return "", translate(op, err)
+		}
+		return pg.Key, nil
 	}
 	cfg.ConfigVersion = current.configVersion
 	pg := object.NewDistributedVirtualPortgroup(vc, types.ManagedObjectReference{Type: "DistributedVirtualPortgroup", Value: current.ID})
 	task, err := pg.Reconfigure(ctx, cfg)
 	if err != nil {
-		return translate(op+": reconfiguring port group "+current.Name, err)
+		return "", translate(op+": reconfiguring port group "+current.Name, err)
 	}
 	_, err = c.waitTask(ctx, op+": reconfiguring port group "+current.Name, task)
-	return err
+	return current.Key, err
 }
 
 // DeleteDVS destroys a switch, its port groups with it. It refuses while VM

@@ -32,7 +32,7 @@ func TestDVSLifecycle(t *testing.T) {
 	c := labClient(lab)
 	spec := labDVSSpec(lab, "pvrdma")
 
-	id, err := c.CreateDVS(ctx, spec)
+	id, key, err := c.CreateDVS(ctx, spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func TestDVSLifecycle(t *testing.T) {
 		!slices.Equal(got.UplinkNames, UplinkNames(4)) || !slices.Equal(got.Hosts, spec.Hosts) {
 		t.Fatalf("created switch = %+v, want %+v", got, spec)
 	}
-	if got.PortGroup == nil || got.PortGroup.PortGroupSpec != spec.PortGroup || len(got.PortGroups) != 1 {
+	if got.PortGroup == nil || got.PortGroup.PortGroupSpec != spec.PortGroup || len(got.PortGroups) != 1 || got.PortGroup.Key != key {
 		t.Fatalf("port group = %+v, want %+v", got.PortGroup, spec.PortGroup)
 	}
 
@@ -53,7 +53,7 @@ func TestDVSLifecycle(t *testing.T) {
 	spec.MTU = 1500
 	removed := spec.Hosts[2]
 	spec.Hosts = spec.Hosts[:2]
-	if err := c.UpdateDVS(ctx, got, spec); err != nil {
+	if _, err := c.UpdateDVS(ctx, got, spec); err != nil {
 		t.Fatal(err)
 	}
 	got, _ = c.DVS(ctx, id, got.PortGroup.Key)
@@ -63,7 +63,7 @@ func TestDVSLifecycle(t *testing.T) {
 	spec.MTU, spec.NIOC, spec.Version = 9000, true, "8.0.3"
 	spec.Hosts = append(spec.Hosts, DVSHost{HostID: removed.HostID, Vmnic: "vmnic5"})
 	spec.PortGroup.VLANID, spec.PortGroup.Name = 100, "renamed"
-	if err := c.UpdateDVS(ctx, got, spec); err != nil {
+	if _, err := c.UpdateDVS(ctx, got, spec); err != nil {
 		t.Fatal(err)
 	}
 	got, _ = c.DVS(ctx, id, got.PortGroup.Key)
@@ -73,7 +73,7 @@ func TestDVSLifecycle(t *testing.T) {
 	}
 	// Editing a member's NIC in place.
 	spec.Hosts[0].Vmnic = "vmnic5"
-	if err := c.UpdateDVS(ctx, got, spec); err != nil {
+	if _, err := c.UpdateDVS(ctx, got, spec); err != nil {
 		t.Fatal(err)
 	}
 	got, _ = c.DVS(ctx, id, got.PortGroup.Key)
@@ -102,7 +102,7 @@ func TestDVSReadIsOneRoundTrip(t *testing.T) {
 	lab := startLab(t, vcsimlab.Options{})
 	ctx := context.Background()
 	c := labClient(lab)
-	id, err := c.CreateDVS(ctx, labDVSSpec(lab, "pvrdma"))
+	id, _, err := c.CreateDVS(ctx, labDVSSpec(lab, "pvrdma"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +122,7 @@ func TestCreateDVSFailingHalfWayReturnsTheSwitch(t *testing.T) {
 	ctx := context.Background()
 	c := labClient(lab)
 	lab.FailTaskOnce("ReconfigureDvs_Task", "pvrdma", &types.DvsFault{})
-	id, err := c.CreateDVS(ctx, labDVSSpec(lab, "pvrdma"))
+	id, _, err := c.CreateDVS(ctx, labDVSSpec(lab, "pvrdma"))
 	if err == nil || id.UUID == "" || id.Ref == "" {
 		t.Fatalf("CreateDVS = %+v, %v; want the switch's id and the error", id, err)
 	}
@@ -141,7 +141,7 @@ func TestDVSVersionsAndPaths(t *testing.T) {
 	if err != nil || len(versions) < 2 || CompareVersions(versions[0], versions[len(versions)-1]) >= 0 {
 		t.Fatalf("versions = %v, %v", versions, err)
 	}
-	id, err := c.CreateDVS(ctx, labDVSSpec(lab, "pvrdma"))
+	id, _, err := c.CreateDVS(ctx, labDVSSpec(lab, "pvrdma"))
 	if err != nil {
 		t.Fatal(err)
 	}

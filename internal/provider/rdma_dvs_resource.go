@@ -1,0 +1,557 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/setdefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vsphere"
+)
+
+var (
+	_ resource.Resource                   = (*rdmaDVSResource)(nil)
+	_ resource.ResourceWithConfigure      = (*rdmaDVSResource)(nil)
+	_ resource.ResourceWithImportState    = (*rdmaDVSResource)(nil)
+	_ resource.ResourceWithModifyPlan     = (*rdmaDVSResource)(nil)
+	_ resource.ResourceWithValidateConfig = (*rdmaDVSResource)(nil)
+)
+
+// privateRef is the private-state key holding the switch's full managed
+// object reference, so reads need no UUID search.
+const privateRef = "ref"
+
+type rdmaDVSResource struct {
+	client *vsphere.Client
+}
+
+type rdmaDVSModel struct {
+	ID           types.String    `tfsdk:"id"`
+	MOID         types.String    `tfsdk:"moid"`
+	DatacenterID types.String    `tfsdk:"datacenter_id"`
+	Name         types.String    `tfsdk:"name"`
+	Description  types.String    `tfsdk:"description"`
+	Version      types.String    `tfsdk:"version"`
+	UplinkCount  types.Int64     `tfsdk:"uplink_count"`
+	UplinkNames  types.List      `tfsdk:"uplink_names"`
+	MTU          types.Int64     `tfsdk:"mtu"`
+	NIOC         types.Bool      `tfsdk:"network_io_control_enabled"`
+	PortGroup    *portGroupModel `tfsdk:"port_group"`
+	PortGroupID  types.String    `tfsdk:"port_group_id"`
+	PortGroupKey types.String    `tfsdk:"port_group_key"`
+	Hosts        types.Set       `tfsdk:"host"`
+}
+
+type portGroupModel struct {
+	Name       types.String `tfsdk:"name"`
+	VLANID     types.Int64  `tfsdk:"vlan_id"`
+	PortCount  types.Int64  `tfsdk:"port_count"`
+	AutoExpand types.Bool   `tfsdk:"auto_expand"`
+}
+
+type dvsHostModel struct {
+	HostSystemID types.String `tfsdk:"host_system_id"`
+	Vmnic        types.String `tfsdk:"vmnic"`
+}
+
+var dvsHostType = types.ObjectType{AttrTypes: map[string]attr.Type{"host_system_id": types.StringType, "vmnic": types.StringType}}
+
+// NewRDMADVSResource is the vspherehpc_rdma_dvs resource.
+func NewRDMADVSResource() resource.Resource {
+	return &rdmaDVSResource{}
+}
+
+func (r *rdmaDVSResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_rdma_dvs"
+}
+
+func (r *rdmaDVSResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "The distributed switch for PVRDMA: MTU 9000 by default, Network I/O Control off, one port group for the " +
+			"VMs' PVRDMA adapters, and each host joined with exactly one physical NIC, its RDMA HCA, as the only uplink " +
+			"(PVRDMA supports no NIC teaming).",
+		Attributes: map[string]schema.Attribute{
+			"id": schema.StringAttribute{
+				Computed:            true,
+				MarkdownDescription: "The switch's UUID, as `vsphere_distributed_virtual_switch.id` is.",
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+			},
+			"moid": schema.StringAttribute{
+				Computed:            true,
+				MarkdownDescription: "Managed object id of the switch, e.g. `dvs-21`.",
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+			},
+			"datacenter_id": schema.StringAttribute{
+				Required:            true,
+				MarkdownDescription: "Managed object id of the datacenter, e.g. `data.vspherehpc_datacenter.dc.id`. Changing it replaces the switch.",
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
+			},
+			"name": schema.StringAttribute{
+				Required:            true,
+				MarkdownDescription: "Name of the switch. Renamed in place.",
+				Validators:          []validator.String{stringvalidator.LengthBetween(1, 80)},
+			},
+			"description": schema.StringAttribute{
+				Optional: true, Computed: true, Default: stringdefault.StaticString(""),
+				MarkdownDescription: "Description of the switch.",
+			},
+			"version": schema.StringAttribute{
+				Optional: true, Computed: true,
+				MarkdownDescription: "Switch version, e.g. `8.0.3`; one that vCenter offers. Defaults to the newest. Raising it upgrades the " +
+					"switch in place; lowering it is refused, as vSphere cannot downgrade a switch.",
+				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+			},
+			"uplink_count": schema.Int64Attribute{
+				Optional: true, Computed: true, Default: int64default.StaticInt64(4),
+				MarkdownDescription: "Number of uplink ports per host, as in the walkthroughs (4). Only one carries traffic: each host " +
+					"gives the switch one NIC.",
+				Validators: []validator.Int64{int64validator.Between(1, 32)},
+			},
+			"uplink_names": schema.ListAttribute{
+				ElementType: types.StringType, Computed: true,
+				MarkdownDescription: "Names of the uplink ports (`uplink1`, ...).",
+				PlanModifiers:       []planmodifier.List{uplinkNamesPlan{}},
+			},
+			"mtu": schema.Int64Attribute{
+				Optional: true, Computed: true, Default: int64default.StaticInt64(9000),
+				MarkdownDescription: "Maximum MTU of the switch, 1280 to 9000. Default 9000 (jumbo frames), which the physical fabric must carry too.",
+				Validators:          []validator.Int64{int64validator.Between(1280, 9000)},
+			},
+			"network_io_control_enabled": schema.BoolAttribute{
+				Optional: true, Computed: true, Default: booldefault.StaticBool(false),
+				MarkdownDescription: "Network I/O Control. Off by default, as the PVRDMA walkthroughs set it.",
+			},
+			"port_group": schema.SingleNestedAttribute{
+				Required:            true,
+				MarkdownDescription: "The distributed port group the VMs' PVRDMA adapters connect to.",
+				Attributes: map[string]schema.Attribute{
+					"name": schema.StringAttribute{
+						Required: true, MarkdownDescription: "Name of the port group.",
+						Validators: []validator.String{stringvalidator.LengthBetween(1, 80)},
+					},
+					"vlan_id": schema.Int64Attribute{
+						Optional: true, Computed: true, Default: int64default.StaticInt64(0),
+						MarkdownDescription: "VLAN id, 1 to 4094; 0 (the default) for none.",
+						Validators:          []validator.Int64{int64validator.Between(0, 4094)},
+					},
+					"port_count": schema.Int64Attribute{
+						Optional: true, Computed: true, Default: int64default.StaticInt64(8),
+						MarkdownDescription: "Number of ports. Default 8.",
+						Validators:          []validator.Int64{int64validator.Between(0, 8192)},
+					},
+					"auto_expand": schema.BoolAttribute{
+						Optional: true, Computed: true, Default: booldefault.StaticBool(true),
+						MarkdownDescription: "Whether vCenter adds ports when all are in use. Default true.",
+					},
+				},
+			},
+			"port_group_id": schema.StringAttribute{
+				Computed:            true,
+				MarkdownDescription: "Managed object id of the port group, e.g. `dvportgroup-17`: what `vspherehpc_vm_pvrdma_nic` and `vsphere_virtual_machine`'s `network_id` take.",
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+			},
+			"port_group_key": schema.StringAttribute{
+				Computed:            true,
+				MarkdownDescription: "Key of the port group, as VM adapters' backings name it.",
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+			},
+			"host": schema.SetNestedAttribute{
+				Optional: true, Computed: true,
+				Default:             setdefault.StaticValue(types.SetValueMust(dvsHostType, nil)),
+				MarkdownDescription: "The member hosts, each with the one physical NIC it gives the switch.",
+				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+					"host_system_id": schema.StringAttribute{
+						Required:            true,
+						MarkdownDescription: "Managed object id of the host, e.g. `data.vspherehpc_host.esx.id`.",
+					},
+					"vmnic": schema.StringAttribute{
+						Required:            true,
+						MarkdownDescription: "The host's RDMA NIC to use as the switch's only uplink on that host, e.g. `vmnic4`.",
+						Validators:          []validator.String{stringvalidator.RegexMatches(vmnicPattern, "must name a physical NIC such as vmnic4")},
+					},
+				}},
+			},
+		},
+	}
+}
+
+func (r *rdmaDVSResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
+	r.client = clientFrom(req.ProviderData, &resp.Diagnostics)
+}
+
+// ValidateConfig refuses a host listed twice: PVRDMA allows one uplink.
+func (r *rdmaDVSResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
+	var hosts types.Set
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("host"), &hosts)...)
+	if resp.Diagnostics.HasError() || hosts.IsNull() || hosts.IsUnknown() {
+		return
+	}
+	var list []dvsHostModel
+	resp.Diagnostics.Append(hosts.ElementsAs(ctx, &list, true)...)
+	seen := map[string]string{}
+	for _, h := range list {
+		if h.HostSystemID.IsUnknown() || h.Vmnic.IsUnknown() {
+			continue
+		}
+		id := h.HostSystemID.ValueString()
+		if nic, dup := seen[id]; dup {
+			resp.Diagnostics.AddAttributeError(path.Root("host"), "Host listed twice",
+				fmt.Sprintf("Host %s is listed with %s and with %s. PVRDMA supports no NIC teaming: the HCA must be the host's only "+
+					"uplink on the switch, so list each host once, with one vmnic.", id, nic, h.Vmnic.ValueString()))
+		}
+		seen[id] = h.Vmnic.ValueString()
+	}
+}
+
+// ModifyPlan checks the plan against vCenter's inventory: the version on
+// offer (and never a downgrade), and each host's NIC.
+func (r *rdmaDVSResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if req.Plan.Raw.IsNull() || !r.client.Configured() {
+		return
+	}
+	var plan rdmaDVSModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	var state *rdmaDVSModel
+	if !req.State.Raw.IsNull() {
+		state = &rdmaDVSModel{}
+		resp.Diagnostics.Append(req.State.Get(ctx, state)...)
+	}
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	r.checkVersion(ctx, &plan, state, resp)
+	r.checkHosts(ctx, &plan, state, &resp.Diagnostics)
+}
+
+func (r *rdmaDVSResource) checkVersion(ctx context.Context, plan, state *rdmaDVSModel, resp *resource.ModifyPlanResponse) {
+	if plan.Version.IsUnknown() && state != nil {
+		return
+	}
+	versions, err := r.client.DVSVersions(ctx)
+	if err != nil {
+		resp.Diagnostics.Append(vsphereErrorDiag("Cannot list the switch versions vCenter offers", err))
+		return
+	}
+	if len(versions) == 0 {
+		return
+	}
+	if plan.Version.IsUnknown() {
+		// A new switch without a version gets vCenter's newest, shown in the plan.
+		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("version"), versions[len(versions)-1])...)
+		return
+	}
+	want := plan.Version.ValueString()
+	if !slices.Contains(versions, want) {
+		resp.Diagnostics.AddAttributeError(path.Root("version"), "Switch version not offered",
+			fmt.Sprintf("vCenter offers distributed switch versions %s, not %s.", strings.Join(versions, ", "), want))
+		return
+	}
+	if state != nil && !state.Version.IsNull() && vsphere.CompareVersions(want, state.Version.ValueString()) < 0 {
+		resp.Diagnostics.AddAttributeError(path.Root("version"), "Switch downgrade refused",
+			fmt.Sprintf("Switch %s is at version %s; vSphere cannot downgrade a distributed switch to %s. Keep %s, or replace the "+
+				"switch (terraform apply -replace) once no VM uses it.", state.Name.ValueString(), state.Version.ValueString(), want, state.Version.ValueString()))
+	}
+}
+
+// checkHosts reads each planned host and checks its NIC: it exists, no other
+// switch uses it, and (a warning) it can do RDMA and its link is up.
+func (r *rdmaDVSResource) checkHosts(ctx context.Context, plan, state *rdmaDVSModel, diags *diag.Diagnostics) {
+	if plan.Hosts.IsUnknown() {
+		return
+	}
+	var hosts []dvsHostModel
+	diags.Append(plan.Hosts.ElementsAs(ctx, &hosts, true)...)
+	ownUUID := ""
+	if state != nil {
+		ownUUID = state.ID.ValueString()
+	}
+	for _, h := range hosts {
+		if h.HostSystemID.IsUnknown() || h.Vmnic.IsUnknown() {
+			continue
+		}
+		hostID, vmnic := h.HostSystemID.ValueString(), h.Vmnic.ValueString()
+		host, err := r.client.Host(ctx, hostID)
+		if errors.Is(err, vsphere.ErrNotFound) {
+			diags.AddAttributeWarning(path.Root("host"), "Host not found", err.Error()+". The apply will fail unless the host is back in vCenter.")
+			continue
+		}
+		if err != nil {
+			diags.Append(vsphereErrorDiag("Cannot check host "+hostID, err))
+			continue
+		}
+		var nic *vsphere.PhysicalNIC
+		var names, free []string
+		for i, n := range host.PhysicalNICs {
+			names = append(names, n.Name)
+			if n.Name == vmnic {
+				nic = &host.PhysicalNICs[i]
+			}
+			if n.RDMADevice != "" && n.Switch == "" {
+				free = append(free, n.Name)
+			}
+		}
+		freeHint := "It has no free RDMA NIC."
+		if len(free) > 0 {
+			freeHint = "Its free RDMA NICs: " + strings.Join(free, ", ") + "."
+		}
+		switch {
+		case nic == nil:
+			diags.AddAttributeError(path.Root("host"), "No such NIC",
+				fmt.Sprintf("Host %s (%s) has no physical NIC %s; its NICs are %s. %s", host.Name, hostID, vmnic, strings.Join(names, ", "), freeHint))
+			continue
+		case nic.Switch != "" && (nic.SwitchUUID == "" || nic.SwitchUUID != ownUUID):
+			kind := "standard switch"
+			if nic.SwitchUUID != "" {
+				kind = "distributed switch"
+			}
+			diags.AddAttributeError(path.Root("host"), "NIC already in use",
+				fmt.Sprintf("%s on host %s (%s) is an uplink of %s %q. Free it there, or choose another NIC. %s",
+					vmnic, host.Name, hostID, kind, nic.Switch, freeHint))
+			continue
+		}
+		if nic.RDMADevice == "" {
+			diags.AddAttributeWarning(path.Root("host"), "NIC without RDMA",
+				fmt.Sprintf("%s on host %s (%s) has no RDMA device, so PVRDMA adapters on this switch fall back to TCP on that host. %s",
+					vmnic, host.Name, hostID, freeHint))
+		}
+		if !nic.LinkUp {
+			diags.AddAttributeWarning(path.Root("host"), "NIC link down",
+				fmt.Sprintf("%s on host %s (%s) has no link: check its cable and the physical switch port.", vmnic, host.Name, hostID))
+		}
+	}
+}
+
+func (r *rdmaDVSResource) spec(ctx context.Context, m *rdmaDVSModel, diags *diag.Diagnostics) vsphere.DVSSpec {
+	var hosts []dvsHostModel
+	diags.Append(m.Hosts.ElementsAs(ctx, &hosts, false)...)
+	spec := vsphere.DVSSpec{
+		DatacenterID: m.DatacenterID.ValueString(),
+		Name:         m.Name.ValueString(),
+		Description:  m.Description.ValueString(),
+		Version:      m.Version.ValueString(),
+		UplinkCount:  int(m.UplinkCount.ValueInt64()),
+		MTU:          int(m.MTU.ValueInt64()),
+		NIOC:         m.NIOC.ValueBool(),
+	}
+	if m.PortGroup != nil {
+		spec.PortGroup = vsphere.PortGroupSpec{
+			Name: m.PortGroup.Name.ValueString(), VLANID: int(m.PortGroup.VLANID.ValueInt64()),
+			Ports: int(m.PortGroup.PortCount.ValueInt64()), AutoExpand: m.PortGroup.AutoExpand.ValueBool(),
+		}
+	}
+	for _, h := range hosts {
+		spec.Hosts = append(spec.Hosts, vsphere.DVSHost{HostID: h.HostSystemID.ValueString(), Vmnic: h.Vmnic.ValueString()})
+	}
+	return spec
+}
+
+func (r *rdmaDVSResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	var plan rdmaDVSModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	spec := r.spec(ctx, &plan, &resp.Diagnostics)
+	id, key, err := r.client.CreateDVS(ctx, spec)
+	if id.UUID != "" {
+		// The switch exists: track it whatever happens next, so a failed
+		// step leaves a tainted resource to replace, never an orphan.
+		tflog.Debug(ctx, "Created distributed switch", map[string]any{"id": id.UUID, "name": spec.Name})
+		resp.Diagnostics.Append(setPrivateString(ctx, resp.Private, privateRef, id.Ref)...)
+		r.readInto(ctx, id, key, &plan, &resp.State, &resp.Diagnostics)
+	}
+	if err != nil {
+		resp.Diagnostics.Append(vsphereErrorDiag("Cannot create distributed switch "+spec.Name, err))
+	}
+}
+
+// readInto reads the switch into m and sets it as state. If the read fails
+// right after a create, the state still records the switch's id.
+func (r *rdmaDVSResource) readInto(ctx context.Context, id vsphere.DVSID, key string, m *rdmaDVSModel, state stateSetter, diags *diag.Diagnostics) {
+	dvs, err := r.client.DVS(ctx, id, key)
+	if err != nil {
+		diags.Append(vsphereErrorDiag("Cannot read distributed switch "+id.UUID, err))
+		m.ID = types.StringValue(id.UUID)
+		knownOrNull(m)
+		diags.Append(state.Set(ctx, m)...)
+		return
+	}
+	diags.Append(dvsToModel(ctx, dvs, m)...)
+	diags.Append(state.Set(ctx, m)...)
+}
+
+// knownOrNull replaces the unknown computed values of a plan with nulls, as
+// state cannot hold unknowns.
+func knownOrNull(m *rdmaDVSModel) {
+	if m.MOID.IsUnknown() {
+		m.MOID = types.StringNull()
+	}
+	if m.Version.IsUnknown() {
+		m.Version = types.StringNull()
+	}
+	if m.UplinkNames.IsUnknown() {
+		m.UplinkNames = types.ListNull(types.StringType)
+	}
+	if m.PortGroupID.IsUnknown() {
+		m.PortGroupID = types.StringNull()
+	}
+	if m.PortGroupKey.IsUnknown() {
+		m.PortGroupKey = types.StringNull()
+	}
+}
+
+func dvsToModel(ctx context.Context, d *vsphere.DVS, m *rdmaDVSModel) diag.Diagnostics {
+	var diags diag.Diagnostics
+	m.ID = types.StringValue(d.UUID)
+	m.MOID = types.StringValue(d.MOID)
+	m.DatacenterID = types.StringValue(d.DatacenterID)
+	m.Name = types.StringValue(d.Name)
+	m.Description = types.StringValue(d.Description)
+	m.Version = types.StringValue(d.Version)
+	m.UplinkCount = types.Int64Value(int64(len(d.UplinkNames)))
+	names, ds := types.ListValueFrom(ctx, types.StringType, d.UplinkNames)
+	diags.Append(ds...)
+	m.UplinkNames = names
+	m.MTU = types.Int64Value(int64(d.MTU))
+	m.NIOC = types.BoolValue(d.NIOC)
+	if pg := d.PortGroup; pg != nil {
+		m.PortGroup = &portGroupModel{
+			Name: types.StringValue(pg.Name), VLANID: types.Int64Value(int64(pg.VLANID)),
+			PortCount: types.Int64Value(int64(pg.Ports)), AutoExpand: types.BoolValue(pg.AutoExpand),
+		}
+		m.PortGroupID, m.PortGroupKey = types.StringValue(pg.ID), types.StringValue(pg.Key)
+	} else {
+		// Deleted out of band: the plan creates it again.
+		m.PortGroup = nil
+		m.PortGroupID, m.PortGroupKey = types.StringNull(), types.StringNull()
+	}
+	hosts := make([]dvsHostModel, 0, len(d.Hosts))
+	for _, h := range d.Hosts {
+		hosts = append(hosts, dvsHostModel{HostSystemID: types.StringValue(h.HostID), Vmnic: types.StringValue(h.Vmnic)})
+	}
+	set, ds := types.SetValueFrom(ctx, dvsHostType, hosts)
+	diags.Append(ds...)
+	m.Hosts = set
+	return diags
+}
+
+func (r *rdmaDVSResource) dvsID(ctx context.Context, m *rdmaDVSModel, p privateState, diags *diag.Diagnostics) vsphere.DVSID {
+	ref, ds := getPrivateString(ctx, p, privateRef)
+	diags.Append(ds...)
+	return vsphere.DVSID{UUID: m.ID.ValueString(), Ref: ref}
+}
+
+func (r *rdmaDVSResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	var state rdmaDVSModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	id := r.dvsID(ctx, &state, req.Private, &resp.Diagnostics)
+	dvs, err := r.client.DVS(ctx, id, state.PortGroupKey.ValueString())
+	if errors.Is(err, vsphere.ErrNotFound) {
+		tflog.Warn(ctx, "Distributed switch is gone; removing it from state", map[string]any{"id": id.UUID})
+		resp.State.RemoveResource(ctx)
+		return
+	}
+	if err != nil {
+		resp.Diagnostics.Append(vsphereErrorDiag("Cannot read distributed switch "+id.UUID, err))
+		return
+	}
+	if dvs.Ref != id.Ref {
+		resp.Diagnostics.Append(setPrivateString(ctx, resp.Private, privateRef, dvs.Ref)...)
+	}
+	resp.Diagnostics.Append(dvsToModel(ctx, dvs, &state)...)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+}
+
+func (r *rdmaDVSResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	var plan, state rdmaDVSModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	id := r.dvsID(ctx, &state, req.Private, &resp.Diagnostics)
+	current, err := r.client.DVS(ctx, id, state.PortGroupKey.ValueString())
+	if err != nil {
+		resp.Diagnostics.Append(vsphereErrorDiag("Cannot read distributed switch "+id.UUID, err))
+		return
+	}
+	spec := r.spec(ctx, &plan, &resp.Diagnostics)
+	key, err := r.client.UpdateDVS(ctx, current, spec)
+	if err != nil {
+		resp.Diagnostics.Append(vsphereErrorDiag("Cannot update distributed switch "+spec.Name, err))
+		// Record what did change, so the next plan shows what is left.
+		if key == "" {
+			key = state.PortGroupKey.ValueString()
+		}
+	}
+	r.readInto(ctx, current.DVSID, key, &plan, &resp.State, &resp.Diagnostics)
+}
+
+func (r *rdmaDVSResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	var state rdmaDVSModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	id := r.dvsID(ctx, &state, req.Private, &resp.Diagnostics)
+	if err := r.client.DeleteDVS(ctx, id); err != nil {
+		resp.Diagnostics.Append(vsphereErrorDiag("Cannot destroy distributed switch "+state.Name.ValueString(), err))
+	}
+}
+
+// ImportState takes the switch's UUID or its inventory path
+// ("/<datacenter>/network/<switch>").
+func (r *rdmaDVSResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	id := vsphere.DVSID{UUID: req.ID}
+	if !vsphere.LooksLikeDVSUUID(req.ID) {
+		found, err := r.client.FindDVSByPath(ctx, req.ID)
+		if err != nil {
+			resp.Diagnostics.Append(vsphereErrorDiag("Cannot import distributed switch "+req.ID, err))
+			return
+		}
+		id = found
+		resp.Diagnostics.Append(setPrivateString(ctx, resp.Private, privateRef, id.Ref)...)
+	}
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), id.UUID)...)
+}
+
+// uplinkNamesPlan keeps uplink_names known while uplink_count is unchanged.
+type uplinkNamesPlan struct{}
+
+func (uplinkNamesPlan) Description(context.Context) string {
+	return "uplink_names follow uplink_count"
+}
+
+func (p uplinkNamesPlan) MarkdownDescription(ctx context.Context) string { return p.Description(ctx) }
+
+func (uplinkNamesPlan) PlanModifyList(ctx context.Context, req planmodifier.ListRequest, resp *planmodifier.ListResponse) {
+	var count types.Int64
+	resp.Diagnostics.Append(req.Plan.GetAttribute(ctx, path.Root("uplink_count"), &count)...)
+	if count.IsUnknown() || count.IsNull() {
+		return
+	}
+	names, diags := types.ListValueFrom(ctx, types.StringType, vsphere.UplinkNames(int(count.ValueInt64())))
+	resp.Diagnostics.Append(diags...)
+	resp.PlanValue = names
+}
