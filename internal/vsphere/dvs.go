@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/vmware/govmomi/object"
@@ -118,15 +119,15 @@ func (c *Client) DVSVersions(ctx context.Context) ([]string, error) {
 // CompareVersions orders dotted versions numerically ("7.0.3" < "8.0.0").
 func CompareVersions(a, b string) int {
 	pa, pb := strings.Split(a, "."), strings.Split(b, ".")
+	part := func(parts []string, i int) int {
+		if i >= len(parts) {
+			return 0
+		}
+		n, _ := strconv.Atoi(parts[i]) // a non-numeric part counts as 0
+		return n
+	}
 	for i := 0; i < max(len(pa), len(pb)); i++ {
-		var x, y int
-		if i < len(pa) {
-			fmt.Sscan(pa[i], &x)
-		}
-		if i < len(pb) {
-			fmt.Sscan(pb[i], &y)
-		}
-		if x != y {
+		if x, y := part(pa, i), part(pb, i); x != y {
 			return x - y
 		}
 	}
