@@ -180,6 +180,22 @@ case "$plan_rc" in
   *) show_lab_log; fail "second plan: terraform plan failed (exit $plan_rc)" ;;
 esac
 
+header "SOAP calls of one terraform refresh (counted by the lab)"
+# SIGUSR1 makes the lab print the calls since the previous SIGUSR1, then reset.
+lab_report() {
+  local before
+  before=$(grep -c 'SOAP calls: ' "$tmp/lab.log" || true)
+  kill -USR1 "$lab_pid"
+  for _ in $(seq 1 50); do
+    [[ $(grep -c 'SOAP calls: ' "$tmp/lab.log" || true) -gt $before ]] && break
+    sleep 0.1
+  done
+  grep 'SOAP calls: ' "$tmp/lab.log" | tail -n 1 | sed 's/^vcsimlab: [0-9/]* [0-9:]* //'
+}
+lab_report >/dev/null
+tf refresh -input=false >/dev/null
+echo "refresh: $(lab_report)"
+
 cd "$repo_root"
 stop_lab
 header "demo finished (the lab is stopped; the temporary workspace is removed on exit)"

@@ -32,6 +32,23 @@ data "vspherehpc_host" "esx" {
   name          = each.value
 }
 
+# The PVRDMA switch over every host, each with its first RDMA NIC (vmnic4).
+resource "vspherehpc_rdma_dvs" "pvrdma" {
+  datacenter_id = data.vspherehpc_datacenter.dc.id
+  name          = "pvrdma-dvs"
+
+  port_group = {
+    name = "VM 100GbE Network"
+  }
+
+  host = [
+    for h in data.vspherehpc_host.esx : {
+      host_system_id = h.id
+      vmnic          = [for n in h.physical_nics : n.name if n.rdma_capable && n.link_up][0]
+    }
+  ]
+}
+
 # Host side of PVRDMA on every host: control traffic on vmk1 (the lab's MTU 9000
 # adapter), and the pvrdma ruleset open only to the other hosts' vmk1 addresses.
 resource "vspherehpc_host_pvrdma_settings" "esx" {
@@ -100,5 +117,16 @@ output "pvrdma_hosts" {
   description = "PVRDMA host settings per host."
   value = {
     for name, s in vspherehpc_host_pvrdma_settings.esx : name => "${s.vmknic}, firewall ${s.firewall_enabled ? "on" : "off"} for ${join(", ", s.firewall_allowed_ips)}"
+  }
+}
+
+output "pvrdma_switch" {
+  description = "The PVRDMA switch and its port group."
+  value = {
+    name          = vspherehpc_rdma_dvs.pvrdma.name
+    version       = vspherehpc_rdma_dvs.pvrdma.version
+    mtu           = vspherehpc_rdma_dvs.pvrdma.mtu
+    port_group_id = vspherehpc_rdma_dvs.pvrdma.port_group_id
+    uplinks       = { for h in vspherehpc_rdma_dvs.pvrdma.host : h.host_system_id => h.vmnic }
   }
 }

@@ -122,6 +122,13 @@ func (r *hostPVRDMASettingsResource) ModifyPlan(ctx context.Context, req resourc
 	if resp.Diagnostics.HasError() || plan.HostSystemID.IsUnknown() || plan.Vmknic.IsUnknown() {
 		return
 	}
+	if !req.State.Raw.IsNull() {
+		var state hostPVRDMASettingsModel
+		resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+		if plan.Vmknic.Equal(state.Vmknic) {
+			return // the refresh just read it from the host: nothing to check
+		}
+	}
 	host, err := r.client.HostPVRDMA(ctx, plan.HostSystemID.ValueString())
 	if errors.Is(err, vsphere.ErrNotFound) {
 		// A warning, not an error: a host removed out of band must still

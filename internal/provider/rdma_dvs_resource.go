@@ -242,8 +242,8 @@ func (r *rdmaDVSResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 }
 
 func (r *rdmaDVSResource) checkVersion(ctx context.Context, plan, state *rdmaDVSModel, resp *resource.ModifyPlanResponse) {
-	if plan.Version.IsUnknown() && state != nil {
-		return
+	if state != nil && (plan.Version.IsUnknown() || plan.Version.Equal(state.Version)) {
+		return // unchanged: nothing to ask vCenter
 	}
 	versions, err := r.client.DVSVersions(ctx)
 	if err != nil {
@@ -280,11 +280,19 @@ func (r *rdmaDVSResource) checkHosts(ctx context.Context, plan, state *rdmaDVSMo
 	var hosts []dvsHostModel
 	diags.Append(plan.Hosts.ElementsAs(ctx, &hosts, true)...)
 	ownUUID := ""
+	current := map[dvsHostModel]bool{}
 	if state != nil {
 		ownUUID = state.ID.ValueString()
+		var members []dvsHostModel
+		diags.Append(state.Hosts.ElementsAs(ctx, &members, true)...)
+		for _, m := range members {
+			current[m] = true
+		}
 	}
 	for _, h := range hosts {
-		if h.HostSystemID.IsUnknown() || h.Vmnic.IsUnknown() {
+		// A member that stays as it is was checked when it joined; the
+		// refresh shows any change to it.
+		if h.HostSystemID.IsUnknown() || h.Vmnic.IsUnknown() || current[h] {
 			continue
 		}
 		hostID, vmnic := h.HostSystemID.ValueString(), h.Vmnic.ValueString()

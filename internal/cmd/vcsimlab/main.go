@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sort"
 	"strings"
 	"syscall"
 
@@ -27,12 +28,17 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+	report := make(chan os.Signal, 1)
+	signal.Notify(report, syscall.SIGUSR1)
+	if err := run(ctx, os.Args[1:], report, os.Stdout, os.Stderr); err != nil {
 		log.Fatal(err)
 	}
 }
 
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// run serves a lab until ctx ends. Each value on report prints the SOAP calls
+// clients made since the previous one (SIGUSR1 in main), so a script can
+// count what one terraform command costs.
+func run(ctx context.Context, args []string, report <-chan os.Signal, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("vcsimlab", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	listen := fs.String("listen", "127.0.0.1:8989", "address to serve the vSphere API on")
@@ -68,10 +74,29 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if _, err := io.WriteString(stdout, env); err != nil {
 		return err
 	}
-	logger.Printf("serving %s; stop with SIGINT or SIGTERM", lab.URL)
-	<-ctx.Done()
-	logger.Print("stopping")
-	return nil
+	logger.Printf("serving %s; SIGUSR1 prints the SOAP calls made since the last SIGUSR1; stop with SIGINT or SIGTERM", lab.URL)
+	for {
+		select {
+		case <-ctx.Done():
+			logger.Print("stopping")
+			return nil
+		case <-report:
+			logger.Print(callReport(lab.Calls()))
+			lab.ResetCalls()
+		}
+	}
+}
+
+// callReport is "N SOAP calls: Login=1 RetrievePropertiesEx=12 ...".
+func callReport(calls map[string]int) string {
+	methods := make([]string, 0, len(calls))
+	total := 0
+	for m, n := range calls {
+		methods = append(methods, fmt.Sprintf("%s=%d", m, n))
+		total += n
+	}
+	sort.Strings(methods)
+	return fmt.Sprintf("%d SOAP calls: %s", total, strings.Join(methods, " "))
 }
 
 // exports are shell export lines for the vSphere provider, this provider's

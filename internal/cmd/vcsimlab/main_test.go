@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -38,9 +39,10 @@ func TestRunWritesEnvFileAndServes(t *testing.T) {
 	envFile := filepath.Join(t.TempDir(), "lab.env")
 	ctx, cancel := context.WithCancel(context.Background())
 	var stdout, stderr syncBuffer
+	report := make(chan os.Signal, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"-listen", "127.0.0.1:0", "-hosts", "2", "-password", "it's secret", "-env-file", envFile}, &stdout, &stderr)
+		done <- run(ctx, []string{"-listen", "127.0.0.1:0", "-hosts", "2", "-password", "it's secret", "-env-file", envFile}, report, &stdout, &stderr)
 	}()
 
 	var content []byte
@@ -84,6 +86,17 @@ func TestRunWritesEnvFileAndServes(t *testing.T) {
 	}
 	if err := session.NewManager(vc).Login(ctx, url.UserPassword(env["VSPHERE_USER"], env["VSPHERE_PASSWORD"])); err != nil {
 		t.Errorf("login with the exported credentials: %v", err)
+	}
+
+	// A report counts the calls since the previous one: the client's set-up and login.
+	report <- syscall.SIGUSR1
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(stderr.String(), "SOAP calls: "); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no call report; stderr: %s", stderr.String())
+		}
+	}
+	if !strings.Contains(stderr.String(), "2 SOAP calls: Login=1 RetrieveServiceContent=1") {
+		t.Errorf("call report: %s, want the login and service content", stderr.String())
 	}
 
 	cancel()

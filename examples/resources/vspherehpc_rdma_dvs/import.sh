@@ -1,0 +1,5 @@
+# Import by the switch's UUID (as vCenter and vsphere_distributed_virtual_switch.id show it) ...
+terraform import vspherehpc_rdma_dvs.pvrdma "50 1a 2b 3c 4d 5e 6f 70-81 92 a3 b4 c5 d6 e7 f8"
+
+# ... or by its inventory path.
+terraform import vspherehpc_rdma_dvs.pvrdma /hpc-dc/network/pvrdma-dvs

@@ -1,0 +1,40 @@
+variable "esxi_hosts" {
+  description = "The ESXi hosts of the PVRDMA cluster, as vCenter names them."
+  type        = list(string)
+  default     = ["esx01.example.com", "esx02.example.com", "esx03.example.com"]
+}
+
+data "vspherehpc_datacenter" "dc" {
+  name = "hpc-dc"
+}
+
+data "vspherehpc_host" "esx" {
+  for_each = toset(var.esxi_hosts)
+
+  datacenter_id = data.vspherehpc_datacenter.dc.id
+  name          = each.value
+}
+
+# The switch of the PVRDMA walkthroughs: 4 uplink ports, NIOC off, MTU 9000,
+# one port group for the VMs, and on each host its 100 GbE RDMA NIC as the
+# only uplink.
+resource "vspherehpc_rdma_dvs" "pvrdma" {
+  datacenter_id = data.vspherehpc_datacenter.dc.id
+  name          = "pvrdma-dvs"
+
+  port_group = {
+    name = "VM 100GbE Network"
+  }
+
+  host = [
+    for h in data.vspherehpc_host.esx : {
+      host_system_id = h.id
+      # The first RDMA NIC with a link that no other switch uses.
+      vmnic = [for n in h.physical_nics : n.name if n.rdma_capable && n.link_up && (n.switch == "" || n.switch == "pvrdma-dvs")][0]
+    }
+  ]
+}
+
+output "pvrdma_port_group_id" {
+  value = vspherehpc_rdma_dvs.pvrdma.port_group_id
+}
