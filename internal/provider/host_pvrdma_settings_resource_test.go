@@ -84,6 +84,17 @@ func TestAccHostPVRDMASettings_basic(t *testing.T) {
 				ImportStateVerify: true,
 			},
 			{
+				// Import then plan is empty: an import block plans a no-op import.
+				Config: requiredProviders + hostSettingsConfig(lab, name, `
+  vmknic               = "vmk1"
+  firewall_allowed_ips = ["192.0.2.0/24", "198.51.100.7"]
+`),
+				ResourceName:    hostSettings,
+				ImportState:     true,
+				ImportStateKind: resource.ImportBlockWithID,
+				ImportStateId:   lab.HostID(name),
+			},
+			{
 				// Defaults: vmk0, enabled, all addresses; updated in place.
 				Config: hostSettingsConfig(lab, name, ""),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{

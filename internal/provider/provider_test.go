@@ -1,8 +1,10 @@
 package provider
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -44,6 +46,20 @@ func startLab(t *testing.T, opts vcsimlab.Options) *vcsimlab.Lab {
 func wrapped(text string) *regexp.Regexp {
 	return regexp.MustCompile(strings.Join(strings.Fields(regexp.QuoteMeta(text)), `\s+`))
 }
+
+// requiredProviders names the provider's source, in the namespace the
+// testing framework serves it under (TF_ACC_PROVIDER_NAMESPACE, which the
+// Makefile sets, else "hashicorp"). Test configurations need it only where
+// the framework does not add it: import-block steps.
+var requiredProviders = fmt.Sprintf(`
+terraform {
+  required_providers {
+    vspherehpc = {
+      source = "registry.terraform.io/%s/vspherehpc"
+    }
+  }
+}
+`, cmp.Or(os.Getenv("TF_ACC_PROVIDER_NAMESPACE"), "hashicorp"))
 
 // providerConfig is the provider block for a lab, trusting its CA.
 func providerConfig(lab *vcsimlab.Lab) string {

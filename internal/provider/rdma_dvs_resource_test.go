@@ -180,6 +180,12 @@ func TestAccRDMADVS_basic(t *testing.T) {
 				ImportStateId: "/" + lab.DatacenterName() + "/network/rdma",
 			},
 			{
+				// Import then plan is empty: an import block plans a no-op import.
+				Config:       requiredProviders + dvsConfig(lab, "rdma", hosts, ""),
+				ResourceName: dvsAddr, ImportState: true, ImportStateKind: resource.ImportBlockWithID,
+				ImportStateId: "/" + lab.DatacenterName() + "/network/rdma",
+			},
+			{
 				Config: dvsConfig(lab, "rdma", hosts, "  mtu = 1500"),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(dvsAddr, plancheck.ResourceActionUpdate),
@@ -491,4 +497,44 @@ func pvrdmaAdapter(t *testing.T, lab *vcsimlab.Lab, vmName, switchUUID, portGrou
 	if err != nil {
 		t.Fatalf("%s PVRDMA adapter on %s: %v", op, vmName, err)
 	}
+}
+
+// An upgrade made in vCenter shows in the plan: the configuration's older
+// version would be a downgrade, which is refused until the configuration
+// follows.
+func TestAccRDMADVS_versionDrift(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	at := func(version string) string {
+		return dvsConfig(lab, "rdma", allHosts(lab, "vmnic4"), `  version = "`+version+`"`)
+	}
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: at("7.0.3")},
+			{
+				PreConfig: func() {
+					ctx := context.Background()
+					s := labDVS(t, lab, "rdma")
+					res, err := methods.PerformDvsProductSpecOperation_Task(ctx, lab.Client().Client, &types.PerformDvsProductSpecOperation_Task{
+						This: s.Reference(), Operation: "upgrade", ProductSpec: &types.DistributedVirtualSwitchProductSpec{Version: "8.0.0"},
+					})
+					if err == nil {
+						err = object.NewTask(lab.Client().Client, res.Returnval).Wait(ctx)
+					}
+					if err != nil {
+						t.Fatalf("upgrading out of band: %v", err)
+					}
+				},
+				Config: at("7.0.3"), PlanOnly: true,
+				ExpectError: wrapped(`Switch rdma is at version 8.0.0; vSphere cannot downgrade a distributed switch to 7.0.3.`),
+			},
+			{
+				Config: at("8.0.0"),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectEmptyPlan(),
+				}},
+			},
+		},
+	})
 }
