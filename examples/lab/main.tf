@@ -37,16 +37,17 @@ resource "vspherehpc_rdma_dvs" "pvrdma" {
   datacenter_id = data.vspherehpc_datacenter.dc.id
   name          = "pvrdma-dvs"
 
-  port_group = {
+  port_group {
     name = "VM 100GbE Network"
   }
 
-  host = [
-    for h in data.vspherehpc_host.esx : {
-      host_system_id = h.id
-      vmnic          = [for n in h.physical_nics : n.name if n.rdma_capable && n.link_up][0]
+  dynamic "host" {
+    for_each = data.vspherehpc_host.esx
+    content {
+      host_system_id = host.value.id
+      vmnic          = [for n in host.value.physical_nics : n.name if n.rdma_capable && n.link_up][0]
     }
-  ]
+  }
 }
 
 # Host side of PVRDMA on every host: control traffic on vmk1 (the lab's MTU 9000

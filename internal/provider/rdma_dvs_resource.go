@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/objectvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -17,7 +18,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/setdefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
@@ -139,9 +139,21 @@ func (r *rdmaDVSResource) Schema(_ context.Context, _ resource.SchemaRequest, re
 				Optional: true, Computed: true, Default: booldefault.StaticBool(false),
 				MarkdownDescription: "Network I/O Control. Off by default, as the PVRDMA walkthroughs set it.",
 			},
-			"port_group": schema.SingleNestedAttribute{
-				Required:            true,
-				MarkdownDescription: "The distributed port group the VMs' PVRDMA adapters connect to.",
+			"port_group_id": schema.StringAttribute{
+				Computed:            true,
+				MarkdownDescription: "Managed object id of the port group, e.g. `dvportgroup-17`: what `vspherehpc_vm_pvrdma_nic` and `vsphere_virtual_machine`'s `network_id` take.",
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+			},
+			"port_group_key": schema.StringAttribute{
+				Computed:            true,
+				MarkdownDescription: "Key of the port group, as VM adapters' backings name it.",
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+			},
+		},
+		Blocks: map[string]schema.Block{
+			"port_group": schema.SingleNestedBlock{
+				MarkdownDescription: "The distributed port group the VMs' PVRDMA adapters connect to. Required.",
+				Validators:          []validator.Object{objectvalidator.IsRequired()},
 				Attributes: map[string]schema.Attribute{
 					"name": schema.StringAttribute{
 						Required: true, MarkdownDescription: "Name of the port group.",
@@ -163,21 +175,9 @@ func (r *rdmaDVSResource) Schema(_ context.Context, _ resource.SchemaRequest, re
 					},
 				},
 			},
-			"port_group_id": schema.StringAttribute{
-				Computed:            true,
-				MarkdownDescription: "Managed object id of the port group, e.g. `dvportgroup-17`: what `vspherehpc_vm_pvrdma_nic` and `vsphere_virtual_machine`'s `network_id` take.",
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
-			},
-			"port_group_key": schema.StringAttribute{
-				Computed:            true,
-				MarkdownDescription: "Key of the port group, as VM adapters' backings name it.",
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
-			},
-			"host": schema.SetNestedAttribute{
-				Optional: true, Computed: true,
-				Default:             setdefault.StaticValue(types.SetValueMust(dvsHostType, nil)),
-				MarkdownDescription: "The member hosts, each with the one physical NIC it gives the switch.",
-				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+			"host": schema.SetNestedBlock{
+				MarkdownDescription: "A member host, with the one physical NIC it gives the switch. One block per host.",
+				NestedObject: schema.NestedBlockObject{Attributes: map[string]schema.Attribute{
 					"host_system_id": schema.StringAttribute{
 						Required:            true,
 						MarkdownDescription: "Managed object id of the host, e.g. `data.vspherehpc_host.esx.id`.",

@@ -36,18 +36,16 @@ func dvsConfig(lab *vcsimlab.Lab, name string, hosts map[string]string, extra st
 	sort.Strings(names)
 	var b strings.Builder
 	for _, h := range names {
-		fmt.Fprintf(&b, "    { host_system_id = %q, vmnic = %q },\n", lab.HostID(h), hosts[h])
+		fmt.Fprintf(&b, "  host {\n    host_system_id = %q\n    vmnic          = %q\n  }\n", lab.HostID(h), hosts[h])
 	}
 	return providerConfig(lab) + fmt.Sprintf(`
 resource "vspherehpc_rdma_dvs" "rdma" {
   datacenter_id = %q
   name          = %q
-  port_group = {
+  port_group {
     name = "pvrdma-vms"
   }
-  host = [
-%s  ]
-%s
+%s%s
 }
 `, lab.DatacenterID(), name, b.String(), extra)
 }
@@ -379,7 +377,7 @@ func TestAccRDMADVS_refusals(t *testing.T) {
 		return hosts
 	}
 	twice := dvsConfig(lab, "rdma", allHosts(lab, "vmnic4"), "")
-	twice = strings.Replace(twice, "  host = [\n", fmt.Sprintf("  host = [\n    { host_system_id = %q, vmnic = \"vmnic5\" },\n", lab.HostID(first)), 1)
+	twice = strings.Replace(twice, "  host {\n", fmt.Sprintf("  host {\n    host_system_id = %q\n    vmnic          = \"vmnic5\"\n  }\n  host {\n", lab.HostID(first)), 1)
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
@@ -393,6 +391,10 @@ func TestAccRDMADVS_refusals(t *testing.T) {
 			},
 			{Config: twice, PlanOnly: true, ExpectError: wrapped(`is listed with vmnic4 and with vmnic5. PVRDMA supports no NIC teaming`)},
 			{Config: dvsConfig(lab, "rdma", with("eth0"), ""), PlanOnly: true, ExpectError: wrapped(`must name a physical NIC such as vmnic4`)},
+			{
+				Config:   strings.Replace(dvsConfig(lab, "rdma", allHosts(lab, "vmnic4"), ""), "  port_group {\n    name = \"pvrdma-vms\"\n  }\n", "", 1),
+				PlanOnly: true, ExpectError: regexp.MustCompile(`(?s)port_group.*must have a configuration value`),
+			},
 			{Config: dvsConfig(lab, "rdma", allHosts(lab, "vmnic4"), `  version = "6.5.0"`), PlanOnly: true, ExpectError: wrapped(`vCenter offers distributed switch versions 7.0.0, 7.0.2, 7.0.3, 8.0.0, 8.0.3, not 6.5.0.`)},
 			{Config: dvsConfig(lab, "rdma", allHosts(lab, "vmnic4"), `  mtu = 9216`), PlanOnly: true, ExpectError: wrapped(`mtu value must be between 1280 and 9000`)},
 			// A NIC another distributed switch uses is refused, naming that switch.

@@ -22,17 +22,18 @@ resource "vspherehpc_rdma_dvs" "pvrdma" {
   datacenter_id = data.vspherehpc_datacenter.dc.id
   name          = "pvrdma-dvs"
 
-  port_group = {
+  port_group {
     name = "VM 100GbE Network"
   }
 
-  host = [
-    for h in data.vspherehpc_host.esx : {
-      host_system_id = h.id
+  dynamic "host" {
+    for_each = data.vspherehpc_host.esx
+    content {
+      host_system_id = host.value.id
       # The first RDMA NIC with a link that no other switch uses.
-      vmnic = [for n in h.physical_nics : n.name if n.rdma_capable && n.link_up && (n.switch == "" || n.switch == "pvrdma-dvs")][0]
+      vmnic = [for n in host.value.physical_nics : n.name if n.rdma_capable && n.link_up && (n.switch == "" || n.switch == "pvrdma-dvs")][0]
     }
-  ]
+  }
 }
 
 output "pvrdma_port_group_id" {
