@@ -176,6 +176,9 @@ func (r *hostPVRDMASettingsResource) Create(ctx context.Context, req resource.Cr
 func (r *hostPVRDMASettingsResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
 	var plan hostPVRDMASettingsModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	// Until the host is read back, state stays as it was: on a failure the
+	// framework would otherwise record the plan as applied.
+	resp.State.Raw = req.State.Raw.Copy()
 	if resp.Diagnostics.HasError() {
 		return
 	}

@@ -42,13 +42,3 @@ func getPrivateJSON(ctx context.Context, p privateState, key string, v any) (boo
 	}
 	return true, diags
 }
-
-func setPrivateString(ctx context.Context, p privateState, key, value string) diag.Diagnostics {
-	return setPrivateJSON(ctx, p, key, value)
-}
-
-func getPrivateString(ctx context.Context, p privateState, key string) (string, diag.Diagnostics) {
-	var s string
-	_, diags := getPrivateJSON(ctx, p, key, &s)
-	return s, diags
-}

@@ -18,7 +18,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
@@ -35,9 +34,10 @@ var (
 	_ resource.ResourceWithValidateConfig = (*rdmaDVSResource)(nil)
 )
 
-// privateRef is the private-state key holding the switch's full managed
-// object reference, so reads need no UUID search.
-const privateRef = "ref"
+// privateSwitch is the private-state key holding the switch's UUID and full
+// managed object reference: reads need no UUID search, and the plan of a
+// replacement still knows which switch holds the hosts' NICs.
+const privateSwitch = "switch"
 
 type rdmaDVSResource struct {
 	client *vsphere.Client
@@ -110,8 +110,11 @@ func (r *rdmaDVSResource) Schema(_ context.Context, _ resource.SchemaRequest, re
 				Validators:          []validator.String{stringvalidator.LengthBetween(1, 80)},
 			},
 			"description": schema.StringAttribute{
-				Optional: true, Computed: true, Default: stringdefault.StaticString(""),
-				MarkdownDescription: "Description of the switch.",
+				Optional: true, Computed: true,
+				MarkdownDescription: "Description of the switch. vSphere cannot clear a description, so removing this argument " +
+					"leaves the current text in place.",
+				Validators:    []validator.String{stringvalidator.LengthAtLeast(1)},
+				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
 			},
 			"version": schema.StringAttribute{
 				Optional: true, Computed: true,
@@ -161,13 +164,15 @@ func (r *rdmaDVSResource) Schema(_ context.Context, _ resource.SchemaRequest, re
 					},
 					"vlan_id": schema.Int64Attribute{
 						Optional: true, Computed: true, Default: int64default.StaticInt64(0),
-						MarkdownDescription: "VLAN id, 1 to 4094; 0 (the default) for none.",
+						MarkdownDescription: "VLAN id, 1 to 4094; 0 (the default) for none. Reads as -1 when the port group was set to a trunk or private VLAN in vCenter.",
 						Validators:          []validator.Int64{int64validator.Between(0, 4094)},
 					},
 					"port_count": schema.Int64Attribute{
 						Optional: true, Computed: true, Default: int64default.StaticInt64(8),
-						MarkdownDescription: "Number of ports. Default 8.",
-						Validators:          []validator.Int64{int64validator.Between(0, 8192)},
+						MarkdownDescription: "Number of ports, 1 to 8192. Default 8. With `auto_expand`, it is the minimum: ports vCenter " +
+							"adds as adapters connect are not drift.",
+						Validators:    []validator.Int64{int64validator.Between(1, 8192)},
+						PlanModifiers: []planmodifier.Int64{autoExpandedPorts{}},
 					},
 					"auto_expand": schema.BoolAttribute{
 						Optional: true, Computed: true, Default: booldefault.StaticBool(true),
@@ -279,10 +284,19 @@ func (r *rdmaDVSResource) checkHosts(ctx context.Context, plan, state *rdmaDVSMo
 	}
 	var hosts []dvsHostModel
 	diags.Append(plan.Hosts.ElementsAs(ctx, &hosts, true)...)
-	ownUUID := ""
+	// The NICs this switch may take: its own; and, when planning a new
+	// switch, those of a switch with the same name. A replacement (tainted,
+	// or forced) is planned with no prior state while the old switch still
+	// holds the NICs; it is destroyed first. Any other same-named switch
+	// makes the create fail with vCenter's DuplicateName anyway.
+	owns := func(nic *vsphere.PhysicalNIC) bool {
+		if state != nil {
+			return nic.SwitchUUID == state.ID.ValueString()
+		}
+		return nic.SwitchUUID != "" && nic.Switch == plan.Name.ValueString()
+	}
 	current := map[dvsHostModel]bool{}
 	if state != nil {
-		ownUUID = state.ID.ValueString()
 		var members []dvsHostModel
 		diags.Append(state.Hosts.ElementsAs(ctx, &members, true)...)
 		for _, m := range members {
@@ -325,7 +339,7 @@ func (r *rdmaDVSResource) checkHosts(ctx context.Context, plan, state *rdmaDVSMo
 			diags.AddAttributeError(path.Root("host"), "No such NIC",
 				fmt.Sprintf("Host %s (%s) has no physical NIC %s; its NICs are %s. %s", host.Name, hostID, vmnic, strings.Join(names, ", "), freeHint))
 			continue
-		case nic.Switch != "" && (nic.SwitchUUID == "" || nic.SwitchUUID != ownUUID):
+		case nic.Switch != "" && !owns(nic):
 			kind := "standard switch"
 			if nic.SwitchUUID != "" {
 				kind = "distributed switch"
@@ -378,12 +392,15 @@ func (r *rdmaDVSResource) Create(ctx context.Context, req resource.CreateRequest
 		return
 	}
 	spec := r.spec(ctx, &plan, &resp.Diagnostics)
+	if resp.Diagnostics.HasError() {
+		return
+	}
 	id, key, err := r.client.CreateDVS(ctx, spec)
-	if id.UUID != "" {
+	if id.UUID != "" || id.Ref != "" {
 		// The switch exists: track it whatever happens next, so a failed
 		// step leaves a tainted resource to replace, never an orphan.
-		tflog.Debug(ctx, "Created distributed switch", map[string]any{"id": id.UUID, "name": spec.Name})
-		resp.Diagnostics.Append(setPrivateString(ctx, resp.Private, privateRef, id.Ref)...)
+		tflog.Debug(ctx, "Created distributed switch", map[string]any{"id": id.UUID, "ref": id.Ref, "name": spec.Name})
+		resp.Diagnostics.Append(setPrivateJSON(ctx, resp.Private, privateSwitch, id)...)
 		r.readInto(ctx, id, key, &plan, &resp.State, &resp.Diagnostics)
 	}
 	if err != nil {
@@ -430,7 +447,9 @@ func dvsToModel(ctx context.Context, d *vsphere.DVS, m *rdmaDVSModel) diag.Diagn
 	var diags diag.Diagnostics
 	m.ID = types.StringValue(d.UUID)
 	m.MOID = types.StringValue(d.MOID)
-	m.DatacenterID = types.StringValue(d.DatacenterID)
+	if d.DatacenterID != "" { // unreadable (no permission on it): keep what state has, never force a replace
+		m.DatacenterID = types.StringValue(d.DatacenterID)
+	}
 	m.Name = types.StringValue(d.Name)
 	m.Description = types.StringValue(d.Description)
 	m.Version = types.StringValue(d.Version)
@@ -462,9 +481,13 @@ func dvsToModel(ctx context.Context, d *vsphere.DVS, m *rdmaDVSModel) diag.Diagn
 }
 
 func (r *rdmaDVSResource) dvsID(ctx context.Context, m *rdmaDVSModel, p privateState, diags *diag.Diagnostics) vsphere.DVSID {
-	ref, ds := getPrivateString(ctx, p, privateRef)
+	var id vsphere.DVSID
+	_, ds := getPrivateJSON(ctx, p, privateSwitch, &id)
 	diags.Append(ds...)
-	return vsphere.DVSID{UUID: m.ID.ValueString(), Ref: ref}
+	if uuid := m.ID.ValueString(); uuid != "" {
+		id.UUID = uuid
+	}
+	return id
 }
 
 func (r *rdmaDVSResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
@@ -484,8 +507,8 @@ func (r *rdmaDVSResource) Read(ctx context.Context, req resource.ReadRequest, re
 		resp.Diagnostics.Append(vsphereErrorDiag("Cannot read distributed switch "+id.UUID, err))
 		return
 	}
-	if dvs.Ref != id.Ref {
-		resp.Diagnostics.Append(setPrivateString(ctx, resp.Private, privateRef, dvs.Ref)...)
+	if dvs.DVSID != id {
+		resp.Diagnostics.Append(setPrivateJSON(ctx, resp.Private, privateSwitch, dvs.DVSID)...)
 	}
 	resp.Diagnostics.Append(dvsToModel(ctx, dvs, &state)...)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
@@ -495,6 +518,9 @@ func (r *rdmaDVSResource) Update(ctx context.Context, req resource.UpdateRequest
 	var plan, state rdmaDVSModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	// Until the switch is read back, state stays as it was: on a failure the
+	// framework would otherwise record the plan as applied.
+	resp.State.Raw = req.State.Raw.Copy()
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -529,19 +555,50 @@ func (r *rdmaDVSResource) Delete(ctx context.Context, req resource.DeleteRequest
 }
 
 // ImportState takes the switch's UUID or its inventory path
-// ("/<datacenter>/network/<switch>").
+// ("/<datacenter>/network/<switch>"), followed by ":<port group name>" when
+// the switch has more than one port group.
 func (r *rdmaDVSResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	id := vsphere.DVSID{UUID: req.ID}
-	if !vsphere.LooksLikeDVSUUID(req.ID) {
-		found, err := r.client.FindDVSByPath(ctx, req.ID)
+	switchID, portGroup := req.ID, ""
+	if i := strings.LastIndex(req.ID, ":"); i > 0 {
+		switchID, portGroup = req.ID[:i], req.ID[i+1:]
+	}
+	id := vsphere.DVSID{UUID: strings.ToLower(switchID)}
+	if !vsphere.LooksLikeDVSUUID(switchID) {
+		found, err := r.client.FindDVSByPath(ctx, switchID)
 		if err != nil {
-			resp.Diagnostics.Append(vsphereErrorDiag("Cannot import distributed switch "+req.ID, err))
+			resp.Diagnostics.Append(vsphereErrorDiag("Cannot import distributed switch "+switchID, err))
 			return
 		}
 		id = found
-		resp.Diagnostics.Append(setPrivateString(ctx, resp.Private, privateRef, id.Ref)...)
 	}
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), id.UUID)...)
+	dvs, err := r.client.DVS(ctx, id, "")
+	if err != nil {
+		resp.Diagnostics.Append(vsphereErrorDiag("Cannot import distributed switch "+switchID, err))
+		return
+	}
+	var names []string
+	for _, pg := range dvs.PortGroups {
+		names = append(names, pg.Name)
+		if pg.Name == portGroup {
+			dvs.PortGroup = &pg
+		}
+	}
+	switch {
+	case portGroup != "" && (dvs.PortGroup == nil || dvs.PortGroup.Name != portGroup):
+		resp.Diagnostics.AddError("No such port group",
+			fmt.Sprintf("Switch %s has no port group %q; its port groups are %s.", dvs.Name, portGroup, strings.Join(names, ", ")))
+		return
+	case dvs.PortGroup == nil && len(names) > 1:
+		resp.Diagnostics.AddError("Which port group?",
+			fmt.Sprintf("Switch %s has %d port groups (%s). Import it as %s:<port group name> to say which one this resource manages.",
+				dvs.Name, len(names), strings.Join(names, ", "), switchID))
+		return
+	}
+	resp.Diagnostics.Append(setPrivateJSON(ctx, resp.Private, privateSwitch, dvs.DVSID)...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), dvs.UUID)...)
+	if dvs.PortGroup != nil {
+		resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("port_group_key"), dvs.PortGroup.Key)...)
+	}
 }
 
 // uplinkNamesPlan keeps uplink_names known while uplink_count is unchanged.
@@ -559,7 +616,32 @@ func (uplinkNamesPlan) PlanModifyList(ctx context.Context, req planmodifier.List
 	if count.IsUnknown() || count.IsNull() {
 		return
 	}
+	if !req.StateValue.IsNull() && int64(len(req.StateValue.Elements())) == count.ValueInt64() {
+		resp.PlanValue = req.StateValue // the count is what is managed; names stay
+		return
+	}
 	names, diags := types.ListValueFrom(ctx, types.StringType, vsphere.UplinkNames(int(count.ValueInt64())))
 	resp.Diagnostics.Append(diags...)
 	resp.PlanValue = names
+}
+
+// autoExpandedPorts keeps the port count vCenter grew by auto-expansion:
+// with auto_expand, port_count is a minimum, so more ports is not drift.
+type autoExpandedPorts struct{}
+
+func (autoExpandedPorts) Description(context.Context) string {
+	return "with auto_expand, ports added by vCenter are kept"
+}
+
+func (p autoExpandedPorts) MarkdownDescription(ctx context.Context) string { return p.Description(ctx) }
+
+func (autoExpandedPorts) PlanModifyInt64(ctx context.Context, req planmodifier.Int64Request, resp *planmodifier.Int64Response) {
+	if req.StateValue.IsNull() || req.PlanValue.IsUnknown() || req.StateValue.ValueInt64() <= req.PlanValue.ValueInt64() {
+		return
+	}
+	var autoExpand types.Bool
+	resp.Diagnostics.Append(req.Plan.GetAttribute(ctx, req.Path.ParentPath().AtName("auto_expand"), &autoExpand)...)
+	if autoExpand.ValueBool() {
+		resp.PlanValue = req.StateValue
+	}
 }

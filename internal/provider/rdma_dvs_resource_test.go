@@ -149,10 +149,9 @@ func TestAccRDMADVS_basic(t *testing.T) {
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
-				Config: dvsConfig(lab, "rdma", hosts, ""),
+				Config: dvsConfig(lab, "rdma", hosts, `  version = "8.0.0"`),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(dvsAddr, plancheck.ResourceActionCreate),
-					plancheck.ExpectKnownValue(dvsAddr, tfjsonpath.New("version"), knownvalue.StringExact("8.0.3")),
 				}},
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(dvsAddr, tfjsonpath.New("id"), knownvalue.NotNull()),
@@ -179,23 +178,23 @@ func TestAccRDMADVS_basic(t *testing.T) {
 			},
 			{
 				// Import then plan is empty: an import block plans a no-op import.
-				Config:       requiredProviders + dvsConfig(lab, "rdma", hosts, ""),
+				Config:       requiredProviders + dvsConfig(lab, "rdma", hosts, `  version = "8.0.0"`),
 				ResourceName: dvsAddr, ImportState: true, ImportStateKind: resource.ImportBlockWithID,
 				ImportStateId: "/" + lab.DatacenterName() + "/network/rdma",
 			},
 			{
-				Config: dvsConfig(lab, "rdma", hosts, "  mtu = 1500"),
+				Config: dvsConfig(lab, "rdma", hosts, "  mtu = 1500\n  version = \"8.0.0\""),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(dvsAddr, plancheck.ResourceActionUpdate),
 				}},
 				ConfigStateChecks: []statecheck.StateCheck{statecheck.ExpectKnownValue(dvsAddr, tfjsonpath.New("mtu"), knownvalue.Int64Exact(1500))},
 			},
 			{
-				Config:            dvsConfig(lab, "rdma", fewer, ""),
+				Config:            dvsConfig(lab, "rdma", fewer, `  version = "8.0.0"`),
 				ConfigStateChecks: []statecheck.StateCheck{statecheck.ExpectKnownValue(dvsAddr, tfjsonpath.New("host"), hostSet(lab, fewer))},
 			},
 			{
-				Config:            dvsConfig(lab, "rdma", moved, ""),
+				Config:            dvsConfig(lab, "rdma", moved, `  version = "8.0.0"`),
 				ConfigStateChecks: []statecheck.StateCheck{statecheck.ExpectKnownValue(dvsAddr, tfjsonpath.New("host"), hostSet(lab, moved))},
 			},
 			{
@@ -213,6 +212,9 @@ func TestAccRDMADVS_basic(t *testing.T) {
 				}},
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(dvsAddr, tfjsonpath.New("name"), knownvalue.StringExact("rdma-renamed")),
+					statecheck.ExpectKnownValue(dvsAddr, tfjsonpath.New("version"), knownvalue.StringExact("8.0.3")),
+					statecheck.ExpectKnownValue(dvsAddr, tfjsonpath.New("description"), knownvalue.StringExact("PVRDMA fabric")),
+					statecheck.ExpectKnownValue(dvsAddr, tfjsonpath.New("port_group").AtMapKey("port_count"), knownvalue.Int64Exact(16)),
 					statecheck.ExpectKnownValue(dvsAddr, tfjsonpath.New("network_io_control_enabled"), knownvalue.Bool(true)),
 					statecheck.ExpectKnownValue(dvsAddr, tfjsonpath.New("uplink_names"), knownvalue.ListSizeExact(2)),
 					statecheck.ExpectKnownValue(dvsAddr, tfjsonpath.New("port_group").AtMapKey("vlan_id"), knownvalue.Int64Exact(100)),
@@ -224,6 +226,16 @@ func TestAccRDMADVS_basic(t *testing.T) {
 					}
 					return nil
 				},
+			},
+			{
+				// vSphere cannot clear a description: dropping the argument keeps it.
+				Config: strings.Replace(dvsConfig(lab, "rdma-renamed", moved, `
+  network_io_control_enabled = true
+  uplink_count               = 2
+`), `name = "pvrdma-vms"`, `name = "pvrdma-vms-2"
+    vlan_id = 100
+    port_count = 16`, 1),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
 			},
 		},
 		// Nothing left behind: no switch, no port group, no uplink port group.
@@ -292,7 +304,7 @@ func TestAccRDMADVS_drift(t *testing.T) {
 	config := dvsConfig(lab, "rdma", allHosts(lab, "vmnic4"), "")
 	update := resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(dvsAddr, plancheck.ResourceActionUpdate)}}
 	ctx := context.Background()
-	step := func(what string, change func()) resource.TestStep {
+	step := func(change func()) resource.TestStep {
 		return resource.TestStep{
 			PreConfig:        change,
 			Config:           config,
@@ -309,17 +321,17 @@ func TestAccRDMADVS_drift(t *testing.T) {
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{Config: config},
-			step("MTU", func() {
+			step(func() { // MTU
 				reconfigureDVS(t, lab, "rdma", func(s *types.VMwareDVSConfigSpec) { s.MaxMtu = 1500 })
 			}),
-			step("NIOC", func() {
+			step(func() { // NIOC
 				s := labDVS(t, lab, "rdma")
 				_, err := methods.EnableNetworkResourceManagement(ctx, lab.Client().Client, &types.EnableNetworkResourceManagement{This: s.Reference(), Enable: true})
 				if err != nil {
 					t.Fatal(err)
 				}
 			}),
-			step("host removed", func() {
+			step(func() { // a host removed
 				reconfigureDVS(t, lab, "rdma", func(s *types.VMwareDVSConfigSpec) {
 					s.Host = []types.DistributedVirtualSwitchHostMemberConfigSpec{{
 						Operation: string(types.ConfigSpecOperationRemove),
@@ -327,7 +339,7 @@ func TestAccRDMADVS_drift(t *testing.T) {
 					}}
 				})
 			}),
-			step("uplink changed", func() {
+			step(func() { // a host's uplink moved to another NIC
 				reconfigureDVS(t, lab, "rdma", func(s *types.VMwareDVSConfigSpec) {
 					s.Host = []types.DistributedVirtualSwitchHostMemberConfigSpec{{
 						Operation: string(types.ConfigSpecOperationEdit),
@@ -338,12 +350,32 @@ func TestAccRDMADVS_drift(t *testing.T) {
 					}}
 				})
 			}),
-			step("port group VLAN", func() { setPortGroupVLAN(t, lab, "pvrdma-vms", 42) }),
+			step(func() { setPortGroupVLAN(t, lab, "pvrdma-vms", 42) }),
+			{
+				// With auto-expand, vCenter grows the port group as adapters
+				// connect: more ports than configured is not drift.
+				PreConfig:        func() { setPortGroupPorts(t, lab, "pvrdma-vms", 24) },
+				Config:           config,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+			},
 		},
 	})
 }
 
 func setPortGroupVLAN(t *testing.T, lab *vcsimlab.Lab, name string, vlan int32) {
+	t.Helper()
+	reconfigurePortGroup(t, lab, name, types.DVPortgroupConfigSpec{
+		DefaultPortConfig: &types.VMwareDVSPortSetting{Vlan: &types.VmwareDistributedVirtualSwitchVlanIdSpec{VlanId: vlan}},
+	})
+}
+
+func setPortGroupPorts(t *testing.T, lab *vcsimlab.Lab, name string, ports int32) {
+	t.Helper()
+	reconfigurePortGroup(t, lab, name, types.DVPortgroupConfigSpec{NumPorts: ports})
+}
+
+// reconfigurePortGroup changes a port group out of band.
+func reconfigurePortGroup(t *testing.T, lab *vcsimlab.Lab, name string, spec types.DVPortgroupConfigSpec) {
 	t.Helper()
 	ctx := context.Background()
 	found, err := object.NewSearchIndex(lab.Client().Client).FindByInventoryPath(ctx, "/"+lab.DatacenterName()+"/network/"+name)
@@ -355,10 +387,8 @@ func setPortGroupVLAN(t *testing.T, lab *vcsimlab.Lab, name string, vlan int32) 
 	if err := pg.Properties(ctx, pg.Reference(), []string{"config"}, &cfg); err != nil {
 		t.Fatal(err)
 	}
-	task, err := pg.Reconfigure(ctx, types.DVPortgroupConfigSpec{
-		ConfigVersion:     cfg.Config.ConfigVersion,
-		DefaultPortConfig: &types.VMwareDVSPortSetting{Vlan: &types.VmwareDistributedVirtualSwitchVlanIdSpec{VlanId: vlan}},
-	})
+	spec.ConfigVersion = cfg.Config.ConfigVersion
+	task, err := pg.Reconfigure(ctx, spec)
 	if err == nil {
 		err = task.Wait(ctx)
 	}
@@ -536,6 +566,68 @@ func TestAccRDMADVS_versionDrift(t *testing.T) {
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectEmptyPlan(),
 				}},
+			},
+		},
+	})
+}
+
+// A create that fails after the hosts joined (the port group step) leaves a
+// tainted switch holding the hosts' NICs; the replacement's plan must not
+// take those NICs for another switch's.
+func TestAccRDMADVS_createFailsAfterHostsJoined(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	lab.FailTaskOnce("CreateDVPortgroup_Task", "rdma", &types.DvsFault{})
+	config := dvsConfig(lab, "rdma", allHosts(lab, "vmnic4"), "")
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: config, ExpectError: wrapped(`Cannot create distributed switch rdma`)},
+			{
+				Config: config,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(dvsAddr, plancheck.ResourceActionDestroyBeforeCreate),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(dvsAddr, tfjsonpath.New("port_group_id"), knownvalue.NotNull()),
+				},
+			},
+		},
+		CheckDestroy: noNetworksLeft(lab),
+	})
+}
+
+// A switch with several port groups imports with the one named after ":".
+func TestAccRDMADVS_importChoosesPortGroup(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	config := dvsConfig(lab, "rdma", allHosts(lab, "vmnic4"), "")
+	path := "/" + lab.DatacenterName() + "/network/rdma"
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config: config,
+				Check: func(*terraform.State) error {
+					ctx := context.Background()
+					s := labDVS(t, lab, "rdma")
+					res, err := methods.CreateDVPortgroup_Task(ctx, lab.Client().Client, &types.CreateDVPortgroup_Task{
+						This: s.Reference(), Spec: types.DVPortgroupConfigSpec{Name: "storage", Type: "earlyBinding", NumPorts: 8},
+					})
+					if err == nil {
+						err = object.NewTask(lab.Client().Client, res.Returnval).Wait(ctx)
+					}
+					return err
+				},
+			},
+			{
+				ResourceName: dvsAddr, ImportState: true, ImportStateId: path,
+				ExpectError: wrapped(`Switch rdma has 2 port groups (pvrdma-vms, storage). Import it as ` + path + `:<port group name>`),
+			},
+			{ResourceName: dvsAddr, ImportState: true, ImportStateId: path + ":pvrdma-vms", ImportStateVerify: true},
+			{
+				ResourceName: dvsAddr, ImportState: true, ImportStateId: path + ":nope",
+				ExpectError: wrapped(`Switch rdma has no port group "nope"; its port groups are pvrdma-vms, storage.`),
 			},
 		},
 	})

@@ -1,6 +1,7 @@
 package vsphere
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -71,6 +72,10 @@ type DVS struct {
 	configVersion string
 }
 
+// VLANOther is the VLANID of a port group set to a trunk or a private VLAN,
+// which this provider does not manage, so that it shows as drift.
+const VLANOther = -1
+
 // PortGroup is a distributed port group as read from vCenter.
 type PortGroup struct {
 	PortGroupSpec
@@ -101,6 +106,9 @@ func (c *Client) DVSVersions(ctx context.Context) ([]string, error) {
 	vc, err := c.vimClient(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if vc.ServiceContent.DvSwitchManager == nil {
+		return nil, errNeedsVCenter("listing distributed switch versions")
 	}
 	res, err := methods.QueryAvailableDvsSpec(ctx, vc, &types.QueryAvailableDvsSpec{This: *vc.ServiceContent.DvSwitchManager})
 	if err != nil {
@@ -208,6 +216,19 @@ func (c *Client) DVS(ctx context.Context, id DVSID, portGroupKey string) (*DVS, 
 		}
 		ref, id.Ref = found, found.String()
 	}
+	d, err := c.readDVS(ctx, vc, op, id, ref, portGroupKey)
+	if ok && id.UUID != "" && (errors.Is(err, ErrNotFound) || errors.Is(err, errOtherSwitch)) {
+		// The remembered reference is stale (say, a restored vCenter): look
+		// the switch up by UUID, once.
+		return c.DVS(ctx, DVSID{UUID: id.UUID}, portGroupKey)
+	}
+	return d, err
+}
+
+// errOtherSwitch: a remembered reference now names another switch.
+var errOtherSwitch = errors.New("the reference names another switch")
+
+func (c *Client) readDVS(ctx context.Context, vc *vim25.Client, op string, id DVSID, ref types.ManagedObjectReference, portGroupKey string) (*DVS, error) {
 	parents := &types.TraversalSpec{
 		SelectionSpec: types.SelectionSpec{Name: "parents"},
 		Type:          "Folder", Path: "parent",
@@ -251,15 +272,16 @@ func (c *Client) DVS(ctx context.Context, id DVSID, portGroupKey string) (*DVS, 
 	if s == nil || s.Config == nil {
 		return nil, notFound(op, "no distributed switch has UUID %s", id.UUID)
 	}
-	if id.UUID != "" && s.Uuid != id.UUID {
-		// The reference now names another switch (vCenter reuses no ids, but
-		// a restored vCenter might): look it up by UUID again.
-		return c.DVS(ctx, DVSID{UUID: id.UUID}, portGroupKey)
+	if id.UUID != "" && !strings.EqualFold(s.Uuid, id.UUID) {
+		return nil, errOtherSwitch
 	}
-	return dvsFromMO(id, s, pgs, dc, portGroupKey)
+	return dvsFromMO(id, s, pgs, dc, portGroupKey), nil
 }
 
 func (c *Client) dvsRef(ctx context.Context, vc *vim25.Client, uuid string) (types.ManagedObjectReference, error) {
+	if vc.ServiceContent.DvSwitchManager == nil {
+		return types.ManagedObjectReference{}, errNeedsVCenter("finding distributed switch " + uuid)
+	}
 	res, err := methods.QueryDvsByUuid(ctx, vc, &types.QueryDvsByUuid{This: *vc.ServiceContent.DvSwitchManager, Uuid: uuid})
 	if err != nil {
 		return types.ManagedObjectReference{}, err
@@ -270,7 +292,7 @@ func (c *Client) dvsRef(ctx context.Context, vc *vim25.Client, uuid string) (typ
 	return *res.Returnval, nil
 }
 
-func dvsFromMO(id DVSID, s *mo.DistributedVirtualSwitch, pgs []mo.DistributedVirtualPortgroup, dcID, portGroupKey string) (*DVS, error) {
+func dvsFromMO(id DVSID, s *mo.DistributedVirtualSwitch, pgs []mo.DistributedVirtualPortgroup, dcID, portGroupKey string) *DVS {
 	cfg := s.Config.GetDVSConfigInfo()
 	out := &DVS{
 		DVSID:         DVSID{UUID: s.Uuid, Ref: id.Ref},
@@ -317,7 +339,7 @@ func dvsFromMO(id DVSID, s *mo.DistributedVirtualSwitch, pgs []mo.DistributedVir
 			out.PortGroup = &out.PortGroups[i]
 		}
 	}
-	return out, nil
+	return out
 }
 
 func portGroupFromMO(pg *mo.DistributedVirtualPortgroup) PortGroup {
@@ -332,7 +354,8 @@ func portGroupFromMO(pg *mo.DistributedVirtualPortgroup) PortGroup {
 	if c.AutoExpand != nil {
 		out.AutoExpand = *c.AutoExpand
 	}
-	if ps, ok := c.DefaultPortConfig.(*types.VMwareDVSPortSetting); ok && ps != nil {
+	if ps, ok := c.DefaultPortConfig.(*types.VMwareDVSPortSetting); ok && ps != nil && ps.Vlan != nil {
+		out.VLANID = VLANOther
 		if v, ok := ps.Vlan.(*types.VmwareDistributedVirtualSwitchVlanIdSpec); ok && v != nil {
 			out.VLANID = int(v.VlanId)
 		}
@@ -415,8 +438,10 @@ func configChanges(current *DVS, spec DVSSpec) (*types.VMwareDVSConfigSpec, bool
 	if spec.MTU != current.MTU {
 		cs.MaxMtu, changed = int32(spec.MTU), true
 	}
-	if want := UplinkNames(spec.UplinkCount); !slices.Equal(want, current.UplinkNames) {
-		cs.UplinkPortPolicy, changed = &types.DVSNameArrayUplinkPortPolicy{UplinkPortName: want}, true
+	// Only the count is managed: a switch made in the vSphere Client keeps
+	// its "Uplink 1" names until the count changes.
+	if spec.UplinkCount != len(current.UplinkNames) {
+		cs.UplinkPortPolicy, changed = &types.DVSNameArrayUplinkPortPolicy{UplinkPortName: UplinkNames(spec.UplinkCount)}, true
 	}
 	have := map[string]string{}
 	for _, h := range current.Hosts {
@@ -493,8 +518,15 @@ func (c *Client) applyPortGroup(ctx context.Context, vc *vim25.Client, op string
 		}
 		return pg.Key, nil
 	}
-	cfg.ConfigVersion = current.configVersion
-	pg := object.NewDistributedVirtualPortgroup(vc, types.ManagedObjectReference{Type: "DistributedVirtualPortgroup", Value: current.ID})
+	// Read the version now: the switch reconfigure just before may have
+	// touched the port group (uplink teaming order), bumping it.
+	ref = types.ManagedObjectReference{Type: "DistributedVirtualPortgroup", Value: current.ID}
+	var fresh mo.DistributedVirtualPortgroup
+	if err := retrieveOne(ctx, vc, ref, []string{"config.configVersion"}, &fresh); err != nil {
+		return "", translate(op+": reading port group "+current.Name, err)
+	}
+	cfg.ConfigVersion = fresh.Config.ConfigVersion
+	pg := object.NewDistributedVirtualPortgroup(vc, ref)
 	task, err := pg.Reconfigure(ctx, cfg)
 	if err != nil {
 		return "", translate(op+": reconfiguring port group "+current.Name, err)
@@ -593,17 +625,10 @@ func (c *Client) portGroupUsers(ctx context.Context, vc *vim25.Client, pgs []Por
 	for _, pg := range pgs {
 		if vms := byKey[pg.Key]; len(vms) > 0 {
 			slices.Sort(vms)
-			out = append(out, fmt.Sprintf("port group %q: %s", cmpOr(names[pg.Key], pg.Name), strings.Join(vms, ", ")))
+			out = append(out, fmt.Sprintf("port group %q: %s", cmp.Or(names[pg.Key], pg.Name), strings.Join(vms, ", ")))
 		}
 	}
 	return out, nil
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // FindDVSByPath finds a switch by inventory path, e.g. "/DC0/network/rdma".

@@ -119,3 +119,8 @@ func faultMessage(err error) string {
 func notFound(op, format string, args ...any) error {
 	return &Error{Op: op, Kind: ErrNotFound, Message: fmt.Sprintf(format, args...)}
 }
+
+// errNeedsVCenter is the error for what a standalone ESXi host cannot do.
+func errNeedsVCenter(op string) error {
+	return &Error{Op: op, Kind: ErrNotImplemented, Message: "this needs vCenter; vsphere_server names a standalone ESXi host"}
+}

@@ -37,10 +37,12 @@ type HostPVRDMA struct {
 	Vmknics  []string // the host's vmknics, to check Settings.Vmknic against
 }
 
-var hostPVRDMAProps = []string{"name", "config.option", "config.firewall", "config.network.vnic"}
+var hostPVRDMAProps = []string{"name", "config.firewall", "config.network.vnic", "configManager.advancedOption"}
 
-// HostPVRDMA reads a host's PVRDMA settings in one property-collector round
-// trip.
+// HostPVRDMA reads a host's PVRDMA settings: one property-collector round
+// trip, plus one query of the single advanced option. (The host's
+// config.option would carry every advanced option, over a thousand on a
+// real host.)
 func (c *Client) HostPVRDMA(ctx context.Context, hostID string) (*HostPVRDMA, error) {
 	op := "reading the PVRDMA settings of host " + hostID
 	ctx, cancel := c.withTimeout(ctx)
@@ -50,13 +52,25 @@ func (c *Client) HostPVRDMA(ctx context.Context, hostID string) (*HostPVRDMA, er
 		return nil, err
 	}
 	out := &HostPVRDMA{HostName: h.Name}
+	if h.ConfigManager.AdvancedOption != nil {
+		vc, err := c.vimClient(ctx)
+		if err != nil {
+			return nil, err
+		}
+		res, err := methods.QueryOptions(ctx, vc, &types.QueryOptions{This: *h.ConfigManager.AdvancedOption, Name: PVRDMAVmknicOption})
+		if err != nil && !fault.Is(err, &types.InvalidName{}) { // InvalidName: a host without PVRDMA
+			return nil, translate(op, err)
+		}
+		if err == nil {
+			for _, o := range res.Returnval {
+				if v := o.GetOptionValue(); v.Key == PVRDMAVmknicOption && v.Value != nil {
+					out.Settings.Vmknic = fmt.Sprint(v.Value)
+				}
+			}
+		}
+	}
 	if h.Config == nil {
 		return out, nil
-	}
-	for _, o := range h.Config.Option {
-		if v := o.GetOptionValue(); v.Key == PVRDMAVmknicOption {
-			out.Settings.Vmknic = fmt.Sprint(v.Value)
-		}
 	}
 	if h.Config.Firewall != nil {
 		for _, rs := range h.Config.Firewall.Ruleset {

@@ -63,7 +63,7 @@ func TestHostPVRDMA(t *testing.T) {
 	}
 }
 
-func TestHostPVRDMAReadIsOneRoundTrip(t *testing.T) {
+func TestHostPVRDMAReadIsTwoSmallCalls(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
 	ctx := context.Background()
@@ -76,8 +76,8 @@ func TestHostPVRDMAReadIsOneRoundTrip(t *testing.T) {
 	if _, err := c.HostPVRDMA(ctx, host); err != nil {
 		t.Fatal(err)
 	}
-	if calls := lab.Calls(); len(calls) != 1 || calls["RetrievePropertiesEx"] != 1 {
-		t.Fatalf("a settings read made %v, want one RetrievePropertiesEx", calls)
+	if calls := lab.Calls(); len(calls) != 2 || calls["RetrievePropertiesEx"] != 1 || calls["QueryOptions"] != 1 {
+		t.Fatalf("a settings read made %v, want one RetrievePropertiesEx and one QueryOptions", calls)
 	}
 }
 
