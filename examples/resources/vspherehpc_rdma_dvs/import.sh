@@ -3,3 +3,6 @@ terraform import vspherehpc_rdma_dvs.pvrdma "50 1a 2b 3c 4d 5e 6f 70-81 92 a3 b4
 
 # ... or by its inventory path.
 terraform import vspherehpc_rdma_dvs.pvrdma /hpc-dc/network/pvrdma-dvs
+
+# A switch with more than one port group: name the one this resource manages.
+terraform import vspherehpc_rdma_dvs.pvrdma "/hpc-dc/network/pvrdma-dvs:VM 100GbE Network"
