@@ -59,6 +59,8 @@ type Client struct {
 
 	loginMu  sync.Mutex
 	loginGen uint64 // bumped on every successful login
+
+	vms vmLocks
 }
 
 // New returns a client that has not connected yet.

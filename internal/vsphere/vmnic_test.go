@@ -1,0 +1,197 @@
+package vsphere
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/vim25/types"
+
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
+)
+
+// labSwitch creates a PVRDMA switch over the given hosts, each with vmnic,
+// and returns its port group id.
+func labSwitch(t *testing.T, lab *vcsimlab.Lab, c *Client, name, vmnic string, hosts []string) string {
+	t.Helper()
+	spec := labDVSSpec(lab, name)
+	spec.Hosts = nil
+	for _, h := range hosts {
+		spec.Hosts = append(spec.Hosts, DVSHost{HostID: lab.HostID(h), Vmnic: vmnic})
+	}
+	id, key, err := c.CreateDVS(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := c.DVS(context.Background(), id, key)
+	if err != nil || d.PortGroup == nil {
+		t.Fatalf("switch %s: %v", name, err)
+	}
+	return d.PortGroup.ID
+}
+
+func TestCheckPVRDMANIC(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	ctx := context.Background()
+	c := labClient(lab)
+	pg := labSwitch(t, lab, c, "rdma", "vmnic4", lab.HostNames())
+
+	p, err := c.CheckPVRDMANIC(ctx, lab.VMUUID("hpc-node-0"), pg, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(p.Protocols, []string{"rocev1", "rocev2"}) || len(p.NotOnSwitch) != 0 || p.RegularAdapters != 1 || p.StandardNetwork || p.SwitchName != "rdma" {
+		t.Fatalf("hpc-node-0 plan = %+v", p)
+	}
+	if p, err = c.CheckPVRDMANIC(ctx, lab.VMID("legacy-node"), pg, 0); err != nil || p.VM.HardwareVersion != 11 || p.Protocols != nil {
+		t.Fatalf("legacy-node plan = %+v, %v", p, err)
+	}
+	if p, err = c.CheckPVRDMANIC(ctx, lab.VMID("bare-node"), pg, 0); err != nil || p.RegularAdapters != 0 {
+		t.Fatalf("bare-node plan = %+v, %v", p, err)
+	}
+	vm, _ := c.VM(ctx, lab.VMUUID("hpc-node-0"))
+	if p, err = c.CheckPVRDMANIC(ctx, vm.MOID, vm.NetworkAdapters[0].NetworkID, 0); err != nil || !p.StandardNetwork {
+		t.Fatalf("standard network plan = %+v, %v", p, err)
+	}
+	partial := labSwitch(t, lab, c, "partial", "vmnic5", lab.HostNames()[:2])
+	if p, err = c.CheckPVRDMANIC(ctx, vm.MOID, partial, 0); err != nil || !slices.Equal(p.NotOnSwitch, lab.HostNames()[2:]) {
+		t.Fatalf("partial switch plan = %+v, %v", p, err)
+	}
+	if _, err = c.CheckPVRDMANIC(ctx, vm.MOID, "dvportgroup-99999", 0); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("missing port group: %v", err)
+	}
+}
+
+func TestPVRDMANICLifecycle(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	ctx := context.Background()
+	c := labClient(lab)
+	pg := labSwitch(t, lab, c, "rdma", "vmnic4", lab.HostNames())
+	pg2 := labSwitch(t, lab, c, "rdma2", "vmnic5", lab.HostNames())
+	vmID := lab.VMUUID("hpc-node-0")
+
+	spec := PVRDMANICSpec{PortGroupID: pg, DeviceProtocol: "rocev2", StartConnected: true, ReserveAllMemory: true}
+	key, err := c.CreatePVRDMANIC(ctx, vmID, spec)
+	if err != nil || key == 0 {
+		t.Fatalf("create: key %d, %v", key, err)
+	}
+	nic, err := c.PVRDMANIC(ctx, vmID, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if nic.PortGroupID != pg || nic.DeviceProtocol != "rocev2" || !nic.StartConnected || nic.MAC == "" || !nic.MemoryLocked || nic.AdapterIndex != 0 {
+		t.Fatalf("created adapter = %+v", nic)
+	}
+
+	// A second adapter on another network comes after it.
+	key2, err := c.CreatePVRDMANIC(ctx, vmID, PVRDMANICSpec{PortGroupID: pg2, DeviceProtocol: "rocev1", MAC: "00:50:56:aa:bb:cc"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nic2, _ := c.PVRDMANIC(ctx, vmID, key2)
+	if nic2.AdapterIndex != 1 || nic2.MAC != "00:50:56:aa:bb:cc" || nic2.StartConnected {
+		t.Fatalf("second adapter = %+v", nic2)
+	}
+
+	// Edit in place: port group, protocol, start_connected.
+	spec.PortGroupID, spec.DeviceProtocol, spec.StartConnected = pg2, "rocev1", false
+	if err := c.UpdatePVRDMANIC(ctx, vmID, key, spec, true); err != nil {
+		t.Fatal(err)
+	}
+	nic, _ = c.PVRDMANIC(ctx, vmID, key)
+	if nic.PortGroupID != pg2 || nic.DeviceProtocol != "rocev1" || nic.StartConnected || nic.Key != key {
+		t.Fatalf("edited adapter = %+v", nic)
+	}
+
+	if err := c.DeletePVRDMANIC(ctx, vmID, key, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.PVRDMANIC(ctx, vmID, key); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("read after delete: %v", err)
+	}
+	if err := c.DeletePVRDMANIC(ctx, vmID, key, false); err != nil {
+		t.Fatalf("deleting a deleted adapter: %v", err)
+	}
+}
+
+func TestPVRDMANICOnARunningVM(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	ctx := context.Background()
+	c := labClient(lab)
+	pg := labSwitch(t, lab, c, "rdma", "vmnic4", lab.HostNames())
+	name := "hpc-node-1"
+	vm := object.NewVirtualMachine(lab.Client().Client, types.ManagedObjectReference{Type: "VirtualMachine", Value: lab.VMID(name)})
+	task, err := vm.PowerOn(ctx)
+	if err == nil {
+		err = task.Wait(ctx)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := PVRDMANICSpec{PortGroupID: pg, DeviceProtocol: "rocev2", StartConnected: true}
+
+	_, err = c.CreatePVRDMANIC(ctx, lab.VMID(name), spec)
+	if !errors.Is(err, ErrInvalidState) || !strings.Contains(err.Error(), "power_off_allowed = true") {
+		t.Fatalf("create on a running VM: %v, want a refusal saying what to do", err)
+	}
+
+	// Allowed: the guest is shut down, the adapter added, the VM powered on.
+	// Without VMware Tools the shutdown fails, and a hard power-off follows.
+	lab.FailCall("ShutdownGuest", name, &types.ToolsUnavailable{}, 1)
+	spec.PowerOffAllowed = true
+	key, err := c.CreatePVRDMANIC(ctx, lab.VMID(name), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nic, err := c.PVRDMANIC(ctx, lab.VMID(name), key)
+	if err != nil || !nic.VM.PoweredOn {
+		t.Fatalf("after the power cycle: %+v, %v; want the adapter on a running VM", nic, err)
+	}
+	if calls := lab.Calls(); calls["ShutdownGuest"] != 1 || calls["PowerOffVM_Task"] != 1 || calls["PowerOnVM_Task"] != 1 {
+		t.Fatalf("calls = %v, want a failed guest shutdown, a hard power-off and a power-on", calls)
+	}
+	if err := c.DeletePVRDMANIC(ctx, lab.VMID(name), key, true); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Adapters added to one VM at once are serialized and each keeps its key.
+func TestPVRDMANICsConcurrentlyOnOneVM(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	ctx := context.Background()
+	c := labClient(lab)
+	pg := labSwitch(t, lab, c, "rdma", "vmnic4", lab.HostNames())
+	vmID := lab.VMUUID("hpc-node-0")
+	keys := make([]int32, 4)
+	errs := make([]error, 4)
+	var wg sync.WaitGroup
+	for i := range keys {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			keys[i], errs[i] = c.CreatePVRDMANIC(ctx, vmID, PVRDMANICSpec{PortGroupID: pg, DeviceProtocol: "rocev2", StartConnected: true})
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(keys)
+	if len(slices.Compact(slices.Clone(keys))) != 4 || keys[0] == 0 {
+		t.Fatalf("keys = %v, want 4 distinct adapters", keys)
+	}
+	for i, key := range keys {
+		nic, err := c.PVRDMANIC(ctx, vmID, key)
+		if err != nil || nic.AdapterIndex != i {
+			t.Fatalf("adapter %d: %+v, %v", key, nic, err)
+		}
+	}
+}
