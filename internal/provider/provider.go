@@ -216,6 +216,7 @@ func (p *vspherehpcProvider) Resources(_ context.Context) []func() resource.Reso
 	return []func() resource.Resource{
 		NewHostPVRDMASettingsResource,
 		NewRDMADVSResource,
+		NewVMPVRDMANICResource,
 	}
 }
 

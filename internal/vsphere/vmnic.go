@@ -319,7 +319,10 @@ func (c *Client) UpdatePVRDMANIC(ctx context.Context, vmID string, key int32, sp
 		if err != nil {
 			return nil, err
 		}
-		nic.Key, nic.MacAddress, nic.AddressType = key, cmpString(spec.MAC, current.MAC), addressType(spec.MAC)
+		nic.Key = key
+		if spec.MAC == "" { // keep the MAC and how it was assigned
+			nic.MacAddress, nic.AddressType = current.MAC, ""
+		}
 		return &types.VirtualMachineConfigSpec{
 			DeviceChange: []types.BaseVirtualDeviceConfigSpec{&types.VirtualDeviceConfigSpec{
 				Operation: types.VirtualDeviceConfigSpecOperationEdit, Device: nic,
@@ -346,13 +349,6 @@ func (c *Client) DeletePVRDMANIC(ctx context.Context, vmID string, key int32, po
 		return nil
 	}
 	return err
-}
-
-func cmpString(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 func addressType(mac string) string {

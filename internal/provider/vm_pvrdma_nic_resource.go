@@ -1,0 +1,405 @@
+package provider
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vsphere"
+)
+
+var (
+	_ resource.Resource                = (*vmPVRDMANICResource)(nil)
+	_ resource.ResourceWithConfigure   = (*vmPVRDMANICResource)(nil)
+	_ resource.ResourceWithImportState = (*vmPVRDMANICResource)(nil)
+	_ resource.ResourceWithModifyPlan  = (*vmPVRDMANICResource)(nil)
+)
+
+// privateVM is the private-state key holding the VM's managed object id, so
+// reads need no search by UUID.
+const privateVM = "vm"
+
+type vmPVRDMANICResource struct {
+	client *vsphere.Client
+}
+
+type vmPVRDMANICModel struct {
+	ID               types.String `tfsdk:"id"`
+	VirtualMachineID types.String `tfsdk:"virtual_machine_id"`
+	PortGroupID      types.String `tfsdk:"distributed_port_group_id"`
+	DeviceProtocol   types.String `tfsdk:"device_protocol"`
+	StartConnected   types.Bool   `tfsdk:"start_connected"`
+	MACAddress       types.String `tfsdk:"mac_address"`
+	ReserveAllMemory types.Bool   `tfsdk:"reserve_all_memory"`
+	PowerOffAllowed  types.Bool   `tfsdk:"power_off_allowed"`
+	DeviceKey        types.Int64  `tfsdk:"device_key"`
+	AdapterIndex     types.Int64  `tfsdk:"adapter_index"`
+}
+
+// NewVMPVRDMANICResource is the vspherehpc_vm_pvrdma_nic resource.
+func NewVMPVRDMANICResource() resource.Resource {
+	return &vmPVRDMANICResource{}
+}
+
+func (r *vmPVRDMANICResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_vm_pvrdma_nic"
+}
+
+var macPattern = regexp.MustCompile(`^([0-9a-f]{2}:){5}[0-9a-f]{2}$`)
+
+func (r *vmPVRDMANICResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "One PVRDMA network adapter (`vmxnet3vrdma`) on a virtual machine, on a distributed port group, " +
+			"with its RoCE protocol. Several adapters per VM are several resources, on different networks.",
+		Attributes: map[string]schema.Attribute{
+			"id": schema.StringAttribute{
+				Computed:            true,
+				MarkdownDescription: "`<VM UUID>:<device key>`.",
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+			},
+			"virtual_machine_id": schema.StringAttribute{
+				Required: true,
+				MarkdownDescription: "The VM's UUID (`vsphere_virtual_machine.id`) or managed object id (`vm-42`). The VM needs hardware " +
+					"version 13 or later. Changing it moves the adapter to another VM (replace).",
+				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
+				Validators:    []validator.String{stringvalidator.LengthAtLeast(1)},
+			},
+			"distributed_port_group_id": schema.StringAttribute{
+				Required: true,
+				MarkdownDescription: "Managed object id of the distributed port group, e.g. `vspherehpc_rdma_dvs.pvrdma.port_group_id`. " +
+					"Every host of the VM's cluster must be a member of its switch. Changed in place.",
+				Validators: []validator.String{stringvalidator.LengthAtLeast(1)},
+			},
+			"device_protocol": schema.StringAttribute{
+				Optional: true, Computed: true, Default: stringdefault.StaticString("rocev2"),
+				MarkdownDescription: "RoCE version: `rocev2` (default) or `rocev1`. Checked against what the VM's hardware version offers. " +
+					"Changing it needs the VM powered off.",
+				Validators: []validator.String{stringvalidator.OneOf("rocev1", "rocev2")},
+			},
+			"start_connected": schema.BoolAttribute{
+				Optional: true, Computed: true, Default: booldefault.StaticBool(true),
+				MarkdownDescription: "Whether the adapter connects when the VM powers on. Default true.",
+			},
+			"mac_address": schema.StringAttribute{
+				Optional: true, Computed: true,
+				MarkdownDescription: "A static MAC address (`00:50:56:xx:xx:xx`, lower case). Without it vSphere generates one, shown here.",
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+				Validators:          []validator.String{stringvalidator.RegexMatches(macPattern, "must be a MAC address in lower case, such as 00:50:56:aa:bb:cc")},
+			},
+			"reserve_all_memory": schema.BoolAttribute{
+				Optional: true, Computed: true, Default: booldefault.StaticBool(true),
+				MarkdownDescription: "Reserve all guest memory, as VMware's PVRDMA procedure does. Default true. Destroy leaves the " +
+					"reservation in place (GPU passthrough needs it too).",
+			},
+			"power_off_allowed": schema.BoolAttribute{
+				Optional: true, Computed: true, Default: booldefault.StaticBool(false),
+				MarkdownDescription: "Adding or removing the adapter, or changing its protocol, needs the VM powered off. With `false` " +
+					"(the default) the plan fails on a running VM; with `true` the provider shuts the guest down (then powers off hard if " +
+					"it does not stop in time), makes the change and powers the VM back on.",
+			},
+			"device_key": schema.Int64Attribute{
+				Computed:            true,
+				MarkdownDescription: "The adapter's device key in the VM.",
+				PlanModifiers:       []planmodifier.Int64{int64planmodifier.UseStateForUnknown()},
+			},
+			"adapter_index": schema.Int64Attribute{
+				Computed: true,
+				MarkdownDescription: "Position of the adapter among the VM's PVRDMA adapters, from 0: the N in the host's " +
+					"`vmkModules/vrdma/pvrdmaDevices/<world id>_<N>`, for troubleshooting with vsish.",
+				PlanModifiers: []planmodifier.Int64{int64planmodifier.UseStateForUnknown()},
+			},
+		},
+	}
+}
+
+func (r *vmPVRDMANICResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
+	r.client = clientFrom(req.ProviderData, &resp.Diagnostics)
+}
+
+// ModifyPlan checks a new adapter, or a changed port group or protocol,
+// against the VM and the port group's switch, and refuses a change that
+// needs a running VM off unless power_off_allowed.
+func (r *vmPVRDMANICResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if !r.client.Configured() {
+		return
+	}
+	var state *vmPVRDMANICModel
+	if !req.State.Raw.IsNull() {
+		state = &vmPVRDMANICModel{}
+		resp.Diagnostics.Append(req.State.Get(ctx, state)...)
+	}
+	if req.Plan.Raw.IsNull() {
+		if state != nil {
+			r.checkDestroy(ctx, state, &resp.Diagnostics)
+		}
+		return
+	}
+	var plan vmPVRDMANICModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() || plan.VirtualMachineID.IsUnknown() || plan.PortGroupID.IsUnknown() || plan.DeviceProtocol.IsUnknown() {
+		return
+	}
+	protocolChange := state != nil && !plan.DeviceProtocol.Equal(state.DeviceProtocol)
+	if state != nil && plan.PortGroupID.Equal(state.PortGroupID) && !protocolChange {
+		return // nothing vCenter needs to be asked about
+	}
+	var key int32
+	if state != nil {
+		key = int32(state.DeviceKey.ValueInt64())
+	}
+	vmID := plan.VirtualMachineID.ValueString()
+	p, err := r.client.CheckPVRDMANIC(ctx, vmID, plan.PortGroupID.ValueString(), key)
+	if errors.Is(err, vsphere.ErrNotFound) {
+		resp.Diagnostics.AddWarning("Not found", err.Error()+". The apply will fail unless it exists by then.")
+		return
+	}
+	if err != nil {
+		resp.Diagnostics.Append(vsphereErrorDiag("Cannot check the PVRDMA adapter", err))
+		return
+	}
+	vmName := fmt.Sprintf("%s (%s)", p.VM.Name, vmID)
+	protocol := plan.DeviceProtocol.ValueString()
+	switch {
+	case p.VM.HardwareVersion < vsphere.MinPVRDMAHardwareVersion:
+		resp.Diagnostics.AddAttributeError(path.Root("virtual_machine_id"), "Hardware version too old for PVRDMA",
+			fmt.Sprintf("Virtual machine %s has hardware version %d (vmx-%d); PVRDMA adapters need vmx-%d or later. Upgrade the VM's "+
+				"compatibility while it is powered off: with the vSphere provider, set hardware_version = %d (or later) on its "+
+				"vsphere_virtual_machine; in the vSphere Client, Actions > Compatibility > Upgrade VM Compatibility.",
+				vmName, p.VM.HardwareVersion, p.VM.HardwareVersion, vsphere.MinPVRDMAHardwareVersion, vsphere.MinPVRDMAHardwareVersion))
+	case !containsString(p.Protocols, protocol):
+		resp.Diagnostics.AddAttributeError(path.Root("device_protocol"), "Protocol not offered",
+			fmt.Sprintf("Virtual machine %s (hardware version %d) offers PVRDMA protocol %s, not %s. Use one of those, or upgrade the "+
+				"VM's hardware version.", vmName, p.VM.HardwareVersion, orNone(p.Protocols), protocol))
+	}
+	switch {
+	case p.StandardNetwork:
+		resp.Diagnostics.AddAttributeError(path.Root("distributed_port_group_id"), "Not a distributed port group",
+			fmt.Sprintf("%s (%s) is a standard network; PVRDMA adapters need a distributed port group, such as the port_group_id "+
+				"of a vspherehpc_rdma_dvs.", plan.PortGroupID.ValueString(), p.PortGroupName))
+	case len(p.NotOnSwitch) > 0:
+		resp.Diagnostics.AddAttributeError(path.Root("distributed_port_group_id"), "Cluster hosts missing from the switch",
+			fmt.Sprintf("Hosts %s of the cluster of virtual machine %s are not members of switch %s, which port group %s is on. "+
+				"vSphere refuses the adapter unless every host of the VM's cluster is: add them to the switch (host blocks of "+
+				"vspherehpc_rdma_dvs).", strings.Join(p.NotOnSwitch, ", "), vmName, p.SwitchName, p.PortGroupName))
+	}
+	if state == nil && p.RegularAdapters == 0 {
+		resp.Diagnostics.AddAttributeWarning(path.Root("virtual_machine_id"), "PVRDMA adapter first",
+			fmt.Sprintf("The PVRDMA adapter would be the first network adapter of virtual machine %s. Keep a regular vmxnet3 adapter "+
+				"first, for the guest's management traffic, as VMware's guidance for PVRDMA and Bitfusion says.", vmName))
+	}
+	if p.OtherPVRDMAOnGroup {
+		resp.Diagnostics.AddAttributeWarning(path.Root("distributed_port_group_id"), "Two PVRDMA adapters on one network",
+			fmt.Sprintf("Virtual machine %s already has a PVRDMA adapter on port group %s. Several PVRDMA adapters of a VM should be "+
+				"on separate networks.", vmName, p.PortGroupName))
+	}
+	if (state == nil || protocolChange) && p.VM.PowerState == "on" && !plan.PowerOffAllowed.ValueBool() {
+		resp.Diagnostics.AddAttributeError(path.Root("power_off_allowed"), "Virtual machine is powered on", vsphere.PowerOffNeeded(vmName)+".")
+	}
+}
+
+// checkDestroy refuses, at plan time, to remove an adapter from a running
+// VM unless power_off_allowed.
+func (r *vmPVRDMANICResource) checkDestroy(ctx context.Context, state *vmPVRDMANICModel, diags *diag.Diagnostics) {
+	if state.PowerOffAllowed.ValueBool() {
+		return
+	}
+	vm, err := r.client.VM(ctx, state.VirtualMachineID.ValueString())
+	if err != nil {
+		return // a VM that is gone or unreadable takes its adapter with it; the apply says more
+	}
+	if vm.PowerState == "on" {
+		diags.AddError("Virtual machine is powered on", vsphere.PowerOffNeeded(fmt.Sprintf("%s (%s)", vm.Name, state.VirtualMachineID.ValueString()))+
+			" (set it on the resource and apply before destroying).")
+	}
+}
+
+func containsString(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+func orNone(list []string) string {
+	if len(list) == 0 {
+		return "none"
+	}
+	return strings.Join(list, " and ")
+}
+
+func (m *vmPVRDMANICModel) spec() vsphere.PVRDMANICSpec {
+	mac := ""
+	if !m.MACAddress.IsUnknown() {
+		mac = m.MACAddress.ValueString()
+	}
+	return vsphere.PVRDMANICSpec{
+		PortGroupID: m.PortGroupID.ValueString(), DeviceProtocol: m.DeviceProtocol.ValueString(),
+		StartConnected: m.StartConnected.ValueBool(), MAC: mac,
+		ReserveAllMemory: m.ReserveAllMemory.ValueBool(), PowerOffAllowed: m.PowerOffAllowed.ValueBool(),
+	}
+}
+
+func (r *vmPVRDMANICResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	var plan vmPVRDMANICModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	vmID := plan.VirtualMachineID.ValueString()
+	key, err := r.client.CreatePVRDMANIC(ctx, vmID, plan.spec())
+	if key != 0 {
+		// The adapter exists: track it even when a later step failed.
+		tflog.Debug(ctx, "Added PVRDMA adapter", map[string]any{"virtual_machine_id": vmID, "device_key": key})
+		plan.DeviceKey = types.Int64Value(int64(key))
+		r.readInto(ctx, &plan, vmID, resp.Private, &resp.State, &resp.Diagnostics)
+	}
+	if err != nil {
+		resp.Diagnostics.Append(vsphereErrorDiag("Cannot add a PVRDMA adapter to virtual machine "+vmID, err))
+	}
+}
+
+// readInto reads the adapter back into m and sets state.
+func (r *vmPVRDMANICResource) readInto(ctx context.Context, m *vmPVRDMANICModel, vmID string, p privateState, state stateSetter, diags *diag.Diagnostics) {
+	nic, err := r.client.PVRDMANIC(ctx, vmID, int32(m.DeviceKey.ValueInt64()))
+	if err != nil {
+		diags.Append(vsphereErrorDiag("Cannot read back the PVRDMA adapter of virtual machine "+vmID, err))
+		m.ID = types.StringValue(vmID + ":" + strconv.FormatInt(m.DeviceKey.ValueInt64(), 10))
+		if m.MACAddress.IsUnknown() {
+			m.MACAddress = types.StringNull()
+		}
+		if m.AdapterIndex.IsUnknown() {
+			m.AdapterIndex = types.Int64Null()
+		}
+		diags.Append(state.Set(ctx, m)...)
+		return
+	}
+	diags.Append(setPrivateJSON(ctx, p, privateVM, nic.VM.MOID)...)
+	nicToModel(nic, m)
+	diags.Append(state.Set(ctx, m)...)
+}
+
+func nicToModel(nic *vsphere.PVRDMANIC, m *vmPVRDMANICModel) {
+	m.ID = types.StringValue(strings.ToLower(nic.VM.ID) + ":" + strconv.Itoa(int(nic.Key)))
+	m.DeviceKey = types.Int64Value(int64(nic.Key))
+	m.AdapterIndex = types.Int64Value(int64(nic.AdapterIndex))
+	m.PortGroupID = types.StringValue(nic.PortGroupID)
+	m.DeviceProtocol = types.StringValue(nic.DeviceProtocol)
+	m.StartConnected = types.BoolValue(nic.StartConnected)
+	m.MACAddress = types.StringValue(nic.MAC)
+	// Only an unlocked reservation the resource asked for is drift; it never
+	// unlocks one itself.
+	if m.ReserveAllMemory.IsNull() || m.ReserveAllMemory.ValueBool() {
+		m.ReserveAllMemory = types.BoolValue(nic.MemoryLocked)
+	}
+	if m.PowerOffAllowed.IsNull() {
+		m.PowerOffAllowed = types.BoolValue(false)
+	}
+}
+
+// vmRef is the VM to read: its managed object id when known, which needs no
+// search, else the configured id.
+func (r *vmPVRDMANICResource) vmRef(ctx context.Context, m *vmPVRDMANICModel, p privateState, diags *diag.Diagnostics) string {
+	var moid string
+	_, ds := getPrivateJSON(ctx, p, privateVM, &moid)
+	diags.Append(ds...)
+	return cmp.Or(moid, m.VirtualMachineID.ValueString())
+}
+
+func (r *vmPVRDMANICResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	var state vmPVRDMANICModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	vmID := r.vmRef(ctx, &state, req.Private, &resp.Diagnostics)
+	nic, err := r.client.PVRDMANIC(ctx, vmID, int32(state.DeviceKey.ValueInt64()))
+	if errors.Is(err, vsphere.ErrNotFound) {
+		tflog.Warn(ctx, "PVRDMA adapter or its VM is gone; removing it from state", map[string]any{"id": state.ID.ValueString()})
+		resp.State.RemoveResource(ctx)
+		return
+	}
+	if err != nil {
+		resp.Diagnostics.Append(vsphereErrorDiag("Cannot read PVRDMA adapter "+state.ID.ValueString(), err))
+		return
+	}
+	resp.Diagnostics.Append(setPrivateJSON(ctx, resp.Private, privateVM, nic.VM.MOID)...)
+	nicToModel(nic, &state)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+}
+
+func (r *vmPVRDMANICResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	var plan, state vmPVRDMANICModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	resp.State.Raw = req.State.Raw.Copy() // until read back: a failure must not record the plan
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	vmID := r.vmRef(ctx, &state, req.Private, &resp.Diagnostics)
+	key := int32(state.DeviceKey.ValueInt64())
+	needsOff := !plan.DeviceProtocol.Equal(state.DeviceProtocol)
+	// Only a MAC in the configuration is set; one vSphere generated stays so.
+	var configMAC types.String
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("mac_address"), &configMAC)...)
+	spec := plan.spec()
+	spec.MAC = configMAC.ValueString()
+	err := r.client.UpdatePVRDMANIC(ctx, vmID, key, spec, needsOff)
+	if err != nil {
+		resp.Diagnostics.Append(vsphereErrorDiag("Cannot change PVRDMA adapter "+state.ID.ValueString(), err))
+	}
+	plan.DeviceKey = state.DeviceKey
+	r.readInto(ctx, &plan, vmID, resp.Private, &resp.State, &resp.Diagnostics)
+}
+
+func (r *vmPVRDMANICResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	var state vmPVRDMANICModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	vmID := r.vmRef(ctx, &state, req.Private, &resp.Diagnostics)
+	err := r.client.DeletePVRDMANIC(ctx, vmID, int32(state.DeviceKey.ValueInt64()), state.PowerOffAllowed.ValueBool())
+	if err != nil {
+		resp.Diagnostics.Append(vsphereErrorDiag("Cannot remove PVRDMA adapter "+state.ID.ValueString(), err))
+	}
+}
+
+// ImportState takes "<VM UUID or moid>:<device key>".
+func (r *vmPVRDMANICResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	i := strings.LastIndex(req.ID, ":")
+	key, err := strconv.ParseInt(req.ID[i+1:], 10, 32)
+	if i <= 0 || err != nil {
+		resp.Diagnostics.AddError("Invalid import id",
+			fmt.Sprintf("Import a PVRDMA adapter as <VM UUID>:<device key>, e.g. 4223b7a1-...-9c1e:4000, not %q. "+
+				"vspherehpc_virtual_machine lists a VM's adapters with their keys.", req.ID))
+		return
+	}
+	uuid, err := r.client.VMUUID(ctx, req.ID[:i])
+	if err != nil {
+		resp.Diagnostics.Append(vsphereErrorDiag("Cannot import PVRDMA adapter "+req.ID, err))
+		return
+	}
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("virtual_machine_id"), uuid)...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("device_key"), key)...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), uuid+":"+strconv.FormatInt(key, 10))...)
+}

@@ -1,0 +1,449 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/vim25/types"
+
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vsphere"
+)
+
+const nicAddr = "vspherehpc_vm_pvrdma_nic.nic"
+
+// nicConfig is two PVRDMA switches over all lab hosts (vmnic4 and vmnic5)
+// and one adapter on vmName, with extra arguments; port group "a" or "b".
+func nicConfig(lab *vcsimlab.Lab, vmID, group, extra string) string {
+	return providerConfig(lab) + fmt.Sprintf(`
+data "vspherehpc_host" "esx" {
+  count         = %[1]d
+  datacenter_id = %[2]q
+  name          = %[3]s[count.index]
+}
+resource "vspherehpc_rdma_dvs" "a" {
+  datacenter_id = %[2]q
+  name          = "rdma-a"
+  port_group {
+    name = "pvrdma-a"
+  }
+  dynamic "host" {
+    for_each = data.vspherehpc_host.esx
+    content {
+      host_system_id = host.value.id
+      vmnic          = "vmnic4"
+    }
+  }
+}
+resource "vspherehpc_rdma_dvs" "b" {
+  datacenter_id = %[2]q
+  name          = "rdma-b"
+  port_group {
+    name = "pvrdma-b"
+  }
+  dynamic "host" {
+    for_each = data.vspherehpc_host.esx
+    content {
+      host_system_id = host.value.id
+      vmnic          = "vmnic5"
+    }
+  }
+}
+resource "vspherehpc_vm_pvrdma_nic" "nic" {
+  virtual_machine_id        = %[4]q
+  distributed_port_group_id = vspherehpc_rdma_dvs.%[5]s.port_group_id
+%[6]s
+}
+`, len(lab.HostNames()), lab.DatacenterID(), hclList(lab.HostNames()), vmID, group, extra)
+}
+
+func hclList(items []string) string {
+	return `["` + strings.Join(items, `", "`) + `"]`
+}
+
+func vmObject(lab *vcsimlab.Lab, name string) *object.VirtualMachine {
+	return object.NewVirtualMachine(lab.Client().Client, types.ManagedObjectReference{Type: "VirtualMachine", Value: lab.VMID(name)})
+}
+
+func powerOn(t *testing.T, lab *vcsimlab.Lab, name string) {
+	t.Helper()
+	ctx := context.Background()
+	task, err := vmObject(lab, name).PowerOn(ctx)
+	if err == nil {
+		err = task.Wait(ctx)
+	}
+	if err != nil {
+		t.Fatalf("powering %s on: %v", name, err)
+	}
+}
+
+// editPVRDMA changes the VM's PVRDMA adapters out of band.
+func editPVRDMA(t *testing.T, lab *vcsimlab.Lab, vmName string, change func(*types.VirtualVmxnet3Vrdma)) {
+	t.Helper()
+	ctx := context.Background()
+	vm := vmObject(lab, vmName)
+	devices, err := vm.Device(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range devices.SelectByType((*types.VirtualVmxnet3Vrdma)(nil)) {
+		nic := d.(*types.VirtualVmxnet3Vrdma)
+		change(nic)
+		if err := vm.EditDevice(ctx, nic); err != nil {
+			t.Fatalf("editing %s out of band: %v", vmName, err)
+		}
+	}
+}
+
+func TestAccVMPVRDMANIC_basic(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	vm := "hpc-node-0"
+	uuid := lab.VMUUID(vm)
+	var key string
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config: nicConfig(lab, uuid, "a", ""),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(nicAddr, tfjsonpath.New("id"), knownvalue.StringRegexp(regexp.MustCompile("^"+uuid+`:\d+$`))),
+					statecheck.ExpectKnownValue(nicAddr, tfjsonpath.New("device_protocol"), knownvalue.StringExact("rocev2")),
+					statecheck.ExpectKnownValue(nicAddr, tfjsonpath.New("start_connected"), knownvalue.Bool(true)),
+					statecheck.ExpectKnownValue(nicAddr, tfjsonpath.New("mac_address"), knownvalue.StringRegexp(macPattern)),
+					statecheck.ExpectKnownValue(nicAddr, tfjsonpath.New("adapter_index"), knownvalue.Int64Exact(0)),
+					statecheck.ExpectKnownValue(nicAddr, tfjsonpath.New("reserve_all_memory"), knownvalue.Bool(true)),
+					statecheck.CompareValuePairs(nicAddr, tfjsonpath.New("distributed_port_group_id"), "vspherehpc_rdma_dvs.a", tfjsonpath.New("port_group_id"), compareSame),
+				},
+				Check: func(s *terraform.State) error {
+					key = s.RootModule().Resources[nicAddr].Primary.Attributes["device_key"]
+					return nil
+				},
+			},
+			{
+				ResourceName: nicAddr, ImportState: true, ImportStateVerify: true,
+				ImportStateIdFunc: func(*terraform.State) (string, error) { return uuid + ":" + key, nil },
+			},
+			{
+				Config:       requiredProviders + nicConfig(lab, uuid, "a", ""),
+				ResourceName: nicAddr, ImportState: true, ImportStateKind: resource.ImportBlockWithID,
+				ImportStateIdFunc: func(*terraform.State) (string, error) { return uuid + ":" + key, nil },
+			},
+			{
+				// Port group, protocol and start_connected change in place.
+				Config: nicConfig(lab, uuid, "b", `
+  device_protocol = "rocev1"
+  start_connected = false
+`),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(nicAddr, plancheck.ResourceActionUpdate),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(nicAddr, tfjsonpath.New("device_protocol"), knownvalue.StringExact("rocev1")),
+					statecheck.ExpectKnownValue(nicAddr, tfjsonpath.New("start_connected"), knownvalue.Bool(false)),
+					statecheck.CompareValuePairs(nicAddr, tfjsonpath.New("distributed_port_group_id"), "vspherehpc_rdma_dvs.b", tfjsonpath.New("port_group_id"), compareSame),
+				},
+			},
+			{
+				Config:            nicConfig(lab, lab.VMID(vm), "b", `  mac_address = "00:50:56:aa:bb:cc"`),
+				ConfigPlanChecks:  resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(nicAddr, plancheck.ResourceActionReplace)}},
+				ConfigStateChecks: []statecheck.StateCheck{statecheck.ExpectKnownValue(nicAddr, tfjsonpath.New("mac_address"), knownvalue.StringExact("00:50:56:aa:bb:cc"))},
+			},
+		},
+	})
+}
+
+func TestAccVMPVRDMANIC_disappears(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	vm := "hpc-node-0"
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config: nicConfig(lab, lab.VMUUID(vm), "a", ""),
+			Check: func(s *terraform.State) error {
+				attrs := s.RootModule().Resources["vspherehpc_rdma_dvs.a"].Primary.Attributes
+				pvrdmaAdapter(t, lab, vm, attrs["id"], attrs["port_group_key"], types.VirtualDeviceConfigSpecOperationRemove)
+				return nil
+			},
+			ConfigPlanChecks: resource.ConfigPlanChecks{PostApplyPostRefresh: []plancheck.PlanCheck{
+				plancheck.ExpectResourceAction(nicAddr, plancheck.ResourceActionCreate),
+			}},
+			ExpectNonEmptyPlan: true,
+		}},
+	})
+}
+
+func TestAccVMPVRDMANIC_drift(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	vm := "hpc-node-0"
+	config := nicConfig(lab, lab.VMUUID(vm), "a", "")
+	update := resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(nicAddr, plancheck.ResourceActionUpdate)}}
+	converged := []statecheck.StateCheck{
+		statecheck.ExpectKnownValue(nicAddr, tfjsonpath.New("device_protocol"), knownvalue.StringExact("rocev2")),
+		statecheck.ExpectKnownValue(nicAddr, tfjsonpath.New("start_connected"), knownvalue.Bool(true)),
+		statecheck.ExpectKnownValue(nicAddr, tfjsonpath.New("reserve_all_memory"), knownvalue.Bool(true)),
+		statecheck.CompareValuePairs(nicAddr, tfjsonpath.New("distributed_port_group_id"), "vspherehpc_rdma_dvs.a", tfjsonpath.New("port_group_id"), compareSame),
+	}
+	var groupB, switchB string
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config: config,
+				Check: func(s *terraform.State) error {
+					attrs := s.RootModule().Resources["vspherehpc_rdma_dvs.b"].Primary.Attributes
+					groupB, switchB = attrs["port_group_key"], attrs["id"]
+					return nil
+				},
+			},
+			{
+				PreConfig: func() {
+					editPVRDMA(t, lab, vm, func(n *types.VirtualVmxnet3Vrdma) {
+						n.DeviceProtocol = "rocev1"
+						n.Connectable.StartConnected = false
+					})
+				},
+				Config: config, ConfigPlanChecks: update, ConfigStateChecks: converged,
+			},
+			{
+				PreConfig: func() {
+					editPVRDMA(t, lab, vm, func(n *types.VirtualVmxnet3Vrdma) {
+						n.Backing = &types.VirtualEthernetCardDistributedVirtualPortBackingInfo{
+							Port: types.DistributedVirtualSwitchPortConnection{SwitchUuid: switchB, PortgroupKey: groupB},
+						}
+					})
+				},
+				Config: config, ConfigPlanChecks: update, ConfigStateChecks: converged,
+			},
+			{
+				PreConfig: func() {
+					ctx := context.Background()
+					task, err := vmObject(lab, vm).Reconfigure(ctx, types.VirtualMachineConfigSpec{MemoryReservationLockedToMax: types.NewBool(false)})
+					if err == nil {
+						err = task.Wait(ctx)
+					}
+					if err != nil {
+						t.Fatal(err)
+					}
+				},
+				Config: config, ConfigPlanChecks: update, ConfigStateChecks: converged,
+			},
+		},
+	})
+}
+
+// switchesConfig is nicConfig without the adapter: the two switches.
+func switchesConfig(lab *vcsimlab.Lab) string {
+	config := nicConfig(lab, "", "a", "")
+	return config[:strings.Index(config, `resource "vspherehpc_vm_pvrdma_nic"`)]
+}
+
+// nicOn is an adapter resource for the switches of switchesConfig.
+func nicOn(vmID, portGroupID, extra string) string {
+	return fmt.Sprintf(`
+resource "vspherehpc_vm_pvrdma_nic" "nic" {
+  virtual_machine_id        = %q
+  distributed_port_group_id = %s
+%s
+}
+`, vmID, portGroupID, extra)
+}
+
+func TestAccVMPVRDMANIC_refusals(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	ctx := context.Background()
+	powerOn(t, lab, "hpc-node-1")
+	node0, err := labService(lab).VM(ctx, lab.VMUUID("hpc-node-0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	standard := node0.NetworkAdapters[0].NetworkID
+	// A switch over one host only, on its free 10 GbE NIC.
+	var partialGroup string
+	partial := func() {
+		spec := vsphere.DVSSpec{DatacenterID: lab.DatacenterID(), Name: "partial", UplinkCount: 1, MTU: 9000,
+			PortGroup: vsphere.PortGroupSpec{Name: "partial-vms", Ports: 8, AutoExpand: true},
+			Hosts:     []vsphere.DVSHost{{HostID: lab.HostID(lab.HostNames()[0]), Vmnic: "vmnic1"}}}
+		id, key, err := labService(lab).CreateDVS(ctx, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := labService(lab).DVS(ctx, id, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		partialGroup = d.PortGroup.ID
+	}
+	switches := switchesConfig(lab)
+	groupA := "vspherehpc_rdma_dvs.a.port_group_id"
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				// First: the post-test destroy runs the last step's configuration.
+				Config:   switches + nicOn(lab.VMUUID("hpc-node-0"), groupA, `  device_protocol = "iwarp"`),
+				PlanOnly: true, ExpectError: regexp.MustCompile(`value must be one of`),
+			},
+			{Config: switches},
+			{
+				Config: switches + nicOn(lab.VMUUID("legacy-node"), groupA, ""), PlanOnly: true,
+				ExpectError: wrapped(fmt.Sprintf("Virtual machine legacy-node (%s) has hardware version 11 (vmx-11); PVRDMA adapters need vmx-13 or later. Upgrade the VM's compatibility while it is powered off: with the vSphere provider, set hardware_version = 13", lab.VMUUID("legacy-node"))),
+			},
+			{
+				// At vmx-13, the VM offers RoCE v1 only.
+				PreConfig: func() {
+					task, err := vmObject(lab, "legacy-node").UpgradeVM(ctx, "vmx-13")
+					if err == nil {
+						err = task.Wait(ctx)
+					}
+					if err != nil {
+						t.Fatal(err)
+					}
+				},
+				Config: switches + nicOn(lab.VMUUID("legacy-node"), groupA, ""), PlanOnly: true,
+				ExpectError: wrapped(`(hardware version 13) offers PVRDMA protocol rocev1, not rocev2.`),
+			},
+			{
+				Config: switches + nicOn(lab.VMUUID("hpc-node-0"), `"`+standard+`"`, ""), PlanOnly: true,
+				ExpectError: wrapped(standard + ` (VM Network) is a standard network; PVRDMA adapters need a distributed port group`),
+			},
+			{
+				Config: switches + nicOn(lab.VMUUID("hpc-node-1"), groupA, ""), PlanOnly: true,
+				ExpectError: wrapped(`is powered on, and adding, removing or changing the protocol of a PVRDMA adapter needs it powered off. Power it off first, or set power_off_allowed = true`),
+			},
+		},
+	})
+	// A port group whose switch spans only one host of the cluster.
+	partial()
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config:   providerConfig(lab) + nicOn(lab.VMUUID("hpc-node-0"), `"`+partialGroup+`"`, ""),
+			PlanOnly: true,
+			ExpectError: wrapped(fmt.Sprintf(`Hosts %s of the cluster of virtual machine hpc-node-0 (%s) are not members of switch partial`,
+				strings.Join(lab.HostNames()[1:], ", "), lab.VMUUID("hpc-node-0"))),
+		}},
+	})
+}
+
+// On a running VM with power_off_allowed, the provider shuts the guest down,
+// adds the adapter and powers the VM back on; destroy does the same.
+func TestAccVMPVRDMANIC_powerCycle(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	vm := "hpc-node-1"
+	powerOn(t, lab, vm)
+	running := func(*terraform.State) error {
+		v, err := labService(lab).VM(context.Background(), lab.VMUUID(vm))
+		if err == nil && v.PowerState != "on" {
+			err = fmt.Errorf("%s is %s after the change, want on", vm, v.PowerState)
+		}
+		return err
+	}
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config: nicConfig(lab, lab.VMUUID(vm), "a", `  power_off_allowed = true`),
+				Check: resource.ComposeTestCheckFunc(running, func(*terraform.State) error {
+					if n := lab.Calls()["ShutdownGuest"]; n != 1 {
+						return fmt.Errorf("ShutdownGuest calls = %d, want 1", n)
+					}
+					return nil
+				}),
+			},
+			{
+				Config: nicConfig(lab, lab.VMUUID(vm), "a", "  power_off_allowed = true\n  device_protocol = \"rocev1\""),
+				Check:  running,
+			},
+		},
+		CheckDestroy: running,
+	})
+}
+
+// A reconfigure task that fails (once) adds nothing and records nothing; the
+// next apply adds exactly one adapter.
+func TestAccVMPVRDMANIC_failedReconfigure(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	vm := "hpc-node-0"
+	config := nicConfig(lab, lab.VMUUID(vm), "a", "")
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: switchesConfig(lab)},
+			{
+				PreConfig:   func() { lab.FailTaskOnce("ReconfigVM_Task", vm, &types.GenericVmConfigFault{Reason: "injected"}) },
+				Config:      config,
+				ExpectError: wrapped(`Cannot add a PVRDMA adapter to virtual machine`),
+			},
+			{
+				Config: config,
+				Check: func(*terraform.State) error {
+					v, err := labService(lab).VM(context.Background(), lab.VMUUID(vm))
+					if err != nil {
+						return err
+					}
+					n := 0
+					for _, a := range v.NetworkAdapters {
+						if a.Type == "vmxnet3vrdma" {
+							n++
+						}
+					}
+					if n != 1 {
+						return fmt.Errorf("%s has %d PVRDMA adapters, want 1", vm, n)
+					}
+					return nil
+				},
+			},
+		},
+	})
+}
+
+// Four adapters on one VM at Terraform's default parallelism: the provider
+// serializes the VM's reconfigures, and each carries only its own device.
+func TestAccVMPVRDMANIC_fourOnOneVM(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	config := switchesConfig(lab) + fmt.Sprintf(`
+resource "vspherehpc_vm_pvrdma_nic" "nic" {
+  count                     = 4
+  virtual_machine_id        = %q
+  distributed_port_group_id = count.index %% 2 == 0 ? vspherehpc_rdma_dvs.a.port_group_id : vspherehpc_rdma_dvs.b.port_group_id
+}
+`, lab.VMUUID("hpc-node-0"))
+	var checks []statecheck.StateCheck
+	for i := range 4 {
+		checks = append(checks, statecheck.ExpectKnownValue(fmt.Sprintf("%s[%d]", nicAddr, i), tfjsonpath.New("device_key"), knownvalue.NotNull()))
+	}
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config:            config,
+			ConfigStateChecks: checks,
+			Check: func(s *terraform.State) error {
+				keys := map[string]bool{}
+				for i := range 4 {
+					keys[s.RootModule().Resources[fmt.Sprintf("%s.%d", nicAddr, i)].Primary.Attributes["device_key"]] = true
+				}
+				if len(keys) != 4 {
+					return fmt.Errorf("device keys %v, want 4 distinct", keys)
+				}
+				return nil
+			},
+		}},
+	})
+}
