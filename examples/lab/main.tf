@@ -68,6 +68,22 @@ data "vspherehpc_virtual_machine" "node" {
   name          = "hpc-node-0"
 }
 
+# A PVRDMA adapter on each of two lab nodes (each keeps its regular vmxnet3
+# adapter first).
+data "vspherehpc_virtual_machine" "pvrdma_node" {
+  for_each = toset(["hpc-node-0", "hpc-node-1"])
+
+  datacenter_id = data.vspherehpc_datacenter.dc.id
+  name          = each.value
+}
+
+resource "vspherehpc_vm_pvrdma_nic" "node" {
+  for_each = data.vspherehpc_virtual_machine.pvrdma_node
+
+  virtual_machine_id        = each.value.id
+  distributed_port_group_id = vspherehpc_rdma_dvs.pvrdma.port_group_id
+}
+
 # Size the MMIO window for every passthrough-ready GPU of the node's host.
 locals {
   node_host = one([for h in data.vspherehpc_host.esx : h if h.id == data.vspherehpc_virtual_machine.node.host_system_id])
@@ -129,5 +145,12 @@ output "pvrdma_switch" {
     mtu           = vspherehpc_rdma_dvs.pvrdma.mtu
     port_group_id = vspherehpc_rdma_dvs.pvrdma.port_group_id
     uplinks       = { for h in vspherehpc_rdma_dvs.pvrdma.host : h.host_system_id => h.vmnic }
+  }
+}
+
+output "pvrdma_adapters" {
+  description = "The PVRDMA adapters: MAC, protocol, and N of pvrdmaDevices/<world>_<N>."
+  value = {
+    for name, n in vspherehpc_vm_pvrdma_nic.node : name => "${n.mac_address} ${n.device_protocol} index ${n.adapter_index}"
   }
 }
