@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -79,8 +80,10 @@ func (r *vmPVRDMANICResource) Schema(_ context.Context, _ resource.SchemaRequest
 				Required: true,
 				MarkdownDescription: "The VM's UUID (`vsphere_virtual_machine.id`) or managed object id (`vm-42`). The VM needs hardware " +
 					"version 13 or later. Changing it moves the adapter to another VM (replace).",
-				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
-				Validators:    []validator.String{stringvalidator.LengthAtLeast(1)},
+				// No RequiresReplace here: ModifyPlan replaces only when the id
+				// names another VM, not when the same VM's UUID and managed
+				// object id are swapped.
+				Validators: []validator.String{stringvalidator.LengthAtLeast(1)},
 			},
 			"distributed_port_group_id": schema.StringAttribute{
 				Required: true,
@@ -122,9 +125,8 @@ func (r *vmPVRDMANICResource) Schema(_ context.Context, _ resource.SchemaRequest
 			},
 			"adapter_index": schema.Int64Attribute{
 				Computed: true,
-				MarkdownDescription: "Position of the adapter among the VM's PVRDMA adapters, from 0: the N in the host's " +
-					"`vmkModules/vrdma/pvrdmaDevices/<world id>_<N>`, for troubleshooting with vsish.",
-				PlanModifiers: []planmodifier.Int64{int64planmodifier.UseStateForUnknown()},
+				MarkdownDescription: "Position of the adapter among the VM's PVRDMA adapters by device key, from 0. Removing another " +
+					"PVRDMA adapter of the VM can change it.",
 			},
 		},
 	}
@@ -138,23 +140,28 @@ func (r *vmPVRDMANICResource) Configure(_ context.Context, req resource.Configur
 // against the VM and the port group's switch, and refuses a change that
 // needs a running VM off unless power_off_allowed.
 func (r *vmPVRDMANICResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	if !r.client.Configured() {
-		return
-	}
 	var state *vmPVRDMANICModel
 	if !req.State.Raw.IsNull() {
 		state = &vmPVRDMANICModel{}
 		resp.Diagnostics.Append(req.State.Get(ctx, state)...)
 	}
 	if req.Plan.Raw.IsNull() {
-		if state != nil {
+		if state != nil && r.client.Configured() {
 			r.checkDestroy(ctx, state, &resp.Diagnostics)
 		}
 		return
 	}
 	var plan vmPVRDMANICModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() || plan.VirtualMachineID.IsUnknown() || plan.PortGroupID.IsUnknown() || plan.DeviceProtocol.IsUnknown() {
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if state != nil && !plan.VirtualMachineID.Equal(state.VirtualMachineID) &&
+		(plan.VirtualMachineID.IsUnknown() || !r.sameVM(ctx, state.VirtualMachineID.ValueString(), plan.VirtualMachineID.ValueString())) {
+		resp.RequiresReplace = append(resp.RequiresReplace, path.Root("virtual_machine_id"))
+		state = nil // planned as a new adapter on the other VM
+	}
+	if plan.VirtualMachineID.IsUnknown() || plan.PortGroupID.IsUnknown() || plan.DeviceProtocol.IsUnknown() || !r.client.Configured() {
 		return
 	}
 	protocolChange := state != nil && !plan.DeviceProtocol.Equal(state.DeviceProtocol)
@@ -184,7 +191,7 @@ func (r *vmPVRDMANICResource) ModifyPlan(ctx context.Context, req resource.Modif
 				"compatibility while it is powered off: with the vSphere provider, set hardware_version = %d (or later) on its "+
 				"vsphere_virtual_machine; in the vSphere Client, Actions > Compatibility > Upgrade VM Compatibility.",
 				vmName, p.VM.HardwareVersion, p.VM.HardwareVersion, vsphere.MinPVRDMAHardwareVersion, vsphere.MinPVRDMAHardwareVersion))
-	case !containsString(p.Protocols, protocol):
+	case !slices.Contains(p.Protocols, protocol):
 		resp.Diagnostics.AddAttributeError(path.Root("device_protocol"), "Protocol not offered",
 			fmt.Sprintf("Virtual machine %s (hardware version %d) offers PVRDMA protocol %s, not %s. Use one of those, or upgrade the "+
 				"VM's hardware version.", vmName, p.VM.HardwareVersion, orNone(p.Protocols), protocol))
@@ -210,9 +217,28 @@ func (r *vmPVRDMANICResource) ModifyPlan(ctx context.Context, req resource.Modif
 			fmt.Sprintf("Virtual machine %s already has a PVRDMA adapter on port group %s. Several PVRDMA adapters of a VM should be "+
 				"on separate networks.", vmName, p.PortGroupName))
 	}
-	if (state == nil || protocolChange) && p.VM.PowerState == "on" && !plan.PowerOffAllowed.ValueBool() {
-		resp.Diagnostics.AddAttributeError(path.Root("power_off_allowed"), "Virtual machine is powered on", vsphere.PowerOffNeeded(vmName)+".")
+	if state == nil || protocolChange {
+		switch {
+		case p.VM.PowerState == "suspended":
+			resp.Diagnostics.AddAttributeError(path.Root("virtual_machine_id"), "Virtual machine is suspended",
+				fmt.Sprintf("Virtual machine %s is suspended; resume it or power it off first.", vmName))
+		case p.VM.PowerState == "on" && !plan.PowerOffAllowed.ValueBool():
+			resp.Diagnostics.AddAttributeError(path.Root("power_off_allowed"), "Virtual machine is powered on", vsphere.PowerOffNeeded(vmName)+".")
+		}
 	}
+}
+
+// sameVM reports whether two VM ids (UUID or managed object id) name one VM.
+func (r *vmPVRDMANICResource) sameVM(ctx context.Context, a, b string) bool {
+	if !r.client.Configured() {
+		return false
+	}
+	ua, err := r.client.VMUUID(ctx, a)
+	if err != nil {
+		return false
+	}
+	ub, err := r.client.VMUUID(ctx, b)
+	return err == nil && ua == ub
 }
 
 // checkDestroy refuses, at plan time, to remove an adapter from a running
@@ -229,15 +255,6 @@ func (r *vmPVRDMANICResource) checkDestroy(ctx context.Context, state *vmPVRDMAN
 		diags.AddError("Virtual machine is powered on", vsphere.PowerOffNeeded(fmt.Sprintf("%s (%s)", vm.Name, state.VirtualMachineID.ValueString()))+
 			" (set it on the resource and apply before destroying).")
 	}
-}
-
-func containsString(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 func orNone(list []string) string {
@@ -333,6 +350,10 @@ func (r *vmPVRDMANICResource) Read(ctx context.Context, req resource.ReadRequest
 	}
 	vmID := r.vmRef(ctx, &state, req.Private, &resp.Diagnostics)
 	nic, err := r.client.PVRDMANIC(ctx, vmID, int32(state.DeviceKey.ValueInt64()))
+	if errors.Is(err, vsphere.ErrNotFound) && vmID != state.VirtualMachineID.ValueString() {
+		// The remembered managed object id may be stale (a re-registered VM).
+		nic, err = r.client.PVRDMANIC(ctx, state.VirtualMachineID.ValueString(), int32(state.DeviceKey.ValueInt64()))
+	}
 	if errors.Is(err, vsphere.ErrNotFound) {
 		tflog.Warn(ctx, "PVRDMA adapter or its VM is gone; removing it from state", map[string]any{"id": state.ID.ValueString()})
 		resp.State.RemoveResource(ctx)
@@ -363,11 +384,26 @@ func (r *vmPVRDMANICResource) Update(ctx context.Context, req resource.UpdateReq
 	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("mac_address"), &configMAC)...)
 	spec := plan.spec()
 	spec.MAC = configMAC.ValueString()
-	err := r.client.UpdatePVRDMANIC(ctx, vmID, key, spec, needsOff)
-	if err != nil {
-		resp.Diagnostics.Append(vsphereErrorDiag("Cannot change PVRDMA adapter "+state.ID.ValueString(), err))
-	}
 	plan.DeviceKey = state.DeviceKey
+	changed := !plan.PortGroupID.Equal(state.PortGroupID) || needsOff || !plan.StartConnected.Equal(state.StartConnected) ||
+		(spec.MAC != "" && spec.MAC != state.MACAddress.ValueString()) ||
+		(plan.ReserveAllMemory.ValueBool() && !state.ReserveAllMemory.ValueBool())
+	if !changed {
+		// Only provider-side settings (power_off_allowed, the id's spelling,
+		// no longer reserving memory): nothing to tell vCenter.
+		plan.ID, plan.MACAddress, plan.AdapterIndex = state.ID, state.MACAddress, state.AdapterIndex
+		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+		return
+	}
+	if err := r.client.UpdatePVRDMANIC(ctx, vmID, key, spec, needsOff); err != nil {
+		resp.Diagnostics.Append(vsphereErrorDiag("Cannot change PVRDMA adapter "+state.ID.ValueString(), err))
+		// Record what the adapter is now, if it can be read; else keep the prior state.
+		if nic, rerr := r.client.PVRDMANIC(ctx, vmID, key); rerr == nil {
+			nicToModel(nic, &plan)
+			resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+		}
+		return
+	}
 	r.readInto(ctx, &plan, vmID, resp.Private, &resp.State, &resp.Diagnostics)
 }
 

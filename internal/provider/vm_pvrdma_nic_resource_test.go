@@ -155,9 +155,21 @@ func TestAccVMPVRDMANIC_basic(t *testing.T) {
 				},
 			},
 			{
-				Config:            nicConfig(lab, lab.VMID(vm), "b", `  mac_address = "00:50:56:aa:bb:cc"`),
-				ConfigPlanChecks:  resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(nicAddr, plancheck.ResourceActionReplace)}},
+				Config:            nicConfig(lab, uuid, "b", `  mac_address = "00:50:56:aa:bb:cc"`),
+				ConfigPlanChecks:  resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(nicAddr, plancheck.ResourceActionUpdate)}},
 				ConfigStateChecks: []statecheck.StateCheck{statecheck.ExpectKnownValue(nicAddr, tfjsonpath.New("mac_address"), knownvalue.StringExact("00:50:56:aa:bb:cc"))},
+			},
+			{
+				// The same VM by its managed object id: an update of the
+				// spelling, not a new adapter.
+				Config:           nicConfig(lab, lab.VMID(vm), "b", `  mac_address = "00:50:56:aa:bb:cc"`),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(nicAddr, plancheck.ResourceActionUpdate)}},
+				Check: func(s *terraform.State) error {
+					if got := s.RootModule().Resources[nicAddr].Primary.Attributes["device_key"]; got != key {
+						return fmt.Errorf("device key %s, was %s: the adapter was replaced", got, key)
+					}
+					return nil
+				},
 			},
 		},
 	})
@@ -367,7 +379,12 @@ func TestAccVMPVRDMANIC_powerCycle(t *testing.T) {
 			},
 			{
 				Config: nicConfig(lab, lab.VMUUID(vm), "a", "  power_off_allowed = true\n  device_protocol = \"rocev1\""),
-				Check:  running,
+				Check: resource.ComposeTestCheckFunc(running, func(*terraform.State) error {
+					if n := lab.Calls()["ShutdownGuest"]; n != 2 {
+						return fmt.Errorf("ShutdownGuest calls = %d, want 2: a protocol change needs the VM off", n)
+					}
+					return nil
+				}),
 			},
 		},
 		CheckDestroy: running,
@@ -445,5 +462,37 @@ resource "vspherehpc_vm_pvrdma_nic" "nic" {
 				return nil
 			},
 		}},
+	})
+}
+
+// Removing the adapter from a running VM is refused at plan time unless
+// power_off_allowed; allowing it changes nothing in vCenter by itself.
+func TestAccVMPVRDMANIC_destroyOnARunningVM(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	vm := "hpc-node-0"
+	config := nicConfig(lab, lab.VMUUID(vm), "a", "")
+	var reconfigures int
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: config},
+			{
+				PreConfig:   func() { powerOn(t, lab, vm) },
+				Config:      switchesConfig(lab),
+				ExpectError: wrapped(`is powered on, and adding, removing or changing the protocol of a PVRDMA adapter needs it powered off`),
+			},
+			{
+				PreConfig: func() { reconfigures = lab.Calls()["ReconfigVM_Task"] },
+				Config:    nicConfig(lab, lab.VMUUID(vm), "a", "  power_off_allowed = true"),
+				Check: func(*terraform.State) error {
+					if n := lab.Calls()["ReconfigVM_Task"]; n != reconfigures {
+						return fmt.Errorf("%d reconfigures for a provider-side setting, want none", n-reconfigures)
+					}
+					return nil
+				},
+			},
+			{Config: switchesConfig(lab)},
+		},
 	})
 }

@@ -39,7 +39,6 @@ type PVRDMANIC struct {
 	VM             VMRef
 	Key            int32
 	PortGroupID    string // the port group's key, equal to its managed object id
-	SwitchUUID     string
 	DeviceProtocol string
 	StartConnected bool
 	MAC            string
@@ -53,9 +52,7 @@ type PVRDMAPlan struct {
 	VM                 VM
 	Protocols          []string // device protocols the VM's hardware version offers; nil when it offers no PVRDMA
 	PortGroupName      string
-	PortGroupKey       string
 	SwitchName         string
-	SwitchUUID         string
 	NotOnSwitch        []string // hosts of the VM's cluster that are not members of the switch
 	StandardNetwork    bool     // the id names a standard network, not a distributed port group
 	OtherPVRDMAOnGroup bool     // another PVRDMA adapter of the VM uses the same port group
@@ -66,22 +63,27 @@ type PVRDMAPlan struct {
 // resources sharing a VM never race on its configuration or power state.
 type vmLocks struct {
 	mu    sync.Mutex
-	locks map[string]*sync.Mutex
+	locks map[string]chan struct{}
 }
 
-func (l *vmLocks) lock(moid string) func() {
+// lock waits for the VM's lock, or for ctx to end.
+func (l *vmLocks) lock(ctx context.Context, moid string) (func(), error) {
 	l.mu.Lock()
 	if l.locks == nil {
-		l.locks = map[string]*sync.Mutex{}
+		l.locks = map[string]chan struct{}{}
 	}
-	m, ok := l.locks[moid]
+	ch, ok := l.locks[moid]
 	if !ok {
-		m = new(sync.Mutex)
-		l.locks[moid] = m
+		ch = make(chan struct{}, 1)
+		l.locks[moid] = ch
 	}
 	l.mu.Unlock()
-	m.Lock()
-	return m.Unlock
+	select {
+	case ch <- struct{}{}:
+		return func() { <-ch }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // CheckPVRDMANIC gathers what the plan of an adapter must be checked
@@ -136,7 +138,7 @@ func (c *Client) CheckPVRDMANIC(ctx context.Context, vmID, portGroupID string, k
 	if err != nil {
 		return nil, translate(op, err)
 	}
-	out.PortGroupName, out.PortGroupKey = pg.Name, pg.Key
+	out.PortGroupName = pg.Name
 	if pg.Config.DistributedVirtualSwitch == nil {
 		return out, nil
 	}
@@ -144,7 +146,7 @@ func (c *Client) CheckPVRDMANIC(ctx context.Context, vmID, portGroupID string, k
 	if err := retrieveOne(ctx, vc, *pg.Config.DistributedVirtualSwitch, []string{"name", "uuid", "summary.hostMember"}, &s); err != nil {
 		return nil, translate(op, err)
 	}
-	out.SwitchName, out.SwitchUUID = s.Name, s.Uuid
+	out.SwitchName = s.Name
 	if vm.Runtime.Host == nil {
 		return out, nil
 	}
@@ -241,7 +243,7 @@ func pvrdmaNIC(vm *mo.VirtualMachine, key int32, op string) (*PVRDMANIC, error) 
 			out.StartConnected = nic.Connectable.StartConnected
 		}
 		if b, ok := nic.Backing.(*types.VirtualEthernetCardDistributedVirtualPortBackingInfo); ok {
-			out.PortGroupID, out.SwitchUUID = b.Port.PortgroupKey, b.Port.SwitchUuid
+			out.PortGroupID = b.Port.PortgroupKey
 		}
 		if vm.Config.MemoryReservationLockedToMax != nil {
 			out.MemoryLocked = *vm.Config.MemoryReservationLockedToMax
@@ -315,17 +317,31 @@ func (c *Client) UpdatePVRDMANIC(ctx context.Context, vmID string, key int32, sp
 		return err
 	}
 	return c.changeVM(ctx, op, vmID, needsPowerOff, spec.PowerOffAllowed, func(vm *mo.VirtualMachine) (*types.VirtualMachineConfigSpec, error) {
-		current, err := pvrdmaNIC(vm, key, op)
-		if err != nil {
-			return nil, err
+		// Edit the device as it is, changing only what this resource
+		// manages: a device rebuilt from scratch would disconnect a running
+		// adapter and drop settings made elsewhere.
+		var dev *types.VirtualVmxnet3Vrdma
+		for _, d := range vm.Config.Hardware.Device {
+			if v, ok := d.(*types.VirtualVmxnet3Vrdma); ok && v.Key == key {
+				dev = v
+			}
 		}
-		nic.Key = key
-		if spec.MAC == "" { // keep the MAC and how it was assigned
-			nic.MacAddress, nic.AddressType = current.MAC, ""
+		if dev == nil {
+			return nil, notFound(op, "virtual machine %s has no PVRDMA adapter with device key %d", vm.Name, key)
+		}
+		card := dev.GetVirtualEthernetCard()
+		card.Backing = nic.Backing
+		dev.DeviceProtocol = spec.DeviceProtocol
+		if card.Connectable == nil {
+			card.Connectable = &types.VirtualDeviceConnectInfo{AllowGuestControl: true}
+		}
+		card.Connectable.StartConnected = spec.StartConnected
+		if spec.MAC != "" {
+			card.MacAddress, card.AddressType = spec.MAC, addressType(spec.MAC)
 		}
 		return &types.VirtualMachineConfigSpec{
 			DeviceChange: []types.BaseVirtualDeviceConfigSpec{&types.VirtualDeviceConfigSpec{
-				Operation: types.VirtualDeviceConfigSpecOperationEdit, Device: nic,
+				Operation: types.VirtualDeviceConfigSpecOperationEdit, Device: dev,
 			}},
 			MemoryReservationLockedToMax: lockMemory(vm, spec.ReserveAllMemory),
 		}, nil
@@ -406,8 +422,6 @@ func (c *Client) newPVRDMADevice(ctx context.Context, op string, spec PVRDMANICS
 // before.
 func (c *Client) changeVM(ctx context.Context, op, vmID string, needsPowerOff, powerOffAllowed bool,
 	build func(*mo.VirtualMachine) (*types.VirtualMachineConfigSpec, error), after func(vm *mo.VirtualMachine, before []int32)) error {
-	ctx, cancel := c.withTimeout(ctx)
-	defer cancel()
 	vc, err := c.vimClient(ctx)
 	if err != nil {
 		return err
@@ -416,7 +430,15 @@ func (c *Client) changeVM(ctx context.Context, op, vmID string, needsPowerOff, p
 	if err != nil {
 		return err
 	}
-	defer c.vms.lock(vm.Self.Value)()
+	// Waiting for another resource's change to the VM does not count against
+	// this change's timeout; the caller's own context still bounds it.
+	unlock, err := c.vms.lock(ctx, vm.Self.Value)
+	if err != nil {
+		return fmt.Errorf("%s: waiting for another change to %s: %w", op, vm.Name, err)
+	}
+	defer unlock()
+	ctx, cancel := c.withTimeout(ctx)
+	defer cancel()
 	// Read again under the lock: another resource may just have changed it.
 	if vm, err = c.vmForChange(ctx, vc, op, vm.Self.Value); err != nil {
 		return err
@@ -431,6 +453,9 @@ func (c *Client) changeVM(ctx context.Context, op, vmID string, needsPowerOff, p
 	}
 	obj := object.NewVirtualMachine(vc, vm.Self)
 	poweredOn := vm.Runtime.PowerState == types.VirtualMachinePowerStatePoweredOn
+	if needsPowerOff && vm.Runtime.PowerState == types.VirtualMachinePowerStateSuspended {
+		return &Error{Op: op, Kind: ErrInvalidState, Message: fmt.Sprintf("virtual machine %s is suspended; resume it or power it off first", vm.Name)}
+	}
 	if needsPowerOff && poweredOn {
 		if !powerOffAllowed {
 			return &Error{Op: op, Kind: ErrInvalidState, Message: PowerOffNeeded(vm.Name)}
@@ -454,11 +479,14 @@ func (c *Client) changeVM(ctx context.Context, op, vmID string, needsPowerOff, p
 		}
 	}
 	if needsPowerOff && poweredOn {
-		// Power back on whatever happened: the VM was running before.
-		c.log.Debug(ctx, "Powering the VM back on", map[string]any{"vm": vm.Name})
-		task, perr := obj.PowerOn(ctx)
+		// Power back on whatever happened, even past this change's deadline:
+		// the VM was running before.
+		pctx, pcancel := c.withTimeout(context.WithoutCancel(ctx))
+		defer pcancel()
+		c.log.Debug(pctx, "Powering the VM back on", map[string]any{"vm": vm.Name})
+		task, perr := obj.PowerOn(pctx)
 		if perr == nil {
-			_, perr = c.waitTask(ctx, op+": powering "+vm.Name+" back on", task)
+			_, perr = c.waitTask(pctx, op+": powering "+vm.Name+" back on", task)
 		}
 		if perr != nil {
 			return errors.Join(err, translate(op+": powering "+vm.Name+" back on", perr))

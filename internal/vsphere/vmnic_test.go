@@ -157,6 +157,22 @@ func TestPVRDMANICOnARunningVM(t *testing.T) {
 	if calls := lab.Calls(); calls["ShutdownGuest"] != 1 || calls["PowerOffVM_Task"] != 1 || calls["PowerOnVM_Task"] != 1 {
 		t.Fatalf("calls = %v, want a failed guest shutdown, a hard power-off and a power-on", calls)
 	}
+
+	// An edit on the running VM (no power cycle needed) keeps the adapter
+	// connected and its MAC.
+	pg2 := labSwitch(t, lab, c, "rdma2", "vmnic5", lab.HostNames())
+	spec.PortGroupID = pg2
+	if err := c.UpdatePVRDMANIC(ctx, lab.VMID(name), key, spec, false); err != nil {
+		t.Fatal(err)
+	}
+	devices, err := vm.Device(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := devices.FindByKey(key).(*types.VirtualVmxnet3Vrdma)
+	if edited.Connectable == nil || !edited.Connectable.Connected || edited.MacAddress != nic.MAC || edited.AddressType != "generated" {
+		t.Fatalf("edited adapter: connectable %+v, MAC %s (%s); want still connected with MAC %s", edited.Connectable, edited.MacAddress, edited.AddressType, nic.MAC)
+	}
 	if err := c.DeletePVRDMANIC(ctx, lab.VMID(name), key, true); err != nil {
 		t.Fatal(err)
 	}
