@@ -223,7 +223,7 @@ func (r *vmPVRDMANICResource) ModifyPlan(ctx context.Context, req resource.Modif
 			resp.Diagnostics.AddAttributeError(path.Root("virtual_machine_id"), "Virtual machine is suspended",
 				fmt.Sprintf("Virtual machine %s is suspended; resume it or power it off first.", vmName))
 		case p.VM.PowerState == "on" && !plan.PowerOffAllowed.ValueBool():
-			resp.Diagnostics.AddAttributeError(path.Root("power_off_allowed"), "Virtual machine is powered on", vsphere.PowerOffNeeded(vmName)+".")
+			resp.Diagnostics.AddAttributeError(path.Root("power_off_allowed"), "Virtual machine is powered on", vsphere.PowerOffNeeded(vmName, vsphere.WhatPVRDMANeedsOff)+".")
 		}
 	}
 }
@@ -252,7 +252,7 @@ func (r *vmPVRDMANICResource) checkDestroy(ctx context.Context, state *vmPVRDMAN
 		return // a VM that is gone or unreadable takes its adapter with it; the apply says more
 	}
 	if vm.PowerState == "on" {
-		diags.AddError("Virtual machine is powered on", vsphere.PowerOffNeeded(fmt.Sprintf("%s (%s)", vm.Name, state.VirtualMachineID.ValueString()))+
+		diags.AddError("Virtual machine is powered on", vsphere.PowerOffNeeded(fmt.Sprintf("%s (%s)", vm.Name, state.VirtualMachineID.ValueString()), vsphere.WhatPVRDMANeedsOff)+
 			" (set it on the resource and apply before destroying).")
 	}
 }

@@ -451,6 +451,24 @@ func (c *Client) changeVM(ctx context.Context, op, vmID string, needsPowerOff, p
 	for _, dev := range vm.Config.Hardware.Device {
 		before = append(before, dev.GetVirtualDevice().Key)
 	}
+	if err := c.reconfigureVM(ctx, vc, op, WhatPVRDMANeedsOff, vm, *spec, needsPowerOff, powerOffAllowed); err != nil {
+		return err
+	}
+	if after != nil {
+		var done mo.VirtualMachine
+		if err := retrieveOne(ctx, vc, vm.Self, []string{"config.hardware.device"}, &done); err != nil {
+			return translate(op, err)
+		}
+		after(&done, before)
+	}
+	return nil
+}
+
+// reconfigureVM applies spec to a VM read under its lock. When needsPowerOff
+// and the VM runs, it refuses unless powerOffAllowed; then it shuts the
+// guest down (bounded, then a hard power-off), reconfigures and powers the
+// VM back on, also when the reconfigure failed.
+func (c *Client) reconfigureVM(ctx context.Context, vc *vim25.Client, op, what string, vm *mo.VirtualMachine, spec types.VirtualMachineConfigSpec, needsPowerOff, powerOffAllowed bool) error {
 	obj := object.NewVirtualMachine(vc, vm.Self)
 	poweredOn := vm.Runtime.PowerState == types.VirtualMachinePowerStatePoweredOn
 	if needsPowerOff && vm.Runtime.PowerState == types.VirtualMachinePowerStateSuspended {
@@ -458,25 +476,17 @@ func (c *Client) changeVM(ctx context.Context, op, vmID string, needsPowerOff, p
 	}
 	if needsPowerOff && poweredOn {
 		if !powerOffAllowed {
-			return &Error{Op: op, Kind: ErrInvalidState, Message: PowerOffNeeded(vm.Name)}
+			return &Error{Op: op, Kind: ErrInvalidState, Message: PowerOffNeeded(vm.Name, what)}
 		}
 		if err := c.powerOff(ctx, op, obj, vm.Name); err != nil {
 			return err
 		}
 	}
-	task, err := obj.Reconfigure(ctx, *spec)
+	task, err := obj.Reconfigure(ctx, spec)
 	if err == nil {
 		_, err = c.waitTask(ctx, op, task)
 	} else {
 		err = translate(op, err)
-	}
-	if err == nil && after != nil {
-		var done mo.VirtualMachine
-		if rerr := retrieveOne(ctx, vc, vm.Self, []string{"config.hardware.device"}, &done); rerr != nil {
-			err = translate(op, rerr)
-		} else {
-			after(&done, before)
-		}
 	}
 	if needsPowerOff && poweredOn {
 		// Power back on whatever happened, even past this change's deadline:
@@ -496,11 +506,17 @@ func (c *Client) changeVM(ctx context.Context, op, vmID string, needsPowerOff, p
 }
 
 // PowerOffNeeded says why a change was refused on a running VM.
-func PowerOffNeeded(vmName string) string {
-	return fmt.Sprintf("virtual machine %s is powered on, and adding, removing or changing the protocol of a PVRDMA adapter needs it "+
-		"powered off. Power it off first, or set power_off_allowed = true to let the provider shut the guest down, make the "+
-		"change and power it back on", vmName)
+// what says what needs the VM off, e.g. WhatPVRDMANeedsOff.
+func PowerOffNeeded(vmName, what string) string {
+	return fmt.Sprintf("virtual machine %s is powered on, and %s needs it powered off. Power it off first, or set "+
+		"power_off_allowed = true to let the provider shut the guest down, make the change and power it back on", vmName, what)
 }
+
+// What needs a VM powered off, for PowerOffNeeded.
+const (
+	WhatPVRDMANeedsOff = "adding, removing or changing the protocol of a PVRDMA adapter"
+	WhatGPUsNeedOff    = "attaching or detaching GPUs, or switching the firmware to EFI"
+)
 
 // powerOff shuts the guest down and waits, bounded; then powers off hard.
 func (c *Client) powerOff(ctx context.Context, op string, vm *object.VirtualMachine, name string) error {
