@@ -84,6 +84,19 @@ resource "vspherehpc_vm_pvrdma_nic" "node" {
   distributed_port_group_id = vspherehpc_rdma_dvs.pvrdma.port_group_id
 }
 
+# hpc-node-1 becomes a GPU node: its host's two H100 (80 GB each), EFI, and
+# the MMIO window computed from them.
+resource "vspherehpc_vm_gpu_mmio" "gpu_node" {
+  virtual_machine_id = data.vspherehpc_virtual_machine.pvrdma_node["hpc-node-1"].id
+
+  gpu {
+    pci_id = "0000:3b:00.0"
+  }
+  gpu {
+    pci_id = "0000:5e:00.0"
+  }
+}
+
 # Size the MMIO window for every passthrough-ready GPU of the node's host.
 locals {
   node_host = one([for h in data.vspherehpc_host.esx : h if h.id == data.vspherehpc_virtual_machine.node.host_system_id])
@@ -152,5 +165,15 @@ output "pvrdma_adapters" {
   description = "The PVRDMA adapters: MAC, protocol, and N of pvrdmaDevices/<world>_<N>."
   value = {
     for name, n in vspherehpc_vm_pvrdma_nic.node : name => "${n.mac_address} ${n.device_protocol} index ${n.adapter_index}"
+  }
+}
+
+output "gpu_node" {
+  description = "The GPU node's passthrough setup."
+  value = {
+    gpus                = [for g in vspherehpc_vm_gpu_mmio.gpu_node.gpu : g.pci_id]
+    total_gpu_memory_gb = vspherehpc_vm_gpu_mmio.gpu_node.total_gpu_memory_gb
+    mmio_size_gb        = vspherehpc_vm_gpu_mmio.gpu_node.mmio_size_gb
+    firmware            = vspherehpc_vm_gpu_mmio.gpu_node.firmware
   }
 }

@@ -66,6 +66,12 @@ func SizeGB(totalGB float64) (int64, error) {
 	return size, nil
 }
 
+// IsPowerOfTwo reports whether n is a positive power of two, as vSphere
+// requires of the MMIO window.
+func IsPowerOfTwo(n int64) bool {
+	return n > 0 && n&(n-1) == 0
+}
+
 // ExtraConfig returns the VM advanced settings that enable a 64-bit MMIO
 // window of sizeGB.
 func ExtraConfig(sizeGB int64) map[string]string {

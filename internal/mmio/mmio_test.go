@@ -107,3 +107,12 @@ func repeat(n int, gb float64) []float64 {
 	}
 	return out
 }
+
+func TestIsPowerOfTwo(t *testing.T) {
+	t.Parallel()
+	for n, want := range map[int64]bool{-4: false, 0: false, 1: true, 2: true, 3: false, 96: false, 128: true} {
+		if got := IsPowerOfTwo(n); got != want {
+			t.Errorf("IsPowerOfTwo(%d) = %v, want %v", n, got, want)
+		}
+	}
+}

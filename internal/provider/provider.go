@@ -217,6 +217,7 @@ func (p *vspherehpcProvider) Resources(_ context.Context) []func() resource.Reso
 		NewHostPVRDMASettingsResource,
 		NewRDMADVSResource,
 		NewVMPVRDMANICResource,
+		NewVMGPUMMIOResource,
 	}
 }
 

@@ -1,0 +1,23 @@
+data "vspherehpc_host" "esx01" {
+  datacenter_id = data.vspherehpc_datacenter.dc.id
+  name          = "esx01.example.com"
+}
+
+# Two free, passthrough-ready GPUs of the VM's host. The VM's guest OS is
+# installed after this apply, under EFI.
+resource "vspherehpc_vm_gpu_mmio" "gpu_node" {
+  virtual_machine_id = vsphere_virtual_machine.gpu_node.id
+
+  dynamic "gpu" {
+    for_each = slice([for g in data.vspherehpc_host.esx01.gpus : g.pci_id if g.passthrough_active && length(g.used_by) == 0], 0, 2)
+    content {
+      pci_id = gpu.value
+    }
+  }
+
+  power_off_allowed = true
+}
+
+output "mmio_size_gb" {
+  value = vspherehpc_vm_gpu_mmio.gpu_node.mmio_size_gb # 512 for two 80 GB GPUs
+}

@@ -1,0 +1,552 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/boolplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/float64planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/mmio"
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vsphere"
+)
+
+var (
+	_ resource.Resource                   = (*vmGPUMMIOResource)(nil)
+	_ resource.ResourceWithConfigure      = (*vmGPUMMIOResource)(nil)
+	_ resource.ResourceWithImportState    = (*vmGPUMMIOResource)(nil)
+	_ resource.ResourceWithModifyPlan     = (*vmGPUMMIOResource)(nil)
+	_ resource.ResourceWithValidateConfig = (*vmGPUMMIOResource)(nil)
+)
+
+// privateExtraConfig is the private-state key holding the MMIO extraConfig
+// values the VM had before, which destroy puts back.
+const privateExtraConfig = "extra_config_before"
+
+type vmGPUMMIOResource struct {
+	client *vsphere.Client
+}
+
+type vmGPUMMIOModel struct {
+	ID                  types.String  `tfsdk:"id"`
+	VirtualMachineID    types.String  `tfsdk:"virtual_machine_id"`
+	GPU                 types.List    `tfsdk:"gpu"`
+	MMIOSizeGB          types.Int64   `tfsdk:"mmio_size_gb"`
+	TotalGPUMemoryGB    types.Float64 `tfsdk:"total_gpu_memory_gb"`
+	Firmware            types.String  `tfsdk:"firmware"`
+	Use64bitMMIO        types.Bool    `tfsdk:"use_64bit_mmio"`
+	MemoryLockedToMax   types.Bool    `tfsdk:"memory_reservation_locked_to_max"`
+	AllowFirmwareChange types.Bool    `tfsdk:"allow_firmware_change"`
+	PowerOffAllowed     types.Bool    `tfsdk:"power_off_allowed"`
+}
+
+type gpuBlockModel struct {
+	PCIID    types.String `tfsdk:"pci_id"`
+	VendorID types.String `tfsdk:"vendor_id"`
+	DeviceID types.String `tfsdk:"device_id"`
+}
+
+var gpuBlockType = types.ObjectType{AttrTypes: map[string]attr.Type{
+	"pci_id": types.StringType, "vendor_id": types.StringType, "device_id": types.StringType,
+}}
+
+func (g gpuBlockModel) request() vsphere.GPURequest {
+	return vsphere.GPURequest{PCIID: g.PCIID.ValueString(), VendorID: g.VendorID.ValueString(), DeviceID: g.DeviceID.ValueString()}
+}
+
+func (g gpuBlockModel) String() string {
+	if id := g.PCIID.ValueString(); id != "" {
+		return id
+	}
+	return g.VendorID.ValueString() + ":" + g.DeviceID.ValueString()
+}
+
+// NewVMGPUMMIOResource is the vspherehpc_vm_gpu_mmio resource.
+func NewVMGPUMMIOResource() resource.Resource {
+	return &vmGPUMMIOResource{}
+}
+
+func (r *vmGPUMMIOResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_vm_gpu_mmio"
+}
+
+var (
+	pciIDPattern = regexp.MustCompile(`^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$`)
+	hexIDPattern = regexp.MustCompile(`^[0-9a-f]{4}$`)
+)
+
+func (r *vmGPUMMIOResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "Makes a VM ready for GPU passthrough in one reconfigure: EFI firmware, `pciPassthru.use64bitMMIO = TRUE`, " +
+			"`pciPassthru.64bitMMIOSizeGB` sized for its GPUs, all guest memory reserved, and the GPUs themselves. One per VM.",
+		Attributes: map[string]schema.Attribute{
+			"id": schema.StringAttribute{
+				Computed: true, MarkdownDescription: "The VM's UUID.",
+				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+			},
+			"virtual_machine_id": schema.StringAttribute{
+				Required:            true,
+				MarkdownDescription: "The VM's UUID (`vsphere_virtual_machine.id`) or managed object id (`vm-42`).",
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
+				Validators:          []validator.String{stringvalidator.LengthAtLeast(1)},
+			},
+			"mmio_size_gb": schema.Int64Attribute{
+				Optional: true, Computed: true,
+				MarkdownDescription: "`pciPassthru.64bitMMIOSizeGB`. Computed from the GPUs' memory by the `vspherehpc_mmio_size` rule " +
+					"(the smallest power of two at least twice the total) unless given; a given size must be a power of two and not below the rule's.",
+				PlanModifiers: []planmodifier.Int64{int64planmodifier.UseStateForUnknown()},
+			},
+			"total_gpu_memory_gb": schema.Float64Attribute{
+				Computed: true, MarkdownDescription: "Total framebuffer memory of the GPUs, as their hosts report it.",
+				PlanModifiers: []planmodifier.Float64{float64planmodifier.UseStateForUnknown()},
+			},
+			"firmware": schema.StringAttribute{
+				Computed: true, MarkdownDescription: "Always `efi`; a change made in vCenter shows as drift.",
+				PlanModifiers: []planmodifier.String{alwaysString("efi")},
+			},
+			"use_64bit_mmio": schema.BoolAttribute{
+				Computed: true, MarkdownDescription: "Whether `pciPassthru.use64bitMMIO` is TRUE (in any case); always planned true.",
+				PlanModifiers: []planmodifier.Bool{alwaysBool(true)},
+			},
+			"memory_reservation_locked_to_max": schema.BoolAttribute{
+				Computed: true, MarkdownDescription: "Whether all guest memory is reserved, as passthrough needs; always planned true.",
+				PlanModifiers: []planmodifier.Bool{alwaysBool(true)},
+			},
+			"allow_firmware_change": schema.BoolAttribute{
+				Optional: true, Computed: true, Default: booldefault.StaticBool(false),
+				MarkdownDescription: "Allow switching a VM that already has a guest OS from BIOS to EFI. Off by default: a guest " +
+					"installed under BIOS does not boot under EFI; install the OS after the switch.",
+			},
+			"power_off_allowed": schema.BoolAttribute{
+				Optional: true, Computed: true, Default: booldefault.StaticBool(false),
+				MarkdownDescription: "Attaching or detaching GPUs and switching to EFI need the VM powered off. With `true` the provider " +
+					"shuts the guest down, makes the change and powers the VM back on; with `false` (default) the plan fails on a running VM.",
+				PlanModifiers: []planmodifier.Bool{boolplanmodifier.UseStateForUnknown()},
+			},
+		},
+		Blocks: map[string]schema.Block{
+			"gpu": schema.ListNestedBlock{
+				MarkdownDescription: "A GPU to pass through: a PCI id on the VM's host, or (dynamic DirectPath) a vendor and device id.",
+				NestedObject: schema.NestedBlockObject{Attributes: map[string]schema.Attribute{
+					"pci_id": schema.StringAttribute{
+						Optional: true, MarkdownDescription: "PCI id on the VM's host, e.g. `0000:3b:00.0` (`vspherehpc_host`'s `gpus`).",
+						Validators: []validator.String{stringvalidator.RegexMatches(pciIDPattern, "must be a PCI id such as 0000:3b:00.0")},
+					},
+					"vendor_id": schema.StringAttribute{
+						Optional: true, MarkdownDescription: "Dynamic DirectPath: PCI vendor id, four hex digits (`10de` for NVIDIA).",
+						Validators: []validator.String{stringvalidator.RegexMatches(hexIDPattern, "must be four lower-case hex digits, such as 10de")},
+					},
+					"device_id": schema.StringAttribute{
+						Optional: true, MarkdownDescription: "Dynamic DirectPath: PCI device id, four hex digits.",
+						Validators: []validator.String{stringvalidator.RegexMatches(hexIDPattern, "must be four lower-case hex digits, such as 2330")},
+					},
+				}},
+			},
+		},
+	}
+}
+
+func (r *vmGPUMMIOResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
+	r.client = clientFrom(req.ProviderData, &resp.Diagnostics)
+}
+
+// ValidateConfig: each GPU is a PCI id or a vendor and device id, and no
+// PCI id is given twice (the seed's silent failure: the VM does not boot).
+func (r *vmGPUMMIOResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
+	var gpus types.List
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("gpu"), &gpus)...)
+	if resp.Diagnostics.HasError() || gpus.IsUnknown() || gpus.IsNull() {
+		return
+	}
+	var list []gpuBlockModel
+	resp.Diagnostics.Append(gpus.ElementsAs(ctx, &list, true)...)
+	seen := map[string]bool{}
+	for i, g := range list {
+		at := path.Root("gpu").AtListIndex(i)
+		if g.PCIID.IsUnknown() || g.VendorID.IsUnknown() || g.DeviceID.IsUnknown() {
+			continue
+		}
+		static, dynamic := !g.PCIID.IsNull(), !g.VendorID.IsNull() || !g.DeviceID.IsNull()
+		switch {
+		case static == dynamic || (dynamic && (g.VendorID.IsNull() || g.DeviceID.IsNull())):
+			resp.Diagnostics.AddAttributeError(at, "Invalid GPU",
+				"Give a GPU either as pci_id (a device on the VM's host) or as vendor_id and device_id (dynamic DirectPath), not both.")
+		case static && seen[g.PCIID.ValueString()]:
+			resp.Diagnostics.AddAttributeError(at, "GPU listed twice",
+				fmt.Sprintf("GPU %s is listed twice. A VM given the same GPU twice does not boot, with no error: list it once.", g.PCIID.ValueString()))
+		}
+		seen[g.PCIID.ValueString()] = true
+	}
+}
+
+func (r *vmGPUMMIOResource) gpus(ctx context.Context, l types.List, diags *diag.Diagnostics) []gpuBlockModel {
+	var list []gpuBlockModel
+	if !l.IsNull() && !l.IsUnknown() {
+		diags.Append(l.ElementsAs(ctx, &list, false)...)
+	}
+	return list
+}
+
+// ModifyPlan checks the GPUs against the VM's host, computes the MMIO size,
+// and refuses a firmware switch under an installed guest and a change that
+// needs a running VM off.
+func (r *vmGPUMMIOResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if !r.client.Configured() {
+		return
+	}
+	var state *vmGPUMMIOModel
+	if !req.State.Raw.IsNull() {
+		state = &vmGPUMMIOModel{}
+		resp.Diagnostics.Append(req.State.Get(ctx, state)...)
+	}
+	if req.Plan.Raw.IsNull() {
+		if state != nil && !state.PowerOffAllowed.ValueBool() && len(r.gpus(ctx, state.GPU, &resp.Diagnostics)) > 0 {
+			if vm, err := r.client.VM(ctx, state.VirtualMachineID.ValueString()); err == nil && vm.PowerState == "on" {
+				resp.Diagnostics.AddError("Virtual machine is powered on", vsphere.PowerOffNeeded(vm.Name, vsphere.WhatGPUsNeedOff)+
+					" (set it on the resource and apply before destroying).")
+			}
+		}
+		return
+	}
+	var plan, config vmGPUMMIOModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	resp.Diagnostics.Append(req.Config.Get(ctx, &config)...)
+	if resp.Diagnostics.HasError() || plan.VirtualMachineID.IsUnknown() || plan.GPU.IsUnknown() || plan.MMIOSizeGB.IsUnknown() && !config.MMIOSizeGB.IsNull() {
+		return
+	}
+	if state != nil && plan.GPU.Equal(state.GPU) && state.Firmware.ValueString() == "efi" && state.TotalGPUMemoryGB.ValueFloat64() > 0 {
+		// Same GPUs: size the window from the recorded total, no vCenter call.
+		r.checkSize(ctx, config.MMIOSizeGB, state.TotalGPUMemoryGB.ValueFloat64(), true, true, resp)
+		return
+	}
+	vmID := plan.VirtualMachineID.ValueString()
+	p, err := r.client.CheckGPUMMIO(ctx, vmID)
+	if errors.Is(err, vsphere.ErrNotFound) {
+		resp.Diagnostics.AddWarning("Virtual machine not found", err.Error()+". The apply will fail unless it exists by then.")
+		return
+	}
+	if err != nil {
+		resp.Diagnostics.Append(vsphereErrorDiag("Cannot check GPU passthrough", err))
+		return
+	}
+	vmName := fmt.Sprintf("%s (%s)", p.VM.Name, vmID)
+	gpus := r.gpus(ctx, plan.GPU, &resp.Diagnostics)
+	total, known := 0.0, true
+	for i, g := range gpus {
+		gb, ok := r.checkGPU(ctx, p, g, path.Root("gpu").AtListIndex(i), vmName, &resp.Diagnostics)
+		total += gb
+		known = known && ok
+	}
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("total_gpu_memory_gb"), total)...)
+	r.checkSize(ctx, config.MMIOSizeGB, total, known, len(gpus) > 0, resp)
+
+	if p.VM.Firmware != "efi" && (p.VM.GuestFamily != "" || p.VM.GuestFullName != "") && !plan.AllowFirmwareChange.ValueBool() {
+		resp.Diagnostics.AddAttributeError(path.Root("allow_firmware_change"), "Guest OS installed under BIOS",
+			fmt.Sprintf("Virtual machine %s has firmware %s and a guest OS (%s). GPU passthrough needs EFI, but a guest installed "+
+				"under BIOS does not boot after the switch: install the OS after switching to EFI, or set allow_firmware_change = true "+
+				"if the guest can boot EFI.", vmName, p.VM.Firmware, strings.TrimSpace(p.VM.GuestFullName+" "+p.VM.GuestFamily)))
+	}
+	needsOff := p.VM.Firmware != "efi" || !sameGPUs(gpus, p.VM.PCIPassthroughs)
+	if needsOff && p.VM.PowerState == "on" && !plan.PowerOffAllowed.ValueBool() {
+		resp.Diagnostics.AddAttributeError(path.Root("power_off_allowed"), "Virtual machine is powered on",
+			vsphere.PowerOffNeeded(vmName, vsphere.WhatGPUsNeedOff)+".")
+	}
+}
+
+// checkGPU checks one GPU against the VM's host and returns its memory.
+func (r *vmGPUMMIOResource) checkGPU(ctx context.Context, p *vsphere.GPUPlan, g gpuBlockModel, at path.Path, vmName string, diags *diag.Diagnostics) (float64, bool) {
+	if g.PCIID.IsNull() {
+		for _, h := range p.HostGPUs {
+			if h.VendorID == g.VendorID.ValueString() && h.DeviceID == g.DeviceID.ValueString() && h.PassthroughActive {
+				return h.MemoryGB, h.MemoryGB > 0
+			}
+		}
+		diags.AddAttributeError(at, "No such GPU for dynamic DirectPath",
+			fmt.Sprintf("Host %s of virtual machine %s has no passthrough-active GPU with vendor id %s and device id %s.",
+				p.HostName, vmName, g.VendorID.ValueString(), g.DeviceID.ValueString()))
+		return 0, false
+	}
+	id := g.PCIID.ValueString()
+	for _, h := range p.HostGPUs {
+		if h.PCIID != id {
+			continue
+		}
+		if !h.PassthroughActive {
+			diags.AddAttributeError(at, "GPU not enabled for passthrough",
+				fmt.Sprintf("GPU %s (%s) on host %s is not active for passthrough. Enable it (host > Configure > Hardware > PCI Devices "+
+					"> Toggle passthrough; older ESXi versions then need a reboot), or choose another GPU.", id, h.DeviceName, p.HostName))
+		}
+		for _, u := range h.VMs {
+			if u.MOID != p.VM.MOID {
+				state := "powered off"
+				if u.PoweredOn {
+					state = "powered on"
+				}
+				diags.AddAttributeError(at, "GPU in use by another VM",
+					fmt.Sprintf("GPU %s on host %s is already configured on virtual machine %s (%s). Two VMs with the same GPU cannot "+
+						"both run, and the second does not boot, with no error: remove it there or choose another GPU.", id, p.HostName, u.Name, state))
+			}
+		}
+		return h.MemoryGB, h.MemoryGB > 0
+	}
+	where := "no host of its cluster has it"
+	if host, err := r.client.HostWithGPU(ctx, p.VM.HostID, id); err == nil && host != "" {
+		where = "it is on host " + host
+	}
+	diags.AddAttributeError(at, "GPU not on the VM's host",
+		fmt.Sprintf("Virtual machine %s runs on host %s, which has no GPU %s; %s. A VM can only pass through its own host's GPUs.", vmName, p.HostName, id, where))
+	return 0, false
+}
+
+// checkSize plans the MMIO size: the rule's when none is given, else the
+// given one if it is a power of two and not below the rule's.
+func (r *vmGPUMMIOResource) checkSize(ctx context.Context, given types.Int64, total float64, known, anyGPU bool, resp *resource.ModifyPlanResponse) {
+	at := path.Root("mmio_size_gb")
+	var rule int64
+	if anyGPU && known {
+		var err error
+		if rule, err = mmio.SizeGB(total); err != nil {
+			resp.Diagnostics.AddAttributeError(at, "Cannot size the MMIO window", err.Error())
+			return
+		}
+	}
+	switch {
+	case given.IsNull() && rule == 0 && anyGPU:
+		resp.Diagnostics.AddAttributeError(at, "GPU memory unknown",
+			"The host does not report the memory of every GPU listed, so the MMIO size cannot be computed: set mmio_size_gb "+
+				"(vspherehpc_mmio_size computes it from the GPUs' memory).")
+	case given.IsNull() && !anyGPU:
+		resp.Diagnostics.AddAttributeError(at, "Nothing to size the MMIO window from",
+			"List the VM's GPUs in gpu blocks, or set mmio_size_gb for GPUs attached by other means.")
+	case given.IsNull():
+		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, at, rule)...)
+	case !mmio.IsPowerOfTwo(given.ValueInt64()):
+		resp.Diagnostics.AddAttributeError(at, "MMIO size not a power of two",
+			fmt.Sprintf("mmio_size_gb = %d is not a power of two; vSphere needs one (e.g. %d).", given.ValueInt64(), max(rule, 64)))
+	case given.ValueInt64() < rule:
+		resp.Diagnostics.AddAttributeError(at, "MMIO size too small",
+			fmt.Sprintf("mmio_size_gb = %d is below %d, what %s GB of GPU memory needs (the smallest power of two at least twice "+
+				"the total). Too small a window and the VM does not boot, with no error: use %d or more.", given.ValueInt64(), rule, mmio.FormatGB(total), rule))
+	}
+}
+
+// sameGPUs reports whether the requested GPUs are those the VM has.
+func sameGPUs(want []gpuBlockModel, have []vsphere.PCIPassthrough) bool {
+	if len(want) != len(have) {
+		return false
+	}
+	used := make([]bool, len(have))
+	for _, w := range want {
+		found := false
+		for i, h := range have {
+			if !used[i] && gpuMatches(w, h) {
+				used[i], found = true, true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+func gpuMatches(w gpuBlockModel, h vsphere.PCIPassthrough) bool {
+	if w.PCIID.IsNull() {
+		return h.Dynamic && h.VendorID == w.VendorID.ValueString() && h.DeviceID == w.DeviceID.ValueString()
+	}
+	return !h.Dynamic && h.PCIID == w.PCIID.ValueString()
+}
+
+func (r *vmGPUMMIOResource) spec(ctx context.Context, m *vmGPUMMIOModel, diags *diag.Diagnostics) vsphere.GPUMMIOSpec {
+	spec := vsphere.GPUMMIOSpec{MMIOSizeGB: m.MMIOSizeGB.ValueInt64(), PowerOffAllowed: m.PowerOffAllowed.ValueBool()}
+	for _, g := range r.gpus(ctx, m.GPU, diags) {
+		spec.GPUs = append(spec.GPUs, g.request())
+	}
+	return spec
+}
+
+func (r *vmGPUMMIOResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	var plan vmGPUMMIOModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	vmID := plan.VirtualMachineID.ValueString()
+	before, err := r.client.GPUMMIO(ctx, vmID)
+	if err != nil {
+		resp.Diagnostics.Append(vsphereErrorDiag("Cannot read virtual machine "+vmID, err))
+		return
+	}
+	resp.Diagnostics.Append(setPrivateJSON(ctx, resp.Private, privateExtraConfig, before.ExtraConfig)...)
+	if err := r.client.ApplyGPUMMIO(ctx, vmID, r.spec(ctx, &plan, &resp.Diagnostics)); err != nil {
+		// One reconfigure: when it fails, the VM is as it was.
+		resp.Diagnostics.Append(vsphereErrorDiag("Cannot set up GPU passthrough on virtual machine "+vmID, err))
+		return
+	}
+	tflog.Debug(ctx, "Set up GPU passthrough", map[string]any{"virtual_machine_id": vmID, "mmio_size_gb": plan.MMIOSizeGB.ValueInt64()})
+	r.read(ctx, &plan, &resp.State, &resp.Diagnostics)
+}
+
+// read reads the VM into m, keeping m's GPU order, and sets state.
+func (r *vmGPUMMIOResource) read(ctx context.Context, m *vmGPUMMIOModel, state stateSetter, diags *diag.Diagnostics) {
+	got, err := r.client.GPUMMIO(ctx, m.VirtualMachineID.ValueString())
+	if err != nil {
+		diags.Append(vsphereErrorDiag("Cannot read virtual machine "+m.VirtualMachineID.ValueString(), err))
+		return
+	}
+	diags.Append(gpuMMIOToModel(ctx, got, m)...)
+	diags.Append(state.Set(ctx, m)...)
+}
+
+func gpuMMIOToModel(ctx context.Context, got *vsphere.GPUMMIO, m *vmGPUMMIOModel) diag.Diagnostics {
+	var diags diag.Diagnostics
+	m.ID = types.StringValue(strings.ToLower(got.VM.ID))
+	m.Firmware = types.StringValue(got.Firmware)
+	m.Use64bitMMIO = types.BoolValue(got.Use64bitMMIO)
+	m.MemoryLockedToMax = types.BoolValue(got.MemoryLocked)
+	m.MMIOSizeGB = types.Int64Value(got.MMIOSizeGB)
+	if m.TotalGPUMemoryGB.IsUnknown() || m.TotalGPUMemoryGB.IsNull() {
+		m.TotalGPUMemoryGB = types.Float64Value(0) // known at the next plan
+	}
+	for _, b := range []*types.Bool{&m.AllowFirmwareChange, &m.PowerOffAllowed} {
+		if b.IsNull() || b.IsUnknown() {
+			*b = types.BoolValue(false)
+		}
+	}
+	// Keep the configured order for GPUs still there; append the others.
+	var prior []gpuBlockModel
+	if !m.GPU.IsNull() && !m.GPU.IsUnknown() {
+		diags.Append(m.GPU.ElementsAs(ctx, &prior, false)...)
+	}
+	used := make([]bool, len(got.GPUs))
+	var blocks []gpuBlockModel
+	for _, p := range prior {
+		for i, h := range got.GPUs {
+			if !used[i] && gpuMatches(p, h) {
+				used[i] = true
+				blocks = append(blocks, p)
+				break
+			}
+		}
+	}
+	for i, h := range got.GPUs {
+		if used[i] {
+			continue
+		}
+		if h.Dynamic {
+			blocks = append(blocks, gpuBlockModel{PCIID: types.StringNull(), VendorID: types.StringValue(h.VendorID), DeviceID: types.StringValue(h.DeviceID)})
+		} else {
+			blocks = append(blocks, gpuBlockModel{PCIID: types.StringValue(h.PCIID), VendorID: types.StringNull(), DeviceID: types.StringNull()})
+		}
+	}
+	list, ds := types.ListValueFrom(ctx, gpuBlockType, blocks)
+	diags.Append(ds...)
+	m.GPU = list
+	return diags
+}
+
+func (r *vmGPUMMIOResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	var state vmGPUMMIOModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	got, err := r.client.GPUMMIO(ctx, state.VirtualMachineID.ValueString())
+	if errors.Is(err, vsphere.ErrNotFound) {
+		tflog.Warn(ctx, "Virtual machine is gone; removing its GPU setup from state", map[string]any{"id": state.ID.ValueString()})
+		resp.State.RemoveResource(ctx)
+		return
+	}
+	if err != nil {
+		resp.Diagnostics.Append(vsphereErrorDiag("Cannot read virtual machine "+state.VirtualMachineID.ValueString(), err))
+		return
+	}
+	resp.Diagnostics.Append(gpuMMIOToModel(ctx, got, &state)...)
+	if state.TotalGPUMemoryGB.ValueFloat64() == 0 && len(got.GPUs) > 0 {
+		// Just imported: the total needs the host's view of the GPUs, once.
+		if total, err := r.totalMemory(ctx, state.VirtualMachineID.ValueString(), got.GPUs); err == nil {
+			state.TotalGPUMemoryGB = types.Float64Value(total)
+		}
+	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+}
+
+// totalMemory adds up the memory of a VM's passthrough GPUs as its host
+// reports it.
+func (r *vmGPUMMIOResource) totalMemory(ctx context.Context, vmID string, gpus []vsphere.PCIPassthrough) (float64, error) {
+	p, err := r.client.CheckGPUMMIO(ctx, vmID)
+	if err != nil {
+		return 0, err
+	}
+	total := 0.0
+	for _, g := range gpus {
+		for _, h := range p.HostGPUs {
+			if (!g.Dynamic && h.PCIID == g.PCIID) || (g.Dynamic && h.VendorID == g.VendorID && h.DeviceID == g.DeviceID) {
+				total += h.MemoryGB
+				break
+			}
+		}
+	}
+	return total, nil
+}
+
+func (r *vmGPUMMIOResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	var plan vmGPUMMIOModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	resp.State.Raw = req.State.Raw.Copy() // until read back: a failure must not record the plan
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if err := r.client.ApplyGPUMMIO(ctx, plan.VirtualMachineID.ValueString(), r.spec(ctx, &plan, &resp.Diagnostics)); err != nil {
+		resp.Diagnostics.Append(vsphereErrorDiag("Cannot change GPU passthrough on virtual machine "+plan.VirtualMachineID.ValueString(), err))
+		return
+	}
+	r.read(ctx, &plan, &resp.State, &resp.Diagnostics)
+}
+
+func (r *vmGPUMMIOResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	var state vmGPUMMIOModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	before := map[string]string{}
+	_, ds := getPrivateJSON(ctx, req.Private, privateExtraConfig, &before)
+	resp.Diagnostics.Append(ds...)
+	if err := r.client.RemoveGPUMMIO(ctx, state.VirtualMachineID.ValueString(), before, state.PowerOffAllowed.ValueBool()); err != nil {
+		resp.Diagnostics.Append(vsphereErrorDiag("Cannot remove GPU passthrough from virtual machine "+state.VirtualMachineID.ValueString(), err))
+	}
+}
+
+// ImportState adopts a VM's GPU setup by its UUID; the MMIO values found
+// are the ones destroy leaves.
+func (r *vmGPUMMIOResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	got, err := r.client.GPUMMIO(ctx, req.ID)
+	if err != nil {
+		resp.Diagnostics.Append(vsphereErrorDiag("Cannot import the GPU setup of virtual machine "+req.ID, err))
+		return
+	}
+	resp.Diagnostics.Append(setPrivateJSON(ctx, resp.Private, privateExtraConfig, got.ExtraConfig)...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("virtual_machine_id"), req.ID)...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), strings.ToLower(got.VM.ID))...)
+}

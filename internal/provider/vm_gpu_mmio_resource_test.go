@@ -1,0 +1,340 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+	"github.com/vmware/govmomi/vim25/types"
+
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/mmio"
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
+)
+
+const gpuAddr = "vspherehpc_vm_gpu_mmio.gpu"
+
+func gpuConfig(lab *vcsimlab.Lab, vmID, body string) string {
+	return providerConfig(lab) + fmt.Sprintf(`
+resource "vspherehpc_vm_gpu_mmio" "gpu" {
+  virtual_machine_id = %q
+%s
+}
+`, vmID, body)
+}
+
+const twoH100 = `
+  gpu {
+    pci_id = "0000:3b:00.0"
+  }
+  gpu {
+    pci_id = "0000:5e:00.0"
+  }
+`
+
+// setExtraConfig changes a VM's extraConfig or firmware out of band.
+func reconfigureVM(t *testing.T, lab *vcsimlab.Lab, vmName string, spec types.VirtualMachineConfigSpec) {
+	t.Helper()
+	ctx := context.Background()
+	task, err := vmObject(lab, vmName).Reconfigure(ctx, spec)
+	if err == nil {
+		err = task.Wait(ctx)
+	}
+	if err != nil {
+		t.Fatalf("reconfiguring %s out of band: %v", vmName, err)
+	}
+}
+
+func vmExtraConfig(lab *vcsimlab.Lab, vmName string) (map[string]string, string, int, error) {
+	got, err := labService(lab).GPUMMIO(context.Background(), lab.VMUUID(vmName))
+	if err != nil {
+		return nil, "", 0, err
+	}
+	return got.ExtraConfig, got.Firmware, len(got.GPUs), nil
+}
+
+func TestAccVMGPUMMIO_basic(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	vm := "hpc-node-0"
+	uuid := lab.VMUUID(vm)
+	// The VM starts with a small window set by hand: destroy puts it back.
+	reconfigureVM(t, lab, vm, types.VirtualMachineConfigSpec{ExtraConfig: []types.BaseOptionValue{&types.OptionValue{Key: mmio.SizeGBKey, Value: "64"}}})
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config: gpuConfig(lab, uuid, twoH100),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("mmio_size_gb"), knownvalue.Int64Exact(512)),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("id"), knownvalue.StringExact(uuid)),
+					statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("mmio_size_gb"), knownvalue.Int64Exact(512)),
+					statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("total_gpu_memory_gb"), knownvalue.Float64Exact(160)),
+					statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("firmware"), knownvalue.StringExact("efi")),
+					statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("use_64bit_mmio"), knownvalue.Bool(true)),
+					statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("memory_reservation_locked_to_max"), knownvalue.Bool(true)),
+					statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("gpu"), knownvalue.ListSizeExact(2)),
+				},
+			},
+			{
+				ResourceName: gpuAddr, ImportState: true, ImportStateId: uuid, ImportStateVerify: true,
+			},
+			{
+				Config:       requiredProviders + gpuConfig(lab, uuid, twoH100),
+				ResourceName: gpuAddr, ImportState: true, ImportStateKind: resource.ImportBlockWithID, ImportStateId: uuid,
+			},
+			{
+				// One GPU, a bigger window than the rule's 256.
+				Config: gpuConfig(lab, uuid, `
+  mmio_size_gb = 1024
+  gpu {
+    pci_id = "0000:5e:00.0"
+  }
+`),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("mmio_size_gb"), knownvalue.Int64Exact(1024)),
+					statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("total_gpu_memory_gb"), knownvalue.Float64Exact(80)),
+					statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("gpu"), knownvalue.ListSizeExact(1)),
+				},
+			},
+		},
+		CheckDestroy: func(*terraform.State) error {
+			extra, firmware, gpus, err := vmExtraConfig(lab, vm)
+			if err != nil {
+				return err
+			}
+			if extra[mmio.SizeGBKey] != "64" || extra[mmio.Use64bitMMIOKey] != "" || gpus != 0 || firmware != "efi" {
+				return fmt.Errorf("after destroy: %v, firmware %s, %d GPUs; want the old window back, no GPUs, EFI kept", extra, firmware, gpus)
+			}
+			return nil
+		},
+	})
+}
+
+func TestAccVMGPUMMIO_drift(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	vm := "hpc-node-0"
+	config := gpuConfig(lab, lab.VMUUID(vm), twoH100)
+	update := resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(gpuAddr, plancheck.ResourceActionUpdate)}}
+	empty := resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}}
+	converged := []statecheck.StateCheck{
+		statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("firmware"), knownvalue.StringExact("efi")),
+		statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("use_64bit_mmio"), knownvalue.Bool(true)),
+		statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("mmio_size_gb"), knownvalue.Int64Exact(512)),
+		statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("memory_reservation_locked_to_max"), knownvalue.Bool(true)),
+		statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("gpu"), knownvalue.ListSizeExact(2)),
+	}
+	extra := func(key, value string) func() {
+		return func() {
+			reconfigureVM(t, lab, vm, types.VirtualMachineConfigSpec{ExtraConfig: []types.BaseOptionValue{&types.OptionValue{Key: key, Value: value}}})
+		}
+	}
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: config},
+			{PreConfig: func() { reconfigureVM(t, lab, vm, types.VirtualMachineConfigSpec{Firmware: "bios"}) }, Config: config, ConfigPlanChecks: update, ConfigStateChecks: converged},
+			// "True" is TRUE to vSphere: not drift.
+			{PreConfig: extra(mmio.Use64bitMMIOKey, "True"), Config: config, ConfigPlanChecks: empty},
+			{PreConfig: extra(mmio.Use64bitMMIOKey, "FALSE"), Config: config, ConfigPlanChecks: update, ConfigStateChecks: converged},
+			{PreConfig: extra(mmio.SizeGBKey, "128"), Config: config, ConfigPlanChecks: update, ConfigStateChecks: converged},
+			{
+				PreConfig: func() {
+					reconfigureVM(t, lab, vm, types.VirtualMachineConfigSpec{MemoryReservationLockedToMax: types.NewBool(false)})
+				},
+				Config: config, ConfigPlanChecks: update, ConfigStateChecks: converged,
+			},
+			{
+				// A GPU removed out of band comes back.
+				PreConfig: func() {
+					ctx := context.Background()
+					v := vmObject(lab, vm)
+					devices, err := v.Device(ctx)
+					if err == nil {
+						err = v.RemoveDevice(ctx, false, devices.SelectByType((*types.VirtualPCIPassthrough)(nil))[0])
+					}
+					if err != nil {
+						t.Fatal(err)
+					}
+				},
+				Config: config, ConfigPlanChecks: update, ConfigStateChecks: converged,
+			},
+		},
+	})
+}
+
+func TestAccVMGPUMMIO_disappears(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	vm := "hpc-node-0"
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config: gpuConfig(lab, lab.VMUUID(vm), twoH100),
+			Check: func(*terraform.State) error {
+				ctx := context.Background()
+				task, err := vmObject(lab, vm).Destroy(ctx)
+				if err == nil {
+					err = task.Wait(ctx)
+				}
+				return err
+			},
+			ConfigPlanChecks: resource.ConfigPlanChecks{PostApplyPostRefresh: []plancheck.PlanCheck{
+				plancheck.ExpectResourceAction(gpuAddr, plancheck.ResourceActionCreate),
+			}},
+			ExpectNonEmptyPlan: true,
+		}},
+	})
+}
+
+func TestAccVMGPUMMIO_refusals(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	ctx := context.Background()
+	vm := "hpc-node-0"
+	uuid := lab.VMUUID(vm)
+	// Another VM on the same host holds 0000:5e:00.0.
+	var other string
+	for _, n := range lab.VMNames() {
+		if n != vm && lab.VMHostName(n) == lab.VMHostName(vm) {
+			other = n
+		}
+	}
+	if other == "" {
+		t.Fatal("no second VM on the host of " + vm)
+	}
+	if err := lab.AttachGPU(ctx, other, "0000:5e:00.0"); err != nil {
+		t.Fatal(err)
+	}
+	powerOn(t, lab, "hpc-node-1")
+	gpu := func(id string) string { return fmt.Sprintf("  gpu {\n    pci_id = %q\n  }\n", id) }
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: gpuConfig(lab, uuid, gpu("0000:3b:00.0")+gpu("0000:3b:00.0")), PlanOnly: true,
+				ExpectError: wrapped(`GPU 0000:3b:00.0 is listed twice. A VM given the same GPU twice does not boot`)},
+			{Config: gpuConfig(lab, uuid, gpu("0000:5e:00.0")), PlanOnly: true,
+				ExpectError: wrapped(fmt.Sprintf(`GPU 0000:5e:00.0 on host %s is already configured on virtual machine %s (powered off).`, lab.VMHostName(vm), other))},
+			{Config: gpuConfig(lab, uuid, gpu("0000:af:00.0")), PlanOnly: true,
+				ExpectError: wrapped(`GPU 0000:af:00.0 (GA100 [A100 PCIe 40GB]) on host ` + lab.VMHostName(vm) + ` is not active for passthrough.`)},
+			{Config: gpuConfig(lab, uuid, gpu("0000:d8:00.0")), PlanOnly: true,
+				ExpectError: wrapped(`which has no GPU 0000:d8:00.0; no host of its cluster has it.`)},
+			{Config: gpuConfig(lab, uuid, gpu("0000:3b:00.0")+"  mmio_size_gb = 100"), PlanOnly: true,
+				ExpectError: wrapped(`mmio_size_gb = 100 is not a power of two`)},
+			{Config: gpuConfig(lab, uuid, gpu("0000:3b:00.0")+"  mmio_size_gb = 128"), PlanOnly: true,
+				ExpectError: wrapped(`mmio_size_gb = 128 is below 256, what 80 GB of GPU memory needs`)},
+			{Config: gpuConfig(lab, lab.VMUUID("installed-node"), gpu("0000:3b:00.0")), PlanOnly: true,
+				ExpectError: wrapped(`has firmware bios and a guest OS`)},
+			{Config: gpuConfig(lab, lab.VMUUID("hpc-node-1"), gpu("0000:3b:00.0")), PlanOnly: true,
+				ExpectError: wrapped(`is powered on, and attaching or detaching GPUs, or switching the firmware to EFI needs it powered off`)},
+			{Config: gpuConfig(lab, uuid, `  gpu {
+    pci_id    = "0000:3b:00.0"
+    vendor_id = "10de"
+  }`), PlanOnly: true, ExpectError: wrapped(`Give a GPU either as pci_id`)},
+		},
+	})
+}
+
+// A GPU setup and PVRDMA adapters on one VM at default parallelism: each
+// reconfigure carries only its own devices, so none undoes another.
+func TestAccVMGPUMMIO_withPVRDMAOnOneVM(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	uuid := lab.VMUUID("hpc-node-0")
+	config := switchesConfig(lab) + fmt.Sprintf(`
+resource "vspherehpc_vm_pvrdma_nic" "nic" {
+  count                     = 3
+  virtual_machine_id        = %[1]q
+  distributed_port_group_id = count.index == 0 ? vspherehpc_rdma_dvs.a.port_group_id : vspherehpc_rdma_dvs.b.port_group_id
+}
+resource "vspherehpc_vm_gpu_mmio" "gpu" {
+  virtual_machine_id = %[1]q
+%[2]s
+}
+`, uuid, twoH100)
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config: config,
+			Check: func(*terraform.State) error {
+				v, err := labService(lab).VM(context.Background(), uuid)
+				if err != nil {
+					return err
+				}
+				n := 0
+				for _, a := range v.NetworkAdapters {
+					if a.Type == "vmxnet3vrdma" {
+						n++
+					}
+				}
+				if n != 3 || len(v.PCIPassthroughs) != 2 || v.Firmware != "efi" {
+					return fmt.Errorf("VM has %d PVRDMA adapters, %d GPUs, firmware %s; want 3, 2, efi", n, len(v.PCIPassthroughs), v.Firmware)
+				}
+				return nil
+			},
+		}},
+	})
+}
+
+// A running VM with power_off_allowed: shut down, set up, powered back on.
+func TestAccVMGPUMMIO_powerCycle(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	vm := "hpc-node-1"
+	powerOn(t, lab, vm)
+	running := func(*terraform.State) error {
+		v, err := labService(lab).VM(context.Background(), lab.VMUUID(vm))
+		if err == nil && (v.PowerState != "on" || v.Firmware != "efi") {
+			err = fmt.Errorf("%s is %s with firmware %s, want on and efi", vm, v.PowerState, v.Firmware)
+		}
+		return err
+	}
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config: gpuConfig(lab, lab.VMUUID(vm), twoH100+"  power_off_allowed = true"),
+			Check:  running,
+		}},
+		CheckDestroy: running,
+	})
+}
+
+// A reconfigure task that fails once changes nothing and records nothing;
+// the next apply converges.
+func TestAccVMGPUMMIO_failedReconfigure(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	vm := "hpc-node-0"
+	config := gpuConfig(lab, lab.VMUUID(vm), twoH100)
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				PreConfig:   func() { lab.FailTaskOnce("ReconfigVM_Task", vm, &types.GenericVmConfigFault{Reason: "injected"}) },
+				Config:      config,
+				ExpectError: wrapped(`Cannot set up GPU passthrough on virtual machine`),
+			},
+			{
+				Config: config,
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("gpu"), knownvalue.ListSizeExact(2)),
+				},
+				Check: func(*terraform.State) error {
+					_, _, gpus, err := vmExtraConfig(lab, vm)
+					if err == nil && gpus != 2 {
+						err = fmt.Errorf("%d GPUs on %s, want 2", gpus, vm)
+					}
+					return err
+				},
+			},
+		},
+	})
+}
