@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -398,6 +399,7 @@ func (r *vmGPUMMIOResource) Create(ctx context.Context, req resource.CreateReque
 		return
 	}
 	resp.Diagnostics.Append(setPrivateJSON(ctx, resp.Private, privateExtraConfig, before.ExtraConfig)...)
+	resp.Diagnostics.Append(setPrivateJSON(ctx, resp.Private, privateVM, before.VM.MOID)...)
 	if err := r.client.ApplyGPUMMIO(ctx, vmID, r.spec(ctx, &plan, &resp.Diagnostics)); err != nil {
 		// One reconfigure: when it fails, the VM is as it was.
 		resp.Diagnostics.Append(vsphereErrorDiag("Cannot set up GPU passthrough on virtual machine "+vmID, err))
@@ -471,7 +473,16 @@ func (r *vmGPUMMIOResource) Read(ctx context.Context, req resource.ReadRequest, 
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	got, err := r.client.GPUMMIO(ctx, state.VirtualMachineID.ValueString())
+	// The remembered managed object id spares a search by UUID; a stale one
+	// (a re-registered VM) falls back to the configured id.
+	var moid string
+	_, ds := getPrivateJSON(ctx, req.Private, privateVM, &moid)
+	resp.Diagnostics.Append(ds...)
+	vmID := cmp.Or(moid, state.VirtualMachineID.ValueString())
+	got, err := r.client.GPUMMIO(ctx, vmID)
+	if errors.Is(err, vsphere.ErrNotFound) && vmID != state.VirtualMachineID.ValueString() {
+		got, err = r.client.GPUMMIO(ctx, state.VirtualMachineID.ValueString())
+	}
 	if errors.Is(err, vsphere.ErrNotFound) {
 		tflog.Warn(ctx, "Virtual machine is gone; removing its GPU setup from state", map[string]any{"id": state.ID.ValueString()})
 		resp.State.RemoveResource(ctx)
@@ -480,6 +491,9 @@ func (r *vmGPUMMIOResource) Read(ctx context.Context, req resource.ReadRequest, 
 	if err != nil {
 		resp.Diagnostics.Append(vsphereErrorDiag("Cannot read virtual machine "+state.VirtualMachineID.ValueString(), err))
 		return
+	}
+	if got.VM.MOID != moid {
+		resp.Diagnostics.Append(setPrivateJSON(ctx, resp.Private, privateVM, got.VM.MOID)...)
 	}
 	resp.Diagnostics.Append(gpuMMIOToModel(ctx, got, &state)...)
 	if state.TotalGPUMemoryGB.ValueFloat64() == 0 && len(got.GPUs) > 0 {
