@@ -96,21 +96,11 @@ func (c *Client) CheckPVRDMANIC(ctx context.Context, vmID, portGroupID string, k
 	if err != nil {
 		return nil, err
 	}
-	ref, err := vmRef(ctx, vc, vmID)
+	vm, err := c.readVMProps(ctx, vc, op, vmID, append(slices.Clone(vmProps), "environmentBrowser"))
 	if err != nil {
-		return nil, translate(op, err)
+		return nil, err
 	}
-	if ref == nil {
-		return nil, notFound(op, "no virtual machine has UUID %s", vmID)
-	}
-	var vm mo.VirtualMachine
-	if err := retrieveOne(ctx, vc, *ref, append(slices.Clone(vmProps), "environmentBrowser"), &vm); err != nil {
-		if errors.Is(translate(op, err), ErrNotFound) {
-			return nil, notFound(op, "no virtual machine has id %s", ref.Value)
-		}
-		return nil, translate(op, err)
-	}
-	out := &PVRDMAPlan{VM: *vmFromMO(&vm)}
+	out := &PVRDMAPlan{VM: *vmFromMO(vm)}
 	for _, n := range out.VM.NetworkAdapters {
 		if n.Type != "vmxnet3vrdma" {
 			out.RegularAdapters++
@@ -261,24 +251,9 @@ func sortedDevices(devs []types.BaseVirtualDevice) []types.BaseVirtualDevice {
 
 var vmChangeProps = []string{"name", "config.uuid", "config.hardware.device", "config.memoryReservationLockedToMax", "runtime.powerState"}
 
-// vmForChange reads what an adapter change needs, by UUID or managed
-// object id.
+// vmForChange reads what an adapter change needs.
 func (c *Client) vmForChange(ctx context.Context, vc *vim25.Client, op, vmID string) (*mo.VirtualMachine, error) {
-	ref, err := vmRef(ctx, vc, vmID)
-	if err != nil {
-		return nil, translate(op, err)
-	}
-	if ref == nil {
-		return nil, notFound(op, "no virtual machine has UUID %s", vmID)
-	}
-	var vm mo.VirtualMachine
-	if err := retrieveOne(ctx, vc, *ref, vmChangeProps, &vm); err != nil {
-		if errors.Is(translate(op, err), ErrNotFound) {
-			return nil, notFound(op, "no virtual machine has id %s", ref.Value)
-		}
-		return nil, translate(op, err)
-	}
-	return &vm, nil
+	return c.readVMProps(ctx, vc, op, vmID, vmChangeProps)
 }
 
 // CreatePVRDMANIC adds an adapter and returns its device key. The key is
