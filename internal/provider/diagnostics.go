@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -34,4 +35,18 @@ func clientFrom(providerData any, diags *diag.Diagnostics) *vsphere.Client {
 		return nil
 	}
 	return client
+}
+
+// sameVM reports whether two VM ids (UUID or managed object id) name one
+// VM, so that swapping one for the other replaces nothing.
+func sameVM(ctx context.Context, client *vsphere.Client, a, b string) bool {
+	if !client.Configured() {
+		return false
+	}
+	ua, err := client.VMUUID(ctx, a)
+	if err != nil {
+		return false
+	}
+	ub, err := client.VMUUID(ctx, b)
+	return err == nil && ua == ub
 }

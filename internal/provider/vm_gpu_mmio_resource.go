@@ -102,10 +102,10 @@ func (r *vmGPUMMIOResource) Schema(_ context.Context, _ resource.SchemaRequest, 
 				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
 			},
 			"virtual_machine_id": schema.StringAttribute{
-				Required:            true,
-				MarkdownDescription: "The VM's UUID (`vsphere_virtual_machine.id`) or managed object id (`vm-42`).",
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
-				Validators:          []validator.String{stringvalidator.LengthAtLeast(1)},
+				Required: true,
+				MarkdownDescription: "The VM's UUID (`vsphere_virtual_machine.id`) or managed object id (`vm-42`). Naming another VM " +
+					"replaces the resource; spelling the same VM the other way does not.",
+				Validators: []validator.String{stringvalidator.LengthAtLeast(1)},
 			},
 			"mmio_size_gb": schema.Int64Attribute{
 				Optional: true, Computed: true,
@@ -228,13 +228,26 @@ func (r *vmGPUMMIOResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 	var plan, config vmGPUMMIOModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	resp.Diagnostics.Append(req.Config.Get(ctx, &config)...)
-	if resp.Diagnostics.HasError() || plan.VirtualMachineID.IsUnknown() || plan.GPU.IsUnknown() || plan.MMIOSizeGB.IsUnknown() && !config.MMIOSizeGB.IsNull() {
+	if resp.Diagnostics.HasError() {
 		return
 	}
+	if state != nil && !plan.VirtualMachineID.Equal(state.VirtualMachineID) &&
+		(plan.VirtualMachineID.IsUnknown() || !sameVM(ctx, r.client, state.VirtualMachineID.ValueString(), plan.VirtualMachineID.ValueString())) {
+		resp.RequiresReplace = append(resp.RequiresReplace, path.Root("virtual_machine_id"))
+		state = nil // planned as a setup of the other VM
+	}
+	if plan.VirtualMachineID.IsUnknown() || plan.GPU.IsUnknown() || config.MMIOSizeGB.IsUnknown() || anyUnknownGPU(ctx, plan.GPU) {
+		return // checked once the values are known
+	}
 	if state != nil && plan.GPU.Equal(state.GPU) && state.Firmware.ValueString() == "efi" && state.TotalGPUMemoryGB.ValueFloat64() > 0 {
-		// Same GPUs: size the window from the recorded total, no vCenter call.
+		// Same GPUs: size the window from the recorded total, no vCenter
+		// call, unless the window changes (which needs the VM's power state).
 		r.checkSize(ctx, config.MMIOSizeGB, state.TotalGPUMemoryGB.ValueFloat64(), true, true, resp)
-		return
+		var planned types.Int64
+		resp.Diagnostics.Append(resp.Plan.GetAttribute(ctx, path.Root("mmio_size_gb"), &planned)...)
+		if resp.Diagnostics.HasError() || planned.Equal(state.MMIOSizeGB) {
+			return
+		}
 	}
 	vmID := plan.VirtualMachineID.ValueString()
 	p, err := r.client.CheckGPUMMIO(ctx, vmID)
@@ -266,7 +279,9 @@ func (r *vmGPUMMIOResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 				"under BIOS does not boot after the switch: install the OS after switching to EFI, or set allow_firmware_change = true "+
 				"if the guest can boot EFI.", vmName, p.VM.Firmware, strings.TrimSpace(p.VM.GuestFullName+" "+p.VM.GuestFamily)))
 	}
-	needsOff := p.VM.Firmware != "efi" || !sameGPUs(gpus, p.VM.PCIPassthroughs)
+	var plannedSize types.Int64
+	resp.Diagnostics.Append(resp.Plan.GetAttribute(ctx, path.Root("mmio_size_gb"), &plannedSize)...)
+	needsOff := state == nil || p.VM.Firmware != "efi" || !sameGPUs(gpus, p.VM.PCIPassthroughs) || !plannedSize.Equal(state.MMIOSizeGB)
 	if needsOff && p.VM.PowerState == "on" && !plan.PowerOffAllowed.ValueBool() {
 		resp.Diagnostics.AddAttributeError(path.Root("power_off_allowed"), "Virtual machine is powered on",
 			vsphere.PowerOffNeeded(vmName, vsphere.WhatGPUsNeedOff)+".")
@@ -337,7 +352,8 @@ func (r *vmGPUMMIOResource) checkSize(ctx context.Context, given types.Int64, to
 				"(vspherehpc_mmio_size computes it from the GPUs' memory).")
 	case given.IsNull() && !anyGPU:
 		resp.Diagnostics.AddAttributeError(at, "Nothing to size the MMIO window from",
-			"List the VM's GPUs in gpu blocks, or set mmio_size_gb for GPUs attached by other means.")
+			"List the VM's GPUs in gpu blocks, or set mmio_size_gb. (The resource manages all of the VM's GPU passthrough devices: "+
+				"ones it is not given are detached.)")
 	case given.IsNull():
 		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, at, rule)...)
 	case !mmio.IsPowerOfTwo(given.ValueInt64()):
@@ -401,8 +417,12 @@ func (r *vmGPUMMIOResource) Create(ctx context.Context, req resource.CreateReque
 	resp.Diagnostics.Append(setPrivateJSON(ctx, resp.Private, privateExtraConfig, before.ExtraConfig)...)
 	resp.Diagnostics.Append(setPrivateJSON(ctx, resp.Private, privateVM, before.VM.MOID)...)
 	if err := r.client.ApplyGPUMMIO(ctx, vmID, r.spec(ctx, &plan, &resp.Diagnostics)); err != nil {
-		// One reconfigure: when it fails, the VM is as it was.
 		resp.Diagnostics.Append(vsphereErrorDiag("Cannot set up GPU passthrough on virtual machine "+vmID, err))
+		// One reconfigure: when it failed, the VM is as it was. When only the
+		// power-on after it failed, the setup is made: track it.
+		if errors.Is(err, vsphere.ErrNotPoweredBackOn) {
+			r.read(ctx, &plan, &resp.State, &resp.Diagnostics)
+		}
 		return
 	}
 	tflog.Debug(ctx, "Set up GPU passthrough", map[string]any{"virtual_machine_id": vmID, "mmio_size_gb": plan.MMIOSizeGB.ValueInt64()})
@@ -495,9 +515,11 @@ func (r *vmGPUMMIOResource) Read(ctx context.Context, req resource.ReadRequest, 
 	if got.VM.MOID != moid {
 		resp.Diagnostics.Append(setPrivateJSON(ctx, resp.Private, privateVM, got.VM.MOID)...)
 	}
+	changed := !sameGPUs(r.gpus(ctx, state.GPU, &resp.Diagnostics), got.GPUs)
 	resp.Diagnostics.Append(gpuMMIOToModel(ctx, got, &state)...)
-	if state.TotalGPUMemoryGB.ValueFloat64() == 0 && len(got.GPUs) > 0 {
-		// Just imported: the total needs the host's view of the GPUs, once.
+	if len(got.GPUs) > 0 && (changed || state.TotalGPUMemoryGB.ValueFloat64() == 0) {
+		// GPUs changed out of band, or just imported: the total (which sizes
+		// the window) needs the host's view of the GPUs.
 		if total, err := r.totalMemory(ctx, state.VirtualMachineID.ValueString(), got.GPUs); err == nil {
 			state.TotalGPUMemoryGB = types.Float64Value(total)
 		}
@@ -533,6 +555,9 @@ func (r *vmGPUMMIOResource) Update(ctx context.Context, req resource.UpdateReque
 	}
 	if err := r.client.ApplyGPUMMIO(ctx, plan.VirtualMachineID.ValueString(), r.spec(ctx, &plan, &resp.Diagnostics)); err != nil {
 		resp.Diagnostics.Append(vsphereErrorDiag("Cannot change GPU passthrough on virtual machine "+plan.VirtualMachineID.ValueString(), err))
+		if errors.Is(err, vsphere.ErrNotPoweredBackOn) {
+			r.read(ctx, &plan, &resp.State, &resp.Diagnostics)
+		}
 		return
 	}
 	r.read(ctx, &plan, &resp.State, &resp.Diagnostics)
@@ -561,6 +586,20 @@ func (r *vmGPUMMIOResource) ImportState(ctx context.Context, req resource.Import
 		return
 	}
 	resp.Diagnostics.Append(setPrivateJSON(ctx, resp.Private, privateExtraConfig, got.ExtraConfig)...)
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("virtual_machine_id"), req.ID)...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("virtual_machine_id"), strings.ToLower(got.VM.ID))...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), strings.ToLower(got.VM.ID))...)
+}
+
+// anyUnknownGPU reports whether a GPU block still has an unknown value.
+func anyUnknownGPU(ctx context.Context, l types.List) bool {
+	var list []gpuBlockModel
+	if l.IsNull() || l.ElementsAs(ctx, &list, true).HasError() {
+		return false
+	}
+	for _, g := range list {
+		if g.PCIID.IsUnknown() || g.VendorID.IsUnknown() || g.DeviceID.IsUnknown() {
+			return true
+		}
+	}
+	return false
 }

@@ -338,3 +338,109 @@ func TestAccVMGPUMMIO_failedReconfigure(t *testing.T) {
 		},
 	})
 }
+
+// A GPU added out of band, then to the configuration: the window is sized
+// for both, not from the total recorded for one.
+func TestAccVMGPUMMIO_gpuAddedOutOfBand(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	vm := "hpc-node-0"
+	one := gpuConfig(lab, lab.VMUUID(vm), "  gpu {\n    pci_id = \"0000:3b:00.0\"\n  }\n")
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: one, ConfigStateChecks: []statecheck.StateCheck{statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("mmio_size_gb"), knownvalue.Int64Exact(256))}},
+			{
+				PreConfig: func() {
+					if err := lab.AttachGPU(context.Background(), vm, "0000:5e:00.0"); err != nil {
+						t.Fatal(err)
+					}
+				},
+				Config: gpuConfig(lab, lab.VMUUID(vm), twoH100),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("total_gpu_memory_gb"), knownvalue.Float64Exact(160)),
+					statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("mmio_size_gb"), knownvalue.Int64Exact(512)),
+				},
+			},
+		},
+	})
+}
+
+// When the VM fails to power back on after the change, the change is
+// tracked: destroy still detaches the GPUs and restores the keys.
+func TestAccVMGPUMMIO_powerOnFails(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	vm := "hpc-node-1"
+	powerOn(t, lab, vm)
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				PreConfig:   func() { lab.FailTaskOnce("PowerOnVM_Task", vm, &types.InsufficientResourcesFault{}) },
+				Config:      gpuConfig(lab, lab.VMUUID(vm), twoH100+"  power_off_allowed = true"),
+				ExpectError: wrapped(`did not power back on`),
+			},
+			{
+				Config: providerConfig(lab),
+				Check: func(*terraform.State) error {
+					extra, _, gpus, err := vmExtraConfig(lab, vm)
+					if err == nil && (gpus != 0 || extra[mmio.SizeGBKey] != "" || extra[mmio.Use64bitMMIOKey] != "") {
+						err = fmt.Errorf("after destroy: %d GPUs, %v; want none and the keys removed", gpus, extra)
+					}
+					return err
+				},
+			},
+		},
+	})
+}
+
+// GPU ids known only at apply are checked then, not refused while planning.
+func TestAccVMGPUMMIO_unknownAtPlan(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config: providerConfig(lab) + fmt.Sprintf(`
+resource "terraform_data" "gpu" {
+  input = "0000:3b:00.0"
+}
+resource "vspherehpc_vm_gpu_mmio" "gpu" {
+  virtual_machine_id = %q
+  mmio_size_gb       = 256
+  gpu {
+    pci_id = terraform_data.gpu.output
+  }
+}
+`, lab.VMUUID("hpc-node-0")),
+			ConfigStateChecks: []statecheck.StateCheck{statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("gpu"), knownvalue.ListSizeExact(1))},
+		}},
+	})
+}
+
+// The same VM by UUID or managed object id is one VM: no replacement (which
+// would detach the GPUs); a new window on a running VM needs it off.
+func TestAccVMGPUMMIO_sameVMAndRunningChanges(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	vm := "hpc-node-0"
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: gpuConfig(lab, lab.VMUUID(vm), twoH100)},
+			{
+				Config: gpuConfig(lab, lab.VMID(vm), twoH100),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(gpuAddr, plancheck.ResourceActionUpdate),
+				}},
+			},
+			{
+				PreConfig: func() { powerOn(t, lab, vm) },
+				Config:    gpuConfig(lab, lab.VMID(vm), twoH100+"  mmio_size_gb = 1024"), PlanOnly: true,
+				ExpectError: wrapped(`is powered on, and attaching or detaching GPUs, or switching the firmware to EFI needs it powered off`),
+			},
+			{Config: gpuConfig(lab, lab.VMID(vm), twoH100+"  power_off_allowed = true")},
+		},
+	})
+}

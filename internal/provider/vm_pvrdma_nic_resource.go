@@ -157,7 +157,7 @@ func (r *vmPVRDMANICResource) ModifyPlan(ctx context.Context, req resource.Modif
 		return
 	}
 	if state != nil && !plan.VirtualMachineID.Equal(state.VirtualMachineID) &&
-		(plan.VirtualMachineID.IsUnknown() || !r.sameVM(ctx, state.VirtualMachineID.ValueString(), plan.VirtualMachineID.ValueString())) {
+		(plan.VirtualMachineID.IsUnknown() || !sameVM(ctx, r.client, state.VirtualMachineID.ValueString(), plan.VirtualMachineID.ValueString())) {
 		resp.RequiresReplace = append(resp.RequiresReplace, path.Root("virtual_machine_id"))
 		state = nil // planned as a new adapter on the other VM
 	}
@@ -226,19 +226,6 @@ func (r *vmPVRDMANICResource) ModifyPlan(ctx context.Context, req resource.Modif
 			resp.Diagnostics.AddAttributeError(path.Root("power_off_allowed"), "Virtual machine is powered on", vsphere.PowerOffNeeded(vmName, vsphere.WhatPVRDMANeedsOff)+".")
 		}
 	}
-}
-
-// sameVM reports whether two VM ids (UUID or managed object id) name one VM.
-func (r *vmPVRDMANICResource) sameVM(ctx context.Context, a, b string) bool {
-	if !r.client.Configured() {
-		return false
-	}
-	ua, err := r.client.VMUUID(ctx, a)
-	if err != nil {
-		return false
-	}
-	ub, err := r.client.VMUUID(ctx, b)
-	return err == nil && ua == ub
 }
 
 // checkDestroy refuses, at plan time, to remove an adapter from a running

@@ -87,7 +87,7 @@ func gpuMMIOFromMO(vm *mo.VirtualMachine) *GPUMMIO {
 	out.Use64bitMMIO = strings.EqualFold(out.ExtraConfig[mmio.Use64bitMMIOKey], "TRUE")
 	out.MMIOSizeGB, _ = strconv.ParseInt(out.ExtraConfig[mmio.SizeGBKey], 10, 64)
 	for _, dev := range sortedDevices(vm.Config.Hardware.Device) {
-		if pt, ok := dev.(*types.VirtualPCIPassthrough); ok {
+		if pt, ok := dev.(*types.VirtualPCIPassthrough); ok && managedBacking(pt) {
 			out.GPUs = append(out.GPUs, pciPassthrough(pt))
 		}
 	}
@@ -194,7 +194,9 @@ func (c *Client) ApplyGPUMMIO(ctx context.Context, vmID string, spec GPUMMIOSpec
 			return nil, false, &Error{Op: op, Kind: ErrInvalidArg, Message: err.Error()}
 		}
 		cs.DeviceChange = changes
-		return cs, needsOff || len(changes) > 0, nil
+		// A new MMIO window applies from the next boot: it needs a power
+		// cycle like the firmware and the devices.
+		return cs, needsOff || len(changes) > 0 || len(cs.ExtraConfig) > 0, nil
 	})
 }
 
@@ -211,7 +213,7 @@ func (c *Client) RemoveGPUMMIO(ctx context.Context, vmID string, before map[stri
 			}
 		}
 		for _, dev := range vm.Config.Hardware.Device {
-			if _, ok := dev.(*types.VirtualPCIPassthrough); ok {
+			if pt, ok := dev.(*types.VirtualPCIPassthrough); ok && managedBacking(pt) {
 				cs.DeviceChange = append(cs.DeviceChange, &types.VirtualDeviceConfigSpec{Operation: types.VirtualDeviceConfigSpecOperationRemove, Device: dev})
 			}
 		}
@@ -248,12 +250,12 @@ func (c *Client) changeGPUs(ctx context.Context, op, vmID string, powerOffAllowe
 	}
 	var target *types.ConfigTarget
 	if vm.Runtime.Host != nil {
-		obj := object.NewVirtualMachine(vc, vm.Self)
-		if browser, berr := obj.EnvironmentBrowser(ctx); berr == nil {
-			target, err = browser.QueryConfigTarget(ctx, object.NewHostSystem(vc, *vm.Runtime.Host))
-			if err != nil {
-				return translate(op+": reading the host's passthrough devices", err)
-			}
+		browser, err := object.NewVirtualMachine(vc, vm.Self).EnvironmentBrowser(ctx)
+		if err != nil {
+			return translate(op+": reading the VM's environment browser", err)
+		}
+		if target, err = browser.QueryConfigTarget(ctx, object.NewHostSystem(vc, *vm.Runtime.Host)); err != nil {
+			return translate(op+": reading the host's passthrough devices", err)
 		}
 	}
 	cs, needsOff, err := build(vm, gpuMMIOFromMO(vm), target)
@@ -270,7 +272,7 @@ func gpuChanges(vm *mo.VirtualMachine, want []GPURequest, target *types.ConfigTa
 	kept := make([]bool, len(want))
 	for _, dev := range vm.Config.Hardware.Device {
 		pt, ok := dev.(*types.VirtualPCIPassthrough)
-		if !ok {
+		if !ok || !managedBacking(pt) {
 			continue
 		}
 		have := pciPassthrough(pt)
@@ -291,6 +293,7 @@ func gpuChanges(vm *mo.VirtualMachine, want []GPURequest, target *types.ConfigTa
 		}
 		kept[match] = true
 	}
+	key := int32(-1) // new devices need distinct temporary keys
 	for i, w := range want {
 		if kept[i] {
 			continue
@@ -299,9 +302,20 @@ func gpuChanges(vm *mo.VirtualMachine, want []GPURequest, target *types.ConfigTa
 		if err != nil {
 			return nil, err
 		}
+		dev.Key, key = key, key-1
 		changes = append(changes, &types.VirtualDeviceConfigSpec{Operation: types.VirtualDeviceConfigSpecOperationAdd, Device: dev})
 	}
 	return changes, nil
+}
+
+// managedBacking tells the passthrough devices this provider manages (a
+// host device, or dynamic DirectPath) from others such as vGPU profiles.
+func managedBacking(pt *types.VirtualPCIPassthrough) bool {
+	switch pt.Backing.(type) {
+	case *types.VirtualPCIPassthroughDeviceBackingInfo, *types.VirtualPCIPassthroughDynamicBackingInfo:
+		return true
+	}
+	return false
 }
 
 // passthroughDevice builds a passthrough device: a static one filled from
@@ -319,17 +333,20 @@ func passthroughDevice(w GPURequest, target *types.ConfigTarget) (*types.Virtual
 		}
 		return dev, nil
 	}
-	backing := &types.VirtualPCIPassthroughDeviceBackingInfo{Id: w.PCIID}
+	// vSphere needs the device's ids and the host's system id, as the
+	// host offers them for passthrough.
 	if target != nil {
 		for _, p := range target.PciPassthrough {
 			if info, ok := p.(*types.VirtualMachinePciPassthroughInfo); ok && info.PciDevice.Id == w.PCIID {
-				backing.DeviceId = fmt.Sprintf("%x", uint16(info.PciDevice.DeviceId))
-				backing.VendorId = info.PciDevice.VendorId
-				backing.SystemId = info.SystemId
+				backing := &types.VirtualPCIPassthroughDeviceBackingInfo{
+					Id: w.PCIID, DeviceId: fmt.Sprintf("%x", uint16(info.PciDevice.DeviceId)), VendorId: info.PciDevice.VendorId,
+					SystemId: info.SystemId,
+				}
 				backing.DeviceName = info.PciDevice.DeviceName
+				dev.Backing = backing
+				return dev, nil
 			}
 		}
 	}
-	dev.Backing = backing
-	return dev, nil
+	return nil, fmt.Errorf("the VM's host does not offer device %s for passthrough", w.PCIID)
 }

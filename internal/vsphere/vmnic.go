@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -426,17 +427,19 @@ func (c *Client) changeVM(ctx context.Context, op, vmID string, needsPowerOff, p
 	for _, dev := range vm.Config.Hardware.Device {
 		before = append(before, dev.GetVirtualDevice().Key)
 	}
-	if err := c.reconfigureVM(ctx, vc, op, WhatPVRDMANeedsOff, vm, *spec, needsPowerOff, powerOffAllowed); err != nil {
+	err = c.reconfigureVM(ctx, vc, op, WhatPVRDMANeedsOff, vm, *spec, needsPowerOff, powerOffAllowed)
+	if err != nil && !errors.Is(err, ErrNotPoweredBackOn) {
 		return err
 	}
+	// The change is made, even when the VM did not come back on: report it.
 	if after != nil {
 		var done mo.VirtualMachine
-		if err := retrieveOne(ctx, vc, vm.Self, []string{"config.hardware.device"}, &done); err != nil {
-			return translate(op, err)
+		if rerr := retrieveOne(ctx, vc, vm.Self, []string{"config.hardware.device"}, &done); rerr != nil {
+			return errors.Join(err, translate(op, rerr))
 		}
 		after(&done, before)
 	}
-	return nil
+	return err
 }
 
 // reconfigureVM applies spec to a VM read under its lock. When needsPowerOff
@@ -457,6 +460,9 @@ func (c *Client) reconfigureVM(ctx context.Context, vc *vim25.Client, op, what s
 			return err
 		}
 	}
+	if reflect.ValueOf(spec).IsZero() {
+		return nil // nothing to change: no task, no power cycle
+	}
 	task, err := obj.Reconfigure(ctx, spec)
 	if err == nil {
 		_, err = c.waitTask(ctx, op, task)
@@ -474,11 +480,18 @@ func (c *Client) reconfigureVM(ctx context.Context, vc *vim25.Client, op, what s
 			_, perr = c.waitTask(pctx, op+": powering "+vm.Name+" back on", task)
 		}
 		if perr != nil {
+			if err == nil { // the change is made; only the VM is off
+				return fmt.Errorf("%w: %w", ErrNotPoweredBackOn, translate(op+": powering "+vm.Name+" back on", perr))
+			}
 			return errors.Join(err, translate(op+": powering "+vm.Name+" back on", perr))
 		}
 	}
 	return err
 }
+
+// ErrNotPoweredBackOn: the change was made, but the VM, powered off for
+// it, did not power back on. Callers record the change and report the error.
+var ErrNotPoweredBackOn = errors.New("the change is made, but the virtual machine did not power back on")
 
 // PowerOffNeeded says why a change was refused on a running VM.
 // what says what needs the VM off, e.g. WhatPVRDMANeedsOff.
