@@ -324,6 +324,10 @@ func TestAccVMGPUMMIO_failedReconfigure(t *testing.T) {
 			},
 			{
 				Config: config,
+				// Nothing was recorded: the adapter or setup is created now.
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(gpuAddr, plancheck.ResourceActionCreate),
+				}},
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("gpu"), knownvalue.ListSizeExact(2)),
 				},
@@ -441,6 +445,39 @@ func TestAccVMGPUMMIO_sameVMAndRunningChanges(t *testing.T) {
 				ExpectError: wrapped(`is powered on, and attaching or detaching GPUs, or switching the firmware to EFI needs it powered off`),
 			},
 			{Config: gpuConfig(lab, lab.VMID(vm), twoH100+"  power_off_allowed = true")},
+		},
+	})
+}
+
+func TestAccVMGPUMMIO_moreRefusals(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	vm := "hpc-node-0"
+	uuid := lab.VMUUID(vm)
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config: gpuConfig(lab, uuid, "  gpu {\n    vendor_id = \"10de\"\n    device_id = \"ffff\"\n  }\n"), PlanOnly: true,
+				ExpectError: wrapped(`has no passthrough-active GPU with vendor id 10de and device id ffff`),
+			},
+			{
+				Config: gpuConfig(lab, uuid, ""), PlanOnly: true,
+				ExpectError: wrapped(`List the VM's GPUs in gpu blocks, or set mmio_size_gb`),
+			},
+			// An EFI VM with one GPU, running: attaching a second needs it off,
+			// and so does destroying (detaching) without power_off_allowed.
+			{Config: gpuConfig(lab, uuid, "  gpu {\n    pci_id = \"0000:3b:00.0\"\n  }\n")},
+			{
+				PreConfig: func() { powerOn(t, lab, vm) },
+				Config:    gpuConfig(lab, uuid, twoH100), PlanOnly: true,
+				ExpectError: wrapped(`is powered on, and attaching or detaching GPUs, or switching the firmware to EFI needs it powered off`),
+			},
+			{
+				Config: providerConfig(lab), PlanOnly: true,
+				ExpectError: wrapped(`(set it on the resource and apply before destroying)`),
+			},
+			{Config: gpuConfig(lab, uuid, "  gpu {\n    pci_id = \"0000:3b:00.0\"\n  }\n  power_off_allowed = true")},
 		},
 	})
 }

@@ -409,6 +409,10 @@ func TestAccVMPVRDMANIC_failedReconfigure(t *testing.T) {
 			},
 			{
 				Config: config,
+				// Nothing was recorded: the adapter or setup is created now.
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(nicAddr, plancheck.ResourceActionCreate),
+				}},
 				Check: func(*terraform.State) error {
 					v, err := labService(lab).VM(context.Background(), lab.VMUUID(vm))
 					if err != nil {
