@@ -72,6 +72,12 @@
 //   - Per-host firewall rulesets with RefreshFirewall and UpdateRuleset;
 //     HostPciPassthruSystem with UpdatePassthruConfig and Refresh;
 //     UpdateOptions refuses unknown keys of a host with InvalidName.
+//   - esxcli "network diag ping" (metadata and command) through each host's
+//     managed method executer, over a fabric model: switch-port MTUs
+//     (SetPortMTU, default 9000), per-link MTUs (SetLinkMTU), hosts that
+//     drop everything (DropAll). A don't-fragment ping bigger than the
+//     source vmknic's MTU fails with "Message too long"; one bigger than the
+//     path is lost after the wait (SetLostProbeDelay). Pings lists them.
 //
 // Tests inject faults and delays with FailTaskOnce, FailCall, Delay and
 // TerminateSessions, and count calls with Calls. The lab's own client
@@ -128,7 +134,8 @@ type Lab struct {
 	hosts                     []entry
 	vms                       []vmEntry
 
-	ext *extension
+	ext    *extension
+	fabric *fabric // the network between the hosts, for esxcli ping
 
 	// Set before the server starts, read-only after.
 	fwHost      map[types.ManagedObjectReference]types.ManagedObjectReference // firewall system -> host
@@ -227,6 +234,7 @@ func (l *Lab) startServer(opts Options) error {
 		return err
 	}
 	l.ext = newExtension(l)
+	l.fabric = newFabric()
 	m.Map().Put(l.ext)
 	m.Map().AddHandler(l.ext)
 	syncAllNetworkVMs(l.internalContext())

@@ -1,0 +1,341 @@
+package vcsimlab
+
+import (
+	"bytes"
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/vmware/govmomi/cli/esx"
+	"github.com/vmware/govmomi/simulator"
+	"github.com/vmware/govmomi/vim25/soap"
+	"github.com/vmware/govmomi/vim25/xml"
+)
+
+// esxcli "network diag ping" through the vSphere API, as ESXi answers it,
+// over a fabric model of the lab's hosts. vcsim has no network.diag
+// namespace; the lab answers both the command's metadata and the command.
+//
+// Parameters (all optional in the metadata; host is needed unless debug):
+// count, debug, df, host, interface, interval, ipv4, ipv6, netstack,
+// nexthop, size (the ICMP payload: an IPv4 packet is size+28), ttl, wait.
+// Sources: Broadcom's ESXCLI reference, esxcli_network namespace,
+// https://developer.broadcom.com/xapis/esxcli-command-reference/latest/namespace/esxcli_network.html
+// and the PowerCLI Get-EsxCli signature of network.diag.ping (count, debug,
+// df, host, interface, interval, ipv4, ipv6, netstack, nexthop, size, ttl,
+// wait; long/boolean/string types).
+//
+// Output: a PingOutput with a Summary (HostAddr, Transmitted, Recieved
+// [sic], Duplicated, PacketLost, RoundtripMinMS/AvgMS/MaxMS) and a Trace
+// per reply (ReceivedBytes, Host, ICMPSeq, TTL, RoundtripTimeMS, Dup,
+// Detail), as VMware's own vmkping client (vRack HMS, VmkPingOutputSpec)
+// decodes it. A don't-fragment packet larger than the source vmknic's MTU
+// fails locally with the CLI fault "sendto() failed (Message too long)"; one
+// that fits there but not on the path is lost silently (Recieved 0), and
+// answers only after the wait.
+
+const (
+	pingMethod     = "vim.EsxCLI.network.diag.ping"
+	cliInfoMethod  = "vim.CLIInfo.FetchCLIInfo"
+	diagNamespace  = "vim.EsxCLI.network.diag"
+	ipICMPHeaders  = 28
+	defaultPortMTU = 9000
+)
+
+// fabric is the physical network between the lab's hosts: each host's
+// switch port MTU, optional per-link MTUs, and hosts that drop everything.
+type fabric struct {
+	mu        sync.Mutex
+	portMTU   map[string]int    // host id -> MTU of its switch port
+	linkMTU   map[[2]string]int // unordered host id pair -> MTU of the path between them
+	dead      map[string]bool   // host id -> drops every packet
+	lostDelay time.Duration     // how long a lost probe takes to answer
+	pings     []Ping
+}
+
+// Ping records one esxcli ping the lab answered, for tests.
+type Ping struct {
+	SourceHost string // host id
+	Interface  string
+	Target     string
+	Size       int // ICMP payload
+	DF         bool
+	Received   bool
+}
+
+func newFabric() *fabric {
+	return &fabric{portMTU: map[string]int{}, linkMTU: map[[2]string]int{}, dead: map[string]bool{}}
+}
+
+func link(a, b string) [2]string {
+	if a > b {
+		a, b = b, a
+	}
+	return [2]string{a, b}
+}
+
+// SetPortMTU sets the MTU of a host's physical switch port (default 9000).
+func (l *Lab) SetPortMTU(hostName string, mtu int) {
+	l.fabric.mu.Lock()
+	defer l.fabric.mu.Unlock()
+	l.fabric.portMTU[l.HostID(hostName)] = mtu
+}
+
+// SetLinkMTU sets the MTU of the path between two hosts, e.g. one slow link.
+func (l *Lab) SetLinkMTU(hostA, hostB string, mtu int) {
+	l.fabric.mu.Lock()
+	defer l.fabric.mu.Unlock()
+	l.fabric.linkMTU[link(l.HostID(hostA), l.HostID(hostB))] = mtu
+}
+
+// DropAll makes a host drop every packet (a dead NIC or cable), or not.
+func (l *Lab) DropAll(hostName string, drop bool) {
+	l.fabric.mu.Lock()
+	defer l.fabric.mu.Unlock()
+	l.fabric.dead[l.HostID(hostName)] = drop
+}
+
+// SetLostProbeDelay sets how long a lost ping takes to answer (the wait).
+func (l *Lab) SetLostProbeDelay(d time.Duration) {
+	l.fabric.mu.Lock()
+	defer l.fabric.mu.Unlock()
+	l.fabric.lostDelay = d
+}
+
+// Pings returns the pings answered so far.
+func (l *Lab) Pings() []Ping {
+	l.fabric.mu.Lock()
+	defer l.fabric.mu.Unlock()
+	return append([]Ping(nil), l.fabric.pings...)
+}
+
+// soapCall is an ExecuteSoap request, read by reflection: its type lives in
+// a govmomi internal package.
+type soapCall struct {
+	hostID string // the managed method executer's id is its host's
+	method string
+	args   map[string][]string
+}
+
+func readSoapCall(body any) (soapCall, bool) {
+	v := reflect.ValueOf(body)
+	if v.Kind() != reflect.Pointer || v.IsNil() {
+		return soapCall{}, false
+	}
+	v = v.Elem()
+	method, this, args := v.FieldByName("Method"), v.FieldByName("This"), v.FieldByName("Argument")
+	if !method.IsValid() || !this.IsValid() || !args.IsValid() {
+		return soapCall{}, false
+	}
+	call := soapCall{method: method.String(), hostID: this.FieldByName("Value").String(), args: map[string][]string{}}
+	for i := 0; i < args.Len(); i++ {
+		a := args.Index(i)
+		name := a.FieldByName("Name").String()
+		if val, ok := a.Addr().Interface().(interface{ Value() []string }); ok {
+			call.args[name] = val.Value()
+		}
+	}
+	return call, true
+}
+
+// isDiagCall reports whether an ExecuteSoap call is one the lab answers.
+func isDiagCall(body any) bool {
+	call, ok := readSoapCall(body)
+	if !ok {
+		return false
+	}
+	return call.method == pingMethod || (call.method == cliInfoMethod && first(call.args["typeName"]) == diagNamespace)
+}
+
+func first(v []string) string {
+	if len(v) == 0 {
+		return ""
+	}
+	return v[0]
+}
+
+type executeSoapBody struct {
+	Res *executeSoapResponse `xml:"urn:vim25 ExecuteSoapResponse"`
+}
+
+func (*executeSoapBody) Fault() *soap.Fault { return nil }
+
+type executeSoapResponse struct {
+	Returnval *soapResult `xml:"returnval"`
+}
+
+type soapResult struct {
+	Response string     `xml:"response,omitempty"`
+	Fault    *soapFault `xml:"fault,omitempty"`
+}
+
+type soapFault struct {
+	FaultMsg    string `xml:"faultMsg"`
+	FaultDetail string `xml:"faultDetail,omitempty"`
+}
+
+// ExecuteSoap answers the esxcli calls of network.diag: the namespace's
+// metadata and ping.
+func (x *extension) ExecuteSoap(ctx *simulator.Context, req any) soap.HasFault {
+	call, _ := readSoapCall(req)
+	if call.method == cliInfoMethod {
+		var b bytes.Buffer
+		if err := xml.NewEncoder(&b).Encode(diagInfo()); err != nil {
+			return &executeSoapBody{Res: &executeSoapResponse{Returnval: &soapResult{Fault: &soapFault{FaultMsg: err.Error()}}}}
+		}
+		return &executeSoapBody{Res: &executeSoapResponse{Returnval: &soapResult{Response: b.String()}}}
+	}
+	return &executeSoapBody{Res: &executeSoapResponse{Returnval: x.ping(ctx, call)}}
+}
+
+// vnic is a vmknic's address and MTU.
+type vnic struct {
+	hostID, device, ip string
+	mtu                int
+}
+
+// vnics reads every host's vmknics live, so changes to them count.
+func (x *extension) vnics(ctx *simulator.Context) []vnic {
+	var out []vnic
+	for _, obj := range ctx.Map.All("HostSystem") {
+		h, ok := obj.(*simulator.HostSystem)
+		if !ok {
+			continue
+		}
+		ctx.WithLock(h, func() {
+			if h.Config == nil || h.Config.Network == nil {
+				return
+			}
+			for _, v := range h.Config.Network.Vnic {
+				if v.Spec.Ip != nil {
+					out = append(out, vnic{hostID: h.Self.Value, device: v.Device, ip: v.Spec.Ip.IpAddress, mtu: int(v.Spec.Mtu)})
+				}
+			}
+		})
+	}
+	return out
+}
+
+// ping answers one esxcli ping from the host of the executer over the fabric.
+func (x *extension) ping(ctx *simulator.Context, call soapCall) *soapResult {
+	count := atoiOr(first(call.args["count"]), 3)
+	size := atoiOr(first(call.args["size"]), 56)
+	df := first(call.args["df"]) == "true"
+	target, iface := first(call.args["host"]), first(call.args["interface"])
+	var src, dst *vnic
+	vnics := x.vnics(ctx)
+	for i := range vnics {
+		v := &vnics[i]
+		// The source: the named vmknic, else the host's first.
+		if v.hostID == call.hostID && (v.device == iface || (iface == "" && src == nil)) {
+			src = v
+		}
+		// The target: the vmknic with that address, another host's first
+		// (the stock vmk0s all share 127.0.0.1).
+		if v.ip == target && (dst == nil || dst.hostID == call.hostID) {
+			dst = v
+		}
+	}
+	if src == nil {
+		return cliFault(fmt.Sprintf("Invalid interface %s: no such VMkernel adapter on this host", iface))
+	}
+	if df && size+ipICMPHeaders > src.mtu {
+		return cliFault("sendto() failed (Message too long)")
+	}
+	f := x.lab.fabric
+	f.mu.Lock()
+	received := dst != nil && !f.dead[call.hostID] && !f.dead[dst.hostID]
+	if received && df {
+		limit := min(dst.mtu, f.port(call.hostID), f.port(dst.hostID))
+		if m, ok := f.linkMTU[link(call.hostID, dst.hostID)]; ok {
+			limit = min(limit, m)
+		}
+		received = size+ipICMPHeaders <= limit
+	}
+	f.pings = append(f.pings, Ping{SourceHost: call.hostID, Interface: src.device, Target: target, Size: size, DF: df, Received: received})
+	delay := f.lostDelay
+	f.mu.Unlock()
+	if !received {
+		time.Sleep(delay)
+	}
+	return &soapResult{Response: pingOutput(target, count, size, received)}
+}
+
+func (f *fabric) port(hostID string) int {
+	if m, ok := f.portMTU[hostID]; ok {
+		return m
+	}
+	return defaultPortMTU
+}
+
+func atoiOr(s string, def int) int {
+	if n, err := strconv.Atoi(s); err == nil {
+		return n
+	}
+	return def
+}
+
+// pingOutput is the PingOutput ESXi returns, as XML.
+func pingOutput(target string, count, size int, received bool) string {
+	got, lost := count, 0
+	if !received {
+		got, lost = 0, 100
+	}
+	var b strings.Builder
+	b.WriteString(`<obj xmlns="urn:vim25" xmlns:xsd="http://www.w3.org/2001/XMLSchema" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xsi:type="ArrayOfDataObject">`)
+	b.WriteString("\n <DataObject xsi:type=\"VimEsxCLInetworkdiagpingPingOutput\">\n  <Summary>\n")
+	fmt.Fprintf(&b, "   <HostAddr>%s</HostAddr>\n   <Transmitted>%d</Transmitted>\n   <Recieved>%d</Recieved>\n", xmlText(target), count, got)
+	fmt.Fprintf(&b, "   <Duplicated>0</Duplicated>\n   <PacketLost>%d</PacketLost>\n", lost)
+	b.WriteString("   <RoundtripMinMS>0</RoundtripMinMS>\n   <RoundtripAvgMS>0</RoundtripAvgMS>\n   <RoundtripMaxMS>0</RoundtripMaxMS>\n  </Summary>\n")
+	for i := range got {
+		fmt.Fprintf(&b, "  <Trace>\n   <ReceivedBytes>%d</ReceivedBytes>\n   <Host>%s</Host>\n   <ICMPSeq>%d</ICMPSeq>\n   <TTL>64</TTL>\n   <RoundtripTimeMS>0</RoundtripTimeMS>\n   <Dup>false</Dup>\n   <Detail></Detail>\n  </Trace>\n",
+			size+8, xmlText(target), i)
+	}
+	b.WriteString(" </DataObject>\n</obj>")
+	return b.String()
+}
+
+func xmlText(s string) string {
+	var b bytes.Buffer
+	_ = xml.EscapeText(&b, []byte(s))
+	return b.String()
+}
+
+// cliFault is the esxcli fault a host returns inside a successful call.
+func cliFault(msg string) *soapResult {
+	detail := `<obj xmlns="urn:vim25" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"><fault xsi:type="VimEsxCLICLIFault"><errMsg>` +
+		xmlText(msg) + `</errMsg></fault><localizedMessage></localizedMessage></obj>`
+	return &soapResult{Fault: &soapFault{FaultMsg: "EsxCLI.CLIFault.summary", FaultDetail: detail}}
+}
+
+// diagInfo is the metadata of the network.diag namespace: ping's parameters
+// with their aliases, booleans as flags, in the documented order.
+func diagInfo() *esx.CommandInfo {
+	param := func(name string, flag bool, aliases ...string) esx.CommandInfoParam {
+		return esx.CommandInfoParam{CommandInfoItem: esx.CommandInfoItem{Name: name, DisplayName: name}, Aliases: aliases, Flag: flag}
+	}
+	return &esx.CommandInfo{
+		CommandInfoItem: esx.CommandInfoItem{Name: "network.diag", DisplayName: "diag", Help: "Operations pertaining to network diagnostics"},
+		Method: []esx.CommandInfoMethod{{
+			CommandInfoItem: esx.CommandInfoItem{Name: "ping", DisplayName: "ping", Help: "Send ICMP echo requests to network hosts."},
+			Param: []esx.CommandInfoParam{
+				param("count", false, "-c", "--count"),
+				param("debug", true, "-D", "--debug"),
+				param("df", true, "-d", "--df"),
+				param("host", false, "-H", "--host"),
+				param("interface", false, "-I", "--interface"),
+				param("interval", false, "-i", "--interval"),
+				param("ipv4", true, "--ipv4"),
+				param("ipv6", true, "--ipv6"),
+				param("netstack", false, "--netstack"),
+				param("nexthop", false, "-N", "--nexthop"),
+				param("size", false, "-s", "--size"),
+				param("ttl", false, "-t", "--ttl"),
+				param("wait", false, "-W", "--wait"),
+			},
+		}},
+	}
+}
