@@ -1,0 +1,277 @@
+package vsphere
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/vmware/govmomi/cli/esx"
+	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/vim25"
+	"github.com/vmware/govmomi/vim25/mo"
+	"github.com/vmware/govmomi/vim25/types"
+
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/mtu"
+)
+
+// icmpOverhead is the IPv4 and ICMP headers: esxcli's size is the ICMP
+// payload, so a packet of MTU m carries m-28 bytes.
+const icmpOverhead = 28
+
+// defaultMTU is a vmknic's or switch's MTU when vSphere leaves it unset.
+const defaultMTU = 1500
+
+// PathMTUSpec asks for the largest unfragmented packet between every ordered
+// pair of hosts, over one vmknic on each.
+type PathMTUSpec struct {
+	HostIDs     []string
+	VMKernelNIC string
+	Min, Max    int           // search bounds, as packet sizes
+	Timeout     time.Duration // how long a host waits for a reply to one probe
+	Retries     int           // re-probes of the boundary before it counts as too big
+	Concurrency int           // pairs probed at once
+}
+
+// PathMTU is one ordered pair's answer.
+type PathMTU struct {
+	SourceHostID  string
+	TargetHostID  string
+	TargetAddress string
+	MTU           int // the largest packet that got through
+	ConfiguredMTU int // what the vmknics and their switches allow: the search's upper bound
+	Probes        int // pings sent, retries included
+}
+
+// pathEnd is a host's end of the fabric: the vmknic's address and the MTU its
+// configuration allows.
+type pathEnd struct {
+	hostID, name string
+	address      string
+	configured   int
+}
+
+// PathMTUs probes every ordered pair of hosts with don't-fragment pings run
+// on the source host (esxcli network diag ping), searching for the largest
+// packet that crosses. Pairs run concurrently; the result keeps the order of
+// HostIDs (source-major).
+func (c *Client) PathMTUs(ctx context.Context, spec PathMTUSpec) ([]PathMTU, error) {
+	ends, vc, err := c.pathEnds(ctx, spec.HostIDs, spec.VMKernelNIC)
+	if err != nil {
+		return nil, err
+	}
+	pingers := make([]*pinger, len(ends))
+	for i, end := range ends {
+		if pingers[i], err = newPinger(ctx, c, vc, end, spec); err != nil {
+			return nil, err
+		}
+	}
+
+	type job struct{ from, to, slot int }
+	var jobs []job
+	for i := range ends {
+		for j := range ends {
+			if i != j {
+				jobs = append(jobs, job{i, j, len(jobs)})
+			}
+		}
+	}
+	results := make([]PathMTU, len(jobs))
+	errs := make([]error, len(jobs))
+	sem := make(chan struct{}, max(spec.Concurrency, 1))
+	var wg sync.WaitGroup
+	for _, jb := range jobs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			results[jb.slot], errs[jb.slot] = pingers[jb.from].search(ctx, ends[jb.to], spec)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return results, nil
+}
+
+// pathEnds reads every host's vmknic, its port group's switch and MTUs in one
+// property-collector round trip.
+func (c *Client) pathEnds(ctx context.Context, hostIDs []string, vmknic string) ([]pathEnd, *vim25.Client, error) {
+	op := "reading the hosts' " + vmknic
+	rctx, cancel := c.withTimeout(ctx)
+	defer cancel()
+	vc, err := c.vimClient(rctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	var objects []types.ObjectSpec
+	for _, id := range hostIDs {
+		objects = append(objects, types.ObjectSpec{Obj: types.ManagedObjectReference{Type: "HostSystem", Value: id}})
+	}
+	objs, err := retrieve(rctx, vc, types.PropertyFilterSpec{
+		ObjectSet: objects,
+		PropSet: []types.PropertySpec{{Type: "HostSystem", PathSet: []string{
+			"name", "config.network.vnic", "config.network.portgroup", "config.network.vswitch"}}},
+	})
+	if err != nil {
+		if errors.Is(translate(op, err), ErrNotFound) {
+			return nil, nil, notFound(op, "a host in %s does not exist; host ids are managed object ids such as host-12", strings.Join(hostIDs, ", "))
+		}
+		return nil, nil, translate(op, err)
+	}
+	byID := map[string]mo.HostSystem{}
+	for _, o := range objs {
+		if h, ok := o.(mo.HostSystem); ok {
+			byID[h.Self.Value] = h
+		}
+	}
+	ends := make([]pathEnd, 0, len(hostIDs))
+	for _, id := range hostIDs {
+		h, ok := byID[id]
+		if !ok {
+			return nil, nil, notFound(op, "host %s does not exist; host ids are managed object ids such as host-12", id)
+		}
+		end, err := endOf(h, vmknic)
+		if err != nil {
+			return nil, nil, err
+		}
+		ends = append(ends, end)
+	}
+	return ends, vc, nil
+}
+
+// endOf finds a host's vmknic address and the MTU its configuration allows:
+// the vmknic's own, capped by its standard switch's.
+func endOf(h mo.HostSystem, vmknic string) (pathEnd, error) {
+	end := pathEnd{hostID: h.Self.Value, name: h.Name}
+	if h.Config == nil || h.Config.Network == nil {
+		return end, &Error{Op: "reading host " + h.Name, Kind: ErrInvalidState, Message: "vCenter reports no network configuration for the host; is it connected?"}
+	}
+	n := h.Config.Network
+	i := slices.IndexFunc(n.Vnic, func(v types.HostVirtualNic) bool { return v.Device == vmknic })
+	if i < 0 {
+		var have []string
+		for _, v := range n.Vnic {
+			have = append(have, v.Device)
+		}
+		return end, notFound("reading host "+h.Name, "host %s has no VMkernel adapter %s (it has %s); set vmknic to one on the fabric to probe",
+			h.Name, vmknic, strings.Join(have, ", "))
+	}
+	v := n.Vnic[i]
+	if v.Spec.Ip == nil || v.Spec.Ip.IpAddress == "" {
+		return end, &Error{Op: "reading host " + h.Name, Kind: ErrInvalidState, Message: fmt.Sprintf("%s on host %s has no IPv4 address to ping", vmknic, h.Name)}
+	}
+	end.address = v.Spec.Ip.IpAddress
+	end.configured = orDefaultMTU(v.Spec.Mtu)
+	if pg := slices.IndexFunc(n.Portgroup, func(p types.HostPortGroup) bool { return p.Spec.Name == v.Portgroup && v.Portgroup != "" }); pg >= 0 {
+		sw := n.Portgroup[pg].Spec.VswitchName
+		if s := slices.IndexFunc(n.Vswitch, func(s types.HostVirtualSwitch) bool { return s.Name == sw }); s >= 0 {
+			end.configured = min(end.configured, orDefaultMTU(n.Vswitch[s].Mtu))
+		}
+	}
+	return end, nil
+}
+
+func orDefaultMTU(m int32) int {
+	if m <= 0 {
+		return defaultMTU
+	}
+	return int(m)
+}
+
+// pinger runs esxcli network diag ping on one source host.
+type pinger struct {
+	c    *Client
+	from pathEnd
+	e    *esx.Executor
+	args []string // the arguments every probe shares
+}
+
+// pingParams are the esxcli arguments a probe passes; a host whose esxcli
+// lacks one is refused before any probe, because govmomi's argument parser
+// exits the process on an unknown flag.
+var pingParams = []string{"host", "interface", "size", "df", "count", "wait"}
+
+func newPinger(ctx context.Context, c *Client, vc *vim25.Client, from pathEnd, spec PathMTUSpec) (*pinger, error) {
+	op := "preparing esxcli network diag ping on host " + from.name
+	ctx, cancel := c.withTimeout(ctx)
+	defer cancel()
+	e, err := esx.NewExecutor(ctx, vc, object.NewHostSystem(vc, types.ManagedObjectReference{Type: "HostSystem", Value: from.hostID}))
+	if err != nil {
+		return nil, translate(op, err)
+	}
+	method, err := e.CommandInfoMethod(ctx, esx.NewCommand([]string{"network", "diag", "ping"}))
+	if err != nil {
+		return nil, translate(op, err)
+	}
+	for _, want := range pingParams {
+		if !slices.ContainsFunc(method.Param, func(p esx.CommandInfoParam) bool { return p.Name == want }) {
+			return nil, &Error{Op: op, Kind: ErrNotImplemented, Message: fmt.Sprintf("host %s's esxcli network diag ping has no %q argument", from.name, want)}
+		}
+	}
+	wait := max(1, int(math.Ceil(spec.Timeout.Seconds())))
+	return &pinger{c: c, from: from, e: e, args: []string{
+		"network", "diag", "ping", "--interface=" + spec.VMKernelNIC, "--df=true", "--count=1", "--wait=" + strconv.Itoa(wait)}}, nil
+}
+
+// pingOutput is the part of esxcli's PingOutput a probe needs. ESXi spells
+// the field "Recieved".
+type pingOutput struct {
+	DataObject []struct {
+		Summary struct{ Recieved int }
+	}
+}
+
+// search finds the path MTU from p's host to one target.
+func (p *pinger) search(ctx context.Context, to pathEnd, spec PathMTUSpec) (PathMTU, error) {
+	configured := min(p.from.configured, to.configured)
+	res := PathMTU{SourceHostID: p.from.hostID, TargetHostID: to.hostID, TargetAddress: to.address, ConfiguredMTU: configured}
+	upper := min(configured, spec.Max)
+	if upper < spec.Min {
+		return res, &Error{Op: "probing " + p.from.name + " to " + to.name, Kind: ErrInvalidArg, Message: fmt.Sprintf(
+			"the vmknics and switches allow at most %d bytes between %s and %s, below min_mtu %d; lower min_mtu or raise the MTU",
+			configured, p.from.name, to.name, spec.Min)}
+	}
+	probe := mtu.ProberFunc(func(ctx context.Context, size int) (bool, error) { return p.ping(ctx, to, size) })
+	found, err := mtu.Search(ctx, probe, mtu.Options{Min: spec.Min, Max: upper, Retries: spec.Retries})
+	res.MTU, res.Probes = found.MTU, found.Probes
+	if errors.Is(err, mtu.ErrUnreachable) {
+		return res, &Error{Op: "probing " + p.from.name + " to " + to.name, Kind: ErrUnreachable, Message: fmt.Sprintf(
+			"%s (%s) got no reply from %s at %s even at %d bytes after %d probes; check that the host is up and that %s on both hosts is on the same network",
+			p.from.name, spec.VMKernelNIC, to.name, to.address, spec.Min, found.Probes, spec.VMKernelNIC)}
+	}
+	return res, err
+}
+
+// ping sends one don't-fragment probe of the given packet size. A packet
+// bigger than the source vmknic's MTU is refused by ESXi with "Message too
+// long"; that is an answer (too big), not an error.
+func (p *pinger) ping(ctx context.Context, to pathEnd, size int) (bool, error) {
+	op := fmt.Sprintf("pinging %s from %s", to.address, p.from.name)
+	args := append(slices.Clone(p.args), "--host="+to.address, "--size="+strconv.Itoa(size-icmpOverhead))
+	req, _, err := p.e.NewRequest(ctx, args)
+	if err != nil {
+		return false, translate(op, err)
+	}
+	ctx, cancel := p.c.withTimeout(ctx)
+	defer cancel()
+	var out pingOutput
+	err = p.e.Execute(ctx, req, &out)
+	var cli *esx.Fault
+	if errors.As(err, &cli) {
+		if strings.Contains(cli.MessageDetail(), "Message too long") {
+			return false, nil
+		}
+		return false, &Error{Op: op, Kind: ErrInvalidArg, Message: "esxcli: " + cli.MessageDetail()}
+	}
+	if err != nil {
+		return false, translate(op, err)
+	}
+	return len(out.DataObject) > 0 && out.DataObject[0].Summary.Recieved > 0, nil
+}

@@ -1,0 +1,109 @@
+package vsphere
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
+)
+
+func pathMTUSpec(lab *vcsimlab.Lab, hosts int) PathMTUSpec {
+	spec := PathMTUSpec{VMKernelNIC: "vmk1", Min: 1280, Max: 9000, Timeout: time.Second, Retries: 1, Concurrency: 4}
+	for _, name := range lab.HostNames()[:hosts] {
+		spec.HostIDs = append(spec.HostIDs, lab.HostID(name))
+	}
+	return spec
+}
+
+// mtus maps "source>target" host names to the pair's MTU.
+func mtus(t *testing.T, lab *vcsimlab.Lab, got []PathMTU) map[string]int {
+	t.Helper()
+	name := map[string]string{}
+	for _, n := range lab.HostNames() {
+		name[lab.HostID(n)] = n
+	}
+	out := map[string]int{}
+	for _, p := range got {
+		if p.ConfiguredMTU != 9000 || p.Probes < 1 || p.Probes > 16 || p.TargetAddress == "" {
+			t.Errorf("pair %+v: want configured 9000, 1..16 probes, an address", p)
+		}
+		out[name[p.SourceHostID]+">"+name[p.TargetHostID]] = p.MTU
+	}
+	return out
+}
+
+func TestPathMTUs(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{Hosts: 3})
+	lab.SetLostProbeDelay(time.Millisecond)
+	ctx := context.Background()
+	c := labClient(lab)
+	h := lab.HostNames()
+
+	got, err := c.PathMTUs(ctx, pathMTUSpec(lab, 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 6 {
+		t.Fatalf("%d pairs for 3 hosts, want 6", len(got))
+	}
+	for pair, m := range mtus(t, lab, got) {
+		if m != 9000 {
+			t.Errorf("%s on a uniform 9000 fabric = %d", pair, m)
+		}
+	}
+
+	// One slow link and one host behind a 1500 port.
+	lab.SetLinkMTU(h[0], h[1], 7466)
+	lab.SetPortMTU(h[2], 1500)
+	got, err = c.PathMTUs(ctx, pathMTUSpec(lab, 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{
+		h[0] + ">" + h[1]: 7466, h[1] + ">" + h[0]: 7466,
+		h[0] + ">" + h[2]: 1500, h[2] + ">" + h[0]: 1500,
+		h[1] + ">" + h[2]: 1500, h[2] + ">" + h[1]: 1500,
+	}
+	for pair, m := range mtus(t, lab, got) {
+		if want[pair] != m {
+			t.Errorf("%s = %d, want %d", pair, m, want[pair])
+		}
+	}
+}
+
+func TestPathMTUsRefusals(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{Hosts: 2})
+	lab.SetLostProbeDelay(time.Millisecond)
+	ctx := context.Background()
+	c := labClient(lab)
+	h := lab.HostNames()
+
+	spec := pathMTUSpec(lab, 2)
+	spec.VMKernelNIC = "vmk7"
+	if _, err := c.PathMTUs(ctx, spec); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "has no VMkernel adapter vmk7 (it has vmk0, vmk1)") {
+		t.Errorf("unknown vmknic: %v", err)
+	}
+
+	spec = pathMTUSpec(lab, 2)
+	spec.HostIDs[1] = "host-999999"
+	if _, err := c.PathMTUs(ctx, spec); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "host-999999") {
+		t.Errorf("unknown host: %v", err)
+	}
+
+	spec = pathMTUSpec(lab, 2)
+	spec.Min, spec.Max = 9100, 9216
+	if _, err := c.PathMTUs(ctx, spec); !errors.Is(err, ErrInvalidArg) || !strings.Contains(err.Error(), "below min_mtu 9100") {
+		t.Errorf("configuration below min: %v", err)
+	}
+
+	lab.DropAll(h[1], true)
+	_, err := c.PathMTUs(ctx, pathMTUSpec(lab, 2))
+	if !errors.Is(err, ErrUnreachable) || !strings.Contains(err.Error(), "got no reply from "+h[1]) {
+		t.Errorf("a host that drops everything: %v", err)
+	}
+}
