@@ -225,6 +225,7 @@ func (p *vspherehpcProvider) DataSources(_ context.Context) []func() datasource.
 	return []func() datasource.DataSource{
 		NewDatacenterDataSource,
 		NewHostDataSource,
+		NewMaxMTUDataSource,
 		NewMMIOSizeDataSource,
 		NewVirtualMachineDataSource,
 	}

@@ -40,12 +40,12 @@ type PathMTUSpec struct {
 
 // PathMTU is one ordered pair's answer.
 type PathMTU struct {
-	SourceHostID  string
-	TargetHostID  string
-	TargetAddress string
-	MTU           int // the largest packet that got through
-	ConfiguredMTU int // what the vmknics and their switches allow: the search's upper bound
-	Probes        int // pings sent, retries included
+	SourceHostID, SourceHostName string
+	TargetHostID, TargetHostName string
+	TargetAddress                string
+	MTU                          int // the largest packet that got through
+	ConfiguredMTU                int // what the vmknics and their switches allow: the search's upper bound
+	Probes                       int // pings sent, retries included
 }
 
 // pathEnd is a host's end of the fabric: the vmknic's address and the MTU its
@@ -231,7 +231,10 @@ type pingOutput struct {
 // search finds the path MTU from p's host to one target.
 func (p *pinger) search(ctx context.Context, to pathEnd, spec PathMTUSpec) (PathMTU, error) {
 	configured := min(p.from.configured, to.configured)
-	res := PathMTU{SourceHostID: p.from.hostID, TargetHostID: to.hostID, TargetAddress: to.address, ConfiguredMTU: configured}
+	res := PathMTU{
+		SourceHostID: p.from.hostID, SourceHostName: p.from.name, TargetHostID: to.hostID, TargetHostName: to.name,
+		TargetAddress: to.address, ConfiguredMTU: configured,
+	}
 	upper := min(configured, spec.Max)
 	if upper < spec.Min {
 		return res, &Error{Op: "probing " + p.from.name + " to " + to.name, Kind: ErrInvalidArg, Message: fmt.Sprintf(
