@@ -1,0 +1,31 @@
+data "vspherehpc_datacenter" "dc" {
+  name = "dc-hpc"
+}
+
+data "vspherehpc_host" "node" {
+  count         = 4
+  datacenter_id = data.vspherehpc_datacenter.dc.id
+  name          = "esx-${count.index + 1}.hpc.example.com"
+}
+
+# Probe every ordered pair of hosts over the PVRDMA vmknic.
+data "vspherehpc_max_mtu" "fabric" {
+  host_system_ids = data.vspherehpc_host.node[*].id
+  vmknic          = "vmk1"
+}
+
+# Stop the plan when the fabric does not carry jumbo frames end to end.
+check "jumbo_frames" {
+  assert {
+    condition     = data.vspherehpc_max_mtu.fabric.mtu >= 9000
+    error_message = "The fabric carries ${data.vspherehpc_max_mtu.fabric.mtu}-byte packets, not 9000."
+  }
+}
+
+# The host matrix: "source -> target" = MTU.
+output "mtu_matrix" {
+  value = {
+    for p in data.vspherehpc_max_mtu.fabric.pairs :
+    "${p.source_host_name} -> ${p.target_host_name}" => p.mtu
+  }
+}
