@@ -32,6 +32,21 @@ data "vspherehpc_host" "esx" {
   name          = each.value
 }
 
+# The largest MTU every pair of hosts carries over vmk1, measured with
+# don't-fragment pings run on the hosts (one ping per pair on a healthy
+# fabric), checked before anything relies on jumbo frames.
+data "vspherehpc_max_mtu" "fabric" {
+  host_system_ids = [for name in var.hosts : data.vspherehpc_host.esx[name].id]
+  vmknic          = "vmk1"
+}
+
+check "jumbo_frames" {
+  assert {
+    condition     = data.vspherehpc_max_mtu.fabric.mtu >= 9000
+    error_message = "The fabric carries ${data.vspherehpc_max_mtu.fabric.mtu}-byte packets between some hosts, not 9000: see the mtu_matrix output."
+  }
+}
+
 # The PVRDMA switch over every host, each with its first RDMA NIC (vmnic4).
 resource "vspherehpc_rdma_dvs" "pvrdma" {
   datacenter_id = data.vspherehpc_datacenter.dc.id
@@ -175,5 +190,13 @@ output "gpu_node" {
     total_gpu_memory_gb = vspherehpc_vm_gpu_mmio.gpu_node.total_gpu_memory_gb
     mmio_size_gb        = vspherehpc_vm_gpu_mmio.gpu_node.mmio_size_gb
     firmware            = vspherehpc_vm_gpu_mmio.gpu_node.firmware
+  }
+}
+
+output "mtu_matrix" {
+  description = "Measured MTU per ordered pair of hosts over vmk1, and the pings each search took."
+  value = {
+    for p in data.vspherehpc_max_mtu.fabric.pairs :
+    "${p.source_host_name} -> ${p.target_host_name}" => "${p.mtu} (configured ${p.configured_mtu}, ${p.probes} ping${p.probes == 1 ? "" : "s"})"
   }
 }

@@ -39,7 +39,7 @@ type maxMTUDataSource struct {
 }
 
 type maxMTUModel struct {
-	HostSystemIDs []types.String `tfsdk:"host_system_ids"`
+	HostSystemIDs types.List     `tfsdk:"host_system_ids"`
 	VMKernelNIC   types.String   `tfsdk:"vmknic"`
 	MinMTU        types.Int64    `tfsdk:"min_mtu"`
 	MaxMTU        types.Int64    `tfsdk:"max_mtu"`
@@ -148,12 +148,13 @@ func (d *maxMTUDataSource) Configure(_ context.Context, req datasource.Configure
 // ValidateConfig compares the bounds with their defaults applied, which
 // attribute validators cannot.
 func (d *maxMTUDataSource) ValidateConfig(ctx context.Context, req datasource.ValidateConfigRequest, resp *datasource.ValidateConfigResponse) {
-	var cfg maxMTUModel
-	resp.Diagnostics.Append(req.Config.Get(ctx, &cfg)...)
-	if resp.Diagnostics.HasError() || cfg.MinMTU.IsUnknown() || cfg.MaxMTU.IsUnknown() {
+	var minMTU, maxMTU types.Int64
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("min_mtu"), &minMTU)...)
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("max_mtu"), &maxMTU)...)
+	if resp.Diagnostics.HasError() || minMTU.IsUnknown() || maxMTU.IsUnknown() {
 		return
 	}
-	lo, hi := int64Or(cfg.MinMTU, defaultMinMTU), int64Or(cfg.MaxMTU, defaultMaxMTU)
+	lo, hi := int64Or(minMTU, defaultMinMTU), int64Or(maxMTU, defaultMaxMTU)
 	if lo > hi {
 		resp.Diagnostics.AddAttributeError(path.Root("max_mtu"), "MTU bounds out of order",
 			fmt.Sprintf("min_mtu (%d) is larger than max_mtu (%d); the search needs min_mtu <= max_mtu.", lo, hi))
@@ -179,8 +180,9 @@ func (d *maxMTUDataSource) Read(ctx context.Context, req datasource.ReadRequest,
 		Min:         int(state.MinMTU.ValueInt64()), Max: int(state.MaxMTU.ValueInt64()),
 		Timeout: wait, Retries: int(state.Retries.ValueInt64()), Concurrency: int(state.Concurrency.ValueInt64()),
 	}
-	for _, id := range state.HostSystemIDs {
-		spec.HostIDs = append(spec.HostIDs, id.ValueString())
+	resp.Diagnostics.Append(state.HostSystemIDs.ElementsAs(ctx, &spec.HostIDs, false)...)
+	if resp.Diagnostics.HasError() {
+		return
 	}
 	start := time.Now()
 	pairs, err := d.client.PathMTUs(ctx, spec)

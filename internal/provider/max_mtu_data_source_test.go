@@ -16,17 +16,25 @@ import (
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vsphere"
 )
 
+// maxMTUConfig probes all the lab's hosts, found by name as a module would,
+// so host_system_ids is unknown when the configuration is validated.
 func maxMTUConfig(lab *vcsimlab.Lab, extra string) string {
-	var ids []string
+	var names []string
 	for _, name := range lab.HostNames() {
-		ids = append(ids, fmt.Sprintf("%q", lab.HostID(name)))
+		names = append(names, fmt.Sprintf("%q", name))
 	}
 	return providerConfig(lab) + fmt.Sprintf(`
+data "vspherehpc_host" "node" {
+  count         = %d
+  datacenter_id = %q
+  name          = [%s][count.index]
+}
+
 data "vspherehpc_max_mtu" "fabric" {
-  host_system_ids = [%s]
+  host_system_ids = data.vspherehpc_host.node[*].id
   vmknic          = "vmk1"
 %s}
-`, strings.Join(ids, ", "), extra)
+`, len(names), lab.DatacenterID(), strings.Join(names, ", "), extra)
 }
 
 // pairMTUs checks every pair's measured and configured MTU, keyed by the

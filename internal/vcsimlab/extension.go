@@ -71,6 +71,9 @@ func (x *extension) implements(ctx *simulator.Context, m *simulator.Method) bool
 	case "ReconfigVM_Task":
 		_, ok := obj.(*simulator.VirtualMachine)
 		return ok
+	case "FindByUuid", "FindAllByUuid":
+		_, ok := obj.(*simulator.SearchIndex)
+		return ok
 	case "ExecuteSoap":
 		_, ok := obj.(*simulator.ManagedMethodExecuter)
 		return ok && isDiagCall(m.Body)

@@ -78,6 +78,9 @@
 //     drop everything (DropAll). A don't-fragment ping bigger than the
 //     source vmknic's MTU fails with "Message too long"; one bigger than the
 //     path is lost after the wait (SetLostProbeDelay). Pings lists them.
+//   - SearchIndex.FindByUuid and FindAllByUuid keep working after esxcli
+//     use (vcsim's panic on the executer it registers) and honour the
+//     datacenter scope.
 //
 // Tests inject faults and delays with FailTaskOnce, FailCall, Delay and
 // TerminateSessions, and count calls with Calls. The lab's own client
