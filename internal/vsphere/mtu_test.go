@@ -107,3 +107,42 @@ func TestPathMTUsRefusals(t *testing.T) {
 		t.Errorf("a host that drops everything: %v", err)
 	}
 }
+
+// BenchmarkPathMTUs8Hosts measures all 56 ordered pairs of 8 lab hosts: a
+// uniform 9000 fabric, and one where a host sits behind a 1500 port and one
+// link is 7466. Lost probes answer at once here; on ESXi each costs the
+// probe's wait (1 s by default), spread over the concurrent pairs.
+func BenchmarkPathMTUs8Hosts(b *testing.B) {
+	for _, fabric := range []string{"uniform", "degraded"} {
+		b.Run(fabric, func(b *testing.B) {
+			lab, err := vcsimlab.Start(context.Background(), vcsimlab.Options{Hosts: 8})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(lab.Close)
+			if fabric == "degraded" {
+				h := lab.HostNames()
+				lab.SetPortMTU(h[7], 1500)
+				lab.SetLinkMTU(h[0], h[1], 7466)
+			}
+			c := labClient(lab)
+			spec := pathMTUSpec(lab, 8)
+			spec.Concurrency = 8
+			var probes, worst int
+			for b.Loop() {
+				got, err := c.PathMTUs(context.Background(), spec)
+				if err != nil {
+					b.Fatal(err)
+				}
+				probes, worst = 0, 0
+				for _, p := range got {
+					probes += p.Probes
+					worst = max(worst, p.Probes)
+				}
+			}
+			b.ReportMetric(float64(probes)/56, "probes/pair")
+			b.ReportMetric(float64(worst), "max-probes/pair")
+			b.ReportMetric(float64(probes), "probes/op")
+		})
+	}
+}
