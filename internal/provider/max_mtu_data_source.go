@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework-validators/datasourcevalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
@@ -15,13 +16,15 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/mtu"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vsphere"
 )
 
 var (
-	_ datasource.DataSource                   = (*maxMTUDataSource)(nil)
-	_ datasource.DataSourceWithConfigure      = (*maxMTUDataSource)(nil)
-	_ datasource.DataSourceWithValidateConfig = (*maxMTUDataSource)(nil)
+	_ datasource.DataSource                     = (*maxMTUDataSource)(nil)
+	_ datasource.DataSourceWithConfigure        = (*maxMTUDataSource)(nil)
+	_ datasource.DataSourceWithValidateConfig   = (*maxMTUDataSource)(nil)
+	_ datasource.DataSourceWithConfigValidators = (*maxMTUDataSource)(nil)
 )
 
 // Defaults of the search; the schema descriptions quote them.
@@ -40,6 +43,7 @@ type maxMTUDataSource struct {
 
 type maxMTUModel struct {
 	HostSystemIDs types.List     `tfsdk:"host_system_ids"`
+	Targets       types.List     `tfsdk:"targets"`
 	VMKernelNIC   types.String   `tfsdk:"vmknic"`
 	MinMTU        types.Int64    `tfsdk:"min_mtu"`
 	MaxMTU        types.Int64    `tfsdk:"max_mtu"`
@@ -74,24 +78,36 @@ func (d *maxMTUDataSource) Metadata(_ context.Context, req datasource.MetadataRe
 func (d *maxMTUDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, resp *datasource.SchemaResponse) {
 	mtuRange := int64validator.Between(576, defaultMaxMTU)
 	resp.Schema = schema.Schema{
-		MarkdownDescription: "The largest MTU that crosses the fabric unfragmented, measured: between every ordered pair of ESXi hosts, " +
-			"don't-fragment pings run on the source host (esxcli `network diag ping`) and a binary search finds the largest packet " +
-			"that gets through. It answers \"is jumbo frame actually working end to end?\" in about a dozen pings per pair instead " +
-			"of the thousands a 4-byte walk needs.",
+		MarkdownDescription: "The largest MTU that crosses the fabric unfragmented, measured with don't-fragment pings and a binary " +
+			"search for the largest packet that gets through: between every ordered pair of ESXi hosts (`host_system_ids`: the pings run " +
+			"on the source host, esxcli `network diag ping`), or from the machine running Terraform to a list of addresses (`targets`). " +
+			"It answers \"is jumbo frame actually working end to end?\" in at most 16 pings per path instead of the thousands a 4-byte walk needs.",
 		Attributes: map[string]schema.Attribute{
 			"host_system_ids": schema.ListAttribute{
 				ElementType:         types.StringType,
-				Required:            true,
-				MarkdownDescription: "Managed object ids of the hosts to probe (two or more), e.g. `[for h in data.vspherehpc_host.node : h.id]`. Every ordered pair is probed: A to B and B to A can differ.",
+				Optional:            true,
+				MarkdownDescription: "Host-to-host mode: managed object ids of the hosts to probe (two or more), e.g. `data.vspherehpc_host.node[*].id`. Every ordered pair is probed: A to B and B to A can differ. Exactly one of `host_system_ids` and `targets` is set.",
 				Validators: []validator.List{
 					listvalidator.SizeAtLeast(2),
 					listvalidator.UniqueValues(),
 					listvalidator.ValueStringsAre(stringvalidator.LengthAtLeast(1)),
 				},
 			},
+			"targets": schema.ListAttribute{
+				ElementType: types.StringType,
+				Optional:    true,
+				MarkdownDescription: "Runner mode: IPv4 addresses or host names to probe from the machine running Terraform, with ICMP echo requests " +
+					"that have the don't-fragment bit set. Needs Linux and either the process's group in `net.ipv4.ping_group_range` or " +
+					"`CAP_NET_RAW` (see below).",
+				Validators: []validator.List{
+					listvalidator.SizeAtLeast(1),
+					listvalidator.UniqueValues(),
+					listvalidator.ValueStringsAre(stringvalidator.LengthAtLeast(1)),
+				},
+			},
 			"vmknic": schema.StringAttribute{
 				Optional: true, Computed: true,
-				MarkdownDescription: "The VMkernel adapter to probe from and to on every host, e.g. the PVRDMA vmknic. Defaults to `" + defaultVMKernelNIC + "`.",
+				MarkdownDescription: "Host-to-host mode: the VMkernel adapter to probe from and to on every host, e.g. the PVRDMA vmknic. Defaults to `" + defaultVMKernelNIC + "`.",
 				Validators:          []validator.String{stringvalidator.RegexMatches(vmknicPattern, "must name a VMkernel adapter such as vmk1")},
 			},
 			"min_mtu": schema.Int64Attribute{
@@ -101,12 +117,12 @@ func (d *maxMTUDataSource) Schema(_ context.Context, _ datasource.SchemaRequest,
 			},
 			"max_mtu": schema.Int64Attribute{
 				Optional: true, Computed: true,
-				MarkdownDescription: fmt.Sprintf("Largest MTU to try, in bytes. Each pair's search is also capped at what its vmknics and switches are configured for. Defaults to `%d`.", defaultMaxMTU),
+				MarkdownDescription: fmt.Sprintf("Largest MTU to try, in bytes. Each search is also capped at what the path's configuration allows: the vmknics and switches of a host pair, or the outgoing interface of the machine running Terraform. Defaults to `%d`.", defaultMaxMTU),
 				Validators:          []validator.Int64{mtuRange},
 			},
 			"timeout": schema.StringAttribute{
 				Optional: true, Computed: true,
-				MarkdownDescription: "How long a host waits for the reply to one probe, as a duration; ESXi takes whole seconds, so it is rounded up. Defaults to `" + defaultProbeWait + "`.",
+				MarkdownDescription: "How long a probe waits for its reply, as a duration; ESXi takes whole seconds, so host-to-host probes round it up. Defaults to `" + defaultProbeWait + "`.",
 				Validators:          []validator.String{positiveDuration{}},
 			},
 			"retries": schema.Int64Attribute{
@@ -116,24 +132,24 @@ func (d *maxMTUDataSource) Schema(_ context.Context, _ datasource.SchemaRequest,
 			},
 			"concurrency": schema.Int64Attribute{
 				Optional: true, Computed: true,
-				MarkdownDescription: fmt.Sprintf("How many pairs are probed at once. Defaults to `%d`.", defaultConcurrency),
+				MarkdownDescription: fmt.Sprintf("How many pairs or targets are probed at once. Defaults to `%d`.", defaultConcurrency),
 				Validators:          []validator.Int64{int64validator.Between(1, 64)},
 			},
 			"mtu": computedInt64("The largest MTU every pair carries: the minimum over `pairs`. Feed it to `vspherehpc_rdma_dvs.mtu` or a check block."),
-			"configured_mtu": computedInt64("The MTU the configuration allows on every pair: the minimum over `pairs` of what the vmknics and their " +
-				"standard switches are set to. When `mtu` is smaller, something on the path (a physical switch port, a link) is not configured " +
-				"for it, and the data source warns naming the worst pair."),
+			"configured_mtu": computedInt64("The MTU the configuration allows on every path: the minimum over `pairs` of their `configured_mtu`. " +
+				"When a path carries less than it is configured for, something on it (a physical switch port, a link) has a smaller MTU, " +
+				"and the data source warns naming the worst path."),
 			"pairs": schema.ListNestedAttribute{
 				Computed:            true,
-				MarkdownDescription: "One entry per ordered pair of hosts, source by source in the order of `host_system_ids`.",
+				MarkdownDescription: "One entry per path: per ordered pair of hosts, source by source in the order of `host_system_ids`; or per target, in the order of `targets`, with the source fields empty.",
 				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
-					"source_host_id":   computedString("Managed object id of the host the pings ran on."),
-					"source_host_name": computedString("Name of that host."),
-					"target_host_id":   computedString("Managed object id of the host pinged."),
-					"target_host_name": computedString("Name of that host."),
-					"target_address":   computedString("The target vmknic's IPv4 address."),
+					"source_host_id":   computedString("Managed object id of the host the pings ran on; empty in runner mode."),
+					"source_host_name": computedString("Name of that host; empty in runner mode."),
+					"target_host_id":   computedString("Managed object id of the host pinged; empty in runner mode."),
+					"target_host_name": computedString("Name of that host, or the target as given in `targets`."),
+					"target_address":   computedString("The IPv4 address pinged: the target vmknic's, or what the target resolved to."),
 					"mtu":              computedInt64("The largest packet (payload + 28 bytes of headers) that got through with don't-fragment set."),
-					"configured_mtu":   computedInt64("The smaller of the two ends' vmknic and switch MTUs: the search's upper bound."),
+					"configured_mtu":   computedInt64("The search's upper bound: the smaller of the two ends' vmknic and switch MTUs, or the MTU of the interface the machine running Terraform sends through; capped by `max_mtu`."),
 					"probes":           computedInt64("Pings sent for this pair, retries included."),
 				}},
 			},
@@ -143,6 +159,13 @@ func (d *maxMTUDataSource) Schema(_ context.Context, _ datasource.SchemaRequest,
 
 func (d *maxMTUDataSource) Configure(_ context.Context, req datasource.ConfigureRequest, resp *datasource.ConfigureResponse) {
 	d.client = clientFrom(req.ProviderData, &resp.Diagnostics)
+}
+
+func (d *maxMTUDataSource) ConfigValidators(context.Context) []datasource.ConfigValidator {
+	return []datasource.ConfigValidator{
+		datasourcevalidator.ExactlyOneOf(path.MatchRoot("host_system_ids"), path.MatchRoot("targets")),
+		datasourcevalidator.Conflicting(path.MatchRoot("targets"), path.MatchRoot("vmknic")),
+	}
 }
 
 // ValidateConfig compares the bounds with their defaults applied, which
@@ -175,44 +198,68 @@ func (d *maxMTUDataSource) Read(ctx context.Context, req datasource.ReadRequest,
 	state.Concurrency = types.Int64Value(int64Or(state.Concurrency, defaultConcurrency))
 	wait, _ := time.ParseDuration(state.Timeout.ValueString()) // validated by positiveDuration
 
-	spec := vsphere.PathMTUSpec{
-		VMKernelNIC: state.VMKernelNIC.ValueString(),
-		Min:         int(state.MinMTU.ValueInt64()), Max: int(state.MaxMTU.ValueInt64()),
-		Timeout: wait, Retries: int(state.Retries.ValueInt64()), Concurrency: int(state.Concurrency.ValueInt64()),
-	}
-	resp.Diagnostics.Append(state.HostSystemIDs.ElementsAs(ctx, &spec.HostIDs, false)...)
-	if resp.Diagnostics.HasError() {
-		return
+	opts := probeOptions{
+		min: int(state.MinMTU.ValueInt64()), max: int(state.MaxMTU.ValueInt64()), timeout: wait,
+		retries: int(state.Retries.ValueInt64()), concurrency: int(state.Concurrency.ValueInt64()),
 	}
 	start := time.Now()
-	pairs, err := d.client.PathMTUs(ctx, spec)
-	if err != nil {
-		resp.Diagnostics.Append(vsphereErrorDiag("Cannot measure the path MTU", err))
-		return
+	var pairs []measuredPath
+	if !state.Targets.IsNull() {
+		state.VMKernelNIC = types.StringNull()
+		var targets []string
+		resp.Diagnostics.Append(state.Targets.ElementsAs(ctx, &targets, false)...)
+		if resp.Diagnostics.HasError() {
+			return
+		}
+		var err error
+		if pairs, err = probeFromRunner(ctx, targets, opts); err != nil {
+			resp.Diagnostics.AddError("Cannot measure the path MTU from this machine", err.Error())
+			return
+		}
+	} else {
+		spec := vsphere.PathMTUSpec{
+			VMKernelNIC: state.VMKernelNIC.ValueString(), Min: opts.min, Max: opts.max,
+			Timeout: opts.timeout, Retries: opts.retries, Concurrency: opts.concurrency,
+		}
+		resp.Diagnostics.Append(state.HostSystemIDs.ElementsAs(ctx, &spec.HostIDs, false)...)
+		if resp.Diagnostics.HasError() {
+			return
+		}
+		found, err := d.client.PathMTUs(ctx, spec)
+		if err != nil {
+			resp.Diagnostics.Append(vsphereErrorDiag("Cannot measure the path MTU", err))
+			return
+		}
+		for _, p := range found {
+			pairs = append(pairs, measuredPath{
+				sourceID: p.SourceHostID, sourceName: p.SourceHostName, targetID: p.TargetHostID, targetName: p.TargetHostName,
+				address: p.TargetAddress, mtu: p.MTU, configured: min(p.ConfiguredMTU, opts.max), probes: p.Probes,
+			})
+		}
 	}
 
 	state.Pairs = make([]mtuPairModel, 0, len(pairs))
-	lowest, lowestConfigured := pairs[0].MTU, pairs[0].ConfiguredMTU
-	var short []vsphere.PathMTU // pairs carrying less than they are configured for
+	lowest, lowestConfigured := pairs[0].mtu, pairs[0].configured
+	var short []measuredPath // paths carrying less than they are configured for
 	for _, p := range pairs {
 		tflog.Debug(ctx, "Measured path MTU", map[string]any{
-			"source_host_id": p.SourceHostID, "target_host_id": p.TargetHostID, "target_address": p.TargetAddress,
-			"mtu": p.MTU, "configured_mtu": p.ConfiguredMTU, "probes": p.Probes,
+			"source_host_id": p.sourceID, "target": p.targetName, "target_address": p.address,
+			"mtu": p.mtu, "configured_mtu": p.configured, "probes": p.probes,
 		})
 		state.Pairs = append(state.Pairs, mtuPairModel{
-			SourceHostID: types.StringValue(p.SourceHostID), SourceHostName: types.StringValue(p.SourceHostName),
-			TargetHostID: types.StringValue(p.TargetHostID), TargetHostName: types.StringValue(p.TargetHostName),
-			TargetAddress: types.StringValue(p.TargetAddress), MTU: types.Int64Value(int64(p.MTU)),
-			ConfiguredMTU: types.Int64Value(int64(p.ConfiguredMTU)), Probes: types.Int64Value(int64(p.Probes)),
+			SourceHostID: types.StringValue(p.sourceID), SourceHostName: types.StringValue(p.sourceName),
+			TargetHostID: types.StringValue(p.targetID), TargetHostName: types.StringValue(p.targetName),
+			TargetAddress: types.StringValue(p.address), MTU: types.Int64Value(int64(p.mtu)),
+			ConfiguredMTU: types.Int64Value(int64(p.configured)), Probes: types.Int64Value(int64(p.probes)),
 		})
-		lowest, lowestConfigured = min(lowest, p.MTU), min(lowestConfigured, p.ConfiguredMTU)
-		if p.MTU < p.ConfiguredMTU {
+		lowest, lowestConfigured = min(lowest, p.mtu), min(lowestConfigured, p.configured)
+		if p.mtu < p.configured {
 			short = append(short, p)
 		}
 	}
 	state.MTU = types.Int64Value(int64(lowest))
 	state.ConfiguredMTU = types.Int64Value(int64(lowestConfigured))
-	tflog.Info(ctx, "Measured path MTUs", map[string]any{"pairs": len(pairs), "mtu": lowest, "elapsed_ms": time.Since(start).Milliseconds()})
+	tflog.Info(ctx, "Measured path MTUs", map[string]any{"paths": len(pairs), "mtu": lowest, "elapsed_ms": time.Since(start).Milliseconds()})
 	if len(short) > 0 {
 		resp.Diagnostics.AddWarning("The fabric carries less than it is configured for", shortfall(short, len(pairs)))
 	}
@@ -233,18 +280,48 @@ func stringOr(v types.String, def string) string {
 	return v.ValueString()
 }
 
-// shortfall describes the pairs whose measured MTU is below their
+// measuredPath is one measurement of either mode.
+type measuredPath struct {
+	sourceID, sourceName, targetID, targetName, address string
+	mtu, configured, probes                             int
+}
+
+type probeOptions struct {
+	min, max, retries, concurrency int
+	timeout                        time.Duration
+}
+
+// probeFromRunner measures from the machine running Terraform.
+func probeFromRunner(ctx context.Context, targets []string, o probeOptions) ([]measuredPath, error) {
+	found, err := mtu.ProbeTargets(ctx, targets, mtu.TargetOptions{
+		Options: mtu.Options{Min: o.min, Max: o.max, Retries: o.retries}, Timeout: o.timeout, Concurrency: o.concurrency,
+	})
+	if err != nil {
+		return nil, err
+	}
+	paths := make([]measuredPath, 0, len(found))
+	for _, t := range found {
+		paths = append(paths, measuredPath{targetName: t.Target, address: t.Address, mtu: t.MTU, configured: min(t.ConfiguredMTU, o.max), probes: t.Probes})
+	}
+	return paths, nil
+}
+
+// shortfall describes the paths whose measured MTU is below their
 // configuration, naming the one that falls shortest.
-func shortfall(short []vsphere.PathMTU, pairs int) string {
+func shortfall(short []measuredPath, paths int) string {
 	worst := short[0]
 	for _, p := range short {
-		if p.ConfiguredMTU-p.MTU > worst.ConfiguredMTU-worst.MTU {
+		if p.configured-p.mtu > worst.configured-worst.mtu {
 			worst = p
 		}
 	}
-	return fmt.Sprintf("%d of %d host pairs carry smaller packets than their vmknics and switches are configured for. "+
+	from := worst.sourceName
+	if from == "" {
+		from = "this machine"
+	}
+	return fmt.Sprintf("%d of %d paths carry smaller packets than they are configured for. "+
 		"The worst is %s to %s (%s): %d bytes get through, %d are configured. A physical switch port or link on that path "+
 		"has a smaller MTU; until it is raised, traffic that relies on %d-byte packets (RDMA, jumbo-frame vMotion) is silently dropped. "+
 		"See pairs for every measurement.",
-		len(short), pairs, worst.SourceHostName, worst.TargetHostName, worst.TargetAddress, worst.MTU, worst.ConfiguredMTU, worst.ConfiguredMTU)
+		len(short), paths, from, worst.targetName, worst.address, worst.mtu, worst.configured, worst.configured)
 }

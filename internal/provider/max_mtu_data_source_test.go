@@ -13,7 +13,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
-	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vsphere"
 )
 
 // maxMTUConfig probes all the lab's hosts, found by name as a module would,
@@ -39,7 +38,7 @@ data "vspherehpc_max_mtu" "fabric" {
 
 // pairMTUs checks every pair's measured and configured MTU, keyed by the
 // lab's host indexes.
-func pairMTUs(lab *vcsimlab.Lab, mtu func(from, to int) int64) statecheck.StateCheck {
+func pairMTUs(lab *vcsimlab.Lab, configured int64, mtu func(from, to int) int64) statecheck.StateCheck {
 	var pairs []knownvalue.Check
 	hosts := lab.HostNames()
 	for i := range hosts {
@@ -53,7 +52,7 @@ func pairMTUs(lab *vcsimlab.Lab, mtu func(from, to int) int64) statecheck.StateC
 				"target_host_id":   knownvalue.StringExact(lab.HostID(hosts[j])),
 				"target_address":   knownvalue.StringRegexp(regexp.MustCompile(`^192\.0\.2\.\d+$`)),
 				"mtu":              knownvalue.Int64Exact(mtu(i, j)),
-				"configured_mtu":   knownvalue.Int64Exact(9000),
+				"configured_mtu":   knownvalue.Int64Exact(configured),
 			}))
 		}
 	}
@@ -86,7 +85,7 @@ func TestAccMaxMTUDataSource(t *testing.T) {
 					statecheck.ExpectKnownValue(d, tfjsonpath.New("min_mtu"), knownvalue.Int64Exact(1280)),
 					statecheck.ExpectKnownValue(d, tfjsonpath.New("timeout"), knownvalue.StringExact("1s")),
 					statecheck.ExpectKnownValue(d, tfjsonpath.New("pairs").AtSliceIndex(0).AtMapKey("probes"), knownvalue.Int64Exact(1)),
-					pairMTUs(lab, func(int, int) int64 { return 9000 }),
+					pairMTUs(lab, 9000, func(int, int) int64 { return 9000 }),
 				},
 			},
 			{
@@ -97,7 +96,7 @@ func TestAccMaxMTUDataSource(t *testing.T) {
 					statecheck.ExpectKnownValue(d, tfjsonpath.New("mtu"), knownvalue.Int64Exact(7466)),
 					statecheck.ExpectKnownValue(d, tfjsonpath.New("configured_mtu"), knownvalue.Int64Exact(9000)),
 					atMost16Probes,
-					pairMTUs(lab, func(i, j int) int64 {
+					pairMTUs(lab, 9000, func(i, j int) int64 {
 						if i+j == 1 {
 							return 7466
 						}
@@ -112,7 +111,7 @@ func TestAccMaxMTUDataSource(t *testing.T) {
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(d, tfjsonpath.New("mtu"), knownvalue.Int64Exact(1500)),
 					statecheck.ExpectKnownValue(d, tfjsonpath.New("retries"), knownvalue.Int64Exact(2)),
-					pairMTUs(lab, func(i, j int) int64 {
+					pairMTUs(lab, 8000, func(i, j int) int64 {
 						switch {
 						case i == 2 || j == 2:
 							return 1500
@@ -158,13 +157,68 @@ data "vspherehpc_max_mtu" "fabric" {
 	})
 }
 
+// Runner mode probes from this process; loopback is the only path a test
+// may use outside a network namespace (internal/mtu tests a real router).
+func TestAccMaxMTUDataSourceFromRunner(t *testing.T) {
+	t.Parallel()
+	d := "data.vspherehpc_max_mtu.runner"
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config:      "data \"vspherehpc_max_mtu\" \"runner\" {\n  targets = [\"::1\"]\n}\n",
+				ExpectError: regexp.MustCompile(`::1 is not an IPv4 address`),
+			},
+			{
+				Config:      "data \"vspherehpc_max_mtu\" \"runner\" {\n  targets = [\"127.0.0.1\"]\n  vmknic = \"vmk1\"\n}\n",
+				ExpectError: regexp.MustCompile(`(?s)Invalid Attribute Combination.*vmknic`),
+			},
+			{
+				Config:      "data \"vspherehpc_max_mtu\" \"runner\" {\n  min_mtu = 1400\n}\n",
+				ExpectError: regexp.MustCompile(`(?s)Exactly one of these attributes must be configured:\s+\[host_system_ids,targets\]`),
+			},
+			{
+				// No vCenter settings: runner mode does not need them.
+				Config: `
+data "vspherehpc_max_mtu" "runner" {
+  targets = ["127.0.0.1", "localhost"]
+  max_mtu = 8192
+}
+`,
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(d, tfjsonpath.New("mtu"), knownvalue.Int64Exact(8192)),
+					statecheck.ExpectKnownValue(d, tfjsonpath.New("configured_mtu"), knownvalue.Int64Exact(8192)),
+					statecheck.ExpectKnownValue(d, tfjsonpath.New("vmknic"), knownvalue.Null()),
+					statecheck.ExpectKnownValue(d, tfjsonpath.New("pairs"), knownvalue.ListExact([]knownvalue.Check{
+						knownvalue.ObjectExact(map[string]knownvalue.Check{
+							"source_host_id": knownvalue.StringExact(""), "source_host_name": knownvalue.StringExact(""),
+							"target_host_id": knownvalue.StringExact(""), "target_host_name": knownvalue.StringExact("127.0.0.1"),
+							"target_address": knownvalue.StringExact("127.0.0.1"), "mtu": knownvalue.Int64Exact(8192),
+							"configured_mtu": knownvalue.Int64Exact(8192), "probes": knownvalue.Int64Exact(1),
+						}),
+						knownvalue.ObjectPartial(map[string]knownvalue.Check{
+							"target_host_name": knownvalue.StringExact("localhost"),
+							"target_address":   knownvalue.StringRegexp(regexp.MustCompile(`^127\.`)),
+							"mtu":              knownvalue.Int64Exact(8192),
+						}),
+					})),
+				},
+			},
+		},
+	})
+}
+
 func TestShortfallNamesTheWorstPair(t *testing.T) {
-	got := shortfall([]vsphere.PathMTU{
-		{SourceHostName: "a", TargetHostName: "b", TargetAddress: "192.0.2.12", MTU: 7466, ConfiguredMTU: 9000},
-		{SourceHostName: "a", TargetHostName: "c", TargetAddress: "192.0.2.13", MTU: 1500, ConfiguredMTU: 9000},
-		{SourceHostName: "c", TargetHostName: "a", TargetAddress: "192.0.2.11", MTU: 1500, ConfiguredMTU: 1600},
+	got := shortfall([]measuredPath{
+		{sourceName: "a", targetName: "b", address: "192.0.2.12", mtu: 7466, configured: 9000},
+		{sourceName: "a", targetName: "c", address: "192.0.2.13", mtu: 1500, configured: 9000},
+		{sourceName: "c", targetName: "a", address: "192.0.2.11", mtu: 1500, configured: 1600},
 	}, 6)
-	if !strings.Contains(got, "3 of 6 host pairs") || !strings.Contains(got, "The worst is a to c (192.0.2.13): 1500 bytes get through, 9000 are configured") {
+	if !strings.Contains(got, "3 of 6 paths") || !strings.Contains(got, "The worst is a to c (192.0.2.13): 1500 bytes get through, 9000 are configured") {
 		t.Fatalf("warning = %q", got)
+	}
+	got = shortfall([]measuredPath{{targetName: "gw", address: "10.0.0.1", mtu: 1500, configured: 9000}}, 1)
+	if !strings.Contains(got, "The worst is this machine to gw (10.0.0.1)") {
+		t.Fatalf("runner warning = %q", got)
 	}
 }

@@ -20,10 +20,6 @@ import (
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/mtu"
 )
 
-// icmpOverhead is the IPv4 and ICMP headers: esxcli's size is the ICMP
-// payload, so a packet of MTU m carries m-28 bytes.
-const icmpOverhead = 28
-
 // defaultMTU is a vmknic's or switch's MTU when vSphere leaves it unset.
 const defaultMTU = 1500
 
@@ -257,7 +253,7 @@ func (p *pinger) search(ctx context.Context, to pathEnd, spec PathMTUSpec) (Path
 // long"; that is an answer (too big), not an error.
 func (p *pinger) ping(ctx context.Context, to pathEnd, size int) (bool, error) {
 	op := fmt.Sprintf("pinging %s from %s", to.address, p.from.name)
-	args := append(slices.Clone(p.args), "--host="+to.address, "--size="+strconv.Itoa(size-icmpOverhead))
+	args := append(slices.Clone(p.args), "--host="+to.address, "--size="+strconv.Itoa(size-mtu.HeaderBytes)) // esxcli's size is the ICMP payload
 	req, _, err := p.e.NewRequest(ctx, args)
 	if err != nil {
 		return false, translate(op, err)

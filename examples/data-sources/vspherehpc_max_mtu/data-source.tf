@@ -29,3 +29,9 @@ output "mtu_matrix" {
     "${p.source_host_name} -> ${p.target_host_name}" => p.mtu
   }
 }
+
+# From the machine running Terraform to the storage network's gateways.
+data "vspherehpc_max_mtu" "from_runner" {
+  targets = ["10.20.0.1", "nfs.hpc.example.com"]
+  max_mtu = 9000
+}
