@@ -73,14 +73,23 @@ func (n netnsLab) in(ns string, args ...string) {
 	n.run(append([]string{"ip", "netns", "exec", n.ns(ns)}, args...)...)
 }
 
+// sysctl sets a per-namespace kernel setting (no sysctl binary needed:
+// it lives in /usr/sbin, which a CI PATH may lack).
+func (n netnsLab) sysctl(ns, key, value string) {
+	n.t.Helper()
+	n.in(ns, "sh", "-c", fmt.Sprintf("echo %q > /proc/sys/%s", value, key))
+}
+
 // newNetnsLab builds the three namespaces, or skips where they cannot be
 // made (not root, no ip command).
 func newNetnsLab(t *testing.T, farMTU int) netnsLab {
 	if os.Geteuid() != 0 {
 		t.Skip("network namespaces need root")
 	}
-	if _, err := exec.LookPath("ip"); err != nil {
-		t.Skip("network namespaces need the ip command (iproute2)")
+	for _, tool := range []string{"ip", "setpriv"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("the namespace test needs %s (iproute2, util-linux): %v", tool, err)
+		}
 	}
 	n := netnsLab{t: t, prefix: fmt.Sprintf("vhpc%d-", os.Getpid()%100000)}
 	for _, ns := range []string{"c", "r", "b"} {
@@ -103,7 +112,7 @@ func newNetnsLab(t *testing.T, farMTU int) netnsLab {
 	}
 	n.in("c", "ip", "route", "add", "default", "via", "10.200.1.1")
 	n.in("b", "ip", "route", "add", "default", "via", "10.200.2.1")
-	n.in("r", "sysctl", "-qw", "net.ipv4.ip_forward=1")
+	n.sysctl("r", "net/ipv4/ip_forward", "1")
 	return n
 }
 
@@ -186,7 +195,7 @@ func TestICMPProbeThroughNamespaces(t *testing.T) {
 	}
 
 	// Unprivileged inside ping_group_range: an ICMP datagram socket.
-	n.in("c", "sysctl", "-qw", "net.ipv4.ping_group_range=0 2147483647")
+	n.sysctl("c", "net/ipv4/ping_group_range", "0 2147483647")
 	if r := n.probe("10.200.2.2", true); r.Err != "" || r.MTU != 7466 {
 		t.Fatalf("unprivileged in ping_group_range: %+v, want MTU 7466", r)
 	}

@@ -150,7 +150,7 @@ func (d *maxMTUDataSource) Schema(_ context.Context, _ datasource.SchemaRequest,
 					"target_address":   computedString("The IPv4 address pinged: the target vmknic's, or what the target resolved to."),
 					"mtu":              computedInt64("The largest packet (payload + 28 bytes of headers) that got through with don't-fragment set."),
 					"configured_mtu":   computedInt64("The search's upper bound: the smaller of the two ends' vmknic and switch MTUs, or the MTU of the interface the machine running Terraform sends through; capped by `max_mtu`."),
-					"probes":           computedInt64("Pings sent for this pair, retries included."),
+					"probes":           computedInt64("Pings sent for this path, retries included."),
 				}},
 			},
 		},
@@ -238,6 +238,10 @@ func (d *maxMTUDataSource) Read(ctx context.Context, req datasource.ReadRequest,
 		}
 	}
 
+	if len(pairs) == 0 { // the validators ask for two hosts or a target
+		resp.Diagnostics.AddError("Nothing to measure", "Set host_system_ids to two or more hosts, or targets to one or more addresses.")
+		return
+	}
 	state.Pairs = make([]mtuPairModel, 0, len(pairs))
 	lowest, lowestConfigured := pairs[0].mtu, pairs[0].configured
 	var short []measuredPath // paths carrying less than they are configured for
