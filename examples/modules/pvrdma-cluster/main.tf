@@ -1,0 +1,71 @@
+# count, not for_each: terraform-plugin-testing's state shim cannot read
+# string-keyed instances, and the module is tested with it. Keep host_names
+# in a stable order: removing one from the middle re-plans the later hosts.
+data "vspherehpc_host" "this" {
+  count = length(var.host_names)
+
+  datacenter_id = var.datacenter_id
+  name          = var.host_names[count.index]
+}
+
+locals {
+  # The uplink per host: the given vmnic, or the first RDMA NIC of 100 Gb/s or more with its link up that
+  # no other switch claims (this one does after the first apply, and must keep it).
+  uplinks = {
+    for h in data.vspherehpc_host.this : h.name => coalesce(var.vmnic, try([
+      for n in h.physical_nics : n.name if n.rdma_capable && n.link_up && n.speed_mbps >= 100000 && contains(["", var.switch_name], n.switch)
+    ][0], "none"))
+  }
+  # Every host's PVRDMA vmknic address: the firewall lets only these in.
+  vmknic_addresses = [
+    for h in data.vspherehpc_host.this : one([for v in h.vmkernel_nics : v.ip_address if v.name == var.vmknic])
+  ]
+}
+
+# Measure before building: every ordered pair of hosts, over the PVRDMA vmknic.
+data "vspherehpc_max_mtu" "fabric" {
+  host_system_ids = data.vspherehpc_host.this[*].id
+  vmknic          = var.vmknic
+  max_mtu         = var.mtu
+
+  lifecycle {
+    postcondition {
+      condition = self.mtu >= var.mtu
+      error_message = format("The fabric carries %d-byte packets, not the switch MTU %d. Worst paths: %s. Raise the MTU of the physical ports on those paths, or lower var.mtu.",
+      self.mtu, var.mtu, join(", ", [for p in self.pairs : "${p.source_host_name} -> ${p.target_host_name} ${p.mtu}" if p.mtu < var.mtu]))
+    }
+  }
+}
+
+resource "vspherehpc_rdma_dvs" "this" {
+  datacenter_id = var.datacenter_id
+  name          = var.switch_name
+  mtu           = var.mtu
+
+  port_group {
+    name = var.port_group_name
+  }
+
+  dynamic "host" {
+    for_each = data.vspherehpc_host.this
+    content {
+      host_system_id = host.value.id
+      vmnic          = local.uplinks[host.value.name]
+    }
+  }
+
+  lifecycle {
+    precondition {
+      condition     = !contains(values(local.uplinks), "none")
+      error_message = "No free RDMA-capable NIC of 100 Gb/s or more with its link up on: ${join(", ", [for h, n in local.uplinks : h if n == "none"])}. Set var.vmnic, or free a NIC."
+    }
+  }
+}
+
+resource "vspherehpc_host_pvrdma_settings" "this" {
+  count = length(var.host_names)
+
+  host_system_id       = data.vspherehpc_host.this[count.index].id
+  vmknic               = var.vmknic
+  firewall_allowed_ips = local.vmknic_addresses
+}

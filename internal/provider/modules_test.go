@@ -1,0 +1,81 @@
+package provider
+
+import (
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-testing/config"
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
+)
+
+// labEnv points the provider at a lab through its environment variables, as
+// a module's caller would; modules carry no provider block. Not parallel:
+// the environment is the process's.
+func labEnv(t *testing.T, lab *vcsimlab.Lab) {
+	t.Setenv("TF_ACC_PROVIDER_NAMESPACE", "vspherehpc") // the modules' required_providers source
+	t.Setenv("VSPHERE_SERVER", lab.URL.Host)
+	t.Setenv("VSPHERE_USER", lab.Username)
+	t.Setenv("VSPHERE_PASSWORD", lab.Password)
+	t.Setenv("VSPHERE_CA_FILE", lab.CertFile)
+}
+
+func TestAccModulePVRDMACluster(t *testing.T) { //nolint:paralleltest // labEnv sets the environment
+	lab := startLab(t, vcsimlab.Options{Hosts: 4})
+	lab.SetLostProbeDelay(time.Millisecond)
+	labEnv(t, lab)
+	hosts := lab.HostNames()
+	vars := config.Variables{
+		"datacenter_id": config.StringVariable(lab.DatacenterID()),
+		"host_names":    config.ListVariable(config.StringVariable(hosts[0]), config.StringVariable(hosts[1]), config.StringVariable(hosts[2]), config.StringVariable(hosts[3])),
+	}
+	dir := config.StaticDirectory("../../examples/modules/pvrdma-cluster")
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				// The uplinks are picked from the hosts' NICs: vmnic4, the first
+				// free 100 GbE RDMA NIC; the fabric carries 9000 everywhere.
+				ConfigDirectory: dir,
+				ConfigVariables: vars,
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownOutputValue("measured_mtu", knownvalue.Int64Exact(9000)),
+					statecheck.ExpectKnownOutputValue("uplinks", knownvalue.MapExact(map[string]knownvalue.Check{
+						hosts[0]: knownvalue.StringExact("vmnic4"), hosts[1]: knownvalue.StringExact("vmnic4"),
+						hosts[2]: knownvalue.StringExact("vmnic4"), hosts[3]: knownvalue.StringExact("vmnic4"),
+					})),
+					statecheck.ExpectKnownOutputValue("port_group_id", knownvalue.StringRegexp(regexp.MustCompile(`^dvportgroup-\d+$`))),
+					statecheck.ExpectKnownValue("vspherehpc_rdma_dvs.this", tfjsonpath.New("mtu"), knownvalue.Int64Exact(9000)),
+					statecheck.ExpectKnownValue("vspherehpc_host_pvrdma_settings.this[3]", tfjsonpath.New("firewall_allowed_ips"), knownvalue.ListSizeExact(4)),
+				},
+			},
+			{
+				// Re-planned empty: the NICs the switch now claims stay picked.
+				ConfigDirectory:  dir,
+				ConfigVariables:  vars,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+			},
+			{
+				// A 1500 link between two hosts stops the plan, naming the paths.
+				PreConfig:       func() { lab.SetLinkMTU(hosts[1], hosts[2], 1500) },
+				ConfigDirectory: dir,
+				ConfigVariables: vars,
+				ExpectError: regexp.MustCompile(`(?s)The fabric carries 1500-byte packets, not the switch MTU 9000.*` +
+					regexp.QuoteMeta(hosts[1]+" -> "+hosts[2]) + `\s+1500.*` + regexp.QuoteMeta(hosts[2]+" -> "+hosts[1]) + `\s+1500`),
+			},
+			{
+				// Fixed again, so the post-test destroy can plan.
+				PreConfig:        func() { lab.SetLinkMTU(hosts[1], hosts[2], 9000) },
+				ConfigDirectory:  dir,
+				ConfigVariables:  vars,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+			},
+		},
+	})
+}
