@@ -196,6 +196,36 @@ lab_report >/dev/null
 tf refresh -input=false >/dev/null
 echo "refresh: $(lab_report)"
 
+header "drift: an administrator changes two things in the vSphere Client"
+# SIGUSR2 makes the lab lower the switch MTU to 1500 and disable the first host's pvrdma ruleset.
+before=$(grep -c 'drift' "$tmp/lab.log" || true)
+kill -USR2 "$lab_pid"
+for _ in $(seq 1 50); do
+  [[ $(grep -c 'drift' "$tmp/lab.log" || true) -gt $before ]] && break
+  sleep 0.1
+done
+drift_line=$(grep 'drift' "$tmp/lab.log" | tail -n 1 | sed 's/^vcsimlab: [0-9/]* [0-9:]* //')
+echo "$drift_line"
+[[ $drift_line == drift:* ]] || { show_lab_log; fail "the lab could not make the out-of-band changes"; }
+
+header "terraform plan: Terraform sees both changes and plans to put them back"
+plan_rc=0
+tf plan -detailed-exitcode -input=false -no-color -out="$tmp/drift.plan" >"$tmp/drift.out" 2>&1 || plan_rc=$?
+# The two resources and the attributes that drifted, as the plan shows them.
+grep -E '^\s+# .* (will|must) be|^\s+~ (mtu|firewall_enabled) +=|^Plan:' "$tmp/drift.out" || true
+[[ $plan_rc == 2 ]] || { cat "$tmp/drift.out"; fail "drift plan: expected changes (exit 2), got exit $plan_rc"; }
+grep -qE '~ mtu += 1500 -> 9000' "$tmp/drift.out" || { cat "$tmp/drift.out"; fail "drift plan does not restore the switch MTU"; }
+grep -qE '~ firewall_enabled += false -> true' "$tmp/drift.out" || { cat "$tmp/drift.out"; fail "drift plan does not re-enable the ruleset"; }
+
+header "terraform apply: the drift is fixed"
+tf apply -input=false -no-color "$tmp/drift.plan" | grep -E '^Apply complete' || fail "applying the drift fix failed"
+
+header "terraform plan once more (must be empty)"
+plan_rc=0
+tf plan -detailed-exitcode -input=false >/dev/null 2>&1 || plan_rc=$?
+[[ $plan_rc == 0 ]] || fail "after fixing the drift: plan exit $plan_rc, want no changes"
+echo "No changes: the lab matches the configuration again."
+
 cd "$repo_root"
 stop_lab
 header "demo finished (the lab is stopped; the temporary workspace is removed on exit)"

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 
+	govmomifind "github.com/vmware/govmomi/find"
 	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
 )
 
@@ -61,6 +63,34 @@ func (l *Lab) SetRuleset(ctx context.Context, hostName, ruleset string, enabled 
 		return firewall.EnableRuleset(ctx, ruleset)
 	}
 	return firewall.DisableRuleset(ctx, ruleset)
+}
+
+// SetSwitchMTU changes a distributed switch's MTU out of band, as an
+// administrator would in the vSphere Client: a reconfigure at the switch's
+// current config version.
+func (l *Lab) SetSwitchMTU(ctx context.Context, switchName string, mtu int32) error {
+	finder := govmomifind.NewFinder(l.client.Client, false)
+	finder.SetDatacenter(object.NewDatacenter(l.client.Client, ref("Datacenter", l.DatacenterID())))
+	n, err := finder.Network(ctx, switchName)
+	if err != nil {
+		return err
+	}
+	dvs, ok := n.(*object.DistributedVirtualSwitch)
+	if !ok {
+		return fmt.Errorf("%s is not a distributed switch", switchName)
+	}
+	var s mo.DistributedVirtualSwitch
+	if err := dvs.Properties(ctx, dvs.Reference(), []string{"config.configVersion"}, &s); err != nil {
+		return err
+	}
+	task, err := dvs.Reconfigure(ctx, &types.VMwareDVSConfigSpec{
+		DVSConfigSpec: types.DVSConfigSpec{ConfigVersion: s.Config.GetDVSConfigInfo().ConfigVersion},
+		MaxMtu:        mtu,
+	})
+	if err != nil {
+		return err
+	}
+	return task.Wait(ctx)
 }
 
 // RemoveHost removes a host that runs no VMs from vCenter, out of band.

@@ -81,3 +81,20 @@ func TestAdminHostChanges(t *testing.T) {
 		t.Fatal("the removed host can still be read")
 	}
 }
+
+func TestSetSwitchMTU(t *testing.T) {
+	t.Parallel()
+	l := newLab(t)
+	s := l.createDVS("rdma")
+	before := l.configVersion(s)
+	if err := l.SetSwitchMTU(context.Background(), "rdma", 1500); err != nil {
+		t.Fatal(err)
+	}
+	got := l.dvs(s).Config.(*types.VMwareDVSConfigInfo)
+	if got.MaxMtu != 1500 || got.ConfigVersion == before {
+		t.Fatalf("after SetSwitchMTU: MTU %d, config version %s (was %s); want 1500 and a new version", got.MaxMtu, got.ConfigVersion, before)
+	}
+	if err := l.SetSwitchMTU(context.Background(), "no-such-switch", 1500); err == nil {
+		t.Fatal("an unknown switch: no error")
+	}
+}

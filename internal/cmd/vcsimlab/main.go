@@ -29,15 +29,16 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	report := make(chan os.Signal, 1)
-	signal.Notify(report, syscall.SIGUSR1)
+	signal.Notify(report, syscall.SIGUSR1, syscall.SIGUSR2)
 	if err := run(ctx, os.Args[1:], report, os.Stdout, os.Stderr); err != nil {
 		log.Fatal(err)
 	}
 }
 
-// run serves a lab until ctx ends. Each value on report prints the SOAP calls
-// clients made since the previous one (SIGUSR1 in main), so a script can
-// count what one terraform command costs.
+// run serves a lab until ctx ends. SIGUSR1 on report prints the SOAP calls
+// clients made since the previous one, so a script can count what one
+// terraform command costs. SIGUSR2 makes the out-of-band changes of the
+// demo's drift story (see drift).
 func run(ctx context.Context, args []string, report <-chan os.Signal, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("vcsimlab", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -47,6 +48,7 @@ func run(ctx context.Context, args []string, report <-chan os.Signal, stdout, st
 	username := fs.String("username", "administrator@vsphere.local", "user name")
 	password := fs.String("password", "", "password (default: random)")
 	envFile := fs.String("env-file", "", "write the export lines to this file once the lab is ready")
+	driftSwitch := fs.String("drift-switch", "pvrdma-dvs", "the distributed switch whose MTU SIGUSR2 lowers to 1500")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -74,17 +76,35 @@ func run(ctx context.Context, args []string, report <-chan os.Signal, stdout, st
 	if _, err := io.WriteString(stdout, env); err != nil {
 		return err
 	}
-	logger.Printf("serving %s; SIGUSR1 prints the SOAP calls made since the last SIGUSR1; stop with SIGINT or SIGTERM", lab.URL)
+	logger.Printf("serving %s; SIGUSR1 prints the SOAP calls made since the last SIGUSR1, SIGUSR2 drifts the lab; stop with SIGINT or SIGTERM", lab.URL)
 	for {
 		select {
 		case <-ctx.Done():
 			logger.Print("stopping")
 			return nil
-		case <-report:
+		case sig := <-report:
+			if sig == syscall.SIGUSR2 {
+				logger.Print(drift(ctx, lab, *driftSwitch))
+				continue
+			}
 			logger.Print(callReport(lab.Calls()))
 			lab.ResetCalls()
 		}
 	}
+}
+
+// drift changes what an administrator might change in the vSphere Client
+// behind Terraform's back: the switch's MTU down to 1500, and the pvrdma
+// firewall ruleset of the first host disabled.
+func drift(ctx context.Context, lab *vcsimlab.Lab, switchName string) string {
+	host := lab.HostNames()[0]
+	if err := lab.SetSwitchMTU(ctx, switchName, 1500); err != nil {
+		return fmt.Sprintf("drift failed: switch %s: %v", switchName, err)
+	}
+	if err := lab.SetRuleset(ctx, host, "pvrdma", false); err != nil {
+		return fmt.Sprintf("drift failed: host %s: %v", host, err)
+	}
+	return fmt.Sprintf("drift: switch %s MTU set to 1500; host %s pvrdma firewall ruleset disabled", switchName, host)
 }
 
 // callReport is "N SOAP calls: Login=1 RetrievePropertiesEx=12 ...".

@@ -99,6 +99,14 @@ func TestRunWritesEnvFileAndServes(t *testing.T) {
 		t.Errorf("call report: %s, want the login and service content", stderr.String())
 	}
 
+	// Drift needs the demo's switch; without it the log says what is missing.
+	report <- syscall.SIGUSR2
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(stderr.String(), "drift failed: switch pvrdma-dvs:"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no drift report; stderr: %s", stderr.String())
+		}
+	}
+
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("run: %v", err)
