@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"context"
 	"regexp"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vsphere"
 )
 
 // labEnv points the provider at a lab through its environment variables, as
@@ -72,6 +74,53 @@ func TestAccModulePVRDMACluster(t *testing.T) { //nolint:paralleltest // labEnv 
 			{
 				// Fixed again, so the post-test destroy can plan.
 				PreConfig:        func() { lab.SetLinkMTU(hosts[1], hosts[2], 9000) },
+				ConfigDirectory:  dir,
+				ConfigVariables:  vars,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+			},
+		},
+	})
+}
+
+// The gpu-node module on a VM, with the PVRDMA port group of a switch an
+// administrator built (the pvrdma-cluster module's output in real use).
+func TestAccModuleGPUNode(t *testing.T) { //nolint:paralleltest // labEnv sets the environment
+	lab := startLab(t, vcsimlab.Options{})
+	labEnv(t, lab)
+	spec := vsphere.DVSSpec{
+		DatacenterID: lab.DatacenterID(), Name: "pvrdma-dvs", UplinkCount: 1, MTU: 9000,
+		PortGroup: vsphere.PortGroupSpec{Name: "VM 100GbE Network", Ports: 8, AutoExpand: true},
+	}
+	for _, h := range lab.HostNames() {
+		spec.Hosts = append(spec.Hosts, vsphere.DVSHost{HostID: lab.HostID(h), Vmnic: "vmnic4"})
+	}
+	_, portGroup, err := labService(lab).CreateDVS(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vars := config.Variables{
+		"virtual_machine_id": config.StringVariable(lab.VMUUID(lab.VMNames()[1])),
+		"port_group_id":      config.StringVariable(portGroup),
+		"gpu_pci_ids":        config.ListVariable(config.StringVariable("0000:3b:00.0"), config.StringVariable("0000:5e:00.0")),
+	}
+	dir := config.StaticDirectory("../../examples/modules/gpu-node")
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				ConfigDirectory: dir,
+				ConfigVariables: vars,
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownOutputValue("pvrdma_mac_address", knownvalue.StringRegexp(regexp.MustCompile(`^[0-9a-f]{2}(:[0-9a-f]{2}){5}$`))),
+					statecheck.ExpectKnownOutputValue("mmio_size_gb", knownvalue.Int64Exact(512)),
+					statecheck.ExpectKnownOutputValue("total_gpu_memory_gb", knownvalue.Float64Exact(160)),
+					statecheck.ExpectKnownOutputValue("guest_setup", knownvalue.StringRegexp(regexp.MustCompile(
+						`(?s)MMIO window 512 GB.*expect 2 GPU\(s\).*sudo modprobe -r vmw_pvrdma && sudo modprobe vmw_pvrdma.*ib_send_bw --report_gbits`))),
+					statecheck.ExpectKnownValue("vspherehpc_vm_gpu_mmio.this[0]", tfjsonpath.New("firmware"), knownvalue.StringExact("efi")),
+					statecheck.ExpectKnownValue("vspherehpc_vm_pvrdma_nic.this[0]", tfjsonpath.New("distributed_port_group_id"), knownvalue.StringExact(portGroup)),
+				},
+			},
+			{
 				ConfigDirectory:  dir,
 				ConfigVariables:  vars,
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},

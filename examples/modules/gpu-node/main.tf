@@ -1,0 +1,25 @@
+resource "vspherehpc_vm_pvrdma_nic" "this" {
+  count = var.port_group_id == null ? 0 : 1
+
+  virtual_machine_id        = var.virtual_machine_id
+  distributed_port_group_id = var.port_group_id
+  device_protocol           = var.device_protocol
+  power_off_allowed         = var.power_off_allowed
+}
+
+resource "vspherehpc_vm_gpu_mmio" "this" {
+  count = length(var.gpu_pci_ids) == 0 ? 0 : 1
+
+  virtual_machine_id = var.virtual_machine_id
+  power_off_allowed  = var.power_off_allowed
+
+  dynamic "gpu" {
+    for_each = var.gpu_pci_ids
+    content {
+      pci_id = gpu.value
+    }
+  }
+
+  # The GPUs and the PVRDMA adapter both reconfigure the VM; one at a time.
+  depends_on = [vspherehpc_vm_pvrdma_nic.this]
+}

@@ -1,0 +1,36 @@
+output "pvrdma_mac_address" {
+  description = "MAC address of the PVRDMA adapter; null without one."
+  value       = one(vspherehpc_vm_pvrdma_nic.this[*].mac_address)
+}
+
+output "mmio_size_gb" {
+  description = "pciPassthru.64bitMMIOSizeGB of the VM; null without GPUs."
+  value       = one(vspherehpc_vm_gpu_mmio.this[*].mmio_size_gb)
+}
+
+output "total_gpu_memory_gb" {
+  description = "Framebuffer memory of the passed-through GPUs; null without GPUs."
+  value       = one(vspherehpc_vm_gpu_mmio.this[*].total_gpu_memory_gb)
+}
+
+output "guest_setup" {
+  description = "What to run inside the guest (Ubuntu) once it boots: the seeds' packages, module load order and checks."
+  value = join("\n", compact([
+    length(var.gpu_pci_ids) == 0 ? "" : <<-EOT
+      # GPUs: ${length(var.gpu_pci_ids)} passed through, MMIO window ${one(vspherehpc_vm_gpu_mmio.this[*].mmio_size_gb)} GB, EFI firmware.
+      # Install the GPU driver, then check that every GPU is visible:
+      nvidia-smi -L   # expect ${length(var.gpu_pci_ids)} GPU(s)
+    EOT
+    ,
+    var.port_group_id == null ? "" : <<-EOT
+      # PVRDMA adapter ${one(vspherehpc_vm_pvrdma_nic.this[*].mac_address)} (${var.device_protocol}).
+      sudo apt-get install rdma-core infiniband-diags ibverbs-utils perftest   # perftest: ib_send_bw
+      # vmw_pvrdma must load after these modules (run at every boot, e.g. from a systemd unit):
+      sudo modprobe mlx4_ib && sudo modprobe ib_umad && sudo modprobe rdma_cm && sudo modprobe rdma_ucm
+      sudo modprobe -r vmw_pvrdma && sudo modprobe vmw_pvrdma
+      ibv_devices     # expect a vmw_pvrdma device
+      # Line rate between two nodes: on one, `ib_send_bw --report_gbits`; on the other:
+      ib_send_bw --report_gbits <first node's PVRDMA address>
+    EOT
+  ]))
+}

@@ -1,0 +1,38 @@
+variable "virtual_machine_id" {
+  type        = string
+  description = "The VM's UUID (vsphere_virtual_machine.id) or managed object id (vm-42)."
+}
+
+variable "port_group_id" {
+  type        = string
+  default     = null
+  description = "Managed object id of the PVRDMA port group (the pvrdma-cluster module's port_group_id). Null for a GPU node without PVRDMA."
+}
+
+variable "device_protocol" {
+  type        = string
+  default     = "rocev2"
+  description = "RoCE version of the PVRDMA adapter: rocev2 or rocev1."
+
+  validation {
+    condition     = contains(["rocev2", "rocev1"], var.device_protocol)
+    error_message = "device_protocol must be rocev2 or rocev1."
+  }
+}
+
+variable "gpu_pci_ids" {
+  type        = list(string)
+  default     = []
+  description = "PCI ids of the GPUs to pass through, on the VM's host, e.g. [\"0000:3b:00.0\"] (vspherehpc_host's gpus). Empty for a PVRDMA node without GPUs."
+
+  validation {
+    condition     = alltrue([for id in var.gpu_pci_ids : can(regex("^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\\.[0-7]$", id))]) && length(distinct(var.gpu_pci_ids)) == length(var.gpu_pci_ids)
+    error_message = "gpu_pci_ids must be distinct PCI ids such as 0000:3b:00.0 (lower-case hex)."
+  }
+}
+
+variable "power_off_allowed" {
+  type        = bool
+  default     = false
+  description = "Let the provider shut a running VM down for the changes and power it back on. Off: the plan fails on a running VM."
+}
