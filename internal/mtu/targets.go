@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"sync"
 	"time"
 )
 
@@ -21,7 +20,7 @@ type TargetResult struct {
 	Target        string // as given
 	Address       string // the IPv4 address probed
 	MTU           int
-	ConfiguredMTU int // the outgoing interface's MTU: the search's upper bound
+	ConfiguredMTU int // the search's upper bound: the outgoing interface's MTU, capped by Max
 	Probes        int
 }
 
@@ -45,40 +44,32 @@ func ProbeTargets(ctx context.Context, targets []string, o TargetOptions) ([]Tar
 		if err != nil {
 			return nil, err
 		}
+		if probers[i], err = NewICMPProber(ip, o.Timeout); err != nil {
+			return nil, err
+		}
 		iface, err := InterfaceMTU(ip)
 		if err != nil {
 			return nil, err
 		}
 		results[i] = TargetResult{Target: target, Address: ip.String(), ConfiguredMTU: iface}
-		if probers[i], err = NewICMPProber(ip, o.Timeout); err != nil {
-			return nil, err
-		}
 	}
 
-	errs := make([]error, len(targets))
-	sem := make(chan struct{}, max(o.Concurrency, 1))
-	var wg sync.WaitGroup
-	for i := range targets {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			errs[i] = searchTarget(ctx, probers[i], &results[i], o.Options)
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	err := Each(len(targets), o.Concurrency, func(i int) error {
+		return searchTarget(ctx, probers[i], &results[i], o.Options)
+	})
+	if err != nil {
 		return nil, err
 	}
 	return results, nil
 }
 
 func searchTarget(ctx context.Context, p Prober, r *TargetResult, o Options) error {
-	upper := min(r.ConfiguredMTU, o.Max)
-	if upper < o.Min {
-		return fmt.Errorf("the interface towards %s (%s) has MTU %d, below the minimum %d; lower min_mtu", r.Target, r.Address, r.ConfiguredMTU, o.Min)
+	iface := r.ConfiguredMTU
+	r.ConfiguredMTU = min(iface, o.Max)
+	if r.ConfiguredMTU < o.Min {
+		return fmt.Errorf("the interface towards %s (%s) has MTU %d, below the minimum %d; lower min_mtu", r.Target, r.Address, iface, o.Min)
 	}
-	o.Max = upper
+	o.Max = r.ConfiguredMTU
 	found, err := Search(ctx, p, o)
 	r.MTU, r.Probes = found.MTU, found.Probes
 	if errors.Is(err, ErrUnreachable) {
@@ -90,10 +81,7 @@ func searchTarget(ctx context.Context, p Prober, r *TargetResult, o Options) err
 
 func resolve(ctx context.Context, target string) (net.IP, error) {
 	if ip := net.ParseIP(target); ip != nil {
-		if ip.To4() == nil {
-			return nil, fmt.Errorf("%s is not an IPv4 address; only IPv4 paths can be probed", target)
-		}
-		return ip, nil
+		return ip, nil // NewICMPProber refuses what it cannot probe
 	}
 	ips, err := net.DefaultResolver.LookupIP(ctx, "ip4", target)
 	if err != nil || len(ips) == 0 {

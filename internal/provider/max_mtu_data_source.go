@@ -198,10 +198,8 @@ func (d *maxMTUDataSource) Read(ctx context.Context, req datasource.ReadRequest,
 	state.Concurrency = types.Int64Value(int64Or(state.Concurrency, defaultConcurrency))
 	wait, _ := time.ParseDuration(state.Timeout.ValueString()) // validated by positiveDuration
 
-	opts := probeOptions{
-		min: int(state.MinMTU.ValueInt64()), max: int(state.MaxMTU.ValueInt64()), timeout: wait,
-		retries: int(state.Retries.ValueInt64()), concurrency: int(state.Concurrency.ValueInt64()),
-	}
+	bounds := mtu.Options{Min: int(state.MinMTU.ValueInt64()), Max: int(state.MaxMTU.ValueInt64()), Retries: int(state.Retries.ValueInt64())}
+	concurrency := int(state.Concurrency.ValueInt64())
 	start := time.Now()
 	var pairs []measuredPath
 	if !state.Targets.IsNull() {
@@ -211,15 +209,18 @@ func (d *maxMTUDataSource) Read(ctx context.Context, req datasource.ReadRequest,
 		if resp.Diagnostics.HasError() {
 			return
 		}
-		var err error
-		if pairs, err = probeFromRunner(ctx, targets, opts); err != nil {
+		found, err := mtu.ProbeTargets(ctx, targets, mtu.TargetOptions{Options: bounds, Timeout: wait, Concurrency: concurrency})
+		if err != nil {
 			resp.Diagnostics.AddError("Cannot measure the path MTU from this machine", err.Error())
 			return
 		}
+		for _, t := range found {
+			pairs = append(pairs, measuredPath{targetName: t.Target, address: t.Address, mtu: t.MTU, configured: t.ConfiguredMTU, probes: t.Probes})
+		}
 	} else {
 		spec := vsphere.PathMTUSpec{
-			VMKernelNIC: state.VMKernelNIC.ValueString(), Min: opts.min, Max: opts.max,
-			Timeout: opts.timeout, Retries: opts.retries, Concurrency: opts.concurrency,
+			VMKernelNIC: state.VMKernelNIC.ValueString(), Min: bounds.Min, Max: bounds.Max,
+			Timeout: wait, Retries: bounds.Retries, Concurrency: concurrency,
 		}
 		resp.Diagnostics.Append(state.HostSystemIDs.ElementsAs(ctx, &spec.HostIDs, false)...)
 		if resp.Diagnostics.HasError() {
@@ -233,7 +234,7 @@ func (d *maxMTUDataSource) Read(ctx context.Context, req datasource.ReadRequest,
 		for _, p := range found {
 			pairs = append(pairs, measuredPath{
 				sourceID: p.SourceHostID, sourceName: p.SourceHostName, targetID: p.TargetHostID, targetName: p.TargetHostName,
-				address: p.TargetAddress, mtu: p.MTU, configured: min(p.ConfiguredMTU, opts.max), probes: p.Probes,
+				address: p.TargetAddress, mtu: p.MTU, configured: p.ConfiguredMTU, probes: p.Probes,
 			})
 		}
 	}
@@ -288,26 +289,6 @@ func stringOr(v types.String, def string) string {
 type measuredPath struct {
 	sourceID, sourceName, targetID, targetName, address string
 	mtu, configured, probes                             int
-}
-
-type probeOptions struct {
-	min, max, retries, concurrency int
-	timeout                        time.Duration
-}
-
-// probeFromRunner measures from the machine running Terraform.
-func probeFromRunner(ctx context.Context, targets []string, o probeOptions) ([]measuredPath, error) {
-	found, err := mtu.ProbeTargets(ctx, targets, mtu.TargetOptions{
-		Options: mtu.Options{Min: o.min, Max: o.max, Retries: o.retries}, Timeout: o.timeout, Concurrency: o.concurrency,
-	})
-	if err != nil {
-		return nil, err
-	}
-	paths := make([]measuredPath, 0, len(found))
-	for _, t := range found {
-		paths = append(paths, measuredPath{targetName: t.Target, address: t.Address, mtu: t.MTU, configured: min(t.ConfiguredMTU, o.max), probes: t.Probes})
-	}
-	return paths, nil
 }
 
 // shortfall describes the paths whose measured MTU is below their

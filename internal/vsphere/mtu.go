@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/vmware/govmomi/cli/esx"
@@ -40,7 +39,7 @@ type PathMTU struct {
 	TargetHostID, TargetHostName string
 	TargetAddress                string
 	MTU                          int // the largest packet that got through
-	ConfiguredMTU                int // what the vmknics and their switches allow: the search's upper bound
+	ConfiguredMTU                int // the search's upper bound: what the vmknics and their switches allow, capped by Max
 	Probes                       int // pings sent, retries included
 }
 
@@ -68,29 +67,22 @@ func (c *Client) PathMTUs(ctx context.Context, spec PathMTUSpec) ([]PathMTU, err
 		}
 	}
 
-	type job struct{ from, to, slot int }
-	var jobs []job
+	type pair struct{ from, to int }
+	var pairs []pair
 	for i := range ends {
 		for j := range ends {
 			if i != j {
-				jobs = append(jobs, job{i, j, len(jobs)})
+				pairs = append(pairs, pair{i, j})
 			}
 		}
 	}
-	results := make([]PathMTU, len(jobs))
-	errs := make([]error, len(jobs))
-	sem := make(chan struct{}, max(spec.Concurrency, 1))
-	var wg sync.WaitGroup
-	for _, jb := range jobs {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			results[jb.slot], errs[jb.slot] = pingers[jb.from].search(ctx, ends[jb.to], spec)
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	results := make([]PathMTU, len(pairs))
+	err = mtu.Each(len(pairs), spec.Concurrency, func(i int) error {
+		var err error
+		results[i], err = pingers[pairs[i].from].search(ctx, ends[pairs[i].to], spec)
+		return err
+	})
+	if err != nil {
 		return nil, err
 	}
 	return results, nil
@@ -229,16 +221,15 @@ func (p *pinger) search(ctx context.Context, to pathEnd, spec PathMTUSpec) (Path
 	configured := min(p.from.configured, to.configured)
 	res := PathMTU{
 		SourceHostID: p.from.hostID, SourceHostName: p.from.name, TargetHostID: to.hostID, TargetHostName: to.name,
-		TargetAddress: to.address, ConfiguredMTU: configured,
+		TargetAddress: to.address, ConfiguredMTU: min(configured, spec.Max),
 	}
-	upper := min(configured, spec.Max)
-	if upper < spec.Min {
+	if res.ConfiguredMTU < spec.Min {
 		return res, &Error{Op: "probing " + p.from.name + " to " + to.name, Kind: ErrInvalidArg, Message: fmt.Sprintf(
 			"the vmknics and switches allow at most %d bytes between %s and %s, below min_mtu %d; lower min_mtu or raise the MTU",
 			configured, p.from.name, to.name, spec.Min)}
 	}
 	probe := mtu.ProberFunc(func(ctx context.Context, size int) (bool, error) { return p.ping(ctx, to, size) })
-	found, err := mtu.Search(ctx, probe, mtu.Options{Min: spec.Min, Max: upper, Retries: spec.Retries})
+	found, err := mtu.Search(ctx, probe, mtu.Options{Min: spec.Min, Max: res.ConfiguredMTU, Retries: spec.Retries})
 	res.MTU, res.Probes = found.MTU, found.Probes
 	if errors.Is(err, mtu.ErrUnreachable) {
 		return res, &Error{Op: "probing " + p.from.name + " to " + to.name, Kind: ErrUnreachable, Message: fmt.Sprintf(
