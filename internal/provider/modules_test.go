@@ -37,6 +37,10 @@ func TestAccModulePVRDMACluster(t *testing.T) { //nolint:paralleltest // labEnv 
 		"datacenter_id": config.StringVariable(lab.DatacenterID()),
 		"host_names":    config.ListVariable(config.StringVariable(hosts[0]), config.StringVariable(hosts[1]), config.StringVariable(hosts[2]), config.StringVariable(hosts[3])),
 	}
+	byCluster := config.Variables{
+		"datacenter_id": vars["datacenter_id"],
+		"cluster_name":  config.StringVariable(lab.ClusterName()),
+	}
 	dir := config.StaticDirectory("../../examples/modules/pvrdma-cluster")
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
@@ -62,6 +66,30 @@ func TestAccModulePVRDMACluster(t *testing.T) { //nolint:paralleltest // labEnv 
 				ConfigDirectory:  dir,
 				ConfigVariables:  vars,
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+			},
+			{
+				// The same four hosts as "all hosts of the cluster": nothing to change.
+				ConfigDirectory:  dir,
+				ConfigVariables:  byCluster,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+			},
+			{
+				ConfigDirectory: dir,
+				ConfigVariables: config.Variables{"datacenter_id": vars["datacenter_id"], "host_names": vars["host_names"], "cluster_name": byCluster["cluster_name"]},
+				PlanOnly:        true,
+				ExpectError:     regexp.MustCompile(`Give either host_names or cluster_name, not both and not neither`),
+			},
+			{
+				ConfigDirectory: dir,
+				ConfigVariables: config.Variables{"datacenter_id": vars["datacenter_id"]},
+				PlanOnly:        true,
+				ExpectError:     regexp.MustCompile(`Give either host_names or cluster_name, not both and not neither`),
+			},
+			{
+				ConfigDirectory: dir,
+				ConfigVariables: config.Variables{"datacenter_id": vars["datacenter_id"], "host_names": config.ListVariable(config.StringVariable(hosts[0]))},
+				PlanOnly:        true,
+				ExpectError:     regexp.MustCompile(`PVRDMA connects VMs across hosts, and the switch would have 1: list two or\s+more hosts in host_names`),
 			},
 			{
 				// A 1500 link between two hosts stops the plan, naming the paths.

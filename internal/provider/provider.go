@@ -223,6 +223,7 @@ func (p *vspherehpcProvider) Resources(_ context.Context) []func() resource.Reso
 
 func (p *vspherehpcProvider) DataSources(_ context.Context) []func() datasource.DataSource {
 	return []func() datasource.DataSource{
+		NewClusterDataSource,
 		NewDatacenterDataSource,
 		NewHostDataSource,
 		NewMaxMTUDataSource,

@@ -1,14 +1,24 @@
-# count, not for_each: terraform-plugin-testing's state shim cannot read
-# string-keyed instances, and the module is tested with it. Keep host_names
-# in a stable order: removing one from the middle re-plans the later hosts.
-data "vspherehpc_host" "this" {
-  count = length(var.host_names)
+data "vspherehpc_cluster" "this" {
+  count = var.cluster_name == null ? 0 : 1
 
   datacenter_id = var.datacenter_id
-  name          = var.host_names[count.index]
+  name          = var.cluster_name
+}
+
+# count, not for_each: terraform-plugin-testing's state shim cannot read
+# string-keyed instances, and the module is tested with it. Hosts keep their
+# index as long as the list only grows at the end (cluster hosts are sorted
+# by name); removing one from the middle re-plans the later hosts.
+data "vspherehpc_host" "this" {
+  count = length(local.host_names)
+
+  datacenter_id = var.datacenter_id
+  name          = local.host_names[count.index]
 }
 
 locals {
+  host_names = var.cluster_name == null ? var.host_names : data.vspherehpc_cluster.this[0].host_names
+
   # The uplink per host: the given vmnic, or the first RDMA NIC of 100 Gb/s or more with its link up that
   # no other switch claims (this one does after the first apply, and must keep it).
   uplinks = {
@@ -29,6 +39,14 @@ data "vspherehpc_max_mtu" "fabric" {
   max_mtu         = var.mtu
 
   lifecycle {
+    precondition {
+      condition     = (var.cluster_name == null) != (length(var.host_names) == 0)
+      error_message = "Give either host_names or cluster_name, not both and not neither."
+    }
+    precondition {
+      condition     = length(local.host_names) >= 2
+      error_message = "PVRDMA connects VMs across hosts, and the switch would have ${length(local.host_names)}: ${var.cluster_name == null ? "list two or more hosts in host_names" : "cluster ${var.cluster_name} needs two or more hosts"}."
+    }
     postcondition {
       condition = self.mtu >= var.mtu
       error_message = format("The fabric carries %d-byte packets, not the switch MTU %d. Worst paths: %s. Raise the MTU of the physical ports on those paths, or lower var.mtu.",
@@ -63,7 +81,7 @@ resource "vspherehpc_rdma_dvs" "this" {
 }
 
 resource "vspherehpc_host_pvrdma_settings" "this" {
-  count = length(var.host_names)
+  count = length(local.host_names)
 
   host_system_id       = data.vspherehpc_host.this[count.index].id
   vmknic               = var.vmknic

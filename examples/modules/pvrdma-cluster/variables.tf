@@ -5,12 +5,19 @@ variable "datacenter_id" {
 
 variable "host_names" {
   type        = list(string)
-  description = "Names of the ESXi hosts that join the PVRDMA switch, as vCenter shows them."
+  default     = []
+  description = "Names of the ESXi hosts that join the PVRDMA switch, as vCenter shows them. Give either this or cluster_name."
 
   validation {
-    condition     = length(var.host_names) >= 2 && length(distinct(var.host_names)) == length(var.host_names)
-    error_message = "host_names needs two or more distinct hosts: PVRDMA connects VMs across hosts."
+    condition     = length(distinct(var.host_names)) == length(var.host_names)
+    error_message = "host_names lists a host twice."
   }
+}
+
+variable "cluster_name" {
+  type        = string
+  default     = null
+  description = "Name of a cluster whose hosts all join the PVRDMA switch, instead of host_names. A host added to the cluster joins at the next apply."
 }
 
 variable "vmnic" {
