@@ -3,8 +3,12 @@ package provider
 import (
 	"context"
 
+	"github.com/hashicorp/terraform-plugin-framework-validators/datasourcevalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
@@ -12,8 +16,9 @@ import (
 )
 
 var (
-	_ datasource.DataSource              = (*hostDataSource)(nil)
-	_ datasource.DataSourceWithConfigure = (*hostDataSource)(nil)
+	_ datasource.DataSource                     = (*hostDataSource)(nil)
+	_ datasource.DataSourceWithConfigure        = (*hostDataSource)(nil)
+	_ datasource.DataSourceWithConfigValidators = (*hostDataSource)(nil)
 )
 
 type hostDataSource struct {
@@ -21,6 +26,7 @@ type hostDataSource struct {
 }
 
 type hostModel struct {
+	HostSystemID    types.String       `tfsdk:"host_system_id"`
 	DatacenterID    types.String       `tfsdk:"datacenter_id"`
 	Name            types.String       `tfsdk:"name"`
 	ID              types.String       `tfsdk:"id"`
@@ -101,18 +107,27 @@ func computedInt64(desc string) schema.Int64Attribute {
 
 func (d *hostDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, resp *datasource.SchemaResponse) {
 	resp.Schema = schema.Schema{
-		MarkdownDescription: "Looks up an ESXi host by name and lists what the PVRDMA and GPU resources need: its physical NICs " +
+		MarkdownDescription: "Looks up an ESXi host by name or id and lists what the PVRDMA and GPU resources need: its physical NICs " +
 			"(speed, link, RDMA capability and the switch that claims each), its VMkernel adapters, and its GPUs with their " +
 			"passthrough state and the VMs using them. It replaces the manual \"note which NIC is the 100GbE NIC\" and " +
 			"\"note the PCI address of the GPU\" steps.",
 		Attributes: map[string]schema.Attribute{
+			"host_system_id": schema.StringAttribute{
+				Optional: true,
+				MarkdownDescription: "Managed object id of the host, e.g. `host-12`: what `vsphere_host.id` and the `host_system_id` of " +
+					"`vsphere_virtual_machine` and `vspherehpc_virtual_machine` export. Give this, or `name` with `datacenter_id`.",
+				Validators: []validator.String{stringvalidator.LengthAtLeast(1)},
+			},
 			"datacenter_id": schema.StringAttribute{
-				Required:            true,
-				MarkdownDescription: "Managed object id of the datacenter to search, e.g. `data.vspherehpc_datacenter.dc.id`.",
+				Optional:            true,
+				MarkdownDescription: "Managed object id of the datacenter to search by `name`, e.g. `data.vspherehpc_datacenter.dc.id`.",
+				Validators:          []validator.String{stringvalidator.ConflictsWith(path.MatchRoot("host_system_id"))},
 			},
 			"name": schema.StringAttribute{
-				Required:            true,
-				MarkdownDescription: "Name of the host as vCenter shows it (often its FQDN or IP address).",
+				Optional:            true,
+				Computed:            true,
+				MarkdownDescription: "Name of the host as vCenter shows it (often its FQDN or IP address); the host's name when found by id.",
+				Validators:          []validator.String{stringvalidator.AlsoRequires(path.MatchRoot("datacenter_id"))},
 			},
 			"id":               computedString("Managed object id of the host, e.g. `host-12` (the same id `vsphere_host.id` exports)."),
 			"cluster_id":       computedString("Managed object id of the host's cluster; empty for a standalone host."),
@@ -179,6 +194,12 @@ func (d *hostDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, r
 	}
 }
 
+func (d *hostDataSource) ConfigValidators(context.Context) []datasource.ConfigValidator {
+	return []datasource.ConfigValidator{
+		datasourcevalidator.ExactlyOneOf(path.MatchRoot("host_system_id"), path.MatchRoot("name")),
+	}
+}
+
 func (d *hostDataSource) Configure(_ context.Context, req datasource.ConfigureRequest, resp *datasource.ConfigureResponse) {
 	d.client = clientFrom(req.ProviderData, &resp.Diagnostics)
 }
@@ -189,13 +210,22 @@ func (d *hostDataSource) Read(ctx context.Context, req datasource.ReadRequest, r
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	h, err := d.client.HostByName(ctx, state.DatacenterID.ValueString(), state.Name.ValueString())
+	var (
+		h   *vsphere.Host
+		err error
+	)
+	if id := state.HostSystemID.ValueString(); id != "" {
+		h, err = d.client.Host(ctx, id)
+	} else {
+		h, err = d.client.HostByName(ctx, state.DatacenterID.ValueString(), state.Name.ValueString())
+	}
 	if err != nil {
 		resp.Diagnostics.Append(vsphereErrorDiag("Cannot find host", err))
 		return
 	}
 	tflog.Debug(ctx, "Found host", map[string]any{"host_system_id": h.ID, "name": h.Name, "gpus": len(h.GPUs), "physical_nics": len(h.PhysicalNICs)})
 	state.ID = types.StringValue(h.ID)
+	state.Name = types.StringValue(h.Name)
 	state.ClusterID = types.StringValue(h.ClusterID)
 	state.ClusterName = types.StringValue(h.ClusterName)
 	state.ConnectionState = types.StringValue(h.ConnectionState)

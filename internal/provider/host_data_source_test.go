@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
@@ -87,6 +88,47 @@ func TestAccHostDataSource(t *testing.T) {
 			{
 				Config:      hostConfig(lab, "esx-404.example.com"),
 				ExpectError: wrapped(`has no host called "esx-404.example.com"`),
+			},
+			{
+				// A host is named by id, or by name in a datacenter: not both.
+				Config: providerConfig(lab) + `
+data "vspherehpc_host" "h" {
+  host_system_id = "` + lab.HostID(name) + `"
+  datacenter_id  = "` + lab.DatacenterID() + `"
+  name           = "` + name + `"
+}
+`,
+				ExpectError: regexp.MustCompile(`(?s)Invalid Attribute Combination.*Exactly one of these attributes must be configured: \[host_system_id,name\]`),
+			},
+			{
+				Config: providerConfig(lab) + `
+data "vspherehpc_host" "h" {
+  name = "` + name + `"
+}
+`,
+				ExpectError: regexp.MustCompile(`(?s)Attribute "datacenter_id" must be specified when "name" is\s+specified`),
+			},
+			{
+				// By id, as vsphere_virtual_machine.host_system_id gives it.
+				Config: providerConfig(lab) + `
+data "vspherehpc_host" "h" {
+  host_system_id = "` + lab.HostID(name) + `"
+}
+`,
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(h, tfjsonpath.New("name"), knownvalue.StringExact(name)),
+					statecheck.ExpectKnownValue(h, tfjsonpath.New("id"), knownvalue.StringExact(lab.HostID(name))),
+					statecheck.ExpectKnownValue(h, tfjsonpath.New("datacenter_id"), knownvalue.Null()),
+					statecheck.ExpectKnownValue(h, nic(2, "rdma_device"), knownvalue.StringExact("vmrdma0")),
+				},
+			},
+			{
+				Config: providerConfig(lab) + `
+data "vspherehpc_host" "h" {
+  host_system_id = "host-404"
+}
+`,
+				ExpectError: wrapped(`no host has id host-404`),
 			},
 		},
 	})

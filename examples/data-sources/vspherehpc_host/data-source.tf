@@ -7,6 +7,17 @@ data "vspherehpc_host" "esx01" {
   name          = "esx01.example.com"
 }
 
+# Or by id: here the host a VM is registered on (vsphere_virtual_machine's
+# host_system_id works the same way).
+data "vspherehpc_virtual_machine" "node" {
+  datacenter_id = data.vspherehpc_datacenter.dc.id
+  name          = "gpu-node-01"
+}
+
+data "vspherehpc_host" "node_host" {
+  host_system_id = data.vspherehpc_virtual_machine.node.host_system_id
+}
+
 locals {
   # The 100 GbE RDMA NICs no switch uses yet: candidates for the PVRDMA switch uplink.
   free_rdma_nics = [
@@ -27,4 +38,8 @@ output "free_rdma_nics" {
 
 output "free_gpus" {
   value = local.free_gpus
+}
+
+output "node_host_gpus" {
+  value = [for gpu in data.vspherehpc_host.node_host.gpus : "${gpu.pci_id} ${gpu.device_name}"]
 }
