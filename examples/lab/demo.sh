@@ -85,7 +85,7 @@ echo "built $tmp/providers/terraform-provider-vspherehpc"
 header "building and starting the lab simulator"
 go build -o "$tmp/vcsimlab" ./internal/cmd/vcsimlab
 # stdout repeats the env file (with the password): not kept; stderr is the lab log.
-"$tmp/vcsimlab" -listen 127.0.0.1:0 -env-file "$tmp/lab.env" >/dev/null 2>"$tmp/lab.log" </dev/null &
+"$tmp/vcsimlab" -listen 127.0.0.1:0 -hosts 4 -vms 3 -env-file "$tmp/lab.env" >/dev/null 2>"$tmp/lab.log" </dev/null &
 lab_pid=$!
 echo "lab simulator pid $lab_pid; waiting up to ${LAB_START_TIMEOUT}s for $tmp/lab.env"
 
@@ -97,7 +97,7 @@ lab_env_ready() {
     set -a
     # shellcheck disable=SC1091
     source "$tmp/lab.env" >/dev/null 2>&1 || exit 1
-    for v in VSPHERE_SERVER VSPHERE_USER VSPHERE_PASSWORD VSPHERE_CA_FILE VSPHERE_LAB_DATACENTER VSPHERE_LAB_HOSTS; do
+    for v in VSPHERE_SERVER VSPHERE_USER VSPHERE_PASSWORD VSPHERE_CA_FILE VSPHERE_LAB_DATACENTER VSPHERE_LAB_CLUSTER; do
       [[ -n "${!v:-}" ]] || exit 1
     done
   )
@@ -123,7 +123,7 @@ set -a
 source "$tmp/lab.env"
 set +a
 echo "lab is up: vCenter https://${VSPHERE_SERVER} (user ${VSPHERE_USER}, CA ${VSPHERE_CA_FILE})"
-echo "           datacenter ${VSPHERE_LAB_DATACENTER}, cluster ${VSPHERE_LAB_CLUSTER:-?}, hosts ${VSPHERE_LAB_HOSTS}"
+echo "           datacenter ${VSPHERE_LAB_DATACENTER}, cluster ${VSPHERE_LAB_CLUSTER}, hosts ${VSPHERE_LAB_HOSTS}"
 
 # --- (c) Terraform CLI configuration: use the freshly built provider --------------------------------------------
 cat >"$tmp/dev.tfrc" <<EOF
@@ -144,21 +144,10 @@ tar -C examples --exclude='.terraform' --exclude='.terraform.lock.hcl' --exclude
 work="$tmp/examples/lab"
 [[ -n "$(compgen -G "$work/*.tf")" ]] || fail "no *.tf files in examples/lab"
 
-# TF_VAR_hosts: the comma-separated VSPHERE_LAB_HOSTS as a JSON list of strings.
-json_hosts=""
-IFS=',' read -r -a lab_hosts <<<"$VSPHERE_LAB_HOSTS"
-for h in "${lab_hosts[@]}"; do
-  h="${h#"${h%%[![:space:]]*}"}"
-  h="${h%"${h##*[![:space:]]}"}"
-  [[ -n "$h" ]] || continue
-  h="${h//\\/\\\\}"
-  h="${h//\"/\\\"}"
-  json_hosts+="${json_hosts:+,}\"$h\""
-done
 export TF_VAR_datacenter="$VSPHERE_LAB_DATACENTER"
-export TF_VAR_hosts="[$json_hosts]"
+export TF_VAR_cluster="$VSPHERE_LAB_CLUSTER"
 echo "TF_VAR_datacenter=$TF_VAR_datacenter"
-echo "TF_VAR_hosts=$TF_VAR_hosts"
+echo "TF_VAR_cluster=$TF_VAR_cluster"
 
 cd "$work"
 # No `terraform init`: with dev_overrides it would try to reach registry.terraform.io for the provider.

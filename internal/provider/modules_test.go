@@ -143,7 +143,7 @@ func TestAccModuleGPUNode(t *testing.T) { //nolint:paralleltest // labEnv sets t
 					statecheck.ExpectKnownOutputValue("mmio_size_gb", knownvalue.Int64Exact(512)),
 					statecheck.ExpectKnownOutputValue("total_gpu_memory_gb", knownvalue.Float64Exact(160)),
 					statecheck.ExpectKnownOutputValue("guest_setup", knownvalue.StringRegexp(regexp.MustCompile(
-						`(?s)MMIO window 512 GB.*expect 2 GPU\(s\).*sudo modprobe -r vmw_pvrdma && sudo modprobe vmw_pvrdma.*ib_send_bw --report_gbits`))),
+						`(?s)MMIO window 512 GB.*expect 2 GPU\(s\).*sudo modprobe rdma_ucm\n\s*sudo modprobe -r vmw_pvrdma .*\n\s*sudo modprobe vmw_pvrdma\n.*ib_send_bw --report_gbits`))),
 					statecheck.ExpectKnownValue("vspherehpc_vm_gpu_mmio.this[0]", tfjsonpath.New("firmware"), knownvalue.StringExact("efi")),
 					statecheck.ExpectKnownValue("vspherehpc_vm_pvrdma_nic.this[0]", tfjsonpath.New("distributed_port_group_id"), knownvalue.StringExact(portGroup)),
 				},
@@ -152,6 +152,12 @@ func TestAccModuleGPUNode(t *testing.T) { //nolint:paralleltest // labEnv sets t
 				ConfigDirectory:  dir,
 				ConfigVariables:  vars,
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+			},
+			{
+				ConfigDirectory: dir,
+				ConfigVariables: config.Variables{"virtual_machine_id": vars["virtual_machine_id"]},
+				PlanOnly:        true,
+				ExpectError:     regexp.MustCompile(`pvrdma_adapter is true but port_group_id is not set`),
 			},
 		},
 	})

@@ -4,6 +4,10 @@ data "vspherehpc_virtual_machine" "node" {
 }
 
 # ... or by name within a datacenter.
+data "vspherehpc_datacenter" "dc" {
+  name = "hpc-dc"
+}
+
 data "vspherehpc_virtual_machine" "login" {
   datacenter_id = data.vspherehpc_datacenter.dc.id
   name          = "login-01"

@@ -1,10 +1,17 @@
 resource "vspherehpc_vm_pvrdma_nic" "this" {
-  count = var.port_group_id == null ? 0 : 1
+  count = var.pvrdma_adapter ? 1 : 0
 
   virtual_machine_id        = var.virtual_machine_id
   distributed_port_group_id = var.port_group_id
   device_protocol           = var.device_protocol
   power_off_allowed         = var.power_off_allowed
+
+  lifecycle {
+    precondition {
+      condition     = var.port_group_id != null
+      error_message = "pvrdma_adapter is true but port_group_id is not set: give the PVRDMA port group, or set pvrdma_adapter = false for a node without one."
+    }
+  }
 }
 
 resource "vspherehpc_vm_gpu_mmio" "this" {

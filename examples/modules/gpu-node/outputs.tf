@@ -22,13 +22,17 @@ output "guest_setup" {
       nvidia-smi -L   # expect ${length(var.gpu_pci_ids)} GPU(s)
     EOT
     ,
-    var.port_group_id == null ? "" : <<-EOT
+    !var.pvrdma_adapter ? "" : <<-EOT
       # PVRDMA adapter ${one(vspherehpc_vm_pvrdma_nic.this[*].mac_address)} (${var.device_protocol}).
       sudo apt-get install rdma-core infiniband-diags ibverbs-utils perftest   # perftest: ib_send_bw
       # vmw_pvrdma must load after these modules (run at every boot, e.g. from a systemd unit):
-      sudo modprobe mlx4_ib && sudo modprobe ib_umad && sudo modprobe rdma_cm && sudo modprobe rdma_ucm
-      sudo modprobe -r vmw_pvrdma && sudo modprobe vmw_pvrdma
-      ibv_devices     # expect a vmw_pvrdma device
+      sudo modprobe mlx4_ib
+      sudo modprobe ib_umad
+      sudo modprobe rdma_cm
+      sudo modprobe rdma_ucm
+      sudo modprobe -r vmw_pvrdma   # udev loaded it first; reload it last
+      sudo modprobe vmw_pvrdma
+      ibv_devinfo     # expect one device, port state PORT_ACTIVE
       # Line rate between two nodes: on one, `ib_send_bw --report_gbits`; on the other:
       ib_send_bw --report_gbits <first node's PVRDMA address>
     EOT

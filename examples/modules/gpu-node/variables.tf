@@ -3,10 +3,16 @@ variable "virtual_machine_id" {
   description = "The VM's UUID (vsphere_virtual_machine.id) or managed object id (vm-42)."
 }
 
+variable "pvrdma_adapter" {
+  type        = bool
+  default     = true
+  description = "Add a PVRDMA adapter on port_group_id. A separate switch because count must be known at plan time, and a port group created in the same apply is not."
+}
+
 variable "port_group_id" {
   type        = string
   default     = null
-  description = "Managed object id of the PVRDMA port group (the pvrdma-cluster module's port_group_id). Null for a GPU node without PVRDMA."
+  description = "Managed object id of the PVRDMA port group (the pvrdma-cluster module's port_group_id). Required with pvrdma_adapter; may be known only after apply."
 }
 
 variable "device_protocol" {

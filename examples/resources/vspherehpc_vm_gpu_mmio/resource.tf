@@ -1,3 +1,7 @@
+data "vspherehpc_datacenter" "dc" {
+  name = "hpc-dc"
+}
+
 data "vspherehpc_host" "esx01" {
   datacenter_id = data.vspherehpc_datacenter.dc.id
   name          = "esx01.example.com"
