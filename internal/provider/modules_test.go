@@ -92,6 +92,13 @@ func TestAccModulePVRDMACluster(t *testing.T) { //nolint:paralleltest // labEnv 
 				ExpectError:     regexp.MustCompile(`PVRDMA connects VMs across hosts, and the switch would have 1: list two or\s+more hosts in host_names`),
 			},
 			{
+				// vmk0 is at 1500 on every host: the hosts, not the fabric, fall short.
+				ConfigDirectory: dir,
+				ConfigVariables: config.Variables{"datacenter_id": vars["datacenter_id"], "host_names": vars["host_names"], "vmknic": config.StringVariable("vmk0")},
+				PlanOnly:        true,
+				ExpectError: wrapped("The fabric carries 1500-byte packets, not the switch MTU 9000. The hosts allow less themselves: vmk0 MTU " + hosts[0] + " (1500)"),
+			},
+			{
 				// A 1500 link between two hosts stops the plan, naming the paths.
 				PreConfig:       func() { lab.SetLinkMTU(hosts[1], hosts[2], 1500) },
 				ConfigDirectory: dir,

@@ -26,6 +26,11 @@ locals {
       for n in h.physical_nics : n.name if n.rdma_capable && n.link_up && n.speed_mbps >= 100000 && contains(["", var.switch_name], n.switch)
     ][0], "none"))
   }
+  # Hosts whose PVRDMA vmknic itself is below the switch MTU, as "name (mtu)".
+  low_vmknic_hosts = [
+    for h in data.vspherehpc_host.this : "${h.name} (${one([for v in h.vmkernel_nics : v.mtu if v.name == var.vmknic])})"
+    if coalesce(one([for v in h.vmkernel_nics : v.mtu if v.name == var.vmknic]), var.mtu) < var.mtu
+  ]
   # Every host's PVRDMA vmknic address: the firewall lets only these in.
   vmknic_addresses = [
     for h in data.vspherehpc_host.this : one([for v in h.vmkernel_nics : v.ip_address if v.name == var.vmknic])
@@ -47,10 +52,13 @@ data "vspherehpc_max_mtu" "fabric" {
       condition     = length(local.host_names) >= 2
       error_message = "PVRDMA connects VMs across hosts, and the switch would have ${length(local.host_names)}: ${var.cluster_name == null ? "list two or more hosts in host_names" : "cluster ${var.cluster_name} needs two or more hosts"}."
     }
+    # Two causes, two fixes: the hosts' own vmknic or switch MTU (configured_mtu), or the physical path.
     postcondition {
       condition = self.mtu >= var.mtu
-      error_message = format("The fabric carries %d-byte packets, not the switch MTU %d. Worst paths: %s. Raise the MTU of the physical ports on those paths, or lower var.mtu.",
-      self.mtu, var.mtu, join(", ", [for p in self.pairs : "${p.source_host_name} -> ${p.target_host_name} ${p.mtu}" if p.mtu < var.mtu]))
+      error_message = format("The fabric carries %d-byte packets, not the switch MTU %d. %s", self.mtu, var.mtu,
+        self.configured_mtu >= var.mtu ? "Worst paths: ${join(", ", [for p in self.pairs : "${p.source_host_name} -> ${p.target_host_name} ${p.mtu}" if p.mtu < var.mtu])}. Raise the MTU of the physical ports on those paths, or lower var.mtu." :
+        length(local.low_vmknic_hosts) > 0 ? "The hosts allow less themselves: ${var.vmknic} MTU ${join(", ", local.low_vmknic_hosts)}. Raise it, or lower var.mtu." :
+      "The switch that ${var.vmknic} is on allows only ${self.configured_mtu} on some hosts. Raise its MTU, or lower var.mtu.")
     }
   }
 }
