@@ -96,7 +96,7 @@ func TestAccModulePVRDMACluster(t *testing.T) { //nolint:paralleltest // labEnv 
 				ConfigDirectory: dir,
 				ConfigVariables: config.Variables{"datacenter_id": vars["datacenter_id"], "host_names": vars["host_names"], "vmknic": config.StringVariable("vmk0")},
 				PlanOnly:        true,
-				ExpectError: wrapped("The fabric carries 1500-byte packets, not the switch MTU 9000. The hosts allow less themselves: vmk0 MTU " + hosts[0] + " (1500)"),
+				ExpectError:     wrapped("The fabric carries 1500-byte packets, not the switch MTU 9000. The hosts allow less themselves: vmk0 MTU " + hosts[0] + " (1500)"),
 			},
 			{
 				// A 1500 link between two hosts stops the plan, naming the paths.
