@@ -91,15 +91,5 @@ func (c *Client) ClusterByName(ctx context.Context, datacenterID, name string) (
 }
 
 func clusterList(cls []Cluster) string {
-	if len(cls) == 0 {
-		return "no clusters"
-	}
-	s := ""
-	for i, cl := range cls {
-		if i > 0 {
-			s += ", "
-		}
-		s += fmt.Sprintf("%q (%s)", cl.Name, cl.ID)
-	}
-	return s
+	return namesAndIDs(cls, func(cl Cluster) (string, string) { return cl.Name, cl.ID })
 }

@@ -59,17 +59,7 @@ func (c *Client) DatacenterByName(ctx context.Context, name string) (*Datacenter
 }
 
 func datacenterList(dcs []Datacenter) string {
-	if len(dcs) == 0 {
-		return "none"
-	}
-	s := ""
-	for i, dc := range dcs {
-		if i > 0 {
-			s += ", "
-		}
-		s += fmt.Sprintf("%q (%s)", dc.Name, dc.ID)
-	}
-	return s
+	return namesAndIDs(dcs, func(dc Datacenter) (string, string) { return dc.Name, dc.ID })
 }
 
 func datacenterRef(id string) types.ManagedObjectReference {

@@ -2,6 +2,7 @@ package vsphere
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"strings"
 
@@ -82,4 +83,17 @@ func refValues(refs []types.ManagedObjectReference) string {
 		vals[i] = r.Value
 	}
 	return strings.Join(vals, ", ")
+}
+
+// namesAndIDs lists entities for an error message: `"name" (id), ...`, or "none".
+func namesAndIDs[T any](items []T, nameID func(T) (string, string)) string {
+	if len(items) == 0 {
+		return "none"
+	}
+	parts := make([]string, len(items))
+	for i, item := range items {
+		name, id := nameID(item)
+		parts[i] = fmt.Sprintf("%q (%s)", name, id)
+	}
+	return strings.Join(parts, ", ")
 }
