@@ -92,6 +92,12 @@ func TestAccModulePVRDMACluster(t *testing.T) { //nolint:paralleltest // labEnv 
 				ExpectError:     regexp.MustCompile(`PVRDMA connects VMs across hosts, and the switch would have 1: list two or\s+more hosts in host_names`),
 			},
 			{
+				ConfigDirectory: dir,
+				ConfigVariables: config.Variables{"datacenter_id": vars["datacenter_id"], "cluster_name": config.StringVariable(" ")},
+				PlanOnly:        true,
+				ExpectError:     wrapped("cluster_name is empty: name the cluster, or leave it null and list host_names."),
+			},
+			{
 				// vmk0 is at 1500 on every host: the hosts, not the fabric, fall short.
 				ConfigDirectory: dir,
 				ConfigVariables: config.Variables{"datacenter_id": vars["datacenter_id"], "host_names": vars["host_names"], "vmknic": config.StringVariable("vmk0")},

@@ -1,6 +1,11 @@
 variable "virtual_machine_id" {
   type        = string
   description = "The VM's UUID (vsphere_virtual_machine.id) or managed object id (vm-42)."
+
+  validation {
+    condition     = length(trimspace(var.virtual_machine_id)) > 0
+    error_message = "virtual_machine_id is empty: give the VM's UUID or managed object id."
+  }
 }
 
 variable "pvrdma_adapter" {

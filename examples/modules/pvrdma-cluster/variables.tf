@@ -1,6 +1,11 @@
 variable "datacenter_id" {
   type        = string
   description = "Managed object id of the datacenter, e.g. data.vspherehpc_datacenter.dc.id."
+
+  validation {
+    condition     = length(trimspace(var.datacenter_id)) > 0
+    error_message = "datacenter_id is empty: give the datacenter's managed object id, e.g. data.vspherehpc_datacenter.dc.id."
+  }
 }
 
 variable "host_names" {
@@ -18,6 +23,11 @@ variable "cluster_name" {
   type        = string
   default     = null
   description = "Name of a cluster whose hosts all join the PVRDMA switch, instead of host_names. A host added to the cluster joins at the next apply."
+
+  validation {
+    condition     = var.cluster_name == null || length(trimspace(coalesce(var.cluster_name, " "))) > 0
+    error_message = "cluster_name is empty: name the cluster, or leave it null and list host_names."
+  }
 }
 
 variable "vmnic" {
