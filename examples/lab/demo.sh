@@ -155,6 +155,10 @@ cd "$work"
 tf get >/dev/null
 
 header "terraform apply (examples/lab)"
+echo "module.pvrdma: measure the MTU between every pair of hosts of ${VSPHERE_LAB_CLUSTER}, then build the PVRDMA"
+echo "               switch, its port group and each host's PVRDMA settings"
+echo "module.client: a PVRDMA adapter on hpc-node-0 and hpc-node-1"
+echo "module.gpu:    a PVRDMA adapter, two GPUs of its host and the MMIO window on hpc-node-2"
 tf apply -auto-approve -input=false || { show_lab_log; fail "terraform apply failed"; }
 
 header "terraform output"
