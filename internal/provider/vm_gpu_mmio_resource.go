@@ -1,7 +1,6 @@
 package provider
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -493,16 +492,9 @@ func (r *vmGPUMMIOResource) Read(ctx context.Context, req resource.ReadRequest, 
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	// The remembered managed object id spares a search by UUID; a stale one
-	// (a re-registered VM) falls back to the configured id.
-	var moid string
-	_, ds := getPrivateJSON(ctx, req.Private, privateVM, &moid)
-	resp.Diagnostics.Append(ds...)
-	vmID := cmp.Or(moid, state.VirtualMachineID.ValueString())
-	got, err := r.client.GPUMMIO(ctx, vmID)
-	if errors.Is(err, vsphere.ErrNotFound) && vmID != state.VirtualMachineID.ValueString() {
-		got, err = r.client.GPUMMIO(ctx, state.VirtualMachineID.ValueString())
-	}
+	got, err := readVM(ctx, req.Private, state.VirtualMachineID.ValueString(), &resp.Diagnostics, func(vmID string) (*vsphere.GPUMMIO, error) {
+		return r.client.GPUMMIO(ctx, vmID)
+	})
 	if errors.Is(err, vsphere.ErrNotFound) {
 		tflog.Warn(ctx, "Virtual machine is gone; removing its GPU setup from state", map[string]any{"id": state.ID.ValueString()})
 		resp.State.RemoveResource(ctx)
@@ -512,9 +504,7 @@ func (r *vmGPUMMIOResource) Read(ctx context.Context, req resource.ReadRequest, 
 		resp.Diagnostics.Append(vsphereErrorDiag("Cannot read virtual machine "+state.VirtualMachineID.ValueString(), err))
 		return
 	}
-	if got.VM.MOID != moid {
-		resp.Diagnostics.Append(setPrivateJSON(ctx, resp.Private, privateVM, got.VM.MOID)...)
-	}
+	resp.Diagnostics.Append(setPrivateJSON(ctx, resp.Private, privateVM, got.VM.MOID)...)
 	changed := !sameGPUs(r.gpus(ctx, state.GPU, &resp.Diagnostics), got.GPUs)
 	resp.Diagnostics.Append(gpuMMIOToModel(ctx, got, &state)...)
 	if len(got.GPUs) > 0 && (changed || state.TotalGPUMemoryGB.ValueFloat64() == 0) {

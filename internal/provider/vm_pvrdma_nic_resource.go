@@ -1,7 +1,6 @@
 package provider
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -33,10 +32,6 @@ var (
 	_ resource.ResourceWithImportState = (*vmPVRDMANICResource)(nil)
 	_ resource.ResourceWithModifyPlan  = (*vmPVRDMANICResource)(nil)
 )
-
-// privateVM is the private-state key holding the VM's managed object id, so
-// reads need no search by UUID.
-const privateVM = "vm"
 
 type vmPVRDMANICResource struct {
 	client *vsphere.Client
@@ -320,27 +315,15 @@ func nicToModel(nic *vsphere.PVRDMANIC, m *vmPVRDMANICModel) {
 	}
 }
 
-// vmRef is the VM to read: its managed object id when known, which needs no
-// search, else the configured id.
-func (r *vmPVRDMANICResource) vmRef(ctx context.Context, m *vmPVRDMANICModel, p privateState, diags *diag.Diagnostics) string {
-	var moid string
-	_, ds := getPrivateJSON(ctx, p, privateVM, &moid)
-	diags.Append(ds...)
-	return cmp.Or(moid, m.VirtualMachineID.ValueString())
-}
-
 func (r *vmPVRDMANICResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
 	var state vmPVRDMANICModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	vmID := r.vmRef(ctx, &state, req.Private, &resp.Diagnostics)
-	nic, err := r.client.PVRDMANIC(ctx, vmID, int32(state.DeviceKey.ValueInt64()))
-	if errors.Is(err, vsphere.ErrNotFound) && vmID != state.VirtualMachineID.ValueString() {
-		// The remembered managed object id may be stale (a re-registered VM).
-		nic, err = r.client.PVRDMANIC(ctx, state.VirtualMachineID.ValueString(), int32(state.DeviceKey.ValueInt64()))
-	}
+	nic, err := readVM(ctx, req.Private, state.VirtualMachineID.ValueString(), &resp.Diagnostics, func(vmID string) (*vsphere.PVRDMANIC, error) {
+		return r.client.PVRDMANIC(ctx, vmID, int32(state.DeviceKey.ValueInt64()))
+	})
 	if errors.Is(err, vsphere.ErrNotFound) {
 		tflog.Warn(ctx, "PVRDMA adapter or its VM is gone; removing it from state", map[string]any{"id": state.ID.ValueString()})
 		resp.State.RemoveResource(ctx)
@@ -363,7 +346,7 @@ func (r *vmPVRDMANICResource) Update(ctx context.Context, req resource.UpdateReq
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	vmID := r.vmRef(ctx, &state, req.Private, &resp.Diagnostics)
+	vmID := vmRef(ctx, req.Private, state.VirtualMachineID.ValueString(), &resp.Diagnostics)
 	key := int32(state.DeviceKey.ValueInt64())
 	needsOff := !plan.DeviceProtocol.Equal(state.DeviceProtocol)
 	// Only a MAC in the configuration is set; one vSphere generated stays so.
@@ -400,7 +383,7 @@ func (r *vmPVRDMANICResource) Delete(ctx context.Context, req resource.DeleteReq
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	vmID := r.vmRef(ctx, &state, req.Private, &resp.Diagnostics)
+	vmID := vmRef(ctx, req.Private, state.VirtualMachineID.ValueString(), &resp.Diagnostics)
 	err := r.client.DeletePVRDMANIC(ctx, vmID, int32(state.DeviceKey.ValueInt64()), state.PowerOffAllowed.ValueBool())
 	if err != nil {
 		resp.Diagnostics.Append(vsphereErrorDiag("Cannot remove PVRDMA adapter "+state.ID.ValueString(), err))
