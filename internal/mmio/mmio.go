@@ -1,6 +1,7 @@
 // Package mmio holds the sizing rule for pciPassthru.64bitMMIOSizeGB.
 //
-// The rule comes from the GPU passthrough seed article: when the total GPU
+// The rule is the one Earl Ruby's "Calculating the value for 64bitMMIOSizeGB"
+// (earlruby.org) gives with four verified configurations: when the total GPU
 // framebuffer memory is a power of two, take the next power of two; otherwise
 // round up to a power of two and then once more. Both cases are the smallest
 // power of two that is at least twice the total. Too small a window and the VM

@@ -13,7 +13,8 @@ func TestSizeGB(t *testing.T) {
 		gpus []float64
 		want int64
 	}{
-		// The seed's four verified configurations and its A100 example.
+		// The four verified configurations of "Calculating the value for
+		// 64bitMMIOSizeGB" (earlruby.org) and its A100 example.
 		{"2x V100 16GB (power of two)", repeat(2, 16), 64},
 		{"2x P40 24GB (between powers)", repeat(2, 24), 128},
 		{"8x V100 16GB (power of two)", repeat(8, 16), 256},

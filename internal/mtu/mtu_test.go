@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 )
 
 // fabric is a fake path: sizes up to pathMTU get through, except for the
@@ -82,7 +83,9 @@ func TestSearchUnreachable(t *testing.T) {
 	}
 }
 
-// linearWalk is the seed's max-mtu.sh: up from the floor, 4 bytes a step.
+// linearWalk is the method of max-mtu.sh
+// (https://earlruby.org/2020/02/determine-maximum-mtu/): up from the floor,
+// 4 bytes a step.
 func linearWalk(ctx context.Context, p Prober, o Options) Result {
 	o = withDefaults(o)
 	r := Result{}
@@ -120,5 +123,68 @@ func BenchmarkLinearWalk(b *testing.B) {
 			}
 			b.ReportMetric(float64(probes), "probes/op")
 		})
+	}
+}
+
+func TestSearchPaths(t *testing.T) {
+	t.Parallel()
+	sendErr := errors.New("sendto: network is unreachable")
+	paths := []Path{
+		{Prober: &fabric{pathMTU: 9000}, Limit: 9000},
+		{Prober: &fabric{pathMTU: 9000}, Limit: 1500}, // capped by the path's configuration
+		{Prober: &fabric{pathMTU: 7466}, Limit: 9216}, // capped by Max
+		{Prober: &fabric{pathMTU: 9000}, Limit: 1000}, // nothing to search
+		{Prober: &fabric{pathMTU: 0}, Limit: 9000},
+		{Prober: ProberFunc(func(context.Context, int) (bool, error) { return false, sendErr }), Limit: 9000},
+	}
+	got := SearchPaths(context.Background(), paths, Options{Min: 1280, Max: 9000}, 3)
+	if len(got) != len(paths) {
+		t.Fatalf("%d results for %d paths", len(got), len(paths))
+	}
+	for i, want := range []struct{ mtu, max int }{{9000, 9000}, {1500, 1500}, {7466, 9000}} {
+		if r := got[i]; r.Err != nil || r.MTU != want.mtu || r.Bounds.Max != want.max || r.Bounds.Min != 1280 || r.Probes < 1 {
+			t.Errorf("path %d: %+v, want MTU %d searched up to %d", i, r, want.mtu, want.max)
+		}
+	}
+	if r := got[3]; !errors.Is(r.Err, ErrBelowMin) || r.Probes != 0 || r.Bounds.Max != 1000 {
+		t.Errorf("a path allowing less than Min: %+v, want ErrBelowMin without a probe", r)
+	}
+	if r := got[4]; !errors.Is(r.Err, ErrUnreachable) {
+		t.Errorf("a path that drops everything: %+v, want ErrUnreachable", r)
+	}
+	if r := got[5]; !errors.Is(r.Err, sendErr) {
+		t.Errorf("a path whose probes cannot be sent: %+v", r)
+	}
+}
+
+// SearchPaths never probes more paths at once than it is allowed to.
+func TestSearchPathsConcurrency(t *testing.T) {
+	t.Parallel()
+	for _, limit := range []int{0, 1, 4} {
+		var mu sync.Mutex
+		running, most := 0, 0
+		probe := ProberFunc(func(context.Context, int) (bool, error) {
+			mu.Lock()
+			running++
+			most = max(most, running)
+			mu.Unlock()
+			time.Sleep(time.Millisecond)
+			mu.Lock()
+			running--
+			mu.Unlock()
+			return true, nil
+		})
+		paths := make([]Path, 12)
+		for i := range paths {
+			paths[i] = Path{Prober: probe, Limit: 9000}
+		}
+		for i, r := range SearchPaths(context.Background(), paths, Options{}, limit) {
+			if r.Err != nil || r.MTU != 9000 {
+				t.Fatalf("concurrency %d, path %d: %+v", limit, i, r)
+			}
+		}
+		if want := max(limit, 1); most > want {
+			t.Errorf("concurrency %d: %d paths probed at once", limit, most)
+		}
 	}
 }

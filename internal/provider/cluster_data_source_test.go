@@ -22,7 +22,7 @@ func TestAccClusterDataSource(t *testing.T) {
 		wantNames = append(wantNames, knownvalue.StringExact(n))
 		wantIDs = append(wantIDs, knownvalue.StringExact(lab.HostID(n)))
 	}
-	resource.Test(t, resource.TestCase{
+	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{

@@ -8,7 +8,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
-	"github.com/vmware/govmomi/object"
 
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
@@ -16,7 +15,7 @@ import (
 func TestAccDatacenterDataSource(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
-	resource.Test(t, resource.TestCase{
+	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
@@ -43,16 +42,7 @@ data "vspherehpc_datacenter" "dc" {
 			},
 			{
 				// vCenter allows two datacenters of one name in different folders.
-				PreConfig: func() {
-					ctx := context.Background()
-					folder, err := object.NewRootFolder(lab.Client().Client).CreateFolder(ctx, "site-b")
-					if err == nil {
-						_, err = folder.CreateDatacenter(ctx, lab.DatacenterName())
-					}
-					if err != nil {
-						t.Fatalf("creating a second datacenter: %v", err)
-					}
-				},
+				PreConfig: func() { must(t, lab.CreateDatacenter(context.Background(), "site-b", lab.DatacenterName())) },
 				Config: providerConfig(lab) + `
 data "vspherehpc_datacenter" "dc" {
   name = "` + lab.DatacenterName() + `"

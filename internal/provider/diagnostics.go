@@ -1,27 +1,90 @@
 package provider
 
 import (
-	"context"
 	"errors"
 	"fmt"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/mtu"
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/runnerprobe"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vsphere"
 )
+
+// This file holds the wording shared by resources and data sources: every
+// sentence that names a provider argument or environment variable for an
+// error of the service layer, which speaks only vSphere.
 
 // vsphereErrorDiag turns a service-layer error into a diagnostic whose
 // summary says what failed and whose detail says what vCenter said and, for
 // the failures a user can fix, what to do.
 func vsphereErrorDiag(summary string, err error) diag.Diagnostic {
-	detail := err.Error()
+	return diag.NewErrorDiagnostic(summary, errorDetail(err))
+}
+
+// errorDetail is err's text with what to change in the configuration.
+func errorDetail(err error) string {
+	var connect *vsphere.ConnectError
+	var powerOn *vsphere.PowerOffNeeded
+	var e *vsphere.Error
 	switch {
 	case errors.Is(err, vsphere.ErrNotConfigured):
-		detail = "This needs vCenter, but the provider has no vCenter settings. Set vsphere_server, user and password " +
+		return "This needs vCenter, but the provider has no vCenter settings. Set vsphere_server, user and password " +
 			"in the provider block, or the VSPHERE_SERVER, VSPHERE_USER and VSPHERE_PASSWORD environment variables."
+	case errors.As(err, &connect):
+		return connectDetail(connect)
+	case errors.As(err, &powerOn):
+		return err.Error() + ". " + powerOffFix
+	case errors.Is(err, mtu.ErrBelowMin):
+		return err.Error() + ": lower min_mtu, or raise the MTU of the path"
+	case errors.Is(err, runnerprobe.ErrNotLinux):
+		return err.Error() + "; use host_system_ids to probe between ESXi hosts"
+	case errors.Is(err, vsphere.ErrNeedsVCenter):
+		return err.Error() + ": point vsphere_server at the vCenter that manages the host."
+	case errors.As(err, &e) && e.Kind == vsphere.ErrNotFound && idHints[e.Object] != "":
+		return err.Error() + "; " + idHints[e.Object]
 	}
-	return diag.NewErrorDiagnostic(summary, detail)
+	return err.Error()
 }
+
+// idHints say where a configuration finds the id of each kind of object.
+var idHints = map[vsphere.Object]string{
+	vsphere.ObjectDatacenter: "data.vspherehpc_datacenter looks one up by name",
+	vsphere.ObjectHost:       "data.vspherehpc_host looks one up by name",
+}
+
+func connectDetail(e *vsphere.ConnectError) string {
+	switch {
+	case errors.Is(e, vsphere.ErrLogin):
+		return e.Error() + ". Check user and password in the provider block (or VSPHERE_USER and VSPHERE_PASSWORD)"
+	case e.CAFile != "":
+		return e.Error() + ". Check ca_file (or VSPHERE_CA_FILE)"
+	case e.Pinned != "":
+		return e.Error() + ". If the certificate was replaced on purpose, update thumbprint"
+	case errors.Is(e, vsphere.ErrUntrustedCert):
+		presented := ""
+		if e.Presented != "" {
+			presented = fmt.Sprintf(" (the server presents %s)", e.Presented)
+		}
+		return fmt.Sprintf("%s: the TLS certificate of %s is not trusted (%v). Either trust it, by setting ca_file (or VSPHERE_CA_FILE) "+
+			"to a PEM bundle with the CA that issued it or thumbprint to the certificate's thumbprint%s; or set allow_unverified_ssl = true "+
+			"(or VSPHERE_ALLOW_UNVERIFIED_SSL=true) to skip verification, which is not recommended", e.Op, e.Server, e.Cause, presented)
+	case errors.Is(e, vsphere.ErrUnreachable):
+		return e.Error() + ". Check vsphere_server (or VSPHERE_SERVER) and that vCenter is reachable from this machine"
+	}
+	return e.Error()
+}
+
+// serverProblem words what is wrong with vsphere_server.
+func serverProblem(err error) string {
+	if errors.Is(err, vsphere.ErrCredentialsInURL) {
+		return err.Error() + ": give those in user and password instead"
+	}
+	return err.Error()
+}
+
+// powerOffFix is what to do when a change needs a running VM off.
+const powerOffFix = "Power it off first, or set power_off_allowed = true to let the provider shut the guest down, make the change and power it back on"
 
 // clientFrom is the shared Configure step of resources and data sources.
 func clientFrom(providerData any, diags *diag.Diagnostics) *vsphere.Client {
@@ -35,18 +98,4 @@ func clientFrom(providerData any, diags *diag.Diagnostics) *vsphere.Client {
 		return nil
 	}
 	return client
-}
-
-// sameVM reports whether two VM ids (UUID or managed object id) name one
-// VM, so that swapping one for the other replaces nothing.
-func sameVM(ctx context.Context, client *vsphere.Client, a, b string) bool {
-	if !client.Configured() {
-		return false
-	}
-	ua, err := client.VMUUID(ctx, a)
-	if err != nil {
-		return false
-	}
-	ub, err := client.VMUUID(ctx, b)
-	return err == nil && ua == ub
 }

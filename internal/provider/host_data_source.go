@@ -254,7 +254,7 @@ func (d *hostDataSource) Read(ctx context.Context, req datasource.ReadRequest, r
 		for _, vm := range g.VMs {
 			users = append(users, gpuUserModel{
 				VirtualMachineID: types.StringValue(vm.ID), MOID: types.StringValue(vm.MOID),
-				Name: types.StringValue(vm.Name), PoweredOn: types.BoolValue(vm.PoweredOn),
+				Name: types.StringValue(vm.Name), PoweredOn: types.BoolValue(vm.PowerState == vsphere.PoweredOn),
 			})
 		}
 		state.GPUs = append(state.GPUs, hostGPUModel{

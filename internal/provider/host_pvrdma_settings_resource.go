@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"slices"
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/setvalidator"
@@ -129,22 +128,24 @@ func (r *hostPVRDMASettingsResource) ModifyPlan(ctx context.Context, req resourc
 			return // the refresh just read it from the host: nothing to check
 		}
 	}
-	host, err := r.client.HostPVRDMA(ctx, plan.HostSystemID.ValueString())
+	findings, err := r.client.PlanHostPVRDMA(ctx, plan.HostSystemID.ValueString(), vsphere.PVRDMASettings{Vmknic: plan.Vmknic.ValueString()})
 	if errors.Is(err, vsphere.ErrNotFound) {
 		// A warning, not an error: a host removed out of band must still
 		// plan as a re-create. The apply fails unless the host is back.
 		resp.Diagnostics.AddAttributeWarning(path.Root("host_system_id"), "Host not found",
-			err.Error()+". The apply will fail unless the host is added back to vCenter.")
+			errorDetail(err)+". The apply will fail unless the host is added back to vCenter.")
 		return
 	}
 	if err != nil {
 		resp.Diagnostics.Append(vsphereErrorDiag("Cannot check the PVRDMA settings", err))
 		return
 	}
-	if vmknic := plan.Vmknic.ValueString(); !slices.Contains(host.Vmknics, vmknic) {
-		resp.Diagnostics.AddAttributeError(path.Root("vmknic"), "No such VMkernel adapter",
-			fmt.Sprintf("Host %s (%s) has no VMkernel adapter %s; its adapters are %s. Set vmknic to the adapter on the network "+
-				"the hosts' PVRDMA traffic uses.", host.HostName, plan.HostSystemID.ValueString(), vmknic, strings.Join(host.Vmknics, ", ")))
+	for _, f := range findings {
+		if f, ok := f.(vsphere.NoSuchVmknic); ok {
+			resp.Diagnostics.AddAttributeError(path.Root("vmknic"), "No such VMkernel adapter",
+				fmt.Sprintf("Host %s (%s) has no VMkernel adapter %s; its adapters are %s. Set vmknic to the adapter on the network "+
+					"the hosts' PVRDMA traffic uses.", f.Host, f.HostID, f.Vmknic, strings.Join(f.Vmknics, ", ")))
+		}
 	}
 }
 

@@ -14,7 +14,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
-	"github.com/vmware/govmomi/vim25/types"
 
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vsphere"
@@ -46,17 +45,11 @@ func hostSettingsAre(lab *vcsimlab.Lab, hostName string, want vsphere.PVRDMASett
 	}
 }
 
-// labService is a service-layer client of the lab, to look at vSphere
-// directly from tests.
-func labService(lab *vcsimlab.Lab) *vsphere.Client {
-	return vsphere.New(vsphere.Config{Server: lab.URL.Host, User: lab.Username, Password: lab.Password, CAFile: lab.CertFile})
-}
-
 func TestAccHostPVRDMASettings_basic(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
 	name := lab.HostNames()[0]
-	resource.Test(t, resource.TestCase{
+	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
@@ -122,14 +115,10 @@ func TestAccHostPVRDMASettings_restoresOnDestroy(t *testing.T) {
 	lab := startLab(t, vcsimlab.Options{})
 	name := lab.HostNames()[1]
 	ctx := context.Background()
-	if err := lab.SetHostOption(ctx, name, vsphere.PVRDMAVmknicOption, "vmk1"); err != nil {
-		t.Fatal(err)
-	}
-	if err := lab.SetRuleset(ctx, name, vsphere.PVRDMARuleset, true); err != nil {
-		t.Fatal(err)
-	}
+	must(t, lab.SetHostOption(ctx, name, vsphere.PVRDMAVmknicOption, "vmk1"))
+	must(t, lab.SetRuleset(ctx, name, vsphere.PVRDMARuleset, true))
 	original := vsphere.PVRDMASettings{Vmknic: "vmk1", FirewallEnabled: true}
-	resource.Test(t, resource.TestCase{
+	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{{
 			Config: hostSettingsConfig(lab, name, `
@@ -152,28 +141,20 @@ func TestAccHostPVRDMASettings_drift(t *testing.T) {
 	driftPlan := resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 		plancheck.ExpectResourceAction(hostSettings, plancheck.ResourceActionUpdate),
 	}}
-	resource.Test(t, resource.TestCase{
+	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{Config: config},
 			{
 				// Someone points PVRDMA at vmk0 by hand: the plan puts vmk1 back.
-				PreConfig: func() {
-					if err := lab.SetHostOption(ctx, name, vsphere.PVRDMAVmknicOption, "vmk0"); err != nil {
-						t.Fatal(err)
-					}
-				},
+				PreConfig:        func() { must(t, lab.SetHostOption(ctx, name, vsphere.PVRDMAVmknicOption, "vmk0")) },
 				Config:           config,
 				ConfigPlanChecks: driftPlan,
 				Check:            hostSettingsAre(lab, name, vsphere.PVRDMASettings{Vmknic: "vmk1", FirewallEnabled: true}),
 			},
 			{
 				// Someone turns the ruleset off: the plan turns it on again.
-				PreConfig: func() {
-					if err := lab.SetRuleset(ctx, name, vsphere.PVRDMARuleset, false); err != nil {
-						t.Fatal(err)
-					}
-				},
+				PreConfig:        func() { must(t, lab.SetRuleset(ctx, name, vsphere.PVRDMARuleset, false)) },
 				Config:           config,
 				ConfigPlanChecks: driftPlan,
 				Check:            hostSettingsAre(lab, name, vsphere.PVRDMASettings{Vmknic: "vmk1", FirewallEnabled: true}),
@@ -187,7 +168,7 @@ func TestAccHostPVRDMASettings_disappears(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{Hosts: 8})
 	name := lab.HostWithoutVMs()
-	resource.Test(t, resource.TestCase{
+	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{{
 			Config: hostSettingsConfig(lab, name, ""),
@@ -206,7 +187,7 @@ func TestAccHostPVRDMASettings_refusals(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
 	name := lab.HostNames()[0]
-	resource.Test(t, resource.TestCase{
+	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
@@ -238,8 +219,8 @@ func TestAccHostPVRDMASettings_optionRefused(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
 	name := lab.HostNames()[0]
-	lab.FailCall("UpdateOptions", "", &types.InvalidName{Name: vsphere.PVRDMAVmknicOption}, 1)
-	resource.Test(t, resource.TestCase{
+	must(t, lab.InjectCallFault("UpdateOptions", "", vcsimlab.Fault{Type: "InvalidName", Detail: vsphere.PVRDMAVmknicOption}, 1))
+	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{{
 			Config:      hostSettingsConfig(lab, name, ""),
@@ -275,7 +256,7 @@ resource "vspherehpc_host_pvrdma_settings" "esx" {
 			tfjsonpath.New("id"), knownvalue.StringExact(lab.HostID(h))))
 		checks = append(checks, labStateCheck(hostSettingsAre(lab, h, vsphere.PVRDMASettings{Vmknic: "vmk1", FirewallEnabled: true})))
 	}
-	resource.Test(t, resource.TestCase{
+	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{{
 			Config:            config,
@@ -298,8 +279,8 @@ func TestAccHostPVRDMASettings_failedCreateIsRestored(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
 	name := lab.HostNames()[0]
-	lab.FailCall("UpdateRuleset", "", &types.InvalidArgument{InvalidProperty: "spec.allowedHosts"}, 1)
-	resource.Test(t, resource.TestCase{
+	must(t, lab.InjectCallFault("UpdateRuleset", "", vcsimlab.Fault{Type: "InvalidArgument", Detail: "spec.allowedHosts"}, 1))
+	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{

@@ -23,7 +23,7 @@ func TestAccProvider_passwordNeverLogged(t *testing.T) {
 	t.Setenv("TF_LOG_PATH_MASK", filepath.Join(logDir, "%s.log"))
 	t.Setenv(envPassword, lab.Password)
 
-	resource.Test(t, resource.TestCase{
+	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{{
 			Config: fmt.Sprintf(`

@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/mtu"
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/runnerprobe"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vsphere"
 )
 
@@ -209,9 +210,9 @@ func (d *maxMTUDataSource) Read(ctx context.Context, req datasource.ReadRequest,
 		if resp.Diagnostics.HasError() {
 			return
 		}
-		found, err := mtu.ProbeTargets(ctx, targets, mtu.TargetOptions{Options: bounds, Timeout: wait, Concurrency: concurrency})
+		found, err := runnerprobe.PathMTUs(ctx, targets, runnerprobe.Options{Options: bounds, Timeout: wait, Concurrency: concurrency})
 		if err != nil {
-			resp.Diagnostics.AddError("Cannot measure the path MTU from this machine", err.Error())
+			resp.Diagnostics.AddError("Cannot measure the path MTU from this machine", errorDetail(err))
 			return
 		}
 		for _, t := range found {

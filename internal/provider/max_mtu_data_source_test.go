@@ -73,7 +73,7 @@ func TestAccMaxMTUDataSource(t *testing.T) {
 			}
 			return nil
 		}))
-	resource.Test(t, resource.TestCase{
+	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
@@ -141,7 +141,7 @@ data "vspherehpc_max_mtu" "fabric" {
   host_system_ids = [%q]
 }
 `, h0)
-	resource.Test(t, resource.TestCase{
+	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{Config: one, ExpectError: regexp.MustCompile(`(?s)host_system_ids.*at least 2`)},
@@ -159,6 +159,11 @@ data "vspherehpc_max_mtu" "fabric" {
 
 // Runner mode probes from this process; loopback is the only path a test
 // may use outside a network namespace (internal/mtu tests a real router).
+//
+// An acceptance test (resource.Test, run with TF_ACC=1, as make test does):
+// its probes need an ICMP socket, which the process may open only with its
+// group in net.ipv4.ping_group_range or with CAP_NET_RAW, a setting of the
+// machine rather than of this process.
 func TestAccMaxMTUDataSourceFromRunner(t *testing.T) {
 	t.Parallel()
 	d := "data.vspherehpc_max_mtu.runner"

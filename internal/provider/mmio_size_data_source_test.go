@@ -9,14 +9,17 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 )
 
-// The seed's four verified configurations and its A100 example, given both
-// ways, with no provider settings at all: the data source needs no vCenter.
+// The rule, the smallest power of two at least twice the total GPU memory,
+// on the four configurations verified to boot in the article "Calculating
+// the value for 64bitMMIOSizeGB" and on its A100 example, as the table in
+// docs/data-sources/mmio_size.md lists them; given both ways, with no
+// provider settings at all: the data source needs no vCenter.
 func TestAccMMIOSizeDataSource_seedTable(t *testing.T) {
 	t.Parallel()
 	size := func(name string, gb int64) statecheck.StateCheck {
 		return statecheck.ExpectKnownValue("data.vspherehpc_mmio_size."+name, tfjsonpath.New("mmio_size_gb"), knownvalue.Int64Exact(gb))
 	}
-	resource.Test(t, resource.TestCase{
+	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{{
 			Config: `
@@ -76,7 +79,8 @@ func TestAccMMIOSizeDataSource_invalid(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			resource.ParallelTest(t, resource.TestCase{
+			t.Parallel()
+			resource.UnitTest(t, resource.TestCase{
 				ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 				Steps: []resource.TestStep{{
 					Config:      "data \"vspherehpc_mmio_size\" \"x\" {\n" + tc.config + "\n}\n",
@@ -92,7 +96,7 @@ func TestAccMMIOSizeDataSource_invalid(t *testing.T) {
 // a host look-up of a host being created) are computed then, not refused.
 func TestAccMMIOSizeDataSource_unknownAtPlan(t *testing.T) {
 	t.Parallel()
-	resource.Test(t, resource.TestCase{
+	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{{
 			Config: `

@@ -1,19 +1,11 @@
 package provider
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
-
-	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vsphere"
 )
-
-// privateVM is the private-state key holding a VM resource's managed object
-// id, so reads need no search by UUID.
-const privateVM = "vm"
 
 // privateState is the part of the framework's private state API used here;
 // create, read, update, import and delete responses each carry one.
@@ -49,24 +41,4 @@ func getPrivateJSON(ctx context.Context, p privateState, key string, v any) (boo
 		return false, diags
 	}
 	return true, diags
-}
-
-// vmRef is the VM to act on: its remembered managed object id, which needs no
-// search, else the configured id.
-func vmRef(ctx context.Context, p privateState, configured string, diags *diag.Diagnostics) string {
-	var moid string
-	_, ds := getPrivateJSON(ctx, p, privateVM, &moid)
-	diags.Append(ds...)
-	return cmp.Or(moid, configured)
-}
-
-// readVM reads a VM through vmRef and, when the remembered id is stale (a
-// re-registered VM), once more through the configured id.
-func readVM[T any](ctx context.Context, p privateState, configured string, diags *diag.Diagnostics, read func(vmID string) (T, error)) (T, error) {
-	vmID := vmRef(ctx, p, configured, diags)
-	got, err := read(vmID)
-	if errors.Is(err, vsphere.ErrNotFound) && vmID != configured {
-		got, err = read(configured)
-	}
-	return got, err
 }

@@ -185,7 +185,7 @@ func (p *vspherehpcProvider) Configure(ctx context.Context, req provider.Configu
 		host, err := vsphere.ParseServer(vc.Server)
 		if err != nil {
 			resp.Diagnostics.AddAttributeError(path.Root("vsphere_server"), "Invalid vCenter address",
-				"Cannot use vsphere_server (or VSPHERE_SERVER): "+err.Error()+". Give a host name or address, optionally with a port.")
+				"Cannot use vsphere_server (or VSPHERE_SERVER): "+serverProblem(err)+". Give a host name or address, optionally with a port.")
 		}
 		vc.Server = host
 	}

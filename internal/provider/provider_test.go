@@ -1,21 +1,15 @@
 package provider
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"os"
 	"regexp"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/provider"
-	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 	fwresource "github.com/hashicorp/terraform-plugin-framework/resource"
-	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
-	"github.com/hashicorp/terraform-plugin-testing/compare"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
@@ -23,55 +17,6 @@ import (
 
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
-
-var compareSame = compare.ValuesSame()
-
-var testAccProtoV6ProviderFactories = map[string]func() (tfprotov6.ProviderServer, error){
-	"vspherehpc": providerserver.NewProtocol6WithError(New("test")()),
-}
-
-// startLab gives a test its own simulated vCenter, so tests run in parallel.
-func startLab(t *testing.T, opts vcsimlab.Options) *vcsimlab.Lab {
-	t.Helper()
-	lab, err := vcsimlab.Start(context.Background(), opts)
-	if err != nil {
-		t.Fatalf("starting lab: %v", err)
-	}
-	t.Cleanup(lab.Close)
-	return lab
-}
-
-// wrapped matches text as Terraform prints it in a diagnostic, where any
-// space may have become a line break.
-func wrapped(text string) *regexp.Regexp {
-	return regexp.MustCompile(strings.Join(strings.Fields(regexp.QuoteMeta(text)), `\s+`))
-}
-
-// requiredProviders names the provider's source, in the namespace the
-// testing framework serves it under (TF_ACC_PROVIDER_NAMESPACE, which the
-// Makefile sets, else "hashicorp"). Test configurations need it only where
-// the framework does not add it: import-block steps.
-var requiredProviders = fmt.Sprintf(`
-terraform {
-  required_providers {
-    vspherehpc = {
-      source = "registry.terraform.io/%s/vspherehpc"
-    }
-  }
-}
-`, cmp.Or(os.Getenv("TF_ACC_PROVIDER_NAMESPACE"), "hashicorp"))
-
-// providerConfig is the provider block for a lab, trusting its CA.
-func providerConfig(lab *vcsimlab.Lab) string {
-	return fmt.Sprintf(`
-provider "vspherehpc" {
-  vsphere_server = %q
-  user           = %q
-  password       = %q
-  ca_file        = %q
-}
-`, lab.URL.Host, lab.Username, lab.Password, lab.CertFile)
-}
 
 func TestProviderSchemas(t *testing.T) {
 	t.Parallel()
@@ -134,7 +79,7 @@ data "vspherehpc_datacenter" "dc" {}
 	found := []statecheck.StateCheck{
 		statecheck.ExpectKnownValue("data.vspherehpc_datacenter.dc", tfjsonpath.New("id"), knownvalue.StringExact(lab.DatacenterID())),
 	}
-	resource.Test(t, resource.TestCase{
+	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
@@ -161,7 +106,7 @@ data "vspherehpc_datacenter" "dc" {}
 func TestAccProvider_wrongPassword(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
-	resource.Test(t, resource.TestCase{
+	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{{
 			Config: fmt.Sprintf(`
@@ -196,7 +141,8 @@ func TestAccProvider_invalidSettings(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			resource.ParallelTest(t, resource.TestCase{
+			t.Parallel()
+			resource.UnitTest(t, resource.TestCase{
 				ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 				Steps: []resource.TestStep{{
 					Config: fmt.Sprintf(`
@@ -216,7 +162,7 @@ data "vspherehpc_mmio_size" "x" {
 
 func TestAccProvider_noSettingsNeedsVCenter(t *testing.T) {
 	t.Parallel()
-	resource.Test(t, resource.TestCase{
+	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{{
 			Config: `
@@ -245,7 +191,7 @@ func TestAccProvider_sessionEndedMidRun(t *testing.T) {
 			t.Errorf("ending sessions: %v", err)
 		}
 	}()
-	resource.Test(t, resource.TestCase{
+	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{{
 			Config: providerConfig(lab) + fmt.Sprintf(`

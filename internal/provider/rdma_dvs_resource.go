@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
@@ -250,114 +249,92 @@ func (r *rdmaDVSResource) checkVersion(ctx context.Context, plan, state *rdmaDVS
 	if state != nil && (plan.Version.IsUnknown() || plan.Version.Equal(state.Version)) {
 		return // unchanged: nothing to ask vCenter
 	}
-	versions, err := r.client.DVSVersions(ctx)
+	var current string
+	if state != nil {
+		current = state.Version.ValueString()
+	}
+	version, f, err := r.client.PlanDVSVersion(ctx, plan.Version.ValueString(), current)
 	if err != nil {
 		resp.Diagnostics.Append(vsphereErrorDiag("Cannot list the switch versions vCenter offers", err))
 		return
 	}
-	if len(versions) == 0 {
-		return
-	}
-	if plan.Version.IsUnknown() {
-		// A new switch without a version gets vCenter's newest, shown in the plan.
-		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("version"), versions[len(versions)-1])...)
-		return
-	}
-	want := plan.Version.ValueString()
-	if !slices.Contains(versions, want) {
+	switch f := f.(type) {
+	case nil:
+		if plan.Version.IsUnknown() && version != "" {
+			// A new switch without a version gets vCenter's newest, shown in the plan.
+			resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("version"), version)...)
+		}
+	case vsphere.VersionNotOffered:
 		resp.Diagnostics.AddAttributeError(path.Root("version"), "Switch version not offered",
-			fmt.Sprintf("vCenter offers distributed switch versions %s, not %s.", strings.Join(versions, ", "), want))
-		return
-	}
-	if state != nil && !state.Version.IsNull() && vsphere.CompareVersions(want, state.Version.ValueString()) < 0 {
+			fmt.Sprintf("vCenter offers distributed switch versions %s, not %s.", strings.Join(f.Offered, ", "), f.Wanted))
+	case vsphere.DowngradeRefused:
 		resp.Diagnostics.AddAttributeError(path.Root("version"), "Switch downgrade refused",
 			fmt.Sprintf("Switch %s is at version %s; vSphere cannot downgrade a distributed switch to %s. Keep %s, or replace the "+
-				"switch (terraform apply -replace) once no VM uses it.", state.Name.ValueString(), state.Version.ValueString(), want, state.Version.ValueString()))
+				"switch (terraform apply -replace) once no VM uses it.", state.Name.ValueString(), f.Current, f.Wanted, f.Current))
 	}
 }
 
-// checkHosts reads each planned host and checks its NIC: it exists, no other
-// switch uses it, and (a warning) it can do RDMA and its link is up.
+// checkHosts checks the NIC of each host that joins the switch or changes NIC.
 func (r *rdmaDVSResource) checkHosts(ctx context.Context, plan, state *rdmaDVSModel, diags *diag.Diagnostics) {
 	if plan.Hosts.IsUnknown() {
 		return
 	}
-	var hosts []dvsHostModel
-	diags.Append(plan.Hosts.ElementsAs(ctx, &hosts, true)...)
-	// The NICs this switch may take: its own; and, when planning a new
-	// switch, those of a switch with the same name. A replacement (tainted,
-	// or forced) is planned with no prior state while the old switch still
-	// holds the NICs; it is destroyed first. Any other same-named switch
-	// makes the create fail with vCenter's DuplicateName anyway.
-	owns := func(nic *vsphere.PhysicalNIC) bool {
-		if state != nil {
-			return nic.SwitchUUID == state.ID.ValueString()
-		}
-		return nic.SwitchUUID != "" && nic.Switch == plan.Name.ValueString()
-	}
-	current := map[dvsHostModel]bool{}
+	change := vsphere.DVSHostsChange{SwitchName: plan.Name.ValueString(), Planned: dvsHosts(ctx, plan.Hosts, diags)}
 	if state != nil {
-		var members []dvsHostModel
-		diags.Append(state.Hosts.ElementsAs(ctx, &members, true)...)
-		for _, m := range members {
-			current[m] = true
+		change.SwitchUUID, change.Current = state.ID.ValueString(), dvsHosts(ctx, state.Hosts, diags)
+	}
+	for _, f := range r.client.PlanDVSHosts(ctx, change) {
+		addDVSHostFinding(diags, f)
+	}
+}
+
+// dvsHosts lists the known members of a host set.
+func dvsHosts(ctx context.Context, set types.Set, diags *diag.Diagnostics) []vsphere.DVSHost {
+	var hosts []dvsHostModel
+	diags.Append(set.ElementsAs(ctx, &hosts, true)...)
+	var out []vsphere.DVSHost
+	for _, h := range hosts {
+		if !h.HostSystemID.IsUnknown() && !h.Vmnic.IsUnknown() {
+			out = append(out, vsphere.DVSHost{HostID: h.HostSystemID.ValueString(), Vmnic: h.Vmnic.ValueString()})
 		}
 	}
-	for _, h := range hosts {
-		// A member that stays as it is was checked when it joined; the
-		// refresh shows any change to it.
-		if h.HostSystemID.IsUnknown() || h.Vmnic.IsUnknown() || current[h] {
-			continue
+	return out
+}
+
+// addDVSHostFinding words one finding of the switch's host planner.
+func addDVSHostFinding(diags *diag.Diagnostics, f vsphere.Finding) {
+	at := path.Root("host")
+	freeHint := func(c vsphere.NICChoice) string {
+		if len(c.FreeRDMA) == 0 {
+			return "It has no free RDMA NIC."
 		}
-		hostID, vmnic := h.HostSystemID.ValueString(), h.Vmnic.ValueString()
-		host, err := r.client.Host(ctx, hostID)
-		if errors.Is(err, vsphere.ErrNotFound) {
-			diags.AddAttributeWarning(path.Root("host"), "Host not found", err.Error()+". The apply will fail unless the host is back in vCenter.")
-			continue
+		return "Its free RDMA NICs: " + strings.Join(c.FreeRDMA, ", ") + "."
+	}
+	switch f := f.(type) {
+	case vsphere.HostNotChecked:
+		if errors.Is(f.Err, vsphere.ErrNotFound) {
+			diags.AddAttributeWarning(at, "Host not found", errorDetail(f.Err)+". The apply will fail unless the host is back in vCenter.")
+			return
 		}
-		if err != nil {
-			diags.Append(vsphereErrorDiag("Cannot check host "+hostID, err))
-			continue
+		diags.Append(vsphereErrorDiag("Cannot check host "+f.HostID, f.Err))
+	case vsphere.NICNotOnHost:
+		diags.AddAttributeError(at, "No such NIC",
+			fmt.Sprintf("Host %s (%s) has no physical NIC %s; its NICs are %s. %s", f.Host, f.HostID, f.NIC, strings.Join(f.NICs, ", "), freeHint(f.NICChoice)))
+	case vsphere.NICInUse:
+		kind := "standard switch"
+		if f.Distributed {
+			kind = "distributed switch"
 		}
-		var nic *vsphere.PhysicalNIC
-		var names, free []string
-		for i, n := range host.PhysicalNICs {
-			names = append(names, n.Name)
-			if n.Name == vmnic {
-				nic = &host.PhysicalNICs[i]
-			}
-			if n.RDMADevice != "" && n.Switch == "" {
-				free = append(free, n.Name)
-			}
-		}
-		freeHint := "It has no free RDMA NIC."
-		if len(free) > 0 {
-			freeHint = "Its free RDMA NICs: " + strings.Join(free, ", ") + "."
-		}
-		switch {
-		case nic == nil:
-			diags.AddAttributeError(path.Root("host"), "No such NIC",
-				fmt.Sprintf("Host %s (%s) has no physical NIC %s; its NICs are %s. %s", host.Name, hostID, vmnic, strings.Join(names, ", "), freeHint))
-			continue
-		case nic.Switch != "" && !owns(nic):
-			kind := "standard switch"
-			if nic.SwitchUUID != "" {
-				kind = "distributed switch"
-			}
-			diags.AddAttributeError(path.Root("host"), "NIC already in use",
-				fmt.Sprintf("%s on host %s (%s) is an uplink of %s %q. Free it there, or choose another NIC. %s",
-					vmnic, host.Name, hostID, kind, nic.Switch, freeHint))
-			continue
-		}
-		if nic.RDMADevice == "" {
-			diags.AddAttributeWarning(path.Root("host"), "NIC without RDMA",
-				fmt.Sprintf("%s on host %s (%s) has no RDMA device, so PVRDMA adapters on this switch fall back to TCP on that host. %s",
-					vmnic, host.Name, hostID, freeHint))
-		}
-		if !nic.LinkUp {
-			diags.AddAttributeWarning(path.Root("host"), "NIC link down",
-				fmt.Sprintf("%s on host %s (%s) has no link: check its cable and the physical switch port.", vmnic, host.Name, hostID))
-		}
+		diags.AddAttributeError(at, "NIC already in use",
+			fmt.Sprintf("%s on host %s (%s) is an uplink of %s %q. Free it there, or choose another NIC. %s",
+				f.NIC, f.Host, f.HostID, kind, f.Switch, freeHint(f.NICChoice)))
+	case vsphere.NICWithoutRDMA:
+		diags.AddAttributeWarning(at, "NIC without RDMA",
+			fmt.Sprintf("%s on host %s (%s) has no RDMA device, so PVRDMA adapters on this switch fall back to TCP on that host. %s",
+				f.NIC, f.Host, f.HostID, freeHint(f.NICChoice)))
+	case vsphere.NICLinkDown:
+		diags.AddAttributeWarning(at, "NIC link down",
+			fmt.Sprintf("%s on host %s (%s) has no link: check its cable and the physical switch port.", f.NIC, f.Host, f.HostID))
 	}
 }
 
@@ -549,7 +526,12 @@ func (r *rdmaDVSResource) Delete(ctx context.Context, req resource.DeleteRequest
 		return
 	}
 	id := r.dvsID(ctx, &state, req.Private, &resp.Diagnostics)
-	if err := r.client.DeleteDVS(ctx, id); err != nil {
+	err := r.client.DeleteDVS(ctx, id)
+	switch {
+	case errors.Is(err, vsphere.ErrInUse):
+		resp.Diagnostics.AddError("Cannot destroy distributed switch "+state.Name.ValueString(),
+			errorDetail(err)+". PVRDMA adapters are removed by destroying their vspherehpc_vm_pvrdma_nic resources.")
+	case err != nil:
 		resp.Diagnostics.Append(vsphereErrorDiag("Cannot destroy distributed switch "+state.Name.ValueString(), err))
 	}
 }

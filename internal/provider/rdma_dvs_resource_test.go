@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"regexp"
 	"sort"
@@ -15,11 +14,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
-	"github.com/vmware/govmomi/find"
-	"github.com/vmware/govmomi/object"
-	"github.com/vmware/govmomi/vim25/methods"
-	"github.com/vmware/govmomi/vim25/mo"
-	"github.com/vmware/govmomi/vim25/types"
 
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
@@ -69,41 +63,13 @@ func hostSet(lab *vcsimlab.Lab, hosts map[string]string) knownvalue.Check {
 	return knownvalue.SetExact(checks)
 }
 
-// labDVS finds a switch by name with the lab's admin client.
-func labDVS(t *testing.T, lab *vcsimlab.Lab, name string) *object.DistributedVirtualSwitch {
-	t.Helper()
-	found, err := object.NewSearchIndex(lab.Client().Client).FindByInventoryPath(context.Background(), "/"+lab.DatacenterName()+"/network/"+name)
-	if err != nil || found == nil {
-		t.Fatalf("switch %s: %v", name, err)
-	}
-	return object.NewDistributedVirtualSwitch(lab.Client().Client, found.Reference())
-}
-
-// networksNamed counts the networks (switches, port groups) of the datacenter
-// whose names match pattern, e.g. "rdma*".
-func networksNamed(lab *vcsimlab.Lab, pattern string) (int, error) {
-	ctx := context.Background()
-	finder := find.NewFinder(lab.Client().Client)
-	dc, err := finder.Datacenter(ctx, lab.DatacenterName())
-	if err != nil {
-		return 0, err
-	}
-	finder.SetDatacenter(dc)
-	nets, err := finder.NetworkList(ctx, pattern)
-	var nf *find.NotFoundError
-	if errors.As(err, &nf) {
-		return 0, nil
-	}
-	return len(nets), err
-}
-
 // noNetworksLeft checks that no switch or port group of the test is left:
 // the switch, its uplink port group ("rdma-DVUplinks-N") and the VMs' port
 // group.
 func noNetworksLeft(lab *vcsimlab.Lab) func(*terraform.State) error {
 	return func(*terraform.State) error {
 		for _, pattern := range []string{"rdma*", "pvrdma-vms*"} {
-			n, err := networksNamed(lab, pattern)
+			n, err := lab.CountNetworks(context.Background(), pattern)
 			if err != nil {
 				return err
 			}
@@ -112,26 +78,6 @@ func noNetworksLeft(lab *vcsimlab.Lab) func(*terraform.State) error {
 			}
 		}
 		return nil
-	}
-}
-
-func reconfigureDVS(t *testing.T, lab *vcsimlab.Lab, name string, change func(*types.VMwareDVSConfigSpec)) {
-	t.Helper()
-	ctx := context.Background()
-	s := labDVS(t, lab, name)
-	var cfg mo.DistributedVirtualSwitch
-	if err := s.Properties(ctx, s.Reference(), []string{"config"}, &cfg); err != nil {
-		t.Fatal(err)
-	}
-	spec := &types.VMwareDVSConfigSpec{}
-	spec.ConfigVersion = cfg.Config.GetDVSConfigInfo().ConfigVersion
-	change(spec)
-	task, err := s.Reconfigure(ctx, spec)
-	if err == nil {
-		err = task.Wait(ctx)
-	}
-	if err != nil {
-		t.Fatalf("reconfiguring %s out of band: %v", name, err)
 	}
 }
 
@@ -145,7 +91,7 @@ func TestAccRDMADVS_basic(t *testing.T) {
 	moved := allHosts(lab, "vmnic4")
 	moved[first] = "vmnic5"
 	uuid := ""
-	resource.Test(t, resource.TestCase{
+	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
@@ -248,9 +194,9 @@ func TestAccRDMADVS_basic(t *testing.T) {
 func TestAccRDMADVS_createFailsHalfWay(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
-	lab.FailTaskOnce("ReconfigureDvs_Task", "rdma", &types.DvsFault{})
+	must(t, lab.InjectTaskFault("ReconfigureDvs_Task", "rdma", vcsimlab.Fault{Type: "DvsFault"}))
 	config := dvsConfig(lab, "rdma", allHosts(lab, "vmnic4"), "")
-	resource.Test(t, resource.TestCase{
+	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{Config: config, ExpectError: wrapped(`Cannot create distributed switch rdma`)},
@@ -263,7 +209,7 @@ func TestAccRDMADVS_createFailsHalfWay(t *testing.T) {
 					statecheck.ExpectKnownValue(dvsAddr, tfjsonpath.New("host"), hostSet(lab, allHosts(lab, "vmnic4"))),
 				},
 				Check: func(*terraform.State) error {
-					n, err := networksNamed(lab, "rdma*")
+					n, err := lab.CountNetworks(context.Background(), "rdma*")
 					if err == nil && n != 2 { // the switch and its uplink port group
 						err = fmt.Errorf("%d networks named rdma*, want the switch and its uplink port group", n)
 					}
@@ -278,17 +224,12 @@ func TestAccRDMADVS_createFailsHalfWay(t *testing.T) {
 func TestAccRDMADVS_disappears(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
-	resource.Test(t, resource.TestCase{
+	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{{
 			Config: dvsConfig(lab, "rdma", allHosts(lab, "vmnic4"), ""),
 			Check: func(*terraform.State) error {
-				ctx := context.Background()
-				task, err := labDVS(t, lab, "rdma").Destroy(ctx)
-				if err == nil {
-					err = task.Wait(ctx)
-				}
-				return err
+				return lab.DestroySwitch(context.Background(), "rdma")
 			},
 			ConfigPlanChecks: resource.ConfigPlanChecks{PostApplyPostRefresh: []plancheck.PlanCheck{
 				plancheck.ExpectResourceAction(dvsAddr, plancheck.ResourceActionCreate),
@@ -317,84 +258,24 @@ func TestAccRDMADVS_drift(t *testing.T) {
 			},
 		}
 	}
-	resource.Test(t, resource.TestCase{
+	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{Config: config},
-			step(func() { // MTU
-				reconfigureDVS(t, lab, "rdma", func(s *types.VMwareDVSConfigSpec) { s.MaxMtu = 1500 })
-			}),
-			step(func() { // NIOC
-				s := labDVS(t, lab, "rdma")
-				_, err := methods.EnableNetworkResourceManagement(ctx, lab.Client().Client, &types.EnableNetworkResourceManagement{This: s.Reference(), Enable: true})
-				if err != nil {
-					t.Fatal(err)
-				}
-			}),
-			step(func() { // a host removed
-				reconfigureDVS(t, lab, "rdma", func(s *types.VMwareDVSConfigSpec) {
-					s.Host = []types.DistributedVirtualSwitchHostMemberConfigSpec{{
-						Operation: string(types.ConfigSpecOperationRemove),
-						Host:      types.ManagedObjectReference{Type: "HostSystem", Value: lab.HostID(lab.HostNames()[0])},
-					}}
-				})
-			}),
-			step(func() { // a host's uplink moved to another NIC
-				reconfigureDVS(t, lab, "rdma", func(s *types.VMwareDVSConfigSpec) {
-					s.Host = []types.DistributedVirtualSwitchHostMemberConfigSpec{{
-						Operation: string(types.ConfigSpecOperationEdit),
-						Host:      types.ManagedObjectReference{Type: "HostSystem", Value: lab.HostID(lab.HostNames()[1])},
-						Backing: &types.DistributedVirtualSwitchHostMemberPnicBacking{
-							PnicSpec: []types.DistributedVirtualSwitchHostMemberPnicSpec{{PnicDevice: "vmnic5"}},
-						},
-					}}
-				})
-			}),
-			step(func() { setPortGroupVLAN(t, lab, "pvrdma-vms", 42) }),
+			step(func() { must(t, lab.SetSwitchMTU(ctx, "rdma", 1500)) }),                            // MTU
+			step(func() { must(t, lab.SetSwitchNIOC(ctx, "rdma", true)) }),                           // NIOC
+			step(func() { must(t, lab.RemoveSwitchHost(ctx, "rdma", lab.HostNames()[0])) }),          // a host removed
+			step(func() { must(t, lab.SetSwitchUplink(ctx, "rdma", lab.HostNames()[1], "vmnic5")) }), // a host's uplink moved to another NIC
+			step(func() { must(t, lab.SetPortGroupVLAN(ctx, "pvrdma-vms", 42)) }),                    // the port group's VLAN
 			{
 				// With auto-expand, vCenter grows the port group as adapters
 				// connect: more ports than configured is not drift.
-				PreConfig:        func() { setPortGroupPorts(t, lab, "pvrdma-vms", 24) },
+				PreConfig:        func() { must(t, lab.SetPortGroupPorts(ctx, "pvrdma-vms", 24)) },
 				Config:           config,
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
 			},
 		},
 	})
-}
-
-func setPortGroupVLAN(t *testing.T, lab *vcsimlab.Lab, name string, vlan int32) {
-	t.Helper()
-	reconfigurePortGroup(t, lab, name, types.DVPortgroupConfigSpec{
-		DefaultPortConfig: &types.VMwareDVSPortSetting{Vlan: &types.VmwareDistributedVirtualSwitchVlanIdSpec{VlanId: vlan}},
-	})
-}
-
-func setPortGroupPorts(t *testing.T, lab *vcsimlab.Lab, name string, ports int32) {
-	t.Helper()
-	reconfigurePortGroup(t, lab, name, types.DVPortgroupConfigSpec{NumPorts: ports})
-}
-
-// reconfigurePortGroup changes a port group out of band.
-func reconfigurePortGroup(t *testing.T, lab *vcsimlab.Lab, name string, spec types.DVPortgroupConfigSpec) {
-	t.Helper()
-	ctx := context.Background()
-	found, err := object.NewSearchIndex(lab.Client().Client).FindByInventoryPath(ctx, "/"+lab.DatacenterName()+"/network/"+name)
-	if err != nil || found == nil {
-		t.Fatalf("port group %s: %v", name, err)
-	}
-	pg := object.NewDistributedVirtualPortgroup(lab.Client().Client, found.Reference())
-	var cfg mo.DistributedVirtualPortgroup
-	if err := pg.Properties(ctx, pg.Reference(), []string{"config"}, &cfg); err != nil {
-		t.Fatal(err)
-	}
-	spec.ConfigVersion = cfg.Config.ConfigVersion
-	task, err := pg.Reconfigure(ctx, spec)
-	if err == nil {
-		err = task.Wait(ctx)
-	}
-	if err != nil {
-		t.Fatalf("changing port group %s out of band: %v", name, err)
-	}
 }
 
 func TestAccRDMADVS_refusals(t *testing.T) {
@@ -408,7 +289,7 @@ func TestAccRDMADVS_refusals(t *testing.T) {
 	}
 	twice := dvsConfig(lab, "rdma", allHosts(lab, "vmnic4"), "")
 	twice = strings.Replace(twice, "  host {\n", fmt.Sprintf("  host {\n    host_system_id = %q\n    vmnic          = \"vmnic5\"\n  }\n  host {\n", lab.HostID(first)), 1)
-	resource.Test(t, resource.TestCase{
+	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
@@ -429,7 +310,7 @@ func TestAccRDMADVS_refusals(t *testing.T) {
 			{Config: dvsConfig(lab, "rdma", allHosts(lab, "vmnic4"), `  mtu = 9216`), PlanOnly: true, ExpectError: wrapped(`mtu value must be between 1280 and 9000`)},
 			// A NIC another distributed switch uses is refused, naming that switch.
 			{
-				PreConfig: func() { createOtherDVS(t, lab, "storage-dvs", first, "vmnic5") },
+				PreConfig: func() { must(t, lab.CreateSwitch(context.Background(), "storage-dvs", first, "vmnic5")) },
 				Config:    dvsConfig(lab, "rdma", with("vmnic5"), ""), PlanOnly: true,
 				ExpectError: wrapped(fmt.Sprintf(`vmnic5 on host %s (%s) is an uplink of distributed switch "storage-dvs".`, first, lab.HostID(first))),
 			},
@@ -443,30 +324,6 @@ func TestAccRDMADVS_refusals(t *testing.T) {
 	})
 }
 
-// createOtherDVS makes a switch out of band that takes a host's NIC.
-func createOtherDVS(t *testing.T, lab *vcsimlab.Lab, name, hostName, vmnic string) {
-	t.Helper()
-	ctx := context.Background()
-	folders, err := object.NewDatacenter(lab.Client().Client, types.ManagedObjectReference{Type: "Datacenter", Value: lab.DatacenterID()}).Folders(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	task, err := folders.NetworkFolder.CreateDVS(ctx, types.DVSCreateSpec{ConfigSpec: &types.VMwareDVSConfigSpec{DVSConfigSpec: types.DVSConfigSpec{
-		Name: name,
-		Host: []types.DistributedVirtualSwitchHostMemberConfigSpec{{
-			Operation: string(types.ConfigSpecOperationAdd),
-			Host:      types.ManagedObjectReference{Type: "HostSystem", Value: lab.HostID(hostName)},
-			Backing:   &types.DistributedVirtualSwitchHostMemberPnicBacking{PnicSpec: []types.DistributedVirtualSwitchHostMemberPnicSpec{{PnicDevice: vmnic}}},
-		}},
-	}}})
-	if err == nil {
-		err = task.Wait(ctx)
-	}
-	if err != nil {
-		t.Fatalf("creating %s out of band: %v", name, err)
-	}
-}
-
 // Destroy is refused, naming the VM, while a PVRDMA adapter uses the port
 // group; once the adapter is gone, destroy removes everything.
 func TestAccRDMADVS_destroyRefusedWhileInUse(t *testing.T) {
@@ -474,7 +331,7 @@ func TestAccRDMADVS_destroyRefusedWhileInUse(t *testing.T) {
 	lab := startLab(t, vcsimlab.Options{})
 	vmName := lab.VMNames()[0]
 	var switchUUID, portGroupKey string
-	resource.Test(t, resource.TestCase{
+	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
@@ -487,48 +344,20 @@ func TestAccRDMADVS_destroyRefusedWhileInUse(t *testing.T) {
 			},
 			{
 				PreConfig: func() {
-					pvrdmaAdapter(t, lab, vmName, switchUUID, portGroupKey, types.VirtualDeviceConfigSpecOperationAdd)
+					must(t, lab.AddPVRDMAAdapter(context.Background(), vmName, switchUUID, portGroupKey))
 				},
 				Config:      providerConfig(lab),
 				ExpectError: wrapped(fmt.Sprintf(`VM network adapters still use its port groups: port group "pvrdma-vms": %s (PVRDMA). Remove those adapters first`, vmName)),
 			},
 			{
 				PreConfig: func() {
-					pvrdmaAdapter(t, lab, vmName, switchUUID, portGroupKey, types.VirtualDeviceConfigSpecOperationRemove)
+					must(t, lab.RemovePVRDMAAdapters(context.Background(), vmName))
 				},
 				Config: providerConfig(lab),
 				Check:  noNetworksLeft(lab),
 			},
 		},
 	})
-}
-
-// pvrdmaAdapter adds a PVRDMA adapter on the port group to a VM, or removes
-// the VM's PVRDMA adapters, out of band.
-func pvrdmaAdapter(t *testing.T, lab *vcsimlab.Lab, vmName, switchUUID, portGroupKey string, op types.VirtualDeviceConfigSpecOperation) {
-	t.Helper()
-	ctx := context.Background()
-	vm := object.NewVirtualMachine(lab.Client().Client, types.ManagedObjectReference{Type: "VirtualMachine", Value: lab.VMID(vmName)})
-	var err error
-	if op == types.VirtualDeviceConfigSpecOperationAdd {
-		err = vm.AddDevice(ctx, &types.VirtualVmxnet3Vrdma{
-			VirtualVmxnet3: types.VirtualVmxnet3{VirtualVmxnet: types.VirtualVmxnet{VirtualEthernetCard: types.VirtualEthernetCard{
-				VirtualDevice: types.VirtualDevice{Key: -1, Backing: &types.VirtualEthernetCardDistributedVirtualPortBackingInfo{
-					Port: types.DistributedVirtualSwitchPortConnection{SwitchUuid: switchUUID, PortgroupKey: portGroupKey},
-				}},
-			}}},
-			DeviceProtocol: "rocev2",
-		})
-	} else {
-		devices, derr := vm.Device(ctx)
-		if derr != nil {
-			t.Fatal(derr)
-		}
-		err = vm.RemoveDevice(ctx, false, devices.SelectByType((*types.VirtualVmxnet3Vrdma)(nil))...)
-	}
-	if err != nil {
-		t.Fatalf("%s PVRDMA adapter on %s: %v", op, vmName, err)
-	}
 }
 
 // An upgrade made in vCenter shows in the plan: the configuration's older
@@ -540,25 +369,13 @@ func TestAccRDMADVS_versionDrift(t *testing.T) {
 	at := func(version string) string {
 		return dvsConfig(lab, "rdma", allHosts(lab, "vmnic4"), `  version = "`+version+`"`)
 	}
-	resource.Test(t, resource.TestCase{
+	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{Config: at("7.0.3")},
 			{
-				PreConfig: func() {
-					ctx := context.Background()
-					s := labDVS(t, lab, "rdma")
-					res, err := methods.PerformDvsProductSpecOperation_Task(ctx, lab.Client().Client, &types.PerformDvsProductSpecOperation_Task{
-						This: s.Reference(), Operation: "upgrade", ProductSpec: &types.DistributedVirtualSwitchProductSpec{Version: "8.0.0"},
-					})
-					if err == nil {
-						err = object.NewTask(lab.Client().Client, res.Returnval).Wait(ctx)
-					}
-					if err != nil {
-						t.Fatalf("upgrading out of band: %v", err)
-					}
-				},
-				Config: at("7.0.3"), PlanOnly: true,
+				PreConfig: func() { must(t, lab.UpgradeSwitch(context.Background(), "rdma", "8.0.0")) },
+				Config:    at("7.0.3"), PlanOnly: true,
 				ExpectError: wrapped(`Switch rdma is at version 8.0.0; vSphere cannot downgrade a distributed switch to 7.0.3.`),
 			},
 			{
@@ -577,9 +394,9 @@ func TestAccRDMADVS_versionDrift(t *testing.T) {
 func TestAccRDMADVS_createFailsAfterHostsJoined(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
-	lab.FailTaskOnce("CreateDVPortgroup_Task", "rdma", &types.DvsFault{})
+	must(t, lab.InjectTaskFault("CreateDVPortgroup_Task", "rdma", vcsimlab.Fault{Type: "DvsFault"}))
 	config := dvsConfig(lab, "rdma", allHosts(lab, "vmnic4"), "")
-	resource.Test(t, resource.TestCase{
+	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{Config: config, ExpectError: wrapped(`Cannot create distributed switch rdma`)},
@@ -603,21 +420,13 @@ func TestAccRDMADVS_importChoosesPortGroup(t *testing.T) {
 	lab := startLab(t, vcsimlab.Options{})
 	config := dvsConfig(lab, "rdma", allHosts(lab, "vmnic4"), "")
 	path := "/" + lab.DatacenterName() + "/network/rdma"
-	resource.Test(t, resource.TestCase{
+	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
 				Config: config,
 				Check: func(*terraform.State) error {
-					ctx := context.Background()
-					s := labDVS(t, lab, "rdma")
-					res, err := methods.CreateDVPortgroup_Task(ctx, lab.Client().Client, &types.CreateDVPortgroup_Task{
-						This: s.Reference(), Spec: types.DVPortgroupConfigSpec{Name: "storage", Type: "earlyBinding", NumPorts: 8},
-					})
-					if err == nil {
-						err = object.NewTask(lab.Client().Client, res.Returnval).Wait(ctx)
-					}
-					return err
+					return lab.AddPortGroup(context.Background(), "rdma", "storage", 8)
 				},
 			},
 			{

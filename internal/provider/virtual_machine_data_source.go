@@ -165,7 +165,7 @@ func (d *virtualMachineDataSource) Read(ctx context.Context, req datasource.Read
 	state.Name = types.StringValue(vm.Name)
 	state.HardwareVersion = types.Int64Value(vm.HardwareVersion)
 	state.Firmware = types.StringValue(vm.Firmware)
-	state.PowerState = types.StringValue(vm.PowerState)
+	state.PowerState = types.StringValue(string(vm.PowerState))
 	state.HostSystemID = types.StringValue(vm.HostID)
 	state.GuestFamily = types.StringValue(vm.GuestFamily)
 	state.GuestFullName = types.StringValue(vm.GuestFullName)

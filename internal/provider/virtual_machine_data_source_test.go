@@ -10,9 +10,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
-	"github.com/vmware/govmomi/find"
-	"github.com/vmware/govmomi/object"
-	"github.com/vmware/govmomi/vim25/types"
 
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
@@ -43,7 +40,7 @@ data "vspherehpc_virtual_machine" "legacy" {
 }
 `, lab.VMUUID(name), lab.VMID(name), lab.DatacenterID(), name)
 
-	resource.Test(t, resource.TestCase{
+	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
@@ -68,12 +65,8 @@ data "vspherehpc_virtual_machine" "legacy" {
 			},
 			{
 				// A PVRDMA adapter and a GPU added out of band read back with their types.
-				PreConfig: func() {
-					if err := lab.AttachGPU(context.Background(), name, "0000:3b:00.0"); err != nil {
-						t.Fatal(err)
-					}
-				},
-				Config: config,
+				PreConfig: func() { must(t, lab.AttachGPU(context.Background(), name, "0000:3b:00.0")) },
+				Config:    config,
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(byID, tfjsonpath.New("pci_passthrough_devices"), knownvalue.ListExact([]knownvalue.Check{
 						knownvalue.ObjectPartial(map[string]knownvalue.Check{
@@ -95,7 +88,7 @@ data "vspherehpc_virtual_machine" "vm" {
 			},
 			{
 				// vCenter allows two VMs of one name in different folders.
-				PreConfig:   func() { cloneIntoFolder(t, lab, name, "team-b") },
+				PreConfig:   func() { must(t, lab.CloneVMIntoFolder(context.Background(), name, "team-b")) },
 				Config:      config,
 				ExpectError: wrapped(`2 virtual machines are called "` + name + `" (` + lab.VMID(name)),
 			},
@@ -106,7 +99,7 @@ data "vspherehpc_virtual_machine" "vm" {
 // Argument combinations are refused before any vCenter call.
 func TestAccVirtualMachineDataSource_arguments(t *testing.T) {
 	t.Parallel()
-	resource.Test(t, resource.TestCase{
+	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
@@ -135,32 +128,4 @@ data "vspherehpc_virtual_machine" "vm" {
 			},
 		},
 	})
-}
-
-// cloneIntoFolder makes a second VM with the same name in another folder.
-func cloneIntoFolder(t *testing.T, lab *vcsimlab.Lab, vmName, folderName string) {
-	t.Helper()
-	ctx := context.Background()
-	finder := find.NewFinder(lab.Client().Client)
-	dc, err := finder.Datacenter(ctx, lab.DatacenterName())
-	if err != nil {
-		t.Fatal(err)
-	}
-	finder.SetDatacenter(dc)
-	folders, err := dc.Folders(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	folder, err := folders.VmFolder.CreateFolder(ctx, folderName)
-	if err != nil {
-		t.Fatal(err)
-	}
-	vm := object.NewVirtualMachine(lab.Client().Client, types.ManagedObjectReference{Type: "VirtualMachine", Value: lab.VMID(vmName)})
-	task, err := vm.Clone(ctx, folder, vmName, types.VirtualMachineCloneSpec{})
-	if err == nil {
-		err = task.Wait(ctx)
-	}
-	if err != nil {
-		t.Fatalf("cloning %s: %v", vmName, err)
-	}
 }

@@ -167,7 +167,8 @@ func (r *vmGPUMMIOResource) Configure(_ context.Context, req resource.ConfigureR
 }
 
 // ValidateConfig: each GPU is a PCI id or a vendor and device id, and no
-// PCI id is given twice (the seed's silent failure: the VM does not boot).
+// PCI id is given twice (a VM given one GPU twice does not boot, with no
+// error to say why).
 func (r *vmGPUMMIOResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
 	var gpus types.List
 	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("gpu"), &gpus)...)
@@ -216,11 +217,8 @@ func (r *vmGPUMMIOResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 		resp.Diagnostics.Append(req.State.Get(ctx, state)...)
 	}
 	if req.Plan.Raw.IsNull() {
-		if state != nil && !state.PowerOffAllowed.ValueBool() && len(r.gpus(ctx, state.GPU, &resp.Diagnostics)) > 0 {
-			if vm, err := r.client.VM(ctx, state.VirtualMachineID.ValueString()); err == nil && vm.PowerState == "on" {
-				resp.Diagnostics.AddError("Virtual machine is powered on", vsphere.PowerOffNeeded(vm.Name, vsphere.WhatGPUsNeedOff)+
-					" (set it on the resource and apply before destroying).")
-			}
+		if state != nil && len(r.gpus(ctx, state.GPU, &resp.Diagnostics)) > 0 {
+			checkDestroyPower(ctx, r.client, state.VirtualMachineID.ValueString(), state.PowerOffAllowed.ValueBool(), vsphere.WhatGPUsNeedOff, &resp.Diagnostics)
 		}
 		return
 	}
@@ -230,26 +228,30 @@ func (r *vmGPUMMIOResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	if state != nil && !plan.VirtualMachineID.Equal(state.VirtualMachineID) &&
-		(plan.VirtualMachineID.IsUnknown() || !sameVM(ctx, r.client, state.VirtualMachineID.ValueString(), plan.VirtualMachineID.ValueString())) {
-		resp.RequiresReplace = append(resp.RequiresReplace, path.Root("virtual_machine_id"))
+	if state != nil && replaceOnOtherVM(ctx, r.client, state.VirtualMachineID, plan.VirtualMachineID, resp) {
 		state = nil // planned as a setup of the other VM
 	}
 	if plan.VirtualMachineID.IsUnknown() || plan.GPU.IsUnknown() || config.MMIOSizeGB.IsUnknown() || anyUnknownGPU(ctx, plan.GPU) {
 		return // checked once the values are known
 	}
+	given := config.MMIOSizeGB.ValueInt64Pointer()
 	if state != nil && plan.GPU.Equal(state.GPU) && state.Firmware.ValueString() == "efi" && state.TotalGPUMemoryGB.ValueFloat64() > 0 {
 		// Same GPUs: size the window from the recorded total, no vCenter
 		// call, unless the window changes (which needs the VM's power state).
-		r.checkSize(ctx, config.MMIOSizeGB, state.TotalGPUMemoryGB.ValueFloat64(), true, true, resp)
-		var planned types.Int64
-		resp.Diagnostics.Append(resp.Plan.GetAttribute(ctx, path.Root("mmio_size_gb"), &planned)...)
-		if resp.Diagnostics.HasError() || planned.Equal(state.MMIOSizeGB) {
+		size, f := vsphere.PlanMMIOSize(given, state.TotalGPUMemoryGB.ValueFloat64(), true, true)
+		r.planSize(ctx, size, f, resp)
+		if f != nil || size == state.MMIOSizeGB.ValueInt64() {
 			return
 		}
 	}
-	vmID := plan.VirtualMachineID.ValueString()
-	p, err := r.client.CheckGPUMMIO(ctx, vmID)
+	change := vsphere.GPUMMIOChange{
+		VMID: plan.VirtualMachineID.ValueString(), GPUs: r.requests(ctx, plan.GPU, &resp.Diagnostics), MMIOSizeGB: given,
+		AllowFirmwareChange: plan.AllowFirmwareChange.ValueBool(), PowerOffAllowed: plan.PowerOffAllowed.ValueBool(),
+	}
+	if state != nil {
+		change.Existing, change.CurrentMMIOSizeGB = true, state.MMIOSizeGB.ValueInt64()
+	}
+	p, err := r.client.PlanGPUMMIO(ctx, change)
 	if errors.Is(err, vsphere.ErrNotFound) {
 		resp.Diagnostics.AddWarning("Virtual machine not found", err.Error()+". The apply will fail unless it exists by then.")
 		return
@@ -258,147 +260,101 @@ func (r *vmGPUMMIOResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 		resp.Diagnostics.Append(vsphereErrorDiag("Cannot check GPU passthrough", err))
 		return
 	}
-	vmName := fmt.Sprintf("%s (%s)", p.VM.Name, vmID)
-	gpus := r.gpus(ctx, plan.GPU, &resp.Diagnostics)
-	total, known := 0.0, true
-	for i, g := range gpus {
-		gb, ok := r.checkGPU(ctx, p, g, path.Root("gpu").AtListIndex(i), vmName, &resp.Diagnostics)
-		total += gb
-		known = known && ok
+	var sizeFinding vsphere.Finding
+	for _, f := range p.Findings {
+		if isSizeFinding(f) {
+			sizeFinding = f
+		} else {
+			addGPUMMIOFinding(&resp.Diagnostics, f)
+		}
 	}
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("total_gpu_memory_gb"), total)...)
-	r.checkSize(ctx, config.MMIOSizeGB, total, known, len(gpus) > 0, resp)
-
-	if p.VM.Firmware != "efi" && (p.VM.GuestFamily != "" || p.VM.GuestFullName != "") && !plan.AllowFirmwareChange.ValueBool() {
-		resp.Diagnostics.AddAttributeError(path.Root("allow_firmware_change"), "Guest OS installed under BIOS",
-			fmt.Sprintf("Virtual machine %s has firmware %s and a guest OS (%s). GPU passthrough needs EFI, but a guest installed "+
-				"under BIOS does not boot after the switch: install the OS after switching to EFI, or set allow_firmware_change = true "+
-				"if the guest can boot EFI.", vmName, p.VM.Firmware, strings.TrimSpace(p.VM.GuestFullName+" "+p.VM.GuestFamily)))
-	}
-	var plannedSize types.Int64
-	resp.Diagnostics.Append(resp.Plan.GetAttribute(ctx, path.Root("mmio_size_gb"), &plannedSize)...)
-	needsOff := state == nil || p.VM.Firmware != "efi" || !sameGPUs(gpus, p.VM.PCIPassthroughs) || !plannedSize.Equal(state.MMIOSizeGB)
-	if needsOff && p.VM.PowerState == "on" && !plan.PowerOffAllowed.ValueBool() {
-		resp.Diagnostics.AddAttributeError(path.Root("power_off_allowed"), "Virtual machine is powered on",
-			vsphere.PowerOffNeeded(vmName, vsphere.WhatGPUsNeedOff)+".")
+	if p.Sized {
+		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("total_gpu_memory_gb"), p.TotalMemoryGB)...)
+		r.planSize(ctx, p.MMIOSizeGB, sizeFinding, resp)
 	}
 }
 
-// checkGPU checks one GPU against the VM's host and returns its memory.
-func (r *vmGPUMMIOResource) checkGPU(ctx context.Context, p *vsphere.GPUPlan, g gpuBlockModel, at path.Path, vmName string, diags *diag.Diagnostics) (float64, bool) {
-	if g.PCIID.IsNull() {
-		for _, h := range p.HostGPUs {
-			if h.VendorID == g.VendorID.ValueString() && h.DeviceID == g.DeviceID.ValueString() && h.PassthroughActive {
-				return h.MemoryGB, h.MemoryGB > 0
-			}
-		}
-		diags.AddAttributeError(at, "No such GPU for dynamic DirectPath",
-			fmt.Sprintf("Host %s of virtual machine %s has no passthrough-active GPU with vendor id %s and device id %s.",
-				p.HostName, vmName, g.VendorID.ValueString(), g.DeviceID.ValueString()))
-		return 0, false
+func isSizeFinding(f vsphere.Finding) bool {
+	switch f.(type) {
+	case vsphere.MMIOSizeUnknown, vsphere.NothingToSize, vsphere.MMIOSizeImpossible, vsphere.MMIONotPowerOfTwo, vsphere.MMIOTooSmall:
+		return true
 	}
-	id := g.PCIID.ValueString()
-	for _, h := range p.HostGPUs {
-		if h.PCIID != id {
-			continue
-		}
-		if !h.PassthroughActive {
-			diags.AddAttributeError(at, "GPU not enabled for passthrough",
-				fmt.Sprintf("GPU %s (%s) on host %s is not active for passthrough. Enable it (host > Configure > Hardware > PCI Devices "+
-					"> Toggle passthrough; older ESXi versions then need a reboot), or choose another GPU.", id, h.DeviceName, p.HostName))
-		}
-		for _, u := range h.VMs {
-			if u.MOID != p.VM.MOID {
-				state := "powered off"
-				if u.PoweredOn {
-					state = "powered on"
-				}
-				diags.AddAttributeError(at, "GPU in use by another VM",
-					fmt.Sprintf("GPU %s on host %s is already configured on virtual machine %s (%s). Two VMs with the same GPU cannot "+
-						"both run, and the second does not boot, with no error: remove it there or choose another GPU.", id, p.HostName, u.Name, state))
-			}
-		}
-		return h.MemoryGB, h.MemoryGB > 0
-	}
-	where := "no host of its cluster has it"
-	if host, err := r.client.HostWithGPU(ctx, p.VM.HostID, id); err == nil && host != "" {
-		where = "it is on host " + host
-	}
-	diags.AddAttributeError(at, "GPU not on the VM's host",
-		fmt.Sprintf("Virtual machine %s runs on host %s, which has no GPU %s; %s. A VM can only pass through its own host's GPUs.", vmName, p.HostName, id, where))
-	return 0, false
+	return false
 }
 
-// checkSize plans the MMIO size: the rule's when none is given, else the
-// given one if it is a power of two and not below the rule's.
-func (r *vmGPUMMIOResource) checkSize(ctx context.Context, given types.Int64, total float64, known, anyGPU bool, resp *resource.ModifyPlanResponse) {
+// planSize plans the MMIO size the planner found, or says why it is refused.
+func (r *vmGPUMMIOResource) planSize(ctx context.Context, size int64, f vsphere.Finding, resp *resource.ModifyPlanResponse) {
 	at := path.Root("mmio_size_gb")
-	var rule int64
-	if anyGPU && known {
-		var err error
-		if rule, err = mmio.SizeGB(total); err != nil {
-			resp.Diagnostics.AddAttributeError(at, "Cannot size the MMIO window", err.Error())
-			return
-		}
-	}
-	switch {
-	case given.IsNull() && rule == 0 && anyGPU:
+	switch f := f.(type) {
+	case nil:
+		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, at, size)...)
+	case vsphere.MMIOSizeImpossible:
+		resp.Diagnostics.AddAttributeError(at, "Cannot size the MMIO window", f.Err.Error())
+	case vsphere.MMIOSizeUnknown:
 		resp.Diagnostics.AddAttributeError(at, "GPU memory unknown",
 			"The host does not report the memory of every GPU listed, so the MMIO size cannot be computed: set mmio_size_gb "+
 				"(vspherehpc_mmio_size computes it from the GPUs' memory).")
-	case given.IsNull() && !anyGPU:
+	case vsphere.NothingToSize:
 		resp.Diagnostics.AddAttributeError(at, "Nothing to size the MMIO window from",
 			"List the VM's GPUs in gpu blocks, or set mmio_size_gb. (The resource manages all of the VM's GPU passthrough devices: "+
 				"ones it is not given are detached.)")
-	case given.IsNull():
-		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, at, rule)...)
-	case !mmio.IsPowerOfTwo(given.ValueInt64()):
+	case vsphere.MMIONotPowerOfTwo:
 		resp.Diagnostics.AddAttributeError(at, "MMIO size not a power of two",
-			fmt.Sprintf("mmio_size_gb = %d is not a power of two; vSphere needs one (e.g. %d).", given.ValueInt64(), max(rule, 64)))
-	case given.ValueInt64() < rule:
+			fmt.Sprintf("mmio_size_gb = %d is not a power of two; vSphere needs one (e.g. %d).", f.Given, f.Suggested))
+	case vsphere.MMIOTooSmall:
 		resp.Diagnostics.AddAttributeError(at, "MMIO size too small",
 			fmt.Sprintf("mmio_size_gb = %d is below %d, what %s GB of GPU memory needs (the smallest power of two at least twice "+
-				"the total). Too small a window and the VM does not boot, with no error: use %d or more.", given.ValueInt64(), rule, mmio.FormatGB(total), rule))
+				"the total). Too small a window and the VM does not boot, with no error: use %d or more.", f.Given, f.Rule, mmio.FormatGB(f.TotalGB), f.Rule))
 	}
 }
 
-// sameGPUs reports whether the requested GPUs are those the VM has.
-func sameGPUs(want []gpuBlockModel, have []vsphere.PCIPassthrough) bool {
-	if len(want) != len(have) {
-		return false
-	}
-	used := make([]bool, len(have))
-	for _, w := range want {
-		found := false
-		for i, h := range have {
-			if !used[i] && gpuMatches(w, h) {
-				used[i], found = true, true
-				break
-			}
+// addGPUMMIOFinding words one finding of the GPU planner.
+func addGPUMMIOFinding(diags *diag.Diagnostics, f vsphere.Finding) {
+	gpuPath := func(i int) path.Path { return path.Root("gpu").AtListIndex(i) }
+	switch f := f.(type) {
+	case vsphere.NoDynamicGPU:
+		diags.AddAttributeError(gpuPath(f.Index), "No such GPU for dynamic DirectPath",
+			fmt.Sprintf("Host %s of virtual machine %s has no passthrough-active GPU with vendor id %s and device id %s.",
+				f.Host, f.VM, f.Vendor, f.Device))
+	case vsphere.GPUNotActive:
+		diags.AddAttributeError(gpuPath(f.Index), "GPU not enabled for passthrough",
+			fmt.Sprintf("GPU %s (%s) on host %s is not active for passthrough. Enable it (host > Configure > Hardware > PCI Devices "+
+				"> Toggle passthrough; older ESXi versions then need a reboot), or choose another GPU.", f.PCIID, f.Device, f.Host))
+	case vsphere.GPUInUse:
+		power := "powered off"
+		if f.Other.PowerState == vsphere.PoweredOn {
+			power = "powered on"
 		}
-		if !found {
-			return false
+		diags.AddAttributeError(gpuPath(f.Index), "GPU in use by another VM",
+			fmt.Sprintf("GPU %s on host %s is already configured on virtual machine %s (%s). Two VMs with the same GPU cannot "+
+				"both run, and the second does not boot, with no error: remove it there or choose another GPU.", f.PCIID, f.Host, f.Other.Name, power))
+	case vsphere.GPUNotOnHost:
+		where := "no host of its cluster has it"
+		if f.OnHost != "" {
+			where = "it is on host " + f.OnHost
 		}
+		diags.AddAttributeError(gpuPath(f.Index), "GPU not on the VM's host",
+			fmt.Sprintf("Virtual machine %s runs on host %s, which has no GPU %s; %s. A VM can only pass through its own host's GPUs.", f.VM, f.Host, f.PCIID, where))
+	case vsphere.FirmwareChangeRefused:
+		diags.AddAttributeError(path.Root("allow_firmware_change"), "Guest OS installed under BIOS",
+			fmt.Sprintf("Virtual machine %s has firmware %s and a guest OS (%s). GPU passthrough needs EFI, but a guest installed "+
+				"under BIOS does not boot after the switch: install the OS after switching to EFI, or set allow_firmware_change = true "+
+				"if the guest can boot EFI.", f.VM, f.Firmware, f.Guest))
+	default:
+		addPowerFinding(diags, f)
 	}
-	return true
-}
-
-func gpuMatches(w gpuBlockModel, h vsphere.PCIPassthrough) bool {
-	if w.PCIID.IsNull() {
-		return h.Dynamic && h.VendorID == w.VendorID.ValueString() && h.DeviceID == w.DeviceID.ValueString()
-	}
-	return !h.Dynamic && h.PCIID == w.PCIID.ValueString()
 }
 
 func (r *vmGPUMMIOResource) spec(ctx context.Context, m *vmGPUMMIOModel, diags *diag.Diagnostics) vsphere.GPUMMIOSpec {
-	spec := vsphere.GPUMMIOSpec{MMIOSizeGB: m.MMIOSizeGB.ValueInt64(), PowerOffAllowed: m.PowerOffAllowed.ValueBool()}
-	for _, g := range r.gpus(ctx, m.GPU, diags) {
-		spec.GPUs = append(spec.GPUs, g.request())
+	return vsphere.GPUMMIOSpec{GPUs: r.requests(ctx, m.GPU, diags), MMIOSizeGB: m.MMIOSizeGB.ValueInt64(), PowerOffAllowed: m.PowerOffAllowed.ValueBool()}
+}
+
+func (r *vmGPUMMIOResource) requests(ctx context.Context, l types.List, diags *diag.Diagnostics) []vsphere.GPURequest {
+	var out []vsphere.GPURequest
+	for _, g := range r.gpus(ctx, l, diags) {
+		out = append(out, g.request())
 	}
-	return spec
+	return out
 }
 
 func (r *vmGPUMMIOResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
@@ -463,7 +419,7 @@ func gpuMMIOToModel(ctx context.Context, got *vsphere.GPUMMIO, m *vmGPUMMIOModel
 	var blocks []gpuBlockModel
 	for _, p := range prior {
 		for i, h := range got.GPUs {
-			if !used[i] && gpuMatches(p, h) {
+			if !used[i] && p.request().Matches(h) {
 				used[i] = true
 				blocks = append(blocks, p)
 				break
@@ -505,35 +461,16 @@ func (r *vmGPUMMIOResource) Read(ctx context.Context, req resource.ReadRequest, 
 		return
 	}
 	resp.Diagnostics.Append(setPrivateJSON(ctx, resp.Private, privateVM, got.VM.MOID)...)
-	changed := !sameGPUs(r.gpus(ctx, state.GPU, &resp.Diagnostics), got.GPUs)
+	changed := !vsphere.SameGPUs(r.requests(ctx, state.GPU, &resp.Diagnostics), got.GPUs)
 	resp.Diagnostics.Append(gpuMMIOToModel(ctx, got, &state)...)
 	if len(got.GPUs) > 0 && (changed || state.TotalGPUMemoryGB.ValueFloat64() == 0) {
 		// GPUs changed out of band, or just imported: the total (which sizes
 		// the window) needs the host's view of the GPUs.
-		if total, err := r.totalMemory(ctx, state.VirtualMachineID.ValueString(), got.GPUs); err == nil {
+		if total, err := r.client.GPUMemoryGB(ctx, state.VirtualMachineID.ValueString(), got.GPUs); err == nil {
 			state.TotalGPUMemoryGB = types.Float64Value(total)
 		}
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
-}
-
-// totalMemory adds up the memory of a VM's passthrough GPUs as its host
-// reports it.
-func (r *vmGPUMMIOResource) totalMemory(ctx context.Context, vmID string, gpus []vsphere.PCIPassthrough) (float64, error) {
-	p, err := r.client.CheckGPUMMIO(ctx, vmID)
-	if err != nil {
-		return 0, err
-	}
-	total := 0.0
-	for _, g := range gpus {
-		for _, h := range p.HostGPUs {
-			if (!g.Dynamic && h.PCIID == g.PCIID) || (g.Dynamic && h.VendorID == g.VendorID && h.DeviceID == g.DeviceID) {
-				total += h.MemoryGB
-				break
-			}
-		}
-	}
-	return total, nil
 }
 
 func (r *vmGPUMMIOResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {

@@ -11,7 +11,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
-	"github.com/vmware/govmomi/vim25/types"
 
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/mmio"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
@@ -37,21 +36,10 @@ const twoH100 = `
   }
 `
 
-// setExtraConfig changes a VM's extraConfig or firmware out of band.
-func reconfigureVM(t *testing.T, lab *vcsimlab.Lab, vmName string, spec types.VirtualMachineConfigSpec) {
-	t.Helper()
-	ctx := context.Background()
-	task, err := vmObject(lab, vmName).Reconfigure(ctx, spec)
-	if err == nil {
-		err = task.Wait(ctx)
-	}
-	if err != nil {
-		t.Fatalf("reconfiguring %s out of band: %v", vmName, err)
-	}
-}
-
+// vmExtraConfig reads a VM's extraConfig, firmware and number of GPUs from
+// the lab, as an administrator would see them.
 func vmExtraConfig(lab *vcsimlab.Lab, vmName string) (map[string]string, string, int, error) {
-	got, err := labService(lab).GPUMMIO(context.Background(), lab.VMUUID(vmName))
+	got, err := lab.VMSettings(context.Background(), vmName)
 	if err != nil {
 		return nil, "", 0, err
 	}
@@ -64,8 +52,8 @@ func TestAccVMGPUMMIO_basic(t *testing.T) {
 	vm := "hpc-node-0"
 	uuid := lab.VMUUID(vm)
 	// The VM starts with a small window set by hand: destroy puts it back.
-	reconfigureVM(t, lab, vm, types.VirtualMachineConfigSpec{ExtraConfig: []types.BaseOptionValue{&types.OptionValue{Key: mmio.SizeGBKey, Value: "64"}}})
-	resource.Test(t, resource.TestCase{
+	must(t, lab.SetVMExtraConfig(context.Background(), vm, mmio.SizeGBKey, "64"))
+	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
@@ -132,40 +120,27 @@ func TestAccVMGPUMMIO_drift(t *testing.T) {
 		statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("memory_reservation_locked_to_max"), knownvalue.Bool(true)),
 		statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("gpu"), knownvalue.ListSizeExact(2)),
 	}
+	ctx := context.Background()
 	extra := func(key, value string) func() {
-		return func() {
-			reconfigureVM(t, lab, vm, types.VirtualMachineConfigSpec{ExtraConfig: []types.BaseOptionValue{&types.OptionValue{Key: key, Value: value}}})
-		}
+		return func() { must(t, lab.SetVMExtraConfig(ctx, vm, key, value)) }
 	}
-	resource.Test(t, resource.TestCase{
+	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{Config: config},
-			{PreConfig: func() { reconfigureVM(t, lab, vm, types.VirtualMachineConfigSpec{Firmware: "bios"}) }, Config: config, ConfigPlanChecks: update, ConfigStateChecks: converged},
+			{PreConfig: func() { must(t, lab.SetVMFirmware(ctx, vm, "bios")) }, Config: config, ConfigPlanChecks: update, ConfigStateChecks: converged},
 			// "True" is TRUE to vSphere: not drift.
 			{PreConfig: extra(mmio.Use64bitMMIOKey, "True"), Config: config, ConfigPlanChecks: empty},
 			{PreConfig: extra(mmio.Use64bitMMIOKey, "FALSE"), Config: config, ConfigPlanChecks: update, ConfigStateChecks: converged},
 			{PreConfig: extra(mmio.SizeGBKey, "128"), Config: config, ConfigPlanChecks: update, ConfigStateChecks: converged},
 			{
-				PreConfig: func() {
-					reconfigureVM(t, lab, vm, types.VirtualMachineConfigSpec{MemoryReservationLockedToMax: types.NewBool(false)})
-				},
-				Config: config, ConfigPlanChecks: update, ConfigStateChecks: converged,
+				PreConfig: func() { must(t, lab.SetVMMemoryReservationLocked(ctx, vm, false)) },
+				Config:    config, ConfigPlanChecks: update, ConfigStateChecks: converged,
 			},
 			{
 				// A GPU removed out of band comes back.
-				PreConfig: func() {
-					ctx := context.Background()
-					v := vmObject(lab, vm)
-					devices, err := v.Device(ctx)
-					if err == nil {
-						err = v.RemoveDevice(ctx, false, devices.SelectByType((*types.VirtualPCIPassthrough)(nil))[0])
-					}
-					if err != nil {
-						t.Fatal(err)
-					}
-				},
-				Config: config, ConfigPlanChecks: update, ConfigStateChecks: converged,
+				PreConfig: func() { must(t, lab.DetachGPU(ctx, vm, "0000:3b:00.0")) },
+				Config:    config, ConfigPlanChecks: update, ConfigStateChecks: converged,
 			},
 		},
 	})
@@ -175,17 +150,12 @@ func TestAccVMGPUMMIO_disappears(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
 	vm := "hpc-node-0"
-	resource.Test(t, resource.TestCase{
+	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{{
 			Config: gpuConfig(lab, lab.VMUUID(vm), twoH100),
 			Check: func(*terraform.State) error {
-				ctx := context.Background()
-				task, err := vmObject(lab, vm).Destroy(ctx)
-				if err == nil {
-					err = task.Wait(ctx)
-				}
-				return err
+				return lab.DestroyVM(context.Background(), vm)
 			},
 			ConfigPlanChecks: resource.ConfigPlanChecks{PostApplyPostRefresh: []plancheck.PlanCheck{
 				plancheck.ExpectResourceAction(gpuAddr, plancheck.ResourceActionCreate),
@@ -211,12 +181,10 @@ func TestAccVMGPUMMIO_refusals(t *testing.T) {
 	if other == "" {
 		t.Fatal("no second VM on the host of " + vm)
 	}
-	if err := lab.AttachGPU(ctx, other, "0000:5e:00.0"); err != nil {
-		t.Fatal(err)
-	}
-	powerOn(t, lab, "hpc-node-1")
+	must(t, lab.AttachGPU(ctx, other, "0000:5e:00.0"))
+	must(t, lab.PowerOnVM(ctx, "hpc-node-1"))
 	gpu := func(id string) string { return fmt.Sprintf("  gpu {\n    pci_id = %q\n  }\n", id) }
-	resource.Test(t, resource.TestCase{
+	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{Config: gpuConfig(lab, uuid, gpu("0000:3b:00.0")+gpu("0000:3b:00.0")), PlanOnly: true,
@@ -260,7 +228,7 @@ resource "vspherehpc_vm_gpu_mmio" "gpu" {
 %[2]s
 }
 `, uuid, twoH100)
-	resource.Test(t, resource.TestCase{
+	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{{
 			Config: config,
@@ -289,7 +257,7 @@ func TestAccVMGPUMMIO_powerCycle(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
 	vm := "hpc-node-1"
-	powerOn(t, lab, vm)
+	must(t, lab.PowerOnVM(context.Background(), vm))
 	running := func(*terraform.State) error {
 		v, err := labService(lab).VM(context.Background(), lab.VMUUID(vm))
 		if err == nil && (v.PowerState != "on" || v.Firmware != "efi") {
@@ -297,7 +265,7 @@ func TestAccVMGPUMMIO_powerCycle(t *testing.T) {
 		}
 		return err
 	}
-	resource.Test(t, resource.TestCase{
+	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{{
 			Config: gpuConfig(lab, lab.VMUUID(vm), twoH100+"  power_off_allowed = true"),
@@ -314,11 +282,13 @@ func TestAccVMGPUMMIO_failedReconfigure(t *testing.T) {
 	lab := startLab(t, vcsimlab.Options{})
 	vm := "hpc-node-0"
 	config := gpuConfig(lab, lab.VMUUID(vm), twoH100)
-	resource.Test(t, resource.TestCase{
+	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
-				PreConfig:   func() { lab.FailTaskOnce("ReconfigVM_Task", vm, &types.GenericVmConfigFault{Reason: "injected"}) },
+				PreConfig: func() {
+					must(t, lab.InjectTaskFault("ReconfigVM_Task", vm, vcsimlab.Fault{Type: "GenericVmConfigFault", Detail: "injected"}))
+				},
 				Config:      config,
 				ExpectError: wrapped(`Cannot set up GPU passthrough on virtual machine`),
 			},
@@ -350,17 +320,13 @@ func TestAccVMGPUMMIO_gpuAddedOutOfBand(t *testing.T) {
 	lab := startLab(t, vcsimlab.Options{})
 	vm := "hpc-node-0"
 	one := gpuConfig(lab, lab.VMUUID(vm), "  gpu {\n    pci_id = \"0000:3b:00.0\"\n  }\n")
-	resource.Test(t, resource.TestCase{
+	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{Config: one, ConfigStateChecks: []statecheck.StateCheck{statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("mmio_size_gb"), knownvalue.Int64Exact(256))}},
 			{
-				PreConfig: func() {
-					if err := lab.AttachGPU(context.Background(), vm, "0000:5e:00.0"); err != nil {
-						t.Fatal(err)
-					}
-				},
-				Config: gpuConfig(lab, lab.VMUUID(vm), twoH100),
+				PreConfig: func() { must(t, lab.AttachGPU(context.Background(), vm, "0000:5e:00.0")) },
+				Config:    gpuConfig(lab, lab.VMUUID(vm), twoH100),
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("total_gpu_memory_gb"), knownvalue.Float64Exact(160)),
 					statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("mmio_size_gb"), knownvalue.Int64Exact(512)),
@@ -376,12 +342,14 @@ func TestAccVMGPUMMIO_powerOnFails(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
 	vm := "hpc-node-1"
-	powerOn(t, lab, vm)
-	resource.Test(t, resource.TestCase{
+	must(t, lab.PowerOnVM(context.Background(), vm))
+	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
-				PreConfig:   func() { lab.FailTaskOnce("PowerOnVM_Task", vm, &types.InsufficientResourcesFault{}) },
+				PreConfig: func() {
+					must(t, lab.InjectTaskFault("PowerOnVM_Task", vm, vcsimlab.Fault{Type: "InsufficientResourcesFault"}))
+				},
 				Config:      gpuConfig(lab, lab.VMUUID(vm), twoH100+"  power_off_allowed = true"),
 				ExpectError: wrapped(`did not power back on`),
 			},
@@ -403,7 +371,7 @@ func TestAccVMGPUMMIO_powerOnFails(t *testing.T) {
 func TestAccVMGPUMMIO_unknownAtPlan(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
-	resource.Test(t, resource.TestCase{
+	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{{
 			Config: providerConfig(lab) + fmt.Sprintf(`
@@ -429,7 +397,7 @@ func TestAccVMGPUMMIO_sameVMAndRunningChanges(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
 	vm := "hpc-node-0"
-	resource.Test(t, resource.TestCase{
+	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{Config: gpuConfig(lab, lab.VMUUID(vm), twoH100)},
@@ -440,7 +408,7 @@ func TestAccVMGPUMMIO_sameVMAndRunningChanges(t *testing.T) {
 				}},
 			},
 			{
-				PreConfig: func() { powerOn(t, lab, vm) },
+				PreConfig: func() { must(t, lab.PowerOnVM(context.Background(), vm)) },
 				Config:    gpuConfig(lab, lab.VMID(vm), twoH100+"  mmio_size_gb = 1024"), PlanOnly: true,
 				ExpectError: wrapped(`is powered on, and attaching or detaching GPUs, or switching the firmware to EFI needs it powered off`),
 			},
@@ -454,7 +422,7 @@ func TestAccVMGPUMMIO_moreRefusals(t *testing.T) {
 	lab := startLab(t, vcsimlab.Options{})
 	vm := "hpc-node-0"
 	uuid := lab.VMUUID(vm)
-	resource.Test(t, resource.TestCase{
+	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
@@ -469,7 +437,7 @@ func TestAccVMGPUMMIO_moreRefusals(t *testing.T) {
 			// and so does destroying (detaching) without power_off_allowed.
 			{Config: gpuConfig(lab, uuid, "  gpu {\n    pci_id = \"0000:3b:00.0\"\n  }\n")},
 			{
-				PreConfig: func() { powerOn(t, lab, vm) },
+				PreConfig: func() { must(t, lab.PowerOnVM(context.Background(), vm)) },
 				Config:    gpuConfig(lab, uuid, twoH100), PlanOnly: true,
 				ExpectError: wrapped(`is powered on, and attaching or detaching GPUs, or switching the firmware to EFI needs it powered off`),
 			},

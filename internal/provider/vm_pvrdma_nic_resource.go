@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -142,7 +141,7 @@ func (r *vmPVRDMANICResource) ModifyPlan(ctx context.Context, req resource.Modif
 	}
 	if req.Plan.Raw.IsNull() {
 		if state != nil && r.client.Configured() {
-			r.checkDestroy(ctx, state, &resp.Diagnostics)
+			checkDestroyPower(ctx, r.client, state.VirtualMachineID.ValueString(), state.PowerOffAllowed.ValueBool(), vsphere.WhatPVRDMANeedsOff, &resp.Diagnostics)
 		}
 		return
 	}
@@ -151,24 +150,24 @@ func (r *vmPVRDMANICResource) ModifyPlan(ctx context.Context, req resource.Modif
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	if state != nil && !plan.VirtualMachineID.Equal(state.VirtualMachineID) &&
-		(plan.VirtualMachineID.IsUnknown() || !sameVM(ctx, r.client, state.VirtualMachineID.ValueString(), plan.VirtualMachineID.ValueString())) {
-		resp.RequiresReplace = append(resp.RequiresReplace, path.Root("virtual_machine_id"))
+	if state != nil && replaceOnOtherVM(ctx, r.client, state.VirtualMachineID, plan.VirtualMachineID, resp) {
 		state = nil // planned as a new adapter on the other VM
 	}
 	if plan.VirtualMachineID.IsUnknown() || plan.PortGroupID.IsUnknown() || plan.DeviceProtocol.IsUnknown() || !r.client.Configured() {
 		return
 	}
-	protocolChange := state != nil && !plan.DeviceProtocol.Equal(state.DeviceProtocol)
-	if state != nil && plan.PortGroupID.Equal(state.PortGroupID) && !protocolChange {
-		return // nothing vCenter needs to be asked about
+	change := vsphere.PVRDMANICChange{
+		VMID: plan.VirtualMachineID.ValueString(), PortGroupID: plan.PortGroupID.ValueString(),
+		DeviceProtocol: plan.DeviceProtocol.ValueString(), PowerOffAllowed: plan.PowerOffAllowed.ValueBool(),
 	}
-	var key int32
 	if state != nil {
-		key = int32(state.DeviceKey.ValueInt64())
+		change.Key = int32(state.DeviceKey.ValueInt64())
+		change.ProtocolChange = !plan.DeviceProtocol.Equal(state.DeviceProtocol)
+		if plan.PortGroupID.Equal(state.PortGroupID) && !change.ProtocolChange {
+			return // nothing vCenter needs to be asked about
+		}
 	}
-	vmID := plan.VirtualMachineID.ValueString()
-	p, err := r.client.CheckPVRDMANIC(ctx, vmID, plan.PortGroupID.ValueString(), key)
+	findings, err := r.client.PlanPVRDMANIC(ctx, change)
 	if errors.Is(err, vsphere.ErrNotFound) {
 		resp.Diagnostics.AddWarning("Not found", err.Error()+". The apply will fail unless it exists by then.")
 		return
@@ -177,65 +176,44 @@ func (r *vmPVRDMANICResource) ModifyPlan(ctx context.Context, req resource.Modif
 		resp.Diagnostics.Append(vsphereErrorDiag("Cannot check the PVRDMA adapter", err))
 		return
 	}
-	vmName := fmt.Sprintf("%s (%s)", p.VM.Name, vmID)
-	protocol := plan.DeviceProtocol.ValueString()
-	switch {
-	case p.VM.HardwareVersion < vsphere.MinPVRDMAHardwareVersion:
-		resp.Diagnostics.AddAttributeError(path.Root("virtual_machine_id"), "Hardware version too old for PVRDMA",
-			fmt.Sprintf("Virtual machine %s has hardware version %d (vmx-%d); PVRDMA adapters need vmx-%d or later. Upgrade the VM's "+
-				"compatibility while it is powered off: with the vSphere provider, set hardware_version = %d (or later) on its "+
-				"vsphere_virtual_machine; in the vSphere Client, Actions > Compatibility > Upgrade VM Compatibility.",
-				vmName, p.VM.HardwareVersion, p.VM.HardwareVersion, vsphere.MinPVRDMAHardwareVersion, vsphere.MinPVRDMAHardwareVersion))
-	case !slices.Contains(p.Protocols, protocol):
-		resp.Diagnostics.AddAttributeError(path.Root("device_protocol"), "Protocol not offered",
-			fmt.Sprintf("Virtual machine %s (hardware version %d) offers PVRDMA protocol %s, not %s. Use one of those, or upgrade the "+
-				"VM's hardware version.", vmName, p.VM.HardwareVersion, orNone(p.Protocols), protocol))
-	}
-	switch {
-	case p.StandardNetwork:
-		resp.Diagnostics.AddAttributeError(path.Root("distributed_port_group_id"), "Not a distributed port group",
-			fmt.Sprintf("%s (%s) is a standard network; PVRDMA adapters need a distributed port group, such as the port_group_id "+
-				"of a vspherehpc_rdma_dvs.", plan.PortGroupID.ValueString(), p.PortGroupName))
-	case len(p.NotOnSwitch) > 0:
-		resp.Diagnostics.AddAttributeError(path.Root("distributed_port_group_id"), "Cluster hosts missing from the switch",
-			fmt.Sprintf("Hosts %s of the cluster of virtual machine %s are not members of switch %s, which port group %s is on. "+
-				"vSphere refuses the adapter unless every host of the VM's cluster is: add them to the switch (host blocks of "+
-				"vspherehpc_rdma_dvs).", strings.Join(p.NotOnSwitch, ", "), vmName, p.SwitchName, p.PortGroupName))
-	}
-	if state == nil && p.RegularAdapters == 0 {
-		resp.Diagnostics.AddAttributeWarning(path.Root("virtual_machine_id"), "PVRDMA adapter first",
-			fmt.Sprintf("The PVRDMA adapter would be the first network adapter of virtual machine %s. Keep a regular vmxnet3 adapter "+
-				"first, for the guest's management traffic, as VMware's guidance for PVRDMA and Bitfusion says.", vmName))
-	}
-	if p.OtherPVRDMAOnGroup {
-		resp.Diagnostics.AddAttributeWarning(path.Root("distributed_port_group_id"), "Two PVRDMA adapters on one network",
-			fmt.Sprintf("Virtual machine %s already has a PVRDMA adapter on port group %s. Several PVRDMA adapters of a VM should be "+
-				"on separate networks.", vmName, p.PortGroupName))
-	}
-	if state == nil || protocolChange {
-		switch {
-		case p.VM.PowerState == "suspended":
-			resp.Diagnostics.AddAttributeError(path.Root("virtual_machine_id"), "Virtual machine is suspended",
-				fmt.Sprintf("Virtual machine %s is suspended; resume it or power it off first.", vmName))
-		case p.VM.PowerState == "on" && !plan.PowerOffAllowed.ValueBool():
-			resp.Diagnostics.AddAttributeError(path.Root("power_off_allowed"), "Virtual machine is powered on", vsphere.PowerOffNeeded(vmName, vsphere.WhatPVRDMANeedsOff)+".")
-		}
+	for _, f := range findings {
+		addPVRDMANICFinding(&resp.Diagnostics, f)
 	}
 }
 
-// checkDestroy refuses, at plan time, to remove an adapter from a running
-// VM unless power_off_allowed.
-func (r *vmPVRDMANICResource) checkDestroy(ctx context.Context, state *vmPVRDMANICModel, diags *diag.Diagnostics) {
-	if state.PowerOffAllowed.ValueBool() {
-		return
-	}
-	vm, err := r.client.VM(ctx, state.VirtualMachineID.ValueString())
-	if err != nil {
-		return // a VM that is gone or unreadable takes its adapter with it; the apply says more
-	}
-	if vm.PowerState == "on" {
-		diags.AddError("Virtual machine is powered on", vsphere.PowerOffNeeded(fmt.Sprintf("%s (%s)", vm.Name, state.VirtualMachineID.ValueString()), vsphere.WhatPVRDMANeedsOff)+
-			" (set it on the resource and apply before destroying).")
+// addPVRDMANICFinding words one finding of the adapter's planner.
+func addPVRDMANICFinding(diags *diag.Diagnostics, f vsphere.Finding) {
+	vmPath, groupPath := path.Root("virtual_machine_id"), path.Root("distributed_port_group_id")
+	switch f := f.(type) {
+	case vsphere.HardwareTooOld:
+		diags.AddAttributeError(vmPath, "Hardware version too old for PVRDMA",
+			fmt.Sprintf("Virtual machine %s has hardware version %d (vmx-%d); PVRDMA adapters need vmx-%d or later. Upgrade the VM's "+
+				"compatibility while it is powered off: with the vSphere provider, set hardware_version = %d (or later) on its "+
+				"vsphere_virtual_machine; in the vSphere Client, Actions > Compatibility > Upgrade VM Compatibility.",
+				f.VM, f.Version, f.Version, f.Minimum, f.Minimum))
+	case vsphere.ProtocolNotOffered:
+		diags.AddAttributeError(path.Root("device_protocol"), "Protocol not offered",
+			fmt.Sprintf("Virtual machine %s (hardware version %d) offers PVRDMA protocol %s, not %s. Use one of those, or upgrade the "+
+				"VM's hardware version.", f.VM, f.Version, orNone(f.Offered), f.Wanted))
+	case vsphere.StandardNetwork:
+		diags.AddAttributeError(groupPath, "Not a distributed port group",
+			fmt.Sprintf("%s (%s) is a standard network; PVRDMA adapters need a distributed port group, such as the port_group_id "+
+				"of a vspherehpc_rdma_dvs.", f.NetworkID, f.Name))
+	case vsphere.HostsNotOnSwitch:
+		diags.AddAttributeError(groupPath, "Cluster hosts missing from the switch",
+			fmt.Sprintf("Hosts %s of the cluster of virtual machine %s are not members of switch %s, which port group %s is on. "+
+				"vSphere refuses the adapter unless every host of the VM's cluster is: add them to the switch (host blocks of "+
+				"vspherehpc_rdma_dvs).", strings.Join(f.Hosts, ", "), f.VM, f.Switch, f.PortGroup))
+	case vsphere.PVRDMAFirstAdapter:
+		diags.AddAttributeWarning(vmPath, "PVRDMA adapter first",
+			fmt.Sprintf("The PVRDMA adapter would be the first network adapter of virtual machine %s. Keep a regular vmxnet3 adapter "+
+				"first, for the guest's management traffic, as VMware's guidance for PVRDMA and Bitfusion says.", f.VM))
+	case vsphere.PVRDMASharedNetwork:
+		diags.AddAttributeWarning(groupPath, "Two PVRDMA adapters on one network",
+			fmt.Sprintf("Virtual machine %s already has a PVRDMA adapter on port group %s. Several PVRDMA adapters of a VM should be "+
+				"on separate networks.", f.VM, f.PortGroup))
+	default:
+		addPowerFinding(diags, f)
 	}
 }
 

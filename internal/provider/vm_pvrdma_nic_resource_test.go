@@ -13,8 +13,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
-	"github.com/vmware/govmomi/object"
-	"github.com/vmware/govmomi/vim25/types"
 
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vsphere"
@@ -22,87 +20,10 @@ import (
 
 const nicAddr = "vspherehpc_vm_pvrdma_nic.nic"
 
-// nicConfig is two PVRDMA switches over all lab hosts (vmnic4 and vmnic5)
-// and one adapter on vmName, with extra arguments; port group "a" or "b".
+// nicConfig is the two switches of switchesConfig and one adapter on the VM
+// vmID, on port group "a" or "b", with extra arguments.
 func nicConfig(lab *vcsimlab.Lab, vmID, group, extra string) string {
-	return providerConfig(lab) + fmt.Sprintf(`
-data "vspherehpc_host" "esx" {
-  count         = %[1]d
-  datacenter_id = %[2]q
-  name          = %[3]s[count.index]
-}
-resource "vspherehpc_rdma_dvs" "a" {
-  datacenter_id = %[2]q
-  name          = "rdma-a"
-  port_group {
-    name = "pvrdma-a"
-  }
-  dynamic "host" {
-    for_each = data.vspherehpc_host.esx
-    content {
-      host_system_id = host.value.id
-      vmnic          = "vmnic4"
-    }
-  }
-}
-resource "vspherehpc_rdma_dvs" "b" {
-  datacenter_id = %[2]q
-  name          = "rdma-b"
-  port_group {
-    name = "pvrdma-b"
-  }
-  dynamic "host" {
-    for_each = data.vspherehpc_host.esx
-    content {
-      host_system_id = host.value.id
-      vmnic          = "vmnic5"
-    }
-  }
-}
-resource "vspherehpc_vm_pvrdma_nic" "nic" {
-  virtual_machine_id        = %[4]q
-  distributed_port_group_id = vspherehpc_rdma_dvs.%[5]s.port_group_id
-%[6]s
-}
-`, len(lab.HostNames()), lab.DatacenterID(), hclList(lab.HostNames()), vmID, group, extra)
-}
-
-func hclList(items []string) string {
-	return `["` + strings.Join(items, `", "`) + `"]`
-}
-
-func vmObject(lab *vcsimlab.Lab, name string) *object.VirtualMachine {
-	return object.NewVirtualMachine(lab.Client().Client, types.ManagedObjectReference{Type: "VirtualMachine", Value: lab.VMID(name)})
-}
-
-func powerOn(t *testing.T, lab *vcsimlab.Lab, name string) {
-	t.Helper()
-	ctx := context.Background()
-	task, err := vmObject(lab, name).PowerOn(ctx)
-	if err == nil {
-		err = task.Wait(ctx)
-	}
-	if err != nil {
-		t.Fatalf("powering %s on: %v", name, err)
-	}
-}
-
-// editPVRDMA changes the VM's PVRDMA adapters out of band.
-func editPVRDMA(t *testing.T, lab *vcsimlab.Lab, vmName string, change func(*types.VirtualVmxnet3Vrdma)) {
-	t.Helper()
-	ctx := context.Background()
-	vm := vmObject(lab, vmName)
-	devices, err := vm.Device(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range devices.SelectByType((*types.VirtualVmxnet3Vrdma)(nil)) {
-		nic := d.(*types.VirtualVmxnet3Vrdma)
-		change(nic)
-		if err := vm.EditDevice(ctx, nic); err != nil {
-			t.Fatalf("editing %s out of band: %v", vmName, err)
-		}
-	}
+	return switchesConfig(lab) + nicOn(vmID, "vspherehpc_rdma_dvs."+group+".port_group_id", extra)
 }
 
 func TestAccVMPVRDMANIC_basic(t *testing.T) {
@@ -111,7 +32,7 @@ func TestAccVMPVRDMANIC_basic(t *testing.T) {
 	vm := "hpc-node-0"
 	uuid := lab.VMUUID(vm)
 	var key string
-	resource.Test(t, resource.TestCase{
+	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
@@ -179,14 +100,12 @@ func TestAccVMPVRDMANIC_disappears(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
 	vm := "hpc-node-0"
-	resource.Test(t, resource.TestCase{
+	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{{
 			Config: nicConfig(lab, lab.VMUUID(vm), "a", ""),
 			Check: func(s *terraform.State) error {
-				attrs := s.RootModule().Resources["vspherehpc_rdma_dvs.a"].Primary.Attributes
-				pvrdmaAdapter(t, lab, vm, attrs["id"], attrs["port_group_key"], types.VirtualDeviceConfigSpecOperationRemove)
-				return nil
+				return lab.RemovePVRDMAAdapters(context.Background(), vm)
 			},
 			ConfigPlanChecks: resource.ConfigPlanChecks{PostApplyPostRefresh: []plancheck.PlanCheck{
 				plancheck.ExpectResourceAction(nicAddr, plancheck.ResourceActionCreate),
@@ -208,8 +127,9 @@ func TestAccVMPVRDMANIC_drift(t *testing.T) {
 		statecheck.ExpectKnownValue(nicAddr, tfjsonpath.New("reserve_all_memory"), knownvalue.Bool(true)),
 		statecheck.CompareValuePairs(nicAddr, tfjsonpath.New("distributed_port_group_id"), "vspherehpc_rdma_dvs.a", tfjsonpath.New("port_group_id"), compareSame),
 	}
+	ctx := context.Background()
 	var groupB, switchB string
-	resource.Test(t, resource.TestCase{
+	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
@@ -222,44 +142,23 @@ func TestAccVMPVRDMANIC_drift(t *testing.T) {
 			},
 			{
 				PreConfig: func() {
-					editPVRDMA(t, lab, vm, func(n *types.VirtualVmxnet3Vrdma) {
-						n.DeviceProtocol = "rocev1"
-						n.Connectable.StartConnected = false
-					})
+					startConnected := false
+					must(t, lab.EditPVRDMAAdapters(ctx, vm, vcsimlab.PVRDMAAdapterEdit{DeviceProtocol: "rocev1", StartConnected: &startConnected}))
 				},
 				Config: config, ConfigPlanChecks: update, ConfigStateChecks: converged,
 			},
 			{
 				PreConfig: func() {
-					editPVRDMA(t, lab, vm, func(n *types.VirtualVmxnet3Vrdma) {
-						n.Backing = &types.VirtualEthernetCardDistributedVirtualPortBackingInfo{
-							Port: types.DistributedVirtualSwitchPortConnection{SwitchUuid: switchB, PortgroupKey: groupB},
-						}
-					})
+					must(t, lab.EditPVRDMAAdapters(ctx, vm, vcsimlab.PVRDMAAdapterEdit{SwitchUUID: switchB, PortGroupKey: groupB}))
 				},
 				Config: config, ConfigPlanChecks: update, ConfigStateChecks: converged,
 			},
 			{
-				PreConfig: func() {
-					ctx := context.Background()
-					task, err := vmObject(lab, vm).Reconfigure(ctx, types.VirtualMachineConfigSpec{MemoryReservationLockedToMax: types.NewBool(false)})
-					if err == nil {
-						err = task.Wait(ctx)
-					}
-					if err != nil {
-						t.Fatal(err)
-					}
-				},
-				Config: config, ConfigPlanChecks: update, ConfigStateChecks: converged,
+				PreConfig: func() { must(t, lab.SetVMMemoryReservationLocked(ctx, vm, false)) },
+				Config:    config, ConfigPlanChecks: update, ConfigStateChecks: converged,
 			},
 		},
 	})
-}
-
-// switchesConfig is nicConfig without the adapter: the two switches.
-func switchesConfig(lab *vcsimlab.Lab) string {
-	config := nicConfig(lab, "", "a", "")
-	return config[:strings.Index(config, `resource "vspherehpc_vm_pvrdma_nic"`)]
 }
 
 // nicOn is an adapter resource for the switches of switchesConfig.
@@ -277,7 +176,7 @@ func TestAccVMPVRDMANIC_refusals(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
 	ctx := context.Background()
-	powerOn(t, lab, "hpc-node-1")
+	must(t, lab.PowerOnVM(ctx, "hpc-node-1"))
 	node0, err := labService(lab).VM(ctx, lab.VMUUID("hpc-node-0"))
 	if err != nil {
 		t.Fatal(err)
@@ -301,7 +200,7 @@ func TestAccVMPVRDMANIC_refusals(t *testing.T) {
 	}
 	switches := switchesConfig(lab)
 	groupA := "vspherehpc_rdma_dvs.a.port_group_id"
-	resource.Test(t, resource.TestCase{
+	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
@@ -316,16 +215,8 @@ func TestAccVMPVRDMANIC_refusals(t *testing.T) {
 			},
 			{
 				// At vmx-13, the VM offers RoCE v1 only.
-				PreConfig: func() {
-					task, err := vmObject(lab, "legacy-node").UpgradeVM(ctx, "vmx-13")
-					if err == nil {
-						err = task.Wait(ctx)
-					}
-					if err != nil {
-						t.Fatal(err)
-					}
-				},
-				Config: switches + nicOn(lab.VMUUID("legacy-node"), groupA, ""), PlanOnly: true,
+				PreConfig: func() { must(t, lab.UpgradeVMHardware(ctx, "legacy-node", 13)) },
+				Config:    switches + nicOn(lab.VMUUID("legacy-node"), groupA, ""), PlanOnly: true,
 				ExpectError: wrapped(`(hardware version 13) offers PVRDMA protocol rocev1, not rocev2.`),
 			},
 			{
@@ -340,7 +231,7 @@ func TestAccVMPVRDMANIC_refusals(t *testing.T) {
 	})
 	// A port group whose switch spans only one host of the cluster.
 	partial()
-	resource.Test(t, resource.TestCase{
+	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{{
 			Config:   providerConfig(lab) + nicOn(lab.VMUUID("hpc-node-0"), `"`+partialGroup+`"`, ""),
@@ -357,7 +248,7 @@ func TestAccVMPVRDMANIC_powerCycle(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
 	vm := "hpc-node-1"
-	powerOn(t, lab, vm)
+	must(t, lab.PowerOnVM(context.Background(), vm))
 	running := func(*terraform.State) error {
 		v, err := labService(lab).VM(context.Background(), lab.VMUUID(vm))
 		if err == nil && v.PowerState != "on" {
@@ -365,7 +256,7 @@ func TestAccVMPVRDMANIC_powerCycle(t *testing.T) {
 		}
 		return err
 	}
-	resource.Test(t, resource.TestCase{
+	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
@@ -398,12 +289,14 @@ func TestAccVMPVRDMANIC_failedReconfigure(t *testing.T) {
 	lab := startLab(t, vcsimlab.Options{})
 	vm := "hpc-node-0"
 	config := nicConfig(lab, lab.VMUUID(vm), "a", "")
-	resource.Test(t, resource.TestCase{
+	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{Config: switchesConfig(lab)},
 			{
-				PreConfig:   func() { lab.FailTaskOnce("ReconfigVM_Task", vm, &types.GenericVmConfigFault{Reason: "injected"}) },
+				PreConfig: func() {
+					must(t, lab.InjectTaskFault("ReconfigVM_Task", vm, vcsimlab.Fault{Type: "GenericVmConfigFault", Detail: "injected"}))
+				},
 				Config:      config,
 				ExpectError: wrapped(`Cannot add a PVRDMA adapter to virtual machine`),
 			},
@@ -450,7 +343,7 @@ resource "vspherehpc_vm_pvrdma_nic" "nic" {
 	for i := range 4 {
 		checks = append(checks, statecheck.ExpectKnownValue(fmt.Sprintf("%s[%d]", nicAddr, i), tfjsonpath.New("device_key"), knownvalue.NotNull()))
 	}
-	resource.Test(t, resource.TestCase{
+	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{{
 			Config:            config,
@@ -477,12 +370,12 @@ func TestAccVMPVRDMANIC_destroyOnARunningVM(t *testing.T) {
 	vm := "hpc-node-0"
 	config := nicConfig(lab, lab.VMUUID(vm), "a", "")
 	var reconfigures int
-	resource.Test(t, resource.TestCase{
+	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{Config: config},
 			{
-				PreConfig:   func() { powerOn(t, lab, vm) },
+				PreConfig:   func() { must(t, lab.PowerOnVM(context.Background(), vm)) },
 				Config:      switchesConfig(lab),
 				ExpectError: wrapped(`is powered on, and adding, removing or changing the protocol of a PVRDMA adapter needs it powered off`),
 			},

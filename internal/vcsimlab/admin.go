@@ -3,48 +3,27 @@ package vcsimlab
 import (
 	"context"
 	"fmt"
+	"reflect"
 
 	govmomifind "github.com/vmware/govmomi/find"
 	"github.com/vmware/govmomi/object"
-	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
 )
 
-// AttachGPU passes a host PCI device through to a VM with the lab's admin
-// client, as an administrator (or govc device.pci.add) would out of band:
-// the backing is filled from what QueryConfigTarget offers on the VM's host,
-// and vSphere's own checks apply. A device the host does not offer is still
-// sent, bare, so that vSphere's refusal is what the caller sees.
-func (l *Lab) AttachGPU(ctx context.Context, vmName, pciID string) error {
-	vm := object.NewVirtualMachine(l.client.Client, ref("VirtualMachine", l.VMID(vmName)))
-	browser, err := vm.EnvironmentBrowser(ctx)
-	if err != nil {
-		return err
-	}
-	host, err := vm.HostSystem(ctx)
-	if err != nil {
-		return err
-	}
-	target, err := browser.QueryConfigTarget(ctx, host)
-	if err != nil {
-		return err
-	}
-	backing := &types.VirtualPCIPassthroughDeviceBackingInfo{Id: pciID}
-	for _, p := range target.PciPassthrough {
-		info, ok := p.(*types.VirtualMachinePciPassthroughInfo)
-		if ok && info.PciDevice.Id == pciID {
-			backing.DeviceId = fmt.Sprintf("%x", uint16(info.PciDevice.DeviceId))
-			backing.VendorId = info.PciDevice.VendorId
-			backing.SystemId = info.SystemId
-			backing.DeviceName = info.PciDevice.DeviceName
-		}
-	}
-	return vm.AddDevice(ctx, &types.VirtualPCIPassthrough{VirtualDevice: types.VirtualDevice{Key: -1, Backing: backing}})
-}
+// Out-of-band administration: what an administrator does to vSphere behind
+// Terraform's back, in the vSphere Client or with govc. Tests change the lab
+// through these methods only, with plain values (names, ids, numbers), so
+// they need no govmomi of their own. Every change goes through the lab's
+// admin client (its calls are not counted, no fault is injected into them)
+// and meets vSphere's own checks, as the administrator's would.
 
-// SetHostOption sets a host's advanced option out of band.
+// SetHostOption sets a host's advanced option out of band, as Configure >
+// Advanced System Settings in the vSphere Client (govc host.option.set) does.
 func (l *Lab) SetHostOption(ctx context.Context, hostName, key string, value any) error {
-	host := object.NewHostSystem(l.client.Client, ref("HostSystem", l.HostID(hostName)))
+	host, err := l.adminHost(hostName)
+	if err != nil {
+		return err
+	}
 	options, err := host.ConfigManager().OptionManager(ctx)
 	if err != nil {
 		return err
@@ -52,9 +31,14 @@ func (l *Lab) SetHostOption(ctx context.Context, hostName, key string, value any
 	return options.Update(ctx, []types.BaseOptionValue{&types.OptionValue{Key: key, Value: value}})
 }
 
-// SetRuleset enables or disables a host's firewall ruleset out of band.
+// SetRuleset enables or disables a host's firewall ruleset out of band, as
+// Configure > Firewall in the vSphere Client (govc host.esxcli network
+// firewall ruleset set) does.
 func (l *Lab) SetRuleset(ctx context.Context, hostName, ruleset string, enabled bool) error {
-	host := object.NewHostSystem(l.client.Client, ref("HostSystem", l.HostID(hostName)))
+	host, err := l.adminHost(hostName)
+	if err != nil {
+		return err
+	}
 	firewall, err := host.ConfigManager().FirewallSystem(ctx)
 	if err != nil {
 		return err
@@ -65,41 +49,14 @@ func (l *Lab) SetRuleset(ctx context.Context, hostName, ruleset string, enabled 
 	return firewall.DisableRuleset(ctx, ruleset)
 }
 
-// SetSwitchMTU changes a distributed switch's MTU out of band, as an
-// administrator would in the vSphere Client: a reconfigure at the switch's
-// current config version.
-func (l *Lab) SetSwitchMTU(ctx context.Context, switchName string, mtu int32) error {
-	finder := govmomifind.NewFinder(l.client.Client, false)
-	finder.SetDatacenter(object.NewDatacenter(l.client.Client, ref("Datacenter", l.DatacenterID())))
-	n, err := finder.Network(ctx, switchName)
-	if err != nil {
-		return err
-	}
-	dvs, ok := n.(*object.DistributedVirtualSwitch)
-	if !ok {
-		return fmt.Errorf("%s is not a distributed switch", switchName)
-	}
-	var s mo.DistributedVirtualSwitch
-	if err := dvs.Properties(ctx, dvs.Reference(), []string{"config.configVersion"}, &s); err != nil {
-		return err
-	}
-	task, err := dvs.Reconfigure(ctx, &types.VMwareDVSConfigSpec{
-		DVSConfigSpec: types.DVSConfigSpec{ConfigVersion: s.Config.GetDVSConfigInfo().ConfigVersion},
-		MaxMtu:        mtu,
-	})
-	if err != nil {
-		return err
-	}
-	return task.Wait(ctx)
-}
-
-// RemoveHost removes a host that runs no VMs from vCenter, out of band.
+// RemoveHost removes a host that runs no VMs from vCenter, out of band, as
+// Remove from Inventory in the vSphere Client (govc object.destroy) does.
 func (l *Lab) RemoveHost(ctx context.Context, hostName string) error {
-	task, err := object.NewHostSystem(l.client.Client, ref("HostSystem", l.HostID(hostName))).Destroy(ctx)
+	host, err := l.adminHost(hostName)
 	if err != nil {
 		return err
 	}
-	return task.Wait(ctx)
+	return adminWait(ctx)(host.Destroy(ctx))
 }
 
 // HostWithoutVMs names a host no lab VM is registered on, or "".
@@ -114,4 +71,109 @@ func (l *Lab) HostWithoutVMs() string {
 		}
 	}
 	return ""
+}
+
+// CreateDatacenter creates a folder at the root of the inventory and a
+// datacenter in it, as New Folder and New Datacenter in the vSphere Client
+// (govc folder.create, govc datacenter.create -folder) do. vCenter allows a
+// datacenter name that is already used in another folder.
+func (l *Lab) CreateDatacenter(ctx context.Context, folderName, datacenterName string) error {
+	folder, err := object.NewRootFolder(l.client.Client).CreateFolder(ctx, folderName)
+	if err != nil {
+		return err
+	}
+	_, err = folder.CreateDatacenter(ctx, datacenterName)
+	return err
+}
+
+// Fault is a vSphere fault for the lab to inject, in plain values: its type
+// name in the vSphere API reference ("DvsFault", "InvalidName") and, for the
+// types below that carry one, its descriptive field.
+type Fault struct {
+	Type string
+	// Detail is GenericVmConfigFault.reason, InvalidArgument.invalidProperty
+	// or InvalidName.name; other types take none.
+	Detail string
+}
+
+// methodFault builds the fault.
+func (f Fault) methodFault() (types.BaseMethodFault, error) {
+	switch f.Type {
+	case "GenericVmConfigFault":
+		return &types.GenericVmConfigFault{Reason: f.Detail}, nil
+	case "InvalidArgument":
+		return &types.InvalidArgument{InvalidProperty: f.Detail}, nil
+	case "InvalidName":
+		return &types.InvalidName{Name: f.Detail}, nil
+	}
+	if f.Detail != "" {
+		return nil, fmt.Errorf("vcsimlab: a %s fault takes no detail", f.Type)
+	}
+	t, ok := types.TypeFunc()(f.Type)
+	if !ok {
+		return nil, fmt.Errorf("vcsimlab: no vSphere type %q", f.Type)
+	}
+	mf, ok := reflect.New(t).Interface().(types.BaseMethodFault)
+	if !ok {
+		return nil, fmt.Errorf("vcsimlab: %s is not a vSphere fault", f.Type)
+	}
+	return mf, nil
+}
+
+// InjectTaskFault makes the next task of method ("ReconfigVM_Task") on the
+// object named objectName fail with fault without doing anything: what an
+// administrator sees when vCenter fails a task for a reason of its own (a
+// host busy or lost, a resource short). It is FailTaskOnce with a Fault.
+func (l *Lab) InjectTaskFault(method, objectName string, fault Fault) error {
+	f, err := fault.methodFault()
+	if err != nil {
+		return err
+	}
+	l.FailTaskOnce(method, objectName, f)
+	return nil
+}
+
+// InjectCallFault makes the next count calls of method on the object named
+// objectName ("" for any) fail with fault as a SOAP fault: what a host that
+// refuses a request (an ESXi too old to know an option) answers. It is
+// FailCall with a Fault.
+func (l *Lab) InjectCallFault(method, objectName string, fault Fault, count int) error {
+	f, err := fault.methodFault()
+	if err != nil {
+		return err
+	}
+	l.FailCall(method, objectName, f, count)
+	return nil
+}
+
+// adminHost is the named lab host, for the admin client.
+func (l *Lab) adminHost(hostName string) (*object.HostSystem, error) {
+	id := l.HostID(hostName)
+	if id == "" {
+		return nil, fmt.Errorf("vcsimlab: no host %q", hostName)
+	}
+	return object.NewHostSystem(l.client.Client, ref("HostSystem", id)), nil
+}
+
+// adminDatacenter is the lab's datacenter.
+func (l *Lab) adminDatacenter() *object.Datacenter {
+	return object.NewDatacenter(l.client.Client, ref("Datacenter", l.DatacenterID()))
+}
+
+// adminFinder looks up inventory paths relative to the lab's datacenter.
+func (l *Lab) adminFinder() *govmomifind.Finder {
+	finder := govmomifind.NewFinder(l.client.Client, false)
+	finder.SetDatacenter(l.adminDatacenter())
+	return finder
+}
+
+// adminWait waits for the task a task method started, or returns the
+// method's error: adminWait(ctx)(vm.PowerOn(ctx)).
+func adminWait(ctx context.Context) func(*object.Task, error) error {
+	return func(task *object.Task, err error) error {
+		if err != nil {
+			return err
+		}
+		return task.Wait(ctx)
+	}
 }

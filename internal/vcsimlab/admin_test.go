@@ -2,37 +2,14 @@ package vcsimlab
 
 import (
 	"context"
+	"reflect"
 	"testing"
 
+	"github.com/vmware/govmomi/fault"
+	"github.com/vmware/govmomi/object"
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
 )
-
-func TestAttachGPU(t *testing.T) {
-	t.Parallel()
-	l := startLab(t)
-	ctx := context.Background()
-	vmName := l.VMNames()[0]
-	if err := l.AttachGPU(ctx, vmName, "0000:3b:00.0"); err != nil {
-		t.Fatal(err)
-	}
-	var vm mo.VirtualMachine
-	retrieve(t, l.Client(), vmRef(l, vmName), []string{"config.hardware.device"}, &vm)
-	attached := false
-	for _, d := range vm.Config.Hardware.Device {
-		if pt, ok := d.(*types.VirtualPCIPassthrough); ok {
-			b, _ := pt.Backing.(*types.VirtualPCIPassthroughDeviceBackingInfo)
-			attached = attached || (b != nil && b.Id == "0000:3b:00.0")
-		}
-	}
-	if !attached {
-		t.Fatal("the GPU is not attached")
-	}
-	// The A100 is not passthrough-enabled: vSphere refuses it.
-	if err := l.AttachGPU(ctx, vmName, "0000:af:00.0"); err == nil {
-		t.Fatal("attaching a GPU that is not passthrough-active succeeded")
-	}
-}
 
 func TestAdminHostChanges(t *testing.T) {
 	t.Parallel()
@@ -82,19 +59,125 @@ func TestAdminHostChanges(t *testing.T) {
 	}
 }
 
-func TestSetSwitchMTU(t *testing.T) {
+// adminLookup is the reference of the inventory object at path, relative to
+// the lab's datacenter ("network/rdma", "vm/team-b/hpc-node-0"), or fails.
+func adminLookup(t *testing.T, l *Lab, path string) types.ManagedObjectReference {
+	t.Helper()
+	found, err := object.NewSearchIndex(l.Client().Client).FindByInventoryPath(context.Background(), "/"+l.DatacenterName()+"/"+path)
+	if err != nil || found == nil {
+		t.Fatalf("%s: %v (found %v)", path, err, found)
+	}
+	return found.Reference()
+}
+
+// adminSwitchConfig reads a switch's configuration.
+func adminSwitchConfig(t *testing.T, l *Lab, name string) *types.VMwareDVSConfigInfo {
+	t.Helper()
+	var s mo.DistributedVirtualSwitch
+	retrieve(t, l.Client(), adminLookup(t, l, "network/"+name), []string{"config"}, &s)
+	return s.Config.(*types.VMwareDVSConfigInfo)
+}
+
+// adminPortGroupConfig reads a port group's configuration.
+func adminPortGroupConfig(t *testing.T, l *Lab, name string) types.DVPortgroupConfigInfo {
+	t.Helper()
+	var pg mo.DistributedVirtualPortgroup
+	retrieve(t, l.Client(), adminLookup(t, l, "network/"+name), []string{"config"}, &pg)
+	return pg.Config
+}
+
+// adminUplinks maps each host member of a switch to its uplink NICs.
+func adminUplinks(l *Lab, cfg *types.VMwareDVSConfigInfo) map[string][]string {
+	out := map[string][]string{}
+	for _, m := range cfg.Host {
+		var nics []string
+		if b, ok := m.Config.Backing.(*types.DistributedVirtualSwitchHostMemberPnicBacking); ok {
+			for _, p := range b.PnicSpec {
+				nics = append(nics, p.PnicDevice)
+			}
+		}
+		for _, h := range l.HostNames() {
+			if l.HostID(h) == m.Config.Host.Value {
+				out[h] = nics
+			}
+		}
+	}
+	return out
+}
+
+func TestAdminCreateDatacenter(t *testing.T) {
 	t.Parallel()
-	l := newLab(t)
-	s := l.createDVS("rdma")
-	before := l.configVersion(s)
-	if err := l.SetSwitchMTU(context.Background(), "rdma", 1500); err != nil {
+	l := startLab(t)
+	ctx := context.Background()
+	if err := l.CreateDatacenter(ctx, "site-b", l.DatacenterName()); err != nil {
 		t.Fatal(err)
 	}
-	got := l.dvs(s).Config.(*types.VMwareDVSConfigInfo)
-	if got.MaxMtu != 1500 || got.ConfigVersion == before {
-		t.Fatalf("after SetSwitchMTU: MTU %d, config version %s (was %s); want 1500 and a new version", got.MaxMtu, got.ConfigVersion, before)
+	found, err := object.NewSearchIndex(l.Client().Client).FindByInventoryPath(ctx, "/site-b/"+l.DatacenterName())
+	if err != nil || found == nil || found.Reference().Value == l.DatacenterID() {
+		t.Fatalf("the second datacenter: %v, %v", found, err)
 	}
-	if err := l.SetSwitchMTU(context.Background(), "no-such-switch", 1500); err == nil {
-		t.Fatal("an unknown switch: no error")
+	if err := l.CreateDatacenter(ctx, "site-b", "x"); err == nil {
+		t.Fatal("a second folder of the same name: no error")
+	}
+}
+
+func TestAdminInjectFaults(t *testing.T) {
+	t.Parallel()
+	l := startLab(t)
+	ctx := context.Background()
+	// Faults reach other clients (such as the provider's), not the admin client.
+	c := newClient(t, l)
+	vm := l.VMNames()[0]
+
+	if err := l.InjectTaskFault("PowerOnVM_Task", vm, Fault{Type: "InsufficientResourcesFault"}); err != nil {
+		t.Fatal(err)
+	}
+	task, err := object.NewVirtualMachine(c.Client, vmRef(l, vm)).PowerOn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := task.Wait(ctx); !fault.Is(err, &types.InsufficientResourcesFault{}) {
+		t.Fatalf("power on after InjectTaskFault: %v, want InsufficientResourcesFault", err)
+	}
+
+	if err := l.InjectCallFault("UpdateOptions", "", Fault{Type: "InvalidName", Detail: "Net.PVRDMAVmknic"}, 1); err != nil {
+		t.Fatal(err)
+	}
+	options, err := object.NewHostSystem(c.Client, hostRef(l, 0)).ConfigManager().OptionManager(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	update := func() error {
+		return options.Update(ctx, []types.BaseOptionValue{&types.OptionValue{Key: "Net.PVRDMAVmknic", Value: "vmk1"}})
+	}
+	var invalid *types.InvalidName
+	if _, ok := fault.As(update(), &invalid); !ok || invalid.Name != "Net.PVRDMAVmknic" {
+		t.Fatalf("option update after InjectCallFault: %+v, want InvalidName Net.PVRDMAVmknic", invalid)
+	}
+	if err := update(); err != nil {
+		t.Fatalf("the second update, past the fault's count: %v", err)
+	}
+
+	// Each detail lands in its type's field.
+	for _, tc := range []struct {
+		fault Fault
+		want  types.BaseMethodFault
+	}{
+		{Fault{Type: "DvsFault"}, &types.DvsFault{}},
+		{Fault{Type: "GenericVmConfigFault", Detail: "injected"}, &types.GenericVmConfigFault{Reason: "injected"}},
+		{Fault{Type: "InvalidArgument", Detail: "spec.allowedHosts"}, &types.InvalidArgument{InvalidProperty: "spec.allowedHosts"}},
+	} {
+		got, err := tc.fault.methodFault()
+		if err != nil || !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%+v: %#v, %v; want %#v", tc.fault, got, err, tc.want)
+		}
+	}
+	for _, bad := range []Fault{{Type: "NoSuchFault"}, {Type: "DvsFault", Detail: "x"}, {Type: "VirtualMachineConfigSpec"}} {
+		if err := l.InjectCallFault("UpdateOptions", "", bad, 1); err == nil {
+			t.Errorf("%+v: no error", bad)
+		}
+		if err := l.InjectTaskFault("ReconfigVM_Task", vm, bad); err == nil {
+			t.Errorf("%+v: no error", bad)
+		}
 	}
 }

@@ -3,28 +3,13 @@ package vcsimlab
 import (
 	"context"
 	"slices"
-	"strings"
 	"testing"
 
-	"github.com/vmware/govmomi"
-	"github.com/vmware/govmomi/fault"
 	"github.com/vmware/govmomi/object"
 	"github.com/vmware/govmomi/vim25/methods"
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
 )
-
-// lab is a started lab and a client of its own, as the provider has.
-type lab struct {
-	*Lab
-	t *testing.T
-	c *govmomi.Client
-}
-
-func newLab(t *testing.T) *lab {
-	l := startLab(t)
-	return &lab{Lab: l, t: t, c: newClient(t, l)}
-}
 
 func (l *lab) networkFolder() *object.Folder {
 	l.t.Helper()
@@ -33,27 +18,6 @@ func (l *lab) networkFolder() *object.Folder {
 		l.t.Fatal(err)
 	}
 	return fs.NetworkFolder
-}
-
-// members is a host membership spec with one uplink per host.
-func (l *lab) members(op types.ConfigSpecOperation, pnic string, hosts ...int) []types.DistributedVirtualSwitchHostMemberConfigSpec {
-	var out []types.DistributedVirtualSwitchHostMemberConfigSpec
-	for _, i := range hosts {
-		m := types.DistributedVirtualSwitchHostMemberConfigSpec{Operation: string(op), Host: hostRef(l.Lab, i)}
-		if pnic != "" {
-			m.Backing = &types.DistributedVirtualSwitchHostMemberPnicBacking{PnicSpec: []types.DistributedVirtualSwitchHostMemberPnicSpec{{PnicDevice: pnic}}}
-		}
-		out = append(out, m)
-	}
-	return out
-}
-
-func (l *lab) allHosts() []int {
-	var out []int
-	for i := range l.HostNames() {
-		out = append(out, i)
-	}
-	return out
 }
 
 // createDVS creates a switch version 8.0.0 with 4 uplinks and MTU 9000.
@@ -114,39 +78,6 @@ func (l *lab) switchWithHosts(name string) (*object.DistributedVirtualSwitch, ty
 		l.t.Fatal(err)
 	}
 	return s, l.createPortgroup(s, name+"-pg")
-}
-
-func (l *lab) createPortgroup(s *object.DistributedVirtualSwitch, name string) types.ManagedObjectReference {
-	l.t.Helper()
-	ctx := context.Background()
-	res, err := methods.CreateDVPortgroup_Task(ctx, l.c.Client, &types.CreateDVPortgroup_Task{This: s.Reference(), Spec: types.DVPortgroupConfigSpec{
-		Name: name, Type: string(types.DistributedVirtualPortgroupPortgroupTypeEarlyBinding), NumPorts: 8,
-	}})
-	if err != nil {
-		l.t.Fatal(err)
-	}
-	info, err := object.NewTask(l.c.Client, res.Returnval).WaitForResult(ctx, nil)
-	if err != nil {
-		l.t.Fatal(err)
-	}
-	ref, ok := info.Result.(types.ManagedObjectReference)
-	if !ok || ref.Type != "DistributedVirtualPortgroup" {
-		l.t.Fatalf("CreateDVPortgroup_Task result %#v, want a port group reference", info.Result)
-	}
-	return ref
-}
-
-func (l *lab) proxySwitches(i int) []types.HostProxySwitch {
-	var h mo.HostSystem
-	retrieve(l.t, l.Client(), hostRef(l.Lab, i), []string{"config.network"}, &h)
-	return h.Config.Network.ProxySwitch
-}
-
-func wantFault(t *testing.T, what string, err error, f types.BaseMethodFault) {
-	t.Helper()
-	if !fault.Is(err, f) {
-		t.Errorf("%s: err = %v, want %s", what, err, faultName(f))
-	}
 }
 
 func TestCreateDVSFillsConfig(t *testing.T) {
@@ -259,72 +190,6 @@ func TestReconfigureDVSChecksConfigVersion(t *testing.T) {
 	}
 	for _, mtu := range []int32{1279, 9001} {
 		wantFault(t, "MTU out of range", l.reconfigure(s, &types.VMwareDVSConfigSpec{MaxMtu: mtu}), &types.InvalidArgument{})
-	}
-}
-
-func TestDVSHostMembership(t *testing.T) {
-	t.Parallel()
-	l := newLab(t)
-	s := l.createDVS("pvrdma-dvs")
-	uuid := l.dvs(s).Config.GetDVSConfigInfo().Uuid
-	add := func(pnic string, hosts ...int) error {
-		return l.reconfigure(s, &types.VMwareDVSConfigSpec{DVSConfigSpec: types.DVSConfigSpec{Host: l.members(types.ConfigSpecOperationAdd, pnic, hosts...)}})
-	}
-	wantFault(t, "unknown pnic", add("vmnic99", 0), &types.InvalidArgument{})
-	wantFault(t, "pnic of vSwitch0", add("vmnic0", 0), &types.ResourceInUse{})
-	if err := add("vmnic4", 0, 1); err != nil {
-		t.Fatal(err)
-	}
-	wantFault(t, "add a member again", add("vmnic4", 0), &types.AlreadyExists{})
-
-	cfg := l.dvs(s).Config.GetDVSConfigInfo()
-	if len(cfg.Host) != 2 {
-		t.Fatalf("config.host has %d members, want 2", len(cfg.Host))
-	}
-	b := cfg.Host[0].Config.Backing.(*types.DistributedVirtualSwitchHostMemberPnicBacking)
-	if b.PnicSpec[0].PnicDevice != "vmnic4" {
-		t.Errorf("member backing %+v, want vmnic4", b.PnicSpec)
-	}
-	ps := l.proxySwitches(0)
-	if len(ps) != 1 || ps[0].DvsUuid != uuid || !slices.Equal(ps[0].Pnic, []string{"key-vim.host.PhysicalNic-vmnic4"}) || ps[0].Mtu != 9000 {
-		t.Fatalf("host 0 proxy switches %+v, want the switch on vmnic4 with MTU 9000", ps)
-	}
-
-	// Another switch cannot take the same uplink.
-	other := l.createDVS("other")
-	err := l.reconfigure(other, &types.VMwareDVSConfigSpec{DVSConfigSpec: types.DVSConfigSpec{Host: l.members(types.ConfigSpecOperationAdd, "vmnic4", 0)}})
-	wantFault(t, "pnic of another switch", err, &types.ResourceInUse{})
-
-	// Edit moves the uplink; the MTU follows the switch.
-	edit := l.members(types.ConfigSpecOperationEdit, "vmnic5", 0)
-	if err := l.reconfigure(s, &types.VMwareDVSConfigSpec{DVSConfigSpec: types.DVSConfigSpec{Host: edit}, MaxMtu: 4000}); err != nil {
-		t.Fatal(err)
-	}
-	if ps := l.proxySwitches(0); !slices.Equal(ps[0].Pnic, []string{"key-vim.host.PhysicalNic-vmnic5"}) || ps[0].Mtu != 4000 {
-		t.Errorf("after edit: %+v, want vmnic5 and MTU 4000", ps[0])
-	}
-	wantFault(t, "edit a non-member", l.reconfigure(s, &types.VMwareDVSConfigSpec{DVSConfigSpec: types.DVSConfigSpec{Host: l.members(types.ConfigSpecOperationEdit, "vmnic4", 2)}}), &types.NotFound{})
-	wantFault(t, "remove a non-member", l.reconfigure(s, &types.VMwareDVSConfigSpec{DVSConfigSpec: types.DVSConfigSpec{Host: l.members(types.ConfigSpecOperationRemove, "", 2)}}), &types.NotFound{})
-
-	if err := l.reconfigure(s, &types.VMwareDVSConfigSpec{DVSConfigSpec: types.DVSConfigSpec{Host: l.members(types.ConfigSpecOperationRemove, "", 1)}}); err != nil {
-		t.Fatal(err)
-	}
-	got := l.dvs(s)
-	if len(got.Config.GetDVSConfigInfo().Host) != 1 || len(got.Summary.HostMember) != 1 || len(l.proxySwitches(1)) != 0 {
-		t.Errorf("after remove: %d members, %d in summary, host 1 proxy switches %v", len(got.Config.GetDVSConfigInfo().Host), len(got.Summary.HostMember), l.proxySwitches(1))
-	}
-}
-
-func TestDVSRemoveHostWithVMsInUse(t *testing.T) {
-	t.Parallel()
-	l := newLab(t)
-	s, pg := l.switchWithHosts("pvrdma-dvs")
-	l.addVrdma("hpc-node-0", s, pg, "rocev2")
-	err := l.reconfigure(s, &types.VMwareDVSConfigSpec{DVSConfigSpec: types.DVSConfigSpec{Host: l.members(types.ConfigSpecOperationRemove, "", l.hostOf("hpc-node-0"))}})
-	wantFault(t, "remove a host whose VM uses the switch", err, &types.ResourceInUse{})
-	// vCenter names the switch, not the VMs: finding them is the client's job.
-	if err != nil && !strings.Contains(err.Error(), "The resource 'pvrdma-dvs' is in use.") {
-		t.Errorf("message %q, want vCenter's", err)
 	}
 }
 

@@ -13,9 +13,10 @@ import (
 // QueryConfigTarget adds what vcsim leaves out: the host's
 // passthrough-active PCI devices, for static and dynamic DirectPath.
 func (x *extension) QueryConfigTarget(ctx *simulator.Context, req *types.QueryConfigTarget) soap.HasFault {
-	b, ok := ctx.Map.Get(req.This).(*simulator.EnvironmentBrowser)
+	var fault *soap.Fault
+	b, ok := target[*simulator.EnvironmentBrowser](ctx, req.This, &fault)
 	if !ok {
-		return &methods.QueryConfigTargetBody{Fault_: simulator.Fault("", &types.ManagedObjectNotFound{Obj: req.This})}
+		return &methods.QueryConfigTargetBody{Fault_: fault}
 	}
 	var res soap.HasFault
 	ctx.WithLock(b, func() { res = b.QueryConfigTarget(ctx, req) })
@@ -81,9 +82,10 @@ func computeHosts(ctx *simulator.Context, env types.ManagedObjectReference) []ty
 // QueryConfigOption reports the options of the requested hardware version,
 // including the PVRDMA adapter's device protocols.
 func (x *extension) QueryConfigOption(ctx *simulator.Context, req *types.QueryConfigOption) soap.HasFault {
-	b, ok := ctx.Map.Get(req.This).(*simulator.EnvironmentBrowser)
+	var fault *soap.Fault
+	b, ok := target[*simulator.EnvironmentBrowser](ctx, req.This, &fault)
 	if !ok {
-		return &methods.QueryConfigOptionBody{Fault_: simulator.Fault("", &types.ManagedObjectNotFound{Obj: req.This})}
+		return &methods.QueryConfigOptionBody{Fault_: fault}
 	}
 	var body *methods.QueryConfigOptionBody
 	ctx.WithLock(b, func() {
@@ -98,9 +100,10 @@ func (x *extension) QueryConfigOption(ctx *simulator.Context, req *types.QueryCo
 
 // QueryConfigOptionEx is QueryConfigOption with a spec.
 func (x *extension) QueryConfigOptionEx(ctx *simulator.Context, req *types.QueryConfigOptionEx) soap.HasFault {
-	b, ok := ctx.Map.Get(req.This).(*simulator.EnvironmentBrowser)
+	var fault *soap.Fault
+	b, ok := target[*simulator.EnvironmentBrowser](ctx, req.This, &fault)
 	if !ok {
-		return &methods.QueryConfigOptionExBody{Fault_: simulator.Fault("", &types.ManagedObjectNotFound{Obj: req.This})}
+		return &methods.QueryConfigOptionExBody{Fault_: fault}
 	}
 	key := ""
 	if req.Spec != nil {

@@ -1,22 +1,22 @@
 package vcsimlab
 
 import (
-	"context"
-	"fmt"
-	"strings"
 	"time"
 
-	"github.com/vmware/govmomi/property"
 	"github.com/vmware/govmomi/simulator"
-	"github.com/vmware/govmomi/vim25/methods"
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
 )
 
+// How calls and changes reach the lab's handlers: handle takes every SOAP
+// call (through faults.go's interception and the pre-hooks) and routes the
+// methods the lab implements to the extension; UpdateObject and
+// RemoveObject route the registry's change notifications.
+
 // preHooks run before vcsim's own method: they may refuse the call with a
 // SOAP fault, or adjust the request.
-var preHooks = map[string]func(*Lab, *simulator.Context, *simulator.Method) types.BaseMethodFault{
-	"UpdateOptions":                checkOptions,
+var preHooks = map[string]func(*extension, *simulator.Context, *simulator.Method) types.BaseMethodFault{
+	"UpdateOptions":                (*extension).checkOptions,
 	"AddDVPortgroup_Task":          setPortgroupVersion,
 	"RetrieveProperties":           requireSession,
 	"RetrievePropertiesEx":         requireSession,
@@ -27,7 +27,7 @@ var preHooks = map[string]func(*Lab, *simulator.Context, *simulator.Method) type
 // NotAuthenticated fault vCenter sends; vcsim instead answers them with
 // NotAuthenticated per object inside the result. Reads of the
 // ServiceInstance, which vCenter allows anonymously, are left to vcsim.
-func requireSession(_ *Lab, ctx *simulator.Context, m *simulator.Method) types.BaseMethodFault {
+func requireSession(_ *extension, ctx *simulator.Context, m *simulator.Method) types.BaseMethodFault {
 	if ctx.Session != nil {
 		return nil
 	}
@@ -50,17 +50,6 @@ func requireSession(_ *Lab, ctx *simulator.Context, m *simulator.Method) types.B
 	return nil
 }
 
-type callFault struct {
-	method, object string
-	fault          types.BaseMethodFault
-	remaining      int
-}
-
-type taskFault struct {
-	method, object string
-	fault          types.BaseMethodFault
-}
-
 // handle runs before vcsim dispatches any SOAP call (Registry.Handler). It
 // counts the call, applies injected delays and faults, runs the pre-hook of
 // the method, and routes the methods the lab implements to the extension.
@@ -79,7 +68,7 @@ func (l *Lab) handle(ctx *simulator.Context, m *simulator.Method) (mo.Reference,
 		return l.ext, nil
 	}
 	if hook := preHooks[m.Name]; hook != nil {
-		if f := hook(l, ctx, m); f != nil {
+		if f := hook(l.ext, ctx, m); f != nil {
 			return nil, f
 		}
 	}
@@ -91,190 +80,92 @@ func (l *Lab) handle(ctx *simulator.Context, m *simulator.Method) (mo.Reference,
 	return nil, nil
 }
 
-// intercept counts the call and takes the delay and faults that apply to it.
-// Calls of the lab's own client are exempt.
-func (l *Lab) intercept(ctx *simulator.Context, m *simulator.Method) (time.Duration, types.BaseMethodFault, types.BaseMethodFault) {
-	l.mu.Lock()
-	if ctx.Session != nil && ctx.Session.Key == l.adminKey {
-		l.mu.Unlock()
-		return 0, nil, nil
+// implements reports whether the extension handles the call m.
+func (x *extension) implements(ctx *simulator.Context, m *simulator.Method) bool {
+	obj := ctx.Map.Get(m.This)
+	switch m.Name {
+	case "CreateDVS_Task":
+		_, ok := obj.(*simulator.Folder)
+		return ok
+	case "QueryDvsByUuid", "QueryAvailableDvsSpec":
+		_, ok := obj.(*simulator.DistributedVirtualSwitchManager)
+		return ok
+	case "ReconfigureDvs_Task", "EnableNetworkResourceManagement", "PerformDvsProductSpecOperation_Task", "CreateDVPortgroup_Task":
+		_, ok := obj.(*simulator.DistributedVirtualSwitch)
+		return ok
+	case "ReconfigureDVPortgroup_Task":
+		_, ok := obj.(*simulator.DistributedVirtualPortgroup)
+		return ok
+	case "Destroy_Task":
+		switch obj.(type) {
+		case *simulator.DistributedVirtualSwitch, *simulator.DistributedVirtualPortgroup:
+			return true
+		}
+	case "RefreshFirewall", "UpdateRuleset", "EnableRuleset", "DisableRuleset":
+		_, ok := obj.(*simulator.HostFirewallSystem)
+		return ok
+	case "QueryConfigTarget", "QueryConfigOption", "QueryConfigOptionEx":
+		_, ok := obj.(*simulator.EnvironmentBrowser)
+		return ok
+	case "ReconfigVM_Task":
+		_, ok := obj.(*simulator.VirtualMachine)
+		return ok
+	case "FindByUuid", "FindAllByUuid":
+		_, ok := obj.(*simulator.SearchIndex)
+		return ok
+	case "ExecuteSoap":
+		_, ok := obj.(*simulator.ManagedMethodExecuter)
+		return ok && isDiagCall(m.Body)
 	}
-	l.calls[m.Name]++
-	delay := l.delays[m.Name]
-	faulty := len(l.callFaults) > 0 || len(l.taskFaults) > 0
-	l.mu.Unlock()
-	if !faulty {
-		return delay, nil, nil
-	}
+	return false
+}
 
-	// Outside l.mu: objectName takes the object's lock.
-	name := objectName(ctx, m.This)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for i, f := range l.callFaults {
-		if f.method == m.Name && (f.object == "" || f.object == name) {
-			f.remaining--
-			if f.remaining <= 0 {
-				l.callFaults = append(l.callFaults[:i], l.callFaults[i+1:]...)
+// PutObject is part of simulator.RegisterObject.
+func (x *extension) PutObject(*simulator.Context, mo.Reference) {}
+
+// UpdateObject keeps state that real vSphere derives from other objects in
+// step with changes. It runs with obj locked by ctx.
+func (x *extension) UpdateObject(ctx *simulator.Context, obj mo.Reference, changes []types.PropertyChange) {
+	if ctx == nil {
+		ctx = newContext(x.reg)
+	}
+	switch o := obj.(type) {
+	case *mo.VirtualMachine:
+		for _, c := range changes {
+			switch c.Name {
+			case "config.hardware.device":
+				x.syncGraphics(ctx, o)
+			case "network":
+				// vCenter lists the VM on the networks it uses (Network.vm).
+				// A VM out of the inventory (Destroy_Task removes its devices
+				// after unregistering it) uses none.
+				nets := o.Network
+				if ctx.Map.Get(o.Self) == nil {
+					nets = nil
+				}
+				syncNetworkVMs(ctx, o.Self, nets)
 			}
-			return delay, f.fault, nil
+		}
+	case *mo.DistributedVirtualSwitch:
+		for _, c := range changes {
+			if c.Name == "portgroup" {
+				x.completeDVS(ctx, o)
+				return
+			}
 		}
 	}
-	for i, f := range l.taskFaults {
-		if f.method == m.Name && f.object == name {
-			l.taskFaults = append(l.taskFaults[:i], l.taskFaults[i+1:]...)
-			return delay, nil, f.fault
+}
+
+// RemoveObject drops a removed VM from the hosts' graphicsInfo and the
+// networks' vm lists.
+func (x *extension) RemoveObject(ctx *simulator.Context, ref types.ManagedObjectReference) {
+	if ctx == nil {
+		ctx = newContext(x.reg)
+	}
+	if ref.Type == "VirtualMachine" {
+		for _, h := range ctx.Map.All("HostSystem") {
+			x.setGraphicsVM(ctx, h.Reference(), ref, nil)
 		}
+		syncNetworkVMs(ctx, ref, nil)
 	}
-	return delay, nil, nil
-}
-
-// objectName is the name of the entity ref points at, or its moref value for
-// objects that are not entities (such as a HostFirewallSystem).
-func objectName(ctx *simulator.Context, ref types.ManagedObjectReference) string {
-	e, ok := ctx.Map.Get(ref).(mo.Entity)
-	if !ok {
-		return ref.Value
-	}
-	var name string
-	ctx.WithLock(e, func() { name = e.Entity().Name })
-	return name
-}
-
-// FailTaskOnce makes the next call of the task method method on the object
-// named objectName succeed with a task that fails with fault, without doing
-// anything. objectName is an entity name, or a moref value for other objects.
-func (l *Lab) FailTaskOnce(method, objectName string, fault types.BaseMethodFault) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.taskFaults = append(l.taskFaults, &taskFault{method: method, object: objectName, fault: fault})
-}
-
-// FailCall makes the next count calls of method on the object named
-// objectName ("" for any object) fail with fault as a SOAP fault.
-func (l *Lab) FailCall(method, objectName string, fault types.BaseMethodFault, count int) {
-	if count <= 0 {
-		return
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.callFaults = append(l.callFaults, &callFault{method: method, object: objectName, fault: fault, remaining: count})
-}
-
-// Delay makes every call of method wait d before it runs; 0 removes the delay.
-func (l *Lab) Delay(method string, d time.Duration) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if d <= 0 {
-		delete(l.delays, method)
-		return
-	}
-	l.delays[method] = d
-}
-
-// Calls returns the SOAP calls seen since Start or ResetCalls, by method
-// name, from every session but the lab's own client.
-func (l *Lab) Calls() map[string]int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	out := make(map[string]int, len(l.calls))
-	for k, v := range l.calls {
-		out[k] = v
-	}
-	return out
-}
-
-// ResetCalls clears the call counts.
-func (l *Lab) ResetCalls() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.calls = map[string]int{}
-}
-
-// TerminateSessions ends every session except the lab's own, as a vCenter
-// restart or a session timeout does.
-func (l *Lab) TerminateSessions(ctx context.Context) error {
-	var sm mo.SessionManager
-	c := l.client.Client
-	pc := property.DefaultCollector(c)
-	if err := pc.RetrieveOne(ctx, *c.ServiceContent.SessionManager, []string{"sessionList"}, &sm); err != nil {
-		return err
-	}
-	var keys []string
-	for _, s := range sm.SessionList {
-		if s.Key != l.ownKey() {
-			keys = append(keys, s.Key)
-		}
-	}
-	if len(keys) == 0 {
-		return nil
-	}
-	_, err := methods.TerminateSession(ctx, c, &types.TerminateSession{
-		This:      *c.ServiceContent.SessionManager,
-		SessionId: keys,
-	})
-	return err
-}
-
-func (l *Lab) ownKey() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.adminKey
-}
-
-// failTaskRequest replaces the body of a call that FailTaskOnce targets.
-type failTaskRequest struct {
-	This   types.ManagedObjectReference
-	Method string
-	Fault  types.BaseMethodFault
-}
-
-// failedTask registers a task that has already failed with fault: what
-// vCenter returns when it refuses an operation after accepting the call.
-func failedTask(ctx *simulator.Context, obj types.ManagedObjectReference, method string, fault types.BaseMethodFault, msg string) types.ManagedObjectReference {
-	t := simulator.CreateTask(obj, strings.TrimSuffix(method, "_Task"), nil)
-	now := time.Now()
-	t.Info.State = types.TaskInfoStateError
-	t.Info.StartTime = &now
-	t.Info.CompleteTime = &now
-	t.Info.Error = &types.LocalizedMethodFault{Fault: fault, LocalizedMessage: msg}
-	ctx.Map.Put(t)
-	ctx.Map.AtomicUpdate(ctx, t, []types.PropertyChange{
-		{Name: "info.key", Val: t.Self.Value},
-		{Name: "info.task", Val: t.Self},
-	})
-	return t.Self
-}
-
-// faultName is the vSphere name of a fault, for messages.
-func faultName(f types.BaseMethodFault) string {
-	s := fmt.Sprintf("%T", f)
-	return s[strings.LastIndex(s, ".")+1:]
-}
-
-// vimError is a fault with the message vCenter reports with it.
-type vimError struct {
-	fault types.BaseMethodFault
-	msg   string
-}
-
-func refuse(f types.BaseMethodFault, format string, args ...any) *vimError {
-	return &vimError{fault: f, msg: fmt.Sprintf(format, args...)}
-}
-
-func invalidArgument(property string) *vimError {
-	return refuse(&types.InvalidArgument{InvalidProperty: property}, "A specified parameter was not correct: %s", property)
-}
-
-// finishTask returns the task of an operation the lab has carried out (or
-// refused) synchronously within the call: failed with err, or succeeded with
-// result. Clients see no difference from vCenter's asynchronous tasks.
-func finishTask(ctx *simulator.Context, obj mo.Reference, method string, result types.AnyType, err *vimError) types.ManagedObjectReference {
-	if err != nil {
-		return failedTask(ctx, obj.Reference(), method, err.fault, err.msg)
-	}
-	task := simulator.CreateTask(obj, strings.TrimSuffix(method, "_Task"), func(*simulator.Task) (types.AnyType, types.BaseMethodFault) {
-		return result, nil
-	})
-	return task.Run(ctx)
 }

@@ -89,24 +89,25 @@ func clonePassthru(in []types.BaseHostPciPassthruInfo) []types.BaseHostPciPassth
 
 // EnableRuleset is vcsim's, but per host and visible in host.config.firewall.
 func (x *extension) EnableRuleset(ctx *simulator.Context, req *types.EnableRuleset) soap.HasFault {
-	body := new(methods.EnableRulesetBody)
-	if f := x.changeRuleset(ctx, req.This, req.Id, func(rs *types.HostFirewallRuleset) { rs.Enabled = true }); f != nil {
-		body.Fault_ = f
-		return body
+	body := &methods.EnableRulesetBody{Fault_: x.changeRuleset(ctx, req.This, req.Id, enableRuleset(true))}
+	if body.Fault_ == nil {
+		body.Res = new(types.EnableRulesetResponse)
 	}
-	body.Res = new(types.EnableRulesetResponse)
 	return body
 }
 
 // DisableRuleset is vcsim's, but per host and visible in host.config.firewall.
 func (x *extension) DisableRuleset(ctx *simulator.Context, req *types.DisableRuleset) soap.HasFault {
-	body := new(methods.DisableRulesetBody)
-	if f := x.changeRuleset(ctx, req.This, req.Id, func(rs *types.HostFirewallRuleset) { rs.Enabled = false }); f != nil {
-		body.Fault_ = f
-		return body
+	body := &methods.DisableRulesetBody{Fault_: x.changeRuleset(ctx, req.This, req.Id, enableRuleset(false))}
+	if body.Fault_ == nil {
+		body.Res = new(types.DisableRulesetResponse)
 	}
-	body.Res = new(types.DisableRulesetResponse)
 	return body
+}
+
+// enableRuleset is the change of EnableRuleset or DisableRuleset.
+func enableRuleset(on bool) func(*types.HostFirewallRuleset) {
+	return func(rs *types.HostFirewallRuleset) { rs.Enabled = on }
 }
 
 // UpdateRuleset sets which addresses a ruleset allows.
@@ -157,8 +158,7 @@ func (x *extension) UpdateRuleset(ctx *simulator.Context, req *types.UpdateRules
 // has current.
 func (x *extension) RefreshFirewall(ctx *simulator.Context, req *types.RefreshFirewall) soap.HasFault {
 	body := new(methods.RefreshFirewallBody)
-	if _, ok := ctx.Map.Get(req.This).(*simulator.HostFirewallSystem); !ok {
-		body.Fault_ = simulator.Fault("", &types.ManagedObjectNotFound{Obj: req.This})
+	if _, ok := target[*simulator.HostFirewallSystem](ctx, req.This, &body.Fault_); !ok {
 		return body
 	}
 	body.Res = new(types.RefreshFirewallResponse)
@@ -168,11 +168,11 @@ func (x *extension) RefreshFirewall(ctx *simulator.Context, req *types.RefreshFi
 // changeRuleset applies change to ruleset id of a firewall system and of its
 // host's config.firewall, or returns NotFound.
 func (x *extension) changeRuleset(ctx *simulator.Context, fwRef types.ManagedObjectReference, id string, change func(*types.HostFirewallRuleset)) *soap.Fault {
-	fw, ok := ctx.Map.Get(fwRef).(*simulator.HostFirewallSystem)
-	if !ok {
-		return simulator.Fault("", &types.ManagedObjectNotFound{Obj: fwRef})
-	}
 	var fault *soap.Fault
+	fw, ok := target[*simulator.HostFirewallSystem](ctx, fwRef, &fault)
+	if !ok {
+		return fault
+	}
 	ctx.WithLock(fw, func() {
 		next, err := applyRuleset(fw.FirewallInfo, id, change)
 		if err != nil {
@@ -184,7 +184,7 @@ func (x *extension) changeRuleset(ctx *simulator.Context, fwRef types.ManagedObj
 	if fault != nil {
 		return fault
 	}
-	if host, ok := ctx.Map.Get(x.lab.fwHost[fwRef]).(*simulator.HostSystem); ok {
+	if host, ok := ctx.Map.Get(x.fwHost[fwRef]).(*simulator.HostSystem); ok {
 		ctx.WithLock(host, func() {
 			if host.Config == nil {
 				return
@@ -215,9 +215,9 @@ func applyRuleset(info *types.HostFirewallInfo, id string, change func(*types.Ho
 
 // checkOptions refuses unknown keys in a host's UpdateOptions, as ESXi does;
 // vcsim creates them.
-func checkOptions(l *Lab, ctx *simulator.Context, m *simulator.Method) types.BaseMethodFault {
+func (x *extension) checkOptions(ctx *simulator.Context, m *simulator.Method) types.BaseMethodFault {
 	req, ok := m.Body.(*types.UpdateOptions)
-	if !ok || !l.hostOptions[m.This] {
+	if !ok || !x.hostOptions[m.This] {
 		return nil
 	}
 	om, ok := ctx.Map.Get(m.This).(*simulator.OptionManager)

@@ -85,6 +85,21 @@
 // Tests inject faults and delays with FailTaskOnce, FailCall, Delay and
 // TerminateSessions, and count calls with Calls. The lab's own client
 // (Client) is exempt from all of them.
+//
+// # Files
+//
+// The files are layered, and a file uses only files of lower layers. At the
+// bottom, shared helpers and data: method.go (the methods' prologue, faults
+// and tasks), objects.go (helpers on inventory objects), hardware.go (the
+// hosts' hardware) and fabric.go (the network esxcli pings cross). Then
+// extension.go, the object the handlers hang on. Then the handlers, one file
+// per managed object: network.go, host.go, vm.go, portgroup.go,
+// dvs_members.go, ping.go, search.go, and above them environment.go (on
+// vm.go's hardware version rules) and dvs.go (on dvs_members.go and
+// portgroup.go). At the top the Lab's own methods, which use one another:
+// inventory.go builds the inventory, handler.go routes calls and changes to
+// the handlers, faults.go holds what tests inject and observe, admin.go the
+// out-of-band changes, and lab.go the Lab type, Start and Close.
 package vcsimlab
 
 import (
@@ -137,12 +152,7 @@ type Lab struct {
 	hosts                     []entry
 	vms                       []vmEntry
 
-	ext    *extension
-	fabric *fabric // the network between the hosts, for esxcli ping
-
-	// Set before the server starts, read-only after.
-	fwHost      map[types.ManagedObjectReference]types.ManagedObjectReference // firewall system -> host
-	hostOptions map[types.ManagedObjectReference]bool                         // hosts' advanced option managers
+	ext *extension // the lab's methods and the state they share
 
 	mu         sync.Mutex
 	calls      map[string]int
@@ -190,12 +200,10 @@ func Start(ctx context.Context, opts Options) (*Lab, error) {
 	}
 
 	l := &Lab{
-		Username:    opts.Username,
-		Password:    opts.Password,
-		calls:       map[string]int{},
-		delays:      map[string]time.Duration{},
-		fwHost:      map[types.ManagedObjectReference]types.ManagedObjectReference{},
-		hostOptions: map[types.ManagedObjectReference]bool{},
+		Username: opts.Username,
+		Password: opts.Password,
+		calls:    map[string]int{},
+		delays:   map[string]time.Duration{},
 	}
 
 	if err := l.startServer(opts); err != nil {
@@ -228,6 +236,7 @@ func (l *Lab) startServer(opts Options) error {
 		return err
 	}
 	l.model = m
+	l.ext = newExtension(m.Map())
 	if err := l.prepareHosts(); err != nil {
 		m.Remove()
 		return err
@@ -236,11 +245,9 @@ func (l *Lab) startServer(opts Options) error {
 		m.Remove()
 		return err
 	}
-	l.ext = newExtension(l)
-	l.fabric = newFabric()
 	m.Map().Put(l.ext)
 	m.Map().AddHandler(l.ext)
-	syncAllNetworkVMs(l.internalContext())
+	syncAllNetworkVMs(newContext(m.Map()))
 	m.Map().Handler = l.handle
 
 	m.Service.TLS = new(tls.Config)

@@ -6,8 +6,6 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/vmware/govmomi/cli/esx"
 	"github.com/vmware/govmomi/simulator"
@@ -16,7 +14,7 @@ import (
 )
 
 // esxcli "network diag ping" through the vSphere API, as ESXi answers it,
-// over a fabric model of the lab's hosts. vcsim has no network.diag
+// over the fabric model of the lab's hosts (fabric.go). vcsim has no network.diag
 // namespace; the lab answers both the command's metadata and the command.
 //
 // Parameters (all optional in the metadata; host is needed unless debug):
@@ -38,79 +36,10 @@ import (
 // answers only after the wait.
 
 const (
-	pingMethod     = "vim.EsxCLI.network.diag.ping"
-	cliInfoMethod  = "vim.CLIInfo.FetchCLIInfo"
-	diagNamespace  = "vim.EsxCLI.network.diag"
-	ipICMPHeaders  = 28
-	defaultPortMTU = 9000
+	pingMethod    = "vim.EsxCLI.network.diag.ping"
+	cliInfoMethod = "vim.CLIInfo.FetchCLIInfo"
+	diagNamespace = "vim.EsxCLI.network.diag"
 )
-
-// fabric is the physical network between the lab's hosts: each host's
-// switch port MTU, optional per-link MTUs, and hosts that drop everything.
-type fabric struct {
-	mu        sync.Mutex
-	portMTU   map[string]int    // host id -> MTU of its switch port
-	linkMTU   map[[2]string]int // unordered host id pair -> MTU of the path between them
-	dead      map[string]bool   // host id -> drops every packet
-	lostDelay time.Duration     // how long a lost probe takes to answer
-	pings     []Ping
-}
-
-// Ping records one esxcli ping the lab answered, for tests.
-type Ping struct {
-	SourceHost string // host id
-	Interface  string
-	Target     string
-	Size       int // ICMP payload
-	DF         bool
-	Received   bool
-}
-
-func newFabric() *fabric {
-	return &fabric{portMTU: map[string]int{}, linkMTU: map[[2]string]int{}, dead: map[string]bool{}}
-}
-
-func link(a, b string) [2]string {
-	if a > b {
-		a, b = b, a
-	}
-	return [2]string{a, b}
-}
-
-// SetPortMTU sets the MTU of a host's physical switch port (default 9000).
-func (l *Lab) SetPortMTU(hostName string, mtu int) {
-	l.fabric.mu.Lock()
-	defer l.fabric.mu.Unlock()
-	l.fabric.portMTU[l.HostID(hostName)] = mtu
-}
-
-// SetLinkMTU sets the MTU of the path between two hosts, e.g. one slow link.
-func (l *Lab) SetLinkMTU(hostA, hostB string, mtu int) {
-	l.fabric.mu.Lock()
-	defer l.fabric.mu.Unlock()
-	l.fabric.linkMTU[link(l.HostID(hostA), l.HostID(hostB))] = mtu
-}
-
-// DropAll makes a host drop every packet (a dead NIC or cable), or not.
-func (l *Lab) DropAll(hostName string, drop bool) {
-	l.fabric.mu.Lock()
-	defer l.fabric.mu.Unlock()
-	l.fabric.dead[l.HostID(hostName)] = drop
-}
-
-// SetLostProbeDelay sets how long a lost ping takes to answer (the wait).
-func (l *Lab) SetLostProbeDelay(d time.Duration) {
-	l.fabric.mu.Lock()
-	defer l.fabric.mu.Unlock()
-	l.fabric.lostDelay = d
-}
-
-// Pings returns the pings answered so far.
-func (l *Lab) Pings() []Ping {
-	l.fabric.mu.Lock()
-	defer l.fabric.mu.Unlock()
-	return append([]Ping(nil), l.fabric.pings...)
-}
 
 // soapCall is an ExecuteSoap request, read by reflection: its type lives in
 // a govmomi internal package.
@@ -245,30 +174,12 @@ func (x *extension) ping(ctx *simulator.Context, call soapCall) *soapResult {
 	if df && size+ipICMPHeaders > src.mtu {
 		return cliFault("sendto() failed (Message too long)")
 	}
-	f := x.lab.fabric
-	f.mu.Lock()
-	received := dst != nil && !f.dead[call.hostID] && !f.dead[dst.hostID]
-	if received && df {
-		limit := min(dst.mtu, f.port(call.hostID), f.port(dst.hostID))
-		if m, ok := f.linkMTU[link(call.hostID, dst.hostID)]; ok {
-			limit = min(limit, m)
-		}
-		received = size+ipICMPHeaders <= limit
+	dstHost, dstMTU := "", 0
+	if dst != nil {
+		dstHost, dstMTU = dst.hostID, dst.mtu
 	}
-	f.pings = append(f.pings, Ping{SourceHost: call.hostID, Interface: src.device, Target: target, Size: size, DF: df, Received: received})
-	delay := f.lostDelay
-	f.mu.Unlock()
-	if !received {
-		time.Sleep(delay)
-	}
+	received := x.fabric.deliver(Ping{SourceHost: call.hostID, Interface: src.device, Target: target, Size: size, DF: df}, dstHost, dstMTU)
 	return &soapResult{Response: pingOutput(target, count, size, received)}
-}
-
-func (f *fabric) port(hostID string) int {
-	if m, ok := f.portMTU[hostID]; ok {
-		return m
-	}
-	return defaultPortMTU
 }
 
 func atoiOr(s string, def int) int {

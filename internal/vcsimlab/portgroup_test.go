@@ -136,3 +136,23 @@ func TestDestroyDVPortgroup(t *testing.T) {
 		t.Error("the switch still lists the port group")
 	}
 }
+
+func (l *lab) createPortgroup(s *object.DistributedVirtualSwitch, name string) types.ManagedObjectReference {
+	l.t.Helper()
+	ctx := context.Background()
+	res, err := methods.CreateDVPortgroup_Task(ctx, l.c.Client, &types.CreateDVPortgroup_Task{This: s.Reference(), Spec: types.DVPortgroupConfigSpec{
+		Name: name, Type: string(types.DistributedVirtualPortgroupPortgroupTypeEarlyBinding), NumPorts: 8,
+	}})
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	info, err := object.NewTask(l.c.Client, res.Returnval).WaitForResult(ctx, nil)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	ref, ok := info.Result.(types.ManagedObjectReference)
+	if !ok || ref.Type != "DistributedVirtualPortgroup" {
+		l.t.Fatalf("CreateDVPortgroup_Task result %#v, want a port group reference", info.Result)
+	}
+	return ref
+}

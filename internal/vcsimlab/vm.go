@@ -42,9 +42,8 @@ func hwVersion(v string) int {
 // otherwise lets vcsim reconfigure the VM.
 func (x *extension) ReconfigVMTask(ctx *simulator.Context, req *types.ReconfigVM_Task) soap.HasFault {
 	body := new(methods.ReconfigVM_TaskBody)
-	vm, ok := ctx.Map.Get(req.This).(*simulator.VirtualMachine)
+	vm, ok := target[*simulator.VirtualMachine](ctx, req.This, &body.Fault_)
 	if !ok {
-		body.Fault_ = simulator.Fault("", &types.ManagedObjectNotFound{Obj: req.This})
 		return body
 	}
 	var res soap.HasFault
@@ -65,10 +64,12 @@ func checkReconfig(ctx *simulator.Context, vm *simulator.VirtualMachine, spec *t
 	if vm.Config == nil {
 		return nil
 	}
-	state := vm.Runtime.PowerState
-	poweredOff := state == types.VirtualMachinePowerStatePoweredOff
-	notOff := refuse(&types.InvalidPowerState{RequestedState: types.VirtualMachinePowerStatePoweredOff, ExistingState: state},
-		"The attempted operation cannot be performed in the current state (%s).", state)
+	// notOff refuses a change that needs the VM powered off; nil when it is.
+	var notOff *vimError
+	if state := vm.Runtime.PowerState; state != types.VirtualMachinePowerStatePoweredOff {
+		notOff = refuse(&types.InvalidPowerState{RequestedState: types.VirtualMachinePowerStatePoweredOff, ExistingState: state},
+			"The attempted operation cannot be performed in the current state (%s).", state)
+	}
 
 	if spec.Firmware != "" && spec.Firmware != vm.Config.Firmware {
 		switch types.GuestOsDescriptorFirmwareType(spec.Firmware) {
@@ -76,49 +77,57 @@ func checkReconfig(ctx *simulator.Context, vm *simulator.VirtualMachine, spec *t
 		default:
 			return invalidArgument("configSpec.firmware")
 		}
-		if !poweredOff {
+		if notOff != nil {
 			return notOff
 		}
 	}
 
-	hw := hwVersion(vm.Config.Version)
 	for i, change := range spec.DeviceChange {
 		if change == nil {
 			continue
 		}
-		ds := change.GetVirtualDeviceConfigSpec()
-		if ds == nil {
-			continue
+		if ds := change.GetVirtualDeviceConfigSpec(); ds != nil {
+			if err := checkDeviceChange(ctx, vm, i, ds, notOff); err != nil {
+				return err
+			}
 		}
-		op := ds.Operation
-		addOrRemove := op == types.VirtualDeviceConfigSpecOperationAdd || op == types.VirtualDeviceConfigSpecOperationRemove
-		switch d := ds.Device.(type) {
-		case *types.VirtualVmxnet3Vrdma:
-			if op != types.VirtualDeviceConfigSpecOperationRemove && hw < 13 {
-				f := &types.DeviceUnsupportedForVmVersion{CurrentVersion: vm.Config.Version, ExpectedVersion: "vmx-13"}
-				f.DeviceIndex = int32(i)
-				return refuse(f, "Device 'vmxnet3vrdma' is not supported for virtual machine hardware version '%s'. A minimum version of 'vmx-13' is required for this operation to succeed.", vm.Config.Version)
-			}
-			// PVRDMA adapters are not hot-pluggable.
-			if addOrRemove && !poweredOff {
-				return notOff
-			}
-			if op != types.VirtualDeviceConfigSpecOperationRemove && d.DeviceProtocol != "" && !slices.Contains(vrdmaProtocols(hw), d.DeviceProtocol) {
-				return invalidArgument(fmt.Sprintf("spec.deviceChange[%d].device.deviceProtocol", i))
-			}
-		case *types.VirtualPCIPassthrough:
-			// Passthrough devices cannot be hot-added or hot-removed.
-			if addOrRemove && !poweredOff {
-				return notOff
-			}
-			if op == types.VirtualDeviceConfigSpecOperationRemove {
-				continue
-			}
-			if msg := checkPassthrough(ctx, vm, d); msg != "" {
-				f := &types.InvalidDeviceBacking{}
-				f.DeviceIndex = int32(i)
-				return refuse(f, "%s", msg)
-			}
+	}
+	return nil
+}
+
+// checkDeviceChange returns what real vSphere fails the reconfigure task
+// with for its device change i, or nil; notOff as in checkReconfig.
+func checkDeviceChange(ctx *simulator.Context, vm *simulator.VirtualMachine, i int, ds *types.VirtualDeviceConfigSpec, notOff *vimError) *vimError {
+	op := ds.Operation
+	remove := op == types.VirtualDeviceConfigSpecOperationRemove
+	addOrRemove := op == types.VirtualDeviceConfigSpecOperationAdd || remove
+	switch d := ds.Device.(type) {
+	case *types.VirtualVmxnet3Vrdma:
+		hw := hwVersion(vm.Config.Version)
+		if !remove && hw < 13 {
+			f := &types.DeviceUnsupportedForVmVersion{CurrentVersion: vm.Config.Version, ExpectedVersion: "vmx-13"}
+			f.DeviceIndex = int32(i)
+			return refuse(f, "Device 'vmxnet3vrdma' is not supported for virtual machine hardware version '%s'. A minimum version of 'vmx-13' is required for this operation to succeed.", vm.Config.Version)
+		}
+		// PVRDMA adapters are not hot-pluggable.
+		if addOrRemove && notOff != nil {
+			return notOff
+		}
+		if !remove && d.DeviceProtocol != "" && !slices.Contains(vrdmaProtocols(hw), d.DeviceProtocol) {
+			return invalidArgument(fmt.Sprintf("spec.deviceChange[%d].device.deviceProtocol", i))
+		}
+	case *types.VirtualPCIPassthrough:
+		// Passthrough devices cannot be hot-added or hot-removed.
+		if addOrRemove && notOff != nil {
+			return notOff
+		}
+		if remove {
+			return nil
+		}
+		if msg := checkPassthrough(ctx, vm, d); msg != "" {
+			f := &types.InvalidDeviceBacking{}
+			f.DeviceIndex = int32(i)
+			return refuse(f, "%s", msg)
 		}
 	}
 	return nil

@@ -134,6 +134,9 @@ func (c *Client) vimClient(ctx context.Context) (*vim25.Client, error) {
 	}
 }
 
+// ErrCredentialsInURL: a vCenter address with a user name or password in it.
+var ErrCredentialsInURL = errors.New("it contains a user name or password")
+
 // ParseServer accepts a vCenter address as people write it: a host name or
 // address, with an optional port, or an https URL. It refuses credentials in
 // the address, which would otherwise end up in logs.
@@ -147,7 +150,7 @@ func ParseServer(server string) (string, error) {
 	case err != nil:
 		return "", errors.New("it is not a host name, host:port or https URL")
 	case u.User != nil:
-		return "", errors.New("it contains a user name or password: give those in user and password instead")
+		return "", ErrCredentialsInURL
 	case u.Scheme != "https":
 		return "", fmt.Errorf("vCenter is reached over https, not %s", u.Scheme)
 	case u.Host == "":
@@ -207,7 +210,7 @@ func (c *Client) connect(ctx context.Context) (*vim25.Client, error) {
 		pinThumbprint(sc.DefaultTransport().TLSClientConfig, c.cfg.Thumbprint)
 	case c.cfg.CAFile != "":
 		if err := sc.SetRootCAs(c.cfg.CAFile); err != nil {
-			return nil, &Error{Op: "reading ca_file " + c.cfg.CAFile, Kind: ErrUntrustedCert, Message: err.Error()}
+			return nil, &ConnectError{Op: "connecting to vCenter " + c.cfg.Server, Kind: ErrUntrustedCert, Server: c.cfg.Server, CAFile: c.cfg.CAFile, Cause: err}
 		}
 	}
 	sc.Client.Transport = &bodyTracer{next: sc.Client.Transport, log: c.log}
@@ -242,8 +245,7 @@ func (c *Client) login(ctx context.Context, vc *vim25.Client, seen uint64) error
 	op := "logging in to vCenter " + vc.URL().Host
 	err := session.NewManager(vc).Login(ctx, url.UserPassword(c.cfg.User, c.cfg.Password))
 	if fault.Is(err, &types.InvalidLogin{}) {
-		return &Error{Op: op, Kind: ErrLogin, Message: fmt.Sprintf(
-			"vCenter rejected the user name or password for %q. Check user and password in the provider block (or VSPHERE_USER and VSPHERE_PASSWORD)", c.cfg.User)}
+		return &ConnectError{Op: op, Kind: ErrLogin, Server: vc.URL().Host, User: c.cfg.User, Cause: err}
 	}
 	if err != nil {
 		return translate(op, err)
@@ -258,28 +260,27 @@ func (c *Client) generation() uint64 {
 	return c.loginGen
 }
 
-// connectError turns transport failures into errors that say what to do.
+// connectError turns transport failures into errors that tell which
+// connection setting is at fault.
 func (c *Client) connectError(ctx context.Context, u *url.URL, err error) error {
 	op := "connecting to vCenter " + u.Host
+	ce := &ConnectError{Op: op, Server: u.Host, Cause: err}
 	var mismatch thumbprintMismatch
+	var netErr net.Error
 	switch {
 	case errors.As(err, &mismatch):
-		return &Error{Op: op, Kind: ErrUntrustedCert, Message: fmt.Sprintf(
-			"the certificate of %s does not match thumbprint %s: it presents %s. If the certificate was replaced on purpose, update thumbprint",
-			u.Host, c.cfg.Thumbprint, mismatch.presented)}
+		ce.Kind, ce.Pinned, ce.Presented = ErrUntrustedCert, c.cfg.Thumbprint, mismatch.presented
 	case soap.IsCertificateUntrusted(err):
-		msg := fmt.Sprintf("the TLS certificate of %s is not trusted (%v). Either trust it, by setting ca_file (or VSPHERE_CA_FILE) to a PEM bundle with the CA that issued it or thumbprint to the certificate's thumbprint", u.Host, err)
+		ce.Kind = ErrUntrustedCert
 		if tp, terr := PeerThumbprint(ctx, u.Host); terr == nil {
-			msg += fmt.Sprintf(" (the server presents %s)", tp)
+			ce.Presented = tp
 		}
-		msg += "; or set allow_unverified_ssl = true (or VSPHERE_ALLOW_UNVERIFIED_SSL=true) to skip verification, which is not recommended"
-		return &Error{Op: op, Kind: ErrUntrustedCert, Message: msg}
+	case errors.As(err, &netErr):
+		ce.Kind = ErrUnreachable
+	default:
+		return translate(op, err)
 	}
-	var netErr net.Error
-	if errors.As(err, &netErr) {
-		return &Error{Op: op, Kind: ErrUnreachable, Message: fmt.Sprintf("%v. Check vsphere_server (or VSPHERE_SERVER) and that vCenter is reachable from this machine", err)}
-	}
-	return translate(op, err)
+	return ce
 }
 
 // PeerThumbprint returns the SHA-1 thumbprint of the certificate a server

@@ -71,7 +71,7 @@ func datacenterRef(id string) types.ManagedObjectReference {
 func datacenterError(op, datacenterID string, err error) error {
 	err = translate(op, err)
 	if errors.Is(err, ErrNotFound) {
-		return notFound(op, "no datacenter has id %q; datacenter_id takes a managed object id such as datacenter-3 (vspherehpc_datacenter's id), not a name", datacenterID)
+		return objectNotFound(op, ObjectDatacenter, datacenterID, "no datacenter has id %q; a datacenter id is a managed object id such as datacenter-3, not a name", datacenterID)
 	}
 	return err
 }

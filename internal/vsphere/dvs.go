@@ -1,7 +1,6 @@
 package vsphere
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -12,15 +11,15 @@ import (
 	"strings"
 
 	"github.com/vmware/govmomi/object"
-	"github.com/vmware/govmomi/property"
 	"github.com/vmware/govmomi/vim25"
 	"github.com/vmware/govmomi/vim25/methods"
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
 )
 
-// DVSSpec is the PVRDMA distributed switch of the seeds: one port group for
-// the VMs and one RDMA NIC per host as the only uplink.
+// DVSSpec is a PVRDMA distributed switch: one port group for the VMs and one
+// RDMA NIC per host as the only uplink (vSphere Networking, "PVRDMA Support":
+// the HCA must be the only uplink; PVRDMA does not support NIC teaming).
 type DVSSpec struct {
 	DatacenterID string
 	Name         string
@@ -31,14 +30,6 @@ type DVSSpec struct {
 	NIOC         bool
 	PortGroup    PortGroupSpec
 	Hosts        []DVSHost
-}
-
-// PortGroupSpec is the switch's port group for the VMs' PVRDMA adapters.
-type PortGroupSpec struct {
-	Name       string
-	VLANID     int // 0: no VLAN
-	Ports      int
-	AutoExpand bool
 }
 
 // DVSHost is a member host and the one physical NIC it gives the switch.
@@ -69,18 +60,6 @@ type DVS struct {
 	Hosts         []DVSHost // sorted by host id; Vmnic is "" when a member has no NIC or several are listed joined by ","
 	PortGroup     *PortGroup
 	PortGroups    []PortGroup // all port groups but the uplink one
-	configVersion string
-}
-
-// VLANOther is the VLANID of a port group set to a trunk or a private VLAN,
-// which this provider does not manage, so that it shows as drift.
-const VLANOther = -1
-
-// PortGroup is a distributed port group as read from vCenter.
-type PortGroup struct {
-	PortGroupSpec
-	ID            string // managed object id, e.g. "dvportgroup-17"
-	Key           string
 	configVersion string
 }
 
@@ -247,7 +226,7 @@ func (c *Client) readDVS(ctx context.Context, vc *vim25.Client, op string, id DV
 		},
 	})
 	if errors.Is(translate(op, err), ErrNotFound) {
-		return nil, notFound(op, "no distributed switch has UUID %s", id.UUID)
+		return nil, objectNotFound(op, ObjectSwitch, id.UUID, "no distributed switch has UUID %s", id.UUID)
 	}
 	if err != nil {
 		return nil, translate(op, err)
@@ -270,7 +249,7 @@ func (c *Client) readDVS(ctx context.Context, vc *vim25.Client, op string, id DV
 		}
 	}
 	if s == nil || s.Config == nil {
-		return nil, notFound(op, "no distributed switch has UUID %s", id.UUID)
+		return nil, objectNotFound(op, ObjectSwitch, id.UUID, "no distributed switch has UUID %s", id.UUID)
 	}
 	if id.UUID != "" && !strings.EqualFold(s.Uuid, id.UUID) {
 		return nil, errOtherSwitch
@@ -342,27 +321,6 @@ func dvsFromMO(id DVSID, s *mo.DistributedVirtualSwitch, pgs []mo.DistributedVir
 	return out
 }
 
-func portGroupFromMO(pg *mo.DistributedVirtualPortgroup) PortGroup {
-	c := pg.Config
-	out := PortGroup{
-		ID: pg.Self.Value, Key: c.Key, configVersion: c.ConfigVersion,
-		PortGroupSpec: PortGroupSpec{Name: c.Name, Ports: int(c.NumPorts)},
-	}
-	if out.Key == "" {
-		out.Key = pg.Key
-	}
-	if c.AutoExpand != nil {
-		out.AutoExpand = *c.AutoExpand
-	}
-	if ps, ok := c.DefaultPortConfig.(*types.VMwareDVSPortSetting); ok && ps != nil && ps.Vlan != nil {
-		out.VLANID = VLANOther
-		if v, ok := ps.Vlan.(*types.VmwareDistributedVirtualSwitchVlanIdSpec); ok && v != nil {
-			out.VLANID = int(v.VlanId)
-		}
-	}
-	return out
-}
-
 // UpdateDVS changes a switch to match spec, step by step: version upgrade,
 // switch configuration with host membership, Network I/O Control, port
 // group. Each step runs only when something in it differs. It returns the
@@ -415,13 +373,6 @@ func (c *Client) UpdateDVS(ctx context.Context, current *DVS, spec DVSSpec) (str
 	}
 
 	return c.applyPortGroup(ctx, vc, op, ref, current.PortGroup, spec.PortGroup)
-}
-
-func keyOf(pg *PortGroup) string {
-	if pg == nil {
-		return ""
-	}
-	return pg.Key
 }
 
 // configChanges builds the reconfigure spec for what differs, host
@@ -480,61 +431,6 @@ func memberSpec(op types.ConfigSpecOperation, h DVSHost) types.DistributedVirtua
 	}
 }
 
-func portGroupConfig(spec PortGroupSpec) types.DVPortgroupConfigSpec {
-	return types.DVPortgroupConfigSpec{
-		Name:       spec.Name,
-		Type:       string(types.DistributedVirtualPortgroupPortgroupTypeEarlyBinding),
-		NumPorts:   int32(spec.Ports),
-		AutoExpand: types.NewBool(spec.AutoExpand),
-		DefaultPortConfig: &types.VMwareDVSPortSetting{
-			Vlan: &types.VmwareDistributedVirtualSwitchVlanIdSpec{VlanId: int32(spec.VLANID)},
-		},
-	}
-}
-
-// applyPortGroup creates the port group when it is missing and reconfigures
-// it when it differs, and returns its key.
-func (c *Client) applyPortGroup(ctx context.Context, vc *vim25.Client, op string, ref types.ManagedObjectReference, current *PortGroup, spec PortGroupSpec) (string, error) {
-	if current != nil && current.PortGroupSpec == spec {
-		return current.Key, nil
-	}
-	cfg := portGroupConfig(spec)
-	if current == nil {
-		res, err := methods.CreateDVPortgroup_Task(ctx, vc, &types.CreateDVPortgroup_Task{This: ref, Spec: cfg})
-		if err != nil {
-			return "", translate(op+": creating port group "+spec.Name, err)
-		}
-		info, err := c.waitTask(ctx, op+": creating port group "+spec.Name, object.NewTask(vc, res.Returnval))
-		if err != nil {
-			return "", err
-		}
-		created, ok := info.Result.(types.ManagedObjectReference)
-		if !ok {
-			return "", fmt.Errorf("%s: vCenter returned no port group", op)
-		}
-		var pg mo.DistributedVirtualPortgroup
-		if err := retrieveOne(ctx, vc, created, []string{"key"}, &pg); err != nil {
-			return "", translate(op, err)
-		}
-		return pg.Key, nil
-	}
-	// Read the version now: the switch reconfigure just before may have
-	// touched the port group (uplink teaming order), bumping it.
-	ref = types.ManagedObjectReference{Type: "DistributedVirtualPortgroup", Value: current.ID}
-	var fresh mo.DistributedVirtualPortgroup
-	if err := retrieveOne(ctx, vc, ref, []string{"config.configVersion"}, &fresh); err != nil {
-		return "", translate(op+": reading port group "+current.Name, err)
-	}
-	cfg.ConfigVersion = fresh.Config.ConfigVersion
-	pg := object.NewDistributedVirtualPortgroup(vc, ref)
-	task, err := pg.Reconfigure(ctx, cfg)
-	if err != nil {
-		return "", translate(op+": reconfiguring port group "+current.Name, err)
-	}
-	_, err = c.waitTask(ctx, op+": reconfiguring port group "+current.Name, task)
-	return current.Key, err
-}
-
 // DeleteDVS destroys a switch, its port groups with it. It refuses while VM
 // adapters use a port group of the switch, naming the VMs, as vCenter's own
 // refusal does not.
@@ -558,8 +454,8 @@ func (c *Client) DeleteDVS(ctx context.Context, id DVSID) error {
 		return translate(op, err)
 	}
 	if len(users) > 0 {
-		return &Error{Op: op, Kind: ErrInUse, Message: "VM network adapters still use its port groups: " + strings.Join(users, "; ") +
-			". Remove those adapters first (vspherehpc_vm_pvrdma_nic for PVRDMA adapters), then destroy the switch"}
+		return &Error{Op: op, Kind: ErrInUse, Object: ObjectSwitch, ID: id.UUID, Message: "VM network adapters still use its port groups: " +
+			strings.Join(users, "; ") + ". Remove those adapters first, then destroy the switch"}
 	}
 	ref, _ := current.ref()
 	task, err := object.NewDistributedVirtualSwitch(vc, ref).Destroy(ctx)
@@ -571,64 +467,6 @@ func (c *Client) DeleteDVS(ctx context.Context, id DVSID) error {
 		return nil
 	}
 	return err
-}
-
-// portGroupUsers names the VMs whose adapters use the port groups, one entry
-// per port group: "pg-name: vm-a (PVRDMA), vm-b".
-func (c *Client) portGroupUsers(ctx context.Context, vc *vim25.Client, pgs []PortGroup) ([]string, error) {
-	if len(pgs) == 0 {
-		return nil, nil
-	}
-	var set []types.ObjectSpec
-	for _, pg := range pgs {
-		set = append(set, types.ObjectSpec{
-			Obj:       types.ManagedObjectReference{Type: "DistributedVirtualPortgroup", Value: pg.ID},
-			SelectSet: []types.BaseSelectionSpec{&types.TraversalSpec{Type: "Network", Path: "vm"}},
-		})
-	}
-	objs, err := retrieve(ctx, vc, types.PropertyFilterSpec{
-		ObjectSet: set,
-		PropSet: []types.PropertySpec{
-			{Type: "DistributedVirtualPortgroup", PathSet: []string{"name", "key"}},
-			{Type: "VirtualMachine", PathSet: []string{"name", "config.hardware.device"}},
-		},
-	})
-	if err != nil {
-		return nil, err
-	}
-	byKey := map[string][]string{}
-	names := map[string]string{}
-	for _, o := range objs {
-		switch v := o.(type) {
-		case mo.DistributedVirtualPortgroup:
-			names[v.Key] = v.Name
-		case mo.VirtualMachine:
-			if v.Config == nil {
-				continue
-			}
-			for _, dev := range v.Config.Hardware.Device {
-				nic, ok := networkAdapter(dev)
-				if !ok || nic.SwitchUUID == "" {
-					continue
-				}
-				label := v.Name
-				if nic.Type == "vmxnet3vrdma" {
-					label += " (PVRDMA)"
-				}
-				if !slices.Contains(byKey[nic.NetworkID], label) {
-					byKey[nic.NetworkID] = append(byKey[nic.NetworkID], label)
-				}
-			}
-		}
-	}
-	var out []string
-	for _, pg := range pgs {
-		if vms := byKey[pg.Key]; len(vms) > 0 {
-			slices.Sort(vms)
-			out = append(out, fmt.Sprintf("port group %q: %s", cmp.Or(names[pg.Key], pg.Name), strings.Join(vms, ", ")))
-		}
-	}
-	return out, nil
 }
 
 // FindDVSByPath finds a switch by inventory path, e.g. "/DC0/network/rdma".
@@ -661,8 +499,4 @@ var uuidPattern = regexp.MustCompile(`^[0-9a-fA-F]{2}( [0-9a-fA-F]{2}){7}-[0-9a-
 // byte pairs, "50 1a ... -..."; vcsim as a plain UUID) from a path.
 func LooksLikeDVSUUID(s string) bool {
 	return uuidPattern.MatchString(s)
-}
-
-func retrieveOne(ctx context.Context, vc *vim25.Client, ref types.ManagedObjectReference, props []string, dst any) error {
-	return property.DefaultCollector(vc).RetrieveOne(ctx, ref, props, dst)
 }

@@ -26,6 +26,7 @@ var (
 	ErrUntrustedCert  = errors.New("certificate not trusted")
 	ErrUnreachable    = errors.New("vCenter unreachable")
 	ErrNotImplemented = errors.New("not supported by this vCenter")
+	ErrNeedsVCenter   = errors.New("needs vCenter, not a standalone ESXi host")
 )
 
 // faultKinds maps vSphere faults to the errors above. fault.Is matches the
@@ -54,13 +55,29 @@ var faultKinds = []struct {
 	{&types.MethodNotFound{}, ErrNotImplemented},
 }
 
-// Error is a vSphere fault translated for people: what was being done, the
-// kind of failure, and vCenter's own message.
+// Error is a failure translated for people: what was being done, the kind of
+// failure, what it concerns and what was said about it, in vSphere's terms.
+// The provider adds how to fix it in Terraform's terms.
 type Error struct {
 	Op      string // e.g. "reading host host-21"
 	Kind    error  // one of the Err* values
-	Message string // vCenter's localized message, or the fault type when it gave none
+	Message string // vCenter's localized message (the fault type when it gave none), or this package's own
+	Object  Object // the kind of object it concerns, when known
+	ID      string // that object's id as it was given
+	Cause   error  // a finer reason callers may match, e.g. mtu.ErrBelowMin; not printed
 }
+
+// Object is a kind of vSphere object named in an error.
+type Object string
+
+// The objects errors name.
+const (
+	ObjectDatacenter     Object = "datacenter"
+	ObjectHost           Object = "host"
+	ObjectVirtualMachine Object = "virtual machine"
+	ObjectSwitch         Object = "distributed switch"
+	ObjectPortGroup      Object = "distributed port group"
+)
 
 func (e *Error) Error() string {
 	if e.Message == "" {
@@ -69,7 +86,7 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("%s: %s", e.Op, e.Message)
 }
 
-func (e *Error) Unwrap() error { return e.Kind }
+func (e *Error) Unwrap() []error { return []error{e.Kind, e.Cause} }
 
 // translate wraps err as an *Error describing op. Errors that are not vSphere
 // faults keep their text and gain the op.
@@ -120,7 +137,45 @@ func notFound(op, format string, args ...any) error {
 	return &Error{Op: op, Kind: ErrNotFound, Message: fmt.Sprintf(format, args...)}
 }
 
+// objectNotFound is notFound for an object given by id.
+func objectNotFound(op string, object Object, id, format string, args ...any) error {
+	return &Error{Op: op, Kind: ErrNotFound, Object: object, ID: id, Message: fmt.Sprintf(format, args...)}
+}
+
 // errNeedsVCenter is the error for what a standalone ESXi host cannot do.
 func errNeedsVCenter(op string) error {
-	return &Error{Op: op, Kind: ErrNotImplemented, Message: "this needs vCenter; vsphere_server names a standalone ESXi host"}
+	return &Error{Op: op, Kind: ErrNeedsVCenter, Message: "this needs vCenter, and the server is a standalone ESXi host"}
 }
+
+// ConnectError is a failure to reach vCenter or to log in, with the facts
+// that tell which connection setting to change.
+type ConnectError struct {
+	Op        string
+	Kind      error  // ErrLogin, ErrUntrustedCert or ErrUnreachable
+	Server    string // host[:port]
+	User      string // on ErrLogin
+	CAFile    string // set when the CA bundle could not be used
+	Pinned    string // the pinned thumbprint the certificate does not match
+	Presented string // the certificate's SHA-1 thumbprint, when it could be read
+	Cause     error
+}
+
+func (e *ConnectError) Error() string {
+	switch {
+	case e.Kind == ErrLogin:
+		return fmt.Sprintf("%s: vCenter rejected the user name or password for %q", e.Op, e.User)
+	case e.CAFile != "":
+		return fmt.Sprintf("%s: cannot use CA bundle %s: %v", e.Op, e.CAFile, e.Cause)
+	case e.Pinned != "":
+		return fmt.Sprintf("%s: the certificate of %s does not match thumbprint %s: it presents %s", e.Op, e.Server, e.Pinned, e.Presented)
+	case e.Kind == ErrUntrustedCert:
+		msg := fmt.Sprintf("%s: the TLS certificate of %s is not trusted (%v)", e.Op, e.Server, e.Cause)
+		if e.Presented != "" {
+			msg += fmt.Sprintf("; the server presents thumbprint %s", e.Presented)
+		}
+		return msg
+	}
+	return fmt.Sprintf("%s: %v", e.Op, e.Cause)
+}
+
+func (e *ConnectError) Unwrap() error { return e.Kind }

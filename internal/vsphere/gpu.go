@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/vmware/govmomi/object"
-	"github.com/vmware/govmomi/vim25"
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
 
@@ -26,6 +24,35 @@ type GPURequest struct {
 
 // Dynamic reports whether the request is by vendor and device id.
 func (g GPURequest) Dynamic() bool { return g.PCIID == "" }
+
+// Matches reports whether a VM's passthrough device is the one requested.
+func (g GPURequest) Matches(have PCIPassthrough) bool {
+	if g.Dynamic() {
+		return have.Dynamic && have.VendorID == g.VendorID && have.DeviceID == g.DeviceID
+	}
+	return !have.Dynamic && have.PCIID == g.PCIID
+}
+
+// SameGPUs reports whether the requested GPUs are exactly those the VM has.
+func SameGPUs(want []GPURequest, have []PCIPassthrough) bool {
+	if len(want) != len(have) {
+		return false
+	}
+	used := make([]bool, len(have))
+	for _, w := range want {
+		found := false
+		for i, h := range have {
+			if !used[i] && w.Matches(h) {
+				used[i], found = true, true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
 
 // GPUMMIOSpec is the GPU passthrough setup of a VM.
 type GPUMMIOSpec struct {
@@ -49,6 +76,9 @@ type GPUMMIO struct {
 var gpuMMIOProps = []string{"name", "config.uuid", "config.firmware", "config.extraConfig", "config.hardware.device",
 	"config.memoryReservationLockedToMax", "runtime.powerState"}
 
+// gpuChangeProps are what a GPU change reads beyond vmChangeProps.
+var gpuChangeProps = []string{"config.firmware", "config.extraConfig"}
+
 // GPUMMIO reads a VM's GPU passthrough setup in one round trip (by managed
 // object id; a UUID adds its search).
 func (c *Client) GPUMMIO(ctx context.Context, vmID string) (*GPUMMIO, error) {
@@ -68,13 +98,13 @@ func (c *Client) GPUMMIO(ctx context.Context, vmID string) (*GPUMMIO, error) {
 
 func gpuMMIOFromMO(vm *mo.VirtualMachine) *GPUMMIO {
 	out := &GPUMMIO{
-		VM:          VMRef{MOID: vm.Self.Value, Name: vm.Name, PoweredOn: vm.Runtime.PowerState == types.VirtualMachinePowerStatePoweredOn},
+		VM:          vmRefOf(vm),
 		ExtraConfig: map[string]string{mmio.Use64bitMMIOKey: "", mmio.SizeGBKey: ""},
 	}
 	if vm.Config == nil {
 		return out
 	}
-	out.VM.ID, out.Firmware = vm.Config.Uuid, vm.Config.Firmware
+	out.Firmware = vm.Config.Firmware
 	if vm.Config.MemoryReservationLockedToMax != nil {
 		out.MemoryLocked = *vm.Config.MemoryReservationLockedToMax
 	}
@@ -94,54 +124,224 @@ func gpuMMIOFromMO(vm *mo.VirtualMachine) *GPUMMIO {
 	return out
 }
 
-// readVMProps reads a VM by UUID or managed object id.
-func (c *Client) readVMProps(ctx context.Context, vc *vim25.Client, op, vmID string, props []string) (*mo.VirtualMachine, error) {
-	ref, err := vmRef(ctx, vc, vmID)
-	if err != nil {
-		return nil, translate(op, err)
+// GPUMMIOChange is a planned GPU passthrough setup of a VM, to check.
+type GPUMMIOChange struct {
+	VMID                string // UUID or managed object id, as given
+	GPUs                []GPURequest
+	MMIOSizeGB          *int64 // nil: sized by the rule
+	AllowFirmwareChange bool
+	PowerOffAllowed     bool
+	Existing            bool  // the setup exists and is changed
+	CurrentMMIOSizeGB   int64 // the window the existing setup has
+}
+
+// GPUMMIOPlan is a checked setup: its findings and, once its GPUs passed
+// their checks (Sized), their memory and the MMIO window they get.
+type GPUMMIOPlan struct {
+	Findings      []Finding
+	Sized         bool
+	TotalMemoryGB float64
+	MMIOSizeGB    int64 // 0 when it cannot be sized
+}
+
+// The findings of PlanGPUMMIO and PlanMMIOSize. Index is the GPU's position
+// in the request; VM names the VM as "name (id as given)".
+type (
+	// NoDynamicGPU: the VM's host has no passthrough-active GPU of the
+	// requested vendor and device id.
+	NoDynamicGPU struct {
+		Index                    int
+		VM, Host, Vendor, Device string
 	}
-	if ref == nil {
-		return nil, notFound(op, "no virtual machine has UUID %s", vmID)
+	// GPUNotActive: the GPU is not active for passthrough on its host.
+	GPUNotActive struct {
+		Index               int
+		PCIID, Device, Host string
 	}
-	var vm mo.VirtualMachine
-	if err := retrieveOne(ctx, vc, *ref, props, &vm); err != nil {
-		if errors.Is(translate(op, err), ErrNotFound) {
-			return nil, notFound(op, "no virtual machine has id %s", ref.Value)
+	// GPUInUse: another VM is configured with the GPU; the second of two
+	// VMs with one GPU does not boot.
+	GPUInUse struct {
+		Index       int
+		PCIID, Host string
+		Other       VMRef
+	}
+	// GPUNotOnHost: the VM's host has no such GPU; OnHost names the host
+	// of the VM's cluster that has it, "" when none has.
+	GPUNotOnHost struct {
+		Index                   int
+		VM, Host, PCIID, OnHost string
+	}
+	// FirmwareChangeRefused: the VM has BIOS firmware and a guest OS, which
+	// would not boot after the switch to EFI.
+	FirmwareChangeRefused struct {
+		VM, Firmware, Guest string
+	}
+	// MMIOSizeUnknown: a GPU's memory is not reported, so the rule cannot
+	// size the window.
+	MMIOSizeUnknown struct{}
+	// NothingToSize: no GPU and no size given.
+	NothingToSize struct{}
+	// MMIOSizeImpossible: the GPUs' memory is beyond any window.
+	MMIOSizeImpossible struct {
+		Err error
+	}
+	// MMIONotPowerOfTwo: vSphere needs a power of two.
+	MMIONotPowerOfTwo struct {
+		Given, Suggested int64
+	}
+	// MMIOTooSmall: below the rule's size the VM does not boot, silently.
+	MMIOTooSmall struct {
+		Given, Rule int64
+		TotalGB     float64
+	}
+)
+
+func (NoDynamicGPU) finding()          {}
+func (GPUNotActive) finding()          {}
+func (GPUInUse) finding()              {}
+func (GPUNotOnHost) finding()          {}
+func (FirmwareChangeRefused) finding() {}
+func (MMIOSizeUnknown) finding()       {}
+func (NothingToSize) finding()         {}
+func (MMIOSizeImpossible) finding()    {}
+func (MMIONotPowerOfTwo) finding()     {}
+func (MMIOTooSmall) finding()          {}
+
+// PlanMMIOSize sizes the MMIO window of GPUs with totalGB of memory (known:
+// every GPU's memory is reported): the given size if it is a power of two
+// and not below the rule's, else the rule's (internal/mmio). It needs no
+// vCenter.
+func PlanMMIOSize(given *int64, totalGB float64, known, anyGPU bool) (int64, Finding) {
+	var rule int64
+	if anyGPU && known {
+		var err error
+		if rule, err = mmio.SizeGB(totalGB); err != nil {
+			return 0, MMIOSizeImpossible{Err: err}
 		}
-		return nil, translate(op, err)
 	}
-	return &vm, nil
+	switch {
+	case given == nil && rule == 0 && anyGPU:
+		return 0, MMIOSizeUnknown{}
+	case given == nil && !anyGPU:
+		return 0, NothingToSize{}
+	case given == nil:
+		return rule, nil
+	case !mmio.IsPowerOfTwo(*given):
+		return *given, MMIONotPowerOfTwo{Given: *given, Suggested: max(rule, 64)}
+	case *given < rule:
+		return *given, MMIOTooSmall{Given: *given, Rule: rule, TotalGB: totalGB}
+	}
+	return *given, nil
 }
 
-// GPUPlan is what checking a VM's GPU setup needs: the VM and the GPUs of
-// its host, with the VMs using each.
-type GPUPlan struct {
-	VM       VM
-	HostName string
-	HostGPUs []GPU
-}
-
-// CheckGPUMMIO reads the VM and its host's GPUs.
-func (c *Client) CheckGPUMMIO(ctx context.Context, vmID string) (*GPUPlan, error) {
-	vm, err := c.VM(ctx, vmID)
+// PlanGPUMMIO checks a planned setup against the VM and its host's GPUs:
+// each GPU, the window's size, the firmware switch and the power state.
+func (c *Client) PlanGPUMMIO(ctx context.Context, ch GPUMMIOChange) (*GPUMMIOPlan, error) {
+	vm, host, err := c.vmAndHost(ctx, ch.VMID)
 	if err != nil {
 		return nil, err
 	}
-	out := &GPUPlan{VM: *vm}
-	if vm.HostID == "" {
-		return out, nil
+	label := fmt.Sprintf("%s (%s)", vm.Name, ch.VMID)
+	out := &GPUMMIOPlan{}
+	total, known := 0.0, true
+	for i, g := range ch.GPUs {
+		gb, findings, err := c.planGPU(ctx, vm, host, label, i, g)
+		if err != nil {
+			return nil, err
+		}
+		out.Findings = append(out.Findings, findings...)
+		total += gb
+		known = known && gb > 0
 	}
-	host, err := c.Host(ctx, vm.HostID)
-	if err != nil {
-		return nil, err
+	if len(out.Findings) > 0 {
+		return out, nil // refused GPUs: nothing to size
 	}
-	out.HostName, out.HostGPUs = host.Name, host.GPUs
+	out.Sized, out.TotalMemoryGB = true, total
+	size, f := PlanMMIOSize(ch.MMIOSizeGB, total, known, len(ch.GPUs) > 0)
+	out.MMIOSizeGB = size
+	if f != nil {
+		out.Findings = append(out.Findings, f)
+	}
+	efi := vm.Firmware == string(types.GuestOsDescriptorFirmwareTypeEfi)
+	if !efi && (vm.GuestFamily != "" || vm.GuestFullName != "") && !ch.AllowFirmwareChange {
+		out.Findings = append(out.Findings, FirmwareChangeRefused{VM: label, Firmware: vm.Firmware,
+			Guest: strings.TrimSpace(vm.GuestFullName + " " + vm.GuestFamily)})
+	}
+	needsOff := !ch.Existing || !efi || !SameGPUs(ch.GPUs, vm.PCIPassthroughs) || size != ch.CurrentMMIOSizeGB
+	if p := PlanPower(label, vm.PowerState, needsOff, ch.PowerOffAllowed, WhatGPUsNeedOff); p != nil {
+		out.Findings = append(out.Findings, p)
+	}
 	return out, nil
 }
 
-// HostWithGPU names the host of the VM's cluster that has a GPU with this
+// planGPU checks one requested GPU against the VM's host and returns its
+// memory, 0 when unknown.
+func (c *Client) planGPU(ctx context.Context, vm *VM, host *Host, label string, index int, g GPURequest) (float64, []Finding, error) {
+	if g.Dynamic() {
+		for _, h := range host.GPUs {
+			if h.VendorID == g.VendorID && h.DeviceID == g.DeviceID && h.PassthroughActive {
+				return h.MemoryGB, nil, nil
+			}
+		}
+		return 0, []Finding{NoDynamicGPU{Index: index, VM: label, Host: host.Name, Vendor: g.VendorID, Device: g.DeviceID}}, nil
+	}
+	for _, h := range host.GPUs {
+		if h.PCIID != g.PCIID {
+			continue
+		}
+		var out []Finding
+		if !h.PassthroughActive {
+			out = append(out, GPUNotActive{Index: index, PCIID: g.PCIID, Device: h.DeviceName, Host: host.Name})
+		}
+		for _, u := range h.VMs {
+			if u.MOID != vm.MOID {
+				out = append(out, GPUInUse{Index: index, PCIID: g.PCIID, Host: host.Name, Other: u})
+			}
+		}
+		return h.MemoryGB, out, nil
+	}
+	onHost, err := c.hostWithGPU(ctx, vm.HostID, g.PCIID)
+	if err != nil {
+		onHost = "" // only the hint is lost
+	}
+	return 0, []Finding{GPUNotOnHost{Index: index, VM: label, Host: host.Name, PCIID: g.PCIID, OnHost: onHost}}, nil
+}
+
+// GPUMemoryGB adds up the memory of a VM's passthrough GPUs as its host
+// reports them.
+func (c *Client) GPUMemoryGB(ctx context.Context, vmID string, gpus []PCIPassthrough) (float64, error) {
+	_, host, err := c.vmAndHost(ctx, vmID)
+	if err != nil {
+		return 0, err
+	}
+	total := 0.0
+	for _, g := range gpus {
+		for _, h := range host.GPUs {
+			if (!g.Dynamic && h.PCIID == g.PCIID) || (g.Dynamic && h.VendorID == g.VendorID && h.DeviceID == g.DeviceID) {
+				total += h.MemoryGB
+				break
+			}
+		}
+	}
+	return total, nil
+}
+
+// vmAndHost reads a VM and its host; the host is empty when the VM has none.
+func (c *Client) vmAndHost(ctx context.Context, vmID string) (*VM, *Host, error) {
+	vm, err := c.VM(ctx, vmID)
+	if err != nil {
+		return nil, nil, err
+	}
+	if vm.HostID == "" {
+		return vm, &Host{}, nil
+	}
+	host, err := c.Host(ctx, vm.HostID)
+	return vm, host, err
+}
+
+// hostWithGPU names the host of the VM's cluster that has a GPU with this
 // PCI id, for telling the user where it is; "" when none has.
-func (c *Client) HostWithGPU(ctx context.Context, vmHostID, pciID string) (string, error) {
+func (c *Client) hostWithGPU(ctx context.Context, vmHostID, pciID string) (string, error) {
 	ctx, cancel := c.withTimeout(ctx)
 	defer cancel()
 	vc, err := c.vimClient(ctx)
@@ -173,7 +373,8 @@ func (c *Client) HostWithGPU(ctx context.Context, vmHostID, pciID string) (strin
 // and the VM's passthrough devices to exactly spec.GPUs, in one reconfigure.
 func (c *Client) ApplyGPUMMIO(ctx context.Context, vmID string, spec GPUMMIOSpec) error {
 	op := "setting up GPU passthrough on virtual machine " + vmID
-	return c.changeGPUs(ctx, op, vmID, spec.PowerOffAllowed, func(vm *mo.VirtualMachine, current *GPUMMIO, target *types.ConfigTarget) (*types.VirtualMachineConfigSpec, bool, error) {
+	return c.changeVM(ctx, vmChange{op: op, vmID: vmID, props: gpuChangeProps, change: WhatGPUsNeedOff, powerOffAllowed: spec.PowerOffAllowed, configTarget: true, build: func(vm *mo.VirtualMachine, target *types.ConfigTarget) (*types.VirtualMachineConfigSpec, bool, error) {
+		current := gpuMMIOFromMO(vm)
 		cs := &types.VirtualMachineConfigSpec{}
 		needsOff := false
 		if current.Firmware != string(types.GuestOsDescriptorFirmwareTypeEfi) {
@@ -197,7 +398,7 @@ func (c *Client) ApplyGPUMMIO(ctx context.Context, vmID string, spec GPUMMIOSpec
 		// A new MMIO window applies from the next boot: it needs a power
 		// cycle like the firmware and the devices.
 		return cs, needsOff || len(changes) > 0 || len(cs.ExtraConfig) > 0, nil
-	})
+	}})
 }
 
 // RemoveGPUMMIO detaches the VM's passthrough devices and puts back the MMIO
@@ -205,7 +406,8 @@ func (c *Client) ApplyGPUMMIO(ctx context.Context, vmID string, spec GPUMMIOSpec
 // EFI: a guest installed under EFI does not boot under BIOS.
 func (c *Client) RemoveGPUMMIO(ctx context.Context, vmID string, before map[string]string, powerOffAllowed bool) error {
 	op := "removing GPU passthrough from virtual machine " + vmID
-	err := c.changeGPUs(ctx, op, vmID, powerOffAllowed, func(vm *mo.VirtualMachine, current *GPUMMIO, _ *types.ConfigTarget) (*types.VirtualMachineConfigSpec, bool, error) {
+	err := c.changeVM(ctx, vmChange{op: op, vmID: vmID, props: gpuChangeProps, change: WhatGPUsNeedOff, powerOffAllowed: powerOffAllowed, build: func(vm *mo.VirtualMachine, _ *types.ConfigTarget) (*types.VirtualMachineConfigSpec, bool, error) {
+		current := gpuMMIOFromMO(vm)
 		cs := &types.VirtualMachineConfigSpec{}
 		for _, key := range []string{mmio.Use64bitMMIOKey, mmio.SizeGBKey} {
 			if current.ExtraConfig[key] != before[key] {
@@ -218,51 +420,11 @@ func (c *Client) RemoveGPUMMIO(ctx context.Context, vmID string, before map[stri
 			}
 		}
 		return cs, len(cs.DeviceChange) > 0, nil
-	})
+	}})
 	if errors.Is(err, ErrNotFound) {
 		return nil
 	}
 	return err
-}
-
-// changeGPUs runs a GPU change under the VM's lock, with the VM's host's
-// passthrough offer at hand for new devices.
-func (c *Client) changeGPUs(ctx context.Context, op, vmID string, powerOffAllowed bool,
-	build func(vm *mo.VirtualMachine, current *GPUMMIO, target *types.ConfigTarget) (*types.VirtualMachineConfigSpec, bool, error)) error {
-	vc, err := c.vimClient(ctx)
-	if err != nil {
-		return err
-	}
-	first, err := c.readVMProps(ctx, vc, op, vmID, []string{"name"})
-	if err != nil {
-		return err
-	}
-	unlock, err := c.vms.lock(ctx, first.Self.Value)
-	if err != nil {
-		return fmt.Errorf("%s: waiting for another change to %s: %w", op, first.Name, err)
-	}
-	defer unlock()
-	ctx, cancel := c.withTimeout(ctx)
-	defer cancel()
-	vm, err := c.readVMProps(ctx, vc, op, first.Self.Value, append(gpuMMIOProps, "runtime.host"))
-	if err != nil {
-		return err
-	}
-	var target *types.ConfigTarget
-	if vm.Runtime.Host != nil {
-		browser, err := object.NewVirtualMachine(vc, vm.Self).EnvironmentBrowser(ctx)
-		if err != nil {
-			return translate(op+": reading the VM's environment browser", err)
-		}
-		if target, err = browser.QueryConfigTarget(ctx, object.NewHostSystem(vc, *vm.Runtime.Host)); err != nil {
-			return translate(op+": reading the host's passthrough devices", err)
-		}
-	}
-	cs, needsOff, err := build(vm, gpuMMIOFromMO(vm), target)
-	if err != nil {
-		return err
-	}
-	return c.reconfigureVM(ctx, vc, op, WhatGPUsNeedOff, vm, *cs, needsOff, powerOffAllowed)
 }
 
 // gpuChanges adds the requested GPUs the VM lacks and removes the
@@ -278,11 +440,7 @@ func gpuChanges(vm *mo.VirtualMachine, want []GPURequest, target *types.ConfigTa
 		have := pciPassthrough(pt)
 		match := -1
 		for i, w := range want {
-			if kept[i] {
-				continue
-			}
-			if (!w.Dynamic() && !have.Dynamic && w.PCIID == have.PCIID) ||
-				(w.Dynamic() && have.Dynamic && w.VendorID == have.VendorID && w.DeviceID == have.DeviceID) {
+			if !kept[i] && w.Matches(have) {
 				match = i
 				break
 			}

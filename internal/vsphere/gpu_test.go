@@ -3,6 +3,7 @@ package vsphere
 import (
 	"context"
 	"errors"
+	"reflect"
 	"testing"
 
 	"github.com/vmware/govmomi/object"
@@ -89,12 +90,47 @@ func TestGPUMMIOOnARunningVM(t *testing.T) {
 	if !errors.Is(err, ErrInvalidState) {
 		t.Fatalf("switching a running VM to EFI: %v, want a refusal", err)
 	}
-	plan, err := c.CheckGPUMMIO(ctx, vmID)
-	if err != nil || plan.HostName == "" || len(plan.HostGPUs) != 3 || len(plan.HostGPUs[0].VMs) != 1 {
-		t.Fatalf("plan = %+v, %v; want the host's GPUs with the user of 0000:3b:00.0", plan, err)
+	plan, err := c.PlanGPUMMIO(ctx, GPUMMIOChange{VMID: vmID, GPUs: []GPURequest{{PCIID: "0000:3b:00.0"}}})
+	want := []Finding{&PowerOffNeeded{VM: "hpc-node-1 (" + vmID + ")", Change: WhatGPUsNeedOff}}
+	if err != nil || !plan.Sized || plan.TotalMemoryGB != 80 || plan.MMIOSizeGB != 256 || !reflect.DeepEqual(plan.Findings, want) {
+		t.Fatalf("plan = %+v, %v; want 80 GB sized to 256 GB, refused on the running VM", plan, err)
+	}
+	other := lab.VMUUID("hpc-node-0")
+	plan, err = c.PlanGPUMMIO(ctx, GPUMMIOChange{VMID: other, GPUs: []GPURequest{{PCIID: "0000:3b:00.0"}, {PCIID: "0000:d8:00.0"}}})
+	if err != nil || plan.Sized || len(plan.Findings) != 1 {
+		t.Fatalf("plan of a GPU on no host = %+v, %v", plan, err)
+	}
+	if f, ok := plan.Findings[0].(GPUNotOnHost); !ok || f.Index != 1 || f.PCIID != "0000:d8:00.0" || f.OnHost != "" {
+		t.Fatalf("finding = %#v, want GPUNotOnHost for the second GPU", plan.Findings[0])
 	}
 }
 
 func vmObject(lab *vcsimlab.Lab, name string) *object.VirtualMachine {
 	return object.NewVirtualMachine(lab.Client().Client, types.ManagedObjectReference{Type: "VirtualMachine", Value: lab.VMID(name)})
+}
+
+func TestPlanMMIOSize(t *testing.T) {
+	t.Parallel()
+	size := func(n int64) *int64 { return &n }
+	cases := []struct {
+		given         *int64
+		total         float64
+		known, anyGPU bool
+		want          int64
+		finding       Finding
+	}{
+		{nil, 80, true, true, 256, nil},
+		{size(512), 80, true, true, 512, nil},
+		{size(100), 80, true, true, 100, MMIONotPowerOfTwo{Given: 100, Suggested: 256}},
+		{size(128), 80, true, true, 128, MMIOTooSmall{Given: 128, Rule: 256, TotalGB: 80}},
+		{nil, 0, false, true, 0, MMIOSizeUnknown{}},
+		{nil, 0, true, false, 0, NothingToSize{}},
+		{size(64), 0, true, false, 64, nil},
+	}
+	for _, tc := range cases {
+		got, f := PlanMMIOSize(tc.given, tc.total, tc.known, tc.anyGPU)
+		if got != tc.want || !reflect.DeepEqual(f, tc.finding) {
+			t.Errorf("PlanMMIOSize(%v, %v, %v, %v) = %d, %#v; want %d, %#v", tc.given, tc.total, tc.known, tc.anyGPU, got, f, tc.want, tc.finding)
+		}
+	}
 }

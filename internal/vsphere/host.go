@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/vmware/govmomi/vim25"
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
 )
@@ -69,14 +70,6 @@ type GPU struct {
 	VMs                []VMRef // VMs on this host configured with the device
 }
 
-// VMRef names a VM and says whether it is running.
-type VMRef struct {
-	ID        string // BIOS UUID
-	MOID      string
-	Name      string
-	PoweredOn bool
-}
-
 var hostProps = []string{
 	"name", "parent", "runtime.connectionState", "runtime.inMaintenanceMode",
 	"config.network.pnic", "config.network.vnic", "config.network.vswitch",
@@ -107,7 +100,7 @@ func (c *Client) Host(ctx context.Context, id string) (*Host, error) {
 		},
 	})
 	if errors.Is(translate(op, err), ErrNotFound) {
-		return nil, notFound(op, "no host has id %s; host ids are managed object ids such as host-12 (vspherehpc_host's id)", id)
+		return nil, objectNotFound(op, ObjectHost, id, "no host has id %s; host ids are managed object ids such as host-12", id)
 	}
 	if err != nil {
 		return nil, translate(op, err)
@@ -293,7 +286,7 @@ func pciUsers(vms []mo.VirtualMachine) map[string][]VMRef {
 		if vm.Config == nil {
 			continue
 		}
-		ref := VMRef{ID: vm.Config.Uuid, MOID: vm.Self.Value, Name: vm.Name, PoweredOn: vm.Runtime.PowerState == types.VirtualMachinePowerStatePoweredOn}
+		ref := vmRefOf(&vm)
 		for _, dev := range vm.Config.Hardware.Device {
 			pt, ok := dev.(*types.VirtualPCIPassthrough)
 			if !ok || pt.Backing == nil {
@@ -339,4 +332,26 @@ func splitDeviceName(s string) (string, int) {
 		n = n*10 + int(r-'0')
 	}
 	return s[:i], n
+}
+
+// siblingHosts lists the hosts of a host's cluster (or the host alone).
+func siblingHosts(ctx context.Context, vc *vim25.Client, host types.ManagedObjectReference) ([]mo.HostSystem, error) {
+	objs, err := retrieve(ctx, vc, types.PropertyFilterSpec{
+		ObjectSet: []types.ObjectSpec{{Obj: host, Skip: types.NewBool(true), SelectSet: []types.BaseSelectionSpec{
+			&types.TraversalSpec{Type: "HostSystem", Path: "parent", SelectSet: []types.BaseSelectionSpec{
+				&types.TraversalSpec{Type: "ComputeResource", Path: "host"},
+			}},
+		}}},
+		PropSet: []types.PropertySpec{{Type: "HostSystem", PathSet: []string{"name"}}},
+	})
+	if err != nil {
+		return nil, err
+	}
+	var hosts []mo.HostSystem
+	for _, o := range objs {
+		if h, ok := o.(mo.HostSystem); ok {
+			hosts = append(hosts, h)
+		}
+	}
+	return hosts, nil
 }

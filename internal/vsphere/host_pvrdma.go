@@ -16,8 +16,10 @@ import (
 	"github.com/vmware/govmomi/vim25/types"
 )
 
-// The host side of PVRDMA, as the seeds set it by hand: the vmknic PVRDMA
-// uses for its control traffic, and the firewall ruleset for its ports.
+// The host side of PVRDMA, as vSphere Networking's "Configure an ESXi Host
+// for PVRDMA" sets it by hand: the vmknic PVRDMA uses for its control
+// traffic ("Tag a VMkernel Adapter for PVRDMA") and the firewall ruleset for
+// its ports ("Enable Firewall Rule for PVRDMA").
 const (
 	PVRDMAVmknicOption = "Net.PVRDMAVmknic"
 	PVRDMARuleset      = "pvrdma"
@@ -160,7 +162,7 @@ func (c *Client) readHostProps(ctx context.Context, op, hostID string, props []s
 	})
 	if err != nil {
 		if err = translate(op, err); errors.Is(err, ErrNotFound) {
-			return nil, notFound(op, "no host has id %s; host ids are managed object ids such as host-12 (vspherehpc_host's id)", hostID)
+			return nil, objectNotFound(op, ObjectHost, hostID, "no host has id %s; host ids are managed object ids such as host-12", hostID)
 		}
 		return nil, err
 	}
@@ -169,7 +171,7 @@ func (c *Client) readHostProps(ctx context.Context, op, hostID string, props []s
 			return &h, nil
 		}
 	}
-	return nil, notFound(op, "no host has id %s", hostID)
+	return nil, objectNotFound(op, ObjectHost, hostID, "no host has id %s", hostID)
 }
 
 // ParseAllowedIP accepts an IP address or a CIDR network, as the ruleset's
@@ -220,4 +222,25 @@ func allowedIPs(l *types.HostFirewallRulesetIpList) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// NoSuchVmknic: the host has no VMkernel adapter of that name.
+type NoSuchVmknic struct {
+	HostID, Host, Vmknic string
+	Vmknics              []string
+}
+
+func (NoSuchVmknic) finding() {}
+
+// PlanHostPVRDMA checks planned PVRDMA settings against the host: the vmknic
+// must be one of its VMkernel adapters.
+func (c *Client) PlanHostPVRDMA(ctx context.Context, hostID string, s PVRDMASettings) ([]Finding, error) {
+	host, err := c.HostPVRDMA(ctx, hostID)
+	if err != nil {
+		return nil, err
+	}
+	if !slices.Contains(host.Vmknics, s.Vmknic) {
+		return []Finding{NoSuchVmknic{HostID: hostID, Host: host.HostName, Vmknic: s.Vmknic, Vmknics: host.Vmknics}}, nil
+	}
+	return nil, nil
 }

@@ -76,13 +76,17 @@ func (c *Client) PathMTUs(ctx context.Context, spec PathMTUSpec) ([]PathMTU, err
 			}
 		}
 	}
+	paths := make([]mtu.Path, len(pairs))
+	for i, pr := range pairs {
+		paths[i] = pingers[pr.from].path(ends[pr.to])
+	}
+	bounds := mtu.Options{Min: spec.Min, Max: spec.Max, Retries: spec.Retries}
 	results := make([]PathMTU, len(pairs))
-	err = mtu.Each(len(pairs), spec.Concurrency, func(i int) error {
-		var err error
-		results[i], err = pingers[pairs[i].from].search(ctx, ends[pairs[i].to], spec)
-		return err
-	})
-	if err != nil {
+	errs := make([]error, len(pairs))
+	for i, found := range mtu.SearchPaths(ctx, paths, bounds, spec.Concurrency) {
+		results[i], errs[i] = pingers[pairs[i].from].result(ends[pairs[i].to], paths[i].Limit, found, spec.VMKernelNIC)
+	}
+	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
 	return results, nil
@@ -216,27 +220,32 @@ type pingOutput struct {
 	}
 }
 
-// search finds the path MTU from p's host to one target.
-func (p *pinger) search(ctx context.Context, to pathEnd, spec PathMTUSpec) (PathMTU, error) {
-	configured := min(p.from.configured, to.configured)
+// path is the path from p's host to one target: esxcli pings, bounded by
+// what the vmknics and their switches at both ends allow.
+func (p *pinger) path(to pathEnd) mtu.Path {
+	probe := mtu.ProberFunc(func(ctx context.Context, size int) (bool, error) { return p.ping(ctx, to, size) })
+	return mtu.Path{Prober: probe, Limit: min(p.from.configured, to.configured)}
+}
+
+// result is the answer for the path from p's host to one target, with a
+// failed search worded for the user; configured is the path's Limit.
+func (p *pinger) result(to pathEnd, configured int, found mtu.PathResult, vmknic string) (PathMTU, error) {
 	res := PathMTU{
 		SourceHostID: p.from.hostID, SourceHostName: p.from.name, TargetHostID: to.hostID, TargetHostName: to.name,
-		TargetAddress: to.address, ConfiguredMTU: min(configured, spec.Max),
+		TargetAddress: to.address, ConfiguredMTU: found.Bounds.Max, MTU: found.MTU, Probes: found.Probes,
 	}
-	if res.ConfiguredMTU < spec.Min {
-		return res, &Error{Op: "probing " + p.from.name + " to " + to.name, Kind: ErrInvalidArg, Message: fmt.Sprintf(
-			"the vmknics and switches allow at most %d bytes between %s and %s, below min_mtu %d; lower min_mtu or raise the MTU",
-			configured, p.from.name, to.name, spec.Min)}
-	}
-	probe := mtu.ProberFunc(func(ctx context.Context, size int) (bool, error) { return p.ping(ctx, to, size) })
-	found, err := mtu.Search(ctx, probe, mtu.Options{Min: spec.Min, Max: res.ConfiguredMTU, Retries: spec.Retries})
-	res.MTU, res.Probes = found.MTU, found.Probes
-	if errors.Is(err, mtu.ErrUnreachable) {
-		return res, &Error{Op: "probing " + p.from.name + " to " + to.name, Kind: ErrUnreachable, Message: fmt.Sprintf(
+	op := "probing " + p.from.name + " to " + to.name
+	switch {
+	case errors.Is(found.Err, mtu.ErrBelowMin):
+		return res, &Error{Op: op, Kind: ErrInvalidArg, Cause: mtu.ErrBelowMin, Message: fmt.Sprintf(
+			"the vmknics and switches allow at most %d bytes between %s and %s, below the smallest size to try, %d",
+			configured, p.from.name, to.name, found.Bounds.Min)}
+	case errors.Is(found.Err, mtu.ErrUnreachable):
+		return res, &Error{Op: op, Kind: ErrUnreachable, Message: fmt.Sprintf(
 			"%s (%s) got no reply from %s at %s even at %d bytes after %d probes; check that the host is up and that %s on both hosts is on the same network",
-			p.from.name, spec.VMKernelNIC, to.name, to.address, spec.Min, found.Probes, spec.VMKernelNIC)}
+			p.from.name, vmknic, to.name, to.address, found.Bounds.Min, found.Probes, vmknic)}
 	}
-	return res, err
+	return res, found.Err
 }
 
 // ping sends one don't-fragment probe of the given packet size. A packet

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/mtu"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
 
@@ -97,7 +98,7 @@ func TestPathMTUsRefusals(t *testing.T) {
 
 	spec = pathMTUSpec(lab, 2)
 	spec.Min, spec.Max = 9100, 9216
-	if _, err := c.PathMTUs(ctx, spec); !errors.Is(err, ErrInvalidArg) || !strings.Contains(err.Error(), "below min_mtu 9100") {
+	if _, err := c.PathMTUs(ctx, spec); !errors.Is(err, ErrInvalidArg) || !errors.Is(err, mtu.ErrBelowMin) || !strings.Contains(err.Error(), "below the smallest size to try, 9100") {
 		t.Errorf("configuration below min: %v", err)
 	}
 

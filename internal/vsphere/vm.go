@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -22,13 +23,51 @@ type VM struct {
 	Name              string
 	HardwareVersion   int64 // 19 for vmx-19; 0 when vCenter does not say
 	Firmware          string
-	PowerState        string // "on", "off" or "suspended", as the vSphere provider says
+	PowerState        PowerState
 	HostID            string
 	GuestFamily       string // empty until VMware Tools reported a guest OS
 	GuestFullName     string
 	MemoryLockedToMax bool
 	NetworkAdapters   []NetworkAdapter
 	PCIPassthroughs   []PCIPassthrough
+}
+
+// PowerState is a VM's power state, named as the vSphere provider names it.
+type PowerState string
+
+// The power states of a VM.
+const (
+	PoweredOn  PowerState = "on"
+	PoweredOff PowerState = "off"
+	Suspended  PowerState = "suspended"
+)
+
+func powerStateOf(s types.VirtualMachinePowerState) PowerState {
+	switch s {
+	case types.VirtualMachinePowerStatePoweredOn:
+		return PoweredOn
+	case types.VirtualMachinePowerStatePoweredOff:
+		return PoweredOff
+	case types.VirtualMachinePowerStateSuspended:
+		return Suspended
+	}
+	return PowerState(s)
+}
+
+// VMRef names a VM and says what power state it is in.
+type VMRef struct {
+	ID         string // BIOS UUID
+	MOID       string
+	Name       string
+	PowerState PowerState
+}
+
+func vmRefOf(vm *mo.VirtualMachine) VMRef {
+	ref := VMRef{MOID: vm.Self.Value, Name: vm.Name, PowerState: powerStateOf(vm.Runtime.PowerState)}
+	if vm.Config != nil {
+		ref.ID = vm.Config.Uuid
+	}
+	return ref
 }
 
 // NetworkAdapter is one virtual NIC.
@@ -74,7 +113,7 @@ func (c *Client) VM(ctx context.Context, id string) (*VM, error) {
 		return nil, translate(op, err)
 	}
 	if ref == nil {
-		return nil, notFound(op, "no virtual machine has UUID %s", id)
+		return nil, objectNotFound(op, ObjectVirtualMachine, id, "no virtual machine has UUID %s", id)
 	}
 	return readVM(ctx, vc, op, *ref)
 }
@@ -119,13 +158,41 @@ func vmRef(ctx context.Context, vc *vim25.Client, id string) (*types.ManagedObje
 	return &ref, nil
 }
 
+// VMUUID resolves a VM's UUID or managed object id to its UUID.
+func (c *Client) VMUUID(ctx context.Context, vmID string) (string, error) {
+	vm, err := c.VM(ctx, vmID)
+	if err != nil {
+		return "", err
+	}
+	return strings.ToLower(vm.ID), nil
+}
+
+// readVMProps reads properties of a VM given by UUID or managed object id.
+func (c *Client) readVMProps(ctx context.Context, vc *vim25.Client, op, vmID string, props []string) (*mo.VirtualMachine, error) {
+	ref, err := vmRef(ctx, vc, vmID)
+	if err != nil {
+		return nil, translate(op, err)
+	}
+	if ref == nil {
+		return nil, objectNotFound(op, ObjectVirtualMachine, vmID, "no virtual machine has UUID %s", vmID)
+	}
+	var vm mo.VirtualMachine
+	if err := retrieveOne(ctx, vc, *ref, props, &vm); err != nil {
+		if errors.Is(translate(op, err), ErrNotFound) {
+			return nil, objectNotFound(op, ObjectVirtualMachine, vmID, "no virtual machine has id %s", ref.Value)
+		}
+		return nil, translate(op, err)
+	}
+	return &vm, nil
+}
+
 func readVM(ctx context.Context, vc *vim25.Client, op string, ref types.ManagedObjectReference) (*VM, error) {
 	objs, err := retrieve(ctx, vc, types.PropertyFilterSpec{
 		ObjectSet: []types.ObjectSpec{{Obj: ref}},
 		PropSet:   []types.PropertySpec{{Type: "VirtualMachine", PathSet: vmProps}},
 	})
 	if errors.Is(translate(op, err), ErrNotFound) {
-		return nil, notFound(op, "no virtual machine has id %s", ref.Value)
+		return nil, objectNotFound(op, ObjectVirtualMachine, ref.Value, "no virtual machine has id %s", ref.Value)
 	}
 	if err != nil {
 		return nil, translate(op, err)
@@ -135,11 +202,11 @@ func readVM(ctx context.Context, vc *vim25.Client, op string, ref types.ManagedO
 			return vmFromMO(&vm), nil
 		}
 	}
-	return nil, notFound(op, "virtual machine %s does not exist", ref.Value)
+	return nil, objectNotFound(op, ObjectVirtualMachine, ref.Value, "virtual machine %s does not exist", ref.Value)
 }
 
 func vmFromMO(v *mo.VirtualMachine) *VM {
-	out := &VM{MOID: v.Self.Value, Name: v.Name, PowerState: powerState(v.Runtime.PowerState)}
+	out := &VM{MOID: v.Self.Value, Name: v.Name, PowerState: powerStateOf(v.Runtime.PowerState)}
 	if v.Runtime.Host != nil {
 		out.HostID = v.Runtime.Host.Value
 	}
@@ -175,18 +242,6 @@ func ParseHardwareVersion(v string) int64 {
 		return 0
 	}
 	return n
-}
-
-func powerState(s types.VirtualMachinePowerState) string {
-	switch s {
-	case types.VirtualMachinePowerStatePoweredOn:
-		return "on"
-	case types.VirtualMachinePowerStatePoweredOff:
-		return "off"
-	case types.VirtualMachinePowerStateSuspended:
-		return "suspended"
-	}
-	return string(s)
 }
 
 // adapterType names an Ethernet card as the vSphere provider's adapter_type
@@ -253,6 +308,12 @@ func pciPassthrough(pt *types.VirtualPCIPassthrough) PCIPassthrough {
 			out.DeviceID = fmt.Sprintf("%04x", uint16(b.AllowedDevice[0].DeviceId))
 		}
 	}
+	return out
+}
+
+func sortedDevices(devs []types.BaseVirtualDevice) []types.BaseVirtualDevice {
+	out := slices.Clone(devs)
+	sort.Slice(out, func(i, j int) bool { return out[i].GetVirtualDevice().Key < out[j].GetVirtualDevice().Key })
 	return out
 }
 

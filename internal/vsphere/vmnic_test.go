@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 
@@ -34,35 +33,47 @@ func labSwitch(t *testing.T, lab *vcsimlab.Lab, c *Client, name, vmnic string, h
 	return d.PortGroup.ID
 }
 
-func TestCheckPVRDMANIC(t *testing.T) {
+func TestPlanPVRDMANIC(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
 	ctx := context.Background()
 	c := labClient(lab)
 	pg := labSwitch(t, lab, c, "rdma", "vmnic4", lab.HostNames())
+	plan := func(vmID, portGroupID string) []Finding {
+		t.Helper()
+		f, err := c.PlanPVRDMANIC(ctx, PVRDMANICChange{VMID: vmID, PortGroupID: portGroupID, DeviceProtocol: "rocev2"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	label := func(name, id string) string { return name + " (" + id + ")" }
 
-	p, err := c.CheckPVRDMANIC(ctx, lab.VMUUID("hpc-node-0"), pg, 0)
-	if err != nil {
-		t.Fatal(err)
+	if f := plan(lab.VMUUID("hpc-node-0"), pg); len(f) != 0 {
+		t.Fatalf("hpc-node-0 on a switch over every host: %#v, want no finding", f)
 	}
-	if !slices.Equal(p.Protocols, []string{"rocev1", "rocev2"}) || len(p.NotOnSwitch) != 0 || p.RegularAdapters != 1 || p.StandardNetwork || p.SwitchName != "rdma" {
-		t.Fatalf("hpc-node-0 plan = %+v", p)
+	legacy := lab.VMID("legacy-node")
+	if f := plan(legacy, pg); !slices.Contains(f, Finding(HardwareTooOld{VM: label("legacy-node", legacy), Version: 11, Minimum: 13})) {
+		t.Fatalf("legacy-node: %#v, want HardwareTooOld", f)
 	}
-	if p, err = c.CheckPVRDMANIC(ctx, lab.VMID("legacy-node"), pg, 0); err != nil || p.VM.HardwareVersion != 11 || p.Protocols != nil {
-		t.Fatalf("legacy-node plan = %+v, %v", p, err)
-	}
-	if p, err = c.CheckPVRDMANIC(ctx, lab.VMID("bare-node"), pg, 0); err != nil || p.RegularAdapters != 0 {
-		t.Fatalf("bare-node plan = %+v, %v", p, err)
+	bare := lab.VMID("bare-node")
+	if f := plan(bare, pg); !slices.Contains(f, Finding(PVRDMAFirstAdapter{VM: label("bare-node", bare)})) {
+		t.Fatalf("bare-node: %#v, want PVRDMAFirstAdapter", f)
 	}
 	vm, _ := c.VM(ctx, lab.VMUUID("hpc-node-0"))
-	if p, err = c.CheckPVRDMANIC(ctx, vm.MOID, vm.NetworkAdapters[0].NetworkID, 0); err != nil || !p.StandardNetwork {
-		t.Fatalf("standard network plan = %+v, %v", p, err)
+	standard := vm.NetworkAdapters[0].NetworkID
+	if f := plan(vm.MOID, standard); !slices.Contains(f, Finding(StandardNetwork{NetworkID: standard, Name: "VM Network"})) {
+		t.Fatalf("standard network: %#v, want StandardNetwork", f)
 	}
 	partial := labSwitch(t, lab, c, "partial", "vmnic5", lab.HostNames()[:2])
-	if p, err = c.CheckPVRDMANIC(ctx, vm.MOID, partial, 0); err != nil || !slices.Equal(p.NotOnSwitch, lab.HostNames()[2:]) {
-		t.Fatalf("partial switch plan = %+v, %v", p, err)
+	f := plan(vm.MOID, partial)
+	if len(f) != 1 {
+		t.Fatalf("partial switch: %#v, want HostsNotOnSwitch", f)
 	}
-	if _, err = c.CheckPVRDMANIC(ctx, vm.MOID, "dvportgroup-99999", 0); !errors.Is(err, ErrNotFound) {
+	if h, ok := f[0].(HostsNotOnSwitch); !ok || !slices.Equal(h.Hosts, lab.HostNames()[2:]) || h.Switch != "partial" {
+		t.Fatalf("partial switch: %#v, want HostsNotOnSwitch naming %v", f, lab.HostNames()[2:])
+	}
+	if _, err := c.PlanPVRDMANIC(ctx, PVRDMANICChange{VMID: vm.MOID, PortGroupID: "dvportgroup-99999", DeviceProtocol: "rocev2"}); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("missing port group: %v", err)
 	}
 }
@@ -138,8 +149,9 @@ func TestPVRDMANICOnARunningVM(t *testing.T) {
 	spec := PVRDMANICSpec{PortGroupID: pg, DeviceProtocol: "rocev2", StartConnected: true}
 
 	_, err = c.CreatePVRDMANIC(ctx, lab.VMID(name), spec)
-	if !errors.Is(err, ErrInvalidState) || !strings.Contains(err.Error(), "power_off_allowed = true") {
-		t.Fatalf("create on a running VM: %v, want a refusal saying what to do", err)
+	var refusal *PowerOffNeeded
+	if !errors.As(err, &refusal) || !errors.Is(err, ErrInvalidState) || refusal.VM != name || refusal.Change != WhatPVRDMANeedsOff {
+		t.Fatalf("create on a running VM: %v, want PowerOffNeeded", err)
 	}
 
 	// Allowed: the guest is shut down, the adapter added, the VM powered on.
@@ -151,7 +163,7 @@ func TestPVRDMANICOnARunningVM(t *testing.T) {
 		t.Fatal(err)
 	}
 	nic, err := c.PVRDMANIC(ctx, lab.VMID(name), key)
-	if err != nil || !nic.VM.PoweredOn {
+	if err != nil || nic.VM.PowerState != PoweredOn {
 		t.Fatalf("after the power cycle: %+v, %v; want the adapter on a running VM", nic, err)
 	}
 	if calls := lab.Calls(); calls["ShutdownGuest"] != 1 || calls["PowerOffVM_Task"] != 1 || calls["PowerOnVM_Task"] != 1 {

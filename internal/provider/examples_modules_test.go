@@ -1,5 +1,11 @@
 package provider
 
+// Tests of the example modules in examples/modules (pvrdma-cluster,
+// gpu-node), applied with real Terraform against the lab. No source file of
+// this package pairs with them: the file is named after the directory it
+// tests, and lives here because the modules need the in-process provider and
+// the lab helpers of this package.
+
 import (
 	"context"
 	"regexp"
@@ -42,7 +48,7 @@ func TestAccModulePVRDMACluster(t *testing.T) { //nolint:paralleltest // labEnv 
 		"cluster_name":  config.StringVariable(lab.ClusterName()),
 	}
 	dir := config.StaticDirectory("../../examples/modules/pvrdma-cluster")
-	resource.Test(t, resource.TestCase{
+	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
@@ -145,7 +151,7 @@ func TestAccModuleGPUNode(t *testing.T) { //nolint:paralleltest // labEnv sets t
 		"gpu_pci_ids":        config.ListVariable(config.StringVariable("0000:3b:00.0"), config.StringVariable("0000:5e:00.0")),
 	}
 	dir := config.StaticDirectory("../../examples/modules/gpu-node")
-	resource.Test(t, resource.TestCase{
+	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{

@@ -1,4 +1,4 @@
-package mtu
+package runnerprobe
 
 import (
 	"context"
@@ -14,9 +14,11 @@ import (
 	"golang.org/x/net/icmp"
 	"golang.org/x/net/ipv4"
 	"golang.org/x/sys/unix"
+
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/mtu"
 )
 
-// ICMPProber probes a path from this machine with ICMP echo requests that
+// icmpProber probes a path from this machine with ICMP echo requests that
 // have the don't-fragment bit set.
 //
 // It opens an unprivileged ICMP socket when the process's group is in
@@ -25,7 +27,7 @@ import (
 // path MTU it learnt earlier refuse a probe, so every probe measures the path
 // as it is now. A probe bigger than the outgoing interface's MTU fails to
 // send (EMSGSIZE), which counts as too big.
-type ICMPProber struct {
+type icmpProber struct {
 	conn    net.PacketConn
 	dst     net.Addr
 	raw     bool
@@ -35,18 +37,18 @@ type ICMPProber struct {
 	token   [8]byte // marks our replies among everything a raw socket sees
 }
 
-var _ Prober = (*ICMPProber)(nil)
+var _ mtu.Prober = (*icmpProber)(nil)
 
 // ErrNoPermission: the process may open neither kind of ICMP socket.
 var ErrNoPermission = errors.New("no permission to send ICMP echo requests")
 
-// NewICMPProber opens a socket for probing ip (an IPv4 address); timeout is
+// newICMPProber opens a socket for probing ip (an IPv4 address); timeout is
 // how long a probe waits for its reply.
-func NewICMPProber(ip net.IP, timeout time.Duration) (*ICMPProber, error) {
+func newICMPProber(ip net.IP, timeout time.Duration) (*icmpProber, error) {
 	if ip.To4() == nil {
 		return nil, fmt.Errorf("%s is not an IPv4 address; only IPv4 paths can be probed", ip)
 	}
-	p := &ICMPProber{timeout: timeout, id: os.Getpid() & 0xffff}
+	p := &icmpProber{timeout: timeout, id: os.Getpid() & 0xffff}
 	if _, err := rand.Read(p.token[:]); err != nil {
 		return nil, err
 	}
@@ -107,16 +109,16 @@ func permissionError() error {
 }
 
 // Close releases the socket.
-func (p *ICMPProber) Close() error { return p.conn.Close() }
+func (p *icmpProber) Close() error { return p.conn.Close() }
 
 // Probe sends one echo request making an IP packet of size bytes and waits
 // for its reply.
-func (p *ICMPProber) Probe(ctx context.Context, size int) (bool, error) {
-	if size < HeaderBytes+len(p.token) {
-		return false, fmt.Errorf("probe size %d is below the %d bytes of headers and marker", size, HeaderBytes+len(p.token))
+func (p *icmpProber) Probe(ctx context.Context, size int) (bool, error) {
+	if size < mtu.HeaderBytes+len(p.token) {
+		return false, fmt.Errorf("probe size %d is below the %d bytes of headers and marker", size, mtu.HeaderBytes+len(p.token))
 	}
 	seq := int(p.seq.Add(1) & 0xffff)
-	data := make([]byte, size-HeaderBytes)
+	data := make([]byte, size-mtu.HeaderBytes)
 	copy(data, p.token[:])
 	msg, err := (&icmp.Message{Type: ipv4.ICMPTypeEcho, Body: &icmp.Echo{ID: p.id, Seq: seq, Data: data}}).Marshal(nil)
 	if err != nil {
@@ -136,7 +138,7 @@ func (p *ICMPProber) Probe(ctx context.Context, size int) (bool, error) {
 	if err := p.conn.SetReadDeadline(deadline); err != nil {
 		return false, err
 	}
-	buf := make([]byte, size+HeaderBytes)
+	buf := make([]byte, size+mtu.HeaderBytes)
 	for {
 		n, _, err := p.conn.ReadFrom(buf)
 		if errors.Is(err, os.ErrDeadlineExceeded) {
@@ -153,7 +155,7 @@ func (p *ICMPProber) Probe(ctx context.Context, size int) (bool, error) {
 
 // isReply matches the echo reply to probe seq: the kernel rewrites the ID of
 // unprivileged sockets, so the sequence number and the marker identify it.
-func (p *ICMPProber) isReply(b []byte, seq, size int) bool {
+func (p *icmpProber) isReply(b []byte, seq, size int) bool {
 	m, err := icmp.ParseMessage(1, b)
 	if err != nil || m.Type != ipv4.ICMPTypeEchoReply {
 		return false
@@ -162,12 +164,12 @@ func (p *ICMPProber) isReply(b []byte, seq, size int) bool {
 	if !ok || echo.Seq != seq || (p.raw && echo.ID != p.id) {
 		return false
 	}
-	return len(echo.Data) == size-HeaderBytes && string(echo.Data[:len(p.token)]) == string(p.token[:])
+	return len(echo.Data) == size-mtu.HeaderBytes && string(echo.Data[:len(p.token)]) == string(p.token[:])
 }
 
-// InterfaceMTU is the MTU of the interface this machine would send to ip
+// interfaceMTU is the MTU of the interface this machine would send to ip
 // through: the most a probe can be. Finding the route sends nothing.
-func InterfaceMTU(ip net.IP) (int, error) {
+func interfaceMTU(ip net.IP) (int, error) {
 	c, err := net.DialUDP("udp4", nil, &net.UDPAddr{IP: ip, Port: 9})
 	if err != nil {
 		return 0, fmt.Errorf("no route to %s: %w", ip, err)

@@ -1,4 +1,4 @@
-package mtu
+package runnerprobe
 
 import (
 	"context"
@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/mtu"
 )
 
 // The probe runs in a child process inside a network namespace: a client,
@@ -29,27 +31,21 @@ type helperResult struct {
 	Err    string
 }
 
-// TestICMPHelper is the child: it searches the path to the target named in
-// its environment and prints the result. It does nothing in a normal run.
+// TestICMPHelper is the child: it measures the path to the target named in
+// its environment through PathMTUs, the package's entry point, and prints
+// the result. It does nothing in a normal run.
 func TestICMPHelper(t *testing.T) {
 	target := os.Getenv(helperEnv)
 	if target == "" {
 		return
 	}
 	var out helperResult
-	ip := net.ParseIP(target)
-	limit, err := InterfaceMTU(ip)
-	if err == nil {
-		var p *ICMPProber
-		if p, err = NewICMPProber(ip, 200*time.Millisecond); err == nil {
-			defer p.Close()
-			var r Result
-			r, err = Search(context.Background(), p, Options{Min: 1280, Max: min(limit, 9000)})
-			out.MTU, out.Probes = r.MTU, r.Probes
-		}
-	}
+	found, err := PathMTUs(context.Background(), []string{target},
+		Options{Options: mtu.Options{Min: 1280, Max: 9000}, Timeout: 200 * time.Millisecond, Concurrency: 1})
 	if err != nil {
 		out.Err = err.Error()
+	} else {
+		out.MTU, out.Probes = found[0].MTU, found[0].Probes
 	}
 	_ = json.NewEncoder(os.Stdout).Encode(out)
 }
@@ -164,7 +160,7 @@ func (n netnsLab) executable() string {
 		n.t.Fatal(err)
 	}
 	defer src.Close()
-	exe := filepath.Join(dir, "mtu.test")
+	exe := filepath.Join(dir, "runnerprobe.test")
 	dst, err := os.OpenFile(exe, os.O_CREATE|os.O_WRONLY, 0o755)
 	if err != nil {
 		n.t.Fatal(err)
@@ -206,13 +202,13 @@ func TestICMPProbeThroughNamespaces(t *testing.T) {
 	}
 
 	// Nothing answers at 10.200.2.9: unreachable, not a small MTU.
-	if r := n.probe("10.200.2.9", false); !strings.Contains(r.Err, ErrUnreachable.Error()) {
-		t.Fatalf("to a silent address: %+v, want %v", r, ErrUnreachable)
+	if r := n.probe("10.200.2.9", false); !strings.Contains(r.Err, mtu.ErrUnreachable.Error()) {
+		t.Fatalf("to a silent address: %+v, want %v", r, mtu.ErrUnreachable)
 	}
 }
 
 func TestICMPProberRefusesIPv6(t *testing.T) {
-	if _, err := NewICMPProber(net.ParseIP("::1"), time.Second); err == nil || errors.Is(err, ErrNoPermission) {
+	if _, err := newICMPProber(net.ParseIP("::1"), time.Second); err == nil || errors.Is(err, ErrNoPermission) {
 		t.Fatalf("IPv6 target: %v, want a refusal", err)
 	}
 }

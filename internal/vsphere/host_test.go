@@ -6,48 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vmware/govmomi/object"
-
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
-
-func TestDatacenterByName(t *testing.T) {
-	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
-	ctx := context.Background()
-	c := labClient(lab)
-
-	for _, name := range []string{"", lab.DatacenterName()} {
-		dc, err := c.DatacenterByName(ctx, name)
-		if err != nil {
-			t.Fatalf("DatacenterByName(%q): %v", name, err)
-		}
-		if dc.ID != lab.DatacenterID() || dc.Name != lab.DatacenterName() {
-			t.Fatalf("DatacenterByName(%q) = %+v", name, dc)
-		}
-	}
-	_, err := c.DatacenterByName(ctx, "nope")
-	if !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), lab.DatacenterName()) {
-		t.Fatalf("missing datacenter error = %v, want ErrNotFound listing the existing ones", err)
-	}
-
-	// A second datacenter of the same name, in a folder, as vCenter allows.
-	root := object.NewRootFolder(lab.Client().Client)
-	folder, err := root.CreateFolder(ctx, "site-b")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := folder.CreateDatacenter(ctx, lab.DatacenterName()); err != nil {
-		t.Fatal(err)
-	}
-	_, err = c.DatacenterByName(ctx, lab.DatacenterName())
-	if !errors.Is(err, ErrAmbiguous) || !strings.Contains(err.Error(), lab.DatacenterID()) {
-		t.Fatalf("duplicate name error = %v, want ErrAmbiguous naming both ids", err)
-	}
-	if _, err = c.DatacenterByName(ctx, ""); !errors.Is(err, ErrAmbiguous) {
-		t.Fatalf("default datacenter with two datacenters: error = %v, want ErrAmbiguous", err)
-	}
-}
 
 func TestHost(t *testing.T) {
 	t.Parallel()
@@ -108,7 +68,7 @@ func TestHost(t *testing.T) {
 	}
 	// A datacenter name where its id belongs is the common mistake.
 	_, err = c.HostByName(ctx, lab.DatacenterName(), name)
-	if !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "datacenter_id takes a managed object id") {
+	if !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "a datacenter id is a managed object id") {
 		t.Fatalf("datacenter name as id: error = %v, want an explanation", err)
 	}
 }
@@ -170,66 +130,13 @@ func TestGPUUsers(t *testing.T) {
 	}
 	for _, g := range host.GPUs {
 		if g.PCIID == gpu.PCIID {
-			if len(g.VMs) != 1 || g.VMs[0].Name != vmName || g.VMs[0].ID != vm.ID || g.VMs[0].PoweredOn {
+			if len(g.VMs) != 1 || g.VMs[0].Name != vmName || g.VMs[0].ID != vm.ID || g.VMs[0].PowerState != PoweredOff {
 				t.Fatalf("users of %s = %+v, want powered-off %s", g.PCIID, g.VMs, vmName)
 			}
 			return
 		}
 	}
 	t.Fatalf("GPU %s vanished", gpu.PCIID)
-}
-
-func TestVM(t *testing.T) {
-	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
-	ctx := context.Background()
-	c := labClient(lab)
-	name := lab.VMNames()[0]
-
-	byUUID, err := c.VM(ctx, lab.VMUUID(name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	byMOID, err := c.VM(ctx, lab.VMID(name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	byName, err := c.VMByName(ctx, lab.DatacenterID(), name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, vm := range []*VM{byUUID, byMOID, byName} {
-		if vm.ID != lab.VMUUID(name) || vm.MOID != lab.VMID(name) || vm.Name != name {
-			t.Fatalf("vm identity = %+v", vm)
-		}
-	}
-	if byUUID.HardwareVersion < 13 || byUUID.PowerState != "off" || byUUID.HostID == "" {
-		t.Errorf("vm = %+v", byUUID)
-	}
-	if len(byUUID.NetworkAdapters) != 1 || byUUID.NetworkAdapters[0].Type != "vmxnet3" || byUUID.NetworkAdapters[0].NetworkID == "" {
-		t.Errorf("adapters = %+v, want one vmxnet3 on a network", byUUID.NetworkAdapters)
-	}
-
-	legacy, err := c.VMByName(ctx, lab.DatacenterID(), "legacy-node")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if legacy.HardwareVersion != 11 {
-		t.Errorf("legacy-node hardware version = %d, want 11", legacy.HardwareVersion)
-	}
-
-	if _, err := c.VM(ctx, "42000000-0000-0000-0000-000000000000"); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("missing UUID error = %v, want ErrNotFound", err)
-	}
-	if _, err := c.VMByName(ctx, "DC0", name); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), `no datacenter has id "DC0"`) {
-		t.Fatalf("datacenter name as id: error = %v", err)
-	}
-	if _, err := c.VM(ctx, "vm-99999"); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "no virtual machine has id vm-99999") {
-		t.Fatalf("missing moid error = %v, want ErrNotFound", err)
-	}
-	if _, err := c.VMByName(ctx, lab.DatacenterID(), "nope"); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("missing name error = %v, want ErrNotFound", err)
-	}
 }
 
 func TestHexID(t *testing.T) {

@@ -1,0 +1,130 @@
+package provider
+
+// Helpers shared by the provider's tests: the provider under test, the
+// simulated lab each test gets, the provider block for it, and the
+// configuration and checks that more than one test file uses. A helper that
+// serves one file lives in that file.
+//
+// The lab (internal/vcsimlab) runs in this process, so a test that needs
+// nothing else but the terraform binary is a resource.UnitTest and plain
+// `go test` runs it; a test that needs more of the machine is a
+// resource.Test, run with TF_ACC=1 (make test), and says why. Changes
+// behind Terraform's back go through the lab's admin methods
+// (internal/vcsimlab/admin.go), never through the vSphere SDK here.
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-framework/providerserver"
+	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
+	"github.com/hashicorp/terraform-plugin-testing/compare"
+
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vsphere"
+)
+
+var compareSame = compare.ValuesSame()
+
+var testAccProtoV6ProviderFactories = map[string]func() (tfprotov6.ProviderServer, error){
+	"vspherehpc": providerserver.NewProtocol6WithError(New("test")()),
+}
+
+// startLab gives a test its own simulated vCenter, so tests run in parallel.
+func startLab(t *testing.T, opts vcsimlab.Options) *vcsimlab.Lab {
+	t.Helper()
+	lab, err := vcsimlab.Start(context.Background(), opts)
+	if err != nil {
+		t.Fatalf("starting lab: %v", err)
+	}
+	t.Cleanup(lab.Close)
+	return lab
+}
+
+// must fails the test when a change made through the lab's admin methods
+// (an administrator's change behind Terraform's back) fails.
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("changing the lab out of band: %v", err)
+	}
+}
+
+// labService is a service-layer client of the lab, to look at vSphere
+// directly from tests.
+func labService(lab *vcsimlab.Lab) *vsphere.Client {
+	return vsphere.New(vsphere.Config{Server: lab.URL.Host, User: lab.Username, Password: lab.Password, CAFile: lab.CertFile})
+}
+
+// wrapped matches text as Terraform prints it in a diagnostic, where any
+// space may have become a line break.
+func wrapped(text string) *regexp.Regexp {
+	return regexp.MustCompile(strings.Join(strings.Fields(regexp.QuoteMeta(text)), `\s+`))
+}
+
+// requiredProviders names the provider's source, in the namespace the
+// testing framework serves it under (TF_ACC_PROVIDER_NAMESPACE, which the
+// Makefile sets, else "hashicorp"). Test configurations need it only where
+// the framework does not add it: import-block steps.
+var requiredProviders = fmt.Sprintf(`
+terraform {
+  required_providers {
+    vspherehpc = {
+      source = "registry.terraform.io/%s/vspherehpc"
+    }
+  }
+}
+`, cmp.Or(os.Getenv("TF_ACC_PROVIDER_NAMESPACE"), "hashicorp"))
+
+// providerConfig is the provider block for a lab, trusting its CA.
+func providerConfig(lab *vcsimlab.Lab) string {
+	return fmt.Sprintf(`
+provider "vspherehpc" {
+  vsphere_server = %q
+  user           = %q
+  password       = %q
+  ca_file        = %q
+}
+`, lab.URL.Host, lab.Username, lab.Password, lab.CertFile)
+}
+
+// switchesConfig is two PVRDMA switches over all lab hosts, rdma-a on vmnic4
+// with port group pvrdma-a and rdma-b on vmnic5 with port group pvrdma-b,
+// for tests that put adapters on VMs.
+func switchesConfig(lab *vcsimlab.Lab) string {
+	config := providerConfig(lab) + fmt.Sprintf(`
+data "vspherehpc_host" "esx" {
+  count         = %d
+  datacenter_id = %q
+  name          = %s[count.index]
+}
+`, len(lab.HostNames()), lab.DatacenterID(), hclList(lab.HostNames()))
+	for _, s := range []struct{ key, vmnic string }{{"a", "vmnic4"}, {"b", "vmnic5"}} {
+		config += fmt.Sprintf(`resource "vspherehpc_rdma_dvs" %[1]q {
+  datacenter_id = %[2]q
+  name          = "rdma-%[1]s"
+  port_group {
+    name = "pvrdma-%[1]s"
+  }
+  dynamic "host" {
+    for_each = data.vspherehpc_host.esx
+    content {
+      host_system_id = host.value.id
+      vmnic          = %[3]q
+    }
+  }
+}
+`, s.key, lab.DatacenterID(), s.vmnic)
+	}
+	return config
+}
+
+// hclList is an HCL list of strings.
+func hclList(items []string) string {
+	return `["` + strings.Join(items, `", "`) + `"]`
+}

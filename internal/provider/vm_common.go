@@ -1,0 +1,97 @@
+package provider
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vsphere"
+)
+
+// What the VM resources (vspherehpc_vm_pvrdma_nic, vspherehpc_vm_gpu_mmio)
+// share: which VM they act on, and the refusal of a change that needs the VM
+// powered off.
+
+// privateVM is the private-state key holding a VM resource's managed object
+// id, so reads need no search by UUID.
+const privateVM = "vm"
+
+// vmRef is the VM to act on: its remembered managed object id, which needs no
+// search, else the configured id.
+func vmRef(ctx context.Context, p privateState, configured string, diags *diag.Diagnostics) string {
+	var moid string
+	_, ds := getPrivateJSON(ctx, p, privateVM, &moid)
+	diags.Append(ds...)
+	return cmp.Or(moid, configured)
+}
+
+// readVM reads a VM through vmRef and, when the remembered id is stale (a
+// re-registered VM), once more through the configured id.
+func readVM[T any](ctx context.Context, p privateState, configured string, diags *diag.Diagnostics, read func(vmID string) (T, error)) (T, error) {
+	vmID := vmRef(ctx, p, configured, diags)
+	got, err := read(vmID)
+	if errors.Is(err, vsphere.ErrNotFound) && vmID != configured {
+		got, err = read(configured)
+	}
+	return got, err
+}
+
+// replaceOnOtherVM plans a replacement when virtual_machine_id names another
+// VM, and reports whether it did. The same VM's UUID and managed object id
+// swapped for each other replace nothing.
+func replaceOnOtherVM(ctx context.Context, client *vsphere.Client, state, plan types.String, resp *resource.ModifyPlanResponse) bool {
+	if plan.Equal(state) || (!plan.IsUnknown() && sameVM(ctx, client, state.ValueString(), plan.ValueString())) {
+		return false
+	}
+	resp.RequiresReplace = append(resp.RequiresReplace, path.Root("virtual_machine_id"))
+	return true
+}
+
+// sameVM reports whether two VM ids (UUID or managed object id) name one VM.
+func sameVM(ctx context.Context, client *vsphere.Client, a, b string) bool {
+	if !client.Configured() {
+		return false
+	}
+	ua, err := client.VMUUID(ctx, a)
+	if err != nil {
+		return false
+	}
+	ub, err := client.VMUUID(ctx, b)
+	return err == nil && ua == ub
+}
+
+// addPowerFinding words a planner's power refusal; it reports false for any
+// other finding.
+func addPowerFinding(diags *diag.Diagnostics, f vsphere.Finding) bool {
+	switch f := f.(type) {
+	case *vsphere.VMSuspended:
+		diags.AddAttributeError(path.Root("virtual_machine_id"), "Virtual machine is suspended",
+			fmt.Sprintf("Virtual machine %s is suspended; resume it or power it off first.", f.VM))
+	case *vsphere.PowerOffNeeded:
+		diags.AddAttributeError(path.Root("power_off_allowed"), "Virtual machine is powered on", f.Error()+". "+powerOffFix+".")
+	default:
+		return false
+	}
+	return true
+}
+
+// checkDestroyPower refuses, at plan time, a destroy that needs the VM off
+// on a VM that runs, unless power_off_allowed is set in state.
+func checkDestroyPower(ctx context.Context, client *vsphere.Client, vmID string, powerOffAllowed bool, change string, diags *diag.Diagnostics) {
+	f, err := client.PlanVMPower(ctx, vmID, true, powerOffAllowed, change)
+	if err != nil {
+		return // a VM that is gone or unreadable takes its devices with it; the apply says more
+	}
+	switch f := f.(type) {
+	case *vsphere.VMSuspended:
+		diags.AddError("Virtual machine is suspended", fmt.Sprintf("Virtual machine %s is suspended; resume it or power it off first.", f.VM))
+	case *vsphere.PowerOffNeeded:
+		diags.AddError("Virtual machine is powered on", f.Error()+". "+powerOffFix+" (set it on the resource and apply before destroying).")
+	}
+}

@@ -1,0 +1,280 @@
+package vcsimlab
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/vim25/mo"
+	"github.com/vmware/govmomi/vim25/types"
+)
+
+// Out-of-band changes to virtual machines: power, hardware, GPUs and PVRDMA
+// adapters (see admin.go).
+
+// AttachGPU passes a host PCI device through to a VM with the lab's admin
+// client, as an administrator (or govc device.pci.add) would out of band:
+// the backing is filled from what QueryConfigTarget offers on the VM's host,
+// and vSphere's own checks apply. A device the host does not offer is still
+// sent, bare, so that vSphere's refusal is what the caller sees.
+func (l *Lab) AttachGPU(ctx context.Context, vmName, pciID string) error {
+	vm, err := l.adminVM(vmName)
+	if err != nil {
+		return err
+	}
+	browser, err := vm.EnvironmentBrowser(ctx)
+	if err != nil {
+		return err
+	}
+	host, err := vm.HostSystem(ctx)
+	if err != nil {
+		return err
+	}
+	target, err := browser.QueryConfigTarget(ctx, host)
+	if err != nil {
+		return err
+	}
+	backing := &types.VirtualPCIPassthroughDeviceBackingInfo{Id: pciID}
+	for _, p := range target.PciPassthrough {
+		info, ok := p.(*types.VirtualMachinePciPassthroughInfo)
+		if ok && info.PciDevice.Id == pciID {
+			backing.DeviceId = fmt.Sprintf("%x", uint16(info.PciDevice.DeviceId))
+			backing.VendorId = info.PciDevice.VendorId
+			backing.SystemId = info.SystemId
+			backing.DeviceName = info.PciDevice.DeviceName
+		}
+	}
+	return vm.AddDevice(ctx, &types.VirtualPCIPassthrough{VirtualDevice: types.VirtualDevice{Key: -1, Backing: backing}})
+}
+
+// DetachGPU removes a VM's passthrough device for the host PCI device pciID,
+// as Edit Settings > remove PCI device in the vSphere Client (govc
+// device.remove) does. vSphere refuses it while the VM is powered on.
+func (l *Lab) DetachGPU(ctx context.Context, vmName, pciID string) error {
+	vm, devices, err := l.adminDevices(ctx, vmName, (*types.VirtualPCIPassthrough)(nil))
+	if err != nil {
+		return err
+	}
+	for _, d := range devices {
+		if b, ok := d.GetVirtualDevice().Backing.(*types.VirtualPCIPassthroughDeviceBackingInfo); ok && b.Id == pciID {
+			return vm.RemoveDevice(ctx, false, d)
+		}
+	}
+	return fmt.Errorf("VM %s has no passthrough device %s", vmName, pciID)
+}
+
+// PowerOnVM powers a VM on, as Power On in the vSphere Client (govc
+// vm.power -on) does.
+func (l *Lab) PowerOnVM(ctx context.Context, vmName string) error {
+	vm, err := l.adminVM(vmName)
+	if err != nil {
+		return err
+	}
+	return adminWait(ctx)(vm.PowerOn(ctx))
+}
+
+// DestroyVM deletes a powered-off VM from disk, as Delete from Disk in the
+// vSphere Client (govc vm.destroy) does.
+func (l *Lab) DestroyVM(ctx context.Context, vmName string) error {
+	vm, err := l.adminVM(vmName)
+	if err != nil {
+		return err
+	}
+	return adminWait(ctx)(vm.Destroy(ctx))
+}
+
+// CloneVMIntoFolder creates a folder in the datacenter's VM folder and clones
+// a VM into it under the same name, as New Folder and Clone to Virtual
+// Machine in the vSphere Client (govc folder.create, govc vm.clone -folder)
+// do. vCenter allows a VM name that is already used in another folder.
+func (l *Lab) CloneVMIntoFolder(ctx context.Context, vmName, folderName string) error {
+	vm, err := l.adminVM(vmName)
+	if err != nil {
+		return err
+	}
+	folders, err := l.adminDatacenter().Folders(ctx)
+	if err != nil {
+		return err
+	}
+	folder, err := folders.VmFolder.CreateFolder(ctx, folderName)
+	if err != nil {
+		return err
+	}
+	return adminWait(ctx)(vm.Clone(ctx, folder, vmName, types.VirtualMachineCloneSpec{}))
+}
+
+// UpgradeVMHardware upgrades a powered-off VM to hardware version version
+// (13 for vmx-13), as Compatibility > Upgrade VM Compatibility in the
+// vSphere Client (govc vm.upgrade -version) does.
+func (l *Lab) UpgradeVMHardware(ctx context.Context, vmName string, version int) error {
+	vm, err := l.adminVM(vmName)
+	if err != nil {
+		return err
+	}
+	return adminWait(ctx)(vm.UpgradeVM(ctx, fmt.Sprintf("vmx-%d", version)))
+}
+
+// SetVMFirmware sets a powered-off VM's firmware to "bios" or "efi", as Edit
+// Settings > VM Options > Boot Options in the vSphere Client (govc vm.change
+// -firmware) does.
+func (l *Lab) SetVMFirmware(ctx context.Context, vmName, firmware string) error {
+	return l.adminReconfigureVM(ctx, vmName, types.VirtualMachineConfigSpec{Firmware: firmware})
+}
+
+// SetVMExtraConfig sets one of a VM's advanced configuration parameters
+// (extraConfig), as Edit Settings > VM Options > Advanced > Configuration
+// Parameters in the vSphere Client (govc vm.change -e key=value) does.
+func (l *Lab) SetVMExtraConfig(ctx context.Context, vmName, key, value string) error {
+	return l.adminReconfigureVM(ctx, vmName, types.VirtualMachineConfigSpec{ExtraConfig: []types.BaseOptionValue{&types.OptionValue{Key: key, Value: value}}})
+}
+
+// SetVMMemoryReservationLocked ticks or clears "Reserve all guest memory (All
+// locked)" in a VM's Edit Settings > Memory, as an administrator does in the
+// vSphere Client.
+func (l *Lab) SetVMMemoryReservationLocked(ctx context.Context, vmName string, locked bool) error {
+	return l.adminReconfigureVM(ctx, vmName, types.VirtualMachineConfigSpec{MemoryReservationLockedToMax: &locked})
+}
+
+// VMSettings is what VMSettings reads of a VM.
+type VMSettings struct {
+	Firmware    string            // "bios" or "efi"
+	ExtraConfig map[string]string // the advanced configuration parameters
+	GPUs        []string          // the host PCI ids of its passthrough devices; "" for dynamic DirectPath
+}
+
+// VMSettings reads a VM's firmware, extraConfig and passthrough devices from
+// vCenter, as govc vm.info -e and govc device.ls show them.
+func (l *Lab) VMSettings(ctx context.Context, vmName string) (VMSettings, error) {
+	vm, err := l.adminVM(vmName)
+	if err != nil {
+		return VMSettings{}, err
+	}
+	var v mo.VirtualMachine
+	if err := vm.Properties(ctx, vm.Reference(), []string{"config.firmware", "config.extraConfig", "config.hardware.device"}, &v); err != nil {
+		return VMSettings{}, err
+	}
+	out := VMSettings{ExtraConfig: map[string]string{}}
+	if v.Config == nil {
+		return out, nil
+	}
+	out.Firmware = v.Config.Firmware
+	for _, o := range v.Config.ExtraConfig {
+		if ov := o.GetOptionValue(); ov != nil {
+			out.ExtraConfig[ov.Key] = fmt.Sprint(ov.Value)
+		}
+	}
+	for _, d := range v.Config.Hardware.Device {
+		if pt, ok := d.(*types.VirtualPCIPassthrough); ok {
+			id := ""
+			if b, ok := pt.Backing.(*types.VirtualPCIPassthroughDeviceBackingInfo); ok {
+				id = b.Id
+			}
+			out.GPUs = append(out.GPUs, id)
+		}
+	}
+	return out, nil
+}
+
+// AddPVRDMAAdapter adds a PVRDMA adapter (RoCE v2) on a distributed port
+// group to a powered-off VM, as Edit Settings > Add New Device > Network
+// Adapter of type PVRDMA in the vSphere Client does. switchUUID and
+// portGroupKey name the port group as a VM's network backing does.
+func (l *Lab) AddPVRDMAAdapter(ctx context.Context, vmName, switchUUID, portGroupKey string) error {
+	vm, err := l.adminVM(vmName)
+	if err != nil {
+		return err
+	}
+	return vm.AddDevice(ctx, &types.VirtualVmxnet3Vrdma{
+		VirtualVmxnet3: types.VirtualVmxnet3{VirtualVmxnet: types.VirtualVmxnet{VirtualEthernetCard: types.VirtualEthernetCard{
+			VirtualDevice: types.VirtualDevice{Key: -1, Backing: dvPortBacking(switchUUID, portGroupKey)},
+		}}},
+		DeviceProtocol: "rocev2",
+	})
+}
+
+// RemovePVRDMAAdapters removes all PVRDMA adapters of a powered-off VM, as
+// Edit Settings > remove network adapter in the vSphere Client (govc
+// device.remove) does.
+func (l *Lab) RemovePVRDMAAdapters(ctx context.Context, vmName string) error {
+	vm, devices, err := l.adminDevices(ctx, vmName, (*types.VirtualVmxnet3Vrdma)(nil))
+	if err != nil {
+		return err
+	}
+	return vm.RemoveDevice(ctx, false, devices...)
+}
+
+// PVRDMAAdapterEdit is a change to a VM's PVRDMA adapters; the zero value of
+// a field leaves that setting as it is.
+type PVRDMAAdapterEdit struct {
+	DeviceProtocol string // "rocev1" or "rocev2"
+	StartConnected *bool  // "Connect At Power On"
+	SwitchUUID     string // with PortGroupKey: the distributed port group to connect to
+	PortGroupKey   string
+}
+
+// EditPVRDMAAdapters changes every PVRDMA adapter of a VM, each in one
+// reconfigure, as Edit Settings > Network adapter in the vSphere Client
+// does: its protocol, whether it connects at power on, its port group.
+func (l *Lab) EditPVRDMAAdapters(ctx context.Context, vmName string, edit PVRDMAAdapterEdit) error {
+	vm, devices, err := l.adminDevices(ctx, vmName, (*types.VirtualVmxnet3Vrdma)(nil))
+	if err != nil {
+		return err
+	}
+	for _, d := range devices {
+		nic := d.(*types.VirtualVmxnet3Vrdma)
+		if edit.DeviceProtocol != "" {
+			nic.DeviceProtocol = edit.DeviceProtocol
+		}
+		if edit.StartConnected != nil {
+			if nic.Connectable == nil {
+				nic.Connectable = &types.VirtualDeviceConnectInfo{}
+			}
+			nic.Connectable.StartConnected = *edit.StartConnected
+		}
+		if edit.SwitchUUID != "" || edit.PortGroupKey != "" {
+			nic.Backing = dvPortBacking(edit.SwitchUUID, edit.PortGroupKey)
+		}
+		if err := vm.EditDevice(ctx, nic); err != nil {
+			return fmt.Errorf("editing the PVRDMA adapter %d of %s: %w", nic.Key, vmName, err)
+		}
+	}
+	return nil
+}
+
+// adminVM is the named lab VM, for the admin client.
+func (l *Lab) adminVM(vmName string) (*object.VirtualMachine, error) {
+	id := l.VMID(vmName)
+	if id == "" {
+		return nil, fmt.Errorf("vcsimlab: no VM %q", vmName)
+	}
+	return object.NewVirtualMachine(l.client.Client, ref("VirtualMachine", id)), nil
+}
+
+// adminDevices is the named lab VM and its devices of kind's type.
+func (l *Lab) adminDevices(ctx context.Context, vmName string, kind types.BaseVirtualDevice) (*object.VirtualMachine, object.VirtualDeviceList, error) {
+	vm, err := l.adminVM(vmName)
+	if err != nil {
+		return nil, nil, err
+	}
+	devices, err := vm.Device(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return vm, devices.SelectByType(kind), nil
+}
+
+// adminReconfigureVM reconfigures the named VM with spec.
+func (l *Lab) adminReconfigureVM(ctx context.Context, vmName string, spec types.VirtualMachineConfigSpec) error {
+	vm, err := l.adminVM(vmName)
+	if err != nil {
+		return err
+	}
+	return adminWait(ctx)(vm.Reconfigure(ctx, spec))
+}
+
+// dvPortBacking is a network adapter's backing on a distributed port group.
+func dvPortBacking(switchUUID, portGroupKey string) *types.VirtualEthernetCardDistributedVirtualPortBackingInfo {
+	return &types.VirtualEthernetCardDistributedVirtualPortBackingInfo{
+		Port: types.DistributedVirtualSwitchPortConnection{SwitchUuid: switchUUID, PortgroupKey: portGroupKey},
+	}
+}

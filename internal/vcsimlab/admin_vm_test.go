@@ -1,0 +1,224 @@
+package vcsimlab
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/vmware/govmomi/vim25/mo"
+	"github.com/vmware/govmomi/vim25/types"
+)
+
+func TestAttachGPU(t *testing.T) {
+	t.Parallel()
+	l := startLab(t)
+	ctx := context.Background()
+	vmName := l.VMNames()[0]
+	if err := l.AttachGPU(ctx, vmName, "0000:3b:00.0"); err != nil {
+		t.Fatal(err)
+	}
+	var vm mo.VirtualMachine
+	retrieve(t, l.Client(), vmRef(l, vmName), []string{"config.hardware.device"}, &vm)
+	attached := false
+	for _, d := range vm.Config.Hardware.Device {
+		if pt, ok := d.(*types.VirtualPCIPassthrough); ok {
+			b, _ := pt.Backing.(*types.VirtualPCIPassthroughDeviceBackingInfo)
+			attached = attached || (b != nil && b.Id == "0000:3b:00.0")
+		}
+	}
+	if !attached {
+		t.Fatal("the GPU is not attached")
+	}
+	// The A100 is not passthrough-enabled: vSphere refuses it.
+	if err := l.AttachGPU(ctx, vmName, "0000:af:00.0"); err == nil {
+		t.Fatal("attaching a GPU that is not passthrough-active succeeded")
+	}
+}
+
+func TestAdminVMChanges(t *testing.T) {
+	t.Parallel()
+	l := startLab(t)
+	ctx := context.Background()
+	vm := l.VMNames()[0]
+	settings := func(name string) VMSettings {
+		t.Helper()
+		s, err := l.VMSettings(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+
+	// SetVMExtraConfig, SetVMFirmware, VMSettings.
+	if err := l.SetVMExtraConfig(ctx, vm, "pciPassthru.64bitMMIOSizeGB", "64"); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.SetVMFirmware(ctx, vm, "efi"); err != nil {
+		t.Fatal(err)
+	}
+	if s := settings(vm); s.ExtraConfig["pciPassthru.64bitMMIOSizeGB"] != "64" || s.Firmware != "efi" || len(s.GPUs) != 0 {
+		t.Fatalf("after SetVMExtraConfig and SetVMFirmware: %+v", s)
+	}
+	if err := l.SetVMFirmware(ctx, vm, "uefi"); err == nil {
+		t.Fatal("an unknown firmware: no error")
+	}
+
+	// SetVMMemoryReservationLocked.
+	locked := func() bool {
+		var v mo.VirtualMachine
+		retrieve(t, l.Client(), vmRef(l, vm), []string{"config.memoryReservationLockedToMax"}, &v)
+		return v.Config.MemoryReservationLockedToMax != nil && *v.Config.MemoryReservationLockedToMax
+	}
+	for _, want := range []bool{true, false} {
+		if err := l.SetVMMemoryReservationLocked(ctx, vm, want); err != nil {
+			t.Fatal(err)
+		}
+		if got := locked(); got != want {
+			t.Fatalf("memory reservation locked %v, want %v", got, want)
+		}
+	}
+
+	// DetachGPU undoes AttachGPU.
+	if err := l.AttachGPU(ctx, vm, "0000:3b:00.0"); err != nil {
+		t.Fatal(err)
+	}
+	if s := settings(vm); !slices.Equal(s.GPUs, []string{"0000:3b:00.0"}) {
+		t.Fatalf("after AttachGPU: GPUs %v", s.GPUs)
+	}
+	if err := l.DetachGPU(ctx, vm, "0000:5e:00.0"); err == nil {
+		t.Fatal("detaching a GPU the VM does not have: no error")
+	}
+	if err := l.DetachGPU(ctx, vm, "0000:3b:00.0"); err != nil {
+		t.Fatal(err)
+	}
+	if s := settings(vm); len(s.GPUs) != 0 {
+		t.Fatalf("after DetachGPU: GPUs %v", s.GPUs)
+	}
+
+	// UpgradeVMHardware.
+	if err := l.UpgradeVMHardware(ctx, "legacy-node", 13); err != nil {
+		t.Fatal(err)
+	}
+	var legacy mo.VirtualMachine
+	retrieve(t, l.Client(), vmRef(l, "legacy-node"), []string{"config.version"}, &legacy)
+	if legacy.Config.Version != "vmx-13" {
+		t.Fatalf("after UpgradeVMHardware: %s", legacy.Config.Version)
+	}
+
+	// CloneVMIntoFolder: a second VM of the same name, in the new folder.
+	if err := l.CloneVMIntoFolder(ctx, vm, "team-b"); err != nil {
+		t.Fatal(err)
+	}
+	if clone := adminLookup(t, l, "vm/team-b/"+vm); clone.Value == l.VMID(vm) {
+		t.Fatal("the clone is the VM itself")
+	}
+
+	// PowerOnVM; vSphere then refuses what needs the VM off.
+	if err := l.PowerOnVM(ctx, vm); err != nil {
+		t.Fatal(err)
+	}
+	var on mo.VirtualMachine
+	retrieve(t, l.Client(), vmRef(l, vm), []string{"runtime.powerState"}, &on)
+	if on.Runtime.PowerState != types.VirtualMachinePowerStatePoweredOn {
+		t.Fatalf("after PowerOnVM: %s", on.Runtime.PowerState)
+	}
+	if err := l.SetVMFirmware(ctx, vm, "bios"); err == nil {
+		t.Fatal("changing the firmware of a running VM: no error")
+	}
+	if err := l.DestroyVM(ctx, vm); err == nil {
+		t.Fatal("destroying a running VM: no error")
+	}
+
+	// DestroyVM.
+	other := l.VMNames()[1]
+	if err := l.DestroyVM(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	if err := tryRetrieve(l.Client(), vmRef(l, other), []string{"name"}, &on); err == nil {
+		t.Fatal("the destroyed VM can still be read")
+	}
+	if _, err := l.VMSettings(ctx, "no-such-vm"); err == nil {
+		t.Fatal("VMSettings of an unknown VM: no error")
+	}
+}
+
+func TestAdminPVRDMAAdapters(t *testing.T) {
+	t.Parallel()
+	l := startLab(t)
+	ctx := context.Background()
+	vm := l.VMNames()[0]
+	// vSphere connects an adapter only to a switch every host of the VM's
+	// cluster is a member of.
+	hosts := l.HostNames()
+	if err := l.CreateSwitch(ctx, "rdma", hosts[0], "vmnic4"); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range hosts[1:] {
+		if err := l.AddSwitchHost(ctx, "rdma", h, "vmnic4"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, pg := range []string{"pvrdma-a", "pvrdma-b"} {
+		if err := l.AddPortGroup(ctx, "rdma", pg, 8); err != nil {
+			t.Fatal(err)
+		}
+	}
+	uuid := adminSwitchConfig(t, l, "rdma").Uuid
+	keyA, keyB := adminPortGroupConfig(t, l, "pvrdma-a").Key, adminPortGroupConfig(t, l, "pvrdma-b").Key
+	adapters := func() []*types.VirtualVmxnet3Vrdma {
+		t.Helper()
+		var v mo.VirtualMachine
+		retrieve(t, l.Client(), vmRef(l, vm), []string{"config.hardware.device"}, &v)
+		var out []*types.VirtualVmxnet3Vrdma
+		for _, d := range v.Config.Hardware.Device {
+			if nic, ok := d.(*types.VirtualVmxnet3Vrdma); ok {
+				out = append(out, nic)
+			}
+		}
+		return out
+	}
+	portGroupOf := func(nic *types.VirtualVmxnet3Vrdma) string {
+		b, _ := nic.Backing.(*types.VirtualEthernetCardDistributedVirtualPortBackingInfo)
+		if b == nil || b.Port.SwitchUuid != uuid {
+			return ""
+		}
+		return b.Port.PortgroupKey
+	}
+
+	if err := l.AddPVRDMAAdapter(ctx, vm, uuid, keyA); err != nil {
+		t.Fatal(err)
+	}
+	if got := adapters(); len(got) != 1 || got[0].DeviceProtocol != "rocev2" || portGroupOf(got[0]) != keyA {
+		t.Fatalf("after AddPVRDMAAdapter: %+v", got)
+	}
+
+	off := false
+	if err := l.EditPVRDMAAdapters(ctx, vm, PVRDMAAdapterEdit{DeviceProtocol: "rocev1", StartConnected: &off}); err != nil {
+		t.Fatal(err)
+	}
+	got := adapters()
+	if len(got) != 1 || got[0].DeviceProtocol != "rocev1" || got[0].Connectable == nil || got[0].Connectable.StartConnected || portGroupOf(got[0]) != keyA {
+		t.Fatalf("after editing protocol and start connected: %+v", got)
+	}
+	if err := l.EditPVRDMAAdapters(ctx, vm, PVRDMAAdapterEdit{SwitchUUID: uuid, PortGroupKey: keyB}); err != nil {
+		t.Fatal(err)
+	}
+	got = adapters()
+	if len(got) != 1 || got[0].DeviceProtocol != "rocev1" || portGroupOf(got[0]) != keyB {
+		t.Fatalf("after moving to another port group: %+v", got)
+	}
+
+	if err := l.RemovePVRDMAAdapters(ctx, vm); err != nil {
+		t.Fatal(err)
+	}
+	if got := adapters(); len(got) != 0 {
+		t.Fatalf("after RemovePVRDMAAdapters: %+v", got)
+	}
+	// PVRDMA adapters are not hot-pluggable: vSphere refuses on a running VM.
+	if err := l.PowerOnVM(ctx, vm); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.AddPVRDMAAdapter(ctx, vm, uuid, keyA); err == nil {
+		t.Fatal("adding a PVRDMA adapter to a running VM: no error")
+	}
+}

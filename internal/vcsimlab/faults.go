@@ -1,0 +1,222 @@
+package vcsimlab
+
+import (
+	"context"
+	"time"
+
+	"github.com/vmware/govmomi/property"
+	"github.com/vmware/govmomi/simulator"
+	"github.com/vmware/govmomi/vim25/methods"
+	"github.com/vmware/govmomi/vim25/mo"
+	"github.com/vmware/govmomi/vim25/soap"
+	"github.com/vmware/govmomi/vim25/types"
+	"github.com/vmware/govmomi/vim25/xml"
+)
+
+// What tests inject into the lab and what they observe of it: faults of
+// calls and tasks, delays, the end of sessions, the fabric's MTUs and dead
+// hosts; the calls and the pings seen. The lab's own client is exempt from
+// all of it.
+
+type callFault struct {
+	method, object string
+	fault          types.BaseMethodFault
+	remaining      int
+}
+
+type taskFault struct {
+	method, object string
+	fault          types.BaseMethodFault
+}
+
+// intercept counts the call and takes the delay and faults that apply to it.
+// Calls of the lab's own client are exempt.
+func (l *Lab) intercept(ctx *simulator.Context, m *simulator.Method) (time.Duration, types.BaseMethodFault, types.BaseMethodFault) {
+	l.mu.Lock()
+	if ctx.Session != nil && ctx.Session.Key == l.adminKey {
+		l.mu.Unlock()
+		return 0, nil, nil
+	}
+	l.calls[m.Name]++
+	delay := l.delays[m.Name]
+	faulty := len(l.callFaults) > 0 || len(l.taskFaults) > 0
+	l.mu.Unlock()
+	if !faulty {
+		return delay, nil, nil
+	}
+
+	// Outside l.mu: objectName takes the object's lock.
+	name := objectName(ctx, m.This)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i, f := range l.callFaults {
+		if f.method == m.Name && (f.object == "" || f.object == name) {
+			f.remaining--
+			if f.remaining <= 0 {
+				l.callFaults = append(l.callFaults[:i], l.callFaults[i+1:]...)
+			}
+			return delay, f.fault, nil
+		}
+	}
+	for i, f := range l.taskFaults {
+		if f.method == m.Name && f.object == name {
+			l.taskFaults = append(l.taskFaults[:i], l.taskFaults[i+1:]...)
+			return delay, nil, f.fault
+		}
+	}
+	return delay, nil, nil
+}
+
+// objectName is the name of the entity ref points at, or its moref value for
+// objects that are not entities (such as a HostFirewallSystem).
+func objectName(ctx *simulator.Context, ref types.ManagedObjectReference) string {
+	e, ok := ctx.Map.Get(ref).(mo.Entity)
+	if !ok {
+		return ref.Value
+	}
+	var name string
+	ctx.WithLock(e, func() { name = e.Entity().Name })
+	return name
+}
+
+// FailTaskOnce makes the next call of the task method method on the object
+// named objectName succeed with a task that fails with fault, without doing
+// anything. objectName is an entity name, or a moref value for other objects.
+func (l *Lab) FailTaskOnce(method, objectName string, fault types.BaseMethodFault) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.taskFaults = append(l.taskFaults, &taskFault{method: method, object: objectName, fault: fault})
+}
+
+// FailCall makes the next count calls of method on the object named
+// objectName ("" for any object) fail with fault as a SOAP fault.
+func (l *Lab) FailCall(method, objectName string, fault types.BaseMethodFault, count int) {
+	if count <= 0 {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.callFaults = append(l.callFaults, &callFault{method: method, object: objectName, fault: fault, remaining: count})
+}
+
+// Delay makes every call of method wait d before it runs; 0 removes the delay.
+func (l *Lab) Delay(method string, d time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if d <= 0 {
+		delete(l.delays, method)
+		return
+	}
+	l.delays[method] = d
+}
+
+// Calls returns the SOAP calls seen since Start or ResetCalls, by method
+// name, from every session but the lab's own client.
+func (l *Lab) Calls() map[string]int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make(map[string]int, len(l.calls))
+	for k, v := range l.calls {
+		out[k] = v
+	}
+	return out
+}
+
+// ResetCalls clears the call counts.
+func (l *Lab) ResetCalls() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.calls = map[string]int{}
+}
+
+// TerminateSessions ends every session except the lab's own, as a vCenter
+// restart or a session timeout does.
+func (l *Lab) TerminateSessions(ctx context.Context) error {
+	var sm mo.SessionManager
+	c := l.client.Client
+	pc := property.DefaultCollector(c)
+	if err := pc.RetrieveOne(ctx, *c.ServiceContent.SessionManager, []string{"sessionList"}, &sm); err != nil {
+		return err
+	}
+	var keys []string
+	for _, s := range sm.SessionList {
+		if s.Key != l.ownKey() {
+			keys = append(keys, s.Key)
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	_, err := methods.TerminateSession(ctx, c, &types.TerminateSession{
+		This:      *c.ServiceContent.SessionManager,
+		SessionId: keys,
+	})
+	return err
+}
+
+func (l *Lab) ownKey() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.adminKey
+}
+
+// failTaskRequest replaces the body of a call that FailTaskOnce targets.
+type failTaskRequest struct {
+	This   types.ManagedObjectReference
+	Method string
+	Fault  types.BaseMethodFault
+}
+
+// FailTask answers a call that FailTaskOnce targets.
+func (x *extension) FailTask(ctx *simulator.Context, req *failTaskRequest) soap.HasFault {
+	task := failedTask(ctx, req.This, req.Method, req.Fault, "injected fault: "+faultName(req.Fault))
+	return &taskBody{Res: &taskResponse{method: req.Method, task: task}}
+}
+
+// taskBody is the response of any *_Task method.
+type taskBody struct {
+	Res *taskResponse
+}
+
+func (*taskBody) Fault() *soap.Fault { return nil }
+
+type taskResponse struct {
+	method string
+	task   types.ManagedObjectReference
+}
+
+// MarshalXML names the element after the method ("ReconfigVM_TaskResponse"),
+// as clients decode the response by that name.
+func (r *taskResponse) MarshalXML(e *xml.Encoder, start xml.StartElement) error {
+	start.Name.Local = r.method + "Response"
+	return e.EncodeElement(struct {
+		Returnval types.ManagedObjectReference `xml:"returnval"`
+	}{r.task}, start)
+}
+
+// The fabric between the hosts (fabric.go), which esxcli pings cross.
+
+// SetPortMTU sets the MTU of a host's physical switch port (default 9000).
+func (l *Lab) SetPortMTU(hostName string, mtu int) {
+	l.ext.fabric.setPortMTU(l.HostID(hostName), mtu)
+}
+
+// SetLinkMTU sets the MTU of the path between two hosts, e.g. one slow link.
+func (l *Lab) SetLinkMTU(hostA, hostB string, mtu int) {
+	l.ext.fabric.setLinkMTU(l.HostID(hostA), l.HostID(hostB), mtu)
+}
+
+// DropAll makes a host drop every packet (a dead NIC or cable), or not.
+func (l *Lab) DropAll(hostName string, drop bool) {
+	l.ext.fabric.setDead(l.HostID(hostName), drop)
+}
+
+// SetLostProbeDelay sets how long a lost ping takes to answer (the wait).
+func (l *Lab) SetLostProbeDelay(d time.Duration) {
+	l.ext.fabric.setLostDelay(d)
+}
+
+// Pings returns the pings answered so far.
+func (l *Lab) Pings() []Ping {
+	return l.ext.fabric.history()
+}

@@ -1,0 +1,179 @@
+package vsphere
+
+// Distributed port groups: the one a PVRDMA switch gives its VMs, and the
+// VMs whose adapters use a switch's port groups.
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/vim25"
+	"github.com/vmware/govmomi/vim25/methods"
+	"github.com/vmware/govmomi/vim25/mo"
+	"github.com/vmware/govmomi/vim25/types"
+)
+
+// PortGroupSpec is the switch's port group for the VMs' PVRDMA adapters.
+type PortGroupSpec struct {
+	Name       string
+	VLANID     int // 0: no VLAN
+	Ports      int
+	AutoExpand bool
+}
+
+// VLANOther is the VLANID of a port group set to a trunk or a private VLAN,
+// which this provider does not manage, so that it shows as drift.
+const VLANOther = -1
+
+// PortGroup is a distributed port group as read from vCenter.
+type PortGroup struct {
+	PortGroupSpec
+	ID            string // managed object id, e.g. "dvportgroup-17"
+	Key           string
+	configVersion string
+}
+
+func portGroupFromMO(pg *mo.DistributedVirtualPortgroup) PortGroup {
+	c := pg.Config
+	out := PortGroup{
+		ID: pg.Self.Value, Key: c.Key, configVersion: c.ConfigVersion,
+		PortGroupSpec: PortGroupSpec{Name: c.Name, Ports: int(c.NumPorts)},
+	}
+	if out.Key == "" {
+		out.Key = pg.Key
+	}
+	if c.AutoExpand != nil {
+		out.AutoExpand = *c.AutoExpand
+	}
+	if ps, ok := c.DefaultPortConfig.(*types.VMwareDVSPortSetting); ok && ps != nil && ps.Vlan != nil {
+		out.VLANID = VLANOther
+		if v, ok := ps.Vlan.(*types.VmwareDistributedVirtualSwitchVlanIdSpec); ok && v != nil {
+			out.VLANID = int(v.VlanId)
+		}
+	}
+	return out
+}
+
+func keyOf(pg *PortGroup) string {
+	if pg == nil {
+		return ""
+	}
+	return pg.Key
+}
+
+func portGroupConfig(spec PortGroupSpec) types.DVPortgroupConfigSpec {
+	return types.DVPortgroupConfigSpec{
+		Name:       spec.Name,
+		Type:       string(types.DistributedVirtualPortgroupPortgroupTypeEarlyBinding),
+		NumPorts:   int32(spec.Ports),
+		AutoExpand: types.NewBool(spec.AutoExpand),
+		DefaultPortConfig: &types.VMwareDVSPortSetting{
+			Vlan: &types.VmwareDistributedVirtualSwitchVlanIdSpec{VlanId: int32(spec.VLANID)},
+		},
+	}
+}
+
+// applyPortGroup creates the port group when it is missing and reconfigures
+// it when it differs, and returns its key.
+func (c *Client) applyPortGroup(ctx context.Context, vc *vim25.Client, op string, ref types.ManagedObjectReference, current *PortGroup, spec PortGroupSpec) (string, error) {
+	if current != nil && current.PortGroupSpec == spec {
+		return current.Key, nil
+	}
+	cfg := portGroupConfig(spec)
+	if current == nil {
+		res, err := methods.CreateDVPortgroup_Task(ctx, vc, &types.CreateDVPortgroup_Task{This: ref, Spec: cfg})
+		if err != nil {
+			return "", translate(op+": creating port group "+spec.Name, err)
+		}
+		info, err := c.waitTask(ctx, op+": creating port group "+spec.Name, object.NewTask(vc, res.Returnval))
+		if err != nil {
+			return "", err
+		}
+		created, ok := info.Result.(types.ManagedObjectReference)
+		if !ok {
+			return "", fmt.Errorf("%s: vCenter returned no port group", op)
+		}
+		var pg mo.DistributedVirtualPortgroup
+		if err := retrieveOne(ctx, vc, created, []string{"key"}, &pg); err != nil {
+			return "", translate(op, err)
+		}
+		return pg.Key, nil
+	}
+	// Read the version now: the switch reconfigure just before may have
+	// touched the port group (uplink teaming order), bumping it.
+	ref = types.ManagedObjectReference{Type: "DistributedVirtualPortgroup", Value: current.ID}
+	var fresh mo.DistributedVirtualPortgroup
+	if err := retrieveOne(ctx, vc, ref, []string{"config.configVersion"}, &fresh); err != nil {
+		return "", translate(op+": reading port group "+current.Name, err)
+	}
+	cfg.ConfigVersion = fresh.Config.ConfigVersion
+	pg := object.NewDistributedVirtualPortgroup(vc, ref)
+	task, err := pg.Reconfigure(ctx, cfg)
+	if err != nil {
+		return "", translate(op+": reconfiguring port group "+current.Name, err)
+	}
+	_, err = c.waitTask(ctx, op+": reconfiguring port group "+current.Name, task)
+	return current.Key, err
+}
+
+// portGroupUsers names the VMs whose adapters use the port groups, one entry
+// per port group: "pg-name: vm-a (PVRDMA), vm-b".
+func (c *Client) portGroupUsers(ctx context.Context, vc *vim25.Client, pgs []PortGroup) ([]string, error) {
+	if len(pgs) == 0 {
+		return nil, nil
+	}
+	var set []types.ObjectSpec
+	for _, pg := range pgs {
+		set = append(set, types.ObjectSpec{
+			Obj:       types.ManagedObjectReference{Type: "DistributedVirtualPortgroup", Value: pg.ID},
+			SelectSet: []types.BaseSelectionSpec{&types.TraversalSpec{Type: "Network", Path: "vm"}},
+		})
+	}
+	objs, err := retrieve(ctx, vc, types.PropertyFilterSpec{
+		ObjectSet: set,
+		PropSet: []types.PropertySpec{
+			{Type: "DistributedVirtualPortgroup", PathSet: []string{"name", "key"}},
+			{Type: "VirtualMachine", PathSet: []string{"name", "config.hardware.device"}},
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	byKey := map[string][]string{}
+	names := map[string]string{}
+	for _, o := range objs {
+		switch v := o.(type) {
+		case mo.DistributedVirtualPortgroup:
+			names[v.Key] = v.Name
+		case mo.VirtualMachine:
+			if v.Config == nil {
+				continue
+			}
+			for _, dev := range v.Config.Hardware.Device {
+				nic, ok := networkAdapter(dev)
+				if !ok || nic.SwitchUUID == "" {
+					continue
+				}
+				label := v.Name
+				if nic.Type == "vmxnet3vrdma" {
+					label += " (PVRDMA)"
+				}
+				if !slices.Contains(byKey[nic.NetworkID], label) {
+					byKey[nic.NetworkID] = append(byKey[nic.NetworkID], label)
+				}
+			}
+		}
+	}
+	var out []string
+	for _, pg := range pgs {
+		if vms := byKey[pg.Key]; len(vms) > 0 {
+			slices.Sort(vms)
+			out = append(out, fmt.Sprintf("port group %q: %s", cmp.Or(names[pg.Key], pg.Name), strings.Join(vms, ", ")))
+		}
+	}
+	return out, nil
+}

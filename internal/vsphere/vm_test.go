@@ -1,0 +1,63 @@
+package vsphere
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
+)
+
+func TestVM(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	ctx := context.Background()
+	c := labClient(lab)
+	name := lab.VMNames()[0]
+
+	byUUID, err := c.VM(ctx, lab.VMUUID(name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	byMOID, err := c.VM(ctx, lab.VMID(name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName, err := c.VMByName(ctx, lab.DatacenterID(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, vm := range []*VM{byUUID, byMOID, byName} {
+		if vm.ID != lab.VMUUID(name) || vm.MOID != lab.VMID(name) || vm.Name != name {
+			t.Fatalf("vm identity = %+v", vm)
+		}
+	}
+	if byUUID.HardwareVersion < 13 || byUUID.PowerState != PoweredOff || byUUID.HostID == "" {
+		t.Errorf("vm = %+v", byUUID)
+	}
+	if len(byUUID.NetworkAdapters) != 1 || byUUID.NetworkAdapters[0].Type != "vmxnet3" || byUUID.NetworkAdapters[0].NetworkID == "" {
+		t.Errorf("adapters = %+v, want one vmxnet3 on a network", byUUID.NetworkAdapters)
+	}
+
+	legacy, err := c.VMByName(ctx, lab.DatacenterID(), "legacy-node")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if legacy.HardwareVersion != 11 {
+		t.Errorf("legacy-node hardware version = %d, want 11", legacy.HardwareVersion)
+	}
+
+	if _, err := c.VM(ctx, "42000000-0000-0000-0000-000000000000"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("missing UUID error = %v, want ErrNotFound", err)
+	}
+	if _, err := c.VMByName(ctx, "DC0", name); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), `no datacenter has id "DC0"`) {
+		t.Fatalf("datacenter name as id: error = %v", err)
+	}
+	if _, err := c.VM(ctx, "vm-99999"); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "no virtual machine has id vm-99999") {
+		t.Fatalf("missing moid error = %v, want ErrNotFound", err)
+	}
+	if _, err := c.VMByName(ctx, lab.DatacenterID(), "nope"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("missing name error = %v, want ErrNotFound", err)
+	}
+}

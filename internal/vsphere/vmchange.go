@@ -1,0 +1,273 @@
+package vsphere
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/vmware/govmomi/fault"
+	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/vim25"
+	"github.com/vmware/govmomi/vim25/mo"
+	"github.com/vmware/govmomi/vim25/types"
+)
+
+// This file is the one flow that changes a VM: lock, re-read, build,
+// power off when needed, reconfigure, power back on.
+
+// GuestShutdownTimeout bounds the wait for a guest OS to shut down before
+// the VM is powered off hard.
+var GuestShutdownTimeout = 3 * time.Minute
+
+// What needs a VM powered off, for PowerOffNeeded.
+const (
+	WhatPVRDMANeedsOff = "adding, removing or changing the protocol of a PVRDMA adapter"
+	WhatGPUsNeedOff    = "attaching or detaching GPUs, or switching the firmware to EFI"
+)
+
+// PowerOffNeeded is a change that needs the VM powered off, planned or asked
+// of a running VM without leave to power it off. It is a plan-time finding
+// and, wrapped with what was being done, the error of the change itself.
+type PowerOffNeeded struct {
+	VM     string // the VM as the message names it
+	Change string // e.g. WhatPVRDMANeedsOff
+}
+
+func (*PowerOffNeeded) finding() {}
+
+func (e *PowerOffNeeded) Error() string {
+	return fmt.Sprintf("virtual machine %s is powered on, and %s needs it powered off", e.VM, e.Change)
+}
+
+func (*PowerOffNeeded) Unwrap() error { return ErrInvalidState }
+
+// VMSuspended is a change that needs the VM powered off, planned or asked of
+// a suspended VM: the provider never resumes or discards a suspended guest.
+type VMSuspended struct {
+	VM string
+}
+
+func (*VMSuspended) finding() {}
+
+func (e *VMSuspended) Error() string {
+	return fmt.Sprintf("virtual machine %s is suspended; resume it or power it off first", e.VM)
+}
+
+func (*VMSuspended) Unwrap() error { return ErrInvalidState }
+
+// PlanPower is the rule every VM change follows: a change that needs the VM
+// off may run on a powered-off VM, or on a running one it may power off. It
+// returns the finding that refuses the change, or nil.
+func PlanPower(vm string, state PowerState, needsOff, powerOffAllowed bool, change string) Finding {
+	switch {
+	case !needsOff:
+		return nil
+	case state == Suspended:
+		return &VMSuspended{VM: vm}
+	case state == PoweredOn && !powerOffAllowed:
+		return &PowerOffNeeded{VM: vm, Change: change}
+	}
+	return nil
+}
+
+// ErrNotPoweredBackOn: the change was made, but the VM, powered off for
+// it, did not power back on. Callers record the change and report the error.
+var ErrNotPoweredBackOn = errors.New("the change is made, but the virtual machine did not power back on")
+
+// vmLocks serializes the changes a provider instance makes to one VM, so
+// resources sharing a VM never race on its configuration or power state.
+type vmLocks struct {
+	mu    sync.Mutex
+	locks map[string]chan struct{}
+}
+
+// lock waits for the VM's lock, or for ctx to end.
+func (l *vmLocks) lock(ctx context.Context, moid string) (func(), error) {
+	l.mu.Lock()
+	if l.locks == nil {
+		l.locks = map[string]chan struct{}{}
+	}
+	ch, ok := l.locks[moid]
+	if !ok {
+		ch = make(chan struct{}, 1)
+		l.locks[moid] = ch
+	}
+	l.mu.Unlock()
+	select {
+	case ch <- struct{}{}:
+		return func() { <-ch }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// vmChange is one change to a VM, described by what it needs.
+type vmChange struct {
+	op              string
+	vmID            string   // UUID or managed object id
+	props           []string // properties build needs beyond vmChangeProps
+	change          string   // what needs the VM off, e.g. WhatPVRDMANeedsOff
+	powerOffAllowed bool
+	configTarget    bool // build needs the host's passthrough offer
+	// build returns the spec (nil: nothing to do) and whether it needs the
+	// VM powered off. target is nil unless configTarget.
+	build func(vm *mo.VirtualMachine, target *types.ConfigTarget) (*types.VirtualMachineConfigSpec, bool, error)
+	// after, when set, sees the VM's devices as reconfigured, with the
+	// device keys from before.
+	after func(vm *mo.VirtualMachine, before []int32)
+}
+
+// vmChangeProps are what every change reads under the lock.
+var vmChangeProps = []string{"name", "config.uuid", "config.hardware.device", "config.memoryReservationLockedToMax",
+	"runtime.powerState", "runtime.host"}
+
+// changeVM runs a change serialized with every other change this client
+// makes to the VM: it reads the VM again under the lock, builds the spec
+// and reconfigures, powering the VM off and back on when the change needs it
+// and may. The change is reported to after also when only the power-on
+// failed (ErrNotPoweredBackOn).
+func (c *Client) changeVM(ctx context.Context, ch vmChange) error {
+	vc, err := c.vimClient(ctx)
+	if err != nil {
+		return err
+	}
+	first, err := c.readVMProps(ctx, vc, ch.op, ch.vmID, []string{"name"})
+	if err != nil {
+		return err
+	}
+	// Waiting for another resource's change to the VM does not count against
+	// this change's timeout; the caller's own context still bounds it.
+	unlock, err := c.vms.lock(ctx, first.Self.Value)
+	if err != nil {
+		return fmt.Errorf("%s: waiting for another change to %s: %w", ch.op, first.Name, err)
+	}
+	defer unlock()
+	ctx, cancel := c.withTimeout(ctx)
+	defer cancel()
+	vm, err := c.readVMProps(ctx, vc, ch.op, first.Self.Value, append(slices.Clone(vmChangeProps), ch.props...))
+	if err != nil {
+		return err
+	}
+	var target *types.ConfigTarget
+	if ch.configTarget && vm.Runtime.Host != nil {
+		if target, err = configTarget(ctx, vc, vm); err != nil {
+			return translate(ch.op+": reading the host's passthrough devices", err)
+		}
+	}
+	spec, needsOff, err := ch.build(vm, target)
+	if err != nil || spec == nil {
+		return err
+	}
+	var before []int32
+	for _, dev := range vm.Config.Hardware.Device {
+		before = append(before, dev.GetVirtualDevice().Key)
+	}
+	err = c.reconfigureVM(ctx, vc, ch, vm, *spec, needsOff)
+	if err != nil && !errors.Is(err, ErrNotPoweredBackOn) {
+		return err
+	}
+	if ch.after != nil {
+		var done mo.VirtualMachine
+		if rerr := retrieveOne(ctx, vc, vm.Self, []string{"config.hardware.device"}, &done); rerr != nil {
+			return errors.Join(err, translate(ch.op, rerr))
+		}
+		ch.after(&done, before)
+	}
+	return err
+}
+
+func configTarget(ctx context.Context, vc *vim25.Client, vm *mo.VirtualMachine) (*types.ConfigTarget, error) {
+	browser, err := object.NewVirtualMachine(vc, vm.Self).EnvironmentBrowser(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return browser.QueryConfigTarget(ctx, object.NewHostSystem(vc, *vm.Runtime.Host))
+}
+
+// reconfigureVM applies spec to a VM read under its lock. When needsOff and
+// the VM runs, it refuses unless the change may power it off; then it shuts
+// the guest down (bounded, then a hard power-off), reconfigures and powers
+// the VM back on, also when the reconfigure failed.
+func (c *Client) reconfigureVM(ctx context.Context, vc *vim25.Client, ch vmChange, vm *mo.VirtualMachine, spec types.VirtualMachineConfigSpec, needsOff bool) error {
+	obj := object.NewVirtualMachine(vc, vm.Self)
+	state := powerStateOf(vm.Runtime.PowerState)
+	if refusal := PlanPower(vm.Name, state, needsOff, ch.powerOffAllowed, ch.change); refusal != nil {
+		return fmt.Errorf("%s: %w", ch.op, refusal.(error))
+	}
+	cycled := needsOff && state == PoweredOn
+	if cycled {
+		if err := c.powerOff(ctx, ch.op, obj, vm.Name); err != nil {
+			return err
+		}
+	}
+	if reflect.ValueOf(spec).IsZero() {
+		return nil // nothing to change: no task, no power cycle
+	}
+	task, err := obj.Reconfigure(ctx, spec)
+	if err == nil {
+		_, err = c.waitTask(ctx, ch.op, task)
+	} else {
+		err = translate(ch.op, err)
+	}
+	if cycled {
+		if perr := c.powerOn(ctx, ch.op, obj, vm.Name); perr != nil {
+			if err == nil { // the change is made; only the VM is off
+				return fmt.Errorf("%w: %w", ErrNotPoweredBackOn, perr)
+			}
+			return errors.Join(err, perr)
+		}
+	}
+	return err
+}
+
+// powerOff shuts the guest down and waits, bounded; then powers off hard.
+func (c *Client) powerOff(ctx context.Context, op string, vm *object.VirtualMachine, name string) error {
+	c.log.Debug(ctx, "Shutting the guest down for a change that needs the VM off", map[string]any{"vm": name})
+	err := vm.ShutdownGuest(ctx)
+	if err == nil {
+		wait, cancel := context.WithTimeout(ctx, GuestShutdownTimeout)
+		err = vm.WaitForPowerState(wait, types.VirtualMachinePowerStatePoweredOff)
+		cancel()
+	}
+	if err == nil {
+		return nil
+	}
+	c.log.Debug(ctx, "Guest shutdown failed or timed out; powering off hard", map[string]any{"vm": name, "reason": err.Error()})
+	task, err := vm.PowerOff(ctx)
+	if err == nil {
+		_, err = c.waitTask(ctx, op+": powering "+name+" off", task)
+	}
+	if err != nil && !fault.IsAlreadyPoweredOffError(err) {
+		return err
+	}
+	return nil
+}
+
+// powerOn powers a VM back on that a change powered off, whatever happened
+// to the change and even past its deadline: the VM was running before.
+func (c *Client) powerOn(ctx context.Context, op string, vm *object.VirtualMachine, name string) error {
+	ctx, cancel := c.withTimeout(context.WithoutCancel(ctx))
+	defer cancel()
+	op += ": powering " + name + " back on"
+	c.log.Debug(ctx, "Powering the VM back on", map[string]any{"vm": name})
+	task, err := vm.PowerOn(ctx)
+	if err != nil {
+		return translate(op, err)
+	}
+	_, err = c.waitTask(ctx, op, task)
+	return translate(op, err)
+}
+
+// PlanVMPower reads a VM's power state and applies PlanPower to a change of
+// it, naming the VM as "name (id as given)".
+func (c *Client) PlanVMPower(ctx context.Context, vmID string, needsOff, powerOffAllowed bool, change string) (Finding, error) {
+	vm, err := c.VM(ctx, vmID)
+	if err != nil {
+		return nil, err
+	}
+	return PlanPower(fmt.Sprintf("%s (%s)", vm.Name, vmID), vm.PowerState, needsOff, powerOffAllowed, change), nil
+}
