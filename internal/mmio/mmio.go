@@ -20,8 +20,10 @@ const (
 	SizeGBKey       = "pciPassthru.64bitMMIOSizeGB"
 )
 
-// maxSizeGB bounds the result well below int64 overflow; no host maps more.
-const maxSizeGB = int64(1) << 40
+// MaxSizeGB is the largest window: 1 PiB (2^20 GB), the maximum physical
+// address of ESXi 6.7 and 7.0 hosts (Broadcom KB 320256, "Memory Addressing
+// Limits for ESXi"). A window no host can map does not boot the VM.
+const MaxSizeGB = int64(1) << 20
 
 // Group is Count identical GPUs with MemoryGB of framebuffer each.
 type Group struct {
@@ -59,8 +61,8 @@ func SizeGB(totalGB float64) (int64, error) {
 	}
 	size := int64(1)
 	for float64(size) < 2*totalGB {
-		if size >= maxSizeGB {
-			return 0, fmt.Errorf("total GPU memory %s GB is too large: the MMIO size would exceed %d GB", FormatGB(totalGB), maxSizeGB)
+		if size >= MaxSizeGB {
+			return 0, fmt.Errorf("total GPU memory %s GB is too large: the MMIO size would exceed %d GB, the most an ESXi host can address", FormatGB(totalGB), MaxSizeGB)
 		}
 		size <<= 1
 	}

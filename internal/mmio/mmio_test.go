@@ -117,3 +117,18 @@ func TestIsPowerOfTwo(t *testing.T) {
 		}
 	}
 }
+
+// TestSizeGBStopsAtWhatAHostAddresses: the largest window is MaxSizeGB
+// (1 PiB, what an ESXi host addresses); a total that needs more is refused.
+func TestSizeGBStopsAtWhatAHostAddresses(t *testing.T) {
+	t.Parallel()
+	if MaxSizeGB != 1<<20 || !IsPowerOfTwo(MaxSizeGB) {
+		t.Fatalf("MaxSizeGB = %d, want 2^20", MaxSizeGB)
+	}
+	if got, err := SizeGB(float64(MaxSizeGB / 2)); err != nil || got != MaxSizeGB {
+		t.Fatalf("SizeGB(%d) = %d, %v; want %d", MaxSizeGB/2, got, err, MaxSizeGB)
+	}
+	if _, err := SizeGB(float64(MaxSizeGB/2) + 0.5); err == nil || !strings.Contains(err.Error(), "the most an ESXi host can address") {
+		t.Fatalf("SizeGB(just over half the maximum) error = %v, want too large", err)
+	}
+}

@@ -1,10 +1,12 @@
 package provider
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
 
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/mtu"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/runnerprobe"
@@ -35,10 +37,15 @@ func errorDetail(err error) string {
 		return connectDetail(connect)
 	case errors.As(err, &powerOn):
 		return err.Error() + ". " + powerOffFix
+	case errors.Is(err, vsphere.ErrNoSuchVmknic):
+		return err.Error() + "; set vmknic to one on the fabric to probe"
 	case errors.Is(err, mtu.ErrBelowMin):
 		return err.Error() + ": lower min_mtu, or raise the MTU of the path"
 	case errors.Is(err, runnerprobe.ErrNotLinux):
 		return err.Error() + "; use host_system_ids to probe between ESXi hosts"
+	case errors.Is(err, context.DeadlineExceeded):
+		return err.Error() + ". vCenter did not finish within api_timeout (default " + vsphere.DefaultAPITimeout.String() + "), the bound of " +
+			"each operation: raise api_timeout in the provider block if vCenter is slow, or check that it is healthy."
 	case errors.Is(err, vsphere.ErrNeedsVCenter):
 		return err.Error() + ": point vsphere_server at the vCenter that manages the host."
 	case errors.As(err, &e) && e.Kind == vsphere.ErrNotFound && idHints[e.Object] != "":
@@ -49,8 +56,11 @@ func errorDetail(err error) string {
 
 // idHints say where a configuration finds the id of each kind of object.
 var idHints = map[vsphere.Object]string{
-	vsphere.ObjectDatacenter: "data.vspherehpc_datacenter looks one up by name",
-	vsphere.ObjectHost:       "data.vspherehpc_host looks one up by name",
+	vsphere.ObjectDatacenter:     "data.vspherehpc_datacenter looks one up by name",
+	vsphere.ObjectHost:           "data.vspherehpc_host looks one up by name",
+	vsphere.ObjectVirtualMachine: "use vsphere_virtual_machine's id, or data.vspherehpc_virtual_machine to look one up by name",
+	vsphere.ObjectPortGroup:      "use the port_group_id of a vspherehpc_rdma_dvs, or vsphere_distributed_port_group's id",
+	vsphere.ObjectSwitch:         "use the id of a vspherehpc_rdma_dvs or vsphere_distributed_virtual_switch",
 }
 
 func connectDetail(e *vsphere.ConnectError) string {
@@ -86,6 +96,32 @@ func serverProblem(err error) string {
 // powerOffFix is what to do when a change needs a running VM off.
 const powerOffFix = "Power it off first, or set power_off_allowed = true to let the provider shut the guest down, make the change and power it back on"
 
+// requireVCenter refuses, at plan time, a resource that needs vCenter when
+// the provider has no vCenter settings.
+func requireVCenter(client *vsphere.Client, diags *diag.Diagnostics) bool {
+	if client.Configured() {
+		return true
+	}
+	diags.AddError("No vCenter configured", errorDetail(vsphere.ErrNotConfigured))
+	return false
+}
+
+// notFoundDiag refuses an argument that names an object vCenter does not
+// have, at plan time, with where the right id is found.
+func notFoundDiag(at path.Path, err error) diag.Diagnostic {
+	return diag.NewAttributeErrorDiagnostic(at, "No such object in vCenter", errorDetail(err)+".")
+}
+
+// argumentOf is the argument that names the object an error concerns; the
+// resource as a whole when none does.
+func argumentOf(err error, arguments map[vsphere.Object]string) path.Path {
+	var e *vsphere.Error
+	if errors.As(err, &e) && arguments[e.Object] != "" {
+		return path.Root(arguments[e.Object])
+	}
+	return path.Empty()
+}
+
 // clientFrom is the shared Configure step of resources and data sources.
 func clientFrom(providerData any, diags *diag.Diagnostics) *vsphere.Client {
 	if providerData == nil {
@@ -98,4 +134,24 @@ func clientFrom(providerData any, diags *diag.Diagnostics) *vsphere.Client {
 		return nil
 	}
 	return client
+}
+
+// claimFixes say how to settle two resources claiming one thing.
+var claimFixes = map[vsphere.ClaimKind]string{
+	vsphere.ClaimGPU:          "A GPU is passed through to one VM only, and the second VM does not boot: remove it from one of them.",
+	vsphere.ClaimGPUSetup:     "One vspherehpc_vm_gpu_mmio manages all of a VM's GPU passthrough: merge them into one.",
+	vsphere.ClaimHostSettings: "One vspherehpc_host_pvrdma_settings manages a host's PVRDMA settings: keep one per host.",
+	vsphere.ClaimUplink:       "PVRDMA needs its NIC as the only uplink of one switch: give each switch its own NIC.",
+	vsphere.ClaimMAC:          "Two adapters with one MAC address break each other's traffic: give each its own, or let vSphere generate them.",
+}
+
+// addClaimConflict words a claim another resource of the plan made first.
+func addClaimConflict(diags *diag.Diagnostics, at path.Path, f vsphere.Finding) bool {
+	c, ok := f.(vsphere.ClaimConflict)
+	if !ok {
+		return false
+	}
+	diags.AddAttributeError(at, "Claimed twice in this configuration",
+		fmt.Sprintf("Two resources of this configuration claim %s: %s, and %s. %s", c.Claim.What, c.Rival.Owner, c.Claim.Owner, claimFixes[c.Claim.Kind]))
+	return true
 }

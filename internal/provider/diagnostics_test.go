@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -38,6 +39,7 @@ func TestErrorDetail(t *testing.T) {
 		{&vsphere.Error{Op: "probing", Kind: vsphere.ErrInvalidArg, Cause: mtu.ErrBelowMin, Message: "below the smallest size to try, 9100"},
 			[]string{"probing: below the smallest size to try, 9100: lower min_mtu"}},
 		{runnerprobe.ErrNotLinux, []string{"needs Linux; use host_system_ids"}},
+		{fmt.Errorf("reading host host-9: %w", context.DeadlineExceeded), []string{"context deadline exceeded. vCenter did not finish within api_timeout", "raise api_timeout"}},
 	}
 	for _, tc := range cases {
 		got := errorDetail(tc.err)

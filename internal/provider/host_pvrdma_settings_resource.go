@@ -7,15 +7,15 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/hashicorp/terraform-plugin-framework-validators/setvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/listdefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/setdefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
@@ -41,11 +41,11 @@ type hostPVRDMASettingsResource struct {
 }
 
 type hostPVRDMASettingsModel struct {
-	ID                 types.String `tfsdk:"id"`
-	HostSystemID       types.String `tfsdk:"host_system_id"`
-	Vmknic             types.String `tfsdk:"vmknic"`
-	FirewallEnabled    types.Bool   `tfsdk:"firewall_enabled"`
-	FirewallAllowedIPs types.Set    `tfsdk:"firewall_allowed_ips"`
+	ID                 types.String  `tfsdk:"id"`
+	HostSystemID       types.String  `tfsdk:"host_system_id"`
+	Vmknic             types.String  `tfsdk:"vmknic"`
+	FirewallEnabled    types.Bool    `tfsdk:"firewall_enabled"`
+	FirewallAllowedIPs unorderedList `tfsdk:"firewall_allowed_ips"`
 }
 
 // NewHostPVRDMASettingsResource is the vspherehpc_host_pvrdma_settings resource.
@@ -93,14 +93,18 @@ func (r *hostPVRDMASettingsResource) Schema(_ context.Context, _ resource.Schema
 				Default:             booldefault.StaticBool(true),
 				MarkdownDescription: "Whether the `" + vsphere.PVRDMARuleset + "` firewall ruleset is enabled. Default `true`.",
 			},
-			"firewall_allowed_ips": schema.SetAttribute{
+			"firewall_allowed_ips": schema.ListAttribute{
 				ElementType: types.StringType,
-				Optional:    true,
-				Computed:    true,
-				Default:     setdefault.StaticValue(types.SetValueMust(types.StringType, nil)),
+				// A list with set semantics: a set costs quadratic time
+				// per plan in the framework (see unorderedListType).
+				CustomType: newUnorderedListType(),
+				Optional:   true,
+				Computed:   true,
+				Default:    listdefault.StaticValue(types.ListValueMust(types.StringType, nil)),
 				MarkdownDescription: "IP addresses and CIDR networks (`10.10.0.0/24`) the ruleset admits, e.g. the PVRDMA vmknics of the " +
-					"other hosts. Empty (the default) admits all addresses.",
-				Validators: []validator.Set{setvalidator.ValueStringsAre(allowedIPValidator{})},
+					"other hosts. Empty (the default) admits all addresses. Each entry at most once; the order does not matter to the host " +
+					"(state keeps the configuration's order), though reordering the list plans an update that changes nothing.",
+				Validators: []validator.List{uniqueStrings{}, listvalidator.ValueStringsAre(allowedIPValidator{})},
 			},
 		},
 	}
@@ -113,7 +117,7 @@ func (r *hostPVRDMASettingsResource) Configure(_ context.Context, req resource.C
 // ModifyPlan checks the vmknic against the host's adapters while planning,
 // so a typo fails the plan with the adapters listed, not the apply.
 func (r *hostPVRDMASettingsResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	if req.Plan.Raw.IsNull() || !r.client.Configured() {
+	if !requireVCenter(r.client, &resp.Diagnostics) || req.Plan.Raw.IsNull() {
 		return
 	}
 	var plan hostPVRDMASettingsModel
@@ -121,6 +125,13 @@ func (r *hostPVRDMASettingsResource) ModifyPlan(ctx context.Context, req resourc
 	if resp.Diagnostics.HasError() || plan.HostSystemID.IsUnknown() || plan.Vmknic.IsUnknown() {
 		return
 	}
+	// One resource per host: a second would undo the first's settings and,
+	// on destroy, restore values from before the first.
+	addClaimConflict(&resp.Diagnostics, path.Root("host_system_id"), r.client.Claim(vsphere.Claim{
+		Kind: vsphere.ClaimHostSettings, Key: plan.HostSystemID.ValueString(), What: "host " + plan.HostSystemID.ValueString(),
+		Owner: fmt.Sprintf("settings with vmknic %s", plan.Vmknic.ValueString()),
+		Plan:  fmt.Sprintf("%s %s %s", plan.Vmknic, plan.FirewallEnabled, plan.FirewallAllowedIPs),
+	}))
 	if !req.State.Raw.IsNull() {
 		var state hostPVRDMASettingsModel
 		resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
@@ -130,10 +141,7 @@ func (r *hostPVRDMASettingsResource) ModifyPlan(ctx context.Context, req resourc
 	}
 	findings, err := r.client.PlanHostPVRDMA(ctx, plan.HostSystemID.ValueString(), vsphere.PVRDMASettings{Vmknic: plan.Vmknic.ValueString()})
 	if errors.Is(err, vsphere.ErrNotFound) {
-		// A warning, not an error: a host removed out of band must still
-		// plan as a re-create. The apply fails unless the host is back.
-		resp.Diagnostics.AddAttributeWarning(path.Root("host_system_id"), "Host not found",
-			errorDetail(err)+". The apply will fail unless the host is added back to vCenter.")
+		resp.Diagnostics.Append(notFoundDiag(path.Root("host_system_id"), err))
 		return
 	}
 	if err != nil {
@@ -273,7 +281,7 @@ func (r *hostPVRDMASettingsResource) ImportState(ctx context.Context, req resour
 
 // settingsToModel copies read settings into a model.
 func settingsToModel(ctx context.Context, hostID string, s vsphere.PVRDMASettings, m *hostPVRDMASettingsModel) diag.Diagnostics {
-	allowed, diags := types.SetValueFrom(ctx, types.StringType, emptyIfNil(s.AllowedIPs))
+	allowed, diags := newUnorderedList(ctx, emptyIfNil(s.AllowedIPs))
 	m.ID = types.StringValue(hostID)
 	m.HostSystemID = types.StringValue(hostID)
 	m.Vmknic = types.StringValue(s.Vmknic)

@@ -163,23 +163,25 @@ func TestAccHostPVRDMASettings_drift(t *testing.T) {
 	})
 }
 
-// A host removed from vCenter drops out of state; the plan creates again.
-func TestAccHostPVRDMASettings_disappears(t *testing.T) {
+// Host settings have no object of their own to lose: the host is the object.
+// A host removed from vCenter drops out of state at refresh, and the plan
+// names the missing host rather than planning settings for it.
+func TestAccHostPVRDMASettings_hostRemoved(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{Hosts: 8})
 	name := lab.HostWithoutVMs()
+	id := lab.HostID(name)
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		Steps: []resource.TestStep{{
-			Config: hostSettingsConfig(lab, name, ""),
-			Check: func(*terraform.State) error {
-				return lab.RemoveHost(context.Background(), name)
+		Steps: []resource.TestStep{
+			{Config: hostSettingsConfig(lab, name, "")},
+			{
+				PreConfig:   func() { must(t, lab.RemoveHost(context.Background(), name)) },
+				Config:      fmt.Sprintf("%s\nresource \"vspherehpc_host_pvrdma_settings\" \"h\" {\n  host_system_id = %q\n}\n", providerConfig(lab), id),
+				PlanOnly:    true,
+				ExpectError: wrapped(fmt.Sprintf("no host has id %s; host ids are managed object ids such as host-12; data.vspherehpc_host looks one up by name.", id)),
 			},
-			ConfigPlanChecks: resource.ConfigPlanChecks{PostApplyPostRefresh: []plancheck.PlanCheck{
-				plancheck.ExpectResourceAction(hostSettings, plancheck.ResourceActionCreate),
-			}},
-			ExpectNonEmptyPlan: true,
-		}},
+		},
 	})
 }
 
@@ -291,6 +293,67 @@ func TestAccHostPVRDMASettings_failedCreateIsRestored(t *testing.T) {
 				// Dropping the resource destroys the tracked (tainted) one.
 				Config: providerConfig(lab),
 				Check:  hostSettingsAre(lab, name, vsphere.PVRDMASettings{}),
+			},
+		},
+	})
+}
+
+// Two host-settings resources of one configuration on one host are refused
+// at plan: each would undo the other.
+func TestAccHostPVRDMASettings_hostClaimedTwice(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	name := lab.HostNames()[0]
+	twice := hostSettingsConfig(lab, name, `  vmknic = "vmk1"`) + fmt.Sprintf(`
+resource "vspherehpc_host_pvrdma_settings" "again" {
+  host_system_id = %q
+  vmknic         = "vmk0"
+}
+`, lab.HostID(name))
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config: twice, PlanOnly: true,
+			ExpectError: regexp.MustCompile(`(?s)Claimed twice in this configuration.*claim\s+host\s+` + lab.HostID(name) +
+				`:\s+settings\s+with\s+vmknic\s+vmk[01],\s+and\s+settings\s+with\s+vmknic\s+vmk[01].\s+One\s+vspherehpc_host_pvrdma_settings`),
+		}},
+	})
+}
+
+// firewall_allowed_ips is a list with the semantics of a set (a set costs
+// quadratic plan time, issue 12; BenchmarkHostPVRDMASettingsAllowedIPs): an
+// entry given twice is refused at plan, and the host's own order (sorted)
+// is not drift against the configuration's.
+func TestAccHostPVRDMASettings_allowedIPsAsASet(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	name := lab.HostNames()[0]
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config:      hostSettingsConfig(lab, name, `  firewall_allowed_ips = ["192.0.2.7", "198.51.100.0/24", "192.0.2.7"]`),
+				PlanOnly:    true,
+				ExpectError: wrapped(`firewall_allowed_ips lists "192.0.2.7" more than once: list each value once (distinct() drops repeats).`),
+			},
+			{
+				// Not in the host's order: the apply keeps it, and the next
+				// plan (which the test framework checks) is empty.
+				Config: hostSettingsConfig(lab, name, `  firewall_allowed_ips = ["198.51.100.7", "192.0.2.10", "192.0.2.0/24"]`),
+				Check: hostSettingsAre(lab, name, vsphere.PVRDMASettings{Vmknic: "vmk0", FirewallEnabled: true,
+					AllowedIPs: []string{"192.0.2.0/24", "192.0.2.10", "198.51.100.7"}}),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(hostSettings, tfjsonpath.New("firewall_allowed_ips"), knownvalue.ListExact([]knownvalue.Check{
+						knownvalue.StringExact("198.51.100.7"), knownvalue.StringExact("192.0.2.10"), knownvalue.StringExact("192.0.2.0/24"),
+					})),
+				},
+			},
+			{
+				// Another order in the configuration is a change of the
+				// list (an update that changes nothing on the host).
+				Config:             hostSettingsConfig(lab, name, `  firewall_allowed_ips = ["192.0.2.0/24", "192.0.2.10", "198.51.100.7"]`),
+				PlanOnly:           true,
+				ExpectNonEmptyPlan: true,
 			},
 		},
 	})

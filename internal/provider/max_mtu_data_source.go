@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -36,6 +37,9 @@ const (
 	defaultProbeWait   = "1s"
 	defaultRetries     = 1
 	defaultConcurrency = 8
+	lowestMTU          = 576 // the smallest datagram every IPv4 host must accept (RFC 791)
+	maxRetries         = 10
+	maxConcurrency     = 64
 )
 
 type maxMTUDataSource struct {
@@ -77,7 +81,7 @@ func (d *maxMTUDataSource) Metadata(_ context.Context, req datasource.MetadataRe
 }
 
 func (d *maxMTUDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, resp *datasource.SchemaResponse) {
-	mtuRange := int64validator.Between(576, defaultMaxMTU)
+	mtuRange, mtuType := int64validator.Between(lowestMTU, defaultMaxMTU), wholeNumber(lowestMTU, defaultMaxMTU)
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "The largest MTU that crosses the fabric unfragmented, measured with don't-fragment pings and a binary " +
 			"search for the largest packet that gets through: between every ordered pair of ESXi hosts (`host_system_ids`: the pings run " +
@@ -113,12 +117,14 @@ func (d *maxMTUDataSource) Schema(_ context.Context, _ datasource.SchemaRequest,
 			},
 			"min_mtu": schema.Int64Attribute{
 				Optional: true, Computed: true,
-				MarkdownDescription: fmt.Sprintf("Smallest MTU to try, in bytes. A pair that gets no reply even at this size is an error. Defaults to `%d`.", defaultMinMTU),
+				MarkdownDescription: fmt.Sprintf("Smallest MTU to try, in bytes, %d to %d. A pair that gets no reply even at this size is an error. Defaults to `%d`.", lowestMTU, defaultMaxMTU, defaultMinMTU),
+				CustomType:          mtuType,
 				Validators:          []validator.Int64{mtuRange},
 			},
 			"max_mtu": schema.Int64Attribute{
 				Optional: true, Computed: true,
-				MarkdownDescription: fmt.Sprintf("Largest MTU to try, in bytes. Each search is also capped at what the path's configuration allows: the vmknics and switches of a host pair, or the outgoing interface of the machine running Terraform. Defaults to `%d`.", defaultMaxMTU),
+				MarkdownDescription: fmt.Sprintf("Largest MTU to try, in bytes, %d to %d. Each search is also capped at what the path's configuration allows: the vmknics and switches of a host pair, or the outgoing interface of the machine running Terraform. Defaults to `%d`.", lowestMTU, defaultMaxMTU, defaultMaxMTU),
+				CustomType:          mtuType,
 				Validators:          []validator.Int64{mtuRange},
 			},
 			"timeout": schema.StringAttribute{
@@ -128,13 +134,15 @@ func (d *maxMTUDataSource) Schema(_ context.Context, _ datasource.SchemaRequest,
 			},
 			"retries": schema.Int64Attribute{
 				Optional: true, Computed: true,
-				MarkdownDescription: fmt.Sprintf("How many more times a lost probe at the boundary is re-sent before its size counts as too big: real fabrics lose packets. Defaults to `%d`.", defaultRetries),
-				Validators:          []validator.Int64{int64validator.Between(0, 10)},
+				MarkdownDescription: fmt.Sprintf("How many more times a lost probe at the boundary is re-sent before its size counts as too big: real fabrics lose packets. 0 to %d. Defaults to `%d`.", maxRetries, defaultRetries),
+				CustomType:          wholeNumber(0, maxRetries),
+				Validators:          []validator.Int64{int64validator.Between(0, maxRetries)},
 			},
 			"concurrency": schema.Int64Attribute{
 				Optional: true, Computed: true,
-				MarkdownDescription: fmt.Sprintf("How many pairs or targets are probed at once. Defaults to `%d`.", defaultConcurrency),
-				Validators:          []validator.Int64{int64validator.Between(1, 64)},
+				MarkdownDescription: fmt.Sprintf("How many pairs or targets are probed at once, 1 to %d. Defaults to `%d`.", maxConcurrency, defaultConcurrency),
+				CustomType:          wholeNumber(1, maxConcurrency),
+				Validators:          []validator.Int64{int64validator.Between(1, maxConcurrency)},
 			},
 			"mtu": computedInt64("The largest MTU every pair carries: the minimum over `pairs`. Feed it to `vspherehpc_rdma_dvs.mtu` or a check block."),
 			"configured_mtu": computedInt64("The MTU the configuration allows on every path: the minimum over `pairs` of their `configured_mtu`. " +
@@ -228,6 +236,12 @@ func (d *maxMTUDataSource) Read(ctx context.Context, req datasource.ReadRequest,
 			return
 		}
 		found, err := d.client.PathMTUs(ctx, spec)
+		var missing *vsphere.Error
+		if errors.As(err, &missing) && missing.Kind == vsphere.ErrNotFound && missing.Object == vsphere.ObjectHost {
+			resp.Diagnostics.AddAttributeError(path.Root("host_system_ids"), "Host not found",
+				err.Error()+"; data.vspherehpc_host looks one up by name, and data.vspherehpc_cluster lists a cluster's in host_system_ids.")
+			return
+		}
 		if err != nil {
 			resp.Diagnostics.Append(vsphereErrorDiag("Cannot measure the path MTU", err))
 			return

@@ -227,3 +227,26 @@ func TestShortfallNamesTheWorstPair(t *testing.T) {
 		t.Fatalf("runner warning = %q", got)
 	}
 }
+
+// A host id that does not exist is named, each of them, with where ids come
+// from; a fractional MTU bound is refused naming the argument (issue 12).
+func TestAccMaxMTUDataSource_missingHostsAndNumbers(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	existing := lab.HostID(lab.HostNames()[0])
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: providerConfig(lab) + fmt.Sprintf(`
+data "vspherehpc_max_mtu" "fabric" {
+  host_system_ids = [%q, "host-9999", "host-9998"]
+  vmknic          = "vmk1"
+}
+`, existing), PlanOnly: true,
+				ExpectError: wrapped(`hosts host-9999, host-9998 do not exist; host ids are managed object ids such as host-12; ` +
+					`data.vspherehpc_host looks one up by name, and data.vspherehpc_cluster lists a cluster's in host_system_ids.`)},
+			{Config: maxMTUConfig(lab, "  min_mtu = 1400.5\n"), PlanOnly: true,
+				ExpectError: wrapped(`min_mtu must be a whole number from 576 to 9000; 1400.5 is not.`)},
+		},
+	})
+}

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
@@ -39,6 +40,17 @@ type mmioGPUModel struct {
 // maxGPUsPerGroup bounds count far above any VM's GPUs.
 const maxGPUsPerGroup = 1024
 
+// maxGPUMemoryGB is the most memory the GPUs can have in all for the rule to
+// size a window: the window is at least twice the total, and at most
+// mmio.MaxSizeGB. ValidateConfig checks the total.
+const maxGPUMemoryGB = float64(mmio.MaxSizeGB / 2)
+
+var (
+	gpuMemoryRange = fmt.Sprintf("Greater than 0; at most %d in all, as the window (twice the total or more) can be at most %d GB, "+
+		"the most an ESXi host addresses.", int64(maxGPUMemoryGB), mmio.MaxSizeGB)
+	gpuMemoryType = realNumber(fmt.Sprintf("a number of GB greater than 0 and at most %d", int64(maxGPUMemoryGB)))
+)
+
 // NewMMIOSizeDataSource is the vspherehpc_mmio_size data source.
 func NewMMIOSizeDataSource() datasource.DataSource {
 	return &mmioSizeDataSource{}
@@ -54,9 +66,10 @@ func (d *mmioSizeDataSource) Schema(_ context.Context, _ datasource.SchemaReques
 			"Needs no vCenter connection.",
 		Attributes: map[string]schema.Attribute{
 			"gpu_memory_gb": schema.ListAttribute{
-				ElementType:         types.Float64Type,
-				Optional:            true,
-				MarkdownDescription: "Framebuffer memory of each GPU in GB, one number per GPU, e.g. `[80, 80]` for two H100. Adds up with `gpu` blocks.",
+				ElementType: gpuMemoryType,
+				Optional:    true,
+				MarkdownDescription: "Framebuffer memory of each GPU in GB, one number per GPU, e.g. `[80, 80]` for two H100. Adds up with `gpu` blocks. " +
+					gpuMemoryRange,
 			},
 			"gpu_count": schema.Int64Attribute{
 				Computed:            true,
@@ -85,11 +98,13 @@ func (d *mmioSizeDataSource) Schema(_ context.Context, _ datasource.SchemaReques
 						"count": schema.Int64Attribute{
 							Required:            true,
 							MarkdownDescription: "How many GPUs of this kind, from 1 to 1024.",
+							CustomType:          wholeNumber(1, maxGPUsPerGroup),
 							Validators:          []validator.Int64{int64validator.Between(1, maxGPUsPerGroup)},
 						},
 						"memory_gb": schema.Float64Attribute{
 							Required:            true,
-							MarkdownDescription: "Framebuffer memory of one GPU in GB.",
+							MarkdownDescription: "Framebuffer memory of one GPU in GB. " + gpuMemoryRange,
+							CustomType:          gpuMemoryType,
 						},
 					},
 				},
@@ -162,6 +177,22 @@ func (d *mmioSizeDataSource) ValidateConfig(ctx context.Context, req datasource.
 			resp.Diagnostics.AddAttributeError(g.from, "Invalid GPU memory size",
 				"Cannot size the MMIO window: "+err.Error()+". Give each GPU's framebuffer memory in GB, e.g. 80 for an H100.")
 		}
+	}
+	if resp.Diagnostics.HasError() || len(groups) == 0 {
+		return
+	}
+	plain := make([]mmio.Group, len(groups))
+	for i, g := range groups {
+		plain[i] = g.Group
+	}
+	total, _, err := mmio.TotalGB(plain)
+	if err == nil {
+		_, err = mmio.SizeGB(total)
+	}
+	if err != nil {
+		resp.Diagnostics.AddError("Cannot size the MMIO window",
+			err.Error()+". Check gpu_memory_gb and the gpu blocks: each is one GPU's framebuffer memory in GB (e.g. 80 for an H100), "+
+				"with count GPUs of it in a gpu block.")
 	}
 }
 

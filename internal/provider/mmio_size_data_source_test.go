@@ -123,3 +123,41 @@ data "vspherehpc_mmio_size" "list" {
 		}},
 	})
 }
+
+// Sizes the rule cannot serve and numbers the schema cannot hold (issue
+// 12), refused at plan naming the argument: a GPU memory beyond any window
+// an ESXi host addresses, GPUs whose total is, a memory of 1e400 and a
+// fractional count.
+func TestAccMMIOSizeDataSource_bounds(t *testing.T) {
+	t.Parallel()
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: `data "vspherehpc_mmio_size" "m" {
+  gpu_memory_gb = [80, 600000]
+}`, PlanOnly: true, ExpectError: wrapped(`total GPU memory 600080 GB is too large: the MMIO size would exceed 1048576 GB, the most an ESXi host can address. ` +
+				`Check gpu_memory_gb and the gpu blocks`)},
+			{Config: `data "vspherehpc_mmio_size" "m" {
+  gpu {
+    count     = 1024
+    memory_gb = 1000
+  }
+}`, PlanOnly: true, ExpectError: wrapped(`total GPU memory 1024000 GB is too large: the MMIO size would exceed 1048576 GB, the most an ESXi host can address`)},
+			{Config: `data "vspherehpc_mmio_size" "m" {
+  gpu {
+    count     = 2
+    memory_gb = 1e400
+  }
+}`, PlanOnly: true, ExpectError: wrapped(`gpu[0].memory_gb must be a number of GB greater than 0 and at most 524288; 1e+400 is not.`)},
+			{Config: `data "vspherehpc_mmio_size" "m" {
+  gpu_memory_gb = [80, 1e400]
+}`, PlanOnly: true, ExpectError: wrapped(`gpu_memory_gb[1] must be a number of GB greater than 0 and at most 524288; 1e+400 is not.`)},
+			{Config: `data "vspherehpc_mmio_size" "m" {
+  gpu {
+    count     = 2.5
+    memory_gb = 80
+  }
+}`, PlanOnly: true, ExpectError: wrapped(`gpu[0].count must be a whole number from 1 to 1024; 2.5 is not.`)},
+		},
+	})
+}

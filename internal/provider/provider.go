@@ -36,6 +36,9 @@ const (
 
 type vspherehpcProvider struct {
 	version string
+	// clients, when set, keeps every client Configure makes, so that main
+	// can log them out when Terraform stops the plugin.
+	clients *vsphere.Clients
 }
 
 type providerModel struct {
@@ -48,11 +51,23 @@ type providerModel struct {
 	APITimeout         types.String `tfsdk:"api_timeout"`
 }
 
-// New returns the provider factory that main and the tests serve.
+// New returns the provider factory that the tests serve.
 func New(version string) func() provider.Provider {
 	return func() provider.Provider {
 		return &vspherehpcProvider{version: version}
 	}
+}
+
+// NewWithLogout returns the provider factory that main serves, and a function
+// that logs out every vCenter session its providers opened, for main to call
+// when Terraform stops the plugin. The framework offers no hook for that:
+// StopProvider only cancels the requests in flight (the framework does it),
+// and the process's end is when serving returns.
+func NewWithLogout(version string) (factory func() provider.Provider, logout func(context.Context) error) {
+	clients := &vsphere.Clients{}
+	return func() provider.Provider {
+		return &vspherehpcProvider{version: version, clients: clients}
+	}, clients.LogoutAll
 }
 
 func (p *vspherehpcProvider) Metadata(_ context.Context, _ provider.MetadataRequest, resp *provider.MetadataResponse) {
@@ -73,8 +88,10 @@ func (p *vspherehpcProvider) Schema(_ context.Context, _ provider.SchemaRequest,
 			},
 			"api_timeout": schema.StringAttribute{
 				Optional: true,
-				MarkdownDescription: "How long one vSphere operation (a call, or waiting for a task) may take, as a Go duration such as `90s` or `10m`. " +
-					"Default `5m`.",
+				MarkdownDescription: "The longest one operation of a resource or data source may take against vCenter, as a Go duration " +
+					"such as `90s` or `10m`: a read, a plan-time check (all the hosts a switch checks share it), or a change with " +
+					"the tasks it waits for. Waiting for another change to the same VM does not count, and powering a VM back on " +
+					"after a change gets its own. An error that says vCenter did not finish within it names this setting. Default `5m`.",
 				Validators: []validator.String{positiveDuration{}},
 			},
 			"ca_file": schema.StringAttribute{
@@ -201,6 +218,9 @@ func (p *vspherehpcProvider) Configure(ctx context.Context, req provider.Configu
 		"ca_file": vc.CAFile, "thumbprint_pinned": vc.Thumbprint != "", "connects_lazily": true,
 	})
 	client := vsphere.New(vc)
+	if p.clients != nil {
+		p.clients.Add(client)
+	}
 	resp.DataSourceData = client
 	resp.ResourceData = client
 }

@@ -9,7 +9,9 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/provider"
+	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 	fwresource "github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
@@ -207,4 +209,81 @@ data "vspherehpc_host" "h" {
 		}},
 	})
 	<-terminated
+}
+
+// TestAccProvider_logoutOnStop: the function main calls once Terraform has
+// stopped the plugin logs out every session the provider's instances opened
+// over a run of several terraform commands, and a provider used again
+// afterwards logs in again. TestTerraformStopLogsOut (main_test.go) runs the
+// same path through a real plugin process.
+func TestAccProvider_logoutOnStop(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	ctx := context.Background()
+	factory, logout := NewWithLogout("test")
+	factories := map[string]func() (tfprotov6.ProviderServer, error){
+		"vspherehpc": providerserver.NewProtocol6WithError(factory()),
+	}
+	run := func() {
+		resource.UnitTest(t, resource.TestCase{
+			ProtoV6ProviderFactories: factories,
+			Steps: []resource.TestStep{{
+				Config: providerConfig(lab) + `data "vspherehpc_datacenter" "dc" {}`,
+			}},
+		})
+	}
+	run()
+	// The in-process server is never stopped the way Terraform stops a plugin:
+	// the sessions are still open, and the test proves something.
+	open, err := lab.Sessions(ctx)
+	if err != nil || len(open) < 2 {
+		t.Fatalf("sessions after the run: %v, %v; want one per terraform command", open, err)
+	}
+	stop, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
+	defer cancel()
+	if err := logout(stop); err != nil {
+		t.Fatalf("logging out: %v", err)
+	}
+	if left, err := lab.Sessions(ctx); err != nil || len(left) != 0 {
+		t.Fatalf("sessions after logout: %v, %v; want none", left, err)
+	}
+	if got := lab.Calls()["Logout"]; got != len(open) {
+		t.Fatalf("Logout calls = %d, want %d", got, len(open))
+	}
+
+	run()
+	if again, err := lab.Sessions(ctx); err != nil || len(again) == 0 {
+		t.Fatalf("sessions after using the provider again: %v, %v; want new ones", again, err)
+	}
+}
+
+// Without vCenter settings, every resource that needs vCenter is refused at
+// plan, not at apply.
+func TestAccProvider_resourcesNeedVCenterAtPlan(t *testing.T) {
+	t.Parallel()
+	configs := map[string]string{
+		"host settings": `resource "vspherehpc_host_pvrdma_settings" "h" {
+  host_system_id = "host-12"
+}`,
+		"PVRDMA adapter": `resource "vspherehpc_vm_pvrdma_nic" "n" {
+  virtual_machine_id        = "vm-42"
+  distributed_port_group_id = "dvportgroup-17"
+}`,
+		"GPU setup": `resource "vspherehpc_vm_gpu_mmio" "g" {
+  virtual_machine_id = "vm-42"
+  mmio_size_gb       = 64
+}`,
+	}
+	for name, config := range configs {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			resource.UnitTest(t, resource.TestCase{
+				ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+				Steps: []resource.TestStep{{
+					Config: config, PlanOnly: true,
+					ExpectError: wrapped(`This needs vCenter, but the provider has no vCenter settings. Set vsphere_server, user and password`),
+				}},
+			})
+		})
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
@@ -105,8 +106,8 @@ func (r *rdmaDVSResource) Schema(_ context.Context, _ resource.SchemaRequest, re
 			},
 			"name": schema.StringAttribute{
 				Required:            true,
-				MarkdownDescription: "Name of the switch. Renamed in place.",
-				Validators:          []validator.String{stringvalidator.LengthBetween(1, 80)},
+				MarkdownDescription: "Name of the switch, without `/` (it separates the parts of inventory paths). Renamed in place.",
+				Validators:          []validator.String{stringvalidator.LengthBetween(1, 80), noSlash},
 			},
 			"description": schema.StringAttribute{
 				Optional: true, Computed: true,
@@ -123,8 +124,9 @@ func (r *rdmaDVSResource) Schema(_ context.Context, _ resource.SchemaRequest, re
 			},
 			"uplink_count": schema.Int64Attribute{
 				Optional: true, Computed: true, Default: int64default.StaticInt64(4),
-				MarkdownDescription: "Number of uplink ports per host, as in the walkthroughs (4). Only one carries traffic: each host " +
+				MarkdownDescription: "Number of uplink ports per host, 1 to 32, as in the walkthroughs (4). Only one carries traffic: each host " +
 					"gives the switch one NIC.",
+				CustomType: wholeNumber(1, 32),
 				Validators: []validator.Int64{int64validator.Between(1, 32)},
 			},
 			"uplink_names": schema.ListAttribute{
@@ -135,6 +137,7 @@ func (r *rdmaDVSResource) Schema(_ context.Context, _ resource.SchemaRequest, re
 			"mtu": schema.Int64Attribute{
 				Optional: true, Computed: true, Default: int64default.StaticInt64(9000),
 				MarkdownDescription: "Maximum MTU of the switch, 1280 to 9000. Default 9000 (jumbo frames), which the physical fabric must carry too.",
+				CustomType:          wholeNumber(1280, 9000),
 				Validators:          []validator.Int64{int64validator.Between(1280, 9000)},
 			},
 			"network_io_control_enabled": schema.BoolAttribute{
@@ -158,18 +161,20 @@ func (r *rdmaDVSResource) Schema(_ context.Context, _ resource.SchemaRequest, re
 				Validators:          []validator.Object{objectvalidator.IsRequired()},
 				Attributes: map[string]schema.Attribute{
 					"name": schema.StringAttribute{
-						Required: true, MarkdownDescription: "Name of the port group.",
-						Validators: []validator.String{stringvalidator.LengthBetween(1, 80)},
+						Required: true, MarkdownDescription: "Name of the port group, without `/`; free in the datacenter, where standard port groups such as `VM Network` count.",
+						Validators: []validator.String{stringvalidator.LengthBetween(1, 80), noSlash},
 					},
 					"vlan_id": schema.Int64Attribute{
 						Optional: true, Computed: true, Default: int64default.StaticInt64(0),
 						MarkdownDescription: "VLAN id, 1 to 4094; 0 (the default) for none. Reads as -1 when the port group was set to a trunk or private VLAN in vCenter.",
+						CustomType:          wholeNumber(0, 4094),
 						Validators:          []validator.Int64{int64validator.Between(0, 4094)},
 					},
 					"port_count": schema.Int64Attribute{
 						Optional: true, Computed: true, Default: int64default.StaticInt64(8),
 						MarkdownDescription: "Number of ports, 1 to 8192. Default 8. With `auto_expand`, it is the minimum: ports vCenter " +
 							"adds as adapters connect are not drift.",
+						CustomType:    wholeNumber(1, 8192),
 						Validators:    []validator.Int64{int64validator.Between(1, 8192)},
 						PlanModifiers: []planmodifier.Int64{autoExpandedPorts{}},
 					},
@@ -228,21 +233,107 @@ func (r *rdmaDVSResource) ValidateConfig(ctx context.Context, req resource.Valid
 // ModifyPlan checks the plan against vCenter's inventory: the version on
 // offer (and never a downgrade), and each host's NIC.
 func (r *rdmaDVSResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	if req.Plan.Raw.IsNull() || !r.client.Configured() {
+	if !requireVCenter(r.client, &resp.Diagnostics) {
 		return
 	}
-	var plan rdmaDVSModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	var state *rdmaDVSModel
 	if !req.State.Raw.IsNull() {
 		state = &rdmaDVSModel{}
 		resp.Diagnostics.Append(req.State.Get(ctx, state)...)
+		r.client.NoteSwitch(state.ID.ValueString())
 	}
+	if req.Plan.Raw.IsNull() {
+		if state != nil {
+			r.checkDestroy(ctx, r.dvsID(ctx, state, req.Private, &resp.Diagnostics), &resp.Diagnostics)
+		}
+		return
+	}
+	var plan rdmaDVSModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	r.claimUplinks(ctx, &plan, &resp.Diagnostics)
+	if !r.checkNames(ctx, &plan, state, &resp.Diagnostics) {
+		return // no such datacenter: nothing else can be checked
+	}
 	r.checkVersion(ctx, &plan, state, resp)
 	r.checkHosts(ctx, &plan, state, &resp.Diagnostics)
+}
+
+// claimUplinks claims each host's NIC for this switch, so two switches of
+// one configuration cannot both plan to take it.
+func (r *rdmaDVSResource) claimUplinks(ctx context.Context, plan *rdmaDVSModel, diags *diag.Diagnostics) {
+	if plan.Name.IsUnknown() || plan.Hosts.IsUnknown() {
+		return
+	}
+	name := plan.Name.ValueString()
+	for _, h := range dvsHosts(ctx, plan.Hosts, diags) {
+		f := r.client.Claim(vsphere.Claim{
+			Kind: vsphere.ClaimUplink, Key: h.HostID + " " + h.Vmnic,
+			What:  fmt.Sprintf("%s of host %s", h.Vmnic, h.HostID),
+			Owner: fmt.Sprintf("distributed switch %q", name), Plan: plan.DatacenterID.ValueString() + "/" + name,
+		})
+		addClaimConflict(diags, path.Root("host"), f)
+	}
+}
+
+// checkDestroy warns, at plan time, that VM adapters still use the switch's
+// port groups. Not an error: adapters destroyed in the same apply (their
+// resources depend on the switch) are gone before the switch is.
+func (r *rdmaDVSResource) checkDestroy(ctx context.Context, id vsphere.DVSID, diags *diag.Diagnostics) {
+	f, err := r.client.PlanDVSDelete(ctx, id)
+	if err != nil {
+		return // the destroy itself says more
+	}
+	if f, ok := f.(vsphere.SwitchInUse); ok {
+		diags.AddWarning("Switch still in use",
+			fmt.Sprintf("VM network adapters still use the port groups of switch %s: %s. vCenter refuses to destroy the switch while "+
+				"they do: unless this apply removes them first (vspherehpc_vm_pvrdma_nic resources on it are destroyed before it), "+
+				"remove them, then destroy the switch.", f.Switch, strings.Join(f.Users, "; ")))
+	}
+}
+
+// checkNames checks that the datacenter exists and that the switch's and
+// port group's names are free in it, when either is new or changes. It
+// returns false when the datacenter does not exist.
+func (r *rdmaDVSResource) checkNames(ctx context.Context, plan, state *rdmaDVSModel, diags *diag.Diagnostics) bool {
+	if plan.DatacenterID.IsUnknown() || plan.Name.IsUnknown() || plan.PortGroup == nil || plan.PortGroup.Name.IsUnknown() {
+		return true
+	}
+	change := vsphere.DVSNamesChange{DatacenterID: plan.DatacenterID.ValueString(), SwitchName: plan.Name.ValueString(), PortGroup: plan.PortGroup.Name.ValueString()}
+	if state != nil {
+		if plan.DatacenterID.Equal(state.DatacenterID) && plan.Name.Equal(state.Name) && state.PortGroup != nil && plan.PortGroup.Name.Equal(state.PortGroup.Name) {
+			return true // nothing renamed: the names are the switch's own
+		}
+		change.SwitchUUID = state.ID.ValueString()
+	}
+	findings, err := r.client.PlanDVSNames(ctx, change)
+	if errors.Is(err, vsphere.ErrNotFound) {
+		diags.Append(notFoundDiag(path.Root("datacenter_id"), err))
+		return false
+	}
+	if err != nil {
+		diags.Append(vsphereErrorDiag("Cannot check the names of distributed switch "+change.SwitchName, err))
+		return true
+	}
+	for _, f := range findings {
+		f, ok := f.(vsphere.NameTaken)
+		if !ok {
+			continue
+		}
+		if f.For == vsphere.ObjectSwitch {
+			diags.AddAttributeError(path.Root("name"), "Switch name taken",
+				fmt.Sprintf("Datacenter %s already has a distributed switch called %q (%s); vCenter keeps switch names unique in a "+
+					"datacenter. Choose another name, or import that switch (terraform import on this resource with its UUID) to "+
+					"manage it.", change.DatacenterID, f.Name, f.ID))
+			continue
+		}
+		diags.AddAttributeError(path.Root("port_group").AtName("name"), "Port group name taken",
+			fmt.Sprintf("Datacenter %s already has a %s called %q (%s); vCenter keeps network names unique in a datacenter, and "+
+				"standard port groups such as \"VM Network\" count. Choose another port group name.", change.DatacenterID, f.TakenBy, f.Name, f.ID))
+	}
+	return true
 }
 
 func (r *rdmaDVSResource) checkVersion(ctx context.Context, plan, state *rdmaDVSModel, resp *resource.ModifyPlanResponse) {
@@ -313,7 +404,7 @@ func addDVSHostFinding(diags *diag.Diagnostics, f vsphere.Finding) {
 	switch f := f.(type) {
 	case vsphere.HostNotChecked:
 		if errors.Is(f.Err, vsphere.ErrNotFound) {
-			diags.AddAttributeWarning(at, "Host not found", errorDetail(f.Err)+". The apply will fail unless the host is back in vCenter.")
+			diags.Append(notFoundDiag(at, f.Err))
 			return
 		}
 		diags.Append(vsphereErrorDiag("Cannot check host "+f.HostID, f.Err))
@@ -484,6 +575,7 @@ func (r *rdmaDVSResource) Read(ctx context.Context, req resource.ReadRequest, re
 		resp.Diagnostics.Append(vsphereErrorDiag("Cannot read distributed switch "+id.UUID, err))
 		return
 	}
+	r.client.NoteSwitch(dvs.UUID)
 	if dvs.DVSID != id {
 		resp.Diagnostics.Append(setPrivateJSON(ctx, resp.Private, privateSwitch, dvs.DVSID)...)
 	}
@@ -582,6 +674,12 @@ func (r *rdmaDVSResource) ImportState(ctx context.Context, req resource.ImportSt
 		resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("port_group_key"), dvs.PortGroup.Key)...)
 	}
 }
+
+// noSlash refuses names with "/": vCenter stores it escaped as %2f, and
+// inventory paths (/<datacenter>/network/<switch>), which import and
+// govc use, no longer find the object by the name given.
+var noSlash = stringvalidator.RegexMatches(regexp.MustCompile(`^[^/]*$`),
+	`must not contain "/": it separates the parts of inventory paths such as /DC0/network/rdma`)
 
 // uplinkNamesPlan keeps uplink_names known while uplink_count is unchanged.
 type uplinkNamesPlan struct{}

@@ -441,3 +441,139 @@ func TestAccRDMADVS_importChoosesPortGroup(t *testing.T) {
 		},
 	})
 }
+
+// Arguments naming what vCenter does not have, and names it already has, are
+// refused at plan: nothing is created, so nothing is left tainted.
+func TestAccRDMADVS_refusedAtPlan(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	first := lab.HostNames()[0]
+	config := dvsConfig(lab, "rdma", allHosts(lab, "vmnic4"), "")
+	withHostID := func(id string) string {
+		return strings.Replace(config, fmt.Sprintf("host_system_id = %q", lab.HostID(first)), fmt.Sprintf("host_system_id = %q", id), 1)
+	}
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config: withHostID("host-99999"), PlanOnly: true,
+				ExpectError: wrapped("no host has id host-99999; host ids are managed object ids such as host-12; data.vspherehpc_host looks one up by name."),
+			},
+			// A host's name where its id belongs.
+			{
+				Config: withHostID(first), PlanOnly: true,
+				ExpectError: wrapped(fmt.Sprintf("no host has id %s; host ids are managed object ids such as host-12", first)),
+			},
+			{
+				Config: strings.Replace(config, fmt.Sprintf("datacenter_id = %q", lab.DatacenterID()), `datacenter_id = "DC0"`, 1), PlanOnly: true,
+				ExpectError: wrapped(`no datacenter has id "DC0"; a datacenter id is a managed object id such as datacenter-3, not a name; data.vspherehpc_datacenter looks one up by name.`),
+			},
+			// "VM Network" is a standard port group of every host.
+			{
+				Config: strings.Replace(config, `name = "pvrdma-vms"`, `name = "VM Network"`, 1), PlanOnly: true,
+				ExpectError: regexp.MustCompile(`(?s)already has a network called "VM Network"\s+\(network-\d+\).*Choose\s+another\s+port\s+group\s+name`),
+			},
+			{
+				PreConfig: func() { must(t, lab.CreateSwitch(context.Background(), "storage-dvs", first, "vmnic5")) },
+				Config:    strings.Replace(config, `name          = "rdma"`, `name          = "storage-dvs"`, 1), PlanOnly: true,
+				ExpectError: regexp.MustCompile(`(?s)already has a distributed switch called\s+"storage-dvs"\s+\(dvs-\d+\).*Choose\s+another\s+name`),
+			},
+		},
+		CheckDestroy: func(*terraform.State) error {
+			n, err := lab.CountNetworks(context.Background(), "rdma*")
+			if err == nil && n != 0 {
+				err = fmt.Errorf("%d rdma networks exist after refused plans, want none", n)
+			}
+			return err
+		},
+	})
+}
+
+// A switch whose create failed after it existed (tainted, holding the hosts'
+// NICs) is destroyed cleanly: destroy always works on what the provider made.
+func TestAccRDMADVS_taintedSwitchDestroys(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	must(t, lab.InjectTaskFault("CreateDVPortgroup_Task", "rdma", vcsimlab.Fault{Type: "DvsFault"}))
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: dvsConfig(lab, "rdma", allHosts(lab, "vmnic4"), ""), ExpectError: wrapped(`Cannot create distributed switch rdma`)},
+		},
+		CheckDestroy: noNetworksLeft(lab),
+	})
+}
+
+// Without vCenter settings a resource that needs vCenter is refused at plan,
+// not at apply.
+func TestAccRDMADVS_noVCenter(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	config := strings.Replace(dvsConfig(lab, "rdma", allHosts(lab, "vmnic4"), ""), providerConfig(lab), "", 1)
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: config, PlanOnly: true, ExpectError: wrapped(`This needs vCenter, but the provider has no vCenter settings. Set vsphere_server, user and password`)},
+		},
+	})
+}
+
+// Two switches of one configuration claiming one host's NIC are refused at
+// plan, naming both switches.
+func TestAccRDMADVS_nicClaimedTwice(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	first := lab.HostNames()[0]
+	second := strings.NewReplacer(`resource "vspherehpc_rdma_dvs" "rdma"`, `resource "vspherehpc_rdma_dvs" "other"`,
+		`name          = "rdma"`, `name          = "rdma-other"`, `name = "pvrdma-vms"`, `name = "pvrdma-other"`).
+		Replace(strings.Replace(dvsConfig(lab, "rdma", map[string]string{first: "vmnic4"}, ""), providerConfig(lab), "", 1))
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config: dvsConfig(lab, "rdma", map[string]string{first: "vmnic4"}, "") + second, PlanOnly: true,
+			ExpectError: regexp.MustCompile(`(?s)Claimed twice in this configuration.*Two resources of this configuration claim\s+vmnic4\s+of\s+host\s+` +
+				lab.HostID(first) + `:\s+distributed\s+switch\s+"rdma(-other)?",\s+and\s+distributed\s+switch\s+"rdma(-other)?".\s+PVRDMA\s+needs\s+its\s+NIC`),
+		}},
+	})
+}
+
+// Numbers the schema cannot hold (issue 12): a fractional MTU and a VLAN id
+// beyond any integer are refused naming the argument and its range, not with
+// the framework's "always an error in the provider".
+func TestAccRDMADVS_numbersNotWhole(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	hosts := allHosts(lab, "vmnic4")
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: dvsConfig(lab, "rdma-numbers", hosts, "  mtu = 1500.5"), PlanOnly: true,
+				ExpectError: wrapped(`mtu must be a whole number from 1280 to 9000; 1500.5 is not.`)},
+			{Config: dvsConfig(lab, "rdma-numbers", hosts, "  uplink_count = 1e400"), PlanOnly: true,
+				ExpectError: wrapped(`uplink_count must be a whole number from 1 to 32; 1e+400 is not.`)},
+			{Config: strings.Replace(dvsConfig(lab, "rdma-numbers", hosts, ""), `name = "pvrdma-vms"`, "name = \"pvrdma-vms\"\n    vlan_id = 10.5", 1), PlanOnly: true,
+				ExpectError: wrapped(`port_group.vlan_id must be a whole number from 0 to 4094; 10.5 is not.`)},
+		},
+	})
+}
+
+// A "/" in a switch or port group name breaks inventory paths: refused at
+// plan.
+func TestAccRDMADVS_slashInNames(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	config := dvsConfig(lab, "rdma", allHosts(lab, "vmnic4"), "")
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config: strings.Replace(config, `name          = "rdma"`, `name          = "rdma/a"`, 1), PlanOnly: true,
+				ExpectError: regexp.MustCompile(`(?s)Attribute name must not contain "/": it separates the parts of\s+inventory\s+paths`),
+			},
+			{
+				Config: strings.Replace(config, `name = "pvrdma-vms"`, `name = "pvrdma/vms"`, 1), PlanOnly: true,
+				ExpectError: regexp.MustCompile(`(?s)Attribute port_group.name must not contain "/"`),
+			},
+		},
+	})
+}

@@ -109,8 +109,11 @@ func (r *vmGPUMMIOResource) Schema(_ context.Context, _ resource.SchemaRequest, 
 			"mmio_size_gb": schema.Int64Attribute{
 				Optional: true, Computed: true,
 				MarkdownDescription: "`pciPassthru.64bitMMIOSizeGB`. Computed from the GPUs' memory by the `vspherehpc_mmio_size` rule " +
-					"(the smallest power of two at least twice the total) unless given; a given size must be a power of two and not below the rule's.",
+					"(the smallest power of two at least twice the total) unless given; a given size must be a power of two, not below the rule's, " +
+					fmt.Sprintf("and at most %d (1 PiB, the most an ESXi host addresses).", mmio.MaxSizeGB),
 				PlanModifiers: []planmodifier.Int64{int64planmodifier.UseStateForUnknown()},
+				CustomType:    wholeNumber(1, mmio.MaxSizeGB),
+				Validators:    []validator.Int64{mmioSizeBound{}},
 			},
 			"total_gpu_memory_gb": schema.Float64Attribute{
 				Computed: true, MarkdownDescription: "Total framebuffer memory of the GPUs, as their hosts report it.",
@@ -185,9 +188,22 @@ func (r *vmGPUMMIOResource) ValidateConfig(ctx context.Context, req resource.Val
 		}
 		static, dynamic := !g.PCIID.IsNull(), !g.VendorID.IsNull() || !g.DeviceID.IsNull()
 		switch {
-		case static == dynamic || (dynamic && (g.VendorID.IsNull() || g.DeviceID.IsNull())):
+		case static && dynamic:
 			resp.Diagnostics.AddAttributeError(at, "Invalid GPU",
-				"Give a GPU either as pci_id (a device on the VM's host) or as vendor_id and device_id (dynamic DirectPath), not both.")
+				fmt.Sprintf("gpu block %d gives both pci_id and vendor_id/device_id. Give a GPU either as pci_id (a device on the VM's "+
+					"host) or as vendor_id and device_id (dynamic DirectPath: vSphere picks a device of that model at power on), not both.", i+1))
+		case !static && !dynamic:
+			resp.Diagnostics.AddAttributeError(at, "Invalid GPU",
+				fmt.Sprintf("gpu block %d is empty. Give pci_id (a device on the VM's host, e.g. 0000:3b:00.0), or vendor_id and "+
+					"device_id (dynamic DirectPath, e.g. 10de and 2330); vspherehpc_host lists a host's GPUs with both.", i+1))
+		case dynamic && g.DeviceID.IsNull():
+			resp.Diagnostics.AddAttributeError(at.AtName("device_id"), "Missing device_id",
+				fmt.Sprintf("gpu block %d has vendor_id = %q but no device_id. Dynamic DirectPath needs both: add the GPU model's "+
+					"device_id (four hex digits, e.g. 2330 for an H100 SXM5; vspherehpc_host lists its GPUs' ids), or give pci_id instead.", i+1, g.VendorID.ValueString()))
+		case dynamic && g.VendorID.IsNull():
+			resp.Diagnostics.AddAttributeError(at.AtName("vendor_id"), "Missing vendor_id",
+				fmt.Sprintf("gpu block %d has device_id = %q but no vendor_id. Dynamic DirectPath needs both: add the GPU's "+
+					"vendor_id (four hex digits, e.g. 10de for NVIDIA; vspherehpc_host lists its GPUs' ids), or give pci_id instead.", i+1, g.DeviceID.ValueString()))
 		case static && seen[g.PCIID.ValueString()]:
 			resp.Diagnostics.AddAttributeError(at, "GPU listed twice",
 				fmt.Sprintf("GPU %s is listed twice. A VM given the same GPU twice does not boot, with no error: list it once.", g.PCIID.ValueString()))
@@ -208,7 +224,7 @@ func (r *vmGPUMMIOResource) gpus(ctx context.Context, l types.List, diags *diag.
 // and refuses a firmware switch under an installed guest and a change that
 // needs a running VM off.
 func (r *vmGPUMMIOResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	if !r.client.Configured() {
+	if !requireVCenter(r.client, &resp.Diagnostics) {
 		return
 	}
 	var state *vmGPUMMIOModel
@@ -235,6 +251,8 @@ func (r *vmGPUMMIOResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 		return // checked once the values are known
 	}
 	given := config.MMIOSizeGB.ValueInt64Pointer()
+	vmID := plan.VirtualMachineID.ValueString()
+	addClaimConflict(&resp.Diagnostics, path.Root("virtual_machine_id"), r.client.ClaimGPUSetup(vmID, vmID, r.requests(ctx, plan.GPU, &resp.Diagnostics), given))
 	if state != nil && plan.GPU.Equal(state.GPU) && state.Firmware.ValueString() == "efi" && state.TotalGPUMemoryGB.ValueFloat64() > 0 {
 		// Same GPUs: size the window from the recorded total, no vCenter
 		// call, unless the window changes (which needs the VM's power state).
@@ -245,7 +263,7 @@ func (r *vmGPUMMIOResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 		}
 	}
 	change := vsphere.GPUMMIOChange{
-		VMID: plan.VirtualMachineID.ValueString(), GPUs: r.requests(ctx, plan.GPU, &resp.Diagnostics), MMIOSizeGB: given,
+		VMID: vmID, GPUs: r.requests(ctx, plan.GPU, &resp.Diagnostics), MMIOSizeGB: given,
 		AllowFirmwareChange: plan.AllowFirmwareChange.ValueBool(), PowerOffAllowed: plan.PowerOffAllowed.ValueBool(),
 	}
 	if state != nil {
@@ -253,7 +271,7 @@ func (r *vmGPUMMIOResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 	}
 	p, err := r.client.PlanGPUMMIO(ctx, change)
 	if errors.Is(err, vsphere.ErrNotFound) {
-		resp.Diagnostics.AddWarning("Virtual machine not found", err.Error()+". The apply will fail unless it exists by then.")
+		resp.Diagnostics.Append(notFoundDiag(path.Root("virtual_machine_id"), err))
 		return
 	}
 	if err != nil {
@@ -262,6 +280,9 @@ func (r *vmGPUMMIOResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 	}
 	var sizeFinding vsphere.Finding
 	for _, f := range p.Findings {
+		if addClaimConflict(&resp.Diagnostics, path.Root("gpu"), f) {
+			continue
+		}
 		if isSizeFinding(f) {
 			sizeFinding = f
 		} else {
@@ -316,6 +337,15 @@ func addGPUMMIOFinding(diags *diag.Diagnostics, f vsphere.Finding) {
 		diags.AddAttributeError(gpuPath(f.Index), "No such GPU for dynamic DirectPath",
 			fmt.Sprintf("Host %s of virtual machine %s has no passthrough-active GPU with vendor id %s and device id %s.",
 				f.Host, f.VM, f.Vendor, f.Device))
+	case vsphere.TooFewGPUs:
+		model := f.Vendor + ":" + f.Device
+		if f.DeviceName != "" {
+			model += " (" + f.DeviceName + ")"
+		}
+		diags.AddAttributeError(gpuPath(f.Index), "More GPUs than the host has",
+			fmt.Sprintf("Virtual machine %s asks for %d GPUs of model %s, but its host %s has %d active for passthrough. Each "+
+				"GPU is one device at power on, so the VM would not power on: list at most %d gpu blocks of that model, or move the VM "+
+				"to a host with more (vspherehpc_host lists a host's GPUs).", f.VM, f.Asked, model, f.Host, f.Active, f.Active))
 	case vsphere.GPUNotActive:
 		diags.AddAttributeError(gpuPath(f.Index), "GPU not enabled for passthrough",
 			fmt.Sprintf("GPU %s (%s) on host %s is not active for passthrough. Enable it (host > Configure > Hardware > PCI Devices "+
@@ -460,6 +490,11 @@ func (r *vmGPUMMIOResource) Read(ctx context.Context, req resource.ReadRequest, 
 		resp.Diagnostics.Append(vsphereErrorDiag("Cannot read virtual machine "+state.VirtualMachineID.ValueString(), err))
 		return
 	}
+	if got.Empty() {
+		tflog.Warn(ctx, "GPU setup removed out of band; removing it from state", map[string]any{"id": state.ID.ValueString()})
+		resp.State.RemoveResource(ctx)
+		return
+	}
 	resp.Diagnostics.Append(setPrivateJSON(ctx, resp.Private, privateVM, got.VM.MOID)...)
 	changed := !vsphere.SameGPUs(r.requests(ctx, state.GPU, &resp.Diagnostics), got.GPUs)
 	resp.Diagnostics.Append(gpuMMIOToModel(ctx, got, &state)...)
@@ -510,6 +545,12 @@ func (r *vmGPUMMIOResource) ImportState(ctx context.Context, req resource.Import
 	got, err := r.client.GPUMMIO(ctx, req.ID)
 	if err != nil {
 		resp.Diagnostics.Append(vsphereErrorDiag("Cannot import the GPU setup of virtual machine "+req.ID, err))
+		return
+	}
+	if got.Empty() {
+		resp.Diagnostics.AddError("Nothing to import",
+			fmt.Sprintf("Virtual machine %s (%s) has no GPU passthrough setup: no passthrough GPU and neither %s nor %s. "+
+				"Create the resource instead; it sets the VM up.", got.VM.Name, req.ID, mmio.Use64bitMMIOKey, mmio.SizeGBKey))
 		return
 	}
 	resp.Diagnostics.Append(setPrivateJSON(ctx, resp.Private, privateExtraConfig, got.ExtraConfig)...)

@@ -3,6 +3,8 @@ package provider
 import (
 	"context"
 	"fmt"
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
@@ -146,6 +148,8 @@ func TestAccVMGPUMMIO_drift(t *testing.T) {
 	})
 }
 
+// The setup removed out of band (GPUs detached, MMIO keys cleared) is gone:
+// the plan sets it up again.
 func TestAccVMGPUMMIO_disappears(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
@@ -155,13 +159,45 @@ func TestAccVMGPUMMIO_disappears(t *testing.T) {
 		Steps: []resource.TestStep{{
 			Config: gpuConfig(lab, lab.VMUUID(vm), twoH100),
 			Check: func(*terraform.State) error {
-				return lab.DestroyVM(context.Background(), vm)
+				ctx := context.Background()
+				for _, pci := range []string{"0000:3b:00.0", "0000:5e:00.0"} {
+					if err := lab.DetachGPU(ctx, vm, pci); err != nil {
+						return err
+					}
+				}
+				for _, key := range []string{mmio.Use64bitMMIOKey, mmio.SizeGBKey} {
+					if err := lab.SetVMExtraConfig(ctx, vm, key, ""); err != nil {
+						return err
+					}
+				}
+				return nil
 			},
 			ConfigPlanChecks: resource.ConfigPlanChecks{PostApplyPostRefresh: []plancheck.PlanCheck{
 				plancheck.ExpectResourceAction(gpuAddr, plancheck.ResourceActionCreate),
 			}},
 			ExpectNonEmptyPlan: true,
 		}},
+	})
+}
+
+// The VM is the resource's argument, not its object: a VM removed from
+// vCenter drops the setup out of state, and the plan names the missing VM.
+func TestAccVMGPUMMIO_vmRemoved(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	vm := "hpc-node-0"
+	uuid := lab.VMUUID(vm)
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: gpuConfig(lab, uuid, twoH100)},
+			{
+				PreConfig:   func() { must(t, lab.DestroyVM(context.Background(), vm)) },
+				Config:      gpuConfig(lab, uuid, twoH100),
+				PlanOnly:    true,
+				ExpectError: wrapped("no virtual machine has UUID " + uuid + "; use vsphere_virtual_machine's id, or data.vspherehpc_virtual_machine to look one up by name."),
+			},
+		},
 	})
 }
 
@@ -446,6 +482,100 @@ func TestAccVMGPUMMIO_moreRefusals(t *testing.T) {
 				ExpectError: wrapped(`(set it on the resource and apply before destroying)`),
 			},
 			{Config: gpuConfig(lab, uuid, "  gpu {\n    pci_id = \"0000:3b:00.0\"\n  }\n  power_off_allowed = true")},
+		},
+	})
+}
+
+// A VM with nothing of a GPU setup has nothing to import.
+func TestAccVMGPUMMIO_importNothing(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	uuid := lab.VMUUID("hpc-node-1")
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config:       requiredProviders + gpuConfig(lab, uuid, twoH100),
+			ResourceName: gpuAddr, ImportState: true, ImportStateId: uuid,
+			ExpectError: wrapped("Virtual machine hpc-node-1 (" + uuid + ") has no GPU passthrough setup: no passthrough GPU and neither " +
+				"pciPassthru.use64bitMMIO nor pciPassthru.64bitMMIOSizeGB. Create the resource instead"),
+		}},
+	})
+}
+
+// Bounds and values the schema cannot hold, refused at plan with what to do
+// (issue 12): an MMIO window beyond what an ESXi host addresses, a size that
+// is not a whole number, more dynamic GPUs of a model than the VM's host has
+// (the lab's hosts have two H100 each), and a gpu block that lacks half of
+// its vendor and device ids.
+func TestAccVMGPUMMIO_boundsAndMessages(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	vm := "hpc-node-0"
+	uuid := lab.VMUUID(vm)
+	h100 := "  gpu {\n    vendor_id = \"10de\"\n    device_id = \"2330\"\n  }\n"
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: gpuConfig(lab, uuid, twoH100+"  mmio_size_gb = 4611686018427387904"), PlanOnly: true,
+				ExpectError: wrapped(`mmio_size_gb = 4611686018427387904 GB is more than any ESXi host can address: the most is 1048576 GB (1 PiB, ` +
+					`the maximum physical address of ESXi). Leave mmio_size_gb unset to size the window from the GPUs' memory, or give a power of two up to 1048576.`)},
+			{Config: gpuConfig(lab, uuid, twoH100+"  mmio_size_gb = 0"), PlanOnly: true,
+				ExpectError: wrapped(`mmio_size_gb = 0: the window must be at least 1 GB. Leave mmio_size_gb unset`)},
+			{Config: gpuConfig(lab, uuid, twoH100+"  mmio_size_gb = 512.5"), PlanOnly: true,
+				ExpectError: wrapped(`mmio_size_gb must be a whole number from 1 to 1048576; 512.5 is not.`)},
+			{Config: gpuConfig(lab, uuid, twoH100+"  mmio_size_gb = 1e400"), PlanOnly: true,
+				ExpectError: wrapped(`mmio_size_gb must be a whole number from 1 to 1048576; 1e+400 is not.`)},
+			{Config: gpuConfig(lab, uuid, h100+h100+h100+"  power_off_allowed = true"), PlanOnly: true,
+				ExpectError: wrapped(fmt.Sprintf(`Virtual machine %s (%s) asks for 3 GPUs of model 10de:2330 (GH100 [H100 SXM5 80GB]), but its host %s `+
+					`has 2 active for passthrough. Each GPU is one device at power on, so the VM would not power on: list at most 2 gpu blocks of that model`,
+					vm, uuid, lab.VMHostName(vm)))},
+			{Config: gpuConfig(lab, uuid, "  gpu {\n    vendor_id = \"10de\"\n  }\n"), PlanOnly: true,
+				ExpectError: wrapped(`gpu block 1 has vendor_id = "10de" but no device_id. Dynamic DirectPath needs both: add the GPU model's device_id`)},
+			{Config: gpuConfig(lab, uuid, twoH100+"  gpu {\n    device_id = \"2330\"\n  }\n"), PlanOnly: true,
+				ExpectError: wrapped(`gpu block 3 has device_id = "2330" but no vendor_id. Dynamic DirectPath needs both: add the GPU's vendor_id`)},
+			{Config: gpuConfig(lab, uuid, "  gpu {\n  }\n"), PlanOnly: true,
+				ExpectError: wrapped(`gpu block 1 is empty. Give pci_id (a device on the VM's host, e.g. 0000:3b:00.0), or vendor_id and device_id`)},
+			// As many as the host has is accepted.
+			{Config: gpuConfig(lab, uuid, h100+h100+"  power_off_allowed = true"), PlanOnly: true, ExpectNonEmptyPlan: true},
+		},
+	})
+}
+
+// Two resources of one configuration claiming one GPU, or one VM's setup,
+// are refused at plan, naming both.
+func TestAccVMGPUMMIO_claimedTwice(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	vm := "hpc-node-0"
+	var sameHost string
+	for _, n := range lab.VMNames() {
+		if n != vm && lab.VMHostName(n) == lab.VMHostName(vm) {
+			sameHost = n
+		}
+	}
+	if sameHost == "" {
+		t.Fatal("no second VM on the host of " + vm)
+	}
+	one := `
+  gpu {
+    pci_id = "0000:3b:00.0"
+  }
+`
+	second := func(vmID string) string {
+		return strings.Replace(strings.Replace(gpuConfig(lab, vmID, one), providerConfig(lab), "", 1), `"gpu" {`, `"again" {`, 1)
+	}
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config: gpuConfig(lab, lab.VMUUID(vm), one) + second(lab.VMUUID(sameHost)), PlanOnly: true,
+				ExpectError: regexp.MustCompile(`(?s)Claimed twice in this configuration.*claim\s+GPU\s+0000:3b:00.0\s+on\s+host\s+` +
+					regexp.QuoteMeta(lab.VMHostName(vm)) + `:\s+virtual\s+machine\s+.*A\s+GPU\s+is\s+passed\s+through\s+to\s+one\s+VM\s+only`),
+			},
+			{
+				Config: gpuConfig(lab, lab.VMUUID(vm), twoH100) + second(lab.VMID(vm)), PlanOnly: true,
+				ExpectError: regexp.MustCompile(`(?s)Claimed twice in this configuration.*claim\s+the\s+GPU\s+setup\s+of\s+virtual\s+machine.*One\s+vspherehpc_vm_gpu_mmio\s+manages\s+all`),
+			},
 		},
 	})
 }

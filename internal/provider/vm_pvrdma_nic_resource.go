@@ -97,9 +97,12 @@ func (r *vmPVRDMANICResource) Schema(_ context.Context, _ resource.SchemaRequest
 			},
 			"mac_address": schema.StringAttribute{
 				Optional: true, Computed: true,
-				MarkdownDescription: "A static MAC address (`00:50:56:xx:xx:xx`, lower case). Without it vSphere generates one, shown here.",
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
-				Validators:          []validator.String{stringvalidator.RegexMatches(macPattern, "must be a MAC address in lower case, such as 00:50:56:aa:bb:cc")},
+				MarkdownDescription: "A static MAC address, in lower case: one from VMware's range for static addresses, `00:50:56:00:00:00` " +
+					"to `00:50:56:3f:ff:ff` (the rest of the `00:50:56` prefix is reserved for addresses vCenter generates), or another unicast " +
+					"address that is unique on the network (vSphere takes it but cannot check it against machines outside vCenter). " +
+					"Multicast addresses are refused. Without it vSphere generates one, shown here.",
+				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+				Validators:    []validator.String{staticMAC{}},
 			},
 			"reserve_all_memory": schema.BoolAttribute{
 				Optional: true, Computed: true, Default: booldefault.StaticBool(true),
@@ -139,8 +142,11 @@ func (r *vmPVRDMANICResource) ModifyPlan(ctx context.Context, req resource.Modif
 		state = &vmPVRDMANICModel{}
 		resp.Diagnostics.Append(req.State.Get(ctx, state)...)
 	}
+	if !requireVCenter(r.client, &resp.Diagnostics) {
+		return
+	}
 	if req.Plan.Raw.IsNull() {
-		if state != nil && r.client.Configured() {
+		if state != nil {
 			checkDestroyPower(ctx, r.client, state.VirtualMachineID.ValueString(), state.PowerOffAllowed.ValueBool(), vsphere.WhatPVRDMANeedsOff, &resp.Diagnostics)
 		}
 		return
@@ -153,23 +159,38 @@ func (r *vmPVRDMANICResource) ModifyPlan(ctx context.Context, req resource.Modif
 	if state != nil && replaceOnOtherVM(ctx, r.client, state.VirtualMachineID, plan.VirtualMachineID, resp) {
 		state = nil // planned as a new adapter on the other VM
 	}
-	if plan.VirtualMachineID.IsUnknown() || plan.PortGroupID.IsUnknown() || plan.DeviceProtocol.IsUnknown() || !r.client.Configured() {
+	if plan.VirtualMachineID.IsUnknown() || plan.PortGroupID.IsUnknown() || plan.DeviceProtocol.IsUnknown() {
 		return
+	}
+	if !plan.MACAddress.IsUnknown() && !plan.MACAddress.IsNull() {
+		mac := plan.MACAddress.ValueString()
+		addClaimConflict(&resp.Diagnostics, path.Root("mac_address"), r.client.Claim(vsphere.Claim{
+			Kind: vsphere.ClaimMAC, Key: mac, What: "MAC address " + mac,
+			Owner: fmt.Sprintf("the PVRDMA adapter of virtual machine %s on %s", plan.VirtualMachineID.ValueString(), plan.PortGroupID.ValueString()),
+			Plan:  fmt.Sprintf("%s %s %s", plan.VirtualMachineID, plan.PortGroupID, plan.DeviceProtocol),
+		}))
 	}
 	change := vsphere.PVRDMANICChange{
 		VMID: plan.VirtualMachineID.ValueString(), PortGroupID: plan.PortGroupID.ValueString(),
 		DeviceProtocol: plan.DeviceProtocol.ValueString(), PowerOffAllowed: plan.PowerOffAllowed.ValueBool(),
 	}
+	var configMAC types.String
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("mac_address"), &configMAC)...)
+	if !configMAC.IsUnknown() && (state == nil || !configMAC.Equal(state.MACAddress)) {
+		change.MAC = configMAC.ValueString()
+	}
 	if state != nil {
 		change.Key = int32(state.DeviceKey.ValueInt64())
 		change.ProtocolChange = !plan.DeviceProtocol.Equal(state.DeviceProtocol)
-		if plan.PortGroupID.Equal(state.PortGroupID) && !change.ProtocolChange {
+		if plan.PortGroupID.Equal(state.PortGroupID) && !change.ProtocolChange && change.MAC == "" {
 			return // nothing vCenter needs to be asked about
 		}
 	}
 	findings, err := r.client.PlanPVRDMANIC(ctx, change)
 	if errors.Is(err, vsphere.ErrNotFound) {
-		resp.Diagnostics.AddWarning("Not found", err.Error()+". The apply will fail unless it exists by then.")
+		resp.Diagnostics.Append(notFoundDiag(argumentOf(err, map[vsphere.Object]string{
+			vsphere.ObjectVirtualMachine: "virtual_machine_id", vsphere.ObjectPortGroup: "distributed_port_group_id",
+		}), err))
 		return
 	}
 	if err != nil {
@@ -208,6 +229,10 @@ func addPVRDMANICFinding(diags *diag.Diagnostics, f vsphere.Finding) {
 		diags.AddAttributeWarning(vmPath, "PVRDMA adapter first",
 			fmt.Sprintf("The PVRDMA adapter would be the first network adapter of virtual machine %s. Keep a regular vmxnet3 adapter "+
 				"first, for the guest's management traffic, as VMware's guidance for PVRDMA and Bitfusion says.", f.VM))
+	case vsphere.MACInUse:
+		diags.AddAttributeError(path.Root("mac_address"), "MAC address in use",
+			fmt.Sprintf("Virtual machine %s already has a network adapter with MAC address %s. Two adapters with one MAC break each "+
+				"other's traffic: choose another address, or leave mac_address out to let vSphere generate one.", f.VM, f.MAC))
 	case vsphere.PVRDMASharedNetwork:
 		diags.AddAttributeWarning(groupPath, "Two PVRDMA adapters on one network",
 			fmt.Sprintf("Virtual machine %s already has a PVRDMA adapter on port group %s. Several PVRDMA adapters of a VM should be "+
@@ -215,6 +240,30 @@ func addPVRDMANICFinding(diags *diag.Diagnostics, f vsphere.Finding) {
 	default:
 		addPowerFinding(diags, f)
 	}
+}
+
+// notAPVRDMAAdapter says why key names no PVRDMA adapter of vm, listing the
+// ones it has; "" when it does name one.
+func notAPVRDMAAdapter(vm *vsphere.VM, key int64) string {
+	var pvrdma []string
+	what := ""
+	for _, n := range vm.NetworkAdapters {
+		if n.Type == "vmxnet3vrdma" {
+			if n.Key == key {
+				return ""
+			}
+			pvrdma = append(pvrdma, fmt.Sprintf("%d (on %s)", n.Key, n.NetworkID))
+		} else if n.Key == key {
+			what = fmt.Sprintf("Device %d of virtual machine %s is a %s adapter, not a PVRDMA one.", key, vm.Name, n.Type)
+		}
+	}
+	if what == "" {
+		what = fmt.Sprintf("Virtual machine %s has no network adapter with device key %d.", vm.Name, key)
+	}
+	if len(pvrdma) == 0 {
+		return what + " It has no PVRDMA adapter: create the resource instead."
+	}
+	return what + " Its PVRDMA adapters have device keys " + strings.Join(pvrdma, ", ") + "; import one of those."
 }
 
 func orNone(list []string) string {
@@ -378,11 +427,16 @@ func (r *vmPVRDMANICResource) ImportState(ctx context.Context, req resource.Impo
 				"vspherehpc_virtual_machine lists a VM's adapters with their keys.", req.ID))
 		return
 	}
-	uuid, err := r.client.VMUUID(ctx, req.ID[:i])
+	vm, err := r.client.VM(ctx, req.ID[:i])
 	if err != nil {
 		resp.Diagnostics.Append(vsphereErrorDiag("Cannot import PVRDMA adapter "+req.ID, err))
 		return
 	}
+	if detail := notAPVRDMAAdapter(vm, key); detail != "" {
+		resp.Diagnostics.AddError("No such PVRDMA adapter", detail)
+		return
+	}
+	uuid := strings.ToLower(vm.ID)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("virtual_machine_id"), uuid)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("device_key"), key)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), uuid+":"+strconv.FormatInt(key, 10))...)

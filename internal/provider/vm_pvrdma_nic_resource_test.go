@@ -76,14 +76,14 @@ func TestAccVMPVRDMANIC_basic(t *testing.T) {
 				},
 			},
 			{
-				Config:            nicConfig(lab, uuid, "b", `  mac_address = "00:50:56:aa:bb:cc"`),
+				Config:            nicConfig(lab, uuid, "b", `  mac_address = "00:50:56:2a:bb:cc"`),
 				ConfigPlanChecks:  resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(nicAddr, plancheck.ResourceActionUpdate)}},
-				ConfigStateChecks: []statecheck.StateCheck{statecheck.ExpectKnownValue(nicAddr, tfjsonpath.New("mac_address"), knownvalue.StringExact("00:50:56:aa:bb:cc"))},
+				ConfigStateChecks: []statecheck.StateCheck{statecheck.ExpectKnownValue(nicAddr, tfjsonpath.New("mac_address"), knownvalue.StringExact("00:50:56:2a:bb:cc"))},
 			},
 			{
 				// The same VM by its managed object id: an update of the
 				// spelling, not a new adapter.
-				Config:           nicConfig(lab, lab.VMID(vm), "b", `  mac_address = "00:50:56:aa:bb:cc"`),
+				Config:           nicConfig(lab, lab.VMID(vm), "b", `  mac_address = "00:50:56:2a:bb:cc"`),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(nicAddr, plancheck.ResourceActionUpdate)}},
 				Check: func(s *terraform.State) error {
 					if got := s.RootModule().Resources[nicAddr].Primary.Attributes["device_key"]; got != key {
@@ -390,6 +390,108 @@ func TestAccVMPVRDMANIC_destroyOnARunningVM(t *testing.T) {
 				},
 			},
 			{Config: switchesConfig(lab)},
+		},
+	})
+}
+
+// Arguments naming what vCenter does not have are refused at plan, naming
+// them and where the right id comes from; imports of what is no PVRDMA
+// adapter say which adapters the VM has.
+func TestAccVMPVRDMANIC_refusedAtPlan(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	ctx := context.Background()
+	uuid := lab.VMUUID("hpc-node-0")
+	node0, err := labService(lab).VM(ctx, uuid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	regular := node0.NetworkAdapters[0].Key
+	group := "vspherehpc_rdma_dvs.a.port_group_id"
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: switchesConfig(lab)}, // the port group ids are known from here on
+			{
+				Config: switchesConfig(lab) + nicOn("4200aaaa-0000-0000-0000-000000000000", group, ""), PlanOnly: true,
+				ExpectError: wrapped("no virtual machine has UUID 4200aaaa-0000-0000-0000-000000000000; use vsphere_virtual_machine's id, or data.vspherehpc_virtual_machine to look one up by name."),
+			},
+			{
+				Config: switchesConfig(lab) + nicOn("not-a-uuid", group, ""), PlanOnly: true,
+				ExpectError: wrapped(`"not-a-uuid" is neither a virtual machine's BIOS UUID (8-4-4-4-12 hex digits`),
+			},
+			{
+				Config: switchesConfig(lab) + nicOn(uuid, `"dvportgroup-99999"`, ""), PlanOnly: true,
+				ExpectError: wrapped("no distributed port group has id dvportgroup-99999; use the port_group_id of a vspherehpc_rdma_dvs"),
+			},
+			{Config: nicConfig(lab, uuid, "a", "")},
+			{
+				ResourceName: nicAddr, ImportState: true, ImportStateId: uuid + ":99999",
+				ExpectError: regexp.MustCompile(`has\s+no\s+network\s+adapter\s+with\s+device\s+key\s+99999\.\s+Its\s+PVRDMA\s+adapters\s+have\s+device\s+keys\s+\d+\s+\(on\s+dvportgroup-\d+\);\s+import\s+one\s+of\s+those`),
+			},
+			{
+				ResourceName: nicAddr, ImportState: true, ImportStateId: fmt.Sprintf("%s:%d", uuid, regular),
+				ExpectError: wrapped(fmt.Sprintf("Device %d of virtual machine hpc-node-0 is a vmxnet3 adapter, not a PVRDMA one.", regular)),
+			},
+		},
+	})
+}
+
+// One static MAC on two adapters of one configuration is refused at plan, and
+// so is a MAC another VM's adapter already has in vCenter.
+func TestAccVMPVRDMANIC_macClaimedTwice(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	ctx := context.Background()
+	vm0, vm1 := lab.VMUUID("hpc-node-0"), lab.VMUUID("hpc-node-1")
+	node1, err := labService(lab).VM(ctx, vm1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	taken := node1.NetworkAdapters[0].MAC
+	mac := `  mac_address = "00:50:56:01:02:03"`
+	second := strings.Replace(nicOn(vm1, "vspherehpc_rdma_dvs.a.port_group_id", mac), `"nic"`, `"second"`, 1)
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: switchesConfig(lab)},
+			{
+				Config: switchesConfig(lab) + nicOn(vm0, "vspherehpc_rdma_dvs.a.port_group_id", mac) + second, PlanOnly: true,
+				ExpectError: regexp.MustCompile(`(?s)Claimed twice in this configuration.*claim\s+MAC\s+address\s+00:50:56:01:02:03:.*Two\s+adapters\s+with\s+one\s+MAC`),
+			},
+			{
+				Config: switchesConfig(lab) + nicOn(vm0, "vspherehpc_rdma_dvs.a.port_group_id", `  mac_address = "`+taken+`"`), PlanOnly: true,
+				ExpectError: wrapped("Virtual machine hpc-node-1 already has a network adapter with MAC address " + taken + "."),
+			},
+		},
+	})
+}
+
+// A static MAC is checked against VMware's rule for static addresses, not
+// only for shape (issue 12): multicast and the reserved part of VMware's
+// prefix are refused at plan with an address that works; VMware's static
+// range and other unicast addresses plan.
+func TestAccVMPVRDMANIC_staticMACRule(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	uuid := lab.VMUUID("hpc-node-0")
+	mac := func(m string) string { return fmt.Sprintf("  mac_address = %q", m) }
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: nicConfig(lab, uuid, "a", mac("01:00:5e:00:00:01")), PlanOnly: true,
+				ExpectError: wrapped(`mac_address = "01:00:5e:00:00:01" is a multicast address (the lowest bit of its first byte is set), and an adapter needs a unicast address`)},
+			{Config: nicConfig(lab, uuid, "a", mac("ff:ff:ff:ff:ff:ff")), PlanOnly: true,
+				ExpectError: wrapped(`mac_address = "ff:ff:ff:ff:ff:ff" is a multicast address`)},
+			{Config: nicConfig(lab, uuid, "a", mac("00:50:56:aa:bb:cc")), PlanOnly: true,
+				ExpectError: wrapped(`mac_address = "00:50:56:aa:bb:cc" is in the part of VMware's prefix 00:50:56 that vSphere reserves for the addresses ` +
+					`vCenter generates and for VMkernel adapters: static addresses with that prefix go from 00:50:56:00:00:00 to 00:50:56:3f:ff:ff, e.g. 00:50:56:2a:bb:cc.`)},
+			{Config: nicConfig(lab, uuid, "a", mac("00:50:56:40:00:00")), PlanOnly: true,
+				ExpectError: wrapped(`mac_address = "00:50:56:40:00:00" is in the part of VMware's prefix 00:50:56 that vSphere reserves`)},
+			{Config: nicConfig(lab, uuid, "a", mac("00:50:56:AA:BB:CC")), PlanOnly: true,
+				ExpectError: wrapped(`mac_address = "00:50:56:AA:BB:CC" is not a MAC address in lower case, such as 00:50:56:0a:0b:0c.`)},
+			{Config: nicConfig(lab, uuid, "a", mac("00:50:56:3f:ff:ff")), PlanOnly: true, ExpectNonEmptyPlan: true},
+			{Config: nicConfig(lab, uuid, "a", mac("02:00:00:00:00:01")), PlanOnly: true, ExpectNonEmptyPlan: true},
 		},
 	})
 }

@@ -129,14 +129,15 @@ func (l *Lab) ResetCalls() {
 	l.calls = map[string]int{}
 }
 
-// TerminateSessions ends every session except the lab's own, as a vCenter
-// restart or a session timeout does.
-func (l *Lab) TerminateSessions(ctx context.Context) error {
+// Sessions returns the keys of the sessions open on the lab, except the
+// lab's own, from SessionManager's sessionList: whether a client logged
+// out, and the session keys that must never reach a log.
+func (l *Lab) Sessions(ctx context.Context) ([]string, error) {
 	var sm mo.SessionManager
 	c := l.client.Client
 	pc := property.DefaultCollector(c)
 	if err := pc.RetrieveOne(ctx, *c.ServiceContent.SessionManager, []string{"sessionList"}, &sm); err != nil {
-		return err
+		return nil, err
 	}
 	var keys []string
 	for _, s := range sm.SessionList {
@@ -144,10 +145,18 @@ func (l *Lab) TerminateSessions(ctx context.Context) error {
 			keys = append(keys, s.Key)
 		}
 	}
-	if len(keys) == 0 {
-		return nil
+	return keys, nil
+}
+
+// TerminateSessions ends every session except the lab's own, as a vCenter
+// restart or a session timeout does.
+func (l *Lab) TerminateSessions(ctx context.Context) error {
+	keys, err := l.Sessions(ctx)
+	if err != nil || len(keys) == 0 {
+		return err
 	}
-	_, err := methods.TerminateSession(ctx, c, &types.TerminateSession{
+	c := l.client.Client
+	_, err = methods.TerminateSession(ctx, c, &types.TerminateSession{
 		This:      *c.ServiceContent.SessionManager,
 		SessionId: keys,
 	})

@@ -114,6 +114,30 @@ func TestTerminateSessions(t *testing.T) {
 	}
 }
 
+func TestSessions(t *testing.T) {
+	t.Parallel()
+	l := newLab(t)
+	ctx := context.Background()
+	own, err := l.c.SessionManager.UserSession(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := l.Sessions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The provider-like client's session, not the lab's own.
+	if len(keys) != 1 || keys[0] != own.Key {
+		t.Fatalf("Sessions = %v, want only the client's %s", keys, own.Key)
+	}
+	if err := l.c.Logout(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if keys, err := l.Sessions(ctx); err != nil || len(keys) != 0 {
+		t.Fatalf("Sessions after logout = %v, %v; want none", keys, err)
+	}
+}
+
 func TestCalls(t *testing.T) {
 	t.Parallel()
 	l := newLab(t) // the provider-like client logged in: counted

@@ -57,10 +57,13 @@ type Client struct {
 	lastErr    error         // the error of the last attempt
 	fatal      error         // a failure that retrying cannot fix, e.g. a rejected password
 
-	loginMu  sync.Mutex
-	loginGen uint64 // bumped on every successful login
+	loginMu   sync.Mutex
+	loginGen  uint64 // bumped on every successful login
+	loggedOut bool   // Logout ended the session; the next use logs in again
 
-	vms vmLocks
+	vms    objectLocks
+	hosts  objectLocks
+	claims claimBook
 }
 
 // New returns a client that has not connected yet.
@@ -80,12 +83,26 @@ func (c *Client) Configured() bool {
 	return c != nil && c.cfg.Server != "" && c.cfg.User != "" && c.cfg.Password != ""
 }
 
-// withTimeout bounds one operation by the configured API timeout.
+// operationKey marks a context that an operation's bound already covers.
+type operationKey struct{}
+
+// withTimeout bounds one operation by the configured API timeout. An
+// operation made of others (a planner reading each host, a create that
+// reads back) is bounded once: what it calls shares its deadline, so the
+// API timeout is the longest anyone waits for one operation.
 func (c *Client) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
-	if c == nil {
-		return context.WithTimeout(ctx, DefaultAPITimeout)
+	if ctx.Value(operationKey{}) != nil {
+		return ctx, func() {}
 	}
-	return context.WithTimeout(ctx, c.cfg.APITimeout)
+	ctx, cancel := context.WithTimeout(ctx, c.apiTimeout())
+	return context.WithValue(ctx, operationKey{}, struct{}{}), cancel
+}
+
+func (c *Client) apiTimeout() time.Duration {
+	if c == nil {
+		return DefaultAPITimeout
+	}
+	return c.cfg.APITimeout
 }
 
 // vimClient returns the connected client, connecting and logging in first
@@ -100,9 +117,15 @@ func (c *Client) vimClient(ctx context.Context) (*vim25.Client, error) {
 		c.connMu.Lock()
 		vc, fatal := c.vim, c.fatal
 		switch {
-		case vc != nil || fatal != nil:
+		case fatal != nil:
 			c.connMu.Unlock()
-			return vc, fatal
+			return nil, fatal
+		case vc != nil:
+			c.connMu.Unlock()
+			if err := c.loginAfterLogout(ctx, vc); err != nil {
+				return nil, err
+			}
+			return vc, nil
 		case c.connecting == nil:
 			done := make(chan struct{})
 			c.connecting = done
@@ -224,7 +247,7 @@ func (c *Client) connect(ctx context.Context) (*vim25.Client, error) {
 		client: c,
 		vim:    vc,
 	}
-	if err := c.login(ctx, vc, 0); err != nil {
+	if err := c.login(ctx, vc, c.generation()); err != nil {
 		return nil, err
 	}
 	c.log.Debug(ctx, "Connected to vCenter", map[string]any{
@@ -243,15 +266,110 @@ func (c *Client) login(ctx context.Context, vc *vim25.Client, seen uint64) error
 		return nil
 	}
 	op := "logging in to vCenter " + vc.URL().Host
-	err := session.NewManager(vc).Login(ctx, url.UserPassword(c.cfg.User, c.cfg.Password))
+	res, err := methods.Login(ctx, vc, &types.Login{
+		This: *vc.ServiceContent.SessionManager, UserName: c.cfg.User, Password: c.cfg.Password, Locale: session.Locale,
+	})
 	if fault.Is(err, &types.InvalidLogin{}) {
 		return &ConnectError{Op: op, Kind: ErrLogin, Server: vc.URL().Host, User: c.cfg.User, Cause: err}
 	}
 	if err != nil {
 		return translate(op, err)
 	}
+	// Whoever reads the session key or cookie holds the session: keep both
+	// out of every log line, like the password.
+	c.log.Mask(res.Returnval.Key)
+	if cookie := vc.SessionCookie(); cookie != nil {
+		c.log.Mask(cookie.Value)
+	}
 	c.loginGen++
+	c.loggedOut = false
 	return nil
+}
+
+// loginAfterLogout logs in again when Logout ended the session, so a client
+// used after Logout works as before.
+func (c *Client) loginAfterLogout(ctx context.Context, vc *vim25.Client) error {
+	c.loginMu.Lock()
+	out, gen := c.loggedOut, c.loginGen
+	c.loginMu.Unlock()
+	if !out {
+		return nil
+	}
+	return c.login(ctx, vc, gen)
+}
+
+// Logout ends the client's vCenter session, if it has one, so that sessions
+// do not pile up on vCenter until its idle timeout ends them. A connection
+// in progress is waited for, so that its session ends too. ctx bounds that
+// wait and the call. The client stays usable: its next call logs in again.
+func (c *Client) Logout(ctx context.Context) error {
+	if !c.Configured() {
+		return nil
+	}
+	c.connMu.Lock()
+	vc, connecting := c.vim, c.connecting
+	c.connMu.Unlock()
+	if connecting != nil {
+		select {
+		case <-connecting:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		c.connMu.Lock()
+		vc = c.vim
+		c.connMu.Unlock()
+	}
+	if vc == nil {
+		return nil
+	}
+	c.loginMu.Lock()
+	defer c.loginMu.Unlock()
+	if c.loggedOut {
+		return nil
+	}
+	_, err := methods.Logout(ctx, vc, &types.Logout{This: *vc.ServiceContent.SessionManager})
+	if err != nil && !fault.Is(err, &types.NotAuthenticated{}) { // NotAuthenticated: already gone
+		return translate("logging out of vCenter "+vc.URL().Host, err)
+	}
+	c.loggedOut = true
+	c.log.Debug(ctx, "Logged out of vCenter", map[string]any{"vsphere_server": vc.URL().Host, "vsphere_user": c.cfg.User})
+	return nil
+}
+
+// Clients are the clients of one provider process, kept so that the process
+// can log them all out when Terraform stops it.
+type Clients struct {
+	mu   sync.Mutex
+	list []*Client
+}
+
+// Add keeps c for LogoutAll.
+func (cs *Clients) Add(c *Client) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	cs.list = append(cs.list, c)
+}
+
+// LogoutAll logs every client out at once and returns when all are done or
+// ctx ends, so a slow or unreachable vCenter cannot hold up the exit.
+func (cs *Clients) LogoutAll(ctx context.Context) error {
+	cs.mu.Lock()
+	list := append([]*Client(nil), cs.list...)
+	cs.mu.Unlock()
+	errs := make(chan error, len(list))
+	for _, c := range list {
+		go func() { errs <- c.Logout(ctx) }()
+	}
+	var all []error
+	for range list {
+		select {
+		case err := <-errs:
+			all = append(all, err)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return errors.Join(all...)
 }
 
 func (c *Client) generation() uint64 {

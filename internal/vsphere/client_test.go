@@ -4,12 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/property"
+	"github.com/vmware/govmomi/vim25/methods"
+	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/soap"
 	"github.com/vmware/govmomi/vim25/types"
 
@@ -34,10 +38,13 @@ func labClient(lab *vcsimlab.Lab, mutate ...func(*Config)) *Client {
 	return New(cfg)
 }
 
-// recordingLogger keeps every line, for assertions on what gets logged.
+// recordingLogger keeps every line, for assertions on what gets logged, and
+// the values the client asked it to mask (it masks none: what reaches it
+// unmasked is what scrub let through).
 type recordingLogger struct {
-	mu    sync.Mutex
-	lines []string
+	mu     sync.Mutex
+	lines  []string
+	masked []string
 }
 
 func (r *recordingLogger) add(level, msg string, fields map[string]any) {
@@ -53,6 +60,11 @@ func (r *recordingLogger) Trace(_ context.Context, msg string, f map[string]any)
 	r.add("TRACE", msg, f)
 }
 func (r *recordingLogger) TraceEnabled() bool { return true }
+func (r *recordingLogger) Mask(v string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.masked = append(r.masked, v)
+}
 
 func (r *recordingLogger) all() string {
 	r.mu.Lock()
@@ -227,12 +239,18 @@ func TestConcurrentCallsLogInOnce(t *testing.T) {
 	}
 }
 
+// tracedClient is a client of a new lab, with its log lines kept.
+func tracedClient(t *testing.T) (*vcsimlab.Lab, *Client, *recordingLogger) {
+	t.Helper()
+	lab := startLab(t, vcsimlab.Options{})
+	log := &recordingLogger{}
+	return lab, labClient(lab, func(cfg *Config) { cfg.Logger = log }), log
+}
+
 func TestPasswordNeverLogged(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
+	lab, c, log := tracedClient(t)
 	ctx := context.Background()
-	log := &recordingLogger{}
-	c := labClient(lab, func(cfg *Config) { cfg.Logger = log })
 	if _, err := c.Host(ctx, lab.HostID(lab.HostNames()[0])); err != nil {
 		t.Fatal(err)
 	}
@@ -251,6 +269,213 @@ func TestPasswordNeverLogged(t *testing.T) {
 	}
 	if !strings.Contains(out, "<password>********</password>") {
 		t.Fatal("expected the scrubbed password element in the traced Login request")
+	}
+}
+
+// TestSessionSecretsNeverLogged traces the lab's real answers that carry a
+// session or a ticket (two logins, SessionManager's session list and current
+// session, a clone ticket, a service ticket, a session check) and asserts that
+// none of the keys and tickets is in the log, and that the mask is.
+func TestSessionSecretsNeverLogged(t *testing.T) {
+	t.Parallel()
+	lab, c, log := tracedClient(t)
+	ctx := context.Background()
+	if _, err := c.DatacenterByName(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	first, err := lab.Sessions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(lab.TerminateSessions(ctx)) // the next call logs in again: a second LoginResponse
+	vc, err := c.vimClient(ctx)
+	must(err)
+	sm := *vc.ServiceContent.SessionManager
+	var mgr mo.SessionManager
+	must(property.DefaultCollector(vc).RetrieveOne(ctx, sm, []string{"sessionList", "currentSession"}, &mgr))
+	clone, err := methods.AcquireCloneTicket(ctx, vc, &types.AcquireCloneTicket{This: sm})
+	must(err)
+	ticket, err := methods.AcquireGenericServiceTicket(ctx, vc, &types.AcquireGenericServiceTicket{
+		This: sm, Spec: &types.SessionManagerHttpServiceRequestSpec{Method: "httpGet", Url: "https://" + lab.URL.Host + "/folder"},
+	})
+	must(err)
+	_, err = methods.SessionIsActive(ctx, vc, &types.SessionIsActive{This: sm, SessionID: mgr.CurrentSession.Key, UserName: lab.Username})
+	must(err)
+
+	secrets := append([]string{lab.Password, clone.Returnval, ticket.Returnval.Id}, first...)
+	for _, s := range mgr.SessionList { // the lab's own session among them
+		secrets = append(secrets, s.Key)
+	}
+	out := log.all()
+	for _, want := range []string{"<LoginResponse", "<key>" + maskText + "</key>", "<returnval>" + maskText + "</returnval>", "<sessionID>" + maskText} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("the log lacks %q; is the traffic traced and masked?\n%.3000s", want, out)
+		}
+	}
+	if strings.Count(out, "<LoginResponse") != 2 {
+		t.Fatalf("want two traced logins, got:\n%.3000s", out)
+	}
+	for _, s := range secrets {
+		if s == "" || strings.Contains(out, s) {
+			t.Fatalf("secret %q appears in the log (or is empty)", s)
+		}
+	}
+	// The second guard learns the session keys as they are made.
+	if !slices.Contains(log.masked, first[0]) || !slices.Contains(log.masked, mgr.CurrentSession.Key) {
+		t.Fatalf("masked %v, want both session keys %s and %s", log.masked, first[0], mgr.CurrentSession.Key)
+	}
+}
+
+func TestScrub(t *testing.T) {
+	t.Parallel()
+	const xsi = `xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"`
+	cases := []struct{ name, in, want string }{
+		{"login answer",
+			`<LoginResponse xmlns="urn:vim25"><returnval><key>52a1</key><userName>u</userName></returnval></LoginResponse>`,
+			`<LoginResponse xmlns="urn:vim25"><returnval><key>********</key><userName>u</userName></returnval></LoginResponse>`},
+		{"current session, with a real xsi prefix",
+			`<propSet ` + xsi + `><name>currentSession</name><val xsi:type="UserSession"><key>52a1</key></val></propSet>`,
+			`<propSet ` + xsi + `><name>currentSession</name><val xsi:type="UserSession"><key>********</key></val></propSet>`},
+		{"session list",
+			`<val ` + xsi + ` xsi:type="ArrayOfUserSession"><UserSession><key>a</key></UserSession><UserSession><key>b</key></UserSession></val>`,
+			`<val ` + xsi + ` xsi:type="ArrayOfUserSession"><UserSession><key>********</key></UserSession><UserSession><key>********</key></UserSession></val>`},
+		{"other keys stay readable",
+			`<device ` + xsi + ` xsi:type="VirtualVmxnet3Vrdma"><key>4000</key><connectable><connectionCookie>7</connectionCookie></connectable></device>`,
+			`<device ` + xsi + ` xsi:type="VirtualVmxnet3Vrdma"><key>4000</key><connectable><connectionCookie>7</connectionCookie></connectable></device>`},
+		{"attributes, prefixes and escapes",
+			`<v:password xmlns:v="urn:vim25" a="1">p&amp;w</v:password><password/>`,
+			`<v:password xmlns:v="urn:vim25" a="1">********</v:password><password/>`},
+		{"WS-Security header, whole",
+			`<Header><Security><Assertion><Signature>s</Signature></Assertion></Security><operationID>op</operationID></Header>`,
+			`<Header><Security>********</Security><operationID>op</operationID></Header>`},
+		{"session cookie header", `<Header><vcSessionCookie>c</vcSessionCookie></Header>`, `<Header><vcSessionCookie>********</vcSessionCookie></Header>`},
+		{"clone ticket", `<AcquireCloneTicketResponse><returnval>t</returnval></AcquireCloneTicketResponse>`,
+			`<AcquireCloneTicketResponse><returnval>********</returnval></AcquireCloneTicketResponse>`},
+		{"terminate", `<TerminateSession><sessionId>a</sessionId><sessionId>b</sessionId></TerminateSession>`,
+			`<TerminateSession><sessionId>********</sessionId><sessionId>********</sessionId></TerminateSession>`},
+		{"plain text is kept", `503 Service Unavailable`, `503 Service Unavailable`},
+		{"not XML is withheld", `<html><br><password>p</html>`, `(body withheld: not well-formed XML, 28 bytes)`},
+	}
+	for _, tc := range cases {
+		if got := string(scrub([]byte(tc.in))); got != tc.want {
+			t.Errorf("%s:\n got %s\nwant %s", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestLogoutEndsTheSession: Logout ends the session on vCenter, a second
+// Logout costs nothing, and a client used after Logout logs in again.
+func TestLogoutEndsTheSession(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	ctx := context.Background()
+	c := labClient(lab)
+	if err := c.Logout(ctx); err != nil || lab.Calls()["Logout"] != 0 {
+		t.Fatalf("Logout before any connection: %v, %d calls; want nothing to do", err, lab.Calls()["Logout"])
+	}
+	if _, err := c.DatacenterByName(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	if keys, _ := lab.Sessions(ctx); len(keys) != 1 {
+		t.Fatalf("sessions = %v, want the client's", keys)
+	}
+	for range 2 {
+		if err := c.Logout(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if keys, err := lab.Sessions(ctx); err != nil || len(keys) != 0 {
+		t.Fatalf("sessions after Logout = %v (%v), want none", keys, err)
+	}
+	if got := lab.Calls()["Logout"]; got != 1 {
+		t.Fatalf("Logout calls = %d, want 1", got)
+	}
+	if _, err := c.Host(ctx, lab.HostID(lab.HostNames()[0])); err != nil {
+		t.Fatalf("call after Logout: %v", err)
+	}
+	if keys, _ := lab.Sessions(ctx); len(keys) != 1 || lab.Calls()["Login"] != 2 {
+		t.Fatalf("after reuse: sessions %v, logins %d; want one new session", keys, lab.Calls()["Login"])
+	}
+	// A call that finds the session gone (ended on vCenter after Logout and a
+	// new login) still recovers as before.
+	if err := lab.TerminateSessions(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.DatacenterByName(ctx, ""); err != nil {
+		t.Fatalf("re-login after Logout and a terminated session: %v", err)
+	}
+}
+
+// TestLogoutWaitsForALoginInProgress: a login still running when the process
+// stops must not leave its session behind.
+func TestLogoutWaitsForALoginInProgress(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	lab.Delay("Login", 300*time.Millisecond)
+	ctx := context.Background()
+	c := labClient(lab)
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.DatacenterByName(ctx, "")
+		done <- err
+	}()
+	for lab.Calls()["Login"] == 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := c.Logout(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if keys, _ := lab.Sessions(ctx); len(keys) != 0 {
+		t.Fatalf("sessions after Logout = %v, want none", keys)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestLogoutAllIsBounded: clients log out together, and a vCenter that does
+// not answer cannot hold LogoutAll past its context.
+func TestLogoutAllIsBounded(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	ctx := context.Background()
+	var all Clients
+	for range 3 {
+		c := labClient(lab)
+		if _, err := c.DatacenterByName(ctx, ""); err != nil {
+			t.Fatal(err)
+		}
+		all.Add(c)
+	}
+	all.Add(labClient(lab)) // never connected
+	all.Add(New(Config{}))  // not configured
+	if err := all.LogoutAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if keys, _ := lab.Sessions(ctx); len(keys) != 0 {
+		t.Fatalf("sessions after LogoutAll = %v, want none", keys)
+	}
+
+	slow := labClient(lab)
+	if _, err := slow.DatacenterByName(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	all.Add(slow)
+	lab.Delay("Logout", 2*time.Second)
+	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if err := all.LogoutAll(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("LogoutAll against a silent vCenter: %v, want the deadline", err)
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Fatalf("LogoutAll took %v past a 200ms bound", took)
 	}
 }
 

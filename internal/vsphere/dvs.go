@@ -171,7 +171,7 @@ func (c *Client) CreateDVS(ctx context.Context, spec DVSSpec) (DVSID, string, er
 	if err != nil {
 		return id, "", err
 	}
-	key, err := c.UpdateDVS(ctx, current, spec)
+	key, err := c.applyDVS(ctx, op, current, spec)
 	return id, key, err
 }
 
@@ -326,7 +326,12 @@ func dvsFromMO(id DVSID, s *mo.DistributedVirtualSwitch, pgs []mo.DistributedVir
 // group. Each step runs only when something in it differs. It returns the
 // key of the port group, which it creates when current has none.
 func (c *Client) UpdateDVS(ctx context.Context, current *DVS, spec DVSSpec) (string, error) {
-	op := fmt.Sprintf("updating distributed switch %q", current.Name)
+	return c.applyDVS(ctx, fmt.Sprintf("updating distributed switch %q", current.Name), current, spec)
+}
+
+// applyDVS is UpdateDVS, with errors labelled op: a create finishes the new
+// switch with it.
+func (c *Client) applyDVS(ctx context.Context, op string, current *DVS, spec DVSSpec) (string, error) {
 	ctx, cancel := c.withTimeout(ctx)
 	defer cancel()
 	vc, err := c.vimClient(ctx)
@@ -435,6 +440,8 @@ func memberSpec(op types.ConfigSpecOperation, h DVSHost) types.DistributedVirtua
 // adapters use a port group of the switch, naming the VMs, as vCenter's own
 // refusal does not.
 func (c *Client) DeleteDVS(ctx context.Context, id DVSID) error {
+	ctx, cancel := c.withTimeout(ctx)
+	defer cancel()
 	current, err := c.DVS(ctx, id, "")
 	if errors.Is(err, ErrNotFound) {
 		return nil
@@ -443,8 +450,6 @@ func (c *Client) DeleteDVS(ctx context.Context, id DVSID) error {
 		return err
 	}
 	op := fmt.Sprintf("deleting distributed switch %q", current.Name)
-	ctx, cancel := c.withTimeout(ctx)
-	defer cancel()
 	vc, err := c.vimClient(ctx)
 	if err != nil {
 		return err
@@ -493,10 +498,10 @@ func (c *Client) FindDVSByPath(ctx context.Context, path string) (DVSID, error) 
 	return DVSID{UUID: s.Uuid, Ref: ref.String()}, nil
 }
 
-var uuidPattern = regexp.MustCompile(`^[0-9a-fA-F]{2}( [0-9a-fA-F]{2}){7}-[0-9a-fA-F]{2}( [0-9a-fA-F]{2}){7}$|^[0-9a-fA-F-]{36}$`)
+var dvsUUIDPattern = regexp.MustCompile(`^[0-9a-fA-F]{2}( [0-9a-fA-F]{2}){7}-[0-9a-fA-F]{2}( [0-9a-fA-F]{2}){7}$|^[0-9a-fA-F-]{36}$`)
 
 // LooksLikeDVSUUID tells a switch UUID (vCenter writes them as 16 spaced
 // byte pairs, "50 1a ... -..."; vcsim as a plain UUID) from a path.
 func LooksLikeDVSUUID(s string) bool {
-	return uuidPattern.MatchString(s)
+	return dvsUUIDPattern.MatchString(s)
 }

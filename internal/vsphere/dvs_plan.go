@@ -2,7 +2,13 @@ package vsphere
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
+	"strings"
+
+	"github.com/vmware/govmomi/vim25/mo"
+	"github.com/vmware/govmomi/vim25/types"
 )
 
 // The plan-time rules of a PVRDMA switch: the version on offer, never a
@@ -95,6 +101,8 @@ type DVSHostsChange struct {
 // A member that stays as it is was checked when it joined; a refresh shows
 // any change to it.
 func (c *Client) PlanDVSHosts(ctx context.Context, ch DVSHostsChange) []Finding {
+	ctx, cancel := c.withTimeout(ctx)
+	defer cancel()
 	var out []Finding
 	for _, h := range ch.Planned {
 		if slices.Contains(ch.Current, h) {
@@ -149,4 +157,120 @@ func ownsNIC(ch DVSHostsChange, nic *PhysicalNIC) bool {
 		return nic.SwitchUUID == ch.SwitchUUID
 	}
 	return nic.SwitchUUID != "" && nic.Switch == ch.SwitchName
+}
+
+// The findings of PlanDVSNames and PlanDVSDelete.
+type (
+	// NameTaken: another object of the datacenter has the name; vCenter
+	// refuses the create or rename with DuplicateName.
+	NameTaken struct {
+		Name    string
+		For     Object // what the name was planned for
+		TakenBy Object // what has it
+		ID      string // the managed object id of what has it
+	}
+	// SwitchInUse: VM network adapters still use the switch's port groups,
+	// so vCenter refuses to destroy it unless they are removed first.
+	SwitchInUse struct {
+		Switch string
+		Users  []string // one entry per port group: `port group "name": vm-a (PVRDMA), vm-b`
+	}
+)
+
+func (NameTaken) finding()   {}
+func (SwitchInUse) finding() {}
+
+// DVSNamesChange is the names a switch plans to have in a datacenter.
+type DVSNamesChange struct {
+	DatacenterID string
+	SwitchName   string
+	PortGroup    string
+	SwitchUUID   string // the existing switch; "" for a new one
+}
+
+// PlanDVSNames checks, in one round trip, that the datacenter exists and
+// that the switch's and port group's names are free in its network folder,
+// where vCenter keeps switches, port groups and standard networks under
+// unique names. A new switch may take the names of a switch this
+// configuration manages (NoteSwitch): that is a replacement (a tainted or
+// -replace'd switch), destroyed before the new one is created.
+func (c *Client) PlanDVSNames(ctx context.Context, ch DVSNamesChange) ([]Finding, error) {
+	op := fmt.Sprintf("checking the names of distributed switch %q", ch.SwitchName)
+	ctx, cancel := c.withTimeout(ctx)
+	defer cancel()
+	vc, err := c.vimClient(ctx)
+	if err != nil {
+		return nil, err
+	}
+	objs, err := retrieve(ctx, vc, types.PropertyFilterSpec{
+		ObjectSet: []types.ObjectSpec{{Obj: datacenterRef(ch.DatacenterID), Skip: types.NewBool(true), SelectSet: []types.BaseSelectionSpec{
+			&types.TraversalSpec{Type: "Datacenter", Path: "networkFolder", SelectSet: []types.BaseSelectionSpec{&types.SelectionSpec{Name: "folderTree"}}},
+			folderTree(),
+		}}},
+		PropSet: []types.PropertySpec{
+			{Type: "DistributedVirtualSwitch", PathSet: []string{"name", "uuid"}},
+			{Type: "DistributedVirtualPortgroup", PathSet: []string{"name", "config.distributedVirtualSwitch"}},
+			{Type: "Network", PathSet: []string{"name"}},
+		},
+	})
+	if err != nil {
+		return nil, datacenterError(op, ch.DatacenterID, err)
+	}
+	switches := map[types.ManagedObjectReference]mo.DistributedVirtualSwitch{}
+	for _, o := range objs {
+		switch v := o.(type) {
+		case mo.VmwareDistributedVirtualSwitch:
+			switches[v.Self] = v.DistributedVirtualSwitch
+		case mo.DistributedVirtualSwitch:
+			switches[v.Self] = v
+		}
+	}
+	// ours tells whether a switch is this one, or the one this one replaces.
+	ours := func(s mo.DistributedVirtualSwitch) bool {
+		if ch.SwitchUUID != "" {
+			return strings.EqualFold(s.Uuid, ch.SwitchUUID)
+		}
+		return s.Name == ch.SwitchName && c.claims.managesSwitch(s.Uuid)
+	}
+	var out []Finding
+	for _, s := range switches {
+		if s.Name == ch.SwitchName && !ours(s) {
+			out = append(out, NameTaken{Name: s.Name, For: ObjectSwitch, TakenBy: ObjectSwitch, ID: s.Self.Value})
+		}
+	}
+	for _, o := range objs {
+		switch v := o.(type) {
+		case mo.DistributedVirtualPortgroup:
+			if v.Name != ch.PortGroup {
+				continue
+			}
+			if owner := v.Config.DistributedVirtualSwitch; owner == nil || !ours(switches[*owner]) {
+				out = append(out, NameTaken{Name: v.Name, For: ObjectPortGroup, TakenBy: ObjectPortGroup, ID: v.Self.Value})
+			}
+		case mo.Network:
+			if v.Name == ch.PortGroup {
+				out = append(out, NameTaken{Name: v.Name, For: ObjectPortGroup, TakenBy: ObjectNetwork, ID: v.Self.Value})
+			}
+		}
+	}
+	return out, nil
+}
+
+// PlanDVSDelete tells whether VM network adapters still use the switch's
+// port groups; a switch that is gone has nothing to tell.
+func (c *Client) PlanDVSDelete(ctx context.Context, id DVSID) (Finding, error) {
+	ctx, cancel := c.withTimeout(ctx)
+	defer cancel()
+	current, err := c.DVS(ctx, id, "")
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	users, err := c.switchUsers(ctx, current)
+	if err != nil || len(users) == 0 {
+		return nil, err
+	}
+	return SwitchInUse{Switch: current.Name, Users: users}, nil
 }

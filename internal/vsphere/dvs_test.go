@@ -3,9 +3,11 @@ package vsphere
 import (
 	"context"
 	"errors"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/vmware/govmomi/object"
 	"github.com/vmware/govmomi/vim25/types"
@@ -154,5 +156,106 @@ func TestDVSVersionsAndPaths(t *testing.T) {
 	}
 	if !LooksLikeDVSUUID(id.UUID) || !LooksLikeDVSUUID("50 1a 2b 3c 4d 5e 6f 70-81 92 a3 b4 c5 d6 e7 f8") || LooksLikeDVSUUID("/DC0/network/x") {
 		t.Fatal("LooksLikeDVSUUID misjudges")
+	}
+}
+
+// An operation made of several reads is bounded once by the API timeout: the
+// switch's host check reads each host, and those reads share one deadline
+// instead of each getting the whole timeout (hosts × timeout in the worst
+// case).
+func TestPlanDVSHostsSharesOneDeadline(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{Hosts: 4})
+	ctx := context.Background()
+	c := labClient(lab, func(cfg *Config) { cfg.APITimeout = time.Second })
+	if _, err := c.DVSVersions(ctx); err != nil { // connect outside the measured operation
+		t.Fatal(err)
+	}
+	var hosts []DVSHost
+	for _, h := range lab.HostNames() {
+		hosts = append(hosts, DVSHost{HostID: lab.HostID(h), Vmnic: "vmnic4"})
+	}
+	// Each host read takes 400 ms: within the timeout alone, past it together.
+	lab.Delay("RetrievePropertiesEx", 400*time.Millisecond)
+	findings := c.PlanDVSHosts(ctx, DVSHostsChange{SwitchName: "rdma", Planned: hosts})
+	timedOut := 0
+	for _, f := range findings {
+		if h, ok := f.(HostNotChecked); ok && errors.Is(h.Err, context.DeadlineExceeded) {
+			timedOut++
+		}
+	}
+	if timedOut == 0 {
+		t.Fatalf("findings = %#v; want the later hosts refused by the operation's one deadline", findings)
+	}
+}
+
+func TestPlanDVSNames(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	ctx := context.Background()
+	c := labClient(lab)
+	id, _, err := c.CreateDVS(ctx, labDVSSpec(lab, "rdma"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := func(ch DVSNamesChange) []Finding {
+		t.Helper()
+		ch.DatacenterID = lab.DatacenterID()
+		f, err := c.PlanDVSNames(ctx, ch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	if f := plan(DVSNamesChange{SwitchName: "free", PortGroup: "free-vms"}); len(f) != 0 {
+		t.Fatalf("free names: %#v", f)
+	}
+	f := plan(DVSNamesChange{SwitchName: "free", PortGroup: "VM Network"})
+	if len(f) != 1 || f[0].(NameTaken).TakenBy != ObjectNetwork || f[0].(NameTaken).For != ObjectPortGroup {
+		t.Fatalf(`port group "VM Network": %#v, want NameTaken by the standard network`, f)
+	}
+	// A switch of the same name that this configuration does not manage is
+	// someone else's; one it manages is being replaced.
+	if f := plan(DVSNamesChange{SwitchName: "rdma", PortGroup: "rdma-vms"}); len(f) != 2 {
+		t.Fatalf("names of an unmanaged switch: %#v, want the switch's and its port group's taken", f)
+	}
+	c.NoteSwitch(id.UUID)
+	if f := plan(DVSNamesChange{SwitchName: "rdma", PortGroup: "rdma-vms"}); len(f) != 0 {
+		t.Fatalf("names of the switch being replaced: %#v, want none taken", f)
+	}
+	if f := plan(DVSNamesChange{SwitchName: "rdma", PortGroup: "rdma-vms", SwitchUUID: id.UUID}); len(f) != 0 {
+		t.Fatalf("the switch's own names: %#v", f)
+	}
+	if _, err := c.PlanDVSNames(ctx, DVSNamesChange{DatacenterID: "DC0", SwitchName: "x", PortGroup: "y"}); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("a datacenter name for its id: %v, want ErrNotFound", err)
+	}
+}
+
+func TestPlanDVSDelete(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	ctx := context.Background()
+	c := labClient(lab)
+	id, key, err := c.CreateDVS(ctx, labDVSSpec(lab, "rdma"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f, err := c.PlanDVSDelete(ctx, id); f != nil || err != nil {
+		t.Fatalf("unused switch: %#v, %v", f, err)
+	}
+	d, err := c.DVS(ctx, id, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreatePVRDMANIC(ctx, lab.VMUUID("hpc-node-0"), PVRDMANICSpec{PortGroupID: d.PortGroup.ID, DeviceProtocol: "rocev2", StartConnected: true}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := c.PlanDVSDelete(ctx, id)
+	want := SwitchInUse{Switch: "rdma", Users: []string{`port group "rdma-vms": hpc-node-0 (PVRDMA)`}}
+	if err != nil || !reflect.DeepEqual(f, want) {
+		t.Fatalf("switch in use: %#v, %v; want %#v", f, err, want)
+	}
+	if f, err := c.PlanDVSDelete(ctx, DVSID{UUID: "00000000-0000-0000-0000-000000000000"}); f != nil || err != nil {
+		t.Fatalf("a switch that is gone: %#v, %v; want nothing to say", f, err)
 	}
 }

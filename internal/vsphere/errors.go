@@ -27,6 +27,9 @@ var (
 	ErrUnreachable    = errors.New("vCenter unreachable")
 	ErrNotImplemented = errors.New("not supported by this vCenter")
 	ErrNeedsVCenter   = errors.New("needs vCenter, not a standalone ESXi host")
+	// ErrNoSuchVmknic is the Cause of an ErrNotFound for a host's VMkernel
+	// adapter named to probe from.
+	ErrNoSuchVmknic = errors.New("no such VMkernel adapter")
 )
 
 // faultKinds maps vSphere faults to the errors above. fault.Is matches the
@@ -77,6 +80,7 @@ const (
 	ObjectVirtualMachine Object = "virtual machine"
 	ObjectSwitch         Object = "distributed switch"
 	ObjectPortGroup      Object = "distributed port group"
+	ObjectNetwork        Object = "network"
 )
 
 func (e *Error) Error() string {

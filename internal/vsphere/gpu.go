@@ -153,6 +153,14 @@ type (
 		Index                    int
 		VM, Host, Vendor, Device string
 	}
+	// TooFewGPUs: the request asks for more GPUs of one model than the
+	// VM's host has active for passthrough. Index is the first dynamic
+	// request past what the host has.
+	TooFewGPUs struct {
+		Index                                int
+		VM, Host, Vendor, Device, DeviceName string
+		Active, Asked                        int
+	}
 	// GPUNotActive: the GPU is not active for passthrough on its host.
 	GPUNotActive struct {
 		Index               int
@@ -197,6 +205,7 @@ type (
 )
 
 func (NoDynamicGPU) finding()          {}
+func (TooFewGPUs) finding()            {}
 func (GPUNotActive) finding()          {}
 func (GPUInUse) finding()              {}
 func (GPUNotOnHost) finding()          {}
@@ -237,12 +246,14 @@ func PlanMMIOSize(given *int64, totalGB float64, known, anyGPU bool) (int64, Fin
 // PlanGPUMMIO checks a planned setup against the VM and its host's GPUs:
 // each GPU, the window's size, the firmware switch and the power state.
 func (c *Client) PlanGPUMMIO(ctx context.Context, ch GPUMMIOChange) (*GPUMMIOPlan, error) {
+	ctx, cancel := c.withTimeout(ctx)
+	defer cancel()
 	vm, host, err := c.vmAndHost(ctx, ch.VMID)
 	if err != nil {
 		return nil, err
 	}
 	label := fmt.Sprintf("%s (%s)", vm.Name, ch.VMID)
-	out := &GPUMMIOPlan{}
+	out := &GPUMMIOPlan{Findings: c.claimGPUs(vm, host, label, ch)}
 	total, known := 0.0, true
 	for i, g := range ch.GPUs {
 		gb, findings, err := c.planGPU(ctx, vm, host, label, i, g)
@@ -253,6 +264,7 @@ func (c *Client) PlanGPUMMIO(ctx context.Context, ch GPUMMIOChange) (*GPUMMIOPla
 		total += gb
 		known = known && gb > 0
 	}
+	out.Findings = append(out.Findings, planGPUCounts(label, host, ch.GPUs)...)
 	if len(out.Findings) > 0 {
 		return out, nil // refused GPUs: nothing to size
 	}
@@ -307,9 +319,62 @@ func (c *Client) planGPU(ctx context.Context, vm *VM, host *Host, label string, 
 	return 0, []Finding{GPUNotOnHost{Index: index, VM: label, Host: host.Name, PCIID: g.PCIID, OnHost: onHost}}, nil
 }
 
+// planGPUCounts refuses asking for more GPUs of a model than the VM's host
+// has active for passthrough: each dynamic DirectPath device is assigned one
+// physical device of its model when the VM powers on (vSphere API,
+// VirtualPCIPassthroughDynamicBackingInfo.assignedId), so a VM asking for
+// more than the host has does not power on. A GPU requested by PCI id takes
+// one device of its model too. A model the host lacks altogether is
+// NoDynamicGPU's, per GPU.
+func planGPUCounts(label string, host *Host, gpus []GPURequest) []Finding {
+	type model struct{ vendor, device string }
+	active := map[model]int{}
+	names := map[model]string{}
+	modelOf := map[string]model{} // PCI id -> model
+	for _, h := range host.GPUs {
+		m := model{h.VendorID, h.DeviceID}
+		modelOf[h.PCIID] = m
+		names[m] = h.DeviceName
+		if h.PassthroughActive {
+			active[m]++
+		}
+	}
+	asked := map[model]int{}
+	var order []model
+	first := map[model]int{} // the first dynamic request past what the host has
+	for i, g := range gpus {
+		m, ok := model{g.VendorID, g.DeviceID}, true
+		if !g.Dynamic() {
+			m, ok = modelOf[g.PCIID]
+		}
+		if !ok {
+			continue
+		}
+		if asked[m] == 0 {
+			order = append(order, m)
+		}
+		asked[m]++
+		if _, seen := first[m]; !seen && g.Dynamic() && asked[m] > active[m] {
+			first[m] = i
+		}
+	}
+	var out []Finding
+	for _, m := range order {
+		index, over := first[m]
+		if !over || active[m] == 0 {
+			continue
+		}
+		out = append(out, TooFewGPUs{Index: index, VM: label, Host: host.Name, Vendor: m.vendor, Device: m.device,
+			DeviceName: names[m], Active: active[m], Asked: asked[m]})
+	}
+	return out
+}
+
 // GPUMemoryGB adds up the memory of a VM's passthrough GPUs as its host
 // reports them.
 func (c *Client) GPUMemoryGB(ctx context.Context, vmID string, gpus []PCIPassthrough) (float64, error) {
+	ctx, cancel := c.withTimeout(ctx)
+	defer cancel()
 	_, host, err := c.vmAndHost(ctx, vmID)
 	if err != nil {
 		return 0, err
@@ -373,32 +438,38 @@ func (c *Client) hostWithGPU(ctx context.Context, vmHostID, pciID string) (strin
 // and the VM's passthrough devices to exactly spec.GPUs, in one reconfigure.
 func (c *Client) ApplyGPUMMIO(ctx context.Context, vmID string, spec GPUMMIOSpec) error {
 	op := "setting up GPU passthrough on virtual machine " + vmID
-	return c.changeVM(ctx, vmChange{op: op, vmID: vmID, props: gpuChangeProps, change: WhatGPUsNeedOff, powerOffAllowed: spec.PowerOffAllowed, configTarget: true, build: func(vm *mo.VirtualMachine, target *types.ConfigTarget) (*types.VirtualMachineConfigSpec, bool, error) {
-		current := gpuMMIOFromMO(vm)
-		cs := &types.VirtualMachineConfigSpec{}
-		needsOff := false
-		if current.Firmware != string(types.GuestOsDescriptorFirmwareTypeEfi) {
-			cs.Firmware, needsOff = string(types.GuestOsDescriptorFirmwareTypeEfi), true
-		}
-		size := strconv.FormatInt(spec.MMIOSizeGB, 10)
-		if !current.Use64bitMMIO || current.ExtraConfig[mmio.Use64bitMMIOKey] != "TRUE" {
-			cs.ExtraConfig = append(cs.ExtraConfig, &types.OptionValue{Key: mmio.Use64bitMMIOKey, Value: "TRUE"})
-		}
-		if current.ExtraConfig[mmio.SizeGBKey] != size {
-			cs.ExtraConfig = append(cs.ExtraConfig, &types.OptionValue{Key: mmio.SizeGBKey, Value: size})
-		}
-		if !current.MemoryLocked {
-			cs.MemoryReservationLockedToMax = types.NewBool(true)
-		}
-		changes, err := gpuChanges(vm, spec.GPUs, target)
-		if err != nil {
-			return nil, false, &Error{Op: op, Kind: ErrInvalidArg, Message: err.Error()}
-		}
-		cs.DeviceChange = changes
-		// A new MMIO window applies from the next boot: it needs a power
-		// cycle like the firmware and the devices.
-		return cs, needsOff || len(changes) > 0 || len(cs.ExtraConfig) > 0, nil
-	}})
+	return c.changeVM(ctx, vmChange{op: op, vmID: vmID, props: gpuChangeProps, change: WhatGPUsNeedOff, powerOffAllowed: spec.PowerOffAllowed,
+		configTarget: true, hostLock: true, build: func(vm *mo.VirtualMachine, target *types.ConfigTarget) (*types.VirtualMachineConfigSpec, bool, error) {
+			// Under the host's lock: a GPU another VM took since the plan is
+			// refused, not shared.
+			if err := c.gpusStillFree(ctx, op, vm, spec.GPUs); err != nil {
+				return nil, false, err
+			}
+			current := gpuMMIOFromMO(vm)
+			cs := &types.VirtualMachineConfigSpec{}
+			needsOff := false
+			if current.Firmware != string(types.GuestOsDescriptorFirmwareTypeEfi) {
+				cs.Firmware, needsOff = string(types.GuestOsDescriptorFirmwareTypeEfi), true
+			}
+			size := strconv.FormatInt(spec.MMIOSizeGB, 10)
+			if !current.Use64bitMMIO || current.ExtraConfig[mmio.Use64bitMMIOKey] != "TRUE" {
+				cs.ExtraConfig = append(cs.ExtraConfig, &types.OptionValue{Key: mmio.Use64bitMMIOKey, Value: "TRUE"})
+			}
+			if current.ExtraConfig[mmio.SizeGBKey] != size {
+				cs.ExtraConfig = append(cs.ExtraConfig, &types.OptionValue{Key: mmio.SizeGBKey, Value: size})
+			}
+			if !current.MemoryLocked {
+				cs.MemoryReservationLockedToMax = types.NewBool(true)
+			}
+			changes, err := gpuChanges(vm, spec.GPUs, target)
+			if err != nil {
+				return nil, false, &Error{Op: op, Kind: ErrInvalidArg, Message: err.Error()}
+			}
+			cs.DeviceChange = changes
+			// A new MMIO window applies from the next boot: it needs a power
+			// cycle like the firmware and the devices.
+			return cs, needsOff || len(changes) > 0 || len(cs.ExtraConfig) > 0, nil
+		}})
 }
 
 // RemoveGPUMMIO detaches the VM's passthrough devices and puts back the MMIO
@@ -507,4 +578,87 @@ func passthroughDevice(w GPURequest, target *types.ConfigTarget) (*types.Virtual
 		}
 	}
 	return nil, fmt.Errorf("the VM's host does not offer device %s for passthrough", w.PCIID)
+}
+
+// Empty reports whether nothing of a GPU passthrough setup is left: no
+// passthrough device this provider manages and neither MMIO key. Firmware
+// and the memory reservation do not count: they outlive a setup.
+func (g *GPUMMIO) Empty() bool {
+	return len(g.GPUs) == 0 && g.ExtraConfig[mmio.Use64bitMMIOKey] == "" && g.ExtraConfig[mmio.SizeGBKey] == ""
+}
+
+// ClaimGPUSetup claims a VM's GPU setup, given by UUID or managed object id,
+// for a planned resource, and returns the rival claim of another one. The
+// planner claims by UUID too, so two resources naming one VM differently
+// still meet.
+func (c *Client) ClaimGPUSetup(vmID, vmName string, gpus []GPURequest, mmioSizeGB *int64) Finding {
+	size := "by the rule"
+	if mmioSizeGB != nil {
+		size = strconv.FormatInt(*mmioSizeGB, 10)
+	}
+	return c.Claim(Claim{Kind: ClaimGPUSetup, Key: strings.ToLower(vmID), What: "the GPU setup of virtual machine " + vmName,
+		Owner: "a setup with GPUs " + gpuList(gpus), Plan: fmt.Sprintf("%v %s", gpus, size)})
+}
+
+// claimGPUs claims the VM's GPU setup and each static GPU on its host for
+// this plan, and returns the rival claims of other resources.
+func (c *Client) claimGPUs(vm *VM, host *Host, label string, ch GPUMMIOChange) []Finding {
+	var out []Finding
+	if f := c.ClaimGPUSetup(vm.ID, vm.Name, ch.GPUs, ch.MMIOSizeGB); f != nil {
+		out = append(out, f)
+	}
+	for _, g := range ch.GPUs {
+		if g.Dynamic() || host.ID == "" {
+			continue // dynamic DirectPath: vSphere picks a free device at power on
+		}
+		gpu := Claim{Kind: ClaimGPU, Key: host.ID + " " + g.PCIID, What: fmt.Sprintf("GPU %s on host %s", g.PCIID, host.Name),
+			Owner: "virtual machine " + label, Plan: strings.ToLower(vm.ID)}
+		if f := c.Claim(gpu); f != nil {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func gpuList(gpus []GPURequest) string {
+	if len(gpus) == 0 {
+		return "none"
+	}
+	names := make([]string, len(gpus))
+	for i, g := range gpus {
+		names[i] = g.PCIID
+		if g.Dynamic() {
+			names[i] = g.VendorID + ":" + g.DeviceID
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
+// gpusStillFree refuses static GPUs the VM does not have yet that another
+// VM of its host is configured with now: the plan's check may be stale.
+func (c *Client) gpusStillFree(ctx context.Context, op string, vm *mo.VirtualMachine, want []GPURequest) error {
+	if vm.Runtime.Host == nil {
+		return nil
+	}
+	host, err := c.Host(ctx, vm.Runtime.Host.Value)
+	if err != nil {
+		return err
+	}
+	for _, w := range want {
+		if w.Dynamic() {
+			continue
+		}
+		for _, g := range host.GPUs {
+			if g.PCIID != w.PCIID {
+				continue
+			}
+			for _, u := range g.VMs {
+				if u.MOID != vm.Self.Value {
+					return &Error{Op: op, Kind: ErrInUse, Object: ObjectVirtualMachine, ID: u.MOID, Message: fmt.Sprintf(
+						"GPU %s on host %s was given to virtual machine %s after the plan was made; a GPU passes through to one VM only", w.PCIID, host.Name, u.Name)}
+				}
+			}
+		}
+	}
+	return nil
 }

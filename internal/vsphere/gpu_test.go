@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/vmware/govmomi/object"
@@ -132,5 +133,93 @@ func TestPlanMMIOSize(t *testing.T) {
 		if got != tc.want || !reflect.DeepEqual(f, tc.finding) {
 			t.Errorf("PlanMMIOSize(%v, %v, %v, %v) = %d, %#v; want %d, %#v", tc.given, tc.total, tc.known, tc.anyGPU, got, f, tc.want, tc.finding)
 		}
+	}
+}
+
+func TestPlanGPUCounts(t *testing.T) {
+	t.Parallel()
+	h100 := func(pci string, active bool) GPU {
+		return GPU{PCIID: pci, VendorID: "10de", DeviceID: "2330", DeviceName: "GH100 [H100 SXM5 80GB]", PassthroughActive: active}
+	}
+	host := &Host{Name: "esx-1", GPUs: []GPU{h100("0000:3b:00.0", true), h100("0000:5e:00.0", true), h100("0000:86:00.0", false)}}
+	dyn := GPURequest{VendorID: "10de", DeviceID: "2330"}
+	for _, tc := range []struct {
+		name string
+		gpus []GPURequest
+		want []Finding
+	}{
+		{"as many as active", []GPURequest{dyn, dyn}, nil},
+		{"one too many", []GPURequest{dyn, dyn, dyn}, []Finding{TooFewGPUs{Index: 2, VM: "vm", Host: "esx-1", Vendor: "10de", Device: "2330",
+			DeviceName: "GH100 [H100 SXM5 80GB]", Active: 2, Asked: 3}}},
+		{"a static GPU of the model counts", []GPURequest{{PCIID: "0000:3b:00.0"}, dyn, dyn}, []Finding{TooFewGPUs{Index: 2, VM: "vm",
+			Host: "esx-1", Vendor: "10de", Device: "2330", DeviceName: "GH100 [H100 SXM5 80GB]", Active: 2, Asked: 3}}},
+		{"forty", repeatGPU(dyn, 40), []Finding{TooFewGPUs{Index: 2, VM: "vm", Host: "esx-1", Vendor: "10de", Device: "2330",
+			DeviceName: "GH100 [H100 SXM5 80GB]", Active: 2, Asked: 40}}},
+		{"a model the host lacks is not counted here", []GPURequest{{VendorID: "10de", DeviceID: "ffff"}}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := planGPUCounts("vm", host, tc.gpus); !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("planGPUCounts = %#v, want %#v", got, tc.want)
+			}
+		})
+	}
+}
+
+func repeatGPU(g GPURequest, n int) []GPURequest {
+	out := make([]GPURequest, n)
+	for i := range out {
+		out[i] = g
+	}
+	return out
+}
+
+// TestPlanGPUMMIOMoreGPUsThanTheHost: the lab's hosts have two H100 each.
+func TestPlanGPUMMIOMoreGPUsThanTheHost(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	c := labClient(lab)
+	dyn := GPURequest{VendorID: "10de", DeviceID: "2330"}
+	p, err := c.PlanGPUMMIO(context.Background(), GPUMMIOChange{VMID: lab.VMUUID("hpc-node-0"), GPUs: []GPURequest{dyn, dyn, dyn}, PowerOffAllowed: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found *TooFewGPUs
+	for _, f := range p.Findings {
+		if f, ok := f.(TooFewGPUs); ok {
+			found = &f
+		}
+	}
+	if found == nil || found.Active != 2 || found.Asked != 3 || found.Index != 2 || found.Host == "" || p.Sized {
+		t.Fatalf("findings = %#v, sized %v; want TooFewGPUs 2 of 3 at index 2, unsized", p.Findings, p.Sized)
+	}
+}
+
+// A plan can be stale: a GPU another VM took since is refused at apply, under
+// the host's lock, not shared.
+func TestApplyGPUMMIORefusesAGPUTakenSincePlan(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	ctx := context.Background()
+	c := labClient(lab)
+	vm := "hpc-node-0"
+	var other string
+	for _, n := range lab.VMNames() {
+		if n != vm && lab.VMHostName(n) == lab.VMHostName(vm) {
+			other = n
+		}
+	}
+	if other == "" {
+		t.Fatal("no second VM on the host of " + vm)
+	}
+	if err := lab.AttachGPU(ctx, other, "0000:3b:00.0"); err != nil {
+		t.Fatal(err)
+	}
+	err := c.ApplyGPUMMIO(ctx, lab.VMUUID(vm), GPUMMIOSpec{GPUs: []GPURequest{{PCIID: "0000:3b:00.0"}}, MMIOSizeGB: 256})
+	if !errors.Is(err, ErrInUse) || !strings.Contains(err.Error(), "GPU 0000:3b:00.0 on host "+lab.VMHostName(vm)+" was given to virtual machine "+other) {
+		t.Fatalf("apply of a GPU another VM has: %v, want ErrInUse naming %s", err, other)
+	}
+	got, err := c.GPUMMIO(ctx, lab.VMUUID(vm))
+	if err != nil || len(got.GPUs) != 0 || got.Firmware == "efi" {
+		t.Fatalf("after the refusal: %+v, %v; want the VM unchanged", got, err)
 	}
 }

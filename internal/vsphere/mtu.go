@@ -110,11 +110,12 @@ func (c *Client) pathEnds(ctx context.Context, hostIDs []string, vmknic string) 
 		ObjectSet: objects,
 		PropSet: []types.PropertySpec{{Type: "HostSystem", PathSet: []string{
 			"name", "config.network.vnic", "config.network.portgroup", "config.network.vswitch"}}},
+		// Hosts that do not exist are left out of the result instead of
+		// failing the call with the first one, so all can be named
+		// (PropertyFilterSpec.reportMissingObjectsInResults, vSphere API 6.5).
+		ReportMissingObjectsInResults: types.NewBool(true),
 	})
 	if err != nil {
-		if errors.Is(translate(op, err), ErrNotFound) {
-			return nil, nil, notFound(op, "a host in %s does not exist; host ids are managed object ids such as host-12", strings.Join(hostIDs, ", "))
-		}
 		return nil, nil, translate(op, err)
 	}
 	byID := map[string]mo.HostSystem{}
@@ -123,12 +124,23 @@ func (c *Client) pathEnds(ctx context.Context, hostIDs []string, vmknic string) 
 			byID[h.Self.Value] = h
 		}
 	}
+	var missing []string
+	for _, id := range hostIDs {
+		if _, ok := byID[id]; !ok {
+			missing = append(missing, id)
+		}
+	}
+	switch len(missing) {
+	case 0:
+	case 1:
+		return nil, nil, objectNotFound(op, ObjectHost, missing[0], "host %s does not exist; host ids are managed object ids such as host-12", missing[0])
+	default:
+		return nil, nil, objectNotFound(op, ObjectHost, strings.Join(missing, ", "),
+			"hosts %s do not exist; host ids are managed object ids such as host-12", strings.Join(missing, ", "))
+	}
 	ends := make([]pathEnd, 0, len(hostIDs))
 	for _, id := range hostIDs {
-		h, ok := byID[id]
-		if !ok {
-			return nil, nil, notFound(op, "host %s does not exist; host ids are managed object ids such as host-12", id)
-		}
+		h := byID[id]
 		end, err := endOf(h, vmknic)
 		if err != nil {
 			return nil, nil, err
@@ -152,8 +164,8 @@ func endOf(h mo.HostSystem, vmknic string) (pathEnd, error) {
 		for _, v := range n.Vnic {
 			have = append(have, v.Device)
 		}
-		return end, notFound("reading host "+h.Name, "host %s has no VMkernel adapter %s (it has %s); set vmknic to one on the fabric to probe",
-			h.Name, vmknic, strings.Join(have, ", "))
+		return end, &Error{Op: "reading host " + h.Name, Kind: ErrNotFound, Cause: ErrNoSuchVmknic, Message: fmt.Sprintf(
+			"host %s has no VMkernel adapter %s (it has %s)", h.Name, vmknic, strings.Join(have, ", "))}
 	}
 	v := n.Vnic[i]
 	if v.Spec.Ip == nil || v.Spec.Ip.IpAddress == "" {

@@ -147,3 +147,22 @@ func BenchmarkPathMTUs8Hosts(b *testing.B) {
 		})
 	}
 }
+
+// TestPathMTUsNamesEveryMissingHost: a refusal names the hosts that do not
+// exist, all of them, and none that does.
+func TestPathMTUsNamesEveryMissingHost(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{Hosts: 3})
+	c := labClient(lab)
+	spec := pathMTUSpec(lab, 3)
+	existing := spec.HostIDs[0]
+	spec.HostIDs[1], spec.HostIDs[2] = "host-9999", "host-9998"
+	_, err := c.PathMTUs(context.Background(), spec)
+	var e *Error
+	if !errors.As(err, &e) || !errors.Is(err, ErrNotFound) || e.Object != ObjectHost || e.ID != "host-9999, host-9998" {
+		t.Fatalf("err = %#v, want a not-found error for hosts host-9999, host-9998", err)
+	}
+	if msg := err.Error(); !strings.Contains(msg, "hosts host-9999, host-9998 do not exist") || strings.Contains(msg, existing) {
+		t.Fatalf("err = %q, want the two missing hosts named and not %s", msg, existing)
+	}
+}

@@ -97,11 +97,28 @@ var vmProps = []string{
 	"guest.guestFamily", "guest.guestFullName",
 }
 
-var moidPattern = regexp.MustCompile(`^vm-\d+$`)
+var (
+	moidPattern = regexp.MustCompile(`^vm-\d+$`)
+	// A VM's BIOS UUID, as vCenter shows it and FindByUuid takes it.
+	vmUUIDPattern = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+)
+
+// malformedVMID refuses an id that is neither a UUID nor a managed object
+// id before asking vCenter, so the message says what the id should be.
+func malformedVMID(op, id string) error {
+	if moidPattern.MatchString(id) || vmUUIDPattern.MatchString(id) {
+		return nil
+	}
+	return &Error{Op: op, Kind: ErrInvalidArg, Object: ObjectVirtualMachine, ID: id, Message: fmt.Sprintf(
+		"%q is neither a virtual machine's BIOS UUID (8-4-4-4-12 hex digits, such as 4223b7a1-5b2c-8d3e-1f40-9c1e2a3b4c5d) nor its managed object id (such as vm-42)", id)}
+}
 
 // VM reads a VM by UUID or managed object id.
 func (c *Client) VM(ctx context.Context, id string) (*VM, error) {
 	op := "reading virtual machine " + id
+	if err := malformedVMID(op, id); err != nil {
+		return nil, err
+	}
 	ctx, cancel := c.withTimeout(ctx)
 	defer cancel()
 	vc, err := c.vimClient(ctx)
@@ -169,6 +186,9 @@ func (c *Client) VMUUID(ctx context.Context, vmID string) (string, error) {
 
 // readVMProps reads properties of a VM given by UUID or managed object id.
 func (c *Client) readVMProps(ctx context.Context, vc *vim25.Client, op, vmID string, props []string) (*mo.VirtualMachine, error) {
+	if err := malformedVMID(op, vmID); err != nil {
+		return nil, err
+	}
 	ref, err := vmRef(ctx, vc, vmID)
 	if err != nil {
 		return nil, translate(op, err)

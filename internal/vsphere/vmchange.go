@@ -78,15 +78,17 @@ func PlanPower(vm string, state PowerState, needsOff, powerOffAllowed bool, chan
 // it, did not power back on. Callers record the change and report the error.
 var ErrNotPoweredBackOn = errors.New("the change is made, but the virtual machine did not power back on")
 
-// vmLocks serializes the changes a provider instance makes to one VM, so
-// resources sharing a VM never race on its configuration or power state.
-type vmLocks struct {
+// objectLocks serializes the changes a provider instance makes to one
+// object: to a VM, so resources sharing it never race on its configuration
+// or power state; to a host, so two VMs never both take one of its GPUs.
+// A host's lock is taken only while holding a VM's, never the other way.
+type objectLocks struct {
 	mu    sync.Mutex
 	locks map[string]chan struct{}
 }
 
 // lock waits for the VM's lock, or for ctx to end.
-func (l *vmLocks) lock(ctx context.Context, moid string) (func(), error) {
+func (l *objectLocks) lock(ctx context.Context, moid string) (func(), error) {
 	l.mu.Lock()
 	if l.locks == nil {
 		l.locks = map[string]chan struct{}{}
@@ -113,6 +115,7 @@ type vmChange struct {
 	change          string   // what needs the VM off, e.g. WhatPVRDMANeedsOff
 	powerOffAllowed bool
 	configTarget    bool // build needs the host's passthrough offer
+	hostLock        bool // hold the VM's host's lock too: the change takes host devices
 	// build returns the spec (nil: nothing to do) and whether it needs the
 	// VM powered off. target is nil unless configTarget.
 	build func(vm *mo.VirtualMachine, target *types.ConfigTarget) (*types.VirtualMachineConfigSpec, bool, error)
@@ -151,6 +154,13 @@ func (c *Client) changeVM(ctx context.Context, ch vmChange) error {
 	vm, err := c.readVMProps(ctx, vc, ch.op, first.Self.Value, append(slices.Clone(vmChangeProps), ch.props...))
 	if err != nil {
 		return err
+	}
+	if ch.hostLock && vm.Runtime.Host != nil {
+		unlockHost, err := c.hosts.lock(ctx, vm.Runtime.Host.Value)
+		if err != nil {
+			return fmt.Errorf("%s: waiting for another change on the host of %s: %w", ch.op, vm.Name, err)
+		}
+		defer unlockHost()
 	}
 	var target *types.ConfigTarget
 	if ch.configTarget && vm.Runtime.Host != nil {
@@ -250,7 +260,7 @@ func (c *Client) powerOff(ctx context.Context, op string, vm *object.VirtualMach
 // powerOn powers a VM back on that a change powered off, whatever happened
 // to the change and even past its deadline: the VM was running before.
 func (c *Client) powerOn(ctx context.Context, op string, vm *object.VirtualMachine, name string) error {
-	ctx, cancel := c.withTimeout(context.WithoutCancel(ctx))
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.apiTimeout())
 	defer cancel()
 	op += ": powering " + name + " back on"
 	c.log.Debug(ctx, "Powering the VM back on", map[string]any{"vm": name})
@@ -265,6 +275,8 @@ func (c *Client) powerOn(ctx context.Context, op string, vm *object.VirtualMachi
 // PlanVMPower reads a VM's power state and applies PlanPower to a change of
 // it, naming the VM as "name (id as given)".
 func (c *Client) PlanVMPower(ctx context.Context, vmID string, needsOff, powerOffAllowed bool, change string) (Finding, error) {
+	ctx, cancel := c.withTimeout(ctx)
+	defer cancel()
 	vm, err := c.VM(ctx, vmID)
 	if err != nil {
 		return nil, err

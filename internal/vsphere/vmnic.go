@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/vmware/govmomi/object"
 	"github.com/vmware/govmomi/vim25"
@@ -43,8 +44,9 @@ type PVRDMANICChange struct {
 	VMID            string // UUID or managed object id, as given
 	PortGroupID     string
 	DeviceProtocol  string
-	Key             int32 // the adapter's device key; 0 for a new adapter
-	ProtocolChange  bool  // an existing adapter changes protocol
+	Key             int32  // the adapter's device key; 0 for a new adapter
+	ProtocolChange  bool   // an existing adapter changes protocol
+	MAC             string // a static MAC, new or changed; "" for none
 	PowerOffAllowed bool
 }
 
@@ -81,6 +83,10 @@ type (
 	PVRDMASharedNetwork struct {
 		VM, PortGroup string
 	}
+	// MACInUse: another network adapter in vCenter has the static MAC.
+	MACInUse struct {
+		MAC, VM string // VM is the one whose adapter has it
+	}
 )
 
 func (HardwareTooOld) finding()      {}
@@ -89,6 +95,7 @@ func (StandardNetwork) finding()     {}
 func (HostsNotOnSwitch) finding()    {}
 func (PVRDMAFirstAdapter) finding()  {}
 func (PVRDMASharedNetwork) finding() {}
+func (MACInUse) finding()            {}
 
 // pvrdmaFacts is what the rules of a planned adapter need from vCenter.
 type pvrdmaFacts struct {
@@ -101,6 +108,7 @@ type pvrdmaFacts struct {
 	standard        bool // the port group id names a standard network
 	switchName      string
 	notOnSwitch     []string
+	macOwner        string // the VM with another adapter that has the planned MAC
 }
 
 // PlanPVRDMANIC checks a planned adapter against its VM and the port group's
@@ -129,6 +137,9 @@ func (c *Client) PlanPVRDMANIC(ctx context.Context, ch PVRDMANICChange) ([]Findi
 	}
 	if f.otherOnGroup {
 		out = append(out, PVRDMASharedNetwork{VM: vm, PortGroup: f.network})
+	}
+	if f.macOwner != "" {
+		out = append(out, MACInUse{MAC: ch.MAC, VM: f.macOwner})
 	}
 	if p := PlanPower(vm, powerStateOf(f.vm.Runtime.PowerState), ch.Key == 0 || ch.ProtocolChange, ch.PowerOffAllowed, WhatPVRDMANeedsOff); p != nil {
 		out = append(out, p)
@@ -164,7 +175,42 @@ func (c *Client) pvrdmaFacts(ctx context.Context, ch PVRDMANICChange) (*pvrdmaFa
 			return nil, translate(op+": reading the VM's configuration options", err)
 		}
 	}
+	if ch.MAC != "" {
+		if f.macOwner, err = macOwner(ctx, vc, ch.MAC, vm.Self, ch.Key); err != nil {
+			return nil, translate(op+": looking for MAC address "+ch.MAC, err)
+		}
+	}
 	return f, portGroupFacts(ctx, vc, op, ch.PortGroupID, f)
+}
+
+// macOwner names a VM with a network adapter that has mac, other than the
+// adapter key of vm itself; "" when none has. It reads every VM's devices in
+// one round trip, so it runs only for a static MAC that is new or changes.
+func macOwner(ctx context.Context, vc *vim25.Client, mac string, vm types.ManagedObjectReference, key int32) (string, error) {
+	objs, err := retrieve(ctx, vc, types.PropertyFilterSpec{
+		ObjectSet: []types.ObjectSpec{{Obj: vc.ServiceContent.RootFolder, Skip: types.NewBool(true), SelectSet: []types.BaseSelectionSpec{
+			folderTreeWith(&types.SelectionSpec{Name: "datacenterVMs"}),
+			&types.TraversalSpec{SelectionSpec: types.SelectionSpec{Name: "datacenterVMs"}, Type: "Datacenter", Path: "vmFolder",
+				SelectSet: []types.BaseSelectionSpec{&types.SelectionSpec{Name: "folderTree"}}},
+		}}},
+		PropSet: []types.PropertySpec{{Type: "VirtualMachine", PathSet: []string{"name", "config.hardware.device"}}},
+	})
+	if err != nil {
+		return "", err
+	}
+	for _, o := range objs {
+		other, ok := o.(mo.VirtualMachine)
+		if !ok || other.Config == nil {
+			continue
+		}
+		for _, dev := range other.Config.Hardware.Device {
+			n, ok := networkAdapter(dev)
+			if ok && strings.EqualFold(n.MAC, mac) && (other.Self != vm || int32(n.Key) != key) {
+				return other.Name, nil
+			}
+		}
+	}
+	return "", nil
 }
 
 // portGroupFacts reads the port group, its switch, and which hosts of the

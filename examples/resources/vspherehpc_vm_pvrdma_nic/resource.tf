@@ -20,6 +20,10 @@ resource "vspherehpc_vm_pvrdma_nic" "node" {
   distributed_port_group_id = vspherehpc_rdma_dvs.pvrdma.port_group_id
   device_protocol           = "rocev2"
 
+  # Without mac_address vSphere generates one. A static one with VMware's
+  # prefix must be in its static range, 00:50:56:00:00:00 to 00:50:56:3f:ff:ff:
+  # mac_address = "00:50:56:1a:2b:3c"
+
   # The VM runs: let the provider shut the guest down, add the adapter and
   # power it back on.
   power_off_allowed = true
