@@ -127,11 +127,13 @@ func (r *hostPVRDMASettingsResource) ModifyPlan(ctx context.Context, req resourc
 	}
 	// One resource per host: a second would undo the first's settings and,
 	// on destroy, restore values from before the first.
-	addClaimConflict(&resp.Diagnostics, path.Root("host_system_id"), r.client.Claim(vsphere.Claim{
-		Kind: vsphere.ClaimHostSettings, Key: plan.HostSystemID.ValueString(), What: "host " + plan.HostSystemID.ValueString(),
-		Owner: fmt.Sprintf("settings with vmknic %s", plan.Vmknic.ValueString()),
-		Plan:  fmt.Sprintf("%s %s %s", plan.Vmknic, plan.FirewallEnabled, plan.FirewallAllowedIPs),
-	}))
+	if !plan.FirewallEnabled.IsUnknown() && !plan.FirewallAllowedIPs.IsUnknown() {
+		addClaimConflict(&resp.Diagnostics, path.Root("host_system_id"), r.client.Claim(vsphere.Claim{
+			Kind: vsphere.ClaimHostSettings, Key: plan.HostSystemID.ValueString(), What: "host " + plan.HostSystemID.ValueString(),
+			Owner: fmt.Sprintf("settings with vmknic %s", plan.Vmknic.ValueString()),
+			Plan:  fmt.Sprintf("%s %s %s", plan.Vmknic, plan.FirewallEnabled, plan.FirewallAllowedIPs),
+		}))
+	}
 	if !req.State.Raw.IsNull() {
 		var state hostPVRDMASettingsModel
 		resp.Diagnostics.Append(req.State.Get(ctx, &state)...)

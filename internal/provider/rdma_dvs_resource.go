@@ -264,7 +264,7 @@ func (r *rdmaDVSResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 // claimUplinks claims each host's NIC for this switch, so two switches of
 // one configuration cannot both plan to take it.
 func (r *rdmaDVSResource) claimUplinks(ctx context.Context, plan *rdmaDVSModel, diags *diag.Diagnostics) {
-	if plan.Name.IsUnknown() || plan.Hosts.IsUnknown() {
+	if plan.Name.IsUnknown() || plan.Hosts.IsUnknown() || plan.DatacenterID.IsUnknown() {
 		return
 	}
 	name := plan.Name.ValueString()

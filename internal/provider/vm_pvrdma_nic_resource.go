@@ -162,7 +162,9 @@ func (r *vmPVRDMANICResource) ModifyPlan(ctx context.Context, req resource.Modif
 	if plan.VirtualMachineID.IsUnknown() || plan.PortGroupID.IsUnknown() || plan.DeviceProtocol.IsUnknown() {
 		return
 	}
-	if !plan.MACAddress.IsUnknown() && !plan.MACAddress.IsNull() {
+	// A claim's plan must be all known: the same resource planned again once
+	// values are known must not look like a rival.
+	if !plan.MACAddress.IsUnknown() && !plan.MACAddress.IsNull() && !plan.PortGroupID.IsUnknown() && !plan.DeviceProtocol.IsUnknown() {
 		mac := plan.MACAddress.ValueString()
 		addClaimConflict(&resp.Diagnostics, path.Root("mac_address"), r.client.Claim(vsphere.Claim{
 			Kind: vsphere.ClaimMAC, Key: mac, What: "MAC address " + mac,
