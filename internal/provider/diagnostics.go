@@ -143,6 +143,7 @@ var claimFixes = map[vsphere.ClaimKind]string{
 	vsphere.ClaimHostSettings: "One vspherehpc_host_pvrdma_settings manages a host's PVRDMA settings: keep one per host.",
 	vsphere.ClaimUplink:       "PVRDMA needs its NIC as the only uplink of one switch: give each switch its own NIC.",
 	vsphere.ClaimMAC:          "Two adapters with one MAC address break each other's traffic: give each its own, or let vSphere generate them.",
+	vsphere.ClaimPCIDevice:    "Each would put back a different earlier state on destroy: list each device in one vspherehpc_host_pci_passthrough.",
 }
 
 // addClaimConflict words a claim another resource of the plan made first.

@@ -234,6 +234,7 @@ func stringOrEnv(v types.String, env string) string {
 
 func (p *vspherehpcProvider) Resources(_ context.Context) []func() resource.Resource {
 	return []func() resource.Resource{
+		NewHostPCIPassthroughResource,
 		NewHostPVRDMASettingsResource,
 		NewRDMADVSResource,
 		NewVMPVRDMANICResource,

@@ -159,6 +159,21 @@ func pciDevices() []types.HostPciDevice {
 	return out
 }
 
+// tenGbENICs are the PCI functions of vmnic0 and vmnic1, the 10 GbE NICs
+// of vcsim's stock host (its hardware.pciDevice and config.network.pnic).
+var tenGbENICs = []string{"0000:0b:00.0", "0000:13:00.0"}
+
+// passthruInfo is a host's config.pciPassthruInfo, which the vSphere API
+// reference describes as "the state of PciPassthru for all pci devices"
+// (HostPciPassthruInfo, vSphere Web Services API 8.0). It lists the GPUs and
+// the lab's physical NICs: the ConnectX ports and the 10 GbE NICs. vSphere
+// documents NICs as passthrough devices ("Enable Passthrough for a Network
+// Device on a Host", vSphere 8.0 Networking, DirectPath I/O; for ConnectX
+// ports the NVIDIA/VMware paper "InfiniBand Configuration on VMware vSphere
+// 8" passes a whole PF to a VM), so they are capable, and not enabled: they
+// are the host's NICs. vcsim's other stock devices (chipset, bridges, IDE,
+// VMCI, SVGA, PVSCSI) are left out: whether vmkctl reports such devices as
+// capable is not settled by any public source.
 func passthruInfo() []types.BaseHostPciPassthruInfo {
 	var out []types.BaseHostPciPassthruInfo
 	for _, g := range gpus {
@@ -168,6 +183,12 @@ func passthruInfo() []types.BaseHostPciPassthruInfo {
 			PassthruEnabled: g.enabled,
 			PassthruActive:  g.enabled,
 		})
+	}
+	for _, n := range rdmaNICs {
+		out = append(out, &types.HostPciPassthruInfo{Id: n.pci, PassthruCapable: true})
+	}
+	for _, id := range tenGbENICs {
+		out = append(out, &types.HostPciPassthruInfo{Id: id, PassthruCapable: true})
 	}
 	return out
 }

@@ -27,8 +27,18 @@ func newPciPassthruSystem(h *simulator.HostSystem) *pciPassthruSystem {
 	return s
 }
 
-// UpdatePassthruConfig enables or disables passthrough of devices. Since
-// ESXi 7.0 a change is active without a reboot.
+// UpdatePassthruConfig enables or disables passthrough of devices. A change
+// is active at once: the lab's hosts report
+// capability.deviceRebindWithoutRebootSupported ("the capability which
+// enables PCI passthrough and SR-IOV configuration without reboot"), and
+// HostPciPassthruConfig.applyNow, when unset, applies the configuration
+// immediately when the host can (vSphere Web Services API 8.0,
+// HostCapability and HostPciPassthruConfig). applyNow false is not
+// modelled: the lab has no host reboot to apply it.
+//
+// Enabling a NIC the host uses (an uplink of a standard or distributed
+// switch) is accepted: the API reference documents only HostConfigFault
+// for the method, and no public source documents a refusal for NICs in use.
 func (s *pciPassthruSystem) UpdatePassthruConfig(ctx *simulator.Context, req *types.UpdatePassthruConfig) soap.HasFault {
 	body := new(methods.UpdatePassthruConfigBody)
 	next := clonePassthru(s.PciPassthruInfo)

@@ -114,9 +114,14 @@ func TestHostGPUs(t *testing.T) {
 				t.Errorf("%s %s: device %#x class %#x", h.Name, g.Id, uint16(g.DeviceId), g.ClassId)
 			}
 		}
+		var gpuEntries int
 		for _, p := range h.Config.PciPassthruInfo {
 			info := p.GetHostPciPassthruInfo()
-			w := want[info.Id]
+			w, ok := want[info.Id]
+			if !ok {
+				continue // a NIC: TestPassthruInfoListsNICs
+			}
+			gpuEntries++
 			if !info.PassthruCapable || info.PassthruEnabled != w.enabled || info.PassthruActive != w.enabled {
 				t.Errorf("%s %s passthrough: %+v, want enabled=active=%v", h.Name, info.Id, info, w.enabled)
 			}
@@ -127,8 +132,8 @@ func TestHostGPUs(t *testing.T) {
 				t.Errorf("%s graphics %+v, want %d KB, %s, no VM", h.Name, g, w.memKB, graphicsType(w.enabled))
 			}
 		}
-		if len(h.Config.GraphicsInfo) != 3 || len(h.Config.PciPassthruInfo) != 3 {
-			t.Errorf("%s: %d graphics, %d passthrough entries, want 3 each", h.Name, len(h.Config.GraphicsInfo), len(h.Config.PciPassthruInfo))
+		if len(h.Config.GraphicsInfo) != 3 || gpuEntries != 3 {
+			t.Errorf("%s: %d graphics, %d GPU passthrough entries, want 3 each", h.Name, len(h.Config.GraphicsInfo), gpuEntries)
 		}
 	}
 	// The simulator's shared template is left alone.
@@ -367,4 +372,97 @@ func TestPciPassthruSystem(t *testing.T) {
 	if _, err := methods.Refresh(ctx, c, &types.Refresh{This: *ps}); err != nil {
 		t.Errorf("Refresh: %v", err)
 	}
+}
+
+// TestPassthruInfoListsNICs: config.pciPassthruInfo and the
+// HostPciPassthruSystem list every physical NIC's PCI function, capable and
+// not enabled, each a device of hardware.pciDevice, and nothing twice.
+func TestPassthruInfoListsNICs(t *testing.T) {
+	t.Parallel()
+	l := startLab(t)
+	for i := range l.HostNames() {
+		h := hostConfig(t, l, i)
+		var sys mo.HostPciPassthruSystem
+		retrieve(t, l.Client(), *h.ConfigManager.PciPassthruSystem, []string{"pciPassthruInfo"}, &sys)
+		devices := map[string]bool{}
+		for _, d := range h.Hardware.PciDevice {
+			devices[d.Id] = true
+		}
+		for _, infos := range [][]types.BaseHostPciPassthruInfo{h.Config.PciPassthruInfo, sys.PciPassthruInfo} {
+			byID := map[string]*types.HostPciPassthruInfo{}
+			for _, p := range infos {
+				info := p.GetHostPciPassthruInfo()
+				if byID[info.Id] != nil {
+					t.Errorf("%s: %s listed twice", h.Name, info.Id)
+				}
+				if !devices[info.Id] {
+					t.Errorf("%s: %s listed but not in hardware.pciDevice", h.Name, info.Id)
+				}
+				byID[info.Id] = info
+			}
+			if len(h.Config.Network.Pnic) != 4 {
+				t.Fatalf("%s: %d physical NICs, want 4", h.Name, len(h.Config.Network.Pnic))
+			}
+			for _, n := range h.Config.Network.Pnic {
+				info := byID[n.Pci]
+				if info == nil || !info.PassthruCapable || info.PassthruEnabled || info.PassthruActive {
+					t.Errorf("%s %s (%s): passthrough %+v, want capable, not enabled", h.Name, n.Device, n.Pci, info)
+				}
+			}
+			if len(byID) != 7 {
+				t.Errorf("%s: %d passthrough entries, want 7 (3 GPUs, 4 NICs)", h.Name, len(byID))
+			}
+		}
+		var hc mo.HostSystem
+		retrieve(t, l.Client(), hostRef(l, i), []string{"capability"}, &hc)
+		if c := hc.Capability; c == nil || c.DeviceRebindWithoutRebootSupported == nil || !*c.DeviceRebindWithoutRebootSupported {
+			t.Errorf("%s: capability.deviceRebindWithoutRebootSupported not true", h.Name)
+		}
+	}
+	// The simulator's shared capability template is left alone.
+	if esx.HostCapability.DeviceRebindWithoutRebootSupported != nil {
+		t.Error("deviceRebindWithoutRebootSupported leaked into the simulator's capability template")
+	}
+}
+
+// TestPassthroughOfHostNICs: enabling passthrough of NICs the host uses,
+// vmnic0 (uplink of vSwitch0) and vmnic4 (a ConnectX port), is accepted and
+// active at once, as for GPUs; disabling restores them.
+func TestPassthroughOfHostNICs(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	l := startLab(t)
+	c := l.Client().Client
+	h := hostConfig(t, l, 0)
+	var vmnic0, vmnic4 string
+	for _, n := range h.Config.Network.Pnic {
+		switch n.Device {
+		case "vmnic0":
+			vmnic0 = n.Pci
+		case "vmnic4":
+			vmnic4 = n.Pci
+		}
+	}
+	if !slices.ContainsFunc(h.Config.Network.Vswitch, func(s types.HostVirtualSwitch) bool {
+		return s.Name == "vSwitch0" && slices.Contains(s.Pnic, "key-vim.host.PhysicalNic-vmnic0")
+	}) {
+		t.Fatal("vmnic0 is not an uplink of vSwitch0")
+	}
+	set := func(on bool) {
+		t.Helper()
+		_, err := methods.UpdatePassthruConfig(ctx, c, &types.UpdatePassthruConfig{This: *h.ConfigManager.PciPassthruSystem, Config: []types.BaseHostPciPassthruConfig{
+			&types.HostPciPassthruConfig{Id: vmnic0, PassthruEnabled: on},
+			&types.HostPciPassthruConfig{Id: vmnic4, PassthruEnabled: on},
+		}})
+		if err != nil {
+			t.Fatalf("UpdatePassthruConfig(%v): %v", on, err)
+		}
+		for _, p := range hostConfig(t, l, 0).Config.PciPassthruInfo {
+			if info := p.GetHostPciPassthruInfo(); (info.Id == vmnic0 || info.Id == vmnic4) && (info.PassthruEnabled != on || info.PassthruActive != on) {
+				t.Errorf("%s after UpdatePassthruConfig(%v): %+v", info.Id, on, info)
+			}
+		}
+	}
+	set(true)
+	set(false)
 }

@@ -83,6 +83,13 @@ func (l *Lab) prepareHost(i int, h *simulator.HostSystem) error {
 		h.Hardware = &hw
 		h.Config.PciPassthruInfo = passthruInfo()
 		h.Config.GraphicsInfo = graphicsInfo()
+		// Passthrough changes apply without a reboot (see
+		// UpdatePassthruConfig); the capability is copied, not shared.
+		if h.Capability != nil {
+			hc := *h.Capability
+			hc.DeviceRebindWithoutRebootSupported = types.NewBool(true)
+			h.Capability = &hc
+		}
 		psRef := ps.Self
 		h.ConfigManager.PciPassthruSystem = &psRef
 	})

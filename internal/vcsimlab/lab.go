@@ -23,6 +23,11 @@
 //     0000:af:00.0, passthrough capable but not enabled. They are listed in
 //     hardware.pciDevice, config.pciPassthruInfo, config.graphicsInfo and by
 //     the host's HostPciPassthruSystem.
+//   - config.pciPassthruInfo and the HostPciPassthruSystem also list the
+//     PCI functions of vmnic0, vmnic1, vmnic4 and vmnic5, passthrough
+//     capable and not enabled; vcsim's other stock PCI devices are not
+//     listed. capability.deviceRebindWithoutRebootSupported is true:
+//     passthrough changes apply without a reboot.
 //
 // Virtual machines, all powered off, placed on the hosts in turn:
 //   - Options.VMs "modern" VMs (default 2) named hpc-node-0, hpc-node-1, …:
@@ -70,7 +75,8 @@
 //   - QueryConfigOption(Ex) reports the PVRDMA device protocols per hardware
 //     version; QueryConfigTarget lists the passthrough-active devices.
 //   - Per-host firewall rulesets with RefreshFirewall and UpdateRuleset;
-//     HostPciPassthruSystem with UpdatePassthruConfig and Refresh;
+//     HostPciPassthruSystem with UpdatePassthruConfig (active at once, NICs
+//     the host uses accepted) and Refresh;
 //     UpdateOptions refuses unknown keys of a host with InvalidName.
 //   - esxcli "network diag ping" (metadata and command) through each host's
 //     managed method executer, over a fabric model: switch-port MTUs

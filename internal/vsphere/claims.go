@@ -22,6 +22,7 @@ const (
 	ClaimHostSettings ClaimKind = "PVRDMA settings of a host"
 	ClaimUplink       ClaimKind = "physical NIC"
 	ClaimMAC          ClaimKind = "MAC address"
+	ClaimPCIDevice    ClaimKind = "PCI device of a host"
 )
 
 // Claim is one thing a planned resource takes for itself.
@@ -50,6 +51,14 @@ type claimBook struct {
 	// plans report them: a new switch may take such a switch's name, since
 	// it replaces it (a tainted or -replace'd switch is refreshed first).
 	managedSwitches map[string]bool
+}
+
+// claimed reports whether a resource of this plan claims key.
+func (b *claimBook) claimed(kind ClaimKind, key string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	_, ok := b.claims[kind][key]
+	return ok
 }
 
 func (b *claimBook) noteSwitch(uuid string) {

@@ -302,7 +302,10 @@ func (c *Client) planGPU(ctx context.Context, vm *VM, host *Host, label string, 
 			continue
 		}
 		var out []Finding
-		if !h.PassthroughActive {
+		// A device a host passthrough resource of this plan turns on is
+		// active once that resource is applied: it is planned first, as the
+		// VM's resource refers to it.
+		if !h.PassthroughActive && !c.claims.claimed(ClaimPCIDevice, host.ID+" "+g.PCIID) {
 			out = append(out, GPUNotActive{Index: index, PCIID: g.PCIID, Device: h.DeviceName, Host: host.Name})
 		}
 		for _, u := range h.VMs {

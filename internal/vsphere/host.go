@@ -80,12 +80,21 @@ var hostProps = []string{
 // Host reads a host by managed object id in one property-collector round
 // trip: the host, its cluster's name and the VMs registered on it.
 func (c *Client) Host(ctx context.Context, id string) (*Host, error) {
-	op := "reading host " + id
+	h, cluster, vms, err := c.readHost(ctx, "reading host "+id, id)
+	if err != nil {
+		return nil, err
+	}
+	return hostFromMO(h, cluster, vms), nil
+}
+
+// readHost reads a host, its cluster and the VMs registered on it in one
+// property-collector round trip.
+func (c *Client) readHost(ctx context.Context, op, id string) (*mo.HostSystem, *mo.ManagedEntity, []mo.VirtualMachine, error) {
 	ctx, cancel := c.withTimeout(ctx)
 	defer cancel()
 	vc, err := c.vimClient(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	host := types.ManagedObjectReference{Type: "HostSystem", Value: id}
 	objs, err := retrieve(ctx, vc, types.PropertyFilterSpec{
@@ -100,10 +109,10 @@ func (c *Client) Host(ctx context.Context, id string) (*Host, error) {
 		},
 	})
 	if errors.Is(translate(op, err), ErrNotFound) {
-		return nil, objectNotFound(op, ObjectHost, id, "no host has id %s; host ids are managed object ids such as host-12", id)
+		return nil, nil, nil, objectNotFound(op, ObjectHost, id, "no host has id %s; host ids are managed object ids such as host-12", id)
 	}
 	if err != nil {
-		return nil, translate(op, err)
+		return nil, nil, nil, translate(op, err)
 	}
 	var (
 		h       *mo.HostSystem
@@ -121,9 +130,9 @@ func (c *Client) Host(ctx context.Context, id string) (*Host, error) {
 		}
 	}
 	if h == nil {
-		return nil, notFound(op, "host %s does not exist", id)
+		return nil, nil, nil, objectNotFound(op, ObjectHost, id, "host %s does not exist", id)
 	}
-	return hostFromMO(h, cluster, vms), nil
+	return h, cluster, vms, nil
 }
 
 // HostByName finds a host by name within a datacenter.

@@ -1,0 +1,492 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/hashicorp/terraform-plugin-framework-validators/setvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vsphere"
+)
+
+var (
+	_ resource.Resource                = (*hostPCIPassthroughResource)(nil)
+	_ resource.ResourceWithConfigure   = (*hostPCIPassthroughResource)(nil)
+	_ resource.ResourceWithImportState = (*hostPCIPassthroughResource)(nil)
+	_ resource.ResourceWithModifyPlan  = (*hostPCIPassthroughResource)(nil)
+)
+
+// privatePassthroughBefore is the private-state key holding, per managed
+// device, whether passthrough was on before this resource took it; destroy
+// and dropping a device from the configuration put that back.
+const privatePassthroughBefore = "passthrough_before"
+
+type hostPCIPassthroughResource struct {
+	client *vsphere.Client
+}
+
+type hostPCIPassthroughModel struct {
+	ID             types.String `tfsdk:"id"`
+	HostSystemID   types.String `tfsdk:"host_system_id"`
+	PCIIDs         types.Set    `tfsdk:"pci_ids"`
+	Match          types.Set    `tfsdk:"match"`
+	Devices        types.List   `tfsdk:"devices"`
+	RebootRequired types.Bool   `tfsdk:"reboot_required"`
+}
+
+var passthroughMatchType = types.ObjectType{AttrTypes: map[string]attr.Type{"vendor_id": types.StringType, "device_id": types.StringType}}
+
+type passthroughMatchModel struct {
+	VendorID types.String `tfsdk:"vendor_id"`
+	DeviceID types.String `tfsdk:"device_id"`
+}
+
+type passthroughDeviceModel struct {
+	PCIID      types.String `tfsdk:"pci_id"`
+	VendorID   types.String `tfsdk:"vendor_id"`
+	DeviceID   types.String `tfsdk:"device_id"`
+	DeviceName types.String `tfsdk:"device_name"`
+	Enabled    types.Bool   `tfsdk:"enabled"`
+	Active     types.Bool   `tfsdk:"active"`
+}
+
+var passthroughDeviceType = types.ObjectType{AttrTypes: map[string]attr.Type{
+	"pci_id": types.StringType, "vendor_id": types.StringType, "device_id": types.StringType,
+	"device_name": types.StringType, "enabled": types.BoolType, "active": types.BoolType,
+}}
+
+// NewHostPCIPassthroughResource is the vspherehpc_host_pci_passthrough resource.
+func NewHostPCIPassthroughResource() resource.Resource {
+	return &hostPCIPassthroughResource{}
+}
+
+func (r *hostPCIPassthroughResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_host_pci_passthrough"
+}
+
+func (r *hostPCIPassthroughResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "PCI passthrough turned on for devices of one ESXi host, as Host > Configure > Hardware > PCI Devices > " +
+			"Toggle passthrough does: devices given by PCI id, or every device of a vendor and device id (e.g. every H100 of the host). " +
+			"Devices not listed are left alone. Destroy, and dropping a device, put back what the host had before.",
+		Attributes: map[string]schema.Attribute{
+			"id": schema.StringAttribute{
+				Computed: true, MarkdownDescription: "The host's managed object id.",
+				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+			},
+			"host_system_id": schema.StringAttribute{
+				Required:            true,
+				MarkdownDescription: "Managed object id of the host, e.g. `data.vspherehpc_host.esx.id`. Changing it replaces the resource.",
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
+			},
+			"pci_ids": schema.SetAttribute{
+				ElementType: types.StringType, Optional: true,
+				MarkdownDescription: "Devices by PCI id, e.g. `0000:af:00.0` (`vspherehpc_host`'s `gpus`). Each must be on the host and " +
+					"passthrough capable, and not a physical NIC the host's switches use.",
+				Validators: []validator.Set{setvalidator.ValueStringsAre(stringvalidator.RegexMatches(pciIDPattern, "must be a PCI id such as 0000:3b:00.0"))},
+			},
+			"devices": schema.ListNestedAttribute{
+				Computed: true,
+				MarkdownDescription: "The devices this resource manages, from `pci_ids` and `match`, sorted by PCI id, with their " +
+					"passthrough state. A device turned off in vCenter shows as drift.",
+				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+					"pci_id":      schema.StringAttribute{Computed: true, MarkdownDescription: "PCI id."},
+					"vendor_id":   schema.StringAttribute{Computed: true, MarkdownDescription: "PCI vendor id, four hex digits."},
+					"device_id":   schema.StringAttribute{Computed: true, MarkdownDescription: "PCI device id, four hex digits."},
+					"device_name": schema.StringAttribute{Computed: true, MarkdownDescription: "Device name as the host reports it."},
+					"enabled":     schema.BoolAttribute{Computed: true, MarkdownDescription: "Whether passthrough is on for the device."},
+					"active": schema.BoolAttribute{Computed: true, MarkdownDescription: "Whether passthrough is in effect; a device " +
+						"enabled but not active waits for the host to reboot."},
+				}},
+			},
+			"reboot_required": schema.BoolAttribute{
+				Computed: true,
+				MarkdownDescription: "Whether a managed device is enabled but not active yet: the host must reboot before VMs can use it " +
+					"(older ESXi, and some devices). Unknown in a plan that turns passthrough on.",
+			},
+		},
+		Blocks: map[string]schema.Block{
+			"match": schema.SetNestedBlock{
+				MarkdownDescription: "Every passthrough-capable device of the host with this vendor and device id.",
+				NestedObject: schema.NestedBlockObject{Attributes: map[string]schema.Attribute{
+					"vendor_id": schema.StringAttribute{
+						Required: true, MarkdownDescription: "PCI vendor id, four lower-case hex digits (`10de` for NVIDIA, `15b3` for Mellanox).",
+						Validators: []validator.String{stringvalidator.RegexMatches(hexIDPattern, "must be four lower-case hex digits, such as 10de")},
+					},
+					"device_id": schema.StringAttribute{
+						Required: true, MarkdownDescription: "PCI device id, four lower-case hex digits.",
+						Validators: []validator.String{stringvalidator.RegexMatches(hexIDPattern, "must be four lower-case hex digits, such as 2330")},
+					},
+				}},
+			},
+		},
+	}
+}
+
+func (r *hostPCIPassthroughResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
+	r.client = clientFrom(req.ProviderData, &resp.Diagnostics)
+}
+
+// change is the planned passthrough of m, with the devices whose
+// passthrough will go back off.
+func (r *hostPCIPassthroughResource) change(ctx context.Context, m *hostPCIPassthroughModel, before map[string]bool, diags *diag.Diagnostics) vsphere.PassthroughChange {
+	ch := vsphere.PassthroughChange{HostID: m.HostSystemID.ValueString()}
+	if !m.PCIIDs.IsNull() {
+		diags.Append(m.PCIIDs.ElementsAs(ctx, &ch.PCIIDs, false)...)
+	}
+	var match []passthroughMatchModel
+	if !m.Match.IsNull() {
+		diags.Append(m.Match.ElementsAs(ctx, &match, false)...)
+	}
+	for _, mm := range match {
+		ch.Match = append(ch.Match, vsphere.GPURequest{VendorID: mm.VendorID.ValueString(), DeviceID: mm.DeviceID.ValueString()})
+	}
+	for id, was := range before {
+		if !was {
+			ch.Disabling = append(ch.Disabling, id)
+		}
+	}
+	slices.Sort(ch.Disabling)
+	return ch
+}
+
+// ModifyPlan resolves the devices, refuses what cannot be passed through or
+// is still in use, and plans each device on; a device not yet active leaves
+// reboot_required unknown.
+func (r *hostPCIPassthroughResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if !requireVCenter(r.client, &resp.Diagnostics) {
+		return
+	}
+	before := map[string]bool{}
+	_, ds := getPrivateJSON(ctx, req.Private, privatePassthroughBefore, &before)
+	resp.Diagnostics.Append(ds...)
+	if req.Plan.Raw.IsNull() {
+		var state hostPCIPassthroughModel
+		resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+		ch := vsphere.PassthroughChange{HostID: state.HostSystemID.ValueString(), Disabling: r.change(ctx, &state, before, &resp.Diagnostics).Disabling}
+		if _, _, findings, err := r.client.PlanHostPassthrough(ctx, ch); err == nil {
+			addPassthroughFindings(&resp.Diagnostics, findings, true)
+		}
+		return
+	}
+	var plan hostPCIPassthroughModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() || plan.HostSystemID.IsUnknown() || plan.PCIIDs.IsUnknown() || plan.Match.IsUnknown() {
+		return
+	}
+	if req.State.Raw.IsNull() {
+		before = nil // a new resource turns nothing off
+	}
+	ch := r.change(ctx, &plan, before, &resp.Diagnostics)
+	if len(ch.PCIIDs) == 0 && len(ch.Match) == 0 {
+		resp.Diagnostics.AddError("No devices", "Give the devices to pass through in pci_ids, or select them with match blocks.")
+		return
+	}
+	_, want, findings, err := r.client.PlanHostPassthrough(ctx, ch)
+	if errors.Is(err, vsphere.ErrNotFound) {
+		resp.Diagnostics.Append(notFoundDiag(path.Root("host_system_id"), err))
+		return
+	}
+	if err != nil {
+		resp.Diagnostics.Append(vsphereErrorDiag("Cannot check PCI passthrough", err))
+		return
+	}
+	addPassthroughFindings(&resp.Diagnostics, findings, true)
+	owner := fmt.Sprintf("vspherehpc_host_pci_passthrough on %s with %s", ch.HostID, strings.Join(ch.PCIIDs, ", "))
+	planned := make([]passthroughDeviceModel, 0, len(want))
+	allActive := true
+	for _, d := range want {
+		addClaimConflict(&resp.Diagnostics, path.Root("pci_ids"), r.client.Claim(vsphere.Claim{
+			Kind: vsphere.ClaimPCIDevice, Key: ch.HostID + " " + d.PCIID, What: fmt.Sprintf("PCI device %s of host %s", d.PCIID, ch.HostID),
+			Owner: owner, Plan: fmt.Sprint(ch.PCIIDs, ch.Match),
+		}))
+		active := types.BoolUnknown()
+		if d.Enabled && d.Active {
+			active = types.BoolValue(true)
+		} else {
+			allActive = false
+		}
+		planned = append(planned, passthroughDeviceModel{
+			PCIID: types.StringValue(d.PCIID), VendorID: types.StringValue(d.VendorID), DeviceID: types.StringValue(d.DeviceID),
+			DeviceName: types.StringValue(d.DeviceName), Enabled: types.BoolValue(true), Active: active,
+		})
+	}
+	devices, ds := types.ListValueFrom(ctx, passthroughDeviceType, planned)
+	resp.Diagnostics.Append(ds...)
+	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("devices"), devices)...)
+	reboot := types.BoolUnknown()
+	if allActive {
+		reboot = types.BoolValue(false)
+	}
+	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("reboot_required"), reboot)...)
+	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("id"), ch.HostID)...)
+}
+
+// addPassthroughFindings words the findings of the passthrough planner. At
+// plan time a device still used by VMs is a warning: resources of the same
+// apply that remove it from the VMs run first, as they refer to this one;
+// apply refuses it if they have not.
+func addPassthroughFindings(diags *diag.Diagnostics, findings []vsphere.Finding, planning bool) {
+	for _, f := range findings {
+		switch f := f.(type) {
+		case vsphere.DeviceNotOnHost:
+			diags.AddAttributeError(path.Root("pci_ids"), "No such PCI device",
+				fmt.Sprintf("Host %s has no PCI device %s. Its devices that can be passed through: %s.", f.Host, f.PCIID, orNone(f.Capable)))
+		case vsphere.DeviceNotCapable:
+			diags.AddAttributeError(path.Root("pci_ids"), "Device cannot be passed through",
+				fmt.Sprintf("PCI device %s (%s) of host %s is not passthrough capable: the host or its firmware does not offer it "+
+					"(check VT-d/IOMMU in the BIOS). Choose another device.", f.PCIID, f.Name, f.Host))
+		case vsphere.DeviceUsedByHost:
+			diags.AddAttributeError(path.Root("pci_ids"), "Device used by the host",
+				fmt.Sprintf("PCI device %s of host %s is %s, an uplink of switch %q: passing it through takes it from the host's "+
+					"network. Move the switch to another NIC first, or choose another device.", f.PCIID, f.Host, f.NIC, f.Switch))
+		case vsphere.NoDeviceMatches:
+			diags.AddAttributeError(path.Root("match"), "No device matches",
+				fmt.Sprintf("Host %s has no device with vendor id %s and device id %s that can be passed through; vspherehpc_host "+
+					"lists its devices.", f.Host, f.VendorID, f.DeviceID))
+		case vsphere.DeviceUsedByVMs:
+			detail := fmt.Sprintf("Passthrough of PCI device %s of host %s would go back off, but virtual machines %s are configured "+
+				"with it and would not power on. Remove the device from them first (vspherehpc_vm_gpu_mmio), or keep it listed.",
+				f.PCIID, f.Host, strings.Join(f.VMs, ", "))
+			if planning {
+				diags.AddWarning("Device still used by VMs", detail+" Unless this apply removes it from them first, the apply stops here.")
+			} else {
+				diags.AddError("Device still used by VMs", detail)
+			}
+		}
+	}
+}
+
+func (r *hostPCIPassthroughResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	var plan hostPCIPassthroughModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	before := map[string]bool{}
+	r.apply(ctx, &plan, before, resp.Private, &resp.State, &resp.Diagnostics)
+}
+
+func (r *hostPCIPassthroughResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	var plan hostPCIPassthroughModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	resp.State.Raw = req.State.Raw.Copy() // until read back: a failure must not record the plan
+	before := map[string]bool{}
+	_, ds := getPrivateJSON(ctx, req.Private, privatePassthroughBefore, &before)
+	resp.Diagnostics.Append(ds...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	r.apply(ctx, &plan, before, resp.Private, &resp.State, &resp.Diagnostics)
+}
+
+// apply turns passthrough on for the planned devices and puts back the
+// earlier state of devices no longer listed, recording what each newly
+// managed device had before; then it reads the result into state.
+func (r *hostPCIPassthroughResource) apply(ctx context.Context, m *hostPCIPassthroughModel, before map[string]bool, p privateState, state stateSetter, diags *diag.Diagnostics) {
+	hostID := m.HostSystemID.ValueString()
+	host, want, findings, err := r.client.PlanHostPassthrough(ctx, r.change(ctx, m, before, diags))
+	if err != nil {
+		diags.Append(vsphereErrorDiag("Cannot set PCI passthrough on host "+hostID, err))
+		return
+	}
+	if addPassthroughFindings(diags, findings, false); diags.HasError() {
+		return
+	}
+	set := map[string]bool{}
+	managed := map[string]bool{}
+	for _, d := range want {
+		managed[d.PCIID] = true
+		if _, known := before[d.PCIID]; !known {
+			before[d.PCIID] = d.Enabled
+		}
+		if !d.Enabled {
+			set[d.PCIID] = true
+		}
+	}
+	for id, was := range before {
+		if managed[id] {
+			continue
+		}
+		if d := host.Device(id); d != nil && d.Enabled != was {
+			set[id] = was
+		}
+		delete(before, id)
+	}
+	diags.Append(setPrivateJSON(ctx, p, privatePassthroughBefore, before)...)
+	if err := r.client.SetHostPassthrough(ctx, hostID, set); err != nil {
+		diags.Append(vsphereErrorDiag("Cannot set PCI passthrough on host "+hostID, err))
+		return
+	}
+	tflog.Debug(ctx, "Set PCI passthrough", map[string]any{"host_system_id": hostID, "devices": len(want)})
+	r.read(ctx, m, keysOf(managed), state, diags)
+}
+
+func keysOf(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// read reads the host back after a change and sets state.
+func (r *hostPCIPassthroughResource) read(ctx context.Context, m *hostPCIPassthroughModel, managed []string, state stateSetter, diags *diag.Diagnostics) {
+	host, err := r.client.HostPassthrough(ctx, m.HostSystemID.ValueString())
+	if err != nil {
+		diags.Append(vsphereErrorDiag("Cannot read the PCI passthrough of host "+m.HostSystemID.ValueString(), err))
+		return
+	}
+	fillPassthrough(ctx, m, host, managed, diags)
+	diags.Append(state.Set(ctx, m)...)
+}
+
+// fillPassthrough fills m's computed values from the host for the managed
+// devices. It reports whether passthrough is on for any of them.
+func fillPassthrough(ctx context.Context, m *hostPCIPassthroughModel, host *vsphere.HostPassthrough, managed []string, diags *diag.Diagnostics) bool {
+	var devices []passthroughDeviceModel
+	reboot, anyEnabled := false, false
+	for _, id := range managed {
+		d := host.Device(id)
+		if d == nil {
+			continue
+		}
+		anyEnabled = anyEnabled || d.Enabled
+		reboot = reboot || (d.Enabled && !d.Active)
+		devices = append(devices, passthroughDeviceModel{
+			PCIID: types.StringValue(d.PCIID), VendorID: types.StringValue(d.VendorID), DeviceID: types.StringValue(d.DeviceID),
+			DeviceName: types.StringValue(d.DeviceName), Enabled: types.BoolValue(d.Enabled), Active: types.BoolValue(d.Active),
+		})
+	}
+	list, ds := types.ListValueFrom(ctx, passthroughDeviceType, devices)
+	diags.Append(ds...)
+	m.ID, m.Devices, m.RebootRequired = types.StringValue(host.HostID), list, types.BoolValue(reboot)
+	return anyEnabled
+}
+
+func (r *hostPCIPassthroughResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	var state hostPCIPassthroughModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	var devices []passthroughDeviceModel
+	resp.Diagnostics.Append(state.Devices.ElementsAs(ctx, &devices, true)...)
+	var managed []string
+	for _, d := range devices {
+		managed = append(managed, d.PCIID.ValueString())
+	}
+	host, err := r.client.HostPassthrough(ctx, state.HostSystemID.ValueString())
+	if errors.Is(err, vsphere.ErrNotFound) {
+		tflog.Warn(ctx, "Host is gone; removing its passthrough from state", map[string]any{"host_system_id": state.HostSystemID.ValueString()})
+		resp.State.RemoveResource(ctx)
+		return
+	}
+	if err != nil {
+		resp.Diagnostics.Append(vsphereErrorDiag("Cannot read the PCI passthrough of host "+state.HostSystemID.ValueString(), err))
+		return
+	}
+	if !fillPassthrough(ctx, &state, host, managed, &resp.Diagnostics) {
+		// Passthrough turned off for every device out of band: what this
+		// resource made is gone, and the plan turns it on again.
+		resp.State.RemoveResource(ctx)
+		return
+	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+}
+
+func (r *hostPCIPassthroughResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	var state hostPCIPassthroughModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	before := map[string]bool{}
+	_, ds := getPrivateJSON(ctx, req.Private, privatePassthroughBefore, &before)
+	resp.Diagnostics.Append(ds...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	ch := r.change(ctx, &hostPCIPassthroughModel{HostSystemID: state.HostSystemID, PCIIDs: types.SetNull(types.StringType), Match: types.SetNull(passthroughMatchType)}, before, &resp.Diagnostics)
+	_, _, findings, err := r.client.PlanHostPassthrough(ctx, ch)
+	if errors.Is(err, vsphere.ErrNotFound) {
+		return // the host is gone, and its passthrough with it
+	}
+	if addPassthroughFindings(&resp.Diagnostics, findings, false); resp.Diagnostics.HasError() {
+		return
+	}
+	restore := map[string]bool{}
+	for _, id := range ch.Disabling {
+		restore[id] = false
+	}
+	err = r.client.SetHostPassthrough(ctx, state.HostSystemID.ValueString(), restore)
+	if err != nil && !errors.Is(err, vsphere.ErrNotFound) {
+		resp.Diagnostics.Append(vsphereErrorDiag("Cannot restore the PCI passthrough of host "+state.HostSystemID.ValueString(), err))
+	}
+}
+
+// ImportState adopts a host's passthrough: "<host id>" manages every device
+// with passthrough on, "<host id>:<pci id>,<pci id>" those devices. Destroy
+// leaves them on, as they were found.
+func (r *hostPCIPassthroughResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	hostID, list, _ := strings.Cut(req.ID, ":")
+	host, err := r.client.HostPassthrough(ctx, hostID)
+	if err != nil {
+		resp.Diagnostics.Append(vsphereErrorDiag("Cannot import the PCI passthrough of host "+hostID, err))
+		return
+	}
+	before := map[string]bool{}
+	var ids []string
+	for _, d := range host.Devices {
+		if d.Enabled && (list == "" || slices.Contains(strings.Split(list, ","), d.PCIID)) {
+			before[d.PCIID], ids = true, append(ids, d.PCIID)
+		}
+	}
+	if list != "" && len(ids) != len(strings.Split(list, ",")) {
+		resp.Diagnostics.AddError("Nothing to import",
+			fmt.Sprintf("Import %q names devices of host %s (%s) that do not have passthrough on; devices with it on: %s.",
+				req.ID, host.HostName, hostID, orNone(enabledDevices(host))))
+		return
+	}
+	if len(ids) == 0 {
+		resp.Diagnostics.AddError("Nothing to import",
+			fmt.Sprintf("Host %s (%s) has passthrough on for no PCI device. Create the resource instead.", host.HostName, hostID))
+		return
+	}
+	resp.Diagnostics.Append(setPrivateJSON(ctx, resp.Private, privatePassthroughBefore, before)...)
+	pciIDs, ds := types.SetValueFrom(ctx, types.StringType, ids)
+	resp.Diagnostics.Append(ds...)
+	devices := make([]passthroughDeviceModel, 0, len(ids))
+	for _, id := range ids {
+		devices = append(devices, passthroughDeviceModel{PCIID: types.StringValue(id), VendorID: types.StringNull(), DeviceID: types.StringNull(),
+			DeviceName: types.StringNull(), Enabled: types.BoolValue(true), Active: types.BoolNull()})
+	}
+	deviceList, ds := types.ListValueFrom(ctx, passthroughDeviceType, devices)
+	resp.Diagnostics.Append(ds...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), host.HostID)...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("host_system_id"), host.HostID)...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("pci_ids"), pciIDs)...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("devices"), deviceList)...)
+}
+
+func enabledDevices(h *vsphere.HostPassthrough) []string {
+	var out []string
+	for _, d := range h.Devices {
+		if d.Enabled {
+			out = append(out, d.PCIID)
+		}
+	}
+	return out
+}

@@ -1,0 +1,247 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
+)
+
+const passthroughAddr = "vspherehpc_host_pci_passthrough.p"
+
+// The lab's hosts each have two H100s with passthrough on and an A100
+// (0000:af:00.0, device 20f1) with it off.
+const a100 = "0000:af:00.0"
+
+func passthroughConfig(lab *vcsimlab.Lab, hostName, body string) string {
+	return providerConfig(lab) + fmt.Sprintf(`
+resource "vspherehpc_host_pci_passthrough" "p" {
+  host_system_id = %q
+%s
+}
+`, lab.HostID(hostName), body)
+}
+
+// passthroughIs checks the host itself: whether passthrough is on for a device.
+func passthroughIs(lab *vcsimlab.Lab, hostName, pciID string, want bool) func(*terraform.State) error {
+	return func(*terraform.State) error {
+		h, err := labService(lab).HostPassthrough(context.Background(), lab.HostID(hostName))
+		if err != nil {
+			return err
+		}
+		if d := h.Device(pciID); d == nil || d.Enabled != want {
+			return fmt.Errorf("passthrough of %s on %s: %+v, want enabled = %v", pciID, hostName, d, want)
+		}
+		return nil
+	}
+}
+
+func TestAccHostPCIPassthrough_basic(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	name := lab.HostNames()[0]
+	device := func(i int, key string) tfjsonpath.Path {
+		return tfjsonpath.New("devices").AtSliceIndex(i).AtMapKey(key)
+	}
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config: passthroughConfig(lab, name, fmt.Sprintf(`  pci_ids = [%q]`, a100)),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(passthroughAddr, plancheck.ResourceActionCreate),
+					plancheck.ExpectUnknownValue(passthroughAddr, tfjsonpath.New("reboot_required")),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(passthroughAddr, tfjsonpath.New("id"), knownvalue.StringExact(lab.HostID(name))),
+					statecheck.ExpectKnownValue(passthroughAddr, device(0, "pci_id"), knownvalue.StringExact(a100)),
+					statecheck.ExpectKnownValue(passthroughAddr, device(0, "device_id"), knownvalue.StringExact("20f1")),
+					statecheck.ExpectKnownValue(passthroughAddr, device(0, "enabled"), knownvalue.Bool(true)),
+					statecheck.ExpectKnownValue(passthroughAddr, device(0, "active"), knownvalue.Bool(true)),
+					statecheck.ExpectKnownValue(passthroughAddr, tfjsonpath.New("reboot_required"), knownvalue.Bool(false)),
+				},
+				Check: passthroughIs(lab, name, a100, true),
+			},
+			{
+				ResourceName: passthroughAddr, ImportState: true, ImportStateVerify: true,
+				ImportStateId: lab.HostID(name) + ":" + a100,
+			},
+			// Every A100 of the host by vendor and device id: the same device, nothing to do.
+			{
+				Config: passthroughConfig(lab, name, `  match {
+    vendor_id = "10de"
+    device_id = "20f1"
+  }`),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(passthroughAddr, plancheck.ResourceActionUpdate),
+					plancheck.ExpectKnownValue(passthroughAddr, tfjsonpath.New("reboot_required"), knownvalue.Bool(false)),
+				}},
+				Check: passthroughIs(lab, name, a100, true),
+			},
+			// An H100 joins; it was on before and stays on when dropped.
+			{
+				Config: passthroughConfig(lab, name, fmt.Sprintf(`  pci_ids = [%q, "0000:3b:00.0"]`, a100)),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(passthroughAddr, tfjsonpath.New("devices"), knownvalue.ListSizeExact(2)),
+				},
+			},
+			{
+				Config:             passthroughConfig(lab, name, fmt.Sprintf(`  pci_ids = [%q, "0000:3b:00.0"]`, a100)),
+				ConfigPlanChecks:   resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+				ExpectNonEmptyPlan: false,
+			},
+		},
+		// Destroy puts back what the host had: the A100 off, the H100s on.
+		CheckDestroy: func(s *terraform.State) error {
+			if err := passthroughIs(lab, name, a100, false)(s); err != nil {
+				return err
+			}
+			return passthroughIs(lab, name, "0000:3b:00.0", true)(s)
+		},
+	})
+}
+
+// A managed device turned off in vCenter is drift; every managed device
+// turned off is the resource gone, and the plan turns them on again.
+func TestAccHostPCIPassthrough_driftAndDisappears(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	name := lab.HostNames()[0]
+	off := func(pciID string) func(*terraform.State) error {
+		return func(*terraform.State) error {
+			return labService(lab).SetHostPassthrough(context.Background(), lab.HostID(name), map[string]bool{pciID: false})
+		}
+	}
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config: passthroughConfig(lab, name, fmt.Sprintf(`  pci_ids = [%q, "0000:5e:00.0"]`, a100)),
+				Check:  off(a100),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PostApplyPostRefresh: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(passthroughAddr, plancheck.ResourceActionUpdate),
+				}},
+				ExpectNonEmptyPlan: true,
+			},
+			{Config: passthroughConfig(lab, name, fmt.Sprintf(`  pci_ids = [%q]`, a100)), Check: passthroughIs(lab, name, a100, true)},
+			{
+				Config: passthroughConfig(lab, name, fmt.Sprintf(`  pci_ids = [%q]`, a100)),
+				Check:  off(a100),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PostApplyPostRefresh: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(passthroughAddr, plancheck.ResourceActionCreate),
+				}},
+				ExpectNonEmptyPlan: true,
+			},
+		},
+	})
+}
+
+func TestAccHostPCIPassthrough_refusals(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	name := lab.HostNames()[0]
+	id := lab.HostID(name)
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config: passthroughConfig(lab, name, `  pci_ids = ["0000:99:00.0"]`), PlanOnly: true,
+				ExpectError: regexp.MustCompile(`(?s)Host\s+` + regexp.QuoteMeta(name) + `\s+\(` + id + `\)\s+has\s+no\s+PCI\s+device\s+0000:99:00.0.\s+Its\s+devices\s+that\s+can\s+be\s+passed\s+through:.*0000:af:00.0`),
+			},
+			{
+				Config: passthroughConfig(lab, name, `  match {
+    vendor_id = "10de"
+    device_id = "ffff"
+  }`), PlanOnly: true,
+				ExpectError: wrapped(fmt.Sprintf("Host %s (%s) has no device with vendor id 10de and device id ffff that can be passed through", name, id)),
+			},
+			// vmnic0 is the uplink of vSwitch0 on every lab host.
+			{
+				Config: passthroughConfig(lab, name, `  pci_ids = ["0000:0b:00.0"]`), PlanOnly: true,
+				ExpectError: wrapped(fmt.Sprintf(`PCI device 0000:0b:00.0 of host %s (%s) is vmnic0, an uplink of switch "vSwitch0": passing it through takes it from the host's network.`, name, id)),
+			},
+			{
+				Config: passthroughConfig(lab, name, ""), PlanOnly: true,
+				ExpectError: wrapped("Give the devices to pass through in pci_ids, or select them with match blocks."),
+			},
+			{
+				Config: passthroughConfig(lab, name, `  pci_ids = ["0000:af:00.0"]`) + fmt.Sprintf(`
+resource "vspherehpc_host_pci_passthrough" "again" {
+  host_system_id = %q
+  pci_ids        = ["0000:af:00.0", "0000:3b:00.0"]
+}
+`, id), PlanOnly: true,
+				ExpectError: regexp.MustCompile(`(?s)Claimed twice in this configuration.*PCI\s+device\s+0000:af:00.0\s+of\s+host\s+` + id),
+			},
+		},
+	})
+}
+
+// Turning passthrough back off (destroy) for a device a VM is configured with
+// is refused at plan, naming the VM.
+func TestAccHostPCIPassthrough_destroyRefusedWhileAVMUsesIt(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	vm := "hpc-node-0"
+	name := lab.VMHostName(vm)
+	config := passthroughConfig(lab, name, fmt.Sprintf(`  pci_ids = [%q]`, a100))
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: config},
+			{
+				PreConfig: func() { must(t, lab.AttachGPU(context.Background(), vm, a100)) },
+				Config:    config, Destroy: true,
+				ExpectError: wrapped(fmt.Sprintf("Passthrough of PCI device %s of host %s (%s) would go back off, but virtual machines %s are configured with it", a100, name, lab.HostID(name), vm)),
+			},
+			{
+				PreConfig: func() { must(t, lab.DetachGPU(context.Background(), vm, a100)) },
+				Config:    config,
+			},
+		},
+		CheckDestroy: passthroughIs(lab, name, a100, false),
+	})
+}
+
+// The host step and the VM step in one configuration: the GPU's passthrough
+// is turned on first, and the VM takes it in the same apply.
+func TestAccHostPCIPassthrough_withGPUSetup(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	vm := "hpc-node-0"
+	name := lab.VMHostName(vm)
+	config := passthroughConfig(lab, name, `  match {
+    vendor_id = "10de"
+    device_id = "20f1"
+  }`) + fmt.Sprintf(`
+resource "vspherehpc_vm_gpu_mmio" "gpu" {
+  virtual_machine_id = %q
+  gpu {
+    pci_id = vspherehpc_host_pci_passthrough.p.devices[0].pci_id
+  }
+}
+`, lab.VMUUID(vm))
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config: config,
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("vspherehpc_vm_gpu_mmio.gpu", tfjsonpath.New("gpu").AtSliceIndex(0).AtMapKey("pci_id"), knownvalue.StringExact(a100)),
+					statecheck.ExpectKnownValue("vspherehpc_vm_gpu_mmio.gpu", tfjsonpath.New("mmio_size_gb"), knownvalue.Int64Exact(128)),
+				},
+			},
+			{Config: config, ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}}},
+		},
+		CheckDestroy: passthroughIs(lab, name, a100, false),
+	})
+}

@@ -1,0 +1,240 @@
+package vsphere
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/vim25/methods"
+	"github.com/vmware/govmomi/vim25/mo"
+	"github.com/vmware/govmomi/vim25/types"
+)
+
+// A host's PCI passthrough, as Host > Configure > Hardware > PCI Devices >
+// Toggle passthrough sets it (vSphere API: HostPciPassthruSystem's
+// UpdatePassthruConfig; the state is the host's config.pciPassthruInfo).
+
+// PassthroughDevice is one PCI device of a host and its passthrough state.
+type PassthroughDevice struct {
+	PCIID      string // 0000:3b:00.0
+	VendorID   string // four lower-case hex digits
+	DeviceID   string
+	DeviceName string
+	Capable    bool
+	Enabled    bool
+	Active     bool     // enabled and in effect; enabled but not active waits for a reboot
+	UplinkOf   string   // the switch that uses the device as a physical NIC, "" when none
+	VMs        []VMRef  // VMs on the host configured with the device
+	NIC        string   // the vmnic the device is, "" when none
+	users      []string // VM names, for messages
+}
+
+// HostPassthrough is a host's PCI devices as passthrough sees them.
+type HostPassthrough struct {
+	HostID, HostName string
+	Devices          []PassthroughDevice // sorted by PCI id
+}
+
+// Device returns the device with this PCI id, or nil.
+func (h *HostPassthrough) Device(pciID string) *PassthroughDevice {
+	for i := range h.Devices {
+		if h.Devices[i].PCIID == pciID {
+			return &h.Devices[i]
+		}
+	}
+	return nil
+}
+
+// HostPassthrough reads a host's PCI devices, their passthrough state and
+// their users, in one property-collector round trip.
+func (c *Client) HostPassthrough(ctx context.Context, hostID string) (*HostPassthrough, error) {
+	h, _, vms, err := c.readHost(ctx, "reading the PCI passthrough of host "+hostID, hostID)
+	if err != nil {
+		return nil, err
+	}
+	return hostPassthroughFromMO(h, vms), nil
+}
+
+func hostPassthroughFromMO(h *mo.HostSystem, vms []mo.VirtualMachine) *HostPassthrough {
+	out := &HostPassthrough{HostID: h.Self.Value, HostName: h.Name}
+	if h.Hardware == nil || h.Config == nil {
+		return out
+	}
+	state := map[string]*types.HostPciPassthruInfo{}
+	for _, p := range h.Config.PciPassthruInfo {
+		if info := p.GetHostPciPassthruInfo(); info != nil {
+			state[info.Id] = info
+		}
+	}
+	nics := map[string]PhysicalNIC{} // by PCI id
+	if h.Config.Network != nil {
+		for _, n := range physicalNICs(h.Config.Network) {
+			nics[n.PCIID] = n
+		}
+	}
+	users := pciUsers(vms)
+	for _, d := range h.Hardware.PciDevice {
+		info, listed := state[d.Id]
+		if !listed {
+			continue // not a device passthrough knows of
+		}
+		dev := PassthroughDevice{
+			PCIID: d.Id, VendorID: HexID(d.VendorId), DeviceID: HexID(d.DeviceId), DeviceName: d.DeviceName,
+			Capable: info.PassthruCapable, Enabled: info.PassthruEnabled, Active: info.PassthruActive, VMs: users[d.Id],
+		}
+		if n, ok := nics[d.Id]; ok {
+			dev.NIC, dev.UplinkOf = n.Name, n.Switch
+		}
+		for _, u := range dev.VMs {
+			dev.users = append(dev.users, u.Name)
+		}
+		out.Devices = append(out.Devices, dev)
+	}
+	sort.Slice(out.Devices, func(i, j int) bool { return out.Devices[i].PCIID < out.Devices[j].PCIID })
+	return out
+}
+
+// SetHostPassthrough enables or disables passthrough of the given devices
+// (PCI id → enabled) in one UpdatePassthruConfig.
+func (c *Client) SetHostPassthrough(ctx context.Context, hostID string, enabled map[string]bool) error {
+	if len(enabled) == 0 {
+		return nil
+	}
+	op := "setting PCI passthrough on host " + hostID
+	ctx, cancel := c.withTimeout(ctx)
+	defer cancel()
+	vc, err := c.vimClient(ctx)
+	if err != nil {
+		return err
+	}
+	host := object.NewHostSystem(vc, types.ManagedObjectReference{Type: "HostSystem", Value: hostID})
+	var hs mo.HostSystem
+	if err := host.Properties(ctx, host.Reference(), []string{"configManager.pciPassthruSystem"}, &hs); err != nil {
+		return translate(op, err)
+	}
+	if hs.ConfigManager.PciPassthruSystem == nil {
+		return &Error{Op: op, Kind: ErrNotImplemented, Message: "the host has no PCI passthrough system"}
+	}
+	ids := make([]string, 0, len(enabled))
+	for id := range enabled {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	var cfg []types.BaseHostPciPassthruConfig
+	for _, id := range ids {
+		cfg = append(cfg, &types.HostPciPassthruConfig{Id: id, PassthruEnabled: enabled[id]})
+	}
+	if _, err := methods.UpdatePassthruConfig(ctx, vc, &types.UpdatePassthruConfig{This: *hs.ConfigManager.PciPassthruSystem, Config: cfg}); err != nil {
+		return translate(op, err)
+	}
+	c.log.Debug(ctx, "Set PCI passthrough", map[string]any{"host_system_id": hostID, "devices": fmt.Sprint(enabled)})
+	return nil
+}
+
+// The findings of PlanHostPassthrough. Host names the host as "name (id)".
+type (
+	// DeviceNotOnHost: the host has no PCI device with that id.
+	DeviceNotOnHost struct {
+		Host, PCIID string
+		Capable     []string // the host's passthrough-capable devices, "id (name)"
+	}
+	// DeviceNotCapable: the device cannot be passed through.
+	DeviceNotCapable struct {
+		Host, PCIID, Name string
+	}
+	// DeviceUsedByHost: the device is a physical NIC a switch of the host
+	// uses; passing it through takes the host's network away.
+	DeviceUsedByHost struct {
+		Host, PCIID, NIC, Switch string
+	}
+	// NoDeviceMatches: no passthrough-capable device of the host has the
+	// vendor and device id.
+	NoDeviceMatches struct {
+		Host, VendorID, DeviceID string
+	}
+	// DeviceUsedByVMs: passthrough would be turned off for a device VMs
+	// are configured with; they would not power on.
+	DeviceUsedByVMs struct {
+		Host, PCIID string
+		VMs         []string
+	}
+)
+
+func (DeviceNotOnHost) finding()  {}
+func (DeviceNotCapable) finding() {}
+func (DeviceUsedByHost) finding() {}
+func (NoDeviceMatches) finding()  {}
+func (DeviceUsedByVMs) finding()  {}
+
+// PassthroughChange is a host's planned passthrough: the devices to enable,
+// by PCI id or by vendor and device id (every such device of the host), and
+// the devices whose passthrough is about to be turned off.
+type PassthroughChange struct {
+	HostID    string
+	PCIIDs    []string
+	Match     []GPURequest // VendorID and DeviceID set
+	Disabling []string
+}
+
+// PlanHostPassthrough resolves a planned passthrough to the host's devices
+// and checks it: each device exists, can be passed through, is not a NIC the
+// host's switches use, and a device losing passthrough has no VM.
+func (c *Client) PlanHostPassthrough(ctx context.Context, ch PassthroughChange) (*HostPassthrough, []PassthroughDevice, []Finding, error) {
+	h, err := c.HostPassthrough(ctx, ch.HostID)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	host := fmt.Sprintf("%s (%s)", h.HostName, h.HostID)
+	var want []PassthroughDevice
+	var out []Finding
+	add := func(d PassthroughDevice) {
+		if !slices.ContainsFunc(want, func(w PassthroughDevice) bool { return w.PCIID == d.PCIID }) {
+			want = append(want, d)
+		}
+	}
+	for _, id := range ch.PCIIDs {
+		d := h.Device(id)
+		switch {
+		case d == nil:
+			out = append(out, DeviceNotOnHost{Host: host, PCIID: id, Capable: capableDevices(h)})
+		case !d.Capable:
+			out = append(out, DeviceNotCapable{Host: host, PCIID: id, Name: d.DeviceName})
+		case d.UplinkOf != "":
+			out = append(out, DeviceUsedByHost{Host: host, PCIID: id, NIC: d.NIC, Switch: d.UplinkOf})
+		default:
+			add(*d)
+		}
+	}
+	for _, m := range ch.Match {
+		found := false
+		for _, d := range h.Devices {
+			if d.VendorID == m.VendorID && d.DeviceID == m.DeviceID && d.Capable && d.UplinkOf == "" {
+				add(d)
+				found = true
+			}
+		}
+		if !found {
+			out = append(out, NoDeviceMatches{Host: host, VendorID: m.VendorID, DeviceID: m.DeviceID})
+		}
+	}
+	for _, id := range ch.Disabling {
+		if d := h.Device(id); d != nil && len(d.users) > 0 && !slices.ContainsFunc(want, func(w PassthroughDevice) bool { return w.PCIID == id }) {
+			out = append(out, DeviceUsedByVMs{Host: host, PCIID: id, VMs: d.users})
+		}
+	}
+	sort.Slice(want, func(i, j int) bool { return want[i].PCIID < want[j].PCIID })
+	return h, want, out, nil
+}
+
+func capableDevices(h *HostPassthrough) []string {
+	var out []string
+	for _, d := range h.Devices {
+		if d.Capable && d.UplinkOf == "" {
+			out = append(out, fmt.Sprintf("%s (%s)", d.PCIID, strings.TrimSpace(d.DeviceName)))
+		}
+	}
+	return out
+}

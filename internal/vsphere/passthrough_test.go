@@ -1,0 +1,60 @@
+package vsphere
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
+)
+
+// A host's passthrough, with the NICs the host uses and the VMs using each
+// device, is one property-collector round trip: a refresh's whole cost.
+func TestHostPassthrough(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	ctx := context.Background()
+	c := labClient(lab)
+	name := lab.HostNames()[0]
+	if _, err := c.DVSVersions(ctx); err != nil { // connect first: login is not the read's cost
+		t.Fatal(err)
+	}
+	lab.ResetCalls()
+	h, err := c.HostPassthrough(ctx, lab.HostID(name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls := lab.Calls(); calls["RetrievePropertiesEx"]+calls["RetrieveProperties"] != 1 || len(calls) != 1 {
+		t.Fatalf("calls = %v, want one property-collector read", calls)
+	}
+	a100 := h.Device("0000:af:00.0")
+	if a100 == nil || !a100.Capable || a100.Enabled || a100.DeviceID != "20f1" || a100.VendorID != "10de" {
+		t.Fatalf("A100 = %+v, want capable and off", a100)
+	}
+	if nic := h.Device("0000:0b:00.0"); nic == nil || nic.NIC != "vmnic0" || nic.UplinkOf != "vSwitch0" {
+		t.Fatalf("vmnic0's device = %+v, want the uplink of vSwitch0", nic)
+	}
+}
+
+func TestPlanHostPassthrough(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	ctx := context.Background()
+	c := labClient(lab)
+	id := lab.HostID(lab.HostNames()[0])
+	_, want, f, err := c.PlanHostPassthrough(ctx, PassthroughChange{HostID: id, Match: []GPURequest{{VendorID: "10de", DeviceID: "2330"}}})
+	if err != nil || len(f) != 0 || len(want) != 2 || want[0].PCIID != "0000:3b:00.0" || want[1].PCIID != "0000:5e:00.0" {
+		t.Fatalf("every H100: %+v, %#v, %v", want, f, err)
+	}
+	_, _, f, err = c.PlanHostPassthrough(ctx, PassthroughChange{HostID: id, PCIIDs: []string{"0000:99:00.0", "0000:0b:00.0"}})
+	if err != nil || len(f) != 2 {
+		t.Fatalf("findings = %#v, %v", f, err)
+	}
+	missing, ok := f[0].(DeviceNotOnHost)
+	if !ok || !slices.Contains(missing.Capable, "0000:af:00.0 (GA100 [A100 PCIe 40GB])") || slices.ContainsFunc(missing.Capable, func(s string) bool { return s[:12] == "0000:0b:00.0" }) {
+		t.Fatalf("missing device: %#v, want the capable devices listed, the host's uplink not", f[0])
+	}
+	if used, ok := f[1].(DeviceUsedByHost); !ok || used.Switch != "vSwitch0" || used.NIC != "vmnic0" {
+		t.Fatalf("uplink: %#v, want DeviceUsedByHost naming vSwitch0", f[1])
+	}
+}
