@@ -37,6 +37,28 @@ type hostModel struct {
 	PhysicalNICs    []physicalNICModel `tfsdk:"physical_nics"`
 	VMKernelNICs    []vmkernelNICModel `tfsdk:"vmkernel_nics"`
 	GPUs            []hostGPUModel     `tfsdk:"gpus"`
+	PCIDevices      []pciDeviceModel   `tfsdk:"pci_devices"`
+}
+
+type pciDeviceModel struct {
+	PCIID              types.String   `tfsdk:"pci_id"`
+	VendorID           types.String   `tfsdk:"vendor_id"`
+	DeviceID           types.String   `tfsdk:"device_id"`
+	VendorName         types.String   `tfsdk:"vendor_name"`
+	DeviceName         types.String   `tfsdk:"device_name"`
+	ConnectX           types.Bool     `tfsdk:"connectx"`
+	PhysicalNIC        types.String   `tfsdk:"physical_nic"`
+	UplinkOf           types.String   `tfsdk:"uplink_of"`
+	PassthroughCapable types.Bool     `tfsdk:"passthrough_capable"`
+	PassthroughEnabled types.Bool     `tfsdk:"passthrough_enabled"`
+	PassthroughActive  types.Bool     `tfsdk:"passthrough_active"`
+	SRIOVCapable       types.Bool     `tfsdk:"sriov_capable"`
+	SRIOVEnabled       types.Bool     `tfsdk:"sriov_enabled"`
+	SRIOVActive        types.Bool     `tfsdk:"sriov_active"`
+	VFsRequested       types.Int64    `tfsdk:"virtual_functions_requested"`
+	VFs                types.Int64    `tfsdk:"virtual_functions"`
+	MaxVFs             types.Int64    `tfsdk:"max_virtual_functions"`
+	UsedBy             []gpuUserModel `tfsdk:"used_by"`
 }
 
 type physicalNICModel struct {
@@ -190,6 +212,41 @@ func (d *hostDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, r
 					},
 				}},
 			},
+			"pci_devices": schema.ListNestedAttribute{
+				Computed: true,
+				MarkdownDescription: "Every PCI device the host reports a passthrough state for (GPUs, NICs, InfiniBand cards), sorted by " +
+					"PCI id, with passthrough and SR-IOV state and the VMs using each: what `vspherehpc_host_pci_passthrough` takes. " +
+					"Select, e.g., every ConnectX card: `[for d in data.vspherehpc_host.esx.pci_devices : d.pci_id if d.connectx]`.",
+				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+					"pci_id":                      computedString("PCI address, e.g. `0000:3b:00.0`."),
+					"vendor_id":                   computedString("PCI vendor id as four hex digits (`10de` NVIDIA, `15b3` Mellanox/NVIDIA networking)."),
+					"device_id":                   computedString("PCI device id as four hex digits."),
+					"vendor_name":                 computedString("Vendor name."),
+					"device_name":                 computedString("Device name."),
+					"connectx":                    computedBool("Whether it is a Mellanox/NVIDIA ConnectX card (vendor `15b3`): Ethernet RDMA or InfiniBand."),
+					"physical_nic":                computedString("The vmnic the device is; empty when it is none."),
+					"uplink_of":                   computedString("The switch that uses the device as an uplink; empty when none does (such a device cannot be passed through)."),
+					"passthrough_capable":         computedBool("Whether the device can be passed through."),
+					"passthrough_enabled":         computedBool("Whether passthrough is enabled."),
+					"passthrough_active":          computedBool("Whether passthrough is in effect (enabled, and the host rebooted since when it needed to)."),
+					"sriov_capable":               computedBool("Whether the device is an SR-IOV physical function."),
+					"sriov_enabled":               computedBool("Whether SR-IOV is enabled."),
+					"sriov_active":                computedBool("Whether SR-IOV is in effect."),
+					"virtual_functions_requested": computedInt64("Virtual functions requested; they exist once SR-IOV is active."),
+					"virtual_functions":           computedInt64("Virtual functions that exist."),
+					"max_virtual_functions":       computedInt64("Most virtual functions the device supports."),
+					"used_by": schema.ListNestedAttribute{
+						Computed:            true,
+						MarkdownDescription: "VMs on this host configured with the device.",
+						NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+							"virtual_machine_id": computedString("UUID of the VM."),
+							"moid":               computedString("Managed object id of the VM."),
+							"name":               computedString("Name of the VM."),
+							"powered_on":         computedBool("Whether the VM is powered on."),
+						}},
+					},
+				}},
+			},
 		},
 	}
 }
@@ -250,13 +307,7 @@ func (d *hostDataSource) Read(ctx context.Context, req datasource.ReadRequest, r
 	}
 	state.GPUs = make([]hostGPUModel, 0, len(h.GPUs))
 	for _, g := range h.GPUs {
-		users := make([]gpuUserModel, 0, len(g.VMs))
-		for _, vm := range g.VMs {
-			users = append(users, gpuUserModel{
-				VirtualMachineID: types.StringValue(vm.ID), MOID: types.StringValue(vm.MOID),
-				Name: types.StringValue(vm.Name), PoweredOn: types.BoolValue(vm.PowerState == vsphere.PoweredOn),
-			})
-		}
+		users := vmUsers(g.VMs)
 		state.GPUs = append(state.GPUs, hostGPUModel{
 			PCIID: types.StringValue(g.PCIID), VendorID: types.StringValue(g.VendorID), DeviceID: types.StringValue(g.DeviceID),
 			VendorName: types.StringValue(g.VendorName), DeviceName: types.StringValue(g.DeviceName),
@@ -265,5 +316,33 @@ func (d *hostDataSource) Read(ctx context.Context, req datasource.ReadRequest, r
 			PassthroughActive: types.BoolValue(g.PassthroughActive), UsedBy: users,
 		})
 	}
+	state.PCIDevices = make([]pciDeviceModel, 0, len(h.PCIDevices))
+	for _, p := range h.PCIDevices {
+		sr := vsphere.SRIOV{}
+		if p.SRIOV != nil {
+			sr = *p.SRIOV
+		}
+		state.PCIDevices = append(state.PCIDevices, pciDeviceModel{
+			PCIID: types.StringValue(p.PCIID), VendorID: types.StringValue(p.VendorID), DeviceID: types.StringValue(p.DeviceID),
+			VendorName: types.StringValue(p.VendorName), DeviceName: types.StringValue(p.DeviceName),
+			ConnectX: types.BoolValue(p.VendorID == vsphere.VendorMellanox), PhysicalNIC: types.StringValue(p.NIC), UplinkOf: types.StringValue(p.UplinkOf),
+			PassthroughCapable: types.BoolValue(p.Capable), PassthroughEnabled: types.BoolValue(p.Enabled), PassthroughActive: types.BoolValue(p.Active),
+			SRIOVCapable: types.BoolValue(sr.Capable), SRIOVEnabled: types.BoolValue(sr.Enabled), SRIOVActive: types.BoolValue(sr.Active),
+			VFsRequested: types.Int64Value(int64(sr.VFsRequested)), VFs: types.Int64Value(int64(sr.VFs)), MaxVFs: types.Int64Value(int64(sr.MaxVFs)),
+			UsedBy: vmUsers(p.VMs),
+		})
+	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+}
+
+// vmUsers lists the VMs configured with a device.
+func vmUsers(vms []vsphere.VMRef) []gpuUserModel {
+	users := make([]gpuUserModel, 0, len(vms))
+	for _, vm := range vms {
+		users = append(users, gpuUserModel{
+			VirtualMachineID: types.StringValue(vm.ID), MOID: types.StringValue(vm.MOID),
+			Name: types.StringValue(vm.Name), PoweredOn: types.BoolValue(vm.PowerState == vsphere.PoweredOn),
+		})
+	}
+	return users
 }

@@ -130,3 +130,34 @@ data "vspherehpc_host" "h" {
 		},
 	})
 }
+
+// pci_devices lists what vspherehpc_host_pci_passthrough takes, with what
+// uses each device: the host's own uplink, ConnectX cards, GPUs.
+func TestAccHostDataSource_pciDevices(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	name := lab.HostNames()[0]
+	h := "data.vspherehpc_host.h"
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config: hostConfig(lab, name),
+			Check: resource.ComposeAggregateTestCheckFunc(
+				resource.TestCheckTypeSetElemNestedAttrs(h, "pci_devices.*", map[string]string{
+					"pci_id": "0000:0b:00.0", "physical_nic": "vmnic0", "uplink_of": "vSwitch0", "connectx": "false",
+				}),
+				resource.TestCheckTypeSetElemNestedAttrs(h, "pci_devices.*", map[string]string{
+					"pci_id": "0000:d8:00.0", "physical_nic": "vmnic4", "uplink_of": "", "connectx": "true", "vendor_id": "15b3",
+					"passthrough_capable": "true", "passthrough_enabled": "false",
+				}),
+				resource.TestCheckTypeSetElemNestedAttrs(h, "pci_devices.*", map[string]string{
+					"pci_id": "0000:af:00.0", "device_id": "20f1", "passthrough_capable": "true", "passthrough_enabled": "false",
+					"sriov_capable": "false", "max_virtual_functions": "0", "used_by.#": "0",
+				}),
+				resource.TestCheckTypeSetElemNestedAttrs(h, "pci_devices.*", map[string]string{
+					"pci_id": "0000:3b:00.0", "passthrough_enabled": "true", "passthrough_active": "true",
+				}),
+			),
+		}},
+	})
+}

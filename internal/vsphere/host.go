@@ -24,6 +24,7 @@ type Host struct {
 	PhysicalNICs    []PhysicalNIC
 	VMKernelNICs    []VMKernelNIC
 	GPUs            []GPU
+	PCIDevices      []PassthroughDevice // every device the host reports a passthrough state for
 }
 
 // PhysicalNIC is one vmnic.
@@ -187,6 +188,7 @@ func hostFromMO(h *mo.HostSystem, cluster *mo.ManagedEntity, vms []mo.VirtualMac
 		out.VMKernelNICs = vmkernelNICs(h.Config.Network.Vnic)
 	}
 	out.GPUs = gpus(h, vms)
+	out.PCIDevices = hostPassthroughFromMO(h, vms).Devices
 	return out
 }
 

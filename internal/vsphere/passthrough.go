@@ -17,6 +17,10 @@ import (
 // Toggle passthrough sets it (vSphere API: HostPciPassthruSystem's
 // UpdatePassthruConfig; the state is the host's config.pciPassthruInfo).
 
+// VendorMellanox is the PCI vendor id of Mellanox (NVIDIA networking):
+// ConnectX Ethernet and InfiniBand cards.
+const VendorMellanox = "15b3"
+
 // PassthroughDevice is one PCI device of a host and its passthrough state.
 type PassthroughDevice struct {
 	PCIID      string // 0000:3b:00.0
@@ -25,11 +29,19 @@ type PassthroughDevice struct {
 	DeviceName string
 	Capable    bool
 	Enabled    bool
-	Active     bool     // enabled and in effect; enabled but not active waits for a reboot
-	UplinkOf   string   // the switch that uses the device as a physical NIC, "" when none
-	VMs        []VMRef  // VMs on the host configured with the device
-	NIC        string   // the vmnic the device is, "" when none
+	Active     bool    // enabled and in effect; enabled but not active waits for a reboot
+	UplinkOf   string  // the switch that uses the device as a physical NIC, "" when none
+	VMs        []VMRef // VMs on the host configured with the device
+	NIC        string  // the vmnic the device is, "" when none
+	VendorName string
+	SRIOV      *SRIOV   // nil unless the host reports the device's SR-IOV state
 	users      []string // VM names, for messages
+}
+
+// SRIOV is a physical function's SR-IOV state (vSphere's HostSriovInfo).
+type SRIOV struct {
+	Capable, Enabled, Active  bool
+	VFsRequested, VFs, MaxVFs int
 }
 
 // HostPassthrough is a host's PCI devices as passthrough sees them.
@@ -64,9 +76,13 @@ func hostPassthroughFromMO(h *mo.HostSystem, vms []mo.VirtualMachine) *HostPasst
 		return out
 	}
 	state := map[string]*types.HostPciPassthruInfo{}
+	sriov := map[string]*types.HostSriovInfo{}
 	for _, p := range h.Config.PciPassthruInfo {
 		if info := p.GetHostPciPassthruInfo(); info != nil {
 			state[info.Id] = info
+		}
+		if sr, ok := p.(*types.HostSriovInfo); ok {
+			sriov[sr.Id] = sr
 		}
 	}
 	nics := map[string]PhysicalNIC{} // by PCI id
@@ -82,8 +98,12 @@ func hostPassthroughFromMO(h *mo.HostSystem, vms []mo.VirtualMachine) *HostPasst
 			continue // not a device passthrough knows of
 		}
 		dev := PassthroughDevice{
-			PCIID: d.Id, VendorID: HexID(d.VendorId), DeviceID: HexID(d.DeviceId), DeviceName: d.DeviceName,
+			PCIID: d.Id, VendorID: HexID(d.VendorId), DeviceID: HexID(d.DeviceId), DeviceName: d.DeviceName, VendorName: d.VendorName,
 			Capable: info.PassthruCapable, Enabled: info.PassthruEnabled, Active: info.PassthruActive, VMs: users[d.Id],
+		}
+		if sr, ok := sriov[d.Id]; ok {
+			dev.SRIOV = &SRIOV{Capable: sr.SriovCapable, Enabled: sr.SriovEnabled, Active: sr.SriovActive,
+				VFsRequested: int(sr.NumVirtualFunctionRequested), VFs: int(sr.NumVirtualFunction), MaxVFs: int(sr.MaxVirtualFunctionSupported)}
 		}
 		if n, ok := nics[d.Id]; ok {
 			dev.NIC, dev.UplinkOf = n.Name, n.Switch
