@@ -159,6 +159,7 @@ echo "module.pvrdma: measure the MTU between every pair of hosts of ${VSPHERE_LA
 echo "               switch, its port group and each host's PVRDMA settings"
 echo "module.client: a PVRDMA adapter on hpc-node-0 and hpc-node-1"
 echo "module.gpu:    a PVRDMA adapter, two GPUs of its host and the MMIO window on hpc-node-2"
+echo "host step:     PCI passthrough on for the A100 of hpc-node-2's host (reboot_required shows whether it must reboot)"
 tf apply -auto-approve -input=false || { show_lab_log; fail "terraform apply failed"; }
 
 header "terraform output"

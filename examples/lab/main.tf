@@ -98,6 +98,19 @@ module "gpu" {
   gpu_pci_ids        = local.gpu_pci_ids
 }
 
+# The host step of GPU passthrough, in code: passthrough on for every A100
+# (10de:20f1) of the GPU VM's host, which the lab ships with it off.
+# reboot_required says whether the host must reboot before a VM can use it;
+# the lab's ESXi 8 hosts apply it at once.
+resource "vspherehpc_host_pci_passthrough" "a100" {
+  host_system_id = data.vspherehpc_host.gpu.id
+
+  match {
+    vendor_id = "10de"
+    device_id = "20f1"
+  }
+}
+
 check "enough_gpus" {
   assert {
     condition     = length(local.free_gpus) >= var.gpu_count
@@ -134,6 +147,14 @@ output "gpu_node" {
     gpus                = local.gpu_pci_ids
     total_gpu_memory_gb = module.gpu.total_gpu_memory_gb
     mmio_size_gb        = module.gpu.mmio_size_gb
+  }
+}
+
+output "gpu_host_passthrough" {
+  description = "The A100s of the GPU VM's host with passthrough on, and whether the host must reboot first."
+  value = {
+    devices         = [for d in vspherehpc_host_pci_passthrough.a100.devices : "${d.pci_id} ${d.device_name}"]
+    reboot_required = vspherehpc_host_pci_passthrough.a100.reboot_required
   }
 }
 

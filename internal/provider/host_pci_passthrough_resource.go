@@ -48,6 +48,11 @@ type hostPCIPassthroughModel struct {
 	RebootRequired types.Bool   `tfsdk:"reboot_required"`
 }
 
+// tfsdkState is the prior state of a plan.
+type tfsdkState interface {
+	Get(ctx context.Context, target any) diag.Diagnostics
+}
+
 var passthroughMatchType = types.ObjectType{AttrTypes: map[string]attr.Type{"vendor_id": types.StringType, "device_id": types.StringType}}
 
 type passthroughMatchModel struct {
@@ -121,7 +126,9 @@ func (r *hostPCIPassthroughResource) Schema(_ context.Context, _ resource.Schema
 		},
 		Blocks: map[string]schema.Block{
 			"match": schema.SetNestedBlock{
-				MarkdownDescription: "Every passthrough-capable device of the host with this vendor and device id.",
+				MarkdownDescription: "Every passthrough-capable device of the host with this vendor and device id, not used by the host " +
+					"as a switch uplink. Resolved when the configuration changes (or a managed device drifts), not on every plan: a card " +
+					"installed later joins at the next change.",
 				NestedObject: schema.NestedBlockObject{Attributes: map[string]schema.Attribute{
 					"vendor_id": schema.StringAttribute{
 						Required: true, MarkdownDescription: "PCI vendor id, four lower-case hex digits (`10de` for NVIDIA, `15b3` for Mellanox).",
@@ -190,6 +197,8 @@ func (r *hostPCIPassthroughResource) ModifyPlan(ctx context.Context, req resourc
 	}
 	if req.State.Raw.IsNull() {
 		before = nil // a new resource turns nothing off
+	} else if r.unchanged(ctx, &plan, req.State, &resp.Diagnostics) {
+		return // like every plan-time check, ask vCenter only about what changes
 	}
 	ch := r.change(ctx, &plan, before, &resp.Diagnostics)
 	if len(ch.PCIIDs) == 0 && len(ch.Match) == 0 {
@@ -234,6 +243,25 @@ func (r *hostPCIPassthroughResource) ModifyPlan(ctx context.Context, req resourc
 	}
 	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("reboot_required"), reboot)...)
 	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("id"), ch.HostID)...)
+}
+
+// unchanged reports whether the configuration is as in state and every
+// managed device has passthrough on and active: then the plan is the state.
+// match is resolved again when the configuration changes, not on every plan.
+func (r *hostPCIPassthroughResource) unchanged(ctx context.Context, plan *hostPCIPassthroughModel, state tfsdkState, diags *diag.Diagnostics) bool {
+	var prior hostPCIPassthroughModel
+	diags.Append(state.Get(ctx, &prior)...)
+	if diags.HasError() || !plan.PCIIDs.Equal(prior.PCIIDs) || !plan.Match.Equal(prior.Match) {
+		return false
+	}
+	var devices []passthroughDeviceModel
+	diags.Append(prior.Devices.ElementsAs(ctx, &devices, true)...)
+	for _, d := range devices {
+		if !d.Enabled.ValueBool() || !d.Active.ValueBool() {
+			return false
+		}
+	}
+	return len(devices) > 0
 }
 
 // addPassthroughFindings words the findings of the passthrough planner. At
