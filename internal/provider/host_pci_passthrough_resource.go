@@ -217,17 +217,20 @@ func (r *hostPCIPassthroughResource) ModifyPlan(ctx context.Context, req resourc
 	addPassthroughFindings(&resp.Diagnostics, findings, true)
 	owner := fmt.Sprintf("vspherehpc_host_pci_passthrough on %s with %s", ch.HostID, strings.Join(ch.PCIIDs, ", "))
 	planned := make([]passthroughDeviceModel, 0, len(want))
-	allActive := true
+	turningOn, pendingReboot := false, false
 	for _, d := range want {
 		addClaimConflict(&resp.Diagnostics, path.Root("pci_ids"), r.client.Claim(vsphere.Claim{
 			Kind: vsphere.ClaimPCIDevice, Key: ch.HostID + " " + d.PCIID, What: fmt.Sprintf("PCI device %s of host %s", d.PCIID, ch.HostID),
 			Owner: owner, Plan: fmt.Sprint(ch.PCIIDs, ch.Match),
 		}))
+		// A device turned on now may need a reboot: unknown. One already on
+		// keeps what the host says, so waiting for a reboot is no diff.
 		active := types.BoolUnknown()
-		if d.Enabled && d.Active {
-			active = types.BoolValue(true)
+		if d.Enabled {
+			active = types.BoolValue(d.Active)
+			pendingReboot = pendingReboot || !d.Active
 		} else {
-			allActive = false
+			turningOn = true
 		}
 		planned = append(planned, passthroughDeviceModel{
 			PCIID: types.StringValue(d.PCIID), VendorID: types.StringValue(d.VendorID), DeviceID: types.StringValue(d.DeviceID),
@@ -237,9 +240,9 @@ func (r *hostPCIPassthroughResource) ModifyPlan(ctx context.Context, req resourc
 	devices, ds := types.ListValueFrom(ctx, passthroughDeviceType, planned)
 	resp.Diagnostics.Append(ds...)
 	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("devices"), devices)...)
-	reboot := types.BoolUnknown()
-	if allActive {
-		reboot = types.BoolValue(false)
+	reboot := types.BoolValue(pendingReboot)
+	if turningOn {
+		reboot = types.BoolUnknown()
 	}
 	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("reboot_required"), reboot)...)
 	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("id"), ch.HostID)...)

@@ -245,3 +245,35 @@ resource "vspherehpc_vm_gpu_mmio" "gpu" {
 		CheckDestroy: passthroughIs(lab, name, a100, false),
 	})
 }
+
+// On a host that must reboot to apply passthrough, the device is enabled but
+// not active and reboot_required says so, with no diff while it waits; after
+// the reboot it is active.
+func TestAccHostPCIPassthrough_rebootRequired(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{HostsNeedReboot: true})
+	name := lab.HostNames()[0]
+	config := passthroughConfig(lab, name, fmt.Sprintf(`  pci_ids = [%q]`, a100))
+	active := tfjsonpath.New("devices").AtSliceIndex(0).AtMapKey("active")
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config: config,
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(passthroughAddr, active, knownvalue.Bool(false)),
+					statecheck.ExpectKnownValue(passthroughAddr, tfjsonpath.New("reboot_required"), knownvalue.Bool(true)),
+				},
+			},
+			{Config: config, ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}}},
+			{
+				PreConfig: func() { must(t, lab.RebootHost(context.Background(), name)) },
+				Config:    config,
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(passthroughAddr, active, knownvalue.Bool(true)),
+					statecheck.ExpectKnownValue(passthroughAddr, tfjsonpath.New("reboot_required"), knownvalue.Bool(false)),
+				},
+			},
+		},
+	})
+}

@@ -236,6 +236,7 @@ func (p *vspherehpcProvider) Resources(_ context.Context) []func() resource.Reso
 	return []func() resource.Resource{
 		NewHostPCIPassthroughResource,
 		NewHostPVRDMASettingsResource,
+		NewHostSRIOVResource,
 		NewRDMADVSResource,
 		NewVMPVRDMANICResource,
 		NewVMGPUMMIOResource,

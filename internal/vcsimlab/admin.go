@@ -7,6 +7,7 @@ import (
 
 	govmomifind "github.com/vmware/govmomi/find"
 	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/simulator"
 	"github.com/vmware/govmomi/vim25/types"
 )
 
@@ -176,4 +177,37 @@ func adminWait(ctx context.Context) func(*object.Task, error) error {
 		}
 		return task.Wait(ctx)
 	}
+}
+
+// RebootHost reboots a host out of band, as Reboot in the vSphere Client
+// (govc host.shutdown -r) or the host's console does, and applies its
+// pending passthrough and SR-IOV changes: passthrough and SR-IOV become
+// active as enabled and the requested virtual functions appear (see
+// UpdatePassthruConfig). The host's runtime.bootTime becomes now; its VMs
+// are left as they are.
+func (l *Lab) RebootHost(ctx context.Context, hostName string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	id := l.HostID(hostName)
+	if id == "" {
+		return fmt.Errorf("vcsimlab: no host %q", hostName)
+	}
+	reg := l.model.Map()
+	h, ok := reg.Get(ref("HostSystem", id)).(*simulator.HostSystem)
+	if !ok {
+		return fmt.Errorf("vcsimlab: host %q is no longer in the inventory", hostName)
+	}
+	sctx := newContext(reg)
+	var ps *pciPassthruSystem
+	sctx.WithLock(h, func() {
+		if r := h.ConfigManager.PciPassthruSystem; r != nil {
+			ps, _ = reg.Get(*r).(*pciPassthruSystem)
+		}
+	})
+	if ps == nil {
+		return fmt.Errorf("vcsimlab: host %q has no PCI passthrough system", hostName)
+	}
+	ps.reboot(sctx)
+	return nil
 }

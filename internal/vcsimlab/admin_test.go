@@ -7,6 +7,7 @@ import (
 
 	"github.com/vmware/govmomi/fault"
 	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/vim25/methods"
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
 )
@@ -179,5 +180,46 @@ func TestAdminInjectFaults(t *testing.T) {
 		if err := l.InjectTaskFault("ReconfigVM_Task", vm, bad); err == nil {
 			t.Errorf("%+v: no error", bad)
 		}
+	}
+}
+
+// TestAdminRebootHost: RebootHost applies a host's pending passthrough
+// change (TestPendingUntilReboot has SR-IOV) and refuses unknown hosts.
+func TestAdminRebootHost(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	l, err := Start(ctx, Options{HostsNeedReboot: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.Close)
+	name := l.HostNames()[2]
+	ps := types.ManagedObjectReference{Type: "HostPciPassthruSystem", Value: "pcipassthrusystem-" + l.HostID(name)}
+	if _, err := methods.UpdatePassthruConfig(ctx, l.Client().Client, &types.UpdatePassthruConfig{This: ps, Config: []types.BaseHostPciPassthruConfig{
+		&types.HostPciPassthruConfig{Id: "0000:3b:00.0", PassthruEnabled: false},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	active := func() bool {
+		var h mo.HostSystem
+		retrieve(t, l.Client(), types.ManagedObjectReference{Type: "HostSystem", Value: l.HostID(name)}, []string{"config.pciPassthruInfo"}, &h)
+		for _, p := range h.Config.PciPassthruInfo {
+			if info := p.GetHostPciPassthruInfo(); info.Id == "0000:3b:00.0" {
+				return info.PassthruActive
+			}
+		}
+		return false
+	}
+	if !active() {
+		t.Fatal("disabling passthrough took effect before the reboot")
+	}
+	if err := l.RebootHost(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	if active() {
+		t.Error("passthrough still active after the reboot")
+	}
+	if err := l.RebootHost(ctx, "no-such-host"); err == nil {
+		t.Error("rebooting an unknown host succeeded")
 	}
 }

@@ -46,6 +46,97 @@ var rdmaNICs = []rdmaNIC{
 	{pnic: "vmnic5", rdma: "vmrdma1", pci: "0000:d8:00.1", function: 1},
 }
 
+// ibPF is the physical function (PF) of one single-port ConnectX-7
+// InfiniBand card of every lab host, SR-IOV capable.
+type ibPF struct {
+	id  string
+	bus uint8
+}
+
+// ibPFs are on buses no other lab device uses. Each card sits on its own
+// bus, function 0, as lspci shows ConnectX-7 HCAs of HPC nodes.
+var ibPFs = []ibPF{
+	{id: "0000:86:00.0", bus: 0x86},
+	{id: "0000:87:00.0", bus: 0x87},
+}
+
+const (
+	// PCI device ids of the Linux mlx5_core driver's table
+	// (drivers/net/ethernet/mellanox/mlx5/core/main.c, maintained by
+	// NVIDIA): 0x1021 "ConnectX-7", 0x101e "ConnectX Family mlx5Gen Virtual
+	// Function", the device id of VFs of ConnectX-6 Dx and later. The PCI ID
+	// Repository names 15b3:1021 "MT2910 Family [ConnectX-7]".
+	connectX7Device  = 0x1021
+	connectXVFDevice = 0x101e
+	// connectX7MaxVFs is the PFs' maxVirtualFunctionSupported: the firmware's
+	// NUM_OF_VFS, which the VMware/NVIDIA paper "InfiniBand Configuration on
+	// VMware vSphere 8" sets to 16 ("mlxconfig ... set SRIOV_EN=1
+	// NUM_OF_VFS=16"). NVIDIA's ESXi driver manual (nmlx5, "Single Root IO
+	// Virtualization (SR-IOV)") allows up to 63/127 VFs depending on
+	// firmware; the lab's firmware is configured as in the paper.
+	connectX7MaxVFs = 16
+)
+
+// vfID is the PCI id of virtual function k (from 0) of pf: the functions
+// that follow the PF on its bus, 00.1 to 00.7, then 01.0 and on (routing
+// ids PF+1+k; the real first-VF offset and stride come from the card's
+// SR-IOV capability, which no public source settles for ConnectX-7).
+func vfID(pf ibPF, k int) string {
+	slot, fn := vfAddress(k)
+	return fmt.Sprintf("0000:%02x:%02x.%d", pf.bus, slot, fn)
+}
+
+func vfAddress(k int) (slot, function uint8) {
+	rid := 1 + k
+	return uint8(rid / 8), uint8(rid % 8)
+}
+
+// ibPFOf returns the PF whose virtual function id is, and its index.
+func ibPFOf(id string) (ibPF, int, bool) {
+	for _, pf := range ibPFs {
+		for k := range connectX7MaxVFs {
+			if vfID(pf, k) == id {
+				return pf, k, true
+			}
+		}
+	}
+	return ibPF{}, 0, false
+}
+
+func ibPFDevice(pf ibPF) types.HostPciDevice {
+	// Class Ethernet controller, not InfiniBand controller (0x0207): the
+	// paper's firmware step FORCE_ETH_PCI_SUBCLASS=1 makes ESXi's native
+	// nmlx5 driver claim the card; the fabric stays InfiniBand.
+	return types.HostPciDevice{
+		Id:              pf.id,
+		ClassId:         0x0200,
+		Bus:             pf.bus,
+		VendorId:        mellanox,
+		SubVendorId:     mellanox,
+		VendorName:      "Mellanox Technologies",
+		DeviceId:        connectX7Device,
+		DeviceName:      "MT2910 Family [ConnectX-7]",
+		DeviceClassName: "Ethernet controller",
+	}
+}
+
+func vfDevice(pf ibPF, k int) types.HostPciDevice {
+	slot, fn := vfAddress(k)
+	return types.HostPciDevice{
+		Id:              vfID(pf, k),
+		ClassId:         0x0200,
+		Bus:             pf.bus,
+		Slot:            slot,
+		Function:        fn,
+		VendorId:        mellanox,
+		SubVendorId:     mellanox,
+		VendorName:      "Mellanox Technologies",
+		DeviceId:        connectXVFDevice,
+		DeviceName:      "ConnectX Family mlx5Gen Virtual Function",
+		DeviceClassName: "Ethernet controller",
+	}
+}
+
 // addNetwork adds the RDMA NICs and vmk1 to the (already per-host) network
 // config of host i.
 func addNetwork(i int, n *types.HostNetworkInfo) {
@@ -156,6 +247,36 @@ func pciDevices() []types.HostPciDevice {
 			DeviceClassName: "Ethernet controller",
 		})
 	}
+	for _, pf := range ibPFs {
+		out = append(out, ibPFDevice(pf))
+	}
+	return out
+}
+
+// withVFs returns devices, a host's hardware.pciDevice, with the virtual
+// functions present on it as infos (its pciPassthruInfo) report them: each
+// PF followed by its numVirtualFunction VFs, no other VF.
+func withVFs(devices []types.HostPciDevice, infos []types.BaseHostPciPassthruInfo) []types.HostPciDevice {
+	present := map[string]int32{}
+	for _, p := range infos {
+		if sr, ok := p.(*types.HostSriovInfo); ok {
+			present[sr.Id] = sr.NumVirtualFunction
+		}
+	}
+	var out []types.HostPciDevice
+	for _, d := range devices {
+		if _, _, vf := ibPFOf(d.Id); vf {
+			continue
+		}
+		out = append(out, d)
+		for _, pf := range ibPFs {
+			if pf.id == d.Id {
+				for k := range int(present[pf.id]) {
+					out = append(out, vfDevice(pf, k))
+				}
+			}
+		}
+	}
 	return out
 }
 
@@ -165,8 +286,9 @@ var tenGbENICs = []string{"0000:0b:00.0", "0000:13:00.0"}
 
 // passthruInfo is a host's config.pciPassthruInfo, which the vSphere API
 // reference describes as "the state of PciPassthru for all pci devices"
-// (HostPciPassthruInfo, vSphere Web Services API 8.0). It lists the GPUs and
-// the lab's physical NICs: the ConnectX ports and the 10 GbE NICs. vSphere
+// (HostPciPassthruInfo, vSphere Web Services API 8.0). It lists the GPUs,
+// the lab's physical NICs (the ConnectX ports and the 10 GbE NICs) and the
+// ConnectX-7 InfiniBand PFs; VFs join once SR-IOV is active (withVFInfos). vSphere
 // documents NICs as passthrough devices ("Enable Passthrough for a Network
 // Device on a Host", vSphere 8.0 Networking, DirectPath I/O; for ConnectX
 // ports the NVIDIA/VMware paper "InfiniBand Configuration on VMware vSphere
@@ -189,6 +311,57 @@ func passthruInfo() []types.BaseHostPciPassthruInfo {
 	}
 	for _, id := range tenGbENICs {
 		out = append(out, &types.HostPciPassthruInfo{Id: id, PassthruCapable: true})
+	}
+	// The ConnectX-7 PFs are HostSriovInfo, the subtype of
+	// HostPciPassthruInfo "about the state of SR-IOV device" (vSphere Web
+	// Services API 8.0): SR-IOV capable, off, no VF. A whole PF can be
+	// passed to a VM (the paper's passthrough alternative to SR-IOV).
+	for _, pf := range ibPFs {
+		out = append(out, &types.HostSriovInfo{
+			HostPciPassthruInfo:         types.HostPciPassthruInfo{Id: pf.id, PassthruCapable: true},
+			SriovCapable:                true,
+			MaxVirtualFunctionSupported: connectX7MaxVFs,
+		})
+	}
+	return out
+}
+
+// withVFInfos returns infos with the passthrough entries of the virtual
+// functions present: each SR-IOV PF followed by its numVirtualFunction VFs,
+// passthrough capable (vSphere passes VFs to VMs as PCI devices, as the
+// paper does with IB VFs); a VF already listed keeps its state.
+func withVFInfos(infos []types.BaseHostPciPassthruInfo) []types.BaseHostPciPassthruInfo {
+	old := map[string]types.BaseHostPciPassthruInfo{}
+	var out []types.BaseHostPciPassthruInfo
+	for _, p := range infos {
+		id := p.GetHostPciPassthruInfo().Id
+		if _, _, vf := ibPFOf(id); vf {
+			old[id] = p
+			continue
+		}
+		out = append(out, p)
+	}
+	for i := 0; i < len(out); i++ {
+		sr, ok := out[i].(*types.HostSriovInfo)
+		if !ok {
+			continue
+		}
+		for _, pf := range ibPFs {
+			if pf.id != sr.Id {
+				continue
+			}
+			var vfs []types.BaseHostPciPassthruInfo
+			for k := range int(sr.NumVirtualFunction) {
+				id := vfID(pf, k)
+				if p, ok := old[id]; ok {
+					vfs = append(vfs, p)
+				} else {
+					vfs = append(vfs, &types.HostPciPassthruInfo{Id: id, PassthruCapable: true})
+				}
+			}
+			out = append(out[:i+1], append(vfs, out[i+1:]...)...)
+			i += len(vfs)
+		}
 	}
 	return out
 }

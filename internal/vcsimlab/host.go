@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"time"
 
 	"github.com/vmware/govmomi/simulator"
 	"github.com/vmware/govmomi/vim25/methods"
@@ -27,20 +28,47 @@ func newPciPassthruSystem(h *simulator.HostSystem) *pciPassthruSystem {
 	return s
 }
 
-// UpdatePassthruConfig enables or disables passthrough of devices. A change
-// is active at once: the lab's hosts report
-// capability.deviceRebindWithoutRebootSupported ("the capability which
-// enables PCI passthrough and SR-IOV configuration without reboot"), and
-// HostPciPassthruConfig.applyNow, when unset, applies the configuration
-// immediately when the host can (vSphere Web Services API 8.0,
-// HostCapability and HostPciPassthruConfig). applyNow false is not
-// modelled: the lab has no host reboot to apply it.
+// UpdatePassthruConfig enables or disables passthrough of devices and
+// configures SR-IOV of the ConnectX-7 PFs (HostSriovConfig: sriovEnabled,
+// numVirtualFunction), vSphere Web Services API 8.0, HostPciPassthruSystem.
+//
+// When a change takes effect follows HostPciPassthruConfig.applyNow
+// ("Whether the passThru config should take effect without rebooting ESX.
+// When unset, the behavior will be determined automatically based on
+// deviceRebindWithoutRebootSupported. If the configuration can be applied
+// immediately, it will be, otherwise the changes will take effect after
+// reboot") and HostCapability.deviceRebindWithoutRebootSupported ("the
+// capability which enables PCI passthrough and SR-IOV configuration without
+// reboot"). A change that takes effect sets passthruActive to
+// passthruEnabled and, for SR-IOV, sriovActive to sriovEnabled and
+// numVirtualFunction to the VFs requested, which then appear as PCI
+// devices of the host. Until then it is pending: enabled, not active
+// (HostPciPassthruInfo.passthruActive: "meaning enabled + rebooted";
+// HostSriovInfo.sriovActive likewise), VFs absent; Lab.RebootHost applies
+// it. applyNow true on a host without the capability is not documented:
+// the lab leaves the change pending.
+//
+// Refusals: an unknown id (NotFound), passthrough of a device that is not
+// capable (InvalidArgument), and SR-IOV of a device that is not SR-IOV
+// capable or with more VFs than maxVirtualFunctionSupported ("Maximum
+// number of SRIOV virtual functions supported on this device"). For the
+// last two the lab sends HostConfigFault, the one fault the API reference
+// documents for the method ("Thrown if an error occurs"); ESXi's exact
+// fault and message are not public.
 //
 // Enabling a NIC the host uses (an uplink of a standard or distributed
 // switch) is accepted: the API reference documents only HostConfigFault
 // for the method, and no public source documents a refusal for NICs in use.
 func (s *pciPassthruSystem) UpdatePassthruConfig(ctx *simulator.Context, req *types.UpdatePassthruConfig) soap.HasFault {
 	body := new(methods.UpdatePassthruConfigBody)
+	host, _ := ctx.Map.Get(s.host).(*simulator.HostSystem)
+	rebind := false
+	if host != nil {
+		ctx.WithLock(host, func() {
+			c := host.Capability
+			rebind = c != nil && c.DeviceRebindWithoutRebootSupported != nil && *c.DeviceRebindWithoutRebootSupported
+		})
+	}
 	next := clonePassthru(s.PciPassthruInfo)
 	for _, c := range req.Config {
 		if c == nil {
@@ -57,30 +85,91 @@ func (s *pciPassthruSystem) UpdatePassthruConfig(ctx *simulator.Context, req *ty
 			body.Fault_ = simulator.Fault(fmt.Sprintf("PCI device %s is not passthrough capable", cfg.Id), &types.InvalidArgument{InvalidProperty: "config.passthruEnabled"})
 			return body
 		}
-		info.PassthruEnabled = cfg.PassthruEnabled
-		info.PassthruActive = cfg.PassthruEnabled
-	}
-	ctx.Update(s, []types.PropertyChange{{Name: "pciPassthruInfo", Val: next}})
-
-	if host, ok := ctx.Map.Get(s.host).(*simulator.HostSystem); ok {
-		hostInfo := clonePassthru(next)
-		ctx.WithLock(host, func() {
-			graphics := slices.Clone(host.Config.GraphicsInfo)
-			for i := range graphics {
-				for _, p := range hostInfo {
-					if info := p.GetHostPciPassthruInfo(); info.Id == graphics[i].PciId {
-						graphics[i].GraphicsType = graphicsType(info.PassthruEnabled)
-					}
-				}
+		if sc, ok := c.(*types.HostSriovConfig); ok {
+			sr, ok := next[i].(*types.HostSriovInfo)
+			switch {
+			case !ok || !sr.SriovCapable:
+				body.Fault_ = simulator.Fault(fmt.Sprintf("PCI device %s is not SR-IOV capable", cfg.Id), &types.HostConfigFault{})
+				return body
+			case sc.NumVirtualFunction < 0 || sc.NumVirtualFunction > sr.MaxVirtualFunctionSupported:
+				body.Fault_ = simulator.Fault(fmt.Sprintf("PCI device %s supports at most %d SR-IOV virtual functions, not %d", cfg.Id, sr.MaxVirtualFunctionSupported, sc.NumVirtualFunction), &types.HostConfigFault{})
+				return body
 			}
-			ctx.Update(host, []types.PropertyChange{
-				{Name: "config.pciPassthruInfo", Val: hostInfo},
-				{Name: "config.graphicsInfo", Val: graphics},
-			})
-		})
+			sr.SriovEnabled = sc.SriovEnabled
+			sr.NumVirtualFunctionRequested = sc.NumVirtualFunction
+		}
+		info.PassthruEnabled = cfg.PassthruEnabled
+		if cfg.ApplyNow == nil || *cfg.ApplyNow {
+			if rebind {
+				activate(next[i])
+			}
+		}
 	}
+	s.publish(ctx, host, next)
 	body.Res = new(types.UpdatePassthruConfigResponse)
 	return body
+}
+
+// reboot applies every pending change, as a host reboot does. s must not be
+// locked.
+func (s *pciPassthruSystem) reboot(ctx *simulator.Context) {
+	host, _ := ctx.Map.Get(s.host).(*simulator.HostSystem)
+	ctx.WithLock(s, func() {
+		next := clonePassthru(s.PciPassthruInfo)
+		for _, p := range next {
+			activate(p)
+		}
+		s.publish(ctx, host, next)
+	})
+	if host != nil {
+		now := time.Now()
+		ctx.WithLock(host, func() {
+			ctx.Update(host, []types.PropertyChange{{Name: "runtime.bootTime", Val: &now}})
+		})
+	}
+}
+
+// activate makes a device's configuration take effect.
+func activate(p types.BaseHostPciPassthruInfo) {
+	info := p.GetHostPciPassthruInfo()
+	info.PassthruActive = info.PassthruEnabled
+	if sr, ok := p.(*types.HostSriovInfo); ok {
+		sr.SriovActive = sr.SriovEnabled
+		sr.NumVirtualFunction = 0
+		if sr.SriovEnabled {
+			sr.NumVirtualFunction = sr.NumVirtualFunctionRequested
+		}
+	}
+}
+
+// publish sets the passthrough state, with the VFs present, on s and on its
+// host: config.pciPassthruInfo, hardware.pciDevice and the GPUs' graphics
+// type. s is locked.
+func (s *pciPassthruSystem) publish(ctx *simulator.Context, host *simulator.HostSystem, next []types.BaseHostPciPassthruInfo) {
+	next = withVFInfos(next)
+	ctx.Update(s, []types.PropertyChange{{Name: "pciPassthruInfo", Val: next}})
+	if host == nil {
+		return
+	}
+	hostInfo := clonePassthru(next)
+	ctx.WithLock(host, func() {
+		graphics := slices.Clone(host.Config.GraphicsInfo)
+		for i := range graphics {
+			for _, p := range hostInfo {
+				if info := p.GetHostPciPassthruInfo(); info.Id == graphics[i].PciId {
+					graphics[i].GraphicsType = graphicsType(info.PassthruActive)
+				}
+			}
+		}
+		changes := []types.PropertyChange{
+			{Name: "config.pciPassthruInfo", Val: hostInfo},
+			{Name: "config.graphicsInfo", Val: graphics},
+		}
+		if host.Hardware != nil {
+			changes = append(changes, types.PropertyChange{Name: "hardware.pciDevice", Val: withVFs(host.Hardware.PciDevice, hostInfo)})
+		}
+		ctx.Update(host, changes)
+	})
 }
 
 // Refresh re-reads the passthrough state, which the lab always has current.
@@ -91,6 +180,11 @@ func (s *pciPassthruSystem) Refresh(*types.Refresh) soap.HasFault {
 func clonePassthru(in []types.BaseHostPciPassthruInfo) []types.BaseHostPciPassthruInfo {
 	out := make([]types.BaseHostPciPassthruInfo, len(in))
 	for i, p := range in {
+		if sr, ok := p.(*types.HostSriovInfo); ok {
+			c := *sr
+			out[i] = &c
+			continue
+		}
 		info := *p.GetHostPciPassthruInfo()
 		out[i] = &info
 	}

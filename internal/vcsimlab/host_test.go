@@ -409,8 +409,8 @@ func TestPassthruInfoListsNICs(t *testing.T) {
 					t.Errorf("%s %s (%s): passthrough %+v, want capable, not enabled", h.Name, n.Device, n.Pci, info)
 				}
 			}
-			if len(byID) != 7 {
-				t.Errorf("%s: %d passthrough entries, want 7 (3 GPUs, 4 NICs)", h.Name, len(byID))
+			if len(byID) != 9 {
+				t.Errorf("%s: %d passthrough entries, want 9 (3 GPUs, 4 NICs, 2 InfiniBand PFs)", h.Name, len(byID))
 			}
 		}
 		var hc mo.HostSystem
@@ -465,4 +465,239 @@ func TestPassthroughOfHostNICs(t *testing.T) {
 	}
 	set(true)
 	set(false)
+}
+
+// sriovState is a host's SR-IOV entry of a PF and the PCI ids of its VFs
+// in hardware.pciDevice and in config.pciPassthruInfo.
+func sriovState(t *testing.T, l *Lab, i int, pf ibPF) (sr types.HostSriovInfo, devices, infos []string) {
+	t.Helper()
+	h := hostConfig(t, l, i)
+	for _, d := range h.Hardware.PciDevice {
+		if p, _, vf := ibPFOf(d.Id); vf && p == pf {
+			if uint16(d.VendorId) != mellanox || uint16(d.DeviceId) != connectXVFDevice {
+				t.Errorf("VF %s: vendor %#x device %#x", d.Id, uint16(d.VendorId), uint16(d.DeviceId))
+			}
+			devices = append(devices, d.Id)
+		}
+	}
+	for _, p := range h.Config.PciPassthruInfo {
+		info := p.GetHostPciPassthruInfo()
+		if s, ok := p.(*types.HostSriovInfo); ok && s.Id == pf.id {
+			sr = *s
+		}
+		if p, _, vf := ibPFOf(info.Id); vf && p == pf {
+			if !info.PassthruCapable {
+				t.Errorf("VF %s is not passthrough capable", info.Id)
+			}
+			infos = append(infos, info.Id)
+		}
+	}
+	return sr, devices, infos
+}
+
+// updateSriov sends one HostSriovConfig to host i's HostPciPassthruSystem.
+func updateSriov(l *Lab, i int, cfg *types.HostSriovConfig) error {
+	ps := ref("HostPciPassthruSystem", "pcipassthrusystem-"+l.HostID(l.HostNames()[i]))
+	_, err := methods.UpdatePassthruConfig(context.Background(), l.Client().Client, &types.UpdatePassthruConfig{This: ps, Config: []types.BaseHostPciPassthruConfig{cfg}})
+	return err
+}
+
+// TestInfiniBandPFs: every host has two ConnectX-7 PFs (15b3:1021), listed
+// in hardware.pciDevice and as HostSriovInfo in config.pciPassthruInfo and
+// the HostPciPassthruSystem: SR-IOV capable up to 16 VFs, off, no VF. They
+// are no GPUs (class 0x02, network).
+func TestInfiniBandPFs(t *testing.T) {
+	t.Parallel()
+	l := startLab(t)
+	for i := range l.HostNames() {
+		h := hostConfig(t, l, i)
+		var sys mo.HostPciPassthruSystem
+		retrieve(t, l.Client(), *h.ConfigManager.PciPassthruSystem, []string{"pciPassthruInfo"}, &sys)
+		for _, pf := range ibPFs {
+			k := slices.IndexFunc(h.Hardware.PciDevice, func(d types.HostPciDevice) bool { return d.Id == pf.id })
+			if k < 0 {
+				t.Fatalf("%s: no PCI device %s", h.Name, pf.id)
+			}
+			d := h.Hardware.PciDevice[k]
+			if uint16(d.VendorId) != 0x15b3 || uint16(d.DeviceId) != 0x1021 || d.ClassId>>8 != 0x02 || d.Bus != pf.bus {
+				t.Errorf("%s %s: %+v", h.Name, pf.id, d)
+			}
+			for _, infos := range [][]types.BaseHostPciPassthruInfo{h.Config.PciPassthruInfo, sys.PciPassthruInfo} {
+				j := slices.IndexFunc(infos, func(p types.BaseHostPciPassthruInfo) bool { return p.GetHostPciPassthruInfo().Id == pf.id })
+				if j < 0 {
+					t.Fatalf("%s: %s not in pciPassthruInfo", h.Name, pf.id)
+				}
+				sr, ok := infos[j].(*types.HostSriovInfo)
+				want := types.HostSriovInfo{HostPciPassthruInfo: types.HostPciPassthruInfo{Id: pf.id, PassthruCapable: true}, SriovCapable: true, MaxVirtualFunctionSupported: 16}
+				if !ok || *sr != want {
+					t.Errorf("%s %s: %#v, want %#v", h.Name, pf.id, infos[j], want)
+				}
+			}
+			if _, devices, infos := sriovState(t, l, i, pf); len(devices)+len(infos) != 0 {
+				t.Errorf("%s: VFs before SR-IOV is on: %v %v", h.Name, devices, infos)
+			}
+		}
+	}
+}
+
+// TestSriovConfig: HostSriovConfig through UpdatePassthruConfig, active at
+// once on the lab's hosts: the requested VFs appear at the functions after
+// their PF, passthrough capable; lowering the count or turning SR-IOV off
+// removes them; counts above the maximum and devices without SR-IOV are
+// refused with HostConfigFault, changing nothing. A VF is passed to a VM
+// once its passthrough is active.
+func TestSriovConfig(t *testing.T) {
+	t.Parallel()
+	l := startLab(t)
+	pf := ibPFs[0]
+	check := func(enabled bool, requested, present int32, wantIDs ...string) {
+		t.Helper()
+		sr, devices, infos := sriovState(t, l, 0, pf)
+		if sr.SriovEnabled != enabled || sr.SriovActive != enabled || sr.NumVirtualFunctionRequested != requested || sr.NumVirtualFunction != present {
+			t.Errorf("SR-IOV state %+v, want enabled=active=%v, %d requested, %d present", sr, enabled, requested, present)
+		}
+		if !slices.Equal(devices, wantIDs) || !slices.Equal(infos, wantIDs) {
+			t.Errorf("VFs %v (devices), %v (passthrough), want %v", devices, infos, wantIDs)
+		}
+	}
+	if err := updateSriov(l, 0, &types.HostSriovConfig{HostPciPassthruConfig: types.HostPciPassthruConfig{Id: pf.id}, SriovEnabled: true, NumVirtualFunction: 9}); err != nil {
+		t.Fatal(err)
+	}
+	nine := []string{"0000:86:00.1", "0000:86:00.2", "0000:86:00.3", "0000:86:00.4", "0000:86:00.5", "0000:86:00.6", "0000:86:00.7", "0000:86:01.0", "0000:86:01.1"}
+	check(true, 9, 9, nine...)
+	if sr, _, _ := sriovState(t, l, 1, pf); sr.SriovEnabled {
+		t.Error("the change reached another host")
+	}
+
+	for _, bad := range []*types.HostSriovConfig{
+		{HostPciPassthruConfig: types.HostPciPassthruConfig{Id: pf.id}, SriovEnabled: true, NumVirtualFunction: 17},
+		{HostPciPassthruConfig: types.HostPciPassthruConfig{Id: "0000:af:00.0"}, SriovEnabled: true, NumVirtualFunction: 1},
+		{HostPciPassthruConfig: types.HostPciPassthruConfig{Id: nine[0]}, SriovEnabled: true, NumVirtualFunction: 1},
+	} {
+		if err := updateSriov(l, 0, bad); !fault.Is(err, &types.HostConfigFault{}) {
+			t.Errorf("SR-IOV %s with %d VFs: %v, want HostConfigFault", bad.Id, bad.NumVirtualFunction, err)
+		}
+	}
+	check(true, 9, 9, nine...)
+
+	// Passthrough of a VF, then the VF to a VM of the host.
+	vm := ""
+	for _, name := range l.VMNames() {
+		if l.VMHostName(name) == l.HostNames()[0] && name != "legacy-node" {
+			vm = name
+		}
+	}
+	if err := l.AttachGPU(context.Background(), vm, nine[8]); err == nil {
+		t.Error("a VF whose passthrough is not active was attached")
+	}
+	ps := ref("HostPciPassthruSystem", "pcipassthrusystem-"+l.HostID(l.HostNames()[0]))
+	if _, err := methods.UpdatePassthruConfig(context.Background(), l.Client().Client, &types.UpdatePassthruConfig{This: ps, Config: []types.BaseHostPciPassthruConfig{
+		&types.HostPciPassthruConfig{Id: nine[8], PassthruEnabled: true},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.AttachGPU(context.Background(), vm, nine[8]); err != nil {
+		t.Errorf("attach VF %s to %s: %v", nine[8], vm, err)
+	}
+
+	if err := updateSriov(l, 0, &types.HostSriovConfig{HostPciPassthruConfig: types.HostPciPassthruConfig{Id: pf.id}, SriovEnabled: true, NumVirtualFunction: 2}); err != nil {
+		t.Fatal(err)
+	}
+	check(true, 2, 2, nine[:2]...)
+	if err := updateSriov(l, 0, &types.HostSriovConfig{HostPciPassthruConfig: types.HostPciPassthruConfig{Id: pf.id}, SriovEnabled: false}); err != nil {
+		t.Fatal(err)
+	}
+	check(false, 0, 0)
+}
+
+// TestPendingUntilReboot: on hosts without
+// deviceRebindWithoutRebootSupported (Options.HostsNeedReboot), and with
+// applyNow false on any host, passthrough and SR-IOV changes are enabled
+// but not active, without VFs, until RebootHost.
+func TestPendingUntilReboot(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	l, err := Start(ctx, Options{HostsNeedReboot: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.Close)
+	var hc mo.HostSystem
+	retrieve(t, l.Client(), hostRef(l, 0), []string{"capability", "runtime.bootTime"}, &hc)
+	if c := hc.Capability; c == nil || c.DeviceRebindWithoutRebootSupported == nil || *c.DeviceRebindWithoutRebootSupported {
+		t.Fatal("capability.deviceRebindWithoutRebootSupported is not false")
+	}
+	booted := hc.Runtime.BootTime
+	pf := ibPFs[1]
+	ps := ref("HostPciPassthruSystem", "pcipassthrusystem-"+l.HostID(l.HostNames()[0]))
+	if _, err := methods.UpdatePassthruConfig(ctx, l.Client().Client, &types.UpdatePassthruConfig{This: ps, Config: []types.BaseHostPciPassthruConfig{
+		&types.HostPciPassthruConfig{Id: "0000:af:00.0", PassthruEnabled: true},
+		&types.HostSriovConfig{HostPciPassthruConfig: types.HostPciPassthruConfig{Id: pf.id}, SriovEnabled: true, NumVirtualFunction: 3},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	a100 := func() (types.HostPciPassthruInfo, string) {
+		h := hostConfig(t, l, 0)
+		var info types.HostPciPassthruInfo
+		for _, p := range h.Config.PciPassthruInfo {
+			if p.GetHostPciPassthruInfo().Id == "0000:af:00.0" {
+				info = *p.GetHostPciPassthruInfo()
+			}
+		}
+		for _, g := range h.Config.GraphicsInfo {
+			if g.PciId == "0000:af:00.0" {
+				return info, g.GraphicsType
+			}
+		}
+		return info, ""
+	}
+	if info, graphics := a100(); !info.PassthruEnabled || info.PassthruActive || graphics != graphicsType(false) {
+		t.Errorf("A100 before the reboot: %+v, graphics %s; want enabled, not active, basic", info, graphics)
+	}
+	sr, devices, infos := sriovState(t, l, 0, pf)
+	if !sr.SriovEnabled || sr.SriovActive || sr.NumVirtualFunctionRequested != 3 || sr.NumVirtualFunction != 0 || len(devices)+len(infos) != 0 {
+		t.Errorf("SR-IOV before the reboot: %+v, VFs %v %v; want enabled, 3 requested, not active, none present", sr, devices, infos)
+	}
+	if err := l.AttachGPU(ctx, "hpc-node-0", "0000:af:00.0"); err == nil {
+		t.Error("a GPU with passthrough pending was attached")
+	}
+
+	if err := l.RebootHost(ctx, l.HostNames()[0]); err != nil {
+		t.Fatal(err)
+	}
+	if info, graphics := a100(); !info.PassthruEnabled || !info.PassthruActive || graphics != graphicsType(true) {
+		t.Errorf("A100 after the reboot: %+v, graphics %s; want active, direct", info, graphics)
+	}
+	want := []string{"0000:87:00.1", "0000:87:00.2", "0000:87:00.3"}
+	sr, devices, infos = sriovState(t, l, 0, pf)
+	if !sr.SriovActive || sr.NumVirtualFunction != 3 || !slices.Equal(devices, want) || !slices.Equal(infos, want) {
+		t.Errorf("SR-IOV after the reboot: %+v, VFs %v %v; want active, %v", sr, devices, infos, want)
+	}
+	retrieve(t, l.Client(), hostRef(l, 0), []string{"runtime.bootTime"}, &hc)
+	if hc.Runtime.BootTime == nil || (booted != nil && !hc.Runtime.BootTime.After(*booted)) {
+		t.Errorf("bootTime %v after the reboot, was %v", hc.Runtime.BootTime, booted)
+	}
+	if sr, _, _ := sriovState(t, l, 1, pf); sr.SriovEnabled {
+		t.Error("the change reached another host")
+	}
+}
+
+// TestApplyNowFalse: applyNow false leaves a change pending until the host
+// reboots, even on a host that can rebind devices without a reboot.
+func TestApplyNowFalse(t *testing.T) {
+	t.Parallel()
+	l := startLab(t)
+	pf := ibPFs[0]
+	if err := updateSriov(l, 0, &types.HostSriovConfig{HostPciPassthruConfig: types.HostPciPassthruConfig{Id: pf.id, ApplyNow: types.NewBool(false)}, SriovEnabled: true, NumVirtualFunction: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if sr, devices, _ := sriovState(t, l, 0, pf); !sr.SriovEnabled || sr.SriovActive || len(devices) != 0 {
+		t.Errorf("before the reboot: %+v, VFs %v; want enabled, not active, none", sr, devices)
+	}
+	if err := l.RebootHost(context.Background(), l.HostNames()[0]); err != nil {
+		t.Fatal(err)
+	}
+	if sr, devices, _ := sriovState(t, l, 0, pf); !sr.SriovActive || !slices.Equal(devices, []string{"0000:86:00.1"}) {
+		t.Errorf("after the reboot: %+v, VFs %v", sr, devices)
+	}
 }

@@ -21,7 +21,7 @@ import (
 
 // prepareHosts gives every host of the model the lab's hardware and state.
 // It runs before the server starts.
-func (l *Lab) prepareHosts() error {
+func (l *Lab) prepareHosts(opts Options) error {
 	reg := l.model.Map()
 	var cluster *simulator.ClusterComputeResource
 	for _, e := range reg.All("ClusterComputeResource") {
@@ -37,7 +37,7 @@ func (l *Lab) prepareHosts() error {
 		if !ok {
 			return fmt.Errorf("vcsimlab: %s is not a host", hr)
 		}
-		if err := l.prepareHost(i, h); err != nil {
+		if err := l.prepareHost(i, h, !opts.HostsNeedReboot); err != nil {
 			return err
 		}
 	}
@@ -45,8 +45,9 @@ func (l *Lab) prepareHosts() error {
 }
 
 // prepareHost gives host i its own firewall, the PVRDMA advanced option,
-// a passthrough system, the lab's hardware and its network.
-func (l *Lab) prepareHost(i int, h *simulator.HostSystem) error {
+// a passthrough system, the lab's hardware and its network. rebind is the
+// host's capability.deviceRebindWithoutRebootSupported.
+func (l *Lab) prepareHost(i int, h *simulator.HostSystem, rebind bool) error {
 	reg := l.model.Map()
 	ctx := newContext(reg)
 	if h.Config == nil || h.Config.Network == nil || h.Hardware == nil || h.ConfigManager.FirewallSystem == nil || h.ConfigManager.AdvancedOption == nil {
@@ -83,11 +84,12 @@ func (l *Lab) prepareHost(i int, h *simulator.HostSystem) error {
 		h.Hardware = &hw
 		h.Config.PciPassthruInfo = passthruInfo()
 		h.Config.GraphicsInfo = graphicsInfo()
-		// Passthrough changes apply without a reboot (see
-		// UpdatePassthruConfig); the capability is copied, not shared.
+		// Passthrough and SR-IOV changes apply without a reboot unless
+		// Options.HostsNeedReboot (see UpdatePassthruConfig); the
+		// capability is copied, not shared.
 		if h.Capability != nil {
 			hc := *h.Capability
-			hc.DeviceRebindWithoutRebootSupported = types.NewBool(true)
+			hc.DeviceRebindWithoutRebootSupported = types.NewBool(rebind)
 			h.Capability = &hc
 		}
 		psRef := ps.Self

@@ -23,11 +23,22 @@
 //     0000:af:00.0, passthrough capable but not enabled. They are listed in
 //     hardware.pciDevice, config.pciPassthruInfo, config.graphicsInfo and by
 //     the host's HostPciPassthruSystem.
+//   - InfiniBand: two single-port NVIDIA ConnectX-7 cards (15b3:1021, "MT2910
+//     Family [ConnectX-7]", class Ethernet controller as ESXi's nmlx5 driver
+//     needs) whose physical functions are 0000:86:00.0 and 0000:87:00.0. No
+//     vmnic is paired with them. config.pciPassthruInfo and the
+//     HostPciPassthruSystem list them as HostSriovInfo: passthrough capable
+//     and not enabled, SR-IOV capable with maxVirtualFunctionSupported 16,
+//     off, no VF. Once SR-IOV is active, VF k (from 0) of a PF is the PCI
+//     device at the PF's bus, routing id 1+k (0000:86:00.1 … 00.7, 01.0, …),
+//     15b3:101e ("ConnectX Family mlx5Gen Virtual Function"), listed in
+//     hardware.pciDevice and, passthrough capable, in pciPassthruInfo.
 //   - config.pciPassthruInfo and the HostPciPassthruSystem also list the
 //     PCI functions of vmnic0, vmnic1, vmnic4 and vmnic5, passthrough
 //     capable and not enabled; vcsim's other stock PCI devices are not
 //     listed. capability.deviceRebindWithoutRebootSupported is true:
-//     passthrough changes apply without a reboot.
+//     passthrough and SR-IOV changes apply without a reboot; with
+//     Options.HostsNeedReboot it is false on every host.
 //
 // Virtual machines, all powered off, placed on the hosts in turn:
 //   - Options.VMs "modern" VMs (default 2) named hpc-node-0, hpc-node-1, …:
@@ -75,8 +86,16 @@
 //   - QueryConfigOption(Ex) reports the PVRDMA device protocols per hardware
 //     version; QueryConfigTarget lists the passthrough-active devices.
 //   - Per-host firewall rulesets with RefreshFirewall and UpdateRuleset;
-//     HostPciPassthruSystem with UpdatePassthruConfig (active at once, NICs
-//     the host uses accepted) and Refresh;
+//     HostPciPassthruSystem with UpdatePassthruConfig and Refresh. NICs the
+//     host uses are accepted. HostSriovConfig turns SR-IOV of a PF on or off
+//     with a VF count (numVirtualFunctionRequested); a device that is not
+//     SR-IOV capable or a count above maxVirtualFunctionSupported is refused
+//     with HostConfigFault. A change takes effect at once when applyNow is
+//     unset or true and the host has deviceRebindWithoutRebootSupported;
+//     otherwise (applyNow false, or Options.HostsNeedReboot) it is pending
+//     — enabled but not active, VFs absent — until RebootHost. Taking
+//     effect sets passthruActive, sriovActive and numVirtualFunction, adds
+//     or removes the VFs, and sets the GPUs' graphics type.
 //     UpdateOptions refuses unknown keys of a host with InvalidName.
 //   - esxcli "network diag ping" (metadata and command) through each host's
 //     managed method executer, over a fabric model: switch-port MTUs
@@ -105,7 +124,8 @@
 // portgroup.go). At the top the Lab's own methods, which use one another:
 // inventory.go builds the inventory, handler.go routes calls and changes to
 // the handlers, faults.go holds what tests inject and observe, admin.go the
-// out-of-band changes, and lab.go the Lab type, Start and Close.
+// out-of-band changes (RebootHost among them), and lab.go the Lab type,
+// Start and Close.
 package vcsimlab
 
 import (
@@ -136,6 +156,10 @@ type Options struct {
 	Listen   string // default "127.0.0.1:0"
 	Username string // default "administrator@vsphere.local"
 	Password string // default: a random string
+	// HostsNeedReboot starts every host without
+	// capability.deviceRebindWithoutRebootSupported: passthrough and SR-IOV
+	// changes stay pending until RebootHost.
+	HostsNeedReboot bool
 }
 
 // Lab is a running simulated vCenter.
@@ -243,7 +267,7 @@ func (l *Lab) startServer(opts Options) error {
 	}
 	l.model = m
 	l.ext = newExtension(m.Map())
-	if err := l.prepareHosts(); err != nil {
+	if err := l.prepareHosts(opts); err != nil {
 		m.Remove()
 		return err
 	}

@@ -123,7 +123,38 @@ func (c *Client) SetHostPassthrough(ctx context.Context, hostID string, enabled 
 	if len(enabled) == 0 {
 		return nil
 	}
-	op := "setting PCI passthrough on host " + hostID
+	ids := make([]string, 0, len(enabled))
+	for id := range enabled {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	var cfg []types.BaseHostPciPassthruConfig
+	for _, id := range ids {
+		cfg = append(cfg, &types.HostPciPassthruConfig{Id: id, PassthruEnabled: enabled[id]})
+	}
+	if err := c.updatePassthru(ctx, "setting PCI passthrough on host "+hostID, hostID, cfg); err != nil {
+		return err
+	}
+	c.log.Debug(ctx, "Set PCI passthrough", map[string]any{"host_system_id": hostID, "devices": fmt.Sprint(enabled)})
+	return nil
+}
+
+// SetHostSRIOV turns SR-IOV of a physical function on with vfs virtual
+// functions, or off (vfs 0). The function itself is not passed through
+// while it serves virtual functions.
+func (c *Client) SetHostSRIOV(ctx context.Context, hostID, pciID string, vfs int) error {
+	op := fmt.Sprintf("setting SR-IOV of %s on host %s", pciID, hostID)
+	cfg := &types.HostSriovConfig{HostPciPassthruConfig: types.HostPciPassthruConfig{Id: pciID}, SriovEnabled: vfs > 0, NumVirtualFunction: int32(vfs)}
+	if err := c.updatePassthru(ctx, op, hostID, []types.BaseHostPciPassthruConfig{cfg}); err != nil {
+		return err
+	}
+	c.log.Debug(ctx, "Set SR-IOV", map[string]any{"host_system_id": hostID, "pci_id": pciID, "virtual_functions": vfs})
+	return nil
+}
+
+// updatePassthru applies a configuration through the host's
+// HostPciPassthruSystem.
+func (c *Client) updatePassthru(ctx context.Context, op, hostID string, cfg []types.BaseHostPciPassthruConfig) error {
 	ctx, cancel := c.withTimeout(ctx)
 	defer cancel()
 	vc, err := c.vimClient(ctx)
@@ -138,20 +169,8 @@ func (c *Client) SetHostPassthrough(ctx context.Context, hostID string, enabled 
 	if hs.ConfigManager.PciPassthruSystem == nil {
 		return &Error{Op: op, Kind: ErrNotImplemented, Message: "the host has no PCI passthrough system"}
 	}
-	ids := make([]string, 0, len(enabled))
-	for id := range enabled {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	var cfg []types.BaseHostPciPassthruConfig
-	for _, id := range ids {
-		cfg = append(cfg, &types.HostPciPassthruConfig{Id: id, PassthruEnabled: enabled[id]})
-	}
-	if _, err := methods.UpdatePassthruConfig(ctx, vc, &types.UpdatePassthruConfig{This: *hs.ConfigManager.PciPassthruSystem, Config: cfg}); err != nil {
-		return translate(op, err)
-	}
-	c.log.Debug(ctx, "Set PCI passthrough", map[string]any{"host_system_id": hostID, "devices": fmt.Sprint(enabled)})
-	return nil
+	_, err = methods.UpdatePassthruConfig(ctx, vc, &types.UpdatePassthruConfig{This: *hs.ConfigManager.PciPassthruSystem, Config: cfg})
+	return translate(op, err)
 }
 
 // The findings of PlanHostPassthrough. Host names the host as "name (id)".
@@ -257,4 +276,48 @@ func capableDevices(h *HostPassthrough) []string {
 		}
 	}
 	return out
+}
+
+// The findings of PlanHostSRIOV.
+type (
+	// NotSRIOVCapable: the device is no SR-IOV physical function.
+	NotSRIOVCapable struct {
+		Host, PCIID, Name string
+		Capable           []string // the host's SR-IOV capable devices, "id (name, up to N VFs)"
+	}
+	// TooManyVFs: the function supports fewer virtual functions.
+	TooManyVFs struct {
+		Host, PCIID string
+		Wanted, Max int
+	}
+)
+
+func (NotSRIOVCapable) finding() {}
+func (TooManyVFs) finding()      {}
+
+// PlanHostSRIOV checks planned SR-IOV of a physical function: it is on the
+// host, SR-IOV capable, and supports that many virtual functions. It returns
+// the device as the host reports it now.
+func (c *Client) PlanHostSRIOV(ctx context.Context, hostID, pciID string, vfs int) (*PassthroughDevice, []Finding, error) {
+	h, err := c.HostPassthrough(ctx, hostID)
+	if err != nil {
+		return nil, nil, err
+	}
+	host := fmt.Sprintf("%s (%s)", h.HostName, h.HostID)
+	var capable []string
+	for _, d := range h.Devices {
+		if d.SRIOV != nil && d.SRIOV.Capable {
+			capable = append(capable, fmt.Sprintf("%s (%s, up to %d VFs)", d.PCIID, strings.TrimSpace(d.DeviceName), d.SRIOV.MaxVFs))
+		}
+	}
+	d := h.Device(pciID)
+	switch {
+	case d == nil:
+		return nil, []Finding{DeviceNotOnHost{Host: host, PCIID: pciID, Capable: capable}}, nil
+	case d.SRIOV == nil || !d.SRIOV.Capable:
+		return d, []Finding{NotSRIOVCapable{Host: host, PCIID: pciID, Name: d.DeviceName, Capable: capable}}, nil
+	case vfs > d.SRIOV.MaxVFs:
+		return d, []Finding{TooManyVFs{Host: host, PCIID: pciID, Wanted: vfs, Max: d.SRIOV.MaxVFs}}, nil
+	}
+	return d, nil, nil
 }

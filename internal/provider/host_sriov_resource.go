@@ -1,0 +1,284 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vsphere"
+)
+
+var (
+	_ resource.Resource                = (*hostSRIOVResource)(nil)
+	_ resource.ResourceWithConfigure   = (*hostSRIOVResource)(nil)
+	_ resource.ResourceWithImportState = (*hostSRIOVResource)(nil)
+	_ resource.ResourceWithModifyPlan  = (*hostSRIOVResource)(nil)
+)
+
+// privateSRIOVBefore is the private-state key holding how many virtual
+// functions the function had before (0: SR-IOV off), which destroy restores.
+const privateSRIOVBefore = "sriov_before"
+
+type hostSRIOVResource struct {
+	client *vsphere.Client
+}
+
+type hostSRIOVModel struct {
+	ID             types.String `tfsdk:"id"`
+	HostSystemID   types.String `tfsdk:"host_system_id"`
+	PCIID          types.String `tfsdk:"pci_id"`
+	VFs            types.Int64  `tfsdk:"num_virtual_functions"`
+	ActiveVFs      types.Int64  `tfsdk:"active_virtual_functions"`
+	MaxVFs         types.Int64  `tfsdk:"max_virtual_functions"`
+	RebootRequired types.Bool   `tfsdk:"reboot_required"`
+}
+
+// NewHostSRIOVResource is the vspherehpc_host_sriov resource.
+func NewHostSRIOVResource() resource.Resource {
+	return &hostSRIOVResource{}
+}
+
+func (r *hostSRIOVResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_host_sriov"
+}
+
+func (r *hostSRIOVResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "SR-IOV on one physical function of an ESXi host (a ConnectX card, for InfiniBand or Ethernet virtual " +
+			"functions), with a number of virtual functions, as Host > Configure > Hardware > PCI Devices > Configure SR-IOV does. " +
+			"The card's firmware must allow SR-IOV first (`mlxconfig ... SRIOV_EN=1 NUM_OF_VFS=<n>`); that step is outside vCenter. " +
+			"Destroy puts back what the function had before.",
+		Attributes: map[string]schema.Attribute{
+			"id": schema.StringAttribute{
+				Computed: true, MarkdownDescription: "`<host id>:<PCI id>`.",
+				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+			},
+			"host_system_id": schema.StringAttribute{
+				Required: true, MarkdownDescription: "Managed object id of the host, e.g. `data.vspherehpc_host.esx.id`. Changing it replaces the resource.",
+				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
+			},
+			"pci_id": schema.StringAttribute{
+				Required: true,
+				MarkdownDescription: "PCI id of the physical function, e.g. `0000:86:00.0` (`vspherehpc_host`'s `pci_devices` with " +
+					"`sriov_capable`). Changing it replaces the resource.",
+				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
+				Validators:    []validator.String{stringvalidator.RegexMatches(pciIDPattern, "must be a PCI id such as 0000:86:00.0")},
+			},
+			"num_virtual_functions": schema.Int64Attribute{
+				Required: true, CustomType: wholeNumber(1, 1024),
+				MarkdownDescription: "Virtual functions to create, 1 up to what the function supports (`max_virtual_functions`).",
+				Validators:          []validator.Int64{int64validator.Between(1, 1024)},
+			},
+			"active_virtual_functions": schema.Int64Attribute{
+				Computed: true, MarkdownDescription: "Virtual functions that exist now; fewer than asked until the host reboots when it must.",
+			},
+			"max_virtual_functions": schema.Int64Attribute{
+				Computed: true, MarkdownDescription: "Most virtual functions the function supports.",
+				PlanModifiers: []planmodifier.Int64{int64planmodifier.UseStateForUnknown()},
+			},
+			"reboot_required": schema.BoolAttribute{
+				Computed: true, MarkdownDescription: "Whether the change waits for a host reboot: the virtual functions appear only then.",
+			},
+		},
+	}
+}
+
+func (r *hostSRIOVResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
+	r.client = clientFrom(req.ProviderData, &resp.Diagnostics)
+}
+
+// ModifyPlan checks the function and the count when either changes.
+func (r *hostSRIOVResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if !requireVCenter(r.client, &resp.Diagnostics) || req.Plan.Raw.IsNull() {
+		return
+	}
+	var plan hostSRIOVModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() || plan.HostSystemID.IsUnknown() || plan.PCIID.IsUnknown() || plan.VFs.IsUnknown() {
+		return
+	}
+	key := plan.HostSystemID.ValueString() + " " + plan.PCIID.ValueString()
+	addClaimConflict(&resp.Diagnostics, path.Root("pci_id"), r.client.Claim(vsphere.Claim{
+		Kind: vsphere.ClaimPCIDevice, Key: key, What: fmt.Sprintf("PCI device %s of host %s", plan.PCIID.ValueString(), plan.HostSystemID.ValueString()),
+		Owner: fmt.Sprintf("SR-IOV with %d virtual functions", plan.VFs.ValueInt64()), Plan: fmt.Sprint(plan.VFs.ValueInt64()),
+	}))
+	if !req.State.Raw.IsNull() {
+		var state hostSRIOVModel
+		resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+		if plan.VFs.Equal(state.VFs) && state.ActiveVFs.Equal(state.VFs) {
+			return // nothing changes: ask vCenter nothing
+		}
+	}
+	d, findings, err := r.client.PlanHostSRIOV(ctx, plan.HostSystemID.ValueString(), plan.PCIID.ValueString(), int(plan.VFs.ValueInt64()))
+	if errors.Is(err, vsphere.ErrNotFound) {
+		resp.Diagnostics.Append(notFoundDiag(path.Root("host_system_id"), err))
+		return
+	}
+	if err != nil {
+		resp.Diagnostics.Append(vsphereErrorDiag("Cannot check SR-IOV", err))
+		return
+	}
+	for _, f := range findings {
+		switch f := f.(type) {
+		case vsphere.DeviceNotOnHost:
+			resp.Diagnostics.AddAttributeError(path.Root("pci_id"), "No such PCI device",
+				fmt.Sprintf("Host %s has no PCI device %s. Its SR-IOV capable devices: %s.", f.Host, f.PCIID, orNone(f.Capable)))
+		case vsphere.NotSRIOVCapable:
+			resp.Diagnostics.AddAttributeError(path.Root("pci_id"), "Not an SR-IOV function",
+				fmt.Sprintf("PCI device %s (%s) of host %s is not SR-IOV capable (for a ConnectX card, enable SR-IOV in its firmware "+
+					"with mlxconfig and reboot). Its SR-IOV capable devices: %s.", f.PCIID, f.Name, f.Host, orNone(f.Capable)))
+		case vsphere.TooManyVFs:
+			resp.Diagnostics.AddAttributeError(path.Root("num_virtual_functions"), "Too many virtual functions",
+				fmt.Sprintf("PCI device %s of host %s supports at most %d virtual functions, not %d.", f.PCIID, f.Host, f.Max, f.Wanted))
+		}
+	}
+	if d != nil && d.SRIOV != nil {
+		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("max_virtual_functions"), int64(d.SRIOV.MaxVFs))...)
+	}
+}
+
+func (r *hostSRIOVResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	var plan hostSRIOVModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	hostID, pciID := plan.HostSystemID.ValueString(), plan.PCIID.ValueString()
+	d, _, err := r.client.PlanHostSRIOV(ctx, hostID, pciID, int(plan.VFs.ValueInt64()))
+	if err != nil || d == nil || d.SRIOV == nil {
+		resp.Diagnostics.Append(vsphereErrorDiag("Cannot set SR-IOV of "+pciID+" on host "+hostID, cmpErr(err, "the device has no SR-IOV state")))
+		return
+	}
+	before := 0
+	if d.SRIOV.Enabled {
+		before = d.SRIOV.VFsRequested
+	}
+	resp.Diagnostics.Append(setPrivateJSON(ctx, resp.Private, privateSRIOVBefore, before)...)
+	r.apply(ctx, &plan, &resp.State, &resp.Diagnostics)
+}
+
+func (r *hostSRIOVResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	var plan hostSRIOVModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	resp.State.Raw = req.State.Raw.Copy() // until read back: a failure must not record the plan
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	r.apply(ctx, &plan, &resp.State, &resp.Diagnostics)
+}
+
+func (r *hostSRIOVResource) apply(ctx context.Context, m *hostSRIOVModel, state stateSetter, diags *diag.Diagnostics) {
+	hostID, pciID := m.HostSystemID.ValueString(), m.PCIID.ValueString()
+	if err := r.client.SetHostSRIOV(ctx, hostID, pciID, int(m.VFs.ValueInt64())); err != nil {
+		diags.Append(vsphereErrorDiag("Cannot set SR-IOV of "+pciID+" on host "+hostID, err))
+		return
+	}
+	tflog.Debug(ctx, "Set SR-IOV", map[string]any{"host_system_id": hostID, "pci_id": pciID, "virtual_functions": m.VFs.ValueInt64()})
+	h, err := r.client.HostPassthrough(ctx, hostID)
+	if err != nil {
+		diags.Append(vsphereErrorDiag("Cannot read back SR-IOV of "+pciID+" on host "+hostID, err))
+		return
+	}
+	if !sriovToModel(h, m) {
+		diags.AddError("SR-IOV not applied", fmt.Sprintf("Host %s reports no SR-IOV state for %s after the change.", hostID, pciID))
+		return
+	}
+	diags.Append(state.Set(ctx, m)...)
+}
+
+// sriovToModel fills m from the host; false when the function has no
+// SR-IOV state or SR-IOV is off.
+func sriovToModel(h *vsphere.HostPassthrough, m *hostSRIOVModel) bool {
+	d := h.Device(m.PCIID.ValueString())
+	if d == nil || d.SRIOV == nil || !d.SRIOV.Enabled {
+		return false
+	}
+	m.ID = types.StringValue(h.HostID + ":" + d.PCIID)
+	m.VFs = types.Int64Value(int64(d.SRIOV.VFsRequested))
+	m.ActiveVFs = types.Int64Value(int64(d.SRIOV.VFs))
+	m.MaxVFs = types.Int64Value(int64(d.SRIOV.MaxVFs))
+	m.RebootRequired = types.BoolValue(!d.SRIOV.Active || d.SRIOV.VFs != d.SRIOV.VFsRequested)
+	return true
+}
+
+func (r *hostSRIOVResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	var state hostSRIOVModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	h, err := r.client.HostPassthrough(ctx, state.HostSystemID.ValueString())
+	if errors.Is(err, vsphere.ErrNotFound) {
+		resp.State.RemoveResource(ctx)
+		return
+	}
+	if err != nil {
+		resp.Diagnostics.Append(vsphereErrorDiag("Cannot read SR-IOV of host "+state.HostSystemID.ValueString(), err))
+		return
+	}
+	if !sriovToModel(h, &state) {
+		// SR-IOV turned off out of band: what this resource made is gone.
+		tflog.Warn(ctx, "SR-IOV is off; removing it from state", map[string]any{"id": state.ID.ValueString()})
+		resp.State.RemoveResource(ctx)
+		return
+	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+}
+
+func (r *hostSRIOVResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	var state hostSRIOVModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	before := 0
+	_, ds := getPrivateJSON(ctx, req.Private, privateSRIOVBefore, &before)
+	resp.Diagnostics.Append(ds...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	err := r.client.SetHostSRIOV(ctx, state.HostSystemID.ValueString(), state.PCIID.ValueString(), before)
+	if err != nil && !errors.Is(err, vsphere.ErrNotFound) {
+		resp.Diagnostics.Append(vsphereErrorDiag("Cannot restore SR-IOV of "+state.PCIID.ValueString(), err))
+	}
+}
+
+// ImportState takes "<host id>:<PCI id>"; destroy then leaves SR-IOV as found.
+func (r *hostSRIOVResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	hostID, pciID, ok := strings.Cut(req.ID, ":")
+	if !ok || !pciIDPattern.MatchString(pciID) {
+		resp.Diagnostics.AddError("Invalid import id", fmt.Sprintf("Import SR-IOV as <host id>:<PCI id>, e.g. host-12:0000:86:00.0, not %q.", req.ID))
+		return
+	}
+	h, err := r.client.HostPassthrough(ctx, hostID)
+	if err != nil {
+		resp.Diagnostics.Append(vsphereErrorDiag("Cannot import SR-IOV "+req.ID, err))
+		return
+	}
+	m := hostSRIOVModel{HostSystemID: types.StringValue(hostID), PCIID: types.StringValue(pciID)}
+	if !sriovToModel(h, &m) {
+		resp.Diagnostics.AddError("Nothing to import", fmt.Sprintf("SR-IOV is not on for %s of host %s; create the resource instead.", pciID, hostID))
+		return
+	}
+	resp.Diagnostics.Append(setPrivateJSON(ctx, resp.Private, privateSRIOVBefore, int(m.VFs.ValueInt64()))...)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}
+
+// cmpErr is err, or an error saying what when there is none.
+func cmpErr(err error, what string) error {
+	if err != nil {
+		return err
+	}
+	return errors.New(what)
+}

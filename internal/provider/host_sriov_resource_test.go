@@ -1,0 +1,186 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
+)
+
+const sriovAddr = "vspherehpc_host_sriov.s"
+
+// sriovPF is the first SR-IOV capable function of a lab host and its maximum.
+func sriovPF(t *testing.T, lab *vcsimlab.Lab, hostName string) (string, int) {
+	t.Helper()
+	h, err := labService(lab).HostPassthrough(context.Background(), lab.HostID(hostName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range h.Devices {
+		if d.SRIOV != nil && d.SRIOV.Capable {
+			return d.PCIID, d.SRIOV.MaxVFs
+		}
+	}
+	t.Fatalf("host %s has no SR-IOV capable function", hostName)
+	return "", 0
+}
+
+func sriovConfig(lab *vcsimlab.Lab, hostName, pciID string, vfs int) string {
+	return providerConfig(lab) + fmt.Sprintf(`
+resource "vspherehpc_host_sriov" "s" {
+  host_system_id        = %q
+  pci_id                = %q
+  num_virtual_functions = %d
+}
+`, lab.HostID(hostName), pciID, vfs)
+}
+
+// sriovIs checks the host itself: how many virtual functions are requested.
+func sriovIs(lab *vcsimlab.Lab, hostName, pciID string, want int) func(*terraform.State) error {
+	return func(*terraform.State) error {
+		h, err := labService(lab).HostPassthrough(context.Background(), lab.HostID(hostName))
+		if err != nil {
+			return err
+		}
+		d := h.Device(pciID)
+		got := -1
+		if d != nil && d.SRIOV != nil {
+			got = 0
+			if d.SRIOV.Enabled {
+				got = d.SRIOV.VFsRequested
+			}
+		}
+		if got != want {
+			return fmt.Errorf("SR-IOV of %s on %s: %d virtual functions, want %d", pciID, hostName, got, want)
+		}
+		return nil
+	}
+}
+
+func TestAccHostSRIOV_basic(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	name := lab.HostNames()[0]
+	pf, max := sriovPF(t, lab, name)
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config: sriovConfig(lab, name, pf, 4),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(sriovAddr, tfjsonpath.New("id"), knownvalue.StringExact(lab.HostID(name)+":"+pf)),
+					statecheck.ExpectKnownValue(sriovAddr, tfjsonpath.New("active_virtual_functions"), knownvalue.Int64Exact(4)),
+					statecheck.ExpectKnownValue(sriovAddr, tfjsonpath.New("max_virtual_functions"), knownvalue.Int64Exact(int64(max))),
+					statecheck.ExpectKnownValue(sriovAddr, tfjsonpath.New("reboot_required"), knownvalue.Bool(false)),
+				},
+				Check: sriovIs(lab, name, pf, 4),
+			},
+			{ResourceName: sriovAddr, ImportState: true, ImportStateVerify: true, ImportStateId: lab.HostID(name) + ":" + pf},
+			{
+				Config: sriovConfig(lab, name, pf, 8),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(sriovAddr, plancheck.ResourceActionUpdate),
+				}},
+				Check: sriovIs(lab, name, pf, 8),
+			},
+		},
+		// Destroy puts back what the function had: SR-IOV off.
+		CheckDestroy: sriovIs(lab, name, pf, 0),
+	})
+}
+
+// A count changed in vCenter is drift; SR-IOV turned off is the resource gone.
+func TestAccHostSRIOV_driftAndDisappears(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	name := lab.HostNames()[0]
+	pf, _ := sriovPF(t, lab, name)
+	set := func(vfs int) func(*terraform.State) error {
+		return func(*terraform.State) error {
+			return labService(lab).SetHostSRIOV(context.Background(), lab.HostID(name), pf, vfs)
+		}
+	}
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config: sriovConfig(lab, name, pf, 4), Check: set(2),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PostApplyPostRefresh: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(sriovAddr, plancheck.ResourceActionUpdate),
+				}},
+				ExpectNonEmptyPlan: true,
+			},
+			{
+				Config: sriovConfig(lab, name, pf, 4), Check: set(0),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PostApplyPostRefresh: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(sriovAddr, plancheck.ResourceActionCreate),
+				}},
+				ExpectNonEmptyPlan: true,
+			},
+		},
+	})
+}
+
+func TestAccHostSRIOV_refusals(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	name := lab.HostNames()[0]
+	id := lab.HostID(name)
+	pf, max := sriovPF(t, lab, name)
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config: sriovConfig(lab, name, pf, max+1), PlanOnly: true,
+				ExpectError: wrapped(fmt.Sprintf("PCI device %s of host %s (%s) supports at most %d virtual functions, not %d.", pf, name, id, max, max+1)),
+			},
+			{
+				Config: sriovConfig(lab, name, "0000:af:00.0", 4), PlanOnly: true,
+				ExpectError: regexp.MustCompile(`(?s)PCI\s+device\s+0000:af:00.0\s+\(GA100.*is\s+not\s+SR-IOV\s+capable.*Its\s+SR-IOV\s+capable\s+devices:.*` + regexp.QuoteMeta(pf)),
+			},
+			{
+				Config: sriovConfig(lab, name, "0000:99:00.0", 4), PlanOnly: true,
+				ExpectError: regexp.MustCompile(`(?s)has\s+no\s+PCI\s+device\s+0000:99:00.0.\s+Its\s+SR-IOV\s+capable\s+devices:`),
+			},
+		},
+	})
+}
+
+// On a host that must reboot, the virtual functions appear only after the
+// reboot: reboot_required says so until then.
+func TestAccHostSRIOV_rebootRequired(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{HostsNeedReboot: true})
+	name := lab.HostNames()[0]
+	pf, _ := sriovPF(t, lab, name)
+	config := sriovConfig(lab, name, pf, 4)
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config: config,
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(sriovAddr, tfjsonpath.New("active_virtual_functions"), knownvalue.Int64Exact(0)),
+					statecheck.ExpectKnownValue(sriovAddr, tfjsonpath.New("reboot_required"), knownvalue.Bool(true)),
+				},
+			},
+			{
+				PreConfig: func() { must(t, lab.RebootHost(context.Background(), name)) },
+				Config:    config,
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(sriovAddr, tfjsonpath.New("active_virtual_functions"), knownvalue.Int64Exact(4)),
+					statecheck.ExpectKnownValue(sriovAddr, tfjsonpath.New("reboot_required"), knownvalue.Bool(false)),
+				},
+			},
+		},
+	})
+}
