@@ -70,7 +70,7 @@ func TestAccHostSRIOV_basic(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
 	name := lab.HostNames()[0]
-	pf, max := sriovPF(t, lab, name)
+	pf, maxVFs := sriovPF(t, lab, name)
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
@@ -79,7 +79,7 @@ func TestAccHostSRIOV_basic(t *testing.T) {
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(sriovAddr, tfjsonpath.New("id"), knownvalue.StringExact(lab.HostID(name)+":"+pf)),
 					statecheck.ExpectKnownValue(sriovAddr, tfjsonpath.New("active_virtual_functions"), knownvalue.Int64Exact(4)),
-					statecheck.ExpectKnownValue(sriovAddr, tfjsonpath.New("max_virtual_functions"), knownvalue.Int64Exact(int64(max))),
+					statecheck.ExpectKnownValue(sriovAddr, tfjsonpath.New("max_virtual_functions"), knownvalue.Int64Exact(int64(maxVFs))),
 					statecheck.ExpectKnownValue(sriovAddr, tfjsonpath.New("reboot_required"), knownvalue.Bool(false)),
 				},
 				Check: sriovIs(lab, name, pf, 4),
@@ -135,13 +135,13 @@ func TestAccHostSRIOV_refusals(t *testing.T) {
 	lab := startLab(t, vcsimlab.Options{})
 	name := lab.HostNames()[0]
 	id := lab.HostID(name)
-	pf, max := sriovPF(t, lab, name)
+	pf, maxVFs := sriovPF(t, lab, name)
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
-				Config: sriovConfig(lab, name, pf, max+1), PlanOnly: true,
-				ExpectError: wrapped(fmt.Sprintf("PCI device %s of host %s (%s) supports at most %d virtual functions, not %d.", pf, name, id, max, max+1)),
+				Config: sriovConfig(lab, name, pf, maxVFs+1), PlanOnly: true,
+				ExpectError: wrapped(fmt.Sprintf("PCI device %s of host %s (%s) supports at most %d virtual functions, not %d.", pf, name, id, maxVFs, maxVFs+1)),
 			},
 			{
 				Config: sriovConfig(lab, name, "0000:af:00.0", 4), PlanOnly: true,
