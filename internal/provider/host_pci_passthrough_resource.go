@@ -160,7 +160,7 @@ func (r *hostPCIPassthroughResource) change(ctx context.Context, m *hostPCIPasst
 		diags.Append(m.Match.ElementsAs(ctx, &match, false)...)
 	}
 	for _, mm := range match {
-		ch.Match = append(ch.Match, vsphere.GPURequest{VendorID: mm.VendorID.ValueString(), DeviceID: mm.DeviceID.ValueString()})
+		ch.Match = append(ch.Match, vsphere.VendorDevice{VendorID: mm.VendorID.ValueString(), DeviceID: mm.DeviceID.ValueString()})
 	}
 	for id, was := range before {
 		if !was {

@@ -505,3 +505,15 @@ var dvsUUIDPattern = regexp.MustCompile(`^[0-9a-fA-F]{2}( [0-9a-fA-F]{2}){7}-[0-
 func LooksLikeDVSUUID(s string) bool {
 	return dvsUUIDPattern.MatchString(s)
 }
+
+// switchUsers names the VMs whose adapters use the switch's port groups.
+func (c *Client) switchUsers(ctx context.Context, d *DVS) ([]string, error) {
+	ctx, cancel := c.withTimeout(ctx)
+	defer cancel()
+	vc, err := c.vimClient(ctx)
+	if err != nil {
+		return nil, err
+	}
+	users, err := c.portGroupUsers(ctx, vc, d.PortGroups)
+	return users, translate("listing the VMs on the port groups of distributed switch "+d.Name, err)
+}

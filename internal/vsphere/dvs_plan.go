@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/vmware/govmomi/vim25"
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
 )
@@ -202,17 +203,7 @@ func (c *Client) PlanDVSNames(ctx context.Context, ch DVSNamesChange) ([]Finding
 	if err != nil {
 		return nil, err
 	}
-	objs, err := retrieve(ctx, vc, types.PropertyFilterSpec{
-		ObjectSet: []types.ObjectSpec{{Obj: datacenterRef(ch.DatacenterID), Skip: types.NewBool(true), SelectSet: []types.BaseSelectionSpec{
-			&types.TraversalSpec{Type: "Datacenter", Path: "networkFolder", SelectSet: []types.BaseSelectionSpec{&types.SelectionSpec{Name: "folderTree"}}},
-			folderTree(),
-		}}},
-		PropSet: []types.PropertySpec{
-			{Type: "DistributedVirtualSwitch", PathSet: []string{"name", "uuid"}},
-			{Type: "DistributedVirtualPortgroup", PathSet: []string{"name", "config.distributedVirtualSwitch"}},
-			{Type: "Network", PathSet: []string{"name"}},
-		},
-	})
+	objs, err := networkFolderNames(ctx, vc, ch.DatacenterID)
 	if err != nil {
 		return nil, datacenterError(op, ch.DatacenterID, err)
 	}
@@ -273,4 +264,20 @@ func (c *Client) PlanDVSDelete(ctx context.Context, id DVSID) (Finding, error) {
 		return nil, err
 	}
 	return SwitchInUse{Switch: current.Name, Users: users}, nil
+}
+
+// networkFolderNames reads the names of a datacenter's switches, port groups
+// (with their switch) and networks, in one round trip.
+func networkFolderNames(ctx context.Context, vc *vim25.Client, datacenterID string) ([]any, error) {
+	return retrieve(ctx, vc, types.PropertyFilterSpec{
+		ObjectSet: []types.ObjectSpec{{Obj: datacenterRef(datacenterID), Skip: types.NewBool(true), SelectSet: []types.BaseSelectionSpec{
+			&types.TraversalSpec{Type: "Datacenter", Path: "networkFolder", SelectSet: []types.BaseSelectionSpec{&types.SelectionSpec{Name: "folderTree"}}},
+			folderTree(),
+		}}},
+		PropSet: []types.PropertySpec{
+			{Type: "DistributedVirtualSwitch", PathSet: []string{"name", "uuid"}},
+			{Type: "DistributedVirtualPortgroup", PathSet: []string{"name", "config.distributedVirtualSwitch"}},
+			{Type: "Network", PathSet: []string{"name"}},
+		},
+	})
 }

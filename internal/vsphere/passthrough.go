@@ -208,13 +208,19 @@ func (DeviceUsedByHost) finding() {}
 func (NoDeviceMatches) finding()  {}
 func (DeviceUsedByVMs) finding()  {}
 
+// VendorDevice selects PCI devices by vendor and device id, four hex digits
+// each.
+type VendorDevice struct {
+	VendorID, DeviceID string
+}
+
 // PassthroughChange is a host's planned passthrough: the devices to enable,
 // by PCI id or by vendor and device id (every such device of the host), and
 // the devices whose passthrough is about to be turned off.
 type PassthroughChange struct {
 	HostID    string
 	PCIIDs    []string
-	Match     []GPURequest // VendorID and DeviceID set
+	Match     []VendorDevice
 	Disabling []string
 }
 

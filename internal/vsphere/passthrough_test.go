@@ -42,7 +42,7 @@ func TestPlanHostPassthrough(t *testing.T) {
 	ctx := context.Background()
 	c := labClient(lab)
 	id := lab.HostID(lab.HostNames()[0])
-	_, want, f, err := c.PlanHostPassthrough(ctx, PassthroughChange{HostID: id, Match: []GPURequest{{VendorID: "10de", DeviceID: "2330"}}})
+	_, want, f, err := c.PlanHostPassthrough(ctx, PassthroughChange{HostID: id, Match: []VendorDevice{{VendorID: "10de", DeviceID: "2330"}}})
 	if err != nil || len(f) != 0 || len(want) != 2 || want[0].PCIID != "0000:3b:00.0" || want[1].PCIID != "0000:5e:00.0" {
 		t.Fatalf("every H100: %+v, %#v, %v", want, f, err)
 	}

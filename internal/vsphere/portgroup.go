@@ -120,18 +120,6 @@ func (c *Client) applyPortGroup(ctx context.Context, vc *vim25.Client, op string
 	return current.Key, err
 }
 
-// switchUsers names the VMs whose adapters use the switch's port groups.
-func (c *Client) switchUsers(ctx context.Context, d *DVS) ([]string, error) {
-	ctx, cancel := c.withTimeout(ctx)
-	defer cancel()
-	vc, err := c.vimClient(ctx)
-	if err != nil {
-		return nil, err
-	}
-	users, err := c.portGroupUsers(ctx, vc, d.PortGroups)
-	return users, translate("listing the VMs on the port groups of distributed switch "+d.Name, err)
-}
-
 // portGroupUsers names the VMs whose adapters use the port groups, one entry
 // per port group: "pg-name: vm-a (PVRDMA), vm-b".
 func (c *Client) portGroupUsers(ctx context.Context, vc *vim25.Client, pgs []PortGroup) ([]string, error) {
