@@ -14,7 +14,7 @@ import (
 // the value for 64bitMMIOSizeGB" and on its A100 example, as the table in
 // docs/data-sources/mmio_size.md lists them; given both ways, with no
 // provider settings at all: the data source needs no vCenter.
-func TestAccMMIOSizeDataSource_seedTable(t *testing.T) {
+func TestAccMMIOSizeDataSource_verifiedConfigurations(t *testing.T) {
 	t.Parallel()
 	size := func(name string, gb int64) statecheck.StateCheck {
 		return statecheck.ExpectKnownValue("data.vspherehpc_mmio_size."+name, tfjsonpath.New("mmio_size_gb"), knownvalue.Int64Exact(gb))
