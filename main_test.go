@@ -25,6 +25,9 @@ func TestTerraformStopLogsOut(t *testing.T) {
 	if tf == "" {
 		var err error
 		if tf, err = exec.LookPath("terraform"); err != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatal("no terraform on CI: make test sets TF_ACC_TERRAFORM_PATH")
+			}
 			t.Skip("no terraform: set TF_ACC_TERRAFORM_PATH or put terraform on PATH")
 		}
 	}

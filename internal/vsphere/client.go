@@ -251,7 +251,7 @@ func (c *Client) connect(ctx context.Context) (*vim25.Client, error) {
 		return nil, err
 	}
 	c.log.Debug(ctx, "Connected to vCenter", map[string]any{
-		"vsphere_server": u.Host, "vsphere_user": c.cfg.User,
+		"server": u.Host, "user": c.cfg.User,
 		"api_version": vc.ServiceContent.About.ApiVersion, "product": vc.ServiceContent.About.FullName,
 	})
 	return vc, nil
@@ -332,7 +332,7 @@ func (c *Client) Logout(ctx context.Context) error {
 		return translate("logging out of vCenter "+vc.URL().Host, err)
 	}
 	c.loggedOut = true
-	c.log.Debug(ctx, "Logged out of vCenter", map[string]any{"vsphere_server": vc.URL().Host, "vsphere_user": c.cfg.User})
+	c.log.Debug(ctx, "Logged out of vCenter", map[string]any{"server": vc.URL().Host, "user": c.cfg.User})
 	return nil
 }
 
