@@ -53,8 +53,6 @@ type tfsdkState interface {
 	Get(ctx context.Context, target any) diag.Diagnostics
 }
 
-var passthroughMatchType = types.ObjectType{AttrTypes: map[string]attr.Type{"vendor_id": types.StringType, "device_id": types.StringType}}
-
 type passthroughMatchModel struct {
 	VendorID types.String `tfsdk:"vendor_id"`
 	DeviceID types.String `tfsdk:"device_id"`
@@ -162,13 +160,34 @@ func (r *hostPCIPassthroughResource) change(ctx context.Context, m *hostPCIPasst
 	for _, mm := range match {
 		ch.Match = append(ch.Match, vsphere.VendorDevice{VendorID: mm.VendorID.ValueString(), DeviceID: mm.DeviceID.ValueString()})
 	}
+	slices.Sort(ch.PCIIDs)
+	ch.Disabling = turnedBackOff(before)
+	return ch
+}
+
+// turnedBackOff lists the managed devices whose passthrough goes back off
+// when the resource lets them go: those it was off for before.
+func turnedBackOff(before map[string]bool) []string {
+	var out []string
 	for id, was := range before {
 		if !was {
-			ch.Disabling = append(ch.Disabling, id)
+			out = append(out, id)
 		}
 	}
-	slices.Sort(ch.Disabling)
-	return ch
+	slices.Sort(out)
+	return out
+}
+
+// claimDevices claims the resolved devices of a planned passthrough, so no
+// other resource of the plan takes them (a second passthrough, or SR-IOV).
+func (r *hostPCIPassthroughResource) claimDevices(ch vsphere.PassthroughChange, devices []string, diags *diag.Diagnostics) {
+	owner := fmt.Sprintf("vspherehpc_host_pci_passthrough on %s with %s", ch.HostID, strings.Join(devices, ", "))
+	for _, id := range devices {
+		addClaimConflict(diags, path.Root("pci_ids"), r.client.Claim(vsphere.Claim{
+			Kind: vsphere.ClaimPCIDevice, Key: ch.HostID + " " + id, What: fmt.Sprintf("PCI device %s of host %s", id, ch.HostID),
+			Owner: owner, Plan: fmt.Sprint(ch.PCIIDs, ch.Match),
+		}))
+	}
 }
 
 // ModifyPlan resolves the devices, refuses what cannot be passed through or
@@ -184,7 +203,7 @@ func (r *hostPCIPassthroughResource) ModifyPlan(ctx context.Context, req resourc
 	if req.Plan.Raw.IsNull() {
 		var state hostPCIPassthroughModel
 		resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-		ch := vsphere.PassthroughChange{HostID: state.HostSystemID.ValueString(), Disabling: r.change(ctx, &state, before, &resp.Diagnostics).Disabling}
+		ch := vsphere.PassthroughChange{HostID: state.HostSystemID.ValueString(), Disabling: turnedBackOff(before)}
 		if _, _, findings, err := r.client.PlanHostPassthrough(ctx, ch); err == nil {
 			addPassthroughFindings(&resp.Diagnostics, findings, true)
 		}
@@ -197,8 +216,11 @@ func (r *hostPCIPassthroughResource) ModifyPlan(ctx context.Context, req resourc
 	}
 	if req.State.Raw.IsNull() {
 		before = nil // a new resource turns nothing off
-	} else if r.unchanged(ctx, &plan, req.State, &resp.Diagnostics) {
-		return // like every plan-time check, ask vCenter only about what changes
+	} else if devices, ok := r.unchanged(ctx, &plan, req.State, &resp.Diagnostics); ok {
+		// Like every plan-time check, ask vCenter only about what changes;
+		// the devices are still this resource's claim.
+		r.claimDevices(r.change(ctx, &plan, nil, &resp.Diagnostics), devices, &resp.Diagnostics)
+		return
 	}
 	ch := r.change(ctx, &plan, before, &resp.Diagnostics)
 	if len(ch.PCIIDs) == 0 && len(ch.Match) == 0 {
@@ -215,14 +237,14 @@ func (r *hostPCIPassthroughResource) ModifyPlan(ctx context.Context, req resourc
 		return
 	}
 	addPassthroughFindings(&resp.Diagnostics, findings, true)
-	owner := fmt.Sprintf("vspherehpc_host_pci_passthrough on %s with %s", ch.HostID, strings.Join(ch.PCIIDs, ", "))
+	ids := make([]string, len(want))
+	for i, d := range want {
+		ids[i] = d.PCIID
+	}
+	r.claimDevices(ch, ids, &resp.Diagnostics)
 	planned := make([]passthroughDeviceModel, 0, len(want))
 	turningOn, pendingReboot := false, false
 	for _, d := range want {
-		addClaimConflict(&resp.Diagnostics, path.Root("pci_ids"), r.client.Claim(vsphere.Claim{
-			Kind: vsphere.ClaimPCIDevice, Key: ch.HostID + " " + d.PCIID, What: fmt.Sprintf("PCI device %s of host %s", d.PCIID, ch.HostID),
-			Owner: owner, Plan: fmt.Sprint(ch.PCIIDs, ch.Match),
-		}))
 		// A device turned on now may need a reboot: unknown. One already on
 		// keeps what the host says, so waiting for a reboot is no diff.
 		active := types.BoolUnknown()
@@ -251,20 +273,23 @@ func (r *hostPCIPassthroughResource) ModifyPlan(ctx context.Context, req resourc
 // unchanged reports whether the configuration is as in state and every
 // managed device has passthrough on and active: then the plan is the state.
 // match is resolved again when the configuration changes, not on every plan.
-func (r *hostPCIPassthroughResource) unchanged(ctx context.Context, plan *hostPCIPassthroughModel, state tfsdkState, diags *diag.Diagnostics) bool {
+// It returns the managed devices' PCI ids.
+func (r *hostPCIPassthroughResource) unchanged(ctx context.Context, plan *hostPCIPassthroughModel, state tfsdkState, diags *diag.Diagnostics) ([]string, bool) {
 	var prior hostPCIPassthroughModel
 	diags.Append(state.Get(ctx, &prior)...)
 	if diags.HasError() || !plan.PCIIDs.Equal(prior.PCIIDs) || !plan.Match.Equal(prior.Match) {
-		return false
+		return nil, false
 	}
 	var devices []passthroughDeviceModel
 	diags.Append(prior.Devices.ElementsAs(ctx, &devices, true)...)
+	ids := make([]string, 0, len(devices))
 	for _, d := range devices {
 		if !d.Enabled.ValueBool() || !d.Active.ValueBool() {
-			return false
+			return nil, false
 		}
+		ids = append(ids, d.PCIID.ValueString())
 	}
-	return len(devices) > 0
+	return ids, len(ids) > 0
 }
 
 // addPassthroughFindings words the findings of the passthrough planner. At
@@ -450,7 +475,7 @@ func (r *hostPCIPassthroughResource) Delete(ctx context.Context, req resource.De
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	ch := r.change(ctx, &hostPCIPassthroughModel{HostSystemID: state.HostSystemID, PCIIDs: types.SetNull(types.StringType), Match: types.SetNull(passthroughMatchType)}, before, &resp.Diagnostics)
+	ch := vsphere.PassthroughChange{HostID: state.HostSystemID.ValueString(), Disabling: turnedBackOff(before)}
 	_, _, findings, err := r.client.PlanHostPassthrough(ctx, ch)
 	if errors.Is(err, vsphere.ErrNotFound) {
 		return // the host is gone, and its passthrough with it

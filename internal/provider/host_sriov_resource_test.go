@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
@@ -180,6 +181,27 @@ func TestAccHostSRIOV_rebootRequired(t *testing.T) {
 					statecheck.ExpectKnownValue(sriovAddr, tfjsonpath.New("active_virtual_functions"), knownvalue.Int64Exact(4)),
 					statecheck.ExpectKnownValue(sriovAddr, tfjsonpath.New("reboot_required"), knownvalue.Bool(false)),
 				},
+			},
+		},
+	})
+}
+
+// A function passed through whole cannot also serve virtual functions: an
+// SR-IOV resource on a device an unchanged passthrough resource manages is
+// refused at plan, naming both.
+func TestAccHostSRIOV_claimedByPassthrough(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	name := lab.HostNames()[0]
+	pf, _ := sriovPF(t, lab, name)
+	passthrough := passthroughConfig(lab, name, fmt.Sprintf(`  pci_ids = [%q]`, pf))
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: passthrough},
+			{
+				Config: passthrough + strings.Replace(sriovConfig(lab, name, pf, 4), providerConfig(lab), "", 1), PlanOnly: true,
+				ExpectError: regexp.MustCompile(`(?s)Claimed twice in this configuration.*PCI\s+device\s+` + regexp.QuoteMeta(pf) + `\s+of\s+host\s+` + lab.HostID(name)),
 			},
 		},
 	})
