@@ -301,7 +301,7 @@ func addPassthroughFindings(diags *diag.Diagnostics, findings []vsphere.Finding,
 		switch f := f.(type) {
 		case vsphere.DeviceNotOnHost:
 			diags.AddAttributeError(path.Root("pci_ids"), "No such PCI device",
-				fmt.Sprintf("Host %s has no PCI device %s. Its devices that can be passed through: %s.", f.Host, f.PCIID, orNone(f.Capable)))
+				fmt.Sprintf("Host %s has no PCI device %s. Its devices that can be passed through: %s.", f.Host, f.PCIID, listOrNone(f.Capable)))
 		case vsphere.DeviceNotCapable:
 			diags.AddAttributeError(path.Root("pci_ids"), "Device cannot be passed through",
 				fmt.Sprintf("PCI device %s (%s) of host %s is not passthrough capable: the host or its firmware does not offer it "+
@@ -513,7 +513,7 @@ func (r *hostPCIPassthroughResource) ImportState(ctx context.Context, req resour
 	if list != "" && len(ids) != len(strings.Split(list, ",")) {
 		resp.Diagnostics.AddError("Nothing to import",
 			fmt.Sprintf("Import %q names devices of host %s (%s) that do not have passthrough on; devices with it on: %s.",
-				req.ID, host.HostName, hostID, orNone(enabledDevices(host))))
+				req.ID, host.HostName, hostID, listOrNone(enabledDevices(host))))
 		return
 	}
 	if len(ids) == 0 {

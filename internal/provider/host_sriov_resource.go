@@ -136,11 +136,11 @@ func (r *hostSRIOVResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 		switch f := f.(type) {
 		case vsphere.DeviceNotOnHost:
 			resp.Diagnostics.AddAttributeError(path.Root("pci_id"), "No such PCI device",
-				fmt.Sprintf("Host %s has no PCI device %s. Its SR-IOV capable devices: %s.", f.Host, f.PCIID, orNone(f.Capable)))
+				fmt.Sprintf("Host %s has no PCI device %s. Its SR-IOV capable devices: %s.", f.Host, f.PCIID, listOrNone(f.Capable)))
 		case vsphere.NotSRIOVCapable:
 			resp.Diagnostics.AddAttributeError(path.Root("pci_id"), "Not an SR-IOV function",
 				fmt.Sprintf("PCI device %s (%s) of host %s is not SR-IOV capable (for a ConnectX card, enable SR-IOV in its firmware "+
-					"with mlxconfig and reboot). Its SR-IOV capable devices: %s.", f.PCIID, f.Name, f.Host, orNone(f.Capable)))
+					"with mlxconfig and reboot). Its SR-IOV capable devices: %s.", f.PCIID, f.Name, f.Host, listOrNone(f.Capable)))
 		case vsphere.TooManyVFs:
 			resp.Diagnostics.AddAttributeError(path.Root("num_virtual_functions"), "Too many virtual functions",
 				fmt.Sprintf("PCI device %s of host %s supports at most %d virtual functions, not %d.", f.PCIID, f.Host, f.Max, f.Wanted))

@@ -268,11 +268,20 @@ func notAPVRDMAAdapter(vm *vsphere.VM, key int64) string {
 	return what + " Its PVRDMA adapters have device keys " + strings.Join(pvrdma, ", ") + "; import one of those."
 }
 
+// orNone joins a few alternatives, "rocev1 and rocev2", or says "none".
 func orNone(list []string) string {
 	if len(list) == 0 {
 		return "none"
 	}
 	return strings.Join(list, " and ")
+}
+
+// listOrNone joins a list of objects, "a, b, c", or says "none".
+func listOrNone(list []string) string {
+	if len(list) == 0 {
+		return "none"
+	}
+	return strings.Join(list, ", ")
 }
 
 func (m *vmPVRDMANICModel) spec() vsphere.PVRDMANICSpec {
