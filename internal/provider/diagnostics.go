@@ -138,7 +138,7 @@ func clientFrom(providerData any, diags *diag.Diagnostics) *vsphere.Client {
 
 // claimFixes say how to settle two resources claiming one thing.
 var claimFixes = map[vsphere.ClaimKind]string{
-	vsphere.ClaimGPU:          "A GPU is passed through to one VM only, and the second VM does not boot: remove it from one of them.",
+	vsphere.ClaimPassthrough:  "A GPU or other PCI device is passed through to one VM only, and the second VM does not boot: remove it from one of them.",
 	vsphere.ClaimGPUSetup:     "One vspherehpc_vm_gpu_mmio manages all of a VM's GPU passthrough: merge them into one.",
 	vsphere.ClaimHostSettings: "One vspherehpc_host_pvrdma_settings manages a host's PVRDMA settings: keep one per host.",
 	vsphere.ClaimUplink:       "PVRDMA needs its NIC as the only uplink of one switch: give each switch its own NIC.",

@@ -47,6 +47,7 @@ type vmGPUMMIOModel struct {
 	ID                  types.String  `tfsdk:"id"`
 	VirtualMachineID    types.String  `tfsdk:"virtual_machine_id"`
 	GPU                 types.List    `tfsdk:"gpu"`
+	PCIDevice           types.List    `tfsdk:"pci_device"`
 	MMIOSizeGB          types.Int64   `tfsdk:"mmio_size_gb"`
 	TotalGPUMemoryGB    types.Float64 `tfsdk:"total_gpu_memory_gb"`
 	Firmware            types.String  `tfsdk:"firmware"`
@@ -65,6 +66,12 @@ type gpuBlockModel struct {
 var gpuBlockType = types.ObjectType{AttrTypes: map[string]attr.Type{
 	"pci_id": types.StringType, "vendor_id": types.StringType, "device_id": types.StringType,
 }}
+
+type pciDeviceBlockModel struct {
+	PCIID types.String `tfsdk:"pci_id"`
+}
+
+var pciDeviceBlockType = types.ObjectType{AttrTypes: map[string]attr.Type{"pci_id": types.StringType}}
 
 func (g gpuBlockModel) request() vsphere.GPURequest {
 	return vsphere.GPURequest{PCIID: g.PCIID.ValueString(), VendorID: g.VendorID.ValueString(), DeviceID: g.DeviceID.ValueString()}
@@ -94,7 +101,9 @@ var (
 func (r *vmGPUMMIOResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "Makes a VM ready for GPU passthrough in one reconfigure: EFI firmware, `pciPassthru.use64bitMMIO = TRUE`, " +
-			"`pciPassthru.64bitMMIOSizeGB` sized for its GPUs, all guest memory reserved, and the GPUs themselves. One per VM.",
+			"`pciPassthru.64bitMMIOSizeGB` sized for its GPUs, all guest memory reserved, and the GPUs themselves, with any other " +
+			"passthrough devices beside them (InfiniBand VFs or whole ConnectX PFs). One per VM: it manages all of the VM's PCI " +
+			"passthrough devices, and detaches those it is not given. SR-IOV network adapters are `vspherehpc_vm_sriov_nic`'s.",
 		Attributes: map[string]schema.Attribute{
 			"id": schema.StringAttribute{
 				Computed: true, MarkdownDescription: "The VM's UUID.",
@@ -113,7 +122,9 @@ func (r *vmGPUMMIOResource) Schema(_ context.Context, _ resource.SchemaRequest, 
 					fmt.Sprintf("and at most %d (1 PiB, the most an ESXi host addresses).", mmio.MaxSizeGB),
 				PlanModifiers: []planmodifier.Int64{int64planmodifier.UseStateForUnknown()},
 				CustomType:    wholeNumber(1, mmio.MaxSizeGB),
-				Validators:    []validator.Int64{mmioSizeBound{}},
+				// Devices given in pci_device blocks do not count: their BARs
+				// are megabytes, inside the headroom the rule leaves.
+				Validators: []validator.Int64{mmioSizeBound{}},
 			},
 			"total_gpu_memory_gb": schema.Float64Attribute{
 				Computed: true, MarkdownDescription: "Total framebuffer memory of the GPUs, as their hosts report it.",
@@ -158,6 +169,18 @@ func (r *vmGPUMMIOResource) Schema(_ context.Context, _ resource.SchemaRequest, 
 					"device_id": schema.StringAttribute{
 						Optional: true, MarkdownDescription: "Dynamic DirectPath: PCI device id, four hex digits.",
 						Validators: []validator.String{stringvalidator.RegexMatches(hexIDPattern, "must be four lower-case hex digits, such as 2330")},
+					},
+				}},
+			},
+			"pci_device": schema.ListNestedBlock{
+				MarkdownDescription: "Another PCI device to pass through beside the GPUs: an InfiniBand virtual function " +
+					"(`vspherehpc_host_sriov`'s `virtual_functions`, enabled with `vspherehpc_host_pci_passthrough`) or a whole ConnectX " +
+					"physical function. It must be active for passthrough on the VM's host and used by no other VM. Its memory does not " +
+					"count toward `mmio_size_gb`; with no `gpu` block, give `mmio_size_gb`.",
+				NestedObject: schema.NestedBlockObject{Attributes: map[string]schema.Attribute{
+					"pci_id": schema.StringAttribute{
+						Required: true, MarkdownDescription: "PCI id on the VM's host, e.g. `0000:86:00.1` (`vspherehpc_host`'s `pci_devices`).",
+						Validators: []validator.String{stringvalidator.RegexMatches(pciIDPattern, "must be a PCI id such as 0000:86:00.1")},
 					},
 				}},
 			},
@@ -210,6 +233,37 @@ func (r *vmGPUMMIOResource) ValidateConfig(ctx context.Context, req resource.Val
 		}
 		seen[g.PCIID.ValueString()] = true
 	}
+	var devices types.List
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("pci_device"), &devices)...)
+	if resp.Diagnostics.HasError() || devices.IsUnknown() || devices.IsNull() {
+		return
+	}
+	var devs []pciDeviceBlockModel
+	resp.Diagnostics.Append(devices.ElementsAs(ctx, &devs, true)...)
+	for i, d := range devs {
+		if d.PCIID.IsUnknown() || d.PCIID.IsNull() {
+			continue
+		}
+		if id := d.PCIID.ValueString(); seen[id] {
+			resp.Diagnostics.AddAttributeError(path.Root("pci_device").AtListIndex(i), "PCI device listed twice",
+				fmt.Sprintf("PCI device %s is listed twice (in gpu or pci_device blocks). A VM given the same device twice does not "+
+					"boot, with no error: list it once.", id))
+		}
+		seen[d.PCIID.ValueString()] = true
+	}
+}
+
+// devices lists the PCI ids of pci_device blocks.
+func devices(ctx context.Context, l types.List, diags *diag.Diagnostics) []string {
+	var list []pciDeviceBlockModel
+	if !l.IsNull() && !l.IsUnknown() {
+		diags.Append(l.ElementsAs(ctx, &list, false)...)
+	}
+	var out []string
+	for _, d := range list {
+		out = append(out, d.PCIID.ValueString())
+	}
+	return out
 }
 
 func (r *vmGPUMMIOResource) gpus(ctx context.Context, l types.List, diags *diag.Diagnostics) []gpuBlockModel {
@@ -233,7 +287,7 @@ func (r *vmGPUMMIOResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 		resp.Diagnostics.Append(req.State.Get(ctx, state)...)
 	}
 	if req.Plan.Raw.IsNull() {
-		if state != nil && len(r.gpus(ctx, state.GPU, &resp.Diagnostics)) > 0 {
+		if state != nil && len(r.gpus(ctx, state.GPU, &resp.Diagnostics))+len(devices(ctx, state.PCIDevice, &resp.Diagnostics)) > 0 {
 			checkDestroyPower(ctx, r.client, state.VirtualMachineID.ValueString(), state.PowerOffAllowed.ValueBool(), vsphere.WhatGPUsNeedOff, &resp.Diagnostics)
 		}
 		return
@@ -247,13 +301,15 @@ func (r *vmGPUMMIOResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 	if state != nil && replaceOnOtherVM(ctx, r.client, state.VirtualMachineID, plan.VirtualMachineID, resp) {
 		state = nil // planned as a setup of the other VM
 	}
-	if plan.VirtualMachineID.IsUnknown() || plan.GPU.IsUnknown() || config.MMIOSizeGB.IsUnknown() || anyUnknownGPU(ctx, plan.GPU) {
+	if plan.VirtualMachineID.IsUnknown() || plan.GPU.IsUnknown() || plan.PCIDevice.IsUnknown() || config.MMIOSizeGB.IsUnknown() ||
+		anyUnknownGPU(ctx, plan.GPU) || anyUnknownDevice(ctx, plan.PCIDevice) {
 		return // checked once the values are known
 	}
 	given := config.MMIOSizeGB.ValueInt64Pointer()
 	vmID := plan.VirtualMachineID.ValueString()
-	addClaimConflict(&resp.Diagnostics, path.Root("virtual_machine_id"), r.client.ClaimGPUSetup(vmID, vmID, r.requests(ctx, plan.GPU, &resp.Diagnostics), given))
-	if state != nil && plan.GPU.Equal(state.GPU) && state.Firmware.ValueString() == "efi" && state.TotalGPUMemoryGB.ValueFloat64() > 0 {
+	planned := devices(ctx, plan.PCIDevice, &resp.Diagnostics)
+	addClaimConflict(&resp.Diagnostics, path.Root("virtual_machine_id"), r.client.ClaimGPUSetup(vmID, vmID, r.requests(ctx, plan.GPU, &resp.Diagnostics), planned, given))
+	if state != nil && plan.GPU.Equal(state.GPU) && plan.PCIDevice.Equal(state.PCIDevice) && state.Firmware.ValueString() == "efi" && state.TotalGPUMemoryGB.ValueFloat64() > 0 {
 		// Same GPUs: size the window from the recorded total, no vCenter
 		// call, unless the window changes (which needs the VM's power state).
 		size, f := vsphere.PlanMMIOSize(given, state.TotalGPUMemoryGB.ValueFloat64(), true, true)
@@ -263,7 +319,7 @@ func (r *vmGPUMMIOResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 		}
 	}
 	change := vsphere.GPUMMIOChange{
-		VMID: vmID, GPUs: r.requests(ctx, plan.GPU, &resp.Diagnostics), MMIOSizeGB: given,
+		VMID: vmID, GPUs: r.requests(ctx, plan.GPU, &resp.Diagnostics), Devices: planned, MMIOSizeGB: given,
 		AllowFirmwareChange: plan.AllowFirmwareChange.ValueBool(), PowerOffAllowed: plan.PowerOffAllowed.ValueBool(),
 	}
 	if state != nil {
@@ -280,7 +336,7 @@ func (r *vmGPUMMIOResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 	}
 	var sizeFinding vsphere.Finding
 	for _, f := range p.Findings {
-		if addClaimConflict(&resp.Diagnostics, path.Root("gpu"), f) {
+		if addClaimConflict(&resp.Diagnostics, path.Root("virtual_machine_id"), f) {
 			continue
 		}
 		if isSizeFinding(f) {
@@ -317,8 +373,8 @@ func (r *vmGPUMMIOResource) planSize(ctx context.Context, size int64, f vsphere.
 				"(vspherehpc_mmio_size computes it from the GPUs' memory).")
 	case vsphere.NothingToSize:
 		resp.Diagnostics.AddAttributeError(at, "Nothing to size the MMIO window from",
-			"List the VM's GPUs in gpu blocks, or set mmio_size_gb. (The resource manages all of the VM's GPU passthrough devices: "+
-				"ones it is not given are detached.)")
+			"List the VM's GPUs in gpu blocks, or set mmio_size_gb (devices in pci_device blocks do not size the window). "+
+				"(The resource manages all of the VM's passthrough devices: ones it is not given are detached.)")
 	case vsphere.MMIONotPowerOfTwo:
 		resp.Diagnostics.AddAttributeError(at, "MMIO size not a power of two",
 			fmt.Sprintf("mmio_size_gb = %d is not a power of two; vSphere needs one (e.g. %d).", f.Given, f.Suggested))
@@ -332,6 +388,7 @@ func (r *vmGPUMMIOResource) planSize(ctx context.Context, size int64, f vsphere.
 // addGPUMMIOFinding words one finding of the GPU planner.
 func addGPUMMIOFinding(diags *diag.Diagnostics, f vsphere.Finding) {
 	gpuPath := func(i int) path.Path { return path.Root("gpu").AtListIndex(i) }
+	devicePath := func(i int) path.Path { return path.Root("pci_device").AtListIndex(i) }
 	switch f := f.(type) {
 	case vsphere.NoDynamicGPU:
 		diags.AddAttributeError(gpuPath(f.Index), "No such GPU for dynamic DirectPath",
@@ -365,6 +422,37 @@ func addGPUMMIOFinding(diags *diag.Diagnostics, f vsphere.Finding) {
 		}
 		diags.AddAttributeError(gpuPath(f.Index), "GPU not on the VM's host",
 			fmt.Sprintf("Virtual machine %s runs on host %s, which has no GPU %s; %s. A VM can only pass through its own host's GPUs.", f.VM, f.Host, f.PCIID, where))
+	case vsphere.DeviceNotOnVMHost:
+		where := "no other host of its cluster has it either"
+		if f.OnHost != "" {
+			where = "it is on host " + f.OnHost + "; a VM can only pass through its own host's devices"
+		}
+		detail := fmt.Sprintf("Virtual machine %s runs on host %s, which has no PCI device %s; %s.", f.VM, f.Host, f.PCIID, where)
+		if len(f.Pending) > 0 {
+			detail += fmt.Sprintf(" SR-IOV of %s on host %s changes at its next reboot, and virtual functions appear only then: "+
+				"reboot the host (vspherehpc_host_sriov shows reboot_required), then plan again.", strings.Join(f.Pending, ", "), f.Host)
+		} else {
+			detail += " vspherehpc_host lists a host's devices in pci_devices, with each SR-IOV card's virtual functions."
+		}
+		diags.AddAttributeError(devicePath(f.Index), "PCI device not on the VM's host", detail)
+	case vsphere.DeviceNotActive:
+		if f.Enabled {
+			diags.AddAttributeError(devicePath(f.Index), "PCI device waits for a host reboot",
+				fmt.Sprintf("Passthrough of PCI device %s (%s) on host %s is enabled but not active yet: the host must reboot first "+
+					"(vspherehpc_host_pci_passthrough shows reboot_required). Reboot the host, then apply again.", f.PCIID, f.Name, f.Host))
+			return
+		}
+		diags.AddAttributeError(devicePath(f.Index), "PCI device not enabled for passthrough",
+			fmt.Sprintf("PCI device %s (%s) on host %s is not enabled for passthrough. Enable it with vspherehpc_host_pci_passthrough "+
+				"(for a virtual function, once SR-IOV of its card is active), or choose another device.", f.PCIID, f.Name, f.Host))
+	case vsphere.DeviceInUse:
+		diags.AddAttributeError(devicePath(f.Index), "PCI device in use by another VM",
+			fmt.Sprintf("PCI device %s on host %s is already configured on virtual machine %s. A device passes through to one VM "+
+				"only, and the second does not boot: remove it there or choose another device (another virtual function of the card).",
+				f.PCIID, f.Host, f.Other.Name))
+	case vsphere.DeviceIsGPU:
+		diags.AddAttributeError(devicePath(f.Index), "GPU given as a PCI device",
+			fmt.Sprintf("PCI device %s is a GPU (%s). List it in a gpu block instead, so its memory sizes the MMIO window.", f.PCIID, f.Name))
 	case vsphere.FirmwareChangeRefused:
 		diags.AddAttributeError(path.Root("allow_firmware_change"), "Guest OS installed under BIOS",
 			fmt.Sprintf("Virtual machine %s has firmware %s and a guest OS (%s). GPU passthrough needs EFI, but a guest installed "+
@@ -376,7 +464,8 @@ func addGPUMMIOFinding(diags *diag.Diagnostics, f vsphere.Finding) {
 }
 
 func (r *vmGPUMMIOResource) spec(ctx context.Context, m *vmGPUMMIOModel, diags *diag.Diagnostics) vsphere.GPUMMIOSpec {
-	return vsphere.GPUMMIOSpec{GPUs: r.requests(ctx, m.GPU, diags), MMIOSizeGB: m.MMIOSizeGB.ValueInt64(), PowerOffAllowed: m.PowerOffAllowed.ValueBool()}
+	return vsphere.GPUMMIOSpec{GPUs: r.requests(ctx, m.GPU, diags), Devices: devices(ctx, m.PCIDevice, diags),
+		MMIOSizeGB: m.MMIOSizeGB.ValueInt64(), PowerOffAllowed: m.PowerOffAllowed.ValueBool()}
 }
 
 func (r *vmGPUMMIOResource) requests(ctx context.Context, l types.List, diags *diag.Diagnostics) []vsphere.GPURequest {
@@ -414,18 +503,21 @@ func (r *vmGPUMMIOResource) Create(ctx context.Context, req resource.CreateReque
 	r.read(ctx, &plan, &resp.State, &resp.Diagnostics)
 }
 
-// read reads the VM into m, keeping m's GPU order, and sets state.
+// read reads the VM into m, keeping m's device order, and sets state.
 func (r *vmGPUMMIOResource) read(ctx context.Context, m *vmGPUMMIOModel, state stateSetter, diags *diag.Diagnostics) {
 	got, err := r.client.GPUMMIO(ctx, m.VirtualMachineID.ValueString())
 	if err != nil {
 		diags.Append(vsphereErrorDiag("Cannot read virtual machine "+m.VirtualMachineID.ValueString(), err))
 		return
 	}
-	diags.Append(gpuMMIOToModel(ctx, got, m)...)
+	diags.Append(gpuMMIOToModel(ctx, got, m, nil)...)
 	diags.Append(state.Set(ctx, m)...)
 }
 
-func gpuMMIOToModel(ctx context.Context, got *vsphere.GPUMMIO, m *vmGPUMMIOModel) diag.Diagnostics {
+// gpuMMIOToModel sets m from what was read. The VM's passthrough devices
+// go to the block that lists them in m, in m's order; a device m does not
+// list goes to pci_device when it is among others (by PCI id), else to gpu.
+func gpuMMIOToModel(ctx context.Context, got *vsphere.GPUMMIO, m *vmGPUMMIOModel, others map[string]bool) diag.Diagnostics {
 	var diags diag.Diagnostics
 	m.ID = types.StringValue(strings.ToLower(got.VM.ID))
 	m.Firmware = types.StringValue(got.Firmware)
@@ -440,35 +532,53 @@ func gpuMMIOToModel(ctx context.Context, got *vsphere.GPUMMIO, m *vmGPUMMIOModel
 			*b = types.BoolValue(false)
 		}
 	}
-	// Keep the configured order for GPUs still there; append the others.
-	var prior []gpuBlockModel
+	var priorGPUs []gpuBlockModel
 	if !m.GPU.IsNull() && !m.GPU.IsUnknown() {
-		diags.Append(m.GPU.ElementsAs(ctx, &prior, false)...)
+		diags.Append(m.GPU.ElementsAs(ctx, &priorGPUs, false)...)
 	}
-	used := make([]bool, len(got.GPUs))
-	var blocks []gpuBlockModel
-	for _, p := range prior {
-		for i, h := range got.GPUs {
-			if !used[i] && p.request().Matches(h) {
+	var priorDevices []pciDeviceBlockModel
+	if !m.PCIDevice.IsNull() && !m.PCIDevice.IsUnknown() {
+		diags.Append(m.PCIDevice.ElementsAs(ctx, &priorDevices, false)...)
+	}
+	used := make([]bool, len(got.Devices))
+	take := func(want vsphere.GPURequest) bool {
+		for i, h := range got.Devices {
+			if !used[i] && want.Matches(h) {
 				used[i] = true
-				blocks = append(blocks, p)
-				break
+				return true
 			}
 		}
+		return false
 	}
-	for i, h := range got.GPUs {
-		if used[i] {
-			continue
-		}
-		if h.Dynamic {
-			blocks = append(blocks, gpuBlockModel{PCIID: types.StringNull(), VendorID: types.StringValue(h.VendorID), DeviceID: types.StringValue(h.DeviceID)})
-		} else {
-			blocks = append(blocks, gpuBlockModel{PCIID: types.StringValue(h.PCIID), VendorID: types.StringNull(), DeviceID: types.StringNull()})
+	var gpus []gpuBlockModel
+	for _, p := range priorGPUs {
+		if take(p.request()) {
+			gpus = append(gpus, p)
 		}
 	}
-	list, ds := types.ListValueFrom(ctx, gpuBlockType, blocks)
+	var devs []pciDeviceBlockModel
+	for _, p := range priorDevices {
+		if take(vsphere.GPURequest{PCIID: p.PCIID.ValueString()}) {
+			devs = append(devs, p)
+		}
+	}
+	for i, h := range got.Devices {
+		switch {
+		case used[i]:
+		case h.Dynamic:
+			gpus = append(gpus, gpuBlockModel{PCIID: types.StringNull(), VendorID: types.StringValue(h.VendorID), DeviceID: types.StringValue(h.DeviceID)})
+		case others[h.PCIID]:
+			devs = append(devs, pciDeviceBlockModel{PCIID: types.StringValue(h.PCIID)})
+		default:
+			gpus = append(gpus, gpuBlockModel{PCIID: types.StringValue(h.PCIID), VendorID: types.StringNull(), DeviceID: types.StringNull()})
+		}
+	}
+	list, ds := types.ListValueFrom(ctx, gpuBlockType, gpus)
 	diags.Append(ds...)
 	m.GPU = list
+	list, ds = types.ListValueFrom(ctx, pciDeviceBlockType, devs)
+	diags.Append(ds...)
+	m.PCIDevice = list
 	return diags
 }
 
@@ -496,15 +606,21 @@ func (r *vmGPUMMIOResource) Read(ctx context.Context, req resource.ReadRequest, 
 		return
 	}
 	resp.Diagnostics.Append(setPrivateJSON(ctx, resp.Private, privateVM, got.VM.MOID)...)
-	changed := !vsphere.SameGPUs(r.requests(ctx, state.GPU, &resp.Diagnostics), got.GPUs)
-	resp.Diagnostics.Append(gpuMMIOToModel(ctx, got, &state)...)
-	if len(got.GPUs) > 0 && (changed || state.TotalGPUMemoryGB.ValueFloat64() == 0) {
-		// GPUs changed out of band, or just imported: the total (which sizes
-		// the window) needs the host's view of the GPUs.
-		if total, err := r.client.GPUMemoryGB(ctx, state.VirtualMachineID.ValueString(), got.GPUs); err == nil {
-			state.TotalGPUMemoryGB = types.Float64Value(total)
+	gpus := r.requests(ctx, state.GPU, &resp.Diagnostics)
+	known := vsphere.PassthroughRequests(gpus, devices(ctx, state.PCIDevice, &resp.Diagnostics))
+	var others map[string]bool
+	if len(got.Devices) > 0 && (!vsphere.SameGPUs(known, got.Devices) || (len(gpus) > 0 && state.TotalGPUMemoryGB.ValueFloat64() == 0)) {
+		// Devices changed out of band, or just imported: which are GPUs, and
+		// their memory (which sizes the window), is the host's to say.
+		if sorted, err := r.client.SortPassthrough(ctx, state.VirtualMachineID.ValueString(), got.Devices); err == nil {
+			state.TotalGPUMemoryGB = types.Float64Value(sorted.GPUMemoryGB)
+			others = map[string]bool{}
+			for _, d := range sorted.Others {
+				others[d.PCIID] = true
+			}
 		}
 	}
+	resp.Diagnostics.Append(gpuMMIOToModel(ctx, got, &state, others)...)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 }
 
@@ -556,6 +672,21 @@ func (r *vmGPUMMIOResource) ImportState(ctx context.Context, req resource.Import
 	resp.Diagnostics.Append(setPrivateJSON(ctx, resp.Private, privateExtraConfig, got.ExtraConfig)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("virtual_machine_id"), strings.ToLower(got.VM.ID))...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), strings.ToLower(got.VM.ID))...)
+}
+
+// anyUnknownDevice reports whether a pci_device block still has an unknown
+// value.
+func anyUnknownDevice(ctx context.Context, l types.List) bool {
+	var list []pciDeviceBlockModel
+	if l.IsNull() || l.ElementsAs(ctx, &list, true).HasError() {
+		return false
+	}
+	for _, d := range list {
+		if d.PCIID.IsUnknown() {
+			return true
+		}
+	}
+	return false
 }
 
 // anyUnknownGPU reports whether a GPU block still has an unknown value.

@@ -570,7 +570,7 @@ func TestAccVMGPUMMIO_claimedTwice(t *testing.T) {
 			{
 				Config: gpuConfig(lab, lab.VMUUID(vm), one) + second(lab.VMUUID(sameHost)), PlanOnly: true,
 				ExpectError: regexp.MustCompile(`(?s)Claimed twice in this configuration.*claim\s+GPU\s+0000:3b:00.0\s+on\s+host\s+` +
-					regexp.QuoteMeta(lab.VMHostName(vm)) + `:\s+virtual\s+machine\s+.*A\s+GPU\s+is\s+passed\s+through\s+to\s+one\s+VM\s+only`),
+					regexp.QuoteMeta(lab.VMHostName(vm)) + `:\s+virtual\s+machine\s+.*A\s+GPU\s+or\s+other\s+PCI\s+device\s+is\s+passed\s+through\s+to\s+one\s+VM\s+only`),
 			},
 			{
 				Config: gpuConfig(lab, lab.VMUUID(vm), twoH100) + second(lab.VMID(vm)), PlanOnly: true,

@@ -17,7 +17,7 @@ type ClaimKind string
 
 // The kinds of claims.
 const (
-	ClaimGPU          ClaimKind = "GPU"
+	ClaimPassthrough  ClaimKind = "passthrough device of a VM"
 	ClaimGPUSetup     ClaimKind = "GPU setup of a VM"
 	ClaimHostSettings ClaimKind = "PVRDMA settings of a host"
 	ClaimUplink       ClaimKind = "physical NIC"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -54,11 +55,28 @@ func SameGPUs(want []GPURequest, have []PCIPassthrough) bool {
 	return true
 }
 
-// GPUMMIOSpec is the GPU passthrough setup of a VM.
+// GPUMMIOSpec is the passthrough setup of a VM: its GPUs and its other
+// passthrough devices (InfiniBand VFs and PFs), by host PCI id.
 type GPUMMIOSpec struct {
 	GPUs            []GPURequest
+	Devices         []string
 	MMIOSizeGB      int64
 	PowerOffAllowed bool
+}
+
+// requests lists every passthrough device of the setup, GPUs first.
+func (s GPUMMIOSpec) requests() []GPURequest {
+	return PassthroughRequests(s.GPUs, s.Devices)
+}
+
+// PassthroughRequests lists GPUs and other devices given by PCI id as one
+// request, GPUs first.
+func PassthroughRequests(gpus []GPURequest, devices []string) []GPURequest {
+	out := slices.Clone(gpus)
+	for _, id := range devices {
+		out = append(out, GPURequest{PCIID: id})
+	}
+	return out
 }
 
 // GPUMMIO is a VM's GPU passthrough setup as read from vCenter.
@@ -68,7 +86,9 @@ type GPUMMIO struct {
 	Use64bitMMIO bool  // pciPassthru.use64bitMMIO is TRUE, in any case
 	MMIOSizeGB   int64 // 0 when unset or not a number
 	MemoryLocked bool
-	GPUs         []PCIPassthrough
+	// Devices are every passthrough device of the VM, GPUs or not: the
+	// VM's reconfigure sees no difference. SortPassthrough tells them apart.
+	Devices []PCIPassthrough
 	// ExtraConfig holds the two MMIO keys as set now; "" when unset.
 	ExtraConfig map[string]string
 }
@@ -118,42 +138,59 @@ func gpuMMIOFromMO(vm *mo.VirtualMachine) *GPUMMIO {
 	out.MMIOSizeGB, _ = strconv.ParseInt(out.ExtraConfig[mmio.SizeGBKey], 10, 64)
 	for _, dev := range sortedDevices(vm.Config.Hardware.Device) {
 		if pt, ok := dev.(*types.VirtualPCIPassthrough); ok && managedBacking(pt) {
-			out.GPUs = append(out.GPUs, pciPassthrough(pt))
+			out.Devices = append(out.Devices, pciPassthrough(pt))
 		}
 	}
 	return out
 }
 
-// GPUMemoryGB adds up the memory of a VM's passthrough GPUs as its host
+// SortedPassthrough is a VM's passthrough devices told apart as its host
 // reports them.
-func (c *Client) GPUMemoryGB(ctx context.Context, vmID string, gpus []PCIPassthrough) (float64, error) {
+type SortedPassthrough struct {
+	GPUs        []PCIPassthrough // dynamic DirectPath devices count as GPUs
+	Others      []PCIPassthrough
+	GPUMemoryGB float64 // the GPUs' memory as the host reports it
+}
+
+// SortPassthrough tells a VM's passthrough devices apart: GPUs (with their
+// memory, which sizes the MMIO window) and other devices such as
+// InfiniBand VFs. It reads the VM's host.
+func (c *Client) SortPassthrough(ctx context.Context, vmID string, devices []PCIPassthrough) (*SortedPassthrough, error) {
 	ctx, cancel := c.withTimeout(ctx)
 	defer cancel()
 	_, host, err := c.vmAndHost(ctx, vmID)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	total := 0.0
-	for _, g := range gpus {
+	out := &SortedPassthrough{}
+	for _, d := range devices {
+		gpu := d.Dynamic
 		for _, h := range host.GPUs {
-			if (!g.Dynamic && h.PCIID == g.PCIID) || (g.Dynamic && h.VendorID == g.VendorID && h.DeviceID == g.DeviceID) {
-				total += h.MemoryGB
+			if (!d.Dynamic && h.PCIID == d.PCIID) || (d.Dynamic && h.VendorID == d.VendorID && h.DeviceID == d.DeviceID) {
+				gpu = true
+				out.GPUMemoryGB += h.MemoryGB
 				break
 			}
 		}
+		if gpu {
+			out.GPUs = append(out.GPUs, d)
+		} else {
+			out.Others = append(out.Others, d)
+		}
 	}
-	return total, nil
+	return out, nil
 }
 
 // ApplyGPUMMIO sets EFI firmware, the two MMIO keys, all memory reserved,
-// and the VM's passthrough devices to exactly spec.GPUs, in one reconfigure.
+// and the VM's passthrough devices to exactly spec's GPUs and devices, in
+// one reconfigure.
 func (c *Client) ApplyGPUMMIO(ctx context.Context, vmID string, spec GPUMMIOSpec) error {
 	op := "setting up GPU passthrough on virtual machine " + vmID
 	return c.changeVM(ctx, vmChange{op: op, vmID: vmID, props: gpuChangeProps, change: WhatGPUsNeedOff, powerOffAllowed: spec.PowerOffAllowed,
 		configTarget: true, hostLock: true, build: func(vm *mo.VirtualMachine, target *types.ConfigTarget) (*types.VirtualMachineConfigSpec, bool, error) {
-			// Under the host's lock: a GPU another VM took since the plan is
-			// refused, not shared.
-			if err := c.gpusStillFree(ctx, op, vm, spec.GPUs); err != nil {
+			// Under the host's lock: a device another VM took since the plan
+			// is refused, not shared.
+			if err := c.devicesStillFree(ctx, op, vm, spec.requests()); err != nil {
 				return nil, false, err
 			}
 			current := gpuMMIOFromMO(vm)
@@ -172,7 +209,7 @@ func (c *Client) ApplyGPUMMIO(ctx context.Context, vmID string, spec GPUMMIOSpec
 			if !current.MemoryLocked {
 				cs.MemoryReservationLockedToMax = types.NewBool(true)
 			}
-			changes, err := gpuChanges(vm, spec.GPUs, target)
+			changes, err := passthroughChanges(vm, spec.requests(), target)
 			if err != nil {
 				return nil, false, &Error{Op: op, Kind: ErrInvalidArg, Message: err.Error()}
 			}
@@ -209,9 +246,9 @@ func (c *Client) RemoveGPUMMIO(ctx context.Context, vmID string, before map[stri
 	return err
 }
 
-// gpuChanges adds the requested GPUs the VM lacks and removes the
-// passthrough devices no longer requested.
-func gpuChanges(vm *mo.VirtualMachine, want []GPURequest, target *types.ConfigTarget) ([]types.BaseVirtualDeviceConfigSpec, error) {
+// passthroughChanges adds the requested devices the VM lacks and removes
+// the passthrough devices no longer requested.
+func passthroughChanges(vm *mo.VirtualMachine, want []GPURequest, target *types.ConfigTarget) ([]types.BaseVirtualDeviceConfigSpec, error) {
 	var changes []types.BaseVirtualDeviceConfigSpec
 	kept := make([]bool, len(want))
 	for _, dev := range vm.Config.Hardware.Device {
@@ -295,12 +332,13 @@ func passthroughDevice(w GPURequest, target *types.ConfigTarget) (*types.Virtual
 // passthrough device this provider manages and neither MMIO key. Firmware
 // and the memory reservation do not count: they outlive a setup.
 func (g *GPUMMIO) Empty() bool {
-	return len(g.GPUs) == 0 && g.ExtraConfig[mmio.Use64bitMMIOKey] == "" && g.ExtraConfig[mmio.SizeGBKey] == ""
+	return len(g.Devices) == 0 && g.ExtraConfig[mmio.Use64bitMMIOKey] == "" && g.ExtraConfig[mmio.SizeGBKey] == ""
 }
 
-// gpusStillFree refuses static GPUs the VM does not have yet that another
-// VM of its host is configured with now: the plan's check may be stale.
-func (c *Client) gpusStillFree(ctx context.Context, op string, vm *mo.VirtualMachine, want []GPURequest) error {
+// devicesStillFree refuses static devices the VM does not have yet that
+// another VM of its host is configured with now: the plan's check may be
+// stale.
+func (c *Client) devicesStillFree(ctx context.Context, op string, vm *mo.VirtualMachine, want []GPURequest) error {
 	if vm.Runtime.Host == nil {
 		return nil
 	}
@@ -312,14 +350,14 @@ func (c *Client) gpusStillFree(ctx context.Context, op string, vm *mo.VirtualMac
 		if w.Dynamic() {
 			continue
 		}
-		for _, g := range host.GPUs {
-			if g.PCIID != w.PCIID {
+		for _, d := range host.PCIDevices {
+			if d.PCIID != w.PCIID {
 				continue
 			}
-			for _, u := range g.VMs {
+			for _, u := range d.VMs {
 				if u.MOID != vm.Self.Value {
 					return &Error{Op: op, Kind: ErrInUse, Object: ObjectVirtualMachine, ID: u.MOID, Message: fmt.Sprintf(
-						"GPU %s on host %s was given to virtual machine %s after the plan was made; a GPU passes through to one VM only", w.PCIID, host.Name, u.Name)}
+						"PCI device %s on host %s was given to virtual machine %s after the plan was made; a device passes through to one VM only", w.PCIID, host.Name, u.Name)}
 				}
 			}
 		}

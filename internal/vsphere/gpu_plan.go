@@ -1,14 +1,16 @@
 package vsphere
 
-// The plan-time rules of a VM's GPU passthrough: each GPU is on the VM's
-// host, active for passthrough (or turned on by a host passthrough resource
-// of the same plan), and used by no other VM; no more GPUs of a model than
-// the host has; the MMIO window by the rule; no BIOS to EFI switch under an
-// installed guest; the power state; and the claims of the plan.
+// The plan-time rules of a VM's GPU passthrough: each GPU and other device
+// is on the VM's host, active for passthrough (or turned on by a host
+// passthrough resource of the same plan), and used by no other VM; no more
+// GPUs of a model than the host has; the MMIO window by the rule; no BIOS
+// to EFI switch under an installed guest; the power state; and the claims
+// of the plan.
 
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -20,7 +22,8 @@ import (
 type GPUMMIOChange struct {
 	VMID                string // UUID or managed object id, as given
 	GPUs                []GPURequest
-	MMIOSizeGB          *int64 // nil: sized by the rule
+	Devices             []string // other passthrough devices by PCI id: InfiniBand VFs and PFs
+	MMIOSizeGB          *int64   // nil: sized by the rule
 	AllowFirmwareChange bool
 	PowerOffAllowed     bool
 	Existing            bool  // the setup exists and is changed
@@ -36,8 +39,9 @@ type GPUMMIOPlan struct {
 	MMIOSizeGB    int64 // 0 when it cannot be sized
 }
 
-// The findings of PlanGPUMMIO and PlanMMIOSize. Index is the GPU's position
-// in the request; VM names the VM as "name (id as given)".
+// The findings of PlanGPUMMIO and PlanMMIOSize. Index is the GPU's (or,
+// for Device findings, the device's) position in the request; VM names the
+// VM as "name (id as given)".
 type (
 	// NoDynamicGPU: the VM's host has no passthrough-active GPU of the
 	// requested vendor and device id.
@@ -70,6 +74,34 @@ type (
 	GPUNotOnHost struct {
 		Index                   int
 		VM, Host, PCIID, OnHost string
+	}
+	// DeviceNotOnVMHost: the VM's host has no PCI device with this id.
+	// OnHost names the host of the VM's cluster that has it, "" when none
+	// has; Pending lists the host's SR-IOV physical functions whose change
+	// waits for a reboot (their virtual functions appear only then).
+	DeviceNotOnVMHost struct {
+		Index                   int
+		VM, Host, PCIID, OnHost string
+		Pending                 []string
+	}
+	// DeviceNotActive: the device is not active for passthrough on the VM's
+	// host; Enabled: it is enabled and waits for the host's reboot.
+	DeviceNotActive struct {
+		Index             int
+		PCIID, Name, Host string
+		Enabled           bool
+	}
+	// DeviceInUse: another VM is configured with the device.
+	DeviceInUse struct {
+		Index       int
+		PCIID, Host string
+		Other       VMRef
+	}
+	// DeviceIsGPU: a GPU given as another device, so its memory would not
+	// size the MMIO window.
+	DeviceIsGPU struct {
+		Index       int
+		PCIID, Name string
 	}
 	// FirmwareChangeRefused: the VM has BIOS firmware and a guest OS, which
 	// would not boot after the switch to EFI.
@@ -105,6 +137,14 @@ func (GPUNotActive) finding() {}
 func (GPUInUse) finding() {}
 
 func (GPUNotOnHost) finding() {}
+
+func (DeviceNotOnVMHost) finding() {}
+
+func (DeviceNotActive) finding() {}
+
+func (DeviceInUse) finding() {}
+
+func (DeviceIsGPU) finding() {}
 
 func (FirmwareChangeRefused) finding() {}
 
@@ -167,8 +207,16 @@ func (c *Client) PlanGPUMMIO(ctx context.Context, ch GPUMMIOChange) (*GPUMMIOPla
 		known = known && gb > 0
 	}
 	out.Findings = append(out.Findings, planGPUCounts(label, host, ch.GPUs)...)
-	if len(out.Findings) > 0 {
-		return out, nil // refused GPUs: nothing to size
+	refusedGPUs := len(out.Findings) > 0
+	for i, id := range ch.Devices {
+		findings, err := c.planDevice(ctx, vm, host, label, i, id)
+		if err != nil {
+			return nil, err
+		}
+		out.Findings = append(out.Findings, findings...)
+	}
+	if refusedGPUs {
+		return out, nil // nothing to size
 	}
 	out.Sized, out.TotalMemoryGB = true, total
 	size, f := PlanMMIOSize(ch.MMIOSizeGB, total, known, len(ch.GPUs) > 0)
@@ -181,7 +229,7 @@ func (c *Client) PlanGPUMMIO(ctx context.Context, ch GPUMMIOChange) (*GPUMMIOPla
 		out.Findings = append(out.Findings, FirmwareChangeRefused{VM: label, Firmware: vm.Firmware,
 			Guest: strings.TrimSpace(vm.GuestFullName + " " + vm.GuestFamily)})
 	}
-	needsOff := !ch.Existing || !efi || !SameGPUs(ch.GPUs, vm.PCIPassthroughs) || size != ch.CurrentMMIOSizeGB
+	needsOff := !ch.Existing || !efi || !SameGPUs(PassthroughRequests(ch.GPUs, ch.Devices), vm.PCIPassthroughs) || size != ch.CurrentMMIOSizeGB
 	if p := PlanPower(label, vm.PowerState, needsOff, ch.PowerOffAllowed, WhatGPUsNeedOff); p != nil {
 		out.Findings = append(out.Findings, p)
 	}
@@ -217,11 +265,45 @@ func (c *Client) planGPU(ctx context.Context, vm *VM, host *Host, label string, 
 		}
 		return h.MemoryGB, out, nil
 	}
-	onHost, err := c.hostWithGPU(ctx, vm.HostID, g.PCIID)
-	if err != nil {
-		onHost = "" // only the hint is lost
-	}
+	onHost := c.hostWith(ctx, vm.HostID, func(h *Host) bool {
+		return slices.ContainsFunc(h.GPUs, func(o GPU) bool { return o.PCIID == g.PCIID })
+	})
 	return 0, []Finding{GPUNotOnHost{Index: index, VM: label, Host: host.Name, PCIID: g.PCIID, OnHost: onHost}}, nil
+}
+
+// planDevice checks one requested non-GPU device (an InfiniBand VF or PF)
+// against the VM's host.
+func (c *Client) planDevice(ctx context.Context, vm *VM, host *Host, label string, index int, pciID string) ([]Finding, error) {
+	for _, g := range host.GPUs {
+		if g.PCIID == pciID {
+			return []Finding{DeviceIsGPU{Index: index, PCIID: pciID, Name: g.DeviceName}}, nil
+		}
+	}
+	for _, d := range host.PCIDevices {
+		if d.PCIID != pciID {
+			continue
+		}
+		var out []Finding
+		if !d.Active && !c.claims.claimed(ClaimPCIDevice, host.ID+" "+pciID) {
+			out = append(out, DeviceNotActive{Index: index, PCIID: pciID, Name: strings.TrimSpace(d.DeviceName), Host: host.Name, Enabled: d.Enabled})
+		}
+		for _, u := range d.VMs {
+			if u.MOID != vm.MOID {
+				out = append(out, DeviceInUse{Index: index, PCIID: pciID, Host: host.Name, Other: u})
+			}
+		}
+		return out, nil
+	}
+	var pending []string
+	for _, d := range host.PCIDevices {
+		if d.SRIOV != nil && (d.SRIOV.Enabled != d.SRIOV.Active || d.SRIOV.VFsRequested != d.SRIOV.VFs) {
+			pending = append(pending, d.PCIID)
+		}
+	}
+	onHost := c.hostWith(ctx, vm.HostID, func(h *Host) bool {
+		return slices.ContainsFunc(h.PCIDevices, func(d PassthroughDevice) bool { return d.PCIID == pciID })
+	})
+	return []Finding{DeviceNotOnVMHost{Index: index, VM: label, Host: host.Name, PCIID: pciID, OnHost: onHost, Pending: pending}}, nil
 }
 
 // planGPUCounts refuses asking for more GPUs of a model than the VM's host
@@ -275,18 +357,19 @@ func planGPUCounts(label string, host *Host, gpus []GPURequest) []Finding {
 	return out
 }
 
-// hostWithGPU names the host of the VM's cluster that has a GPU with this
-// PCI id, for telling the user where it is; "" when none has.
-func (c *Client) hostWithGPU(ctx context.Context, vmHostID, pciID string) (string, error) {
+// hostWith names another host of the VM's cluster that has is true for,
+// to tell the user where a device is; "" when none has, or when the hosts
+// cannot be read (only the hint is lost).
+func (c *Client) hostWith(ctx context.Context, vmHostID string, has func(*Host) bool) string {
 	ctx, cancel := c.withTimeout(ctx)
 	defer cancel()
 	vc, err := c.vimClient(ctx)
 	if err != nil {
-		return "", err
+		return ""
 	}
 	hosts, err := siblingHosts(ctx, vc, types.ManagedObjectReference{Type: "HostSystem", Value: vmHostID})
 	if err != nil {
-		return "", translate("finding GPU "+pciID, err)
+		return ""
 	}
 	for _, h := range hosts {
 		if h.Self.Value == vmHostID {
@@ -294,46 +377,56 @@ func (c *Client) hostWithGPU(ctx context.Context, vmHostID, pciID string) (strin
 		}
 		host, err := c.Host(ctx, h.Self.Value)
 		if err != nil {
-			return "", err
+			return ""
 		}
-		for _, g := range host.GPUs {
-			if g.PCIID == pciID {
-				return host.Name, nil
-			}
+		if has(host) {
+			return host.Name
 		}
 	}
-	return "", nil
+	return ""
 }
 
 // ClaimGPUSetup claims a VM's GPU setup, given by UUID or managed object id,
 // for a planned resource, and returns the rival claim of another one. The
 // planner claims by UUID too, so two resources naming one VM differently
 // still meet.
-func (c *Client) ClaimGPUSetup(vmID, vmName string, gpus []GPURequest, mmioSizeGB *int64) Finding {
+func (c *Client) ClaimGPUSetup(vmID, vmName string, gpus []GPURequest, devices []string, mmioSizeGB *int64) Finding {
 	size := "by the rule"
 	if mmioSizeGB != nil {
 		size = strconv.FormatInt(*mmioSizeGB, 10)
 	}
+	owner := "a setup with GPUs " + gpuList(gpus)
+	if len(devices) > 0 {
+		owner += " and devices " + strings.Join(devices, ", ")
+	}
 	return c.Claim(Claim{Kind: ClaimGPUSetup, Key: strings.ToLower(vmID), What: "the GPU setup of virtual machine " + vmName,
-		Owner: "a setup with GPUs " + gpuList(gpus), Plan: fmt.Sprintf("%v %s", gpus, size)})
+		Owner: owner, Plan: fmt.Sprintf("%v %v %s", gpus, devices, size)})
 }
 
-// claimGPUs claims the VM's GPU setup and each static GPU on its host for
-// this plan, and returns the rival claims of other resources.
+// claimGPUs claims the VM's GPU setup and each static GPU and device on its
+// host for this plan, and returns the rival claims of other resources.
 func (c *Client) claimGPUs(vm *VM, host *Host, label string, ch GPUMMIOChange) []Finding {
 	var out []Finding
-	if f := c.ClaimGPUSetup(vm.ID, vm.Name, ch.GPUs, ch.MMIOSizeGB); f != nil {
+	if f := c.ClaimGPUSetup(vm.ID, vm.Name, ch.GPUs, ch.Devices, ch.MMIOSizeGB); f != nil {
 		out = append(out, f)
 	}
-	for _, g := range ch.GPUs {
-		if g.Dynamic() || host.ID == "" {
-			continue // dynamic DirectPath: vSphere picks a free device at power on
-		}
-		gpu := Claim{Kind: ClaimGPU, Key: host.ID + " " + g.PCIID, What: fmt.Sprintf("GPU %s on host %s", g.PCIID, host.Name),
+	if host.ID == "" {
+		return out
+	}
+	claim := func(pciID, what string) {
+		cl := Claim{Kind: ClaimPassthrough, Key: host.ID + " " + pciID, What: fmt.Sprintf("%s %s on host %s", what, pciID, host.Name),
 			Owner: "virtual machine " + label, Plan: strings.ToLower(vm.ID)}
-		if f := c.Claim(gpu); f != nil {
+		if f := c.Claim(cl); f != nil {
 			out = append(out, f)
 		}
+	}
+	for _, g := range ch.GPUs {
+		if !g.Dynamic() { // dynamic DirectPath: vSphere picks a free device at power on
+			claim(g.PCIID, "GPU")
+		}
+	}
+	for _, id := range ch.Devices {
+		claim(id, "PCI device")
 	}
 	return out
 }

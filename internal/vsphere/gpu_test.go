@@ -25,7 +25,7 @@ func TestGPUMMIOLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if before.Firmware != "bios" || before.Use64bitMMIO || len(before.GPUs) != 0 || before.ExtraConfig[mmio.SizeGBKey] != "" {
+	if before.Firmware != "bios" || before.Use64bitMMIO || len(before.Devices) != 0 || before.ExtraConfig[mmio.SizeGBKey] != "" {
 		t.Fatalf("fresh VM = %+v", before)
 	}
 
@@ -37,8 +37,8 @@ func TestGPUMMIOLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Firmware != "efi" || !got.Use64bitMMIO || got.MMIOSizeGB != 512 || !got.MemoryLocked || len(got.GPUs) != 2 ||
-		got.GPUs[0].PCIID != "0000:3b:00.0" || got.GPUs[0].VendorID != "10de" || got.GPUs[0].DeviceID != "2330" {
+	if got.Firmware != "efi" || !got.Use64bitMMIO || got.MMIOSizeGB != 512 || !got.MemoryLocked || len(got.Devices) != 2 ||
+		got.Devices[0].PCIID != "0000:3b:00.0" || got.Devices[0].VendorID != "10de" || got.Devices[0].DeviceID != "2330" {
 		t.Fatalf("after apply = %+v", got)
 	}
 
@@ -50,7 +50,7 @@ func TestGPUMMIOLifecycle(t *testing.T) {
 	}
 	got, _ = c.GPUMMIO(ctx, vmID)
 	static, dynamic := 0, 0
-	for _, g := range got.GPUs {
+	for _, g := range got.Devices {
 		switch {
 		case g.Dynamic && g.VendorID == "10de" && g.DeviceID == "2330":
 			dynamic++
@@ -58,7 +58,7 @@ func TestGPUMMIOLifecycle(t *testing.T) {
 			static++
 		}
 	}
-	if len(got.GPUs) != 2 || static != 1 || dynamic != 1 || got.MMIOSizeGB != 1024 {
+	if len(got.Devices) != 2 || static != 1 || dynamic != 1 || got.MMIOSizeGB != 1024 {
 		t.Fatalf("after change = %+v", got)
 	}
 
@@ -66,7 +66,7 @@ func TestGPUMMIOLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, _ = c.GPUMMIO(ctx, vmID)
-	if len(got.GPUs) != 0 || got.ExtraConfig[mmio.SizeGBKey] != "" || got.ExtraConfig[mmio.Use64bitMMIOKey] != "" || got.Firmware != "efi" {
+	if len(got.Devices) != 0 || got.ExtraConfig[mmio.SizeGBKey] != "" || got.ExtraConfig[mmio.Use64bitMMIOKey] != "" || got.Firmware != "efi" {
 		t.Fatalf("after remove = %+v; want no GPUs, keys restored, firmware still EFI", got)
 	}
 }
@@ -215,11 +215,11 @@ func TestApplyGPUMMIORefusesAGPUTakenSincePlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := c.ApplyGPUMMIO(ctx, lab.VMUUID(vm), GPUMMIOSpec{GPUs: []GPURequest{{PCIID: "0000:3b:00.0"}}, MMIOSizeGB: 256})
-	if !errors.Is(err, ErrInUse) || !strings.Contains(err.Error(), "GPU 0000:3b:00.0 on host "+lab.VMHostName(vm)+" was given to virtual machine "+other) {
+	if !errors.Is(err, ErrInUse) || !strings.Contains(err.Error(), "PCI device 0000:3b:00.0 on host "+lab.VMHostName(vm)+" was given to virtual machine "+other) {
 		t.Fatalf("apply of a GPU another VM has: %v, want ErrInUse naming %s", err, other)
 	}
 	got, err := c.GPUMMIO(ctx, lab.VMUUID(vm))
-	if err != nil || len(got.GPUs) != 0 || got.Firmware == "efi" {
+	if err != nil || len(got.Devices) != 0 || got.Firmware == "efi" {
 		t.Fatalf("after the refusal: %+v, %v; want the VM unchanged", got, err)
 	}
 }
