@@ -160,7 +160,13 @@ echo "               switch, its port group and each host's PVRDMA settings"
 echo "module.client: a PVRDMA adapter on hpc-node-0 and hpc-node-1"
 echo "module.gpu:    a PVRDMA adapter, two GPUs of its host and the MMIO window on hpc-node-2"
 echo "host step:     PCI passthrough on for the A100 of hpc-node-2's host (reboot_required shows whether it must reboot)"
+echo "InfiniBand:    SR-IOV on the first ConnectX-7 PF of hpc-node-2's host"
 tf apply -auto-approve -input=false || { show_lab_log; fail "terraform apply failed"; }
+
+header "terraform apply again: the InfiniBand VFs exist now"
+echo "vSphere links no VF to its PF, so a plan sees a VF only once SR-IOV made it: passthrough on the first VF,"
+echo "and the VF to hpc-node-2 beside its GPUs (one vspherehpc_vm_gpu_mmio owns all of its passthrough devices)"
+tf apply -auto-approve -input=false || { show_lab_log; fail "the second terraform apply failed"; }
 
 header "terraform output"
 tf output

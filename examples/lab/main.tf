@@ -96,6 +96,35 @@ module "gpu" {
   virtual_machine_id = data.vspherehpc_virtual_machine.gpu.id
   port_group_id      = module.pvrdma.port_group_id
   gpu_pci_ids        = local.gpu_pci_ids
+  pci_device_ids     = flatten([for p in vspherehpc_host_pci_passthrough.ib_vf : tolist(p.pci_ids)])
+}
+
+# InfiniBand beside the GPUs, as "InfiniBand on vSphere 8" does: SR-IOV on
+# the first ConnectX InfiniBand PF (no vmnic) of the GPU VM's host, then its
+# first VF passed through to the GPU VM. The VFs exist once SR-IOV is active,
+# and vSphere links no VF to its PF, so the VF joins at the next apply (the
+# demo applies twice).
+locals {
+  ib_pfs = [for d in data.vspherehpc_host.gpu.pci_devices : d.pci_id if d.connectx && d.sriov_capable && d.physical_nic == ""]
+  ib_vfs = [
+    for d in data.vspherehpc_host.gpu.pci_devices : d.pci_id
+    if d.vendor_id == "15b3" && d.device_id == "101e" && d.physical_nic == ""
+    && alltrue([for u in d.used_by : u.virtual_machine_id == data.vspherehpc_virtual_machine.gpu.id])
+  ]
+}
+
+resource "vspherehpc_host_sriov" "ib" {
+  host_system_id        = data.vspherehpc_host.gpu.id
+  pci_id                = local.ib_pfs[0]
+  num_virtual_functions = 4
+}
+
+resource "vspherehpc_host_pci_passthrough" "ib_vf" {
+  count = min(1, length(local.ib_vfs))
+
+  host_system_id = data.vspherehpc_host.gpu.id
+  pci_ids        = [local.ib_vfs[0]]
+  depends_on     = [vspherehpc_host_sriov.ib]
 }
 
 # The host step of GPU passthrough, in code: passthrough on for every A100
@@ -147,6 +176,15 @@ output "gpu_node" {
     gpus                = local.gpu_pci_ids
     total_gpu_memory_gb = module.gpu.total_gpu_memory_gb
     mmio_size_gb        = module.gpu.mmio_size_gb
+  }
+}
+
+output "infiniband" {
+  description = "The InfiniBand PF with SR-IOV on, its VFs, and the VF the GPU VM has (after the second apply)."
+  value = {
+    physical_function = vspherehpc_host_sriov.ib.pci_id
+    virtual_functions = vspherehpc_host_sriov.ib.active_virtual_functions
+    gpu_vm_devices    = module.gpu.pci_device_ids
   }
 }
 

@@ -24,6 +24,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/hashicorp/terraform-plugin-testing/compare"
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
 
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vsphere"
@@ -127,4 +129,20 @@ data "vspherehpc_host" "esx" {
 // hclList is an HCL list of strings.
 func hclList(items []string) string {
 	return `["` + strings.Join(items, `", "`) + `"]`
+}
+
+// refreshReads is a refresh step that checks how many property-collector
+// reads (RetrievePropertiesEx) the refresh of the whole state takes: the
+// budget is one per resource.
+func refreshReads(lab *vcsimlab.Lab, want int) resource.TestStep {
+	return resource.TestStep{
+		RefreshState: true,
+		PreConfig:    lab.ResetCalls,
+		Check: func(*terraform.State) error {
+			if got := lab.Calls()["RetrievePropertiesEx"]; got != want {
+				return fmt.Errorf("refresh took %d RetrievePropertiesEx calls, want %d; all calls: %v", got, want, lab.Calls())
+			}
+			return nil
+		},
+	}
 }

@@ -239,6 +239,7 @@ func (p *vspherehpcProvider) Resources(_ context.Context) []func() resource.Reso
 		NewHostSRIOVResource,
 		NewRDMADVSResource,
 		NewVMPVRDMANICResource,
+		NewVMSRIOVNICResource,
 		NewVMGPUMMIOResource,
 	}
 }

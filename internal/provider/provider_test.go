@@ -269,6 +269,11 @@ func TestAccProvider_resourcesNeedVCenterAtPlan(t *testing.T) {
   virtual_machine_id        = "vm-42"
   distributed_port_group_id = "dvportgroup-17"
 }`,
+		"SR-IOV adapter": `resource "vspherehpc_vm_sriov_nic" "n" {
+  virtual_machine_id        = "vm-42"
+  distributed_port_group_id = "dvportgroup-17"
+  physical_function         = "automatic"
+}`,
 		"GPU setup": `resource "vspherehpc_vm_gpu_mmio" "g" {
   virtual_machine_id = "vm-42"
   mmio_size_gb       = 64

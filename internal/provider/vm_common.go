@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -94,4 +95,29 @@ func checkDestroyPower(ctx context.Context, client *vsphere.Client, vmID string,
 	case *vsphere.PowerOffNeeded:
 		diags.AddError("Virtual machine is powered on", f.Error()+". "+powerOffFix+" (set it on the resource and apply before destroying).")
 	}
+}
+
+// notAnAdapterOf says why key names no adapter of vm of this type (label
+// names the type to a reader), listing the ones it has; "" when it does
+// name one.
+func notAnAdapterOf(vm *vsphere.VM, key int64, adapterType, label string) string {
+	var ofType []string
+	what := ""
+	for _, n := range vm.NetworkAdapters {
+		if n.Type == adapterType {
+			if n.Key == key {
+				return ""
+			}
+			ofType = append(ofType, fmt.Sprintf("%d (on %s)", n.Key, n.NetworkID))
+		} else if n.Key == key {
+			what = fmt.Sprintf("Device %d of virtual machine %s is a %s adapter, not a %s one.", key, vm.Name, n.Type, label)
+		}
+	}
+	if what == "" {
+		what = fmt.Sprintf("Virtual machine %s has no network adapter with device key %d.", vm.Name, key)
+	}
+	if len(ofType) == 0 {
+		return what + fmt.Sprintf(" It has no %s adapter: create the resource instead.", label)
+	}
+	return what + fmt.Sprintf(" Its %s adapters have device keys %s; import one of those.", label, strings.Join(ofType, ", "))
 }

@@ -105,6 +105,9 @@ func TestAccVMGPUMMIO_infinibandDevices(t *testing.T) {
 			},
 			{Config: withVM(ibVF0, ibWholePF), ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}}},
 			{ResourceName: gpuAddr, ImportState: true, ImportStateId: uuid, ImportStateVerify: true},
+			// The VM's setup, the host's SR-IOV and its passthrough: one
+			// read each.
+			refreshReads(lab, 3),
 			{
 				PreConfig: func() { must(t, lab.DetachGPU(context.Background(), vm, ibVF0)) },
 				Config:    withVM(ibVF0, ibWholePF),

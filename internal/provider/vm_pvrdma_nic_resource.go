@@ -244,30 +244,6 @@ func addPVRDMANICFinding(diags *diag.Diagnostics, f vsphere.Finding) {
 	}
 }
 
-// notAPVRDMAAdapter says why key names no PVRDMA adapter of vm, listing the
-// ones it has; "" when it does name one.
-func notAPVRDMAAdapter(vm *vsphere.VM, key int64) string {
-	var pvrdma []string
-	what := ""
-	for _, n := range vm.NetworkAdapters {
-		if n.Type == "vmxnet3vrdma" {
-			if n.Key == key {
-				return ""
-			}
-			pvrdma = append(pvrdma, fmt.Sprintf("%d (on %s)", n.Key, n.NetworkID))
-		} else if n.Key == key {
-			what = fmt.Sprintf("Device %d of virtual machine %s is a %s adapter, not a PVRDMA one.", key, vm.Name, n.Type)
-		}
-	}
-	if what == "" {
-		what = fmt.Sprintf("Virtual machine %s has no network adapter with device key %d.", vm.Name, key)
-	}
-	if len(pvrdma) == 0 {
-		return what + " It has no PVRDMA adapter: create the resource instead."
-	}
-	return what + " Its PVRDMA adapters have device keys " + strings.Join(pvrdma, ", ") + "; import one of those."
-}
-
 // orNone joins a few alternatives, "rocev1 and rocev2", or says "none".
 func orNone(list []string) string {
 	if len(list) == 0 {
@@ -443,7 +419,7 @@ func (r *vmPVRDMANICResource) ImportState(ctx context.Context, req resource.Impo
 		resp.Diagnostics.Append(vsphereErrorDiag("Cannot import PVRDMA adapter "+req.ID, err))
 		return
 	}
-	if detail := notAPVRDMAAdapter(vm, key); detail != "" {
+	if detail := notAnAdapterOf(vm, key, "vmxnet3vrdma", "PVRDMA"); detail != "" {
 		resp.Diagnostics.AddError("No such PVRDMA adapter", detail)
 		return
 	}

@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 
 	govmomifind "github.com/vmware/govmomi/find"
 	"github.com/vmware/govmomi/object"
 	"github.com/vmware/govmomi/simulator"
+	"github.com/vmware/govmomi/vim25/methods"
+	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
 )
 
@@ -48,6 +51,77 @@ func (l *Lab) SetRuleset(ctx context.Context, hostName, ruleset string, enabled 
 		return firewall.EnableRuleset(ctx, ruleset)
 	}
 	return firewall.DisableRuleset(ctx, ruleset)
+}
+
+// SetHostSRIOV turns SR-IOV of a host's physical function pfID on with
+// numVFs virtual functions, or off with 0, as Configure > Hardware > PCI
+// Devices in the vSphere Client does, through the host's
+// HostPciPassthruSystem; the function's passthrough stays as it is. The
+// change takes effect as UpdatePassthruConfig says: at once, or at the
+// host's next reboot.
+func (l *Lab) SetHostSRIOV(ctx context.Context, hostName, pfID string, numVFs int) error {
+	host, err := l.adminHost(hostName)
+	if err != nil {
+		return err
+	}
+	var h mo.HostSystem
+	if err := host.Properties(ctx, host.Reference(), []string{"configManager.pciPassthruSystem"}, &h); err != nil {
+		return err
+	}
+	ps := h.ConfigManager.PciPassthruSystem
+	if ps == nil {
+		return fmt.Errorf("vcsimlab: host %q has no PCI passthrough system", hostName)
+	}
+	var sys mo.HostPciPassthruSystem
+	if err := host.Properties(ctx, *ps, []string{"pciPassthruInfo"}, &sys); err != nil {
+		return err
+	}
+	cfg := &types.HostSriovConfig{HostPciPassthruConfig: types.HostPciPassthruConfig{Id: pfID}, SriovEnabled: numVFs > 0, NumVirtualFunction: int32(numVFs)}
+	for _, p := range sys.PciPassthruInfo {
+		if info := p.GetHostPciPassthruInfo(); info.Id == pfID {
+			cfg.PassthruEnabled = info.PassthruEnabled
+		}
+	}
+	_, err = methods.UpdatePassthruConfig(ctx, l.client.Client, &types.UpdatePassthruConfig{This: *ps, Config: []types.BaseHostPciPassthruConfig{cfg}})
+	return err
+}
+
+// SetStandardSwitchUplinks makes a host's physical NICs vmnics the uplinks
+// of its standard switch vswitchName (none for no uplink), as Configure >
+// Virtual switches > Manage Physical Adapters in the vSphere Client does
+// (HostNetworkSystem.UpdateVirtualSwitch with the switch's spec and a bond
+// bridge of those NICs).
+func (l *Lab) SetStandardSwitchUplinks(ctx context.Context, hostName, vswitchName string, vmnics ...string) error {
+	host, err := l.adminHost(hostName)
+	if err != nil {
+		return err
+	}
+	var h mo.HostSystem
+	if err := host.Properties(ctx, host.Reference(), []string{"config.network.vswitch"}, &h); err != nil {
+		return err
+	}
+	if h.Config == nil || h.Config.Network == nil {
+		return fmt.Errorf("vcsimlab: host %q has no network configuration", hostName)
+	}
+	i := slices.IndexFunc(h.Config.Network.Vswitch, func(vs types.HostVirtualSwitch) bool { return vs.Name == vswitchName })
+	if i < 0 {
+		return fmt.Errorf("vcsimlab: host %q has no standard switch %q", hostName, vswitchName)
+	}
+	spec := h.Config.Network.Vswitch[i].Spec
+	spec.Bridge = nil
+	if len(vmnics) > 0 {
+		bridge := &types.HostVirtualSwitchBondBridge{}
+		if old, ok := h.Config.Network.Vswitch[i].Spec.Bridge.(*types.HostVirtualSwitchBondBridge); ok {
+			*bridge = *old
+		}
+		bridge.NicDevice = vmnics
+		spec.Bridge = bridge
+	}
+	ns, err := host.ConfigManager().NetworkSystem(ctx)
+	if err != nil {
+		return err
+	}
+	return ns.UpdateVirtualSwitch(ctx, vswitchName, spec)
 }
 
 // RemoveHost removes a host that runs no VMs from vCenter, out of band, as

@@ -223,3 +223,76 @@ func TestAdminRebootHost(t *testing.T) {
 		t.Error("rebooting an unknown host succeeded")
 	}
 }
+
+// TestAdminHostSRIOVAndUplinks: SetHostSRIOV turns SR-IOV on and off and
+// leaves the function's passthrough as it is; SetStandardSwitchUplinks sets
+// a standard switch's uplinks, refusing a NIC a distributed switch has.
+func TestAdminHostSRIOVAndUplinks(t *testing.T) {
+	t.Parallel()
+	l := startLab(t)
+	ctx := context.Background()
+	name := l.HostNames()[0]
+	pf := ibPFs[0].id
+	ps := types.ManagedObjectReference{Type: "HostPciPassthruSystem", Value: "pcipassthrusystem-" + l.HostID(name)}
+	if _, err := methods.UpdatePassthruConfig(ctx, l.Client().Client, &types.UpdatePassthruConfig{This: ps, Config: []types.BaseHostPciPassthruConfig{
+		&types.HostPciPassthruConfig{Id: pf, PassthruEnabled: true},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	state := func() types.HostSriovInfo {
+		t.Helper()
+		var sys mo.HostPciPassthruSystem
+		retrieve(t, l.Client(), ps, []string{"pciPassthruInfo"}, &sys)
+		for _, p := range sys.PciPassthruInfo {
+			if sr, ok := p.(*types.HostSriovInfo); ok && sr.Id == pf {
+				return *sr
+			}
+		}
+		t.Fatalf("no %s", pf)
+		return types.HostSriovInfo{}
+	}
+	for _, vfs := range []int{3, 0} {
+		if err := l.SetHostSRIOV(ctx, name, pf, vfs); err != nil {
+			t.Fatal(err)
+		}
+		if sr := state(); sr.SriovActive != (vfs > 0) || sr.NumVirtualFunction != int32(vfs) || !sr.PassthruEnabled {
+			t.Errorf("after SetHostSRIOV(%d): %+v, want %d VFs, passthrough still enabled", vfs, sr, vfs)
+		}
+	}
+	if err := l.SetHostSRIOV(ctx, name, pf, 17); err == nil {
+		t.Error("17 VFs: no error")
+	}
+
+	uplinks := func(vswitch string) []string {
+		t.Helper()
+		var h mo.HostSystem
+		retrieve(t, l.Client(), types.ManagedObjectReference{Type: "HostSystem", Value: l.HostID(name)}, []string{"config.network.vswitch"}, &h)
+		for _, vs := range h.Config.Network.Vswitch {
+			if vs.Name == vswitch {
+				return vs.Pnic
+			}
+		}
+		return nil
+	}
+	if err := l.SetStandardSwitchUplinks(ctx, name, "vSwitch1", "vmnic5"); err != nil {
+		t.Fatal(err)
+	}
+	if got := uplinks("vSwitch1"); !reflect.DeepEqual(got, []string{"key-vim.host.PhysicalNic-vmnic5"}) {
+		t.Errorf("vSwitch1 uplinks %v, want vmnic5", got)
+	}
+	if err := l.SetStandardSwitchUplinks(ctx, name, "vSwitch1"); err != nil {
+		t.Fatal(err)
+	}
+	if got := uplinks("vSwitch1"); len(got) != 0 {
+		t.Errorf("vSwitch1 uplinks %v, want none", got)
+	}
+	if err := l.CreateSwitch(ctx, "rdma", name, "vmnic4"); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.SetStandardSwitchUplinks(ctx, name, "vSwitch1", "vmnic4"); !fault.Is(err, &types.ResourceInUse{}) {
+		t.Errorf("vmnic4 of a distributed switch: %v, want ResourceInUse", err)
+	}
+	if err := l.SetStandardSwitchUplinks(ctx, name, "vSwitch9", "vmnic5"); err == nil {
+		t.Error("an unknown switch: no error")
+	}
+}

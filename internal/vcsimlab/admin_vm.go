@@ -9,8 +9,8 @@ import (
 	"github.com/vmware/govmomi/vim25/types"
 )
 
-// Out-of-band changes to virtual machines: power, hardware, GPUs and PVRDMA
-// adapters (see admin.go).
+// Out-of-band changes to virtual machines: power, hardware, GPUs, PVRDMA
+// and SR-IOV adapters (see admin.go).
 
 // AttachGPU passes a host PCI device through to a VM with the lab's admin
 // client, as an administrator (or govc device.pci.add) would out of band:
@@ -22,15 +22,7 @@ func (l *Lab) AttachGPU(ctx context.Context, vmName, pciID string) error {
 	if err != nil {
 		return err
 	}
-	browser, err := vm.EnvironmentBrowser(ctx)
-	if err != nil {
-		return err
-	}
-	host, err := vm.HostSystem(ctx)
-	if err != nil {
-		return err
-	}
-	target, err := browser.QueryConfigTarget(ctx, host)
+	target, err := adminConfigTarget(ctx, vm)
 	if err != nil {
 		return err
 	}
@@ -173,6 +165,144 @@ func (l *Lab) VMSettings(ctx context.Context, vmName string) (VMSettings, error)
 		}
 	}
 	return out, nil
+}
+
+// SRIOVAdapter is one SR-IOV passthrough network adapter of a VM.
+type SRIOVAdapter struct {
+	Key              int32
+	MAC              string
+	Network          string // the distributed port group's key, or the standard network's name
+	PhysicalFunction string // the PF id as vSphere keeps it ("Automatic-…" for automatic assignment)
+	VirtualFunction  string // the VF's PCI id; "" while none is assigned
+}
+
+// SRIOVAdapters reads a VM's SR-IOV adapters from vCenter, as govc
+// device.info shows them.
+func (l *Lab) SRIOVAdapters(ctx context.Context, vmName string) ([]SRIOVAdapter, error) {
+	_, devices, err := l.adminDevices(ctx, vmName, (*types.VirtualSriovEthernetCard)(nil))
+	if err != nil {
+		return nil, err
+	}
+	var out []SRIOVAdapter
+	for _, d := range devices {
+		card, ok := d.(*types.VirtualSriovEthernetCard)
+		if !ok {
+			continue
+		}
+		a := SRIOVAdapter{Key: card.Key, MAC: card.MacAddress, VirtualFunction: cardVF(card)}
+		if b := card.SriovBacking; b != nil && b.PhysicalFunctionBacking != nil {
+			a.PhysicalFunction = b.PhysicalFunctionBacking.Id
+		}
+		switch b := card.Backing.(type) {
+		case *types.VirtualEthernetCardDistributedVirtualPortBackingInfo:
+			a.Network = b.Port.PortgroupKey
+		case *types.VirtualEthernetCardNetworkBackingInfo:
+			a.Network = b.DeviceName
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// AddSRIOVAdapter adds an SR-IOV passthrough network adapter on the port
+// group portGroupName (a distributed port group or a standard network) to
+// a powered-off VM, with physical function pfID, or "Automatic-0000:00:00.0"
+// for one from the SR-IOV network device pool of the port group's switch,
+// as Edit Settings > Add New Device > Network Adapter of type SR-IOV
+// passthrough in the vSphere Client does. The function's backing is filled
+// from what QueryConfigTarget offers on the VM's host, as in AttachGPU;
+// vSphere's own checks apply.
+func (l *Lab) AddSRIOVAdapter(ctx context.Context, vmName, portGroupName, pfID string) error {
+	vm, err := l.adminVM(vmName)
+	if err != nil {
+		return err
+	}
+	network, err := l.adminFinder().Network(ctx, portGroupName)
+	if err != nil {
+		return err
+	}
+	backing, err := network.EthernetCardBackingInfo(ctx)
+	if err != nil {
+		return err
+	}
+	pf, err := adminPFBacking(ctx, vm, pfID)
+	if err != nil {
+		return err
+	}
+	return vm.AddDevice(ctx, &types.VirtualSriovEthernetCard{
+		VirtualEthernetCard: types.VirtualEthernetCard{VirtualDevice: types.VirtualDevice{Key: -1, Backing: backing}},
+		SriovBacking:        &types.VirtualSriovEthernetCardSriovBackingInfo{PhysicalFunctionBacking: pf},
+	})
+}
+
+// RemoveSRIOVAdapters removes all SR-IOV adapters of a powered-off VM, as
+// Edit Settings > remove network adapter in the vSphere Client (govc
+// device.remove) does.
+func (l *Lab) RemoveSRIOVAdapters(ctx context.Context, vmName string) error {
+	vm, devices, err := l.adminDevices(ctx, vmName, (*types.VirtualSriovEthernetCard)(nil))
+	if err != nil {
+		return err
+	}
+	return vm.RemoveDevice(ctx, false, devices...)
+}
+
+// SetSRIOVAdapterPF backs a VM's SR-IOV adapter key by the physical function
+// pfID ("Automatic-0000:00:00.0" for automatic assignment), as Edit
+// Settings > Network adapter > Physical function in the vSphere Client
+// does. The virtual function is left unset, so that the next power-on
+// selects one.
+func (l *Lab) SetSRIOVAdapterPF(ctx context.Context, vmName string, key int32, pfID string) error {
+	vm, devices, err := l.adminDevices(ctx, vmName, (*types.VirtualSriovEthernetCard)(nil))
+	if err != nil {
+		return err
+	}
+	card, ok := devices.FindByKey(key).(*types.VirtualSriovEthernetCard)
+	if !ok {
+		return fmt.Errorf("VM %s has no SR-IOV adapter %d", vmName, key)
+	}
+	pf, err := adminPFBacking(ctx, vm, pfID)
+	if err != nil {
+		return err
+	}
+	card.SriovBacking = &types.VirtualSriovEthernetCardSriovBackingInfo{PhysicalFunctionBacking: pf}
+	return vm.EditDevice(ctx, card)
+}
+
+// adminPFBacking is the physical function backing of pfID as the VM's host
+// offers it in QueryConfigTarget; only the id for automatic assignment or
+// a function the host does not offer.
+func adminPFBacking(ctx context.Context, vm *object.VirtualMachine, pfID string) (*types.VirtualPCIPassthroughDeviceBackingInfo, error) {
+	backing := &types.VirtualPCIPassthroughDeviceBackingInfo{Id: pfID}
+	target, err := adminConfigTarget(ctx, vm)
+	if err != nil {
+		return nil, err
+	}
+	for _, info := range target.Sriov {
+		if info.PciDevice.Id == pfID {
+			backing.DeviceId = fmt.Sprintf("%x", uint16(info.PciDevice.DeviceId))
+			backing.VendorId = info.PciDevice.VendorId
+			backing.SystemId = info.SystemId
+			backing.DeviceName = info.PciDevice.DeviceName
+		}
+	}
+	return backing, nil
+}
+
+// adminConfigTarget is what the VM's host offers the VM (QueryConfigTarget).
+func adminConfigTarget(ctx context.Context, vm *object.VirtualMachine) (*types.ConfigTarget, error) {
+	browser, err := vm.EnvironmentBrowser(ctx)
+	if err != nil {
+		return nil, err
+	}
+	host, err := vm.HostSystem(ctx)
+	if err != nil {
+		return nil, err
+	}
+	target, err := browser.QueryConfigTarget(ctx, host)
+	if err == nil && target == nil {
+		err = fmt.Errorf("vcsimlab: no config target for %s", vm.Reference())
+	}
+	return target, err
 }
 
 // AddPVRDMAAdapter adds a PVRDMA adapter (RoCE v2) on a distributed port

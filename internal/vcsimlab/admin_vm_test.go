@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/vmware/govmomi/object"
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
 )
@@ -220,5 +221,103 @@ func TestAdminPVRDMAAdapters(t *testing.T) {
 	}
 	if err := l.AddPVRDMAAdapter(ctx, vm, uuid, keyA); err == nil {
 		t.Fatal("adding a PVRDMA adapter to a running VM: no error")
+	}
+}
+
+// TestAdminSRIOVAdapters: SetHostSRIOV, AddSRIOVAdapter (distributed and
+// standard port groups, a PF or automatic assignment), SRIOVAdapters,
+// SetSRIOVAdapterPF and RemoveSRIOVAdapters; vSphere's checks apply.
+func TestAdminSRIOVAdapters(t *testing.T) {
+	t.Parallel()
+	l := startLab(t)
+	ctx := context.Background()
+	vm := l.VMNames()[0]
+	host := l.VMHostName(vm)
+	hosts := l.HostNames()
+	if err := l.CreateSwitch(ctx, "sriov", hosts[0], "vmnic4"); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range hosts[1:] {
+		if err := l.AddSwitchHost(ctx, "sriov", h, "vmnic4"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.AddPortGroup(ctx, "sriov", "sriov-pg", 8); err != nil {
+		t.Fatal(err)
+	}
+	key := adminPortGroupConfig(t, l, "sriov-pg").Key
+	adapters := func() []SRIOVAdapter {
+		t.Helper()
+		a, err := l.SRIOVAdapters(ctx, vm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+
+	if err := l.AddSRIOVAdapter(ctx, vm, "sriov-pg", "0000:d8:00.0"); err == nil {
+		t.Fatal("an adapter on a PF without SR-IOV: no error")
+	}
+	if err := l.SetHostSRIOV(ctx, host, "0000:d8:00.0", 4); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.AddSRIOVAdapter(ctx, vm, "sriov-pg", "0000:d8:00.0"); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.AddSRIOVAdapter(ctx, vm, "VM Network", automaticPF); err == nil {
+		t.Fatal("automatic assignment on VM Network without a pool: no error")
+	}
+	if err := l.SetStandardSwitchUplinks(ctx, host, "vSwitch0", "vmnic0", "vmnic5"); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.SetHostSRIOV(ctx, host, "0000:d8:00.1", 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.AddSRIOVAdapter(ctx, vm, "VM Network", automaticPF); err != nil {
+		t.Fatal(err)
+	}
+	got := adapters()
+	if len(got) != 2 || got[0].Network != key || got[0].PhysicalFunction != "0000:d8:00.0" || got[0].VirtualFunction != "" || got[0].MAC == "" ||
+		got[1].Network != "VM Network" || got[1].PhysicalFunction != automaticPF || got[1].VirtualFunction != "" {
+		t.Fatalf("after AddSRIOVAdapter: %+v", got)
+	}
+
+	if err := l.PowerOnVM(ctx, vm); err != nil {
+		t.Fatal(err)
+	}
+	got = adapters()
+	if got[0].VirtualFunction != "0000:d8:00.2" || got[1].PhysicalFunction != "Automatic-0000:d8:00.1" || got[1].VirtualFunction != "0000:d8:01.2" {
+		t.Fatalf("after power-on: %+v", got)
+	}
+	if err := l.AddSRIOVAdapter(ctx, vm, "sriov-pg", "0000:d8:00.0"); err == nil {
+		t.Fatal("an adapter added to a running VM: no error")
+	}
+	if err := adminWait(ctx)(object.NewVirtualMachine(l.Client().Client, vmRef(l, vm)).PowerOff(ctx)); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := l.SetSRIOVAdapterPF(ctx, vm, got[0].Key, automaticPF); err != nil {
+		t.Fatal(err)
+	}
+	if a := adapters(); a[len(a)-1].Key != got[0].Key || a[len(a)-1].PhysicalFunction != automaticPF || a[len(a)-1].VirtualFunction != "" {
+		t.Fatalf("after SetSRIOVAdapterPF: %+v", a)
+	}
+	if err := l.SetSRIOVAdapterPF(ctx, vm, got[0].Key, "0000:d8:00.3"); err == nil {
+		t.Fatal("a VF as physical function: no error")
+	}
+	if err := l.SetSRIOVAdapterPF(ctx, vm, 1, automaticPF); err == nil {
+		t.Fatal("an unknown adapter: no error")
+	}
+	if err := l.RemoveSRIOVAdapters(ctx, vm); err != nil {
+		t.Fatal(err)
+	}
+	if a := adapters(); len(a) != 0 {
+		t.Fatalf("after RemoveSRIOVAdapters: %+v", a)
+	}
+	if err := l.SetHostSRIOV(ctx, "no-such-host", "0000:d8:00.0", 1); err == nil {
+		t.Fatal("SetHostSRIOV on an unknown host: no error")
+	}
+	if _, err := l.SRIOVAdapters(ctx, "no-such-vm"); err == nil {
+		t.Fatal("SRIOVAdapters of an unknown VM: no error")
 	}
 }

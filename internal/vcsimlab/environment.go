@@ -11,7 +11,15 @@ import (
 )
 
 // QueryConfigTarget adds what vcsim leaves out: the host's
-// passthrough-active PCI devices, for static and dynamic DirectPath.
+// passthrough-active PCI devices, for static and dynamic DirectPath, and
+// its SR-IOV NICs in sriov ("Description of a SRIOV device that can be
+// attached to a virtual machine", VirtualMachineSriovInfo, vSphere Web
+// Services API 8.0): one per PF with SR-IOV active that is a physical NIC,
+// with virtualFunction false, its pnic ("The name of the physical nic that
+// is represented by a SR-IOV capable physical function") and, when the NIC
+// is the uplink of a switch with an SR-IOV network device pool, devicePool
+// naming that switch (VirtualMachineSriovNetworkDevicePoolInfo: switchKey
+// "vSwitch key", switchUuid "DVSwitch Uuid").
 func (x *extension) QueryConfigTarget(ctx *simulator.Context, req *types.QueryConfigTarget) soap.HasFault {
 	var fault *soap.Fault
 	b, ok := target[*simulator.EnvironmentBrowser](ctx, req.This, &fault)
@@ -32,6 +40,7 @@ func (x *extension) QueryConfigTarget(ctx *simulator.Context, req *types.QueryCo
 	target := *body.Res.Returnval
 	target.PciPassthrough = slices.Clone(target.PciPassthrough)
 	target.DynamicPassthrough = slices.Clone(target.DynamicPassthrough)
+	target.Sriov = slices.Clone(target.Sriov)
 	for _, ref := range hosts {
 		host, ok := ctx.Map.Get(ref).(*simulator.HostSystem)
 		if !ok {
@@ -55,10 +64,35 @@ func (x *extension) QueryConfigTarget(ctx *simulator.Context, req *types.QueryCo
 					DeviceId:                 int32(uint16(dev.DeviceId)),
 				})
 			}
+			target.Sriov = append(target.Sriov, sriovTargets(sriovHostOf(&host.HostSystem))...)
 		})
 	}
 	body.Res.Returnval = &target
 	return body
+}
+
+// sriovTargets are the config target's sriov entries of a host.
+func sriovTargets(s sriovHost) []types.VirtualMachineSriovInfo {
+	var out []types.VirtualMachineSriovInfo
+	for _, n := range s.pfs {
+		info := types.VirtualMachineSriovInfo{
+			VirtualMachinePciPassthroughInfo: types.VirtualMachinePciPassthroughInfo{
+				VirtualMachineTargetInfo: types.VirtualMachineTargetInfo{Name: n.device.DeviceName},
+				PciDevice:                n.device,
+				SystemId:                 s.systemID,
+			},
+			Pnic: n.pnic,
+		}
+		if p := s.poolOf(n.pnic); p != nil {
+			info.DevicePool = &types.VirtualMachineSriovNetworkDevicePoolInfo{
+				VirtualMachineSriovDevicePoolInfo: types.VirtualMachineSriovDevicePoolInfo{Key: p.Key},
+				SwitchKey:                         p.SwitchKey,
+				SwitchUuid:                        p.SwitchUuid,
+			}
+		}
+		out = append(out, info)
+	}
+	return out
 }
 
 // computeHosts lists the hosts of the compute resource whose environment

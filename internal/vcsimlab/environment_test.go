@@ -120,3 +120,54 @@ func TestConfigOptionOffersVrdmaProtocolsByHardwareVersion(t *testing.T) {
 		}
 	}
 }
+
+// TestQueryConfigTargetListsSriovNICs: sriov lists the physical NICs of the
+// host whose SR-IOV is active, with their switch's pool when they are its
+// uplinks; not the InfiniBand PFs, which are no NICs.
+func TestQueryConfigTargetListsSriovNICs(t *testing.T) {
+	t.Parallel()
+	l := newLab(t)
+	ctx := context.Background()
+	eb := environmentBrowser(t, l.Lab)
+	host := hostRef(l.Lab, 0)
+	sriov := func() []types.VirtualMachineSriovInfo {
+		t.Helper()
+		res, err := methods.QueryConfigTarget(ctx, l.c.Client, &types.QueryConfigTarget{This: eb, Host: &host})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Returnval.Sriov
+	}
+	if got := sriov(); len(got) != 0 {
+		t.Fatalf("sriov before SR-IOV is on: %+v", got)
+	}
+	s := l.createDVS("sriov")
+	if err := l.reconfigure(s, &types.VMwareDVSConfigSpec{DVSConfigSpec: types.DVSConfigSpec{Host: l.members(types.ConfigSpecOperationAdd, "vmnic4", 0)}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, cfg := range []*types.HostSriovConfig{sriovOn("0000:d8:00.1", 2), sriovOn("0000:d8:00.0", 2), sriovOn(ibPFs[0].id, 2)} {
+		if err := updateSriov(l.Lab, 0, cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := sriov()
+	if len(got) != 2 {
+		t.Fatalf("sriov %+v, want vmnic4 and vmnic5", got)
+	}
+	var h mo.HostSystem
+	retrieve(t, l.Client(), host, []string{"hardware.systemInfo"}, &h)
+	uuid := l.dvs(s).Config.GetDVSConfigInfo().Uuid
+	for i, want := range []struct{ pci, pnic, pool string }{{"0000:d8:00.0", "vmnic4", uuid}, {"0000:d8:00.1", "vmnic5", ""}} {
+		info := got[i]
+		if info.PciDevice.Id != want.pci || info.Pnic != want.pnic || info.VirtualFunction || info.SystemId != h.Hardware.SystemInfo.Uuid || uint16(info.PciDevice.VendorId) != mellanox {
+			t.Errorf("sriov[%d] = %+v, want %s (%s), a PF of this host", i, info, want.pci, want.pnic)
+		}
+		pool, _ := info.DevicePool.(*types.VirtualMachineSriovNetworkDevicePoolInfo)
+		switch {
+		case want.pool == "" && info.DevicePool != nil:
+			t.Errorf("%s: device pool %+v, want none", want.pnic, info.DevicePool)
+		case want.pool != "" && (pool == nil || pool.SwitchUuid != want.pool || pool.SwitchKey != ""):
+			t.Errorf("%s: device pool %+v, want switch %s", want.pnic, info.DevicePool, want.pool)
+		}
+	}
+}

@@ -31,6 +31,8 @@ type extension struct {
 
 	mu           sync.Mutex
 	pendingHosts map[string][]types.DistributedVirtualSwitchHostMemberConfigSpec // by switch name, see CreateDVSTask
+
+	sriovMu sync.Mutex // serializes power-ons, see powerOn
 }
 
 func newExtension(reg *simulator.Registry) *extension {

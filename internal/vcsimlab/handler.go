@@ -104,11 +104,23 @@ func (x *extension) implements(ctx *simulator.Context, m *simulator.Method) bool
 	case "RefreshFirewall", "UpdateRuleset", "EnableRuleset", "DisableRuleset":
 		_, ok := obj.(*simulator.HostFirewallSystem)
 		return ok
+	case "UpdatePassthruConfig":
+		_, ok := obj.(*pciPassthruSystem)
+		return ok
+	case "UpdateVirtualSwitch":
+		_, ok := obj.(*simulator.HostNetworkSystem)
+		return ok
 	case "QueryConfigTarget", "QueryConfigOption", "QueryConfigOptionEx":
 		_, ok := obj.(*simulator.EnvironmentBrowser)
 		return ok
-	case "ReconfigVM_Task":
+	case "ReconfigVM_Task", "PowerOnVM_Task":
 		_, ok := obj.(*simulator.VirtualMachine)
+		return ok
+	case "CreateVM_Task":
+		_, ok := obj.(*simulator.Folder)
+		return ok
+	case "PowerOnMultiVM_Task":
+		_, ok := obj.(*simulator.Datacenter)
 		return ok
 	case "FindByUuid", "FindAllByUuid":
 		_, ok := obj.(*simulator.SearchIndex)
@@ -144,6 +156,13 @@ func (x *extension) UpdateObject(ctx *simulator.Context, obj mo.Reference, chang
 					nets = nil
 				}
 				syncNetworkVMs(ctx, o.Self, nets)
+			}
+		}
+	case *mo.HostSystem:
+		for _, c := range changes {
+			if c.Name == "config.network" || c.Name == "config.pciPassthruInfo" {
+				syncSriovPools(ctx, o)
+				return
 			}
 		}
 	case *mo.DistributedVirtualSwitch:

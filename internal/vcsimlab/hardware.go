@@ -2,6 +2,7 @@ package vcsimlab
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/vmware/govmomi/vim25/types"
 )
@@ -35,29 +36,58 @@ var gpus = []gpu{
 	{id: "0000:af:00.0", bus: 0xaf, device: 0x20f1, name: "GA100 [A100 PCIe 40GB]", memKB: 40 << 20},
 }
 
-// rdmaNIC is one RDMA-capable port of every lab host.
+// rdmaNIC is one RDMA-capable port of every lab host: a port of one
+// dual-port ConnectX-6 Dx card on bus connectXBus, and an SR-IOV physical
+// function (see ethPFs).
 type rdmaNIC struct {
 	pnic, rdma, pci string
 	function        uint8
+	vfOffset        int // the PF's First VF Offset
 }
 
+const connectXBus = 0xd8
+
+// rdmaNICs' VF offsets keep both ports' VFs apart, stride 1: port 0's VFs
+// take functions 00.2 to 01.1, port 1's 01.2 to 02.1. The card's real
+// offsets are in its SR-IOV capability, which no public source gives.
 var rdmaNICs = []rdmaNIC{
-	{pnic: "vmnic4", rdma: "vmrdma0", pci: "0000:d8:00.0", function: 0},
-	{pnic: "vmnic5", rdma: "vmrdma1", pci: "0000:d8:00.1", function: 1},
+	{pnic: "vmnic4", rdma: "vmrdma0", pci: "0000:d8:00.0", function: 0, vfOffset: 2},
+	{pnic: "vmnic5", rdma: "vmrdma1", pci: "0000:d8:00.1", function: 1, vfOffset: 9},
 }
 
-// ibPF is the physical function (PF) of one single-port ConnectX-7
-// InfiniBand card of every lab host, SR-IOV capable.
-type ibPF struct {
-	id  string
-	bus uint8
+// sriovPF is an SR-IOV physical function (PF) of every lab host, at slot 0
+// of its bus.
+type sriovPF struct {
+	id       string
+	bus      uint8
+	function uint8
+	offset   int   // First VF Offset
+	stride   int   // VF Stride
+	maxVFs   int32 // maxVirtualFunctionSupported
 }
 
-// ibPFs are on buses no other lab device uses. Each card sits on its own
-// bus, function 0, as lspci shows ConnectX-7 HCAs of HPC nodes.
-var ibPFs = []ibPF{
-	{id: "0000:86:00.0", bus: 0x86},
-	{id: "0000:87:00.0", bus: 0x87},
+// ibPFs are the PFs of the single-port ConnectX-7 InfiniBand cards, on
+// buses no other lab device uses. Each card sits on its own bus, function
+// 0, as lspci shows ConnectX-7 HCAs of HPC nodes. Their VFs follow them on
+// their bus: 00.1 to 00.7, then 01.0 and on (offset 1, stride 1; the real
+// values are in the card's SR-IOV capability, which no public source gives
+// for ConnectX-7).
+var ibPFs = []sriovPF{
+	{id: "0000:86:00.0", bus: 0x86, offset: 1, stride: 1, maxVFs: connectX7MaxVFs},
+	{id: "0000:87:00.0", bus: 0x87, offset: 1, stride: 1, maxVFs: connectX7MaxVFs},
+}
+
+// sriovPFs are every SR-IOV PF of a lab host: the InfiniBand cards' and
+// the ConnectX-6 Dx ports'.
+var sriovPFs = append(slices.Clone(ibPFs), ethPFs()...)
+
+// ethPFs are the ConnectX-6 Dx ports vmnic4 and vmnic5 as SR-IOV PFs.
+func ethPFs() []sriovPF {
+	var out []sriovPF
+	for _, n := range rdmaNICs {
+		out = append(out, sriovPF{id: n.pci, bus: connectXBus, function: n.function, offset: n.vfOffset, stride: 1, maxVFs: connectX6DxMaxVFs})
+	}
+	return out
 }
 
 const (
@@ -68,42 +98,62 @@ const (
 	// Repository names 15b3:1021 "MT2910 Family [ConnectX-7]".
 	connectX7Device  = 0x1021
 	connectXVFDevice = 0x101e
-	// connectX7MaxVFs is the PFs' maxVirtualFunctionSupported: the firmware's
-	// NUM_OF_VFS, which the VMware/NVIDIA paper "InfiniBand Configuration on
-	// VMware vSphere 8" sets to 16 ("mlxconfig ... set SRIOV_EN=1
-	// NUM_OF_VFS=16"). NVIDIA's ESXi driver manual (nmlx5, "Single Root IO
-	// Virtualization (SR-IOV)") allows up to 63/127 VFs depending on
-	// firmware; the lab's firmware is configured as in the paper.
+	// connectX7MaxVFs is the ConnectX-7 PFs' maxVirtualFunctionSupported:
+	// the firmware's NUM_OF_VFS, which the VMware/NVIDIA paper "InfiniBand
+	// Configuration on VMware vSphere 8" sets to 16 ("mlxconfig ... set
+	// SRIOV_EN=1 NUM_OF_VFS=16"). NVIDIA's ESXi driver manual (nmlx5,
+	// "Single Root IO Virtualization (SR-IOV)") allows up to 63/127 VFs
+	// depending on firmware; the lab's firmware is configured as in the
+	// paper.
 	connectX7MaxVFs = 16
+	// connectX6DxMaxVFs is the ConnectX-6 Dx ports'
+	// maxVirtualFunctionSupported, also the firmware's NUM_OF_VFS (same
+	// nmlx5 manual: SR-IOV is enabled in the firmware with mlxconfig, and
+	// the driver's max_vfs parameter creates VFs up to it). The lab's
+	// firmware has 8, the value of the firmware query in NVIDIA's "SR-IOV
+	// Configuration" guide (MLNX_OFED for RHEL: "NUM_OF_VFS 8").
+	connectX6DxMaxVFs = 8
 )
 
-// vfID is the PCI id of virtual function k (from 0) of pf: the functions
-// that follow the PF on its bus, 00.1 to 00.7, then 01.0 and on (routing
-// ids PF+1+k; the real first-VF offset and stride come from the card's
-// SR-IOV capability, which no public source settles for ConnectX-7).
-func vfID(pf ibPF, k int) string {
-	slot, fn := vfAddress(k)
-	return fmt.Sprintf("0000:%02x:%02x.%d", pf.bus, slot, fn)
+// vfAddress is the PCI address of virtual function k (from 0) of pf. Its
+// routing id follows the PCIe SR-IOV capability: the PF's routing id +
+// First VF Offset + k × VF Stride, carrying into the next buses (Linux
+// drivers/pci/iov.c, pci_iov_virtfn_bus and pci_iov_virtfn_devfn, after
+// SR-IOV spec 3.3.10 and 3.3.11).
+func vfAddress(pf sriovPF, k int) (bus, slot, function uint8) {
+	rid := int(pf.function) + pf.offset + k*pf.stride
+	devfn := rid & 0xff
+	return pf.bus + uint8(rid>>8), uint8(devfn >> 3), uint8(devfn & 7)
 }
 
-func vfAddress(k int) (slot, function uint8) {
-	rid := 1 + k
-	return uint8(rid / 8), uint8(rid % 8)
+// vfID is the PCI id of virtual function k of pf.
+func vfID(pf sriovPF, k int) string {
+	bus, slot, fn := vfAddress(pf, k)
+	return fmt.Sprintf("0000:%02x:%02x.%d", bus, slot, fn)
 }
 
-// ibPFOf returns the PF whose virtual function id is, and its index.
-func ibPFOf(id string) (ibPF, int, bool) {
-	for _, pf := range ibPFs {
-		for k := range connectX7MaxVFs {
+// pfOf returns the PF whose virtual function id is, and its index.
+func pfOf(id string) (sriovPF, int, bool) {
+	for _, pf := range sriovPFs {
+		for k := range int(pf.maxVFs) {
 			if vfID(pf, k) == id {
 				return pf, k, true
 			}
 		}
 	}
-	return ibPF{}, 0, false
+	return sriovPF{}, 0, false
 }
 
-func ibPFDevice(pf ibPF) types.HostPciDevice {
+// sriovPFByID is the PF with PCI id id.
+func sriovPFByID(id string) (sriovPF, bool) {
+	i := slices.IndexFunc(sriovPFs, func(pf sriovPF) bool { return pf.id == id })
+	if i < 0 {
+		return sriovPF{}, false
+	}
+	return sriovPFs[i], true
+}
+
+func ibPFDevice(pf sriovPF) types.HostPciDevice {
 	// Class Ethernet controller, not InfiniBand controller (0x0207): the
 	// paper's firmware step FORCE_ETH_PCI_SUBCLASS=1 makes ESXi's native
 	// nmlx5 driver claim the card; the fabric stays InfiniBand.
@@ -120,12 +170,12 @@ func ibPFDevice(pf ibPF) types.HostPciDevice {
 	}
 }
 
-func vfDevice(pf ibPF, k int) types.HostPciDevice {
-	slot, fn := vfAddress(k)
+func vfDevice(pf sriovPF, k int) types.HostPciDevice {
+	bus, slot, fn := vfAddress(pf, k)
 	return types.HostPciDevice{
 		Id:              vfID(pf, k),
 		ClassId:         0x0200,
-		Bus:             pf.bus,
+		Bus:             bus,
 		Slot:            slot,
 		Function:        fn,
 		VendorId:        mellanox,
@@ -236,7 +286,7 @@ func pciDevices() []types.HostPciDevice {
 		out = append(out, types.HostPciDevice{
 			Id:              n.pci,
 			ClassId:         0x0200, // Ethernet controller
-			Bus:             0xd8,
+			Bus:             connectXBus,
 			Function:        n.function,
 			VendorId:        mellanox,
 			SubVendorId:     mellanox,
@@ -265,11 +315,11 @@ func withVFs(devices []types.HostPciDevice, infos []types.BaseHostPciPassthruInf
 	}
 	var out []types.HostPciDevice
 	for _, d := range devices {
-		if _, _, vf := ibPFOf(d.Id); vf {
+		if _, _, vf := pfOf(d.Id); vf {
 			continue
 		}
 		out = append(out, d)
-		for _, pf := range ibPFs {
+		for _, pf := range sriovPFs {
 			if pf.id == d.Id {
 				for k := range int(present[pf.id]) {
 					out = append(out, vfDevice(pf, k))
@@ -287,8 +337,9 @@ var tenGbENICs = []string{"0000:0b:00.0", "0000:13:00.0"}
 // passthruInfo is a host's config.pciPassthruInfo, which the vSphere API
 // reference describes as "the state of PciPassthru for all pci devices"
 // (HostPciPassthruInfo, vSphere Web Services API 8.0). It lists the GPUs,
-// the lab's physical NICs (the ConnectX ports and the 10 GbE NICs) and the
-// ConnectX-7 InfiniBand PFs; VFs join once SR-IOV is active (withVFInfos). vSphere
+// the lab's physical NICs (the ConnectX-6 Dx ports, SR-IOV PFs, and the
+// 10 GbE NICs) and the ConnectX-7 InfiniBand PFs; VFs join once SR-IOV is
+// active (withVFInfos). vSphere
 // documents NICs as passthrough devices ("Enable Passthrough for a Network
 // Device on a Host", vSphere 8.0 Networking, DirectPath I/O; for ConnectX
 // ports the NVIDIA/VMware paper "InfiniBand Configuration on VMware vSphere
@@ -306,24 +357,29 @@ func passthruInfo() []types.BaseHostPciPassthruInfo {
 			PassthruActive:  g.enabled,
 		})
 	}
-	for _, n := range rdmaNICs {
-		out = append(out, &types.HostPciPassthruInfo{Id: n.pci, PassthruCapable: true})
+	// The SR-IOV PFs (the ConnectX-6 Dx ports and the ConnectX-7 PFs) are
+	// HostSriovInfo, the subtype of HostPciPassthruInfo "about the state of
+	// SR-IOV device" (vSphere Web Services API 8.0): SR-IOV capable, off, no
+	// VF. A whole PF can be passed to a VM (the paper's passthrough
+	// alternative to SR-IOV).
+	for _, pf := range ethPFs() {
+		out = append(out, sriovInfo(pf))
 	}
 	for _, id := range tenGbENICs {
 		out = append(out, &types.HostPciPassthruInfo{Id: id, PassthruCapable: true})
 	}
-	// The ConnectX-7 PFs are HostSriovInfo, the subtype of
-	// HostPciPassthruInfo "about the state of SR-IOV device" (vSphere Web
-	// Services API 8.0): SR-IOV capable, off, no VF. A whole PF can be
-	// passed to a VM (the paper's passthrough alternative to SR-IOV).
 	for _, pf := range ibPFs {
-		out = append(out, &types.HostSriovInfo{
-			HostPciPassthruInfo:         types.HostPciPassthruInfo{Id: pf.id, PassthruCapable: true},
-			SriovCapable:                true,
-			MaxVirtualFunctionSupported: connectX7MaxVFs,
-		})
+		out = append(out, sriovInfo(pf))
 	}
 	return out
+}
+
+func sriovInfo(pf sriovPF) *types.HostSriovInfo {
+	return &types.HostSriovInfo{
+		HostPciPassthruInfo:         types.HostPciPassthruInfo{Id: pf.id, PassthruCapable: true},
+		SriovCapable:                true,
+		MaxVirtualFunctionSupported: pf.maxVFs,
+	}
 }
 
 // withVFInfos returns infos with the passthrough entries of the virtual
@@ -335,7 +391,7 @@ func withVFInfos(infos []types.BaseHostPciPassthruInfo) []types.BaseHostPciPasst
 	var out []types.BaseHostPciPassthruInfo
 	for _, p := range infos {
 		id := p.GetHostPciPassthruInfo().Id
-		if _, _, vf := ibPFOf(id); vf {
+		if _, _, vf := pfOf(id); vf {
 			old[id] = p
 			continue
 		}
@@ -346,7 +402,7 @@ func withVFInfos(infos []types.BaseHostPciPassthruInfo) []types.BaseHostPciPasst
 		if !ok {
 			continue
 		}
-		for _, pf := range ibPFs {
+		for _, pf := range sriovPFs {
 			if pf.id != sr.Id {
 				continue
 			}
@@ -361,6 +417,56 @@ func withVFInfos(infos []types.BaseHostPciPassthruInfo) []types.BaseHostPciPasst
 			}
 			out = append(out[:i+1], append(vfs, out[i+1:]...)...)
 			i += len(vfs)
+		}
+	}
+	return out
+}
+
+// sriovPools is a host's config.sriovDevicePool (and its
+// HostPciPassthruSystem's sriovDevicePoolInfo) for its network n and its
+// passthrough state infos: one HostSriovNetworkDevicePoolInfo ("Information
+// on networking specific SR-IOV device pools", vSphere Web Services API
+// 8.0) per standard switch (switchKey) or distributed switch (switchUuid)
+// with uplinks whose SR-IOV is active, those uplinks in pnic ("List of
+// SR-IOV enabled physical nics that are backing the portgroup"). A PF stays
+// an uplink with SR-IOV on: vSphere Networking, "Using an SR-IOV Physical
+// Adapter to Handle Virtual Machine Traffic" (mixed mode). The reference
+// leaves the inherited key undocumented; the lab sets it to the switch's
+// key or UUID.
+func sriovPools(n *types.HostNetworkInfo, infos []types.BaseHostPciPassthruInfo) []types.BaseHostSriovDevicePoolInfo {
+	if n == nil {
+		return nil
+	}
+	active := map[string]bool{}
+	for _, p := range infos {
+		if sr, ok := p.(*types.HostSriovInfo); ok && sr.SriovActive {
+			active[sr.Id] = true
+		}
+	}
+	sriovNICs := func(keys []string) []types.PhysicalNic {
+		var out []types.PhysicalNic
+		for _, key := range keys {
+			for _, nic := range n.Pnic {
+				if nic.Key == key && active[nic.Pci] {
+					out = append(out, nic)
+				}
+			}
+		}
+		return out
+	}
+	var out []types.BaseHostSriovDevicePoolInfo
+	for _, vs := range n.Vswitch {
+		if nics := sriovNICs(vs.Pnic); len(nics) > 0 {
+			out = append(out, &types.HostSriovNetworkDevicePoolInfo{
+				HostSriovDevicePoolInfo: types.HostSriovDevicePoolInfo{Key: vs.Key}, SwitchKey: vs.Key, Pnic: nics,
+			})
+		}
+	}
+	for _, ps := range n.ProxySwitch {
+		if nics := sriovNICs(ps.Pnic); len(nics) > 0 {
+			out = append(out, &types.HostSriovNetworkDevicePoolInfo{
+				HostSriovDevicePoolInfo: types.HostSriovDevicePoolInfo{Key: ps.DvsUuid}, SwitchUuid: ps.DvsUuid, Pnic: nics,
+			})
 		}
 	}
 	return out

@@ -3,6 +3,7 @@ package vcsimlab
 import (
 	"fmt"
 	"net"
+	"reflect"
 	"slices"
 	"time"
 
@@ -29,7 +30,7 @@ func newPciPassthruSystem(h *simulator.HostSystem) *pciPassthruSystem {
 }
 
 // UpdatePassthruConfig enables or disables passthrough of devices and
-// configures SR-IOV of the ConnectX-7 PFs (HostSriovConfig: sriovEnabled,
+// configures SR-IOV of the PFs (HostSriovConfig: sriovEnabled,
 // numVirtualFunction), vSphere Web Services API 8.0, HostPciPassthruSystem.
 //
 // When a change takes effect follows HostPciPassthruConfig.applyNow
@@ -59,15 +60,41 @@ func newPciPassthruSystem(h *simulator.HostSystem) *pciPassthruSystem {
 // Enabling a NIC the host uses (an uplink of a standard or distributed
 // switch) is accepted: the API reference documents only HostConfigFault
 // for the method, and no public source documents a refusal for NICs in use.
-func (s *pciPassthruSystem) UpdatePassthruConfig(ctx *simulator.Context, req *types.UpdatePassthruConfig) soap.HasFault {
+// Nor is SR-IOV of an uplink refused: the PF of an SR-IOV NIC can stay the
+// uplink of its switch (vSphere Networking, "Enable SR-IOV on a Host
+// Physical Adapter" and "Using an SR-IOV Physical Adapter to Handle Virtual
+// Machine Traffic", mixed mode).
+//
+// The extension takes the call, so that it locks the host before the
+// system, the order in which the host's changes reach the system (see
+// syncSriovPools).
+func (x *extension) UpdatePassthruConfig(ctx *simulator.Context, req *types.UpdatePassthruConfig) soap.HasFault {
 	body := new(methods.UpdatePassthruConfigBody)
+	s, ok := target[*pciPassthruSystem](ctx, req.This, &body.Fault_)
+	if !ok {
+		return body
+	}
+	s.withHost(ctx, func(host *simulator.HostSystem) { s.updatePassthruConfig(ctx, host, req, body) })
+	return body
+}
+
+// withHost runs f with s's host (nil when it is gone) and then s locked.
+func (s *pciPassthruSystem) withHost(ctx *simulator.Context, f func(*simulator.HostSystem)) {
 	host, _ := ctx.Map.Get(s.host).(*simulator.HostSystem)
+	if host == nil {
+		ctx.WithLock(s, func() { f(nil) })
+		return
+	}
+	ctx.WithLock(host, func() { ctx.WithLock(s, func() { f(host) }) })
+}
+
+// updatePassthruConfig carries out UpdatePassthruConfig, with host (or nil)
+// and s locked.
+func (s *pciPassthruSystem) updatePassthruConfig(ctx *simulator.Context, host *simulator.HostSystem, req *types.UpdatePassthruConfig, body *methods.UpdatePassthruConfigBody) {
 	rebind := false
 	if host != nil {
-		ctx.WithLock(host, func() {
-			c := host.Capability
-			rebind = c != nil && c.DeviceRebindWithoutRebootSupported != nil && *c.DeviceRebindWithoutRebootSupported
-		})
+		c := host.Capability
+		rebind = c != nil && c.DeviceRebindWithoutRebootSupported != nil && *c.DeviceRebindWithoutRebootSupported
 	}
 	next := clonePassthru(s.PciPassthruInfo)
 	for _, c := range req.Config {
@@ -78,22 +105,22 @@ func (s *pciPassthruSystem) UpdatePassthruConfig(ctx *simulator.Context, req *ty
 		i := slices.IndexFunc(next, func(p types.BaseHostPciPassthruInfo) bool { return p.GetHostPciPassthruInfo().Id == cfg.Id })
 		if i < 0 {
 			body.Fault_ = simulator.Fault(fmt.Sprintf("PCI device %q not found", cfg.Id), &types.NotFound{})
-			return body
+			return
 		}
 		info := next[i].GetHostPciPassthruInfo()
 		if cfg.PassthruEnabled && !info.PassthruCapable {
 			body.Fault_ = simulator.Fault(fmt.Sprintf("PCI device %s is not passthrough capable", cfg.Id), &types.InvalidArgument{InvalidProperty: "config.passthruEnabled"})
-			return body
+			return
 		}
 		if sc, ok := c.(*types.HostSriovConfig); ok {
 			sr, ok := next[i].(*types.HostSriovInfo)
 			switch {
 			case !ok || !sr.SriovCapable:
 				body.Fault_ = simulator.Fault(fmt.Sprintf("PCI device %s is not SR-IOV capable", cfg.Id), &types.HostConfigFault{})
-				return body
+				return
 			case sc.NumVirtualFunction < 0 || sc.NumVirtualFunction > sr.MaxVirtualFunctionSupported:
 				body.Fault_ = simulator.Fault(fmt.Sprintf("PCI device %s supports at most %d SR-IOV virtual functions, not %d", cfg.Id, sr.MaxVirtualFunctionSupported, sc.NumVirtualFunction), &types.HostConfigFault{})
-				return body
+				return
 			}
 			sr.SriovEnabled = sc.SriovEnabled
 			sr.NumVirtualFunctionRequested = sc.NumVirtualFunction
@@ -107,26 +134,22 @@ func (s *pciPassthruSystem) UpdatePassthruConfig(ctx *simulator.Context, req *ty
 	}
 	s.publish(ctx, host, next)
 	body.Res = new(types.UpdatePassthruConfigResponse)
-	return body
 }
 
-// reboot applies every pending change, as a host reboot does. s must not be
-// locked.
+// reboot applies every pending change, as a host reboot does. Neither s nor
+// its host may be locked.
 func (s *pciPassthruSystem) reboot(ctx *simulator.Context) {
-	host, _ := ctx.Map.Get(s.host).(*simulator.HostSystem)
-	ctx.WithLock(s, func() {
+	s.withHost(ctx, func(host *simulator.HostSystem) {
 		next := clonePassthru(s.PciPassthruInfo)
 		for _, p := range next {
 			activate(p)
 		}
 		s.publish(ctx, host, next)
-	})
-	if host != nil {
-		now := time.Now()
-		ctx.WithLock(host, func() {
+		if host != nil {
+			now := time.Now()
 			ctx.Update(host, []types.PropertyChange{{Name: "runtime.bootTime", Val: &now}})
-		})
-	}
+		}
+	})
 }
 
 // activate makes a device's configuration take effect.
@@ -144,32 +167,54 @@ func activate(p types.BaseHostPciPassthruInfo) {
 
 // publish sets the passthrough state, with the VFs present, on s and on its
 // host: config.pciPassthruInfo, hardware.pciDevice and the GPUs' graphics
-// type. s is locked.
+// type (and so the SR-IOV pools, see syncSriovPools). The host (if any) and
+// s are locked.
 func (s *pciPassthruSystem) publish(ctx *simulator.Context, host *simulator.HostSystem, next []types.BaseHostPciPassthruInfo) {
 	next = withVFInfos(next)
 	ctx.Update(s, []types.PropertyChange{{Name: "pciPassthruInfo", Val: next}})
-	if host == nil {
+	if host == nil || host.Config == nil {
 		return
 	}
 	hostInfo := clonePassthru(next)
-	ctx.WithLock(host, func() {
-		graphics := slices.Clone(host.Config.GraphicsInfo)
-		for i := range graphics {
-			for _, p := range hostInfo {
-				if info := p.GetHostPciPassthruInfo(); info.Id == graphics[i].PciId {
-					graphics[i].GraphicsType = graphicsType(info.PassthruActive)
-				}
+	graphics := slices.Clone(host.Config.GraphicsInfo)
+	for i := range graphics {
+		for _, p := range hostInfo {
+			if info := p.GetHostPciPassthruInfo(); info.Id == graphics[i].PciId {
+				graphics[i].GraphicsType = graphicsType(info.PassthruActive)
 			}
 		}
-		changes := []types.PropertyChange{
-			{Name: "config.pciPassthruInfo", Val: hostInfo},
-			{Name: "config.graphicsInfo", Val: graphics},
+	}
+	changes := []types.PropertyChange{
+		{Name: "config.pciPassthruInfo", Val: hostInfo},
+		{Name: "config.graphicsInfo", Val: graphics},
+	}
+	if host.Hardware != nil {
+		changes = append(changes, types.PropertyChange{Name: "hardware.pciDevice", Val: withVFs(host.Hardware.PciDevice, hostInfo)})
+	}
+	ctx.Update(host, changes)
+}
+
+// syncSriovPools keeps a host's SR-IOV network device pools
+// (config.sriovDevicePool and its HostPciPassthruSystem's
+// sriovDevicePoolInfo, see sriovPools) in step with its network and
+// passthrough state, as ESXi does. h is locked; its passthrough system is
+// locked after it, the order every lab method follows.
+func syncSriovPools(ctx *simulator.Context, h *mo.HostSystem) {
+	if h.Config == nil {
+		return
+	}
+	pools := sriovPools(h.Config.Network, h.Config.PciPassthruInfo)
+	if reflect.DeepEqual(pools, h.Config.SriovDevicePool) {
+		return
+	}
+	ctx.Update(h, []types.PropertyChange{{Name: "config.sriovDevicePool", Val: pools}})
+	if r := h.ConfigManager.PciPassthruSystem; r != nil {
+		if s, ok := ctx.Map.Get(*r).(*pciPassthruSystem); ok {
+			ctx.WithLock(s, func() {
+				ctx.Update(s, []types.PropertyChange{{Name: "sriovDevicePoolInfo", Val: sriovPools(h.Config.Network, h.Config.PciPassthruInfo)}})
+			})
 		}
-		if host.Hardware != nil {
-			changes = append(changes, types.PropertyChange{Name: "hardware.pciDevice", Val: withVFs(host.Hardware.PciDevice, hostInfo)})
-		}
-		ctx.Update(host, changes)
-	})
+	}
 }
 
 // Refresh re-reads the passthrough state, which the lab always has current.

@@ -3,6 +3,7 @@ package vcsimlab
 import (
 	"context"
 	"net"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -469,11 +470,11 @@ func TestPassthroughOfHostNICs(t *testing.T) {
 
 // sriovState is a host's SR-IOV entry of a PF and the PCI ids of its VFs
 // in hardware.pciDevice and in config.pciPassthruInfo.
-func sriovState(t *testing.T, l *Lab, i int, pf ibPF) (sr types.HostSriovInfo, devices, infos []string) {
+func sriovState(t *testing.T, l *Lab, i int, pf sriovPF) (sr types.HostSriovInfo, devices, infos []string) {
 	t.Helper()
 	h := hostConfig(t, l, i)
 	for _, d := range h.Hardware.PciDevice {
-		if p, _, vf := ibPFOf(d.Id); vf && p == pf {
+		if p, _, vf := pfOf(d.Id); vf && p == pf {
 			if uint16(d.VendorId) != mellanox || uint16(d.DeviceId) != connectXVFDevice {
 				t.Errorf("VF %s: vendor %#x device %#x", d.Id, uint16(d.VendorId), uint16(d.DeviceId))
 			}
@@ -485,7 +486,7 @@ func sriovState(t *testing.T, l *Lab, i int, pf ibPF) (sr types.HostSriovInfo, d
 		if s, ok := p.(*types.HostSriovInfo); ok && s.Id == pf.id {
 			sr = *s
 		}
-		if p, _, vf := ibPFOf(info.Id); vf && p == pf {
+		if p, _, vf := pfOf(info.Id); vf && p == pf {
 			if !info.PassthruCapable {
 				t.Errorf("VF %s is not passthrough capable", info.Id)
 			}
@@ -700,4 +701,182 @@ func TestApplyNowFalse(t *testing.T) {
 	if sr, devices, _ := sriovState(t, l, 0, pf); !sr.SriovActive || !slices.Equal(devices, []string{"0000:86:00.1"}) {
 		t.Errorf("after the reboot: %+v, VFs %v", sr, devices)
 	}
+}
+
+// TestEthernetSRIOVPFs: the ConnectX-6 Dx ports vmnic4 and vmnic5 are
+// SR-IOV PFs (HostSriovInfo, capable up to 8 VFs, off), and their VFs get
+// the PCI ids of the SR-IOV rule PF + offset + k × stride: 00.2 to 01.1 for
+// port 0, 01.2 to 02.1 for port 1. SR-IOV of vmnic4 is accepted while it is
+// a switch's uplink.
+func TestEthernetSRIOVPFs(t *testing.T) {
+	t.Parallel()
+	l := newLab(t)
+	pfs := ethPFs()
+	h := hostConfig(t, l.Lab, 0)
+	for _, pf := range pfs {
+		j := slices.IndexFunc(h.Config.PciPassthruInfo, func(p types.BaseHostPciPassthruInfo) bool { return p.GetHostPciPassthruInfo().Id == pf.id })
+		if j < 0 {
+			t.Fatalf("%s not in pciPassthruInfo", pf.id)
+		}
+		want := types.HostSriovInfo{HostPciPassthruInfo: types.HostPciPassthruInfo{Id: pf.id, PassthruCapable: true}, SriovCapable: true, MaxVirtualFunctionSupported: 8}
+		if sr, ok := h.Config.PciPassthruInfo[j].(*types.HostSriovInfo); !ok || *sr != want {
+			t.Errorf("%s: %#v, want %#v", pf.id, h.Config.PciPassthruInfo[j], want)
+		}
+	}
+
+	if err := l.reconfigure(l.createDVS("uplink"), &types.VMwareDVSConfigSpec{DVSConfigSpec: types.DVSConfigSpec{Host: l.members(types.ConfigSpecOperationAdd, "vmnic4", 0)}}); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{
+		"0000:d8:00.0": {"0000:d8:00.2", "0000:d8:00.3", "0000:d8:00.4", "0000:d8:00.5", "0000:d8:00.6", "0000:d8:00.7", "0000:d8:01.0", "0000:d8:01.1"},
+		"0000:d8:00.1": {"0000:d8:01.2", "0000:d8:01.3", "0000:d8:01.4", "0000:d8:01.5", "0000:d8:01.6", "0000:d8:01.7", "0000:d8:02.0", "0000:d8:02.1"},
+	}
+	for _, pf := range pfs {
+		if err := updateSriov(l.Lab, 0, &types.HostSriovConfig{HostPciPassthruConfig: types.HostPciPassthruConfig{Id: pf.id}, SriovEnabled: true, NumVirtualFunction: 8}); err != nil {
+			t.Fatalf("SR-IOV of %s: %v", pf.id, err)
+		}
+		sr, devices, infos := sriovState(t, l.Lab, 0, pf)
+		if !sr.SriovActive || sr.NumVirtualFunction != 8 || !slices.Equal(devices, want[pf.id]) || !slices.Equal(infos, want[pf.id]) {
+			t.Errorf("%s: %+v, VFs %v %v, want active, %v", pf.id, sr, devices, infos, want[pf.id])
+		}
+	}
+	if err := updateSriov(l.Lab, 0, &types.HostSriovConfig{HostPciPassthruConfig: types.HostPciPassthruConfig{Id: pfs[0].id}, SriovEnabled: true, NumVirtualFunction: 9}); !fault.Is(err, &types.HostConfigFault{}) {
+		t.Errorf("9 VFs: %v, want HostConfigFault", err)
+	}
+}
+
+// TestVFIDsAreUnique: no VF of any PF has the PCI id of another VF, of a
+// PF or of another lab device.
+func TestVFIDsAreUnique(t *testing.T) {
+	t.Parallel()
+	seen := map[string]string{}
+	for _, d := range pciDevices() {
+		seen[d.Id] = "device"
+	}
+	for _, id := range tenGbENICs {
+		seen[id] = "10 GbE NIC"
+	}
+	for _, pf := range sriovPFs {
+		for k := range int(pf.maxVFs) {
+			id := vfID(pf, k)
+			if owner, dup := seen[id]; dup {
+				t.Errorf("VF %d of %s is %s, also %s", k, pf.id, id, owner)
+			}
+			seen[id] = "a VF of " + pf.id
+			if got, j, ok := pfOf(id); !ok || got != pf || j != k {
+				t.Errorf("pfOf(%s) = %s, %d, want %s, %d", id, got.id, j, pf.id, k)
+			}
+		}
+	}
+}
+
+// sriovPoolsOf reads a host's config.sriovDevicePool and checks that its
+// HostPciPassthruSystem lists the same pools.
+func (l *lab) sriovPoolsOf(i int) []*types.HostSriovNetworkDevicePoolInfo {
+	l.t.Helper()
+	h := hostConfig(l.t, l.Lab, i)
+	var sys mo.HostPciPassthruSystem
+	retrieve(l.t, l.Client(), *h.ConfigManager.PciPassthruSystem, []string{"sriovDevicePoolInfo"}, &sys)
+	if !reflect.DeepEqual(sys.SriovDevicePoolInfo, h.Config.SriovDevicePool) {
+		l.t.Errorf("the passthrough system's pools %v differ from the host's %v", sys.SriovDevicePoolInfo, h.Config.SriovDevicePool)
+	}
+	var out []*types.HostSriovNetworkDevicePoolInfo
+	for _, p := range h.Config.SriovDevicePool {
+		np, ok := p.(*types.HostSriovNetworkDevicePoolInfo)
+		if !ok {
+			l.t.Fatalf("pool %T", p)
+		}
+		out = append(out, np)
+	}
+	return out
+}
+
+// wantPools checks a host's pools: switch (a switch UUID or vSwitch key)
+// and its NICs, in order.
+func (l *lab) wantPools(what string, i int, want ...[]string) {
+	l.t.Helper()
+	var got [][]string
+	for _, p := range l.sriovPoolsOf(i) {
+		entry := []string{p.SwitchUuid + p.SwitchKey}
+		for _, n := range p.Pnic {
+			entry = append(entry, n.Device)
+		}
+		got = append(got, entry)
+	}
+	if !reflect.DeepEqual(got, want) && (len(got) != 0 || len(want) != 0) {
+		l.t.Errorf("%s: pools %v, want %v", what, got, want)
+	}
+}
+
+func sriovOn(pf string, vfs int32) *types.HostSriovConfig {
+	return &types.HostSriovConfig{HostPciPassthruConfig: types.HostPciPassthruConfig{Id: pf}, SriovEnabled: vfs > 0, NumVirtualFunction: vfs}
+}
+
+// TestSriovDevicePools: a host lists one SR-IOV network device pool per
+// switch with an uplink whose SR-IOV is active, distributed or standard,
+// kept as SR-IOV and the uplinks change; the InfiniBand PFs, no NICs, join
+// none.
+func TestSriovDevicePools(t *testing.T) {
+	t.Parallel()
+	l := newLab(t)
+	ctx := context.Background()
+	s := l.createDVS("pools")
+	uuid := l.dvs(s).Config.GetDVSConfigInfo().Uuid
+	member := func(op types.ConfigSpecOperation, pnic string) {
+		t.Helper()
+		if err := l.reconfigure(s, &types.VMwareDVSConfigSpec{DVSConfigSpec: types.DVSConfigSpec{Host: l.members(op, pnic, 0)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	member(types.ConfigSpecOperationAdd, "vmnic4")
+	l.wantPools("before SR-IOV", 0)
+	for _, cfg := range []*types.HostSriovConfig{sriovOn("0000:d8:00.0", 4), sriovOn(ibPFs[0].id, 4)} {
+		if err := updateSriov(l.Lab, 0, cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.wantPools("SR-IOV on vmnic4", 0, []string{uuid, "vmnic4"})
+	l.wantPools("another host", 1)
+
+	member(types.ConfigSpecOperationEdit, "vmnic5")
+	l.wantPools("uplink moved to vmnic5", 0)
+	if err := updateSriov(l.Lab, 0, sriovOn("0000:d8:00.1", 2)); err != nil {
+		t.Fatal(err)
+	}
+	l.wantPools("SR-IOV on vmnic5", 0, []string{uuid, "vmnic5"})
+	member(types.ConfigSpecOperationRemove, "")
+	l.wantPools("host off the switch", 0)
+
+	if err := l.SetStandardSwitchUplinks(ctx, l.HostNames()[0], "vSwitch1", "vmnic4", "vmnic5"); err != nil {
+		t.Fatal(err)
+	}
+	l.wantPools("vSwitch1 on vmnic4 and vmnic5", 0, []string{"key-vim.host.VirtualSwitch-vSwitch1", "vmnic4", "vmnic5"})
+	if err := updateSriov(l.Lab, 0, sriovOn("0000:d8:00.0", 0)); err != nil {
+		t.Fatal(err)
+	}
+	l.wantPools("SR-IOV off on vmnic4", 0, []string{"key-vim.host.VirtualSwitch-vSwitch1", "vmnic5"})
+}
+
+// TestSriovDevicePoolsAfterReboot: a pool appears when SR-IOV takes effect,
+// at the reboot for a change pending.
+func TestSriovDevicePoolsAfterReboot(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	start, err := Start(ctx, Options{HostsNeedReboot: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(start.Close)
+	l := &lab{Lab: start, t: t, c: newClient(t, start)}
+	if err := l.SetStandardSwitchUplinks(ctx, l.HostNames()[0], "vSwitch1", "vmnic4"); err != nil {
+		t.Fatal(err)
+	}
+	if err := updateSriov(l.Lab, 0, sriovOn("0000:d8:00.0", 4)); err != nil {
+		t.Fatal(err)
+	}
+	l.wantPools("pending", 0)
+	if err := l.RebootHost(ctx, l.HostNames()[0]); err != nil {
+		t.Fatal(err)
+	}
+	l.wantPools("after the reboot", 0, []string{"key-vim.host.VirtualSwitch-vSwitch1", "vmnic4"})
 }

@@ -11,7 +11,13 @@
 //   - vmnic0 and vmnic1: 10 GbE, no RDMA; vmnic0 is the uplink of vSwitch0.
 //   - vmnic4 and vmnic5: 100 GbE ConnectX NICs (driver nmlx5_core) with a
 //     MAC unique to the host, paired with the RDMA devices vmrdma0 and
-//     vmrdma1 (active, MTU 4096, RoCE v1 and v2).
+//     vmrdma1 (active, MTU 4096, RoCE v1 and v2). Their PCI functions,
+//     0000:d8:00.0 and 0000:d8:00.1 (the two ports of a ConnectX-6 Dx,
+//     15b3:101d), are SR-IOV physical functions (PFs): config.pciPassthruInfo
+//     and the HostPciPassthruSystem list them as HostSriovInfo, passthrough
+//     capable and not enabled, SR-IOV capable with
+//     maxVirtualFunctionSupported 8 (the firmware's NUM_OF_VFS, as in
+//     NVIDIA's SR-IOV guides), off, no VF.
 //   - vmk0 on "Management Network" (MTU 1500) and vmk1 on the standard port
 //     group "pvrdma-vmk" of vSwitch1 (MTU 9000, no uplink), with an address
 //     from 192.0.2.0/24 (TEST-NET-1, simulated only) unique to the host.
@@ -29,16 +35,25 @@
 //     vmnic is paired with them. config.pciPassthruInfo and the
 //     HostPciPassthruSystem list them as HostSriovInfo: passthrough capable
 //     and not enabled, SR-IOV capable with maxVirtualFunctionSupported 16,
-//     off, no VF. Once SR-IOV is active, VF k (from 0) of a PF is the PCI
-//     device at the PF's bus, routing id 1+k (0000:86:00.1 … 00.7, 01.0, …),
-//     15b3:101e ("ConnectX Family mlx5Gen Virtual Function"), listed in
-//     hardware.pciDevice and, passthrough capable, in pciPassthruInfo.
+//     off, no VF.
+//   - Virtual functions (VFs): once SR-IOV of a PF is active, its VF k (from
+//     0) is the PCI device whose routing id is the PF's + First VF Offset +
+//     k × VF Stride (the PCIe SR-IOV capability, as Linux's
+//     pci_iov_virtfn_devfn computes it), stride 1: offset 1 for the
+//     InfiniBand PFs (0000:86:00.1 … 00.7, 01.0, …), 2 for vmnic4 (VFs
+//     0000:d8:00.2 … 01.1) and 9 for vmnic5 (0000:d8:01.2 … 02.1), so that
+//     no two functions meet. VFs are 15b3:101e ("ConnectX Family mlx5Gen
+//     Virtual Function"), listed in hardware.pciDevice and, passthrough
+//     capable, in pciPassthruInfo.
 //   - config.pciPassthruInfo and the HostPciPassthruSystem also list the
-//     PCI functions of vmnic0, vmnic1, vmnic4 and vmnic5, passthrough
-//     capable and not enabled; vcsim's other stock PCI devices are not
-//     listed. capability.deviceRebindWithoutRebootSupported is true:
-//     passthrough and SR-IOV changes apply without a reboot; with
+//     PCI functions of vmnic0 and vmnic1, passthrough capable and not
+//     enabled; vcsim's other stock PCI devices are not listed.
+//     capability.deviceRebindWithoutRebootSupported is true: passthrough
+//     and SR-IOV changes apply without a reboot; with
 //     Options.HostsNeedReboot it is false on every host.
+//   - no SR-IOV network device pool (config.sriovDevicePool, the
+//     HostPciPassthruSystem's sriovDevicePoolInfo) until a switch has an
+//     uplink with SR-IOV active.
 //
 // Virtual machines, all powered off, placed on the hosts in turn:
 //   - Options.VMs "modern" VMs (default 2) named hpc-node-0, hpc-node-1, …:
@@ -80,11 +95,35 @@
 //     hardware version does not offer, a PCI passthrough device hot-added or
 //     not passthrough-active on the VM's host. Hosts' graphicsInfo lists the
 //     VMs that have each GPU attached.
+//   - SR-IOV network adapters (VirtualSriovEthernetCard; vSphere Web
+//     Services API 8.0, VirtualSriovEthernetCard and its
+//     SriovBackingInfo): ReconfigVM_Task fails its task for one added or
+//     removed unless powered off (vSphere Networking, "SR-IOV Support": no
+//     hot addition and removal of devices), and, added or edited, for an
+//     SR-IOV backing without physical function backing, a PF that is not a
+//     physical NIC with SR-IOV active on the VM's host, or automatic
+//     assignment ("Automatic-0000:00:00.0", or no SR-IOV backing on add)
+//     without an SR-IOV network device pool for the adapter's network on
+//     the host; an edit without SR-IOV backing keeps it. CreateVM_Task
+//     checks the same on the host it names. Otherwise vcsim keeps the
+//     adapter as any network adapter (MAC, the network's vm list).
+//   - PowerOnVM_Task and PowerOnMultiVM_Task give each SR-IOV adapter a VF
+//     of its host (vSphere Networking: "the ESXi host selects a free
+//     virtual function"): its VF backing if free (a hint, as the API
+//     reference says), else the first free VF of its PF or, with automatic
+//     assignment, of the first PF by PCI id of its network's pool, the PF
+//     id becoming "Automatic-<PF>". A VF is taken when another powered-on
+//     VM's adapter has it or a VM of the host has it as PCI passthrough
+//     device. Without a free VF the task fails (GenericVmConfigFault with
+//     Broadcom KB 309346's message) and the VM stays off. A VF stays
+//     assigned at power-off.
 //   - Networks and distributed port groups list in their vm property the
 //     VMs with a network adapter on them, kept as adapters are added,
 //     removed or re-backed and VMs created or destroyed.
 //   - QueryConfigOption(Ex) reports the PVRDMA device protocols per hardware
-//     version; QueryConfigTarget lists the passthrough-active devices.
+//     version; QueryConfigTarget lists the passthrough-active devices and,
+//     in sriov, the physical NICs with SR-IOV active, with the pool of
+//     their switch.
 //   - Per-host firewall rulesets with RefreshFirewall and UpdateRuleset;
 //     HostPciPassthruSystem with UpdatePassthruConfig and Refresh. NICs the
 //     host uses are accepted. HostSriovConfig turns SR-IOV of a PF on or off
@@ -95,8 +134,20 @@
 //     otherwise (applyNow false, or Options.HostsNeedReboot) it is pending
 //     — enabled but not active, VFs absent — until RebootHost. Taking
 //     effect sets passthruActive, sriovActive and numVirtualFunction, adds
-//     or removes the VFs, and sets the GPUs' graphics type.
-//     UpdateOptions refuses unknown keys of a host with InvalidName.
+//     or removes the VFs, and sets the GPUs' graphics type. SR-IOV of a NIC
+//     that is a switch's uplink is accepted (vSphere Networking, "Enable
+//     SR-IOV on a Host Physical Adapter"; the PF keeps carrying the
+//     switch's traffic, "mixed mode"). UpdateOptions refuses unknown keys
+//     of a host with InvalidName.
+//   - Hosts' SR-IOV network device pools (config.sriovDevicePool and the
+//     HostPciPassthruSystem's sriovDevicePoolInfo): one
+//     HostSriovNetworkDevicePoolInfo per standard (switchKey) or
+//     distributed (switchUuid) switch with uplinks whose SR-IOV is active,
+//     those uplinks in pnic; kept as SR-IOV takes effect and as uplinks
+//     change.
+//   - HostNetworkSystem.UpdateVirtualSwitch sets a standard switch's spec
+//     and its uplinks, the NICs of its bond bridge; an unknown switch or
+//     NIC, another bridge and a NIC another switch has are refused.
 //   - esxcli "network diag ping" (metadata and command) through each host's
 //     managed method executer, over a fabric model: switch-port MTUs
 //     (SetPortMTU, default 9000), per-link MTUs (SetLinkMTU), hosts that
@@ -118,14 +169,15 @@
 // and tasks), objects.go (helpers on inventory objects), hardware.go (the
 // hosts' hardware) and fabric.go (the network esxcli pings cross). Then
 // extension.go, the object the handlers hang on. Then the handlers, one file
-// per managed object: network.go, host.go, vm.go, portgroup.go,
-// dvs_members.go, ping.go, search.go, and above them environment.go (on
-// vm.go's hardware version rules) and dvs.go (on dvs_members.go and
-// portgroup.go). At the top the Lab's own methods, which use one another:
-// inventory.go builds the inventory, handler.go routes calls and changes to
-// the handlers, faults.go holds what tests inject and observe, admin.go the
-// out-of-band changes (RebootHost among them), and lab.go the Lab type,
-// Start and Close.
+// per managed object: network.go, host.go, vm_sriov.go (SR-IOV adapters)
+// and vm.go on it, portgroup.go, dvs_members.go, ping.go, search.go, and
+// above them environment.go (on vm.go's hardware version rules and
+// vm_sriov.go's SR-IOV NICs), dvs.go (on dvs_members.go and portgroup.go)
+// and vswitch.go (on dvs_members.go). At the top the Lab's own methods,
+// which use one another: inventory.go builds the inventory, handler.go
+// routes calls and changes to the handlers, faults.go holds what tests
+// inject and observe, admin*.go the out-of-band changes (RebootHost among
+// them), and lab.go the Lab type, Start and Close.
 package vcsimlab
 
 import (

@@ -53,6 +53,9 @@ func (x *extension) ReconfigVMTask(ctx *simulator.Context, req *types.ReconfigVM
 			res = body
 			return
 		}
+		if vm.Config != nil {
+			keepSriovBacking(vm, &req.Spec)
+		}
 		res = vm.ReconfigVMTask(ctx, req)
 	})
 	return res
@@ -129,6 +132,17 @@ func checkDeviceChange(ctx *simulator.Context, vm *simulator.VirtualMachine, i i
 			f.DeviceIndex = int32(i)
 			return refuse(f, "%s", msg)
 		}
+	case *types.VirtualSriovEthernetCard:
+		// SR-IOV adapters cannot be hot-added or hot-removed: "Hot addition
+		// and removal of virtual devices" is not available to VMs with
+		// SR-IOV (vSphere Networking 6.5, "SR-IOV Support").
+		if addOrRemove && notOff != nil {
+			return notOff
+		}
+		if remove {
+			return nil
+		}
+		return checkSriovCard(ctx, vm.Runtime.Host, i, d, op == types.VirtualDeviceConfigSpecOperationAdd)
 	}
 	return nil
 }

@@ -289,7 +289,8 @@ func gpus(h *mo.HostSystem, vms []mo.VirtualMachine) []GPU {
 }
 
 // pciUsers maps a host PCI id to the VMs configured to pass it through:
-// static backings name the id; dynamic ones once vSphere assigned a device.
+// static backings name the id; dynamic ones and SR-IOV adapters once
+// vSphere assigned a device.
 func pciUsers(vms []mo.VirtualMachine) map[string][]VMRef {
 	users := map[string][]VMRef{}
 	sort.Slice(vms, func(i, j int) bool { return vms[i].Name < vms[j].Name })
@@ -299,6 +300,13 @@ func pciUsers(vms []mo.VirtualMachine) map[string][]VMRef {
 		}
 		ref := vmRefOf(&vm)
 		for _, dev := range vm.Config.Hardware.Device {
+			if card, ok := dev.(*types.VirtualSriovEthernetCard); ok {
+				// An SR-IOV adapter uses its VF once vSphere assigned one.
+				if sb := card.SriovBacking; sb != nil && sb.VirtualFunctionBacking != nil && sb.VirtualFunctionBacking.Id != "" {
+					users[sb.VirtualFunctionBacking.Id] = append(users[sb.VirtualFunctionBacking.Id], ref)
+				}
+				continue
+			}
 			pt, ok := dev.(*types.VirtualPCIPassthrough)
 			if !ok || pt.Backing == nil {
 				continue

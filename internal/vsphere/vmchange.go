@@ -27,6 +27,7 @@ var GuestShutdownTimeout = 3 * time.Minute
 const (
 	WhatPVRDMANeedsOff = "adding, removing or changing the protocol of a PVRDMA adapter"
 	WhatGPUsNeedOff    = "attaching or detaching GPUs, or switching the firmware to EFI"
+	WhatSRIOVNeedsOff  = "adding or removing an SR-IOV adapter, or changing its physical function"
 )
 
 // PowerOffNeeded is a change that needs the VM powered off, planned or asked

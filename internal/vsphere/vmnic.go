@@ -216,29 +216,12 @@ func macOwner(ctx context.Context, vc *vim25.Client, mac string, vm types.Manage
 // portGroupFacts reads the port group, its switch, and which hosts of the
 // VM's cluster are not on that switch.
 func portGroupFacts(ctx context.Context, vc *vim25.Client, op, portGroupID string, f *pvrdmaFacts) error {
-	var pg mo.DistributedVirtualPortgroup
-	err := retrieveOne(ctx, vc, types.ManagedObjectReference{Type: "DistributedVirtualPortgroup", Value: portGroupID}, []string{"name", "key", "config.distributedVirtualSwitch"}, &pg)
-	if errors.Is(translate(op, err), ErrNotFound) {
-		var n mo.Network
-		if nerr := retrieveOne(ctx, vc, types.ManagedObjectReference{Type: "Network", Value: portGroupID}, []string{"name"}, &n); nerr == nil {
-			f.standard, f.network = true, n.Name
-			return nil
-		}
-		return objectNotFound(op, ObjectPortGroup, portGroupID, "no distributed port group has id %s", portGroupID)
-	}
+	pg, err := readPortGroup(ctx, vc, op, portGroupID)
 	if err != nil {
-		return translate(op, err)
+		return err
 	}
-	f.network = pg.Name
-	if pg.Config.DistributedVirtualSwitch == nil {
-		return nil
-	}
-	var s mo.DistributedVirtualSwitch
-	if err := retrieveOne(ctx, vc, *pg.Config.DistributedVirtualSwitch, []string{"name", "uuid", "summary.hostMember"}, &s); err != nil {
-		return translate(op, err)
-	}
-	f.switchName = s.Name
-	if f.vm.Runtime.Host == nil {
+	f.network, f.standard, f.switchName = pg.name, pg.standard, pg.switchName
+	if pg.standard || f.vm.Runtime.Host == nil {
 		return nil
 	}
 	clusterHosts, err := siblingHosts(ctx, vc, *f.vm.Runtime.Host)
@@ -246,12 +229,47 @@ func portGroupFacts(ctx context.Context, vc *vim25.Client, op, portGroupID strin
 		return translate(op, err)
 	}
 	for _, h := range clusterHosts {
-		if !slices.Contains(s.Summary.HostMember, h.Self) {
+		if !slices.Contains(pg.members, h.Self) {
 			f.notOnSwitch = append(f.notOnSwitch, h.Name)
 		}
 	}
 	sort.Strings(f.notOnSwitch)
 	return nil
+}
+
+// portGroupInfo is a network an adapter is planned on.
+type portGroupInfo struct {
+	name       string
+	standard   bool // a standard network, not a distributed port group
+	switchName string
+	members    []types.ManagedObjectReference // the switch's hosts
+}
+
+// readPortGroup reads a distributed port group and its switch; an id that
+// names a standard network reads as one.
+func readPortGroup(ctx context.Context, vc *vim25.Client, op, portGroupID string) (*portGroupInfo, error) {
+	var pg mo.DistributedVirtualPortgroup
+	err := retrieveOne(ctx, vc, types.ManagedObjectReference{Type: "DistributedVirtualPortgroup", Value: portGroupID}, []string{"name", "key", "config.distributedVirtualSwitch"}, &pg)
+	if errors.Is(translate(op, err), ErrNotFound) {
+		var n mo.Network
+		if nerr := retrieveOne(ctx, vc, types.ManagedObjectReference{Type: "Network", Value: portGroupID}, []string{"name"}, &n); nerr == nil {
+			return &portGroupInfo{name: n.Name, standard: true}, nil
+		}
+		return nil, objectNotFound(op, ObjectPortGroup, portGroupID, "no distributed port group has id %s", portGroupID)
+	}
+	if err != nil {
+		return nil, translate(op, err)
+	}
+	out := &portGroupInfo{name: pg.Name}
+	if pg.Config.DistributedVirtualSwitch == nil {
+		return out, nil
+	}
+	var s mo.DistributedVirtualSwitch
+	if err := retrieveOne(ctx, vc, *pg.Config.DistributedVirtualSwitch, []string{"name", "uuid", "summary.hostMember"}, &s); err != nil {
+		return nil, translate(op, err)
+	}
+	out.switchName, out.members = s.Name, s.Summary.HostMember
+	return out, nil
 }
 
 // pvrdmaProtocols reads the device protocols the VM's hardware version

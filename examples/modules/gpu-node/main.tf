@@ -27,6 +27,13 @@ resource "vspherehpc_vm_gpu_mmio" "this" {
     }
   }
 
+  dynamic "pci_device" {
+    for_each = var.pci_device_ids
+    content {
+      pci_id = pci_device.value
+    }
+  }
+
   # The GPUs and the PVRDMA adapter both reconfigure the VM; one at a time.
   depends_on = [vspherehpc_vm_pvrdma_nic.this]
 }

@@ -38,3 +38,8 @@ output "guest_setup" {
     EOT
   ]))
 }
+
+output "pci_device_ids" {
+  description = "The other passthrough devices of the VM (InfiniBand VFs or PFs), as vCenter reports them."
+  value       = length(vspherehpc_vm_gpu_mmio.this) == 0 ? [] : vspherehpc_vm_gpu_mmio.this[0].pci_device[*].pci_id
+}

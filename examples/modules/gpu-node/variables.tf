@@ -42,6 +42,17 @@ variable "gpu_pci_ids" {
   }
 }
 
+variable "pci_device_ids" {
+  type        = list(string)
+  default     = []
+  description = "PCI ids of other devices to pass through beside the GPUs, on the VM's host: InfiniBand VFs or whole ConnectX PFs (vspherehpc_host's pci_devices), with passthrough active."
+
+  validation {
+    condition     = alltrue([for id in var.pci_device_ids : can(regex("^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\\.[0-7]$", id))]) && length(distinct(var.pci_device_ids)) == length(var.pci_device_ids)
+    error_message = "pci_device_ids must be distinct PCI ids such as 0000:86:00.1 (lower-case hex)."
+  }
+}
+
 variable "power_off_allowed" {
   type        = bool
   default     = false

@@ -1,0 +1,230 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
+)
+
+const sriovNICAddr = "vspherehpc_vm_sriov_nic.n"
+
+// The lab's ConnectX-6 Dx ports are SR-IOV capable: vmnic4 (0000:d8:00.0),
+// the uplink of switchesConfig's rdma-a, and vmnic5 (0000:d8:00.1), rdma-b's.
+const (
+	vmnic4PF = "0000:d8:00.0"
+	vmnic5PF = "0000:d8:00.1"
+)
+
+// sriovNICHostConfig turns SR-IOV on for vmnic4 on the host of vm, beside
+// the two switches.
+func sriovNICHostConfig(lab *vcsimlab.Lab, vm string) string {
+	return switchesConfig(lab) + fmt.Sprintf(`
+resource "vspherehpc_host_sriov" "vmnic4" {
+  host_system_id        = %q
+  pci_id                = %q
+  num_virtual_functions = 4
+}
+`, lab.HostID(lab.VMHostName(vm)), vmnic4PF)
+}
+
+func sriovNICConfig(lab *vcsimlab.Lab, vm, portGroup, pf string, powerOffAllowed bool) string {
+	return sriovNICHostConfig(lab, vm) + fmt.Sprintf(`
+resource "vspherehpc_vm_sriov_nic" "n" {
+  virtual_machine_id        = %q
+  distributed_port_group_id = vspherehpc_rdma_dvs.%s.port_group_id
+  physical_function         = %q
+  power_off_allowed         = %t
+  depends_on                = [vspherehpc_host_sriov.vmnic4]
+}
+`, lab.VMUUID(vm), portGroup, pf, powerOffAllowed)
+}
+
+// sriovAdapterIs checks the VM itself: its one SR-IOV adapter's physical
+// function as vCenter stores it.
+func sriovAdapterIs(lab *vcsimlab.Lab, vm, wantPF string) func(*terraform.State) error {
+	return func(*terraform.State) error {
+		got, err := lab.SRIOVAdapters(context.Background(), vm)
+		if err != nil {
+			return err
+		}
+		if len(got) != 1 || got[0].PhysicalFunction != wantPF {
+			return fmt.Errorf("SR-IOV adapters of %s: %+v, want one on %s", vm, got, wantPF)
+		}
+		return nil
+	}
+}
+
+func TestAccVMSRIOVNIC_basic(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	ctx := context.Background()
+	vm := "hpc-node-0"
+	pinned := sriovNICConfig(lab, vm, "a", vmnic4PF, false)
+	automatic := sriovNICConfig(lab, vm, "a", "automatic", false)
+	// Once the VM runs, destroy needs to power it off.
+	running := sriovNICConfig(lab, vm, "a", "automatic", true)
+	var key int64
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config: pinned,
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(sriovNICAddr, tfjsonpath.New("physical_function"), knownvalue.StringExact(vmnic4PF)),
+					statecheck.ExpectKnownValue(sriovNICAddr, tfjsonpath.New("assigned_physical_function"), knownvalue.StringExact(vmnic4PF)),
+					// The VM is off: no VF yet.
+					statecheck.ExpectKnownValue(sriovNICAddr, tfjsonpath.New("virtual_function"), knownvalue.StringExact("")),
+					statecheck.ExpectKnownValue(sriovNICAddr, tfjsonpath.New("memory_reservation_locked_to_max"), knownvalue.Bool(true)),
+					statecheck.ExpectKnownValue(sriovNICAddr, tfjsonpath.New("mac_address"), knownvalue.StringRegexp(macPattern)),
+				},
+				Check: resource.ComposeTestCheckFunc(sriovAdapterIs(lab, vm, vmnic4PF), func(s *terraform.State) error {
+					_, err := fmt.Sscan(s.RootModule().Resources[sriovNICAddr].Primary.Attributes["device_key"], &key)
+					return err
+				}),
+			},
+			{ResourceName: sriovNICAddr, ImportState: true, ImportStateVerify: true, ImportStateIdFunc: func(s *terraform.State) (string, error) {
+				return s.RootModule().Resources[sriovNICAddr].Primary.ID, nil
+			}},
+			// Three host look-ups by name (two reads each), then one read
+			// each: two switches, the host's SR-IOV, the adapter.
+			refreshReads(lab, 3*2+4),
+			{
+				// Drift: moved to vmnic5 in vCenter.
+				PreConfig: func() {
+					must(t, lab.SetHostSRIOV(ctx, lab.VMHostName(vm), vmnic5PF, 2))
+					must(t, lab.SetSRIOVAdapterPF(ctx, vm, int32(key), vmnic5PF))
+				},
+				Config: pinned,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(sriovNICAddr, plancheck.ResourceActionUpdate),
+				}},
+				Check: sriovAdapterIs(lab, vm, vmnic4PF),
+			},
+			{
+				// vCenter's choice; once it chose at power on, the id reads
+				// Automatic-<PCI id> and the plan stays empty.
+				Config: automatic,
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(sriovNICAddr, tfjsonpath.New("physical_function"), knownvalue.StringExact("automatic")),
+					statecheck.ExpectKnownValue(sriovNICAddr, tfjsonpath.New("assigned_physical_function"), knownvalue.StringExact("")),
+				},
+				Check: sriovAdapterIs(lab, vm, "Automatic-0000:00:00.0"),
+			},
+			{
+				// Disappears: removed in vCenter, planned again.
+				PreConfig: func() { must(t, lab.RemoveSRIOVAdapters(ctx, vm)) },
+				Config:    automatic,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(sriovNICAddr, plancheck.ResourceActionCreate),
+				}},
+				Check: sriovAdapterIs(lab, vm, "Automatic-0000:00:00.0"),
+			},
+			{Config: running},
+			{
+				PreConfig:        func() { must(t, lab.PowerOnVM(ctx, vm)) },
+				Config:           running,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(sriovNICAddr, tfjsonpath.New("physical_function"), knownvalue.StringExact("automatic")),
+					statecheck.ExpectKnownValue(sriovNICAddr, tfjsonpath.New("assigned_physical_function"), knownvalue.StringExact(vmnic4PF)),
+					statecheck.ExpectKnownValue(sriovNICAddr, tfjsonpath.New("virtual_function"), knownvalue.StringRegexp(regexp.MustCompile(`^0000:d8:0[0-9]\.[0-7]$`))),
+				},
+				Check: sriovAdapterIs(lab, vm, "Automatic-"+vmnic4PF),
+			},
+		},
+		CheckDestroy: func(*terraform.State) error {
+			got, err := lab.SRIOVAdapters(ctx, vm)
+			if err != nil || len(got) != 0 {
+				return fmt.Errorf("after destroy: SR-IOV adapters %+v, %v; want none", got, err)
+			}
+			return nil
+		},
+	})
+}
+
+// Every refusal of an SR-IOV adapter, at plan time, on a lab whose hosts
+// need a reboot for SR-IOV changes.
+func TestAccVMSRIOVNIC_refusals(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{HostsNeedReboot: true})
+	ctx := context.Background()
+	vm := "hpc-node-0"
+	host := lab.VMHostName(vm)
+	hostLabel := fmt.Sprintf("%s (%s)", host, lab.HostID(host))
+	node0, err := labService(lab).VM(ctx, lab.VMUUID(vm))
+	if err != nil {
+		t.Fatal(err)
+	}
+	node1, err := labService(lab).VM(ctx, lab.VMUUID("hpc-node-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	switches := switchesConfig(lab)
+	nic := func(vmName, portGroup, pf, extra string) string {
+		return switches + fmt.Sprintf(`
+resource "vspherehpc_vm_sriov_nic" "n" {
+  virtual_machine_id        = %q
+  distributed_port_group_id = %s
+  physical_function         = %q
+%s
+}
+`, lab.VMUUID(vmName), portGroup, pf, extra)
+	}
+	groupA := "vspherehpc_rdma_dvs.a.port_group_id"
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: switches},
+			{
+				Config: nic(vm, groupA, "0000:99:00.0", ""), PlanOnly: true,
+				ExpectError: wrapped(fmt.Sprintf("The VM's host %s has no PCI device 0000:99:00.0. Its SR-IOV capable devices:", hostLabel)),
+			},
+			{
+				Config: nic(vm, groupA, ibPF, ""), PlanOnly: true,
+				ExpectError: wrapped(fmt.Sprintf("PCI device %s (MT2910 Family [ConnectX-7]) of host %s is no network adapter of the host", ibPF, hostLabel)),
+			},
+			{
+				Config: nic(vm, groupA, vmnic4PF, ""), PlanOnly: true,
+				ExpectError: wrapped(fmt.Sprintf("SR-IOV of %s (vmnic4) on host %s is off", vmnic4PF, hostLabel)),
+			},
+			{
+				PreConfig: func() { must(t, labService(lab).SetHostSRIOV(ctx, lab.HostID(host), vmnic4PF, 4)) },
+				Config:    nic(vm, groupA, vmnic4PF, ""), PlanOnly: true,
+				ExpectError: wrapped(fmt.Sprintf("SR-IOV of %s (vmnic4) on host %s is enabled but not active yet", vmnic4PF, hostLabel)),
+			},
+			{
+				// Waiting for the reboot, vmnic4 is no choice for vCenter yet.
+				Config: nic(vm, groupA, "automatic", ""), PlanOnly: true,
+				ExpectError: wrapped(fmt.Sprintf(`among the SR-IOV-active uplinks of switch rdma-a on the VM's host %s, and it has none`, hostLabel)),
+			},
+			{
+				PreConfig: func() { must(t, lab.RebootHost(ctx, host)) },
+				Config:    nic(vm, `"`+node0.NetworkAdapters[0].NetworkID+`"`, vmnic4PF, ""), PlanOnly: true,
+				ExpectError: wrapped(node0.NetworkAdapters[0].NetworkID + " (VM Network) is a standard network"),
+			},
+			{
+				Config: nic(vm, `"dvportgroup-999"`, vmnic4PF, ""), PlanOnly: true,
+				ExpectError: regexp.MustCompile(`(?s)distributed_port_group_id.*dvportgroup-999`),
+			},
+			{
+				Config: nic(vm, groupA, vmnic4PF, fmt.Sprintf("  mac_address = %q", node1.NetworkAdapters[0].MAC)), PlanOnly: true,
+				ExpectError: wrapped(fmt.Sprintf("Virtual machine hpc-node-1 already has a network adapter with MAC address %s", node1.NetworkAdapters[0].MAC)),
+			},
+			{
+				PreConfig: func() { must(t, lab.PowerOnVM(ctx, vm)) },
+				Config:    nic(vm, groupA, vmnic4PF, ""), PlanOnly: true,
+				ExpectError: wrapped("is powered on, and adding or removing an SR-IOV adapter, or changing its physical function needs it powered off"),
+			},
+		},
+	})
+}

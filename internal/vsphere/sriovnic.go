@@ -1,0 +1,377 @@
+package vsphere
+
+// SR-IOV network adapters (VirtualSriovEthernetCard): a VM's NIC backed by
+// a virtual function of a physical NIC with SR-IOV on, as vSphere
+// Networking's "Assign a Virtual Function as SR-IOV Passthrough Adapter to
+// a Virtual Machine" sets it up.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/vmware/govmomi/vim25/mo"
+	"github.com/vmware/govmomi/vim25/types"
+)
+
+// MinSRIOVHardwareVersion is the first virtual hardware with SR-IOV
+// adapters: vSphere Networking's "SR-IOV Support" asks for virtual machine
+// compatibility ESXi 5.5 and later, which is vmx-10.
+const MinSRIOVHardwareVersion = 10
+
+// automaticPF is the physical function id that asks vCenter to pick one
+// from the network's SR-IOV device pool at power on; once it picked, the id
+// reads "Automatic-" and the chosen function's id (vSphere API,
+// VirtualSriovEthernetCardSriovBackingInfo.physicalFunctionBacking).
+const (
+	automaticPrefix = "Automatic-"
+	automaticPF     = automaticPrefix + "0000:00:00.0"
+)
+
+// SRIOVNICSpec is one SR-IOV adapter of a VM.
+type SRIOVNICSpec struct {
+	PortGroupID      string // distributed port group managed object id
+	PhysicalFunction string // the PF's PCI id; "" for vCenter's automatic choice
+	MAC              string // "" lets vSphere generate one
+	PowerOffAllowed  bool
+}
+
+// SRIOVNIC is an SR-IOV adapter as read from vCenter.
+type SRIOVNIC struct {
+	VM          VMRef
+	Key         int32
+	PortGroupID string
+	MAC         string
+	Automatic   bool // the physical function is vCenter's choice
+	// PhysicalFunction is the PF's PCI id: the one given, or the one
+	// vCenter chose; "" while an automatic choice is not made (before the
+	// VM's first power on).
+	PhysicalFunction string
+	VirtualFunction  string // the VF's PCI id, "" until the VM powers on
+	MemoryLocked     bool
+}
+
+// sriovNICOf reads the SR-IOV adapter with this key from a VM.
+func sriovNICOf(vm *mo.VirtualMachine, key int32, op string) (*SRIOVNIC, error) {
+	if vm.Config == nil {
+		return nil, notFound(op, "virtual machine %s has no configuration", vm.Name)
+	}
+	for _, dev := range vm.Config.Hardware.Device {
+		card, ok := dev.(*types.VirtualSriovEthernetCard)
+		if !ok || card.Key != key {
+			continue
+		}
+		out := &SRIOVNIC{VM: vmRefOf(vm), Key: card.Key, MAC: card.MacAddress}
+		if b, ok := card.Backing.(*types.VirtualEthernetCardDistributedVirtualPortBackingInfo); ok {
+			out.PortGroupID = b.Port.PortgroupKey
+		}
+		if sb := card.SriovBacking; sb != nil {
+			if pf := sb.PhysicalFunctionBacking; pf != nil {
+				out.PhysicalFunction = pf.Id
+				if id, ok := strings.CutPrefix(pf.Id, automaticPrefix); ok {
+					out.Automatic, out.PhysicalFunction = true, id
+					if id == "0000:00:00.0" {
+						out.PhysicalFunction = "" // not chosen yet
+					}
+				}
+			}
+			if vf := sb.VirtualFunctionBacking; vf != nil {
+				out.VirtualFunction = vf.Id
+			}
+		}
+		if vm.Config.MemoryReservationLockedToMax != nil {
+			out.MemoryLocked = *vm.Config.MemoryReservationLockedToMax
+		}
+		return out, nil
+	}
+	return nil, notFound(op, "virtual machine %s has no SR-IOV adapter with device key %d", vm.Name, key)
+}
+
+// SRIOVNIC reads one SR-IOV adapter of a VM by device key, in one round trip.
+func (c *Client) SRIOVNIC(ctx context.Context, vmID string, key int32) (*SRIOVNIC, error) {
+	op := fmt.Sprintf("reading SR-IOV adapter %d of virtual machine %s", key, vmID)
+	ctx, cancel := c.withTimeout(ctx)
+	defer cancel()
+	vc, err := c.vimClient(ctx)
+	if err != nil {
+		return nil, err
+	}
+	vm, err := c.readVMProps(ctx, vc, op, vmID, vmChangeProps)
+	if err != nil {
+		return nil, err
+	}
+	return sriovNICOf(vm, key, op)
+}
+
+// CreateSRIOVNIC adds an adapter, with all guest memory reserved as SR-IOV
+// needs, and returns its device key. The key is returned whenever the
+// adapter exists, also when a later step (powering the VM back on) fails.
+func (c *Client) CreateSRIOVNIC(ctx context.Context, vmID string, spec SRIOVNICSpec) (int32, error) {
+	op := "adding an SR-IOV adapter to virtual machine " + vmID
+	backing, err := c.portGroupBacking(ctx, op, spec.PortGroupID)
+	if err != nil {
+		return 0, err
+	}
+	var key int32
+	err = c.changeVM(ctx, vmChange{op: op, vmID: vmID, change: WhatSRIOVNeedsOff, powerOffAllowed: spec.PowerOffAllowed, configTarget: true,
+		build: func(vm *mo.VirtualMachine, target *types.ConfigTarget) (*types.VirtualMachineConfigSpec, bool, error) {
+			card := &types.VirtualSriovEthernetCard{SriovBacking: &types.VirtualSriovEthernetCardSriovBackingInfo{
+				PhysicalFunctionBacking: physicalFunctionBacking(spec.PhysicalFunction, target),
+			}}
+			e := card.GetVirtualEthernetCard()
+			e.Key, e.Backing = -1, backing
+			e.Connectable = &types.VirtualDeviceConnectInfo{StartConnected: true, AllowGuestControl: true}
+			e.AddressType, e.MacAddress = addressType(spec.MAC), spec.MAC
+			return &types.VirtualMachineConfigSpec{
+				DeviceChange:                 []types.BaseVirtualDeviceConfigSpec{&types.VirtualDeviceConfigSpec{Operation: types.VirtualDeviceConfigSpecOperationAdd, Device: card}},
+				MemoryReservationLockedToMax: lockMemory(vm, true),
+			}, true, nil
+		},
+		after: func(vm *mo.VirtualMachine, before []int32) {
+			for _, dev := range vm.Config.Hardware.Device {
+				if _, ok := dev.(*types.VirtualSriovEthernetCard); ok && !slices.Contains(before, dev.GetVirtualDevice().Key) {
+					key = dev.GetVirtualDevice().Key
+				}
+			}
+		},
+	})
+	return key, err
+}
+
+// UpdateSRIOVNIC edits an adapter in place: its port group, physical
+// function and MAC. A new physical function needs the VM off.
+func (c *Client) UpdateSRIOVNIC(ctx context.Context, vmID string, key int32, spec SRIOVNICSpec) error {
+	op := fmt.Sprintf("changing SR-IOV adapter %d of virtual machine %s", key, vmID)
+	backing, err := c.portGroupBacking(ctx, op, spec.PortGroupID)
+	if err != nil {
+		return err
+	}
+	return c.changeVM(ctx, vmChange{op: op, vmID: vmID, change: WhatSRIOVNeedsOff, powerOffAllowed: spec.PowerOffAllowed, configTarget: true,
+		build: func(vm *mo.VirtualMachine, target *types.ConfigTarget) (*types.VirtualMachineConfigSpec, bool, error) {
+			now, err := sriovNICOf(vm, key, op)
+			if err != nil {
+				return nil, false, err
+			}
+			var card *types.VirtualSriovEthernetCard
+			for _, d := range vm.Config.Hardware.Device {
+				if v, ok := d.(*types.VirtualSriovEthernetCard); ok && v.Key == key {
+					card = v
+				}
+			}
+			e := card.GetVirtualEthernetCard()
+			e.Backing = backing
+			if spec.MAC != "" {
+				e.MacAddress, e.AddressType = spec.MAC, addressType(spec.MAC)
+			}
+			newPF := now.Automatic != (spec.PhysicalFunction == "") || (!now.Automatic && now.PhysicalFunction != spec.PhysicalFunction)
+			if newPF {
+				// A new function: the VF of the old one no longer applies.
+				card.SriovBacking = &types.VirtualSriovEthernetCardSriovBackingInfo{PhysicalFunctionBacking: physicalFunctionBacking(spec.PhysicalFunction, target)}
+			}
+			return &types.VirtualMachineConfigSpec{
+				DeviceChange:                 []types.BaseVirtualDeviceConfigSpec{&types.VirtualDeviceConfigSpec{Operation: types.VirtualDeviceConfigSpecOperationEdit, Device: card}},
+				MemoryReservationLockedToMax: lockMemory(vm, true),
+			}, newPF, nil
+		}})
+}
+
+// DeleteSRIOVNIC removes an adapter. A missing VM or adapter is no error.
+func (c *Client) DeleteSRIOVNIC(ctx context.Context, vmID string, key int32, powerOffAllowed bool) error {
+	op := fmt.Sprintf("removing SR-IOV adapter %d of virtual machine %s", key, vmID)
+	err := c.changeVM(ctx, vmChange{op: op, vmID: vmID, change: WhatSRIOVNeedsOff, powerOffAllowed: powerOffAllowed, build: func(vm *mo.VirtualMachine, _ *types.ConfigTarget) (*types.VirtualMachineConfigSpec, bool, error) {
+		for _, dev := range vm.Config.Hardware.Device {
+			if _, ok := dev.(*types.VirtualSriovEthernetCard); ok && dev.GetVirtualDevice().Key == key {
+				return &types.VirtualMachineConfigSpec{DeviceChange: []types.BaseVirtualDeviceConfigSpec{&types.VirtualDeviceConfigSpec{
+					Operation: types.VirtualDeviceConfigSpecOperationRemove, Device: dev,
+				}}}, true, nil
+			}
+		}
+		return nil, false, nil // already gone
+	}})
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	return err
+}
+
+// physicalFunctionBacking names the PF: filled from what the VM's host
+// offers for SR-IOV (as the vSphere Client does), or the automatic choice.
+func physicalFunctionBacking(pciID string, target *types.ConfigTarget) *types.VirtualPCIPassthroughDeviceBackingInfo {
+	if pciID == "" {
+		return &types.VirtualPCIPassthroughDeviceBackingInfo{Id: automaticPF}
+	}
+	backing := &types.VirtualPCIPassthroughDeviceBackingInfo{Id: pciID}
+	if target != nil {
+		for _, s := range target.Sriov {
+			if s.PciDevice.Id == pciID {
+				backing.DeviceId = fmt.Sprintf("%x", uint16(s.PciDevice.DeviceId))
+				backing.VendorId, backing.SystemId = s.PciDevice.VendorId, s.SystemId
+				backing.DeviceName = s.PciDevice.DeviceName
+			}
+		}
+	}
+	return backing
+}
+
+// portGroupBacking is the backing of an adapter on a distributed port group.
+func (c *Client) portGroupBacking(ctx context.Context, op, portGroupID string) (*types.VirtualEthernetCardDistributedVirtualPortBackingInfo, error) {
+	ctx, cancel := c.withTimeout(ctx)
+	defer cancel()
+	vc, err := c.vimClient(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var pg mo.DistributedVirtualPortgroup
+	err = retrieveOne(ctx, vc, types.ManagedObjectReference{Type: "DistributedVirtualPortgroup", Value: portGroupID}, []string{"key", "config.distributedVirtualSwitch"}, &pg)
+	if err != nil {
+		return nil, translate(op+": reading port group "+portGroupID, err)
+	}
+	if pg.Config.DistributedVirtualSwitch == nil {
+		return nil, &Error{Op: op, Kind: ErrInvalidArg, Message: "port group " + portGroupID + " has no distributed switch"}
+	}
+	var s mo.DistributedVirtualSwitch
+	if err := retrieveOne(ctx, vc, *pg.Config.DistributedVirtualSwitch, []string{"uuid"}, &s); err != nil {
+		return nil, translate(op, err)
+	}
+	return &types.VirtualEthernetCardDistributedVirtualPortBackingInfo{
+		Port: types.DistributedVirtualSwitchPortConnection{SwitchUuid: s.Uuid, PortgroupKey: pg.Key},
+	}, nil
+}
+
+// SRIOVNICChange is a planned SR-IOV adapter, new or changed, to check.
+type SRIOVNICChange struct {
+	VMID             string // UUID or managed object id, as given
+	PortGroupID      string
+	PhysicalFunction string // "" for the automatic choice
+	Key              int32  // the adapter's device key; 0 for a new adapter
+	NewPF            bool   // an existing adapter changes physical function
+	MAC              string // a static MAC, new or changed; "" for none
+	PowerOffAllowed  bool
+}
+
+// The findings of PlanSRIOVNIC, beside HardwareTooOld, StandardNetwork,
+// DeviceNotOnHost, NotSRIOVCapable and MACInUse. VM names the VM as "name
+// (id as given)"; Host names the VM's host.
+type (
+	// PFNotNIC: the physical function is not a network adapter of the host
+	// (no vmnic), such as an InfiniBand card's.
+	PFNotNIC struct {
+		Host, PCIID, Name string
+		NICs              []string // the host's SR-IOV capable vmnics, "vmnic4 (0000:d8:00.0)"
+	}
+	// SRIOVNotActive: SR-IOV of the function is off, or (Enabled) on and
+	// waiting for the host's reboot.
+	SRIOVNotActive struct {
+		Host, PCIID, NIC string
+		Enabled          bool
+	}
+	// PFNotUplink: the function's vmnic is not an uplink of the port
+	// group's switch on the VM's host, so the port group's policies do not
+	// reach the VF.
+	PFNotUplink struct {
+		Host, NIC, Switch, UplinkOf string
+	}
+	// NoSRIOVPool: the automatic choice has no SR-IOV-active uplink of the
+	// port group's switch on the VM's host to pick from.
+	NoSRIOVPool struct {
+		VM, Host, Switch string
+	}
+)
+
+func (PFNotNIC) finding()       {}
+func (SRIOVNotActive) finding() {}
+func (PFNotUplink) finding()    {}
+func (NoSRIOVPool) finding()    {}
+
+// PlanSRIOVNIC checks a planned SR-IOV adapter against its VM, the VM's
+// host and the port group's switch.
+func (c *Client) PlanSRIOVNIC(ctx context.Context, ch SRIOVNICChange) ([]Finding, error) {
+	op := "checking an SR-IOV adapter of virtual machine " + ch.VMID
+	ctx, cancel := c.withTimeout(ctx)
+	defer cancel()
+	vm, host, err := c.vmAndHost(ctx, ch.VMID)
+	if err != nil {
+		return nil, err
+	}
+	label := fmt.Sprintf("%s (%s)", vm.Name, ch.VMID)
+	var out []Finding
+	if vm.HardwareVersion < MinSRIOVHardwareVersion {
+		out = append(out, HardwareTooOld{VM: label, Version: vm.HardwareVersion, Minimum: MinSRIOVHardwareVersion})
+	}
+	vc, err := c.vimClient(ctx)
+	if err != nil {
+		return nil, err
+	}
+	pg, err := readPortGroup(ctx, vc, op, ch.PortGroupID)
+	if err != nil {
+		return nil, err
+	}
+	if pg.standard {
+		out = append(out, StandardNetwork{NetworkID: ch.PortGroupID, Name: pg.name})
+	} else if host.ID != "" {
+		out = append(out, c.planPhysicalFunction(label, host, pg.switchName, ch.PhysicalFunction)...)
+	}
+	if ch.MAC != "" {
+		owner, err := macOwner(ctx, vc, ch.MAC, types.ManagedObjectReference{Type: "VirtualMachine", Value: vm.MOID}, ch.Key)
+		if err != nil {
+			return nil, translate(op+": looking for MAC address "+ch.MAC, err)
+		}
+		if owner != "" {
+			out = append(out, MACInUse{MAC: ch.MAC, VM: owner})
+		}
+	}
+	if p := PlanPower(label, vm.PowerState, ch.Key == 0 || ch.NewPF, ch.PowerOffAllowed, WhatSRIOVNeedsOff); p != nil {
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// planPhysicalFunction checks the adapter's PF (or, for the automatic
+// choice, the pool it is picked from) on the VM's host.
+func (c *Client) planPhysicalFunction(vm string, host *Host, switchName, pciID string) []Finding {
+	hostLabel := fmt.Sprintf("%s (%s)", host.Name, host.ID)
+	var nics, capable []string
+	pool := false
+	for _, d := range host.PCIDevices {
+		if d.SRIOV == nil || !d.SRIOV.Capable {
+			continue
+		}
+		capable = append(capable, fmt.Sprintf("%s (%s, up to %d VFs)", d.PCIID, strings.TrimSpace(d.DeviceName), d.SRIOV.MaxVFs))
+		if d.NIC != "" {
+			nics = append(nics, fmt.Sprintf("%s (%s)", d.NIC, d.PCIID))
+			pool = pool || (d.SRIOV.Active && d.SRIOV.VFs > 0 && d.UplinkOf == switchName)
+		}
+	}
+	sort.Strings(nics)
+	if pciID == "" {
+		if !pool {
+			return []Finding{NoSRIOVPool{VM: vm, Host: hostLabel, Switch: switchName}}
+		}
+		return nil
+	}
+	var pf *PassthroughDevice
+	for i := range host.PCIDevices {
+		if host.PCIDevices[i].PCIID == pciID {
+			pf = &host.PCIDevices[i]
+		}
+	}
+	switch {
+	case pf == nil:
+		return []Finding{DeviceNotOnHost{Host: hostLabel, PCIID: pciID, Capable: capable}}
+	case pf.SRIOV == nil || !pf.SRIOV.Capable:
+		return []Finding{NotSRIOVCapable{Host: hostLabel, PCIID: pciID, Name: pf.DeviceName, Capable: capable}}
+	case pf.NIC == "":
+		return []Finding{PFNotNIC{Host: hostLabel, PCIID: pciID, Name: strings.TrimSpace(pf.DeviceName), NICs: nics}}
+	}
+	var out []Finding
+	if (!pf.SRIOV.Active || pf.SRIOV.VFs == 0) && !c.claims.claimed(ClaimPCIDevice, host.ID+" "+pciID) {
+		out = append(out, SRIOVNotActive{Host: hostLabel, PCIID: pciID, NIC: pf.NIC, Enabled: pf.SRIOV.Enabled})
+	}
+	if pf.UplinkOf != switchName {
+		out = append(out, PFNotUplink{Host: hostLabel, NIC: pf.NIC, Switch: switchName, UplinkOf: pf.UplinkOf})
+	}
+	return out
+}
