@@ -190,6 +190,10 @@ resource "vspherehpc_vm_sriov_nic" "n" {
 				ExpectError: wrapped(fmt.Sprintf("The VM's host %s has no PCI device 0000:99:00.0. Its SR-IOV capable devices:", hostLabel)),
 			},
 			{
+				Config: nic(vm, groupA, "0000:af:00.0", ""), PlanOnly: true,
+				ExpectError: wrapped(fmt.Sprintf("PCI device 0000:af:00.0 (GA100 [A100 PCIe 40GB]) of the VM's host %s is not SR-IOV capable. Its SR-IOV capable devices:", hostLabel)),
+			},
+			{
 				Config: nic(vm, groupA, ibPF, ""), PlanOnly: true,
 				ExpectError: wrapped(fmt.Sprintf("PCI device %s (MT2910 Family [ConnectX-7]) of host %s is no network adapter of the host", ibPF, hostLabel)),
 			},
