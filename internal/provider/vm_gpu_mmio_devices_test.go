@@ -213,6 +213,26 @@ resource "vspherehpc_vm_gpu_mmio" "again" {
 `, lab.VMUUID(sameHost), ibVF1), PlanOnly: true,
 				ExpectError: regexp.MustCompile(`(?s)Claimed twice in this configuration.*claim\s+PCI\s+device\s+0000:86:00.2\s+on\s+host`),
 			},
+			{
+				// Turned on in the same configuration, but this host applies
+				// passthrough only at its next reboot.
+				Config: config(vm, one("0000:86:00.3")) + fmt.Sprintf(`
+resource "vspherehpc_host_pci_passthrough" "vf" {
+  host_system_id = %q
+  pci_ids        = ["0000:86:00.3"]
+}
+`, lab.HostID(host)), PlanOnly: true,
+				ExpectError: wrapped(fmt.Sprintf("PCI device 0000:86:00.3 on host %s is turned on by this configuration, but the host applies that only at its next reboot", host)),
+			},
+			{
+				Config: config(vm, fmt.Sprintf("  gpu {\n    pci_id = %q\n  }\n", a100)) + fmt.Sprintf(`
+resource "vspherehpc_host_pci_passthrough" "a100" {
+  host_system_id = %q
+  pci_ids        = [%q]
+}
+`, lab.HostID(host), a100), PlanOnly: true,
+				ExpectError: wrapped(fmt.Sprintf("GPU %s on host %s is turned on by this configuration, but the host applies that only at its next reboot", a100, host)),
+			},
 		},
 	})
 }

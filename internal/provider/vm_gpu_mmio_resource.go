@@ -385,6 +385,11 @@ func (r *vmGPUMMIOResource) planSize(ctx context.Context, size int64, f vsphere.
 	}
 }
 
+// turnedOnAtReboot words a device a host resource of the same plan turns on,
+// on a host that applies it only at its next reboot: what, PCI id, host.
+const turnedOnAtReboot = "%s %s on host %s is turned on by this configuration, but the host applies that only at its next reboot, " +
+	"so the VM cannot have it in this apply. Apply the host's resource first (-target), reboot the host, then apply again."
+
 // addGPUMMIOFinding words one finding of the GPU planner.
 func addGPUMMIOFinding(diags *diag.Diagnostics, f vsphere.Finding) {
 	gpuPath := func(i int) path.Path { return path.Root("gpu").AtListIndex(i) }
@@ -404,6 +409,10 @@ func addGPUMMIOFinding(diags *diag.Diagnostics, f vsphere.Finding) {
 				"GPU is one device at power on, so the VM would not power on: list at most %d gpu blocks of that model, or move the VM "+
 				"to a host with more (vspherehpc_host lists a host's GPUs).", f.VM, f.Asked, model, f.Host, f.Active, f.Active))
 	case vsphere.GPUNotActive:
+		if f.TurnedOnAtReboot {
+			diags.AddAttributeError(gpuPath(f.Index), "GPU active only after a host reboot", fmt.Sprintf(turnedOnAtReboot, "GPU", f.PCIID, f.Host))
+			return
+		}
 		diags.AddAttributeError(gpuPath(f.Index), "GPU not enabled for passthrough",
 			fmt.Sprintf("GPU %s (%s) on host %s is not active for passthrough. Enable it (host > Configure > Hardware > PCI Devices "+
 				"> Toggle passthrough; older ESXi versions then need a reboot), or choose another GPU.", f.PCIID, f.Device, f.Host))
@@ -436,6 +445,10 @@ func addGPUMMIOFinding(diags *diag.Diagnostics, f vsphere.Finding) {
 		}
 		diags.AddAttributeError(devicePath(f.Index), "PCI device not on the VM's host", detail)
 	case vsphere.DeviceNotActive:
+		if f.TurnedOnAtReboot {
+			diags.AddAttributeError(devicePath(f.Index), "PCI device active only after a host reboot", fmt.Sprintf(turnedOnAtReboot, "PCI device", f.PCIID, f.Host))
+			return
+		}
 		if f.Enabled {
 			diags.AddAttributeError(devicePath(f.Index), "PCI device waits for a host reboot",
 				fmt.Sprintf("Passthrough of PCI device %s (%s) on host %s is enabled but not active yet: the host must reboot first "+

@@ -243,6 +243,10 @@ func addSRIOVNICFinding(diags *diag.Diagnostics, f vsphere.Finding) {
 				"functions cannot back an SR-IOV network adapter. Pass such a VF through as a pci_device of vspherehpc_vm_gpu_mmio "+
 				"instead, or choose one of the host's SR-IOV capable NICs: %s.", f.PCIID, f.Name, f.Host, listOrNone(f.NICs)))
 	case vsphere.SRIOVNotActive:
+		if f.TurnedOnAtReboot {
+			diags.AddAttributeError(pfPath, "SR-IOV active only after a host reboot", fmt.Sprintf(turnedOnAtReboot, "SR-IOV of", f.PCIID, f.Host))
+			return
+		}
 		if f.Enabled {
 			diags.AddAttributeError(pfPath, "SR-IOV waits for a host reboot",
 				fmt.Sprintf("SR-IOV of %s (%s) on host %s is enabled but not active yet: the host must reboot first "+

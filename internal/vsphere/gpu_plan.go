@@ -58,9 +58,12 @@ type (
 		Active, Asked                        int
 	}
 	// GPUNotActive: the GPU is not active for passthrough on its host.
+	// TurnedOnAtReboot: a host passthrough resource of this plan turns it
+	// on, but the host applies that only at its next reboot.
 	GPUNotActive struct {
 		Index               int
 		PCIID, Device, Host string
+		TurnedOnAtReboot    bool
 	}
 	// GPUInUse: another VM is configured with the GPU; the second of two
 	// VMs with one GPU does not boot.
@@ -85,11 +88,14 @@ type (
 		Pending                 []string
 	}
 	// DeviceNotActive: the device is not active for passthrough on the VM's
-	// host; Enabled: it is enabled and waits for the host's reboot.
+	// host; Enabled: it is enabled and waits for the host's reboot;
+	// TurnedOnAtReboot: a host passthrough resource of this plan turns it
+	// on, but the host applies that only at its next reboot.
 	DeviceNotActive struct {
 		Index             int
 		PCIID, Name, Host string
 		Enabled           bool
+		TurnedOnAtReboot  bool
 	}
 	// DeviceInUse: another VM is configured with the device.
 	DeviceInUse struct {
@@ -252,11 +258,9 @@ func (c *Client) planGPU(ctx context.Context, vm *VM, host *Host, label string, 
 			continue
 		}
 		var out []Finding
-		// A device a host passthrough resource of this plan turns on is
-		// active once that resource is applied: it is planned first, as the
-		// VM's resource refers to it.
-		if !h.PassthroughActive && !c.claims.claimed(ClaimPCIDevice, host.ID+" "+g.PCIID) {
-			out = append(out, GPUNotActive{Index: index, PCIID: g.PCIID, Device: h.DeviceName, Host: host.Name})
+		if !h.PassthroughActive && !c.activeOnceApplied(host, g.PCIID) {
+			out = append(out, GPUNotActive{Index: index, PCIID: g.PCIID, Device: h.DeviceName, Host: host.Name,
+				TurnedOnAtReboot: c.claims.claimed(ClaimPCIDevice, host.ID+" "+g.PCIID)})
 		}
 		for _, u := range h.VMs {
 			if u.MOID != vm.MOID {
@@ -284,8 +288,9 @@ func (c *Client) planDevice(ctx context.Context, vm *VM, host *Host, label strin
 			continue
 		}
 		var out []Finding
-		if !d.Active && !c.claims.claimed(ClaimPCIDevice, host.ID+" "+pciID) {
-			out = append(out, DeviceNotActive{Index: index, PCIID: pciID, Name: strings.TrimSpace(d.DeviceName), Host: host.Name, Enabled: d.Enabled})
+		if !d.Active && !c.activeOnceApplied(host, pciID) {
+			out = append(out, DeviceNotActive{Index: index, PCIID: pciID, Name: strings.TrimSpace(d.DeviceName), Host: host.Name, Enabled: d.Enabled,
+				TurnedOnAtReboot: c.claims.claimed(ClaimPCIDevice, host.ID+" "+pciID)})
 		}
 		for _, u := range d.VMs {
 			if u.MOID != vm.MOID {
@@ -304,6 +309,14 @@ func (c *Client) planDevice(ctx context.Context, vm *VM, host *Host, label strin
 		return slices.ContainsFunc(h.PCIDevices, func(d PassthroughDevice) bool { return d.PCIID == pciID })
 	})
 	return []Finding{DeviceNotOnVMHost{Index: index, VM: label, Host: host.Name, PCIID: pciID, OnHost: onHost, Pending: pending}}, nil
+}
+
+// activeOnceApplied reports whether a host resource of this plan turns the
+// device on and the host applies it at once: such a resource is planned
+// and applied first, as the VM's resource refers to it. A host that applies
+// changes only at its next reboot has the device only after that reboot.
+func (c *Client) activeOnceApplied(host *Host, pciID string) bool {
+	return host.AppliesWithoutReboot && c.claims.claimed(ClaimPCIDevice, host.ID+" "+pciID)
 }
 
 // planGPUCounts refuses asking for more GPUs of a model than the VM's host

@@ -25,6 +25,10 @@ type Host struct {
 	VMKernelNICs    []VMKernelNIC
 	GPUs            []GPU
 	PCIDevices      []PassthroughDevice // every device the host reports a passthrough state for
+	// AppliesWithoutReboot: passthrough and SR-IOV changes take effect at
+	// once (capability.deviceRebindWithoutRebootSupported); otherwise at
+	// the next reboot.
+	AppliesWithoutReboot bool
 }
 
 // PhysicalNIC is one vmnic.
@@ -76,6 +80,7 @@ var hostProps = []string{
 	"config.network.pnic", "config.network.vnic", "config.network.vswitch",
 	"config.network.proxySwitch", "config.network.rdmaDevice",
 	"config.pciPassthruInfo", "config.graphicsInfo", "hardware.pciDevice",
+	"capability.deviceRebindWithoutRebootSupported",
 }
 
 // Host reads a host by managed object id in one property-collector round
@@ -189,6 +194,9 @@ func hostFromMO(h *mo.HostSystem, cluster *mo.ManagedEntity, vms []mo.VirtualMac
 	}
 	out.GPUs = gpus(h, vms)
 	out.PCIDevices = hostPassthroughFromMO(h, vms).Devices
+	if c := h.Capability; c != nil && c.DeviceRebindWithoutRebootSupported != nil {
+		out.AppliesWithoutReboot = *c.DeviceRebindWithoutRebootSupported
+	}
 	return out
 }
 

@@ -263,10 +263,12 @@ type (
 		NICs              []string // the host's SR-IOV capable vmnics, "vmnic4 (0000:d8:00.0)"
 	}
 	// SRIOVNotActive: SR-IOV of the function is off, or (Enabled) on and
-	// waiting for the host's reboot.
+	// waiting for the host's reboot, or (TurnedOnAtReboot) turned on by a
+	// host resource of this plan on a host that applies it at its next
+	// reboot.
 	SRIOVNotActive struct {
-		Host, PCIID, NIC string
-		Enabled          bool
+		Host, PCIID, NIC          string
+		Enabled, TurnedOnAtReboot bool
 	}
 	// PFNotUplink: the function's vmnic is not an uplink of the port
 	// group's switch on the VM's host, so the port group's policies do not
@@ -367,8 +369,9 @@ func (c *Client) planPhysicalFunction(vm string, host *Host, switchName, pciID s
 		return []Finding{PFNotNIC{Host: hostLabel, PCIID: pciID, Name: strings.TrimSpace(pf.DeviceName), NICs: nics}}
 	}
 	var out []Finding
-	if (!pf.SRIOV.Active || pf.SRIOV.VFs == 0) && !c.claims.claimed(ClaimPCIDevice, host.ID+" "+pciID) {
-		out = append(out, SRIOVNotActive{Host: hostLabel, PCIID: pciID, NIC: pf.NIC, Enabled: pf.SRIOV.Enabled})
+	if (!pf.SRIOV.Active || pf.SRIOV.VFs == 0) && !c.activeOnceApplied(host, pciID) {
+		out = append(out, SRIOVNotActive{Host: hostLabel, PCIID: pciID, NIC: pf.NIC, Enabled: pf.SRIOV.Enabled,
+			TurnedOnAtReboot: c.claims.claimed(ClaimPCIDevice, host.ID+" "+pciID)})
 	}
 	if pf.UplinkOf != switchName {
 		out = append(out, PFNotUplink{Host: hostLabel, NIC: pf.NIC, Switch: switchName, UplinkOf: pf.UplinkOf})
