@@ -85,7 +85,9 @@ echo "built $tmp/providers/terraform-provider-vspherehpc"
 header "building and starting the lab simulator"
 go build -o "$tmp/vcsimlab" ./internal/cmd/vcsimlab
 # stdout repeats the env file (with the password): not kept; stderr is the lab log.
-"$tmp/vcsimlab" -listen 127.0.0.1:0 -hosts 4 -vms 3 -env-file "$tmp/lab.env" >/dev/null 2>"$tmp/lab.log" </dev/null &
+# -hosts-need-reboot: the hosts apply passthrough and SR-IOV changes when they reboot (SIGHUP), as ESXi hosts
+# without deviceRebindWithoutRebootSupported do.
+"$tmp/vcsimlab" -listen 127.0.0.1:0 -hosts 4 -vms 3 -hosts-need-reboot -env-file "$tmp/lab.env" >/dev/null 2>"$tmp/lab.log" </dev/null &
 lab_pid=$!
 echo "lab simulator pid $lab_pid; waiting up to ${LAB_START_TIMEOUT}s for $tmp/lab.env"
 
@@ -158,15 +160,42 @@ header "terraform apply (examples/lab)"
 echo "module.pvrdma: measure the MTU between every pair of hosts of ${VSPHERE_LAB_CLUSTER}, then build the PVRDMA"
 echo "               switch, its port group and each host's PVRDMA settings"
 echo "module.client: a PVRDMA adapter on hpc-node-0 and hpc-node-1"
-echo "module.gpu:    a PVRDMA adapter, two GPUs of its host and the MMIO window on hpc-node-2"
-echo "host step:     PCI passthrough on for the A100 of hpc-node-2's host (reboot_required shows whether it must reboot)"
-echo "InfiniBand:    SR-IOV on the first ConnectX-7 PF of hpc-node-2's host"
+echo "module.gpu:    a PVRDMA adapter, the two H100s of its host and the MMIO window on hpc-node-2"
+echo "host step:     PCI passthrough on for the A100 of hpc-node-2's host, and SR-IOV on its first ConnectX-7"
+echo "               InfiniBand PF; the lab's hosts apply both when they reboot"
 tf apply -auto-approve -input=false || { show_lab_log; fail "terraform apply failed"; }
 
-header "terraform apply again: the InfiniBand VFs exist now"
-echo "vSphere links no VF to its PF, so a plan sees a VF only once SR-IOV made it: passthrough on the first VF,"
-echo "and the VF to hpc-node-2 beside its GPUs (one vspherehpc_vm_gpu_mmio owns all of its passthrough devices)"
-tf apply -auto-approve -input=false || { show_lab_log; fail "the second terraform apply failed"; }
+# One line of the outputs, e.g. the A100's reboot_required.
+output_field() { tf output -json "$1" | sed -n "s/.*\"$2\": *\([^,}]*\).*/\1/p"; }
+[[ "$(output_field gpu_host_passthrough reboot_required)" == true ]] || fail "the A100's passthrough should wait for a reboot"
+echo "gpu_host_passthrough.reboot_required = true: the A100 waits for its host's reboot"
+
+# SIGHUP makes the lab reboot its hosts, as an administrator would (maintenance mode, reboot).
+reboot_hosts() {
+  local before
+  before=$(grep -c 'reboot' "$tmp/lab.log" || true)
+  kill -HUP "$lab_pid"
+  for _ in $(seq 1 50); do
+    [[ $(grep -c 'reboot' "$tmp/lab.log" || true) -gt $before ]] && break
+    sleep 0.1
+  done
+  grep 'reboot' "$tmp/lab.log" | tail -n 1 | sed 's/^vcsimlab: [0-9/]* [0-9:]* //'
+}
+
+header "an administrator reboots the hosts"
+reboot_hosts
+
+header "terraform apply after the reboot: the A100 joins hpc-node-2, passthrough on the first InfiniBand VF"
+echo "The VFs exist now (vSphere links no VF to its PF, so a plan sees a VF only once SR-IOV made it)."
+tf apply -auto-approve -input=false || { show_lab_log; fail "the apply after the reboot failed"; }
+[[ "$(output_field infiniband reboot_required)" == true ]] || fail "the VF's passthrough should wait for a reboot"
+
+header "an administrator reboots the hosts again"
+reboot_hosts
+
+header "terraform apply: the InfiniBand VF joins hpc-node-2 beside its GPUs"
+echo "One vspherehpc_vm_gpu_mmio owns all of the VM's passthrough devices: GPUs and VF never fight."
+tf apply -auto-approve -input=false || { show_lab_log; fail "the last apply failed"; }
 
 header "terraform output"
 tf output

@@ -1,7 +1,9 @@
 # The demo `make demo` applies to the simulated lab (internal/vcsimlab): a
 # PVRDMA cluster over every host of the lab's cluster, two PVRDMA client VMs,
-# and a GPU VM with two GPUs and a PVRDMA adapter, as the two modules in
-# ../modules compose them. The provider reads VSPHERE_SERVER, VSPHERE_USER,
+# and a GPU VM with its host's GPUs, an InfiniBand VF and a PVRDMA adapter,
+# as the two modules in ../modules compose them. The lab's hosts apply
+# passthrough and SR-IOV changes when they reboot, so the demo applies,
+# reboots, applies again. The provider reads VSPHERE_SERVER, VSPHERE_USER,
 # VSPHERE_PASSWORD and VSPHERE_CA_FILE from the environment the demo sets.
 terraform {
   required_version = ">= 1.5"
@@ -35,12 +37,6 @@ variable "gpu_vm" {
   type        = string
   default     = "hpc-node-2"
   description = "The VM that gets GPUs and a PVRDMA adapter."
-}
-
-variable "gpu_count" {
-  type        = number
-  default     = 2
-  description = "How many of its host's free GPUs the GPU VM gets."
 }
 
 data "vspherehpc_datacenter" "dc" {
@@ -77,7 +73,9 @@ data "vspherehpc_virtual_machine" "gpu" {
   name          = var.gpu_vm
 }
 
-# The GPU VM's host, for its GPUs: passthrough active and used by no other VM.
+# The GPU VM's host, for its GPUs: passthrough active and used by no other
+# VM. The VM gets all of them: the two H100s at once, the A100 once its
+# passthrough (below) is active.
 data "vspherehpc_host" "gpu" {
   host_system_id = data.vspherehpc_virtual_machine.gpu.host_system_id
 }
@@ -87,7 +85,6 @@ locals {
     for g in data.vspherehpc_host.gpu.gpus : g.pci_id
     if g.passthrough_active && alltrue([for u in g.used_by : u.virtual_machine_id == data.vspherehpc_virtual_machine.gpu.id])
   ]
-  gpu_pci_ids = slice(local.free_gpus, 0, min(var.gpu_count, length(local.free_gpus)))
 }
 
 module "gpu" {
@@ -95,22 +92,24 @@ module "gpu" {
 
   virtual_machine_id = data.vspherehpc_virtual_machine.gpu.id
   port_group_id      = module.pvrdma.port_group_id
-  gpu_pci_ids        = local.gpu_pci_ids
-  pci_device_ids     = flatten([for p in vspherehpc_host_pci_passthrough.ib_vf : tolist(p.pci_ids)])
+  gpu_pci_ids        = local.free_gpus
+  pci_device_ids     = local.ib_vfs_active
 }
 
 # InfiniBand beside the GPUs, as "InfiniBand on vSphere 8" does: SR-IOV on
-# the first ConnectX InfiniBand PF (no vmnic) of the GPU VM's host, then its
-# first VF passed through to the GPU VM. The VFs exist once SR-IOV is active,
-# and vSphere links no VF to its PF, so the VF joins at the next apply (the
-# demo applies twice).
+# the first ConnectX InfiniBand PF (no vmnic) of the GPU VM's host, then
+# passthrough on its first VF, then the VF to the GPU VM. Each step needs
+# the one before in effect: the VFs exist once SR-IOV is active (vSphere
+# links no VF to its PF, so a plan sees a VF only then), and a VM takes a VF
+# once its passthrough is active.
 locals {
   ib_pfs = [for d in data.vspherehpc_host.gpu.pci_devices : d.pci_id if d.connectx && d.sriov_capable && d.physical_nic == ""]
   ib_vfs = [
-    for d in data.vspherehpc_host.gpu.pci_devices : d.pci_id
+    for d in data.vspherehpc_host.gpu.pci_devices : d
     if d.vendor_id == "15b3" && d.device_id == "101e" && d.physical_nic == ""
     && alltrue([for u in d.used_by : u.virtual_machine_id == data.vspherehpc_virtual_machine.gpu.id])
   ]
+  ib_vfs_active = slice([for d in local.ib_vfs : d.pci_id if d.passthrough_active], 0, min(1, length([for d in local.ib_vfs : d if d.passthrough_active])))
 }
 
 resource "vspherehpc_host_sriov" "ib" {
@@ -123,14 +122,13 @@ resource "vspherehpc_host_pci_passthrough" "ib_vf" {
   count = min(1, length(local.ib_vfs))
 
   host_system_id = data.vspherehpc_host.gpu.id
-  pci_ids        = [local.ib_vfs[0]]
+  pci_ids        = [local.ib_vfs[0].pci_id]
   depends_on     = [vspherehpc_host_sriov.ib]
 }
 
 # The host step of GPU passthrough, in code: passthrough on for every A100
 # (10de:20f1) of the GPU VM's host, which the lab ships with it off.
-# reboot_required says whether the host must reboot before a VM can use it;
-# the lab's ESXi 8 hosts apply it at once.
+# reboot_required says whether the host must reboot before a VM can use it.
 resource "vspherehpc_host_pci_passthrough" "a100" {
   host_system_id = data.vspherehpc_host.gpu.id
 
@@ -140,10 +138,10 @@ resource "vspherehpc_host_pci_passthrough" "a100" {
   }
 }
 
-check "enough_gpus" {
+check "gpus" {
   assert {
-    condition     = length(local.free_gpus) >= var.gpu_count
-    error_message = "${data.vspherehpc_host.gpu.name} has ${length(local.free_gpus)} free passthrough GPU(s), not ${var.gpu_count}."
+    condition     = length(local.free_gpus) > 0
+    error_message = "${data.vspherehpc_host.gpu.name} has no free passthrough GPU."
   }
 }
 
@@ -173,17 +171,19 @@ output "gpu_node" {
   description = "The GPU VM's GPUs and MMIO window."
   value = {
     host                = data.vspherehpc_host.gpu.name
-    gpus                = local.gpu_pci_ids
+    gpus                = local.free_gpus
     total_gpu_memory_gb = module.gpu.total_gpu_memory_gb
     mmio_size_gb        = module.gpu.mmio_size_gb
   }
 }
 
 output "infiniband" {
-  description = "The InfiniBand PF with SR-IOV on, its VFs, and the VF the GPU VM has (after the second apply)."
+  description = "The InfiniBand PF with SR-IOV on, its VFs, the VF with passthrough on, and what the GPU VM has."
   value = {
     physical_function = vspherehpc_host_sriov.ib.pci_id
     virtual_functions = vspherehpc_host_sriov.ib.active_virtual_functions
+    reboot_required   = vspherehpc_host_sriov.ib.reboot_required || anytrue(vspherehpc_host_pci_passthrough.ib_vf[*].reboot_required)
+    vf_passthrough    = flatten(vspherehpc_host_pci_passthrough.ib_vf[*].pci_ids)
     gpu_vm_devices    = module.gpu.pci_device_ids
   }
 }

@@ -29,7 +29,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	report := make(chan os.Signal, 1)
-	signal.Notify(report, syscall.SIGUSR1, syscall.SIGUSR2)
+	signal.Notify(report, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGHUP)
 	if err := run(ctx, os.Args[1:], report, os.Stdout, os.Stderr); err != nil {
 		log.Fatal(err)
 	}
@@ -38,7 +38,8 @@ func main() {
 // run serves a lab until ctx ends. SIGUSR1 on report prints the SOAP calls
 // clients made since the previous one, so a script can count what one
 // terraform command costs. SIGUSR2 makes the out-of-band changes of the
-// demo's drift story (see drift).
+// demo's drift story (see drift). SIGHUP reboots every host, as an
+// administrator does to apply pending passthrough and SR-IOV changes.
 func run(ctx context.Context, args []string, report <-chan os.Signal, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("vcsimlab", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -49,6 +50,7 @@ func run(ctx context.Context, args []string, report <-chan os.Signal, stdout, st
 	password := fs.String("password", "", "password (default: random)")
 	envFile := fs.String("env-file", "", "write the export lines to this file once the lab is ready")
 	driftSwitch := fs.String("drift-switch", "pvrdma-dvs", "the distributed switch whose MTU SIGUSR2 lowers to 1500")
+	needReboot := fs.Bool("hosts-need-reboot", false, "hosts apply passthrough and SR-IOV changes only when rebooted (SIGHUP)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -60,6 +62,8 @@ func run(ctx context.Context, args []string, report <-chan os.Signal, stdout, st
 		Listen:   *listen,
 		Username: *username,
 		Password: *password,
+
+		HostsNeedReboot: *needReboot,
 	})
 	if err != nil {
 		return err
@@ -76,15 +80,19 @@ func run(ctx context.Context, args []string, report <-chan os.Signal, stdout, st
 	if _, err := io.WriteString(stdout, env); err != nil {
 		return err
 	}
-	logger.Printf("serving %s; SIGUSR1 prints the SOAP calls made since the last SIGUSR1, SIGUSR2 drifts the lab; stop with SIGINT or SIGTERM", lab.URL)
+	logger.Printf("serving %s; SIGUSR1 prints the SOAP calls made since the last SIGUSR1, SIGUSR2 drifts the lab, SIGHUP reboots the hosts; stop with SIGINT or SIGTERM", lab.URL)
 	for {
 		select {
 		case <-ctx.Done():
 			logger.Print("stopping")
 			return nil
 		case sig := <-report:
-			if sig == syscall.SIGUSR2 {
+			switch sig {
+			case syscall.SIGUSR2:
 				logger.Print(drift(ctx, lab, *driftSwitch))
+				continue
+			case syscall.SIGHUP:
+				logger.Print(reboot(ctx, lab))
 				continue
 			}
 			logger.Print(callReport(lab.Calls()))
@@ -105,6 +113,17 @@ func drift(ctx context.Context, lab *vcsimlab.Lab, switchName string) string {
 		return fmt.Sprintf("drift failed: host %s: %v", host, err)
 	}
 	return fmt.Sprintf("drift: switch %s MTU set to 1500; host %s pvrdma firewall ruleset disabled", switchName, host)
+}
+
+// reboot reboots every host of the lab, which applies the passthrough and
+// SR-IOV changes waiting for it.
+func reboot(ctx context.Context, lab *vcsimlab.Lab) string {
+	for _, h := range lab.HostNames() {
+		if err := lab.RebootHost(ctx, h); err != nil {
+			return fmt.Sprintf("reboot failed: host %s: %v", h, err)
+		}
+	}
+	return "reboot: hosts " + strings.Join(lab.HostNames(), ", ") + " rebooted"
 }
 
 // callReport is "N SOAP calls: Login=1 RetrievePropertiesEx=12 ...".

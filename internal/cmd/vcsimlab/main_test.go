@@ -12,8 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vmware/govmomi/find"
 	"github.com/vmware/govmomi/session"
 	"github.com/vmware/govmomi/vim25"
+	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/soap"
 )
 
@@ -42,7 +44,7 @@ func TestRunWritesEnvFileAndServes(t *testing.T) {
 	report := make(chan os.Signal, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"-listen", "127.0.0.1:0", "-hosts", "2", "-password", "it's secret", "-env-file", envFile}, report, &stdout, &stderr)
+		done <- run(ctx, []string{"-listen", "127.0.0.1:0", "-hosts", "2", "-password", "it's secret", "-env-file", envFile, "-hosts-need-reboot"}, report, &stdout, &stderr)
 	}()
 
 	var content []byte
@@ -97,6 +99,26 @@ func TestRunWritesEnvFileAndServes(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "2 SOAP calls: Login=1 RetrieveServiceContent=1") {
 		t.Errorf("call report: %s, want the login and service content", stderr.String())
+	}
+
+	// -hosts-need-reboot: hosts say they apply passthrough changes only at a reboot.
+	hosts, err := find.NewFinder(vc, false).HostSystemList(ctx, "/DC0/host/*/*")
+	if err != nil || len(hosts) != 2 {
+		t.Fatalf("hosts: %v, %v", hosts, err)
+	}
+	var h mo.HostSystem
+	if err := hosts[0].Properties(ctx, hosts[0].Reference(), []string{"capability.deviceRebindWithoutRebootSupported"}, &h); err != nil {
+		t.Fatal(err)
+	}
+	if c := h.Capability; c == nil || c.DeviceRebindWithoutRebootSupported == nil || *c.DeviceRebindWithoutRebootSupported {
+		t.Errorf("with -hosts-need-reboot, deviceRebindWithoutRebootSupported = %+v, want false", c)
+	}
+
+	report <- syscall.SIGHUP
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(stderr.String(), "reboot: hosts DC0_C0_H0, DC0_C0_H1 rebooted"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no reboot report; stderr: %s", stderr.String())
+		}
 	}
 
 	// Drift needs the demo's switch; without it the log says what is missing.
