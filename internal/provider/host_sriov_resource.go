@@ -103,7 +103,11 @@ func (r *hostSRIOVResource) Configure(_ context.Context, req resource.ConfigureR
 
 // ModifyPlan checks the function and the count when either changes.
 func (r *hostSRIOVResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	if !requireVCenter(r.client, &resp.Diagnostics) || req.Plan.Raw.IsNull() {
+	if !requireVCenter(r.client, &resp.Diagnostics) {
+		return
+	}
+	if req.Plan.Raw.IsNull() {
+		r.checkRestore(ctx, req, resp)
 		return
 	}
 	var plan hostSRIOVModel
@@ -144,11 +148,49 @@ func (r *hostSRIOVResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 		case vsphere.TooManyVFs:
 			resp.Diagnostics.AddAttributeError(path.Root("num_virtual_functions"), "Too many virtual functions",
 				fmt.Sprintf("PCI device %s of host %s supports at most %d virtual functions, not %d.", f.PCIID, f.Host, f.Max, f.Wanted))
+		case vsphere.VFsInUse:
+			addVFsInUse(&resp.Diagnostics, path.Root("num_virtual_functions"), f,
+				"Use at least that many, or remove adapters first (vspherehpc_vm_sriov_nic).")
 		}
 	}
 	if d != nil && d.SRIOV != nil {
 		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("max_virtual_functions"), int64(d.SRIOV.MaxVFs))...)
 	}
+}
+
+// checkRestore refuses, at plan time, a destroy whose restore of the
+// function's earlier count would leave VMs' SR-IOV adapters on it without a
+// virtual function.
+func (r *hostSRIOVResource) checkRestore(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	var state hostSRIOVModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	before := 0
+	_, ds := getPrivateJSON(ctx, req.Private, privateSRIOVBefore, &before)
+	resp.Diagnostics.Append(ds...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	f, err := r.client.PlanSRIOVRestore(ctx, state.HostSystemID.ValueString(), state.PCIID.ValueString(), before)
+	if err != nil {
+		if !errors.Is(err, vsphere.ErrNotFound) {
+			resp.Diagnostics.Append(vsphereErrorDiag("Cannot check the restore of SR-IOV of "+state.PCIID.ValueString(), err))
+		}
+		return
+	}
+	if f, ok := f.(vsphere.VFsInUse); ok {
+		addVFsInUse(&resp.Diagnostics, path.Root("num_virtual_functions"), f,
+			"Destroy puts back what the function had before this resource. Remove the adapters first (destroy their "+
+				"vspherehpc_vm_sriov_nic resources in the same run: they go first when they refer to this one).")
+	}
+}
+
+// addVFsInUse words VMs' SR-IOV adapters that would be left without a
+// virtual function.
+func addVFsInUse(diags *diag.Diagnostics, at path.Path, f vsphere.VFsInUse, fix string) {
+	diags.AddAttributeError(at, "Virtual functions in use",
+		fmt.Sprintf("%d SR-IOV adapters of virtual machines %s use physical function %s of host %s, each with a virtual "+
+			"function of its own, and %d virtual functions would leave some without one: such a VM does not power on. %s",
+			f.Adapters, strings.Join(f.VMs, ", "), f.PCIID, f.Host, f.Wanted, fix))
 }
 
 func (r *hostSRIOVResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -204,5 +205,55 @@ func TestAccHostSRIOV_claimedByPassthrough(t *testing.T) {
 				ExpectError: regexp.MustCompile(`(?s)Claimed twice in this configuration.*PCI\s+device\s+` + regexp.QuoteMeta(pf) + `\s+of\s+host\s+` + lab.HostID(name)),
 			},
 		},
+	})
+}
+
+// VMs' SR-IOV adapters on a function each need a virtual function: fewer is
+// refused at plan, naming the VMs, and so is a destroy whose restore (SR-IOV
+// off, as before) would take them away.
+func TestAccHostSRIOV_vfsInUse(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	ctx := context.Background()
+	vm := "hpc-node-0"
+	host := lab.VMHostName(vm)
+	var other string
+	for _, n := range lab.VMNames() {
+		if n != vm && lab.VMHostName(n) == host && other == "" {
+			other = n
+		}
+	}
+	if other == "" {
+		t.Fatal("no second VM on " + host)
+	}
+	const vmnic4 = "0000:d8:00.0"
+	config := sriovConfig(lab, host, vmnic4, 4)
+	label := fmt.Sprintf("%s (%s)", host, lab.HostID(host))
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: config},
+			{
+				PreConfig: func() {
+					must(t, lab.AddSRIOVAdapter(ctx, vm, "VM Network", vmnic4))
+					must(t, lab.AddSRIOVAdapter(ctx, other, "VM Network", vmnic4))
+				},
+				Config: sriovConfig(lab, host, vmnic4, 1), PlanOnly: true,
+				ExpectError: wrapped(fmt.Sprintf("2 SR-IOV adapters of virtual machines %s use physical function %s of host %s, each with a virtual function of its own, and 1 virtual functions would leave some without one",
+					strings.Join(slices.Sorted(slices.Values([]string{vm, other})), ", "), vmnic4, label)),
+			},
+			{
+				Config: config, Destroy: true,
+				ExpectError: wrapped("Destroy puts back what the function had before this resource"),
+			},
+			{
+				PreConfig: func() {
+					must(t, lab.RemoveSRIOVAdapters(ctx, vm))
+					must(t, lab.RemoveSRIOVAdapters(ctx, other))
+				},
+				Config: config, ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+			},
+		},
+		CheckDestroy: sriovIs(lab, host, vmnic4, 0),
 	})
 }

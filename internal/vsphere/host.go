@@ -332,6 +332,27 @@ func pciUsers(vms []mo.VirtualMachine) map[string][]VMRef {
 	return users
 }
 
+// sriovAdapterUsers maps a physical function's PCI id to the VMs whose
+// SR-IOV network adapters name it, given or chosen automatically ("
+// Automatic-<PCI id>"), once per adapter.
+func sriovAdapterUsers(vms []mo.VirtualMachine) map[string][]VMRef {
+	users := map[string][]VMRef{}
+	for _, vm := range vms {
+		if vm.Config == nil {
+			continue
+		}
+		for _, dev := range vm.Config.Hardware.Device {
+			card, ok := dev.(*types.VirtualSriovEthernetCard)
+			if !ok || card.SriovBacking == nil || card.SriovBacking.PhysicalFunctionBacking == nil {
+				continue
+			}
+			pf := strings.TrimPrefix(card.SriovBacking.PhysicalFunctionBacking.Id, automaticPrefix)
+			users[pf] = append(users[pf], vmRefOf(&vm))
+		}
+	}
+	return users
+}
+
 // HexID formats a PCI vendor or device id the way lspci and vSphere's UI
 // show it. vSphere reports ids as signed 16-bit numbers, so ids above 0x7fff
 // (NVIDIA is 0x10de, Intel 0x8086) must be read as unsigned.

@@ -34,8 +34,12 @@ type PassthroughDevice struct {
 	VMs        []VMRef // VMs on the host configured with the device
 	NIC        string  // the vmnic the device is, "" when none
 	VendorName string
-	SRIOV      *SRIOV   // nil unless the host reports the device's SR-IOV state
-	users      []string // VM names, for messages
+	SRIOV      *SRIOV // nil unless the host reports the device's SR-IOV state
+	// SRIOVAdapters are the VMs whose SR-IOV network adapters name this
+	// physical function, once per adapter: each takes one of its VFs at
+	// power on. (vSphere links no other VF user to its PF.)
+	SRIOVAdapters []VMRef
+	users         []string // VM names, for messages
 }
 
 // SRIOV is a physical function's SR-IOV state (vSphere's HostSriovInfo).
@@ -92,6 +96,7 @@ func hostPassthroughFromMO(h *mo.HostSystem, vms []mo.VirtualMachine) *HostPasst
 		}
 	}
 	users := pciUsers(vms)
+	adapters := sriovAdapterUsers(vms)
 	for _, d := range h.Hardware.PciDevice {
 		info, listed := state[d.Id]
 		if !listed {
@@ -100,6 +105,7 @@ func hostPassthroughFromMO(h *mo.HostSystem, vms []mo.VirtualMachine) *HostPasst
 		dev := PassthroughDevice{
 			PCIID: d.Id, VendorID: HexID(d.VendorId), DeviceID: HexID(d.DeviceId), DeviceName: d.DeviceName, VendorName: d.VendorName,
 			Capable: info.PassthruCapable, Enabled: info.PassthruEnabled, Active: info.PassthruActive, VMs: users[d.Id],
+			SRIOVAdapters: adapters[d.Id],
 		}
 		if sr, ok := sriov[d.Id]; ok {
 			dev.SRIOV = &SRIOV{Capable: sr.SriovCapable, Enabled: sr.SriovEnabled, Active: sr.SriovActive,
@@ -296,10 +302,18 @@ type (
 		Host, PCIID string
 		Wanted, Max int
 	}
+	// VFsInUse: VMs' SR-IOV adapters on the function need more virtual
+	// functions than planned; VMs names them, sorted, once each.
+	VFsInUse struct {
+		Host, PCIID      string
+		Wanted, Adapters int
+		VMs              []string
+	}
 )
 
 func (NotSRIOVCapable) finding() {}
 func (TooManyVFs) finding()      {}
+func (VFsInUse) finding()        {}
 
 // PlanHostSRIOV checks planned SR-IOV of a physical function: it is on the
 // host, SR-IOV capable, and supports that many virtual functions. It returns
@@ -325,5 +339,40 @@ func (c *Client) PlanHostSRIOV(ctx context.Context, hostID, pciID string, vfs in
 	case vfs > d.SRIOV.MaxVFs:
 		return d, []Finding{TooManyVFs{Host: host, PCIID: pciID, Wanted: vfs, Max: d.SRIOV.MaxVFs}}, nil
 	}
+	if f := vfsInUse(host, d, vfs); f != nil {
+		return d, []Finding{f}, nil
+	}
 	return d, nil, nil
+}
+
+// vfsInUse refuses fewer virtual functions than the VMs' SR-IOV adapters on
+// the function need: each takes one at power on, and a VM whose adapter
+// finds none does not power on.
+func vfsInUse(host string, d *PassthroughDevice, vfs int) Finding {
+	if vfs >= len(d.SRIOVAdapters) {
+		return nil
+	}
+	var names []string
+	for _, u := range d.SRIOVAdapters {
+		if !slices.Contains(names, u.Name) {
+			names = append(names, u.Name)
+		}
+	}
+	sort.Strings(names)
+	return VFsInUse{Host: host, PCIID: d.PCIID, Wanted: vfs, Adapters: len(d.SRIOVAdapters), VMs: names}
+}
+
+// PlanSRIOVRestore checks that putting a function back to vfs virtual
+// functions (a destroy's restore) leaves the VMs' SR-IOV adapters on it
+// enough of them.
+func (c *Client) PlanSRIOVRestore(ctx context.Context, hostID, pciID string, vfs int) (Finding, error) {
+	h, err := c.HostPassthrough(ctx, hostID)
+	if err != nil {
+		return nil, err
+	}
+	d := h.Device(pciID)
+	if d == nil {
+		return nil, nil
+	}
+	return vfsInUse(fmt.Sprintf("%s (%s)", h.HostName, h.HostID), d, vfs), nil
 }
