@@ -80,7 +80,9 @@ func (r *hostSRIOVResource) Schema(_ context.Context, _ resource.SchemaRequest, 
 			},
 			"num_virtual_functions": schema.Int64Attribute{
 				Required: true, CustomType: wholeNumber(1, 1024),
-				MarkdownDescription: "Virtual functions to create, 1 up to what the function supports (`max_virtual_functions`).",
+				MarkdownDescription: "Virtual functions to create, 1 up to what the function supports (`max_virtual_functions`), and " +
+					"not fewer than the VMs' SR-IOV network adapters on the function (`vspherehpc_vm_sriov_nic`), each of which takes one at " +
+					"power on. (vSphere links no VF passed through as a PCI device to its PF, so those are not counted.)",
 				Validators:          []validator.Int64{int64validator.Between(1, 1024)},
 			},
 			"active_virtual_functions": schema.Int64Attribute{
