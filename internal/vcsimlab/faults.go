@@ -38,7 +38,7 @@ func (l *Lab) intercept(ctx *simulator.Context, m *simulator.Method) (time.Durat
 		return 0, nil, nil
 	}
 	l.calls[m.Name]++
-	delay := l.delays[m.Name]
+	delay := l.delays[m.Name] + l.latency
 	faulty := len(l.callFaults) > 0 || len(l.taskFaults) > 0
 	l.mu.Unlock()
 	if !faulty {

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vmware/govmomi"
 	"github.com/vmware/govmomi/fault"
 	"github.com/vmware/govmomi/object"
 	"github.com/vmware/govmomi/vim25/mo"
@@ -156,5 +157,29 @@ func TestCalls(t *testing.T) {
 	l.ResetCalls()
 	if calls := l.Calls(); len(calls) != 0 {
 		t.Errorf("after reset: %v", calls)
+	}
+}
+
+// Options.Latency delays every call of other clients, not the lab's own.
+func TestLatencyDelaysEveryCall(t *testing.T) {
+	t.Parallel()
+	const latency = 200 * time.Millisecond
+	l, err := Start(context.Background(), Options{Latency: latency})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.Close)
+	c := newClient(t, l)
+	timed := func(c *govmomi.Client) time.Duration {
+		start := time.Now()
+		var vm mo.VirtualMachine
+		retrieve(t, c, vmRef(l, "hpc-node-0"), []string{"name"}, &vm)
+		return time.Since(start)
+	}
+	if got := timed(c); got < latency {
+		t.Errorf("a client's read took %v, want at least %v", got, latency)
+	}
+	if got := timed(l.client); got >= latency {
+		t.Errorf("the lab's own read took %v, want no latency", got)
 	}
 }

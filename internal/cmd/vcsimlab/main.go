@@ -51,6 +51,7 @@ func run(ctx context.Context, args []string, report <-chan os.Signal, stdout, st
 	envFile := fs.String("env-file", "", "write the export lines to this file once the lab is ready")
 	driftSwitch := fs.String("drift-switch", "pvrdma-dvs", "the distributed switch whose MTU SIGUSR2 lowers to 1500")
 	needReboot := fs.Bool("hosts-need-reboot", false, "hosts apply passthrough and SR-IOV changes only when rebooted (SIGHUP)")
+	latency := fs.Duration("latency", 0, "added to every call, as a real vCenter's round trip (e.g. 20ms)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -64,6 +65,7 @@ func run(ctx context.Context, args []string, report <-chan os.Signal, stdout, st
 		Password: *password,
 
 		HostsNeedReboot: *needReboot,
+		Latency:         *latency,
 	})
 	if err != nil {
 		return err
