@@ -105,11 +105,7 @@ func (r *hostSRIOVResource) Configure(_ context.Context, req resource.ConfigureR
 
 // ModifyPlan checks the function and the count when either changes.
 func (r *hostSRIOVResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	if !requireVCenter(r.client, &resp.Diagnostics) {
-		return
-	}
-	if req.Plan.Raw.IsNull() {
-		r.checkRestore(ctx, req, resp)
+	if !requireVCenter(r.client, &resp.Diagnostics) || req.Plan.Raw.IsNull() {
 		return
 	}
 	var plan hostSRIOVModel
@@ -157,32 +153,6 @@ func (r *hostSRIOVResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 	}
 	if d != nil && d.SRIOV != nil {
 		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("max_virtual_functions"), int64(d.SRIOV.MaxVFs))...)
-	}
-}
-
-// checkRestore refuses, at plan time, a destroy whose restore of the
-// function's earlier count would leave VMs' SR-IOV adapters on it without a
-// virtual function.
-func (r *hostSRIOVResource) checkRestore(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	var state hostSRIOVModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	before := 0
-	_, ds := getPrivateJSON(ctx, req.Private, privateSRIOVBefore, &before)
-	resp.Diagnostics.Append(ds...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	f, err := r.client.PlanSRIOVRestore(ctx, state.HostSystemID.ValueString(), state.PCIID.ValueString(), before)
-	if err != nil {
-		if !errors.Is(err, vsphere.ErrNotFound) {
-			resp.Diagnostics.Append(vsphereErrorDiag("Cannot check the restore of SR-IOV of "+state.PCIID.ValueString(), err))
-		}
-		return
-	}
-	if f, ok := f.(vsphere.VFsInUse); ok {
-		addVFsInUse(&resp.Diagnostics, path.Root("num_virtual_functions"), f,
-			"Destroy puts back what the function had before this resource. Remove the adapters first (destroy their "+
-				"vspherehpc_vm_sriov_nic resources in the same run: they go first when they refer to this one).")
 	}
 }
 
@@ -292,7 +262,18 @@ func (r *hostSRIOVResource) Delete(ctx context.Context, req resource.DeleteReque
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	err := r.client.SetHostSRIOV(ctx, state.HostSystemID.ValueString(), state.PCIID.ValueString(), before)
+	// Checked now, not at plan: the adapters this run destroys are gone by
+	// the time a destroy that they depend on runs.
+	f, err := r.client.PlanSRIOVRestore(ctx, state.HostSystemID.ValueString(), state.PCIID.ValueString(), before)
+	if errors.Is(err, vsphere.ErrNotFound) {
+		return // the host is gone, and its SR-IOV with it
+	}
+	if f, ok := f.(vsphere.VFsInUse); ok {
+		addVFsInUse(&resp.Diagnostics, path.Root("num_virtual_functions"), f,
+			"Destroy puts back what the function had before this resource: remove the adapters first.")
+		return
+	}
+	err = r.client.SetHostSRIOV(ctx, state.HostSystemID.ValueString(), state.PCIID.ValueString(), before)
 	if err != nil && !errors.Is(err, vsphere.ErrNotFound) {
 		resp.Diagnostics.Append(vsphereErrorDiag("Cannot restore SR-IOV of "+state.PCIID.ValueString(), err))
 	}

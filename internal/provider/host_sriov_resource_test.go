@@ -209,8 +209,8 @@ func TestAccHostSRIOV_claimedByPassthrough(t *testing.T) {
 }
 
 // VMs' SR-IOV adapters on a function each need a virtual function: fewer is
-// refused at plan, naming the VMs, and so is a destroy whose restore (SR-IOV
-// off, as before) would take them away.
+// refused at plan, naming the VMs, and a destroy whose restore (SR-IOV off,
+// as before) would take them away fails before it changes anything.
 func TestAccHostSRIOV_vfsInUse(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
@@ -244,13 +244,14 @@ func TestAccHostSRIOV_vfsInUse(t *testing.T) {
 			},
 			{
 				Config: config, Destroy: true,
-				ExpectError: wrapped("Destroy puts back what the function had before this resource"),
+				ExpectError: wrapped("Destroy puts back what the function had before this resource: remove the adapters first."),
 			},
 			{
 				PreConfig: func() {
 					must(t, lab.RemoveSRIOVAdapters(ctx, vm))
 					must(t, lab.RemoveSRIOVAdapters(ctx, other))
 				},
+				Check:  sriovIs(lab, host, vmnic4, 4),
 				Config: config, ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
 			},
 		},

@@ -162,10 +162,14 @@ func (r *vmPVRDMANICResource) ModifyPlan(ctx context.Context, req resource.Modif
 	if plan.VirtualMachineID.IsUnknown() || plan.PortGroupID.IsUnknown() || plan.DeviceProtocol.IsUnknown() {
 		return
 	}
-	// A claim's plan must be all known: the same resource planned again once
-	// values are known must not look like a rival.
-	if !plan.MACAddress.IsUnknown() && !plan.MACAddress.IsNull() && !plan.PortGroupID.IsUnknown() && !plan.DeviceProtocol.IsUnknown() {
-		mac := plan.MACAddress.ValueString()
+	var configMAC types.String
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("mac_address"), &configMAC)...)
+	// Only a MAC the configuration gives is claimed: one vSphere generated
+	// is vCenter's to keep unique. A claim's plan must be all known: the
+	// same resource planned again once values are known must not look like
+	// a rival.
+	if !configMAC.IsUnknown() && !configMAC.IsNull() && !plan.PortGroupID.IsUnknown() && !plan.DeviceProtocol.IsUnknown() {
+		mac := configMAC.ValueString()
 		addClaimConflict(&resp.Diagnostics, path.Root("mac_address"), r.client.Claim(vsphere.Claim{
 			Kind: vsphere.ClaimMAC, Key: mac, What: "MAC address " + mac,
 			Owner: fmt.Sprintf("the PVRDMA adapter of virtual machine %s on %s", plan.VirtualMachineID.ValueString(), plan.PortGroupID.ValueString()),
@@ -176,8 +180,6 @@ func (r *vmPVRDMANICResource) ModifyPlan(ctx context.Context, req resource.Modif
 		VMID: plan.VirtualMachineID.ValueString(), PortGroupID: plan.PortGroupID.ValueString(),
 		DeviceProtocol: plan.DeviceProtocol.ValueString(), PowerOffAllowed: plan.PowerOffAllowed.ValueBool(),
 	}
-	var configMAC types.String
-	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("mac_address"), &configMAC)...)
 	if !configMAC.IsUnknown() && (state == nil || !configMAC.Equal(state.MACAddress)) {
 		change.MAC = configMAC.ValueString()
 	}

@@ -495,3 +495,27 @@ func TestAccVMPVRDMANIC_staticMACRule(t *testing.T) {
 		},
 	})
 }
+
+// Only a MAC the configuration gives is claimed: two adapters that vCenter
+// gave one MAC (a clone, a copied VM) do not stop every plan.
+func TestAccVMPVRDMANIC_generatedMACsNotClaimed(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	ctx := context.Background()
+	vm0, vm1 := lab.VMUUID("hpc-node-0"), lab.VMUUID("hpc-node-1")
+	config := switchesConfig(lab) + nicOn(vm0, "vspherehpc_rdma_dvs.a.port_group_id", "") +
+		strings.Replace(nicOn(vm1, "vspherehpc_rdma_dvs.a.port_group_id", ""), `"nic"`, `"second"`, 1)
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: config},
+			{
+				PreConfig: func() {
+					must(t, lab.EditPVRDMAAdapters(ctx, "hpc-node-0", vcsimlab.PVRDMAAdapterEdit{MAC: "00:50:56:01:02:03"}))
+					must(t, lab.EditPVRDMAAdapters(ctx, "hpc-node-1", vcsimlab.PVRDMAAdapterEdit{MAC: "00:50:56:01:02:03"}))
+				},
+				Config: config, ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+			},
+		},
+	})
+}

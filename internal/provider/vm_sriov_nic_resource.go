@@ -179,8 +179,12 @@ func (r *vmSRIOVNICResource) ModifyPlan(ctx context.Context, req resource.Modify
 	if plan.VirtualMachineID.IsUnknown() || plan.PortGroupID.IsUnknown() || plan.PhysicalFunction.IsUnknown() {
 		return
 	}
-	if !plan.MACAddress.IsUnknown() && !plan.MACAddress.IsNull() {
-		mac := plan.MACAddress.ValueString()
+	var configMAC types.String
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("mac_address"), &configMAC)...)
+	// Only a MAC the configuration gives is claimed: one vSphere generated
+	// is vCenter's to keep unique.
+	if !configMAC.IsUnknown() && !configMAC.IsNull() {
+		mac := configMAC.ValueString()
 		addClaimConflict(&resp.Diagnostics, path.Root("mac_address"), r.client.Claim(vsphere.Claim{
 			Kind: vsphere.ClaimMAC, Key: mac, What: "MAC address " + mac,
 			Owner: fmt.Sprintf("the SR-IOV adapter of virtual machine %s on %s", plan.VirtualMachineID.ValueString(), plan.PortGroupID.ValueString()),
@@ -191,8 +195,6 @@ func (r *vmSRIOVNICResource) ModifyPlan(ctx context.Context, req resource.Modify
 		VMID: plan.VirtualMachineID.ValueString(), PortGroupID: plan.PortGroupID.ValueString(), PhysicalFunction: plan.pf(),
 		NewPF: newPF, PowerOffAllowed: plan.PowerOffAllowed.ValueBool(),
 	}
-	var configMAC types.String
-	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("mac_address"), &configMAC)...)
 	if !configMAC.IsUnknown() && (state == nil || !configMAC.Equal(state.MACAddress)) {
 		change.MAC = configMAC.ValueString()
 	}

@@ -340,11 +340,13 @@ type PVRDMAAdapterEdit struct {
 	StartConnected *bool  // "Connect At Power On"
 	SwitchUUID     string // with PortGroupKey: the distributed port group to connect to
 	PortGroupKey   string
+	MAC            string // a manual MAC address
 }
 
 // EditPVRDMAAdapters changes every PVRDMA adapter of a VM, each in one
 // reconfigure, as Edit Settings > Network adapter in the vSphere Client
-// does: its protocol, whether it connects at power on, its port group.
+// does: its protocol, whether it connects at power on, its port group, its
+// MAC address.
 func (l *Lab) EditPVRDMAAdapters(ctx context.Context, vmName string, edit PVRDMAAdapterEdit) error {
 	vm, devices, err := l.adminDevices(ctx, vmName, (*types.VirtualVmxnet3Vrdma)(nil))
 	if err != nil {
@@ -363,6 +365,9 @@ func (l *Lab) EditPVRDMAAdapters(ctx context.Context, vmName string, edit PVRDMA
 		}
 		if edit.SwitchUUID != "" || edit.PortGroupKey != "" {
 			nic.Backing = dvPortBacking(edit.SwitchUUID, edit.PortGroupKey)
+		}
+		if edit.MAC != "" {
+			nic.MacAddress, nic.AddressType = edit.MAC, string(types.VirtualEthernetCardMacTypeManual)
 		}
 		if err := vm.EditDevice(ctx, nic); err != nil {
 			return fmt.Errorf("editing the PVRDMA adapter %d of %s: %w", nic.Key, vmName, err)

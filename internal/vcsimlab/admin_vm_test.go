@@ -208,6 +208,12 @@ func TestAdminPVRDMAAdapters(t *testing.T) {
 	if len(got) != 1 || got[0].DeviceProtocol != "rocev1" || portGroupOf(got[0]) != keyB {
 		t.Fatalf("after moving to another port group: %+v", got)
 	}
+	if err := l.EditPVRDMAAdapters(ctx, vm, PVRDMAAdapterEdit{MAC: "00:50:56:01:02:03"}); err != nil {
+		t.Fatal(err)
+	}
+	if got = adapters(); len(got) != 1 || got[0].MacAddress != "00:50:56:01:02:03" || got[0].AddressType != "manual" {
+		t.Fatalf("after setting the MAC: %+v", got)
+	}
 
 	if err := l.RemovePVRDMAAdapters(ctx, vm); err != nil {
 		t.Fatal(err)
