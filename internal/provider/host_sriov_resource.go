@@ -83,7 +83,7 @@ func (r *hostSRIOVResource) Schema(_ context.Context, _ resource.SchemaRequest, 
 				MarkdownDescription: "Virtual functions to create, 1 up to what the function supports (`max_virtual_functions`), and " +
 					"not fewer than the VMs' SR-IOV network adapters on the function (`vspherehpc_vm_sriov_nic`), each of which takes one at " +
 					"power on. (vSphere links no VF passed through as a PCI device to its PF, so those are not counted.)",
-				Validators:          []validator.Int64{int64validator.Between(1, 1024)},
+				Validators: []validator.Int64{int64validator.Between(1, 1024)},
 			},
 			"active_virtual_functions": schema.Int64Attribute{
 				Computed: true, MarkdownDescription: "Virtual functions that exist now; fewer than asked until the host reboots when it must.",
