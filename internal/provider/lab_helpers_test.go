@@ -132,15 +132,16 @@ func hclList(items []string) string {
 }
 
 // refreshReads is a refresh step that checks how many property-collector
-// reads (RetrievePropertiesEx) the refresh of the whole state takes: the
-// budget is one per resource.
-func refreshReads(lab *vcsimlab.Lab, want int) resource.TestStep {
+// reads (RetrievePropertiesEx) the refresh of the whole state takes: at most
+// budget, one per resource (reads made at the same moment share a call, so
+// a refresh may take fewer).
+func refreshReads(lab *vcsimlab.Lab, budget int) resource.TestStep {
 	return resource.TestStep{
 		RefreshState: true,
 		PreConfig:    lab.ResetCalls,
 		Check: func(*terraform.State) error {
-			if got := lab.Calls()["RetrievePropertiesEx"]; got != want {
-				return fmt.Errorf("refresh took %d RetrievePropertiesEx calls, want %d; all calls: %v", got, want, lab.Calls())
+			if got := lab.Calls()["RetrievePropertiesEx"]; got > budget {
+				return fmt.Errorf("refresh took %d RetrievePropertiesEx calls, want at most %d; all calls: %v", got, budget, lab.Calls())
 			}
 			return nil
 		},

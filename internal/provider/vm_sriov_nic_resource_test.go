@@ -95,9 +95,10 @@ func TestAccVMSRIOVNIC_basic(t *testing.T) {
 			{ResourceName: sriovNICAddr, ImportState: true, ImportStateVerify: true, ImportStateIdFunc: func(s *terraform.State) (string, error) {
 				return s.RootModule().Resources[sriovNICAddr].Primary.ID, nil
 			}},
-			// Three host look-ups by name (two reads each), then one read
-			// each: two switches, the host's SR-IOV, the adapter.
-			refreshReads(lab, 3*2+4),
+			// Three host look-ups by name (one read of the names, shared,
+			// and one each), then one read each: two switches, the host's
+			// SR-IOV, the adapter.
+			refreshReads(lab, 1+3+4),
 			{
 				// Drift: moved to vmnic5 in vCenter.
 				PreConfig: func() {

@@ -61,9 +61,13 @@ type Client struct {
 	loginGen  uint64 // bumped on every successful login
 	loggedOut bool   // Logout ended the session; the next use logs in again
 
-	vms    objectLocks
-	hosts  objectLocks
-	claims claimBook
+	vms       objectLocks
+	hosts     objectLocks
+	claims    claimBook
+	batch     readBatch
+	names     nameIndexes
+	vmIDs     sync.Map // lower-case VM UUID -> types.ManagedObjectReference, see vmRef
+	protocols sync.Map // "<environment browser> <hardware version>" -> []string, see pvrdmaProtocols
 }
 
 // New returns a client that has not connected yet.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -103,13 +104,13 @@ func (c *Client) readHost(ctx context.Context, op, id string) (*mo.HostSystem, *
 		return nil, nil, nil, err
 	}
 	host := types.ManagedObjectReference{Type: "HostSystem", Value: id}
-	objs, err := retrieve(ctx, vc, types.PropertyFilterSpec{
+	objs, err := c.readShared(ctx, vc, types.PropertyFilterSpec{
 		ObjectSet: []types.ObjectSpec{{Obj: host, SelectSet: []types.BaseSelectionSpec{
 			&types.TraversalSpec{Type: "HostSystem", Path: "parent"},
 			&types.TraversalSpec{Type: "HostSystem", Path: "vm"},
 		}}},
 		PropSet: []types.PropertySpec{
-			{Type: "HostSystem", PathSet: hostProps},
+			{Type: "HostSystem", PathSet: append(slices.Clone(hostProps), "vm")},
 			{Type: "ComputeResource", PathSet: []string{"name"}},
 			{Type: "VirtualMachine", PathSet: []string{"name", "runtime.powerState", "config.uuid", "config.hardware.device"}},
 		},
@@ -120,25 +121,34 @@ func (c *Client) readHost(ctx context.Context, op, id string) (*mo.HostSystem, *
 	if err != nil {
 		return nil, nil, nil, translate(op, err)
 	}
-	var (
-		h       *mo.HostSystem
-		cluster *mo.ManagedEntity
-		vms     []mo.VirtualMachine
-	)
-	for _, o := range objs {
-		switch v := o.(type) {
-		case mo.HostSystem:
-			h = &v
-		case mo.ClusterComputeResource:
-			cluster = &v.ManagedEntity
-		case mo.VirtualMachine:
-			vms = append(vms, v)
-		}
-	}
-	if h == nil {
+	// The call may carry other reads' objects: take the host's own.
+	oc, ok := objs[host]
+	if !ok {
 		return nil, nil, nil, objectNotFound(op, ObjectHost, id, "host %s does not exist", id)
 	}
-	return h, cluster, vms, nil
+	var h mo.HostSystem
+	if err := mo.LoadObjectContent([]types.ObjectContent{oc}, &h); err != nil {
+		return nil, nil, nil, translate(op, err)
+	}
+	var cluster *mo.ManagedEntity
+	if h.Parent != nil && h.Parent.Type == "ClusterComputeResource" {
+		if oc, ok := objs[*h.Parent]; ok {
+			var cr mo.ClusterComputeResource
+			if err := mo.LoadObjectContent([]types.ObjectContent{oc}, &cr); err == nil {
+				cluster = &cr.ManagedEntity
+			}
+		}
+	}
+	var vms []mo.VirtualMachine
+	for _, ref := range h.Vm {
+		if oc, ok := objs[ref]; ok {
+			var vm mo.VirtualMachine
+			if err := mo.LoadObjectContent([]types.ObjectContent{oc}, &vm); err == nil {
+				vms = append(vms, vm)
+			}
+		}
+	}
+	return &h, cluster, vms, nil
 }
 
 // HostByName finds a host by name within a datacenter.
@@ -150,7 +160,7 @@ func (c *Client) HostByName(ctx context.Context, datacenterID, name string) (*Ho
 	if err != nil {
 		return nil, err
 	}
-	refs, err := byName(ctx, vc, datacenterRef(datacenterID), "HostSystem", name,
+	refs, err := c.byName(ctx, vc, datacenterRef(datacenterID), "HostSystem", name,
 		&types.TraversalSpec{Type: "Datacenter", Path: "hostFolder", SelectSet: []types.BaseSelectionSpec{
 			&types.SelectionSpec{Name: "folderTree"}, &types.SelectionSpec{Name: "computeHosts"},
 		}},

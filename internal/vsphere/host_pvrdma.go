@@ -11,6 +11,7 @@ import (
 
 	"github.com/vmware/govmomi/fault"
 	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/vim25"
 	"github.com/vmware/govmomi/vim25/methods"
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
@@ -41,10 +42,14 @@ type HostPVRDMA struct {
 
 var hostPVRDMAProps = []string{"name", "config.firewall", "config.network.vnic", "configManager.advancedOption"}
 
-// HostPVRDMA reads a host's PVRDMA settings: one property-collector round
-// trip, plus one query of the single advanced option. (The host's
-// config.option would carry every advanced option, over a thousand on a
-// real host.)
+// HostPVRDMA reads a host's PVRDMA settings in two property-collector round
+// trips, each shared with the reads of other hosts made at the same moment:
+// the host, then its one advanced option. The option is read by key
+// (setting["Net.PVRDMAVmknic"] of the host's OptionManager): vSphere answers
+// a property path indexed by an array element's key with that element
+// alone (as VMware's vm-operator reads config.extraConfig["key"], its PR
+// #480), where the host's config.option would carry every advanced option,
+// over a thousand on a real host.
 func (c *Client) HostPVRDMA(ctx context.Context, hostID string) (*HostPVRDMA, error) {
 	op := "reading the PVRDMA settings of host " + hostID
 	ctx, cancel := c.withTimeout(ctx)
@@ -59,16 +64,8 @@ func (c *Client) HostPVRDMA(ctx context.Context, hostID string) (*HostPVRDMA, er
 		if err != nil {
 			return nil, err
 		}
-		res, err := methods.QueryOptions(ctx, vc, &types.QueryOptions{This: *h.ConfigManager.AdvancedOption, Name: PVRDMAVmknicOption})
-		if err != nil && !fault.Is(err, &types.InvalidName{}) { // InvalidName: a host without PVRDMA
+		if out.Settings.Vmknic, err = c.readOption(ctx, vc, *h.ConfigManager.AdvancedOption, PVRDMAVmknicOption); err != nil {
 			return nil, translate(op, err)
-		}
-		if err == nil {
-			for _, o := range res.Returnval {
-				if v := o.GetOptionValue(); v.Key == PVRDMAVmknicOption && v.Value != nil {
-					out.Settings.Vmknic = fmt.Sprint(v.Value)
-				}
-			}
 		}
 	}
 	if h.Config == nil {
@@ -156,22 +153,42 @@ func (c *Client) readHostProps(ctx context.Context, op, hostID string, props []s
 	if err != nil {
 		return nil, err
 	}
-	objs, err := retrieve(ctx, vc, types.PropertyFilterSpec{
-		ObjectSet: []types.ObjectSpec{{Obj: types.ManagedObjectReference{Type: "HostSystem", Value: hostID}}},
-		PropSet:   []types.PropertySpec{{Type: "HostSystem", PathSet: props}},
-	})
-	if err != nil {
+	var h mo.HostSystem
+	if err := c.readObject(ctx, vc, types.ManagedObjectReference{Type: "HostSystem", Value: hostID}, props, &h); err != nil {
 		if err = translate(op, err); errors.Is(err, ErrNotFound) {
 			return nil, objectNotFound(op, ObjectHost, hostID, "no host has id %s; host ids are managed object ids such as host-12", hostID)
 		}
 		return nil, err
 	}
-	for _, o := range objs {
-		if h, ok := o.(mo.HostSystem); ok {
-			return &h, nil
+	return &h, nil
+}
+
+// readOption reads one advanced option of an OptionManager by its key; ""
+// when the manager has no such option (a host without PVRDMA).
+func (c *Client) readOption(ctx context.Context, vc *vim25.Client, manager types.ManagedObjectReference, key string) (string, error) {
+	path := fmt.Sprintf("setting[%q]", key)
+	objs, err := c.readShared(ctx, vc, types.PropertyFilterSpec{
+		ObjectSet: []types.ObjectSpec{{Obj: manager}},
+		PropSet:   []types.PropertySpec{{Type: manager.Type, PathSet: []string{path}}},
+	})
+	if fault.Is(err, &types.InvalidProperty{}) {
+		return "", nil // no element with that key
+	}
+	if err != nil {
+		return "", err
+	}
+	for _, p := range objs[manager].PropSet {
+		if p.Name != path {
+			continue
+		}
+		if v, ok := p.Val.(types.BaseOptionValue); ok && v.GetOptionValue().Value != nil {
+			return fmt.Sprint(v.GetOptionValue().Value), nil
+		}
+		if v, ok := p.Val.(types.OptionValue); ok && v.Value != nil {
+			return fmt.Sprint(v.Value), nil
 		}
 	}
-	return nil, objectNotFound(op, ObjectHost, hostID, "no host has id %s", hostID)
+	return "", nil
 }
 
 // ParseAllowedIP accepts an IP address or a CIDR network, as the ruleset's

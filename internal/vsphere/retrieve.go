@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/vmware/govmomi/property"
 	"github.com/vmware/govmomi/vim25"
@@ -46,24 +48,95 @@ func folderTree() *types.TraversalSpec {
 }
 
 // byName collects the entities of one type called name below root, reached
-// through the given traversal. It is the cheap first step of a look-up by
-// name: names only, one round trip.
-func byName(ctx context.Context, vc *vim25.Client, root types.ManagedObjectReference, kind, name string, selectSet ...types.BaseSelectionSpec) ([]types.ManagedObjectReference, error) {
+// through the given traversal: the first step of a look-up by name. The
+// names come from an index of every entity of that type below root, read
+// once per client (one Terraform command) in one round trip and shared by
+// all look-ups; a name the index lacks reads the index again once, in case
+// the entity was created since.
+func (c *Client) byName(ctx context.Context, vc *vim25.Client, root types.ManagedObjectReference, kind, name string, selectSet ...types.BaseSelectionSpec) ([]types.ManagedObjectReference, error) {
+	asked := time.Now()
+	names, err := c.names.get(ctx, vc, c.cfg.APITimeout, root, kind, selectSet, time.Time{})
+	if err != nil {
+		return nil, err
+	}
+	if refs, ok := names[name]; ok {
+		return refs, nil
+	}
+	if names, err = c.names.get(ctx, vc, c.cfg.APITimeout, root, kind, selectSet, asked); err != nil {
+		return nil, err
+	}
+	return names[name], nil
+}
+
+// nameIndexes holds, per root and entity type, the entities' names.
+type nameIndexes struct {
+	mu sync.Mutex
+	m  map[nameIndexKey]*nameIndex
+}
+
+type nameIndexKey struct {
+	root types.ManagedObjectReference
+	kind string
+}
+
+type nameIndex struct {
+	ready chan struct{} // closed once names and err are set
+	read  time.Time     // when the read began
+	names map[string][]types.ManagedObjectReference
+	err   error
+}
+
+// get returns the index of root's entities of kind, read at notBefore or
+// later: a read in flight or done since then serves, else a new one starts.
+func (x *nameIndexes) get(ctx context.Context, vc *vim25.Client, timeout time.Duration, root types.ManagedObjectReference, kind string, selectSet []types.BaseSelectionSpec, notBefore time.Time) (map[string][]types.ManagedObjectReference, error) {
+	key := nameIndexKey{root, kind}
+	x.mu.Lock()
+	idx := x.m[key]
+	if idx == nil || idx.read.Before(notBefore) {
+		idx = &nameIndex{ready: make(chan struct{}), read: time.Now()}
+		if x.m == nil {
+			x.m = map[nameIndexKey]*nameIndex{}
+		}
+		x.m[key] = idx
+		go idx.load(vc, timeout, root, kind, selectSet, x, key)
+	}
+	x.mu.Unlock()
+	select {
+	case <-idx.ready:
+		return idx.names, idx.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// load reads the names in one round trip. A failed read is not kept: the
+// next look-up tries again.
+func (idx *nameIndex) load(vc *vim25.Client, timeout time.Duration, root types.ManagedObjectReference, kind string, selectSet []types.BaseSelectionSpec, x *nameIndexes, key nameIndexKey) {
+	defer close(idx.ready)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
 	objs, err := retrieve(ctx, vc, types.PropertyFilterSpec{
 		ObjectSet: []types.ObjectSpec{{Obj: root, Skip: types.NewBool(true), SelectSet: selectSet}},
 		PropSet:   []types.PropertySpec{{Type: kind, PathSet: []string{"name"}}},
 	})
 	if err != nil {
-		return nil, err
+		idx.err = err
+		x.mu.Lock()
+		if x.m[key] == idx {
+			delete(x.m, key)
+		}
+		x.mu.Unlock()
+		return
 	}
-	var refs []types.ManagedObjectReference
+	idx.names = map[string][]types.ManagedObjectReference{}
 	for _, o := range objs {
-		if e, ok := entityOf(o); ok && e.Name == name && e.Self.Type == kind {
-			refs = append(refs, e.Self)
+		if e, ok := entityOf(o); ok && e.Self.Type == kind {
+			idx.names[e.Name] = append(idx.names[e.Name], e.Self)
 		}
 	}
-	sort.Slice(refs, func(i, j int) bool { return refs[i].Value < refs[j].Value })
-	return refs, nil
+	for _, refs := range idx.names {
+		sort.Slice(refs, func(i, j int) bool { return refs[i].Value < refs[j].Value })
+	}
 }
 
 func entityOf(o any) (mo.ManagedEntity, bool) {

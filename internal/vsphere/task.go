@@ -2,50 +2,69 @@ package vsphere
 
 import (
 	"context"
-	"errors"
+	"time"
 
 	"github.com/vmware/govmomi/object"
-	"github.com/vmware/govmomi/vim25/progress"
+	"github.com/vmware/govmomi/task"
+	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
 )
 
+// taskPolls are the waits between two reads of a task's state: short at
+// first, as most tasks end within a second, then every second.
+var taskPolls = []time.Duration{10 * time.Millisecond, 25 * time.Millisecond, 50 * time.Millisecond,
+	100 * time.Millisecond, 250 * time.Millisecond, 500 * time.Millisecond, time.Second}
+
 // waitTask waits for a vSphere task, logging its progress, and translates a
-// task failure like any other fault. It honours ctx's deadline. Each wait
-// uses its own property collector, so concurrent waits cannot steal each
-// other's updates; if vCenter ends the session mid-wait, the collector goes
-// with it and the wait starts again in the new session.
-func (c *Client) waitTask(ctx context.Context, op string, task *object.Task) (*types.TaskInfo, error) {
-	fields := map[string]any{"operation": op, "task": task.Reference().Value}
+// task failure like any other fault. It honours ctx's deadline.
+//
+// It reads the task's info through the client's shared reads, so every task
+// the provider waits for at a moment is followed by one RetrievePropertiesEx
+// per round: a task costs no collector of its own (govmomi's WaitForResult
+// makes five calls per task: a collector, a filter, the wait and their
+// removal), and reads stay valid across a new session.
+func (c *Client) waitTask(ctx context.Context, op string, t *object.Task) (*types.TaskInfo, error) {
+	fields := map[string]any{"operation": op, "task": t.Reference().Value}
 	c.log.Debug(ctx, "Waiting for vSphere task", fields)
-	info, err := task.WaitForResult(ctx, progressLogger{ctx: ctx, log: c.log, fields: fields})
-	if errors.Is(err, errSessionRenewed) {
-		c.log.Debug(ctx, "Waiting for vSphere task again in the new session", fields)
-		info, err = task.WaitForResult(ctx, progressLogger{ctx: ctx, log: c.log, fields: fields})
-	}
+	vc, err := c.vimClient(ctx)
 	if err != nil {
-		return info, translate(op, err)
+		return nil, err
 	}
-	c.log.Debug(ctx, "vSphere task done", fields)
-	return info, nil
-}
-
-// progressLogger turns a task's progress reports into log lines.
-type progressLogger struct {
-	ctx    context.Context
-	log    Logger
-	fields map[string]any
-}
-
-func (p progressLogger) Sink() chan<- progress.Report {
-	ch := make(chan progress.Report)
-	go func() {
-		for r := range ch {
-			fields := map[string]any{"percent": r.Percentage(), "detail": r.Detail()}
-			for k, v := range p.fields {
-				fields[k] = v
-			}
-			p.log.Debug(p.ctx, "vSphere task progress", fields)
+	percent := int32(-1)
+	for i := 0; ; i++ {
+		var tm mo.Task
+		if err := c.readObject(ctx, vc, t.Reference(), []string{"info"}, &tm); err != nil {
+			return nil, translate(op, err)
 		}
-	}()
-	return ch
+		info := &tm.Info
+		switch info.State {
+		case types.TaskInfoStateSuccess:
+			c.log.Debug(ctx, "vSphere task done", fields)
+			return info, nil
+		case types.TaskInfoStateError:
+			if info.Error == nil {
+				info.Error = &types.LocalizedMethodFault{Fault: &types.SystemError{Reason: "the task failed"}, LocalizedMessage: "the task failed"}
+			}
+			return info, translate(op, task.Error{LocalizedMethodFault: info.Error, Description: info.Description})
+		}
+		if info.Progress != percent {
+			percent = info.Progress
+			c.log.Debug(ctx, "vSphere task progress", withField(fields, "percent", percent))
+		}
+		select {
+		case <-time.After(taskPolls[min(i, len(taskPolls)-1)]):
+		case <-ctx.Done():
+			return nil, translate(op, ctx.Err())
+		}
+	}
+}
+
+// withField is fields with one more.
+func withField(fields map[string]any, key string, value any) map[string]any {
+	out := make(map[string]any, len(fields)+1)
+	for k, v := range fields {
+		out[k] = v
+	}
+	out[key] = value
+	return out
 }

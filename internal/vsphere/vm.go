@@ -125,14 +125,20 @@ func (c *Client) VM(ctx context.Context, id string) (*VM, error) {
 	if err != nil {
 		return nil, err
 	}
-	ref, err := vmRef(ctx, vc, id)
+	ref, err := c.vmRef(ctx, vc, id)
 	if err != nil {
 		return nil, translate(op, err)
 	}
 	if ref == nil {
 		return nil, objectNotFound(op, ObjectVirtualMachine, id, "no virtual machine has UUID %s", id)
 	}
-	return readVM(ctx, vc, op, *ref)
+	vm, err := c.readVM(ctx, vc, op, *ref)
+	if errors.Is(err, ErrNotFound) {
+		if again := c.refound(ctx, vc, id, *ref); again != nil {
+			return c.readVM(ctx, vc, op, *again)
+		}
+	}
+	return vm, err
 }
 
 // VMByName finds a VM by name within a datacenter.
@@ -144,7 +150,7 @@ func (c *Client) VMByName(ctx context.Context, datacenterID, name string) (*VM, 
 	if err != nil {
 		return nil, err
 	}
-	refs, err := byName(ctx, vc, datacenterRef(datacenterID), "VirtualMachine", name,
+	refs, err := c.byName(ctx, vc, datacenterRef(datacenterID), "VirtualMachine", name,
 		&types.TraversalSpec{Type: "Datacenter", Path: "vmFolder", SelectSet: []types.BaseSelectionSpec{&types.SelectionSpec{Name: "folderTree"}}},
 		folderTree(),
 	)
@@ -155,24 +161,45 @@ func (c *Client) VMByName(ctx context.Context, datacenterID, name string) (*VM, 
 	case 0:
 		return nil, notFound(op, "datacenter %s has no virtual machine called %q", datacenterID, name)
 	case 1:
-		return readVM(ctx, vc, op, refs[0])
+		return c.readVM(ctx, vc, op, refs[0])
 	default:
 		return nil, &Error{Op: op, Kind: ErrAmbiguous, Message: fmt.Sprintf("%d virtual machines are called %q (%s), in different folders: use the VM's UUID instead", len(refs), name, refValues(refs))}
 	}
 }
 
 // vmRef resolves a UUID or managed object id to a reference; nil when no
-// VM has that UUID.
-func vmRef(ctx context.Context, vc *vim25.Client, id string) (*types.ManagedObjectReference, error) {
+// VM has that UUID. A UUID is searched once per client (one Terraform
+// command): a plan and an apply each read a VM several times.
+func (c *Client) vmRef(ctx context.Context, vc *vim25.Client, id string) (*types.ManagedObjectReference, error) {
 	if moidPattern.MatchString(id) {
 		return &types.ManagedObjectReference{Type: "VirtualMachine", Value: id}, nil
+	}
+	key := strings.ToLower(id)
+	if ref, ok := c.vmIDs.Load(key); ok {
+		r := ref.(types.ManagedObjectReference)
+		return &r, nil
 	}
 	found, err := object.NewSearchIndex(vc).FindByUuid(ctx, nil, id, true, types.NewBool(false))
 	if err != nil || found == nil {
 		return nil, err
 	}
 	ref := found.Reference()
+	c.vmIDs.Store(key, ref)
 	return &ref, nil
+}
+
+// refound searches a UUID again when the VM found for it earlier in the
+// run is no longer there: registered again under a new managed object id,
+// which it returns; nil when the search finds none or the same id.
+func (c *Client) refound(ctx context.Context, vc *vim25.Client, id string, gone types.ManagedObjectReference) *types.ManagedObjectReference {
+	if _, cached := c.vmIDs.LoadAndDelete(strings.ToLower(id)); !cached {
+		return nil
+	}
+	ref, err := c.vmRef(ctx, vc, id)
+	if err != nil || ref == nil || *ref == gone {
+		return nil
+	}
+	return ref
 }
 
 // VMUUID resolves a VM's UUID or managed object id to its UUID.
@@ -189,7 +216,7 @@ func (c *Client) readVMProps(ctx context.Context, vc *vim25.Client, op, vmID str
 	if err := malformedVMID(op, vmID); err != nil {
 		return nil, err
 	}
-	ref, err := vmRef(ctx, vc, vmID)
+	ref, err := c.vmRef(ctx, vc, vmID)
 	if err != nil {
 		return nil, translate(op, err)
 	}
@@ -197,8 +224,11 @@ func (c *Client) readVMProps(ctx context.Context, vc *vim25.Client, op, vmID str
 		return nil, objectNotFound(op, ObjectVirtualMachine, vmID, "no virtual machine has UUID %s", vmID)
 	}
 	var vm mo.VirtualMachine
-	if err := retrieveOne(ctx, vc, *ref, props, &vm); err != nil {
+	if err := c.readObject(ctx, vc, *ref, props, &vm); err != nil {
 		if errors.Is(translate(op, err), ErrNotFound) {
+			if again := c.refound(ctx, vc, vmID, *ref); again != nil && c.readObject(ctx, vc, *again, props, &vm) == nil {
+				return &vm, nil
+			}
 			return nil, objectNotFound(op, ObjectVirtualMachine, vmID, "no virtual machine has id %s", ref.Value)
 		}
 		return nil, translate(op, err)
@@ -206,23 +236,16 @@ func (c *Client) readVMProps(ctx context.Context, vc *vim25.Client, op, vmID str
 	return &vm, nil
 }
 
-func readVM(ctx context.Context, vc *vim25.Client, op string, ref types.ManagedObjectReference) (*VM, error) {
-	objs, err := retrieve(ctx, vc, types.PropertyFilterSpec{
-		ObjectSet: []types.ObjectSpec{{Obj: ref}},
-		PropSet:   []types.PropertySpec{{Type: "VirtualMachine", PathSet: vmProps}},
-	})
+func (c *Client) readVM(ctx context.Context, vc *vim25.Client, op string, ref types.ManagedObjectReference) (*VM, error) {
+	var vm mo.VirtualMachine
+	err := c.readObject(ctx, vc, ref, vmProps, &vm)
 	if errors.Is(translate(op, err), ErrNotFound) {
 		return nil, objectNotFound(op, ObjectVirtualMachine, ref.Value, "no virtual machine has id %s", ref.Value)
 	}
 	if err != nil {
 		return nil, translate(op, err)
 	}
-	for _, o := range objs {
-		if vm, ok := o.(mo.VirtualMachine); ok {
-			return vmFromMO(&vm), nil
-		}
-	}
-	return nil, objectNotFound(op, ObjectVirtualMachine, ref.Value, "virtual machine %s does not exist", ref.Value)
+	return vmFromMO(&vm), nil
 }
 
 func vmFromMO(v *mo.VirtualMachine) *VM {

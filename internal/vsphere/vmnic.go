@@ -171,7 +171,7 @@ func (c *Client) pvrdmaFacts(ctx context.Context, ch PVRDMANICChange) (*pvrdmaFa
 		f.hardwareVersion = ParseHardwareVersion(vm.Config.Version)
 	}
 	if f.hardwareVersion >= MinPVRDMAHardwareVersion && vm.EnvironmentBrowser.Value != "" {
-		if f.protocols, err = pvrdmaProtocols(ctx, vc, vm.EnvironmentBrowser, vm.Config.Version); err != nil {
+		if f.protocols, err = c.pvrdmaProtocols(ctx, vc, vm.EnvironmentBrowser, vm.Config.Version); err != nil {
 			return nil, translate(op+": reading the VM's configuration options", err)
 		}
 	}
@@ -273,8 +273,22 @@ func readPortGroup(ctx context.Context, vc *vim25.Client, op, portGroupID string
 }
 
 // pvrdmaProtocols reads the device protocols the VM's hardware version
-// offers for PVRDMA adapters from its config option, never from a table.
-func pvrdmaProtocols(ctx context.Context, vc *vim25.Client, browser types.ManagedObjectReference, version string) ([]string, error) {
+// offers for PVRDMA adapters from its config option, never from a table,
+// once per environment browser (a cluster's) and hardware version per
+// client (one Terraform command).
+func (c *Client) pvrdmaProtocols(ctx context.Context, vc *vim25.Client, browser types.ManagedObjectReference, version string) ([]string, error) {
+	key := browser.Value + " " + version
+	if p, ok := c.protocols.Load(key); ok {
+		return p.([]string), nil
+	}
+	p, err := configOptionProtocols(ctx, vc, browser, version)
+	if err == nil {
+		c.protocols.Store(key, p)
+	}
+	return p, err
+}
+
+func configOptionProtocols(ctx context.Context, vc *vim25.Client, browser types.ManagedObjectReference, version string) ([]string, error) {
 	opt, err := object.NewEnvironmentBrowser(vc, browser).QueryConfigOption(ctx, &types.EnvironmentBrowserConfigOptionQuerySpec{Key: version})
 	if err != nil || opt == nil {
 		return nil, err

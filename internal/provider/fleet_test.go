@@ -1,0 +1,120 @@
+package provider
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
+)
+
+// fleetConfig is scripts/bench-scale.sh's configuration (with count, as the
+// testing framework's state shim takes no for_each): the PVRDMA switch over
+// every host, host settings on every host, a PVRDMA adapter on every VM,
+// each host and VM found by a look-up by name.
+func fleetConfig(lab *vcsimlab.Lab) string {
+	var vms []string
+	for _, n := range lab.VMNames() {
+		if strings.HasPrefix(n, "hpc-node-") {
+			vms = append(vms, n)
+		}
+	}
+	return providerConfig(lab) + fmt.Sprintf(`
+data "vspherehpc_datacenter" "dc" {
+  name = %q
+}
+
+locals {
+  hosts = %s
+  vms   = %s
+}
+
+data "vspherehpc_host" "h" {
+  count         = length(local.hosts)
+  datacenter_id = data.vspherehpc_datacenter.dc.id
+  name          = local.hosts[count.index]
+}
+
+data "vspherehpc_virtual_machine" "vm" {
+  count         = length(local.vms)
+  datacenter_id = data.vspherehpc_datacenter.dc.id
+  name          = local.vms[count.index]
+}
+
+resource "vspherehpc_rdma_dvs" "fabric" {
+  datacenter_id = data.vspherehpc_datacenter.dc.id
+  name          = "fleet-dvs"
+  port_group {
+    name = "fleet-pvrdma"
+  }
+  dynamic "host" {
+    for_each = data.vspherehpc_host.h
+    content {
+      host_system_id = host.value.id
+      vmnic          = "vmnic4"
+    }
+  }
+}
+
+resource "vspherehpc_host_pvrdma_settings" "h" {
+  count          = length(local.hosts)
+  host_system_id = data.vspherehpc_host.h[count.index].id
+  vmknic         = "vmk1"
+}
+
+resource "vspherehpc_vm_pvrdma_nic" "n" {
+  count                     = length(local.vms)
+  virtual_machine_id        = data.vspherehpc_virtual_machine.vm[count.index].id
+  distributed_port_group_id = vspherehpc_rdma_dvs.fabric.port_group_id
+}
+`, lab.DatacenterName(), hclList(lab.HostNames()), hclList(vms))
+}
+
+// The calls one refresh of a fleet takes, counted by the lab: 16 hosts and
+// 64 VMs (81 look-ups by name, 97 resources) at Terraform's default
+// parallelism. Look-ups read the datacenter's names once per kind; no VM's
+// UUID is searched and no host's option queried apart from the shared
+// reads; what is left is the property-collector reads, which calls made at
+// the same moment share.
+func TestAccFleet_refreshCalls(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{Hosts: 16, VMs: 64})
+	config := fleetConfig(lab)
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: config},
+			{
+				RefreshState: true,
+				PreConfig:    lab.ResetCalls,
+				Check: func(*terraform.State) error {
+					calls := lab.Calls()
+					total := 0
+					for _, n := range calls {
+						total += n
+					}
+					t.Logf("refresh of 16 hosts and 64 VMs: %d calls: %v", total, calls)
+					for _, m := range []string{"FindByUuid", "QueryOptions", "QueryConfigOptionEx", "CreateFilter"} {
+						if calls[m] != 0 {
+							return fmt.Errorf("refresh called %s %d times, want none: %v", m, calls[m], calls)
+						}
+					}
+					// Without sharing: 2 names + 16 hosts + 64 VMs + 1 switch
+					// + 32 host settings + 64 adapters + 3 session = 182.
+					if total > fleetRefreshBudget {
+						return fmt.Errorf("refresh took %d calls, want at most %d: %v", total, fleetRefreshBudget, calls)
+					}
+					return nil
+				},
+			},
+		},
+	})
+}
+
+// fleetRefreshBudget is what TestAccFleet_refreshCalls allows: measured at
+// 46-56 on the lab, against the issue's target of 30 (see the closing note:
+// Terraform's parallelism caps each shared call at 10 reads).
+const fleetRefreshBudget = 70
