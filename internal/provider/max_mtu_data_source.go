@@ -48,6 +48,7 @@ type maxMTUDataSource struct {
 
 type maxMTUModel struct {
 	HostSystemIDs types.List     `tfsdk:"host_system_ids"`
+	Paths         types.String   `tfsdk:"paths"`
 	Targets       types.List     `tfsdk:"targets"`
 	VMKernelNIC   types.String   `tfsdk:"vmknic"`
 	MinMTU        types.Int64    `tfsdk:"min_mtu"`
@@ -91,12 +92,25 @@ func (d *maxMTUDataSource) Schema(_ context.Context, _ datasource.SchemaRequest,
 			"host_system_ids": schema.ListAttribute{
 				ElementType:         types.StringType,
 				Optional:            true,
-				MarkdownDescription: "Host-to-host mode: managed object ids of the hosts to probe (two or more), e.g. `data.vspherehpc_host.node[*].id`. Every ordered pair is probed: A to B and B to A can differ. Exactly one of `host_system_ids` and `targets` is set.",
+				MarkdownDescription: "Host-to-host mode: managed object ids of the hosts to probe (two or more), e.g. `data.vspherehpc_host.node[*].id`. `paths` chooses which ordered pairs are probed (A to B and B to A can differ); with `star`, the first host is the hub. Exactly one of `host_system_ids` and `targets` is set.",
 				Validators: []validator.List{
 					listvalidator.SizeAtLeast(2),
 					listvalidator.UniqueValues(),
 					listvalidator.ValueStringsAre(stringvalidator.LengthAtLeast(1)),
 				},
+			},
+			"paths": schema.StringAttribute{
+				Optional: true, Computed: true,
+				MarkdownDescription: "Host-to-host mode: which ordered pairs of `host_system_ids` are probed. Defaults to `all`.\n" +
+					"  - `all`: every ordered pair, k(k-1) paths. Sees every path in both directions, so a bad link or switch port " +
+					"anywhere shows, and so does an asymmetric path; the cost grows with the square of the hosts (32 hosts: 992 paths).\n" +
+					"  - `star`: the first host to every other and back, 2(k-1) paths. Sees each host's own link and switch port; " +
+					"misses a path between two other hosts that the first host's paths do not cross (e.g. leaf to leaf in a " +
+					"leaf-spine fabric when the first host sits on a third leaf, or an inter-switch link). Fits a single switch.\n" +
+					"  - `ring`: each host to the next and the last to the first, k paths. Every host sends and receives once, so " +
+					"each host's link is crossed both ways; misses paths between hosts that are not neighbours in the list and an " +
+					"asymmetry between two neighbours (one direction only is probed). Fits a quick check of a large flat fabric.",
+				Validators: []validator.String{stringvalidator.OneOf(string(vsphere.PathsAll), string(vsphere.PathsStar), string(vsphere.PathsRing))},
 			},
 			"targets": schema.ListAttribute{
 				ElementType: types.StringType,
@@ -150,7 +164,7 @@ func (d *maxMTUDataSource) Schema(_ context.Context, _ datasource.SchemaRequest,
 				"and the data source warns naming the worst path."),
 			"pairs": schema.ListNestedAttribute{
 				Computed:            true,
-				MarkdownDescription: "One entry per path: per ordered pair of hosts, source by source in the order of `host_system_ids`; or per target, in the order of `targets`, with the source fields empty.",
+				MarkdownDescription: "One entry per path: per ordered pair of hosts that `paths` chooses, source by source in the order of `host_system_ids` (for `star`, the hub's paths first); or per target, in the order of `targets`, with the source fields empty.",
 				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
 					"source_host_id":   computedString("Managed object id of the host the pings ran on; empty in runner mode."),
 					"source_host_name": computedString("Name of that host; empty in runner mode."),
@@ -174,6 +188,7 @@ func (d *maxMTUDataSource) ConfigValidators(context.Context) []datasource.Config
 	return []datasource.ConfigValidator{
 		datasourcevalidator.ExactlyOneOf(path.MatchRoot("host_system_ids"), path.MatchRoot("targets")),
 		datasourcevalidator.Conflicting(path.MatchRoot("targets"), path.MatchRoot("vmknic")),
+		datasourcevalidator.Conflicting(path.MatchRoot("targets"), path.MatchRoot("paths")),
 	}
 }
 
@@ -212,7 +227,7 @@ func (d *maxMTUDataSource) Read(ctx context.Context, req datasource.ReadRequest,
 	start := time.Now()
 	var pairs []measuredPath
 	if !state.Targets.IsNull() {
-		state.VMKernelNIC = types.StringNull()
+		state.VMKernelNIC, state.Paths = types.StringNull(), types.StringNull()
 		var targets []string
 		resp.Diagnostics.Append(state.Targets.ElementsAs(ctx, &targets, false)...)
 		if resp.Diagnostics.HasError() {
@@ -227,7 +242,9 @@ func (d *maxMTUDataSource) Read(ctx context.Context, req datasource.ReadRequest,
 			pairs = append(pairs, measuredPath{targetName: t.Target, address: t.Address, mtu: t.MTU, configured: t.ConfiguredMTU, probes: t.Probes})
 		}
 	} else {
+		state.Paths = types.StringValue(stringOr(state.Paths, string(vsphere.PathsAll)))
 		spec := vsphere.PathMTUSpec{
+			Paths:       vsphere.PathChoice(state.Paths.ValueString()),
 			VMKernelNIC: state.VMKernelNIC.ValueString(), Min: bounds.Min, Max: bounds.Max,
 			Timeout: wait, Retries: bounds.Retries, Concurrency: concurrency,
 		}

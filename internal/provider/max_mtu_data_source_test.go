@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
@@ -247,6 +248,80 @@ data "vspherehpc_max_mtu" "fabric" {
 					`data.vspherehpc_host looks one up by name, and data.vspherehpc_cluster lists a cluster's in host_system_ids.`)},
 			{Config: maxMTUConfig(lab, "  min_mtu = 1400.5\n"), PlanOnly: true,
 				ExpectError: wrapped(`min_mtu must be a whole number from 576 to 9000; 1400.5 is not.`)},
+		},
+	})
+}
+
+// paths chooses the ordered pairs: every one, a star around the first host,
+// or a ring. Each pair is one ping on a healthy fabric, so the lab's pings
+// count the paths too.
+func TestAccMaxMTUDataSource_paths(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{Hosts: 4})
+	h := lab.HostNames()
+	id := func(i int) string { return lab.HostID(h[i]) }
+	pair := func(from, to int) knownvalue.Check {
+		return knownvalue.ObjectPartial(map[string]knownvalue.Check{
+			"source_host_id": knownvalue.StringExact(id(from)), "target_host_id": knownvalue.StringExact(id(to)),
+			"mtu": knownvalue.Int64Exact(9000),
+		})
+	}
+	pings := 0
+	before := func() { pings = len(lab.Pings()) }
+	pingsAre := func(want int) resource.TestCheckFunc {
+		return func(*terraform.State) error {
+			if got := len(lab.Pings()) - pings; got != want {
+				return fmt.Errorf("%d pings, want %d: one per path", got, want)
+			}
+			return nil
+		}
+	}
+	d := "data.vspherehpc_max_mtu.fabric"
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config: providerConfig(lab) + `
+data "vspherehpc_max_mtu" "fabric" {
+  targets = ["127.0.0.1"]
+  paths   = "star"
+}
+`,
+				ExpectError: regexp.MustCompile(`(?s)Invalid Attribute Combination.*paths`),
+			},
+			{
+				Config:      maxMTUConfig(lab, `  paths = "mesh"`+"\n"),
+				ExpectError: regexp.MustCompile(`(?s)paths.*value must be one of`),
+			},
+			{
+				PreConfig: before,
+				Config:    maxMTUConfig(lab, `  paths = "star"`+"\n"),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(d, tfjsonpath.New("pairs"), knownvalue.ListExact([]knownvalue.Check{
+						pair(0, 1), pair(0, 2), pair(0, 3), pair(1, 0), pair(2, 0), pair(3, 0),
+					})),
+				},
+				Check: pingsAre(6),
+			},
+			{
+				PreConfig: before,
+				Config:    maxMTUConfig(lab, `  paths = "ring"`+"\n"),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(d, tfjsonpath.New("pairs"), knownvalue.ListExact([]knownvalue.Check{
+						pair(0, 1), pair(1, 2), pair(2, 3), pair(3, 0),
+					})),
+				},
+				Check: pingsAre(4),
+			},
+			{
+				PreConfig: before,
+				Config:    maxMTUConfig(lab, ""),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(d, tfjsonpath.New("paths"), knownvalue.StringExact("all")),
+					statecheck.ExpectKnownValue(d, tfjsonpath.New("pairs"), knownvalue.ListSizeExact(12)),
+				},
+				Check: pingsAre(12),
+			},
 		},
 	})
 }

@@ -22,10 +22,11 @@ import (
 // defaultMTU is a vmknic's or switch's MTU when vSphere leaves it unset.
 const defaultMTU = 1500
 
-// PathMTUSpec asks for the largest unfragmented packet between every ordered
-// pair of hosts, over one vmknic on each.
+// PathMTUSpec asks for the largest unfragmented packet between hosts, over
+// one vmknic on each, along the paths Paths chooses.
 type PathMTUSpec struct {
 	HostIDs     []string
+	Paths       PathChoice
 	VMKernelNIC string
 	Min, Max    int           // search bounds, as packet sizes
 	Timeout     time.Duration // how long a host waits for a reply to one probe
@@ -51,40 +52,77 @@ type pathEnd struct {
 	configured   int
 }
 
-// PathMTUs probes every ordered pair of hosts with don't-fragment pings run
-// on the source host (esxcli network diag ping), searching for the largest
-// packet that crosses. Pairs run concurrently; the result keeps the order of
-// HostIDs (source-major).
+// PathChoice is which ordered pairs of hosts are probed.
+type PathChoice string
+
+// The path choices; "" is PathsAll.
+const (
+	// PathsAll probes every ordered pair: k(k-1) paths.
+	PathsAll PathChoice = "all"
+	// PathsStar probes the first host to every other and back: 2(k-1).
+	PathsStar PathChoice = "star"
+	// PathsRing probes each host to the next, the last to the first: k.
+	PathsRing PathChoice = "ring"
+)
+
+// pairs lists the ordered pairs of k hosts (indexes) a choice probes,
+// source-major.
+func (p PathChoice) pairs(k int) [][2]int {
+	var out [][2]int
+	switch p {
+	case PathsStar:
+		for j := 1; j < k; j++ {
+			out = append(out, [2]int{0, j})
+		}
+		for i := 1; i < k; i++ {
+			out = append(out, [2]int{i, 0})
+		}
+	case PathsRing:
+		for i := range k {
+			if j := (i + 1) % k; j != i {
+				out = append(out, [2]int{i, j})
+			}
+		}
+	default:
+		for i := range k {
+			for j := range k {
+				if i != j {
+					out = append(out, [2]int{i, j})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// PathMTUs probes the chosen ordered pairs of hosts with don't-fragment pings
+// run on the source host (esxcli network diag ping), searching for the
+// largest packet that crosses. Pairs run concurrently; the result keeps the
+// order of HostIDs (source-major; a star's hub first).
 func (c *Client) PathMTUs(ctx context.Context, spec PathMTUSpec) ([]PathMTU, error) {
 	ends, vc, err := c.pathEnds(ctx, spec.HostIDs, spec.VMKernelNIC)
 	if err != nil {
 		return nil, err
 	}
+	pairs := spec.Paths.pairs(len(ends))
 	pingers := make([]*pinger, len(ends))
-	for i, end := range ends {
-		if pingers[i], err = newPinger(ctx, c, vc, end, spec); err != nil {
-			return nil, err
+	for _, pr := range pairs {
+		if pingers[pr[0]] != nil {
+			continue
 		}
-	}
-
-	type pair struct{ from, to int }
-	var pairs []pair
-	for i := range ends {
-		for j := range ends {
-			if i != j {
-				pairs = append(pairs, pair{i, j})
-			}
+		if pingers[pr[0]], err = newPinger(ctx, c, vc, ends[pr[0]], spec); err != nil {
+			return nil, err
 		}
 	}
 	paths := make([]mtu.Path, len(pairs))
 	for i, pr := range pairs {
-		paths[i] = pingers[pr.from].path(ends[pr.to])
+		paths[i] = pingers[pr[0]].path(ends[pr[1]])
 	}
 	bounds := mtu.Options{Min: spec.Min, Max: spec.Max, Retries: spec.Retries}
 	results := make([]PathMTU, len(pairs))
 	errs := make([]error, len(pairs))
 	for i, found := range mtu.SearchPaths(ctx, paths, bounds, spec.Concurrency) {
-		results[i], errs[i] = pingers[pairs[i].from].result(ends[pairs[i].to], paths[i].Limit, found, spec.VMKernelNIC)
+		results[i], errs[i] = pingers[pairs[i][0]].result(ends[pairs[i][1]], paths[i].Limit, found, spec.VMKernelNIC)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
