@@ -114,7 +114,9 @@ func TestAccFleet_refreshCalls(t *testing.T) {
 	})
 }
 
-// fleetRefreshBudget is what TestAccFleet_refreshCalls allows: measured at
-// 46-56 on the lab, against the target of 30 (see the closing note:
-// Terraform's parallelism caps each shared call at 10 reads).
-const fleetRefreshBudget = 70
+// fleetRefreshBudget is what TestAccFleet_refreshCalls allows. The target is
+// 30: measured at 29-30 alone on an idle machine, 46 while the whole suite
+// runs beside it, when Terraform starts reads further apart than the shared
+// call waits. (Terraform's parallelism caps a shared call at 10 reads, so
+// 178 reads need 18 calls at the very least.)
+const fleetRefreshBudget = 60

@@ -21,9 +21,11 @@ import (
 // made after it arrived, so it is never older than the read itself.
 
 // batchWindow is how long a read waits for others when no call is in
-// flight: long enough for reads Terraform starts together, short beside a
-// round trip.
-const batchWindow = 5 * time.Millisecond
+// flight: Terraform starts the next reads a few milliseconds after earlier
+// ones return. Measured with make bench-scale (16 hosts, 64 VMs, 20 ms per
+// call): a refresh took 46 calls and 2.9 s at 5 ms, 37 and 2.4 s at 10 ms,
+// 44 and 3.0 s at 20 ms.
+const batchWindow = 10 * time.Millisecond
 
 // batchMax caps the specs of one call.
 const batchMax = 200

@@ -166,3 +166,38 @@ func TestPathMTUsNamesEveryMissingHost(t *testing.T) {
 		t.Fatalf("err = %q, want the two missing hosts named and not %s", msg, existing)
 	}
 }
+
+// The calls a measurement makes, by path choice: a ping per path (more for a
+// probe lost at the boundary), plus reaching each sending host's esxcli
+// (three calls: its executer, its type manager, the ping command's
+// arguments) and one read of the hosts. Counted at 8 and 32 hosts (a
+// measurement runs on every plan).
+func TestPathMTUsCallsByPathChoice(t *testing.T) {
+	t.Parallel()
+	for _, k := range []int{8, 32} {
+		lab := startLab(t, vcsimlab.Options{Hosts: k})
+		ctx := context.Background()
+		for _, choice := range []PathChoice{PathsAll, PathsStar, PathsRing} {
+			c := labClient(lab)
+			spec := pathMTUSpec(lab, k)
+			spec.Paths, spec.Concurrency = choice, 16
+			lab.ResetCalls()
+			got, err := c.PathMTUs(ctx, spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			paths := map[PathChoice]int{PathsAll: k * (k - 1), PathsStar: 2 * (k - 1), PathsRing: k}[choice]
+			calls := lab.Calls()
+			total := 0
+			for _, n := range calls {
+				total += n
+			}
+			t.Logf("%d hosts, paths %s: %d paths, %d calls: %v", k, choice, len(got), total, calls)
+			// Pings are ExecuteSoap calls, as is each host's esxcli metadata.
+			if len(got) != paths || calls["ExecuteSoap"] < paths+k || calls["RetrieveManagedMethodExecuter"] != k {
+				t.Errorf("%d hosts, %s: %d paths, %d ExecuteSoap, %d executers; want %d, at least %d, %d",
+					k, choice, len(got), calls["ExecuteSoap"], calls["RetrieveManagedMethodExecuter"], paths, paths+k, k)
+			}
+		}
+	}
+}
