@@ -134,7 +134,7 @@ func (c *Client) CreateDVS(ctx context.Context, spec DVSSpec) (DVSID, string, er
 		return DVSID{}, "", err
 	}
 	var dc mo.Datacenter
-	if err := retrieveOne(ctx, vc, datacenterRef(spec.DatacenterID), []string{"networkFolder"}, &dc); err != nil {
+	if err := c.readObject(ctx, vc, datacenterRef(spec.DatacenterID), []string{"networkFolder"}, &dc); err != nil {
 		return DVSID{}, "", datacenterError(op, spec.DatacenterID, err)
 	}
 	create := types.DVSCreateSpec{ConfigSpec: &types.VMwareDVSConfigSpec{
@@ -161,7 +161,7 @@ func (c *Client) CreateDVS(ctx context.Context, spec DVSSpec) (DVSID, string, er
 		return DVSID{}, "", fmt.Errorf("%s: vCenter returned no switch", op)
 	}
 	var s mo.DistributedVirtualSwitch
-	if err := retrieveOne(ctx, vc, ref, []string{"uuid"}, &s); err != nil {
+	if err := c.readObject(ctx, vc, ref, []string{"uuid"}, &s); err != nil {
 		return DVSID{Ref: ref.String()}, "", translate(op, err)
 	}
 	id := DVSID{UUID: s.Uuid, Ref: ref.String()}
@@ -492,7 +492,7 @@ func (c *Client) FindDVSByPath(ctx context.Context, path string) (DVSID, error) 
 	}
 	ref := found.Reference()
 	var s mo.DistributedVirtualSwitch
-	if err := retrieveOne(ctx, vc, ref, []string{"uuid"}, &s); err != nil {
+	if err := c.readObject(ctx, vc, ref, []string{"uuid"}, &s); err != nil {
 		return DVSID{}, translate(op, err)
 	}
 	return DVSID{UUID: s.Uuid, Ref: ref.String()}, nil

@@ -98,7 +98,7 @@ func (c *Client) applyPortGroup(ctx context.Context, vc *vim25.Client, op string
 			return "", fmt.Errorf("%s: vCenter returned no port group", op)
 		}
 		var pg mo.DistributedVirtualPortgroup
-		if err := retrieveOne(ctx, vc, created, []string{"key"}, &pg); err != nil {
+		if err := c.readObject(ctx, vc, created, []string{"key"}, &pg); err != nil {
 			return "", translate(op, err)
 		}
 		return pg.Key, nil
@@ -107,7 +107,7 @@ func (c *Client) applyPortGroup(ctx context.Context, vc *vim25.Client, op string
 	// touched the port group (uplink teaming order), bumping it.
 	ref = types.ManagedObjectReference{Type: "DistributedVirtualPortgroup", Value: current.ID}
 	var fresh mo.DistributedVirtualPortgroup
-	if err := retrieveOne(ctx, vc, ref, []string{"config.configVersion"}, &fresh); err != nil {
+	if err := c.readObject(ctx, vc, ref, []string{"config.configVersion"}, &fresh); err != nil {
 		return "", translate(op+": reading port group "+current.Name, err)
 	}
 	cfg.ConfigVersion = fresh.Config.ConfigVersion

@@ -32,11 +32,6 @@ func retrieve(ctx context.Context, vc *vim25.Client, specs ...types.PropertyFilt
 	return out, nil
 }
 
-// retrieveOne reads properties of one object into dst, in one round trip.
-func retrieveOne(ctx context.Context, vc *vim25.Client, ref types.ManagedObjectReference, props []string, dst any) error {
-	return property.DefaultCollector(vc).RetrieveOne(ctx, ref, props, dst)
-}
-
 // folderTree selects everything below a folder, through nested folders.
 func folderTree() *types.TraversalSpec {
 	return &types.TraversalSpec{

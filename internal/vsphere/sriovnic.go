@@ -225,7 +225,7 @@ func (c *Client) portGroupBacking(ctx context.Context, op, portGroupID string) (
 		return nil, err
 	}
 	var pg mo.DistributedVirtualPortgroup
-	err = retrieveOne(ctx, vc, types.ManagedObjectReference{Type: "DistributedVirtualPortgroup", Value: portGroupID}, []string{"key", "config.distributedVirtualSwitch"}, &pg)
+	err = c.readObject(ctx, vc, types.ManagedObjectReference{Type: "DistributedVirtualPortgroup", Value: portGroupID}, []string{"key", "config.distributedVirtualSwitch"}, &pg)
 	if err != nil {
 		return nil, translate(op+": reading port group "+portGroupID, err)
 	}
@@ -233,7 +233,7 @@ func (c *Client) portGroupBacking(ctx context.Context, op, portGroupID string) (
 		return nil, &Error{Op: op, Kind: ErrInvalidArg, Message: "port group " + portGroupID + " has no distributed switch"}
 	}
 	var s mo.DistributedVirtualSwitch
-	if err := retrieveOne(ctx, vc, *pg.Config.DistributedVirtualSwitch, []string{"uuid"}, &s); err != nil {
+	if err := c.readObject(ctx, vc, *pg.Config.DistributedVirtualSwitch, []string{"uuid"}, &s); err != nil {
 		return nil, translate(op, err)
 	}
 	return &types.VirtualEthernetCardDistributedVirtualPortBackingInfo{
@@ -307,7 +307,7 @@ func (c *Client) PlanSRIOVNIC(ctx context.Context, ch SRIOVNICChange) ([]Finding
 	if err != nil {
 		return nil, err
 	}
-	pg, err := readPortGroup(ctx, vc, op, ch.PortGroupID)
+	pg, err := c.readPortGroup(ctx, vc, op, ch.PortGroupID)
 	if err != nil {
 		return nil, err
 	}

@@ -183,7 +183,7 @@ func (c *Client) changeVM(ctx context.Context, ch vmChange) error {
 	}
 	if ch.after != nil {
 		var done mo.VirtualMachine
-		if rerr := retrieveOne(ctx, vc, vm.Self, []string{"config.hardware.device"}, &done); rerr != nil {
+		if rerr := c.readObject(ctx, vc, vm.Self, []string{"config.hardware.device"}, &done); rerr != nil {
 			return errors.Join(err, translate(ch.op, rerr))
 		}
 		ch.after(&done, before)

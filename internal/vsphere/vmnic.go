@@ -180,7 +180,7 @@ func (c *Client) pvrdmaFacts(ctx context.Context, ch PVRDMANICChange) (*pvrdmaFa
 			return nil, translate(op+": looking for MAC address "+ch.MAC, err)
 		}
 	}
-	return f, portGroupFacts(ctx, vc, op, ch.PortGroupID, f)
+	return f, c.portGroupFacts(ctx, vc, op, ch.PortGroupID, f)
 }
 
 // macOwner names a VM with a network adapter that has mac, other than the
@@ -215,8 +215,8 @@ func macOwner(ctx context.Context, vc *vim25.Client, mac string, vm types.Manage
 
 // portGroupFacts reads the port group, its switch, and which hosts of the
 // VM's cluster are not on that switch.
-func portGroupFacts(ctx context.Context, vc *vim25.Client, op, portGroupID string, f *pvrdmaFacts) error {
-	pg, err := readPortGroup(ctx, vc, op, portGroupID)
+func (c *Client) portGroupFacts(ctx context.Context, vc *vim25.Client, op, portGroupID string, f *pvrdmaFacts) error {
+	pg, err := c.readPortGroup(ctx, vc, op, portGroupID)
 	if err != nil {
 		return err
 	}
@@ -245,14 +245,14 @@ type portGroupInfo struct {
 	members    []types.ManagedObjectReference // the switch's hosts
 }
 
-// readPortGroup reads a distributed port group and its switch; an id that
-// names a standard network reads as one.
-func readPortGroup(ctx context.Context, vc *vim25.Client, op, portGroupID string) (*portGroupInfo, error) {
+// readPortGroup reads a distributed port group and its switch, in shared
+// reads; an id that names a standard network reads as one.
+func (c *Client) readPortGroup(ctx context.Context, vc *vim25.Client, op, portGroupID string) (*portGroupInfo, error) {
 	var pg mo.DistributedVirtualPortgroup
-	err := retrieveOne(ctx, vc, types.ManagedObjectReference{Type: "DistributedVirtualPortgroup", Value: portGroupID}, []string{"name", "key", "config.distributedVirtualSwitch"}, &pg)
+	err := c.readObject(ctx, vc, types.ManagedObjectReference{Type: "DistributedVirtualPortgroup", Value: portGroupID}, []string{"name", "key", "config.distributedVirtualSwitch"}, &pg)
 	if errors.Is(translate(op, err), ErrNotFound) {
 		var n mo.Network
-		if nerr := retrieveOne(ctx, vc, types.ManagedObjectReference{Type: "Network", Value: portGroupID}, []string{"name"}, &n); nerr == nil {
+		if nerr := c.readObject(ctx, vc, types.ManagedObjectReference{Type: "Network", Value: portGroupID}, []string{"name"}, &n); nerr == nil {
 			return &portGroupInfo{name: n.Name, standard: true}, nil
 		}
 		return nil, objectNotFound(op, ObjectPortGroup, portGroupID, "no distributed port group has id %s", portGroupID)
@@ -265,7 +265,7 @@ func readPortGroup(ctx context.Context, vc *vim25.Client, op, portGroupID string
 		return out, nil
 	}
 	var s mo.DistributedVirtualSwitch
-	if err := retrieveOne(ctx, vc, *pg.Config.DistributedVirtualSwitch, []string{"name", "uuid", "summary.hostMember"}, &s); err != nil {
+	if err := c.readObject(ctx, vc, *pg.Config.DistributedVirtualSwitch, []string{"name", "uuid", "summary.hostMember"}, &s); err != nil {
 		return nil, translate(op, err)
 	}
 	out.switchName, out.members = s.Name, s.Summary.HostMember
@@ -467,7 +467,7 @@ func (c *Client) newPVRDMADevice(ctx context.Context, op string, spec PVRDMANICS
 		return nil, err
 	}
 	var pg mo.DistributedVirtualPortgroup
-	err = retrieveOne(ctx, vc, types.ManagedObjectReference{Type: "DistributedVirtualPortgroup", Value: spec.PortGroupID}, []string{"key", "config.distributedVirtualSwitch"}, &pg)
+	err = c.readObject(ctx, vc, types.ManagedObjectReference{Type: "DistributedVirtualPortgroup", Value: spec.PortGroupID}, []string{"key", "config.distributedVirtualSwitch"}, &pg)
 	if err != nil {
 		return nil, translate(op+": reading port group "+spec.PortGroupID, err)
 	}
@@ -475,7 +475,7 @@ func (c *Client) newPVRDMADevice(ctx context.Context, op string, spec PVRDMANICS
 		return nil, &Error{Op: op, Kind: ErrInvalidArg, Message: "port group " + spec.PortGroupID + " has no distributed switch"}
 	}
 	var s mo.DistributedVirtualSwitch
-	if err := retrieveOne(ctx, vc, *pg.Config.DistributedVirtualSwitch, []string{"uuid"}, &s); err != nil {
+	if err := c.readObject(ctx, vc, *pg.Config.DistributedVirtualSwitch, []string{"uuid"}, &s); err != nil {
 		return nil, translate(op, err)
 	}
 	nic := &types.VirtualVmxnet3Vrdma{DeviceProtocol: spec.DeviceProtocol}
