@@ -15,7 +15,8 @@ import (
 // Reads that arrive together share one round trip. Terraform reads many
 // resources at once (its parallelism, 10 by default), and on a real vCenter
 // each call costs 10-50 ms, so the calls are the cost. A read waits for the
-// call in flight, or, when none is, for batchWindow, and then goes out with
+// call in flight, or, when none is and reads came lately, for batchWindow
+// (a read after a quiet spell goes at once), and then goes out with
 // every read that came meanwhile, each as its own PropertyFilterSpec of one
 // RetrievePropertiesEx. Nothing is cached: each read is answered by a call
 // made after it arrived, so it is never older than the read itself.
@@ -27,6 +28,11 @@ import (
 // 44 and 3.0 s at 20 ms.
 const batchWindow = 10 * time.Millisecond
 
+// quietAfter is how long without a read makes the next one go at once: a
+// lone read (one resource's refresh, a plan of a few) does not wait for
+// company that is not coming.
+const quietAfter = 100 * time.Millisecond
+
 // batchMax caps the specs of one call.
 const batchMax = 200
 
@@ -35,6 +41,7 @@ type readBatch struct {
 	mu      sync.Mutex
 	pending []*sharedRead
 	running bool
+	last    time.Time // when the latest read arrived
 }
 
 type sharedRead struct {
@@ -55,10 +62,16 @@ func (c *Client) readShared(ctx context.Context, vc *vim25.Client, spec types.Pr
 	b.mu.Lock()
 	b.pending = append(b.pending, r)
 	start := !b.running
+	now := time.Now()
+	wait := time.Duration(0)
+	if now.Sub(b.last) < quietAfter {
+		wait = batchWindow
+	}
+	b.last = now
 	b.running = true
 	b.mu.Unlock()
 	if start {
-		go c.runBatches(vc)
+		go c.runBatches(vc, wait)
 	}
 	select {
 	case <-r.done:
@@ -68,9 +81,10 @@ func (c *Client) readShared(ctx context.Context, vc *vim25.Client, spec types.Pr
 	}
 }
 
-// runBatches sends the pending reads, a call at a time, until none is left.
-func (c *Client) runBatches(vc *vim25.Client) {
-	time.Sleep(batchWindow)
+// runBatches sends the pending reads, after wait, a call at a time, until
+// none is left.
+func (c *Client) runBatches(vc *vim25.Client, wait time.Duration) {
+	time.Sleep(wait)
 	b := &c.batch
 	for {
 		b.mu.Lock()
