@@ -67,7 +67,7 @@ type Client struct {
 	batch     readBatch
 	names     nameIndexes
 	vmIDs     sync.Map // lower-case VM UUID -> types.ManagedObjectReference, see vmRef
-	protocols sync.Map // "<environment browser> <hardware version>" -> []string, see pvrdmaProtocols
+	protocols sync.Map // "<environment browser> <hardware version>" -> *protocolsRead, see pvrdmaProtocols
 }
 
 // New returns a client that has not connected yet.

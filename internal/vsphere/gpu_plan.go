@@ -380,7 +380,7 @@ func (c *Client) hostWith(ctx context.Context, vmHostID string, has func(*Host) 
 	if err != nil {
 		return ""
 	}
-	hosts, err := siblingHosts(ctx, vc, types.ManagedObjectReference{Type: "HostSystem", Value: vmHostID})
+	hosts, err := c.siblingHosts(ctx, vc, types.ManagedObjectReference{Type: "HostSystem", Value: vmHostID})
 	if err != nil {
 		return ""
 	}

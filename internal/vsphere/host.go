@@ -392,24 +392,53 @@ func splitDeviceName(s string) (string, int) {
 	return s[:i], n
 }
 
-// siblingHosts lists the hosts of a host's cluster (or the host alone).
-func siblingHosts(ctx context.Context, vc *vim25.Client, host types.ManagedObjectReference) ([]mo.HostSystem, error) {
-	objs, err := retrieve(ctx, vc, types.PropertyFilterSpec{
-		ObjectSet: []types.ObjectSpec{{Obj: host, Skip: types.NewBool(true), SelectSet: []types.BaseSelectionSpec{
+// siblingHosts lists the hosts of a host's cluster (or of its standalone
+// compute resource), the host itself included, by name, in a shared read.
+func (c *Client) siblingHosts(ctx context.Context, vc *vim25.Client, host types.ManagedObjectReference) ([]mo.HostSystem, error) {
+	objs, err := c.readShared(ctx, vc, types.PropertyFilterSpec{
+		ObjectSet: []types.ObjectSpec{{Obj: host, SelectSet: []types.BaseSelectionSpec{
 			&types.TraversalSpec{Type: "HostSystem", Path: "parent", SelectSet: []types.BaseSelectionSpec{
 				&types.TraversalSpec{Type: "ComputeResource", Path: "host"},
 			}},
 		}}},
-		PropSet: []types.PropertySpec{{Type: "HostSystem", PathSet: []string{"name"}}},
+		PropSet: []types.PropertySpec{
+			{Type: "HostSystem", PathSet: []string{"name", "parent"}},
+			{Type: "ComputeResource", PathSet: []string{"host"}},
+		},
 	})
 	if err != nil {
 		return nil, err
 	}
+	// The call may carry other reads' objects: take this host's siblings.
+	var self mo.HostSystem
+	if oc, ok := objs[host]; !ok || mo.LoadObjectContent([]types.ObjectContent{oc}, &self) != nil || self.Parent == nil {
+		return nil, nil
+	}
+	var members []types.ManagedObjectReference
+	if oc, ok := objs[*self.Parent]; ok {
+		switch cr := asMO(oc).(type) {
+		case mo.ClusterComputeResource:
+			members = cr.Host
+		case mo.ComputeResource:
+			members = cr.Host
+		}
+	}
 	var hosts []mo.HostSystem
-	for _, o := range objs {
-		if h, ok := o.(mo.HostSystem); ok {
+	for _, ref := range members {
+		var h mo.HostSystem
+		if oc, ok := objs[ref]; ok && mo.LoadObjectContent([]types.ObjectContent{oc}, &h) == nil {
 			hosts = append(hosts, h)
 		}
 	}
 	return hosts, nil
+}
+
+// asMO is an object's content as its mo type (mo.ClusterComputeResource,
+// ...), nil when it has none.
+func asMO(oc types.ObjectContent) any {
+	v, err := mo.ObjectContentToType(oc)
+	if err != nil {
+		return nil
+	}
+	return v
 }

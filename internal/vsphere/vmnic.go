@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/vmware/govmomi/object"
 	"github.com/vmware/govmomi/vim25"
@@ -224,7 +225,7 @@ func (c *Client) portGroupFacts(ctx context.Context, vc *vim25.Client, op, portG
 	if pg.standard || f.vm.Runtime.Host == nil {
 		return nil
 	}
-	clusterHosts, err := siblingHosts(ctx, vc, *f.vm.Runtime.Host)
+	clusterHosts, err := c.siblingHosts(ctx, vc, *f.vm.Runtime.Host)
 	if err != nil {
 		return translate(op, err)
 	}
@@ -275,17 +276,24 @@ func (c *Client) readPortGroup(ctx context.Context, vc *vim25.Client, op, portGr
 // pvrdmaProtocols reads the device protocols the VM's hardware version
 // offers for PVRDMA adapters from its config option, never from a table,
 // once per environment browser (a cluster's) and hardware version per
-// client (one Terraform command).
+// client (one Terraform command): concurrent plans of one cluster's VMs
+// wait for the first read. A failed read is not kept.
 func (c *Client) pvrdmaProtocols(ctx context.Context, vc *vim25.Client, browser types.ManagedObjectReference, version string) ([]string, error) {
 	key := browser.Value + " " + version
-	if p, ok := c.protocols.Load(key); ok {
-		return p.([]string), nil
+	v, _ := c.protocols.LoadOrStore(key, &protocolsRead{})
+	r := v.(*protocolsRead)
+	r.once.Do(func() { r.protocols, r.err = configOptionProtocols(ctx, vc, browser, version) })
+	if r.err != nil {
+		c.protocols.CompareAndDelete(key, r)
 	}
-	p, err := configOptionProtocols(ctx, vc, browser, version)
-	if err == nil {
-		c.protocols.Store(key, p)
-	}
-	return p, err
+	return r.protocols, r.err
+}
+
+// protocolsRead is one read of a config option's PVRDMA protocols.
+type protocolsRead struct {
+	once      sync.Once
+	protocols []string
+	err       error
 }
 
 func configOptionProtocols(ctx context.Context, vc *vim25.Client, browser types.ManagedObjectReference, version string) ([]string, error) {
