@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -120,4 +121,30 @@ func notAnAdapterOf(vm *vsphere.VM, key int64, adapterType, label string) string
 		return what + fmt.Sprintf(" It has no %s adapter: create the resource instead.", label)
 	}
 	return what + fmt.Sprintf(" Its %s adapters have device keys %s; import one of those.", label, strings.Join(ofType, ", "))
+}
+
+// importAdapter imports a VM's network adapter of adapterType (label names
+// the type to a reader) from "<VM UUID or moid>:<device key>".
+func importAdapter(ctx context.Context, client *vsphere.Client, req resource.ImportStateRequest, resp *resource.ImportStateResponse, adapterType, label string) {
+	i := strings.LastIndex(req.ID, ":")
+	key, err := strconv.ParseInt(req.ID[i+1:], 10, 32)
+	if i <= 0 || err != nil {
+		resp.Diagnostics.AddError("Invalid import id",
+			fmt.Sprintf("Import the %s adapter as <VM UUID>:<device key>, e.g. 4223b7a1-...-9c1e:4000, not %q. "+
+				"vspherehpc_virtual_machine lists a VM's adapters with their keys.", label, req.ID))
+		return
+	}
+	vm, err := client.VM(ctx, req.ID[:i])
+	if err != nil {
+		resp.Diagnostics.Append(vsphereErrorDiag("Cannot import "+label+" adapter "+req.ID, err))
+		return
+	}
+	if detail := notAnAdapterOf(vm, key, adapterType, label); detail != "" {
+		resp.Diagnostics.AddError("No such "+label+" adapter", detail)
+		return
+	}
+	uuid := strings.ToLower(vm.ID)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("virtual_machine_id"), uuid)...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("device_key"), key)...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), uuid+":"+strconv.FormatInt(key, 10))...)
 }

@@ -408,25 +408,5 @@ func (r *vmPVRDMANICResource) Delete(ctx context.Context, req resource.DeleteReq
 
 // ImportState takes "<VM UUID or moid>:<device key>".
 func (r *vmPVRDMANICResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	i := strings.LastIndex(req.ID, ":")
-	key, err := strconv.ParseInt(req.ID[i+1:], 10, 32)
-	if i <= 0 || err != nil {
-		resp.Diagnostics.AddError("Invalid import id",
-			fmt.Sprintf("Import a PVRDMA adapter as <VM UUID>:<device key>, e.g. 4223b7a1-...-9c1e:4000, not %q. "+
-				"vspherehpc_virtual_machine lists a VM's adapters with their keys.", req.ID))
-		return
-	}
-	vm, err := r.client.VM(ctx, req.ID[:i])
-	if err != nil {
-		resp.Diagnostics.Append(vsphereErrorDiag("Cannot import PVRDMA adapter "+req.ID, err))
-		return
-	}
-	if detail := notAnAdapterOf(vm, key, "vmxnet3vrdma", "PVRDMA"); detail != "" {
-		resp.Diagnostics.AddError("No such PVRDMA adapter", detail)
-		return
-	}
-	uuid := strings.ToLower(vm.ID)
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("virtual_machine_id"), uuid)...)
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("device_key"), key)...)
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), uuid+":"+strconv.FormatInt(key, 10))...)
+	importAdapter(ctx, r.client, req, resp, "vmxnet3vrdma", "PVRDMA")
 }

@@ -417,25 +417,5 @@ func (r *vmSRIOVNICResource) Delete(ctx context.Context, req resource.DeleteRequ
 
 // ImportState takes "<VM UUID or moid>:<device key>".
 func (r *vmSRIOVNICResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	i := strings.LastIndex(req.ID, ":")
-	key, err := strconv.ParseInt(req.ID[i+1:], 10, 32)
-	if i <= 0 || err != nil {
-		resp.Diagnostics.AddError("Invalid import id",
-			fmt.Sprintf("Import an SR-IOV adapter as <VM UUID>:<device key>, e.g. 4223b7a1-...-9c1e:4001, not %q. "+
-				"vspherehpc_virtual_machine lists a VM's adapters with their keys.", req.ID))
-		return
-	}
-	vm, err := r.client.VM(ctx, req.ID[:i])
-	if err != nil {
-		resp.Diagnostics.Append(vsphereErrorDiag("Cannot import SR-IOV adapter "+req.ID, err))
-		return
-	}
-	if detail := notAnAdapterOf(vm, key, "sriov", "SR-IOV"); detail != "" {
-		resp.Diagnostics.AddError("No such SR-IOV adapter", detail)
-		return
-	}
-	uuid := strings.ToLower(vm.ID)
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("virtual_machine_id"), uuid)...)
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("device_key"), key)...)
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), uuid+":"+strconv.FormatInt(key, 10))...)
+	importAdapter(ctx, r.client, req, resp, "sriov", "SR-IOV")
 }

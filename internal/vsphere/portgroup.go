@@ -177,3 +177,29 @@ func (c *Client) portGroupUsers(ctx context.Context, vc *vim25.Client, pgs []Por
 	}
 	return out, nil
 }
+
+// portGroupBacking is the backing of a network adapter (PVRDMA or SR-IOV)
+// on a distributed port group.
+func (c *Client) portGroupBacking(ctx context.Context, op, portGroupID string) (*types.VirtualEthernetCardDistributedVirtualPortBackingInfo, error) {
+	ctx, cancel := c.withTimeout(ctx)
+	defer cancel()
+	vc, err := c.vimClient(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var pg mo.DistributedVirtualPortgroup
+	err = c.readObject(ctx, vc, types.ManagedObjectReference{Type: "DistributedVirtualPortgroup", Value: portGroupID}, []string{"key", "config.distributedVirtualSwitch"}, &pg)
+	if err != nil {
+		return nil, translate(op+": reading port group "+portGroupID, err)
+	}
+	if pg.Config.DistributedVirtualSwitch == nil {
+		return nil, &Error{Op: op, Kind: ErrInvalidArg, Message: "port group " + portGroupID + " has no distributed switch"}
+	}
+	var s mo.DistributedVirtualSwitch
+	if err := c.readObject(ctx, vc, *pg.Config.DistributedVirtualSwitch, []string{"uuid"}, &s); err != nil {
+		return nil, translate(op, err)
+	}
+	return &types.VirtualEthernetCardDistributedVirtualPortBackingInfo{
+		Port: types.DistributedVirtualSwitchPortConnection{SwitchUuid: s.Uuid, PortgroupKey: pg.Key},
+	}, nil
+}

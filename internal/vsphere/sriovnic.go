@@ -7,7 +7,6 @@ package vsphere
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -181,20 +180,10 @@ func (c *Client) UpdateSRIOVNIC(ctx context.Context, vmID string, key int32, spe
 // DeleteSRIOVNIC removes an adapter. A missing VM or adapter is no error.
 func (c *Client) DeleteSRIOVNIC(ctx context.Context, vmID string, key int32, powerOffAllowed bool) error {
 	op := fmt.Sprintf("removing SR-IOV adapter %d of virtual machine %s", key, vmID)
-	err := c.changeVM(ctx, vmChange{op: op, vmID: vmID, change: WhatSRIOVNeedsOff, powerOffAllowed: powerOffAllowed, build: func(vm *mo.VirtualMachine, _ *types.ConfigTarget) (*types.VirtualMachineConfigSpec, bool, error) {
-		for _, dev := range vm.Config.Hardware.Device {
-			if _, ok := dev.(*types.VirtualSriovEthernetCard); ok && dev.GetVirtualDevice().Key == key {
-				return &types.VirtualMachineConfigSpec{DeviceChange: []types.BaseVirtualDeviceConfigSpec{&types.VirtualDeviceConfigSpec{
-					Operation: types.VirtualDeviceConfigSpecOperationRemove, Device: dev,
-				}}}, true, nil
-			}
-		}
-		return nil, false, nil // already gone
-	}})
-	if errors.Is(err, ErrNotFound) {
-		return nil
-	}
-	return err
+	return c.removeDevice(ctx, op, vmID, key, WhatSRIOVNeedsOff, powerOffAllowed, func(dev types.BaseVirtualDevice) bool {
+		_, ok := dev.(*types.VirtualSriovEthernetCard)
+		return ok
+	})
 }
 
 // physicalFunctionBacking names the PF: filled from what the VM's host
@@ -214,31 +203,6 @@ func physicalFunctionBacking(pciID string, target *types.ConfigTarget) *types.Vi
 		}
 	}
 	return backing
-}
-
-// portGroupBacking is the backing of an adapter on a distributed port group.
-func (c *Client) portGroupBacking(ctx context.Context, op, portGroupID string) (*types.VirtualEthernetCardDistributedVirtualPortBackingInfo, error) {
-	ctx, cancel := c.withTimeout(ctx)
-	defer cancel()
-	vc, err := c.vimClient(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var pg mo.DistributedVirtualPortgroup
-	err = c.readObject(ctx, vc, types.ManagedObjectReference{Type: "DistributedVirtualPortgroup", Value: portGroupID}, []string{"key", "config.distributedVirtualSwitch"}, &pg)
-	if err != nil {
-		return nil, translate(op+": reading port group "+portGroupID, err)
-	}
-	if pg.Config.DistributedVirtualSwitch == nil {
-		return nil, &Error{Op: op, Kind: ErrInvalidArg, Message: "port group " + portGroupID + " has no distributed switch"}
-	}
-	var s mo.DistributedVirtualSwitch
-	if err := c.readObject(ctx, vc, *pg.Config.DistributedVirtualSwitch, []string{"uuid"}, &s); err != nil {
-		return nil, translate(op, err)
-	}
-	return &types.VirtualEthernetCardDistributedVirtualPortBackingInfo{
-		Port: types.DistributedVirtualSwitchPortConnection{SwitchUuid: s.Uuid, PortgroupKey: pg.Key},
-	}, nil
 }
 
 // SRIOVNICChange is a planned SR-IOV adapter, new or changed, to check.

@@ -434,9 +434,18 @@ func (c *Client) UpdatePVRDMANIC(ctx context.Context, vmID string, key int32, sp
 // DeletePVRDMANIC removes an adapter. A missing VM or adapter is no error.
 func (c *Client) DeletePVRDMANIC(ctx context.Context, vmID string, key int32, powerOffAllowed bool) error {
 	op := fmt.Sprintf("removing PVRDMA adapter %d of virtual machine %s", key, vmID)
-	err := c.changeVM(ctx, vmChange{op: op, vmID: vmID, change: WhatPVRDMANeedsOff, powerOffAllowed: powerOffAllowed, build: func(vm *mo.VirtualMachine, _ *types.ConfigTarget) (*types.VirtualMachineConfigSpec, bool, error) {
+	return c.removeDevice(ctx, op, vmID, key, WhatPVRDMANeedsOff, powerOffAllowed, func(dev types.BaseVirtualDevice) bool {
+		_, ok := dev.(*types.VirtualVmxnet3Vrdma)
+		return ok
+	})
+}
+
+// removeDevice removes the device with key from a VM when it is of the
+// kind isKind tells; a missing VM or device is no error.
+func (c *Client) removeDevice(ctx context.Context, op, vmID string, key int32, change string, powerOffAllowed bool, isKind func(types.BaseVirtualDevice) bool) error {
+	err := c.changeVM(ctx, vmChange{op: op, vmID: vmID, change: change, powerOffAllowed: powerOffAllowed, build: func(vm *mo.VirtualMachine, _ *types.ConfigTarget) (*types.VirtualMachineConfigSpec, bool, error) {
 		for _, dev := range vm.Config.Hardware.Device {
-			if _, ok := dev.(*types.VirtualVmxnet3Vrdma); ok && dev.GetVirtualDevice().Key == key {
+			if isKind(dev) && dev.GetVirtualDevice().Key == key {
 				return &types.VirtualMachineConfigSpec{DeviceChange: []types.BaseVirtualDeviceConfigSpec{&types.VirtualDeviceConfigSpec{
 					Operation: types.VirtualDeviceConfigSpecOperationRemove, Device: dev,
 				}}}, true, nil
@@ -468,30 +477,14 @@ func lockMemory(vm *mo.VirtualMachine, want bool) *bool {
 
 // newPVRDMADevice builds the adapter, backed by the port group's switch.
 func (c *Client) newPVRDMADevice(ctx context.Context, op string, spec PVRDMANICSpec) (*types.VirtualVmxnet3Vrdma, error) {
-	ctx, cancel := c.withTimeout(ctx)
-	defer cancel()
-	vc, err := c.vimClient(ctx)
+	backing, err := c.portGroupBacking(ctx, op, spec.PortGroupID)
 	if err != nil {
 		return nil, err
-	}
-	var pg mo.DistributedVirtualPortgroup
-	err = c.readObject(ctx, vc, types.ManagedObjectReference{Type: "DistributedVirtualPortgroup", Value: spec.PortGroupID}, []string{"key", "config.distributedVirtualSwitch"}, &pg)
-	if err != nil {
-		return nil, translate(op+": reading port group "+spec.PortGroupID, err)
-	}
-	if pg.Config.DistributedVirtualSwitch == nil {
-		return nil, &Error{Op: op, Kind: ErrInvalidArg, Message: "port group " + spec.PortGroupID + " has no distributed switch"}
-	}
-	var s mo.DistributedVirtualSwitch
-	if err := c.readObject(ctx, vc, *pg.Config.DistributedVirtualSwitch, []string{"uuid"}, &s); err != nil {
-		return nil, translate(op, err)
 	}
 	nic := &types.VirtualVmxnet3Vrdma{DeviceProtocol: spec.DeviceProtocol}
 	card := nic.GetVirtualEthernetCard()
 	card.Key = -1
-	card.Backing = &types.VirtualEthernetCardDistributedVirtualPortBackingInfo{
-		Port: types.DistributedVirtualSwitchPortConnection{SwitchUuid: s.Uuid, PortgroupKey: pg.Key},
-	}
+	card.Backing = backing
 	card.Connectable = &types.VirtualDeviceConnectInfo{StartConnected: spec.StartConnected, AllowGuestControl: true}
 	card.AddressType, card.MacAddress = addressType(spec.MAC), spec.MAC
 	return nic, nil
