@@ -410,9 +410,13 @@ func (c *Client) siblingHosts(ctx context.Context, vc *vim25.Client, host types.
 		return nil, err
 	}
 	// The call may carry other reads' objects: take this host's siblings.
-	var self mo.HostSystem
-	if oc, ok := objs[host]; !ok || mo.LoadObjectContent([]types.ObjectContent{oc}, &self) != nil || self.Parent == nil {
+	oc, ok := objs[host]
+	if !ok {
 		return nil, nil
+	}
+	var self mo.HostSystem
+	if err := mo.LoadObjectContent([]types.ObjectContent{oc}, &self); err != nil || self.Parent == nil {
+		return nil, err
 	}
 	var members []types.ManagedObjectReference
 	if oc, ok := objs[*self.Parent]; ok {
