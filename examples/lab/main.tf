@@ -98,15 +98,15 @@ module "gpu" {
 
 # InfiniBand beside the GPUs, as "InfiniBand on vSphere 8" does: SR-IOV on
 # the first ConnectX InfiniBand PF (no vmnic) of the GPU VM's host, then
-# passthrough on its first VF, then the VF to the GPU VM. Each step needs
-# the one before in effect: the VFs exist once SR-IOV is active (vSphere
-# links no VF to its PF, so a plan sees a VF only then), and a VM takes a VF
-# once its passthrough is active.
+# passthrough on its first VF, then the VF to the GPU VM. The lab's hosts
+# apply these changes at their next reboot, so each step needs the one before
+# in effect: the VFs exist once SR-IOV is active, and a VM takes a VF once its
+# passthrough is active. The host data source names each VF's PF.
 locals {
   ib_pfs = [for d in data.vspherehpc_host.gpu.pci_devices : d.pci_id if d.connectx && d.sriov_capable && d.physical_nic == ""]
   ib_vfs = [
     for d in data.vspherehpc_host.gpu.pci_devices : d
-    if d.vendor_id == "15b3" && d.device_id == "101e" && d.physical_nic == ""
+    if d.physical_function == local.ib_pfs[0]
     && alltrue([for u in d.used_by : u.virtual_machine_id == data.vspherehpc_virtual_machine.gpu.id])
   ]
   ib_vfs_active = slice([for d in local.ib_vfs : d.pci_id if d.passthrough_active], 0, min(1, length([for d in local.ib_vfs : d if d.passthrough_active])))

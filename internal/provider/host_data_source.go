@@ -58,6 +58,8 @@ type pciDeviceModel struct {
 	VFsRequested       types.Int64    `tfsdk:"virtual_functions_requested"`
 	VFs                types.Int64    `tfsdk:"virtual_functions"`
 	MaxVFs             types.Int64    `tfsdk:"max_virtual_functions"`
+	VFIDs              []types.String `tfsdk:"virtual_function_ids"`
+	PhysicalFunction   types.String   `tfsdk:"physical_function"`
 	UsedBy             []gpuUserModel `tfsdk:"used_by"`
 }
 
@@ -113,6 +115,20 @@ func NewHostDataSource() datasource.DataSource {
 
 func (d *hostDataSource) Metadata(_ context.Context, req datasource.MetadataRequest, resp *datasource.MetadataResponse) {
 	resp.TypeName = req.ProviderTypeName + "_host"
+}
+
+// vfIDsCaveat says where a virtual function's physical function comes from.
+const vfIDsCaveat = "vSphere links no virtual function to its physical function: the provider derives the link from PCI order " +
+	"(a function's virtual functions follow it, where the PCIe SR-IOV capability places them) and leaves it empty when the host's " +
+	"devices do not fit that order."
+
+// stringValues are ss as Terraform strings, an empty list for none.
+func stringValues(ss []string) []types.String {
+	out := make([]types.String, 0, len(ss))
+	for _, s := range ss {
+		out = append(out, types.StringValue(s))
+	}
+	return out
 }
 
 func computedString(desc string) schema.StringAttribute {
@@ -235,6 +251,11 @@ func (d *hostDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, r
 					"virtual_functions_requested": computedInt64("Virtual functions requested; they exist once SR-IOV is active."),
 					"virtual_functions":           computedInt64("Virtual functions that exist."),
 					"max_virtual_functions":       computedInt64("Most virtual functions the device supports."),
+					"virtual_function_ids": schema.ListAttribute{
+						Computed: true, ElementType: types.StringType,
+						MarkdownDescription: "PCI ids of the virtual functions that exist, VF 0 first. " + vfIDsCaveat,
+					},
+					"physical_function": computedString("For a virtual function, the PCI id of its physical function; empty for other devices. " + vfIDsCaveat),
 					"used_by": schema.ListNestedAttribute{
 						Computed:            true,
 						MarkdownDescription: "VMs on this host configured with the device.",
@@ -329,7 +350,7 @@ func (d *hostDataSource) Read(ctx context.Context, req datasource.ReadRequest, r
 			PassthroughCapable: types.BoolValue(p.Capable), PassthroughEnabled: types.BoolValue(p.Enabled), PassthroughActive: types.BoolValue(p.Active),
 			SRIOVCapable: types.BoolValue(sr.Capable), SRIOVEnabled: types.BoolValue(sr.Enabled), SRIOVActive: types.BoolValue(sr.Active),
 			VFsRequested: types.Int64Value(int64(sr.VFsRequested)), VFs: types.Int64Value(int64(sr.VFs)), MaxVFs: types.Int64Value(int64(sr.MaxVFs)),
-			UsedBy: vmUsers(p.VMs),
+			VFIDs: stringValues(sr.VFIDs), PhysicalFunction: types.StringValue(p.PhysicalFunction), UsedBy: vmUsers(p.VMs),
 		})
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)

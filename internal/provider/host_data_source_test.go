@@ -155,7 +155,22 @@ func TestAccHostDataSource_pciDevices(t *testing.T) {
 					"sriov_capable": "false", "max_virtual_functions": "0", "used_by.#": "0",
 				}),
 				resource.TestCheckTypeSetElemNestedAttrs(h, "pci_devices.*", map[string]string{
-					"pci_id": "0000:3b:00.0", "passthrough_enabled": "true", "passthrough_active": "true",
+					"pci_id": "0000:3b:00.0", "passthrough_enabled": "true", "passthrough_active": "true", "physical_function": "",
+				}),
+			),
+		}, {
+			// Each PF's VFs, and each VF's PF, once SR-IOV is on.
+			PreConfig: func() {
+				must(t, labService(lab).SetHostSRIOV(context.Background(), lab.HostID(name), ibPF, 2))
+			},
+			Config: hostConfig(lab, name),
+			Check: resource.ComposeAggregateTestCheckFunc(
+				resource.TestCheckTypeSetElemNestedAttrs(h, "pci_devices.*", map[string]string{
+					"pci_id": ibPF, "sriov_enabled": "true", "virtual_functions": "2",
+					"virtual_function_ids.#": "2", "virtual_function_ids.0": ibVF0, "virtual_function_ids.1": ibVF1,
+				}),
+				resource.TestCheckTypeSetElemNestedAttrs(h, "pci_devices.*", map[string]string{
+					"pci_id": ibVF1, "physical_function": ibPF, "virtual_function_ids.#": "0", "device_id": "101e",
 				}),
 			),
 		}},

@@ -211,7 +211,7 @@ func (r *hostPCIPassthroughResource) ModifyPlan(ctx context.Context, req resourc
 	}
 	var plan hostPCIPassthroughModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() || plan.HostSystemID.IsUnknown() || plan.PCIIDs.IsUnknown() || plan.Match.IsUnknown() {
+	if resp.Diagnostics.HasError() || plan.HostSystemID.IsUnknown() || !fullyKnown(ctx, plan.PCIIDs) || !fullyKnown(ctx, plan.Match) {
 		return
 	}
 	if req.State.Raw.IsNull() {

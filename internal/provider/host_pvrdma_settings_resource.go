@@ -127,7 +127,7 @@ func (r *hostPVRDMASettingsResource) ModifyPlan(ctx context.Context, req resourc
 	}
 	// One resource per host: a second would undo the first's settings and,
 	// on destroy, restore values from before the first.
-	if !plan.FirewallEnabled.IsUnknown() && !plan.FirewallAllowedIPs.IsUnknown() {
+	if !plan.FirewallEnabled.IsUnknown() && fullyKnown(ctx, plan.FirewallAllowedIPs) {
 		addClaimConflict(&resp.Diagnostics, path.Root("host_system_id"), r.client.Claim(vsphere.Claim{
 			Kind: vsphere.ClaimHostSettings, Key: plan.HostSystemID.ValueString(), What: "host " + plan.HostSystemID.ValueString(),
 			Owner: fmt.Sprintf("settings with vmknic %s", plan.Vmknic.ValueString()),

@@ -44,6 +44,7 @@ type hostSRIOVModel struct {
 	VFs            types.Int64  `tfsdk:"num_virtual_functions"`
 	ActiveVFs      types.Int64  `tfsdk:"active_virtual_functions"`
 	MaxVFs         types.Int64  `tfsdk:"max_virtual_functions"`
+	VFIDs          types.List   `tfsdk:"virtual_function_ids"`
 	RebootRequired types.Bool   `tfsdk:"reboot_required"`
 }
 
@@ -81,8 +82,9 @@ func (r *hostSRIOVResource) Schema(_ context.Context, _ resource.SchemaRequest, 
 			"num_virtual_functions": schema.Int64Attribute{
 				Required: true, CustomType: wholeNumber(1, 1024),
 				MarkdownDescription: "Virtual functions to create, 1 up to what the function supports (`max_virtual_functions`), and " +
-					"not fewer than the VMs' SR-IOV network adapters on the function (`vspherehpc_vm_sriov_nic`), each of which takes one at " +
-					"power on. (vSphere links no VF passed through as a PCI device to its PF, so those are not counted.)",
+					"not fewer than VMs use: each SR-IOV network adapter on the function (`vspherehpc_vm_sriov_nic`) takes one at power on, " +
+					"and a virtual function passed through as a PCI device (`vspherehpc_vm_gpu_mmio`'s `pci_device`) is needed itself; lowering " +
+					"the count removes the highest-numbered virtual functions.",
 				Validators: []validator.Int64{int64validator.Between(1, 1024)},
 			},
 			"active_virtual_functions": schema.Int64Attribute{
@@ -91,6 +93,11 @@ func (r *hostSRIOVResource) Schema(_ context.Context, _ resource.SchemaRequest, 
 			"max_virtual_functions": schema.Int64Attribute{
 				Computed: true, MarkdownDescription: "Most virtual functions the function supports.",
 				PlanModifiers: []planmodifier.Int64{int64planmodifier.UseStateForUnknown()},
+			},
+			"virtual_function_ids": schema.ListAttribute{
+				Computed: true, ElementType: types.StringType,
+				MarkdownDescription: "PCI ids of the virtual functions that exist now, VF 0 first: what `vspherehpc_vm_gpu_mmio`'s " +
+					"`pci_device` takes. Empty until the host reboots when it must. " + vfIDsCaveat,
 			},
 			"reboot_required": schema.BoolAttribute{
 				Computed: true, MarkdownDescription: "Whether the change waits for a host reboot: the virtual functions appear only then.",
@@ -148,7 +155,8 @@ func (r *hostSRIOVResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 				fmt.Sprintf("PCI device %s of host %s supports at most %d virtual functions, not %d.", f.PCIID, f.Host, f.Max, f.Wanted))
 		case vsphere.VFsInUse:
 			addVFsInUse(&resp.Diagnostics, path.Root("num_virtual_functions"), f,
-				"Use at least that many, or remove adapters first (vspherehpc_vm_sriov_nic).")
+				"Keep enough virtual functions, or remove the adapters (vspherehpc_vm_sriov_nic) or passed-through functions "+
+					"(vspherehpc_vm_gpu_mmio) first.")
 		}
 	}
 	if d != nil && d.SRIOV != nil {
@@ -156,13 +164,20 @@ func (r *hostSRIOVResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 	}
 }
 
-// addVFsInUse words VMs' SR-IOV adapters that would be left without a
-// virtual function.
+// addVFsInUse words the VMs that would be left without their virtual
+// functions.
 func addVFsInUse(diags *diag.Diagnostics, at path.Path, f vsphere.VFsInUse, fix string) {
+	var users []string
+	if f.Adapters > 0 {
+		users = append(users, fmt.Sprintf("%d SR-IOV adapters of virtual machines %s, each needing a virtual function of its own at power on",
+			f.Adapters, strings.Join(f.VMs, ", ")))
+	}
+	for _, p := range f.Pinned {
+		users = append(users, fmt.Sprintf("virtual function %d (%s), passed through to %s", p.Index, p.PCIID, strings.Join(p.VMs, ", ")))
+	}
 	diags.AddAttributeError(at, "Virtual functions in use",
-		fmt.Sprintf("%d SR-IOV adapters of virtual machines %s use physical function %s of host %s, each with a virtual "+
-			"function of its own, and %d virtual functions would leave some without one: such a VM does not power on. %s",
-			f.Adapters, strings.Join(f.VMs, ", "), f.PCIID, f.Host, f.Wanted, fix))
+		fmt.Sprintf("Physical function %s of host %s serves %s. %d virtual functions would leave some VM without its own, and such "+
+			"a VM does not power on. %s", f.PCIID, f.Host, strings.Join(users, "; "), f.Wanted, fix))
 }
 
 func (r *hostSRIOVResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
@@ -207,7 +222,7 @@ func (r *hostSRIOVResource) apply(ctx context.Context, m *hostSRIOVModel, state 
 		diags.Append(vsphereErrorDiag("Cannot read back SR-IOV of "+pciID+" on host "+hostID, err))
 		return
 	}
-	if !sriovToModel(h, m) {
+	if !sriovToModel(ctx, h, m, diags) {
 		diags.AddError("SR-IOV not applied", fmt.Sprintf("Host %s reports no SR-IOV state for %s after the change.", hostID, pciID))
 		return
 	}
@@ -216,7 +231,7 @@ func (r *hostSRIOVResource) apply(ctx context.Context, m *hostSRIOVModel, state 
 
 // sriovToModel fills m from the host; false when the function has no
 // SR-IOV state or SR-IOV is off.
-func sriovToModel(h *vsphere.HostPassthrough, m *hostSRIOVModel) bool {
+func sriovToModel(ctx context.Context, h *vsphere.HostPassthrough, m *hostSRIOVModel, diags *diag.Diagnostics) bool {
 	d := h.Device(m.PCIID.ValueString())
 	if d == nil || d.SRIOV == nil || !d.SRIOV.Enabled {
 		return false
@@ -225,6 +240,9 @@ func sriovToModel(h *vsphere.HostPassthrough, m *hostSRIOVModel) bool {
 	m.VFs = types.Int64Value(int64(d.SRIOV.VFsRequested))
 	m.ActiveVFs = types.Int64Value(int64(d.SRIOV.VFs))
 	m.MaxVFs = types.Int64Value(int64(d.SRIOV.MaxVFs))
+	ids, ds := types.ListValueFrom(ctx, types.StringType, append([]string{}, d.SRIOV.VFIDs...)) // none: empty, not null
+	diags.Append(ds...)
+	m.VFIDs = ids
 	m.RebootRequired = types.BoolValue(!d.SRIOV.Active || d.SRIOV.VFs != d.SRIOV.VFsRequested)
 	return true
 }
@@ -244,7 +262,7 @@ func (r *hostSRIOVResource) Read(ctx context.Context, req resource.ReadRequest, 
 		resp.Diagnostics.Append(vsphereErrorDiag("Cannot read SR-IOV of host "+state.HostSystemID.ValueString(), err))
 		return
 	}
-	if !sriovToModel(h, &state) {
+	if !sriovToModel(ctx, h, &state, &resp.Diagnostics) {
 		// SR-IOV turned off out of band: what this resource made is gone.
 		tflog.Warn(ctx, "SR-IOV is off; removing it from state", map[string]any{"id": state.ID.ValueString()})
 		resp.State.RemoveResource(ctx)
@@ -270,7 +288,7 @@ func (r *hostSRIOVResource) Delete(ctx context.Context, req resource.DeleteReque
 	}
 	if f, ok := f.(vsphere.VFsInUse); ok {
 		addVFsInUse(&resp.Diagnostics, path.Root("num_virtual_functions"), f,
-			"Destroy puts back what the function had before this resource: remove the adapters first.")
+			"Destroy puts back what the function had before this resource: remove the VMs' use of its virtual functions first.")
 		return
 	}
 	err = r.client.SetHostSRIOV(ctx, state.HostSystemID.ValueString(), state.PCIID.ValueString(), before)
@@ -292,7 +310,7 @@ func (r *hostSRIOVResource) ImportState(ctx context.Context, req resource.Import
 		return
 	}
 	m := hostSRIOVModel{HostSystemID: types.StringValue(hostID), PCIID: types.StringValue(pciID)}
-	if !sriovToModel(h, &m) {
+	if !sriovToModel(ctx, h, &m, &resp.Diagnostics) {
 		resp.Diagnostics.AddError("Nothing to import", fmt.Sprintf("SR-IOV is not on for %s of host %s; create the resource instead.", pciID, hostID))
 		return
 	}

@@ -83,6 +83,7 @@ func TestAccHostSRIOV_basic(t *testing.T) {
 					statecheck.ExpectKnownValue(sriovAddr, tfjsonpath.New("active_virtual_functions"), knownvalue.Int64Exact(4)),
 					statecheck.ExpectKnownValue(sriovAddr, tfjsonpath.New("max_virtual_functions"), knownvalue.Int64Exact(int64(maxVFs))),
 					statecheck.ExpectKnownValue(sriovAddr, tfjsonpath.New("reboot_required"), knownvalue.Bool(false)),
+					statecheck.ExpectKnownValue(sriovAddr, tfjsonpath.New("virtual_function_ids"), vfIDs(pf, 4)),
 				},
 				Check: sriovIs(lab, name, pf, 4),
 			},
@@ -91,7 +92,11 @@ func TestAccHostSRIOV_basic(t *testing.T) {
 				Config: sriovConfig(lab, name, pf, 8),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(sriovAddr, plancheck.ResourceActionUpdate),
+					plancheck.ExpectUnknownValue(sriovAddr, tfjsonpath.New("virtual_function_ids")),
 				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(sriovAddr, tfjsonpath.New("virtual_function_ids"), vfIDs(pf, 8)),
+				},
 				Check: sriovIs(lab, name, pf, 8),
 			},
 		},
@@ -173,6 +178,7 @@ func TestAccHostSRIOV_rebootRequired(t *testing.T) {
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(sriovAddr, tfjsonpath.New("active_virtual_functions"), knownvalue.Int64Exact(0)),
 					statecheck.ExpectKnownValue(sriovAddr, tfjsonpath.New("reboot_required"), knownvalue.Bool(true)),
+					statecheck.ExpectKnownValue(sriovAddr, tfjsonpath.New("virtual_function_ids"), knownvalue.ListSizeExact(0)),
 				},
 			},
 			{
@@ -181,7 +187,69 @@ func TestAccHostSRIOV_rebootRequired(t *testing.T) {
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(sriovAddr, tfjsonpath.New("active_virtual_functions"), knownvalue.Int64Exact(4)),
 					statecheck.ExpectKnownValue(sriovAddr, tfjsonpath.New("reboot_required"), knownvalue.Bool(false)),
+					statecheck.ExpectKnownValue(sriovAddr, tfjsonpath.New("virtual_function_ids"), vfIDs(pf, 4)),
 				},
+			},
+		},
+	})
+}
+
+// vfIDs is the list of the first n VF ids of the lab's ConnectX-7 PF
+// 0000:86:00.0: VF k is 0000:86:00.(k+1), carrying into slot 01.
+func vfIDs(pf string, n int) knownvalue.Check {
+	if pf != ibPF {
+		panic("vfIDs knows the VFs of " + ibPF + " only, not " + pf)
+	}
+	var ids []knownvalue.Check
+	for k := range n {
+		ids = append(ids, knownvalue.StringExact(fmt.Sprintf("0000:86:%02x.%d", (k+1)/8, (k+1)%8)))
+	}
+	return knownvalue.ListExact(ids)
+}
+
+// A virtual function passed through to a VM is needed itself: a count that
+// would remove it is refused at plan, naming the function and the VM. The
+// VF's id comes from the SR-IOV resource, so one configuration does it all.
+func TestAccHostSRIOV_passedThroughVFInUse(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	vm := "hpc-node-0"
+	host := lab.VMHostName(vm)
+	config := func(vfs int) string {
+		return gpuConfig(lab, lab.VMUUID(vm), `
+  mmio_size_gb = 64
+  pci_device {
+    pci_id = one(vspherehpc_host_pci_passthrough.ib.pci_ids)
+  }
+`) + fmt.Sprintf(`
+resource "vspherehpc_host_sriov" "s" {
+  host_system_id        = %[1]q
+  pci_id                = %[2]q
+  num_virtual_functions = %[3]d
+}
+
+resource "vspherehpc_host_pci_passthrough" "ib" {
+  host_system_id = %[1]q
+  pci_ids        = [vspherehpc_host_sriov.s.virtual_function_ids[3]]
+}
+`, lab.HostID(host), ibPF, vfs)
+	}
+	vf3 := "0000:86:00.4"
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config: config(4),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(sriovAddr, tfjsonpath.New("virtual_function_ids").AtSliceIndex(3), knownvalue.StringExact(vf3)),
+					statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("pci_device").AtSliceIndex(0).AtMapKey("pci_id"), knownvalue.StringExact(vf3)),
+				},
+				Check: vmDevicesAre(lab, vm, vf3),
+			},
+			{
+				Config: config(3), PlanOnly: true,
+				ExpectError: wrapped(fmt.Sprintf("Physical function %s of host %s (%s) serves virtual function 3 (%s), passed through to %s. 3 virtual functions would leave some VM without its own",
+					ibPF, host, lab.HostID(host), vf3, vm)),
 			},
 		},
 	})
@@ -239,12 +307,12 @@ func TestAccHostSRIOV_vfsInUse(t *testing.T) {
 					must(t, lab.AddSRIOVAdapter(ctx, other, "VM Network", vmnic4))
 				},
 				Config: sriovConfig(lab, host, vmnic4, 1), PlanOnly: true,
-				ExpectError: wrapped(fmt.Sprintf("2 SR-IOV adapters of virtual machines %s use physical function %s of host %s, each with a virtual function of its own, and 1 virtual functions would leave some without one",
-					strings.Join(slices.Sorted(slices.Values([]string{vm, other})), ", "), vmnic4, label)),
+				ExpectError: wrapped(fmt.Sprintf("Physical function %s of host %s serves 2 SR-IOV adapters of virtual machines %s, each needing a virtual function of its own at power on. 1 virtual functions would leave some VM without its own",
+					vmnic4, label, strings.Join(slices.Sorted(slices.Values([]string{vm, other})), ", "))),
 			},
 			{
 				Config: config, Destroy: true,
-				ExpectError: wrapped("Destroy puts back what the function had before this resource: remove the adapters first."),
+				ExpectError: wrapped("Destroy puts back what the function had before this resource: remove the VMs' use of its virtual functions first."),
 			},
 			{
 				PreConfig: func() {

@@ -419,3 +419,10 @@ func (mmioSizeBound) ValidateInt64(_ context.Context, req validator.Int64Request
 				"Leave %s unset to size the window from the GPUs' memory, or give a power of two up to %d.", req.Path, size, mmio.MaxSizeGB, req.Path, mmio.MaxSizeGB))
 	}
 }
+
+// fullyKnown reports whether v holds no unknown value at any depth: a list
+// or set can be known while an element is not.
+func fullyKnown(ctx context.Context, v attr.Value) bool {
+	tv, err := v.ToTerraformValue(ctx)
+	return err == nil && tv.IsFullyKnown()
+}

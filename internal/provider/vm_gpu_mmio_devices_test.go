@@ -216,7 +216,7 @@ resource "vspherehpc_vm_gpu_mmio" "again" {
 			{
 				// Turned on in the same configuration, but this host applies
 				// passthrough only at its next reboot.
-				Config: config(vm, one("0000:86:00.3")) + fmt.Sprintf(`
+				Config: config(vm, one("0000:86:00.3")+"  depends_on = [vspherehpc_host_pci_passthrough.vf]\n") + fmt.Sprintf(`
 resource "vspherehpc_host_pci_passthrough" "vf" {
   host_system_id = %q
   pci_ids        = ["0000:86:00.3"]
@@ -225,7 +225,7 @@ resource "vspherehpc_host_pci_passthrough" "vf" {
 				ExpectError: wrapped(fmt.Sprintf("PCI device 0000:86:00.3 on host %s is turned on by this configuration, but the host applies that only at its next reboot", host)),
 			},
 			{
-				Config: config(vm, fmt.Sprintf("  gpu {\n    pci_id = %q\n  }\n", a100)) + fmt.Sprintf(`
+				Config: config(vm, fmt.Sprintf("  gpu {\n    pci_id = %q\n  }\n  depends_on = [vspherehpc_host_pci_passthrough.a100]\n", a100)) + fmt.Sprintf(`
 resource "vspherehpc_host_pci_passthrough" "a100" {
   host_system_id = %q
   pci_ids        = [%q]

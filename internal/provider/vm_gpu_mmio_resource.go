@@ -174,7 +174,7 @@ func (r *vmGPUMMIOResource) Schema(_ context.Context, _ resource.SchemaRequest, 
 			},
 			"pci_device": schema.ListNestedBlock{
 				MarkdownDescription: "Another PCI device to pass through beside the GPUs: an InfiniBand virtual function " +
-					"(`vspherehpc_host_sriov`'s `virtual_functions`, enabled with `vspherehpc_host_pci_passthrough`) or a whole ConnectX " +
+					"(`vspherehpc_host_sriov`'s `virtual_function_ids`, enabled with `vspherehpc_host_pci_passthrough`) or a whole ConnectX " +
 					"physical function. It must be active for passthrough on the VM's host and used by no other VM. Its memory does not " +
 					"count toward `mmio_size_gb`; with no `gpu` block, give `mmio_size_gb`.",
 				NestedObject: schema.NestedBlockObject{Attributes: map[string]schema.Attribute{
@@ -302,7 +302,7 @@ func (r *vmGPUMMIOResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 		state = nil // planned as a setup of the other VM
 	}
 	if plan.VirtualMachineID.IsUnknown() || plan.GPU.IsUnknown() || plan.PCIDevice.IsUnknown() || config.MMIOSizeGB.IsUnknown() ||
-		anyUnknownGPU(ctx, plan.GPU) || anyUnknownDevice(ctx, plan.PCIDevice) {
+		!fullyKnown(ctx, plan.GPU) || !fullyKnown(ctx, plan.PCIDevice) {
 		return // checked once the values are known
 	}
 	given := config.MMIOSizeGB.ValueInt64Pointer()
@@ -390,6 +390,12 @@ func (r *vmGPUMMIOResource) planSize(ctx context.Context, size int64, f vsphere.
 const turnedOnAtReboot = "%s %s on host %s is turned on by this configuration, but the host applies that only at its next reboot, " +
 	"so the VM cannot have it in this apply. Apply the host's resource first (-target), reboot the host, then apply again."
 
+// plannedAfterHost says how a VM's plan sees a host resource of the same
+// configuration: Terraform plans resources that do not depend on each other
+// in any order.
+const plannedAfterHost = "If a vspherehpc_host_pci_passthrough of this configuration turns it on, make this resource depend on it " +
+	"(refer to it, or depends_on) so that the host's plan comes first."
+
 // addGPUMMIOFinding words one finding of the GPU planner.
 func addGPUMMIOFinding(diags *diag.Diagnostics, f vsphere.Finding) {
 	gpuPath := func(i int) path.Path { return path.Root("gpu").AtListIndex(i) }
@@ -414,8 +420,9 @@ func addGPUMMIOFinding(diags *diag.Diagnostics, f vsphere.Finding) {
 			return
 		}
 		diags.AddAttributeError(gpuPath(f.Index), "GPU not enabled for passthrough",
-			fmt.Sprintf("GPU %s (%s) on host %s is not active for passthrough. Enable it (host > Configure > Hardware > PCI Devices "+
-				"> Toggle passthrough; older ESXi versions then need a reboot), or choose another GPU.", f.PCIID, f.Device, f.Host))
+			fmt.Sprintf("GPU %s (%s) on host %s is not active for passthrough. Enable it with vspherehpc_host_pci_passthrough (host > "+
+				"Configure > Hardware > PCI Devices > Toggle passthrough; older ESXi versions then need a reboot), or choose another GPU. "+
+				plannedAfterHost, f.PCIID, f.Device, f.Host))
 	case vsphere.GPUInUse:
 		power := "powered off"
 		if f.Other.PowerState == vsphere.PoweredOn {
@@ -457,7 +464,7 @@ func addGPUMMIOFinding(diags *diag.Diagnostics, f vsphere.Finding) {
 		}
 		diags.AddAttributeError(devicePath(f.Index), "PCI device not enabled for passthrough",
 			fmt.Sprintf("PCI device %s (%s) on host %s is not enabled for passthrough. Enable it with vspherehpc_host_pci_passthrough "+
-				"(for a virtual function, once SR-IOV of its card is active), or choose another device.", f.PCIID, f.Name, f.Host))
+				"(for a virtual function, once SR-IOV of its card is active), or choose another device. "+plannedAfterHost, f.PCIID, f.Name, f.Host))
 	case vsphere.DeviceInUse:
 		diags.AddAttributeError(devicePath(f.Index), "PCI device in use by another VM",
 			fmt.Sprintf("PCI device %s on host %s is already configured on virtual machine %s. A device passes through to one VM "+
@@ -685,33 +692,4 @@ func (r *vmGPUMMIOResource) ImportState(ctx context.Context, req resource.Import
 	resp.Diagnostics.Append(setPrivateJSON(ctx, resp.Private, privateExtraConfig, got.ExtraConfig)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("virtual_machine_id"), strings.ToLower(got.VM.ID))...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), strings.ToLower(got.VM.ID))...)
-}
-
-// anyUnknownDevice reports whether a pci_device block still has an unknown
-// value.
-func anyUnknownDevice(ctx context.Context, l types.List) bool {
-	var list []pciDeviceBlockModel
-	if l.IsNull() || l.ElementsAs(ctx, &list, true).HasError() {
-		return false
-	}
-	for _, d := range list {
-		if d.PCIID.IsUnknown() {
-			return true
-		}
-	}
-	return false
-}
-
-// anyUnknownGPU reports whether a GPU block still has an unknown value.
-func anyUnknownGPU(ctx context.Context, l types.List) bool {
-	var list []gpuBlockModel
-	if l.IsNull() || l.ElementsAs(ctx, &list, true).HasError() {
-		return false
-	}
-	for _, g := range list {
-		if g.PCIID.IsUnknown() || g.VendorID.IsUnknown() || g.DeviceID.IsUnknown() {
-			return true
-		}
-	}
-	return false
 }

@@ -182,6 +182,7 @@ resource "vspherehpc_vm_sriov_nic" "n" {
 `, lab.VMUUID(vmName), portGroup, pf, extra)
 	}
 	groupA := "vspherehpc_rdma_dvs.a.port_group_id"
+	must(t, lab.CreateVM(ctx, "esxi51-node", host, 9)) // a VM made for ESXi 5.1 (vmx-09)
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
@@ -224,6 +225,10 @@ resource "vspherehpc_vm_sriov_nic" "n" {
 			{
 				Config: nic(vm, groupA, vmnic4PF, fmt.Sprintf("  mac_address = %q", node1.NetworkAdapters[0].MAC)), PlanOnly: true,
 				ExpectError: wrapped(fmt.Sprintf("Virtual machine hpc-node-1 already has a network adapter with MAC address %s", node1.NetworkAdapters[0].MAC)),
+			},
+			{
+				Config: nic("esxi51-node", groupA, vmnic4PF, ""), PlanOnly: true,
+				ExpectError: wrapped("has hardware version 9 (vmx-9); SR-IOV adapters need vmx-10 (ESXi 5.5 compatibility) or later"),
 			},
 			{
 				PreConfig: func() { must(t, lab.PowerOnVM(ctx, vm)) },

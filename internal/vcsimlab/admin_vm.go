@@ -95,6 +95,32 @@ func (l *Lab) CloneVMIntoFolder(ctx context.Context, vmName, folderName string) 
 	return adminWait(ctx)(vm.Clone(ctx, folder, vmName, types.VirtualMachineCloneSpec{}))
 }
 
+// CreateVM creates a powered-off VM with a network adapter on VM Network and
+// hardware version version (9 for vmx-09) on the named host, as New Virtual
+// Machine with an older Compatibility setting in the vSphere Client (govc
+// vm.create -version) does. vSphere creates VMs of older hardware versions
+// for compatibility with older hosts (vSphere Virtual Machine
+// Administration, "Virtual Machine Compatibility": "ESXi 5.1 and later ...
+// hardware version 9", each level runs on at least five later releases).
+// The VM joins VMNames.
+func (l *Lab) CreateVM(ctx context.Context, vmName, hostName string, version int) error {
+	host := find(l.hosts, hostName)
+	if host.id == "" {
+		return fmt.Errorf("vcsimlab: no host %q", hostName)
+	}
+	folder, pool, network, err := l.vmPlacement(ctx)
+	if err != nil {
+		return err
+	}
+	vm, err := createVM(ctx, folder, pool, object.NewHostSystem(l.client.Client, ref("HostSystem", host.id)), network,
+		vmKind{name: vmName, version: fmt.Sprintf("vmx-%02d", version), nic: true})
+	if err != nil {
+		return err
+	}
+	l.vms = append(l.vms, vm)
+	return nil
+}
+
 // UpgradeVMHardware upgrades a powered-off VM to hardware version version
 // (13 for vmx-13), as Compatibility > Upgrade VM Compatibility in the
 // vSphere Client (govc vm.upgrade -version) does.

@@ -327,3 +327,26 @@ func TestAdminSRIOVAdapters(t *testing.T) {
 		t.Fatal("SRIOVAdapters of an unknown VM: no error")
 	}
 }
+
+// CreateVM makes a VM of an older hardware version on the named host, and
+// the lab's look-ups know it.
+func TestAdminCreateVM(t *testing.T) {
+	t.Parallel()
+	l := startLab(t)
+	ctx := context.Background()
+	host := l.HostNames()[1]
+	if err := l.CreateVM(ctx, "esxi51-node", host, 9); err != nil {
+		t.Fatal(err)
+	}
+	if l.VMUUID("esxi51-node") == "" || l.VMHostName("esxi51-node") != host || !slices.Contains(l.VMNames(), "esxi51-node") {
+		t.Fatalf("uuid %q, host %q, names %v", l.VMUUID("esxi51-node"), l.VMHostName("esxi51-node"), l.VMNames())
+	}
+	var vm mo.VirtualMachine
+	retrieve(t, l.Client(), vmRef(l, "esxi51-node"), []string{"config.version", "runtime.powerState"}, &vm)
+	if vm.Config.Version != "vmx-09" || vm.Runtime.PowerState != types.VirtualMachinePowerStatePoweredOff {
+		t.Fatalf("version %s, power %s", vm.Config.Version, vm.Runtime.PowerState)
+	}
+	if err := l.CreateVM(ctx, "nowhere", "no-such-host", 19); err == nil {
+		t.Fatal("a VM on an unknown host: no error")
+	}
+}

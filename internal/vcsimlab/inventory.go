@@ -174,40 +174,18 @@ func vmKinds(modern int) []vmKind {
 // createVMs creates the lab's VMs in parallel through the admin client:
 // vcsim creates VMs slowly (file I/O and task round trips).
 func (l *Lab) createVMs(ctx context.Context, modern int) error {
-	c := l.client.Client
-	reg := l.model.Map()
-	dc, ok := reg.Get(ref("Datacenter", l.dcID)).(*simulator.Datacenter)
-	if !ok {
-		return errors.New("vcsimlab: datacenter not found")
-	}
-	folders := object.NewDatacenter(c, dc.Self)
-	fs, err := folders.Folders(ctx)
+	folder, pool, network, err := l.vmPlacement(ctx)
 	if err != nil {
 		return err
 	}
-	var pool, network types.ManagedObjectReference
-	for _, e := range reg.All("ClusterComputeResource") {
-		if cr, ok := e.(*simulator.ClusterComputeResource); ok && cr.ResourcePool != nil {
-			pool = *cr.ResourcePool
-		}
-	}
-	for _, e := range reg.All("Network") {
-		if e.Entity().Name == "VM Network" {
-			network = e.Reference()
-		}
-	}
-	if pool.Value == "" || network.Value == "" {
-		return errors.New("vcsimlab: no resource pool or VM Network")
-	}
-
 	kinds := vmKinds(modern)
 	l.vms = make([]vmEntry, len(kinds))
 	errs := make([]error, len(kinds))
 	var wg sync.WaitGroup
 	for i, k := range kinds {
-		host := object.NewHostSystem(c, ref("HostSystem", l.hosts[i%len(l.hosts)].id))
+		host := object.NewHostSystem(l.client.Client, ref("HostSystem", l.hosts[i%len(l.hosts)].id))
 		wg.Go(func() {
-			vm, err := createVM(ctx, fs.VmFolder, object.NewResourcePool(c, pool), host, network, k)
+			vm, err := createVM(ctx, folder, pool, host, network, k)
 			if err != nil {
 				errs[i] = fmt.Errorf("vcsimlab: create %s: %w", k.name, err)
 				return
@@ -223,6 +201,37 @@ func (l *Lab) createVMs(ctx context.Context, modern int) error {
 		l.setGuest(ref("VirtualMachine", l.vms[i].id), k.installed)
 	}
 	return nil
+}
+
+// vmPlacement is where the lab creates VMs: the datacenter's VM folder, the
+// cluster's resource pool, and VM Network for their adapters.
+func (l *Lab) vmPlacement(ctx context.Context) (*object.Folder, *object.ResourcePool, types.ManagedObjectReference, error) {
+	c := l.client.Client
+	reg := l.model.Map()
+	var none types.ManagedObjectReference
+	dc, ok := reg.Get(ref("Datacenter", l.dcID)).(*simulator.Datacenter)
+	if !ok {
+		return nil, nil, none, errors.New("vcsimlab: datacenter not found")
+	}
+	fs, err := object.NewDatacenter(c, dc.Self).Folders(ctx)
+	if err != nil {
+		return nil, nil, none, err
+	}
+	var pool, network types.ManagedObjectReference
+	for _, e := range reg.All("ClusterComputeResource") {
+		if cr, ok := e.(*simulator.ClusterComputeResource); ok && cr.ResourcePool != nil {
+			pool = *cr.ResourcePool
+		}
+	}
+	for _, e := range reg.All("Network") {
+		if e.Entity().Name == "VM Network" {
+			network = e.Reference()
+		}
+	}
+	if pool.Value == "" || network.Value == "" {
+		return nil, nil, none, errors.New("vcsimlab: no resource pool or VM Network")
+	}
+	return fs.VmFolder, object.NewResourcePool(c, pool), network, nil
 }
 
 func createVM(ctx context.Context, folder *object.Folder, pool *object.ResourcePool, host *object.HostSystem, network types.ManagedObjectReference, k vmKind) (vmEntry, error) {

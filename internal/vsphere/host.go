@@ -310,36 +310,62 @@ func gpus(h *mo.HostSystem, vms []mo.VirtualMachine) []GPU {
 // static backings name the id; dynamic ones and SR-IOV adapters once
 // vSphere assigned a device.
 func pciUsers(vms []mo.VirtualMachine) map[string][]VMRef {
-	users := map[string][]VMRef{}
-	sort.Slice(vms, func(i, j int) bool { return vms[i].Name < vms[j].Name })
-	for _, vm := range vms {
-		if vm.Config == nil {
-			continue
-		}
-		ref := vmRefOf(&vm)
-		for _, dev := range vm.Config.Hardware.Device {
-			if card, ok := dev.(*types.VirtualSriovEthernetCard); ok {
-				// An SR-IOV adapter uses its VF once vSphere assigned one.
-				if sb := card.SriovBacking; sb != nil && sb.VirtualFunctionBacking != nil && sb.VirtualFunctionBacking.Id != "" {
-					users[sb.VirtualFunctionBacking.Id] = append(users[sb.VirtualFunctionBacking.Id], ref)
-				}
-				continue
-			}
-			pt, ok := dev.(*types.VirtualPCIPassthrough)
-			if !ok || pt.Backing == nil {
-				continue
-			}
-			switch b := pt.Backing.(type) {
-			case *types.VirtualPCIPassthroughDeviceBackingInfo:
-				users[b.Id] = append(users[b.Id], ref)
-			case *types.VirtualPCIPassthroughDynamicBackingInfo:
-				if b.AssignedId != "" {
-					users[b.AssignedId] = append(users[b.AssignedId], ref)
-				}
-			}
-		}
+	users := passthroughUsers(vms)
+	for id, refs := range sriovVFUsers(vms) {
+		users[id] = append(users[id], refs...)
+		sort.Slice(users[id], func(i, j int) bool { return users[id][i].Name < users[id][j].Name })
 	}
 	return users
+}
+
+// passthroughUsers maps a host PCI id to the VMs with it as a PCI
+// passthrough device: a static backing names it, a dynamic one once vSphere
+// assigned it.
+func passthroughUsers(vms []mo.VirtualMachine) map[string][]VMRef {
+	users := map[string][]VMRef{}
+	eachDevice(vms, func(ref VMRef, dev types.BaseVirtualDevice) {
+		pt, ok := dev.(*types.VirtualPCIPassthrough)
+		if !ok || pt.Backing == nil {
+			return
+		}
+		switch b := pt.Backing.(type) {
+		case *types.VirtualPCIPassthroughDeviceBackingInfo:
+			users[b.Id] = append(users[b.Id], ref)
+		case *types.VirtualPCIPassthroughDynamicBackingInfo:
+			if b.AssignedId != "" {
+				users[b.AssignedId] = append(users[b.AssignedId], ref)
+			}
+		}
+	})
+	return users
+}
+
+// sriovVFUsers maps a virtual function's PCI id to the VMs whose SR-IOV
+// adapters vSphere gave it at power on.
+func sriovVFUsers(vms []mo.VirtualMachine) map[string][]VMRef {
+	users := map[string][]VMRef{}
+	eachDevice(vms, func(ref VMRef, dev types.BaseVirtualDevice) {
+		if card, ok := dev.(*types.VirtualSriovEthernetCard); ok {
+			if sb := card.SriovBacking; sb != nil && sb.VirtualFunctionBacking != nil && sb.VirtualFunctionBacking.Id != "" {
+				users[sb.VirtualFunctionBacking.Id] = append(users[sb.VirtualFunctionBacking.Id], ref)
+			}
+		}
+	})
+	return users
+}
+
+// eachDevice calls f with every device of every VM, VMs by name.
+func eachDevice(vms []mo.VirtualMachine, f func(VMRef, types.BaseVirtualDevice)) {
+	sort.Slice(vms, func(i, j int) bool { return vms[i].Name < vms[j].Name })
+	for i := range vms {
+		if vms[i].Config == nil {
+			continue
+		}
+		ref := vmRefOf(&vms[i])
+		for _, dev := range vms[i].Config.Hardware.Device {
+			f(ref, dev)
+		}
+	}
 }
 
 // sriovAdapterUsers maps a physical function's PCI id to the VMs whose
@@ -347,19 +373,12 @@ func pciUsers(vms []mo.VirtualMachine) map[string][]VMRef {
 // Automatic-<PCI id>"), once per adapter.
 func sriovAdapterUsers(vms []mo.VirtualMachine) map[string][]VMRef {
 	users := map[string][]VMRef{}
-	for _, vm := range vms {
-		if vm.Config == nil {
-			continue
-		}
-		for _, dev := range vm.Config.Hardware.Device {
-			card, ok := dev.(*types.VirtualSriovEthernetCard)
-			if !ok || card.SriovBacking == nil || card.SriovBacking.PhysicalFunctionBacking == nil {
-				continue
-			}
+	eachDevice(vms, func(ref VMRef, dev types.BaseVirtualDevice) {
+		if card, ok := dev.(*types.VirtualSriovEthernetCard); ok && card.SriovBacking != nil && card.SriovBacking.PhysicalFunctionBacking != nil {
 			pf := strings.TrimPrefix(card.SriovBacking.PhysicalFunctionBacking.Id, automaticPrefix)
-			users[pf] = append(users[pf], vmRefOf(&vm))
+			users[pf] = append(users[pf], ref)
 		}
-	}
+	})
 	return users
 }
 

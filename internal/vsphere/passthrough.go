@@ -37,15 +37,22 @@ type PassthroughDevice struct {
 	SRIOV      *SRIOV // nil unless the host reports the device's SR-IOV state
 	// SRIOVAdapters are the VMs whose SR-IOV network adapters name this
 	// physical function, once per adapter: each takes one of its VFs at
-	// power on. (vSphere links no other VF user to its PF.)
+	// power on.
 	SRIOVAdapters []VMRef
-	users         []string // VM names, for messages
+	// PhysicalFunction is the PF of a virtual function, as
+	// virtualFunctions derives it ("" when unknown or not a VF).
+	PhysicalFunction string
+	passedThroughBy  []VMRef  // VMs with the device as a PCI passthrough device
+	users            []string // VM names, for messages
 }
 
 // SRIOV is a physical function's SR-IOV state (vSphere's HostSriovInfo).
 type SRIOV struct {
 	Capable, Enabled, Active  bool
 	VFsRequested, VFs, MaxVFs int
+	// VFIDs are the PCI ids of the VFs present, VF 0 first; empty when the
+	// host's PCI layout leaves them ambiguous (see virtualFunctions).
+	VFIDs []string
 }
 
 // HostPassthrough is a host's PCI devices as passthrough sees them.
@@ -96,7 +103,15 @@ func hostPassthroughFromMO(h *mo.HostSystem, vms []mo.VirtualMachine) *HostPasst
 		}
 	}
 	users := pciUsers(vms)
+	pinned := passthroughUsers(vms)
 	adapters := sriovAdapterUsers(vms)
+	vfs := virtualFunctions(h.Hardware.PciDevice, sriov)
+	pfOf := map[string]string{}
+	for pf, ids := range vfs {
+		for _, id := range ids {
+			pfOf[id] = pf
+		}
+	}
 	for _, d := range h.Hardware.PciDevice {
 		info, listed := state[d.Id]
 		if !listed {
@@ -105,11 +120,15 @@ func hostPassthroughFromMO(h *mo.HostSystem, vms []mo.VirtualMachine) *HostPasst
 		dev := PassthroughDevice{
 			PCIID: d.Id, VendorID: HexID(d.VendorId), DeviceID: HexID(d.DeviceId), DeviceName: d.DeviceName, VendorName: d.VendorName,
 			Capable: info.PassthruCapable, Enabled: info.PassthruEnabled, Active: info.PassthruActive, VMs: users[d.Id],
-			SRIOVAdapters: adapters[d.Id],
+			SRIOVAdapters: adapters[d.Id], passedThroughBy: pinned[d.Id],
 		}
 		if sr, ok := sriov[d.Id]; ok {
 			dev.SRIOV = &SRIOV{Capable: sr.SriovCapable, Enabled: sr.SriovEnabled, Active: sr.SriovActive,
-				VFsRequested: int(sr.NumVirtualFunctionRequested), VFs: int(sr.NumVirtualFunction), MaxVFs: int(sr.MaxVirtualFunctionSupported)}
+				VFsRequested: int(sr.NumVirtualFunctionRequested), VFs: int(sr.NumVirtualFunction), MaxVFs: int(sr.MaxVirtualFunctionSupported),
+				VFIDs: vfs[d.Id]}
+		}
+		if pf, ok := pfOf[d.Id]; ok {
+			dev.PhysicalFunction = pf
 		}
 		if n, ok := nics[d.Id]; ok {
 			dev.NIC, dev.UplinkOf = n.Name, n.Switch
@@ -302,14 +321,25 @@ type (
 		Host, PCIID string
 		Wanted, Max int
 	}
-	// VFsInUse: VMs' SR-IOV adapters on the function need more virtual
-	// functions than planned; VMs names them, sorted, once each.
+	// VFsInUse: planned fewer virtual functions than VMs use. Adapters
+	// counts VMs' SR-IOV adapters on the function (VMs names their VMs,
+	// sorted, once each), each needing a VF of its own at power on. Pinned
+	// are the VFs VMs pass through as PCI devices: all are needed, and
+	// those numbered Wanted or more would disappear.
 	VFsInUse struct {
 		Host, PCIID      string
 		Wanted, Adapters int
 		VMs              []string
+		Pinned           []PinnedVF
 	}
 )
+
+// PinnedVF is a virtual function VMs pass through as a PCI device.
+type PinnedVF struct {
+	PCIID string
+	Index int
+	VMs   []string
+}
 
 func (NotSRIOVCapable) finding() {}
 func (TooManyVFs) finding()      {}
@@ -339,27 +369,42 @@ func (c *Client) PlanHostSRIOV(ctx context.Context, hostID, pciID string, vfs in
 	case vfs > d.SRIOV.MaxVFs:
 		return d, []Finding{TooManyVFs{Host: host, PCIID: pciID, Wanted: vfs, Max: d.SRIOV.MaxVFs}}, nil
 	}
-	if f := vfsInUse(host, d, vfs); f != nil {
+	if f := vfsInUse(h, d, vfs); f != nil {
 		return d, []Finding{f}, nil
 	}
 	return d, nil, nil
 }
 
-// vfsInUse refuses fewer virtual functions than the VMs' SR-IOV adapters on
-// the function need: each takes one at power on, and a VM whose adapter
-// finds none does not power on.
-func vfsInUse(host string, d *PassthroughDevice, vfs int) Finding {
-	if vfs >= len(d.SRIOVAdapters) {
-		return nil
-	}
-	var names []string
-	for _, u := range d.SRIOVAdapters {
-		if !slices.Contains(names, u.Name) {
-			names = append(names, u.Name)
+// vfsInUse refuses fewer virtual functions than VMs use: each SR-IOV
+// adapter on the function takes one at power on, and a VM whose adapter finds
+// none does not power on; a VF passed through as a PCI device is needed
+// itself, and lowering the count removes the highest-numbered VFs.
+func vfsInUse(h *HostPassthrough, d *PassthroughDevice, vfs int) Finding {
+	var pinned []PinnedVF
+	lost := false
+	if d.SRIOV != nil {
+		for k, id := range d.SRIOV.VFIDs {
+			if vf := h.Device(id); vf != nil && len(vf.passedThroughBy) > 0 {
+				pinned = append(pinned, PinnedVF{PCIID: id, Index: k, VMs: vmNames(vf.passedThroughBy)})
+				lost = lost || k >= vfs
+			}
 		}
 	}
-	sort.Strings(names)
-	return VFsInUse{Host: host, PCIID: d.PCIID, Wanted: vfs, Adapters: len(d.SRIOVAdapters), VMs: names}
+	if !lost && len(d.SRIOVAdapters)+len(pinned) <= vfs {
+		return nil
+	}
+	return VFsInUse{Host: fmt.Sprintf("%s (%s)", h.HostName, h.HostID), PCIID: d.PCIID, Wanted: vfs,
+		Adapters: len(d.SRIOVAdapters), VMs: vmNames(d.SRIOVAdapters), Pinned: pinned}
+}
+
+// vmNames are the VMs' names, sorted, once each.
+func vmNames(refs []VMRef) []string {
+	var names []string
+	for _, u := range refs {
+		names = append(names, u.Name)
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
 }
 
 // PlanSRIOVRestore checks that putting a function back to vfs virtual
@@ -374,5 +419,5 @@ func (c *Client) PlanSRIOVRestore(ctx context.Context, hostID, pciID string, vfs
 	if d == nil {
 		return nil, nil
 	}
-	return vfsInUse(fmt.Sprintf("%s (%s)", h.HostName, h.HostID), d, vfs), nil
+	return vfsInUse(h, d, vfs), nil
 }
