@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/vmware/govmomi/cli/esx"
-	"github.com/vmware/govmomi/object"
 	"github.com/vmware/govmomi/vim25"
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
@@ -231,35 +229,23 @@ func orDefaultMTU(m int32) int {
 type pinger struct {
 	c    *Client
 	from pathEnd
-	e    *esx.Executor
-	args []string // the arguments every probe shares
+	cli  *esxcli
+	args []esxcliArg // the arguments every probe shares
 }
 
-// pingParams are the esxcli arguments a probe passes; a host whose esxcli
-// lacks one is refused before any probe, because govmomi's argument parser
-// exits the process on an unknown flag.
-var pingParams = []string{"host", "interface", "size", "df", "count", "wait"}
-
+// newPinger reaches the source host's esxcli: one call.
 func newPinger(ctx context.Context, c *Client, vc *vim25.Client, from pathEnd, spec PathMTUSpec) (*pinger, error) {
-	op := "preparing esxcli network diag ping on host " + from.name
 	ctx, cancel := c.withTimeout(ctx)
 	defer cancel()
-	e, err := esx.NewExecutor(ctx, vc, object.NewHostSystem(vc, types.ManagedObjectReference{Type: "HostSystem", Value: from.hostID}))
+	cli, err := newESXCLI(ctx, vc, from.hostID)
 	if err != nil {
-		return nil, translate(op, err)
-	}
-	method, err := e.CommandInfoMethod(ctx, esx.NewCommand([]string{"network", "diag", "ping"}))
-	if err != nil {
-		return nil, translate(op, err)
-	}
-	for _, want := range pingParams {
-		if !slices.ContainsFunc(method.Param, func(p esx.CommandInfoParam) bool { return p.Name == want }) {
-			return nil, &Error{Op: op, Kind: ErrNotImplemented, Message: fmt.Sprintf("host %s's esxcli network diag ping has no %q argument", from.name, want)}
-		}
+		return nil, translate("preparing esxcli network diag ping on host "+from.name, err)
 	}
 	wait := max(1, int(math.Ceil(spec.Timeout.Seconds())))
-	return &pinger{c: c, from: from, e: e, args: []string{
-		"network", "diag", "ping", "--interface=" + spec.VMKernelNIC, "--df=true", "--count=1", "--wait=" + strconv.Itoa(wait)}}, nil
+	return &pinger{c: c, from: from, cli: cli, args: []esxcliArg{
+		{Name: "interface", Values: []string{spec.VMKernelNIC}}, {Name: "df", Values: []string{"true"}},
+		{Name: "count", Values: []string{"1"}}, {Name: "wait", Values: []string{strconv.Itoa(wait)}},
+	}}, nil
 }
 
 // pingOutput is the part of esxcli's PingOutput a probe needs. ESXi spells
@@ -303,21 +289,19 @@ func (p *pinger) result(to pathEnd, configured int, found mtu.PathResult, vmknic
 // long"; that is an answer (too big), not an error.
 func (p *pinger) ping(ctx context.Context, to pathEnd, size int) (bool, error) {
 	op := fmt.Sprintf("pinging %s from %s", to.address, p.from.name)
-	args := append(slices.Clone(p.args), "--host="+to.address, "--size="+strconv.Itoa(size-mtu.HeaderBytes)) // esxcli's size is the ICMP payload
-	req, _, err := p.e.NewRequest(ctx, args)
-	if err != nil {
-		return false, translate(op, err)
-	}
+	args := append(slices.Clone(p.args),
+		esxcliArg{Name: "host", Values: []string{to.address}},
+		esxcliArg{Name: "size", Values: []string{strconv.Itoa(size - mtu.HeaderBytes)}}) // esxcli's size is the ICMP payload
 	ctx, cancel := p.c.withTimeout(ctx)
 	defer cancel()
 	var out pingOutput
-	err = p.e.Execute(ctx, req, &out)
-	var cli *esx.Fault
+	err := p.cli.run(ctx, []string{"network", "diag"}, "ping", args, &out)
+	var cli *esxcliFault
 	if errors.As(err, &cli) {
-		if strings.Contains(cli.MessageDetail(), "Message too long") {
+		if strings.Contains(cli.Error(), "Message too long") {
 			return false, nil
 		}
-		return false, &Error{Op: op, Kind: ErrInvalidArg, Message: "esxcli: " + cli.MessageDetail()}
+		return false, &Error{Op: op, Kind: ErrInvalidArg, Message: "esxcli: " + cli.Error()}
 	}
 	if err != nil {
 		return false, translate(op, err)
