@@ -15,17 +15,19 @@ import (
 // Reads that arrive together share one round trip. Terraform reads many
 // resources at once (its parallelism, 10 by default), and on a real vCenter
 // each call costs 10-50 ms, so the calls are the cost. A read waits for the
-// call in flight, or, when none is and reads came lately, for batchWindow
-// (a read after a quiet spell goes at once), and then goes out with
-// every read that came meanwhile, each as its own PropertyFilterSpec of one
-// RetrievePropertiesEx. Nothing is cached: each read is answered by a call
-// made after it arrived, so it is never older than the read itself.
+// call in flight and for the readers of that call to come back (see
+// runBatches), or, when none is and reads came lately, for batchWindow (a
+// read after a quiet spell goes at once), and then goes out with every read
+// that came meanwhile, each as its own PropertyFilterSpec of one
+// RetrievePropertiesEx. Each read is answered by a call made after it
+// arrived, so it is never older than the read itself; the one exception is
+// the bounded prefetch of prefetch.go, read within the same command.
 
 // batchWindow is how long a read waits for others when no call is in
 // flight: Terraform starts the next reads a few milliseconds after earlier
 // ones return. Measured with make bench-scale (16 hosts, 64 VMs, 20 ms per
-// call): a refresh took 46 calls and 2.9 s at 5 ms, 37 and 2.4 s at 10 ms,
-// 44 and 3.0 s at 20 ms.
+// call, before runBatches waited for returning readers): a refresh took 46
+// calls and 2.9 s at 5 ms, 37 and 2.4 s at 10 ms, 44 and 3.0 s at 20 ms.
 const batchWindow = 10 * time.Millisecond
 
 // quietAfter is how long without a read makes the next one go at once: a
@@ -36,12 +38,21 @@ const quietAfter = 100 * time.Millisecond
 // batchMax caps the specs of one call.
 const batchMax = 200
 
+// gatherMax is the longest a call waits for the reads of the call before
+// it to come back (see runBatches). Terraform takes longer between a
+// resource's read and the next resource's as its state grows: at 64 hosts
+// and 256 VMs, a read every 75 ms or more; with 40 ms, calls there carried
+// 4.8 reads on average, with 100 ms 7.7 (make bench-scale, refresh: 704
+// reads in 146 calls, then in 91).
+const gatherMax = 100 * time.Millisecond
+
 // readBatch coalesces concurrent reads of one client.
 type readBatch struct {
 	mu      sync.Mutex
 	pending []*sharedRead
 	running bool
-	last    time.Time // when the latest read arrived
+	last    time.Time     // when the latest read arrived
+	arrived chan struct{} // signalled when a read arrives
 }
 
 type sharedRead struct {
@@ -69,7 +80,15 @@ func (c *Client) readShared(ctx context.Context, vc *vim25.Client, spec types.Pr
 	}
 	b.last = now
 	b.running = true
+	if b.arrived == nil {
+		b.arrived = make(chan struct{}, 1)
+	}
+	arrived := b.arrived
 	b.mu.Unlock()
+	select {
+	case arrived <- struct{}{}:
+	default:
+	}
 	if start {
 		go c.runBatches(vc, wait)
 	}
@@ -81,11 +100,16 @@ func (c *Client) readShared(ctx context.Context, vc *vim25.Client, spec types.Pr
 	}
 }
 
-// runBatches sends the pending reads, after wait, a call at a time, until
-// none is left.
+// runBatches sends the pending reads, a call at a time, until none is
+// left: the first call after wait, each later one once the readers of the
+// call before have come back with their next reads, or after gatherMax.
+// Terraform starts a resource's next read some milliseconds after the last
+// one returned (more for a bigger resource), and a call sent at once would
+// carry only the reads that came during the last one: calls of 8 and 2
+// reads, or 5 and 5, instead of 10.
 func (c *Client) runBatches(vc *vim25.Client, wait time.Duration) {
-	time.Sleep(wait)
 	b := &c.batch
+	time.Sleep(wait)
 	for {
 		b.mu.Lock()
 		reads := b.pending
@@ -100,6 +124,32 @@ func (c *Client) runBatches(vc *vim25.Client, wait time.Duration) {
 		}
 		b.mu.Unlock()
 		c.send(vc, reads)
+		c.gather(len(reads))
+	}
+}
+
+// gather waits until returning more reads are pending than the call just
+// sent answered, or gatherMax.
+func (c *Client) gather(returning int) {
+	b := &c.batch
+	b.mu.Lock()
+	want := len(b.pending) + returning
+	arrived := b.arrived
+	b.mu.Unlock()
+	timeout := time.NewTimer(gatherMax)
+	defer timeout.Stop()
+	for {
+		b.mu.Lock()
+		n := len(b.pending)
+		b.mu.Unlock()
+		if n >= want {
+			return
+		}
+		select {
+		case <-arrived:
+		case <-timeout.C:
+			return
+		}
 	}
 }
 
@@ -160,6 +210,9 @@ func retrieveMerged(ctx context.Context, vc *vim25.Client, specs []types.Propert
 // type), in a shared call. An object the call does not return reads as
 // ManagedObjectNotFound, as a call of its own would fail.
 func (c *Client) readObject(ctx context.Context, vc *vim25.Client, ref types.ManagedObjectReference, props []string, dst any) error {
+	if oc, ok := c.prefetched(ctx, vc, ref, props); ok {
+		return mo.LoadObjectContent([]types.ObjectContent{oc}, dst)
+	}
 	objs, err := c.readShared(ctx, vc, types.PropertyFilterSpec{
 		ObjectSet: []types.ObjectSpec{{Obj: ref}},
 		PropSet:   []types.PropertySpec{{Type: ref.Type, PathSet: props}},

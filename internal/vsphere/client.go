@@ -65,6 +65,7 @@ type Client struct {
 	hosts     objectLocks
 	claims    claimBook
 	batch     readBatch
+	prefetch  prefetcher
 	names     nameIndexes
 	vmIDs     sync.Map // lower-case VM UUID -> types.ManagedObjectReference, see vmRef
 	protocols sync.Map // "<environment browser> <hardware version>" -> *protocolsRead, see pvrdmaProtocols
@@ -441,6 +442,7 @@ type sessionRoundTripper struct {
 
 func (s *sessionRoundTripper) RoundTrip(ctx context.Context, req, res soap.HasFault) error {
 	method := strings.TrimSuffix(reflect.TypeOf(req).Elem().Name(), "Body")
+	s.client.prefetch.noteCall(method)
 	if isLogin(req) { // runs under the login lock: no generation, no retry
 		return s.call(ctx, method, req, res)
 	}

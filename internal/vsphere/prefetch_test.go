@@ -1,0 +1,87 @@
+package vsphere
+
+import (
+	"context"
+	"testing"
+
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
+)
+
+// lookUpAll looks every hpc-node VM up by name, one after the other, and
+// returns the RetrievePropertiesEx calls that took.
+func lookUpAll(t *testing.T, lab *vcsimlab.Lab, c *Client) int {
+	t.Helper()
+	ctx := context.Background()
+	dc, err := c.DatacenterByName(ctx, lab.DatacenterName()) // logs in: not the look-ups' cost
+	if err != nil {
+		t.Fatal(err)
+	}
+	lab.ResetCalls()
+	for i := range lab.VMNames()[:nodes(lab)] {
+		name := lab.VMNames()[i]
+		vm, err := c.VMByName(ctx, dc.ID, name)
+		if err != nil || vm.Name != name {
+			t.Fatalf("look-up of %s: %+v, %v", name, vm, err)
+		}
+	}
+	return lab.Calls()["RetrievePropertiesEx"]
+}
+
+// nodes is how many of the lab's VMs are hpc-node-N (they come first).
+func nodes(lab *vcsimlab.Lab) int {
+	return len(lab.VMNames()) - 3
+}
+
+// Many reads of one kind and property set in one command: after
+// prefetchAfter of them, one call reads the rest of the kind's population
+// (known from the look-ups' name index), and the later reads make no call.
+func TestPrefetchAnswersLaterReads(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{VMs: 40})
+	c := labClient(lab)
+	// The name index, prefetchAfter-1 reads alone, the prefetch.
+	if got, want := lookUpAll(t, lab, c), 1+prefetchAfter-1+1; got != want {
+		t.Fatalf("%d sequential look-ups took %d RetrievePropertiesEx, want %d", nodes(lab), got, want)
+	}
+
+	// Bounded: a population above the limit is never prefetched.
+	bounded := labClient(lab)
+	bounded.prefetch.limit = nodes(lab) // the index also holds the lab's other VMs
+	if got, want := lookUpAll(t, lab, bounded), 1+nodes(lab); got != want {
+		t.Fatalf("bounded: %d look-ups took %d RetrievePropertiesEx, want %d", nodes(lab), got, want)
+	}
+}
+
+// A prefetch never answers for what it lacks, nor after the provider has
+// changed anything: a VM created since the prefetch is found, and once the
+// client writes, a change made out of band shows.
+func TestPrefetchStepsAsideForNewObjectsAndAfterWrites(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{VMs: 20})
+	ctx := context.Background()
+	c := labClient(lab)
+	lookUpAll(t, lab, c)
+	host := lab.VMHostName("hpc-node-0")
+
+	if err := lab.CreateVM(ctx, "late-node", host, 19); err != nil {
+		t.Fatal(err)
+	}
+	if vm, err := c.VM(ctx, lab.VMID("late-node")); err != nil || vm.Name != "late-node" {
+		t.Fatalf("a VM created after the prefetch: %+v, %v", vm, err)
+	}
+
+	if err := lab.SetVMFirmware(ctx, "hpc-node-19", "efi"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetHostSRIOV(ctx, lab.HostID(host), "0000:86:00.0", 2); err != nil { // any change ends prefetching
+		t.Fatal(err)
+	}
+	lab.ResetCalls()
+	vm, err := c.VM(ctx, lab.VMID("hpc-node-19"))
+	if err != nil || vm.Firmware != "efi" {
+		t.Fatalf("after a write: %+v, %v; want firmware efi", vm, err)
+	}
+	if n := lab.Calls()["RetrievePropertiesEx"]; n != 1 {
+		t.Fatalf("a read after a write took %d RetrievePropertiesEx, want 1", n)
+	}
+}
