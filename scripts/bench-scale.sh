@@ -109,7 +109,7 @@ timed() {
   printf '%-8s %6.1f s  %s\n' "$label:" "$(echo "$end - $start" | bc)" "$(lab_report)"
 }
 
-header "$HOSTS hosts, $VMS VMs, $LATENCY per call, parallelism $PARALLELISM: $((1 + 2 * HOSTS + VMS)) resources and $((1 + HOSTS + VMS)) look-ups"
+header "$HOSTS hosts, $VMS VMs, $LATENCY per call, parallelism $PARALLELISM: $((1 + HOSTS + VMS)) resources and $((1 + HOSTS + VMS)) look-ups"
 timed apply tf apply -auto-approve -input=false -parallelism="$PARALLELISM"
 timed refresh tf apply -refresh-only -auto-approve -input=false -parallelism="$PARALLELISM"
 timed plan tf plan -detailed-exitcode -input=false -parallelism="$PARALLELISM"
