@@ -73,30 +73,37 @@ resource "vspherehpc_vm_pvrdma_nic" "n" {
 `, lab.DatacenterName(), hclList(lab.HostNames()), hclList(vms))
 }
 
-// The calls one refresh of a fleet takes, counted by the lab: 16 hosts and
-// 64 VMs (81 look-ups by name, 97 resources) at Terraform's default
-// parallelism. Look-ups read the datacenter's names once per kind; no VM's
+// The calls an apply and a refresh of a fleet take, counted by the lab: 16
+// hosts and 64 VMs (81 look-ups by name, 81 resources) at Terraform's
+// default parallelism. Look-ups read the datacenter's names once per kind; no VM's
 // UUID is searched and no host's option queried apart from the shared
 // reads; what is left is the property-collector reads, which calls made at
 // the same moment share, and which a prefetch answers once many VMs are
 // read alike.
-func TestAccFleet_refreshCalls(t *testing.T) {
+func TestAccFleet_calls(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{Hosts: 16, VMs: 64})
 	config := fleetConfig(lab)
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
-			{Config: config},
+			{
+				// The apply, its plan included: at most 6 calls per resource.
+				PreConfig: lab.ResetCalls, Config: config,
+				Check: func(*terraform.State) error {
+					total, calls := callTotal(lab)
+					t.Logf("apply of 16 hosts and 64 VMs: %d calls: %v", total, calls)
+					if resources := 1 + 16 + 64; total > 6*resources {
+						return fmt.Errorf("apply took %d calls for %d resources, want at most %d: %v", total, resources, 6*resources, calls)
+					}
+					return nil
+				},
+			},
 			{
 				RefreshState: true,
 				PreConfig:    lab.ResetCalls,
 				Check: func(*terraform.State) error {
-					calls := lab.Calls()
-					total := 0
-					for _, n := range calls {
-						total += n
-					}
+					total, calls := callTotal(lab)
 					t.Logf("refresh of 16 hosts and 64 VMs: %d calls: %v", total, calls)
 					for _, m := range []string{"FindByUuid", "QueryOptions", "QueryConfigOptionEx", "CreateFilter"} {
 						if calls[m] != 0 {
@@ -120,3 +127,13 @@ func TestAccFleet_refreshCalls(t *testing.T) {
 // sixteen of each kind, and the host reads shared ten at a time (Terraform's
 // parallelism caps a shared call at 10 reads).
 const fleetRefreshBudget = 30
+
+// callTotal is the lab's calls since the last reset, in all and by method.
+func callTotal(lab *vcsimlab.Lab) (int, map[string]int) {
+	calls := lab.Calls()
+	total := 0
+	for _, n := range calls {
+		total += n
+	}
+	return total, calls
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-framework/function"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/provider"
 	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
@@ -22,7 +23,10 @@ import (
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vsphere"
 )
 
-var _ provider.Provider = (*vspherehpcProvider)(nil)
+var (
+	_ provider.Provider              = (*vspherehpcProvider)(nil)
+	_ provider.ProviderWithFunctions = (*vspherehpcProvider)(nil)
+)
 
 // Environment variables, named as the vSphere provider names them so one
 // environment serves both providers.
@@ -252,5 +256,12 @@ func (p *vspherehpcProvider) DataSources(_ context.Context) []func() datasource.
 		NewMaxMTUDataSource,
 		NewMMIOSizeDataSource,
 		NewVirtualMachineDataSource,
+	}
+}
+
+func (p *vspherehpcProvider) Functions(_ context.Context) []func() function.Function {
+	return []func() function.Function{
+		NewMMIOExtraConfigFunction,
+		NewMMIOSizeGBFunction,
 	}
 }

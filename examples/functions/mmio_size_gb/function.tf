@@ -1,0 +1,14 @@
+terraform {
+  required_version = ">= 1.8"
+  required_providers {
+    vspherehpc = {
+      source = "vspherehpc/vspherehpc"
+    }
+  }
+}
+
+# Two H100 80GB: 160 GB in all, so a 512 GB window (the smallest power of
+# two at least twice the total).
+output "mmio_size_gb" {
+  value = provider::vspherehpc::mmio_size_gb([80, 80])
+}

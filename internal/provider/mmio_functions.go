@@ -1,0 +1,120 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/hashicorp/terraform-plugin-framework/function"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/mmio"
+)
+
+var (
+	_ function.Function = (*mmioSizeGBFunction)(nil)
+	_ function.Function = (*mmioExtraConfigFunction)(nil)
+)
+
+// The MMIO rule as provider-defined functions (Terraform 1.8+, OpenTofu
+// 1.7+): pure computations that need no vCenter. vspherehpc_mmio_size does
+// the same for Terraform 1.5-1.7.
+
+type mmioSizeGBFunction struct{}
+
+// NewMMIOSizeGBFunction is provider::vspherehpc::mmio_size_gb.
+func NewMMIOSizeGBFunction() function.Function {
+	return &mmioSizeGBFunction{}
+}
+
+func (f *mmioSizeGBFunction) Metadata(_ context.Context, _ function.MetadataRequest, resp *function.MetadataResponse) {
+	resp.Name = "mmio_size_gb"
+}
+
+func (f *mmioSizeGBFunction) Definition(_ context.Context, _ function.DefinitionRequest, resp *function.DefinitionResponse) {
+	resp.Definition = function.Definition{
+		Summary: "The 64-bit MMIO window for a VM's passthrough GPUs",
+		MarkdownDescription: "Returns `pciPassthru.64bitMMIOSizeGB` for GPUs with the given framebuffer memory: the smallest power of " +
+			"two that is at least twice their total, as `vspherehpc_mmio_size` computes it, with no vCenter involved. " +
+			"`mmio_size_gb([80, 80])` is 512.",
+		Parameters:  []function.Parameter{gpuMemoryParameter()},
+		Return:      function.Int64Return{},
+	}
+}
+
+func (f *mmioSizeGBFunction) Run(ctx context.Context, req function.RunRequest, resp *function.RunResponse) {
+	size, err := mmioSizeOf(ctx, req)
+	if err != nil {
+		resp.Error = err
+		return
+	}
+	resp.Error = resp.Result.Set(ctx, size)
+}
+
+type mmioExtraConfigFunction struct{}
+
+// NewMMIOExtraConfigFunction is provider::vspherehpc::mmio_extra_config.
+func NewMMIOExtraConfigFunction() function.Function {
+	return &mmioExtraConfigFunction{}
+}
+
+func (f *mmioExtraConfigFunction) Metadata(_ context.Context, _ function.MetadataRequest, resp *function.MetadataResponse) {
+	resp.Name = "mmio_extra_config"
+}
+
+func (f *mmioExtraConfigFunction) Definition(_ context.Context, _ function.DefinitionRequest, resp *function.DefinitionResponse) {
+	resp.Definition = function.Definition{
+		Summary: "The extra_config a VM's passthrough GPUs need",
+		MarkdownDescription: "Returns the VM advanced settings for GPUs with the given framebuffer memory, ready for " +
+			"`vsphere_virtual_machine.extra_config`: `pciPassthru.use64bitMMIO = \"TRUE\"` and `pciPassthru.64bitMMIOSizeGB` " +
+			"from `mmio_size_gb`.",
+		Parameters: []function.Parameter{gpuMemoryParameter()},
+		Return:     function.MapReturn{ElementType: types.StringType},
+	}
+}
+
+func (f *mmioExtraConfigFunction) Run(ctx context.Context, req function.RunRequest, resp *function.RunResponse) {
+	size, err := mmioSizeOf(ctx, req)
+	if err != nil {
+		resp.Error = err
+		return
+	}
+	resp.Error = resp.Result.Set(ctx, mmio.ExtraConfig(size))
+}
+
+func gpuMemoryParameter() function.ListParameter {
+	return function.ListParameter{
+		Name:        "gpu_memory_gb",
+		ElementType: types.NumberType,
+		MarkdownDescription: "Framebuffer memory of each GPU passed through to the VM, in GB, e.g. `[80, 80]` for two H100 80GB " +
+			"(at least one GPU, each size greater than zero).",
+	}
+}
+
+// mmioSizeOf reads the GPU sizes argument and applies the MMIO rule.
+func mmioSizeOf(ctx context.Context, req function.RunRequest) (int64, *function.FuncError) {
+	var sizes []types.Number
+	if err := req.Arguments.Get(ctx, &sizes); err != nil {
+		return 0, err
+	}
+	groups := make([]mmio.Group, 0, len(sizes))
+	for i, v := range sizes {
+		if v.IsNull() {
+			return 0, function.NewArgumentFuncError(0, fmt.Sprintf("GPU %d: the memory size is null; give each GPU's framebuffer memory in GB", i+1))
+		}
+		gb, _ := v.ValueBigFloat().Float64()
+		if math.IsInf(gb, 0) && !v.ValueBigFloat().IsInf() {
+			return 0, function.NewArgumentFuncError(0, fmt.Sprintf("GPU %d: memory size %s GB is beyond any GPU", i+1, v.ValueBigFloat().Text('g', 6)))
+		}
+		groups = append(groups, mmio.Group{Count: 1, MemoryGB: gb})
+	}
+	total, _, err := mmio.TotalGB(groups)
+	if err != nil {
+		return 0, function.NewArgumentFuncError(0, err.Error())
+	}
+	size, err := mmio.SizeGB(total)
+	if err != nil {
+		return 0, function.NewArgumentFuncError(0, err.Error())
+	}
+	return size, nil
+}

@@ -1,0 +1,96 @@
+package provider
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/tfversion"
+)
+
+// functionConfig calls one provider function; provider functions need the
+// provider among the required providers, and no provider configuration.
+func functionConfig(call string) string {
+	return fmt.Sprintf(`
+terraform {
+  required_providers {
+    vspherehpc = {
+      source = "vspherehpc/vspherehpc"
+    }
+  }
+}
+
+output "result" {
+  value = %s
+}
+`, call)
+}
+
+// Provider functions exist from Terraform 1.8: older versions skip, saying so.
+var functionsTerraform = []tfversion.TerraformVersionCheck{tfversion.SkipBelow(tfversion.Version1_8_0)}
+
+func TestAccFunctionMMIOSizeGB(t *testing.T) {
+	t.Parallel()
+	for call, want := range map[string]int64{
+		"[80, 80]":         512, // two H100 80GB: 160 -> 320 -> 512
+		"[40]":             128, // the rule's verified A100 40GB case
+		"[24, 24, 24, 24]": 256,
+		"[0.5]":            1,
+		"[64]":             128, // a power of two: the next one
+	} {
+		resource.UnitTest(t, resource.TestCase{
+			TerraformVersionChecks:   functionsTerraform,
+			ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+			Steps: []resource.TestStep{{
+				Config: functionConfig("provider::vspherehpc::mmio_size_gb(" + call + ")"),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownOutputValue("result", knownvalue.Int64Exact(want)),
+				},
+			}},
+		})
+	}
+}
+
+func TestAccFunctionMMIOExtraConfig(t *testing.T) {
+	t.Parallel()
+	resource.UnitTest(t, resource.TestCase{
+		TerraformVersionChecks:   functionsTerraform,
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config: functionConfig("provider::vspherehpc::mmio_extra_config([80, 80])"),
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownOutputValue("result", knownvalue.MapExact(map[string]knownvalue.Check{
+					"pciPassthru.use64bitMMIO":     knownvalue.StringExact("TRUE"),
+					"pciPassthru.64bitMMIOSizeGB": knownvalue.StringExact("512"),
+				})),
+			},
+		}},
+	})
+}
+
+// Bad input is the function's error, naming the GPU. (Terraform itself
+// refuses 0/0, so no NaN reaches the function.)
+func TestAccFunctionMMIORefusals(t *testing.T) {
+	t.Parallel()
+	for call, want := range map[string]string{
+		"mmio_size_gb([])":                 "no GPUs given: list the framebuffer memory of each GPU in GB",
+		"mmio_size_gb([80, -1])":           "GPU entry 2: memory size -1 GB must be greater than zero",
+		"mmio_size_gb([0])":                "GPU entry 1: memory size 0 GB must be greater than zero",
+		"mmio_size_gb([1/0])":              "GPU entry 1: memory size +Inf GB is not a finite number",
+		"mmio_size_gb([80, null])":         "GPU 2: the memory size is null",
+		"mmio_size_gb([600000, 600000])":   "the MMIO size would exceed 1048576 GB, the most an ESXi host can address",
+		"mmio_extra_config([-80])":         "GPU entry 1: memory size -80 GB must be greater than zero",
+		"mmio_size_gb([pow(10, 400) / 1])": "not a finite number",
+	} {
+		resource.UnitTest(t, resource.TestCase{
+			TerraformVersionChecks:   functionsTerraform,
+			ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+			Steps: []resource.TestStep{{
+				Config:      functionConfig("provider::vspherehpc::" + call),
+				ExpectError: wrapped(want),
+			}},
+		})
+	}
+}
