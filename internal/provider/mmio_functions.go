@@ -37,8 +37,8 @@ func (f *mmioSizeGBFunction) Definition(_ context.Context, _ function.Definition
 		MarkdownDescription: "Returns `pciPassthru.64bitMMIOSizeGB` for GPUs with the given framebuffer memory: the smallest power of " +
 			"two that is at least twice their total, as `vspherehpc_mmio_size` computes it, with no vCenter involved. " +
 			"`mmio_size_gb([80, 80])` is 512.",
-		Parameters:  []function.Parameter{gpuMemoryParameter()},
-		Return:      function.Int64Return{},
+		Parameters: []function.Parameter{gpuMemoryParameter()},
+		Return:     function.Int64Return{},
 	}
 }
 

@@ -62,7 +62,7 @@ func TestAccFunctionMMIOExtraConfig(t *testing.T) {
 			Config: functionConfig("provider::vspherehpc::mmio_extra_config([80, 80])"),
 			ConfigStateChecks: []statecheck.StateCheck{
 				statecheck.ExpectKnownOutputValue("result", knownvalue.MapExact(map[string]knownvalue.Check{
-					"pciPassthru.use64bitMMIO":     knownvalue.StringExact("TRUE"),
+					"pciPassthru.use64bitMMIO":    knownvalue.StringExact("TRUE"),
 					"pciPassthru.64bitMMIOSizeGB": knownvalue.StringExact("512"),
 				})),
 			},

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/function"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/provider"
@@ -88,7 +89,9 @@ func (p *vspherehpcProvider) Schema(_ context.Context, _ provider.SchemaRequest,
 			"allow_unverified_ssl": schema.BoolAttribute{
 				Optional: true,
 				MarkdownDescription: "Skip verification of vCenter's TLS certificate. Off by default; prefer `ca_file` or `thumbprint`. " +
-					"Cannot be combined with either. Environment: `" + envAllowUnverifiedSSL + "`.",
+					"Both in the provider block is an error; otherwise a setting in the block wins over the environment, and `" +
+					envCAFile + "` over `" + envAllowUnverifiedSSL + "` (a warning names what is ignored). Environment: `" +
+					envAllowUnverifiedSSL + "`.",
 			},
 			"api_timeout": schema.StringAttribute{
 				Optional: true,
@@ -184,11 +187,7 @@ func (p *vspherehpcProvider) Configure(ctx context.Context, req provider.Configu
 			}
 		}
 	}
-	if vc.AllowUnverifiedSSL && (vc.CAFile != "" || vc.Thumbprint != "") {
-		resp.Diagnostics.AddAttributeError(path.Root("allow_unverified_ssl"), "Conflicting TLS settings",
-			"allow_unverified_ssl turns certificate verification off, so ca_file and thumbprint would be ignored. "+
-				"Keep verification on with ca_file or thumbprint, or remove them to skip verification.")
-	}
+	resolveTLSConflict(&vc, !cfg.AllowUnverifiedSSL.IsNull(), !cfg.CAFile.IsNull(), &resp.Diagnostics)
 	if vc.CAFile != "" {
 		if err := vsphere.ReadCAFile(vc.CAFile); err != nil {
 			resp.Diagnostics.AddAttributeError(path.Root("ca_file"), "Unusable CA file",
@@ -234,6 +233,43 @@ func stringOrEnv(v types.String, env string) string {
 		return v.ValueString()
 	}
 	return os.Getenv(env)
+}
+
+// resolveTLSConflict settles skipping verification beside a CA file or a
+// thumbprint. Both in the provider block is an error. Otherwise a setting in
+// the block wins over the environment, and between two environment
+// variables VSPHERE_CA_FILE wins: the vSphere provider has no CA setting, so
+// an environment shared by both providers holds VSPHERE_ALLOW_UNVERIFIED_SSL
+// for that provider, and VSPHERE_CA_FILE only for this one. What is ignored
+// is a warning that names it.
+func resolveTLSConflict(vc *vsphere.Config, unverifiedInBlock, caInBlock bool, diags *diag.Diagnostics) {
+	if !vc.AllowUnverifiedSSL || (vc.CAFile == "" && vc.Thumbprint == "") {
+		return
+	}
+	verifier := "thumbprint"
+	if vc.Thumbprint == "" {
+		verifier = "ca_file"
+		if !caInBlock {
+			verifier = envCAFile
+		}
+	}
+	switch {
+	case unverifiedInBlock && (vc.Thumbprint != "" || caInBlock):
+		diags.AddAttributeError(path.Root("allow_unverified_ssl"), "Conflicting TLS settings",
+			"allow_unverified_ssl turns certificate verification off, so ca_file and thumbprint would be ignored. "+
+				"Keep verification on with ca_file or thumbprint, or remove them to skip verification.")
+	case unverifiedInBlock:
+		diags.AddAttributeWarning(path.Root("allow_unverified_ssl"), envCAFile+" ignored",
+			"allow_unverified_ssl = true in the provider block turns certificate verification off, so the CA file "+
+				envCAFile+" names is not used. Remove one of them to make the choice explicit.")
+		vc.CAFile = ""
+	default:
+		diags.AddAttributeWarning(path.Root("allow_unverified_ssl"), envAllowUnverifiedSSL+" ignored",
+			envAllowUnverifiedSSL+" is set, but "+verifier+" keeps certificate verification on, and wins: the environment "+
+				"variable is likely meant for the vSphere provider, which has no CA setting. To skip verification in this "+
+				"provider, set allow_unverified_ssl = true in its block and no ca_file or thumbprint.")
+		vc.AllowUnverifiedSSL = false
+	}
 }
 
 func (p *vspherehpcProvider) Resources(_ context.Context) []func() resource.Resource {
