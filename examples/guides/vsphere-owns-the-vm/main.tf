@@ -20,32 +20,75 @@ terraform {
 provider "vsphere" {}
 provider "vspherehpc" {}
 
+variable "datacenter" {
+  type    = string
+  default = "hpc-dc"
+}
+
+variable "cluster" {
+  type    = string
+  default = "hpc-cluster"
+}
+
+variable "datastore" {
+  type    = string
+  default = "nvme-ds-01"
+}
+
+variable "gpu_host" {
+  type    = string
+  default = "esx-gpu-02.hpc.example.com"
+}
+
+variable "management_network" {
+  type    = string
+  default = "VM Network"
+}
+
+variable "pvrdma_network" {
+  type    = string
+  default = "VM 100GbE Network"
+}
+
+# The vSphere provider cannot add PCI devices to a VM it is creating (it
+# looks the new VM up by a UUID it does not have yet): create the VM with
+# attach_gpus = false, then apply again with attach_gpus = true.
+variable "attach_gpus" {
+  type    = bool
+  default = false
+}
+
+locals {
+  vm_name   = "gpu-node-02"
+  memory_mb = 262144
+}
+
 data "vsphere_datacenter" "dc" {
-  name = "hpc-dc"
+  name = var.datacenter
 }
 
 data "vsphere_compute_cluster" "hpc" {
-  name          = "hpc-cluster"
+  name          = var.cluster
   datacenter_id = data.vsphere_datacenter.dc.id
 }
 
 data "vsphere_datastore" "local" {
-  name          = "nvme-ds-01"
+  name          = var.datastore
   datacenter_id = data.vsphere_datacenter.dc.id
 }
 
 data "vsphere_network" "mgmt" {
-  name          = "VM Network"
+  name          = var.management_network
   datacenter_id = data.vsphere_datacenter.dc.id
 }
 
 data "vsphere_network" "pvrdma" {
-  name          = "VM 100GbE Network"
+  name          = var.pvrdma_network
   datacenter_id = data.vsphere_datacenter.dc.id
 }
 
 data "vsphere_host" "gpu" {
-  name          = "esx-gpu-02.hpc.example.com"
+  name          = var.gpu_host
   datacenter_id = data.vsphere_datacenter.dc.id
 }
 
@@ -54,8 +97,13 @@ data "vspherehpc_host" "gpu" {
 }
 
 locals {
-  # Two free, passthrough-ready GPUs of the host.
-  gpus = slice([for g in data.vspherehpc_host.gpu.gpus : g if g.passthrough_active && length(g.used_by) == 0], 0, 2)
+  # Two passthrough-ready GPUs no other VM has (this VM's own still qualify
+  # once it has them).
+  usable = [
+    for g in data.vspherehpc_host.gpu.gpus : g
+    if g.passthrough_active && alltrue([for u in g.used_by : u.name == local.vm_name])
+  ]
+  gpus = slice(local.usable, 0, min(2, length(local.usable)))
 }
 
 # The MMIO window for those GPUs, as an extra_config map:
@@ -65,19 +113,21 @@ data "vspherehpc_mmio_size" "gpu_node" {
 }
 
 resource "vsphere_virtual_machine" "gpu_node" {
-  name             = "gpu-node-02"
+  name             = local.vm_name
   resource_pool_id = data.vsphere_compute_cluster.hpc.resource_pool_id
   host_system_id   = data.vsphere_host.gpu.id
   datastore_id     = data.vsphere_datastore.local.id
   num_cpus         = 32
-  memory           = 262144
+  memory           = local.memory_mb
   guest_id         = "ubuntu64Guest"
   hardware_version = 19
   firmware         = "efi" # before the guest OS is installed
 
+  memory_reservation               = local.memory_mb
   memory_reservation_locked_to_max = true
-  pci_device_id                    = local.gpus[*].pci_id
+  pci_device_id                    = var.attach_gpus ? local.gpus[*].pci_id : []
   extra_config                     = data.vspherehpc_mmio_size.gpu_node.extra_config
+  wait_for_guest_net_timeout       = 0 # no guest OS yet: no IP address to wait for
 
   network_interface {
     network_id = data.vsphere_network.mgmt.id

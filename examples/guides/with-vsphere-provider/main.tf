@@ -28,6 +28,27 @@ variable "cluster" {
   default = "hpc-cluster"
 }
 
+variable "datastore" {
+  type    = string
+  default = "nvme-ds-01"
+}
+
+variable "gpu_host" {
+  description = "The ESXi host of the GPU node, as vCenter names it."
+  type        = string
+  default     = "esx-gpu-01.hpc.example.com"
+}
+
+variable "management_network" {
+  type    = string
+  default = "VM Network"
+}
+
+locals {
+  vm_name   = "gpu-node-01"
+  memory_mb = 262144
+}
+
 data "vsphere_datacenter" "dc" {
   name = var.datacenter
 }
@@ -38,17 +59,17 @@ data "vsphere_compute_cluster" "hpc" {
 }
 
 data "vsphere_datastore" "local" {
-  name          = "nvme-ds-01"
+  name          = var.datastore
   datacenter_id = data.vsphere_datacenter.dc.id
 }
 
 data "vsphere_network" "mgmt" {
-  name          = "VM Network"
+  name          = var.management_network
   datacenter_id = data.vsphere_datacenter.dc.id
 }
 
 data "vsphere_host" "gpu" {
-  name          = "esx-gpu-01.hpc.example.com"
+  name          = var.gpu_host
   datacenter_id = data.vsphere_datacenter.dc.id
 }
 
@@ -62,25 +83,40 @@ module "pvrdma" {
   vmknic        = "vmk1"
 }
 
-# The GPU host's free, passthrough-ready GPUs; vsphere_host's id works as is.
+# The GPU host's passthrough-ready GPUs; vsphere_host's id works as is.
 data "vspherehpc_host" "gpu" {
   host_system_id = data.vsphere_host.gpu.id
 }
 
 locals {
-  gpus = slice([for g in data.vspherehpc_host.gpu.gpus : g.pci_id if g.passthrough_active && length(g.used_by) == 0], 0, 2)
+  # Two GPUs that no other VM has: free ones, or this VM's own (after the
+  # first apply they are in use, by this VM, and must still qualify).
+  usable = [
+    for g in data.vspherehpc_host.gpu.gpus : g.pci_id
+    if g.passthrough_active && alltrue([for u in g.used_by : u.name == local.vm_name])
+  ]
+  gpus = slice(local.usable, 0, min(2, length(local.usable)))
 }
 
 resource "vsphere_virtual_machine" "gpu_node" {
-  name             = "gpu-node-01"
+  name             = local.vm_name
   resource_pool_id = data.vsphere_compute_cluster.hpc.resource_pool_id
   host_system_id   = data.vsphere_host.gpu.id
   datastore_id     = data.vsphere_datastore.local.id
   num_cpus         = 32
-  memory           = 262144
+  memory           = local.memory_mb
   guest_id         = "ubuntu64Guest"
   hardware_version = 19    # PVRDMA needs 13 or later
   firmware         = "efi" # from the start: the guest is installed under EFI
+
+  # All memory reserved, as passthrough and PVRDMA need. Without it the
+  # vSphere provider sends memoryReservationLockedToMax = false with every
+  # update of the VM, and the two providers undo each other forever.
+  memory_reservation = local.memory_mb
+
+  # The VM has no guest OS yet: do not wait for an IP address it will never
+  # report (the first apply would time out after 5 minutes and taint the VM).
+  wait_for_guest_net_timeout = 0
 
   # The regular adapter first: management traffic, and VMware's PVRDMA guidance.
   network_interface {
@@ -95,8 +131,6 @@ resource "vsphere_virtual_machine" "gpu_node" {
   lifecycle {
     ignore_changes = [
       network_interface,                # the PVRDMA adapter: vspherehpc_vm_pvrdma_nic
-      firmware,                         # EFI: vspherehpc_vm_gpu_mmio
-      extra_config,                     # pciPassthru.* keys: vspherehpc_vm_gpu_mmio
       pci_device_id,                    # the GPUs: vspherehpc_vm_gpu_mmio
       memory_reservation_locked_to_max, # set by both vspherehpc VM resources
     ]
