@@ -8,7 +8,13 @@ package provider
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -34,99 +40,256 @@ func labEnv(t *testing.T, lab *vcsimlab.Lab) {
 	t.Setenv("VSPHERE_CA_FILE", lab.CertFile)
 }
 
-func TestAccModulePVRDMACluster(t *testing.T) { //nolint:paralleltest // labEnv sets the environment
+// pvrdmaRoot calls the pvrdma-cluster module (copied to modules/) with the
+// test's variables, as a user's root module would.
+const pvrdmaRoot = `
+variable "datacenter_id" {
+  type = string
+}
+
+variable "host_names" {
+  type    = list(string)
+  default = []
+}
+
+variable "cluster_name" {
+  type    = string
+  default = null
+}
+
+variable "vmknic" {
+  type    = string
+  default = "vmk1"
+}
+
+module "pvrdma" {
+  source = "./modules/pvrdma-cluster"
+
+  datacenter_id = var.datacenter_id
+  host_names    = var.host_names
+  cluster_name  = var.cluster_name
+  vmknic        = var.vmknic
+}
+
+output "measured_mtu" {
+  value = module.pvrdma.measured_mtu
+}
+
+output "uplinks" {
+  value = module.pvrdma.uplinks
+}
+
+output "switch_id" {
+  value = module.pvrdma.switch_id
+}
+`
+
+// hostsVar is a -var argument listing host names.
+func hostsVar(names ...string) string {
+	quoted := make([]string, len(names))
+	for i, n := range names {
+		quoted[i] = strconv.Quote(n)
+	}
+	return "-var=host_names=[" + strings.Join(quoted, ",") + "]"
+}
+
+// pvrdmaModuleDir is a working directory with the pvrdma-cluster module and
+// a root module that calls it, initialised.
+func pvrdmaModuleDir(t *testing.T, lab *vcsimlab.Lab) (*tfDir, string) {
+	d := newTFDir(t, lab, map[string]string{"main.tf": pvrdmaRoot})
+	d.copyModule("pvrdma-cluster")
+	d.run("get") // the modules; init would ask the registry for the overridden provider
+	return d, "-var=datacenter_id=" + lab.DatacenterID()
+}
+
+// switchHosts is the hosts of the switch the module built, by name, read
+// from vCenter.
+func switchHosts(t *testing.T, lab *vcsimlab.Lab, d *tfDir) []string {
+	t.Helper()
+	var uuid string
+	d.output("switch_id", &uuid)
+	s, err := labService(lab).DVS(context.Background(), vsphere.DVSID{UUID: uuid}, "")
+	must(t, err)
+	var names []string
+	for _, h := range s.Hosts {
+		for _, n := range lab.HostNames() {
+			if lab.HostID(n) == h.HostID {
+				names = append(names, n)
+			}
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// vmknicOf is the host's Net.PVRDMAVmknic, read from vCenter.
+func vmknicOf(t *testing.T, lab *vcsimlab.Lab, host string) vsphere.PVRDMASettings {
+	t.Helper()
+	h, err := labService(lab).HostPVRDMA(context.Background(), lab.HostID(host))
+	must(t, err)
+	return h.Settings
+}
+
+// expectFailure runs a plan that must fail with an error matching want.
+func expectFailure(t *testing.T, d *tfDir, want *regexp.Regexp, args ...string) {
+	t.Helper()
+	out, err := d.try(append([]string{"plan", "-input=false"}, args...)...)
+	if err == nil || !want.MatchString(out) {
+		t.Fatalf("plan %v: %v, want an error matching %s:\n%s", args, err, want, out)
+	}
+}
+
+// expectChanges fails unless the plan's one create or delete is the given
+// one, and everything else is an update in place.
+func expectChanges(t *testing.T, changes []plannedChange, address, action string) {
+	t.Helper()
+	for _, c := range changes {
+		if c.Address == address && slices.Equal(c.Actions, []string{action}) {
+			continue
+		}
+		if !slices.Equal(c.Actions, []string{"update"}) {
+			t.Fatalf("plan %v: %s %v; want only %s %s and updates in place", changes, c.Address, c.Actions, action, address)
+		}
+	}
+	if !slices.ContainsFunc(changes, func(c plannedChange) bool { return c.Address == address }) {
+		t.Fatalf("plan %v: no %s of %s", changes, action, address)
+	}
+}
+
+// expectNoChanges plans and fails when anything would change.
+func expectNoChanges(t *testing.T, d *tfDir, args ...string) {
+	t.Helper()
+	if changes := d.plan(args...); len(changes) > 0 {
+		t.Fatalf("plan %v: %v, want no changes", args, changes)
+	}
+}
+
+// The module, applied with the Terraform CLI (terraform-plugin-testing's
+// state shim reads no for_each instances): uplinks picked, the fabric's MTU
+// measured, re-planned empty (also as "all hosts of the cluster"), its
+// refusals, and a clean destroy that restores the hosts.
+func TestAccModulePVRDMACluster(t *testing.T) {
+	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{Hosts: 4})
 	lab.SetLostProbeDelay(time.Millisecond)
-	labEnv(t, lab)
 	hosts := lab.HostNames()
-	vars := config.Variables{
-		"datacenter_id": config.StringVariable(lab.DatacenterID()),
-		"host_names":    config.ListVariable(config.StringVariable(hosts[0]), config.StringVariable(hosts[1]), config.StringVariable(hosts[2]), config.StringVariable(hosts[3])),
+	before := vmknicOf(t, lab, hosts[3])
+	d, dc := pvrdmaModuleDir(t, lab)
+	all := hostsVar(hosts...)
+
+	// The uplinks are picked from the hosts' NICs: vmnic4, the first free 100
+	// GbE RDMA NIC; the fabric carries 9000 everywhere.
+	d.run("apply", "-auto-approve", "-input=false", dc, all)
+	var mtu int
+	d.output("measured_mtu", &mtu)
+	var uplinks map[string]string
+	d.output("uplinks", &uplinks)
+	if mtu != 9000 || len(uplinks) != 4 || uplinks[hosts[0]] != "vmnic4" || uplinks[hosts[3]] != "vmnic4" {
+		t.Fatalf("measured_mtu %d, uplinks %v; want 9000 and vmnic4 on each of 4 hosts", mtu, uplinks)
 	}
-	byCluster := config.Variables{
-		"datacenter_id": vars["datacenter_id"],
-		"cluster_name":  config.StringVariable(lab.ClusterName()),
+	if got := switchHosts(t, lab, d); !slices.Equal(got, slices.Sorted(slices.Values(hosts))) {
+		t.Fatalf("switch hosts %v, want %v", got, hosts)
 	}
-	dir := config.StaticDirectory("../../examples/modules/pvrdma-cluster")
-	resource.UnitTest(t, resource.TestCase{
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		Steps: []resource.TestStep{
-			{
-				// The uplinks are picked from the hosts' NICs: vmnic4, the first
-				// free 100 GbE RDMA NIC; the fabric carries 9000 everywhere.
-				ConfigDirectory: dir,
-				ConfigVariables: vars,
-				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownOutputValue("measured_mtu", knownvalue.Int64Exact(9000)),
-					statecheck.ExpectKnownOutputValue("uplinks", knownvalue.MapExact(map[string]knownvalue.Check{
-						hosts[0]: knownvalue.StringExact("vmnic4"), hosts[1]: knownvalue.StringExact("vmnic4"),
-						hosts[2]: knownvalue.StringExact("vmnic4"), hosts[3]: knownvalue.StringExact("vmnic4"),
-					})),
-					statecheck.ExpectKnownOutputValue("port_group_id", knownvalue.StringRegexp(regexp.MustCompile(`^dvportgroup-\d+$`))),
-					statecheck.ExpectKnownValue("vspherehpc_rdma_dvs.this", tfjsonpath.New("mtu"), knownvalue.Int64Exact(9000)),
-					statecheck.ExpectKnownValue("vspherehpc_host_pvrdma_settings.this[3]", tfjsonpath.New("firewall_allowed_ips"), knownvalue.ListSizeExact(4)),
-				},
-			},
-			{
-				// Re-planned empty: the NICs the switch now claims stay picked.
-				ConfigDirectory:  dir,
-				ConfigVariables:  vars,
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
-			},
-			{
-				// The same four hosts as "all hosts of the cluster": nothing to change.
-				ConfigDirectory:  dir,
-				ConfigVariables:  byCluster,
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
-			},
-			{
-				ConfigDirectory: dir,
-				ConfigVariables: config.Variables{"datacenter_id": vars["datacenter_id"], "host_names": vars["host_names"], "cluster_name": byCluster["cluster_name"]},
-				PlanOnly:        true,
-				ExpectError:     regexp.MustCompile(`Give either host_names or cluster_name, not both and not neither`),
-			},
-			{
-				ConfigDirectory: dir,
-				ConfigVariables: config.Variables{"datacenter_id": vars["datacenter_id"]},
-				PlanOnly:        true,
-				ExpectError:     regexp.MustCompile(`Give either host_names or cluster_name, not both and not neither`),
-			},
-			{
-				ConfigDirectory: dir,
-				ConfigVariables: config.Variables{"datacenter_id": vars["datacenter_id"], "host_names": config.ListVariable(config.StringVariable(hosts[0]))},
-				PlanOnly:        true,
-				ExpectError:     regexp.MustCompile(`PVRDMA connects VMs across hosts, and the switch would have 1: list two or\s+more hosts in host_names`),
-			},
-			{
-				ConfigDirectory: dir,
-				ConfigVariables: config.Variables{"datacenter_id": vars["datacenter_id"], "cluster_name": config.StringVariable(" ")},
-				PlanOnly:        true,
-				ExpectError:     wrapped("cluster_name is empty: name the cluster, or leave it null and list host_names."),
-			},
-			{
-				// vmk0 is at 1500 on every host: the hosts, not the fabric, fall short.
-				ConfigDirectory: dir,
-				ConfigVariables: config.Variables{"datacenter_id": vars["datacenter_id"], "host_names": vars["host_names"], "vmknic": config.StringVariable("vmk0")},
-				PlanOnly:        true,
-				ExpectError:     wrapped("The fabric carries 1500-byte packets, not the switch MTU 9000. The hosts allow less themselves: vmk0 MTU " + hosts[0] + " (1500)"),
-			},
-			{
-				// A 1500 link between two hosts stops the plan, naming the paths.
-				PreConfig:       func() { lab.SetLinkMTU(hosts[1], hosts[2], 1500) },
-				ConfigDirectory: dir,
-				ConfigVariables: vars,
-				ExpectError: regexp.MustCompile(`(?s)The fabric carries 1500-byte packets, not the switch MTU 9000.*` +
-					regexp.QuoteMeta(hosts[1]+" -> "+hosts[2]) + `\s+1500.*` + regexp.QuoteMeta(hosts[2]+" -> "+hosts[1]) + `\s+1500`),
-			},
-			{
-				// Fixed again, so the post-test destroy can plan.
-				PreConfig:        func() { lab.SetLinkMTU(hosts[1], hosts[2], 9000) },
-				ConfigDirectory:  dir,
-				ConfigVariables:  vars,
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
-			},
-		},
-	})
+	if s := vmknicOf(t, lab, hosts[3]); s.Vmknic != "vmk1" || !s.FirewallEnabled || len(s.AllowedIPs) != 4 {
+		t.Fatalf("settings of %s: %+v, want vmk1 and the firewall open to the 4 vmknics", hosts[3], s)
+	}
+
+	// Re-planned empty: the NICs the switch now claims stay picked; the same
+	// four hosts as "all hosts of the cluster" change nothing either.
+	expectNoChanges(t, d, dc, all)
+	expectNoChanges(t, d, dc, "-var=cluster_name="+lab.ClusterName())
+
+	expectFailure(t, d, regexp.MustCompile(`Give either host_names or cluster_name, not both and not neither`), dc, all, "-var=cluster_name="+lab.ClusterName())
+	expectFailure(t, d, regexp.MustCompile(`Give either host_names or cluster_name, not both and not neither`), dc)
+	expectFailure(t, d, regexp.MustCompile(`PVRDMA connects VMs across hosts, and the switch would have 1: list two or\s+more hosts in host_names`), dc, hostsVar(hosts[0]))
+	expectFailure(t, d, wrapped("cluster_name is empty: name the cluster, or leave it null and list host_names."), dc, "-var=cluster_name= ")
+	expectFailure(t, d, regexp.MustCompile(`host_names lists a host twice`), dc, hostsVar(hosts[0], hosts[0]))
+	// vmk0 is at 1500 on every host: the hosts, not the fabric, fall short.
+	expectFailure(t, d, wrapped("The fabric carries 1500-byte packets, not the switch MTU 9000. The hosts allow less themselves: vmk0 MTU "), dc, all, "-var=vmknic=vmk0")
+	// A 1500 link between two hosts stops the plan, naming the paths.
+	lab.SetLinkMTU(hosts[1], hosts[2], 1500)
+	expectFailure(t, d, regexp.MustCompile(`(?s)The fabric carries 1500-byte packets, not the switch MTU 9000.*`+
+		regexp.QuoteMeta(hosts[1]+" -> "+hosts[2])+`\s+1500.*`+regexp.QuoteMeta(hosts[2]+" -> "+hosts[1])+`\s+1500`), dc, all)
+	lab.SetLinkMTU(hosts[1], hosts[2], 9000)
+	expectNoChanges(t, d, dc, all)
+
+	d.run("destroy", "-auto-approve", "-input=false", dc, all)
+	if s := vmknicOf(t, lab, hosts[3]); s.Vmknic != before.Vmknic || s.FirewallEnabled != before.FirewallEnabled {
+		t.Fatalf("after destroy %s has %+v, want what it had: %+v", hosts[3], s, before)
+	}
+}
+
+// Hosts keyed by name: a host inserted in the middle of the list plans one
+// add and replaces nothing; a host removed from the middle restores that host
+// only.
+func TestAccModulePVRDMACluster_keyedByName(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{Hosts: 4})
+	lab.SetLostProbeDelay(time.Millisecond)
+	h := lab.HostNames()
+	before := vmknicOf(t, lab, h[1])
+	d, dc := pvrdmaModuleDir(t, lab)
+	settings := func(host string) string {
+		return `module.pvrdma.vspherehpc_host_pvrdma_settings.this["` + host + `"]`
+	}
+
+	d.run("apply", "-auto-approve", "-input=false", dc, hostsVar(h[0], h[1], h[3]))
+	if s := vmknicOf(t, lab, h[2]); s.Vmknic == "vmk1" {
+		t.Fatalf("%s has settings before it joined: %+v", h[2], s)
+	}
+
+	// One add; the switch gains the host, and every other host's firewall
+	// its vmknic address: updates in place, nothing replaced.
+	expectChanges(t, d.plan(dc, hostsVar(h[0], h[1], h[2], h[3])), settings(h[2]), "create")
+	d.run("apply", "-auto-approve", "-input=false", "tfplan")
+	if got := switchHosts(t, lab, d); len(got) != 4 || vmknicOf(t, lab, h[2]).Vmknic != "vmk1" {
+		t.Fatalf("after the insert: switch hosts %v, %s settings %+v", got, h[2], vmknicOf(t, lab, h[2]))
+	}
+
+	expectChanges(t, d.plan(dc, hostsVar(h[0], h[2], h[3])), settings(h[1]), "delete")
+	d.run("apply", "-auto-approve", "-input=false", "tfplan")
+	if s := vmknicOf(t, lab, h[1]); s.Vmknic != before.Vmknic || s.FirewallEnabled != before.FirewallEnabled {
+		t.Fatalf("%s after leaving: %+v, want what it had: %+v", h[1], s, before)
+	}
+	for _, host := range []string{h[0], h[2], h[3]} {
+		if s := vmknicOf(t, lab, host); s.Vmknic != "vmk1" || len(s.AllowedIPs) != 3 {
+			t.Fatalf("%s after %s left: %+v, want vmk1 and the 3 remaining vmknics allowed", host, h[1], s)
+		}
+	}
+	if got := switchHosts(t, lab, d); len(got) != 3 || slices.Contains(got, h[1]) {
+		t.Fatalf("switch hosts %v, want all but %s", got, h[1])
+	}
+	d.run("destroy", "-auto-approve", "-input=false", dc, hostsVar(h[0], h[2], h[3]))
+}
+
+// A user of the count version moves to the for_each version without
+// replacing anything, with the moved blocks the module's README shows.
+func TestAccModulePVRDMACluster_migrationFromCount(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{Hosts: 3})
+	lab.SetLostProbeDelay(time.Millisecond)
+	h := lab.HostNames()
+	d := newTFDir(t, lab, map[string]string{"main.tf": pvrdmaRoot})
+	old := map[string]string{}
+	for _, f := range []string{"main.tf", "outputs.tf", "variables.tf", "versions.tf"} {
+		b, err := os.ReadFile(filepath.Join("testdata/pvrdma-cluster-count", f))
+		must(t, err)
+		old[filepath.Join("modules/pvrdma-cluster", f)] = string(b)
+	}
+	d.write(old)
+	d.run("get") // the modules; init would ask the registry for the overridden provider
+	dc, all := "-var=datacenter_id="+lab.DatacenterID(), hostsVar(h...)
+	d.run("apply", "-auto-approve", "-input=false", dc, all)
+
+	d.copyModule("pvrdma-cluster")
+	var moved strings.Builder
+	for i, host := range h {
+		fmt.Fprintf(&moved, "moved {\n  from = module.pvrdma.vspherehpc_host_pvrdma_settings.this[%d]\n  to   = module.pvrdma.vspherehpc_host_pvrdma_settings.this[%q]\n}\n", i, host)
+	}
+	d.write(map[string]string{"moved.tf": moved.String()})
+	expectNoChanges(t, d, dc, all)
+	d.run("apply", "-auto-approve", "-input=false", dc, all)
+	d.run("destroy", "-auto-approve", "-input=false", dc, all)
 }
 
 // The gpu-node module on a VM, with the PVRDMA port group of a switch an

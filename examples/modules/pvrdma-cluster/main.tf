@@ -5,15 +5,13 @@ data "vspherehpc_cluster" "this" {
   name          = var.cluster_name
 }
 
-# count, not for_each: terraform-plugin-testing's state shim cannot read
-# string-keyed instances, and the module is tested with it. Hosts keep their
-# index as long as the list only grows at the end (cluster hosts are sorted
-# by name); removing one from the middle re-plans the later hosts.
+# Keyed by host name: a host added to or removed from the middle of the list
+# changes that host only.
 data "vspherehpc_host" "this" {
-  count = length(local.host_names)
+  for_each = toset(local.host_names)
 
   datacenter_id = var.datacenter_id
-  name          = local.host_names[count.index]
+  name          = each.key
 }
 
 locals {
@@ -39,7 +37,7 @@ locals {
 
 # Measure before building: every ordered pair of hosts, over the PVRDMA vmknic.
 data "vspherehpc_max_mtu" "fabric" {
-  host_system_ids = data.vspherehpc_host.this[*].id
+  host_system_ids = [for h in data.vspherehpc_host.this : h.id]
   vmknic          = var.vmknic
   max_mtu         = var.mtu
 
@@ -89,9 +87,9 @@ resource "vspherehpc_rdma_dvs" "this" {
 }
 
 resource "vspherehpc_host_pvrdma_settings" "this" {
-  count = length(local.host_names)
+  for_each = data.vspherehpc_host.this
 
-  host_system_id       = data.vspherehpc_host.this[count.index].id
+  host_system_id       = each.value.id
   vmknic               = var.vmknic
   firewall_allowed_ips = local.vmknic_addresses
 }
