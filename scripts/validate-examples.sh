@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# `make test` step: `terraform validate` every configuration under examples/ (the provider's snippets, the
-# modules, the lab) against the provider built from this tree, through a dev_overrides CLI config. Nothing
-# is downloaded: a configuration that needs another provider (vmware/vsphere) cannot be installed here, so
-# it is only formatted (by `terraform fmt -check`, the step before) and listed as such.
+# `make test` step: `terraform fmt -check` and `terraform validate` of every configuration under examples/
+# (the provider's snippets, the modules, the lab) against the provider built from this tree, through a
+# dev_overrides CLI config. Nothing is downloaded: a configuration that needs another provider
+# (vmware/vsphere) cannot be installed here, so it is only formatted and listed as such.
 #
 # Needs TERRAFORM (absolute path; the Makefile sets it) and Go.
 set -euo pipefail
@@ -36,10 +36,20 @@ needs_vsphere_provider() {
   sed -E 's/#.*$//; s/"([^"\\]|\\.)*"//g' "$1"/*.tf | grep -qE '(^|[^.a-z_])(data\.)?vsphere_[a-z_]+\.[a-z_]'
 }
 
-validated=0 formatted_only=()
+# Provider functions (examples/functions) exist from Terraform 1.8; an older terraform only formats them.
+tf_version="$("$TERRAFORM" version -json | sed -n 's/.*"terraform_version": *"\([0-9.]*\).*/\1/p')"
+functions_ok=true
+[[ "$(printf '%s\n1.8.0\n' "$tf_version" | sort -V | head -n1)" == 1.8.0 ]] || functions_ok=false
+
+validated=0 formatted_only=() too_new=()
 while IFS= read -r dir; do
   rel="examples/${dir#"$tmp/examples/"}"
   [[ $dir == "$tmp/examples" ]] && rel="examples"
+  if [[ $functions_ok == false ]] && grep -qs 'provider::' "$dir"/*.tf; then
+    too_new+=("$rel") # not even formatted: this terraform cannot parse a provider function call
+    continue
+  fi
+  "$TERRAFORM" fmt -check -diff "$dir" >&2 || { echo "terraform fmt: $rel is not formatted (run make fmt)" >&2; exit 1; }
   if needs_vsphere_provider "$dir"; then
     formatted_only+=("$rel")
     continue
@@ -61,4 +71,7 @@ done < <(find "$tmp/examples" -name '*.tf' -not -path '*/.terraform/*' -printf '
 echo "terraform validate: $validated configurations valid"
 if ((${#formatted_only[@]})); then
   echo "formatted only (they need the vmware/vsphere provider, which cannot be installed offline): ${formatted_only[*]}"
+fi
+if ((${#too_new[@]})); then
+  echo "neither formatted nor validated (they call provider functions, which Terraform $tf_version cannot parse): ${too_new[*]}"
 fi

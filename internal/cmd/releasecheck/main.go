@@ -5,7 +5,12 @@
 // terraform-provider-<name>_v<version>; a _SHA256SUMS file that matches every
 // zip and the manifest; a _manifest.json naming plugin protocol 6.0.
 //
-// Usage: releasecheck [-config .goreleaser.yml] [-dist dist]
+// The manifest is a release asset GoReleaser uploads from the repository
+// (release.extra_files) and lists in the sums (checksum.extra_files); a
+// snapshot does not copy it into dist/, so it is read from where it comes
+// from.
+//
+// Usage: releasecheck [-config .goreleaser.yml] [-dist dist] [-manifest terraform-registry-manifest.json]
 package main
 
 import (
@@ -28,8 +33,9 @@ import (
 func main() {
 	config := flag.String("config", ".goreleaser.yml", "GoReleaser configuration")
 	dist := flag.String("dist", "dist", "GoReleaser's output directory")
+	manifest := flag.String("manifest", "terraform-registry-manifest.json", "the registry manifest the release uploads")
 	flag.Parse()
-	checked, err := check(*config, *dist)
+	checked, err := check(*config, *dist, *manifest)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "releasecheck:", err)
 		os.Exit(1)
@@ -68,7 +74,7 @@ func (c goreleaserConfig) platforms() []string {
 }
 
 // check returns a one-line summary of what it checked, or what is wrong.
-func check(configPath, dist string) (string, error) {
+func check(configPath, dist, manifestSource string) (string, error) {
 	raw, err := os.ReadFile(configPath)
 	if err != nil {
 		return "", err
@@ -85,7 +91,7 @@ func check(configPath, dist string) (string, error) {
 	}
 	prefix := cfg.ProjectName + "_" + meta.Version
 	var problems []string
-	sums := map[string]string{}
+	sums := map[string]string{} // asset name -> its file
 	for _, p := range cfg.platforms() {
 		name := prefix + "_" + p + ".zip"
 		binary := cfg.ProjectName + "_v" + meta.Version
@@ -94,9 +100,8 @@ func check(configPath, dist string) (string, error) {
 		}
 		if err := zipHolds(filepath.Join(dist, name), binary); err != nil {
 			problems = append(problems, err.Error())
-			continue
 		}
-		sums[name] = ""
+		sums[name] = filepath.Join(dist, name)
 	}
 	zips, _ := filepath.Glob(filepath.Join(dist, "*.zip"))
 	for _, z := range zips {
@@ -111,13 +116,13 @@ func check(configPath, dist string) (string, error) {
 			ProtocolVersions []string `json:"protocol_versions"`
 		} `json:"metadata"`
 	}
-	if err := readJSON(filepath.Join(dist, manifest), &m); err != nil {
+	if err := readJSON(manifestSource, &m); err != nil {
 		problems = append(problems, err.Error())
 	} else if m.Version != 1 || !slices.Equal(m.Metadata.ProtocolVersions, []string{"6.0"}) {
 		problems = append(problems, fmt.Sprintf("%s: version %d, protocols %v; want 1 and [6.0]", manifest, m.Version, m.Metadata.ProtocolVersions))
 	}
-	sums[manifest] = ""
-	problems = append(problems, checkSums(filepath.Join(dist, prefix+"_SHA256SUMS"), dist, sums)...)
+	sums[manifest] = manifestSource
+	problems = append(problems, checkSums(filepath.Join(dist, prefix+"_SHA256SUMS"), sums)...)
 	if len(problems) > 0 {
 		return "", errors.New(strings.Join(problems, "\n"))
 	}
@@ -140,9 +145,9 @@ func zipHolds(path, binary string) error {
 	return fmt.Errorf("%s holds no %s", filepath.Base(path), binary)
 }
 
-// checkSums checks that the sums file lists exactly want, each with its
-// file's SHA-256.
-func checkSums(path, dist string, want map[string]string) []string {
+// checkSums checks that the sums file lists exactly the assets of want, each
+// with its file's SHA-256.
+func checkSums(path string, want map[string]string) []string {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return []string{err.Error()}
@@ -156,7 +161,12 @@ func checkSums(path, dist string, want map[string]string) []string {
 			continue
 		}
 		listed[name] = true
-		if got, err := sha256File(filepath.Join(dist, name)); err != nil || got != sum {
+		file, ok := want[name]
+		if !ok {
+			problems = append(problems, fmt.Sprintf("%s lists %s, which is no asset of the release", filepath.Base(path), name))
+			continue
+		}
+		if got, err := sha256File(file); err != nil || got != sum {
 			problems = append(problems, fmt.Sprintf("%s: %s is listed with %s, has %s (%v)", filepath.Base(path), name, sum, got, err))
 		}
 	}
