@@ -18,27 +18,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/terraform-plugin-testing/config"
-	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
-	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
-	"github.com/hashicorp/terraform-plugin-testing/plancheck"
-	"github.com/hashicorp/terraform-plugin-testing/statecheck"
-	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
-
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vsphere"
 )
-
-// labEnv points the provider at a lab through its environment variables, as
-// a module's caller would; modules carry no provider block. Not parallel:
-// the environment is the process's.
-func labEnv(t *testing.T, lab *vcsimlab.Lab) {
-	t.Setenv("TF_ACC_PROVIDER_NAMESPACE", "vspherehpc") // the modules' required_providers source
-	t.Setenv("VSPHERE_SERVER", lab.URL.Host)
-	t.Setenv("VSPHERE_USER", lab.Username)
-	t.Setenv("VSPHERE_PASSWORD", lab.Password)
-	t.Setenv("VSPHERE_CA_FILE", lab.CertFile)
-}
 
 // pvrdmaRoot calls the pvrdma-cluster module (copied to modules/) with the
 // test's variables, as a user's root module would.
@@ -293,10 +275,12 @@ func TestAccModulePVRDMACluster_migrationFromCount(t *testing.T) {
 }
 
 // The gpu-node module on a VM, with the PVRDMA port group of a switch an
-// administrator built (the pvrdma-cluster module's output in real use).
-func TestAccModuleGPUNode(t *testing.T) { //nolint:paralleltest // labEnv sets the environment
+// administrator built (the pvrdma-cluster module's output in real use),
+// applied with the Terraform CLI as a module's caller would: it re-plans
+// empty, and a PVRDMA adapter without a port group is refused.
+func TestAccModuleGPUNode(t *testing.T) {
+	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
-	labEnv(t, lab)
 	spec := vsphere.DVSSpec{
 		DatacenterID: lab.DatacenterID(), Name: "pvrdma-dvs", UplinkCount: 1, MTU: 9000,
 		PortGroup: vsphere.PortGroupSpec{Name: "VM 100GbE Network", Ports: 8, AutoExpand: true},
@@ -305,42 +289,51 @@ func TestAccModuleGPUNode(t *testing.T) { //nolint:paralleltest // labEnv sets t
 		spec.Hosts = append(spec.Hosts, vsphere.DVSHost{HostID: lab.HostID(h), Vmnic: "vmnic4"})
 	}
 	_, portGroup, err := labService(lab).CreateDVS(context.Background(), spec)
-	if err != nil {
-		t.Fatal(err)
+	must(t, err)
+	vm := lab.VMNames()[1]
+	d := newTFDir(t, lab, map[string]string{"main.tf": `
+variable "virtual_machine_id" {
+  type = string
+}
+
+variable "port_group_id" {
+  type    = string
+  default = null
+}
+
+module "node" {
+  source = "./modules/gpu-node"
+
+  virtual_machine_id = var.virtual_machine_id
+  port_group_id      = var.port_group_id
+  gpu_pci_ids        = ["0000:3b:00.0", "0000:5e:00.0"]
+}
+
+output "node" {
+  value = module.node
+}
+`})
+	d.copyModule("gpu-node")
+	d.run("get")
+	vmVar, pgVar := "-var=virtual_machine_id="+lab.VMUUID(vm), "-var=port_group_id="+portGroup
+	d.run("apply", "-auto-approve", "-input=false", vmVar, pgVar)
+	var node struct {
+		MAC        string  `json:"pvrdma_mac_address"`
+		MMIOSizeGB int64   `json:"mmio_size_gb"`
+		TotalGB    float64 `json:"total_gpu_memory_gb"`
+		GuestSetup string  `json:"guest_setup"`
 	}
-	vars := config.Variables{
-		"virtual_machine_id": config.StringVariable(lab.VMUUID(lab.VMNames()[1])),
-		"port_group_id":      config.StringVariable(portGroup),
-		"gpu_pci_ids":        config.ListVariable(config.StringVariable("0000:3b:00.0"), config.StringVariable("0000:5e:00.0")),
+	d.output("node", &node)
+	if !regexp.MustCompile(`^[0-9a-f]{2}(:[0-9a-f]{2}){5}$`).MatchString(node.MAC) || node.MMIOSizeGB != 512 || node.TotalGB != 160 ||
+		!regexp.MustCompile(`(?s)MMIO window 512 GB.*expect 2 GPU\(s\).*sudo modprobe rdma_ucm\n\s*sudo modprobe -r vmw_pvrdma .*\n\s*sudo modprobe vmw_pvrdma\n.*ib_send_bw --report_gbits`).MatchString(node.GuestSetup) {
+		t.Fatalf("outputs %+v", node)
 	}
-	dir := config.StaticDirectory("../../examples/modules/gpu-node")
-	resource.UnitTest(t, resource.TestCase{
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		Steps: []resource.TestStep{
-			{
-				ConfigDirectory: dir,
-				ConfigVariables: vars,
-				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownOutputValue("pvrdma_mac_address", knownvalue.StringRegexp(regexp.MustCompile(`^[0-9a-f]{2}(:[0-9a-f]{2}){5}$`))),
-					statecheck.ExpectKnownOutputValue("mmio_size_gb", knownvalue.Int64Exact(512)),
-					statecheck.ExpectKnownOutputValue("total_gpu_memory_gb", knownvalue.Float64Exact(160)),
-					statecheck.ExpectKnownOutputValue("guest_setup", knownvalue.StringRegexp(regexp.MustCompile(
-						`(?s)MMIO window 512 GB.*expect 2 GPU\(s\).*sudo modprobe rdma_ucm\n\s*sudo modprobe -r vmw_pvrdma .*\n\s*sudo modprobe vmw_pvrdma\n.*ib_send_bw --report_gbits`))),
-					statecheck.ExpectKnownValue("vspherehpc_vm_gpu_mmio.this[0]", tfjsonpath.New("firmware"), knownvalue.StringExact("efi")),
-					statecheck.ExpectKnownValue("vspherehpc_vm_pvrdma_nic.this[0]", tfjsonpath.New("distributed_port_group_id"), knownvalue.StringExact(portGroup)),
-				},
-			},
-			{
-				ConfigDirectory:  dir,
-				ConfigVariables:  vars,
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
-			},
-			{
-				ConfigDirectory: dir,
-				ConfigVariables: config.Variables{"virtual_machine_id": vars["virtual_machine_id"]},
-				PlanOnly:        true,
-				ExpectError:     regexp.MustCompile(`pvrdma_adapter is true but port_group_id is not set`),
-			},
-		},
-	})
+	settings, err := lab.VMSettings(context.Background(), vm)
+	must(t, err)
+	if settings.Firmware != "efi" || len(settings.GPUs) != 2 {
+		t.Fatalf("VM %s: %+v, want EFI and 2 GPUs", vm, settings)
+	}
+	expectNoChanges(t, d, vmVar, pgVar)
+	expectFailure(t, d, regexp.MustCompile(`pvrdma_adapter is true but port_group_id is not set`), vmVar)
+	d.run("destroy", "-auto-approve", "-input=false", vmVar, pgVar)
 }

@@ -11,17 +11,11 @@ import (
 )
 
 // functionConfig calls one provider function; provider functions need the
-// provider among the required providers, and no provider configuration.
+// provider among the required providers (by its full address, which
+// OpenTofu would otherwise resolve to its own registry), and no provider
+// configuration.
 func functionConfig(call string) string {
-	return fmt.Sprintf(`
-terraform {
-  required_providers {
-    vspherehpc = {
-      source = "vspherehpc/vspherehpc"
-    }
-  }
-}
-
+	return requiredProviders + fmt.Sprintf(`
 output "result" {
   value = %s
 }
