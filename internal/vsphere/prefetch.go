@@ -75,7 +75,7 @@ func (p *prefetcher) noteCall(method string) {
 	p.mu.Unlock()
 }
 
-// objectContent answers a read of props of ref from a prefetch, starting one
+// prefetched answers a read of props of ref from a prefetch, starting one
 // when this read is the prefetchAfter-th of its kind and properties and the
 // kind's population (from the look-ups' name indexes) is within
 // prefetchMax; false when the read must go to vCenter.
