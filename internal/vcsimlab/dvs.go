@@ -109,15 +109,20 @@ func (x *extension) completeDVS(ctx *simulator.Context, s *mo.DistributedVirtual
 	}
 	uplink := s.Portgroup[0]
 	cfg.UplinkPortgroup = []types.ManagedObjectReference{uplink}
+	// A create spec usually names the version only, or nothing: "If you do
+	// not specify this property, the Server will use the latest version to
+	// create the DistributedVirtualSwitch" (vSphere Web Services API,
+	// DVSCreateSpec.productInfo).
+	var p types.DistributedVirtualSwitchProductSpec
 	if s.Summary.ProductInfo != nil {
-		// A create spec usually names the version only.
-		p := *s.Summary.ProductInfo
-		p.Name = cmp.Or(p.Name, "DVS")
-		p.Vendor = cmp.Or(p.Vendor, "VMware, Inc.")
-		p.ForwardingClass = cmp.Or(p.ForwardingClass, "etherswitch")
-		cfg.ProductInfo = p
-		s.Summary.ProductInfo = &p
+		p = *s.Summary.ProductInfo
 	}
+	p.Version = cmp.Or(p.Version, dvsVersions[len(dvsVersions)-1])
+	p.Name = cmp.Or(p.Name, "DVS")
+	p.Vendor = cmp.Or(p.Vendor, "VMware, Inc.")
+	p.ForwardingClass = cmp.Or(p.ForwardingClass, "etherswitch")
+	cfg.ProductInfo = p
+	s.Summary.ProductInfo = &p
 	if cfg.ConfigVersion == "" {
 		cfg.ConfigVersion = "1"
 	}

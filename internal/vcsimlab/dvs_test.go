@@ -23,6 +23,13 @@ func (l *lab) networkFolder() *object.Folder {
 // createDVS creates a switch version 8.0.0 with 4 uplinks and MTU 9000.
 func (l *lab) createDVS(name string) *object.DistributedVirtualSwitch {
 	l.t.Helper()
+	return l.createDVSVersion(name, "8.0.0")
+}
+
+// createDVSVersion creates a switch of the given version; "" sends no
+// productInfo.
+func (l *lab) createDVSVersion(name, version string) *object.DistributedVirtualSwitch {
+	l.t.Helper()
 	ctx := context.Background()
 	spec := types.DVSCreateSpec{
 		ConfigSpec: &types.VMwareDVSConfigSpec{
@@ -32,7 +39,9 @@ func (l *lab) createDVS(name string) *object.DistributedVirtualSwitch {
 			},
 			MaxMtu: 9000,
 		},
-		ProductInfo: &types.DistributedVirtualSwitchProductSpec{Version: "8.0.0"},
+	}
+	if version != "" {
+		spec.ProductInfo = &types.DistributedVirtualSwitchProductSpec{Version: version}
 	}
 	task, err := l.networkFolder().CreateDVS(ctx, spec)
 	if err != nil {
@@ -78,6 +87,18 @@ func (l *lab) switchWithHosts(name string) (*object.DistributedVirtualSwitch, ty
 		l.t.Fatal(err)
 	}
 	return s, l.createPortgroup(s, name+"-pg")
+}
+
+// A switch created without a version gets the newest vCenter supports, as
+// vCenter does, in config and summary alike.
+func TestCreateDVSWithoutVersionGetsTheNewest(t *testing.T) {
+	t.Parallel()
+	l := newLab(t)
+	s := l.dvs(l.createDVSVersion("no-version", ""))
+	cfg := s.Config.GetDVSConfigInfo()
+	if cfg.ProductInfo.Version != "8.0.3" || s.Summary.ProductInfo == nil || s.Summary.ProductInfo.Version != "8.0.3" || cfg.ProductInfo.Vendor != "VMware, Inc." {
+		t.Fatalf("productInfo %+v, summary %+v; want version 8.0.3", cfg.ProductInfo, s.Summary.ProductInfo)
+	}
 }
 
 func TestCreateDVSFillsConfig(t *testing.T) {

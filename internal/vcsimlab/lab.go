@@ -71,9 +71,10 @@
 //
 // Each item is documented vSphere behaviour and has its own test here.
 //
-//   - CreateDVS_Task fills config.productInfo, config.configVersion and
-//     config.uplinkPortgroup, checks the version and MTU, and adds the hosts
-//     of the spec.
+//   - CreateDVS_Task fills config.productInfo (the newest version when the
+//     spec names none: DVSCreateSpec.productInfo, vSphere Web Services API),
+//     config.configVersion and config.uplinkPortgroup, checks the version
+//     and MTU, and adds the hosts of the spec.
 //   - ReconfigureDvs_Task applies the spec (name, description, maxMtu,
 //     uplink policy, …; unset fields keep their value), checks and bumps
 //     configVersion (ConcurrentAccess when stale), and adds, edits and
