@@ -82,11 +82,10 @@ func (d *clusterDataSource) Read(ctx context.Context, req datasource.ReadRequest
 	}
 	tflog.Debug(ctx, "Found cluster", map[string]any{"cluster_id": cl.ID, "name": cl.Name, "hosts": len(cl.Hosts)})
 	state.ID = types.StringValue(cl.ID)
-	state.HostNames = make([]types.String, 0, len(cl.Hosts))
-	state.HostSystemIDs = make([]types.String, 0, len(cl.Hosts))
+	var names, ids []string
 	for _, h := range cl.Hosts {
-		state.HostNames = append(state.HostNames, types.StringValue(h.Name))
-		state.HostSystemIDs = append(state.HostSystemIDs, types.StringValue(h.ID))
+		names, ids = append(names, h.Name), append(ids, h.ID)
 	}
+	state.HostNames, state.HostSystemIDs = stringValues(names), stringValues(ids)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 }

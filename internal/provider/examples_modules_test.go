@@ -104,8 +104,8 @@ func switchHosts(t *testing.T, lab *vcsimlab.Lab, d *tfDir) []string {
 	return names
 }
 
-// vmknicOf is the host's Net.PVRDMAVmknic, read from vCenter.
-func vmknicOf(t *testing.T, lab *vcsimlab.Lab, host string) vsphere.PVRDMASettings {
+// pvrdmaSettingsOf is the host's PVRDMA settings, read from vCenter.
+func pvrdmaSettingsOf(t *testing.T, lab *vcsimlab.Lab, host string) vsphere.PVRDMASettings {
 	t.Helper()
 	h, err := labService(lab).HostPVRDMA(context.Background(), lab.HostID(host))
 	must(t, err)
@@ -155,7 +155,7 @@ func TestAccModulePVRDMACluster(t *testing.T) {
 	lab := startLab(t, vcsimlab.Options{Hosts: 4})
 	lab.SetLostProbeDelay(time.Millisecond)
 	hosts := lab.HostNames()
-	before := vmknicOf(t, lab, hosts[3])
+	before := pvrdmaSettingsOf(t, lab, hosts[3])
 	d, dc := pvrdmaModuleDir(t, lab)
 	all := hostsVar(hosts...)
 
@@ -172,7 +172,7 @@ func TestAccModulePVRDMACluster(t *testing.T) {
 	if got := switchHosts(t, lab, d); !slices.Equal(got, slices.Sorted(slices.Values(hosts))) {
 		t.Fatalf("switch hosts %v, want %v", got, hosts)
 	}
-	if s := vmknicOf(t, lab, hosts[3]); s.Vmknic != "vmk1" || !s.FirewallEnabled || len(s.AllowedIPs) != 4 {
+	if s := pvrdmaSettingsOf(t, lab, hosts[3]); s.Vmknic != "vmk1" || !s.FirewallEnabled || len(s.AllowedIPs) != 4 {
 		t.Fatalf("settings of %s: %+v, want vmk1 and the firewall open to the 4 vmknics", hosts[3], s)
 	}
 
@@ -196,7 +196,7 @@ func TestAccModulePVRDMACluster(t *testing.T) {
 	expectNoChanges(t, d, dc, all)
 
 	d.run("destroy", "-auto-approve", "-input=false", dc, all)
-	if s := vmknicOf(t, lab, hosts[3]); s.Vmknic != before.Vmknic || s.FirewallEnabled != before.FirewallEnabled {
+	if s := pvrdmaSettingsOf(t, lab, hosts[3]); s.Vmknic != before.Vmknic || s.FirewallEnabled != before.FirewallEnabled {
 		t.Fatalf("after destroy %s has %+v, want what it had: %+v", hosts[3], s, before)
 	}
 }
@@ -209,14 +209,14 @@ func TestAccModulePVRDMACluster_keyedByName(t *testing.T) {
 	lab := startLab(t, vcsimlab.Options{Hosts: 4})
 	lab.SetLostProbeDelay(time.Millisecond)
 	h := lab.HostNames()
-	before := vmknicOf(t, lab, h[1])
+	before := pvrdmaSettingsOf(t, lab, h[1])
 	d, dc := pvrdmaModuleDir(t, lab)
 	settings := func(host string) string {
 		return `module.pvrdma.vspherehpc_host_pvrdma_settings.this["` + host + `"]`
 	}
 
 	d.run("apply", "-auto-approve", "-input=false", dc, hostsVar(h[0], h[1], h[3]))
-	if s := vmknicOf(t, lab, h[2]); s.Vmknic == "vmk1" {
+	if s := pvrdmaSettingsOf(t, lab, h[2]); s.Vmknic == "vmk1" {
 		t.Fatalf("%s has settings before it joined: %+v", h[2], s)
 	}
 
@@ -224,17 +224,17 @@ func TestAccModulePVRDMACluster_keyedByName(t *testing.T) {
 	// its vmknic address: updates in place, nothing replaced.
 	expectChanges(t, d.plan(dc, hostsVar(h[0], h[1], h[2], h[3])), settings(h[2]), "create")
 	d.run("apply", "-auto-approve", "-input=false", "tfplan")
-	if got := switchHosts(t, lab, d); len(got) != 4 || vmknicOf(t, lab, h[2]).Vmknic != "vmk1" {
-		t.Fatalf("after the insert: switch hosts %v, %s settings %+v", got, h[2], vmknicOf(t, lab, h[2]))
+	if got := switchHosts(t, lab, d); len(got) != 4 || pvrdmaSettingsOf(t, lab, h[2]).Vmknic != "vmk1" {
+		t.Fatalf("after the insert: switch hosts %v, %s settings %+v", got, h[2], pvrdmaSettingsOf(t, lab, h[2]))
 	}
 
 	expectChanges(t, d.plan(dc, hostsVar(h[0], h[2], h[3])), settings(h[1]), "delete")
 	d.run("apply", "-auto-approve", "-input=false", "tfplan")
-	if s := vmknicOf(t, lab, h[1]); s.Vmknic != before.Vmknic || s.FirewallEnabled != before.FirewallEnabled {
+	if s := pvrdmaSettingsOf(t, lab, h[1]); s.Vmknic != before.Vmknic || s.FirewallEnabled != before.FirewallEnabled {
 		t.Fatalf("%s after leaving: %+v, want what it had: %+v", h[1], s, before)
 	}
 	for _, host := range []string{h[0], h[2], h[3]} {
-		if s := vmknicOf(t, lab, host); s.Vmknic != "vmk1" || len(s.AllowedIPs) != 3 {
+		if s := pvrdmaSettingsOf(t, lab, host); s.Vmknic != "vmk1" || len(s.AllowedIPs) != 3 {
 			t.Fatalf("%s after %s left: %+v, want vmk1 and the 3 remaining vmknics allowed", host, h[1], s)
 		}
 	}

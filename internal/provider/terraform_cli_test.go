@@ -8,6 +8,7 @@ package provider
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,7 +32,7 @@ var builtProvider = sync.OnceValues(func() (string, error) {
 	cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "terraform-provider-vspherehpc"), ".")
 	cmd.Dir = "../.."
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", &exec.ExitError{Stderr: out}
+		return "", fmt.Errorf("go build: %w\n%s", err, out)
 	}
 	return dir, nil
 })
