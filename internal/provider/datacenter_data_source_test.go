@@ -15,6 +15,7 @@ import (
 func TestAccDatacenterDataSource(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
+	simulatedOnly(t, lab, "needs a vCenter of one datacenter (the default look-up), and creates a second one")
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{

@@ -153,6 +153,7 @@ func expectNoChanges(t *testing.T, d *tfDir, args ...string) {
 func TestAccModulePVRDMACluster(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{Hosts: 4})
+	simulatedOnly(t, lab, "the module measures the lab's simulated fabric, whose MTUs the test changes")
 	lab.SetLostProbeDelay(time.Millisecond)
 	hosts := lab.HostNames()
 	before := pvrdmaSettingsOf(t, lab, hosts[3])
@@ -207,6 +208,7 @@ func TestAccModulePVRDMACluster(t *testing.T) {
 func TestAccModulePVRDMACluster_keyedByName(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{Hosts: 4})
+	simulatedOnly(t, lab, "the module measures the lab's simulated fabric")
 	lab.SetLostProbeDelay(time.Millisecond)
 	h := lab.HostNames()
 	before := pvrdmaSettingsOf(t, lab, h[1])
@@ -249,6 +251,7 @@ func TestAccModulePVRDMACluster_keyedByName(t *testing.T) {
 func TestAccModulePVRDMACluster_migrationFromCount(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{Hosts: 3})
+	simulatedOnly(t, lab, "the module measures the lab's simulated fabric")
 	lab.SetLostProbeDelay(time.Millisecond)
 	h := lab.HostNames()
 	d := newTFDir(t, lab, map[string]string{"main.tf": pvrdmaRoot})
@@ -282,15 +285,22 @@ func TestAccModuleGPUNode(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
 	spec := vsphere.DVSSpec{
-		DatacenterID: lab.DatacenterID(), Name: "pvrdma-dvs", UplinkCount: 1, MTU: 9000,
-		PortGroup: vsphere.PortGroupSpec{Name: "VM 100GbE Network", Ports: 8, AutoExpand: true},
+		DatacenterID: lab.DatacenterID(), Name: testName("pvrdma-dvs"), UplinkCount: 1, MTU: 9000,
+		PortGroup: vsphere.PortGroupSpec{Name: testName("VM 100GbE Network"), Ports: 8, AutoExpand: true},
 	}
 	for _, h := range lab.HostNames() {
-		spec.Hosts = append(spec.Hosts, vsphere.DVSHost{HostID: lab.HostID(h), Vmnic: "vmnic4"})
+		spec.Hosts = append(spec.Hosts, vsphere.DVSHost{HostID: lab.HostID(h), Vmnic: lab.RDMANICs()[0]})
 	}
 	_, portGroup, err := labService(lab).CreateDVS(context.Background(), spec)
 	must(t, err)
+	destroySwitchAfter(t, lab, spec.Name)
 	vm := lab.VMNames()[1]
+	// The GPUs' memory and MMIO window: two H100 80GB in the lab.
+	var totalGB float64
+	for _, gb := range gpuMemoryGB(t, lab, vm) {
+		totalGB += gb
+	}
+	mmioGB := windowGB(t, lab, 512, totalGB)
 	d := newTFDir(t, lab, map[string]string{"main.tf": `
 variable "virtual_machine_id" {
   type = string
@@ -306,7 +316,7 @@ module "node" {
 
   virtual_machine_id = var.virtual_machine_id
   port_group_id      = var.port_group_id
-  gpu_pci_ids        = ["0000:3b:00.0", "0000:5e:00.0"]
+  gpu_pci_ids        = ` + hclList(lab.GPUs()) + `
 }
 
 output "node" {
@@ -324,8 +334,8 @@ output "node" {
 		GuestSetup string  `json:"guest_setup"`
 	}
 	d.output("node", &node)
-	if !regexp.MustCompile(`^[0-9a-f]{2}(:[0-9a-f]{2}){5}$`).MatchString(node.MAC) || node.MMIOSizeGB != 512 || node.TotalGB != 160 ||
-		!regexp.MustCompile(`(?s)MMIO window 512 GB.*expect 2 GPU\(s\).*sudo modprobe rdma_ucm\n\s*sudo modprobe -r vmw_pvrdma .*\n\s*sudo modprobe vmw_pvrdma\n.*ib_send_bw --report_gbits`).MatchString(node.GuestSetup) {
+	if !regexp.MustCompile(`^[0-9a-f]{2}(:[0-9a-f]{2}){5}$`).MatchString(node.MAC) || node.MMIOSizeGB != mmioGB || node.TotalGB != totalGB ||
+		!regexp.MustCompile(`(?s)MMIO window `+strconv.FormatInt(mmioGB, 10)+` GB.*expect 2 GPU\(s\).*sudo modprobe rdma_ucm\n\s*sudo modprobe -r vmw_pvrdma .*\n\s*sudo modprobe vmw_pvrdma\n.*ib_send_bw --report_gbits`).MatchString(node.GuestSetup) {
 		t.Fatalf("outputs %+v", node)
 	}
 	settings, err := lab.VMSettings(context.Background(), vm)

@@ -18,7 +18,7 @@ import (
 func fleetConfig(lab *vcsimlab.Lab) string {
 	var vms []string
 	for _, n := range lab.VMNames() {
-		if strings.HasPrefix(n, "hpc-node-") {
+		if !lab.Simulated() || strings.HasPrefix(n, "hpc-node-") { // not the lab's bare-node, legacy-node, installed-node
 			vms = append(vms, n)
 		}
 	}
@@ -46,15 +46,15 @@ data "vspherehpc_virtual_machine" "vm" {
 
 resource "vspherehpc_rdma_dvs" "fabric" {
   datacenter_id = data.vspherehpc_datacenter.dc.id
-  name          = "fleet-dvs"
+  name          = %q
   port_group {
-    name = "fleet-pvrdma"
+    name = %q
   }
   dynamic "host" {
     for_each = data.vspherehpc_host.h
     content {
       host_system_id = host.value.id
-      vmnic          = "vmnic4"
+      vmnic          = %q
     }
   }
 }
@@ -62,7 +62,7 @@ resource "vspherehpc_rdma_dvs" "fabric" {
 resource "vspherehpc_host_pvrdma_settings" "h" {
   count          = length(local.hosts)
   host_system_id = data.vspherehpc_host.h[count.index].id
-  vmknic         = "vmk1"
+  vmknic         = %q
 }
 
 resource "vspherehpc_vm_pvrdma_nic" "n" {
@@ -70,7 +70,8 @@ resource "vspherehpc_vm_pvrdma_nic" "n" {
   virtual_machine_id        = data.vspherehpc_virtual_machine.vm[count.index].id
   distributed_port_group_id = vspherehpc_rdma_dvs.fabric.port_group_id
 }
-`, lab.DatacenterName(), hclList(lab.HostNames()), hclList(vms))
+`, lab.DatacenterName(), hclList(lab.HostNames()), hclList(vms),
+		testName("fleet-dvs"), testName("fleet-pvrdma"), lab.RDMANICs()[0], lab.Vmknic())
 }
 
 // The calls an apply and a refresh of a fleet take, counted by the lab: 16
@@ -83,6 +84,7 @@ resource "vspherehpc_vm_pvrdma_nic" "n" {
 func TestAccFleet_calls(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{Hosts: 16, VMs: 64})
+	simulatedOnly(t, lab, "counts SOAP calls")
 	config := fleetConfig(lab)
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,

@@ -26,6 +26,7 @@ data "vspherehpc_host" "h" {
 func TestAccHostDataSource(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
+	simulatedOnly(t, lab, "asserts the lab's host hardware: its NICs, vmknics and GPUs (the A100 among them)")
 	name := lab.HostNames()[0]
 	h := "data.vspherehpc_host.h"
 	nic := func(i int, attr string) tfjsonpath.Path {
@@ -47,7 +48,7 @@ func TestAccHostDataSource(t *testing.T) {
 					statecheck.ExpectKnownValue(h, nic(0, "name"), knownvalue.StringExact("vmnic0")),
 					statecheck.ExpectKnownValue(h, nic(0, "rdma_capable"), knownvalue.Bool(false)),
 					statecheck.ExpectKnownValue(h, nic(0, "switch"), knownvalue.StringExact("vSwitch0")),
-					statecheck.ExpectKnownValue(h, nic(2, "name"), knownvalue.StringExact("vmnic4")),
+					statecheck.ExpectKnownValue(h, nic(2, "name"), knownvalue.StringExact(lab.RDMANICs()[0])),
 					statecheck.ExpectKnownValue(h, nic(2, "speed_mbps"), knownvalue.Int64Exact(100000)),
 					statecheck.ExpectKnownValue(h, nic(2, "rdma_capable"), knownvalue.Bool(true)),
 					statecheck.ExpectKnownValue(h, nic(2, "rdma_device"), knownvalue.StringExact("vmrdma0")),
@@ -69,7 +70,7 @@ func TestAccHostDataSource(t *testing.T) {
 				// A GPU passed through out of band shows who uses it. A second VM
 				// given the same GPU fails silently: it does not boot, and vCenter
 				// shows no error (docs/guides/gpu-passthrough.md).
-				PreConfig: func() { must(t, lab.AttachGPU(context.Background(), vmName, "0000:3b:00.0")) },
+				PreConfig: func() { must(t, lab.AttachGPU(context.Background(), vmName, lab.GPUs()[0])) },
 				Config:    hostConfig(lab, lab.VMHostName(vmName)),
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(h, gpu(0, "used_by"), knownvalue.ListExact([]knownvalue.Check{
@@ -136,6 +137,7 @@ data "vspherehpc_host" "h" {
 func TestAccHostDataSource_pciDevices(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
+	simulatedOnly(t, lab, "asserts the lab's PCI devices, and turns on SR-IOV of its InfiniBand PF")
 	name := lab.HostNames()[0]
 	h := "data.vspherehpc_host.h"
 	resource.UnitTest(t, resource.TestCase{
@@ -147,7 +149,7 @@ func TestAccHostDataSource_pciDevices(t *testing.T) {
 					"pci_id": "0000:0b:00.0", "physical_nic": "vmnic0", "uplink_of": "vSwitch0", "connectx": "false",
 				}),
 				resource.TestCheckTypeSetElemNestedAttrs(h, "pci_devices.*", map[string]string{
-					"pci_id": "0000:d8:00.0", "physical_nic": "vmnic4", "uplink_of": "", "connectx": "true", "vendor_id": "15b3",
+					"pci_id": "0000:d8:00.0", "physical_nic": lab.RDMANICs()[0], "uplink_of": "", "connectx": "true", "vendor_id": "15b3",
 					"passthrough_capable": "true", "passthrough_enabled": "false",
 				}),
 				resource.TestCheckTypeSetElemNestedAttrs(h, "pci_devices.*", map[string]string{
@@ -155,7 +157,7 @@ func TestAccHostDataSource_pciDevices(t *testing.T) {
 					"sriov_capable": "false", "max_virtual_functions": "0", "used_by.#": "0",
 				}),
 				resource.TestCheckTypeSetElemNestedAttrs(h, "pci_devices.*", map[string]string{
-					"pci_id": "0000:3b:00.0", "passthrough_enabled": "true", "passthrough_active": "true", "physical_function": "",
+					"pci_id": lab.GPUs()[0], "passthrough_enabled": "true", "passthrough_active": "true", "physical_function": "",
 				}),
 			),
 		}, {

@@ -48,7 +48,9 @@ func passthroughIs(lab *vcsimlab.Lab, hostName, pciID string, want bool) func(*t
 func TestAccHostPCIPassthrough_basic(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
+	simulatedOnly(t, lab, "uses the lab's A100, which has passthrough off")
 	name := lab.HostNames()[0]
+	gpu := lab.GPUs()[0]
 	device := func(i int, key string) tfjsonpath.Path {
 		return tfjsonpath.New("devices").AtSliceIndex(i).AtMapKey(key)
 	}
@@ -89,13 +91,13 @@ func TestAccHostPCIPassthrough_basic(t *testing.T) {
 			},
 			// An H100 joins; it was on before and stays on when dropped.
 			{
-				Config: passthroughConfig(lab, name, fmt.Sprintf(`  pci_ids = [%q, "0000:3b:00.0"]`, a100)),
+				Config: passthroughConfig(lab, name, fmt.Sprintf(`  pci_ids = [%q, %q]`, a100, gpu)),
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(passthroughAddr, tfjsonpath.New("devices"), knownvalue.ListSizeExact(2)),
 				},
 			},
 			{
-				Config:             passthroughConfig(lab, name, fmt.Sprintf(`  pci_ids = [%q, "0000:3b:00.0"]`, a100)),
+				Config:             passthroughConfig(lab, name, fmt.Sprintf(`  pci_ids = [%q, %q]`, a100, gpu)),
 				ConfigPlanChecks:   resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
 				ExpectNonEmptyPlan: false,
 			},
@@ -105,7 +107,7 @@ func TestAccHostPCIPassthrough_basic(t *testing.T) {
 			if err := passthroughIs(lab, name, a100, false)(s); err != nil {
 				return err
 			}
-			return passthroughIs(lab, name, "0000:3b:00.0", true)(s)
+			return passthroughIs(lab, name, gpu, true)(s)
 		},
 	})
 }
@@ -115,6 +117,7 @@ func TestAccHostPCIPassthrough_basic(t *testing.T) {
 func TestAccHostPCIPassthrough_driftAndDisappears(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
+	simulatedOnly(t, lab, "uses the lab's A100, which has passthrough off")
 	name := lab.HostNames()[0]
 	off := func(pciID string) func(*terraform.State) error {
 		return func(*terraform.State) error {
@@ -125,7 +128,7 @@ func TestAccHostPCIPassthrough_driftAndDisappears(t *testing.T) {
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
-				Config: passthroughConfig(lab, name, fmt.Sprintf(`  pci_ids = [%q, "0000:5e:00.0"]`, a100)),
+				Config: passthroughConfig(lab, name, fmt.Sprintf(`  pci_ids = [%q, %q]`, a100, lab.GPUs()[1])),
 				Check:  off(a100),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PostApplyPostRefresh: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(passthroughAddr, plancheck.ResourceActionUpdate),
@@ -148,6 +151,7 @@ func TestAccHostPCIPassthrough_driftAndDisappears(t *testing.T) {
 func TestAccHostPCIPassthrough_refusals(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
+	simulatedOnly(t, lab, "uses the lab's A100 and vmnic0")
 	name := lab.HostNames()[0]
 	id := lab.HostID(name)
 	resource.UnitTest(t, resource.TestCase{
@@ -177,9 +181,9 @@ func TestAccHostPCIPassthrough_refusals(t *testing.T) {
 				Config: passthroughConfig(lab, name, `  pci_ids = ["0000:af:00.0"]`) + fmt.Sprintf(`
 resource "vspherehpc_host_pci_passthrough" "again" {
   host_system_id = %q
-  pci_ids        = ["0000:af:00.0", "0000:3b:00.0"]
+  pci_ids        = ["0000:af:00.0", %q]
 }
-`, id), PlanOnly: true,
+`, id, lab.GPUs()[0]), PlanOnly: true,
 				ExpectError: regexp.MustCompile(`(?s)Claimed twice in this configuration.*PCI\s+device\s+0000:af:00.0\s+of\s+host\s+` + id),
 			},
 		},
@@ -191,7 +195,8 @@ resource "vspherehpc_host_pci_passthrough" "again" {
 func TestAccHostPCIPassthrough_destroyRefusedWhileAVMUsesIt(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
-	vm := "hpc-node-0"
+	simulatedOnly(t, lab, "uses the lab's A100, which has passthrough off")
+	vm := lab.VMNames()[0]
 	name := lab.VMHostName(vm)
 	config := passthroughConfig(lab, name, fmt.Sprintf(`  pci_ids = [%q]`, a100))
 	resource.UnitTest(t, resource.TestCase{
@@ -217,7 +222,8 @@ func TestAccHostPCIPassthrough_destroyRefusedWhileAVMUsesIt(t *testing.T) {
 func TestAccHostPCIPassthrough_withGPUSetup(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
-	vm := "hpc-node-0"
+	simulatedOnly(t, lab, "uses the lab's A100, which has passthrough off")
+	vm := lab.VMNames()[0]
 	name := lab.VMHostName(vm)
 	config := passthroughConfig(lab, name, `  match {
     vendor_id = "10de"
@@ -252,6 +258,7 @@ resource "vspherehpc_vm_gpu_mmio" "gpu" {
 func TestAccHostPCIPassthrough_rebootRequired(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{HostsNeedReboot: true})
+	simulatedOnly(t, lab, "uses the lab's A100 and reboots a host")
 	name := lab.HostNames()[0]
 	config := passthroughConfig(lab, name, fmt.Sprintf(`  pci_ids = [%q]`, a100))
 	active := tfjsonpath.New("devices").AtSliceIndex(0).AtMapKey("active")

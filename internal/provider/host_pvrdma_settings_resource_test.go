@@ -45,30 +45,54 @@ func hostSettingsAre(lab *vcsimlab.Lab, hostName string, want vsphere.PVRDMASett
 	}
 }
 
+// needsVmk0 skips a test that sets vmk0 (the resource's default) on an
+// external vCenter whose host has no vmk0. ESXi creates vmk0 for its
+// management network, and every lab host has it.
+func needsVmk0(t *testing.T, lab *vcsimlab.Lab, hostName string) {
+	t.Helper()
+	if lab.Simulated() {
+		return
+	}
+	h, err := labService(lab).HostPVRDMA(context.Background(), lab.HostID(hostName))
+	must(t, err)
+	if !slices.Contains(h.Vmknics, "vmk0") {
+		t.Skipf("host %s has no vmk0, which the test sets (the default vmknic); its vmknics are %s", hostName, strings.Join(h.Vmknics, ", "))
+	}
+}
+
 func TestAccHostPVRDMASettings_basic(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
 	name := lab.HostNames()[0]
+	needsVmk0(t, lab, name)
+	vmknic := lab.Vmknic()
+	// The lab host starts unset, disabled, open to all; an external host as
+	// it is.
+	original := vsphere.PVRDMASettings{}
+	if !lab.Simulated() {
+		original = pvrdmaSettingsOf(t, lab, name)
+	}
+	settings := fmt.Sprintf(`
+  vmknic               = %q
+  firewall_allowed_ips = ["192.0.2.0/24", "198.51.100.7"]
+`, vmknic)
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
-				Config: hostSettingsConfig(lab, name, `
-  vmknic               = "vmk1"
-  firewall_allowed_ips = ["192.0.2.0/24", "198.51.100.7"]
-`),
+				Config: hostSettingsConfig(lab, name, settings),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(hostSettings, plancheck.ResourceActionCreate),
 				}},
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(hostSettings, tfjsonpath.New("id"), knownvalue.StringExact(lab.HostID(name))),
-					statecheck.ExpectKnownValue(hostSettings, tfjsonpath.New("vmknic"), knownvalue.StringExact("vmk1")),
+					statecheck.ExpectKnownValue(hostSettings, tfjsonpath.New("vmknic"), knownvalue.StringExact(vmknic)),
 					statecheck.ExpectKnownValue(hostSettings, tfjsonpath.New("firewall_enabled"), knownvalue.Bool(true)),
 					statecheck.ExpectKnownValue(hostSettings, tfjsonpath.New("firewall_allowed_ips"), knownvalue.SetExact([]knownvalue.Check{
 						knownvalue.StringExact("192.0.2.0/24"), knownvalue.StringExact("198.51.100.7"),
 					})),
 				},
-				Check: hostSettingsAre(lab, name, vsphere.PVRDMASettings{Vmknic: "vmk1", FirewallEnabled: true, AllowedIPs: []string{"192.0.2.0/24", "198.51.100.7"}}),
+				Check: hostSettingsAre(lab, name, vsphere.PVRDMASettings{Vmknic: vmknic, FirewallEnabled: true, AllowedIPs: []string{"192.0.2.0/24", "198.51.100.7"}}),
 			},
 			{
 				ResourceName:      hostSettings,
@@ -78,10 +102,7 @@ func TestAccHostPVRDMASettings_basic(t *testing.T) {
 			},
 			{
 				// Import then plan is empty: an import block plans a no-op import.
-				Config: requiredProviders + hostSettingsConfig(lab, name, `
-  vmknic               = "vmk1"
-  firewall_allowed_ips = ["192.0.2.0/24", "198.51.100.7"]
-`),
+				Config:          requiredProviders + hostSettingsConfig(lab, name, settings),
 				ResourceName:    hostSettings,
 				ImportState:     true,
 				ImportStateKind: resource.ImportBlockWithID,
@@ -104,20 +125,36 @@ func TestAccHostPVRDMASettings_basic(t *testing.T) {
 				Check:  hostSettingsAre(lab, name, vsphere.PVRDMASettings{Vmknic: "vmk0"}),
 			},
 		},
-		// The lab host started unset, disabled, open to all: destroy puts that back.
-		CheckDestroy: hostSettingsAre(lab, name, vsphere.PVRDMASettings{}),
+		// Destroy puts back what the host had.
+		CheckDestroy: hostSettingsAre(lab, name, original),
 	})
 }
 
-// A host that started with vmk1 and the ruleset on is back to exactly that.
+// A host that started with its PVRDMA vmknic (vmk1 in the lab) and the
+// ruleset on is back to exactly that.
 func TestAccHostPVRDMASettings_restoresOnDestroy(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
 	name := lab.HostNames()[1]
+	needsVmk0(t, lab, name)
 	ctx := context.Background()
-	must(t, lab.SetHostOption(ctx, name, vsphere.PVRDMAVmknicOption, "vmk1"))
+	var before vsphere.PVRDMASettings
+	if !lab.Simulated() {
+		// An external host gets back what it had before the test set it.
+		before = pvrdmaSettingsOf(t, lab, name)
+		t.Cleanup(func() {
+			if err := lab.SetHostOption(ctx, name, vsphere.PVRDMAVmknicOption, before.Vmknic); err != nil {
+				t.Errorf("restoring %s on %s: %v", vsphere.PVRDMAVmknicOption, name, err)
+			}
+			if err := lab.SetRuleset(ctx, name, vsphere.PVRDMARuleset, before.FirewallEnabled); err != nil {
+				t.Errorf("restoring the %s ruleset on %s: %v", vsphere.PVRDMARuleset, name, err)
+			}
+		})
+	}
+	must(t, lab.SetHostOption(ctx, name, vsphere.PVRDMAVmknicOption, lab.Vmknic()))
 	must(t, lab.SetRuleset(ctx, name, vsphere.PVRDMARuleset, true))
-	original := vsphere.PVRDMASettings{Vmknic: "vmk1", FirewallEnabled: true}
+	// The addresses the ruleset admits stay as they were: all in the lab.
+	original := vsphere.PVRDMASettings{Vmknic: lab.Vmknic(), FirewallEnabled: true, AllowedIPs: before.AllowedIPs}
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{{
@@ -136,8 +173,13 @@ func TestAccHostPVRDMASettings_drift(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
 	name := lab.HostNames()[0]
-	config := hostSettingsConfig(lab, name, `  vmknic = "vmk1"`)
+	vmknic := lab.Vmknic()
+	config := hostSettingsConfig(lab, name, fmt.Sprintf(`  vmknic = %q`, vmknic))
 	ctx := context.Background()
+	other := "vmk0" // what someone sets by hand
+	if vmknic == other {
+		other = "" // an external host whose PVRDMA vmknic is vmk0
+	}
 	driftPlan := resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 		plancheck.ExpectResourceAction(hostSettings, plancheck.ResourceActionUpdate),
 	}}
@@ -146,18 +188,18 @@ func TestAccHostPVRDMASettings_drift(t *testing.T) {
 		Steps: []resource.TestStep{
 			{Config: config},
 			{
-				// Someone points PVRDMA at vmk0 by hand: the plan puts vmk1 back.
-				PreConfig:        func() { must(t, lab.SetHostOption(ctx, name, vsphere.PVRDMAVmknicOption, "vmk0")) },
+				// Someone points PVRDMA at vmk0 by hand: the plan puts vmknic back.
+				PreConfig:        func() { must(t, lab.SetHostOption(ctx, name, vsphere.PVRDMAVmknicOption, other)) },
 				Config:           config,
 				ConfigPlanChecks: driftPlan,
-				Check:            hostSettingsAre(lab, name, vsphere.PVRDMASettings{Vmknic: "vmk1", FirewallEnabled: true}),
+				Check:            hostSettingsAre(lab, name, vsphere.PVRDMASettings{Vmknic: vmknic, FirewallEnabled: true}),
 			},
 			{
 				// Someone turns the ruleset off: the plan turns it on again.
 				PreConfig:        func() { must(t, lab.SetRuleset(ctx, name, vsphere.PVRDMARuleset, false)) },
 				Config:           config,
 				ConfigPlanChecks: driftPlan,
-				Check:            hostSettingsAre(lab, name, vsphere.PVRDMASettings{Vmknic: "vmk1", FirewallEnabled: true}),
+				Check:            hostSettingsAre(lab, name, vsphere.PVRDMASettings{Vmknic: vmknic, FirewallEnabled: true}),
 			},
 		},
 	})
@@ -169,6 +211,7 @@ func TestAccHostPVRDMASettings_drift(t *testing.T) {
 func TestAccHostPVRDMASettings_hostRemoved(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{Hosts: 8})
+	simulatedOnly(t, lab, "removes a host from vCenter")
 	name := lab.HostWithoutVMs()
 	id := lab.HostID(name)
 	resource.UnitTest(t, resource.TestCase{
@@ -189,13 +232,24 @@ func TestAccHostPVRDMASettings_refusals(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
 	name := lab.HostNames()[0]
+	// A vmknic the host does not have, and those it has: the lab host's, or
+	// an external host's.
+	missing, vmknics := "vmk7", "vmk0, vmk1"
+	if !lab.Simulated() {
+		h, err := labService(lab).HostPVRDMA(context.Background(), lab.HostID(name))
+		must(t, err)
+		for slices.Contains(h.Vmknics, missing) {
+			missing += "7"
+		}
+		vmknics = strings.Join(h.Vmknics, ", ")
+	}
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
-				Config:      hostSettingsConfig(lab, name, `  vmknic = "vmk7"`),
+				Config:      hostSettingsConfig(lab, name, fmt.Sprintf(`  vmknic = %q`, missing)),
 				PlanOnly:    true,
-				ExpectError: wrapped(fmt.Sprintf("Host %s (%s) has no VMkernel adapter vmk7; its adapters are vmk0, vmk1.", name, lab.HostID(name))),
+				ExpectError: wrapped(fmt.Sprintf("Host %s (%s) has no VMkernel adapter %s; its adapters are %s.", name, lab.HostID(name), missing, vmknics)),
 			},
 			{
 				Config:      hostSettingsConfig(lab, name, `  vmknic = "eth0"`),
@@ -220,6 +274,7 @@ func TestAccHostPVRDMASettings_refusals(t *testing.T) {
 func TestAccHostPVRDMASettings_optionRefused(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
+	simulatedOnly(t, lab, "injects a call fault")
 	name := lab.HostNames()[0]
 	must(t, lab.InjectCallFault("UpdateOptions", "", vcsimlab.Fault{Type: "InvalidName", Detail: vsphere.PVRDMAVmknicOption}, 1))
 	resource.UnitTest(t, resource.TestCase{
@@ -249,14 +304,14 @@ data "vspherehpc_host" "esx" {
 resource "vspherehpc_host_pvrdma_settings" "esx" {
   count          = length(data.vspherehpc_host.esx)
   host_system_id = data.vspherehpc_host.esx[count.index].id
-  vmknic         = "vmk1"
+  vmknic         = %q
 }
-`, hosts, lab.DatacenterID())
+`, hosts, lab.DatacenterID(), lab.Vmknic())
 	var checks []statecheck.StateCheck
 	for i, h := range lab.HostNames() {
 		checks = append(checks, statecheck.ExpectKnownValue(fmt.Sprintf("vspherehpc_host_pvrdma_settings.esx[%d]", i),
 			tfjsonpath.New("id"), knownvalue.StringExact(lab.HostID(h))))
-		checks = append(checks, labStateCheck(hostSettingsAre(lab, h, vsphere.PVRDMASettings{Vmknic: "vmk1", FirewallEnabled: true})))
+		checks = append(checks, labStateCheck(hostSettingsAre(lab, h, vsphere.PVRDMASettings{Vmknic: lab.Vmknic(), FirewallEnabled: true})))
 	}
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
@@ -280,13 +335,14 @@ func (c labStateCheck) CheckState(_ context.Context, _ statecheck.CheckStateRequ
 func TestAccHostPVRDMASettings_failedCreateIsRestored(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
+	simulatedOnly(t, lab, "injects a call fault")
 	name := lab.HostNames()[0]
 	must(t, lab.InjectCallFault("UpdateRuleset", "", vcsimlab.Fault{Type: "InvalidArgument", Detail: "spec.allowedHosts"}, 1))
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
-				Config:      hostSettingsConfig(lab, name, `  vmknic = "vmk1"`),
+				Config:      hostSettingsConfig(lab, name, fmt.Sprintf(`  vmknic = %q`, lab.Vmknic())),
 				ExpectError: wrapped(`Cannot set PVRDMA on host`),
 			},
 			{
@@ -304,18 +360,19 @@ func TestAccHostPVRDMASettings_hostClaimedTwice(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
 	name := lab.HostNames()[0]
-	twice := hostSettingsConfig(lab, name, `  vmknic = "vmk1"`) + fmt.Sprintf(`
+	twice := hostSettingsConfig(lab, name, fmt.Sprintf(`  vmknic = %q`, lab.Vmknic())) + fmt.Sprintf(`
 resource "vspherehpc_host_pvrdma_settings" "again" {
   host_system_id = %q
   vmknic         = "vmk0"
 }
 `, lab.HostID(name))
+	either := `(?:vmk0|` + regexp.QuoteMeta(lab.Vmknic()) + `)`
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{{
 			Config: twice, PlanOnly: true,
 			ExpectError: regexp.MustCompile(`(?s)Claimed twice in this configuration.*claim\s+host\s+` + lab.HostID(name) +
-				`:\s+settings\s+with\s+vmknic\s+vmk[01],\s+and\s+settings\s+with\s+vmknic\s+vmk[01].\s+One\s+vspherehpc_host_pvrdma_settings`),
+				`:\s+settings\s+with\s+vmknic\s+` + either + `,\s+and\s+settings\s+with\s+vmknic\s+` + either + `.\s+One\s+vspherehpc_host_pvrdma_settings`),
 		}},
 	})
 }
@@ -328,6 +385,7 @@ func TestAccHostPVRDMASettings_allowedIPsAsASet(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
 	name := lab.HostNames()[0]
+	needsVmk0(t, lab, name)
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{

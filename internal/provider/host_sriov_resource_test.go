@@ -71,6 +71,7 @@ func sriovIs(lab *vcsimlab.Lab, hostName, pciID string, want int) func(*terrafor
 func TestAccHostSRIOV_basic(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
+	simulatedOnly(t, lab, "uses the lab's SR-IOV capable InfiniBand card")
 	name := lab.HostNames()[0]
 	pf, maxVFs := sriovPF(t, lab, name)
 	resource.UnitTest(t, resource.TestCase{
@@ -109,6 +110,7 @@ func TestAccHostSRIOV_basic(t *testing.T) {
 func TestAccHostSRIOV_driftAndDisappears(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
+	simulatedOnly(t, lab, "uses the lab's SR-IOV capable InfiniBand card")
 	name := lab.HostNames()[0]
 	pf, _ := sriovPF(t, lab, name)
 	set := func(vfs int) func(*terraform.State) error {
@@ -140,6 +142,7 @@ func TestAccHostSRIOV_driftAndDisappears(t *testing.T) {
 func TestAccHostSRIOV_refusals(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
+	simulatedOnly(t, lab, "uses the lab's SR-IOV capable InfiniBand card and A100")
 	name := lab.HostNames()[0]
 	id := lab.HostID(name)
 	pf, maxVFs := sriovPF(t, lab, name)
@@ -167,6 +170,7 @@ func TestAccHostSRIOV_refusals(t *testing.T) {
 func TestAccHostSRIOV_rebootRequired(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{HostsNeedReboot: true})
+	simulatedOnly(t, lab, "uses the lab's SR-IOV capable InfiniBand card and reboots a host")
 	name := lab.HostNames()[0]
 	pf, _ := sriovPF(t, lab, name)
 	config := sriovConfig(lab, name, pf, 4)
@@ -213,7 +217,8 @@ func vfIDs(pf string, n int) knownvalue.Check {
 func TestAccHostSRIOV_passedThroughVFInUse(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
-	vm := "hpc-node-0"
+	simulatedOnly(t, lab, "uses the lab's SR-IOV capable InfiniBand card")
+	vm := lab.VMNames()[0]
 	host := lab.VMHostName(vm)
 	config := func(vfs int) string {
 		return gpuConfig(lab, lab.VMUUID(vm), `
@@ -261,6 +266,7 @@ resource "vspherehpc_host_pci_passthrough" "ib" {
 func TestAccHostSRIOV_claimedByPassthrough(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
+	simulatedOnly(t, lab, "uses the lab's SR-IOV capable InfiniBand card")
 	name := lab.HostNames()[0]
 	pf, _ := sriovPF(t, lab, name)
 	passthrough := passthroughConfig(lab, name, fmt.Sprintf(`  pci_ids = [%q]`, pf))
@@ -282,8 +288,9 @@ func TestAccHostSRIOV_claimedByPassthrough(t *testing.T) {
 func TestAccHostSRIOV_vfsInUse(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
+	simulatedOnly(t, lab, "uses the lab's SR-IOV NICs")
 	ctx := context.Background()
-	vm := "hpc-node-0"
+	vm := lab.VMNames()[0]
 	host := lab.VMHostName(vm)
 	var other string
 	for _, n := range lab.VMNames() {

@@ -68,9 +68,9 @@ func traceLog(t *testing.T, lab *vcsimlab.Lab) string {
 provider "vspherehpc" {
   vsphere_server = %q
   user           = %q
-  ca_file        = %q
+  %s
 }
-data "vspherehpc_datacenter" "dc" {}
+%s
 data "vspherehpc_host" "h" {
   datacenter_id = data.vspherehpc_datacenter.dc.id
   name          = %q
@@ -78,7 +78,7 @@ data "vspherehpc_host" "h" {
 data "vspherehpc_virtual_machine" "vm" {
   virtual_machine_id = %q
 }
-`, lab.URL.Host, lab.Username, lab.CertFile, lab.HostNames()[0], lab.VMUUID(lab.VMNames()[0])),
+`, lab.URL.Host, lab.Username, tlsSetting(lab), datacenterLookup(lab, "dc"), lab.HostNames()[0], lab.VMUUID(lab.VMNames()[0])),
 		}},
 	})
 

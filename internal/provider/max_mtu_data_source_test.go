@@ -1,8 +1,10 @@
 package provider
 
 import (
+	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -32,9 +34,9 @@ data "vspherehpc_host" "node" {
 
 data "vspherehpc_max_mtu" "fabric" {
   host_system_ids = data.vspherehpc_host.node[*].id
-  vmknic          = "vmk1"
+  vmknic          = %q
 %s}
-`, len(names), lab.DatacenterID(), strings.Join(names, ", "), extra)
+`, len(names), lab.DatacenterID(), strings.Join(names, ", "), lab.Vmknic(), extra)
 }
 
 // pairMTUs checks every pair's measured and configured MTU, keyed by the
@@ -63,6 +65,7 @@ func pairMTUs(lab *vcsimlab.Lab, configured int64, mtu func(from, to int) int64)
 func TestAccMaxMTUDataSource(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{Hosts: 3})
+	simulatedOnly(t, lab, "measures the lab's simulated fabric, and changes its MTUs")
 	lab.SetLostProbeDelay(time.Millisecond)
 	h := lab.HostNames()
 	d := "data.vspherehpc_max_mtu.fabric"
@@ -137,6 +140,19 @@ func TestAccMaxMTUDataSourceRefusals(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{Hosts: 2})
 	h0 := lab.HostID(lab.HostNames()[0])
+	// A vmknic the hosts do not have, and those the first host has: the
+	// lab's, or on an external vCenter at least the PVRDMA one.
+	missing, vmknics := "vmk9", regexp.QuoteMeta("vmk0, vmk1")
+	if !lab.Simulated() {
+		for _, name := range lab.HostNames() {
+			h, err := labService(lab).HostPVRDMA(context.Background(), lab.HostID(name))
+			must(t, err)
+			for slices.Contains(h.Vmknics, missing) {
+				missing += "9"
+			}
+		}
+		vmknics = regexp.QuoteMeta(lab.Vmknic())
+	}
 	one := providerConfig(lab) + fmt.Sprintf(`
 data "vspherehpc_max_mtu" "fabric" {
   host_system_ids = [%q]
@@ -151,8 +167,8 @@ data "vspherehpc_max_mtu" "fabric" {
 			{Config: maxMTUConfig(lab, "  max_mtu = 9216\n"), ExpectError: regexp.MustCompile(`(?s)max_mtu.*between 576 and 9000`)},
 			{Config: maxMTUConfig(lab, "  timeout = \"0s\"\n"), ExpectError: regexp.MustCompile(`timeout must be a positive duration`)},
 			{
-				Config:      strings.Replace(maxMTUConfig(lab, ""), `"vmk1"`, `"vmk9"`, 1),
-				ExpectError: regexp.MustCompile(`(?s)has no VMkernel adapter vmk9.*vmk0, vmk1`),
+				Config:      strings.Replace(maxMTUConfig(lab, ""), fmt.Sprintf("vmknic          = %q", lab.Vmknic()), fmt.Sprintf("vmknic          = %q", missing), 1),
+				ExpectError: regexp.MustCompile(`(?s)has no VMkernel adapter ` + missing + `.*` + vmknics),
 			},
 		},
 	})
@@ -241,9 +257,9 @@ func TestAccMaxMTUDataSource_missingHostsAndNumbers(t *testing.T) {
 			{Config: providerConfig(lab) + fmt.Sprintf(`
 data "vspherehpc_max_mtu" "fabric" {
   host_system_ids = [%q, "host-9999", "host-9998"]
-  vmknic          = "vmk1"
+  vmknic          = %q
 }
-`, existing), PlanOnly: true,
+`, existing, lab.Vmknic()), PlanOnly: true,
 				ExpectError: wrapped(`hosts host-9999, host-9998 do not exist; host ids are managed object ids such as host-12; ` +
 					`data.vspherehpc_host looks one up by name, and data.vspherehpc_cluster lists a cluster's in host_system_ids.`)},
 			{Config: maxMTUConfig(lab, "  min_mtu = 1400.5\n"), PlanOnly: true,
@@ -258,6 +274,7 @@ data "vspherehpc_max_mtu" "fabric" {
 func TestAccMaxMTUDataSource_paths(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{Hosts: 4})
+	simulatedOnly(t, lab, "measures the lab's simulated fabric, and counts its pings")
 	h := lab.HostNames()
 	id := func(i int) string { return lab.HostID(h[i]) }
 	pair := func(from, to int) knownvalue.Check {

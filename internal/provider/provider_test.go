@@ -2,7 +2,9 @@ package provider
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
+	"net"
 	"regexp"
 	"testing"
 	"time"
@@ -69,40 +71,88 @@ func TestProviderSchemas(t *testing.T) {
 	}
 }
 
+// datacenterLookup is a look-up of the lab's datacenter for tests of
+// something else: the default datacenter in the lab, which has one; by name
+// on an external vCenter, which may have more.
+func datacenterLookup(lab *vcsimlab.Lab, label string) string {
+	if lab.Simulated() {
+		return fmt.Sprintf(`data "vspherehpc_datacenter" %q {}`, label)
+	}
+	return fmt.Sprintf("data \"vspherehpc_datacenter\" %q {\n  name = %q\n}", label, lab.DatacenterName())
+}
+
+// tlsSetting is the provider argument that has it trust the lab: its CA
+// file, or on an external vCenter without one not verifying it.
+func tlsSetting(lab *vcsimlab.Lab) string {
+	if lab.CertFile == "" {
+		return "allow_unverified_ssl = true"
+	}
+	return fmt.Sprintf("ca_file        = %q", lab.CertFile)
+}
+
+// needsCAFile skips a test of certificate verification on an external
+// vCenter given without its CA file (VSPHERE_ALLOW_UNVERIFIED_SSL).
+func needsCAFile(t *testing.T, lab *vcsimlab.Lab) {
+	t.Helper()
+	if lab.CertFile == "" {
+		t.Skip("needs vCenter's CA file (VSPHERE_CA_FILE) to verify its certificate against")
+	}
+}
+
 func TestAccProvider_tls(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
+	needsCAFile(t, lab)
 	login := fmt.Sprintf(`vsphere_server = %q
   user = %q
   password = %q`, lab.URL.Host, lab.Username, lab.Password)
-	dc := `
-data "vspherehpc_datacenter" "dc" {}
-`
+	dc := "\n" + datacenterLookup(lab, "dc") + "\n"
 	found := []statecheck.StateCheck{
 		statecheck.ExpectKnownValue("data.vspherehpc_datacenter.dc", tfjsonpath.New("id"), knownvalue.StringExact(lab.DatacenterID())),
 	}
+	var steps []resource.TestStep
+	if lab.Simulated() || !systemTrusts(lab) {
+		steps = append(steps, resource.TestStep{
+			// Verification is on by default; the error says both ways out and shows the thumbprint.
+			Config:      fmt.Sprintf("provider \"vspherehpc\" {\n  %s\n}\n", login) + dc,
+			ExpectError: regexp.MustCompile(`(?s)not trusted.*ca_file.*thumbprint.*` + regexp.QuoteMeta(lab.Thumbprint) + `.*allow_unverified_ssl`),
+		})
+	}
+	steps = append(steps,
+		resource.TestStep{
+			Config:            fmt.Sprintf("provider \"vspherehpc\" {\n  %s\n  ca_file = %q\n}\n", login, lab.CertFile) + dc,
+			ConfigStateChecks: found,
+		},
+		resource.TestStep{
+			Config:            fmt.Sprintf("provider \"vspherehpc\" {\n  %s\n  thumbprint = %q\n}\n", login, lab.Thumbprint) + dc,
+			ConfigStateChecks: found,
+		},
+		resource.TestStep{
+			Config:            fmt.Sprintf("provider \"vspherehpc\" {\n  %s\n  allow_unverified_ssl = true\n}\n", login) + dc,
+			ConfigStateChecks: found,
+		},
+	)
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		Steps: []resource.TestStep{
-			{
-				// Verification is on by default; the error says both ways out and shows the thumbprint.
-				Config:      fmt.Sprintf("provider \"vspherehpc\" {\n  %s\n}\n", login) + dc,
-				ExpectError: regexp.MustCompile(`(?s)not trusted.*ca_file.*thumbprint.*` + regexp.QuoteMeta(lab.Thumbprint) + `.*allow_unverified_ssl`),
-			},
-			{
-				Config:            fmt.Sprintf("provider \"vspherehpc\" {\n  %s\n  ca_file = %q\n}\n", login, lab.CertFile) + dc,
-				ConfigStateChecks: found,
-			},
-			{
-				Config:            fmt.Sprintf("provider \"vspherehpc\" {\n  %s\n  thumbprint = %q\n}\n", login, lab.Thumbprint) + dc,
-				ConfigStateChecks: found,
-			},
-			{
-				Config:            fmt.Sprintf("provider \"vspherehpc\" {\n  %s\n  allow_unverified_ssl = true\n}\n", login) + dc,
-				ConfigStateChecks: found,
-			},
-		},
+		Steps:                    steps,
 	})
+}
+
+// systemTrusts reports whether this machine's trust store verifies the
+// lab's certificate: an external vCenter's may be signed by a public CA,
+// and then the provider connects without a CA file.
+func systemTrusts(lab *vcsimlab.Lab) bool {
+	host := lab.URL.Hostname()
+	addr := lab.URL.Host
+	if lab.URL.Port() == "" {
+		addr = net.JoinHostPort(host, "443")
+	}
+	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 10 * time.Second}, "tcp", addr, &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12})
+	if err != nil {
+		return false
+	}
+	_ = conn.Close()
+	return true
 }
 
 func TestAccProvider_wrongPassword(t *testing.T) {
@@ -116,10 +166,10 @@ provider "vspherehpc" {
   vsphere_server = %q
   user           = %q
   password       = "wrong"
-  ca_file        = %q
+  %s
 }
-data "vspherehpc_datacenter" "dc" {}
-`, lab.URL.Host, lab.Username, lab.CertFile),
+%s
+`, lab.URL.Host, lab.Username, tlsSetting(lab), datacenterLookup(lab, "dc")),
 			ExpectError: wrapped(`vCenter rejected the user name or password for "` + lab.Username + `". Check user and password`),
 		}},
 	})
@@ -181,6 +231,7 @@ data "vspherehpc_datacenter" "dc" {}
 func TestAccProvider_sessionEndedMidRun(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
+	simulatedOnly(t, lab, "slows calls, counts them and ends sessions")
 	// Slow reads leave time to end the session after the first one started.
 	lab.Delay("RetrievePropertiesEx", 200*time.Millisecond)
 	terminated := make(chan struct{})
@@ -219,6 +270,7 @@ data "vspherehpc_host" "h" {
 func TestAccProvider_logoutOnStop(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
+	simulatedOnly(t, lab, "counts Logout calls, and needs a vCenter without sessions of others")
 	ctx := context.Background()
 	factory, logout := NewWithLogout("test")
 	factories := map[string]func() (tfprotov6.ProviderServer, error){

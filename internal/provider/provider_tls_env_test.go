@@ -55,6 +55,7 @@ func otherCA(t *testing.T) string {
 // provider runs in this process and reads its environment.
 func TestAccProvider_tlsFromEnvironment(t *testing.T) {
 	lab := startLab(t, vcsimlab.Options{})
+	needsCAFile(t, lab)
 	wrongCA := otherCA(t)
 	login := fmt.Sprintf("  vsphere_server = %q\n  user = %q\n  password = %q\n", lab.URL.Host, lab.Username, lab.Password)
 	notTrusted := regexp.MustCompile(`not\s+trusted`)
@@ -73,7 +74,7 @@ func TestAccProvider_tlsFromEnvironment(t *testing.T) {
 			t.Setenv(envAllowUnverifiedSSL, tc.unverified)
 			t.Setenv(envCAFile, tc.caFile)
 			step := resource.TestStep{
-				Config:      "provider \"vspherehpc\" {\n" + login + tc.block + "}\n" + `data "vspherehpc_datacenter" "dc" {}`,
+				Config:      "provider \"vspherehpc\" {\n" + login + tc.block + "}\n" + datacenterLookup(lab, "dc"),
 				ExpectError: tc.want,
 			}
 			if tc.want == nil {

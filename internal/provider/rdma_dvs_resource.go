@@ -231,7 +231,8 @@ func (r *rdmaDVSResource) ValidateConfig(ctx context.Context, req resource.Valid
 }
 
 // ModifyPlan checks the plan against vCenter's inventory: the version on
-// offer (and never a downgrade), and each host's NIC.
+// offer (and never a downgrade), each host's NIC, and each host's ESXi
+// version against the switch's.
 func (r *rdmaDVSResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
 	if !requireVCenter(r.client, &resp.Diagnostics) {
 		return
@@ -257,8 +258,8 @@ func (r *rdmaDVSResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	if !r.checkNames(ctx, &plan, state, &resp.Diagnostics) {
 		return // no such datacenter: nothing else can be checked
 	}
-	r.checkVersion(ctx, &plan, state, resp)
-	r.checkHosts(ctx, &plan, state, &resp.Diagnostics)
+	version := r.checkVersion(ctx, req, &plan, state, resp)
+	r.checkHosts(ctx, &plan, state, version, &resp.Diagnostics)
 }
 
 // claimUplinks claims each host's NIC for this switch, so two switches of
@@ -336,9 +337,11 @@ func (r *rdmaDVSResource) checkNames(ctx context.Context, plan, state *rdmaDVSMo
 	return true
 }
 
-func (r *rdmaDVSResource) checkVersion(ctx context.Context, plan, state *rdmaDVSModel, resp *resource.ModifyPlanResponse) {
+// checkVersion checks the planned version and returns it: the switch
+// version the plan leads to, "" when it is not known or refused.
+func (r *rdmaDVSResource) checkVersion(ctx context.Context, req resource.ModifyPlanRequest, plan, state *rdmaDVSModel, resp *resource.ModifyPlanResponse) string {
 	if state != nil && (plan.Version.IsUnknown() || plan.Version.Equal(state.Version)) {
-		return // unchanged: nothing to ask vCenter
+		return state.Version.ValueString() // unchanged: nothing to ask vCenter
 	}
 	var current string
 	if state != nil {
@@ -347,7 +350,7 @@ func (r *rdmaDVSResource) checkVersion(ctx context.Context, plan, state *rdmaDVS
 	version, f, err := r.client.PlanDVSVersion(ctx, plan.Version.ValueString(), current)
 	if err != nil {
 		resp.Diagnostics.Append(vsphereErrorDiag("Cannot list the switch versions vCenter offers", err))
-		return
+		return ""
 	}
 	switch f := f.(type) {
 	case nil:
@@ -355,6 +358,12 @@ func (r *rdmaDVSResource) checkVersion(ctx context.Context, plan, state *rdmaDVS
 			// A new switch without a version gets vCenter's newest, shown in the plan.
 			resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("version"), version)...)
 		}
+		var configured types.String
+		resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("version"), &configured)...)
+		if configured.IsUnknown() {
+			return "" // known at apply only
+		}
+		return version
 	case vsphere.VersionNotOffered:
 		resp.Diagnostics.AddAttributeError(path.Root("version"), "Switch version not offered",
 			fmt.Sprintf("vCenter offers distributed switch versions %s, not %s.", strings.Join(f.Offered, ", "), f.Wanted))
@@ -363,19 +372,61 @@ func (r *rdmaDVSResource) checkVersion(ctx context.Context, plan, state *rdmaDVS
 			fmt.Sprintf("Switch %s is at version %s; vSphere cannot downgrade a distributed switch to %s. Keep %s, or replace the "+
 				"switch (terraform apply -replace) once no VM uses it.", state.Name.ValueString(), f.Current, f.Wanted, f.Current))
 	}
+	return ""
 }
 
-// checkHosts checks the NIC of each host that joins the switch or changes NIC.
-func (r *rdmaDVSResource) checkHosts(ctx context.Context, plan, state *rdmaDVSModel, diags *diag.Diagnostics) {
+// checkHosts checks the NIC of each host that joins the switch or changes
+// NIC, and, once the switch's version is known, the ESXi version of each host
+// that joins and of every member when the switch is upgraded.
+func (r *rdmaDVSResource) checkHosts(ctx context.Context, plan, state *rdmaDVSModel, version string, diags *diag.Diagnostics) {
 	if plan.Hosts.IsUnknown() {
 		return
 	}
-	change := vsphere.DVSHostsChange{SwitchName: plan.Name.ValueString(), Planned: dvsHosts(ctx, plan.Hosts, diags)}
+	change := vsphere.DVSHostsChange{SwitchName: plan.Name.ValueString(), Planned: dvsHosts(ctx, plan.Hosts, diags), Version: version}
 	if state != nil {
 		change.SwitchUUID, change.Current = state.ID.ValueString(), dvsHosts(ctx, state.Hosts, diags)
+		change.CurrentVersion = state.Version.ValueString()
 	}
 	for _, f := range r.client.PlanDVSHosts(ctx, change) {
+		if f, ok := f.(vsphere.HostTooOld); ok {
+			addHostTooOld(diags, f, change.SwitchName, state != nil)
+			continue
+		}
 		addDVSHostFinding(diags, f)
+	}
+}
+
+// addHostTooOld words a host whose ESXi cannot run the planned switch
+// version: one that would join (at host) or a member the upgrade would
+// leave behind (at version). existing tells an existing switch, which
+// cannot be downgraded, from a new one.
+func addHostTooOld(diags *diag.Diagnostics, f vsphere.HostTooOld, switchName string, existing bool) {
+	newest := fmt.Sprintf("The newest switch version it can run is %s", f.Newest)
+	if f.Newest == "" {
+		newest = "It can run no switch version vCenter offers"
+	}
+	rule := "a distributed switch accepts hosts of its own ESXi version or later"
+	switch {
+	case f.Member:
+		diags.AddAttributeError(path.Root("version"), "Member host too old for the switch version",
+			fmt.Sprintf("Switch %s cannot be upgraded to version %s: its member host %s (%s) runs ESXi %s, and %s. %s. Upgrade the host "+
+				"to ESXi %s or later first, or keep the switch at a version the host can run.",
+				switchName, f.Version, f.Host, f.HostID, f.ESXi, rule, newest, f.Version))
+	case existing:
+		diags.AddAttributeError(path.Root("host"), "Host too old for the switch",
+			fmt.Sprintf("Host %s (%s) runs ESXi %s and cannot join switch %s, at version %s: %s, and a switch cannot be downgraded. "+
+				"%s. Upgrade the host to ESXi %s or later, or leave it out of the switch.",
+				f.Host, f.HostID, f.ESXi, switchName, f.Version, rule, newest, f.Version))
+	default:
+		if f.Newest != "" {
+			newest += fmt.Sprintf(`: set version = %q,`, f.Newest)
+		} else {
+			newest += ":"
+		}
+		diags.AddAttributeError(path.Root("host"), "Host too old for the switch version",
+			fmt.Sprintf("Host %s (%s) runs ESXi %s and cannot join a version %s distributed switch: %s. %s upgrade the host to "+
+				"ESXi %s or later, or leave it out of the switch.",
+				f.Host, f.HostID, f.ESXi, f.Version, rule, newest, f.Version))
 	}
 }
 

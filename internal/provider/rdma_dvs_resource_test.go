@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -21,7 +22,8 @@ import (
 const dvsAddr = "vspherehpc_rdma_dvs.rdma"
 
 // dvsConfig is a switch over the given hosts (name -> vmnic) plus extra
-// arguments.
+// arguments. The switch is named testName(name), its port group
+// testName("pvrdma-vms"): an external run creates them under its prefix.
 func dvsConfig(lab *vcsimlab.Lab, name string, hosts map[string]string, extra string) string {
 	var names []string
 	for h := range hosts {
@@ -37,11 +39,32 @@ resource "vspherehpc_rdma_dvs" "rdma" {
   datacenter_id = %q
   name          = %q
   port_group {
-    name = "pvrdma-vms"
+    %s
   }
 %s%s
 }
-`, lab.DatacenterID(), name, b.String(), extra)
+`, lab.DatacenterID(), testName(name), portGroupLine("pvrdma-vms"), b.String(), extra)
+}
+
+// dvsNameLine and portGroupLine are the lines of dvsConfig that name the
+// switch and its port group (given as the test writes them), for tests that
+// edit them.
+func dvsNameLine(name string) string { return fmt.Sprintf("name          = %q", testName(name)) }
+
+func portGroupLine(name string) string { return fmt.Sprintf("name = %q", testName(name)) }
+
+// destroySwitchAfter destroys, once the test is over, a switch it created
+// out of band on an external vCenter; a simulated lab goes with its test.
+func destroySwitchAfter(t *testing.T, lab *vcsimlab.Lab, name string) {
+	t.Helper()
+	if lab.Simulated() {
+		return
+	}
+	t.Cleanup(func() {
+		if err := lab.DestroySwitch(context.Background(), name); err != nil {
+			t.Errorf("destroying switch %s: %v", name, err)
+		}
+	})
 }
 
 func allHosts(lab *vcsimlab.Lab, vmnic string) map[string]string {
@@ -68,7 +91,7 @@ func hostSet(lab *vcsimlab.Lab, hosts map[string]string) knownvalue.Check {
 // group.
 func noNetworksLeft(lab *vcsimlab.Lab) func(*terraform.State) error {
 	return func(*terraform.State) error {
-		for _, pattern := range []string{"rdma*", "pvrdma-vms*"} {
+		for _, pattern := range []string{testName("rdma") + "*", testName("pvrdma-vms") + "*"} {
 			n, err := lab.CountNetworks(context.Background(), pattern)
 			if err != nil {
 				return err
@@ -84,13 +107,21 @@ func noNetworksLeft(lab *vcsimlab.Lab) func(*terraform.State) error {
 func TestAccRDMADVS_basic(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
-	hosts := allHosts(lab, "vmnic4")
+	nics := lab.RDMANICs()
+	hosts := allHosts(lab, nics[0])
 	first := lab.HostNames()[0]
-	fewer := allHosts(lab, "vmnic4")
+	fewer := allHosts(lab, nics[0])
 	delete(fewer, first)
-	moved := allHosts(lab, "vmnic4")
-	moved[first] = "vmnic5"
+	moved := allHosts(lab, nics[0])
+	moved[first] = nics[1]
 	uuid := ""
+	path := "/" + lab.DatacenterName() + "/network/" + testName("rdma")
+	// The port group renamed, with a VLAN and more ports.
+	renamedPortGroup := func(config string) string {
+		return strings.Replace(config, portGroupLine("pvrdma-vms"), portGroupLine("pvrdma-vms-2")+`
+    vlan_id = 100
+    port_count = 16`, 1)
+	}
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
@@ -120,13 +151,13 @@ func TestAccRDMADVS_basic(t *testing.T) {
 			{ResourceName: dvsAddr, ImportState: true, ImportStateVerify: true},
 			{
 				ResourceName: dvsAddr, ImportState: true, ImportStateVerify: true,
-				ImportStateId: "/" + lab.DatacenterName() + "/network/rdma",
+				ImportStateId: path,
 			},
 			{
 				// Import then plan is empty: an import block plans a no-op import.
 				Config:       requiredProviders + dvsConfig(lab, "rdma", hosts, `  version = "8.0.0"`),
 				ResourceName: dvsAddr, ImportState: true, ImportStateKind: resource.ImportBlockWithID,
-				ImportStateId: "/" + lab.DatacenterName() + "/network/rdma",
+				ImportStateId: path,
 			},
 			{
 				Config: dvsConfig(lab, "rdma", hosts, "  mtu = 1500\n  version = \"8.0.0\""),
@@ -145,26 +176,24 @@ func TestAccRDMADVS_basic(t *testing.T) {
 			},
 			{
 				// Rename, NIOC, description, upgrade and port group, all in place.
-				Config: strings.Replace(dvsConfig(lab, "rdma-renamed", moved, `
+				Config: renamedPortGroup(dvsConfig(lab, "rdma-renamed", moved, `
   description                = "PVRDMA fabric"
   network_io_control_enabled = true
   version                    = "8.0.3"
   uplink_count               = 2
-`), `name = "pvrdma-vms"`, `name = "pvrdma-vms-2"
-    vlan_id = 100
-    port_count = 16`, 1),
+`)),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(dvsAddr, plancheck.ResourceActionUpdate),
 				}},
 				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue(dvsAddr, tfjsonpath.New("name"), knownvalue.StringExact("rdma-renamed")),
+					statecheck.ExpectKnownValue(dvsAddr, tfjsonpath.New("name"), knownvalue.StringExact(testName("rdma-renamed"))),
 					statecheck.ExpectKnownValue(dvsAddr, tfjsonpath.New("version"), knownvalue.StringExact("8.0.3")),
 					statecheck.ExpectKnownValue(dvsAddr, tfjsonpath.New("description"), knownvalue.StringExact("PVRDMA fabric")),
 					statecheck.ExpectKnownValue(dvsAddr, tfjsonpath.New("port_group").AtMapKey("port_count"), knownvalue.Int64Exact(16)),
 					statecheck.ExpectKnownValue(dvsAddr, tfjsonpath.New("network_io_control_enabled"), knownvalue.Bool(true)),
 					statecheck.ExpectKnownValue(dvsAddr, tfjsonpath.New("uplink_names"), knownvalue.ListSizeExact(2)),
 					statecheck.ExpectKnownValue(dvsAddr, tfjsonpath.New("port_group").AtMapKey("vlan_id"), knownvalue.Int64Exact(100)),
-					statecheck.ExpectKnownValue(dvsAddr, tfjsonpath.New("port_group").AtMapKey("name"), knownvalue.StringExact("pvrdma-vms-2")),
+					statecheck.ExpectKnownValue(dvsAddr, tfjsonpath.New("port_group").AtMapKey("name"), knownvalue.StringExact(testName("pvrdma-vms-2"))),
 				},
 				Check: func(s *terraform.State) error {
 					if got := s.RootModule().Resources[dvsAddr].Primary.ID; got != uuid {
@@ -175,12 +204,10 @@ func TestAccRDMADVS_basic(t *testing.T) {
 			},
 			{
 				// vSphere cannot clear a description: dropping the argument keeps it.
-				Config: strings.Replace(dvsConfig(lab, "rdma-renamed", moved, `
+				Config: renamedPortGroup(dvsConfig(lab, "rdma-renamed", moved, `
   network_io_control_enabled = true
   uplink_count               = 2
-`), `name = "pvrdma-vms"`, `name = "pvrdma-vms-2"
-    vlan_id = 100
-    port_count = 16`, 1),
+`)),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
 			},
 		},
@@ -194,24 +221,27 @@ func TestAccRDMADVS_basic(t *testing.T) {
 func TestAccRDMADVS_createFailsHalfWay(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
-	must(t, lab.InjectTaskFault("ReconfigureDvs_Task", "rdma", vcsimlab.Fault{Type: "DvsFault"}))
-	config := dvsConfig(lab, "rdma", allHosts(lab, "vmnic4"), "")
+	simulatedOnly(t, lab, "injects a task fault")
+	must(t, lab.InjectTaskFault("ReconfigureDvs_Task", testName("rdma"), vcsimlab.Fault{Type: "DvsFault"}))
+	nic := lab.RDMANICs()[0]
+	config := dvsConfig(lab, "rdma", allHosts(lab, nic), "")
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
-			{Config: config, ExpectError: wrapped(`Cannot create distributed switch rdma`)},
+			{Config: config, ExpectError: wrapped(`Cannot create distributed switch ` + testName("rdma"))},
 			{
 				Config: config,
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(dvsAddr, plancheck.ResourceActionDestroyBeforeCreate),
 				}},
 				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue(dvsAddr, tfjsonpath.New("host"), hostSet(lab, allHosts(lab, "vmnic4"))),
+					statecheck.ExpectKnownValue(dvsAddr, tfjsonpath.New("host"), hostSet(lab, allHosts(lab, nic))),
 				},
 				Check: func(*terraform.State) error {
-					n, err := lab.CountNetworks(context.Background(), "rdma*")
+					pattern := testName("rdma") + "*"
+					n, err := lab.CountNetworks(context.Background(), pattern)
 					if err == nil && n != 2 { // the switch and its uplink port group
-						err = fmt.Errorf("%d networks named rdma*, want the switch and its uplink port group", n)
+						err = fmt.Errorf("%d networks named %s, want the switch and its uplink port group", n, pattern)
 					}
 					return err
 				},
@@ -227,9 +257,9 @@ func TestAccRDMADVS_disappears(t *testing.T) {
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{{
-			Config: dvsConfig(lab, "rdma", allHosts(lab, "vmnic4"), ""),
+			Config: dvsConfig(lab, "rdma", allHosts(lab, lab.RDMANICs()[0]), ""),
 			Check: func(*terraform.State) error {
-				return lab.DestroySwitch(context.Background(), "rdma")
+				return lab.DestroySwitch(context.Background(), testName("rdma"))
 			},
 			ConfigPlanChecks: resource.ConfigPlanChecks{PostApplyPostRefresh: []plancheck.PlanCheck{
 				plancheck.ExpectResourceAction(dvsAddr, plancheck.ResourceActionCreate),
@@ -242,7 +272,9 @@ func TestAccRDMADVS_disappears(t *testing.T) {
 func TestAccRDMADVS_drift(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
-	config := dvsConfig(lab, "rdma", allHosts(lab, "vmnic4"), "")
+	nics := lab.RDMANICs()
+	config := dvsConfig(lab, "rdma", allHosts(lab, nics[0]), "")
+	name, portGroup := testName("rdma"), testName("pvrdma-vms")
 	update := resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(dvsAddr, plancheck.ResourceActionUpdate)}}
 	ctx := context.Background()
 	step := func(change func()) resource.TestStep {
@@ -253,7 +285,7 @@ func TestAccRDMADVS_drift(t *testing.T) {
 			ConfigStateChecks: []statecheck.StateCheck{
 				statecheck.ExpectKnownValue(dvsAddr, tfjsonpath.New("mtu"), knownvalue.Int64Exact(9000)),
 				statecheck.ExpectKnownValue(dvsAddr, tfjsonpath.New("network_io_control_enabled"), knownvalue.Bool(false)),
-				statecheck.ExpectKnownValue(dvsAddr, tfjsonpath.New("host"), hostSet(lab, allHosts(lab, "vmnic4"))),
+				statecheck.ExpectKnownValue(dvsAddr, tfjsonpath.New("host"), hostSet(lab, allHosts(lab, nics[0]))),
 				statecheck.ExpectKnownValue(dvsAddr, tfjsonpath.New("port_group").AtMapKey("vlan_id"), knownvalue.Int64Exact(0)),
 			},
 		}
@@ -262,15 +294,15 @@ func TestAccRDMADVS_drift(t *testing.T) {
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{Config: config},
-			step(func() { must(t, lab.SetSwitchMTU(ctx, "rdma", 1500)) }),                            // MTU
-			step(func() { must(t, lab.SetSwitchNIOC(ctx, "rdma", true)) }),                           // NIOC
-			step(func() { must(t, lab.RemoveSwitchHost(ctx, "rdma", lab.HostNames()[0])) }),          // a host removed
-			step(func() { must(t, lab.SetSwitchUplink(ctx, "rdma", lab.HostNames()[1], "vmnic5")) }), // a host's uplink moved to another NIC
-			step(func() { must(t, lab.SetPortGroupVLAN(ctx, "pvrdma-vms", 42)) }),                    // the port group's VLAN
+			step(func() { must(t, lab.SetSwitchMTU(ctx, name, 1500)) }),                           // MTU
+			step(func() { must(t, lab.SetSwitchNIOC(ctx, name, true)) }),                          // NIOC
+			step(func() { must(t, lab.RemoveSwitchHost(ctx, name, lab.HostNames()[0])) }),         // a host removed
+			step(func() { must(t, lab.SetSwitchUplink(ctx, name, lab.HostNames()[1], nics[1])) }), // a host's uplink moved to another NIC
+			step(func() { must(t, lab.SetPortGroupVLAN(ctx, portGroup, 42)) }),                    // the port group's VLAN
 			{
 				// With auto-expand, vCenter grows the port group as adapters
 				// connect: more ports than configured is not drift.
-				PreConfig:        func() { must(t, lab.SetPortGroupPorts(ctx, "pvrdma-vms", 24)) },
+				PreConfig:        func() { must(t, lab.SetPortGroupPorts(ctx, portGroup, 24)) },
 				Config:           config,
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
 			},
@@ -281,46 +313,95 @@ func TestAccRDMADVS_drift(t *testing.T) {
 func TestAccRDMADVS_refusals(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
+	ctx := context.Background()
+	nics := lab.RDMANICs()
 	first := lab.HostNames()[0]
 	with := func(nic string) map[string]string {
-		hosts := allHosts(lab, "vmnic4")
+		hosts := allHosts(lab, nics[0])
 		hosts[first] = nic
 		return hosts
 	}
-	twice := dvsConfig(lab, "rdma", allHosts(lab, "vmnic4"), "")
-	twice = strings.Replace(twice, "  host {\n", fmt.Sprintf("  host {\n    host_system_id = %q\n    vmnic          = \"vmnic5\"\n  }\n  host {\n", lab.HostID(first)), 1)
+	twice := dvsConfig(lab, "rdma", allHosts(lab, nics[0]), "")
+	twice = strings.Replace(twice, "  host {\n", fmt.Sprintf("  host {\n    host_system_id = %q\n    vmnic          = %q\n  }\n  host {\n", lab.HostID(first), nics[1]), 1)
+	teaming := wrapped(fmt.Sprintf(`is listed with %s and with %s. PVRDMA supports no NIC teaming`, nics[0], nics[1]))
+	// What the refusals list of the first host and of vCenter: the lab's
+	// NICs and vCenter 8.0.3's switch versions, or what an external
+	// vCenter has.
+	missing := "vmnic9" // a NIC the host does not have
+	nicList, freeRDMA := "vmnic0, vmnic1, vmnic4, vmnic5", "vmnic4, vmnic5"
+	usedNIC, usedBy := "vmnic0", `standard switch "vSwitch0"` // "" when the host has no NIC a switch uses
+	offered := "7.0.0, 7.0.2, 7.0.3, 8.0.0, 8.0.3"
+	if !lab.Simulated() {
+		host, err := labService(lab).Host(ctx, lab.HostID(first))
+		must(t, err)
+		var names, free []string
+		for _, n := range host.PhysicalNICs {
+			names = append(names, n.Name)
+			if n.RDMADevice != "" && n.Switch == "" {
+				free = append(free, n.Name)
+			}
+		}
+		// A NIC a standard switch uses, else one a distributed switch uses.
+		usedNIC, usedBy = "", ""
+		for _, kind := range []string{"standard switch", "distributed switch"} {
+			for _, n := range host.PhysicalNICs {
+				if usedNIC == "" && n.Switch != "" && (n.SwitchUUID == "") == (kind == "standard switch") {
+					usedNIC, usedBy = n.Name, fmt.Sprintf("%s %q", kind, n.Switch)
+				}
+			}
+		}
+		for slices.Contains(names, missing) {
+			missing += "9"
+		}
+		nicList, freeRDMA = strings.Join(names, ", "), strings.Join(free, ", ")
+		versions, err := labService(lab).DVSVersions(ctx)
+		must(t, err)
+		offered = strings.Join(versions, ", ")
+		// Which of the host's two entries comes first depends on how
+		// Terraform orders the set's elements, by their values.
+		teaming = regexp.MustCompile(teaming.String() + "|" +
+			wrapped(fmt.Sprintf(`is listed with %s and with %s. PVRDMA supports no NIC teaming`, nics[1], nics[0])).String())
+	}
+	steps := []resource.TestStep{
+		{
+			Config: dvsConfig(lab, "rdma", with(missing), ""), PlanOnly: true,
+			ExpectError: wrapped(fmt.Sprintf("Host %s (%s) has no physical NIC %s; its NICs are %s. Its free RDMA NICs: %s.", first, lab.HostID(first), missing, nicList, freeRDMA)),
+		},
+	}
+	if usedNIC != "" {
+		steps = append(steps, resource.TestStep{
+			Config: dvsConfig(lab, "rdma", with(usedNIC), ""), PlanOnly: true,
+			ExpectError: wrapped(fmt.Sprintf(`%s on host %s (%s) is an uplink of %s. Free it there, or choose another NIC.`, usedNIC, first, lab.HostID(first), usedBy)),
+		})
+	}
+	steps = append(steps,
+		resource.TestStep{Config: twice, PlanOnly: true, ExpectError: teaming},
+		resource.TestStep{Config: dvsConfig(lab, "rdma", with("eth0"), ""), PlanOnly: true, ExpectError: wrapped(`must name a physical NIC such as vmnic4`)},
+		resource.TestStep{
+			Config:   strings.Replace(dvsConfig(lab, "rdma", allHosts(lab, nics[0]), ""), "  port_group {\n    "+portGroupLine("pvrdma-vms")+"\n  }\n", "", 1),
+			PlanOnly: true, ExpectError: regexp.MustCompile(`(?s)port_group.*must have a configuration value`),
+		},
+		resource.TestStep{Config: dvsConfig(lab, "rdma", allHosts(lab, nics[0]), `  version = "6.5.0"`), PlanOnly: true, ExpectError: wrapped(`vCenter offers distributed switch versions ` + offered + `, not 6.5.0.`)},
+		resource.TestStep{Config: dvsConfig(lab, "rdma", allHosts(lab, nics[0]), `  mtu = 9216`), PlanOnly: true, ExpectError: wrapped(`mtu value must be between 1280 and 9000`)},
+		// A NIC another distributed switch uses is refused, naming that switch.
+		resource.TestStep{
+			PreConfig: func() {
+				must(t, lab.CreateSwitch(ctx, testName("storage-dvs"), first, nics[1]))
+				destroySwitchAfter(t, lab, testName("storage-dvs"))
+			},
+			Config: dvsConfig(lab, "rdma", with(nics[1]), ""), PlanOnly: true,
+			ExpectError: wrapped(fmt.Sprintf(`%s on host %s (%s) is an uplink of distributed switch %q.`, nics[1], first, lab.HostID(first), testName("storage-dvs"))),
+		},
+		// A downgrade is refused at plan time.
+		resource.TestStep{Config: dvsConfig(lab, "rdma", allHosts(lab, nics[0]), `  version = "8.0.3"`)},
+		resource.TestStep{
+			Config: dvsConfig(lab, "rdma", allHosts(lab, nics[0]), `  version = "8.0.0"`), PlanOnly: true,
+			ExpectError: wrapped(`Switch ` + testName("rdma") + ` is at version 8.0.3; vSphere cannot downgrade a distributed switch to 8.0.0.`),
+		},
+	)
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		Steps: []resource.TestStep{
-			{
-				Config: dvsConfig(lab, "rdma", with("vmnic9"), ""), PlanOnly: true,
-				ExpectError: wrapped(fmt.Sprintf("Host %s (%s) has no physical NIC vmnic9; its NICs are vmnic0, vmnic1, vmnic4, vmnic5. Its free RDMA NICs: vmnic4, vmnic5.", first, lab.HostID(first))),
-			},
-			{
-				Config: dvsConfig(lab, "rdma", with("vmnic0"), ""), PlanOnly: true,
-				ExpectError: wrapped(fmt.Sprintf(`vmnic0 on host %s (%s) is an uplink of standard switch "vSwitch0". Free it there, or choose another NIC.`, first, lab.HostID(first))),
-			},
-			{Config: twice, PlanOnly: true, ExpectError: wrapped(`is listed with vmnic4 and with vmnic5. PVRDMA supports no NIC teaming`)},
-			{Config: dvsConfig(lab, "rdma", with("eth0"), ""), PlanOnly: true, ExpectError: wrapped(`must name a physical NIC such as vmnic4`)},
-			{
-				Config:   strings.Replace(dvsConfig(lab, "rdma", allHosts(lab, "vmnic4"), ""), "  port_group {\n    name = \"pvrdma-vms\"\n  }\n", "", 1),
-				PlanOnly: true, ExpectError: regexp.MustCompile(`(?s)port_group.*must have a configuration value`),
-			},
-			{Config: dvsConfig(lab, "rdma", allHosts(lab, "vmnic4"), `  version = "6.5.0"`), PlanOnly: true, ExpectError: wrapped(`vCenter offers distributed switch versions 7.0.0, 7.0.2, 7.0.3, 8.0.0, 8.0.3, not 6.5.0.`)},
-			{Config: dvsConfig(lab, "rdma", allHosts(lab, "vmnic4"), `  mtu = 9216`), PlanOnly: true, ExpectError: wrapped(`mtu value must be between 1280 and 9000`)},
-			// A NIC another distributed switch uses is refused, naming that switch.
-			{
-				PreConfig: func() { must(t, lab.CreateSwitch(context.Background(), "storage-dvs", first, "vmnic5")) },
-				Config:    dvsConfig(lab, "rdma", with("vmnic5"), ""), PlanOnly: true,
-				ExpectError: wrapped(fmt.Sprintf(`vmnic5 on host %s (%s) is an uplink of distributed switch "storage-dvs".`, first, lab.HostID(first))),
-			},
-			// A downgrade is refused at plan time.
-			{Config: dvsConfig(lab, "rdma", allHosts(lab, "vmnic4"), `  version = "8.0.3"`)},
-			{
-				Config: dvsConfig(lab, "rdma", allHosts(lab, "vmnic4"), `  version = "8.0.0"`), PlanOnly: true,
-				ExpectError: wrapped(`Switch rdma is at version 8.0.3; vSphere cannot downgrade a distributed switch to 8.0.0.`),
-			},
-		},
+		Steps:                    steps,
 	})
 }
 
@@ -335,7 +416,7 @@ func TestAccRDMADVS_destroyRefusedWhileInUse(t *testing.T) {
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
-				Config: dvsConfig(lab, "rdma", allHosts(lab, "vmnic4"), ""),
+				Config: dvsConfig(lab, "rdma", allHosts(lab, lab.RDMANICs()[0]), ""),
 				Check: func(s *terraform.State) error {
 					attrs := s.RootModule().Resources[dvsAddr].Primary.Attributes
 					switchUUID, portGroupKey = attrs["id"], attrs["port_group_key"]
@@ -347,7 +428,7 @@ func TestAccRDMADVS_destroyRefusedWhileInUse(t *testing.T) {
 					must(t, lab.AddPVRDMAAdapter(context.Background(), vmName, switchUUID, portGroupKey))
 				},
 				Config:      providerConfig(lab),
-				ExpectError: wrapped(fmt.Sprintf(`VM network adapters still use its port groups: port group "pvrdma-vms": %s (PVRDMA). Remove those adapters first`, vmName)),
+				ExpectError: wrapped(fmt.Sprintf(`VM network adapters still use its port groups: port group %q: %s (PVRDMA). Remove those adapters first`, testName("pvrdma-vms"), vmName)),
 			},
 			{
 				PreConfig: func() {
@@ -367,16 +448,16 @@ func TestAccRDMADVS_versionDrift(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
 	at := func(version string) string {
-		return dvsConfig(lab, "rdma", allHosts(lab, "vmnic4"), `  version = "`+version+`"`)
+		return dvsConfig(lab, "rdma", allHosts(lab, lab.RDMANICs()[0]), `  version = "`+version+`"`)
 	}
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{Config: at("7.0.3")},
 			{
-				PreConfig: func() { must(t, lab.UpgradeSwitch(context.Background(), "rdma", "8.0.0")) },
+				PreConfig: func() { must(t, lab.UpgradeSwitch(context.Background(), testName("rdma"), "8.0.0")) },
 				Config:    at("7.0.3"), PlanOnly: true,
-				ExpectError: wrapped(`Switch rdma is at version 8.0.0; vSphere cannot downgrade a distributed switch to 7.0.3.`),
+				ExpectError: wrapped(`Switch ` + testName("rdma") + ` is at version 8.0.0; vSphere cannot downgrade a distributed switch to 7.0.3.`),
 			},
 			{
 				Config: at("8.0.0"),
@@ -394,12 +475,13 @@ func TestAccRDMADVS_versionDrift(t *testing.T) {
 func TestAccRDMADVS_createFailsAfterHostsJoined(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
-	must(t, lab.InjectTaskFault("CreateDVPortgroup_Task", "rdma", vcsimlab.Fault{Type: "DvsFault"}))
-	config := dvsConfig(lab, "rdma", allHosts(lab, "vmnic4"), "")
+	simulatedOnly(t, lab, "injects a task fault")
+	must(t, lab.InjectTaskFault("CreateDVPortgroup_Task", testName("rdma"), vcsimlab.Fault{Type: "DvsFault"}))
+	config := dvsConfig(lab, "rdma", allHosts(lab, lab.RDMANICs()[0]), "")
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
-			{Config: config, ExpectError: wrapped(`Cannot create distributed switch rdma`)},
+			{Config: config, ExpectError: wrapped(`Cannot create distributed switch ` + testName("rdma"))},
 			{
 				Config: config,
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
@@ -418,25 +500,26 @@ func TestAccRDMADVS_createFailsAfterHostsJoined(t *testing.T) {
 func TestAccRDMADVS_importChoosesPortGroup(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
-	config := dvsConfig(lab, "rdma", allHosts(lab, "vmnic4"), "")
-	path := "/" + lab.DatacenterName() + "/network/rdma"
+	config := dvsConfig(lab, "rdma", allHosts(lab, lab.RDMANICs()[0]), "")
+	name, portGroup, storage := testName("rdma"), testName("pvrdma-vms"), testName("storage")
+	path := "/" + lab.DatacenterName() + "/network/" + name
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
 				Config: config,
 				Check: func(*terraform.State) error {
-					return lab.AddPortGroup(context.Background(), "rdma", "storage", 8)
+					return lab.AddPortGroup(context.Background(), name, storage, 8)
 				},
 			},
 			{
 				ResourceName: dvsAddr, ImportState: true, ImportStateId: path,
-				ExpectError: wrapped(`Switch rdma has 2 port groups (pvrdma-vms, storage). Import it as ` + path + `:<port group name>`),
+				ExpectError: wrapped(`Switch ` + name + ` has 2 port groups (` + portGroup + `, ` + storage + `). Import it as ` + path + `:<port group name>`),
 			},
-			{ResourceName: dvsAddr, ImportState: true, ImportStateId: path + ":pvrdma-vms", ImportStateVerify: true},
+			{ResourceName: dvsAddr, ImportState: true, ImportStateId: path + ":" + portGroup, ImportStateVerify: true},
 			{
 				ResourceName: dvsAddr, ImportState: true, ImportStateId: path + ":nope",
-				ExpectError: wrapped(`Switch rdma has no port group "nope"; its port groups are pvrdma-vms, storage.`),
+				ExpectError: wrapped(`Switch ` + name + ` has no port group "nope"; its port groups are ` + portGroup + `, ` + storage + `.`),
 			},
 		},
 	})
@@ -447,42 +530,59 @@ func TestAccRDMADVS_importChoosesPortGroup(t *testing.T) {
 func TestAccRDMADVS_refusedAtPlan(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
+	ctx := context.Background()
 	first := lab.HostNames()[0]
-	config := dvsConfig(lab, "rdma", allHosts(lab, "vmnic4"), "")
+	config := dvsConfig(lab, "rdma", allHosts(lab, lab.RDMANICs()[0]), "")
 	withHostID := func(id string) string {
 		return strings.Replace(config, fmt.Sprintf("host_system_id = %q", lab.HostID(first)), fmt.Sprintf("host_system_id = %q", id), 1)
 	}
+	steps := []resource.TestStep{
+		{
+			Config: withHostID("host-99999"), PlanOnly: true,
+			ExpectError: wrapped("no host has id host-99999; host ids are managed object ids such as host-12; data.vspherehpc_host looks one up by name."),
+		},
+		// A host's name where its id belongs.
+		{
+			Config: withHostID(first), PlanOnly: true,
+			ExpectError: wrapped(fmt.Sprintf("no host has id %s; host ids are managed object ids such as host-12", first)),
+		},
+		// The datacenter's name where its id belongs.
+		{
+			Config: strings.Replace(config, fmt.Sprintf("datacenter_id = %q", lab.DatacenterID()), fmt.Sprintf("datacenter_id = %q", lab.DatacenterName()), 1), PlanOnly: true,
+			ExpectError: wrapped(fmt.Sprintf(`no datacenter has id %q; a datacenter id is a managed object id such as datacenter-3, not a name; data.vspherehpc_datacenter looks one up by name.`, lab.DatacenterName())),
+		},
+	}
+	// "VM Network" is a standard port group of every lab host (and of an
+	// ESXi host as installed: an external vCenter may have none).
+	vmNetwork := lab.Simulated()
+	if !vmNetwork {
+		n, err := lab.CountNetworks(ctx, "VM Network")
+		must(t, err)
+		vmNetwork = n > 0
+	}
+	if vmNetwork {
+		steps = append(steps, resource.TestStep{
+			Config: strings.Replace(config, portGroupLine("pvrdma-vms"), `name = "VM Network"`, 1), PlanOnly: true,
+			ExpectError: regexp.MustCompile(`(?s)already has a network called "VM Network"\s+\(network-\d+\).*Choose\s+another\s+port\s+group\s+name`),
+		})
+	}
+	storage := testName("storage-dvs")
+	steps = append(steps, resource.TestStep{
+		PreConfig: func() {
+			must(t, lab.CreateSwitch(ctx, storage, first, lab.RDMANICs()[1]))
+			destroySwitchAfter(t, lab, storage)
+		},
+		Config: strings.Replace(config, dvsNameLine("rdma"), fmt.Sprintf("name          = %q", storage), 1), PlanOnly: true,
+		ExpectError: regexp.MustCompile(`(?s)already has a distributed switch called\s+"` + regexp.QuoteMeta(storage) + `"\s+\(dvs-\d+\).*Choose\s+another\s+name`),
+	})
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		Steps: []resource.TestStep{
-			{
-				Config: withHostID("host-99999"), PlanOnly: true,
-				ExpectError: wrapped("no host has id host-99999; host ids are managed object ids such as host-12; data.vspherehpc_host looks one up by name."),
-			},
-			// A host's name where its id belongs.
-			{
-				Config: withHostID(first), PlanOnly: true,
-				ExpectError: wrapped(fmt.Sprintf("no host has id %s; host ids are managed object ids such as host-12", first)),
-			},
-			{
-				Config: strings.Replace(config, fmt.Sprintf("datacenter_id = %q", lab.DatacenterID()), `datacenter_id = "DC0"`, 1), PlanOnly: true,
-				ExpectError: wrapped(`no datacenter has id "DC0"; a datacenter id is a managed object id such as datacenter-3, not a name; data.vspherehpc_datacenter looks one up by name.`),
-			},
-			// "VM Network" is a standard port group of every host.
-			{
-				Config: strings.Replace(config, `name = "pvrdma-vms"`, `name = "VM Network"`, 1), PlanOnly: true,
-				ExpectError: regexp.MustCompile(`(?s)already has a network called "VM Network"\s+\(network-\d+\).*Choose\s+another\s+port\s+group\s+name`),
-			},
-			{
-				PreConfig: func() { must(t, lab.CreateSwitch(context.Background(), "storage-dvs", first, "vmnic5")) },
-				Config:    strings.Replace(config, `name          = "rdma"`, `name          = "storage-dvs"`, 1), PlanOnly: true,
-				ExpectError: regexp.MustCompile(`(?s)already has a distributed switch called\s+"storage-dvs"\s+\(dvs-\d+\).*Choose\s+another\s+name`),
-			},
-		},
+		Steps:                    steps,
 		CheckDestroy: func(*terraform.State) error {
-			n, err := lab.CountNetworks(context.Background(), "rdma*")
+			pattern := testName("rdma") + "*"
+			n, err := lab.CountNetworks(ctx, pattern)
 			if err == nil && n != 0 {
-				err = fmt.Errorf("%d rdma networks exist after refused plans, want none", n)
+				err = fmt.Errorf("%d networks named %s exist after refused plans, want none", n, pattern)
 			}
 			return err
 		},
@@ -494,11 +594,12 @@ func TestAccRDMADVS_refusedAtPlan(t *testing.T) {
 func TestAccRDMADVS_taintedSwitchDestroys(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
-	must(t, lab.InjectTaskFault("CreateDVPortgroup_Task", "rdma", vcsimlab.Fault{Type: "DvsFault"}))
+	simulatedOnly(t, lab, "injects a task fault")
+	must(t, lab.InjectTaskFault("CreateDVPortgroup_Task", testName("rdma"), vcsimlab.Fault{Type: "DvsFault"}))
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
-			{Config: dvsConfig(lab, "rdma", allHosts(lab, "vmnic4"), ""), ExpectError: wrapped(`Cannot create distributed switch rdma`)},
+			{Config: dvsConfig(lab, "rdma", allHosts(lab, lab.RDMANICs()[0]), ""), ExpectError: wrapped(`Cannot create distributed switch ` + testName("rdma"))},
 		},
 		CheckDestroy: noNetworksLeft(lab),
 	})
@@ -509,7 +610,7 @@ func TestAccRDMADVS_taintedSwitchDestroys(t *testing.T) {
 func TestAccRDMADVS_noVCenter(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
-	config := strings.Replace(dvsConfig(lab, "rdma", allHosts(lab, "vmnic4"), ""), providerConfig(lab), "", 1)
+	config := strings.Replace(dvsConfig(lab, "rdma", allHosts(lab, lab.RDMANICs()[0]), ""), providerConfig(lab), "", 1)
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
@@ -524,15 +625,17 @@ func TestAccRDMADVS_nicClaimedTwice(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
 	first := lab.HostNames()[0]
+	nic := lab.RDMANICs()[0]
 	second := strings.NewReplacer(`resource "vspherehpc_rdma_dvs" "rdma"`, `resource "vspherehpc_rdma_dvs" "other"`,
-		`name          = "rdma"`, `name          = "rdma-other"`, `name = "pvrdma-vms"`, `name = "pvrdma-other"`).
-		Replace(strings.Replace(dvsConfig(lab, "rdma", map[string]string{first: "vmnic4"}, ""), providerConfig(lab), "", 1))
+		dvsNameLine("rdma"), dvsNameLine("rdma-other"), portGroupLine("pvrdma-vms"), portGroupLine("pvrdma-other")).
+		Replace(strings.Replace(dvsConfig(lab, "rdma", map[string]string{first: nic}, ""), providerConfig(lab), "", 1))
+	name := regexp.QuoteMeta(testName("rdma"))
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{{
-			Config: dvsConfig(lab, "rdma", map[string]string{first: "vmnic4"}, "") + second, PlanOnly: true,
-			ExpectError: regexp.MustCompile(`(?s)Claimed twice in this configuration.*Two resources of this configuration claim\s+vmnic4\s+of\s+host\s+` +
-				lab.HostID(first) + `:\s+distributed\s+switch\s+"rdma(-other)?",\s+and\s+distributed\s+switch\s+"rdma(-other)?".\s+PVRDMA\s+needs\s+its\s+NIC`),
+			Config: dvsConfig(lab, "rdma", map[string]string{first: nic}, "") + second, PlanOnly: true,
+			ExpectError: regexp.MustCompile(`(?s)Claimed twice in this configuration.*Two resources of this configuration claim\s+` + regexp.QuoteMeta(nic) + `\s+of\s+host\s+` +
+				lab.HostID(first) + `:\s+distributed\s+switch\s+"` + name + `(-other)?",\s+and\s+distributed\s+switch\s+"` + name + `(-other)?".\s+PVRDMA\s+needs\s+its\s+NIC`),
 		}},
 	})
 }
@@ -543,7 +646,7 @@ func TestAccRDMADVS_nicClaimedTwice(t *testing.T) {
 func TestAccRDMADVS_numbersNotWhole(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
-	hosts := allHosts(lab, "vmnic4")
+	hosts := allHosts(lab, lab.RDMANICs()[0])
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
@@ -551,7 +654,7 @@ func TestAccRDMADVS_numbersNotWhole(t *testing.T) {
 				ExpectError: wrapped(`mtu must be a whole number from 1280 to 9000; 1500.5 is not.`)},
 			{Config: dvsConfig(lab, "rdma-numbers", hosts, "  uplink_count = 1e400"), PlanOnly: true,
 				ExpectError: wrapped(`uplink_count must be a whole number from 1 to 32; 1e+400 is not.`)},
-			{Config: strings.Replace(dvsConfig(lab, "rdma-numbers", hosts, ""), `name = "pvrdma-vms"`, "name = \"pvrdma-vms\"\n    vlan_id = 10.5", 1), PlanOnly: true,
+			{Config: strings.Replace(dvsConfig(lab, "rdma-numbers", hosts, ""), portGroupLine("pvrdma-vms"), portGroupLine("pvrdma-vms")+"\n    vlan_id = 10.5", 1), PlanOnly: true,
 				ExpectError: wrapped(`port_group.vlan_id must be a whole number from 0 to 4094; 10.5 is not.`)},
 		},
 	})
@@ -562,16 +665,16 @@ func TestAccRDMADVS_numbersNotWhole(t *testing.T) {
 func TestAccRDMADVS_slashInNames(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
-	config := dvsConfig(lab, "rdma", allHosts(lab, "vmnic4"), "")
+	config := dvsConfig(lab, "rdma", allHosts(lab, lab.RDMANICs()[0]), "")
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
-				Config: strings.Replace(config, `name          = "rdma"`, `name          = "rdma/a"`, 1), PlanOnly: true,
+				Config: strings.Replace(config, dvsNameLine("rdma"), `name          = "rdma/a"`, 1), PlanOnly: true,
 				ExpectError: regexp.MustCompile(`(?s)Attribute name must not contain "/": it separates the parts of\s+inventory\s+paths`),
 			},
 			{
-				Config: strings.Replace(config, `name = "pvrdma-vms"`, `name = "pvrdma/vms"`, 1), PlanOnly: true,
+				Config: strings.Replace(config, portGroupLine("pvrdma-vms"), `name = "pvrdma/vms"`, 1), PlanOnly: true,
 				ExpectError: regexp.MustCompile(`(?s)Attribute port_group.name must not contain "/"`),
 			},
 		},

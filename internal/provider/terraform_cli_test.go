@@ -40,7 +40,7 @@ var builtProvider = sync.OnceValues(func() (string, error) {
 var builtProviderDir atomic.Value // string
 
 func TestMain(m *testing.M) {
-	code := m.Run()
+	code := runExternal(m)
 	if dir, ok := builtProviderDir.Load().(string); ok {
 		_ = os.RemoveAll(dir)
 	}
@@ -84,6 +84,17 @@ func newTFDir(t *testing.T, lab *vcsimlab.Lab, files map[string]string) *tfDir {
 		"VSPHERE_CA_FILE="+lab.CertFile,
 	)}
 	d.write(files)
+	if !lab.Simulated() {
+		// A failed test must not leave what it made on a vCenter that
+		// outlives it.
+		t.Cleanup(func() {
+			if _, err := os.Stat(filepath.Join(d.dir, "terraform.tfstate")); err == nil {
+				if out, err := d.try("destroy", "-auto-approve", "-input=false"); err != nil {
+					t.Errorf("terraform destroy after the test: %v\n%s", err, out)
+				}
+			}
+		})
+	}
 	return d
 }
 

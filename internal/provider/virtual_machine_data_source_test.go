@@ -17,6 +17,7 @@ import (
 func TestAccVirtualMachineDataSource(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
+	simulatedOnly(t, lab, "uses the lab's vmx-11 VM legacy-node and its VMs' hardware, and clones a VM")
 	name := lab.VMNames()[0]
 	byID, byMOID, byName, legacy := "data.vspherehpc_virtual_machine.by_id", "data.vspherehpc_virtual_machine.by_moid",
 		"data.vspherehpc_virtual_machine.by_name", "data.vspherehpc_virtual_machine.legacy"
@@ -65,12 +66,12 @@ data "vspherehpc_virtual_machine" "legacy" {
 			},
 			{
 				// A PVRDMA adapter and a GPU added out of band read back with their types.
-				PreConfig: func() { must(t, lab.AttachGPU(context.Background(), name, "0000:3b:00.0")) },
+				PreConfig: func() { must(t, lab.AttachGPU(context.Background(), name, lab.GPUs()[0])) },
 				Config:    config,
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(byID, tfjsonpath.New("pci_passthrough_devices"), knownvalue.ListExact([]knownvalue.Check{
 						knownvalue.ObjectPartial(map[string]knownvalue.Check{
-							"pci_id":    knownvalue.StringExact("0000:3b:00.0"),
+							"pci_id":    knownvalue.StringExact(lab.GPUs()[0]),
 							"vendor_id": knownvalue.StringExact("10de"),
 							"device_id": knownvalue.StringExact("2330"),
 							"dynamic":   knownvalue.Bool(false),

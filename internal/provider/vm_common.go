@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -34,14 +35,34 @@ func vmRef(ctx context.Context, p privateState, configured string, diags *diag.D
 }
 
 // readVM reads a VM through vmRef and, when the remembered id is stale (a
-// re-registered VM), once more through the configured id.
-func readVM[T any](ctx context.Context, p privateState, configured string, diags *diag.Diagnostics, read func(vmID string) (T, error)) (T, error) {
-	vmID := vmRef(ctx, p, configured, diags)
-	got, err := read(vmID)
-	if errors.Is(err, vsphere.ErrNotFound) && vmID != configured {
-		got, err = read(configured)
+// re-registered VM), through the configured id, then through the BIOS UUID
+// that starts the resource's id: a VM given by managed object id has a new
+// one once registered again, and only its UUID finds it.
+func readVM[T any](ctx context.Context, p privateState, configured string, resourceID types.String, diags *diag.Diagnostics, read func(vmID string) (T, error)) (T, error) {
+	uuid, _, _ := strings.Cut(resourceID.ValueString(), ":")
+	var got T
+	err := error(vsphere.ErrNotFound)
+	var tried []string
+	for _, vmID := range []string{vmRef(ctx, p, configured, diags), configured, uuid} {
+		if vmID == "" || slices.Contains(tried, vmID) {
+			continue
+		}
+		tried = append(tried, vmID)
+		if got, err = read(vmID); !errors.Is(err, vsphere.ErrNotFound) {
+			break
+		}
 	}
 	return got, err
+}
+
+// followVM is virtual_machine_id after a read found the VM: a managed
+// object id the VM no longer has (it was registered again) becomes its new
+// one, as a look-up of the VM now gives it; a UUID stays.
+func followVM(id types.String, vm vsphere.VMRef) types.String {
+	if vsphere.IsVMManagedObjectID(id.ValueString()) && vm.MOID != "" && id.ValueString() != vm.MOID {
+		return types.StringValue(vm.MOID)
+	}
+	return id
 }
 
 // replaceOnOtherVM plans a replacement when virtual_machine_id names another

@@ -72,15 +72,14 @@ func vmDevicesAre(lab *vcsimlab.Lab, vm string, want ...string) func(*terraform.
 func TestAccVMGPUMMIO_infinibandDevices(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
-	vm := "hpc-node-0"
+	simulatedOnly(t, lab, "uses the lab's InfiniBand cards and their SR-IOV virtual functions")
+	vm := lab.VMNames()[0]
 	uuid := lab.VMUUID(vm)
+	gpu := lab.GPUs()[0]
 	withVM := func(devices ...string) string {
 		body := `
   depends_on = [vspherehpc_host_pci_passthrough.ib]
-  gpu {
-    pci_id = "0000:3b:00.0"
-  }
-`
+` + gpuBlock(gpu)
 		for _, d := range devices {
 			body += fmt.Sprintf("  pci_device {\n    pci_id = %q\n  }\n", d)
 		}
@@ -101,7 +100,7 @@ func TestAccVMGPUMMIO_infinibandDevices(t *testing.T) {
 					statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("total_gpu_memory_gb"), knownvalue.Float64Exact(80)),
 					statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("mmio_size_gb"), knownvalue.Int64Exact(256)),
 				},
-				Check: vmDevicesAre(lab, vm, "0000:3b:00.0", ibVF0, ibWholePF),
+				Check: vmDevicesAre(lab, vm, gpu, ibVF0, ibWholePF),
 			},
 			{Config: withVM(ibVF0, ibWholePF), ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}}},
 			{ResourceName: gpuAddr, ImportState: true, ImportStateId: uuid, ImportStateVerify: true},
@@ -114,7 +113,7 @@ func TestAccVMGPUMMIO_infinibandDevices(t *testing.T) {
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(gpuAddr, plancheck.ResourceActionUpdate),
 				}},
-				Check: vmDevicesAre(lab, vm, "0000:3b:00.0", ibVF0, ibWholePF),
+				Check: vmDevicesAre(lab, vm, gpu, ibVF0, ibWholePF),
 			},
 			{
 				// The whole PF leaves; the GPU and the VF stay.
@@ -122,7 +121,7 @@ func TestAccVMGPUMMIO_infinibandDevices(t *testing.T) {
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("pci_device"), knownvalue.ListSizeExact(1)),
 				},
-				Check: vmDevicesAre(lab, vm, "0000:3b:00.0", ibVF0),
+				Check: vmDevicesAre(lab, vm, gpu, ibVF0),
 			},
 		},
 		CheckDestroy: vmDevicesAre(lab, vm),
@@ -134,9 +133,11 @@ func TestAccVMGPUMMIO_infinibandDevices(t *testing.T) {
 func TestAccVMGPUMMIO_deviceRefusals(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{HostsNeedReboot: true})
+	simulatedOnly(t, lab, "uses the lab's InfiniBand cards and A100, and reboots hosts")
 	ctx := context.Background()
-	vm := "hpc-node-0"
+	vm := lab.VMNames()[0]
 	host := lab.VMHostName(vm)
+	gpu0, gpu1 := lab.GPUs()[0], lab.GPUs()[1]
 	var sameHost, otherHost string
 	for _, n := range lab.VMNames() {
 		switch {
@@ -189,16 +190,12 @@ func TestAccVMGPUMMIO_deviceRefusals(t *testing.T) {
 				ExpectError: wrapped(fmt.Sprintf("runs on host %s, which has no PCI device %s; it is on host %s", lab.VMHostName(otherHost), ibVF1, host)),
 			},
 			{
-				Config: config(vm, one("0000:5e:00.0")), PlanOnly: true,
-				ExpectError: wrapped("PCI device 0000:5e:00.0 is a GPU (GH100 [H100 SXM5 80GB]). List it in a gpu block instead"),
+				Config: config(vm, one(gpu1)), PlanOnly: true,
+				ExpectError: wrapped("PCI device " + gpu1 + " is a GPU (GH100 [H100 SXM5 80GB]). List it in a gpu block instead"),
 			},
 			{
-				Config: config(vm, `
-  gpu {
-    pci_id = "0000:3b:00.0"
-  }
-`+one("0000:3b:00.0")), PlanOnly: true,
-				ExpectError: wrapped("PCI device 0000:3b:00.0 is listed twice"),
+				Config: config(vm, "\n"+gpuBlock(gpu0)+one(gpu0)), PlanOnly: true,
+				ExpectError: wrapped("PCI device " + gpu0 + " is listed twice"),
 			},
 			{
 				// Two VMs of one configuration claim one VF.

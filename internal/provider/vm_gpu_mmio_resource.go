@@ -608,7 +608,7 @@ func (r *vmGPUMMIOResource) Read(ctx context.Context, req resource.ReadRequest, 
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	got, err := readVM(ctx, req.Private, state.VirtualMachineID.ValueString(), &resp.Diagnostics, func(vmID string) (*vsphere.GPUMMIO, error) {
+	got, err := readVM(ctx, req.Private, state.VirtualMachineID.ValueString(), state.ID, &resp.Diagnostics, func(vmID string) (*vsphere.GPUMMIO, error) {
 		return r.client.GPUMMIO(ctx, vmID)
 	})
 	if errors.Is(err, vsphere.ErrNotFound) {
@@ -626,6 +626,7 @@ func (r *vmGPUMMIOResource) Read(ctx context.Context, req resource.ReadRequest, 
 		return
 	}
 	resp.Diagnostics.Append(setPrivateJSON(ctx, resp.Private, privateVM, got.VM.MOID)...)
+	state.VirtualMachineID = followVM(state.VirtualMachineID, got.VM)
 	gpus := r.requests(ctx, state.GPU, &resp.Diagnostics)
 	known := vsphere.PassthroughRequests(gpus, devices(ctx, state.PCIDevice, &resp.Diagnostics))
 	var others map[string]bool

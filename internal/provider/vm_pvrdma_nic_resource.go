@@ -16,7 +16,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
@@ -86,8 +85,10 @@ func (r *vmPVRDMANICResource) Schema(_ context.Context, _ resource.SchemaRequest
 				Validators: []validator.String{stringvalidator.LengthAtLeast(1)},
 			},
 			"device_protocol": schema.StringAttribute{
-				Optional: true, Computed: true, Default: stringdefault.StaticString("rocev2"),
-				MarkdownDescription: "RoCE version: `rocev2` (default) or `rocev1`. Checked against what the VM's hardware version offers. " +
+				Optional: true, Computed: true,
+				MarkdownDescription: "RoCE version: `rocev2` (default) or `rocev1`, checked against what the VM's hardware version offers. " +
+					"Hardware versions that offer PVRDMA with no choice of protocol (public sources name vmx-13 and vmx-20 and later) " +
+					"take none: leave it unset there, and the attribute shows what vSphere reports, or null. " +
 					"Changing it needs the VM powered off.",
 				Validators: []validator.String{stringvalidator.OneOf("rocev1", "rocev2")},
 			},
@@ -159,26 +160,30 @@ func (r *vmPVRDMANICResource) ModifyPlan(ctx context.Context, req resource.Modif
 	if state != nil && replaceOnOtherVM(ctx, r.client, state.VirtualMachineID, plan.VirtualMachineID, resp) {
 		state = nil // planned as a new adapter on the other VM
 	}
-	if plan.VirtualMachineID.IsUnknown() || plan.PortGroupID.IsUnknown() || plan.DeviceProtocol.IsUnknown() {
+	var configMAC, configProtocol types.String
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("mac_address"), &configMAC)...)
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("device_protocol"), &configProtocol)...)
+	if configProtocol.IsNull() && !plan.VirtualMachineID.IsUnknown() {
+		plan.DeviceProtocol = r.planProtocolChoice(ctx, plan, state, resp)
+	}
+	if plan.VirtualMachineID.IsUnknown() || plan.PortGroupID.IsUnknown() || configProtocol.IsUnknown() {
 		return
 	}
-	var configMAC types.String
-	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("mac_address"), &configMAC)...)
 	// Only a MAC the configuration gives is claimed: one vSphere generated
 	// is vCenter's to keep unique. A claim's plan must be all known: the
 	// same resource planned again once values are known must not look like
 	// a rival.
-	if !configMAC.IsUnknown() && !configMAC.IsNull() && !plan.PortGroupID.IsUnknown() && !plan.DeviceProtocol.IsUnknown() {
+	if !configMAC.IsUnknown() && !configMAC.IsNull() {
 		mac := configMAC.ValueString()
 		addClaimConflict(&resp.Diagnostics, path.Root("mac_address"), r.client.Claim(vsphere.Claim{
 			Kind: vsphere.ClaimMAC, Key: mac, What: "MAC address " + mac,
 			Owner: fmt.Sprintf("the PVRDMA adapter of virtual machine %s on %s", plan.VirtualMachineID.ValueString(), plan.PortGroupID.ValueString()),
-			Plan:  fmt.Sprintf("%s %s %s", plan.VirtualMachineID, plan.PortGroupID, plan.DeviceProtocol),
+			Plan:  fmt.Sprintf("%s %s %s", plan.VirtualMachineID, plan.PortGroupID, configProtocol),
 		}))
 	}
 	change := vsphere.PVRDMANICChange{
 		VMID: plan.VirtualMachineID.ValueString(), PortGroupID: plan.PortGroupID.ValueString(),
-		DeviceProtocol: plan.DeviceProtocol.ValueString(), PowerOffAllowed: plan.PowerOffAllowed.ValueBool(),
+		DeviceProtocol: configProtocol.ValueString(), PowerOffAllowed: plan.PowerOffAllowed.ValueBool(),
 	}
 	if !configMAC.IsUnknown() && (state == nil || !configMAC.Equal(state.MACAddress)) {
 		change.MAC = configMAC.ValueString()
@@ -206,6 +211,37 @@ func (r *vmPVRDMANICResource) ModifyPlan(ctx context.Context, req resource.Modif
 	}
 }
 
+// defaultProtocol is device_protocol's default, where the VM's hardware
+// version offers a choice.
+const defaultProtocol = "rocev2"
+
+// planProtocolChoice plans an unset device_protocol: the default where the
+// VM's hardware version offers a choice of protocol; where it offers PVRDMA
+// with none, the adapter asks for none and the attribute is what vSphere
+// says (known once the adapter exists). It asks vCenter only when the
+// state differs from the default.
+func (r *vmPVRDMANICResource) planProtocolChoice(ctx context.Context, plan vmPVRDMANICModel, state *vmPVRDMANICModel, resp *resource.ModifyPlanResponse) types.String {
+	if state != nil && (state.DeviceProtocol.IsNull() || state.DeviceProtocol.ValueString() == defaultProtocol) {
+		// The default, or an adapter vSphere gave no protocol (a VM without
+		// a choice): it stays, whatever else changes.
+		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("device_protocol"), state.DeviceProtocol)...)
+		return state.DeviceProtocol
+	}
+	choice, err := r.client.PVRDMAProtocolChoice(ctx, plan.VirtualMachineID.ValueString())
+	if err != nil {
+		return plan.DeviceProtocol // the checks below report a VM that cannot be read
+	}
+	protocol := types.StringUnknown()
+	switch {
+	case choice:
+		protocol = types.StringValue(defaultProtocol)
+	case state != nil:
+		protocol = state.DeviceProtocol
+	}
+	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("device_protocol"), protocol)...)
+	return protocol
+}
+
 // addPVRDMANICFinding words one finding of the adapter's planner.
 func addPVRDMANICFinding(diags *diag.Diagnostics, f vsphere.Finding) {
 	vmPath, groupPath := path.Root("virtual_machine_id"), path.Root("distributed_port_group_id")
@@ -216,6 +252,10 @@ func addPVRDMANICFinding(diags *diag.Diagnostics, f vsphere.Finding) {
 				"compatibility while it is powered off: with the vSphere provider, set hardware_version = %d (or later) on its "+
 				"vsphere_virtual_machine; in the vSphere Client, Actions > Compatibility > Upgrade VM Compatibility.",
 				f.VM, f.Version, f.Version, f.Minimum, f.Minimum))
+	case vsphere.NoProtocolChoice:
+		diags.AddAttributeError(path.Root("device_protocol"), "No protocol choice",
+			fmt.Sprintf("Virtual machine %s (hardware version %d) offers PVRDMA with no choice of protocol, so it cannot be %s. "+
+				"Remove device_protocol: vSphere gives the adapter the hardware version's own protocol.", f.VM, f.Version, f.Wanted))
 	case vsphere.ProtocolNotOffered:
 		diags.AddAttributeError(path.Root("device_protocol"), "Protocol not offered",
 			fmt.Sprintf("Virtual machine %s (hardware version %d) offers PVRDMA protocol %s, not %s. Use one of those, or upgrade the "+
@@ -281,6 +321,16 @@ func (r *vmPVRDMANICResource) Create(ctx context.Context, req resource.CreateReq
 		return
 	}
 	vmID := plan.VirtualMachineID.ValueString()
+	if plan.DeviceProtocol.IsUnknown() { // unset, and the VM unknown at plan time
+		choice, err := r.client.PVRDMAProtocolChoice(ctx, vmID)
+		if err != nil {
+			resp.Diagnostics.Append(vsphereErrorDiag("Cannot add a PVRDMA adapter to virtual machine "+vmID, err))
+			return
+		}
+		if choice {
+			plan.DeviceProtocol = types.StringValue(defaultProtocol)
+		}
+	}
 	key, err := r.client.CreatePVRDMANIC(ctx, vmID, plan.spec())
 	if key != 0 {
 		// The adapter exists: track it even when a later step failed.
@@ -305,6 +355,9 @@ func (r *vmPVRDMANICResource) readInto(ctx context.Context, m *vmPVRDMANICModel,
 		if m.AdapterIndex.IsUnknown() {
 			m.AdapterIndex = types.Int64Null()
 		}
+		if m.DeviceProtocol.IsUnknown() {
+			m.DeviceProtocol = types.StringNull()
+		}
 		diags.Append(state.Set(ctx, m)...)
 		return
 	}
@@ -318,7 +371,10 @@ func nicToModel(nic *vsphere.PVRDMANIC, m *vmPVRDMANICModel) {
 	m.DeviceKey = types.Int64Value(int64(nic.Key))
 	m.AdapterIndex = types.Int64Value(int64(nic.AdapterIndex))
 	m.PortGroupID = types.StringValue(nic.PortGroupID)
-	m.DeviceProtocol = types.StringValue(nic.DeviceProtocol)
+	m.DeviceProtocol = types.StringNull()
+	if nic.DeviceProtocol != "" {
+		m.DeviceProtocol = types.StringValue(nic.DeviceProtocol)
+	}
 	m.StartConnected = types.BoolValue(nic.StartConnected)
 	m.MACAddress = types.StringValue(nic.MAC)
 	// Only an unlocked reservation the resource asked for is drift; it never
@@ -337,7 +393,7 @@ func (r *vmPVRDMANICResource) Read(ctx context.Context, req resource.ReadRequest
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	nic, err := readVM(ctx, req.Private, state.VirtualMachineID.ValueString(), &resp.Diagnostics, func(vmID string) (*vsphere.PVRDMANIC, error) {
+	nic, err := readVM(ctx, req.Private, state.VirtualMachineID.ValueString(), state.ID, &resp.Diagnostics, func(vmID string) (*vsphere.PVRDMANIC, error) {
 		return r.client.PVRDMANIC(ctx, vmID, int32(state.DeviceKey.ValueInt64()))
 	})
 	if errors.Is(err, vsphere.ErrNotFound) {
@@ -350,6 +406,7 @@ func (r *vmPVRDMANICResource) Read(ctx context.Context, req resource.ReadRequest
 		return
 	}
 	resp.Diagnostics.Append(setPrivateJSON(ctx, resp.Private, privateVM, nic.VM.MOID)...)
+	state.VirtualMachineID = followVM(state.VirtualMachineID, nic.VM)
 	nicToModel(nic, &state)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 }

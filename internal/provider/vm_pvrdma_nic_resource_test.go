@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -29,7 +30,7 @@ func nicConfig(lab *vcsimlab.Lab, vmID, group, extra string) string {
 func TestAccVMPVRDMANIC_basic(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
-	vm := "hpc-node-0"
+	vm := lab.VMNames()[0]
 	uuid := lab.VMUUID(vm)
 	var key string
 	resource.UnitTest(t, resource.TestCase{
@@ -96,10 +97,60 @@ func TestAccVMPVRDMANIC_basic(t *testing.T) {
 	})
 }
 
+// A VM whose hardware version offers PVRDMA with no protocol choice
+// (vmx-13; see internal/vcsimlab) gets an adapter that asks for none, as
+// Ansible's vmware_guest_network sends it; the protocol is what vSphere
+// reports (none in the lab), and plans stay empty.
+func TestAccVMPVRDMANIC_noProtocolChoice(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	simulatedOnly(t, lab, "upgrades the lab's vmx-11 VM legacy-node to vmx-13")
+	ctx := context.Background()
+	must(t, lab.UpgradeVMHardware(ctx, "legacy-node", 13))
+	uuid := lab.VMUUID("legacy-node")
+	var key string
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config: nicConfig(lab, uuid, "a", ""),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectUnknownValue(nicAddr, tfjsonpath.New("device_protocol")),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(nicAddr, tfjsonpath.New("device_protocol"), knownvalue.Null()),
+				},
+				Check: func(s *terraform.State) error {
+					key = s.RootModule().Resources[nicAddr].Primary.Attributes["device_key"]
+					adapters, err := labService(lab).VM(ctx, uuid)
+					if err != nil {
+						return err
+					}
+					for _, n := range adapters.NetworkAdapters {
+						if n.Type == "vmxnet3vrdma" {
+							return nil
+						}
+					}
+					return fmt.Errorf("legacy-node has no PVRDMA adapter: %+v", adapters.NetworkAdapters)
+				},
+			},
+			{Config: nicConfig(lab, uuid, "a", ""), PlanOnly: true},
+			{
+				Config:   nicConfig(lab, uuid, "a", `  device_protocol = "rocev2"`),
+				PlanOnly: true, ExpectError: wrapped("offers PVRDMA with no choice of protocol, so it cannot be rocev2. Remove device_protocol"),
+			},
+			{
+				ResourceName: nicAddr, ImportState: true, ImportStateVerify: true,
+				ImportStateIdFunc: func(*terraform.State) (string, error) { return uuid + ":" + key, nil },
+			},
+		},
+	})
+}
+
 func TestAccVMPVRDMANIC_disappears(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
-	vm := "hpc-node-0"
+	vm := lab.VMNames()[0]
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{{
@@ -118,7 +169,7 @@ func TestAccVMPVRDMANIC_disappears(t *testing.T) {
 func TestAccVMPVRDMANIC_drift(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
-	vm := "hpc-node-0"
+	vm := lab.VMNames()[0]
 	config := nicConfig(lab, lab.VMUUID(vm), "a", "")
 	update := resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(nicAddr, plancheck.ResourceActionUpdate)}}
 	converged := []statecheck.StateCheck{
@@ -175,9 +226,11 @@ resource "vspherehpc_vm_pvrdma_nic" "nic" {
 func TestAccVMPVRDMANIC_refusals(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
+	simulatedOnly(t, lab, "uses the lab's vmx-11 VM legacy-node and upgrades it, the lab's vmnic1, and powers a VM on")
 	ctx := context.Background()
-	must(t, lab.PowerOnVM(ctx, "hpc-node-1"))
-	node0, err := labService(lab).VM(ctx, lab.VMUUID("hpc-node-0"))
+	vm0, vm1 := lab.VMNames()[0], lab.VMNames()[1]
+	must(t, lab.PowerOnVM(ctx, vm1))
+	node0, err := labService(lab).VM(ctx, lab.VMUUID(vm0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,8 +238,8 @@ func TestAccVMPVRDMANIC_refusals(t *testing.T) {
 	// A switch over one host only, on its free 10 GbE NIC.
 	var partialGroup string
 	partial := func() {
-		spec := vsphere.DVSSpec{DatacenterID: lab.DatacenterID(), Name: "partial", UplinkCount: 1, MTU: 9000,
-			PortGroup: vsphere.PortGroupSpec{Name: "partial-vms", Ports: 8, AutoExpand: true},
+		spec := vsphere.DVSSpec{DatacenterID: lab.DatacenterID(), Name: testName("partial"), UplinkCount: 1, MTU: 9000,
+			PortGroup: vsphere.PortGroupSpec{Name: testName("partial-vms"), Ports: 8, AutoExpand: true},
 			Hosts:     []vsphere.DVSHost{{HostID: lab.HostID(lab.HostNames()[0]), Vmnic: "vmnic1"}}}
 		id, key, err := labService(lab).CreateDVS(ctx, spec)
 		if err != nil {
@@ -205,7 +258,7 @@ func TestAccVMPVRDMANIC_refusals(t *testing.T) {
 		Steps: []resource.TestStep{
 			{
 				// First: the post-test destroy runs the last step's configuration.
-				Config:   switches + nicOn(lab.VMUUID("hpc-node-0"), groupA, `  device_protocol = "iwarp"`),
+				Config:   switches + nicOn(lab.VMUUID(vm0), groupA, `  device_protocol = "iwarp"`),
 				PlanOnly: true, ExpectError: regexp.MustCompile(`value must be one of`),
 			},
 			{Config: switches},
@@ -214,17 +267,21 @@ func TestAccVMPVRDMANIC_refusals(t *testing.T) {
 				ExpectError: wrapped(fmt.Sprintf("Virtual machine legacy-node (%s) has hardware version 11 (vmx-11); PVRDMA adapters need vmx-13 or later. Upgrade the VM's compatibility while it is powered off: with the vSphere provider, set hardware_version = 13", lab.VMUUID("legacy-node"))),
 			},
 			{
-				// At vmx-13, the VM offers RoCE v1 only.
-				PreConfig: func() { must(t, lab.UpgradeVMHardware(ctx, "legacy-node", 13)) },
-				Config:    switches + nicOn(lab.VMUUID("legacy-node"), groupA, ""), PlanOnly: true,
-				ExpectError: wrapped(`(hardware version 13) offers PVRDMA protocol rocev1, not rocev2.`),
+				Config:   switches + nicOn(lab.VMUUID(vm0), groupA, `  device_protocol = "rocev3"`),
+				PlanOnly: true, ExpectError: regexp.MustCompile(`value must be one of`),
 			},
 			{
-				Config: switches + nicOn(lab.VMUUID("hpc-node-0"), `"`+standard+`"`, ""), PlanOnly: true,
+				// At vmx-13 the VM offers PVRDMA with no protocol choice.
+				PreConfig: func() { must(t, lab.UpgradeVMHardware(ctx, "legacy-node", 13)) },
+				Config:    switches + nicOn(lab.VMUUID("legacy-node"), groupA, `  device_protocol = "rocev1"`), PlanOnly: true,
+				ExpectError: wrapped(fmt.Sprintf(`Virtual machine legacy-node (%s) (hardware version 13) offers PVRDMA with no choice of protocol, so it cannot be rocev1. Remove device_protocol`, lab.VMUUID("legacy-node"))),
+			},
+			{
+				Config: switches + nicOn(lab.VMUUID(vm0), `"`+standard+`"`, ""), PlanOnly: true,
 				ExpectError: wrapped(standard + ` (VM Network) is a standard network; PVRDMA adapters need a distributed port group`),
 			},
 			{
-				Config: switches + nicOn(lab.VMUUID("hpc-node-1"), groupA, ""), PlanOnly: true,
+				Config: switches + nicOn(lab.VMUUID(vm1), groupA, ""), PlanOnly: true,
 				ExpectError: wrapped(`is powered on, and adding, removing or changing the protocol of a PVRDMA adapter needs it powered off. Power it off first, or set power_off_allowed = true`),
 			},
 		},
@@ -234,10 +291,10 @@ func TestAccVMPVRDMANIC_refusals(t *testing.T) {
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{{
-			Config:   providerConfig(lab) + nicOn(lab.VMUUID("hpc-node-0"), `"`+partialGroup+`"`, ""),
+			Config:   providerConfig(lab) + nicOn(lab.VMUUID(vm0), `"`+partialGroup+`"`, ""),
 			PlanOnly: true,
-			ExpectError: wrapped(fmt.Sprintf(`Hosts %s of the cluster of virtual machine hpc-node-0 (%s) are not members of switch partial`,
-				strings.Join(lab.HostNames()[1:], ", "), lab.VMUUID("hpc-node-0"))),
+			ExpectError: wrapped(fmt.Sprintf(`Hosts %s of the cluster of virtual machine %s (%s) are not members of switch %s`,
+				strings.Join(lab.HostNames()[1:], ", "), vm0, lab.VMUUID(vm0), testName("partial"))),
 		}},
 	})
 }
@@ -247,7 +304,8 @@ func TestAccVMPVRDMANIC_refusals(t *testing.T) {
 func TestAccVMPVRDMANIC_powerCycle(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
-	vm := "hpc-node-1"
+	simulatedOnly(t, lab, "counts calls, and powers a VM on that the lab cannot power off again")
+	vm := lab.VMNames()[1]
 	must(t, lab.PowerOnVM(context.Background(), vm))
 	running := func(*terraform.State) error {
 		v, err := labService(lab).VM(context.Background(), lab.VMUUID(vm))
@@ -287,7 +345,8 @@ func TestAccVMPVRDMANIC_powerCycle(t *testing.T) {
 func TestAccVMPVRDMANIC_failedReconfigure(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
-	vm := "hpc-node-0"
+	simulatedOnly(t, lab, "injects a task fault")
+	vm := lab.VMNames()[0]
 	config := nicConfig(lab, lab.VMUUID(vm), "a", "")
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
@@ -338,7 +397,7 @@ resource "vspherehpc_vm_pvrdma_nic" "nic" {
   virtual_machine_id        = %q
   distributed_port_group_id = count.index %% 2 == 0 ? vspherehpc_rdma_dvs.a.port_group_id : vspherehpc_rdma_dvs.b.port_group_id
 }
-`, lab.VMUUID("hpc-node-0"))
+`, lab.VMUUID(lab.VMNames()[0]))
 	var checks []statecheck.StateCheck
 	for i := range 4 {
 		checks = append(checks, statecheck.ExpectKnownValue(fmt.Sprintf("%s[%d]", nicAddr, i), tfjsonpath.New("device_key"), knownvalue.NotNull()))
@@ -367,7 +426,8 @@ resource "vspherehpc_vm_pvrdma_nic" "nic" {
 func TestAccVMPVRDMANIC_destroyOnARunningVM(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
-	vm := "hpc-node-0"
+	simulatedOnly(t, lab, "counts calls, and powers a VM on that the lab cannot power off again")
+	vm := lab.VMNames()[0]
 	config := nicConfig(lab, lab.VMUUID(vm), "a", "")
 	var reconfigures int
 	resource.UnitTest(t, resource.TestCase{
@@ -401,12 +461,22 @@ func TestAccVMPVRDMANIC_refusedAtPlan(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
 	ctx := context.Background()
-	uuid := lab.VMUUID("hpc-node-0")
+	vm := lab.VMNames()[0]
+	uuid := lab.VMUUID(vm)
 	node0, err := labService(lab).VM(ctx, uuid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	regular := node0.NetworkAdapters[0].Key
+	// The VM's regular adapter: the lab's VMs have a vmxnet3 one first, on
+	// VM Network; an external target's VM says what it has.
+	i := slices.IndexFunc(node0.NetworkAdapters, func(a vsphere.NetworkAdapter) bool { return a.Type != "vmxnet3vrdma" })
+	if i < 0 && !lab.Simulated() {
+		t.Skipf("needs %s to have a network adapter other than PVRDMA ones", vm)
+	}
+	regular, regularType := node0.NetworkAdapters[0].Key, "vmxnet3"
+	if !lab.Simulated() {
+		regular, regularType = node0.NetworkAdapters[i].Key, node0.NetworkAdapters[i].Type
+	}
 	group := "vspherehpc_rdma_dvs.a.port_group_id"
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
@@ -431,7 +501,7 @@ func TestAccVMPVRDMANIC_refusedAtPlan(t *testing.T) {
 			},
 			{
 				ResourceName: nicAddr, ImportState: true, ImportStateId: fmt.Sprintf("%s:%d", uuid, regular),
-				ExpectError: wrapped(fmt.Sprintf("Device %d of virtual machine hpc-node-0 is a vmxnet3 adapter, not a PVRDMA one.", regular)),
+				ExpectError: wrapped(fmt.Sprintf("Device %d of virtual machine %s is a %s adapter, not a PVRDMA one.", regular, vm, regularType)),
 			},
 		},
 	})
@@ -443,27 +513,37 @@ func TestAccVMPVRDMANIC_macClaimedTwice(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
 	ctx := context.Background()
-	vm0, vm1 := lab.VMUUID("hpc-node-0"), lab.VMUUID("hpc-node-1")
+	name1 := lab.VMNames()[1]
+	vm0, vm1 := lab.VMUUID(lab.VMNames()[0]), lab.VMUUID(name1)
 	node1, err := labService(lab).VM(ctx, vm1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	taken := node1.NetworkAdapters[0].MAC
 	mac := `  mac_address = "00:50:56:01:02:03"`
 	second := strings.Replace(nicOn(vm1, "vspherehpc_rdma_dvs.a.port_group_id", mac), `"nic"`, `"second"`, 1)
+	steps := []resource.TestStep{
+		{Config: switchesConfig(lab)},
+		{
+			Config: switchesConfig(lab) + nicOn(vm0, "vspherehpc_rdma_dvs.a.port_group_id", mac) + second, PlanOnly: true,
+			ExpectError: regexp.MustCompile(`(?s)Claimed twice in this configuration.*claim\s+MAC\s+address\s+00:50:56:01:02:03:.*Two\s+adapters\s+with\s+one\s+MAC`),
+		},
+	}
+	// The MAC of the other VM's adapter (the lab's VMs have one) given to
+	// this one. vCenter generates MACs in the part of VMware's prefix that
+	// no configuration may give: on an external target whose VM has only
+	// such a MAC, this step is left out.
+	if lab.Simulated() || len(node1.NetworkAdapters) > 0 && staticMACProblem(node1.NetworkAdapters[0].MAC) == "" {
+		taken := node1.NetworkAdapters[0].MAC
+		steps = append(steps, resource.TestStep{
+			Config: switchesConfig(lab) + nicOn(vm0, "vspherehpc_rdma_dvs.a.port_group_id", `  mac_address = "`+taken+`"`), PlanOnly: true,
+			ExpectError: wrapped("Virtual machine " + name1 + " already has a network adapter with MAC address " + taken + "."),
+		})
+	} else {
+		t.Logf("%s has no network adapter with a MAC a configuration can give: the MAC-in-use check is not tried", name1)
+	}
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		Steps: []resource.TestStep{
-			{Config: switchesConfig(lab)},
-			{
-				Config: switchesConfig(lab) + nicOn(vm0, "vspherehpc_rdma_dvs.a.port_group_id", mac) + second, PlanOnly: true,
-				ExpectError: regexp.MustCompile(`(?s)Claimed twice in this configuration.*claim\s+MAC\s+address\s+00:50:56:01:02:03:.*Two\s+adapters\s+with\s+one\s+MAC`),
-			},
-			{
-				Config: switchesConfig(lab) + nicOn(vm0, "vspherehpc_rdma_dvs.a.port_group_id", `  mac_address = "`+taken+`"`), PlanOnly: true,
-				ExpectError: wrapped("Virtual machine hpc-node-1 already has a network adapter with MAC address " + taken + "."),
-			},
-		},
+		Steps:                    steps,
 	})
 }
 
@@ -474,7 +554,7 @@ func TestAccVMPVRDMANIC_macClaimedTwice(t *testing.T) {
 func TestAccVMPVRDMANIC_staticMACRule(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
-	uuid := lab.VMUUID("hpc-node-0")
+	uuid := lab.VMUUID(lab.VMNames()[0])
 	mac := func(m string) string { return fmt.Sprintf("  mac_address = %q", m) }
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
@@ -502,7 +582,8 @@ func TestAccVMPVRDMANIC_generatedMACsNotClaimed(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
 	ctx := context.Background()
-	vm0, vm1 := lab.VMUUID("hpc-node-0"), lab.VMUUID("hpc-node-1")
+	name0, name1 := lab.VMNames()[0], lab.VMNames()[1]
+	vm0, vm1 := lab.VMUUID(name0), lab.VMUUID(name1)
 	config := switchesConfig(lab) + nicOn(vm0, "vspherehpc_rdma_dvs.a.port_group_id", "") +
 		strings.Replace(nicOn(vm1, "vspherehpc_rdma_dvs.a.port_group_id", ""), `"nic"`, `"second"`, 1)
 	resource.UnitTest(t, resource.TestCase{
@@ -511,8 +592,8 @@ func TestAccVMPVRDMANIC_generatedMACsNotClaimed(t *testing.T) {
 			{Config: config},
 			{
 				PreConfig: func() {
-					must(t, lab.EditPVRDMAAdapters(ctx, "hpc-node-0", vcsimlab.PVRDMAAdapterEdit{MAC: "00:50:56:01:02:03"}))
-					must(t, lab.EditPVRDMAAdapters(ctx, "hpc-node-1", vcsimlab.PVRDMAAdapterEdit{MAC: "00:50:56:01:02:03"}))
+					must(t, lab.EditPVRDMAAdapters(ctx, name0, vcsimlab.PVRDMAAdapterEdit{MAC: "00:50:56:01:02:03"}))
+					must(t, lab.EditPVRDMAAdapters(ctx, name1, vcsimlab.PVRDMAAdapterEdit{MAC: "00:50:56:01:02:03"}))
 				},
 				Config: config, ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
 			},

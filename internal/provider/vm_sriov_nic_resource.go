@@ -351,7 +351,7 @@ func (r *vmSRIOVNICResource) Read(ctx context.Context, req resource.ReadRequest,
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	nic, err := readVM(ctx, req.Private, state.VirtualMachineID.ValueString(), &resp.Diagnostics, func(vmID string) (*vsphere.SRIOVNIC, error) {
+	nic, err := readVM(ctx, req.Private, state.VirtualMachineID.ValueString(), state.ID, &resp.Diagnostics, func(vmID string) (*vsphere.SRIOVNIC, error) {
 		return r.client.SRIOVNIC(ctx, vmID, int32(state.DeviceKey.ValueInt64()))
 	})
 	if errors.Is(err, vsphere.ErrNotFound) {
@@ -364,6 +364,7 @@ func (r *vmSRIOVNICResource) Read(ctx context.Context, req resource.ReadRequest,
 		return
 	}
 	resp.Diagnostics.Append(setPrivateJSON(ctx, resp.Private, privateVM, nic.VM.MOID)...)
+	state.VirtualMachineID = followVM(state.VirtualMachineID, nic.VM)
 	sriovNICToModel(nic, &state)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 }

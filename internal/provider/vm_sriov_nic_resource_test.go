@@ -67,8 +67,9 @@ func sriovAdapterIs(lab *vcsimlab.Lab, vm, wantPF string) func(*terraform.State)
 func TestAccVMSRIOVNIC_basic(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
+	simulatedOnly(t, lab, "uses the lab's SR-IOV NICs")
 	ctx := context.Background()
-	vm := "hpc-node-0"
+	vm := lab.VMNames()[0]
 	pinned := sriovNICConfig(lab, vm, "a", vmnic4PF, false)
 	automatic := sriovNICConfig(lab, vm, "a", "automatic", false)
 	// Once the VM runs, destroy needs to power it off.
@@ -158,15 +159,17 @@ func TestAccVMSRIOVNIC_basic(t *testing.T) {
 func TestAccVMSRIOVNIC_refusals(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{HostsNeedReboot: true})
+	simulatedOnly(t, lab, "uses the lab's SR-IOV NICs, InfiniBand card and A100, creates a VM and reboots hosts")
 	ctx := context.Background()
-	vm := "hpc-node-0"
+	vm, vm1 := lab.VMNames()[0], lab.VMNames()[1]
+	uplink := lab.RDMANICs()[0] // vmnic4, whose PF is vmnic4PF
 	host := lab.VMHostName(vm)
 	hostLabel := fmt.Sprintf("%s (%s)", host, lab.HostID(host))
 	node0, err := labService(lab).VM(ctx, lab.VMUUID(vm))
 	if err != nil {
 		t.Fatal(err)
 	}
-	node1, err := labService(lab).VM(ctx, lab.VMUUID("hpc-node-1"))
+	node1, err := labService(lab).VM(ctx, lab.VMUUID(vm1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,17 +204,17 @@ resource "vspherehpc_vm_sriov_nic" "n" {
 			},
 			{
 				Config: nic(vm, groupA, vmnic4PF, ""), PlanOnly: true,
-				ExpectError: wrapped(fmt.Sprintf("SR-IOV of %s (vmnic4) on host %s is off", vmnic4PF, hostLabel)),
+				ExpectError: wrapped(fmt.Sprintf("SR-IOV of %s (%s) on host %s is off", vmnic4PF, uplink, hostLabel)),
 			},
 			{
 				PreConfig: func() { must(t, labService(lab).SetHostSRIOV(ctx, lab.HostID(host), vmnic4PF, 4)) },
 				Config:    nic(vm, groupA, vmnic4PF, ""), PlanOnly: true,
-				ExpectError: wrapped(fmt.Sprintf("SR-IOV of %s (vmnic4) on host %s is enabled but not active yet", vmnic4PF, hostLabel)),
+				ExpectError: wrapped(fmt.Sprintf("SR-IOV of %s (%s) on host %s is enabled but not active yet", vmnic4PF, uplink, hostLabel)),
 			},
 			{
 				// Waiting for the reboot, vmnic4 is no choice for vCenter yet.
 				Config: nic(vm, groupA, "automatic", ""), PlanOnly: true,
-				ExpectError: wrapped(fmt.Sprintf(`among the SR-IOV-active uplinks of switch rdma-a on the VM's host %s, and it has none`, hostLabel)),
+				ExpectError: wrapped(fmt.Sprintf(`among the SR-IOV-active uplinks of switch %s on the VM's host %s, and it has none`, testName("rdma-a"), hostLabel)),
 			},
 			{
 				PreConfig: func() { must(t, lab.RebootHost(ctx, host)) },
@@ -224,7 +227,7 @@ resource "vspherehpc_vm_sriov_nic" "n" {
 			},
 			{
 				Config: nic(vm, groupA, vmnic4PF, fmt.Sprintf("  mac_address = %q", node1.NetworkAdapters[0].MAC)), PlanOnly: true,
-				ExpectError: wrapped(fmt.Sprintf("Virtual machine hpc-node-1 already has a network adapter with MAC address %s", node1.NetworkAdapters[0].MAC)),
+				ExpectError: wrapped(fmt.Sprintf("Virtual machine %s already has a network adapter with MAC address %s", vm1, node1.NetworkAdapters[0].MAC)),
 			},
 			{
 				Config: nic("esxi51-node", groupA, vmnic4PF, ""), PlanOnly: true,

@@ -127,6 +127,9 @@ func (l *Lab) SetStandardSwitchUplinks(ctx context.Context, hostName, vswitchNam
 // RemoveHost removes a host that runs no VMs from vCenter, out of band, as
 // Remove from Inventory in the vSphere Client (govc object.destroy) does.
 func (l *Lab) RemoveHost(ctx context.Context, hostName string) error {
+	if l.simulatorOnly("RemoveHost") {
+		return ErrNotSimulated
+	}
 	host, err := l.adminHost(hostName)
 	if err != nil {
 		return err
@@ -153,6 +156,9 @@ func (l *Lab) HostWithoutVMs() string {
 // (govc folder.create, govc datacenter.create -folder) do. vCenter allows a
 // datacenter name that is already used in another folder.
 func (l *Lab) CreateDatacenter(ctx context.Context, folderName, datacenterName string) error {
+	if l.simulatorOnly("CreateDatacenter") {
+		return ErrNotSimulated
+	}
 	folder, err := object.NewRootFolder(l.client.Client).CreateFolder(ctx, folderName)
 	if err != nil {
 		return err
@@ -260,6 +266,9 @@ func adminWait(ctx context.Context) func(*object.Task, error) error {
 // UpdatePassthruConfig). The host's runtime.bootTime becomes now; its VMs
 // are left as they are.
 func (l *Lab) RebootHost(ctx context.Context, hostName string) error {
+	if l.simulatorOnly("RebootHost") {
+		return ErrNotSimulated
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}

@@ -65,9 +65,22 @@ func (l *Lab) PowerOnVM(ctx context.Context, vmName string) error {
 	return adminWait(ctx)(vm.PowerOn(ctx))
 }
 
+// PowerOffVM powers a VM off, as Power > Power Off in the vSphere Client
+// (govc vm.power -off) does: no guest shutdown.
+func (l *Lab) PowerOffVM(ctx context.Context, vmName string) error {
+	vm, err := l.adminVM(vmName)
+	if err != nil {
+		return err
+	}
+	return adminWait(ctx)(vm.PowerOff(ctx))
+}
+
 // DestroyVM deletes a powered-off VM from disk, as Delete from Disk in the
 // vSphere Client (govc vm.destroy) does.
 func (l *Lab) DestroyVM(ctx context.Context, vmName string) error {
+	if l.simulatorOnly("DestroyVM") {
+		return ErrNotSimulated
+	}
 	vm, err := l.adminVM(vmName)
 	if err != nil {
 		return err
@@ -80,6 +93,9 @@ func (l *Lab) DestroyVM(ctx context.Context, vmName string) error {
 // Machine in the vSphere Client (govc folder.create, govc vm.clone -folder)
 // do. vCenter allows a VM name that is already used in another folder.
 func (l *Lab) CloneVMIntoFolder(ctx context.Context, vmName, folderName string) error {
+	if l.simulatorOnly("CloneVMIntoFolder") {
+		return ErrNotSimulated
+	}
 	vm, err := l.adminVM(vmName)
 	if err != nil {
 		return err
@@ -104,6 +120,9 @@ func (l *Lab) CloneVMIntoFolder(ctx context.Context, vmName, folderName string) 
 // hardware version 9", each level runs on at least five later releases).
 // The VM joins VMNames.
 func (l *Lab) CreateVM(ctx context.Context, vmName, hostName string, version int) error {
+	if l.simulatorOnly("CreateVM") {
+		return ErrNotSimulated
+	}
 	host := find(l.hosts, hostName)
 	if host.id == "" {
 		return fmt.Errorf("vcsimlab: no host %q", hostName)
@@ -125,6 +144,9 @@ func (l *Lab) CreateVM(ctx context.Context, vmName, hostName string, version int
 // (13 for vmx-13), as Compatibility > Upgrade VM Compatibility in the
 // vSphere Client (govc vm.upgrade -version) does.
 func (l *Lab) UpgradeVMHardware(ctx context.Context, vmName string, version int) error {
+	if l.simulatorOnly("UpgradeVMHardware") {
+		return ErrNotSimulated
+	}
 	vm, err := l.adminVM(vmName)
 	if err != nil {
 		return err

@@ -4,8 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/vmware/govmomi/simulator"
 	"github.com/vmware/govmomi/vim25/methods"
@@ -15,13 +13,10 @@ import (
 )
 
 // Distributed switches: CreateDVS_Task, ReconfigureDvs_Task,
-// EnableNetworkResourceManagement, the upgrade, Destroy_Task of a switch, and
-// the switch manager's queries. Host membership is in dvs_members.go, port
-// groups in portgroup.go.
-
-// dvsVersions are the distributed switch versions vCenter 8.0.3 can create
-// or upgrade to.
-var dvsVersions = []string{"7.0.0", "7.0.2", "7.0.3", "8.0.0", "8.0.3"}
+// EnableNetworkResourceManagement, the upgrade, FetchDVPorts, Destroy_Task of
+// a switch, and the switch manager's queries. Host membership and uplink
+// ports are in dvs_members.go, which hosts a switch version accepts in
+// dvs_compat.go, port groups in portgroup.go.
 
 const (
 	minMTU = 1280
@@ -46,9 +41,17 @@ func (x *extension) CreateDVSTask(ctx *simulator.Context, req *types.CreateDVS_T
 		body.Fault_ = notFoundFault(req.This)
 		return body
 	}
+	cs := req.Spec.ConfigSpec.GetDVSConfigSpec()
+	var hosts []types.ManagedObjectReference
+	for _, m := range cs.Host {
+		hosts = append(hosts, m.Host)
+	}
+	if fault := checkHostsRunSwitch(ctx, hosts, switchVersion(req.Spec.ProductInfo)); fault != nil {
+		body.Fault_ = fault
+		return body
+	}
 	var res soap.HasFault
 	ctx.WithLock(f, func() {
-		cs := req.Spec.ConfigSpec.GetDVSConfigSpec()
 		if err := checkCreateDVS(ctx, f, &req.Spec); err != nil {
 			body.Res = &types.CreateDVS_TaskResponse{Returnval: finishTask(ctx, f, "CreateDVS_Task", nil, err)}
 			res = body
@@ -91,13 +94,18 @@ func checkCreateDVS(ctx *simulator.Context, f *simulator.Folder, spec *types.DVS
 		if err := checkPnics(ctx, "", host, m.Backing); err != nil {
 			return err
 		}
+		// No uplink port exists before the switch: a spec cannot name one.
+		if _, err := connectPnics(m.Backing, nil, nil, ""); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
 // completeDVS fills in what CreateDVS_Task leaves empty in a new switch
-// (config.productInfo, config.configVersion, config.uplinkPortgroup) and
-// adds the hosts of its create spec. It runs when vcsim adds the switch's
+// (config.productInfo, config.configVersion, config.uplinkPortgroup,
+// capability.compatibleHostComponentProductInfo) and adds the hosts of its
+// create spec with their uplink ports. It runs when vcsim adds the switch's
 // first port group, the uplink port group, with the switch locked by ctx.
 func (x *extension) completeDVS(ctx *simulator.Context, s *mo.DistributedVirtualSwitch) {
 	if s.Config == nil || len(s.Portgroup) == 0 {
@@ -123,6 +131,7 @@ func (x *extension) completeDVS(ctx *simulator.Context, s *mo.DistributedVirtual
 	p.ForwardingClass = cmp.Or(p.ForwardingClass, "etherswitch")
 	cfg.ProductInfo = p
 	s.Summary.ProductInfo = &p
+	s.Capability.CompatibleHostComponentProductInfo = compatibleHostSpecs(p.Version)
 	if cfg.ConfigVersion == "" {
 		cfg.ConfigVersion = "1"
 	}
@@ -133,7 +142,11 @@ func (x *extension) completeDVS(ctx *simulator.Context, s *mo.DistributedVirtual
 			if c.ConfigVersion == "" {
 				c.ConfigVersion = "1"
 			}
-			ctx.Update(pg, []types.PropertyChange{{Name: "config", Val: c}})
+			// vcsim gives it one port; its ports are the members' uplink
+			// ports, none yet.
+			c.NumPorts = 0
+			pg.PortKeys = nil
+			ctx.Update(pg, []types.PropertyChange{{Name: "config", Val: c}, {Name: "portKeys", Val: pg.PortKeys}})
 		})
 	}
 
@@ -142,13 +155,18 @@ func (x *extension) completeDVS(ctx *simulator.Context, s *mo.DistributedVirtual
 	delete(x.pendingHosts, s.Name)
 	x.mu.Unlock()
 	if sim, ok := ctx.Map.Get(s.Self).(*simulator.DistributedVirtualSwitch); ok {
-		for _, m := range hosts {
-			applyMember(ctx, sim, m)
+		// checkCreateDVS has checked the hosts.
+		if plan, err := planUplinks(ctx, sim, hosts, nil); err == nil {
+			for _, m := range hosts {
+				applyMember(ctx, sim, m)
+			}
+			applyUplinks(ctx, sim, plan)
 		}
 	}
 	ctx.Update(s, []types.PropertyChange{
 		{Name: "config", Val: s.Config},
 		{Name: "summary", Val: s.Summary},
+		{Name: "capability", Val: s.Capability},
 	})
 }
 
@@ -166,10 +184,29 @@ func (x *extension) ReconfigureDvsTask(ctx *simulator.Context, req *types.Reconf
 		return body
 	}
 	ctx.WithLock(s, func() {
+		if fault := checkAddedHostsRunSwitch(ctx, s, req.Spec.GetDVSConfigSpec().Host); fault != nil {
+			body.Fault_ = fault
+			return
+		}
 		err := reconfigureDVS(ctx, s, req.Spec)
 		body.Res = &types.ReconfigureDvs_TaskResponse{Returnval: finishTask(ctx, s, "ReconfigureDvs_Task", nil, err)}
 	})
 	return body
+}
+
+// checkAddedHostsRunSwitch refuses hosts a reconfigure adds that cannot run
+// the switch's version. s is locked.
+func checkAddedHostsRunSwitch(ctx *simulator.Context, s *simulator.DistributedVirtualSwitch, specs []types.DistributedVirtualSwitchHostMemberConfigSpec) *soap.Fault {
+	if s.Config == nil {
+		return nil
+	}
+	var added []types.ManagedObjectReference
+	for _, m := range specs {
+		if types.ConfigSpecOperation(m.Operation) == types.ConfigSpecOperationAdd {
+			added = append(added, m.Host)
+		}
+	}
+	return checkHostsRunSwitch(ctx, added, s.Config.GetDVSConfigInfo().ProductInfo.Version)
 }
 
 func reconfigureDVS(ctx *simulator.Context, s *simulator.DistributedVirtualSwitch, spec types.BaseDVSConfigSpec) *vimError {
@@ -193,24 +230,28 @@ func reconfigureDVS(ctx *simulator.Context, s *simulator.DistributedVirtualSwitc
 	if err := checkMembers(ctx, s, cs.Host); err != nil {
 		return err
 	}
+	var names []string // nil: the uplink names stay
+	if p, ok := cs.UplinkPortPolicy.(*types.DVSNameArrayUplinkPortPolicy); ok {
+		names = append([]string{}, p.UplinkPortName...)
+	}
+	plan, err := planUplinks(ctx, s, cs.Host, names)
+	if err != nil {
+		return err
+	}
 
 	applyDVSConfig(s, cs, vs)
 	for _, m := range cs.Host {
 		applyMember(ctx, s, m)
 	}
+	// Member hosts show the switch's name, MTU and uplink ports in their
+	// proxy switch.
+	applyUplinks(ctx, s, plan)
 	cfg.ConfigVersion = nextVersion(cfg.ConfigVersion)
 	ctx.Update(s, []types.PropertyChange{
 		{Name: "name", Val: s.Name},
 		{Name: "config", Val: s.Config},
 		{Name: "summary", Val: s.Summary},
 	})
-	// Member hosts show the switch's name and MTU in their proxy switch.
-	for _, h := range s.Summary.HostMember {
-		updateProxySwitch(ctx, h, s.Uuid, func(ps *types.HostProxySwitch) {
-			ps.DvsName = s.Name
-			ps.Mtu = switchMTU(s)
-		})
-	}
 	return nil
 }
 
@@ -309,10 +350,24 @@ func (x *extension) PerformDvsProductSpecOperationTask(ctx *simulator.Context, r
 		return body
 	}
 	ctx.WithLock(s, func() {
+		if fault := checkMembersRunUpgrade(ctx, s, req.Operation, req.ProductSpec); fault != nil {
+			body.Fault_ = fault
+			return
+		}
 		err := upgradeDVS(ctx, s, req.Operation, req.ProductSpec)
 		body.Res = &types.PerformDvsProductSpecOperation_TaskResponse{Returnval: finishTask(ctx, s, "PerformDvsProductSpecOperation_Task", nil, err)}
 	})
 	return body
+}
+
+// checkMembersRunUpgrade refuses an upgrade that upgradeDVS would carry out
+// when a member host cannot run the new version. s is locked.
+func checkMembersRunUpgrade(ctx *simulator.Context, s *simulator.DistributedVirtualSwitch, op string, spec *types.DistributedVirtualSwitchProductSpec) *soap.Fault {
+	if op != string(types.DistributedVirtualSwitchProductSpecOperationTypeUpgrade) || spec == nil || !slices.Contains(dvsVersions, spec.Version) || s.Config == nil ||
+		compareVersions(spec.Version, s.Config.GetDVSConfigInfo().ProductInfo.Version) <= 0 {
+		return nil
+	}
+	return checkHostsRunSwitch(ctx, slices.Clone(s.Summary.HostMember), spec.Version)
 }
 
 func upgradeDVS(ctx *simulator.Context, s *simulator.DistributedVirtualSwitch, op string, spec *types.DistributedVirtualSwitchProductSpec) *vimError {
@@ -338,30 +393,94 @@ func upgradeDVS(ctx *simulator.Context, s *simulator.DistributedVirtualSwitch, o
 		product := cfg.ProductInfo
 		cfg.Host[i].ProductInfo = &product
 	}
+	s.Capability.CompatibleHostComponentProductInfo = compatibleHostSpecs(spec.Version)
 	cfg.ConfigVersion = nextVersion(cfg.ConfigVersion)
 	ctx.Update(s, []types.PropertyChange{
 		{Name: "config", Val: s.Config},
 		{Name: "summary", Val: s.Summary},
+		{Name: "capability", Val: s.Capability},
 	})
 	return nil
 }
 
-// compareVersions compares dotted versions numerically.
-func compareVersions(a, b string) int {
-	as, bs := strings.Split(a, "."), strings.Split(b, ".")
-	for i := 0; i < max(len(as), len(bs)); i++ {
-		var x, y int
-		if i < len(as) {
-			x, _ = strconv.Atoi(as[i])
+// FetchDVPorts is vcsim's, with the uplink ports as vCenter reports them
+// (vSphere Web Services API, DistributedVirtualPort): the member host that
+// services the port (proxyHost), its uplink name (config.name) and the
+// physical NIC connected to it (connectee of type pnic); and with the
+// criteria vcsim ignores (uplinkPort, host) applied.
+func (x *extension) FetchDVPorts(ctx *simulator.Context, req *types.FetchDVPorts) soap.HasFault {
+	body := new(methods.FetchDVPortsBody)
+	s, ok := target[*simulator.DistributedVirtualSwitch](ctx, req.This, &body.Fault_)
+	if !ok {
+		return body
+	}
+	ctx.WithLock(s, func() {
+		var ports []types.DistributedVirtualPort
+		if res, ok := s.FetchDVPorts(ctx, &types.FetchDVPorts{This: s.Self}).(*methods.FetchDVPortsBody); ok && res.Res != nil {
+			ports = slices.Clone(res.Res.Returnval) // vcsim may hand out its own slice
 		}
-		if i < len(bs) {
-			y, _ = strconv.Atoi(bs[i])
+		if s.Config != nil {
+			annotateUplinkPorts(s.Config.GetDVSConfigInfo(), ports)
 		}
-		if x != y {
-			return x - y
+		body.Res = &types.FetchDVPortsResponse{Returnval: filterPorts(s.Config, ports, req.Criteria)}
+	})
+	return body
+}
+
+// annotateUplinkPorts fills in the uplink ports of the switch's members.
+func annotateUplinkPorts(cfg *types.DVSConfigInfo, ports []types.DistributedVirtualPort) {
+	names := uplinkNames(cfg)
+	pgKey := uplinkPortgroupKey(cfg)
+	for _, h := range cfg.Host {
+		if h.Config.Host == nil {
+			continue
+		}
+		nics := map[string]string{} // port -> pnic
+		for _, p := range pnicSpecs(h.Config.Backing) {
+			nics[p.UplinkPortKey] = p.PnicDevice
+		}
+		for j, key := range h.UplinkPortKey {
+			i := slices.IndexFunc(ports, func(p types.DistributedVirtualPort) bool { return p.Key == key && p.PortgroupKey == pgKey })
+			if i < 0 {
+				continue
+			}
+			host := *h.Config.Host
+			ports[i].ProxyHost = &host
+			if j < len(names) {
+				ports[i].Config.Name = names[j]
+			}
+			if nic := nics[key]; nic != "" {
+				ports[i].Connectee = &types.DistributedVirtualSwitchPortConnectee{
+					ConnectedEntity: &host, NicKey: nic, Type: string(types.DistributedVirtualSwitchPortConnecteeConnecteeTypePnic),
+				}
+			}
 		}
 	}
-	return 0
+}
+
+// filterPorts keeps the ports that meet the criteria
+// (DistributedVirtualSwitchPortCriteria): in (or, inside false, out of) the
+// port groups named, with the keys named, connected or not, uplink ports or
+// not, serviced by the hosts named.
+func filterPorts(config types.BaseDVSConfigInfo, ports []types.DistributedVirtualPort, c *types.DistributedVirtualSwitchPortCriteria) []types.DistributedVirtualPort {
+	if c == nil {
+		return ports
+	}
+	var uplinkPG string
+	if config != nil {
+		uplinkPG = uplinkPortgroupKey(config.GetDVSConfigInfo())
+	}
+	return slices.DeleteFunc(ports, func(p types.DistributedVirtualPort) bool {
+		switch {
+		case len(c.PortgroupKey) > 0 && c.Inside != nil && slices.Contains(c.PortgroupKey, p.PortgroupKey) != *c.Inside,
+			len(c.PortKey) > 0 && !slices.Contains(c.PortKey, p.Key),
+			c.Connected != nil && (p.Connectee != nil) != *c.Connected,
+			c.UplinkPort != nil && (uplinkPG != "" && p.PortgroupKey == uplinkPG) != *c.UplinkPort,
+			len(c.Host) > 0 && (p.ProxyHost == nil || !slices.Contains(c.Host, *p.ProxyHost)):
+			return true
+		}
+		return false
+	})
 }
 
 // DestroyTask destroys a distributed switch or port group, refusing while a

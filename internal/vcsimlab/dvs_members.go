@@ -1,7 +1,10 @@
 package vcsimlab
 
 import (
+	"maps"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/vmware/govmomi/simulator"
 	"github.com/vmware/govmomi/vim25/types"
@@ -10,7 +13,34 @@ import (
 // Host membership of a distributed switch: the hosts that ReconfigureDvs_Task
 // and CreateDVS_Task add, edit and remove (dvs.go), with their uplinks, in
 // the switch's config.host and summary.hostMember, in the port groups' and
-// clusters' networks and in each host's config.network.proxySwitch.
+// clusters' networks and in each host's config.network.proxySwitch; and the
+// uplink ports of each member host.
+//
+// Uplink ports (vSphere Web Services API): vCenter creates, for each member
+// host, one port in the switch's uplink port group per uplink name
+// (DVSNameArrayUplinkPortPolicy: "The size of the array indicates the number
+// of uplink ports that will be created for each host in the switch") and
+// lists their keys in the member's uplinkPortKey ("Port keys of the uplink
+// ports created for the host member. These ports will be deleted after the
+// host leaves the switch", DistributedVirtualSwitchHostMember). The port at
+// index i bears uplink name i. Each physical NIC of the member's backing is
+// connected to one of them: DistributedVirtualSwitchHostMemberPnicSpec's
+// uplinkPortKey ("Key of the port to be connected to the physical NIC") and
+// uplinkPortgroupKey, which vCenter fills in. A spec may name the port; one
+// that does not (govc dvs.add, Ansible's vmware_dvs_host, this provider) gets
+// the host's first free uplink port, and a NIC that stays in an edited
+// backing keeps its port. The host's proxy switch lists the ports with their
+// names (HostProxySwitch.uplinkPort). Changing the number of uplink names
+// creates ports on every host, or "deletes the unused uplink ports on each
+// host", the remaining ones renamed in order; "decreasing beyond the number
+// of unused uplink port raises a fault" (DVSNameArrayUplinkPortPolicy).
+//
+// Not settled by the reference, and chosen here: the fault for too few
+// unused ports (ResourceInUse), for a spec naming a port that is not one of
+// the host's or a port twice (InvalidArgument); a NIC beyond the host's
+// uplink ports stays without a port. Port keys are numbers, each above every
+// key of the switch's port groups when allocated; vcsim numbers each port
+// group's own ports from "0", so a port group made later may reuse a number.
 
 // switchMTU is the MTU a member host's proxy switch shows: the switch's
 // maxMtu, 1500 when unset.
@@ -107,13 +137,185 @@ func pnicOwner(n *types.HostNetworkInfo, pnic, dvsUUID string) string {
 	return ""
 }
 
-// applyMember carries out one validated host membership change. s is locked.
-func applyMember(ctx *simulator.Context, s *simulator.DistributedVirtualSwitch, m types.DistributedVirtualSwitchHostMemberConfigSpec) {
+// memberUplinks is a member host's uplink ports, one per uplink name in name
+// order, and its backing with each NIC's port.
+type memberUplinks struct {
+	ports   []string
+	backing types.BaseDistributedVirtualSwitchHostMemberBacking
+}
+
+// uplinkPlan is every member's uplinks after a change, by host.
+type uplinkPlan map[types.ManagedObjectReference]*memberUplinks
+
+// uplinkNames are the switch's uplink names.
+func uplinkNames(cfg *types.DVSConfigInfo) []string {
+	if p, ok := cfg.UplinkPortPolicy.(*types.DVSNameArrayUplinkPortPolicy); ok {
+		return p.UplinkPortName
+	}
+	return nil
+}
+
+// uplinkPortgroupKey is the key of the switch's uplink port group, "" until
+// it exists.
+func uplinkPortgroupKey(cfg *types.DVSConfigInfo) string {
+	if len(cfg.UplinkPortgroup) == 0 {
+		return ""
+	}
+	return cfg.UplinkPortgroup[0].Value // a port group's key is its moref value
+}
+
+// planUplinks works out every member's uplink ports and NIC connections after
+// the membership changes specs (validated by checkMembers) and, when names is
+// not nil, the switch's new uplink names. s is locked.
+func planUplinks(ctx *simulator.Context, s *simulator.DistributedVirtualSwitch, specs []types.DistributedVirtualSwitchHostMemberConfigSpec, names []string) (uplinkPlan, *vimError) {
 	cfg := s.Config.GetDVSConfigInfo()
-	backing := m.Backing
+	pgKey := uplinkPortgroupKey(cfg)
+	plan := uplinkPlan{}
+	for _, h := range cfg.Host {
+		if h.Config.Host != nil {
+			plan[*h.Config.Host] = &memberUplinks{ports: slices.Clone(h.UplinkPortKey), backing: h.Config.Backing}
+		}
+	}
+	next := nextPortKey(ctx, s)
+	alloc := func(n int) []string {
+		keys := make([]string, n)
+		for i := range keys {
+			keys[i] = strconv.Itoa(next)
+			next++
+		}
+		return keys
+	}
+	count := len(uplinkNames(cfg))
+	for _, m := range specs {
+		switch types.ConfigSpecOperation(m.Operation) {
+		case types.ConfigSpecOperationAdd:
+			ports := alloc(count)
+			b, err := connectPnics(m.Backing, ports, nil, pgKey)
+			if err != nil {
+				return nil, err
+			}
+			plan[m.Host] = &memberUplinks{ports: ports, backing: b}
+		case types.ConfigSpecOperationEdit:
+			cur := plan[m.Host]
+			if cur == nil {
+				continue // checkMembers refuses an edit of a non-member
+			}
+			b, err := connectPnics(m.Backing, cur.ports, cur.backing, pgKey)
+			if err != nil {
+				return nil, err
+			}
+			cur.backing = b
+		case types.ConfigSpecOperationRemove:
+			delete(plan, m.Host)
+		}
+	}
+	if names != nil && len(names) != count {
+		for _, host := range slices.SortedFunc(maps.Keys(plan), func(a, b types.ManagedObjectReference) int { return strings.Compare(a.Value, b.Value) }) {
+			m := plan[host]
+			if len(names) > len(m.ports) {
+				m.ports = append(m.ports, alloc(len(names)-len(m.ports))...)
+				continue
+			}
+			used := map[string]bool{}
+			for _, p := range pnicSpecs(m.backing) {
+				used[p.UplinkPortKey] = true
+			}
+			for i := len(m.ports) - 1; i >= 0 && len(m.ports) > len(names); i-- {
+				if !used[m.ports[i]] {
+					m.ports = slices.Delete(m.ports, i, i+1)
+				}
+			}
+			if len(m.ports) > len(names) {
+				return nil, refuse(&types.ResourceInUse{Type: "DistributedVirtualPort", Name: m.ports[len(names)]},
+					"The resource '%s' is in use.", m.ports[len(names)])
+			}
+		}
+	}
+	return plan, nil
+}
+
+// connectPnics connects the NICs of a member's new backing to its uplink
+// ports: the port the spec names, else the one the NIC had in the old
+// backing, else the first free one. Other backing types are kept as they are.
+func connectPnics(backing types.BaseDistributedVirtualSwitchHostMemberBacking, ports []string, old types.BaseDistributedVirtualSwitchHostMemberBacking, pgKey string) (types.BaseDistributedVirtualSwitchHostMemberBacking, *vimError) {
 	if backing == nil {
 		backing = &types.DistributedVirtualSwitchHostMemberPnicBacking{}
 	}
+	in, ok := backing.(*types.DistributedVirtualSwitchHostMemberPnicBacking)
+	if !ok {
+		return backing, nil
+	}
+	out := &types.DistributedVirtualSwitchHostMemberPnicBacking{PnicSpec: slices.Clone(in.PnicSpec)}
+	taken := map[string]bool{}
+	for _, p := range out.PnicSpec {
+		if p.UplinkPortgroupKey != "" && p.UplinkPortgroupKey != pgKey {
+			return nil, invalidArgument("spec.host.backing.pnicSpec.uplinkPortgroupKey")
+		}
+		if p.UplinkPortKey == "" {
+			continue
+		}
+		if !slices.Contains(ports, p.UplinkPortKey) || taken[p.UplinkPortKey] {
+			return nil, invalidArgument("spec.host.backing.pnicSpec.uplinkPortKey")
+		}
+		taken[p.UplinkPortKey] = true
+	}
+	had := map[string]string{} // pnic -> its port in the old backing
+	for _, p := range pnicSpecs(old) {
+		had[p.PnicDevice] = p.UplinkPortKey
+	}
+	for i := range out.PnicSpec {
+		p := &out.PnicSpec[i]
+		if p.UplinkPortKey != "" {
+			continue
+		}
+		if k := had[p.PnicDevice]; k != "" && slices.Contains(ports, k) && !taken[k] {
+			p.UplinkPortKey = k
+		} else if j := slices.IndexFunc(ports, func(k string) bool { return !taken[k] }); j >= 0 {
+			p.UplinkPortKey = ports[j]
+		}
+		taken[p.UplinkPortKey] = true
+	}
+	for i := range out.PnicSpec {
+		if out.PnicSpec[i].UplinkPortKey != "" {
+			out.PnicSpec[i].UplinkPortgroupKey = pgKey
+		}
+	}
+	return out, nil
+}
+
+// pnicSpecs are the NICs of a pnic backing, none for other backings.
+func pnicSpecs(b types.BaseDistributedVirtualSwitchHostMemberBacking) []types.DistributedVirtualSwitchHostMemberPnicSpec {
+	if pb, ok := b.(*types.DistributedVirtualSwitchHostMemberPnicBacking); ok {
+		return pb.PnicSpec
+	}
+	return nil
+}
+
+// nextPortKey is the number above every port key of the switch: its port
+// groups' and its members' uplink ports. s is locked.
+func nextPortKey(ctx *simulator.Context, s *simulator.DistributedVirtualSwitch) int {
+	highest := -1
+	note := func(keys []string) {
+		for _, k := range keys {
+			if n, err := strconv.Atoi(k); err == nil && n > highest {
+				highest = n
+			}
+		}
+	}
+	for _, h := range s.Config.GetDVSConfigInfo().Host {
+		note(h.UplinkPortKey)
+	}
+	for _, ref := range s.Portgroup {
+		if pg, ok := ctx.Map.Get(ref).(*simulator.DistributedVirtualPortgroup); ok {
+			ctx.WithLock(pg, func() { note(pg.PortKeys) })
+		}
+	}
+	return highest + 1
+}
+
+// applyMember carries out one validated host membership change. s is locked.
+func applyMember(ctx *simulator.Context, s *simulator.DistributedVirtualSwitch, m types.DistributedVirtualSwitchHostMemberConfigSpec) {
+	cfg := s.Config.GetDVSConfigInfo()
 	i := slices.IndexFunc(cfg.Host, func(h types.DistributedVirtualSwitchHostMember) bool {
 		return h.Config.Host != nil && *h.Config.Host == m.Host
 	})
@@ -125,22 +327,16 @@ func applyMember(ctx *simulator.Context, s *simulator.DistributedVirtualSwitch, 
 				Host:                 &host,
 				MaxProxySwitchPorts:  m.MaxProxySwitchPorts,
 				VendorSpecificConfig: m.VendorSpecificConfig,
-				Backing:              backing,
 			},
 			ProductInfo: &product,
 			Status:      "up",
 		})
 		s.Summary.HostMember = append(slices.Clone(s.Summary.HostMember), m.Host)
 		joinNetworks(ctx, s, m.Host, true)
-		setProxySwitch(ctx, s, m.Host, backing)
 	case types.ConfigSpecOperationEdit:
-		if i >= 0 {
-			cfg.Host[i].Config.Backing = backing
-			if m.MaxProxySwitchPorts != 0 {
-				cfg.Host[i].Config.MaxProxySwitchPorts = m.MaxProxySwitchPorts
-			}
+		if i >= 0 && m.MaxProxySwitchPorts != 0 {
+			cfg.Host[i].Config.MaxProxySwitchPorts = m.MaxProxySwitchPorts
 		}
-		setProxySwitch(ctx, s, m.Host, backing)
 	case types.ConfigSpecOperationRemove:
 		if i >= 0 {
 			cfg.Host = slices.Delete(slices.Clone(cfg.Host), i, i+1)
@@ -149,6 +345,40 @@ func applyMember(ctx *simulator.Context, s *simulator.DistributedVirtualSwitch, 
 		joinNetworks(ctx, s, m.Host, false)
 		setProxySwitch(ctx, s, m.Host, nil)
 	}
+}
+
+// applyUplinks gives every member its planned uplink ports and backing, in
+// config.host and its proxy switch, and the uplink port group the members'
+// ports. s is locked; its name and MTU are final.
+func applyUplinks(ctx *simulator.Context, s *simulator.DistributedVirtualSwitch, plan uplinkPlan) {
+	cfg := s.Config.GetDVSConfigInfo()
+	var keys []string
+	for i := range cfg.Host {
+		h := &cfg.Host[i]
+		m := plan[*h.Config.Host]
+		if m == nil {
+			continue
+		}
+		h.UplinkPortKey, h.Config.Backing = m.ports, m.backing
+		keys = append(keys, m.ports...)
+		setProxySwitch(ctx, s, *h.Config.Host, m)
+	}
+	if len(cfg.UplinkPortgroup) == 0 {
+		return
+	}
+	pg, ok := ctx.Map.Get(cfg.UplinkPortgroup[0]).(*simulator.DistributedVirtualPortgroup)
+	if !ok {
+		return
+	}
+	ctx.WithLock(pg, func() {
+		if slices.Equal(pg.PortKeys, keys) && int(pg.Config.NumPorts) == len(keys) {
+			return
+		}
+		pg.PortKeys = keys
+		c := pg.Config
+		c.NumPorts = int32(len(keys))
+		ctx.Update(pg, []types.PropertyChange{{Name: "config", Val: c}, {Name: "portKeys", Val: keys}})
+	})
 }
 
 // joinNetworks adds (or removes) the switch's port groups to (from) the
@@ -176,21 +406,31 @@ func joinNetworks(ctx *simulator.Context, s *simulator.DistributedVirtualSwitch,
 	}
 }
 
-// setProxySwitch sets the host's proxy switch for s with the backing's
-// uplinks, or removes it when backing is nil.
-func setProxySwitch(ctx *simulator.Context, s *simulator.DistributedVirtualSwitch, hostRef types.ManagedObjectReference, backing types.BaseDistributedVirtualSwitchHostMemberBacking) {
+// setProxySwitch sets the host's proxy switch for s with the member's
+// uplinks (its NICs, and its uplink ports with their names), or removes it
+// when m is nil.
+func setProxySwitch(ctx *simulator.Context, s *simulator.DistributedVirtualSwitch, hostRef types.ManagedObjectReference, m *memberUplinks) {
+	names := uplinkNames(s.Config.GetDVSConfigInfo())
 	changeHostNetwork(ctx, hostRef, func(n *types.HostNetworkInfo) {
-		n.ProxySwitch = slices.DeleteFunc(slices.Clone(n.ProxySwitch), func(ps types.HostProxySwitch) bool { return ps.DvsUuid == s.Uuid })
-		if backing == nil {
+		i := slices.IndexFunc(n.ProxySwitch, func(ps types.HostProxySwitch) bool { return ps.DvsUuid == s.Uuid })
+		n.ProxySwitch = slices.Clone(n.ProxySwitch)
+		if m == nil {
+			if i >= 0 {
+				n.ProxySwitch = slices.Delete(n.ProxySwitch, i, i+1)
+			}
 			return
 		}
 		var pnics []string
-		if b, ok := backing.(*types.DistributedVirtualSwitchHostMemberPnicBacking); ok {
-			for _, p := range b.PnicSpec {
-				pnics = append(pnics, "key-vim.host.PhysicalNic-"+p.PnicDevice)
+		for _, p := range pnicSpecs(m.backing) {
+			pnics = append(pnics, "key-vim.host.PhysicalNic-"+p.PnicDevice)
+		}
+		var ports []types.KeyValue
+		for j, k := range m.ports {
+			if j < len(names) {
+				ports = append(ports, types.KeyValue{Key: k, Value: names[j]})
 			}
 		}
-		n.ProxySwitch = append(n.ProxySwitch, types.HostProxySwitch{
+		ps := types.HostProxySwitch{
 			DvsUuid:           s.Uuid,
 			DvsName:           s.Name,
 			Key:               s.Uuid,
@@ -198,19 +438,13 @@ func setProxySwitch(ctx *simulator.Context, s *simulator.DistributedVirtualSwitc
 			NumPortsAvailable: 512 - int32(len(pnics)),
 			Mtu:               switchMTU(s),
 			Pnic:              pnics,
-			Spec:              types.HostProxySwitchSpec{Backing: backing},
-		})
-	})
-}
-
-// updateProxySwitch changes the host's proxy switch for the switch dvsUUID.
-func updateProxySwitch(ctx *simulator.Context, hostRef types.ManagedObjectReference, dvsUUID string, change func(*types.HostProxySwitch)) {
-	changeHostNetwork(ctx, hostRef, func(n *types.HostNetworkInfo) {
-		n.ProxySwitch = slices.Clone(n.ProxySwitch)
-		for i := range n.ProxySwitch {
-			if n.ProxySwitch[i].DvsUuid == dvsUUID {
-				change(&n.ProxySwitch[i])
-			}
+			UplinkPort:        ports,
+			Spec:              types.HostProxySwitchSpec{Backing: m.backing},
+		}
+		if i >= 0 {
+			n.ProxySwitch[i] = ps
+		} else {
+			n.ProxySwitch = append(n.ProxySwitch, ps)
 		}
 	})
 }

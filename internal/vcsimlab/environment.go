@@ -3,9 +3,12 @@ package vcsimlab
 import (
 	"slices"
 	"strconv"
+	"strings"
+	"sync"
 
 	"github.com/vmware/govmomi/simulator"
 	"github.com/vmware/govmomi/vim25/methods"
+	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/soap"
 	"github.com/vmware/govmomi/vim25/types"
 )
@@ -174,17 +177,202 @@ func configOption(b *simulator.EnvironmentBrowser, opt *types.VirtualMachineConf
 	out.Description = "Hardware version " + strconv.Itoa(hw)
 	out.HardwareOptions.HwVersion = int32(hw)
 	out.HardwareOptions.VirtualDeviceOption = slices.Clone(opt.HardwareOptions.VirtualDeviceOption)
-	if protocols := vrdmaProtocols(hw); len(protocols) > 0 {
-		choice := &types.ChoiceOption{DefaultIndex: int32(len(protocols) - 1)}
-		for _, p := range protocols {
-			choice.ChoiceInfo = append(choice.ChoiceInfo, &types.ElementDescription{
-				Key:         p,
-				Description: types.Description{Label: p, Summary: p},
-			})
-		}
-		vrdma := &types.VirtualVmxnet3VrdmaOption{DeviceProtocol: choice}
+	if protocols, offered := vrdmaProtocols(hw); offered {
+		vrdma := &types.VirtualVmxnet3VrdmaOption{}
 		vrdma.Type = "VirtualVmxnet3Vrdma"
+		if len(protocols) > 0 {
+			choice := &types.ChoiceOption{DefaultIndex: int32(slices.Index(protocols, vrdmaDefaultProtocol))}
+			for _, p := range protocols {
+				choice.ChoiceInfo = append(choice.ChoiceInfo, &types.ElementDescription{
+					Key:         p,
+					Description: types.Description{Label: p, Summary: p},
+				})
+			}
+			vrdma.DeviceProtocol = choice
+		}
 		out.HardwareOptions.VirtualDeviceOption = append(out.HardwareOptions.VirtualDeviceOption, vrdma)
 	}
 	return &out
+}
+
+// VMs' own environment browsers. On vCenter each VM has an environment
+// browser of its own (VirtualMachine.environmentBrowser; vCenter names the
+// one of vm-396 envbrowser-396), which offers what the browser of the VM's
+// compute resource offers ("identical to the environment browser on the
+// ComputeResource to which the virtual machine belongs", vSphere Web
+// Services API, VirtualMachine.environmentBrowser) but for its default
+// config option: the VM's own hardware version. QueryConfigOption with
+// neither key nor host returns "the default ConfigOption for this
+// environment browser", and "if the EnvironmentBrowser is from a
+// VirtualMachine neither a host nor a key should be specified" (vSphere Web
+// Services API, EnvironmentBrowser.QueryConfigOption); govc vm.option.info
+// -vm, which queries a VM's browser so, reports the VM's hardware version
+// where the cluster's browser reports the newest (govmomi issue #2270:
+// HwVersion 14 for the VM, 15 for its cluster). vcsim hands every VM its
+// compute resource's browser.
+
+// vmBrowser is the environment browser of one VM. It serves its properties;
+// resolveVMBrowser sends its calls to the browser of the VM's compute
+// resource.
+type vmBrowser struct {
+	mo.EnvironmentBrowser // first field: vcsim reads properties from it
+
+	vm types.ManagedObjectReference
+}
+
+// compute returns the environment browser of the compute resource of the
+// VM's host and the VM's hardware version; an empty browser when the VM or
+// its host is gone.
+func (b *vmBrowser) compute(ctx *simulator.Context) (browser types.ManagedObjectReference, version string) {
+	vm, ok := ctx.Map.Get(b.vm).(*simulator.VirtualMachine)
+	if !ok {
+		return browser, ""
+	}
+	var host types.ManagedObjectReference
+	ctx.WithLock(vm, func() {
+		if vm.Config != nil {
+			version = vm.Config.Version
+		}
+		if vm.Runtime.Host != nil {
+			host = *vm.Runtime.Host
+		}
+	})
+	h, ok := ctx.Map.Get(host).(*simulator.HostSystem)
+	if !ok {
+		return browser, version
+	}
+	var parent types.ManagedObjectReference
+	ctx.WithLock(h, func() {
+		if h.Parent != nil {
+			parent = *h.Parent
+		}
+	})
+	// A cluster, or a standalone host's compute resource.
+	obj := ctx.Map.Get(parent)
+	var cr *mo.ComputeResource
+	switch o := obj.(type) {
+	case *simulator.ClusterComputeResource:
+		cr = &o.ComputeResource
+	case *mo.ComputeResource:
+		cr = o
+	default:
+		return browser, version
+	}
+	ctx.WithLock(obj, func() {
+		if cr.EnvironmentBrowser != nil {
+			browser = *cr.EnvironmentBrowser
+		}
+	})
+	return browser, version
+}
+
+// resolveVMBrowser is the pre-hook of the environment browser's methods: a
+// call on a VM's browser goes to the browser of the VM's compute resource,
+// and QueryConfigOption(Ex) without key or host asks for the VM's hardware
+// version.
+func resolveVMBrowser(_ *extension, ctx *simulator.Context, m *simulator.Method) types.BaseMethodFault {
+	b, ok := ctx.Map.Get(m.This).(*vmBrowser)
+	if !ok {
+		return nil
+	}
+	browser, version := b.compute(ctx)
+	if browser.Value == "" {
+		return &types.ManagedObjectNotFound{Obj: m.This}
+	}
+	switch req := m.Body.(type) {
+	case *types.QueryConfigOption:
+		if req.Key == "" && req.Host == nil {
+			req.Key = version
+		}
+	case *types.QueryConfigOptionEx:
+		if req.Spec == nil {
+			req.Spec = &types.EnvironmentBrowserConfigOptionQuerySpec{}
+		}
+		if req.Spec.Key == "" && req.Spec.Host == nil {
+			req.Spec.Key = version
+		}
+	}
+	retarget(m, browser)
+	return nil
+}
+
+// vmSetup completes the VMs vcsim creates (CreateVM_Task, CloneVM_Task,
+// RegisterVM_Task) as vCenter has them: each gets its own environment
+// browser, and its initial swap placement (initialSwapPlacement). It
+// listens to the registry's changes: vcsim gives a new VM its compute
+// resource's environment browser before the last change of its creation;
+// the first change of a VM with a browser is the VM's creation.
+type vmSetup struct {
+	reg *simulator.Registry
+
+	mu       sync.Mutex
+	browsers map[types.ManagedObjectReference]types.ManagedObjectReference // VM -> its browser
+}
+
+func newVMSetup(reg *simulator.Registry) *vmSetup {
+	return &vmSetup{reg: reg, browsers: map[types.ManagedObjectReference]types.ManagedObjectReference{}}
+}
+
+// Reference is part of simulator.RegisterObject.
+func (*vmSetup) Reference() types.ManagedObjectReference {
+	return types.ManagedObjectReference{Type: "VcsimLabVMSetup", Value: "vmsetup"}
+}
+
+// PutObject is part of simulator.RegisterObject.
+func (*vmSetup) PutObject(*simulator.Context, mo.Reference) {}
+
+// UpdateObject sets up a VM vcsim has just created.
+func (s *vmSetup) UpdateObject(ctx *simulator.Context, obj mo.Reference, _ []types.PropertyChange) {
+	vm, ok := obj.(*mo.VirtualMachine)
+	if !ok || vm.EnvironmentBrowser.Value == "" {
+		return
+	}
+	if ctx == nil {
+		ctx = newContext(s.reg)
+	}
+	s.mu.Lock()
+	_, done := s.browsers[vm.Self]
+	if !done && ctx.Map.Get(vm.Self) != nil {
+		s.browsers[vm.Self] = types.ManagedObjectReference{}
+	} else {
+		done = true
+	}
+	s.mu.Unlock()
+	if done {
+		return
+	}
+
+	b := &vmBrowser{vm: vm.Self}
+	b.Self.Type = "EnvironmentBrowser"
+	if n, ok := strings.CutPrefix(vm.Self.Value, "vm-"); ok && ctx.Map.Get(types.ManagedObjectReference{Type: b.Self.Type, Value: "envbrowser-" + n}) == nil {
+		b.Self.Value = "envbrowser-" + n
+	}
+	if cb, ok := ctx.Map.Get(vm.EnvironmentBrowser).(*simulator.EnvironmentBrowser); ok {
+		ctx.WithLock(cb, func() { b.DatastoreBrowser = cb.DatastoreBrowser })
+	}
+	ctx.Map.Put(b) // names it if the VM's id does not
+	s.mu.Lock()
+	s.browsers[vm.Self] = b.Self
+	s.mu.Unlock()
+
+	changes := append([]types.PropertyChange{{Name: "environmentBrowser", Val: b.Self}}, initialSwapPlacement(ctx, vm)...)
+	ctx.Update(vm, changes)
+}
+
+// RemoveObject removes a removed VM's environment browser.
+func (s *vmSetup) RemoveObject(ctx *simulator.Context, ref types.ManagedObjectReference) {
+	if ref.Type != "VirtualMachine" {
+		return
+	}
+	s.mu.Lock()
+	b, ok := s.browsers[ref]
+	delete(s.browsers, ref)
+	s.mu.Unlock()
+	if !ok || b.Value == "" {
+		return
+	}
+	if ctx == nil {
+		ctx = newContext(s.reg)
+	}
+	ctx.Map.Remove(ctx, b)
 }

@@ -2,7 +2,9 @@ package vcsimlab
 
 import (
 	"context"
+	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/vmware/govmomi/object"
@@ -88,12 +90,17 @@ func TestConfigOptionOffersVrdmaProtocolsByHardwareVersion(t *testing.T) {
 	ctx := context.Background()
 	c := newClient(t, l).Client
 	eb := object.NewEnvironmentBrowser(c, environmentBrowser(t, l))
-	for key, want := range map[string][]string{
-		"vmx-11": nil,
-		"vmx-13": {"rocev1"},
-		"vmx-14": {"rocev1", "rocev2"},
-		"vmx-19": {"rocev1", "rocev2"},
-		"":       {"rocev1", "rocev2"}, // the default, vmx-21
+	for key, want := range map[string]struct {
+		offered   bool
+		protocols []string
+	}{
+		"vmx-11": {},
+		"vmx-13": {offered: true},
+		"vmx-14": {true, []string{"rocev1", "rocev2"}},
+		"vmx-19": {true, []string{"rocev1", "rocev2"}},
+		"vmx-20": {offered: true},
+		"vmx-21": {offered: true},
+		"":       {true, []string{"rocev1", "rocev2"}}, // the default of hpc-node-0's browser: its vmx-19
 	} {
 		opt, err := eb.QueryConfigOption(ctx, &types.EnvironmentBrowserConfigOptionQuerySpec{Key: key})
 		if err != nil {
@@ -102,20 +109,24 @@ func TestConfigOptionOffersVrdmaProtocolsByHardwareVersion(t *testing.T) {
 		if key != "" && opt.Version != key {
 			t.Errorf("%q: version %q", key, opt.Version)
 		}
+		o := vrdmaOption(opt)
 		var got []string
-		if o := vrdmaOption(opt); o != nil && o.DeviceProtocol != nil {
+		if o != nil && o.DeviceProtocol != nil {
 			for _, ci := range o.DeviceProtocol.ChoiceInfo {
 				got = append(got, ci.GetElementDescription().Key)
 			}
+			if def := o.DeviceProtocol.ChoiceInfo[o.DeviceProtocol.DefaultIndex].GetElementDescription().Key; def != "rocev2" {
+				t.Errorf("%q: default protocol %s, want rocev2", key, def)
+			}
 		}
-		if !slices.Equal(got, want) {
-			t.Errorf("%q (QueryConfigOptionEx): protocols %v, want %v", key, got, want)
+		if (o != nil) != want.offered || !slices.Equal(got, want.protocols) {
+			t.Errorf("%q (QueryConfigOptionEx): PVRDMA offered %v with protocols %v, want %v", key, o != nil, got, want)
 		}
 		plain, err := methods.QueryConfigOption(ctx, c, &types.QueryConfigOption{This: eb.Reference(), Key: key})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if (vrdmaOption(plain.Returnval) != nil) != (want != nil) {
+		if (vrdmaOption(plain.Returnval) != nil) != want.offered {
 			t.Errorf("%q (QueryConfigOption): vrdma option present = %v", key, vrdmaOption(plain.Returnval) != nil)
 		}
 	}
@@ -170,4 +181,124 @@ func TestQueryConfigTargetListsSriovNICs(t *testing.T) {
 			t.Errorf("%s: device pool %+v, want switch %s", want.pnic, info.DevicePool, want.pool)
 		}
 	}
+}
+
+// TestVMEnvironmentBrowser: every VM has its own environment browser, which
+// answers as its cluster's but defaults to the VM's hardware version.
+func TestVMEnvironmentBrowser(t *testing.T) {
+	t.Parallel()
+	l := newLab(t)
+	ctx := context.Background()
+	c := l.c.Client
+	var cluster mo.ClusterComputeResource
+	retrieve(t, l.c, types.ManagedObjectReference{Type: "ClusterComputeResource", Value: clusterID(t, l.Lab)}, []string{"environmentBrowser"}, &cluster)
+	clusterEB := *cluster.EnvironmentBrowser
+	descriptors := func(eb types.ManagedObjectReference) []string {
+		t.Helper()
+		res, err := methods.QueryConfigOptionDescriptor(ctx, c, &types.QueryConfigOptionDescriptor{This: eb})
+		if err != nil {
+			t.Fatalf("QueryConfigOptionDescriptor(%s): %v", eb, err)
+		}
+		var keys []string
+		for _, d := range res.Returnval {
+			keys = append(keys, d.Key)
+		}
+		return keys
+	}
+	// defaultVersion is the version of the default config option of eb,
+	// both ways of asking.
+	defaultVersion := func(eb types.ManagedObjectReference) string {
+		t.Helper()
+		ex, err := methods.QueryConfigOptionEx(ctx, c, &types.QueryConfigOptionEx{This: eb})
+		if err != nil {
+			t.Fatalf("QueryConfigOptionEx(%s): %v", eb, err)
+		}
+		plain, err := methods.QueryConfigOption(ctx, c, &types.QueryConfigOption{This: eb})
+		if err != nil {
+			t.Fatalf("QueryConfigOption(%s): %v", eb, err)
+		}
+		if ex.Returnval.Version != plain.Returnval.Version {
+			t.Errorf("%s: QueryConfigOptionEx %s, QueryConfigOption %s", eb, ex.Returnval.Version, plain.Returnval.Version)
+		}
+		return ex.Returnval.Version
+	}
+	if got := defaultVersion(clusterEB); got != "vmx-21" {
+		t.Errorf("cluster's default config option: %s, want the newest, vmx-21", got)
+	}
+
+	seen := map[types.ManagedObjectReference]bool{clusterEB: true}
+	for name, want := range map[string]string{"hpc-node-0": "vmx-19", "hpc-node-1": "vmx-19", "legacy-node": "vmx-11"} {
+		var vm mo.VirtualMachine
+		retrieve(t, l.c, vmRef(l.Lab, name), []string{"environmentBrowser"}, &vm)
+		eb := vm.EnvironmentBrowser
+		if seen[eb] {
+			t.Errorf("%s: environment browser %s is another's", name, eb)
+		}
+		seen[eb] = true
+		// Its properties are readable, and those of the cluster's browser.
+		var b, cb mo.EnvironmentBrowser
+		retrieve(t, l.c, eb, nil, &b)
+		retrieve(t, l.c, clusterEB, nil, &cb)
+		if !reflect.DeepEqual(b.DatastoreBrowser, cb.DatastoreBrowser) {
+			t.Errorf("%s: datastoreBrowser %v, want the cluster's %v", name, b.DatastoreBrowser, cb.DatastoreBrowser)
+		}
+		if got := defaultVersion(eb); got != want {
+			t.Errorf("%s: default config option %s, want the VM's %s", name, got, want)
+		}
+		// A spec with guest ids only, as the vSphere provider's OSFamily sends.
+		opt, err := methods.QueryConfigOptionEx(ctx, c, &types.QueryConfigOptionEx{This: eb, Spec: &types.EnvironmentBrowserConfigOptionQuerySpec{GuestId: []string{"ubuntu64Guest"}}})
+		if err != nil || opt.Returnval.Version != want || len(opt.Returnval.GuestOSDescriptor) == 0 || opt.Returnval.GuestOSDescriptor[0].Id != "ubuntu64Guest" {
+			t.Errorf("%s: QueryConfigOptionEx for ubuntu64Guest: %+v, %v", name, opt, err)
+		}
+		// A key still selects a version, and PVRDMA protocols follow it.
+		keyed, err := object.NewEnvironmentBrowser(c, eb).QueryConfigOption(ctx, &types.EnvironmentBrowserConfigOptionQuerySpec{Key: "vmx-13"})
+		if err != nil || keyed.Version != "vmx-13" || vrdmaOption(keyed) == nil || vrdmaOption(keyed).DeviceProtocol != nil {
+			t.Errorf("%s: vmx-13 config option: %+v, %v", name, keyed, err)
+		}
+		if got, want := descriptors(eb), descriptors(clusterEB); !slices.Equal(got, want) {
+			t.Errorf("%s: descriptors %v, want the cluster's %v", name, got, want)
+		}
+		target, err := methods.QueryConfigTarget(ctx, c, &types.QueryConfigTarget{This: eb})
+		if err != nil || target.Returnval == nil || len(target.Returnval.Datastore) == 0 || len(target.Returnval.PciPassthrough) == 0 {
+			t.Errorf("%s: config target %+v, %v", name, target.Returnval, err)
+		}
+		if _, err := methods.QueryTargetCapabilities(ctx, c, &types.QueryTargetCapabilities{This: eb}); err != nil {
+			t.Errorf("%s: QueryTargetCapabilities: %v", name, err)
+		}
+	}
+
+	// The default follows a hardware upgrade.
+	if err := l.UpgradeVMHardware(ctx, "legacy-node", 13); err != nil {
+		t.Fatal(err)
+	}
+	var legacy mo.VirtualMachine
+	retrieve(t, l.c, vmRef(l.Lab, "legacy-node"), []string{"environmentBrowser"}, &legacy)
+	if got := defaultVersion(legacy.EnvironmentBrowser); got != "vmx-13" {
+		t.Errorf("legacy-node after the upgrade: default %s, want vmx-13", got)
+	}
+
+	// A new VM has its own browser, named after it as vCenter names it, gone with the VM.
+	if err := l.CreateVM(ctx, "new-node", l.HostNames()[0], 14); err != nil {
+		t.Fatal(err)
+	}
+	var vm mo.VirtualMachine
+	retrieve(t, l.c, vmRef(l.Lab, "new-node"), []string{"environmentBrowser"}, &vm)
+	eb := vm.EnvironmentBrowser
+	if eb.Value != "envbrowser-"+strings.TrimPrefix(l.VMID("new-node"), "vm-") || seen[eb] {
+		t.Errorf("new-node's browser %s", eb)
+	}
+	if got := defaultVersion(eb); got != "vmx-14" {
+		t.Errorf("new-node: default %s, want vmx-14", got)
+	}
+	task, err := l.vm("new-node").Destroy(ctx)
+	if err == nil {
+		err = task.Wait(ctx)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gone mo.EnvironmentBrowser
+	wantFault(t, "browser of a destroyed VM", tryRetrieve(l.c, eb, []string{"datastoreBrowser"}, &gone), &types.ManagedObjectNotFound{})
+	_, err = methods.QueryConfigOption(ctx, c, &types.QueryConfigOption{This: eb})
+	wantFault(t, "QueryConfigOption on a destroyed VM's browser", err, &types.ManagedObjectNotFound{})
 }

@@ -83,6 +83,9 @@ func objectName(ctx *simulator.Context, ref types.ManagedObjectReference) string
 // named objectName succeed with a task that fails with fault, without doing
 // anything. objectName is an entity name, or a moref value for other objects.
 func (l *Lab) FailTaskOnce(method, objectName string, fault types.BaseMethodFault) {
+	if l.simulatorOnly("FailTaskOnce") {
+		return
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.taskFaults = append(l.taskFaults, &taskFault{method: method, object: objectName, fault: fault})
@@ -91,6 +94,9 @@ func (l *Lab) FailTaskOnce(method, objectName string, fault types.BaseMethodFaul
 // FailCall makes the next count calls of method on the object named
 // objectName ("" for any object) fail with fault as a SOAP fault.
 func (l *Lab) FailCall(method, objectName string, fault types.BaseMethodFault, count int) {
+	if l.simulatorOnly("FailCall") {
+		return
+	}
 	if count <= 0 {
 		return
 	}
@@ -101,6 +107,9 @@ func (l *Lab) FailCall(method, objectName string, fault types.BaseMethodFault, c
 
 // Delay makes every call of method wait d before it runs; 0 removes the delay.
 func (l *Lab) Delay(method string, d time.Duration) {
+	if l.simulatorOnly("Delay") {
+		return
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if d <= 0 {
@@ -113,6 +122,9 @@ func (l *Lab) Delay(method string, d time.Duration) {
 // Calls returns the SOAP calls seen since Start or ResetCalls, by method
 // name, from every session but the lab's own client.
 func (l *Lab) Calls() map[string]int {
+	if l.simulatorOnly("Calls") {
+		return map[string]int{}
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	out := make(map[string]int, len(l.calls))
@@ -124,6 +136,9 @@ func (l *Lab) Calls() map[string]int {
 
 // ResetCalls clears the call counts.
 func (l *Lab) ResetCalls() {
+	if l.simulatorOnly("ResetCalls") {
+		return
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.calls = map[string]int{}
@@ -151,6 +166,9 @@ func (l *Lab) Sessions(ctx context.Context) ([]string, error) {
 // TerminateSessions ends every session except the lab's own, as a vCenter
 // restart or a session timeout does.
 func (l *Lab) TerminateSessions(ctx context.Context) error {
+	if l.simulatorOnly("TerminateSessions") {
+		return ErrNotSimulated
+	}
 	keys, err := l.Sessions(ctx)
 	if err != nil || len(keys) == 0 {
 		return err
@@ -207,25 +225,40 @@ func (r *taskResponse) MarshalXML(e *xml.Encoder, start xml.StartElement) error 
 
 // SetPortMTU sets the MTU of a host's physical switch port (default 9000).
 func (l *Lab) SetPortMTU(hostName string, mtu int) {
+	if l.simulatorOnly("SetPortMTU") {
+		return
+	}
 	l.ext.fabric.setPortMTU(l.HostID(hostName), mtu)
 }
 
 // SetLinkMTU sets the MTU of the path between two hosts, e.g. one slow link.
 func (l *Lab) SetLinkMTU(hostA, hostB string, mtu int) {
+	if l.simulatorOnly("SetLinkMTU") {
+		return
+	}
 	l.ext.fabric.setLinkMTU(l.HostID(hostA), l.HostID(hostB), mtu)
 }
 
 // DropAll makes a host drop every packet (a dead NIC or cable), or not.
 func (l *Lab) DropAll(hostName string, drop bool) {
+	if l.simulatorOnly("DropAll") {
+		return
+	}
 	l.ext.fabric.setDead(l.HostID(hostName), drop)
 }
 
 // SetLostProbeDelay sets how long a lost ping takes to answer (the wait).
 func (l *Lab) SetLostProbeDelay(d time.Duration) {
+	if l.simulatorOnly("SetLostProbeDelay") {
+		return
+	}
 	l.ext.fabric.setLostDelay(d)
 }
 
 // Pings returns the pings answered so far.
 func (l *Lab) Pings() []Ping {
+	if l.simulatorOnly("Pings") {
+		return nil
+	}
 	return l.ext.fabric.history()
 }

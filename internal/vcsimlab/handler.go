@@ -21,6 +21,21 @@ var preHooks = map[string]func(*extension, *simulator.Context, *simulator.Method
 	"RetrieveProperties":           requireSession,
 	"RetrievePropertiesEx":         requireSession,
 	"ContinueRetrievePropertiesEx": requireSession,
+	// A cluster called as ComputeResource: compute.go.
+	"ReconfigureComputeResource_Task": resolveTarget,
+	"Destroy_Task":                    resolveTarget,
+	"Rename_Task":                     resolveTarget,
+	"Reload":                          resolveTarget,
+	"setCustomValue":                  resolveTarget,
+	// A VM's environment browser: environment.go.
+	"QueryConfigOption":           resolveVMBrowser,
+	"QueryConfigOptionEx":         resolveVMBrowser,
+	"QueryConfigOptionDescriptor": resolveVMBrowser,
+	"QueryConfigTarget":           resolveVMBrowser,
+	"QueryTargetCapabilities":     resolveVMBrowser,
+	// The swap placement of a new VM: vm.go.
+	"CreateVM_Task": requestSwapPlacement,
+	"CloneVM_Task":  requestSwapPlacement,
 }
 
 // requireSession refuses property reads without a session with the
@@ -87,10 +102,10 @@ func (x *extension) implements(ctx *simulator.Context, m *simulator.Method) bool
 	case "CreateDVS_Task":
 		_, ok := obj.(*simulator.Folder)
 		return ok
-	case "QueryDvsByUuid", "QueryAvailableDvsSpec":
+	case "QueryDvsByUuid", "QueryAvailableDvsSpec", "QueryDvsCompatibleHostSpec", "QueryCompatibleHostForNewDvs", "QueryCompatibleHostForExistingDvs":
 		_, ok := obj.(*simulator.DistributedVirtualSwitchManager)
 		return ok
-	case "ReconfigureDvs_Task", "EnableNetworkResourceManagement", "PerformDvsProductSpecOperation_Task", "CreateDVPortgroup_Task":
+	case "ReconfigureDvs_Task", "EnableNetworkResourceManagement", "PerformDvsProductSpecOperation_Task", "CreateDVPortgroup_Task", "FetchDVPorts":
 		_, ok := obj.(*simulator.DistributedVirtualSwitch)
 		return ok
 	case "ReconfigureDVPortgroup_Task":
@@ -119,6 +134,12 @@ func (x *extension) implements(ctx *simulator.Context, m *simulator.Method) bool
 	case "CreateVM_Task":
 		_, ok := obj.(*simulator.Folder)
 		return ok
+	case "RegisterVM_Task": // vm_register.go
+		_, ok := obj.(*simulator.Folder)
+		return ok
+	case "UnregisterVM": // vm_register.go
+		_, ok := obj.(*simulator.VirtualMachine)
+		return ok
 	case "PowerOnMultiVM_Task":
 		_, ok := obj.(*simulator.Datacenter)
 		return ok
@@ -127,7 +148,9 @@ func (x *extension) implements(ctx *simulator.Context, m *simulator.Method) bool
 		return ok
 	case "ExecuteSoap":
 		_, ok := obj.(*simulator.ManagedMethodExecuter)
-		return ok && isDiagCall(m.Body)
+		return ok && answersEsxcli(m.Body)
+	case "RetrieveProperties", "RetrievePropertiesEx", "CreateFilter":
+		return readsThroughSupertype(ctx, m)
 	}
 	return false
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
 )
 
@@ -34,6 +35,20 @@ var gpus = []gpu{
 	{id: "0000:3b:00.0", bus: 0x3b, device: 0x2330, name: "GH100 [H100 SXM5 80GB]", memKB: 80 << 20, enabled: true},
 	{id: "0000:5e:00.0", bus: 0x5e, device: 0x2330, name: "GH100 [H100 SXM5 80GB]", memKB: 80 << 20, enabled: true},
 	{id: "0000:af:00.0", bus: 0xaf, device: 0x20f1, name: "GA100 [A100 PCIe 40GB]", memKB: 40 << 20},
+}
+
+// newerGPUs are the GPUs of the last host with Options.NewerGPUHost,
+// instead of gpus: a host of a newer generation in the cluster, as when a
+// cluster grows by a node of the next HGX generation. Two NVIDIA H200 SXM,
+// device id 0x2335 (NVIDIA's gpu-admin-tools, gpu/devid_names.py: 0x2335
+// "H200"; named as the PCI ID Repository names 10de:2335), 141 GB each
+// (NVIDIA's H200 datasheet: 141 GB HBM3e), active for passthrough. Their
+// PCI addresses differ from every other lab host's GPUs and avoid the
+// buses of the lab's other devices; the addresses themselves are the lab's
+// choice (a server's slot layout decides them).
+var newerGPUs = []gpu{
+	{id: "0000:19:00.0", bus: 0x19, device: 0x2335, name: "GH100 [H200 SXM 141GB]", memKB: 141 << 20, enabled: true},
+	{id: "0000:9b:00.0", bus: 0x9b, device: 0x2335, name: "GH100 [H200 SXM 141GB]", memKB: 141 << 20, enabled: true},
 }
 
 // rdmaNIC is one RDMA-capable port of every lab host: a port of one
@@ -267,21 +282,7 @@ func addPVRDMAVmknic(i int, n *types.HostNetworkInfo) {
 }
 
 func pciDevices() []types.HostPciDevice {
-	var out []types.HostPciDevice
-	for _, g := range gpus {
-		out = append(out, types.HostPciDevice{
-			Id:              g.id,
-			ClassId:         0x0302, // 3D controller
-			Bus:             g.bus,
-			VendorId:        nvidia,
-			SubVendorId:     nvidia,
-			VendorName:      "NVIDIA Corporation",
-			DeviceId:        g.device,
-			SubDeviceId:     0x16c1,
-			DeviceName:      g.name,
-			DeviceClassName: "3D controller",
-		})
-	}
+	out := gpuDevices(gpus)
 	for _, n := range rdmaNICs {
 		out = append(out, types.HostPciDevice{
 			Id:              n.pci,
@@ -348,15 +349,7 @@ var tenGbENICs = []string{"0000:0b:00.0", "0000:13:00.0"}
 // VMCI, SVGA, PVSCSI) are left out: whether vmkctl reports such devices as
 // capable is not settled by any public source.
 func passthruInfo() []types.BaseHostPciPassthruInfo {
-	var out []types.BaseHostPciPassthruInfo
-	for _, g := range gpus {
-		out = append(out, &types.HostPciPassthruInfo{
-			Id:              g.id,
-			PassthruCapable: true,
-			PassthruEnabled: g.enabled,
-			PassthruActive:  g.enabled,
-		})
-	}
+	out := gpuPassthruInfo(gpus)
 	// The SR-IOV PFs (the ConnectX-6 Dx ports and the ConnectX-7 PFs) are
 	// HostSriovInfo, the subtype of HostPciPassthruInfo "about the state of
 	// SR-IOV device" (vSphere Web Services API 8.0): SR-IOV capable, off, no
@@ -482,8 +475,47 @@ func graphicsType(passthrough bool) string {
 }
 
 func graphicsInfo() []types.HostGraphicsInfo {
+	return gpuGraphicsInfo(gpus)
+}
+
+// gpuDevices are the GPUs gs as hardware.pciDevice lists them.
+func gpuDevices(gs []gpu) []types.HostPciDevice {
+	var out []types.HostPciDevice
+	for _, g := range gs {
+		out = append(out, types.HostPciDevice{
+			Id:              g.id,
+			ClassId:         0x0302, // 3D controller
+			Bus:             g.bus,
+			VendorId:        nvidia,
+			SubVendorId:     nvidia,
+			VendorName:      "NVIDIA Corporation",
+			DeviceId:        g.device,
+			SubDeviceId:     0x16c1,
+			DeviceName:      g.name,
+			DeviceClassName: "3D controller",
+		})
+	}
+	return out
+}
+
+// gpuPassthruInfo are the GPUs gs as pciPassthruInfo lists them.
+func gpuPassthruInfo(gs []gpu) []types.BaseHostPciPassthruInfo {
+	var out []types.BaseHostPciPassthruInfo
+	for _, g := range gs {
+		out = append(out, &types.HostPciPassthruInfo{
+			Id:              g.id,
+			PassthruCapable: true,
+			PassthruEnabled: g.enabled,
+			PassthruActive:  g.enabled,
+		})
+	}
+	return out
+}
+
+// gpuGraphicsInfo are the GPUs gs as config.graphicsInfo lists them.
+func gpuGraphicsInfo(gs []gpu) []types.HostGraphicsInfo {
 	var out []types.HostGraphicsInfo
-	for _, g := range gpus {
+	for _, g := range gs {
 		out = append(out, types.HostGraphicsInfo{
 			DeviceName:     g.name,
 			VendorName:     "NVIDIA Corporation",
@@ -493,4 +525,33 @@ func graphicsInfo() []types.HostGraphicsInfo {
 		})
 	}
 	return out
+}
+
+// useGPUs gives a prepared host (and its passthrough system ps) the GPUs
+// gs instead of the default ones: in hardware.pciDevice,
+// config.pciPassthruInfo, config.graphicsInfo and ps's pciPassthruInfo,
+// where the default GPUs were. Neither may be in use.
+func useGPUs(h *mo.HostSystem, ps *mo.HostPciPassthruSystem, gs []gpu) {
+	isDefault := func(id string) bool {
+		return slices.ContainsFunc(gpus, func(g gpu) bool { return g.id == id })
+	}
+	if h.Hardware != nil {
+		h.Hardware.PciDevice = replaceAll(h.Hardware.PciDevice, func(d types.HostPciDevice) bool { return isDefault(d.Id) }, gpuDevices(gs))
+	}
+	isDefaultInfo := func(p types.BaseHostPciPassthruInfo) bool { return isDefault(p.GetHostPciPassthruInfo().Id) }
+	if h.Config != nil {
+		h.Config.PciPassthruInfo = replaceAll(h.Config.PciPassthruInfo, isDefaultInfo, gpuPassthruInfo(gs))
+		h.Config.GraphicsInfo = replaceAll(h.Config.GraphicsInfo, func(g types.HostGraphicsInfo) bool { return isDefault(g.PciId) }, gpuGraphicsInfo(gs))
+	}
+	if ps != nil {
+		ps.PciPassthruInfo = replaceAll(ps.PciPassthruInfo, isDefaultInfo, gpuPassthruInfo(gs))
+	}
+}
+
+// replaceAll returns list without the elements old matches, with with
+// where the first of them was (at the start when none was).
+func replaceAll[T any](list []T, old func(T) bool, with []T) []T {
+	at := max(slices.IndexFunc(list, old), 0)
+	out := slices.DeleteFunc(slices.Clone(list), old)
+	return slices.Insert(out, min(at, len(out)), with...)
 }

@@ -2,6 +2,7 @@ package vcsimlab
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -32,22 +33,37 @@ func (l *Lab) prepareHosts(opts Options) error {
 	if cluster == nil {
 		return errors.New("vcsimlab: model has no cluster")
 	}
+	for i := range opts.HostVersions {
+		if i < 0 || i >= len(cluster.Host) {
+			return fmt.Errorf("vcsimlab: Options.HostVersions names host %d; the hosts are 0 to %d", i, len(cluster.Host)-1)
+		}
+	}
 	for i, hr := range cluster.Host {
 		h, ok := reg.Get(hr).(*simulator.HostSystem)
 		if !ok {
 			return fmt.Errorf("vcsimlab: %s is not a host", hr)
 		}
-		if err := l.prepareHost(i, h, !opts.HostsNeedReboot); err != nil {
+		if err := l.prepareHost(i, h, !opts.HostsNeedReboot, cmp.Or(opts.HostVersions[i], defaultESXi)); err != nil {
 			return err
 		}
+	}
+	if opts.NewerGPUHost {
+		// The last host is of a newer GPU generation: hardware.go's newerGPUs.
+		if len(cluster.Host) < 2 {
+			return errors.New("vcsimlab: Options.NewerGPUHost needs at least two hosts")
+		}
+		h, _ := reg.Get(cluster.Host[len(cluster.Host)-1]).(*simulator.HostSystem)
+		ps, _ := reg.Get(*h.ConfigManager.PciPassthruSystem).(*pciPassthruSystem)
+		useGPUs(&h.HostSystem, &ps.HostPciPassthruSystem, newerGPUs)
 	}
 	return nil
 }
 
 // prepareHost gives host i its own firewall, the PVRDMA advanced option,
-// a passthrough system, the lab's hardware and its network. rebind is the
-// host's capability.deviceRebindWithoutRebootSupported.
-func (l *Lab) prepareHost(i int, h *simulator.HostSystem, rebind bool) error {
+// a passthrough system, the lab's hardware, its network and its ESXi
+// version. rebind is the host's
+// capability.deviceRebindWithoutRebootSupported.
+func (l *Lab) prepareHost(i int, h *simulator.HostSystem, rebind bool, version string) error {
 	reg := l.model.Map()
 	ctx := newContext(reg)
 	if h.Config == nil || h.Config.Network == nil || h.Hardware == nil || h.ConfigManager.FirewallSystem == nil || h.ConfigManager.AdvancedOption == nil {
@@ -74,7 +90,9 @@ func (l *Lab) prepareHost(i int, h *simulator.HostSystem, rebind bool) error {
 	ps := newPciPassthruSystem(h)
 	reg.Put(ps)
 
+	var versionErr error
 	ctx.WithLock(h, func() {
+		versionErr = setHostVersion(h, version)
 		h.Config.Firewall = fwInfo
 		addNetwork(i, h.Config.Network)
 		// The hardware struct and its device slice are shared with the
@@ -95,7 +113,7 @@ func (l *Lab) prepareHost(i int, h *simulator.HostSystem, rebind bool) error {
 		psRef := ps.Self
 		h.ConfigManager.PciPassthruSystem = &psRef
 	})
-	return nil
+	return versionErr
 }
 
 // prepareFirewall gives the host's firewall system its own rulesets, with

@@ -22,6 +22,10 @@
 //     group "pvrdma-vmk" of vSwitch1 (MTU 9000, no uplink), with an address
 //     from 192.0.2.0/24 (TEST-NET-1, simulated only) unique to the host.
 //   - the advanced option Net.PVRDMAVmknic, set to "".
+//   - ESXi 8.0.3 (config.product, summary.config.product: build 24022510,
+//     API 8.0.3.0, product line embeddedEsx). Options.HostVersions gives
+//     hosts, by index, another release vCenter 8.0.3 manages (7.0.0 to
+//     8.0.3).
 //   - its own firewall rulesets, including "pvrdma" (TCP 28250-28761,
 //     inbound and outbound), disabled and open to all addresses.
 //   - GPUs: two NVIDIA H100 SXM5 80GB at 0000:3b:00.0 and 0000:5e:00.0,
@@ -55,6 +59,13 @@
 //     HostPciPassthruSystem's sriovDevicePoolInfo) until a switch has an
 //     uplink with SR-IOV active.
 //
+// With Options.NewerGPUHost the cluster's last host is of a newer GPU
+// generation: instead of the GPUs above it has two NVIDIA H200 SXM 141GB
+// (10de:2335, NVIDIA gpu-admin-tools devid_names; 141 GB HBM3e per NVIDIA's
+// datasheet) at 0000:19:00.0 and 0000:9b:00.0, active for passthrough
+// (lab-chosen addresses). It needs at least two hosts. Lab.GPUs still names
+// the other hosts' GPUs.
+//
 // Virtual machines, all powered off, placed on the hosts in turn:
 //   - Options.VMs "modern" VMs (default 2) named hpc-node-0, hpc-node-1, …:
 //     vmx-19, BIOS firmware, ubuntu64Guest, 4 vCPU, 8 GiB, one disk and one
@@ -82,6 +93,25 @@
 //     config.network.proxySwitch. Unknown or already claimed uplinks,
 //     members edited or removed without being members, and removing a host
 //     whose VMs use the switch are refused.
+//   - Switch versions accept hosts of their ESXi version or later.
+//     CreateDVS_Task and ReconfigureDvs_Task (hosts added), and
+//     PerformDvsProductSpecOperation_Task (members, on upgrade), refuse an
+//     older host with the call fault NotSupported. The switch manager's
+//     QueryDvsCompatibleHostSpec, QueryCompatibleHostForNewDvs and
+//     QueryCompatibleHostForExistingDvs answer by the same rule, and a
+//     switch publishes it in capability.compatibleHostComponentProductInfo
+//     (vSphere Web Services API; Ansible vmware_dvs_host).
+//   - Each member host has one uplink port per uplink name in the uplink
+//     port group, listed in config.host[].uplinkPortKey and in the host
+//     proxy switch's uplinkPort. Each NIC of the backing gets uplinkPortKey
+//     and uplinkPortgroupKey: the port the spec names, else its previous
+//     one, else the first free one. Changing the number of uplink names
+//     creates ports, or deletes unused ones and renames the rest; deleting a
+//     port in use fails with ResourceInUse. FetchDVPorts reports uplink
+//     ports with proxyHost, config.name and a pnic connectee, and applies
+//     the uplinkPort and host criteria (DVSNameArrayUplinkPortPolicy,
+//     DistributedVirtualSwitchHostMember,
+//     DistributedVirtualSwitchHostMemberPnicSpec).
 //   - EnableNetworkResourceManagement; PerformDvsProductSpecOperation_Task
 //     "upgrade" (never to an older or unsupported version); the switch
 //     manager's QueryDvsByUuid and QueryAvailableDvsSpec.
@@ -122,7 +152,10 @@
 //     VMs with a network adapter on them, kept as adapters are added,
 //     removed or re-backed and VMs created or destroyed.
 //   - QueryConfigOption(Ex) reports the PVRDMA device protocols per hardware
-//     version; QueryConfigTarget lists the passthrough-active devices and,
+//     version: none below vmx-13, PVRDMA with no protocol choice at vmx-13
+//     and vmx-20 and later, RoCE v1 and v2 (v2 the default) at vmx-14 to
+//     vmx-19 (the rule of Ansible's vmware_guest_network, the only public
+//     one; vm.go says what stays unverified); QueryConfigTarget lists the passthrough-active devices and,
 //     in sriov, the physical NICs with SR-IOV active, with the pool of
 //     their switch.
 //   - Per-host firewall rulesets with RefreshFirewall and UpdateRuleset;
@@ -155,9 +188,76 @@
 //     drop everything (DropAll). A don't-fragment ping bigger than the
 //     source vmknic's MTU fails with "Message too long"; one bigger than the
 //     path is lost after the wait (SetLostProbeDelay). Pings lists them.
+//   - vCenter's other endpoints beside /sdk: the vSphere Automation API
+//     (govmomi's vAPI simulator: /rest/com/vmware/cis/session, tagging,
+//     content libraries) and /api/session (vSphere Automation API, "Cis
+//     Session": POST with basic authentication answers 201 and the token,
+//     GET the session, DELETE 204; one set of sessions with /rest), and the
+//     storage policy service /pbm (govmomi's PBM simulator). Only the lab's
+//     user and password log in.
+//   - A reference through a supertype names the object, as on vCenter:
+//     ComputeResource:domain-cN is the cluster (vSphere Web Services API,
+//     ClusterComputeResource extends ComputeResource; HashiCorp's vSphere
+//     provider reads clusters so, computeresource.StandaloneFromID), for
+//     RetrieveProperties(Ex), CreateFilter and the methods of ComputeResource
+//     and ManagedEntity.
+//   - Every VM has its own environment browser (envbrowser-N for vm-N, as
+//     vCenter names them), removed with the VM, which answers as its
+//     compute resource's ("identical to the environment browser on the
+//     ComputeResource", VirtualMachine.environmentBrowser) except that
+//     QueryConfigOption(Ex) without key or host returns the VM's own
+//     hardware version (EnvironmentBrowser.QueryConfigOption; govc
+//     vm.option.info -vm, govmomi issue #2270).
+//   - config.swapPlacement ("inherit", "vmDirectory", "hostLocal";
+//     VirtualMachineConfigSpec/ConfigInfo.swapPlacement): "inherit" by
+//     default with capability.swapPlacementSupported true, set by
+//     ReconfigVM_Task (an unknown policy fails the task with
+//     InvalidArgument), CreateVM_Task and CloneVM_Task (a clone keeps its
+//     source's unless the spec sets it).
+//   - esxcli "network firewall ruleset" list and set (-r/--ruleset-id,
+//     -e/--enabled, -a/--allowed-all) and "network firewall ruleset
+//     allowedip" list, add and remove (-i/--ip-address), metadata and
+//     commands, through each host's managed method executer, on the host's
+//     own rulesets: a change made through esxcli or through
+//     HostFirewallSystem is seen through both (vSphere CLI Concepts and
+//     Examples, firewall procedure; ESXi's CLI metadata as pyvisdk's
+//     esxcli handlers record it). Lists answer Name/Enabled and
+//     Ruleset/AllowedIPAddresses ("All", or addresses then networks).
+//     ESXi's messages where public: "Already allowed all ip", "Already use
+//     allowed ip list" (--enabled is still applied), "Ip address already
+//     exist."; the lab's own plain messages otherwise.
+//   - UnregisterVM writes the VM's configuration into its .vmx (the lab's
+//     own encoding), and RegisterVM_Task of that .vmx brings the VM back
+//     under a new managed object id ("If you remove an object, for example,
+//     a virtual machine, from the inventory, and then put it back, the
+//     reference changes", vSphere API reference, ManagedObjectReference). It
+//     comes back with the configuration the .vmx holds: hardware version,
+//     devices with their keys, MACs and backings, extraConfig, firmware,
+//     CPU, memory, reservations, swap placement, and the BIOS UUID
+//     (uuid.bios: Broadcom KB 344089). It keeps its instance UUID unless
+//     another VM has it, then gets a new one (vCenter patches duplicates).
+//     Without a name it is named after the .vmx's display name
+//     (Folder.RegisterVM_Task). summary.config, the networks' vm lists and
+//     the hosts' graphicsInfo follow. A missing <name>.nvram or vmware.log
+//     beside the .vmx is created empty (ESXi recreates a missing NVRAM:
+//     Broadcom KB 317902). vcsim rebuilt the VM from the path alone (vmx-13,
+//     BIOS, 1 vCPU, 32 MB, default devices). Lab.ReregisterVM does both
+//     steps, as an administrator does after storage maintenance.
 //   - SearchIndex.FindByUuid and FindAllByUuid keep working after esxcli
 //     use (vcsim's panic on the executer it registers) and honour the
 //     datacenter scope.
+//
+// # An external vCenter
+//
+// Connect gives a Lab over an existing vCenter instead, for the acceptance
+// suite's external runs: a Target names the datacenter, cluster, hosts, VMs
+// and hardware the tests may use (RDMANICs, Vmknic and GPUs name the same
+// roles in the simulator), and the admin methods, plain vSphere calls,
+// work on it. What only the simulator can do (faults, delays, call counts,
+// the fabric, reboots, hosts removed, VMs created, cloned, upgraded or
+// destroyed) returns ErrNotSimulated or does nothing there, and Unavailable
+// lists the calls. Footprint describes what the provider's resources
+// change, to compare before and after a run.
 //
 // Options.Latency delays every call as a real vCenter's round trip would.
 // Tests inject faults and delays with FailTaskOnce, FailCall, Delay and
@@ -169,28 +269,32 @@
 // The files are layered, and a file uses only files of lower layers. At the
 // bottom, shared helpers and data: method.go (the methods' prologue, faults
 // and tasks), objects.go (helpers on inventory objects), hardware.go (the
-// hosts' hardware) and fabric.go (the network esxcli pings cross). Then
-// extension.go, the object the handlers hang on. Then the handlers, one file
-// per managed object: network.go, host.go, vm_sriov.go (SR-IOV adapters)
-// and vm.go on it, portgroup.go, dvs_members.go, ping.go, search.go, and
-// above them environment.go (on vm.go's hardware version rules and
-// vm_sriov.go's SR-IOV NICs), dvs.go (on dvs_members.go and portgroup.go)
-// and vswitch.go (on dvs_members.go). At the top the Lab's own methods,
-// which use one another: inventory.go builds the inventory, handler.go
-// routes calls and changes to the handlers, faults.go holds what tests
-// inject and observe, admin*.go the out-of-band changes (RebootHost among
-// them), and lab.go the Lab type, Start and Close.
+// hosts' hardware), fabric.go (the network esxcli pings cross), rest.go
+// (the REST and storage policy endpoints) and dvs_compat.go (switch
+// versions and hosts' ESXi versions, on method.go). Then extension.go, the
+// object the handlers hang on. Then the handlers, one file per managed
+// object: network.go, host.go, vm_sriov.go (SR-IOV adapters) and vm.go on
+// it, vm_register.go, portgroup.go, dvs_members.go, ping.go (the esxcli
+// executer) and esxcli_firewall.go on it and host.go, search.go and
+// compute.go (references through a supertype), and above them
+// environment.go (on vm.go's hardware version rules, vm_sriov.go's SR-IOV
+// NICs and compute.go), dvs.go (on dvs_members.go, dvs_compat.go and
+// portgroup.go) and vswitch.go (on dvs_members.go). At the top the Lab's
+// own methods, which use one another: inventory.go builds the inventory,
+// handler.go routes calls and changes to the handlers, faults.go holds what
+// tests inject and observe, admin*.go the out-of-band changes (RebootHost,
+// ReregisterVM and Esxcli among them), external.go the Lab over an external
+// vCenter, footprint.go what a run must leave as it found it, and lab.go the
+// Lab type, Start and Close.
 package vcsimlab
 
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha1"
 	"crypto/tls"
 	"encoding/hex"
 	"fmt"
 	"net/url"
-	"strings"
 	"sync"
 	"time"
 
@@ -214,6 +318,15 @@ type Options struct {
 	// capability.deviceRebindWithoutRebootSupported: passthrough and SR-IOV
 	// changes stay pending until RebootHost.
 	HostsNeedReboot bool
+	// NewerGPUHost makes the cluster's last host one of a newer GPU
+	// generation: two NVIDIA H200 at 0000:19:00.0 and 0000:9b:00.0 instead
+	// of the other hosts' GPUs (see hardware.go's newerGPUs). It needs at
+	// least two hosts.
+	NewerGPUHost bool
+	// HostVersions gives hosts, by index in HostNames order, another ESXi
+	// version than 8.0.3, e.g. {2: "7.0.3"}: a release vCenter 8.0.3
+	// manages, 7.0.0 to 8.0.3 (see dvs_compat.go).
+	HostVersions map[int]string
 	// Latency is added to every call but the lab's own, as the round trip
 	// to a real vCenter costs 10-50 ms where the lab answers in 1-2 ms.
 	// Benchmarks use it; tests count calls instead.
@@ -240,7 +353,10 @@ type Lab struct {
 	hosts                     []entry
 	vms                       []vmEntry
 
-	ext *extension // the lab's methods and the state they share
+	ext *extension // the lab's methods and the state they share; nil on a Target
+
+	// target is what Connect was given; nil for a simulated lab.
+	target *Target
 
 	mu         sync.Mutex
 	calls      map[string]int
@@ -248,6 +364,8 @@ type Lab struct {
 	latency    time.Duration
 	callFaults []*callFault
 	taskFaults []*taskFault
+	// unavailable lists simulator-only methods called on a Target.
+	unavailable []string
 
 	closeOnce sync.Once
 }
@@ -337,25 +455,20 @@ func (l *Lab) startServer(opts Options) error {
 	}
 	m.Map().Put(l.ext)
 	m.Map().AddHandler(l.ext)
+	m.Map().AddHandler(newVMSetup(m.Map())) // new VMs' browser and swap placement: environment.go
 	syncAllNetworkVMs(newContext(m.Map()))
 	m.Map().Handler = l.handle
 
 	m.Service.TLS = new(tls.Config)
 	m.Service.Listen = &url.URL{Host: opts.Listen, User: url.UserPassword(l.Username, l.Password)}
+	serveEndpoints(m.Service) // /rest, /api and /pbm beside /sdk: rest.go
 	l.server = m.Service.NewServer()
 
 	u := *l.server.URL
 	u.User = nil
 	l.URL = &u
 
-	cert := l.server.Certificate()
-	sum := sha1.Sum(cert.Raw)
-	hexSum := strings.ToUpper(hex.EncodeToString(sum[:]))
-	pairs := make([]string, 0, len(sum))
-	for i := 0; i < len(hexSum); i += 2 {
-		pairs = append(pairs, hexSum[i:i+2])
-	}
-	l.Thumbprint = strings.Join(pairs, ":")
+	l.Thumbprint = thumbprint(l.server.Certificate().Raw)
 
 	f, err := l.server.CertificateFile()
 	if err != nil {
@@ -405,6 +518,9 @@ func (l *Lab) NewClient(ctx context.Context) (*govmomi.Client, error) {
 // Close stops the server and removes the lab's files. It is idempotent.
 func (l *Lab) Close() {
 	l.closeOnce.Do(func() {
+		if l.client != nil && l.target != nil {
+			_ = l.client.Logout(context.Background())
+		}
 		if l.client != nil {
 			l.client.CloseIdleConnections()
 		}

@@ -34,12 +34,51 @@ import (
 // fails locally with the CLI fault "sendto() failed (Message too long)"; one
 // that fits there but not on the path is lost silently (Recieved 0), and
 // answers only after the wait.
+//
+// Settled, and not: vmkping prints "sendto() failed (Message too long)" for
+// each such packet, then 100% loss (public vmkping transcripts for jumbo
+// frame tests); through the API VMware's HMS client (VmkPing.java) reads an
+// esxcli fault whose detail holds the errMsg list, one message here. Whether
+// ESXi repeats it per packet, and whether it sits in faultMsg or errMsg, no
+// public source shows: the provider matches the text in either. interval
+// and wait are strings in the command's metadata (PowerCLI's signature) and
+// "in seconds"; whether ESXi takes fractions is unverified, so the provider
+// sends whole seconds.
 
+// The esxcli namespaces the lab answers itself on every host's managed
+// method executer (ExecuteSoap); vcsim answers the others. This file's
+// network.diag and those other files register. The executer's caller (govmomi's esx.Executor,
+// as govc host.esxcli uses it) first fetches a namespace's metadata
+// (vim.CLIInfo.FetchCLIInfo with typeName "vim.EsxCLI.<namespace>") to parse
+// the command line, then calls "vim.EsxCLI.<namespace>.<command>" with the
+// arguments named by the metadata's parameter names.
 const (
-	pingMethod    = "vim.EsxCLI.network.diag.ping"
 	cliInfoMethod = "vim.CLIInfo.FetchCLIInfo"
-	diagNamespace = "vim.EsxCLI.network.diag"
+	esxcliPrefix  = "vim.EsxCLI."
 )
+
+// esxcliCommand answers one esxcli command on the host of the executer.
+type esxcliCommand func(x *extension, ctx *simulator.Context, call soapCall) *soapResult
+
+// esxcliNamespace is a namespace the lab answers: its metadata and its
+// commands, by name.
+type esxcliNamespace struct {
+	info     func() *esx.CommandInfo
+	commands map[string]esxcliCommand
+}
+
+// esxcliNamespaces are the namespaces the lab answers, by name
+// ("network.diag"). Files register theirs at init, read-only afterwards.
+var esxcliNamespaces = map[string]esxcliNamespace{}
+
+// registerEsxcli adds a namespace the lab answers.
+func registerEsxcli(info func() *esx.CommandInfo, commands map[string]esxcliCommand) {
+	esxcliNamespaces[info().Name] = esxcliNamespace{info: info, commands: commands}
+}
+
+func init() {
+	registerEsxcli(diagInfo, map[string]esxcliCommand{"ping": (*extension).ping})
+}
 
 // soapCall is an ExecuteSoap request, read by reflection: its type lives in
 // a govmomi internal package.
@@ -49,7 +88,14 @@ type soapCall struct {
 	args   map[string][]string
 }
 
-func readSoapCall(body any) (soapCall, bool) {
+func readSoapCall(body any) (call soapCall, ok bool) {
+	// An argument that is not well-formed XML makes govmomi's decoder of
+	// argument values panic: such a call is not one the lab answers.
+	defer func() {
+		if recover() != nil {
+			call, ok = soapCall{}, false
+		}
+	}()
 	v := reflect.ValueOf(body)
 	if v.Kind() != reflect.Pointer || v.IsNil() {
 		return soapCall{}, false
@@ -59,7 +105,7 @@ func readSoapCall(body any) (soapCall, bool) {
 	if !method.IsValid() || !this.IsValid() || !args.IsValid() {
 		return soapCall{}, false
 	}
-	call := soapCall{method: method.String(), hostID: this.FieldByName("Value").String(), args: map[string][]string{}}
+	call = soapCall{method: method.String(), hostID: this.FieldByName("Value").String(), args: map[string][]string{}}
 	for i := 0; i < args.Len(); i++ {
 		a := args.Index(i)
 		name := a.FieldByName("Name").String()
@@ -70,13 +116,47 @@ func readSoapCall(body any) (soapCall, bool) {
 	return call, true
 }
 
-// isDiagCall reports whether an ExecuteSoap call is one the lab answers.
-func isDiagCall(body any) bool {
-	call, ok := readSoapCall(body)
-	if !ok {
-		return false
+// namespace is the lab's namespace the call fetches the metadata of, or
+// whose command it runs.
+func (call soapCall) namespace() (esxcliNamespace, bool) {
+	name := strings.TrimPrefix(first(call.args["typeName"]), esxcliPrefix)
+	if call.method != cliInfoMethod {
+		name = strings.TrimPrefix(call.method, esxcliPrefix)
+		name = name[:max(strings.LastIndex(name, "."), 0)]
 	}
-	return call.method == pingMethod || (call.method == cliInfoMethod && first(call.args["typeName"]) == diagNamespace)
+	ns, ok := esxcliNamespaces[name]
+	return ns, ok
+}
+
+// command is the lab's command the call runs, or nil. The command's name
+// is matched regardless of case: govmomi's executor sends it as typed
+// ("list"), older clients capitalized ("List", pyvisdk's handlers).
+func (call soapCall) command() esxcliCommand {
+	ns, ok := call.namespace()
+	if !ok || call.method == cliInfoMethod {
+		return nil
+	}
+	name := call.method[strings.LastIndex(call.method, ".")+1:]
+	for n, cmd := range ns.commands {
+		if strings.EqualFold(n, name) {
+			return cmd
+		}
+	}
+	return nil
+}
+
+// answersEsxcli reports whether an ExecuteSoap call is one the lab answers:
+// the metadata or a command of one of its namespaces.
+func answersEsxcli(body any) bool {
+	call, ok := readSoapCall(body)
+	switch {
+	case !ok:
+		return false
+	case call.method == cliInfoMethod:
+		_, ok := call.namespace()
+		return ok
+	}
+	return strings.HasPrefix(call.method, esxcliPrefix) && call.command() != nil
 }
 
 func first(v []string) string {
@@ -106,18 +186,19 @@ type soapFault struct {
 	FaultDetail string `xml:"faultDetail,omitempty"`
 }
 
-// ExecuteSoap answers the esxcli calls of network.diag: the namespace's
-// metadata and ping.
+// ExecuteSoap answers the esxcli calls of the lab's namespaces: their
+// metadata and their commands.
 func (x *extension) ExecuteSoap(ctx *simulator.Context, req any) soap.HasFault {
 	call, _ := readSoapCall(req)
 	if call.method == cliInfoMethod {
+		ns, _ := call.namespace()
 		var b bytes.Buffer
-		if err := xml.NewEncoder(&b).Encode(diagInfo()); err != nil {
+		if err := xml.NewEncoder(&b).Encode(ns.info()); err != nil {
 			return &executeSoapBody{Res: &executeSoapResponse{Returnval: &soapResult{Fault: &soapFault{FaultMsg: err.Error()}}}}
 		}
 		return &executeSoapBody{Res: &executeSoapResponse{Returnval: &soapResult{Response: b.String()}}}
 	}
-	return &executeSoapBody{Res: &executeSoapResponse{Returnval: x.ping(ctx, call)}}
+	return &executeSoapBody{Res: &executeSoapResponse{Returnval: call.command()(x, ctx, call)}}
 }
 
 // vnic is a vmknic's address and MTU.
@@ -220,6 +301,41 @@ func cliFault(msg string) *soapResult {
 	detail := `<obj xmlns="urn:vim25" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"><fault xsi:type="VimEsxCLICLIFault"><errMsg>` +
 		xmlText(msg) + `</errMsg></fault><localizedMessage></localizedMessage></obj>`
 	return &soapResult{Fault: &soapFault{FaultMsg: "EsxCLI.CLIFault.summary", FaultDetail: detail}}
+}
+
+// cliBoolean is a command's boolean answer ("set", "add" and "remove"
+// commands answer true), an xsd:boolean obj.
+func cliBoolean(v bool) *soapResult {
+	return &soapResult{Response: `<obj xmlns="urn:vim25" xmlns:xsd="http://www.w3.org/2001/XMLSchema" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xsi:type="xsd:boolean">` +
+		strconv.FormatBool(v) + `</obj>`}
+}
+
+// cliField is one field of a structure a command answers: a list field
+// (string[]) has any number of values.
+type cliField struct {
+	name   string
+	values []string
+}
+
+// cliList is a command's list answer: an ArrayOfDataObject whose objects
+// are of the type named kind ("VimEsxCLInetworkvmlistVM": "VimEsxCLI", the
+// command's namespace and name, the structure's name), each field an
+// element, a list field one element per value, as in ESXi's answers that
+// govmomi keeps as fixtures (cli/esx/fixtures/network_vm_list.xml).
+func cliList(kind string, objects [][]cliField) *soapResult {
+	var b strings.Builder
+	b.WriteString(`<obj xmlns="urn:vim25" xmlns:xsd="http://www.w3.org/2001/XMLSchema" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" versionId="5.0" xsi:type="ArrayOfDataObject">`)
+	for _, fields := range objects {
+		fmt.Fprintf(&b, "\n <DataObject xsi:type=%q>\n", kind)
+		for _, f := range fields {
+			for _, v := range f.values {
+				fmt.Fprintf(&b, "  <%s>%s</%s>\n", f.name, xmlText(v), f.name)
+			}
+		}
+		b.WriteString(" </DataObject>")
+	}
+	b.WriteString("\n</obj>")
+	return &soapResult{Response: b.String()}
 }
 
 // diagInfo is the metadata of the network.diag namespace: ping's parameters

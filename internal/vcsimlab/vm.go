@@ -1,6 +1,7 @@
 package vcsimlab
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strconv"
@@ -18,17 +19,36 @@ const (
 	rocev2 = string(types.VirtualVmxnet3VrdmaOptionDeviceProtocolsRocev2)
 )
 
-// vrdmaProtocols lists the PVRDMA device protocols a hardware version
-// offers: PVRDMA needs vmx-13, which has RoCE v1 only (vSphere 6.5); RoCE v2
-// came with vmx-14 (vSphere 6.7).
-func vrdmaProtocols(hw int) []string {
+// PVRDMA (VirtualVmxnet3Vrdma) needs hardware version 13 ("Virtual hardware
+// version 13 or later", vSphere Networking, "PVRDMA Support"), and its
+// deviceProtocol and the option's choice of it exist since vSphere API 6.7
+// (vSphere Web Services API, VirtualVmxnet3Vrdma.deviceProtocol,
+// VirtualVmxnet3VrdmaOption.deviceProtocol). Which hardware versions offer
+// the choice, no public reference lists; the one public rule is Ansible's
+// (community.vmware vmware_guest_network, PR #1579): a protocol is "only
+// used on the VM with hardware version >=14 and <= 19", rocev2 by default,
+// and none is sent at vmx-13 or vmx-20 and later. The lab follows it:
+// vmx-13 and vmx-20+ offer PVRDMA with no protocol choice (and refuse a
+// protocol, an assumption no source confirms), vmx-14 to vmx-19 offer RoCE
+// v1 and v2 with v2 the default. An adapter added without a protocol keeps
+// none, as vcsim stores it; what ESXi reports then is not documented.
+const (
+	minVrdmaVersion      = 13
+	firstVrdmaChoice     = 14
+	lastVrdmaChoice      = 19
+	vrdmaDefaultProtocol = rocev2
+)
+
+// vrdmaProtocols lists the PVRDMA device protocols a hardware version lets
+// a VM choose from, and whether it offers PVRDMA at all.
+func vrdmaProtocols(hw int) (protocols []string, offered bool) {
 	switch {
-	case hw < 13:
-		return nil
-	case hw == 13:
-		return []string{rocev1}
+	case hw < minVrdmaVersion:
+		return nil, false
+	case hw < firstVrdmaChoice || hw > lastVrdmaChoice:
+		return nil, true
 	default:
-		return []string{rocev1, rocev2}
+		return []string{rocev1, rocev2}, true
 	}
 }
 
@@ -55,6 +75,10 @@ func (x *extension) ReconfigVMTask(ctx *simulator.Context, req *types.ReconfigVM
 		}
 		if vm.Config != nil {
 			keepSriovBacking(vm, &req.Spec)
+			if p := req.Spec.SwapPlacement; p != "" && p != vm.Config.SwapPlacement {
+				// vcsim ignores spec.swapPlacement; vSphere keeps it.
+				ctx.Update(vm, []types.PropertyChange{{Name: "config.swapPlacement", Val: p}})
+			}
 		}
 		res = vm.ReconfigVMTask(ctx, req)
 	})
@@ -83,6 +107,10 @@ func checkReconfig(ctx *simulator.Context, vm *simulator.VirtualMachine, spec *t
 		if notOff != nil {
 			return notOff
 		}
+	}
+
+	if spec.SwapPlacement != "" && !validSwapPlacement(spec.SwapPlacement) {
+		return invalidArgument("configSpec.swapPlacement")
 	}
 
 	for i, change := range spec.DeviceChange {
@@ -116,7 +144,7 @@ func checkDeviceChange(ctx *simulator.Context, vm *simulator.VirtualMachine, i i
 		if addOrRemove && notOff != nil {
 			return notOff
 		}
-		if !remove && d.DeviceProtocol != "" && !slices.Contains(vrdmaProtocols(hw), d.DeviceProtocol) {
+		if protocols, _ := vrdmaProtocols(hw); !remove && d.DeviceProtocol != "" && !slices.Contains(protocols, d.DeviceProtocol) {
 			return invalidArgument(fmt.Sprintf("spec.deviceChange[%d].device.deviceProtocol", i))
 		}
 	case *types.VirtualPCIPassthrough:
@@ -251,4 +279,78 @@ func (x *extension) setGraphicsVM(ctx *simulator.Context, hostRef, vm types.Mana
 			ctx.Update(host, []types.PropertyChange{{Name: "config.graphicsInfo", Val: next}})
 		}
 	})
+}
+
+// Swap file placement (vSphere Web Services API): a VM's
+// config.swapPlacement (VirtualMachineConfigInfo.swapPlacement) is one of
+// "inherit", "vmDirectory" and "hostLocal"
+// (VirtualMachineConfigInfoSwapPlacementType), set by the swapPlacement of
+// the spec that creates or reconfigures it
+// (VirtualMachineConfigSpec.swapPlacement), and "inherit" by default when
+// the VM's capability swapPlacementSupported is true. The lab's VMs have
+// the capability: the spec's swapPlacement "may only be set if" it is true,
+// and HashiCorp's vSphere provider sets it on every VM it creates
+// (swap_placement_policy, default "inherit"). vcsim ignores the spec's
+// swapPlacement and leaves the capability false.
+
+// validSwapPlacement reports whether p is a swap placement policy.
+func validSwapPlacement(p string) bool {
+	return slices.Contains(types.VirtualMachineConfigInfoSwapPlacementType("").Strings(), p)
+}
+
+// swapPlacementKey is the key, in the context of a CreateVM_Task or
+// CloneVM_Task call, of the swap placement the new VM gets (see
+// requestSwapPlacement and initialSwapPlacement): vcsim creates the VM
+// with the call's context.
+type swapPlacementKey struct{}
+
+// requestSwapPlacement is the pre-hook of CreateVM_Task and CloneVM_Task:
+// it refuses an unknown policy, and passes the new VM's policy on to
+// initialSwapPlacement: the spec's, or for a clone without one the source
+// VM's (a clone has its source's configuration unless the spec changes
+// it).
+func requestSwapPlacement(_ *extension, ctx *simulator.Context, m *simulator.Method) types.BaseMethodFault {
+	var p, property string
+	switch req := m.Body.(type) {
+	case *types.CreateVM_Task:
+		p, property = req.Config.SwapPlacement, "config.swapPlacement"
+	case *types.CloneVM_Task:
+		if req.Spec.Config != nil {
+			p, property = req.Spec.Config.SwapPlacement, "spec.config.swapPlacement"
+		}
+		if vm, ok := ctx.Map.Get(m.This).(*simulator.VirtualMachine); ok && p == "" {
+			ctx.WithLock(vm, func() {
+				if vm.Config != nil {
+					p = vm.Config.SwapPlacement
+				}
+			})
+		}
+	}
+	switch {
+	case p == "":
+		return nil
+	case property != "" && !validSwapPlacement(p):
+		return &types.InvalidArgument{InvalidProperty: property}
+	}
+	if ctx.Context != nil {
+		ctx.Context = context.WithValue(ctx.Context, swapPlacementKey{}, p)
+	}
+	return nil
+}
+
+// initialSwapPlacement are the changes that give a VM vcsim has just
+// created its swap placement: the policy its creation asked for
+// (requestSwapPlacement), else "inherit".
+func initialSwapPlacement(ctx *simulator.Context, vm *mo.VirtualMachine) []types.PropertyChange {
+	changes := []types.PropertyChange{{Name: "capability.swapPlacementSupported", Val: true}}
+	if vm.Config == nil {
+		return changes
+	}
+	p := string(types.VirtualMachineConfigInfoSwapPlacementTypeInherit)
+	if ctx.Context != nil {
+		if v, ok := ctx.Value(swapPlacementKey{}).(string); ok && v != "" {
+			p = v
+		}
+	}
+	return append(changes, types.PropertyChange{Name: "config.swapPlacement", Val: p})
 }

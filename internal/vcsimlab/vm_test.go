@@ -185,10 +185,14 @@ func TestPVRDMAHardwareVersion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// vmx-13 offers RoCE v1 only.
-	wantFault(t, "rocev2 on vmx-13", l.tryAddVrdma("legacy-node", s, pg, "rocev2"), &types.InvalidArgument{})
-	if err := l.tryAddVrdma("legacy-node", s, pg, "rocev1"); err != nil {
-		t.Errorf("rocev1 on vmx-13: %v", err)
+	// vmx-13 offers no protocol choice: an adapter without one is added, one
+	// naming a protocol is refused.
+	wantFault(t, "rocev1 on vmx-13", l.tryAddVrdma("legacy-node", s, pg, "rocev1"), &types.InvalidArgument{})
+	if err := l.tryAddVrdma("legacy-node", s, pg, ""); err != nil {
+		t.Errorf("no protocol on vmx-13: %v", err)
+	}
+	if nic := l.vrdma("legacy-node"); nic == nil || nic.DeviceProtocol != "" {
+		t.Errorf("adapter on vmx-13: %+v, want one with no protocol", nic)
 	}
 }
 
@@ -289,4 +293,114 @@ func TestGraphicsInfoListsVMsUsingGPU(t *testing.T) {
 	if got := l.graphicsVMs(host, "0000:5e:00.0"); len(got) != 0 {
 		t.Errorf("graphicsInfo vm after destroy: %v", got)
 	}
+}
+
+// TestSwapPlacement: config.swapPlacement is "inherit" by default and
+// takes what ReconfigVM_Task, CreateVM_Task and CloneVM_Task ask for.
+func TestSwapPlacement(t *testing.T) {
+	t.Parallel()
+	l := newLab(t)
+	ctx := context.Background()
+	swap := func(name string) string {
+		t.Helper()
+		var vm mo.VirtualMachine
+		retrieve(t, l.Client(), vmRef(l.Lab, name), []string{"config.swapPlacement", "capability.swapPlacementSupported"}, &vm)
+		if !vm.Capability.SwapPlacementSupported {
+			t.Errorf("%s: capability.swapPlacementSupported false", name)
+		}
+		if vm.Config == nil {
+			return ""
+		}
+		return vm.Config.SwapPlacement
+	}
+	for _, name := range l.VMNames() {
+		if got := swap(name); got != "inherit" {
+			t.Errorf("%s: swapPlacement %q, want the default, inherit", name, got)
+		}
+	}
+
+	for _, p := range []string{"vmDirectory", "hostLocal", "inherit", "hostLocal"} {
+		if err := l.reconfig("hpc-node-0", types.VirtualMachineConfigSpec{SwapPlacement: p}); err != nil {
+			t.Fatalf("swapPlacement %s: %v", p, err)
+		}
+		if got := swap("hpc-node-0"); got != p {
+			t.Errorf("after ReconfigVM_Task to %s: %q", p, got)
+		}
+	}
+	// A spec without swapPlacement keeps it; an unknown policy is refused.
+	if err := l.reconfig("hpc-node-0", types.VirtualMachineConfigSpec{Annotation: "swap"}); err != nil {
+		t.Fatal(err)
+	}
+	wantFault(t, "unknown swapPlacement", l.reconfig("hpc-node-0", types.VirtualMachineConfigSpec{SwapPlacement: "elsewhere"}), &types.InvalidArgument{})
+	if got := swap("hpc-node-0"); got != "hostLocal" {
+		t.Errorf("after a spec without swapPlacement and a refused one: %q, want hostLocal", got)
+	}
+
+	// CreateVM_Task and CloneVM_Task.
+	folder, pool, _, err := l.vmPlacement(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := object.NewHostSystem(l.Client().Client, hostRef(l.Lab, 0))
+	create := func(name, p string) (types.ManagedObjectReference, error) {
+		task, err := folder.CreateVM(ctx, types.VirtualMachineConfigSpec{
+			Name: name, GuestId: "ubuntu64Guest", SwapPlacement: p,
+			Files: &types.VirtualMachineFileInfo{VmPathName: "[LocalDS_0]"},
+		}, pool, host)
+		if err != nil {
+			return types.ManagedObjectReference{}, err
+		}
+		info, err := task.WaitForResult(ctx)
+		if err != nil {
+			return types.ManagedObjectReference{}, err
+		}
+		return info.Result.(types.ManagedObjectReference), nil
+	}
+	clone := func(src types.ManagedObjectReference, name, p string) types.ManagedObjectReference {
+		t.Helper()
+		poolRef := pool.Reference()
+		spec := types.VirtualMachineCloneSpec{Location: types.VirtualMachineRelocateSpec{Pool: &poolRef}}
+		if p != "" {
+			spec.Config = &types.VirtualMachineConfigSpec{SwapPlacement: p}
+		}
+		task, err := object.NewVirtualMachine(l.Client().Client, src).Clone(ctx, folder, name, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := task.WaitForResult(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.Result.(types.ManagedObjectReference)
+	}
+	read := func(ref types.ManagedObjectReference) string {
+		t.Helper()
+		var vm mo.VirtualMachine
+		retrieve(t, l.Client(), ref, []string{"config.swapPlacement"}, &vm)
+		if vm.Config == nil {
+			return ""
+		}
+		return vm.Config.SwapPlacement
+	}
+	for _, p := range []string{"", "vmDirectory", "hostLocal"} {
+		ref, err := create("swap-"+p, p)
+		if err != nil {
+			t.Fatalf("CreateVM_Task with swapPlacement %q: %v", p, err)
+		}
+		want := p
+		if p == "" {
+			want = "inherit"
+		}
+		if got := read(ref); got != want {
+			t.Errorf("CreateVM_Task with swapPlacement %q: %q, want %s", p, got, want)
+		}
+		if got := read(clone(ref, "clone-"+p, "")); got != want {
+			t.Errorf("clone of a VM with %s: %q, want its source's", want, got)
+		}
+		if got := read(clone(ref, "clone-vmdir-"+p, "vmDirectory")); got != "vmDirectory" {
+			t.Errorf("clone with swapPlacement vmDirectory of a VM with %s: %q", want, got)
+		}
+	}
+	_, err = create("swap-bad", "elsewhere")
+	wantFault(t, "CreateVM_Task with an unknown swapPlacement", err, &types.InvalidArgument{})
 }

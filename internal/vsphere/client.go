@@ -68,7 +68,7 @@ type Client struct {
 	prefetch  prefetcher
 	names     nameIndexes
 	vmIDs     sync.Map // lower-case VM UUID -> types.ManagedObjectReference, see vmRef
-	protocols sync.Map // "<environment browser> <hardware version>" -> *protocolsRead, see pvrdmaProtocols
+	protocols sync.Map // hardware version ("vmx-19") -> *protocolsRead, see pvrdmaOption
 }
 
 // New returns a client that has not connected yet.

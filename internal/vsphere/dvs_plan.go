@@ -4,17 +4,22 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
 	"github.com/vmware/govmomi/vim25"
+	"github.com/vmware/govmomi/vim25/methods"
 	"github.com/vmware/govmomi/vim25/mo"
+	"github.com/vmware/govmomi/vim25/soap"
 	"github.com/vmware/govmomi/vim25/types"
 )
 
 // The plan-time rules of a PVRDMA switch: the version on offer, never a
-// downgrade, and for each joining host a NIC that exists, is free and (as a
-// warning) does RDMA with its link up.
+// downgrade, for each joining host a NIC that exists, is free and (as a
+// warning) does RDMA with its link up, and for each joining host, and each
+// member when the switch is upgraded, an ESXi version that can run the
+// switch's.
 
 // The findings of PlanDVSVersion and PlanDVSHosts.
 type (
@@ -53,6 +58,17 @@ type (
 	NICLinkDown struct {
 		NICChoice
 	}
+	// HostTooOld: the host's ESXi cannot run the planned switch version:
+	// vCenter accepts a host in a switch of its own ESXi version or later,
+	// and refuses the others when they join or when the switch is upgraded
+	// past them.
+	HostTooOld struct {
+		HostID, Host string
+		ESXi         string // the host's ESXi version, "7.0.3"
+		Version      string // the planned switch version
+		Newest       string // the newest switch version vCenter offers that the host can run; "" when none
+		Member       bool   // a member the switch's upgrade leaves behind, not a host joining
+	}
 )
 
 // NICChoice is a host's NIC named for a switch, with what the host offers
@@ -69,6 +85,7 @@ func (NICNotOnHost) finding()      {}
 func (NICInUse) finding()          {}
 func (NICWithoutRDMA) finding()    {}
 func (NICLinkDown) finding()       {}
+func (HostTooOld) finding()        {}
 
 // PlanDVSVersion checks a switch version against what vCenter offers and,
 // for an existing switch, against its current version. With want "" it
@@ -95,28 +112,241 @@ type DVSHostsChange struct {
 	SwitchUUID string    // the existing switch; "" for a new one
 	Current    []DVSHost // members as they are; only other members are checked
 	Planned    []DVSHost
+	// Version is the planned switch version; "" (not known yet) checks no
+	// host's ESXi version. CurrentVersion is the existing switch's, "" for
+	// a new one.
+	Version, CurrentVersion string
 }
 
 // PlanDVSHosts checks each host that joins the switch, or gives it another
 // NIC: the NIC exists, no other switch uses it, it does RDMA and has a link.
 // A member that stays as it is was checked when it joined; a refresh shows
-// any change to it.
+// any change to it. Then the ESXi version of each host that joins, and of
+// every member when the switch is upgraded (checkESXiVersions).
 func (c *Client) PlanDVSHosts(ctx context.Context, ch DVSHostsChange) []Finding {
 	ctx, cancel := c.withTimeout(ctx)
 	defer cancel()
 	var out []Finding
+	products := map[string]hostProduct{}
 	for _, h := range ch.Planned {
 		if slices.Contains(ch.Current, h) {
 			continue
 		}
-		host, err := c.Host(ctx, h.HostID)
+		host, product, err := c.planHost(ctx, h.HostID)
 		if err != nil {
 			out = append(out, HostNotChecked{HostID: h.HostID, Err: err})
 			continue
 		}
+		products[h.HostID] = product
 		out = append(out, planUplink(ch, h, host)...)
 	}
+	return append(out, c.checkESXiVersions(ctx, ch, products)...)
+}
+
+// planHost reads a host as the NIC check needs it (its NICs and the switches
+// that use them) with its name and ESXi product, in the one round trip the
+// check makes per host.
+func (c *Client) planHost(ctx context.Context, id string) (*Host, hostProduct, error) {
+	op := "reading host " + id
+	vc, err := c.vimClient(ctx)
+	if err != nil {
+		return nil, hostProduct{}, err
+	}
+	// A shared read, as Host's: no prefetch of every host for a plan.
+	objs, err := c.readShared(ctx, vc, types.PropertyFilterSpec{
+		ObjectSet: []types.ObjectSpec{{Obj: hostRef(id)}},
+		PropSet:   []types.PropertySpec{{Type: "HostSystem", PathSet: append(slices.Clone(hostProps), productProps...)}},
+	})
+	oc, ok := objs[hostRef(id)]
+	if errors.Is(translate(op, err), ErrNotFound) || (err == nil && !ok) {
+		return nil, hostProduct{}, objectNotFound(op, ObjectHost, id, "no host has id %s; host ids are managed object ids such as host-12", id)
+	}
+	if err != nil {
+		return nil, hostProduct{}, translate(op, err)
+	}
+	var h mo.HostSystem
+	if err := mo.LoadObjectContent([]types.ObjectContent{oc}, &h); err != nil {
+		return nil, hostProduct{}, translate(op, err)
+	}
+	return hostFromMO(&h, nil, nil), hostProduct{name: h.Name, about: h.Summary.Config.Product}, nil
+}
+
+// checkESXiVersions checks that each host that joins the switch, and every
+// member when the switch is upgraded, runs an ESXi version that can run the
+// planned switch version: one of the host products vCenter lists for it
+// (QueryDvsCompatibleHostSpec). The joining hosts' products come with the
+// NIC check's reads (read, by host); members are read in one round trip, on
+// an upgrade only; vCenter is asked once. Only a host that cannot run the
+// version costs more calls, to find the newest version it can. A joining
+// host that cannot be read has been reported by the NIC check.
+func (c *Client) checkESXiVersions(ctx context.Context, ch DVSHostsChange, read map[string]hostProduct) []Finding {
+	if ch.Version == "" {
+		return nil
+	}
+	current := map[string]bool{}
+	for _, h := range ch.Current {
+		current[h.HostID] = true
+	}
+	upgrade := ch.CurrentVersion != "" && CompareVersions(ch.Version, ch.CurrentVersion) > 0
+	var ids, unread []string
+	for _, h := range ch.Planned {
+		if (current[h.HostID] && !upgrade) || slices.Contains(ids, h.HostID) {
+			continue
+		}
+		ids = append(ids, h.HostID)
+		if _, ok := read[h.HostID]; !ok && current[h.HostID] {
+			unread = append(unread, h.HostID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	op := "checking the ESXi versions of the hosts of distributed switch " + ch.SwitchName
+	vc, err := c.vimClient(ctx)
+	if err != nil || vc.ServiceContent.DvSwitchManager == nil {
+		return nil // the other checks report the connection; a host needs vCenter anyway
+	}
+	products := maps.Clone(read)
+	var out []Finding
+	if len(unread) > 0 {
+		members, failed := c.hostProducts(ctx, vc, unread)
+		maps.Copy(products, members)
+		for _, id := range unread {
+			if err := failed[id]; err != nil {
+				out = append(out, HostNotChecked{HostID: id, Err: translate(op, err)})
+			}
+		}
+	}
+	accepted, err := compatibleHostSpecs(ctx, vc, ch.Version)
+	if err != nil {
+		for _, id := range ids {
+			if _, ok := products[id]; ok {
+				out = append(out, HostNotChecked{HostID: id, Err: translate(op, err)})
+			}
+		}
+		return out
+	}
+	newest := newestSwitchFinder(c, vc, ch.Version)
+	for _, id := range ids {
+		p, ok := products[id]
+		if !ok || p.about == nil || runsSwitch(accepted, *p.about) {
+			continue
+		}
+		out = append(out, HostTooOld{
+			HostID: id, Host: p.name, ESXi: p.about.Version, Version: ch.Version,
+			Newest: newest(ctx, *p.about), Member: current[id],
+		})
+	}
 	return out
+}
+
+// productProps is where a host reports its ESXi product.
+var productProps = []string{"summary.config.product"}
+
+// hostProduct is a host's name and ESXi product.
+type hostProduct struct {
+	name  string
+	about *types.AboutInfo
+}
+
+// hostProducts reads the name and product of hosts in one round trip; when
+// that fails (a host is gone), each alone, giving each failure its host.
+func (c *Client) hostProducts(ctx context.Context, vc *vim25.Client, ids []string) (map[string]hostProduct, map[string]error) {
+	props := append([]string{"name"}, productProps...)
+	spec := types.PropertyFilterSpec{PropSet: []types.PropertySpec{{Type: "HostSystem", PathSet: props}}}
+	for _, id := range ids {
+		spec.ObjectSet = append(spec.ObjectSet, types.ObjectSpec{Obj: hostRef(id)})
+	}
+	out, failed := map[string]hostProduct{}, map[string]error{}
+	load := func(id string, oc types.ObjectContent) {
+		var h mo.HostSystem
+		if err := mo.LoadObjectContent([]types.ObjectContent{oc}, &h); err != nil {
+			failed[id] = err
+			return
+		}
+		out[id] = hostProduct{name: h.Name, about: h.Summary.Config.Product}
+	}
+	if objs, err := c.readShared(ctx, vc, spec); err == nil {
+		for _, id := range ids {
+			if oc, ok := objs[hostRef(id)]; ok {
+				load(id, oc)
+			} else {
+				failed[id] = soap.WrapVimFault(&types.ManagedObjectNotFound{Obj: hostRef(id)})
+			}
+		}
+		return out, failed
+	}
+	for _, id := range ids {
+		var h mo.HostSystem
+		if err := c.readObject(ctx, vc, hostRef(id), props, &h); err != nil {
+			failed[id] = err
+			continue
+		}
+		out[id] = hostProduct{name: h.Name, about: h.Summary.Config.Product}
+	}
+	return out, failed
+}
+
+func hostRef(id string) types.ManagedObjectReference {
+	return types.ManagedObjectReference{Type: "HostSystem", Value: id}
+}
+
+// compatibleHostSpecs asks vCenter which host products a switch of version
+// can have as members.
+func compatibleHostSpecs(ctx context.Context, vc *vim25.Client, version string) ([]types.DistributedVirtualSwitchHostProductSpec, error) {
+	res, err := methods.QueryDvsCompatibleHostSpec(ctx, vc, &types.QueryDvsCompatibleHostSpec{
+		This: *vc.ServiceContent.DvSwitchManager, SwitchProductSpec: &types.DistributedVirtualSwitchProductSpec{Version: version},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res.Returnval, nil
+}
+
+// runsSwitch tells whether a host product is one of those a switch accepts:
+// of the same product line, and of the version listed or, when the list
+// names a version line ("8.0"), within it. The reference leaves open which of
+// the two vCenter lists.
+func runsSwitch(accepted []types.DistributedVirtualSwitchHostProductSpec, p types.AboutInfo) bool {
+	for _, a := range accepted {
+		if a.ProductLineId != "" && p.ProductLineId != "" && a.ProductLineId != p.ProductLineId {
+			continue
+		}
+		if a.Version == p.Version || strings.HasPrefix(p.Version, a.Version+".") {
+			return true
+		}
+	}
+	return false
+}
+
+// newestSwitchFinder returns a function that finds the newest switch version
+// vCenter offers, older than planned, that a host product can run, asking
+// vCenter once per version.
+func newestSwitchFinder(c *Client, vc *vim25.Client, planned string) func(context.Context, types.AboutInfo) string {
+	var versions []string
+	listed := false
+	accepted := map[string][]types.DistributedVirtualSwitchHostProductSpec{}
+	return func(ctx context.Context, p types.AboutInfo) string {
+		if !listed {
+			versions, _ = c.DVSVersions(ctx)
+			listed = true
+		}
+		for i := len(versions) - 1; i >= 0; i-- {
+			v := versions[i]
+			if CompareVersions(v, planned) >= 0 {
+				continue
+			}
+			specs, ok := accepted[v]
+			if !ok {
+				specs, _ = compatibleHostSpecs(ctx, vc, v)
+				accepted[v] = specs
+			}
+			if runsSwitch(specs, p) {
+				return v
+			}
+		}
+		return ""
+	}
 }
 
 func planUplink(ch DVSHostsChange, h DVSHost, host *Host) []Finding {

@@ -259,3 +259,125 @@ func TestPlanDVSDelete(t *testing.T) {
 		t.Fatalf("a switch that is gone: %#v, %v; want nothing to say", f, err)
 	}
 }
+
+// The ESXi check: a host joins only a switch of its ESXi version or older,
+// and a switch is upgraded only to a version all its members run; the
+// finding names the host, its ESXi and the newest version it can run. A plan
+// that changes no membership and no version asks vCenter nothing.
+func TestPlanDVSHostsChecksESXiVersions(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{HostVersions: map[int]string{2: "7.0.3"}})
+	ctx := context.Background()
+	c := labClient(lab)
+	spec := labDVSSpec(lab, "rdma")
+	old := lab.HostNames()[2]
+	oldID := lab.HostID(old)
+	tooOld := func(version, newest string, member bool) HostTooOld {
+		return HostTooOld{HostID: oldID, Host: old, ESXi: "7.0.3", Version: version, Newest: newest, Member: member}
+	}
+	versionFindings := func(ch DVSHostsChange) []Finding {
+		t.Helper()
+		var out []Finding
+		for _, f := range c.PlanDVSHosts(ctx, ch) {
+			switch f.(type) {
+			case HostTooOld, HostNotChecked:
+				out = append(out, f)
+			}
+		}
+		return out
+	}
+
+	// A new switch.
+	lab.ResetCalls()
+	got := versionFindings(DVSHostsChange{SwitchName: "rdma", Planned: spec.Hosts, Version: "8.0.3"})
+	if want := []Finding{tooOld("8.0.3", "7.0.3", false)}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("new switch 8.0.3: %#v, want %#v", got, want)
+	}
+	if got := versionFindings(DVSHostsChange{SwitchName: "rdma", Planned: spec.Hosts, Version: "7.0.3"}); len(got) != 0 {
+		t.Fatalf("new switch 7.0.3: %#v, want none", got)
+	}
+	lab.ResetCalls()
+	versionFindings(DVSHostsChange{SwitchName: "rdma", Planned: spec.Hosts, Version: "7.0.3"})
+	// The hosts' ESXi comes with the NIC check's one read per host.
+	if calls := lab.Calls(); calls["QueryDvsCompatibleHostSpec"] != 1 || calls["QueryAvailableDvsSpec"] != 0 || calls["RetrievePropertiesEx"] != len(spec.Hosts) {
+		t.Errorf("a passing check made %v; want the NIC check's reads and one query", calls)
+	}
+
+	// An existing switch at 7.0.3 with every host: no upgrade past the old one.
+	spec.Version = "7.0.3"
+	id, _, err := c.CreateDVS(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := c.DVS(ctx, id, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	upgrade := DVSHostsChange{SwitchName: "rdma", SwitchUUID: id.UUID, Current: d.Hosts, Planned: d.Hosts, CurrentVersion: "7.0.3", Version: "8.0.0"}
+	lab.ResetCalls()
+	if got, want := versionFindings(upgrade), []Finding{tooOld("8.0.0", "7.0.3", true)}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("upgrade to 8.0.0: %#v, want %#v", got, want)
+	}
+	// The members are read in one round trip.
+	if n := lab.Calls()["RetrievePropertiesEx"]; n != 1 {
+		t.Errorf("the upgrade's check read the members in %d calls, want 1", n)
+	}
+	lab.ResetCalls()
+	same := upgrade
+	same.Version = "7.0.3"
+	if got := versionFindings(same); len(got) != 0 || len(lab.Calls()) != 0 {
+		t.Fatalf("no change: %#v, calls %v; want nothing asked", got, lab.Calls())
+	}
+	if err := c.DeleteDVS(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+
+	// An existing switch at 8.0.3 without the old host: it cannot join.
+	spec.Version = "8.0.3"
+	spec.Hosts = slices.DeleteFunc(spec.Hosts, func(h DVSHost) bool { return h.HostID == oldID })
+	id, _, err = c.CreateDVS(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err = c.DVS(ctx, id, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	add := DVSHostsChange{SwitchName: "rdma", SwitchUUID: id.UUID, Current: d.Hosts, Planned: append(slices.Clone(d.Hosts), DVSHost{HostID: oldID, Vmnic: "vmnic4"}),
+		CurrentVersion: "8.0.3", Version: "8.0.3"}
+	if got, want := versionFindings(add), []Finding{tooOld("8.0.3", "7.0.3", false)}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("add the old host: %#v, want %#v", got, want)
+	}
+	// A host that does not exist is the NIC check's to report, once.
+	add.Planned = append(add.Planned[:len(add.Planned)-1], DVSHost{HostID: "host-99999", Vmnic: "vmnic4"})
+	if got := versionFindings(add); len(got) != 1 || !errors.Is(got[0].(HostNotChecked).Err, ErrNotFound) {
+		t.Fatalf("a missing host: %#v, want one HostNotChecked", got)
+	}
+}
+
+// Which host products a switch accepts: those listed, by version or by
+// version line.
+func TestRunsSwitch(t *testing.T) {
+	t.Parallel()
+	esxi := func(v string) types.AboutInfo { return types.AboutInfo{ProductLineId: "embeddedEsx", Version: v} }
+	spec := func(v string) types.DistributedVirtualSwitchHostProductSpec {
+		return types.DistributedVirtualSwitchHostProductSpec{ProductLineId: "embeddedEsx", Version: v}
+	}
+	for _, tc := range []struct {
+		accepted []types.DistributedVirtualSwitchHostProductSpec
+		host     types.AboutInfo
+		want     bool
+	}{
+		{[]types.DistributedVirtualSwitchHostProductSpec{spec("8.0.3")}, esxi("8.0.3"), true},
+		{[]types.DistributedVirtualSwitchHostProductSpec{spec("8.0.3")}, esxi("8.0.2"), false},
+		{[]types.DistributedVirtualSwitchHostProductSpec{spec("8.0")}, esxi("8.0.2"), true},
+		{[]types.DistributedVirtualSwitchHostProductSpec{spec("8.0")}, esxi("8.0"), true},
+		{[]types.DistributedVirtualSwitchHostProductSpec{spec("8.0")}, esxi("8.01.1"), false},
+		{[]types.DistributedVirtualSwitchHostProductSpec{{ProductLineId: "other", Version: "8.0.3"}}, esxi("8.0.3"), false},
+		{nil, esxi("8.0.3"), false},
+	} {
+		if got := runsSwitch(tc.accepted, tc.host); got != tc.want {
+			t.Errorf("runsSwitch(%v, %s) = %v, want %v", tc.accepted, tc.host.Version, got, tc.want)
+		}
+	}
+}

@@ -103,6 +103,10 @@ var (
 	vmUUIDPattern = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
 )
 
+// IsVMManagedObjectID reports whether a VM id is a managed object id
+// ("vm-42") rather than a BIOS UUID.
+func IsVMManagedObjectID(id string) bool { return moidPattern.MatchString(id) }
+
 // malformedVMID refuses an id that is neither a UUID nor a managed object
 // id before asking vCenter, so the message says what the id should be.
 func malformedVMID(op, id string) error {

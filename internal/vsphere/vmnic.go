@@ -36,7 +36,7 @@ type PVRDMANIC struct {
 	DeviceProtocol string
 	StartConnected bool
 	MAC            string
-	AdapterIndex   int // position among the VM's PVRDMA adapters by device key, from 0: the N in pvrdmaDevices/<world>_<N>
+	AdapterIndex   int // position among the VM's PVRDMA adapters by device key, from 0
 	MemoryLocked   bool
 }
 
@@ -44,7 +44,7 @@ type PVRDMANIC struct {
 type PVRDMANICChange struct {
 	VMID            string // UUID or managed object id, as given
 	PortGroupID     string
-	DeviceProtocol  string
+	DeviceProtocol  string // "" leaves the choice to vSphere
 	Key             int32  // the adapter's device key; 0 for a new adapter
 	ProtocolChange  bool   // an existing adapter changes protocol
 	MAC             string // a static MAC, new or changed; "" for none
@@ -63,6 +63,13 @@ type (
 		VM      string
 		Version int64
 		Offered []string
+		Wanted  string
+	}
+	// NoProtocolChoice: the VM's hardware version offers PVRDMA with no
+	// choice of protocol, so none can be asked for.
+	NoProtocolChoice struct {
+		VM      string
+		Version int64
 		Wanted  string
 	}
 	// StandardNetwork: the port group id names a standard network.
@@ -92,6 +99,7 @@ type (
 
 func (HardwareTooOld) finding()      {}
 func (ProtocolNotOffered) finding()  {}
+func (NoProtocolChoice) finding()    {}
 func (StandardNetwork) finding()     {}
 func (HostsNotOnSwitch) finding()    {}
 func (PVRDMAFirstAdapter) finding()  {}
@@ -102,7 +110,7 @@ func (MACInUse) finding()            {}
 type pvrdmaFacts struct {
 	vm              *mo.VirtualMachine
 	hardwareVersion int64
-	protocols       []string // what the VM's hardware version offers; nil when it offers no PVRDMA
+	protocols       pvrdmaProtocols // what the VM's hardware version offers
 	regularAdapters int
 	otherOnGroup    bool // another PVRDMA adapter of the VM uses the port group
 	network         string
@@ -124,8 +132,11 @@ func (c *Client) PlanPVRDMANIC(ctx context.Context, ch PVRDMANICChange) ([]Findi
 	switch {
 	case f.hardwareVersion < MinPVRDMAHardwareVersion:
 		out = append(out, HardwareTooOld{VM: vm, Version: f.hardwareVersion, Minimum: MinPVRDMAHardwareVersion})
-	case !slices.Contains(f.protocols, ch.DeviceProtocol):
-		out = append(out, ProtocolNotOffered{VM: vm, Version: f.hardwareVersion, Offered: f.protocols, Wanted: ch.DeviceProtocol})
+	case ch.DeviceProtocol == "":
+	case len(f.protocols.offered) == 0:
+		out = append(out, NoProtocolChoice{VM: vm, Version: f.hardwareVersion, Wanted: ch.DeviceProtocol})
+	case !slices.Contains(f.protocols.offered, ch.DeviceProtocol):
+		out = append(out, ProtocolNotOffered{VM: vm, Version: f.hardwareVersion, Offered: f.protocols.offered, Wanted: ch.DeviceProtocol})
 	}
 	switch {
 	case f.standard:
@@ -172,7 +183,7 @@ func (c *Client) pvrdmaFacts(ctx context.Context, ch PVRDMANICChange) (*pvrdmaFa
 		f.hardwareVersion = ParseHardwareVersion(vm.Config.Version)
 	}
 	if f.hardwareVersion >= MinPVRDMAHardwareVersion && vm.EnvironmentBrowser.Value != "" {
-		if f.protocols, err = c.pvrdmaProtocols(ctx, vc, vm.EnvironmentBrowser, vm.Config.Version); err != nil {
+		if f.protocols, err = c.pvrdmaOption(ctx, vc, vm.EnvironmentBrowser, vm.Config.Version); err != nil {
 			return nil, translate(op+": reading the VM's configuration options", err)
 		}
 	}
@@ -273,46 +284,79 @@ func (c *Client) readPortGroup(ctx context.Context, vc *vim25.Client, op, portGr
 	return out, nil
 }
 
-// pvrdmaProtocols reads the device protocols the VM's hardware version
-// offers for PVRDMA adapters from its config option, never from a table,
-// once per environment browser (a cluster's) and hardware version per
-// client (one Terraform command): concurrent plans of one cluster's VMs
-// wait for the first read. A failed read is not kept.
-func (c *Client) pvrdmaProtocols(ctx context.Context, vc *vim25.Client, browser types.ManagedObjectReference, version string) ([]string, error) {
-	key := browser.Value + " " + version
-	v, _ := c.protocols.LoadOrStore(key, &protocolsRead{})
+// PVRDMAProtocolChoice reports whether the VM's hardware version lets an
+// adapter choose its protocol. Where it offers PVRDMA without a choice, an
+// adapter asks for none and vSphere gives it the hardware version's own;
+// below PVRDMA's hardware version the question does not arise (true).
+func (c *Client) PVRDMAProtocolChoice(ctx context.Context, vmID string) (bool, error) {
+	op := "reading the PVRDMA protocols of virtual machine " + vmID
+	ctx, cancel := c.withTimeout(ctx)
+	defer cancel()
+	vc, err := c.vimClient(ctx)
+	if err != nil {
+		return false, err
+	}
+	vm, err := c.readVMProps(ctx, vc, op, vmID, []string{"config.version", "environmentBrowser"})
+	if err != nil {
+		return false, err
+	}
+	if vm.Config == nil || ParseHardwareVersion(vm.Config.Version) < MinPVRDMAHardwareVersion || vm.EnvironmentBrowser.Value == "" {
+		return true, nil
+	}
+	p, err := c.pvrdmaOption(ctx, vc, vm.EnvironmentBrowser, vm.Config.Version)
+	if err != nil {
+		return false, translate(op, err)
+	}
+	return len(p.offered) > 0, nil
+}
+
+// pvrdmaOption reads the device protocols the VM's hardware version offers
+// for PVRDMA adapters from its config option, never from a table, once per
+// hardware version per client (one Terraform command): a hardware version's
+// config option is the same from every browser that offers it (a VM's own
+// browser answers as its compute resource's, vSphere Web Services API,
+// VirtualMachine.environmentBrowser), and concurrent plans wait for the
+// first read. A failed read is not kept.
+func (c *Client) pvrdmaOption(ctx context.Context, vc *vim25.Client, browser types.ManagedObjectReference, version string) (pvrdmaProtocols, error) {
+	v, _ := c.protocols.LoadOrStore(version, &protocolsRead{})
 	r := v.(*protocolsRead)
 	r.once.Do(func() { r.protocols, r.err = configOptionProtocols(ctx, vc, browser, version) })
 	if r.err != nil {
-		c.protocols.CompareAndDelete(key, r)
+		c.protocols.CompareAndDelete(version, r)
 	}
 	return r.protocols, r.err
+}
+
+// pvrdmaProtocols is the PVRDMA protocol choice of a config option: none at
+// hardware versions that offer PVRDMA without a choice (public sources say
+// vmx-13 and vmx-20 and later; see internal/vcsimlab).
+type pvrdmaProtocols struct {
+	offered []string
 }
 
 // protocolsRead is one read of a config option's PVRDMA protocols.
 type protocolsRead struct {
 	once      sync.Once
-	protocols []string
+	protocols pvrdmaProtocols
 	err       error
 }
 
-func configOptionProtocols(ctx context.Context, vc *vim25.Client, browser types.ManagedObjectReference, version string) ([]string, error) {
+func configOptionProtocols(ctx context.Context, vc *vim25.Client, browser types.ManagedObjectReference, version string) (pvrdmaProtocols, error) {
+	var out pvrdmaProtocols
 	opt, err := object.NewEnvironmentBrowser(vc, browser).QueryConfigOption(ctx, &types.EnvironmentBrowserConfigOptionQuerySpec{Key: version})
 	if err != nil || opt == nil {
-		return nil, err
+		return out, err
 	}
 	for _, d := range opt.HardwareOptions.VirtualDeviceOption {
 		o, ok := d.(*types.VirtualVmxnet3VrdmaOption)
 		if !ok || o.DeviceProtocol == nil {
 			continue
 		}
-		var protocols []string
 		for _, e := range o.DeviceProtocol.ChoiceInfo {
-			protocols = append(protocols, e.GetElementDescription().Key)
+			out.offered = append(out.offered, e.GetElementDescription().Key)
 		}
-		return protocols, nil
 	}
-	return nil, nil
+	return out, nil
 }
 
 // PVRDMANIC reads one adapter of a VM by device key, in one round trip.
@@ -414,7 +458,9 @@ func (c *Client) UpdatePVRDMANIC(ctx context.Context, vmID string, key int32, sp
 		}
 		card := dev.GetVirtualEthernetCard()
 		card.Backing = nic.Backing
-		dev.DeviceProtocol = spec.DeviceProtocol
+		if spec.DeviceProtocol != "" { // none where the VM offers no choice
+			dev.DeviceProtocol = spec.DeviceProtocol
+		}
 		if card.Connectable == nil {
 			card.Connectable = &types.VirtualDeviceConnectInfo{AllowGuestControl: true}
 		}

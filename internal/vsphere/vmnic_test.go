@@ -3,6 +3,7 @@ package vsphere
 import (
 	"context"
 	"errors"
+	"reflect"
 	"slices"
 	"sync"
 	"testing"
@@ -75,6 +76,41 @@ func TestPlanPVRDMANIC(t *testing.T) {
 	}
 	if _, err := c.PlanPVRDMANIC(ctx, PVRDMANICChange{VMID: vm.MOID, PortGroupID: "dvportgroup-99999", DeviceProtocol: "rocev2"}); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("missing port group: %v", err)
+	}
+	// Protocols come from the VM's config option: vmx-19 offers a choice;
+	// vmx-13 offers none, so an adapter asks for none and one that names a
+	// protocol is refused.
+	protocolPlan := func(vmID, protocol string) []Finding {
+		t.Helper()
+		f, err := c.PlanPVRDMANIC(ctx, PVRDMANICChange{VMID: vmID, PortGroupID: pg, DeviceProtocol: protocol})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	choice := func(vmID string) bool {
+		t.Helper()
+		ok, err := c.PVRDMAProtocolChoice(ctx, vmID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	if f := protocolPlan(vm.MOID, "rocev2"); !choice(vm.MOID) || len(f) != 0 {
+		t.Errorf("vmx-19 with rocev2: %#v (choice %v), want a choice and no finding", f, choice(vm.MOID))
+	}
+	if f := protocolPlan(vm.MOID, "rocev3"); len(f) != 1 || !reflect.DeepEqual(f[0],
+		ProtocolNotOffered{VM: label("hpc-node-0", vm.MOID), Version: 19, Offered: []string{"rocev1", "rocev2"}, Wanted: "rocev3"}) {
+		t.Errorf("vmx-19 asked for rocev3: %#v, want ProtocolNotOffered", f)
+	}
+	if err := lab.UpgradeVMHardware(ctx, "legacy-node", 13); err != nil {
+		t.Fatal(err)
+	}
+	if f := protocolPlan(legacy, ""); choice(legacy) || len(f) != 0 {
+		t.Errorf("vmx-13 without a protocol: %#v (choice %v), want no choice and no finding", f, choice(legacy))
+	}
+	if f := protocolPlan(legacy, "rocev1"); !slices.Contains(f, Finding(NoProtocolChoice{VM: label("legacy-node", legacy), Version: 13, Wanted: "rocev1"})) {
+		t.Errorf("vmx-13 asked for rocev1: %#v, want NoProtocolChoice", f)
 	}
 }
 

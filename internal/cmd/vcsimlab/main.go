@@ -141,8 +141,14 @@ func callReport(calls map[string]int) string {
 }
 
 // exports are shell export lines for the vSphere provider, this provider's
-// lab-specific tests and govc.
+// lab-specific tests, its acceptance suite's external runs and govc.
 func exports(lab *vcsimlab.Lab) string {
+	var nodes []string // the "modern" VMs, the ones an external run may use
+	for _, vm := range lab.VMNames() {
+		if strings.HasPrefix(vm, "hpc-node-") {
+			nodes = append(nodes, vm)
+		}
+	}
 	vars := [][2]string{
 		{"VSPHERE_SERVER", lab.URL.Host},
 		{"VSPHERE_USER", lab.Username},
@@ -151,6 +157,15 @@ func exports(lab *vcsimlab.Lab) string {
 		{"VSPHERE_LAB_DATACENTER", lab.DatacenterName()},
 		{"VSPHERE_LAB_CLUSTER", lab.ClusterName()},
 		{"VSPHERE_LAB_HOSTS", strings.Join(lab.HostNames(), ",")},
+		// make testacc-external runs against the lab as against a vCenter
+		// that lends it these.
+		{"VSPHERE_TEST_DATACENTER", lab.DatacenterName()},
+		{"VSPHERE_TEST_CLUSTER", lab.ClusterName()},
+		{"VSPHERE_TEST_HOSTS", strings.Join(lab.HostNames(), ",")},
+		{"VSPHERE_TEST_VMS", strings.Join(nodes, ",")},
+		{"VSPHERE_TEST_RDMA_NICS", strings.Join(lab.RDMANICs(), ",")},
+		{"VSPHERE_TEST_VMKNIC", lab.Vmknic()},
+		{"VSPHERE_TEST_GPUS", strings.Join(lab.GPUs(), ",")},
 		{"GOVC_URL", lab.URL.String()},
 		{"GOVC_USERNAME", lab.Username},
 		{"GOVC_PASSWORD", lab.Password},

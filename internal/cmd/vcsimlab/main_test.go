@@ -13,7 +13,10 @@ import (
 	"time"
 
 	"github.com/vmware/govmomi/find"
+	"github.com/vmware/govmomi/pbm"
+	pbmtypes "github.com/vmware/govmomi/pbm/types"
 	"github.com/vmware/govmomi/session"
+	"github.com/vmware/govmomi/vapi/rest"
 	"github.com/vmware/govmomi/vim25"
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/soap"
@@ -69,6 +72,15 @@ func TestRunWritesEnvFileAndServes(t *testing.T) {
 	if env["VSPHERE_LAB_HOSTS"] != "DC0_C0_H0,DC0_C0_H1" || env["VSPHERE_LAB_DATACENTER"] != "DC0" || env["VSPHERE_PASSWORD"] != "it's secret" {
 		t.Errorf("env = %v", env)
 	}
+	for name, want := range map[string]string{
+		"VSPHERE_TEST_DATACENTER": "DC0", "VSPHERE_TEST_CLUSTER": "DC0_C0", "VSPHERE_TEST_HOSTS": "DC0_C0_H0,DC0_C0_H1",
+		"VSPHERE_TEST_VMS": "hpc-node-0,hpc-node-1,hpc-node-2", "VSPHERE_TEST_RDMA_NICS": "vmnic4,vmnic5",
+		"VSPHERE_TEST_VMKNIC": "vmk1", "VSPHERE_TEST_GPUS": "0000:3b:00.0,0000:5e:00.0",
+	} {
+		if env[name] != want {
+			t.Errorf("%s = %q, want %q", name, env[name], want)
+		}
+	}
 	if info, err := os.Stat(envFile); err != nil || info.Mode().Perm() != 0o600 {
 		t.Errorf("env file mode: %v %v, want 0600", info, err)
 	}
@@ -99,6 +111,17 @@ func TestRunWritesEnvFileAndServes(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "2 SOAP calls: Login=1 RetrieveServiceContent=1") {
 		t.Errorf("call report: %s, want the login and service content", stderr.String())
+	}
+
+	// The vSphere provider's other endpoints take the same credentials: the
+	// vSphere Automation API's session and the storage policy service.
+	if err := rest.NewClient(vc).Login(ctx, url.UserPassword(env["VSPHERE_USER"], env["VSPHERE_PASSWORD"])); err != nil {
+		t.Errorf("REST login with the exported credentials: %v", err)
+	}
+	if pc, err := pbm.NewClient(ctx, vc); err != nil {
+		t.Errorf("storage policy service: %v", err)
+	} else if ids, err := pc.QueryProfile(ctx, pbmtypes.PbmProfileResourceType{ResourceType: "STORAGE"}, ""); err != nil || len(ids) == 0 {
+		t.Errorf("storage policies: %v, %v", ids, err)
 	}
 
 	// -hosts-need-reboot: hosts say they apply passthrough changes only at a reboot.
