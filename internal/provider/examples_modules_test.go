@@ -326,6 +326,7 @@ output "node" {
 	d.copyModule("gpu-node")
 	d.run("get")
 	vmVar, pgVar := "-var=virtual_machine_id="+lab.VMUUID(vm), "-var=port_group_id="+portGroup
+	d.vars = []string{vmVar, pgVar}
 	d.run("apply", "-auto-approve", "-input=false", vmVar, pgVar)
 	var node struct {
 		MAC        string  `json:"pvrdma_mac_address"`

@@ -53,6 +53,7 @@ type tfDir struct {
 	dir       string
 	terraform string
 	env       []string
+	vars      []string // -var arguments the configuration needs, for the cleanup's destroy
 }
 
 // newTFDir makes a working directory with the given files (name -> content)
@@ -88,10 +89,11 @@ func newTFDir(t *testing.T, lab *vcsimlab.Lab, files map[string]string) *tfDir {
 		// A failed test must not leave what it made on a vCenter that
 		// outlives it.
 		t.Cleanup(func() {
-			if _, err := os.Stat(filepath.Join(d.dir, "terraform.tfstate")); err == nil {
-				if out, err := d.try("destroy", "-auto-approve", "-input=false"); err != nil {
-					t.Errorf("terraform destroy after the test: %v\n%s", err, out)
-				}
+			if _, err := os.Stat(filepath.Join(d.dir, "terraform.tfstate")); err != nil {
+				return
+			}
+			if out, err := d.try(append([]string{"destroy", "-auto-approve", "-input=false"}, d.vars...)...); err != nil {
+				t.Errorf("terraform destroy after the test: %v\n%s", err, out)
 			}
 		})
 	}
