@@ -36,7 +36,7 @@ var externalEnv = []struct{ name, what string }{
 	{"VSPHERE_TEST_DATACENTER", "the datacenter"},
 	{"VSPHERE_TEST_CLUSTER", "the cluster of the hosts"},
 	{"VSPHERE_TEST_HOSTS", "comma-separated host names (3 for every test to run)"},
-	{"VSPHERE_TEST_VMS", "comma-separated names of powered-off VMs, hardware version 14 or later, on those hosts (2 for every test to run)"},
+	{"VSPHERE_TEST_VMS", "comma-separated names of powered-off VMs, hardware version 14 to 19, on those hosts (2 for every test to run)"},
 	{"VSPHERE_TEST_RDMA_NICS", "two comma-separated vmnics with RDMA that no switch uses, the same on every host"},
 	{"VSPHERE_TEST_VMKNIC", "the vmknic each host uses for PVRDMA"},
 	{"VSPHERE_TEST_GPUS", "comma-separated PCI ids of two GPUs active for passthrough on every host"},

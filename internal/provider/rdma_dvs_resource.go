@@ -343,6 +343,11 @@ func (r *rdmaDVSResource) checkVersion(ctx context.Context, req resource.ModifyP
 	if state != nil && (plan.Version.IsUnknown() || plan.Version.Equal(state.Version)) {
 		return state.Version.ValueString() // unchanged: nothing to ask vCenter
 	}
+	var configured types.String
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("version"), &configured)...)
+	if configured.IsUnknown() {
+		return "" // known at apply only: checked then
+	}
 	var current string
 	if state != nil {
 		current = state.Version.ValueString()
@@ -357,11 +362,6 @@ func (r *rdmaDVSResource) checkVersion(ctx context.Context, req resource.ModifyP
 		if plan.Version.IsUnknown() && version != "" {
 			// A new switch without a version gets vCenter's newest, shown in the plan.
 			resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("version"), version)...)
-		}
-		var configured types.String
-		resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("version"), &configured)...)
-		if configured.IsUnknown() {
-			return "" // known at apply only
 		}
 		return version
 	case vsphere.VersionNotOffered:

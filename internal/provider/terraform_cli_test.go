@@ -84,6 +84,9 @@ func newTFDir(t *testing.T, lab *vcsimlab.Lab, files map[string]string) *tfDir {
 		"VSPHERE_SERVER="+lab.URL.Host, "VSPHERE_USER="+lab.Username, "VSPHERE_PASSWORD="+lab.Password,
 		"VSPHERE_CA_FILE="+lab.CertFile,
 	)}
+	if lab.CertFile == "" { // an external vCenter whose certificate is not verified
+		d.env = append(d.env, "VSPHERE_ALLOW_UNVERIFIED_SSL=true")
+	}
 	d.write(files)
 	if !lab.Simulated() {
 		// A failed test must not leave what it made on a vCenter that

@@ -48,11 +48,17 @@ func readVM[T any](ctx context.Context, p privateState, configured string, resou
 			continue
 		}
 		tried = append(tried, vmID)
-		if got, err = read(vmID); !errors.Is(err, vsphere.ErrNotFound) {
-			break
+		if got, err = read(vmID); !vmNotFound(err) {
+			break // found, or the VM is there and what is missing is its device
 		}
 	}
 	return got, err
+}
+
+// vmNotFound reports whether err says the VM itself is missing.
+func vmNotFound(err error) bool {
+	var e *vsphere.Error
+	return errors.Is(err, vsphere.ErrNotFound) && errors.As(err, &e) && e.Object == vsphere.ObjectVirtualMachine
 }
 
 // followVM is virtual_machine_id after a read found the VM: a managed

@@ -229,7 +229,10 @@ func (r *vmPVRDMANICResource) planProtocolChoice(ctx context.Context, plan vmPVR
 	}
 	choice, err := r.client.PVRDMAProtocolChoice(ctx, plan.VirtualMachineID.ValueString())
 	if err != nil {
-		return plan.DeviceProtocol // the checks below report a VM that cannot be read
+		if !errors.Is(err, vsphere.ErrNotFound) { // a missing VM: the checks below name the argument
+			resp.Diagnostics.Append(vsphereErrorDiag("Cannot read the PVRDMA protocols of virtual machine "+plan.VirtualMachineID.ValueString(), err))
+		}
+		return plan.DeviceProtocol
 	}
 	protocol := types.StringUnknown()
 	switch {
@@ -421,7 +424,7 @@ func (r *vmPVRDMANICResource) Update(ctx context.Context, req resource.UpdateReq
 	}
 	vmID := vmRef(ctx, req.Private, state.VirtualMachineID.ValueString(), &resp.Diagnostics)
 	key := int32(state.DeviceKey.ValueInt64())
-	needsOff := !plan.DeviceProtocol.Equal(state.DeviceProtocol)
+	needsOff := !plan.DeviceProtocol.IsUnknown() && !plan.DeviceProtocol.Equal(state.DeviceProtocol)
 	// Only a MAC in the configuration is set; one vSphere generated stays so.
 	var configMAC types.String
 	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("mac_address"), &configMAC)...)

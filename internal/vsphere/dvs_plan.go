@@ -303,16 +303,17 @@ func compatibleHostSpecs(ctx context.Context, vc *vim25.Client, version string) 
 	return res.Returnval, nil
 }
 
-// runsSwitch tells whether a host product is one of those a switch accepts:
-// of the same product line, and of the version listed or, when the list
-// names a version line ("8.0"), within it. The reference leaves open which of
-// the two vCenter lists.
+// runsSwitch tells whether a host product can join a switch that accepts
+// the listed products: of the same product line, and of a listed version or
+// later, as a switch takes hosts of its own version or later. The reference
+// leaves open whether vCenter lists each release ("7.0.3") or version lines
+// ("7.0"); a host at or above any listed one runs the switch either way.
 func runsSwitch(accepted []types.DistributedVirtualSwitchHostProductSpec, p types.AboutInfo) bool {
 	for _, a := range accepted {
 		if a.ProductLineId != "" && p.ProductLineId != "" && a.ProductLineId != p.ProductLineId {
 			continue
 		}
-		if a.Version == p.Version || strings.HasPrefix(p.Version, a.Version+".") {
+		if a.Version != "" && CompareVersions(p.Version, a.Version) >= 0 {
 			return true
 		}
 	}

@@ -355,8 +355,8 @@ func TestPlanDVSHostsChecksESXiVersions(t *testing.T) {
 	}
 }
 
-// Which host products a switch accepts: those listed, by version or by
-// version line.
+// Which host products a switch accepts: those of a listed version or later,
+// whether vCenter lists releases or version lines.
 func TestRunsSwitch(t *testing.T) {
 	t.Parallel()
 	esxi := func(v string) types.AboutInfo { return types.AboutInfo{ProductLineId: "embeddedEsx", Version: v} }
@@ -372,7 +372,9 @@ func TestRunsSwitch(t *testing.T) {
 		{[]types.DistributedVirtualSwitchHostProductSpec{spec("8.0.3")}, esxi("8.0.2"), false},
 		{[]types.DistributedVirtualSwitchHostProductSpec{spec("8.0")}, esxi("8.0.2"), true},
 		{[]types.DistributedVirtualSwitchHostProductSpec{spec("8.0")}, esxi("8.0"), true},
-		{[]types.DistributedVirtualSwitchHostProductSpec{spec("8.0")}, esxi("8.01.1"), false},
+		{[]types.DistributedVirtualSwitchHostProductSpec{spec("8.0")}, esxi("7.0.3"), false},
+		{[]types.DistributedVirtualSwitchHostProductSpec{spec("7.0.0"), spec("8.0.3")}, esxi("7.0.3"), true},
+		{[]types.DistributedVirtualSwitchHostProductSpec{spec("8.0.3")}, esxi("9.0.0"), true},
 		{[]types.DistributedVirtualSwitchHostProductSpec{{ProductLineId: "other", Version: "8.0.3"}}, esxi("8.0.3"), false},
 		{nil, esxi("8.0.3"), false},
 	} {

@@ -110,7 +110,7 @@ func (MACInUse) finding()            {}
 type pvrdmaFacts struct {
 	vm              *mo.VirtualMachine
 	hardwareVersion int64
-	protocols       pvrdmaProtocols // what the VM's hardware version offers
+	protocols       []string // the protocols the VM's hardware version lets an adapter choose from
 	regularAdapters int
 	otherOnGroup    bool // another PVRDMA adapter of the VM uses the port group
 	network         string
@@ -133,10 +133,10 @@ func (c *Client) PlanPVRDMANIC(ctx context.Context, ch PVRDMANICChange) ([]Findi
 	case f.hardwareVersion < MinPVRDMAHardwareVersion:
 		out = append(out, HardwareTooOld{VM: vm, Version: f.hardwareVersion, Minimum: MinPVRDMAHardwareVersion})
 	case ch.DeviceProtocol == "":
-	case len(f.protocols.offered) == 0:
+	case len(f.protocols) == 0:
 		out = append(out, NoProtocolChoice{VM: vm, Version: f.hardwareVersion, Wanted: ch.DeviceProtocol})
-	case !slices.Contains(f.protocols.offered, ch.DeviceProtocol):
-		out = append(out, ProtocolNotOffered{VM: vm, Version: f.hardwareVersion, Offered: f.protocols.offered, Wanted: ch.DeviceProtocol})
+	case !slices.Contains(f.protocols, ch.DeviceProtocol):
+		out = append(out, ProtocolNotOffered{VM: vm, Version: f.hardwareVersion, Offered: f.protocols, Wanted: ch.DeviceProtocol})
 	}
 	switch {
 	case f.standard:
@@ -303,60 +303,60 @@ func (c *Client) PVRDMAProtocolChoice(ctx context.Context, vmID string) (bool, e
 	if vm.Config == nil || ParseHardwareVersion(vm.Config.Version) < MinPVRDMAHardwareVersion || vm.EnvironmentBrowser.Value == "" {
 		return true, nil
 	}
-	p, err := c.pvrdmaOption(ctx, vc, vm.EnvironmentBrowser, vm.Config.Version)
+	protocols, err := c.pvrdmaOption(ctx, vc, vm.EnvironmentBrowser, vm.Config.Version)
 	if err != nil {
 		return false, translate(op, err)
 	}
-	return len(p.offered) > 0, nil
+	return len(protocols) > 0, nil
 }
 
-// pvrdmaOption reads the device protocols the VM's hardware version offers
-// for PVRDMA adapters from its config option, never from a table, once per
-// hardware version per client (one Terraform command): a hardware version's
-// config option is the same from every browser that offers it (a VM's own
-// browser answers as its compute resource's, vSphere Web Services API,
-// VirtualMachine.environmentBrowser), and concurrent plans wait for the
-// first read. A failed read is not kept.
-func (c *Client) pvrdmaOption(ctx context.Context, vc *vim25.Client, browser types.ManagedObjectReference, version string) (pvrdmaProtocols, error) {
+// pvrdmaOption reads the PVRDMA device protocols the VM's hardware version
+// lets an adapter choose from (none where it offers PVRDMA without a
+// choice) from the VM's own config option, never from a table. Its
+// environment browser is asked for its default config option, which is the
+// VM's hardware version's ("If the EnvironmentBrowser is from a
+// VirtualMachine neither a host nor a key should be specified", vSphere Web
+// Services API, EnvironmentBrowser.QueryConfigOption). A hardware version's
+// option is the same for every VM of it (a VM's browser answers as its
+// compute resource's, VirtualMachine.environmentBrowser), so it is read
+// once per hardware version per client (one Terraform command), and
+// concurrent plans wait for the first read. A failed read is not kept.
+func (c *Client) pvrdmaOption(ctx context.Context, vc *vim25.Client, browser types.ManagedObjectReference, version string) ([]string, error) {
 	v, _ := c.protocols.LoadOrStore(version, &protocolsRead{})
 	r := v.(*protocolsRead)
-	r.once.Do(func() { r.protocols, r.err = configOptionProtocols(ctx, vc, browser, version) })
+	r.once.Do(func() { r.protocols, r.err = configOptionProtocols(ctx, vc, browser) })
 	if r.err != nil {
 		c.protocols.CompareAndDelete(version, r)
 	}
 	return r.protocols, r.err
 }
 
-// pvrdmaProtocols is the PVRDMA protocol choice of a config option: none at
-// hardware versions that offer PVRDMA without a choice (public sources say
-// vmx-13 and vmx-20 and later; see internal/vcsimlab).
-type pvrdmaProtocols struct {
-	offered []string
-}
-
 // protocolsRead is one read of a config option's PVRDMA protocols.
 type protocolsRead struct {
 	once      sync.Once
-	protocols pvrdmaProtocols
+	protocols []string
 	err       error
 }
 
-func configOptionProtocols(ctx context.Context, vc *vim25.Client, browser types.ManagedObjectReference, version string) (pvrdmaProtocols, error) {
-	var out pvrdmaProtocols
-	opt, err := object.NewEnvironmentBrowser(vc, browser).QueryConfigOption(ctx, &types.EnvironmentBrowserConfigOptionQuerySpec{Key: version})
+func configOptionProtocols(ctx context.Context, vc *vim25.Client, browser types.ManagedObjectReference) ([]string, error) {
+	opt, err := object.NewEnvironmentBrowser(vc, browser).QueryConfigOption(ctx, nil)
 	if err != nil || opt == nil {
-		return out, err
+		return nil, err
 	}
 	for _, d := range opt.HardwareOptions.VirtualDeviceOption {
 		o, ok := d.(*types.VirtualVmxnet3VrdmaOption)
-		if !ok || o.DeviceProtocol == nil {
+		if !ok {
 			continue
 		}
-		for _, e := range o.DeviceProtocol.ChoiceInfo {
-			out.offered = append(out.offered, e.GetElementDescription().Key)
+		var protocols []string
+		if o.DeviceProtocol != nil {
+			for _, e := range o.DeviceProtocol.ChoiceInfo {
+				protocols = append(protocols, e.GetElementDescription().Key)
+			}
 		}
+		return protocols, nil
 	}
-	return out, nil
+	return nil, nil
 }
 
 // PVRDMANIC reads one adapter of a VM by device key, in one round trip.
