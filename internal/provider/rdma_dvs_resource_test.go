@@ -680,3 +680,57 @@ func TestAccRDMADVS_slashInNames(t *testing.T) {
 		},
 	})
 }
+
+// A version known only at apply (here it depends on another switch's id) is
+// not planned as vCenter's newest: the plan leaves it unknown, and the
+// switch gets the version the configuration gives.
+func TestAccRDMADVS_versionKnownAtApply(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	nics := lab.RDMANICs()
+	var hosts strings.Builder
+	for _, h := range lab.HostNames() {
+		fmt.Fprintf(&hosts, "  host {\n    host_system_id = %q\n    vmnic          = %%q\n  }\n", lab.HostID(h))
+	}
+	config := providerConfig(lab) + fmt.Sprintf(`
+resource "vspherehpc_rdma_dvs" "first" {
+  datacenter_id = %[1]q
+  name          = %[2]q
+  version       = "8.0.3"
+  port_group {
+    name = %[3]q
+  }
+%[4]s}
+
+resource "vspherehpc_rdma_dvs" "second" {
+  datacenter_id = %[1]q
+  name          = %[5]q
+  version       = vspherehpc_rdma_dvs.first.id != "" ? "7.0.3" : "8.0.0"
+  port_group {
+    name = %[6]q
+  }
+%[7]s}
+`, lab.DatacenterID(), testName("rdma-first"), testName("pvrdma-first"), fmt.Sprintf(hosts.String(), repeat(nics[0], len(lab.HostNames()))...),
+		testName("rdma-second"), testName("pvrdma-second"), fmt.Sprintf(hosts.String(), repeat(nics[1], len(lab.HostNames()))...))
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config: config,
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectUnknownValue("vspherehpc_rdma_dvs.second", tfjsonpath.New("version")),
+			}},
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue("vspherehpc_rdma_dvs.second", tfjsonpath.New("version"), knownvalue.StringExact("7.0.3")),
+			},
+		}},
+	})
+}
+
+// repeat is n copies of s, as fmt arguments.
+func repeat(s string, n int) []any {
+	out := make([]any, n)
+	for i := range out {
+		out[i] = s
+	}
+	return out
+}
