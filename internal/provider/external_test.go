@@ -77,7 +77,11 @@ var external = sync.OnceValues(func() (*vcsimlab.Target, error) {
 		missing = append(missing, "VSPHERE_CA_FILE (or VSPHERE_ALLOW_UNVERIFIED_SSL=true)")
 	}
 	if len(missing) > 0 {
-		return nil, fmt.Errorf("VSPHERE_TEST_EXTERNAL is set, but not %s", strings.Join(missing, ", "))
+		var help strings.Builder
+		for _, v := range externalEnv {
+			fmt.Fprintf(&help, "\n  %-28s %s", v.name, v.what)
+		}
+		return nil, fmt.Errorf("VSPHERE_TEST_EXTERNAL is set, but not %s. An external run reads:%s", strings.Join(missing, ", "), help.String())
 	}
 	if len(t.RDMANICs) < 2 || len(t.GPUs) < 2 {
 		return nil, fmt.Errorf("VSPHERE_TEST_RDMA_NICS and VSPHERE_TEST_GPUS each name two")

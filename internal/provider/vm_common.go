@@ -41,7 +41,7 @@ func vmRef(ctx context.Context, p privateState, configured string, diags *diag.D
 func readVM[T any](ctx context.Context, p privateState, configured string, resourceID types.String, diags *diag.Diagnostics, read func(vmID string) (T, error)) (T, error) {
 	uuid, _, _ := strings.Cut(resourceID.ValueString(), ":")
 	var got T
-	err := error(vsphere.ErrNotFound)
+	err := vsphere.ErrNotFound
 	var tried []string
 	for _, vmID := range []string{vmRef(ctx, p, configured, diags), configured, uuid} {
 		if vmID == "" || slices.Contains(tried, vmID) {
