@@ -372,7 +372,6 @@ resource "vspherehpc_vm_gpu_mmio" "gpu" {
 func TestAccVMGPUMMIO_powerCycle(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
-	simulatedOnly(t, lab, "powers a VM on, and the lab cannot power it off again")
 	vm := lab.VMNames()[1]
 	must(t, lab.PowerOnVM(context.Background(), vm))
 	running := func(*terraform.State) error {
@@ -516,7 +515,6 @@ resource "vspherehpc_vm_gpu_mmio" "gpu" {
 func TestAccVMGPUMMIO_sameVMAndRunningChanges(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
-	simulatedOnly(t, lab, "powers a VM on, and the lab cannot power it off again")
 	vm := lab.VMNames()[0]
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
@@ -541,7 +539,6 @@ func TestAccVMGPUMMIO_sameVMAndRunningChanges(t *testing.T) {
 func TestAccVMGPUMMIO_moreRefusals(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
-	simulatedOnly(t, lab, "powers a VM on, and the lab cannot power it off again")
 	vm := lab.VMNames()[0]
 	uuid := lab.VMUUID(vm)
 	resource.UnitTest(t, resource.TestCase{
