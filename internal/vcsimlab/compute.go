@@ -4,9 +4,6 @@ import (
 	"reflect"
 
 	"github.com/vmware/govmomi/simulator"
-	"github.com/vmware/govmomi/vim25/methods"
-	"github.com/vmware/govmomi/vim25/mo"
-	"github.com/vmware/govmomi/vim25/soap"
 	"github.com/vmware/govmomi/vim25/types"
 )
 
@@ -71,38 +68,21 @@ func resolveTarget(_ *extension, ctx *simulator.Context, m *simulator.Method) ty
 	return nil
 }
 
-// filterSpecs are the property filter specs of a property collector call.
-func filterSpecs(body any) []types.PropertyFilterSpec {
-	switch req := body.(type) {
+// resolveReads is the pre-hook of the property collector's reads: the
+// objects a filter spec starts from, named through a supertype, become the
+// objects they name. The property specs need no change: vcsim applies a
+// property spec of type ComputeResource to a cluster, whose type embeds it.
+func resolveReads(_ *extension, ctx *simulator.Context, m *simulator.Method) types.BaseMethodFault {
+	var specs []types.PropertyFilterSpec
+	switch req := m.Body.(type) {
 	case *types.RetrieveProperties:
-		return req.SpecSet
+		specs = req.SpecSet
 	case *types.RetrievePropertiesEx:
-		return req.SpecSet
+		specs = req.SpecSet
 	case *types.CreateFilter:
-		return []types.PropertyFilterSpec{req.Spec}
+		specs = []types.PropertyFilterSpec{req.Spec}
+		defer func() { req.Spec = specs[0] }()
 	}
-	return nil
-}
-
-// readsThroughSupertype reports whether the property collector call m
-// starts from an object named through a supertype (Lab.handle then routes
-// it to the extension). The collector may be the session's own
-// (CreatePropertyCollector), which the registry does not hold.
-func readsThroughSupertype(ctx *simulator.Context, m *simulator.Method) bool {
-	for _, spec := range filterSpecs(m.Body) {
-		for _, o := range spec.ObjectSet {
-			if _, ok := resolve(ctx, o.Obj); ok {
-				return collector(ctx, m.This) != nil
-			}
-		}
-	}
-	return false
-}
-
-// resolveSpecs resolves the objects the filter specs start from. The
-// property specs need no change: vcsim applies a property spec of type
-// ComputeResource to a cluster, whose type embeds it.
-func resolveSpecs(ctx *simulator.Context, specs []types.PropertyFilterSpec) {
 	for i := range specs {
 		for j := range specs[i].ObjectSet {
 			if ref, ok := resolve(ctx, specs[i].ObjectSet[j].Obj); ok {
@@ -110,55 +90,5 @@ func resolveSpecs(ctx *simulator.Context, specs []types.PropertyFilterSpec) {
 			}
 		}
 	}
-}
-
-// collector is the session's property collector named by this, or nil.
-func collector(ctx *simulator.Context, this types.ManagedObjectReference) *simulator.PropertyCollector {
-	var obj mo.Reference
-	if ctx.Session != nil {
-		obj = ctx.Session.Get(this)
-	} else {
-		obj = ctx.Map.Get(this)
-	}
-	pc, _ := obj.(*simulator.PropertyCollector)
-	return pc
-}
-
-// RetrieveProperties reads objects named through a supertype as vCenter
-// does: vcsim's property collector reads the objects they name.
-func (x *extension) RetrieveProperties(ctx *simulator.Context, req *types.RetrieveProperties) soap.HasFault {
-	pc := collector(ctx, req.This)
-	if pc == nil {
-		return &methods.RetrievePropertiesBody{Fault_: notFoundFault(req.This)}
-	}
-	resolveSpecs(ctx, req.SpecSet)
-	var res soap.HasFault
-	ctx.WithLock(pc, func() { res = pc.RetrieveProperties(ctx, req) })
-	return res
-}
-
-// RetrievePropertiesEx is RetrieveProperties with options.
-func (x *extension) RetrievePropertiesEx(ctx *simulator.Context, req *types.RetrievePropertiesEx) soap.HasFault {
-	pc := collector(ctx, req.This)
-	if pc == nil {
-		return &methods.RetrievePropertiesExBody{Fault_: notFoundFault(req.This)}
-	}
-	resolveSpecs(ctx, req.SpecSet)
-	var res soap.HasFault
-	ctx.WithLock(pc, func() { res = pc.RetrievePropertiesEx(ctx, req) })
-	return res
-}
-
-// CreateFilter watches objects named through a supertype (WaitForUpdates).
-func (x *extension) CreateFilter(ctx *simulator.Context, req *types.CreateFilter) soap.HasFault {
-	pc := collector(ctx, req.This)
-	if pc == nil {
-		return &methods.CreateFilterBody{Fault_: notFoundFault(req.This)}
-	}
-	specs := []types.PropertyFilterSpec{req.Spec}
-	resolveSpecs(ctx, specs)
-	req.Spec = specs[0]
-	var res soap.HasFault
-	ctx.WithLock(pc, func() { res = pc.CreateFilter(ctx, req) })
-	return res
+	return nil
 }

@@ -114,8 +114,8 @@ func rulesetInfo() *esx.CommandInfo {
 		Method: []esx.CommandInfoMethod{
 			{
 				CommandInfoItem: esx.CommandInfoItem{Name: "list", DisplayName: "list", Help: "List the rulesets in firewall."},
-				Param: []esx.CommandInfoParam{cliParam("rulesetid", "ruleset-id", "r", "List configuration for specfic ruleset")}, //nolint:misspell // as ESXi has it
-				Hints: tableHints("Ruleset", "Name", "Enabled"),
+				Param:           []esx.CommandInfoParam{cliParam("rulesetid", "ruleset-id", "r", "List configuration for specfic ruleset")}, //nolint:misspell // as ESXi has it
+				Hints:           tableHints("Ruleset", "Name", "Enabled"),
 			},
 			{
 				CommandInfoItem: esx.CommandInfoItem{Name: "set", DisplayName: "set", Help: "Set firewall ruleset status (allowedAll flag and enabled status)."},

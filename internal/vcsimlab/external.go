@@ -88,14 +88,16 @@ func Connect(ctx context.Context, t Target) (*Lab, error) {
 		return nil, fmt.Errorf("vcsimlab: logging in to %s: %w", t.Server, err)
 	}
 	l.client = c
-	if err := l.resolveTarget(ctx, t); err != nil {
+	if err := l.resolveInventory(ctx, t); err != nil {
 		_ = c.Logout(context.WithoutCancel(ctx))
 		return nil, err
 	}
 	return l, nil
 }
 
-func (l *Lab) resolveTarget(ctx context.Context, t Target) error {
+// resolveInventory finds what the target names: the datacenter, the
+// cluster, its hosts and the VMs.
+func (l *Lab) resolveInventory(ctx context.Context, t Target) error {
 	finder := govmomifind.NewFinder(l.client.Client, false)
 	dc, err := finder.Datacenter(ctx, t.Datacenter)
 	if err != nil {

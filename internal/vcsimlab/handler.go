@@ -18,10 +18,11 @@ import (
 var preHooks = map[string]func(*extension, *simulator.Context, *simulator.Method) types.BaseMethodFault{
 	"UpdateOptions":                (*extension).checkOptions,
 	"AddDVPortgroup_Task":          setPortgroupVersion,
-	"RetrieveProperties":           requireSession,
-	"RetrievePropertiesEx":         requireSession,
+	"RetrieveProperties":           readProperties,
+	"RetrievePropertiesEx":         readProperties,
 	"ContinueRetrievePropertiesEx": requireSession,
-	// A cluster called as ComputeResource: compute.go.
+	// A cluster read or called as ComputeResource: compute.go.
+	"CreateFilter":                    resolveReads,
 	"ReconfigureComputeResource_Task": resolveTarget,
 	"Destroy_Task":                    resolveTarget,
 	"Rename_Task":                     resolveTarget,
@@ -36,6 +37,14 @@ var preHooks = map[string]func(*extension, *simulator.Context, *simulator.Method
 	// The swap placement of a new VM: vm.go.
 	"CreateVM_Task": requestSwapPlacement,
 	"CloneVM_Task":  requestSwapPlacement,
+}
+
+// readProperties is requireSession, then resolveReads.
+func readProperties(x *extension, ctx *simulator.Context, m *simulator.Method) types.BaseMethodFault {
+	if f := requireSession(x, ctx, m); f != nil {
+		return f
+	}
+	return resolveReads(x, ctx, m)
 }
 
 // requireSession refuses property reads without a session with the
@@ -149,8 +158,6 @@ func (x *extension) implements(ctx *simulator.Context, m *simulator.Method) bool
 	case "ExecuteSoap":
 		_, ok := obj.(*simulator.ManagedMethodExecuter)
 		return ok && answersEsxcli(m.Body)
-	case "RetrieveProperties", "RetrievePropertiesEx", "CreateFilter":
-		return readsThroughSupertype(ctx, m)
 	}
 	return false
 }
