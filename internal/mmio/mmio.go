@@ -25,6 +25,13 @@ const (
 // Limits for ESXi"). A window no host can map does not boot the VM.
 const MaxSizeGB = int64(1) << 20
 
+// MaxGPUMemoryGB bounds one GPU's framebuffer memory. The most shipping
+// today is 288 GB (NVIDIA B300, AMD Instinct MI355X) and NVIDIA has announced
+// 1 TB for Rubin Ultra; 2048 GB leaves room beyond that, yet still catches
+// megabytes given for gigabytes on any GPU over 2 GB (81920 for an 80 GB H100
+// would otherwise size a 524288 GB window without a word).
+const MaxGPUMemoryGB = 2048
+
 // Group is Count identical GPUs with MemoryGB of framebuffer each.
 type Group struct {
 	Count    int64
@@ -36,7 +43,7 @@ func CheckGroup(g Group) error {
 	if g.Count < 1 {
 		return fmt.Errorf("GPU count %d must be at least 1", g.Count)
 	}
-	return CheckMemoryGB(g.MemoryGB)
+	return CheckGPUMemoryGB(g.MemoryGB)
 }
 
 // TotalGB adds up the framebuffer memory of groups of GPUs, and counts them.
@@ -98,4 +105,35 @@ func CheckMemoryGB(gb float64) error {
 		return fmt.Errorf("memory size %s GB must be greater than zero", FormatGB(gb))
 	}
 	return nil
+}
+
+// CheckGPUMemoryGB refuses a size that cannot be the memory of one GPU:
+// what CheckMemoryGB refuses, and more than MaxGPUMemoryGB, with a hint when
+// the number reads as a real GPU's memory in megabytes or bytes.
+func CheckGPUMemoryGB(gb float64) error {
+	if err := CheckMemoryGB(gb); err != nil {
+		return err
+	}
+	if gb <= MaxGPUMemoryGB {
+		return nil
+	}
+	err := fmt.Errorf("memory size %s GB is beyond any GPU made (at most %d GB per GPU)", FormatGB(gb), MaxGPUMemoryGB)
+	for _, u := range []struct {
+		name, symbol string
+		perGB        float64
+	}{{"megabytes", "MB", 1 << 10}, {"bytes", "bytes", 1 << 30}} {
+		if inGB := gb / u.perGB; inGB <= MaxGPUMemoryGB {
+			return fmt.Errorf("%w: did you give %s? %s %s is %s GB", err, u.name, FormatGB(gb), u.symbol, aboutGB(inGB))
+		}
+	}
+	return err
+}
+
+// aboutGB prints a size to a tenth of a GB, saying "about" when it rounds
+// (nvidia-smi reports an 80 GB H100 as 81559 MiB).
+func aboutGB(gb float64) string {
+	if r := math.Round(gb*10) / 10; r != gb {
+		return "about " + FormatGB(r)
+	}
+	return FormatGB(gb)
 }

@@ -132,3 +132,38 @@ func TestSizeGBStopsAtWhatAHostAddresses(t *testing.T) {
 		t.Fatalf("SizeGB(just over half the maximum) error = %v, want too large", err)
 	}
 }
+
+// One GPU's memory is bounded by MaxGPUMemoryGB, and a number that reads as
+// megabytes or bytes of a real GPU says so.
+func TestCheckGPUMemoryGB(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		gb   float64
+		want string // "" when accepted
+	}{
+		{288, ""},            // B300, the most shipping today
+		{MaxGPUMemoryGB, ""}, // the bound itself
+		{0, "memory size 0 GB must be greater than zero"},
+		{2049, "memory size 2049 GB is beyond any GPU made (at most 2048 GB per GPU)"},
+		{81920, "memory size 81920 GB is beyond any GPU made (at most 2048 GB per GPU): did you give megabytes? 81920 MB is 80 GB"},
+		{81559, "did you give megabytes? 81559 MB is about 79.6 GB"},
+		{85899345920, "did you give bytes? 85899345920 bytes is 80 GB"},
+	}
+	for _, tc := range cases {
+		err := CheckGPUMemoryGB(tc.gb)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("CheckGPUMemoryGB(%v) = %v, want accepted", tc.gb, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("CheckGPUMemoryGB(%v) = %v, want it to contain %q", tc.gb, err, tc.want)
+		}
+	}
+	// Beyond any unit's reading: no hint.
+	if err := CheckGPUMemoryGB(1e15); err == nil || strings.Contains(err.Error(), "did you give") {
+		t.Errorf("CheckGPUMemoryGB(1e15) = %v, want refused without a unit hint", err)
+	}
+	// The bound applies per GPU, not to a total of many.
+	if _, _, err := TotalGB([]Group{{Count: 8, MemoryGB: 288}}); err != nil {
+		t.Errorf("TotalGB(8x 288 GB) = %v, want accepted", err)
+	}
+}

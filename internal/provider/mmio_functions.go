@@ -86,8 +86,9 @@ func gpuMemoryParameter() function.ListParameter {
 	return function.ListParameter{
 		Name:        "gpu_memory_gb",
 		ElementType: types.NumberType,
-		MarkdownDescription: "Framebuffer memory of each GPU passed through to the VM, in GB, e.g. `[80, 80]` for two H100 80GB " +
-			"(at least one GPU, each size greater than zero).",
+		MarkdownDescription: fmt.Sprintf("Framebuffer memory of each GPU passed through to the VM, in GB, e.g. `[80, 80]` for two H100 80GB "+
+			"(at least one GPU, each size greater than zero and at most %d: no GPU made has more, the most today is 288 GB, so a larger "+
+			"number is refused as megabytes or bytes given for GB).", mmio.MaxGPUMemoryGB),
 	}
 }
 

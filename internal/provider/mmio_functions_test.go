@@ -69,22 +69,30 @@ func TestAccFunctionMMIOExtraConfig(t *testing.T) {
 func TestAccFunctionMMIORefusals(t *testing.T) {
 	t.Parallel()
 	for call, want := range map[string]string{
-		"mmio_size_gb([])":                 "no GPUs given: list the framebuffer memory of each GPU in GB",
-		"mmio_size_gb([80, -1])":           "GPU entry 2: memory size -1 GB must be greater than zero",
-		"mmio_size_gb([0])":                "GPU entry 1: memory size 0 GB must be greater than zero",
-		"mmio_size_gb([1/0])":              "GPU entry 1: memory size +Inf GB is not a finite number",
-		"mmio_size_gb([80, null])":         "GPU 2: the memory size is null",
-		"mmio_size_gb([600000, 600000])":   "the MMIO size would exceed 1048576 GB, the most an ESXi host can address",
+		"mmio_size_gb([])":                           "no GPUs given: list the framebuffer memory of each GPU in GB",
+		"mmio_size_gb([80, -1])":                     "GPU entry 2: memory size -1 GB must be greater than zero",
+		"mmio_size_gb([0])":                          "GPU entry 1: memory size 0 GB must be greater than zero",
+		"mmio_size_gb([1/0])":                        "GPU entry 1: memory size +Inf GB is not a finite number",
+		"mmio_size_gb([80, null])":                   "GPU 2: the memory size is null",
+		"mmio_size_gb([for i in range(300) : 2048])": "the MMIO size would exceed 1048576 GB, the most an ESXi host can address",
+		// Megabytes (or bytes) given for gigabytes: beyond any GPU made, with
+		// a hint at the unit instead of a 524288 GB window.
+		"mmio_size_gb([81920, 81920])":     "GPU entry 1: memory size 81920 GB is beyond any GPU made (at most 2048 GB per GPU): did you give megabytes? 81920 MB is 80 GB",
+		"mmio_extra_config([40, 40960])":   "GPU entry 2: memory size 40960 GB is beyond any GPU made (at most 2048 GB per GPU): did you give megabytes? 40960 MB is 40 GB",
+		"mmio_size_gb([85899345920])":      "did you give bytes? 85899345920 bytes is 80 GB",
+		"mmio_size_gb([2049])":             "memory size 2049 GB is beyond any GPU made (at most 2048 GB per GPU)",
 		"mmio_extra_config([-80])":         "GPU entry 1: memory size -80 GB must be greater than zero",
 		"mmio_size_gb([pow(10, 400) / 1])": "not a finite number",
 	} {
-		resource.UnitTest(t, resource.TestCase{
-			TerraformVersionChecks:   functionsTerraform,
-			ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-			Steps: []resource.TestStep{{
-				Config:      functionConfig("provider::vspherehpc::" + call),
-				ExpectError: wrapped(want),
-			}},
+		t.Run(call, func(t *testing.T) {
+			resource.UnitTest(t, resource.TestCase{
+				TerraformVersionChecks:   functionsTerraform,
+				ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+				Steps: []resource.TestStep{{
+					Config:      functionConfig("provider::vspherehpc::" + call),
+					ExpectError: wrapped(want),
+				}},
+			})
 		})
 	}
 }

@@ -46,9 +46,10 @@ const maxGPUsPerGroup = 1024
 const maxGPUMemoryGB = float64(mmio.MaxSizeGB / 2)
 
 var (
-	gpuMemoryRange = fmt.Sprintf("Greater than 0; at most %d in all, as the window (twice the total or more) can be at most %d GB, "+
-		"the most an ESXi host addresses.", int64(maxGPUMemoryGB), mmio.MaxSizeGB)
-	gpuMemoryType = realNumber(fmt.Sprintf("a number of GB greater than 0 and at most %d", int64(maxGPUMemoryGB)))
+	gpuMemoryRange = fmt.Sprintf("Greater than 0 and at most %d per GPU: no GPU made has more (the most today is 288 GB), so a larger "+
+		"number is refused as megabytes or bytes given for GB. At most %d in all, as the window (twice the total or more) can be at most %d GB, "+
+		"the most an ESXi host addresses.", mmio.MaxGPUMemoryGB, int64(maxGPUMemoryGB), mmio.MaxSizeGB)
+	gpuMemoryType = realNumber(fmt.Sprintf("a number of GB greater than 0 and at most %d", mmio.MaxGPUMemoryGB))
 )
 
 // NewMMIOSizeDataSource is the vspherehpc_mmio_size data source.
@@ -173,7 +174,7 @@ func (d *mmioSizeDataSource) ValidateConfig(ctx context.Context, req datasource.
 			"List the framebuffer memory of each GPU in GB, in gpu_memory_gb or in gpu { count, memory_gb } blocks.")
 	}
 	for _, g := range groups {
-		if err := mmio.CheckMemoryGB(g.MemoryGB); err != nil {
+		if err := mmio.CheckGPUMemoryGB(g.MemoryGB); err != nil {
 			resp.Diagnostics.AddAttributeError(g.from, "Invalid GPU memory size",
 				"Cannot size the MMIO window: "+err.Error()+". Give each GPU's framebuffer memory in GB, e.g. 80 for an H100.")
 		}

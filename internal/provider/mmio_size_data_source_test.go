@@ -76,6 +76,12 @@ func TestAccMMIOSizeDataSource_invalid(t *testing.T) {
 		"count":    {"gpu {\n count = 0\n memory_gb = 16\n}", `gpu[0].count value must be between 1 and 1024`},
 		"huge":     {"gpu {\n count = 5000000\n memory_gb = 16\n}", `gpu[0].count value must be between 1 and 1024`},
 		"null":     {`gpu_memory_gb = [16, null]`, `this one is null`},
+		// Megabytes given for gigabytes: refused with a hint at the unit,
+		// rather than a 524288 GB window.
+		"megabytes": {`gpu_memory_gb = [81920, 81920]`,
+			`Cannot size the MMIO window: memory size 81920 GB is beyond any GPU made (at most 2048 GB per GPU): did you give megabytes? 81920 MB is 80 GB.`},
+		"megabytes in a block": {"gpu {\n count = 8\n memory_gb = 40960\n}",
+			`memory size 40960 GB is beyond any GPU made (at most 2048 GB per GPU): did you give megabytes? 40960 MB is 40 GB.`},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -125,8 +131,8 @@ data "vspherehpc_mmio_size" "list" {
 }
 
 // Sizes the rule cannot serve and numbers the schema cannot hold (issue
-// 12), refused at plan naming the argument: a GPU memory beyond any window
-// an ESXi host addresses, GPUs whose total is, a memory of 1e400 and a
+// 12), refused at plan naming the argument: GPUs whose total memory is
+// beyond any window an ESXi host addresses, a memory of 1e400 and a
 // fractional count.
 func TestAccMMIOSizeDataSource_bounds(t *testing.T) {
 	t.Parallel()
@@ -134,7 +140,11 @@ func TestAccMMIOSizeDataSource_bounds(t *testing.T) {
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{Config: `data "vspherehpc_mmio_size" "m" {
-  gpu_memory_gb = [80, 600000]
+  gpu_memory_gb = [80]
+  gpu {
+    count     = 300
+    memory_gb = 2000
+  }
 }`, PlanOnly: true, ExpectError: wrapped(`total GPU memory 600080 GB is too large: the MMIO size would exceed 1048576 GB, the most an ESXi host can address. ` +
 				`Check gpu_memory_gb and the gpu blocks`)},
 			{Config: `data "vspherehpc_mmio_size" "m" {
@@ -148,10 +158,10 @@ func TestAccMMIOSizeDataSource_bounds(t *testing.T) {
     count     = 2
     memory_gb = 1e400
   }
-}`, PlanOnly: true, ExpectError: wrapped(`gpu[0].memory_gb must be a number of GB greater than 0 and at most 524288; 1e+400 is not.`)},
+}`, PlanOnly: true, ExpectError: wrapped(`gpu[0].memory_gb must be a number of GB greater than 0 and at most 2048; 1e+400 is not.`)},
 			{Config: `data "vspherehpc_mmio_size" "m" {
   gpu_memory_gb = [80, 1e400]
-}`, PlanOnly: true, ExpectError: wrapped(`gpu_memory_gb[1] must be a number of GB greater than 0 and at most 524288; 1e+400 is not.`)},
+}`, PlanOnly: true, ExpectError: wrapped(`gpu_memory_gb[1] must be a number of GB greater than 0 and at most 2048; 1e+400 is not.`)},
 			{Config: `data "vspherehpc_mmio_size" "m" {
   gpu {
     count     = 2.5
