@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -43,9 +44,9 @@ func errorDetail(err error) string {
 		return err.Error() + ": lower min_mtu, or raise the MTU of the path"
 	case errors.Is(err, runnerprobe.ErrNotLinux):
 		return err.Error() + "; use host_system_ids to probe between ESXi hosts"
-	case errors.Is(err, context.DeadlineExceeded):
-		return err.Error() + ". vCenter did not finish within api_timeout (default " + vsphere.DefaultAPITimeout.String() + "), the bound of " +
-			"each operation: raise api_timeout in the provider block if vCenter is slow, or check that it is healthy."
+	case timedOut(err):
+		return err.Error() + ". " + apiTimeoutSpent + ", the bound of each operation: raise api_timeout in the provider block " +
+			"if vCenter is slow, or check that it is healthy."
 	case errors.Is(err, vsphere.ErrNeedsVCenter):
 		return err.Error() + ": point vsphere_server at the vCenter that manages the host."
 	case errors.As(err, &e) && e.Kind == vsphere.ErrNotFound && idHints[e.Object] != "":
@@ -79,10 +80,26 @@ func connectDetail(e *vsphere.ConnectError) string {
 		return fmt.Sprintf("%s: the TLS certificate of %s is not trusted (%v). Either trust it, by setting ca_file (or VSPHERE_CA_FILE) "+
 			"to a PEM bundle with the CA that issued it or thumbprint to the certificate's thumbprint%s; or set allow_unverified_ssl = true "+
 			"(or VSPHERE_ALLOW_UNVERIFIED_SSL=true) to skip verification, which is not recommended", e.Op, e.Server, e.Cause, presented)
+	case errors.Is(e, vsphere.ErrUnreachable) && timedOut(e.Cause):
+		// A vCenter that is slow to answer and one that drops the packets
+		// look alike here; both settings are named, the address first.
+		return e.Error() + ". " + apiTimeoutSpent + " while connecting: check vsphere_server (or VSPHERE_SERVER) and that vCenter " +
+			"is reachable from this machine; if it is, and only slow, raise api_timeout in the provider block"
 	case errors.Is(e, vsphere.ErrUnreachable):
 		return e.Error() + ". Check vsphere_server (or VSPHERE_SERVER) and that vCenter is reachable from this machine"
 	}
 	return e.Error()
+}
+
+// apiTimeoutSpent says which setting bounded an operation that timed out.
+// api_timeout has no environment variable.
+var apiTimeoutSpent = "vCenter did not finish within api_timeout (default " + vsphere.DefaultAPITimeout.String() + ")"
+
+// timedOut reports whether err is an operation that ran out of time: the
+// context's deadline, or a network timeout that did not say so.
+func timedOut(err error) bool {
+	var netErr net.Error
+	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &netErr) && netErr.Timeout()
 }
 
 // serverProblem words what is wrong with vsphere_server.

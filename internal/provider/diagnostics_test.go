@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -40,6 +42,10 @@ func TestErrorDetail(t *testing.T) {
 			[]string{"probing: below the smallest size to try, 9100: lower min_mtu"}},
 		{runnerprobe.ErrNotLinux, []string{"needs Linux; use host_system_ids"}},
 		{fmt.Errorf("reading host host-9: %w", context.DeadlineExceeded), []string{"context deadline exceeded. vCenter did not finish within api_timeout", "raise api_timeout"}},
+		{&vsphere.ConnectError{Op: "connecting", Kind: vsphere.ErrUnreachable, Server: "vc:443", Cause: &url.Error{Op: "Post", URL: "https://vc/sdk", Err: context.DeadlineExceeded}},
+			[]string{"vCenter did not finish within api_timeout (default 5m0s) while connecting: check vsphere_server (or VSPHERE_SERVER)", "raise api_timeout in the provider block"}},
+		{&vsphere.ConnectError{Op: "connecting", Kind: vsphere.ErrUnreachable, Server: "vc:443", Cause: &net.OpError{Op: "dial", Err: timeoutError{}}},
+			[]string{"within api_timeout (default 5m0s) while connecting", "raise api_timeout"}},
 	}
 	for _, tc := range cases {
 		got := errorDetail(tc.err)
@@ -50,6 +56,14 @@ func TestErrorDetail(t *testing.T) {
 		}
 	}
 }
+
+// timeoutError is a network timeout that is not the context's deadline, as
+// a dialer's own timeout is.
+type timeoutError struct{}
+
+func (timeoutError) Error() string   { return "i/o timeout" }
+func (timeoutError) Timeout() bool   { return true }
+func (timeoutError) Temporary() bool { return true }
 
 func TestServerProblem(t *testing.T) {
 	t.Parallel()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -339,6 +340,31 @@ func TestAccProvider_resourcesNeedVCenterAtPlan(t *testing.T) {
 				Steps: []resource.TestStep{{
 					Config: config, PlanOnly: true,
 					ExpectError: wrapped(`This needs vCenter, but the provider has no vCenter settings. Set vsphere_server, user and password`),
+				}},
+			})
+		})
+	}
+}
+
+// TestAccProvider_apiTimeout: vCenter slower than api_timeout, when first
+// connecting, at login and at a read, names api_timeout as the setting to
+// raise; connecting named only vsphere_server.
+func TestAccProvider_apiTimeout(t *testing.T) {
+	t.Parallel()
+	for _, method := range []string{"RetrieveServiceContent", "Login", "RetrievePropertiesEx"} {
+		t.Run(method, func(t *testing.T) {
+			t.Parallel()
+			lab := startLab(t, vcsimlab.Options{})
+			simulatedOnly(t, lab, "slows vCenter's calls beyond api_timeout")
+			lab.Delay(method, 3*time.Second)
+			config := strings.Replace(providerConfig(lab), `provider "vspherehpc" {`, `provider "vspherehpc" {
+  api_timeout = "1s"`, 1)
+			resource.UnitTest(t, resource.TestCase{
+				ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+				Steps: []resource.TestStep{{
+					Config: config + "data \"vspherehpc_datacenter\" \"dc\" {}\n",
+					ExpectError: regexp.MustCompile(`(?s)` + wrapped(`vCenter did not finish within api_timeout (default 5m0s)`).String() +
+						`.*` + wrapped(`raise api_timeout in the provider block`).String()),
 				}},
 			})
 		})
