@@ -189,9 +189,15 @@ func (p *vspherehpcProvider) Configure(ctx context.Context, req provider.Configu
 	}
 	resolveTLSConflict(&vc, !cfg.AllowUnverifiedSSL.IsNull(), !cfg.CAFile.IsNull(), &resp.Diagnostics)
 	if vc.CAFile != "" {
-		if err := vsphere.ReadCAFile(vc.CAFile); err != nil {
-			resp.Diagnostics.AddAttributeError(path.Root("ca_file"), "Unusable CA file",
-				"Cannot use ca_file: "+err.Error()+". Point it at a PEM file holding the CA certificate(s) that signed vCenter's certificate.")
+		if problem := caFileProblem(vc.CAFile); problem != "" {
+			// Blame the setting the value came from: a variable left in the
+			// environment is not the provider block's ca_file.
+			fix := "Point it at a PEM file holding the CA certificate(s) that signed vCenter's certificate (several CAs go in one file, one after another)."
+			if cfg.CAFile.IsNull() {
+				resp.Diagnostics.AddError("Unusable CA file", "Cannot use "+envCAFile+" (environment variable): "+problem+". "+fix)
+			} else {
+				resp.Diagnostics.AddAttributeError(path.Root("ca_file"), "Unusable CA file", "Cannot use ca_file: "+problem+". "+fix)
+			}
 		}
 	}
 	if vc.Thumbprint != "" {
@@ -226,6 +232,19 @@ func (p *vspherehpcProvider) Configure(ctx context.Context, req provider.Configu
 	}
 	resp.DataSourceData = client
 	resp.ResourceData = client
+}
+
+// caFileProblem says why a CA file cannot be used, or "" when it can. A
+// directory is named as one: os.ReadFile's "is a directory" reads as if the
+// PEM file were inside it.
+func caFileProblem(name string) string {
+	if fi, err := os.Stat(name); err == nil && fi.IsDir() {
+		return name + " is a directory, not a PEM file"
+	}
+	if err := vsphere.ReadCAFile(name); err != nil {
+		return err.Error()
+	}
+	return ""
 }
 
 func stringOrEnv(v types.String, env string) string {

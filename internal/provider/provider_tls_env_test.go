@@ -86,3 +86,37 @@ func TestAccProvider_tlsFromEnvironment(t *testing.T) {
 		})
 	}
 }
+
+// A CA file that cannot be used is blamed on where it came from: the
+// environment variable when the provider block has no ca_file. A directory
+// is said to be one. Refused in Configure, before any connection. Not
+// parallel: the provider reads its environment.
+func TestAccProvider_caFileSource(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "missing.pem")
+	login := "  vsphere_server = \"vc.example.com\"\n  user = \"u\"\n  password = \"p\"\n"
+	for _, tc := range []struct {
+		name, env, block, want string
+	}{
+		{"a directory in the variable", dir, "",
+			"Cannot use VSPHERE_CA_FILE (environment variable): " + dir + " is a directory, not a PEM file."},
+		{"a directory in ca_file", "", fmt.Sprintf("  ca_file = %q\n", dir),
+			"Cannot use ca_file: " + dir + " is a directory, not a PEM file."},
+		{"ca_file wins over the variable", dir, fmt.Sprintf("  ca_file = %q\n", missing),
+			"Cannot use ca_file: open " + missing + ": no such file or directory."},
+		{"a missing file in the variable", missing, "",
+			"Cannot use VSPHERE_CA_FILE (environment variable): open " + missing + ": no such file or directory."},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv(envAllowUnverifiedSSL, "")
+			t.Setenv(envCAFile, tc.env)
+			resource.UnitTest(t, resource.TestCase{
+				ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+				Steps: []resource.TestStep{{
+					Config:      "provider \"vspherehpc\" {\n" + login + tc.block + "}\ndata \"vspherehpc_datacenter\" \"dc\" {}\n",
+					ExpectError: wrapped(tc.want),
+				}},
+			})
+		})
+	}
+}
