@@ -5,6 +5,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
@@ -45,10 +46,12 @@ func (d *clusterDataSource) Schema(_ context.Context, _ datasource.SchemaRequest
 			"datacenter_id": schema.StringAttribute{
 				Required:            true,
 				MarkdownDescription: "Managed object id of the datacenter to search, e.g. `data.vspherehpc_datacenter.dc.id`.",
+				Validators:          []validator.String{notEmpty("give the datacenter's managed object id, e.g. data.vspherehpc_datacenter.dc.id")},
 			},
 			"name": schema.StringAttribute{
 				Required:            true,
 				MarkdownDescription: "Name of the cluster.",
+				Validators:          []validator.String{notEmpty("give the cluster's name")},
 			},
 			"id": computedString("Managed object id of the cluster, e.g. `domain-c7` (the same id `vsphere_compute_cluster.id` exports)."),
 			"host_names": schema.ListAttribute{

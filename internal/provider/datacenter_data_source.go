@@ -5,6 +5,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
@@ -43,9 +44,11 @@ func (d *datacenterDataSource) Schema(_ context.Context, _ datasource.SchemaRequ
 				MarkdownDescription: "Managed object id of the datacenter, e.g. `datacenter-3` (the same id `vsphere_datacenter.id` exports).",
 			},
 			"name": schema.StringAttribute{
-				Optional:            true,
-				Computed:            true,
-				MarkdownDescription: "Name of the datacenter. When omitted, vCenter must have exactly one datacenter, and that one is used.",
+				Optional: true,
+				Computed: true,
+				MarkdownDescription: "Name of the datacenter. When omitted, vCenter must have exactly one datacenter, and that one is used; " +
+					"an empty name is refused rather than taken for an omitted one.",
+				Validators: []validator.String{notEmpty("give the datacenter's name, or leave name out to use vCenter's only datacenter")},
 			},
 		},
 	}
@@ -70,4 +73,20 @@ func (d *datacenterDataSource) Read(ctx context.Context, req datasource.ReadRequ
 	state.ID = types.StringValue(dc.ID)
 	state.Name = types.StringValue(dc.Name)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+}
+
+// notEmpty refuses "" where a look-up expects a name or an id, saying what to
+// give (fix). Left to the look-up, "" reads as "not given" (the only
+// datacenter) or searches vCenter for an object with no name.
+type notEmpty string
+
+func (notEmpty) Description(context.Context) string { return "not empty" }
+
+func (v notEmpty) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+
+func (v notEmpty) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() || req.ConfigValue.ValueString() != "" {
+		return
+	}
+	resp.Diagnostics.AddAttributeError(req.Path, "Empty "+req.Path.String(), req.Path.String()+" is empty: "+string(v)+".")
 }

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
@@ -53,4 +54,57 @@ data "vspherehpc_datacenter" "dc" {
 			},
 		},
 	})
+}
+
+// An empty string where a look-up expects a name or an id is refused at
+// validation, naming the argument and what to give: an empty datacenter name
+// picked vCenter's only datacenter, as if no name were given. Also when the
+// value is known only at apply (Terraform validates again before the read).
+func TestAccLookups_emptyArguments(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	dc, host, vm := lab.DatacenterID(), lab.HostNames()[0], lab.VMNames()[0]
+	dcFix := "datacenter_id is empty: give the datacenter's managed object id, e.g. data.vspherehpc_datacenter.dc.id."
+	for i, tc := range []struct{ config, want string }{
+		{`data "vspherehpc_datacenter" "x" { name = "" }`,
+			`name is empty: give the datacenter's name, or leave name out to use vCenter's only datacenter.`},
+		{`resource "terraform_data" "name" { input = "" }
+data "vspherehpc_datacenter" "x" { name = terraform_data.name.output }`,
+			`name is empty: give the datacenter's name, or leave name out to use vCenter's only datacenter.`},
+		{fmt.Sprintf(`data "vspherehpc_cluster" "x" {
+  datacenter_id = ""
+  name          = %q
+}`, lab.ClusterName()), dcFix},
+		{fmt.Sprintf(`data "vspherehpc_cluster" "x" {
+  datacenter_id = %q
+  name          = ""
+}`, dc), `name is empty: give the cluster's name.`},
+		{`data "vspherehpc_host" "x" { host_system_id = "" }`,
+			`host_system_id is empty: give the host's managed object id (what vsphere_host.id exports), or name with datacenter_id.`},
+		{fmt.Sprintf(`data "vspherehpc_host" "x" {
+  datacenter_id = ""
+  name          = %q
+}`, host), dcFix},
+		{fmt.Sprintf(`data "vspherehpc_host" "x" {
+  datacenter_id = %q
+  name          = ""
+}`, dc), `name is empty: give the host's name as vCenter shows it, or host_system_id.`},
+		{`data "vspherehpc_virtual_machine" "x" { virtual_machine_id = "" }`,
+			`virtual_machine_id is empty: give the VM's UUID (what vsphere_virtual_machine.id exports) or managed object id, or name with datacenter_id.`},
+		{fmt.Sprintf(`data "vspherehpc_virtual_machine" "x" {
+  datacenter_id = ""
+  name          = %q
+}`, vm), dcFix},
+		{fmt.Sprintf(`data "vspherehpc_virtual_machine" "x" {
+  datacenter_id = %q
+  name          = ""
+}`, dc), `name is empty: give the VM's name, or virtual_machine_id.`},
+	} {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			resource.UnitTest(t, resource.TestCase{
+				ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+				Steps:                    []resource.TestStep{{Config: providerConfig(lab) + tc.config + "\n", ExpectError: wrapped(tc.want)}},
+			})
+		})
+	}
 }

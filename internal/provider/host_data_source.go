@@ -154,18 +154,19 @@ func (d *hostDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, r
 				Optional: true,
 				MarkdownDescription: "Managed object id of the host, e.g. `host-12`: what `vsphere_host.id` and the `host_system_id` of " +
 					"`vsphere_virtual_machine` and `vspherehpc_virtual_machine` export. Give this, or `name` with `datacenter_id`.",
-				Validators: []validator.String{stringvalidator.LengthAtLeast(1)},
+				Validators: []validator.String{notEmpty("give the host's managed object id (what vsphere_host.id exports), or name with datacenter_id")},
 			},
 			"datacenter_id": schema.StringAttribute{
 				Optional:            true,
 				MarkdownDescription: "Managed object id of the datacenter to search by `name`, e.g. `data.vspherehpc_datacenter.dc.id`.",
-				Validators:          []validator.String{stringvalidator.ConflictsWith(path.MatchRoot("host_system_id"))},
+				Validators:          []validator.String{stringvalidator.ConflictsWith(path.MatchRoot("host_system_id")), notEmpty("give the datacenter's managed object id, e.g. data.vspherehpc_datacenter.dc.id")},
 			},
 			"name": schema.StringAttribute{
 				Optional:            true,
 				Computed:            true,
 				MarkdownDescription: "Name of the host as vCenter shows it (often its FQDN or IP address); the host's name when found by id.",
-				Validators:          []validator.String{stringvalidator.AlsoRequires(path.MatchRoot("datacenter_id"))},
+				Validators: []validator.String{stringvalidator.AlsoRequires(path.MatchRoot("datacenter_id")),
+					notEmpty("give the host's name as vCenter shows it, or host_system_id")},
 			},
 			"id":               computedString("Managed object id of the host, e.g. `host-12` (the same id `vsphere_host.id` exports)."),
 			"cluster_id":       computedString("Managed object id of the host's cluster; empty for a standalone host."),

@@ -79,18 +79,19 @@ func (d *virtualMachineDataSource) Schema(_ context.Context, _ datasource.Schema
 				Optional: true,
 				MarkdownDescription: "The VM's UUID (what `vsphere_virtual_machine.id` exports) or its managed object id (`vm-42`). " +
 					"Give this, or `name` with `datacenter_id`.",
-				Validators: []validator.String{stringvalidator.LengthAtLeast(1)},
+				Validators: []validator.String{notEmpty("give the VM's UUID (what vsphere_virtual_machine.id exports) or managed object id, or name with datacenter_id")},
 			},
 			"name": schema.StringAttribute{
 				Optional:            true,
 				Computed:            true,
 				MarkdownDescription: "Name of the VM to look up in `datacenter_id`; the VM's name when found by id.",
-				Validators:          []validator.String{stringvalidator.AlsoRequires(path.MatchRoot("datacenter_id"))},
+				Validators: []validator.String{stringvalidator.AlsoRequires(path.MatchRoot("datacenter_id")),
+					notEmpty("give the VM's name, or virtual_machine_id")},
 			},
 			"datacenter_id": schema.StringAttribute{
 				Optional:            true,
 				MarkdownDescription: "Managed object id of the datacenter to search by `name`.",
-				Validators:          []validator.String{stringvalidator.ConflictsWith(path.MatchRoot("virtual_machine_id"))},
+				Validators:          []validator.String{stringvalidator.ConflictsWith(path.MatchRoot("virtual_machine_id")), notEmpty("give the datacenter's managed object id, e.g. data.vspherehpc_datacenter.dc.id")},
 			},
 			"id":                               computedString("The VM's UUID."),
 			"moid":                             computedString("Managed object id of the VM, e.g. `vm-42`."),
