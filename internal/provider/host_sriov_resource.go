@@ -311,7 +311,35 @@ func (r *hostSRIOVResource) ImportState(ctx context.Context, req resource.Import
 	}
 	m := hostSRIOVModel{HostSystemID: types.StringValue(hostID), PCIID: types.StringValue(pciID)}
 	if !sriovToModel(ctx, h, &m, &resp.Diagnostics) {
-		resp.Diagnostics.AddError("Nothing to import", fmt.Sprintf("SR-IOV is not on for %s of host %s; create the resource instead.", pciID, hostID))
+		// Creating the resource is the fix only for an SR-IOV function with
+		// SR-IOV off; the planner tells the other cases apart.
+		_, findings, err := r.client.PlanHostSRIOV(ctx, hostID, pciID, 0)
+		if err != nil {
+			resp.Diagnostics.Append(vsphereErrorDiag("Cannot import SR-IOV "+req.ID, err))
+			return
+		}
+		for _, f := range findings {
+			switch f := f.(type) {
+			case vsphere.DeviceNotOnHost:
+				resp.Diagnostics.AddError("No such PCI device", fmt.Sprintf("Host %s has no PCI device %s. Its SR-IOV capable devices: %s.",
+					f.Host, f.PCIID, listOrNone(f.Capable)))
+				return
+			case vsphere.NotSRIOVCapable:
+				resp.Diagnostics.AddError("Not an SR-IOV function", fmt.Sprintf("PCI device %s (%s) of host %s is not SR-IOV capable, so "+
+					"vspherehpc_host_sriov cannot manage it: there is nothing to import, and nothing to create. To pass the whole device "+
+					"through to a VM, as a GPU is, use vspherehpc_host_pci_passthrough; a ConnectX card needs SR-IOV enabled in its "+
+					"firmware (mlxconfig) and a reboot first. Its SR-IOV capable devices: %s.", f.PCIID, strings.TrimSpace(f.Name), f.Host, listOrNone(f.Capable)))
+				return
+			case vsphere.TooManyVFs, vsphere.VFsInUse:
+				// About the count asked (none), not the function: one to create.
+			default:
+				resp.Diagnostics.AddError("Unexpected finding", fmt.Sprintf("Importing %s found %T, which the provider has no words for. "+
+					"Please report this issue to the provider developers.", req.ID, f))
+				return
+			}
+		}
+		resp.Diagnostics.AddError("Nothing to import", fmt.Sprintf("SR-IOV is off for PCI device %s of host %s (%s); create the resource "+
+			"instead, which turns it on.", pciID, h.HostName, hostID))
 		return
 	}
 	resp.Diagnostics.Append(setPrivateJSON(ctx, resp.Private, privateSRIOVBefore, int(m.VFs.ValueInt64()))...)

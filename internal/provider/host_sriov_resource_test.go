@@ -333,3 +333,37 @@ func TestAccHostSRIOV_vfsInUse(t *testing.T) {
 		CheckDestroy: sriovIs(lab, host, vmnic4, 0),
 	})
 }
+
+// Import says why there is nothing to import: a device that is no SR-IOV
+// function (the lab's A100) cannot be managed by this resource at all, and
+// only an SR-IOV capable function with SR-IOV off is one to create. The
+// GPU's import said "create the resource instead", which plan then refuses.
+func TestAccHostSRIOV_importRefusals(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	simulatedOnly(t, lab, "uses the lab's SR-IOV capable InfiniBand card and A100")
+	name := lab.HostNames()[0]
+	id := lab.HostID(name)
+	pf, _ := sriovPF(t, lab, name)
+	importStep := func(pciID string, want *regexp.Regexp) resource.TestStep {
+		return resource.TestStep{
+			Config: requiredProviders + sriovConfig(lab, name, pf, 4), ResourceName: sriovAddr, ImportState: true, ImportStateId: id + ":" + pciID,
+			ExpectError: want,
+		}
+	}
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			importStep("0000:af:00.0", regexp.MustCompile(`(?s)Not an SR-IOV function.*`+wrapped(
+				fmt.Sprintf("PCI device 0000:af:00.0 (GA100 [A100 PCIe 40GB]) of host %s (%s) is not SR-IOV capable, so vspherehpc_host_sriov cannot manage it", name, id)).String()+
+				`.*vspherehpc_host_pci_passthrough`)),
+			importStep("0000:99:00.0", regexp.MustCompile(`(?s)No such PCI device.*`+wrapped(
+				fmt.Sprintf("Host %s (%s) has no PCI device 0000:99:00.0. Its SR-IOV capable devices: %s", name, id, pf)).String())),
+			importStep(pf, regexp.MustCompile(`(?s)Nothing to import.*`+wrapped(
+				fmt.Sprintf("SR-IOV is off for PCI device %s", pf)).String()+`.*`+wrapped("create the resource instead").String())),
+		},
+	})
+	if err := sriovIs(lab, name, pf, 0)(nil); err != nil {
+		t.Error(err) // a refused import changes nothing
+	}
+}
