@@ -139,7 +139,7 @@ func argumentOf(err error, arguments map[vsphere.Object]string) path.Path {
 	return path.Empty()
 }
 
-// clientFrom is the shared Configure step of resources and data sources.
+// clientFrom is the shared Configure step of data sources.
 func clientFrom(providerData any, diags *diag.Diagnostics) *vsphere.Client {
 	if providerData == nil {
 		return nil // the provider is not configured yet (validation, early plan)
@@ -151,25 +151,4 @@ func clientFrom(providerData any, diags *diag.Diagnostics) *vsphere.Client {
 		return nil
 	}
 	return client
-}
-
-// claimFixes say how to settle two resources claiming one thing.
-var claimFixes = map[vsphere.ClaimKind]string{
-	vsphere.ClaimPassthrough:  "A GPU or other PCI device is passed through to one VM only, and the second VM does not boot: remove it from one of them.",
-	vsphere.ClaimGPUSetup:     "One vspherehpc_vm_gpu_mmio manages all of a VM's GPU passthrough: merge them into one.",
-	vsphere.ClaimHostSettings: "One vspherehpc_host_pvrdma_settings manages a host's PVRDMA settings: keep one per host.",
-	vsphere.ClaimUplink:       "PVRDMA needs its NIC as the only uplink of one switch: give each switch its own NIC.",
-	vsphere.ClaimMAC:          "Two adapters with one MAC address break each other's traffic: give each its own, or let vSphere generate them.",
-	vsphere.ClaimPCIDevice:    "Each would put back a different earlier state on destroy: list each device in one vspherehpc_host_pci_passthrough.",
-}
-
-// addClaimConflict words a claim another resource of the plan made first.
-func addClaimConflict(diags *diag.Diagnostics, at path.Path, f vsphere.Finding) bool {
-	c, ok := f.(vsphere.ClaimConflict)
-	if !ok {
-		return false
-	}
-	diags.AddAttributeError(at, "Claimed twice in this configuration",
-		fmt.Sprintf("Two resources of this configuration claim %s: %s, and %s. %s", c.Claim.What, c.Rival.Owner, c.Claim.Owner, claimFixes[c.Claim.Kind]))
-	return true
 }

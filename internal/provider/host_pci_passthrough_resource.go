@@ -37,6 +37,7 @@ const privatePassthroughBefore = "passthrough_before"
 
 type hostPCIPassthroughResource struct {
 	client *vsphere.Client
+	claims *claimBook
 }
 
 type hostPCIPassthroughModel struct {
@@ -143,7 +144,7 @@ func (r *hostPCIPassthroughResource) Schema(_ context.Context, _ resource.Schema
 }
 
 func (r *hostPCIPassthroughResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
-	r.client = clientFrom(req.ProviderData, &resp.Diagnostics)
+	r.client, r.claims = resourceDataFrom(req.ProviderData, &resp.Diagnostics)
 }
 
 // change is the planned passthrough of m, with the devices whose
@@ -179,13 +180,13 @@ func turnedBackOff(before map[string]bool) []string {
 }
 
 // claimDevices claims the resolved devices of a planned passthrough, so no
-// other resource of the plan takes them (a second passthrough, or SR-IOV).
-func (r *hostPCIPassthroughResource) claimDevices(ch vsphere.PassthroughChange, devices []string, diags *diag.Diagnostics) {
-	owner := fmt.Sprintf("vspherehpc_host_pci_passthrough on %s with %s", ch.HostID, strings.Join(devices, ", "))
+// other instance of the plan takes them (a second passthrough, or SR-IOV).
+func (r *hostPCIPassthroughResource) claimDevices(instance planInstance, ch vsphere.PassthroughChange, devices []string, diags *diag.Diagnostics) {
+	owner := fmt.Sprintf("a vspherehpc_host_pci_passthrough on %s with %s", ch.HostID, strings.Join(devices, ", "))
 	for _, id := range devices {
-		addClaimConflict(diags, path.Root("pci_ids"), r.client.Claim(vsphere.Claim{
-			Kind: vsphere.ClaimPCIDevice, Key: ch.HostID + " " + id, What: fmt.Sprintf("PCI device %s of host %s", id, ch.HostID),
-			Owner: owner, Plan: fmt.Sprint(ch.PCIIDs, ch.Match),
+		addClaimConflict(diags, path.Root("pci_ids"), r.claims.claim(instance, claim{
+			kind: claimHostDevice, key: hostDeviceKey(ch.HostID, id), use: usePassthrough,
+			what: fmt.Sprintf("PCI device %s of host %s", id, ch.HostID), owner: owner,
 		}))
 	}
 }
@@ -214,12 +215,13 @@ func (r *hostPCIPassthroughResource) ModifyPlan(ctx context.Context, req resourc
 	if resp.Diagnostics.HasError() || plan.HostSystemID.IsUnknown() || !fullyKnown(ctx, plan.PCIIDs) || !fullyKnown(ctx, plan.Match) {
 		return
 	}
+	instance := r.claims.instance(ctx, req, resp)
 	if req.State.Raw.IsNull() {
 		before = nil // a new resource turns nothing off
 	} else if devices, ok := r.unchanged(ctx, &plan, req.State, &resp.Diagnostics); ok {
 		// Like every plan-time check, ask vCenter only about what changes;
 		// the devices are still this resource's claim.
-		r.claimDevices(r.change(ctx, &plan, nil, &resp.Diagnostics), devices, &resp.Diagnostics)
+		r.claimDevices(instance, r.change(ctx, &plan, nil, &resp.Diagnostics), devices, &resp.Diagnostics)
 		return
 	}
 	ch := r.change(ctx, &plan, before, &resp.Diagnostics)
@@ -241,7 +243,7 @@ func (r *hostPCIPassthroughResource) ModifyPlan(ctx context.Context, req resourc
 	for i, d := range want {
 		ids[i] = d.PCIID
 	}
-	r.claimDevices(ch, ids, &resp.Diagnostics)
+	r.claimDevices(instance, ch, ids, &resp.Diagnostics)
 	planned := make([]passthroughDeviceModel, 0, len(want))
 	turningOn, pendingReboot := false, false
 	for _, d := range want {
@@ -314,6 +316,15 @@ func addPassthroughFindings(diags *diag.Diagnostics, findings []vsphere.Finding,
 			diags.AddAttributeError(path.Root("match"), "No device matches",
 				fmt.Sprintf("Host %s has no device with vendor id %s and device id %s that can be passed through; vspherehpc_host "+
 					"lists its devices.", f.Host, f.VendorID, f.DeviceID))
+		case vsphere.DeviceServesVFs:
+			users := ""
+			if len(f.VMs) > 0 {
+				users = " Virtual machines " + strings.Join(f.VMs, ", ") + " use its virtual functions and would lose them."
+			}
+			diags.AddAttributeError(path.Root("pci_ids"), "Device serves SR-IOV virtual functions",
+				fmt.Sprintf("PCI device %s (%s) of host %s has SR-IOV on with %d virtual functions.%s A card is either passed through "+
+					"whole or split into virtual functions, never both: turn SR-IOV off first (destroy its vspherehpc_host_sriov, once "+
+					"no VM uses its virtual functions), or pass through one of its virtual functions instead.", f.PCIID, f.Name, f.Host, f.VFs, users))
 		case vsphere.DeviceUsedByVMs:
 			detail := fmt.Sprintf("Passthrough of PCI device %s of host %s would go back off, but virtual machines %s are configured "+
 				"with it and would not power on. Remove the device from them first (vspherehpc_vm_gpu_mmio), or keep it listed.",

@@ -38,6 +38,7 @@ const privateBefore = "before"
 
 type hostPVRDMASettingsResource struct {
 	client *vsphere.Client
+	claims *claimBook
 }
 
 type hostPVRDMASettingsModel struct {
@@ -111,7 +112,7 @@ func (r *hostPVRDMASettingsResource) Schema(_ context.Context, _ resource.Schema
 }
 
 func (r *hostPVRDMASettingsResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
-	r.client = clientFrom(req.ProviderData, &resp.Diagnostics)
+	r.client, r.claims = resourceDataFrom(req.ProviderData, &resp.Diagnostics)
 }
 
 // ModifyPlan checks the vmknic against the host's adapters while planning,
@@ -127,13 +128,12 @@ func (r *hostPVRDMASettingsResource) ModifyPlan(ctx context.Context, req resourc
 	}
 	// One resource per host: a second would undo the first's settings and,
 	// on destroy, restore values from before the first.
-	if !plan.FirewallEnabled.IsUnknown() && fullyKnown(ctx, plan.FirewallAllowedIPs) {
-		addClaimConflict(&resp.Diagnostics, path.Root("host_system_id"), r.client.Claim(vsphere.Claim{
-			Kind: vsphere.ClaimHostSettings, Key: plan.HostSystemID.ValueString(), What: "host " + plan.HostSystemID.ValueString(),
-			Owner: fmt.Sprintf("settings with vmknic %s", plan.Vmknic.ValueString()),
-			Plan:  fmt.Sprintf("%s %s %s", plan.Vmknic, plan.FirewallEnabled, plan.FirewallAllowedIPs),
-		}))
-	}
+	instance := r.claims.instance(ctx, req, resp)
+	hostID := plan.HostSystemID.ValueString()
+	addClaimConflict(&resp.Diagnostics, path.Root("host_system_id"), r.claims.claim(instance, claim{
+		kind: claimHostSettings, key: hostID, what: "the PVRDMA settings of host " + hostID,
+		owner: fmt.Sprintf("a vspherehpc_host_pvrdma_settings with vmknic %s", plan.Vmknic.ValueString()),
+	}))
 	if !req.State.Raw.IsNull() {
 		var state hostPVRDMASettingsModel
 		resp.Diagnostics.Append(req.State.Get(ctx, &state)...)

@@ -35,6 +35,7 @@ const privateSRIOVBefore = "sriov_before"
 
 type hostSRIOVResource struct {
 	client *vsphere.Client
+	claims *claimBook
 }
 
 type hostSRIOVModel struct {
@@ -107,7 +108,7 @@ func (r *hostSRIOVResource) Schema(_ context.Context, _ resource.SchemaRequest, 
 }
 
 func (r *hostSRIOVResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
-	r.client = clientFrom(req.ProviderData, &resp.Diagnostics)
+	r.client, r.claims = resourceDataFrom(req.ProviderData, &resp.Diagnostics)
 }
 
 // ModifyPlan checks the function and the count when either changes.
@@ -120,10 +121,12 @@ func (r *hostSRIOVResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 	if resp.Diagnostics.HasError() || plan.HostSystemID.IsUnknown() || plan.PCIID.IsUnknown() || plan.VFs.IsUnknown() {
 		return
 	}
-	key := plan.HostSystemID.ValueString() + " " + plan.PCIID.ValueString()
-	addClaimConflict(&resp.Diagnostics, path.Root("pci_id"), r.client.Claim(vsphere.Claim{
-		Kind: vsphere.ClaimPCIDevice, Key: key, What: fmt.Sprintf("PCI device %s of host %s", plan.PCIID.ValueString(), plan.HostSystemID.ValueString()),
-		Owner: fmt.Sprintf("SR-IOV with %d virtual functions", plan.VFs.ValueInt64()), Plan: fmt.Sprint(plan.VFs.ValueInt64()),
+	instance := r.claims.instance(ctx, req, resp)
+	hostID, pciID := plan.HostSystemID.ValueString(), plan.PCIID.ValueString()
+	addClaimConflict(&resp.Diagnostics, path.Root("pci_id"), r.claims.claim(instance, claim{
+		kind: claimHostDevice, key: hostDeviceKey(hostID, pciID), use: useSRIOV,
+		what:  fmt.Sprintf("PCI device %s of host %s", pciID, hostID),
+		owner: fmt.Sprintf("a vspherehpc_host_sriov with %d virtual functions", plan.VFs.ValueInt64()),
 	}))
 	if !req.State.Raw.IsNull() {
 		var state hostSRIOVModel
@@ -153,6 +156,15 @@ func (r *hostSRIOVResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 		case vsphere.TooManyVFs:
 			resp.Diagnostics.AddAttributeError(path.Root("num_virtual_functions"), "Too many virtual functions",
 				fmt.Sprintf("PCI device %s of host %s supports at most %d virtual functions, not %d.", f.PCIID, f.Host, f.Max, f.Wanted))
+		case vsphere.PassedThroughWhole:
+			users := "No VM is configured with it now, but passthrough is on for it."
+			if len(f.VMs) > 0 {
+				users = "Virtual machines " + strings.Join(f.VMs, ", ") + " are configured with it and would lose it."
+			}
+			resp.Diagnostics.AddAttributeError(path.Root("pci_id"), "Device passed through whole",
+				fmt.Sprintf("PCI device %s (%s) of host %s is passed through whole. %s A card is either passed through whole or split "+
+					"into SR-IOV virtual functions, never both: remove the device from those VMs and from its "+
+					"vspherehpc_host_pci_passthrough first (one apply), then turn SR-IOV on.", f.PCIID, f.Name, f.Host, users))
 		case vsphere.VFsInUse:
 			addVFsInUse(&resp.Diagnostics, path.Root("num_virtual_functions"), f,
 				"Keep enough virtual functions, or remove the adapters (vspherehpc_vm_sriov_nic) or passed-through functions "+

@@ -276,7 +276,8 @@ func TestAccHostSRIOV_claimedByPassthrough(t *testing.T) {
 			{Config: passthrough},
 			{
 				Config: passthrough + strings.Replace(sriovConfig(lab, name, pf, 4), providerConfig(lab), "", 1), PlanOnly: true,
-				ExpectError: regexp.MustCompile(`(?s)Claimed twice in this configuration.*PCI\s+device\s+` + regexp.QuoteMeta(pf) + `\s+of\s+host\s+` + lab.HostID(name)),
+				ExpectError: regexp.MustCompile(`(?s)One card, two uses.*PCI\s+device\s+` + regexp.QuoteMeta(pf) + `\s+of\s+host\s+` + lab.HostID(name) +
+					`\s+is\s+claimed\s+for\s+(passthrough|SR-IOV).*passed\s+through\s+whole.*or\s+split`),
 			},
 		},
 	})

@@ -231,7 +231,9 @@ func (p *vspherehpcProvider) Configure(ctx context.Context, req provider.Configu
 		p.clients.Add(client)
 	}
 	resp.DataSourceData = client
-	resp.ResourceData = client
+	// Terraform configures the provider anew for each walk (plan, apply):
+	// one claim book per walk.
+	resp.ResourceData = &resourceData{client: client, claims: newClaimBook()}
 }
 
 // caFileProblem says why a CA file cannot be used, or "" when it can. A

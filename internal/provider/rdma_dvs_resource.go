@@ -41,6 +41,7 @@ const privateSwitch = "switch"
 
 type rdmaDVSResource struct {
 	client *vsphere.Client
+	claims *claimBook
 }
 
 type rdmaDVSModel struct {
@@ -203,7 +204,7 @@ func (r *rdmaDVSResource) Schema(_ context.Context, _ resource.SchemaRequest, re
 }
 
 func (r *rdmaDVSResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
-	r.client = clientFrom(req.ProviderData, &resp.Diagnostics)
+	r.client, r.claims = resourceDataFrom(req.ProviderData, &resp.Diagnostics)
 }
 
 // ValidateConfig refuses a host listed twice: PVRDMA allows one uplink.
@@ -241,7 +242,7 @@ func (r *rdmaDVSResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	if !req.State.Raw.IsNull() {
 		state = &rdmaDVSModel{}
 		resp.Diagnostics.Append(req.State.Get(ctx, state)...)
-		r.client.NoteSwitch(state.ID.ValueString())
+		r.claims.noteSwitchRead(state.ID.ValueString())
 	}
 	if req.Plan.Raw.IsNull() {
 		if state != nil {
@@ -254,7 +255,9 @@ func (r *rdmaDVSResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	r.claimUplinks(ctx, &plan, &resp.Diagnostics)
+	instance := r.claims.instance(ctx, req, resp)
+	r.claimName(instance, &plan, &resp.Diagnostics)
+	r.claimUplinks(ctx, instance, &plan, &resp.Diagnostics)
 	if !r.checkNames(ctx, &plan, state, &resp.Diagnostics) {
 		return // no such datacenter: nothing else can be checked
 	}
@@ -262,20 +265,31 @@ func (r *rdmaDVSResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	r.checkHosts(ctx, &plan, state, version, &resp.Diagnostics)
 }
 
+// claimName claims the switch's name in its datacenter: a second switch of
+// the plan with that name would fail at create.
+func (r *rdmaDVSResource) claimName(instance planInstance, plan *rdmaDVSModel, diags *diag.Diagnostics) {
+	if plan.Name.IsUnknown() || plan.DatacenterID.IsUnknown() {
+		return
+	}
+	name, dc := plan.Name.ValueString(), plan.DatacenterID.ValueString()
+	addClaimConflict(diags, path.Root("name"), r.claims.claim(instance, claim{
+		kind: claimSwitchName, key: dc + " " + name, what: fmt.Sprintf("the switch name %q in datacenter %s", name, dc),
+		owner: "a vspherehpc_rdma_dvs",
+	}))
+}
+
 // claimUplinks claims each host's NIC for this switch, so two switches of
 // one configuration cannot both plan to take it.
-func (r *rdmaDVSResource) claimUplinks(ctx context.Context, plan *rdmaDVSModel, diags *diag.Diagnostics) {
+func (r *rdmaDVSResource) claimUplinks(ctx context.Context, instance planInstance, plan *rdmaDVSModel, diags *diag.Diagnostics) {
 	if plan.Name.IsUnknown() || plan.Hosts.IsUnknown() || plan.DatacenterID.IsUnknown() {
 		return
 	}
 	name := plan.Name.ValueString()
 	for _, h := range dvsHosts(ctx, plan.Hosts, diags) {
-		f := r.client.Claim(vsphere.Claim{
-			Kind: vsphere.ClaimUplink, Key: h.HostID + " " + h.Vmnic,
-			What:  fmt.Sprintf("%s of host %s", h.Vmnic, h.HostID),
-			Owner: fmt.Sprintf("distributed switch %q", name), Plan: plan.DatacenterID.ValueString() + "/" + name,
-		})
-		addClaimConflict(diags, path.Root("host"), f)
+		addClaimConflict(diags, path.Root("host"), r.claims.claim(instance, claim{
+			kind: claimUplink, key: h.HostID + " " + h.Vmnic, what: fmt.Sprintf("%s of host %s", h.Vmnic, h.HostID),
+			owner: fmt.Sprintf("distributed switch %q", name),
+		}))
 	}
 }
 
@@ -308,6 +322,8 @@ func (r *rdmaDVSResource) checkNames(ctx context.Context, plan, state *rdmaDVSMo
 			return true // nothing renamed: the names are the switch's own
 		}
 		change.SwitchUUID = state.ID.ValueString()
+	} else {
+		change.Managed = r.claims.switchesRead()
 	}
 	findings, err := r.client.PlanDVSNames(ctx, change)
 	if errors.Is(err, vsphere.ErrNotFound) {
@@ -626,7 +642,7 @@ func (r *rdmaDVSResource) Read(ctx context.Context, req resource.ReadRequest, re
 		resp.Diagnostics.Append(vsphereErrorDiag("Cannot read distributed switch "+id.UUID, err))
 		return
 	}
-	r.client.NoteSwitch(dvs.UUID)
+	r.claims.noteSwitchRead(dvs.UUID)
 	if dvs.DVSID != id {
 		resp.Diagnostics.Append(setPrivateJSON(ctx, resp.Private, privateSwitch, dvs.DVSID)...)
 	}

@@ -634,8 +634,8 @@ func TestAccRDMADVS_nicClaimedTwice(t *testing.T) {
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{{
 			Config: dvsConfig(lab, "rdma", map[string]string{first: nic}, "") + second, PlanOnly: true,
-			ExpectError: regexp.MustCompile(`(?s)Claimed twice in this configuration.*Two resources of this configuration claim\s+` + regexp.QuoteMeta(nic) + `\s+of\s+host\s+` +
-				lab.HostID(first) + `:\s+distributed\s+switch\s+"` + name + `(-other)?",\s+and\s+distributed\s+switch\s+"` + name + `(-other)?".\s+PVRDMA\s+needs\s+its\s+NIC`),
+			ExpectError: regexp.MustCompile(`(?s)Claimed twice in this configuration.*Two\s+resource\s+instances\s+of\s+this\s+configuration\s+claim\s+` + regexp.QuoteMeta(nic) + `\s+of\s+host\s+` +
+				lab.HostID(first) + `:\s+distributed\s+switch\s+"` + name + `(-other)?",\s+and\s+distributed\s+switch\s+"` + name + `(-other)?".*PVRDMA\s+needs\s+its\s+NIC`),
 		}},
 	})
 }

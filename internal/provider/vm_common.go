@@ -175,3 +175,17 @@ func importAdapter(ctx context.Context, client *vsphere.Client, req resource.Imp
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("device_key"), key)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), uuid+":"+strconv.FormatInt(key, 10))...)
 }
+
+// claimStaticMAC claims a MAC address the configuration gives an adapter,
+// as soon as it is known: one vSphere generates is vCenter's to keep unique.
+func claimStaticMAC(ctx context.Context, claims *claimBook, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse, mac types.String, kind string, vm types.String) {
+	if mac.IsUnknown() || mac.IsNull() {
+		return
+	}
+	adapter := "a " + kind + " adapter"
+	if !vm.IsUnknown() {
+		adapter = fmt.Sprintf("the %s adapter of virtual machine %s", kind, vm.ValueString())
+	}
+	instance := claims.instance(ctx, req, resp)
+	addClaimConflict(&resp.Diagnostics, path.Root("mac_address"), claims.claim(instance, macClaim(mac.ValueString(), adapter)))
+}

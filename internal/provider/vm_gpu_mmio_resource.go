@@ -41,6 +41,7 @@ const privateExtraConfig = "extra_config_before"
 
 type vmGPUMMIOResource struct {
 	client *vsphere.Client
+	claims *claimBook
 }
 
 type vmGPUMMIOModel struct {
@@ -189,7 +190,7 @@ func (r *vmGPUMMIOResource) Schema(_ context.Context, _ resource.SchemaRequest, 
 }
 
 func (r *vmGPUMMIOResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
-	r.client = clientFrom(req.ProviderData, &resp.Diagnostics)
+	r.client, r.claims = resourceDataFrom(req.ProviderData, &resp.Diagnostics)
 }
 
 // ValidateConfig: each GPU is a PCI id or a vendor and device id, and no
@@ -308,7 +309,8 @@ func (r *vmGPUMMIOResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 	given := config.MMIOSizeGB.ValueInt64Pointer()
 	vmID := plan.VirtualMachineID.ValueString()
 	planned := devices(ctx, plan.PCIDevice, &resp.Diagnostics)
-	addClaimConflict(&resp.Diagnostics, path.Root("virtual_machine_id"), r.client.ClaimGPUSetup(vmID, vmID, r.requests(ctx, plan.GPU, &resp.Diagnostics), planned, given))
+	instance := r.claims.instance(ctx, req, resp)
+	r.claimSetup(instance, vmID, vmID, &resp.Diagnostics)
 	if state != nil && plan.GPU.Equal(state.GPU) && plan.PCIDevice.Equal(state.PCIDevice) && state.Firmware.ValueString() == "efi" && state.TotalGPUMemoryGB.ValueFloat64() > 0 {
 		// Same GPUs: size the window from the recorded total, no vCenter
 		// call, unless the window changes (which needs the VM's power state).
@@ -321,6 +323,10 @@ func (r *vmGPUMMIOResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 	change := vsphere.GPUMMIOChange{
 		VMID: vmID, GPUs: r.requests(ctx, plan.GPU, &resp.Diagnostics), Devices: planned, MMIOSizeGB: given,
 		AllowFirmwareChange: plan.AllowFirmwareChange.ValueBool(), PowerOffAllowed: plan.PowerOffAllowed.ValueBool(),
+		Planned: r.claims.deviceInputs(),
+	}
+	if state == nil && !strings.EqualFold(instance.priorID, vmID) {
+		change.Releasing = instance.priorID // the setup this one replaces, on another VM
 	}
 	if state != nil {
 		change.Existing, change.CurrentMMIOSizeGB = true, state.MMIOSizeGB.ValueInt64()
@@ -334,11 +340,9 @@ func (r *vmGPUMMIOResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 		resp.Diagnostics.Append(vsphereErrorDiag("Cannot check GPU passthrough", err))
 		return
 	}
+	r.claimTaken(instance, p, &resp.Diagnostics)
 	var sizeFinding vsphere.Finding
 	for _, f := range p.Findings {
-		if addClaimConflict(&resp.Diagnostics, path.Root("virtual_machine_id"), f) {
-			continue
-		}
 		if isSizeFinding(f) {
 			sizeFinding = f
 		} else {
@@ -348,6 +352,33 @@ func (r *vmGPUMMIOResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 	if p.Sized {
 		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("total_gpu_memory_gb"), p.TotalMemoryGB)...)
 		r.planSize(ctx, p.MMIOSizeGB, sizeFinding, resp)
+	}
+}
+
+// claimSetup claims the GPU setup of a VM, by the id as given and, once the
+// planner read it, by UUID, so two resources naming one VM differently meet.
+func (r *vmGPUMMIOResource) claimSetup(instance planInstance, vmID, vmName string, diags *diag.Diagnostics) {
+	addClaimConflict(diags, path.Root("virtual_machine_id"), r.claims.claim(instance, claim{
+		kind: claimGPUSetup, key: strings.ToLower(vmID), what: "the GPU setup of virtual machine " + vmName,
+		owner: "a vspherehpc_vm_gpu_mmio",
+	}))
+}
+
+// claimTaken claims the VM's setup by UUID and each device it takes.
+func (r *vmGPUMMIOResource) claimTaken(instance planInstance, p *vsphere.GPUMMIOPlan, diags *diag.Diagnostics) {
+	label := fmt.Sprintf("%s (%s)", p.VMName, p.VMUUID)
+	if p.VMUUID != "" {
+		r.claimSetup(instance, p.VMUUID, label, diags)
+	}
+	for _, d := range p.Takes {
+		what := "PCI device"
+		if d.GPU {
+			what = "GPU"
+		}
+		addClaimConflict(diags, path.Root("virtual_machine_id"), r.claims.claim(instance, claim{
+			kind: claimVMDevice, key: hostDeviceKey(d.HostID, d.PCIID), what: fmt.Sprintf("%s %s on host %s", what, d.PCIID, d.HostName),
+			owner: "the vspherehpc_vm_gpu_mmio of virtual machine " + label,
+		}))
 	}
 }
 

@@ -659,7 +659,7 @@ func TestAccVMGPUMMIO_claimedTwice(t *testing.T) {
 			{
 				Config: gpuConfig(lab, lab.VMUUID(vm), one) + second(lab.VMUUID(sameHost)), PlanOnly: true,
 				ExpectError: regexp.MustCompile(`(?s)Claimed twice in this configuration.*claim\s+GPU\s+` + regexp.QuoteMeta(lab.GPUs()[0]) + `\s+on\s+host\s+` +
-					regexp.QuoteMeta(lab.VMHostName(vm)) + `:\s+virtual\s+machine\s+.*A\s+GPU\s+or\s+other\s+PCI\s+device\s+is\s+passed\s+through\s+to\s+one\s+VM\s+only`),
+					regexp.QuoteMeta(lab.VMHostName(vm)) + `:\s+the\s+vspherehpc_vm_gpu_mmio\s+of\s+virtual\s+machine\s+.*A\s+GPU\s+or\s+other\s+PCI\s+device\s+is\s+passed\s+through\s+to\s+one\s+VM\s+only`),
 			},
 			{
 				Config: gpuConfig(lab, lab.VMUUID(vm), twoGPUs(lab)) + second(lab.VMID(vm)), PlanOnly: true,

@@ -33,6 +33,7 @@ var (
 
 type vmPVRDMANICResource struct {
 	client *vsphere.Client
+	claims *claimBook
 }
 
 type vmPVRDMANICModel struct {
@@ -131,7 +132,7 @@ func (r *vmPVRDMANICResource) Schema(_ context.Context, _ resource.SchemaRequest
 }
 
 func (r *vmPVRDMANICResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
-	r.client = clientFrom(req.ProviderData, &resp.Diagnostics)
+	r.client, r.claims = resourceDataFrom(req.ProviderData, &resp.Diagnostics)
 }
 
 // ModifyPlan checks a new adapter, or a changed port group or protocol,
@@ -163,23 +164,12 @@ func (r *vmPVRDMANICResource) ModifyPlan(ctx context.Context, req resource.Modif
 	var configMAC, configProtocol types.String
 	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("mac_address"), &configMAC)...)
 	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("device_protocol"), &configProtocol)...)
+	claimStaticMAC(ctx, r.claims, req, resp, configMAC, "PVRDMA", plan.VirtualMachineID)
 	if configProtocol.IsNull() && !plan.VirtualMachineID.IsUnknown() {
 		plan.DeviceProtocol = r.planProtocolChoice(ctx, plan, state, resp)
 	}
 	if plan.VirtualMachineID.IsUnknown() || plan.PortGroupID.IsUnknown() || configProtocol.IsUnknown() {
 		return
-	}
-	// Only a MAC the configuration gives is claimed: one vSphere generated
-	// is vCenter's to keep unique. A claim's plan must be all known: the
-	// same resource planned again once values are known must not look like
-	// a rival.
-	if !configMAC.IsUnknown() && !configMAC.IsNull() {
-		mac := configMAC.ValueString()
-		addClaimConflict(&resp.Diagnostics, path.Root("mac_address"), r.client.Claim(vsphere.Claim{
-			Kind: vsphere.ClaimMAC, Key: mac, What: "MAC address " + mac,
-			Owner: fmt.Sprintf("the PVRDMA adapter of virtual machine %s on %s", plan.VirtualMachineID.ValueString(), plan.PortGroupID.ValueString()),
-			Plan:  fmt.Sprintf("%s %s %s", plan.VirtualMachineID, plan.PortGroupID, configProtocol),
-		}))
 	}
 	change := vsphere.PVRDMANICChange{
 		VMID: plan.VirtualMachineID.ValueString(), PortGroupID: plan.PortGroupID.ValueString(),

@@ -36,6 +36,7 @@ const automaticPF = "automatic"
 
 type vmSRIOVNICResource struct {
 	client *vsphere.Client
+	claims *claimBook
 }
 
 type vmSRIOVNICModel struct {
@@ -132,7 +133,7 @@ func (r *vmSRIOVNICResource) Schema(_ context.Context, _ resource.SchemaRequest,
 }
 
 func (r *vmSRIOVNICResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
-	r.client = clientFrom(req.ProviderData, &resp.Diagnostics)
+	r.client, r.claims = resourceDataFrom(req.ProviderData, &resp.Diagnostics)
 }
 
 // pf is the physical function as the service layer takes it: "" for the
@@ -176,24 +177,15 @@ func (r *vmSRIOVNICResource) ModifyPlan(ctx context.Context, req resource.Modify
 		plan.AssignedPhysicalFunction, plan.VirtualFunction = state.AssignedPhysicalFunction, state.VirtualFunction
 		resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
 	}
+	var configMAC types.String
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("mac_address"), &configMAC)...)
+	claimStaticMAC(ctx, r.claims, req, resp, configMAC, "SR-IOV", plan.VirtualMachineID)
 	if plan.VirtualMachineID.IsUnknown() || plan.PortGroupID.IsUnknown() || plan.PhysicalFunction.IsUnknown() {
 		return
 	}
-	var configMAC types.String
-	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("mac_address"), &configMAC)...)
-	// Only a MAC the configuration gives is claimed: one vSphere generated
-	// is vCenter's to keep unique.
-	if !configMAC.IsUnknown() && !configMAC.IsNull() {
-		mac := configMAC.ValueString()
-		addClaimConflict(&resp.Diagnostics, path.Root("mac_address"), r.client.Claim(vsphere.Claim{
-			Kind: vsphere.ClaimMAC, Key: mac, What: "MAC address " + mac,
-			Owner: fmt.Sprintf("the SR-IOV adapter of virtual machine %s on %s", plan.VirtualMachineID.ValueString(), plan.PortGroupID.ValueString()),
-			Plan:  fmt.Sprintf("%s %s %s", plan.VirtualMachineID, plan.PortGroupID, plan.PhysicalFunction),
-		}))
-	}
 	change := vsphere.SRIOVNICChange{
 		VMID: plan.VirtualMachineID.ValueString(), PortGroupID: plan.PortGroupID.ValueString(), PhysicalFunction: plan.pf(),
-		NewPF: newPF, PowerOffAllowed: plan.PowerOffAllowed.ValueBool(),
+		NewPF: newPF, PowerOffAllowed: plan.PowerOffAllowed.ValueBool(), Planned: r.claims.deviceInputs(),
 	}
 	if !configMAC.IsUnknown() && (state == nil || !configMAC.Equal(state.MACAddress)) {
 		change.MAC = configMAC.ValueString()

@@ -121,6 +121,15 @@ func (s *pciPassthruSystem) updatePassthruConfig(ctx *simulator.Context, host *s
 			case sc.NumVirtualFunction < 0 || sc.NumVirtualFunction > sr.MaxVirtualFunctionSupported:
 				body.Fault_ = simulator.Fault(fmt.Sprintf("PCI device %s supports at most %d SR-IOV virtual functions, not %d", cfg.Id, sr.MaxVirtualFunctionSupported, sc.NumVirtualFunction), &types.HostConfigFault{})
 				return
+			case sc.SriovEnabled && sr.PassthruEnabled:
+				// Not documented: neither the API reference (HostSriovConfig,
+				// UpdatePassthruConfig) nor the vSphere Networking guide says
+				// what ESXi does when SR-IOV is turned on for a function that
+				// is passed through whole. The lab takes the safe answer and
+				// refuses, leaving the device (and the VMs configured with it)
+				// as they are, rather than taking passthrough away under them.
+				body.Fault_ = simulator.Fault(fmt.Sprintf("PCI device %s is enabled for passthrough; turn passthrough off before enabling SR-IOV", cfg.Id), &types.HostConfigFault{})
+				return
 			}
 			sr.SriovEnabled = sc.SriovEnabled
 			sr.NumVirtualFunctionRequested = sc.NumVirtualFunction

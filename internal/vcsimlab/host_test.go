@@ -880,3 +880,26 @@ func TestSriovDevicePoolsAfterReboot(t *testing.T) {
 	}
 	l.wantPools("after the reboot", 0, []string{"key-vim.host.VirtualSwitch-vSwitch1", "vmnic4"})
 }
+
+// TestSriovRefusedOnPassedThroughFunction: SR-IOV on a function passed
+// through whole is refused with HostConfigFault and changes nothing: the
+// lab's safe answer where the vSphere documentation says nothing.
+func TestSriovRefusedOnPassedThroughFunction(t *testing.T) {
+	t.Parallel()
+	l := startLab(t)
+	pf := ibPFs[0]
+	ps := ref("HostPciPassthruSystem", "pcipassthrusystem-"+l.HostID(l.HostNames()[0]))
+	if _, err := methods.UpdatePassthruConfig(context.Background(), l.Client().Client, &types.UpdatePassthruConfig{This: ps, Config: []types.BaseHostPciPassthruConfig{
+		&types.HostPciPassthruConfig{Id: pf.id, PassthruEnabled: true},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	err := updateSriov(l, 0, &types.HostSriovConfig{HostPciPassthruConfig: types.HostPciPassthruConfig{Id: pf.id}, SriovEnabled: true, NumVirtualFunction: 2})
+	if !fault.Is(err, &types.HostConfigFault{}) {
+		t.Fatalf("SR-IOV on a passed-through function: %v, want HostConfigFault", err)
+	}
+	sr, devices, infos := sriovState(t, l, 0, pf)
+	if !sr.PassthruEnabled || sr.SriovEnabled || len(devices)+len(infos) != 0 {
+		t.Errorf("after the refusal: %+v, VFs %v %v; want passthrough kept, SR-IOV off, no VFs", sr, devices, infos)
+	}
+}

@@ -63,7 +63,6 @@ type Client struct {
 
 	vms       objectLocks
 	hosts     objectLocks
-	claims    claimBook
 	batch     readBatch
 	prefetch  prefetcher
 	names     nameIndexes

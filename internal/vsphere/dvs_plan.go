@@ -418,14 +418,17 @@ type DVSNamesChange struct {
 	SwitchName   string
 	PortGroup    string
 	SwitchUUID   string // the existing switch; "" for a new one
+	// Managed lists the UUIDs of switches this configuration manages: a new
+	// switch may take the names of one, as the tainted switch it replaces.
+	Managed []string
 }
 
 // PlanDVSNames checks, in one round trip, that the datacenter exists and
 // that the switch's and port group's names are free in its network folder,
 // where vCenter keeps switches, port groups and standard networks under
 // unique names. A new switch may take the names of a switch this
-// configuration manages (NoteSwitch): that is a replacement (a tainted or
-// -replace'd switch), destroyed before the new one is created.
+// configuration manages (DVSNamesChange.Managed): that is a replacement (a
+// tainted or -replace'd switch), destroyed before the new one is created.
 func (c *Client) PlanDVSNames(ctx context.Context, ch DVSNamesChange) ([]Finding, error) {
 	op := fmt.Sprintf("checking the names of distributed switch %q", ch.SwitchName)
 	ctx, cancel := c.withTimeout(ctx)
@@ -452,7 +455,7 @@ func (c *Client) PlanDVSNames(ctx context.Context, ch DVSNamesChange) ([]Finding
 		if ch.SwitchUUID != "" {
 			return strings.EqualFold(s.Uuid, ch.SwitchUUID)
 		}
-		return s.Name == ch.SwitchName && c.claims.managesSwitch(s.Uuid)
+		return s.Name == ch.SwitchName && slices.ContainsFunc(ch.Managed, func(u string) bool { return strings.EqualFold(u, s.Uuid) })
 	}
 	var out []Finding
 	for _, s := range switches {

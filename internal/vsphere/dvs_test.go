@@ -219,8 +219,7 @@ func TestPlanDVSNames(t *testing.T) {
 	if f := plan(DVSNamesChange{SwitchName: "rdma", PortGroup: "rdma-vms"}); len(f) != 2 {
 		t.Fatalf("names of an unmanaged switch: %#v, want the switch's and its port group's taken", f)
 	}
-	c.NoteSwitch(id.UUID)
-	if f := plan(DVSNamesChange{SwitchName: "rdma", PortGroup: "rdma-vms"}); len(f) != 0 {
+	if f := plan(DVSNamesChange{SwitchName: "rdma", PortGroup: "rdma-vms", Managed: []string{strings.ToUpper(id.UUID)}}); len(f) != 0 {
 		t.Fatalf("names of the switch being replaced: %#v, want none taken", f)
 	}
 	if f := plan(DVSNamesChange{SwitchName: "rdma", PortGroup: "rdma-vms", SwitchUUID: id.UUID}); len(f) != 0 {

@@ -4,14 +4,13 @@ package vsphere
 // is on the VM's host, active for passthrough (or turned on by a host
 // passthrough resource of the same plan), and used by no other VM; no more
 // GPUs of a model than the host has; the MMIO window by the rule; no BIOS
-// to EFI switch under an installed guest; the power state; and the claims
-// of the plan.
+// to EFI switch under an installed guest; the power state. It reports the
+// devices the VM takes, for the provider to tell rival claims apart.
 
 import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/vmware/govmomi/vim25/types"
@@ -28,15 +27,30 @@ type GPUMMIOChange struct {
 	PowerOffAllowed     bool
 	Existing            bool  // the setup exists and is changed
 	CurrentMMIOSizeGB   int64 // the window the existing setup has
+	// Planned is what host resources of the same plan turn on: a device
+	// not active yet counts as active when one does and the host applies
+	// it without a reboot.
+	Planned PlannedHostDevices
+	// Releasing is the VM (UUID or managed object id) whose setup this plan
+	// replaces, destroyed first: its GPUs are free for this one.
+	Releasing string
+}
+
+// TakenDevice is a host device a planned VM setup takes for itself.
+type TakenDevice struct {
+	HostID, HostName, PCIID string
+	GPU                     bool
 }
 
 // GPUMMIOPlan is a checked setup: its findings and, once its GPUs passed
 // their checks (Sized), their memory and the MMIO window they get.
 type GPUMMIOPlan struct {
-	Findings      []Finding
-	Sized         bool
-	TotalMemoryGB float64
-	MMIOSizeGB    int64 // 0 when it cannot be sized
+	VMUUID, VMName string        // the VM, however it was given
+	Takes          []TakenDevice // the GPUs by PCI id and the other devices
+	Findings       []Finding
+	Sized          bool
+	TotalMemoryGB  float64
+	MMIOSizeGB     int64 // 0 when it cannot be sized
 }
 
 // The findings of PlanGPUMMIO and PlanMMIOSize. Index is the GPU's (or,
@@ -58,8 +72,9 @@ type (
 		Active, Asked                        int
 	}
 	// GPUNotActive: the GPU is not active for passthrough on its host.
-	// TurnedOnAtReboot: a host passthrough resource of this plan turns it
-	// on, but the host applies that only at its next reboot.
+	// TurnedOnAtReboot: a host resource of this plan turns it on
+	// (GPUMMIOChange.Planned), but the host applies that only at its next
+	// reboot.
 	GPUNotActive struct {
 		Index               int
 		PCIID, Device, Host string
@@ -89,8 +104,8 @@ type (
 	}
 	// DeviceNotActive: the device is not active for passthrough on the VM's
 	// host; Enabled: it is enabled and waits for the host's reboot;
-	// TurnedOnAtReboot: a host passthrough resource of this plan turns it
-	// on, but the host applies that only at its next reboot.
+	// TurnedOnAtReboot: a host resource of this plan turns it on, but the
+	// host applies that only at its next reboot.
 	DeviceNotActive struct {
 		Index             int
 		PCIID, Name, Host string
@@ -201,10 +216,10 @@ func (c *Client) PlanGPUMMIO(ctx context.Context, ch GPUMMIOChange) (*GPUMMIOPla
 		return nil, err
 	}
 	label := fmt.Sprintf("%s (%s)", vm.Name, ch.VMID)
-	out := &GPUMMIOPlan{Findings: c.claimGPUs(vm, host, label, ch)}
+	out := &GPUMMIOPlan{VMUUID: vm.ID, VMName: vm.Name, Takes: takenDevices(host, ch)}
 	total, known := 0.0, true
 	for i, g := range ch.GPUs {
-		gb, findings, err := c.planGPU(ctx, vm, host, label, i, g)
+		gb, findings, err := c.planGPU(ctx, vm, host, label, i, g, ch.Planned, ch.Releasing)
 		if err != nil {
 			return nil, err
 		}
@@ -215,7 +230,7 @@ func (c *Client) PlanGPUMMIO(ctx context.Context, ch GPUMMIOChange) (*GPUMMIOPla
 	out.Findings = append(out.Findings, planGPUCounts(label, host, ch.GPUs)...)
 	refusedGPUs := len(out.Findings) > 0
 	for i, id := range ch.Devices {
-		findings, err := c.planDevice(ctx, vm, host, label, i, id)
+		findings, err := c.planDevice(ctx, vm, host, label, i, id, ch.Planned, ch.Releasing)
 		if err != nil {
 			return nil, err
 		}
@@ -244,7 +259,7 @@ func (c *Client) PlanGPUMMIO(ctx context.Context, ch GPUMMIOChange) (*GPUMMIOPla
 
 // planGPU checks one requested GPU against the VM's host and returns its
 // memory, 0 when unknown.
-func (c *Client) planGPU(ctx context.Context, vm *VM, host *Host, label string, index int, g GPURequest) (float64, []Finding, error) {
+func (c *Client) planGPU(ctx context.Context, vm *VM, host *Host, label string, index int, g GPURequest, planned PlannedHostDevices, releasing string) (float64, []Finding, error) {
 	if g.Dynamic() {
 		for _, h := range host.GPUs {
 			if h.VendorID == g.VendorID && h.DeviceID == g.DeviceID && h.PassthroughActive {
@@ -258,12 +273,12 @@ func (c *Client) planGPU(ctx context.Context, vm *VM, host *Host, label string, 
 			continue
 		}
 		var out []Finding
-		if !h.PassthroughActive && !c.activeOnceApplied(host, g.PCIID) {
+		if !h.PassthroughActive && !planned.activeOnceApplied(host, g.PCIID) {
 			out = append(out, GPUNotActive{Index: index, PCIID: g.PCIID, Device: h.DeviceName, Host: host.Name,
-				TurnedOnAtReboot: c.claims.claimed(ClaimPCIDevice, host.ID+" "+g.PCIID)})
+				TurnedOnAtReboot: planned.Passthrough[HostDeviceKey(host.ID, g.PCIID)]})
 		}
 		for _, u := range h.VMs {
-			if u.MOID != vm.MOID {
+			if u.MOID != vm.MOID && !u.Is(releasing) {
 				out = append(out, GPUInUse{Index: index, PCIID: g.PCIID, Host: host.Name, Other: u})
 			}
 		}
@@ -277,7 +292,7 @@ func (c *Client) planGPU(ctx context.Context, vm *VM, host *Host, label string, 
 
 // planDevice checks one requested non-GPU device (an InfiniBand VF or PF)
 // against the VM's host.
-func (c *Client) planDevice(ctx context.Context, vm *VM, host *Host, label string, index int, pciID string) ([]Finding, error) {
+func (c *Client) planDevice(ctx context.Context, vm *VM, host *Host, label string, index int, pciID string, planned PlannedHostDevices, releasing string) ([]Finding, error) {
 	for _, g := range host.GPUs {
 		if g.PCIID == pciID {
 			return []Finding{DeviceIsGPU{Index: index, PCIID: pciID, Name: g.DeviceName}}, nil
@@ -288,12 +303,12 @@ func (c *Client) planDevice(ctx context.Context, vm *VM, host *Host, label strin
 			continue
 		}
 		var out []Finding
-		if !d.Active && !c.activeOnceApplied(host, pciID) {
+		if !d.Active && !planned.activeOnceApplied(host, pciID) {
 			out = append(out, DeviceNotActive{Index: index, PCIID: pciID, Name: strings.TrimSpace(d.DeviceName), Host: host.Name, Enabled: d.Enabled,
-				TurnedOnAtReboot: c.claims.claimed(ClaimPCIDevice, host.ID+" "+pciID)})
+				TurnedOnAtReboot: planned.Passthrough[HostDeviceKey(host.ID, pciID)]})
 		}
 		for _, u := range d.VMs {
-			if u.MOID != vm.MOID {
+			if u.MOID != vm.MOID && !u.Is(releasing) {
 				out = append(out, DeviceInUse{Index: index, PCIID: pciID, Host: host.Name, Other: u})
 			}
 		}
@@ -312,11 +327,18 @@ func (c *Client) planDevice(ctx context.Context, vm *VM, host *Host, label strin
 }
 
 // activeOnceApplied reports whether a host resource of this plan turns the
-// device on and the host applies it at once: such a resource is planned
-// and applied first, as the VM's resource refers to it. A host that applies
-// changes only at its next reboot has the device only after that reboot.
-func (c *Client) activeOnceApplied(host *Host, pciID string) bool {
-	return host.AppliesWithoutReboot && c.claims.claimed(ClaimPCIDevice, host.ID+" "+pciID)
+// device to passthrough and the host applies it at once: such a resource is
+// planned and applied first, as the VM's resource refers to it. A host that
+// applies changes only at its next reboot has the device only after that
+// reboot.
+func (p PlannedHostDevices) activeOnceApplied(host *Host, pciID string) bool {
+	return host.AppliesWithoutReboot && p.Passthrough[HostDeviceKey(host.ID, pciID)]
+}
+
+// sriovOnceApplied is activeOnceApplied for a physical function turned to
+// SR-IOV.
+func (p PlannedHostDevices) sriovOnceApplied(host *Host, pciID string) bool {
+	return host.AppliesWithoutReboot && p.SRIOV[HostDeviceKey(host.ID, pciID)]
 }
 
 // planGPUCounts refuses asking for more GPUs of a model than the VM's host
@@ -399,61 +421,21 @@ func (c *Client) hostWith(ctx context.Context, vmHostID string, has func(*Host) 
 	return ""
 }
 
-// ClaimGPUSetup claims a VM's GPU setup, given by UUID or managed object id,
-// for a planned resource, and returns the rival claim of another one. The
-// planner claims by UUID too, so two resources naming one VM differently
-// still meet.
-func (c *Client) ClaimGPUSetup(vmID, vmName string, gpus []GPURequest, devices []string, mmioSizeGB *int64) Finding {
-	size := "by the rule"
-	if mmioSizeGB != nil {
-		size = strconv.FormatInt(*mmioSizeGB, 10)
-	}
-	owner := "a setup with GPUs " + gpuList(gpus)
-	if len(devices) > 0 {
-		owner += " and devices " + strings.Join(devices, ", ")
-	}
-	return c.Claim(Claim{Kind: ClaimGPUSetup, Key: strings.ToLower(vmID), What: "the GPU setup of virtual machine " + vmName,
-		Owner: owner, Plan: fmt.Sprintf("%v %v %s", gpus, devices, size)})
-}
-
-// claimGPUs claims the VM's GPU setup and each static GPU and device on its
-// host for this plan, and returns the rival claims of other resources.
-func (c *Client) claimGPUs(vm *VM, host *Host, label string, ch GPUMMIOChange) []Finding {
-	var out []Finding
-	if f := c.ClaimGPUSetup(vm.ID, vm.Name, ch.GPUs, ch.Devices, ch.MMIOSizeGB); f != nil {
-		out = append(out, f)
-	}
+// takenDevices lists the host devices a planned setup takes: its GPUs by
+// PCI id (dynamic DirectPath ones are picked by vSphere at power on) and its
+// other devices.
+func takenDevices(host *Host, ch GPUMMIOChange) []TakenDevice {
 	if host.ID == "" {
-		return out
+		return nil
 	}
-	claim := func(pciID, what string) {
-		cl := Claim{Kind: ClaimPassthrough, Key: host.ID + " " + pciID, What: fmt.Sprintf("%s %s on host %s", what, pciID, host.Name),
-			Owner: "virtual machine " + label, Plan: strings.ToLower(vm.ID)}
-		if f := c.Claim(cl); f != nil {
-			out = append(out, f)
-		}
-	}
+	var out []TakenDevice
 	for _, g := range ch.GPUs {
-		if !g.Dynamic() { // dynamic DirectPath: vSphere picks a free device at power on
-			claim(g.PCIID, "GPU")
+		if !g.Dynamic() {
+			out = append(out, TakenDevice{HostID: host.ID, HostName: host.Name, PCIID: g.PCIID, GPU: true})
 		}
 	}
 	for _, id := range ch.Devices {
-		claim(id, "PCI device")
+		out = append(out, TakenDevice{HostID: host.ID, HostName: host.Name, PCIID: id})
 	}
 	return out
-}
-
-func gpuList(gpus []GPURequest) string {
-	if len(gpus) == 0 {
-		return "none"
-	}
-	names := make([]string, len(gpus))
-	for i, g := range gpus {
-		names[i] = g.PCIID
-		if g.Dynamic() {
-			names[i] = g.VendorID + ":" + g.DeviceID
-		}
-	}
-	return strings.Join(names, ", ")
 }

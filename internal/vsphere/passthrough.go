@@ -225,6 +225,14 @@ type (
 		Host, PCIID string
 		VMs         []string
 	}
+	// DeviceServesVFs: the device is an SR-IOV physical function with
+	// SR-IOV on; passing it through whole would take its virtual functions
+	// from the VMs (VMs, sorted) whose adapters or passthrough use them.
+	DeviceServesVFs struct {
+		Host, PCIID, Name string
+		VFs               int
+		VMs               []string
+	}
 )
 
 func (DeviceNotOnHost) finding()  {}
@@ -232,6 +240,7 @@ func (DeviceNotCapable) finding() {}
 func (DeviceUsedByHost) finding() {}
 func (NoDeviceMatches) finding()  {}
 func (DeviceUsedByVMs) finding()  {}
+func (DeviceServesVFs) finding()  {}
 
 // VendorDevice selects PCI devices by vendor and device id, four hex digits
 // each.
@@ -274,6 +283,9 @@ func (c *Client) PlanHostPassthrough(ctx context.Context, ch PassthroughChange) 
 			out = append(out, DeviceNotCapable{Host: host, PCIID: id, Name: d.DeviceName})
 		case d.UplinkOf != "":
 			out = append(out, DeviceUsedByHost{Host: host, PCIID: id, NIC: d.NIC, Switch: d.UplinkOf})
+		case d.servesVFs():
+			out = append(out, DeviceServesVFs{Host: host, PCIID: id, Name: strings.TrimSpace(d.DeviceName), VFs: d.SRIOV.VFsRequested,
+				VMs: vfUsers(h, d)})
 		default:
 			add(*d)
 		}
@@ -281,7 +293,9 @@ func (c *Client) PlanHostPassthrough(ctx context.Context, ch PassthroughChange) 
 	for _, m := range ch.Match {
 		found := false
 		for _, d := range h.Devices {
-			if d.VendorID == m.VendorID && d.DeviceID == m.DeviceID && d.Capable && d.UplinkOf == "" {
+			// A match, like a glob, leaves out what the host uses: uplinks
+			// and functions serving virtual functions.
+			if d.VendorID == m.VendorID && d.DeviceID == m.DeviceID && d.Capable && d.UplinkOf == "" && !d.servesVFs() {
 				add(d)
 				found = true
 			}
@@ -297,6 +311,28 @@ func (c *Client) PlanHostPassthrough(ctx context.Context, ch PassthroughChange) 
 	}
 	sort.Slice(want, func(i, j int) bool { return want[i].PCIID < want[j].PCIID })
 	return h, want, out, nil
+}
+
+// servesVFs reports whether the device is a physical function with SR-IOV
+// on (or turned on, waiting for a reboot): a card is passed through whole or
+// split into virtual functions, never both.
+func (d *PassthroughDevice) servesVFs() bool {
+	return d.SRIOV != nil && (d.SRIOV.Enabled || d.SRIOV.VFsRequested > 0)
+}
+
+// vfUsers names the VMs using a physical function's virtual functions: its
+// SR-IOV adapters and its VFs passed through as PCI devices; sorted, once
+// each.
+func vfUsers(h *HostPassthrough, d *PassthroughDevice) []string {
+	users := slices.Clone(d.SRIOVAdapters)
+	if d.SRIOV != nil {
+		for _, id := range d.SRIOV.VFIDs {
+			if vf := h.Device(id); vf != nil {
+				users = append(users, vf.passedThroughBy...)
+			}
+		}
+	}
+	return vmNames(users)
 }
 
 func capableDevices(h *HostPassthrough) []string {
@@ -321,6 +357,13 @@ type (
 		Host, PCIID string
 		Wanted, Max int
 	}
+	// PassedThroughWhole: the device has passthrough on, as a whole card
+	// (VMs, sorted, are configured with it); turning SR-IOV on would take
+	// it from them.
+	PassedThroughWhole struct {
+		Host, PCIID, Name string
+		VMs               []string
+	}
 	// VFsInUse: planned fewer virtual functions than VMs use. Adapters
 	// counts VMs' SR-IOV adapters on the function (VMs names their VMs,
 	// sorted, once each), each needing a VF of its own at power on. Pinned
@@ -341,13 +384,14 @@ type PinnedVF struct {
 	VMs   []string
 }
 
-func (NotSRIOVCapable) finding() {}
-func (TooManyVFs) finding()      {}
-func (VFsInUse) finding()        {}
+func (NotSRIOVCapable) finding()    {}
+func (TooManyVFs) finding()         {}
+func (VFsInUse) finding()           {}
+func (PassedThroughWhole) finding() {}
 
 // PlanHostSRIOV checks planned SR-IOV of a physical function: it is on the
-// host, SR-IOV capable, and supports that many virtual functions. It returns
-// the device as the host reports it now.
+// host, SR-IOV capable, not passed through whole, and supports that many
+// virtual functions. It returns the device as the host reports it now.
 func (c *Client) PlanHostSRIOV(ctx context.Context, hostID, pciID string, vfs int) (*PassthroughDevice, []Finding, error) {
 	h, err := c.HostPassthrough(ctx, hostID)
 	if err != nil {
@@ -368,6 +412,8 @@ func (c *Client) PlanHostSRIOV(ctx context.Context, hostID, pciID string, vfs in
 		return d, []Finding{NotSRIOVCapable{Host: host, PCIID: pciID, Name: d.DeviceName, Capable: capable}}, nil
 	case vfs > d.SRIOV.MaxVFs:
 		return d, []Finding{TooManyVFs{Host: host, PCIID: pciID, Wanted: vfs, Max: d.SRIOV.MaxVFs}}, nil
+	case d.Enabled:
+		return d, []Finding{PassedThroughWhole{Host: host, PCIID: pciID, Name: strings.TrimSpace(d.DeviceName), VMs: vmNames(d.passedThroughBy)}}, nil
 	}
 	if f := vfsInUse(h, d, vfs); f != nil {
 		return d, []Finding{f}, nil

@@ -214,6 +214,10 @@ type SRIOVNICChange struct {
 	NewPF            bool   // an existing adapter changes physical function
 	MAC              string // a static MAC, new or changed; "" for none
 	PowerOffAllowed  bool
+	// Planned is what host resources of the same plan turn on: a function
+	// not serving VFs yet counts as serving when one turns SR-IOV on and
+	// the host applies it without a reboot.
+	Planned PlannedHostDevices
 }
 
 // The findings of PlanSRIOVNIC, beside HardwareTooOld, StandardNetwork,
@@ -278,7 +282,7 @@ func (c *Client) PlanSRIOVNIC(ctx context.Context, ch SRIOVNICChange) ([]Finding
 	if pg.standard {
 		out = append(out, StandardNetwork{NetworkID: ch.PortGroupID, Name: pg.name})
 	} else if host.ID != "" {
-		out = append(out, c.planPhysicalFunction(label, host, pg.switchName, ch.PhysicalFunction)...)
+		out = append(out, planPhysicalFunction(label, host, pg.switchName, ch.PhysicalFunction, ch.Planned)...)
 	}
 	if ch.MAC != "" {
 		owner, err := macOwner(ctx, vc, ch.MAC, types.ManagedObjectReference{Type: "VirtualMachine", Value: vm.MOID}, ch.Key)
@@ -297,7 +301,7 @@ func (c *Client) PlanSRIOVNIC(ctx context.Context, ch SRIOVNICChange) ([]Finding
 
 // planPhysicalFunction checks the adapter's PF (or, for the automatic
 // choice, the pool it is picked from) on the VM's host.
-func (c *Client) planPhysicalFunction(vm string, host *Host, switchName, pciID string) []Finding {
+func planPhysicalFunction(vm string, host *Host, switchName, pciID string, planned PlannedHostDevices) []Finding {
 	hostLabel := fmt.Sprintf("%s (%s)", host.Name, host.ID)
 	var nics, capable []string
 	pool := false
@@ -333,9 +337,9 @@ func (c *Client) planPhysicalFunction(vm string, host *Host, switchName, pciID s
 		return []Finding{PFNotNIC{Host: hostLabel, PCIID: pciID, Name: strings.TrimSpace(pf.DeviceName), NICs: nics}}
 	}
 	var out []Finding
-	if (!pf.SRIOV.Active || pf.SRIOV.VFs == 0) && !c.activeOnceApplied(host, pciID) {
+	if (!pf.SRIOV.Active || pf.SRIOV.VFs == 0) && !planned.sriovOnceApplied(host, pciID) {
 		out = append(out, SRIOVNotActive{Host: hostLabel, PCIID: pciID, NIC: pf.NIC, Enabled: pf.SRIOV.Enabled,
-			TurnedOnAtReboot: c.claims.claimed(ClaimPCIDevice, host.ID+" "+pciID)})
+			TurnedOnAtReboot: planned.SRIOV[HostDeviceKey(host.ID, pciID)]})
 	}
 	if pf.UplinkOf != switchName {
 		out = append(out, PFNotUplink{Host: hostLabel, NIC: pf.NIC, Switch: switchName, UplinkOf: pf.UplinkOf})

@@ -62,6 +62,11 @@ type VMRef struct {
 	PowerState PowerState
 }
 
+// Is reports whether id (UUID or managed object id) names this VM.
+func (r VMRef) Is(id string) bool {
+	return id != "" && (strings.EqualFold(id, r.ID) || id == r.MOID)
+}
+
 func vmRefOf(vm *mo.VirtualMachine) VMRef {
 	ref := VMRef{MOID: vm.Self.Value, Name: vm.Name, PowerState: powerStateOf(vm.Runtime.PowerState)}
 	if vm.Config != nil {

@@ -1,0 +1,277 @@
+package provider
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vsphere"
+)
+
+// Claims: Terraform configures one provider instance per walk (plan, then
+// apply) and plans every resource instance of that provider configuration
+// through it, so the provider can see two instances of one plan take one
+// thing vCenter has only one of: a GPU, a VM's GPU setup, a host's PVRDMA
+// settings, a NIC as a switch uplink, a MAC address, a card's use, a switch
+// name. Planners report what their instance takes; the book here decides
+// whether another instance took it first. Claims are re-checked against
+// vCenter at apply, since plans can be stale.
+//
+// The rule that tells instances apart, even when their values are identical
+// (a copied block, count or for_each over a list naming one object twice):
+// Terraform plans each instance once per walk, except an instance being
+// replaced, which it plans twice in a row: first with its prior state, then
+// with none, handing the second call as prior private state what the first
+// returned (Terraform, internal/terraform/node_resource_abstract_instance.go:
+// "ask the provider to plan again here, giving it a null object for the
+// prior", PriorPrivate: plannedPrivate; the same in every release since 0.12
+// and in OpenTofu). So every plan call with prior state mints a token and
+// returns it in private state; a call without prior state that brings back
+// a token minted in this walk is that replacement's second half, the same
+// instance; every other call is an instance of its own. A claim by another
+// instance is a rival, whatever its values. A tainted instance is planned
+// once, without prior state or private state: one instance, as it should be.
+//
+// What the book cannot see: instances planned by another provider
+// configuration (an alias, even one pointing at the same vCenter) or by
+// another Terraform run each have a book of their own. What vCenter refuses
+// by itself (a switch name taken) is then refused at apply, and what it does
+// not (two resources turning one device on) is not seen at all.
+//
+// Order: an instance sees the claims of the instances planned before it, and
+// the planners get what it needs of them as explicit inputs (deviceInputs).
+// A rival is refused whichever of the two Terraform plans first (the second
+// one's plan fails). Terraform plans an instance after every instance it
+// refers to (by value or depends_on), so a VM's resource that refers to the
+// host resource turning its GPU on always sees that claim. One that does not
+// refer to it has no order at plan nor at apply (its apply could run before
+// the host's), so its wording asks for the reference.
+
+// claimKind is what kind of thing is claimed.
+type claimKind string
+
+const (
+	claimVMDevice     claimKind = "device passed through to a VM" // key: host id, PCI id
+	claimGPUSetup     claimKind = "GPU setup of a VM"             // key: VM UUID
+	claimHostSettings claimKind = "PVRDMA settings of a host"     // key: host id
+	claimUplink       claimKind = "physical NIC"                  // key: host id, vmnic
+	claimMAC          claimKind = "MAC address"                   // key: the MAC, lower case
+	claimHostDevice   claimKind = "use of a host's PCI device"    // key: host id, PCI id
+	claimSwitchName   claimKind = "distributed switch name"       // key: datacenter id, name
+)
+
+// deviceUse is how a host resource uses a PCI device: a card is passed
+// through whole or split into SR-IOV virtual functions, never both.
+type deviceUse string
+
+const (
+	usePassthrough deviceUse = "passthrough"
+	useSRIOV       deviceUse = "SR-IOV"
+)
+
+// claim is one thing a planned instance takes for itself.
+type claim struct {
+	kind  claimKind
+	key   string
+	what  string    // the thing in words: "GPU 0000:3b:00.0 on host esx-01"
+	owner string    // the claimant in words: "vspherehpc_vm_gpu_mmio of VM hpc-0"
+	use   deviceUse // claimHostDevice only
+}
+
+// claimConflict is a claim another instance of the same plan made first.
+type claimConflict struct {
+	claim, rival claim
+}
+
+type heldClaim struct {
+	claim
+	instance string
+}
+
+// claimBook is one walk's claims; Configure makes a new one.
+type claimBook struct {
+	mu     sync.Mutex
+	minted map[string]string // tokens handed out in this walk: the id of the instance's prior object
+	claims map[claimKind]map[string]heldClaim
+	// switches whose state this walk has read, by lower-case UUID: a new
+	// switch may take such a switch's names (it is a tainted switch's
+	// replacement: the name claim leaves no other instance that could).
+	readSwitches map[string]bool
+}
+
+func newClaimBook() *claimBook {
+	return &claimBook{minted: map[string]string{}, claims: map[claimKind]map[string]heldClaim{}, readSwitches: map[string]bool{}}
+}
+
+// privatePlanInstance is the private-state key of an instance's token.
+const privatePlanInstance = "plan_instance"
+
+// planInstance is a resource instance as one plan call sees it.
+type planInstance struct {
+	token string
+	// priorID is the id of the object the instance held before this plan,
+	// also in the second call of a replacement, which has no prior state;
+	// "" for a new instance.
+	priorID string
+}
+
+// instance tells which resource instance a plan call is for (see the rule
+// above).
+func (b *claimBook) instance(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) planInstance {
+	if req.State.Raw.IsNull() {
+		var brought string
+		if ok, _ := getPrivateJSON(ctx, req.Private, privatePlanInstance, &brought); ok {
+			b.mu.Lock()
+			priorID, known := b.minted[brought]
+			b.mu.Unlock()
+			if known {
+				return planInstance{token: brought, priorID: priorID}
+			}
+		}
+		return planInstance{token: b.mint("")}
+	}
+	var priorID types.String
+	resp.Diagnostics.Append(req.State.GetAttribute(ctx, path.Root("id"), &priorID)...)
+	token := b.mint(priorID.ValueString())
+	resp.Diagnostics.Append(setPrivateJSON(ctx, resp.Private, privatePlanInstance, token)...)
+	return planInstance{token: token, priorID: priorID.ValueString()}
+}
+
+func (b *claimBook) mint(priorID string) string {
+	var raw [16]byte
+	_, _ = rand.Read(raw[:]) // crypto/rand.Read never fails (Go 1.24+)
+	token := hex.EncodeToString(raw[:])
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.minted[token] = priorID
+	return token
+}
+
+// claim records c for instance and returns the rival claim of another
+// instance, if one took the same thing first.
+func (b *claimBook) claim(instance planInstance, c claim) *claimConflict {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	held := b.claims[c.kind]
+	if held == nil {
+		held = map[string]heldClaim{}
+		b.claims[c.kind] = held
+	}
+	if rival, ok := held[c.key]; ok && rival.instance != instance.token {
+		return &claimConflict{claim: c, rival: rival.claim}
+	}
+	held[c.key] = heldClaim{claim: c, instance: instance.token}
+	return nil
+}
+
+// turnedOn lists the host devices ("host-id pci-id") an instance planned so
+// far turns to use.
+func (b *claimBook) turnedOn(use deviceUse) map[string]bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := map[string]bool{}
+	for key, c := range b.claims[claimHostDevice] {
+		if c.use == use {
+			out[key] = true
+		}
+	}
+	return out
+}
+
+func (b *claimBook) noteSwitchRead(uuid string) {
+	if b == nil || uuid == "" {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.readSwitches[strings.ToLower(uuid)] = true
+}
+
+// switchesRead lists the switches read in this walk, sorted.
+func (b *claimBook) switchesRead() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make([]string, 0, len(b.readSwitches))
+	for uuid := range b.readSwitches {
+		out = append(out, uuid)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func hostDeviceKey(hostID, pciID string) string { return vsphere.HostDeviceKey(hostID, pciID) }
+
+// macClaim claims a static MAC address for an adapter; vCenter compares MACs
+// without case.
+func macClaim(mac, adapter string) claim {
+	return claim{kind: claimMAC, key: strings.ToLower(mac), what: "MAC address " + mac, owner: adapter}
+}
+
+// claimFixes say how to settle two instances claiming one thing.
+var claimFixes = map[claimKind]string{
+	claimVMDevice:     "A GPU or other PCI device is passed through to one VM only, and the second VM does not boot: remove it from one of them.",
+	claimGPUSetup:     "One vspherehpc_vm_gpu_mmio manages all of a VM's GPU passthrough: keep one per VM.",
+	claimHostSettings: "One vspherehpc_host_pvrdma_settings manages a host's PVRDMA settings: keep one per host.",
+	claimUplink:       "PVRDMA needs its NIC as the only uplink of one switch: give each switch its own NIC.",
+	claimMAC:          "Two adapters with one MAC address break each other's traffic: give each its own, or let vSphere generate them.",
+	claimHostDevice:   "Each would put back a different earlier state on destroy: manage each device in one resource.",
+	claimSwitchName:   "vCenter keeps switch names unique in a datacenter, so the second create would fail: give each switch its own name.",
+}
+
+// addClaimConflict words a claim another instance of the plan made first,
+// and reports whether there was one.
+func addClaimConflict(diags *diag.Diagnostics, at path.Path, c *claimConflict) bool {
+	if c == nil {
+		return false
+	}
+	if c.claim.kind == claimHostDevice && c.claim.use != c.rival.use {
+		diags.AddAttributeError(at, "One card, two uses",
+			fmt.Sprintf("%s is claimed for %s by %s and for %s by %s. A card is either passed through whole to one VM or split "+
+				"into SR-IOV virtual functions, never both: keep one of the two resources.",
+				c.claim.what, c.rival.use, c.rival.owner, c.claim.use, c.claim.owner))
+		return true
+	}
+	fix, ok := claimFixes[c.claim.kind]
+	if !ok {
+		fix = "Keep one of them."
+	}
+	diags.AddAttributeError(at, "Claimed twice in this configuration",
+		fmt.Sprintf("Two resource instances of this configuration claim %s: %s, and %s. Copied blocks, or count or for_each over "+
+			"a list that names one object twice, make such pairs. %s", c.claim.what, c.rival.owner, c.claim.owner, fix))
+	return true
+}
+
+// deviceInputs hands the planners what the instances planned so far turn on.
+func (b *claimBook) deviceInputs() vsphere.PlannedHostDevices {
+	return vsphere.PlannedHostDevices{Passthrough: b.turnedOn(usePassthrough), SRIOV: b.turnedOn(useSRIOV)}
+}
+
+// resourceData is what Configure hands resources: the vCenter client and
+// the walk's claim book.
+type resourceData struct {
+	client *vsphere.Client
+	claims *claimBook
+}
+
+// resourceDataFrom is the shared Configure step of resources.
+func resourceDataFrom(providerData any, diags *diag.Diagnostics) (*vsphere.Client, *claimBook) {
+	if providerData == nil {
+		return nil, nil // the provider is not configured yet (validation, early plan)
+	}
+	d, ok := providerData.(*resourceData)
+	if !ok {
+		diags.AddError("Unexpected provider data",
+			fmt.Sprintf("Expected *resourceData, got %T. Please report this issue to the provider developers.", providerData))
+		return nil, nil
+	}
+	return d.client, d.claims
+}

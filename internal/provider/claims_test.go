@@ -1,0 +1,128 @@
+package provider
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
+)
+
+// copies writes two instances of one resource the three ways a
+// configuration makes them: copied blocks, count, and for_each over a map
+// whose values name one object twice. body is the resource's body with %s
+// where the object is named; object is that name as HCL.
+func copies(resourceType, object, body string) []string {
+	one := func(name, meta, ref string) string {
+		return fmt.Sprintf("\nresource %q %q {\n%s%s}\n", resourceType, name, meta, fmt.Sprintf(body, ref))
+	}
+	return []string{
+		one("a", "", object) + one("b", "", object),
+		one("a", "  count = 2\n", object),
+		one("a", fmt.Sprintf("  for_each = { first = %s, second = %s }\n", object, object), "each.value"),
+	}
+}
+
+// Two instances claiming one thing are refused at plan however they were
+// made, even with identical values (issue 22, item 1): nothing is created.
+func TestAccClaims_identicalInstances(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	simulatedOnly(t, lab, "uses the lab's GPUs and SR-IOV card")
+	host := lab.HostNames()[0]
+	hostID := fmt.Sprintf("%q", lab.HostID(host))
+	pf, _ := sriovPF(t, lab, host)
+	vm := lab.VMNames()[0]
+	cases := []struct {
+		name, resourceType, object, body, prelude, want string
+	}{
+		{
+			name: "passthrough", resourceType: "vspherehpc_host_pci_passthrough", object: hostID,
+			body: fmt.Sprintf("  host_system_id = %%s\n  pci_ids        = [%q]\n", lab.GPUs()[0]),
+			want: `PCI\s+device\s+` + regexp.QuoteMeta(lab.GPUs()[0]) + `\s+of\s+host`,
+		},
+		{
+			name: "sriov", resourceType: "vspherehpc_host_sriov", object: hostID,
+			body: fmt.Sprintf("  host_system_id        = %%s\n  pci_id                = %q\n  num_virtual_functions = 2\n", pf),
+			want: `PCI\s+device\s+` + regexp.QuoteMeta(pf) + `\s+of\s+host`,
+		},
+		{
+			name: "gpu setup", resourceType: "vspherehpc_vm_gpu_mmio", object: fmt.Sprintf("%q", lab.VMUUID(vm)),
+			body: "  virtual_machine_id = %s\n" + gpuBlock(lab.GPUs()[0]),
+			want: `the\s+GPU\s+setup\s+of\s+virtual\s+machine`,
+		},
+		{
+			name: "host settings", resourceType: "vspherehpc_host_pvrdma_settings", object: hostID,
+			body: fmt.Sprintf("  host_system_id = %%s\n  vmknic         = %q\n", lab.Vmknic()),
+			want: `the\s+PVRDMA\s+settings\s+of\s+host`,
+		},
+		{
+			name: "switch name", resourceType: "vspherehpc_rdma_dvs", object: fmt.Sprintf("%q", testName("twin")),
+			body: fmt.Sprintf("  datacenter_id = %q\n  name          = %%s\n  port_group {\n    name = %q\n  }\n", lab.DatacenterID(), testName("twin-vms")),
+			want: `the\s+switch\s+name\s+"` + regexp.QuoteMeta(testName("twin")) + `"`,
+		},
+		{
+			name: "static MAC of SR-IOV adapters", resourceType: "vspherehpc_vm_sriov_nic", object: fmt.Sprintf("%q", lab.VMUUID(vm)),
+			prelude: strings.Replace(sriovNICHostConfig(lab, vm), providerConfig(lab), "", 1),
+			body: fmt.Sprintf("  virtual_machine_id        = %%s\n  distributed_port_group_id = vspherehpc_rdma_dvs.a.port_group_id\n"+
+				"  physical_function         = %q\n  mac_address               = \"00:50:56:0a:0b:0c\"\n", vmnic4PF),
+			want: `MAC\s+address\s+00:50:56:0a:0b:0c`,
+		},
+	}
+	var steps []resource.TestStep
+	for _, c := range cases {
+		for _, hcl := range copies(c.resourceType, c.object, c.body) {
+			steps = append(steps, resource.TestStep{
+				Config: providerConfig(lab) + c.prelude + hcl, PlanOnly: true,
+				ExpectError: regexp.MustCompile(`(?s)Claimed twice in this configuration.*Two\s+resource\s+instances.*claim\s+` + c.want),
+			})
+		}
+	}
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps:                    steps,
+		CheckDestroy:             noNetworksLeft(lab),
+	})
+}
+
+// A replacement is one instance planned twice (with its prior state, then
+// without): moving a GPU setup to another VM keeps its GPU without a claim
+// against itself, and the apply moves the GPU.
+func TestAccClaims_replacementIsOneInstance(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	vm := lab.VMNames()[0]
+	var other string
+	for _, n := range lab.VMNames() {
+		if n != vm && lab.VMHostName(n) == lab.VMHostName(vm) {
+			other = n
+		}
+	}
+	if other == "" {
+		simulatedOnly(t, lab, "needs two VMs on one host")
+		t.Fatal("no second VM on the host of " + vm)
+	}
+	one := "\n" + gpuBlock(lab.GPUs()[0])
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: gpuConfig(lab, lab.VMUUID(vm), one)},
+			{
+				Config: gpuConfig(lab, lab.VMUUID(other), one),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(gpuAddr, plancheck.ResourceActionDestroyBeforeCreate),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("id"), knownvalue.StringExact(lab.VMUUID(other))),
+				},
+			},
+		},
+	})
+}
