@@ -10,7 +10,19 @@
 // snapshot does not copy it into dist/, so it is read from where it comes
 // from.
 //
-// Usage: releasecheck [-config .goreleaser.yml] [-dist dist] [-manifest terraform-registry-manifest.json]
+// A snapshot of every platform takes most of a cold CI run, so CI builds one:
+// `goreleaser release` has no --single-target (only `goreleaser build` has,
+// and builds no zips or sums), so -write-single-target-config writes the
+// configuration with its build matrix narrowed to one platform of it (this
+// machine's unless -platform says otherwise), for `goreleaser release -f`.
+// -single-target then checks dist/ as that snapshot: the one platform's zip,
+// no other, and the sums and manifest as above. The platform must be one the
+// full configuration builds.
+//
+// Usage:
+//
+//	releasecheck [-config .goreleaser.yml] [-dist dist] [-manifest terraform-registry-manifest.json] [-single-target [-platform os_arch]]
+//	releasecheck -write-single-target-config out.yml [-config .goreleaser.yml] [-platform os_arch]
 package main
 
 import (
@@ -24,6 +36,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 
@@ -34,8 +47,22 @@ func main() {
 	config := flag.String("config", ".goreleaser.yml", "GoReleaser configuration")
 	dist := flag.String("dist", "dist", "GoReleaser's output directory")
 	manifest := flag.String("manifest", "terraform-registry-manifest.json", "the registry manifest the release uploads")
+	single := flag.Bool("single-target", false, "dist/ is a snapshot of -platform alone, made with the configuration -write-single-target-config wrote")
+	plat := flag.String("platform", runtime.GOOS+"_"+runtime.GOARCH, "the os_arch of -single-target and -write-single-target-config")
+	narrowed := flag.String("write-single-target-config", "", "write -config with its build matrix narrowed to -platform to this file, and check nothing")
 	flag.Parse()
-	checked, err := check(*config, *dist, *manifest)
+	var (
+		checked string
+		err     error
+	)
+	switch {
+	case *narrowed != "":
+		checked, err = writeSingleTarget(*config, *plat, *narrowed)
+	case *single:
+		checked, err = check(*config, *dist, *manifest, *plat)
+	default:
+		checked, err = check(*config, *dist, *manifest, "")
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "releasecheck:", err)
 		os.Exit(1)
@@ -46,9 +73,11 @@ func main() {
 type goreleaserConfig struct {
 	ProjectName string `yaml:"project_name"`
 	Builds      []struct {
-		Goos   []string   `yaml:"goos"`
-		Goarch []string   `yaml:"goarch"`
-		Ignore []platform `yaml:"ignore"`
+		Goos    []string   `yaml:"goos"`
+		Goarch  []string   `yaml:"goarch"`
+		Ignore  []platform `yaml:"ignore"`
+		Skip    string     `yaml:"skip"`
+		Targets []string   `yaml:"targets"`
 	} `yaml:"builds"`
 }
 
@@ -60,28 +89,140 @@ type platform struct {
 // platforms are the os_arch pairs the configuration builds.
 func (c goreleaserConfig) platforms() []string {
 	var out []string
-	for _, b := range c.Builds {
-		for _, goos := range b.Goos {
-			for _, goarch := range b.Goarch {
-				if !slices.Contains(b.Ignore, platform{goos, goarch}) {
-					out = append(out, goos+"_"+goarch)
-				}
-			}
-		}
+	for i := range c.Builds {
+		out = append(out, c.buildPlatforms(i)...)
 	}
 	slices.Sort(out)
 	return out
 }
 
-// check returns a one-line summary of what it checked, or what is wrong.
-func check(configPath, dist, manifestSource string) (string, error) {
+// buildPlatforms are the os_arch pairs build i builds (none when it is
+// skipped as writeSingleTarget skips it).
+func (c goreleaserConfig) buildPlatforms(i int) []string {
+	b := c.Builds[i]
+	if b.Skip == "true" {
+		return nil
+	}
+	var out []string
+	for _, goos := range b.Goos {
+		for _, goarch := range b.Goarch {
+			if !slices.Contains(b.Ignore, platform{goos, goarch}) {
+				out = append(out, goos+"_"+goarch)
+			}
+		}
+	}
+	return out
+}
+
+func readConfig(path string) (goreleaserConfig, error) {
+	var cfg goreleaserConfig
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return cfg, err
+	}
+	if err := yaml.Unmarshal(raw, &cfg); err != nil {
+		return cfg, fmt.Errorf("%s: %w", path, err)
+	}
+	for i, b := range cfg.Builds {
+		if len(b.Targets) > 0 {
+			return cfg, fmt.Errorf("%s: build %d lists targets; releasecheck reads the matrix from goos, goarch and ignore only", path, i+1)
+		}
+	}
+	return cfg, nil
+}
+
+// writeSingleTarget writes the configuration at configPath to out with each
+// build that builds plat narrowed to plat alone (goos and goarch of one
+// entry each; its ignore list stays and ignores nothing more) and every other
+// build skipped. Everything else (archives, checksums, names) is left as it
+// is, so that the snapshot names what the full release names.
+func writeSingleTarget(configPath, plat, out string) (string, error) {
+	cfg, err := readConfig(configPath)
+	if err != nil {
+		return "", err
+	}
+	if !slices.Contains(cfg.platforms(), plat) {
+		return "", fmt.Errorf("%s builds no %s (it builds %s): a single-target snapshot must be of one of its platforms",
+			configPath, plat, strings.Join(cfg.platforms(), ", "))
+	}
+	goos, goarch, _ := strings.Cut(plat, "_")
 	raw, err := os.ReadFile(configPath)
 	if err != nil {
 		return "", err
 	}
-	var cfg goreleaserConfig
-	if err := yaml.Unmarshal(raw, &cfg); err != nil {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
 		return "", fmt.Errorf("%s: %w", configPath, err)
+	}
+	builds := mappingValue(doc.Content[0], "builds")
+	if builds == nil || builds.Kind != yaml.SequenceNode || len(builds.Content) != len(cfg.Builds) {
+		return "", fmt.Errorf("%s: no builds list", configPath)
+	}
+	for i, b := range builds.Content {
+		if slices.Contains(cfg.buildPlatforms(i), plat) {
+			setMapping(b, "goos", &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Content: []*yaml.Node{strNode(goos)}})
+			setMapping(b, "goarch", &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Content: []*yaml.Node{strNode(goarch)}})
+		} else {
+			setMapping(b, "skip", strNode("true"))
+		}
+	}
+	narrowed, err := yaml.Marshal(&doc)
+	if err != nil {
+		return "", err
+	}
+	header := fmt.Sprintf("# %s with its builds narrowed to %s by internal/cmd/releasecheck; not for releases.\n", configPath, plat)
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(out, append([]byte(header), narrowed...), 0o644); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s: %s narrowed to %s (1 of its %d platforms)", out, configPath, plat, len(cfg.platforms())), nil
+}
+
+// mappingValue is the value of key in the mapping node m, or nil.
+func mappingValue(m *yaml.Node, key string) *yaml.Node {
+	if m == nil || m.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i+1]
+		}
+	}
+	return nil
+}
+
+// setMapping sets key to v in the mapping node m, replacing a value it has.
+func setMapping(m *yaml.Node, key string, v *yaml.Node) {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			m.Content[i+1] = v
+			return
+		}
+	}
+	m.Content = append(m.Content, strNode(key), v)
+}
+
+// strNode is a quoted string scalar ("386" stays a string).
+func strNode(s string) *yaml.Node {
+	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s, Style: yaml.DoubleQuotedStyle}
+}
+
+// check returns a one-line summary of what it checked, or what is wrong. With
+// only set (an os_arch of the configuration), dist/ is a snapshot of that
+// platform alone, as -write-single-target-config narrows it.
+func check(configPath, dist, manifestSource, only string) (string, error) {
+	cfg, err := readConfig(configPath)
+	if err != nil {
+		return "", err
+	}
+	platforms := cfg.platforms()
+	if only != "" {
+		if !slices.Contains(platforms, only) {
+			return "", fmt.Errorf("%s builds no %s (it builds %s)", configPath, only, strings.Join(platforms, ", "))
+		}
+		platforms = []string{only}
 	}
 	var meta struct {
 		Version string `json:"version"`
@@ -92,7 +233,7 @@ func check(configPath, dist, manifestSource string) (string, error) {
 	prefix := cfg.ProjectName + "_" + meta.Version
 	var problems []string
 	sums := map[string]string{} // asset name -> its file
-	for _, p := range cfg.platforms() {
+	for _, p := range platforms {
 		name := prefix + "_" + p + ".zip"
 		binary := cfg.ProjectName + "_v" + meta.Version
 		if strings.HasPrefix(p, "windows_") {
@@ -106,7 +247,11 @@ func check(configPath, dist, manifestSource string) (string, error) {
 	zips, _ := filepath.Glob(filepath.Join(dist, "*.zip"))
 	for _, z := range zips {
 		if _, ok := sums[filepath.Base(z)]; !ok {
-			problems = append(problems, filepath.Base(z)+": a zip for no platform of the configuration")
+			if only != "" {
+				problems = append(problems, filepath.Base(z)+": a zip for another platform than "+only+" in a single-target snapshot")
+			} else {
+				problems = append(problems, filepath.Base(z)+": a zip for no platform of the configuration")
+			}
 		}
 	}
 	manifest := prefix + "_manifest.json"
@@ -126,8 +271,12 @@ func check(configPath, dist, manifestSource string) (string, error) {
 	if len(problems) > 0 {
 		return "", errors.New(strings.Join(problems, "\n"))
 	}
-	return fmt.Sprintf("%s: %d platform zips, %s_SHA256SUMS and %s match what the Terraform Registry takes",
-		meta.Version, len(sums)-1, prefix, manifest), nil
+	zipsChecked := fmt.Sprintf("%d platform zips", len(sums)-1)
+	if only != "" {
+		zipsChecked = fmt.Sprintf("the %s zip (single target; %s builds %d platforms)", only, configPath, len(cfg.platforms()))
+	}
+	return fmt.Sprintf("%s: %s, %s_SHA256SUMS and %s match what the Terraform Registry takes",
+		meta.Version, zipsChecked, prefix, manifest), nil
 }
 
 // zipHolds checks that the zip exists and holds the binary.
