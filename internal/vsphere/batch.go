@@ -21,7 +21,8 @@ import (
 // that came meanwhile, each as its own PropertyFilterSpec of one
 // RetrievePropertiesEx. Each read is answered by a call made after it
 // arrived, so it is never older than the read itself; the one exception is
-// the bounded prefetch of prefetch.go, read within the same command.
+// a refresh read, which the bounded prefetch of prefetch.go, read within the
+// same command, may answer (see freshness).
 
 // batchWindow is how long a read waits for others when no call is in
 // flight: Terraform starts the next reads a few milliseconds after earlier
@@ -207,12 +208,10 @@ func retrieveMerged(ctx context.Context, vc *vim25.Client, specs []types.Propert
 }
 
 // readObject reads properties of one object into dst (a pointer to its mo
-// type), in a shared call. An object the call does not return reads as
-// ManagedObjectNotFound, as a call of its own would fail.
+// type), fresh: in a shared call, never from the prefetch. An object the
+// call does not return reads as ManagedObjectNotFound, as a call of its own
+// would fail.
 func (c *Client) readObject(ctx context.Context, vc *vim25.Client, ref types.ManagedObjectReference, props []string, dst any) error {
-	if oc, ok := c.prefetched(ctx, vc, ref, props); ok {
-		return mo.LoadObjectContent([]types.ObjectContent{oc}, dst)
-	}
 	objs, err := c.readShared(ctx, vc, types.PropertyFilterSpec{
 		ObjectSet: []types.ObjectSpec{{Obj: ref}},
 		PropSet:   []types.PropertySpec{{Type: ref.Type, PathSet: props}},

@@ -342,6 +342,8 @@ func (c *Client) devicesStillFree(ctx context.Context, op string, vm *mo.Virtual
 	if vm.Runtime.Host == nil {
 		return nil
 	}
+	// Fresh under the host's lock: Host reads in a shared call, never from
+	// the prefetch.
 	host, err := c.Host(ctx, vm.Runtime.Host.Value)
 	if err != nil {
 		return err

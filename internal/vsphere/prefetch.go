@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/vmware/govmomi/vim25"
+	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
 )
 
@@ -17,6 +18,8 @@ import (
 // properties, and the kind's population is known and small, one call reads
 // those properties of every object of the kind, and the later reads are
 // answered from it. The rules that keep this honest:
+//   - only a refresh read asks it (see freshness): what a change is built
+//     from is read fresh;
 //   - the prefetch is read after the command started (a client lives for one
 //     Terraform command), so nothing older than the command is returned;
 //   - once the provider has changed anything in vCenter, no read is answered
@@ -35,6 +38,32 @@ const prefetchAfter = 16
 // prefetchMax bounds the population a prefetch reads: about 10 KB of
 // devices per VM, so at most some MB in one call.
 const prefetchMax = 512
+
+// freshness is whether a read may be answered from the command's prefetch.
+// It is spelled out where a VM or host is read both ways.
+type freshness int
+
+const (
+	// fresh: a call made after the read arrived answers it. Reads under a
+	// VM's or host's lock, and every read a change is built from, are
+	// fresh: a prefetch predates the changes made since, by another
+	// resource of the command or behind its back.
+	fresh freshness = iota
+	// refresh: reporting what is there (a resource's or data source's read,
+	// a plan's check); the prefetch may answer it.
+	refresh
+)
+
+// readObjectAs is readObject, except that a refresh read is answered from
+// the prefetch when one holds ref.
+func (c *Client) readObjectAs(ctx context.Context, vc *vim25.Client, ref types.ManagedObjectReference, props []string, dst any, f freshness) error {
+	if f == refresh {
+		if oc, ok := c.prefetched(ctx, vc, ref, props); ok {
+			return mo.LoadObjectContent([]types.ObjectContent{oc}, dst)
+		}
+	}
+	return c.readObject(ctx, vc, ref, props, dst)
+}
 
 type prefetchKey struct {
 	kind  string

@@ -4,6 +4,9 @@ import (
 	"context"
 	"testing"
 
+	"github.com/vmware/govmomi/vim25/mo"
+	"github.com/vmware/govmomi/vim25/types"
+
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
 
@@ -83,5 +86,47 @@ func TestPrefetchStepsAsideForNewObjectsAndAfterWrites(t *testing.T) {
 	}
 	if n := lab.Calls()["RetrievePropertiesEx"]; n != 1 {
 		t.Fatalf("a read after a write took %d RetrievePropertiesEx, want 1", n)
+	}
+}
+
+// A change reads its VM under the lock from vCenter, even when the command's
+// prefetch holds the VM: here the VM is powered on behind the client's back
+// after the prefetch read it, and the change sees it on.
+func TestReadUnderALockIsFresh(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{VMs: 20})
+	ctx := context.Background()
+	c := labClient(lab)
+	lookUpAll(t, lab, c) // the name index: the VMs' population
+	vc, err := c.vimClient(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Refresh reads of every node, of what a change reads under the lock:
+	// the later ones are answered from a prefetch of them all.
+	nodeIDs := make([]string, nodes(lab))
+	for i := range nodeIDs {
+		nodeIDs[i] = lab.VMID(lab.VMNames()[i])
+		if _, err := c.readVMProps(ctx, vc, "refreshing", nodeIDs[i], vmChangeProps); err != nil {
+			t.Fatal(err)
+		}
+	}
+	target := lab.VMNames()[len(nodeIDs)-1]
+	if err := lab.PowerOnVM(ctx, target); err != nil {
+		t.Fatal(err)
+	}
+	lab.ResetCalls()
+	if vm, err := c.readVMProps(ctx, vc, "refreshing", lab.VMID(target), vmChangeProps); err != nil ||
+		vm.Runtime.PowerState != types.VirtualMachinePowerStatePoweredOff || lab.Calls()["RetrievePropertiesEx"] != 0 {
+		t.Fatalf("a refresh read of %s: %v, %v, %v; want it answered off from the prefetch", target, vm, err, lab.Calls())
+	}
+
+	var seen types.VirtualMachinePowerState
+	err = c.changeVM(ctx, vmChange{op: "looking", vmID: lab.VMID(target), build: func(vm *mo.VirtualMachine, _ *types.ConfigTarget) (*types.VirtualMachineConfigSpec, bool, error) {
+		seen = vm.Runtime.PowerState
+		return nil, false, nil
+	}})
+	if err != nil || seen != types.VirtualMachinePowerStatePoweredOn {
+		t.Fatalf("under the lock, %s read %q (%v); want %q, as vCenter has it", target, seen, err, types.VirtualMachinePowerStatePoweredOn)
 	}
 }

@@ -220,8 +220,14 @@ func (c *Client) VMUUID(ctx context.Context, vmID string) (string, error) {
 	return strings.ToLower(vm.ID), nil
 }
 
-// readVMProps reads properties of a VM given by UUID or managed object id.
+// readVMProps reads properties of a VM given by UUID or managed object id,
+// as a refresh read.
 func (c *Client) readVMProps(ctx context.Context, vc *vim25.Client, op, vmID string, props []string) (*mo.VirtualMachine, error) {
+	return c.readVMPropsAs(ctx, vc, op, vmID, props, refresh)
+}
+
+// readVMPropsAs reads properties of a VM given by UUID or managed object id.
+func (c *Client) readVMPropsAs(ctx context.Context, vc *vim25.Client, op, vmID string, props []string, f freshness) (*mo.VirtualMachine, error) {
 	if err := malformedVMID(op, vmID); err != nil {
 		return nil, err
 	}
@@ -233,9 +239,9 @@ func (c *Client) readVMProps(ctx context.Context, vc *vim25.Client, op, vmID str
 		return nil, objectNotFound(op, ObjectVirtualMachine, vmID, "no virtual machine has UUID %s", vmID)
 	}
 	var vm mo.VirtualMachine
-	if err := c.readObject(ctx, vc, *ref, props, &vm); err != nil {
+	if err := c.readObjectAs(ctx, vc, *ref, props, &vm, f); err != nil {
 		if errors.Is(translate(op, err), ErrNotFound) {
-			if again := c.refound(ctx, vc, vmID, *ref); again != nil && c.readObject(ctx, vc, *again, props, &vm) == nil {
+			if again := c.refound(ctx, vc, vmID, *ref); again != nil && c.readObjectAs(ctx, vc, *again, props, &vm, f) == nil {
 				return &vm, nil
 			}
 			return nil, objectNotFound(op, ObjectVirtualMachine, vmID, "no virtual machine has id %s", ref.Value)
@@ -247,7 +253,7 @@ func (c *Client) readVMProps(ctx context.Context, vc *vim25.Client, op, vmID str
 
 func (c *Client) readVM(ctx context.Context, vc *vim25.Client, op string, ref types.ManagedObjectReference) (*VM, error) {
 	var vm mo.VirtualMachine
-	err := c.readObject(ctx, vc, ref, vmProps, &vm)
+	err := c.readObjectAs(ctx, vc, ref, vmProps, &vm, refresh)
 	if errors.Is(translate(op, err), ErrNotFound) {
 		return nil, objectNotFound(op, ObjectVirtualMachine, ref.Value, "no virtual machine has id %s", ref.Value)
 	}

@@ -139,7 +139,7 @@ func (c *Client) changeVM(ctx context.Context, ch vmChange) error {
 	if err != nil {
 		return err
 	}
-	first, err := c.readVMProps(ctx, vc, ch.op, ch.vmID, []string{"name"})
+	first, err := c.readVMPropsAs(ctx, vc, ch.op, ch.vmID, []string{"name"}, fresh)
 	if err != nil {
 		return err
 	}
@@ -152,7 +152,7 @@ func (c *Client) changeVM(ctx context.Context, ch vmChange) error {
 	defer unlock()
 	ctx, cancel := c.withTimeout(ctx)
 	defer cancel()
-	vm, err := c.readVMProps(ctx, vc, ch.op, first.Self.Value, append(slices.Clone(vmChangeProps), ch.props...))
+	vm, err := c.readVMPropsAs(ctx, vc, ch.op, first.Self.Value, append(slices.Clone(vmChangeProps), ch.props...), fresh)
 	if err != nil {
 		return err
 	}
@@ -183,7 +183,7 @@ func (c *Client) changeVM(ctx context.Context, ch vmChange) error {
 	}
 	if ch.after != nil {
 		var done mo.VirtualMachine
-		if rerr := c.readObject(ctx, vc, vm.Self, []string{"config.hardware.device"}, &done); rerr != nil {
+		if rerr := c.readObjectAs(ctx, vc, vm.Self, []string{"config.hardware.device"}, &done, fresh); rerr != nil {
 			return errors.Join(err, translate(ch.op, rerr))
 		}
 		ch.after(&done, before)
