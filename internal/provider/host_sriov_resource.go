@@ -342,6 +342,12 @@ func (r *hostSRIOVResource) ImportState(ctx context.Context, req resource.Import
 					"through to a VM, as a GPU is, use vspherehpc_host_pci_passthrough; a ConnectX card needs SR-IOV enabled in its "+
 					"firmware (mlxconfig) and a reboot first. Its SR-IOV capable devices: %s.", f.PCIID, strings.TrimSpace(f.Name), f.Host, listOrNone(f.Capable)))
 				return
+			case vsphere.PassedThroughWhole:
+				resp.Diagnostics.AddError("Nothing to import", fmt.Sprintf("SR-IOV is off for PCI device %s (%s) of host %s, which is passed "+
+					"through whole. A card is either passed through whole or split into SR-IOV virtual functions, never both: to split "+
+					"it, turn its passthrough off first (remove it from its VMs and its vspherehpc_host_pci_passthrough), then create "+
+					"this resource.", f.PCIID, f.Name, f.Host))
+				return
 			case vsphere.TooManyVFs, vsphere.VFsInUse:
 				// About the count asked (none), not the function: one to create.
 			default:

@@ -337,8 +337,9 @@ func TestAccHostSRIOV_vfsInUse(t *testing.T) {
 
 // Import says why there is nothing to import: a device that is no SR-IOV
 // function (the lab's A100) cannot be managed by this resource at all, and
-// only an SR-IOV capable function with SR-IOV off is one to create. The
-// GPU's import said "create the resource instead", which plan then refuses.
+// only an SR-IOV capable function with SR-IOV off, not passed through whole,
+// is one to create. The GPU's import said "create the resource instead",
+// which plan then refuses.
 func TestAccHostSRIOV_importRefusals(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
@@ -362,6 +363,16 @@ func TestAccHostSRIOV_importRefusals(t *testing.T) {
 				fmt.Sprintf("Host %s (%s) has no PCI device 0000:99:00.0. Its SR-IOV capable devices: %s", name, id, pf)).String())),
 			importStep(pf, regexp.MustCompile(`(?s)Nothing to import.*`+wrapped(
 				fmt.Sprintf("SR-IOV is off for PCI device %s", pf)).String()+`.*`+wrapped("create the resource instead").String())),
+			// Passed through whole, the card is not one to create either.
+			func() resource.TestStep {
+				step := importStep(pf, regexp.MustCompile(`(?s)Nothing to import.*`+wrapped(
+					fmt.Sprintf("SR-IOV is off for PCI device %s (MT2910 Family [ConnectX-7]) of host %s (%s), which is passed through whole.", pf, name, id)).String()+
+					`.*`+wrapped("turn its passthrough off first").String()))
+				step.PreConfig = func() {
+					must(t, labService(lab).SetHostPassthrough(context.Background(), id, map[string]bool{pf: true}))
+				}
+				return step
+			}(),
 		},
 	})
 	if err := sriovIs(lab, name, pf, 0)(nil); err != nil {
