@@ -231,8 +231,9 @@ func (d *hostDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, r
 			},
 			"pci_devices": schema.ListNestedAttribute{
 				Computed: true,
-				MarkdownDescription: "Every PCI device the host reports a passthrough state for (GPUs, NICs, InfiniBand cards), sorted by " +
-					"PCI id, with passthrough and SR-IOV state and the VMs using each: what `vspherehpc_host_pci_passthrough` takes. " +
+				MarkdownDescription: "Every PCI device the host reports a passthrough state for (ESXi reports one for each device: GPUs, NICs, " +
+					"InfiniBand cards, and bridges and controllers with `passthrough_capable = false`), sorted by PCI id, with passthrough and " +
+					"SR-IOV state and the VMs using each: what `vspherehpc_host_pci_passthrough` takes. " +
 					"Select, e.g., every ConnectX card: `[for d in data.vspherehpc_host.esx.pci_devices : d.pci_id if d.connectx]`.",
 				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
 					"pci_id":                      computedString("PCI address, e.g. `0000:3b:00.0`."),

@@ -133,7 +133,8 @@ data "vspherehpc_host" "h" {
 }
 
 // pci_devices lists what vspherehpc_host_pci_passthrough takes, with what
-// uses each device: the host's own uplink, ConnectX cards, GPUs.
+// uses each device: the host's own uplink, ConnectX cards, GPUs; and the
+// devices that cannot be passed through.
 func TestAccHostDataSource_pciDevices(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
@@ -158,6 +159,11 @@ func TestAccHostDataSource_pciDevices(t *testing.T) {
 				}),
 				resource.TestCheckTypeSetElemNestedAttrs(h, "pci_devices.*", map[string]string{
 					"pci_id": lab.GPUs()[0], "passthrough_enabled": "true", "passthrough_active": "true", "physical_function": "",
+				}),
+				// Devices that cannot be passed through are listed too, as
+				// ESXi lists them.
+				resource.TestCheckTypeSetElemNestedAttrs(h, "pci_devices.*", map[string]string{
+					"pci_id": "0000:00:00.0", "device_name": "Virtual Machine Chipset", "passthrough_capable": "false",
 				}),
 			),
 		}, {

@@ -306,8 +306,9 @@ func addPassthroughFindings(diags *diag.Diagnostics, findings []vsphere.Finding,
 				fmt.Sprintf("Host %s has no PCI device %s. Its devices that can be passed through: %s.", f.Host, f.PCIID, listOrNone(f.Capable)))
 		case vsphere.DeviceNotCapable:
 			diags.AddAttributeError(path.Root("pci_ids"), "Device cannot be passed through",
-				fmt.Sprintf("PCI device %s (%s) of host %s is not passthrough capable: the host or its firmware does not offer it "+
-					"(check VT-d/IOMMU in the BIOS). Choose another device.", f.PCIID, f.Name, f.Host))
+				fmt.Sprintf("PCI device %s (%s) on host %s cannot be passed through (ESXi reports it not passthrough-capable). "+
+					"Choose a device with passthrough_capable = true in data.vspherehpc_host's pci_devices; if this one should be "+
+					"capable, check that VT-d or AMD-Vi (IOMMU) is on in the host's firmware.", f.PCIID, strings.TrimSpace(f.Name), f.Host))
 		case vsphere.DeviceUsedByHost:
 			diags.AddAttributeError(path.Root("pci_ids"), "Device used by the host",
 				fmt.Sprintf("PCI device %s of host %s is %s, an uplink of switch %q: passing it through takes it from the host's "+

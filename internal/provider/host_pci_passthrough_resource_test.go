@@ -284,3 +284,21 @@ func TestAccHostPCIPassthrough_rebootRequired(t *testing.T) {
 		},
 	})
 }
+
+// A device the host has but cannot pass through (the lab's host bridge; ESXi
+// lists every PCI device in pciPassthruInfo, capable or not) is said to be
+// that, not missing from the host.
+func TestAccHostPCIPassthrough_notCapable(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	simulatedOnly(t, lab, "uses the lab's host bridge, 0000:00:00.0")
+	name := lab.HostNames()[0]
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config: passthroughConfig(lab, name, `  pci_ids = ["0000:00:00.0"]`), PlanOnly: true,
+			ExpectError: wrapped(fmt.Sprintf("PCI device 0000:00:00.0 (Virtual Machine Chipset) on host %s (%s) cannot be passed through "+
+				"(ESXi reports it not passthrough-capable).", name, lab.HostID(name))),
+		}},
+	})
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/vmware/govmomi/simulator/esx"
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
 )
@@ -336,18 +337,21 @@ func withVFs(devices []types.HostPciDevice, infos []types.BaseHostPciPassthruInf
 var tenGbENICs = []string{"0000:0b:00.0", "0000:13:00.0"}
 
 // passthruInfo is a host's config.pciPassthruInfo, which the vSphere API
-// reference describes as "the state of PciPassthru for all pci devices"
-// (HostPciPassthruInfo, vSphere Web Services API 8.0). It lists the GPUs,
-// the lab's physical NICs (the ConnectX-6 Dx ports, SR-IOV PFs, and the
-// 10 GbE NICs) and the ConnectX-7 InfiniBand PFs; VFs join once SR-IOV is
-// active (withVFInfos). vSphere
-// documents NICs as passthrough devices ("Enable Passthrough for a Network
-// Device on a Host", vSphere 8.0 Networking, DirectPath I/O; for ConnectX
-// ports the NVIDIA/VMware paper "InfiniBand Configuration on VMware vSphere
-// 8" passes a whole PF to a VM), so they are capable, and not enabled: they
-// are the host's NICs. vcsim's other stock devices (chipset, bridges, IDE,
-// VMCI, SVGA, PVSCSI) are left out: whether vmkctl reports such devices as
-// capable is not settled by any public source.
+// reference describes as "the state of PciPassthru for all pci devices",
+// each with passthruCapable, "Whether passThru is even possible for this
+// device (decided by vmkctl)" (HostPciPassthruInfo, vSphere Web Services API
+// 8.0): every device of hardware.pciDevice has an entry, capable or not.
+// It lists the GPUs, the lab's physical NICs (the ConnectX-6 Dx ports,
+// SR-IOV PFs, and the 10 GbE NICs) and the ConnectX-7 InfiniBand PFs; VFs
+// join once SR-IOV is active (withVFInfos). vSphere documents NICs as
+// passthrough devices ("Enable Passthrough for a Network Device on a Host",
+// vSphere 8.0 Networking, DirectPath I/O; for ConnectX ports the
+// NVIDIA/VMware paper "InfiniBand Configuration on VMware vSphere 8" passes a
+// whole PF to a VM), so they are capable, and not enabled: they are the
+// host's NICs. vcsim's other stock devices (chipset, bridges, root ports,
+// IDE, VMCI, SVGA, PVSCSI) are listed not capable: which of them vmkctl
+// would offer is not public, and not capable is the answer that never lets
+// a test pass through what a real host might refuse (a host bridge never).
 func passthruInfo() []types.BaseHostPciPassthruInfo {
 	out := gpuPassthruInfo(gpus)
 	// The SR-IOV PFs (the ConnectX-6 Dx ports and the ConnectX-7 PFs) are
@@ -363,6 +367,11 @@ func passthruInfo() []types.BaseHostPciPassthruInfo {
 	}
 	for _, pf := range ibPFs {
 		out = append(out, sriovInfo(pf))
+	}
+	for _, d := range esx.HostHardwareInfo.PciDevice {
+		if !slices.ContainsFunc(out, func(p types.BaseHostPciPassthruInfo) bool { return p.GetHostPciPassthruInfo().Id == d.Id }) {
+			out = append(out, &types.HostPciPassthruInfo{Id: d.Id})
+		}
 	}
 	return out
 }

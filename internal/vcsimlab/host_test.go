@@ -410,8 +410,14 @@ func TestPassthruInfoListsNICs(t *testing.T) {
 					t.Errorf("%s %s (%s): passthrough %+v, want capable, not enabled", h.Name, n.Device, n.Pci, info)
 				}
 			}
-			if len(byID) != 9 {
-				t.Errorf("%s: %d passthrough entries, want 9 (3 GPUs, 4 NICs, 2 InfiniBand PFs)", h.Name, len(byID))
+			capable := 0
+			for _, info := range byID {
+				if info.PassthruCapable {
+					capable++
+				}
+			}
+			if capable != 9 {
+				t.Errorf("%s: %d passthrough capable entries, want 9 (3 GPUs, 4 NICs, 2 InfiniBand PFs)", h.Name, capable)
 			}
 		}
 		var hc mo.HostSystem
@@ -901,5 +907,42 @@ func TestSriovRefusedOnPassedThroughFunction(t *testing.T) {
 	sr, devices, infos := sriovState(t, l, 0, pf)
 	if !sr.PassthruEnabled || sr.SriovEnabled || len(devices)+len(infos) != 0 {
 		t.Errorf("after the refusal: %+v, VFs %v %v; want passthrough kept, SR-IOV off, no VFs", sr, devices, infos)
+	}
+}
+
+// TestPassthruInfoListsEveryDevice: config.pciPassthruInfo and the
+// HostPciPassthruSystem have an entry for every device of
+// hardware.pciDevice, as ESXi's do; the simulator's stock chipset, bridges
+// and controllers are not passthrough capable, and enabling one is refused
+// and changes nothing.
+func TestPassthruInfoListsEveryDevice(t *testing.T) {
+	t.Parallel()
+	l := startLab(t)
+	h := hostConfig(t, l, 0)
+	var sys mo.HostPciPassthruSystem
+	retrieve(t, l.Client(), *h.ConfigManager.PciPassthruSystem, []string{"pciPassthruInfo"}, &sys)
+	for _, infos := range [][]types.BaseHostPciPassthruInfo{h.Config.PciPassthruInfo, sys.PciPassthruInfo} {
+		byID := map[string]*types.HostPciPassthruInfo{}
+		for _, p := range infos {
+			byID[p.GetHostPciPassthruInfo().Id] = p.GetHostPciPassthruInfo()
+		}
+		for _, d := range h.Hardware.PciDevice {
+			if byID[d.Id] == nil {
+				t.Errorf("%s (%s) of hardware.pciDevice has no pciPassthruInfo entry", d.Id, d.DeviceName)
+			}
+		}
+		if bridge := byID["0000:00:00.0"]; bridge == nil || bridge.PassthruCapable || bridge.PassthruEnabled {
+			t.Errorf("host bridge 0000:00:00.0: %+v, want listed, not capable, not enabled", bridge)
+		}
+	}
+	_, err := methods.UpdatePassthruConfig(context.Background(), l.Client().Client, &types.UpdatePassthruConfig{This: *h.ConfigManager.PciPassthruSystem,
+		Config: []types.BaseHostPciPassthruConfig{&types.HostPciPassthruConfig{Id: "0000:00:00.0", PassthruEnabled: true}}})
+	if !fault.Is(err, &types.InvalidArgument{}) {
+		t.Errorf("enabling the host bridge: %v, want InvalidArgument", err)
+	}
+	for _, p := range hostConfig(t, l, 0).Config.PciPassthruInfo {
+		if info := p.GetHostPciPassthruInfo(); info.Id == "0000:00:00.0" && info.PassthruEnabled {
+			t.Error("the refused update enabled the host bridge")
+		}
 	}
 }
