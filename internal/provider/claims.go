@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -106,6 +107,13 @@ type claimBook struct {
 	// switch may take such a switch's names (it is a tainted switch's
 	// replacement: the name claim leaves no other instance that could).
 	readSwitches map[string]bool
+	// leaving is what destroys planned so far take from VMs: Terraform
+	// plans (and applies) a destroy before the destroys of what it depends
+	// on, so a switch's or host's destroy sees its VMs' adapters go.
+	leaving vsphere.Leaving
+	// vfTakers are the instances adding an SR-IOV adapter on a physical
+	// function ("host-id pci-id"), with the adapter in words.
+	vfTakers map[string]map[string]string
 }
 
 func newClaimBook() *claimBook {
@@ -125,22 +133,25 @@ type planInstance struct {
 }
 
 // instance tells which resource instance a plan call is for (see the rule
-// above).
+// above). A call may ask more than once: the token it minted is in its
+// response's private state.
 func (b *claimBook) instance(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) planInstance {
-	if req.State.Raw.IsNull() {
-		var brought string
-		if ok, _ := getPrivateJSON(ctx, req.Private, privatePlanInstance, &brought); ok {
-			b.mu.Lock()
-			priorID, known := b.minted[brought]
-			b.mu.Unlock()
-			if known {
-				return planInstance{token: brought, priorID: priorID}
-			}
+	var brought string
+	if ok, _ := getPrivateJSON(ctx, resp.Private, privatePlanInstance, &brought); ok {
+		// Either this call minted it, or (without prior state) the first
+		// call of this replacement did: a token from an earlier walk,
+		// kept in state, is not known here.
+		b.mu.Lock()
+		priorID, known := b.minted[brought]
+		b.mu.Unlock()
+		if known {
+			return planInstance{token: brought, priorID: priorID}
 		}
-		return planInstance{token: b.mint("")}
 	}
 	var priorID types.String
-	resp.Diagnostics.Append(req.State.GetAttribute(ctx, path.Root("id"), &priorID)...)
+	if !req.State.Raw.IsNull() {
+		resp.Diagnostics.Append(req.State.GetAttribute(ctx, path.Root("id"), &priorID)...)
+	}
 	token := b.mint(priorID.ValueString())
 	resp.Diagnostics.Append(setPrivateJSON(ctx, resp.Private, privatePlanInstance, token)...)
 	return planInstance{token: token, priorID: priorID.ValueString()}
@@ -185,6 +196,44 @@ func (b *claimBook) turnedOn(use deviceUse) map[string]bool {
 		}
 	}
 	return out
+}
+
+// takeVF records that an instance adds an SR-IOV adapter on a physical
+// function, and returns every instance's adapter on it so far, sorted: each
+// takes a virtual function of its own at power on.
+func (b *claimBook) takeVF(instance planInstance, key, adapter string) []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.vfTakers == nil {
+		b.vfTakers = map[string]map[string]string{}
+	}
+	if b.vfTakers[key] == nil {
+		b.vfTakers[key] = map[string]string{}
+	}
+	b.vfTakers[key][instance.token] = adapter
+	out := make([]string, 0, len(b.vfTakers[key]))
+	for _, a := range b.vfTakers[key] {
+		out = append(out, a)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// leave records a use of a switch or host a planned destroy removes.
+func (b *claimBook) leave(u vsphere.VMUse) {
+	if b == nil || u.VM == "" {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.leaving = append(b.leaving, u)
+}
+
+// leavingUses is what the destroys planned so far remove from VMs.
+func (b *claimBook) leavingUses() vsphere.Leaving {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.leaving)
 }
 
 func (b *claimBook) noteSwitchRead(uuid string) {

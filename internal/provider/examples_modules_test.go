@@ -348,3 +348,22 @@ output "node" {
 	expectFailure(t, d, regexp.MustCompile(`pvrdma_adapter is true but port_group_id is not set`), vmVar)
 	d.run("destroy", "-auto-approve", "-input=false", vmVar, pgVar)
 }
+
+// gpu-node given devices without GPUs refuses at plan instead of dropping
+// them silently (issue 22, item 3).
+func TestAccGPUNodeModule_devicesWithoutGPUs(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	d := newTFDir(t, lab, map[string]string{"main.tf": `
+module "node" {
+  source = "./modules/gpu-node"
+
+  virtual_machine_id = "` + lab.VMUUID(lab.VMNames()[0]) + `"
+  pvrdma_adapter     = false
+  pci_device_ids     = ["0000:86:00.2"]
+}
+`})
+	d.copyModule("gpu-node")
+	d.run("get")
+	expectFailure(t, d, regexp.MustCompile(`(?s)pci_device_ids is given but gpu_pci_ids is empty.*List the GPUs in gpu_pci_ids`))
+}

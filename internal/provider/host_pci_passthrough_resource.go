@@ -204,9 +204,9 @@ func (r *hostPCIPassthroughResource) ModifyPlan(ctx context.Context, req resourc
 	if req.Plan.Raw.IsNull() {
 		var state hostPCIPassthroughModel
 		resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-		ch := vsphere.PassthroughChange{HostID: state.HostSystemID.ValueString(), Disabling: turnedBackOff(before)}
+		ch := vsphere.PassthroughChange{HostID: state.HostSystemID.ValueString(), Disabling: turnedBackOff(before), Leaving: r.claims.leavingUses()}
 		if _, _, findings, err := r.client.PlanHostPassthrough(ctx, ch); err == nil {
-			addPassthroughFindings(&resp.Diagnostics, findings, true)
+			addPassthroughFindings(&resp.Diagnostics, findings)
 		}
 		return
 	}
@@ -238,7 +238,7 @@ func (r *hostPCIPassthroughResource) ModifyPlan(ctx context.Context, req resourc
 		resp.Diagnostics.Append(vsphereErrorDiag("Cannot check PCI passthrough", err))
 		return
 	}
-	addPassthroughFindings(&resp.Diagnostics, findings, true)
+	addPassthroughFindings(&resp.Diagnostics, findings)
 	ids := make([]string, len(want))
 	for i, d := range want {
 		ids[i] = d.PCIID
@@ -298,7 +298,7 @@ func (r *hostPCIPassthroughResource) unchanged(ctx context.Context, plan *hostPC
 // plan time a device still used by VMs is a warning: resources of the same
 // apply that remove it from the VMs run first, as they refer to this one;
 // apply refuses it if they have not.
-func addPassthroughFindings(diags *diag.Diagnostics, findings []vsphere.Finding, planning bool) {
+func addPassthroughFindings(diags *diag.Diagnostics, findings []vsphere.Finding) {
 	for _, f := range findings {
 		switch f := f.(type) {
 		case vsphere.DeviceNotOnHost:
@@ -327,14 +327,10 @@ func addPassthroughFindings(diags *diag.Diagnostics, findings []vsphere.Finding,
 					"whole or split into virtual functions, never both: turn SR-IOV off first (destroy its vspherehpc_host_sriov, once "+
 					"no VM uses its virtual functions), or pass through one of its virtual functions instead.", f.PCIID, f.Name, f.Host, f.VFs, users))
 		case vsphere.DeviceUsedByVMs:
-			detail := fmt.Sprintf("Passthrough of PCI device %s of host %s would go back off, but virtual machines %s are configured "+
-				"with it and would not power on. Remove the device from them first (vspherehpc_vm_gpu_mmio), or keep it listed.",
-				f.PCIID, f.Host, strings.Join(f.VMs, ", "))
-			if planning {
-				diags.AddWarning("Device still used by VMs", detail+" Unless this apply removes it from them first, the apply stops here.")
-			} else {
-				diags.AddError("Device still used by VMs", detail)
-			}
+			diags.AddError("Device still used by VMs",
+				fmt.Sprintf("Passthrough of PCI device %s of host %s would go back off, but virtual machines %s are configured "+
+					"with it and would not power on. Remove the device from them first (their vspherehpc_vm_gpu_mmio, in an apply of "+
+					"its own: a host's change is applied before its VMs'), or keep it listed.", f.PCIID, f.Host, strings.Join(f.VMs, ", ")))
 		}
 	}
 }
@@ -372,7 +368,7 @@ func (r *hostPCIPassthroughResource) apply(ctx context.Context, m *hostPCIPassth
 		diags.Append(vsphereErrorDiag("Cannot set PCI passthrough on host "+hostID, err))
 		return
 	}
-	if addPassthroughFindings(diags, findings, false); diags.HasError() {
+	if addPassthroughFindings(diags, findings); diags.HasError() {
 		return
 	}
 	set := map[string]bool{}
@@ -492,7 +488,7 @@ func (r *hostPCIPassthroughResource) Delete(ctx context.Context, req resource.De
 	if errors.Is(err, vsphere.ErrNotFound) {
 		return // the host is gone, and its passthrough with it
 	}
-	if addPassthroughFindings(&resp.Diagnostics, findings, false); resp.Diagnostics.HasError() {
+	if addPassthroughFindings(&resp.Diagnostics, findings); resp.Diagnostics.HasError() {
 		return
 	}
 	restore := map[string]bool{}

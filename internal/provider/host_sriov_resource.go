@@ -111,9 +111,14 @@ func (r *hostSRIOVResource) Configure(_ context.Context, req resource.ConfigureR
 	r.client, r.claims = resourceDataFrom(req.ProviderData, &resp.Diagnostics)
 }
 
-// ModifyPlan checks the function and the count when either changes.
+// ModifyPlan checks the function and the count when either changes, and a
+// destroy's restore against the VMs' use of the virtual functions.
 func (r *hostSRIOVResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	if !requireVCenter(r.client, &resp.Diagnostics) || req.Plan.Raw.IsNull() {
+	if !requireVCenter(r.client, &resp.Diagnostics) {
+		return
+	}
+	if req.Plan.Raw.IsNull() {
+		r.checkDestroy(ctx, req, resp)
 		return
 	}
 	var plan hostSRIOVModel
@@ -283,6 +288,26 @@ func (r *hostSRIOVResource) Read(ctx context.Context, req resource.ReadRequest, 
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 }
 
+const restoreFix = "Destroy puts back what the function had before this resource: remove the VMs' use of its virtual functions first."
+
+// checkDestroy refuses, at plan time, a restore that would take virtual
+// functions from VMs, once the uses this plan destroys are gone (Terraform
+// plans and applies their destroys first).
+func (r *hostSRIOVResource) checkDestroy(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	var state hostSRIOVModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	before := 0
+	_, ds := getPrivateJSON(ctx, req.Private, privateSRIOVBefore, &before)
+	resp.Diagnostics.Append(ds...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	f, err := r.client.PlanSRIOVRestore(ctx, state.HostSystemID.ValueString(), state.PCIID.ValueString(), before, r.claims.leavingUses())
+	if f, ok := f.(vsphere.VFsInUse); ok && err == nil {
+		addVFsInUse(&resp.Diagnostics, path.Root("num_virtual_functions"), f, restoreFix)
+	}
+}
+
 func (r *hostSRIOVResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
 	var state hostSRIOVModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
@@ -292,15 +317,13 @@ func (r *hostSRIOVResource) Delete(ctx context.Context, req resource.DeleteReque
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	// Checked now, not at plan: the adapters this run destroys are gone by
-	// the time a destroy that they depend on runs.
-	f, err := r.client.PlanSRIOVRestore(ctx, state.HostSystemID.ValueString(), state.PCIID.ValueString(), before)
+	// Checked again against vCenter: the plan may be stale.
+	f, err := r.client.PlanSRIOVRestore(ctx, state.HostSystemID.ValueString(), state.PCIID.ValueString(), before, nil)
 	if errors.Is(err, vsphere.ErrNotFound) {
 		return // the host is gone, and its SR-IOV with it
 	}
 	if f, ok := f.(vsphere.VFsInUse); ok {
-		addVFsInUse(&resp.Diagnostics, path.Root("num_virtual_functions"), f,
-			"Destroy puts back what the function had before this resource: remove the VMs' use of its virtual functions first.")
+		addVFsInUse(&resp.Diagnostics, path.Root("num_virtual_functions"), f, restoreFix)
 		return
 	}
 	err = r.client.SetHostSRIOV(ctx, state.HostSystemID.ValueString(), state.PCIID.ValueString(), before)

@@ -293,19 +293,20 @@ func (r *rdmaDVSResource) claimUplinks(ctx context.Context, instance planInstanc
 	}
 }
 
-// checkDestroy warns, at plan time, that VM adapters still use the switch's
-// port groups. Not an error: adapters destroyed in the same apply (their
-// resources depend on the switch) are gone before the switch is.
+// checkDestroy refuses, at plan time, to destroy a switch whose port groups
+// VM adapters still use once the adapters this plan destroys are gone
+// (Terraform plans and applies their destroys first): vCenter would refuse.
 func (r *rdmaDVSResource) checkDestroy(ctx context.Context, id vsphere.DVSID, diags *diag.Diagnostics) {
-	f, err := r.client.PlanDVSDelete(ctx, id)
+	f, err := r.client.PlanDVSDelete(ctx, id, r.claims.leavingUses())
 	if err != nil {
 		return // the destroy itself says more
 	}
 	if f, ok := f.(vsphere.SwitchInUse); ok {
-		diags.AddWarning("Switch still in use",
-			fmt.Sprintf("VM network adapters still use the port groups of switch %s: %s. vCenter refuses to destroy the switch while "+
-				"they do: unless this apply removes them first (vspherehpc_vm_pvrdma_nic resources on it are destroyed before it), "+
-				"remove them, then destroy the switch.", f.Switch, strings.Join(f.Users, "; ")))
+		diags.AddError("Switch still in use",
+			fmt.Sprintf("VM network adapters that this configuration does not remove still use the port groups of switch %s: %s. "+
+				"vCenter refuses to destroy a switch while they do: remove those adapters first (destroy their "+
+				"vspherehpc_vm_pvrdma_nic or vspherehpc_vm_sriov_nic, or remove them in vCenter), then destroy the switch.",
+				f.Switch, vsphere.DescribeSwitchUsers(f.Users)))
 	}
 }
 

@@ -427,8 +427,10 @@ func TestAccRDMADVS_destroyRefusedWhileInUse(t *testing.T) {
 				PreConfig: func() {
 					must(t, lab.AddPVRDMAAdapter(context.Background(), vmName, switchUUID, portGroupKey))
 				},
-				Config:      providerConfig(lab),
-				ExpectError: wrapped(fmt.Sprintf(`VM network adapters still use its port groups: port group %q: %s (PVRDMA). Remove those adapters first`, testName("pvrdma-vms"), vmName)),
+				// Refused at plan: no adapter resource of this plan removes it.
+				Config: providerConfig(lab),
+				ExpectError: wrapped(fmt.Sprintf(`Switch still in use VM network adapters that this configuration does not remove still use the port groups `+
+					`of switch %s: port group %q: %s (PVRDMA).`, testName("rdma"), testName("pvrdma-vms"), vmName)),
 			},
 			{
 				PreConfig: func() {

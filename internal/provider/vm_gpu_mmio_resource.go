@@ -288,6 +288,9 @@ func (r *vmGPUMMIOResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 		resp.Diagnostics.Append(req.State.Get(ctx, state)...)
 	}
 	if req.Plan.Raw.IsNull() {
+		if state != nil {
+			r.claims.leave(vsphere.VMUse{VM: state.VirtualMachineID.ValueString(), Passthrough: true})
+		}
 		if state != nil && len(r.gpus(ctx, state.GPU, &resp.Diagnostics))+len(devices(ctx, state.PCIDevice, &resp.Diagnostics)) > 0 {
 			checkDestroyPower(ctx, r.client, state.VirtualMachineID.ValueString(), state.PowerOffAllowed.ValueBool(), vsphere.WhatGPUsNeedOff, &resp.Diagnostics)
 		}

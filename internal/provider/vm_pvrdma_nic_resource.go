@@ -149,6 +149,7 @@ func (r *vmPVRDMANICResource) ModifyPlan(ctx context.Context, req resource.Modif
 	}
 	if req.Plan.Raw.IsNull() {
 		if state != nil {
+			r.claims.leave(vsphere.VMUse{VM: state.VirtualMachineID.ValueString(), PortGroupID: state.PortGroupID.ValueString()})
 			checkDestroyPower(ctx, r.client, state.VirtualMachineID.ValueString(), state.PowerOffAllowed.ValueBool(), vsphere.WhatPVRDMANeedsOff, &resp.Diagnostics)
 		}
 		return

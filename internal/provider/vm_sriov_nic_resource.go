@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -159,6 +160,8 @@ func (r *vmSRIOVNICResource) ModifyPlan(ctx context.Context, req resource.Modify
 	}
 	if req.Plan.Raw.IsNull() {
 		if state != nil {
+			r.claims.leave(vsphere.VMUse{VM: state.VirtualMachineID.ValueString(), PortGroupID: state.PortGroupID.ValueString(),
+				PhysicalFunction: cmp.Or(state.AssignedPhysicalFunction.ValueString(), state.PhysicalFunction.ValueString())})
 			checkDestroyPower(ctx, r.client, state.VirtualMachineID.ValueString(), state.PowerOffAllowed.ValueBool(), vsphere.WhatSRIOVNeedsOff, &resp.Diagnostics)
 		}
 		return
@@ -208,8 +211,26 @@ func (r *vmSRIOVNICResource) ModifyPlan(ctx context.Context, req resource.Modify
 		return
 	}
 	for _, f := range findings {
+		if free, ok := f.(vsphere.FreeVFs); ok {
+			r.takeVF(ctx, req, resp, plan, free)
+			continue
+		}
 		addSRIOVNICFinding(&resp.Diagnostics, f)
 	}
+}
+
+// takeVF counts the new adapters of this plan on a physical function against
+// its free virtual functions: one VM more than there are does not power on.
+func (r *vmSRIOVNICResource) takeVF(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse, plan vmSRIOVNICModel, f vsphere.FreeVFs) {
+	takers := r.claims.takeVF(r.claims.instance(ctx, req, resp), hostDeviceKey(f.HostID, f.PCIID), "virtual machine "+plan.VirtualMachineID.ValueString())
+	if len(takers) <= f.Free {
+		return
+	}
+	resp.Diagnostics.AddAttributeError(path.Root("physical_function"), "Not enough free virtual functions",
+		fmt.Sprintf("Physical function %s (%s) of host %s has %d virtual functions, %d of them free, and this configuration adds %d "+
+			"SR-IOV adapters on it (%s). Each takes a virtual function of its own at power on, so a VM would not power on: raise "+
+			"num_virtual_functions of its vspherehpc_host_sriov (in an apply before), or put an adapter on another function.",
+			f.PCIID, f.NIC, f.Host, f.VFs, f.Free, len(takers), strings.Join(takers, ", ")))
 }
 
 // addSRIOVNICFinding words one finding of the adapter's planner.
@@ -259,6 +280,11 @@ func addSRIOVNICFinding(diags *diag.Diagnostics, f vsphere.Finding) {
 			fmt.Sprintf("%s on host %s %s, not of %s. vSphere applies the port group's policies (VLAN, MAC security) to the virtual "+
 				"function through the switch its physical NIC backs: make the NIC an uplink of %s, or choose one that is.",
 				f.NIC, f.Host, where, f.Switch, f.Switch))
+	case vsphere.VMHostNotOnSwitch:
+		diags.AddAttributeError(groupPath, "The VM's host is not on the switch",
+			fmt.Sprintf("Virtual machine %s runs on host %s, which is no member of switch %s (port group %s): vCenter gives an SR-IOV "+
+				"adapter a port of the switch on the VM's own host. Add the host to the switch (a host block of its vspherehpc_rdma_dvs), "+
+				"or move the VM to a member host.", f.VM, f.Host, f.Switch, f.PortGroup))
 	case vsphere.NoSRIOVPool:
 		diags.AddAttributeError(pfPath, "Nothing for vCenter to choose from",
 			fmt.Sprintf("physical_function = \"automatic\" lets vCenter choose, at power on, among the SR-IOV-active uplinks of switch "+

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
@@ -238,6 +239,78 @@ resource "vspherehpc_vm_sriov_nic" "n" {
 				Config:    nic(vm, groupA, vmnic4PF, ""), PlanOnly: true,
 				ExpectError: wrapped("is powered on, and adding or removing an SR-IOV adapter, or changing its physical function needs it powered off"),
 			},
+		},
+	})
+}
+
+// An adapter on a switch that the VM's host is not a member of is refused at
+// plan, naming the host and the switch (issue 22, item 4: it was a warning,
+// and the apply failed with "*types.InvalidArgument").
+func TestAccVMSRIOVNIC_hostNotOnSwitch(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	simulatedOnly(t, lab, "uses the lab's SR-IOV NICs")
+	vm := lab.VMNames()[0]
+	var elsewhere string
+	for _, h := range lab.HostNames() {
+		if h != lab.VMHostName(vm) {
+			elsewhere = h
+		}
+	}
+	sw := dvsConfig(lab, "rdma", map[string]string{elsewhere: lab.RDMANICs()[0]}, "")
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: sw},
+			{
+				Config: sw + fmt.Sprintf(`
+resource "vspherehpc_vm_sriov_nic" "n" {
+  virtual_machine_id        = %q
+  distributed_port_group_id = vspherehpc_rdma_dvs.rdma.port_group_id
+  physical_function         = %q
+}
+`, lab.VMUUID(vm), vmnic4PF), PlanOnly: true,
+				ExpectError: regexp.MustCompile(`(?s)The VM's host is not on the switch.*runs\s+on\s+host\s+` + regexp.QuoteMeta(lab.VMHostName(vm)) +
+					`.*no\s+member\s+of\s+switch\s+` + regexp.QuoteMeta(testName("rdma"))),
+			},
+		},
+	})
+}
+
+// Two new adapters on a function with one free virtual function are refused
+// at plan, naming both VMs (issue 22, item 3: both planned, and the second
+// VM could not power on while the first ran).
+func TestAccVMSRIOVNIC_moreAdaptersThanFreeVFs(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	simulatedOnly(t, lab, "uses the lab's SR-IOV NICs")
+	vm := lab.VMNames()[0]
+	var other string
+	for _, n := range lab.VMNames() {
+		if n != vm && lab.VMHostName(n) == lab.VMHostName(vm) {
+			other = n
+		}
+	}
+	oneVF := strings.Replace(sriovNICHostConfig(lab, vm), "num_virtual_functions = 4", "num_virtual_functions = 1", 1)
+	adapter := func(name, vm string) string {
+		return fmt.Sprintf(`
+resource "vspherehpc_vm_sriov_nic" %q {
+  virtual_machine_id        = %q
+  distributed_port_group_id = vspherehpc_rdma_dvs.a.port_group_id
+  physical_function         = %q
+  depends_on                = [vspherehpc_host_sriov.vmnic4]
+}
+`, name, lab.VMUUID(vm), vmnic4PF)
+	}
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: oneVF},
+			{
+				Config: oneVF + adapter("first", vm) + adapter("second", other), PlanOnly: true,
+				ExpectError: regexp.MustCompile(`(?s)Not enough free virtual functions.*` + regexp.QuoteMeta(vmnic4PF) + `.*1\s+virtual\s+functions,\s+1\s+of\s+them\s+free.*adds\s+2\s+SR-IOV\s+adapters`),
+			},
+			{Config: oneVF + adapter("first", vm)},
 		},
 	})
 }

@@ -460,7 +460,7 @@ func (c *Client) DeleteDVS(ctx context.Context, id DVSID) error {
 	}
 	if len(users) > 0 {
 		return &Error{Op: op, Kind: ErrInUse, Object: ObjectSwitch, ID: id.UUID, Message: "VM network adapters still use its port groups: " +
-			strings.Join(users, "; ") + ". Remove those adapters first, then destroy the switch"}
+			DescribeSwitchUsers(users) + ". Remove those adapters first, then destroy the switch"}
 	}
 	ref, _ := current.ref()
 	task, err := object.NewDistributedVirtualSwitch(vc, ref).Destroy(ctx)
@@ -507,7 +507,7 @@ func LooksLikeDVSUUID(s string) bool {
 }
 
 // switchUsers names the VMs whose adapters use the switch's port groups.
-func (c *Client) switchUsers(ctx context.Context, d *DVS) ([]string, error) {
+func (c *Client) switchUsers(ctx context.Context, d *DVS) ([]SwitchUser, error) {
 	ctx, cancel := c.withTimeout(ctx)
 	defer cancel()
 	vc, err := c.vimClient(ctx)

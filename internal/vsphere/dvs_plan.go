@@ -405,7 +405,7 @@ type (
 	// so vCenter refuses to destroy it unless they are removed first.
 	SwitchInUse struct {
 		Switch string
-		Users  []string // one entry per port group: `port group "name": vm-a (PVRDMA), vm-b`
+		Users  []SwitchUser
 	}
 )
 
@@ -482,8 +482,9 @@ func (c *Client) PlanDVSNames(ctx context.Context, ch DVSNamesChange) ([]Finding
 }
 
 // PlanDVSDelete tells whether VM network adapters still use the switch's
-// port groups; a switch that is gone has nothing to tell.
-func (c *Client) PlanDVSDelete(ctx context.Context, id DVSID) (Finding, error) {
+// port groups once the adapters leaving in the same plan are gone; a switch
+// that is gone has nothing to tell.
+func (c *Client) PlanDVSDelete(ctx context.Context, id DVSID, leaving Leaving) (Finding, error) {
 	ctx, cancel := c.withTimeout(ctx)
 	defer cancel()
 	current, err := c.DVS(ctx, id, "")
@@ -494,8 +495,12 @@ func (c *Client) PlanDVSDelete(ctx context.Context, id DVSID) (Finding, error) {
 		return nil, err
 	}
 	users, err := c.switchUsers(ctx, current)
-	if err != nil || len(users) == 0 {
+	if err != nil {
 		return nil, err
+	}
+	users = slices.DeleteFunc(users, func(u SwitchUser) bool { return leaving.adapter(u.VM, u.PortGroupID) })
+	if len(users) == 0 {
+		return nil, nil
 	}
 	return SwitchInUse{Switch: current.Name, Users: users}, nil
 }

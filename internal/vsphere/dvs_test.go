@@ -239,7 +239,7 @@ func TestPlanDVSDelete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f, err := c.PlanDVSDelete(ctx, id); f != nil || err != nil {
+	if f, err := c.PlanDVSDelete(ctx, id, nil); f != nil || err != nil {
 		t.Fatalf("unused switch: %#v, %v", f, err)
 	}
 	d, err := c.DVS(ctx, id, key)
@@ -249,12 +249,21 @@ func TestPlanDVSDelete(t *testing.T) {
 	if _, err := c.CreatePVRDMANIC(ctx, lab.VMUUID("hpc-node-0"), PVRDMANICSpec{PortGroupID: d.PortGroup.ID, DeviceProtocol: "rocev2", StartConnected: true}); err != nil {
 		t.Fatal(err)
 	}
-	f, err := c.PlanDVSDelete(ctx, id)
-	want := SwitchInUse{Switch: "rdma", Users: []string{`port group "rdma-vms": hpc-node-0 (PVRDMA)`}}
-	if err != nil || !reflect.DeepEqual(f, want) {
-		t.Fatalf("switch in use: %#v, %v; want %#v", f, err, want)
+	f, err := c.PlanDVSDelete(ctx, id, nil)
+	inUse, ok := f.(SwitchInUse)
+	if err != nil || !ok || inUse.Switch != "rdma" || DescribeSwitchUsers(inUse.Users) != `port group "rdma-vms": hpc-node-0 (PVRDMA)` {
+		t.Fatalf("switch in use: %#v, %v", f, err)
 	}
-	if f, err := c.PlanDVSDelete(ctx, DVSID{UUID: "00000000-0000-0000-0000-000000000000"}); f != nil || err != nil {
+	// The adapter destroyed in the same plan leaves nothing in use; one on
+	// another port group does not count.
+	vm := lab.VMUUID("hpc-node-0")
+	if f, err := c.PlanDVSDelete(ctx, id, Leaving{{VM: strings.ToUpper(vm), PortGroupID: d.PortGroup.ID}}); f != nil || err != nil {
+		t.Fatalf("the adapter leaves: %#v, %v; want nothing in use", f, err)
+	}
+	if f, _ := c.PlanDVSDelete(ctx, id, Leaving{{VM: vm, PortGroupID: "dvportgroup-0"}}); f == nil {
+		t.Fatal("an adapter on another port group leaves: want the switch in use")
+	}
+	if f, err := c.PlanDVSDelete(ctx, DVSID{UUID: "00000000-0000-0000-0000-000000000000"}, nil); f != nil || err != nil {
 		t.Fatalf("a switch that is gone: %#v, %v; want nothing to say", f, err)
 	}
 }

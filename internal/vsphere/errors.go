@@ -3,6 +3,7 @@ package vsphere
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 
 	"github.com/vmware/govmomi/fault"
@@ -123,6 +124,27 @@ func translate(op string, err error) error {
 	return fmt.Errorf("%s: %w", op, err)
 }
 
+// faultWithoutMessage words a fault vCenter sent with no message (govmomi
+// then says its Go type, "*types.InvalidArgument"): its vSphere name and the
+// argument it names, when it names one.
+func faultWithoutMessage(err error) string {
+	var name, property string
+	fault.In(err, func(f types.BaseMethodFault, _ string, _ []types.LocalizableMessage) bool {
+		name = reflect.TypeOf(f).Elem().Name()
+		if ia, ok := f.(*types.InvalidArgument); ok {
+			property = ia.InvalidProperty
+		}
+		return true
+	})
+	if name == "" {
+		return "vCenter refused the request without saying why"
+	}
+	if property != "" {
+		return fmt.Sprintf("vCenter refused the request as invalid (%s, property %s) without saying more", name, property)
+	}
+	return fmt.Sprintf("vCenter refused the request (%s) without saying why", name)
+}
+
 // faultMessage prefers vCenter's localized message, which names the object
 // and reason, over govmomi's "ServerFaultCode: ..." wrapping.
 func faultMessage(err error) string {
@@ -133,6 +155,9 @@ func faultMessage(err error) string {
 	})
 	if msg == "" {
 		msg = strings.TrimPrefix(err.Error(), "ServerFaultCode: ")
+	}
+	if msg == "" || strings.HasPrefix(msg, "*types.") {
+		msg = faultWithoutMessage(err)
 	}
 	return msg
 }

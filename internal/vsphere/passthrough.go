@@ -42,8 +42,7 @@ type PassthroughDevice struct {
 	// PhysicalFunction is the PF of a virtual function, as
 	// virtualFunctions derives it ("" when unknown or not a VF).
 	PhysicalFunction string
-	passedThroughBy  []VMRef  // VMs with the device as a PCI passthrough device
-	users            []string // VM names, for messages
+	passedThroughBy  []VMRef // VMs with the device as a PCI passthrough device
 }
 
 // SRIOV is a physical function's SR-IOV state (vSphere's HostSriovInfo).
@@ -132,9 +131,6 @@ func hostPassthroughFromMO(h *mo.HostSystem, vms []mo.VirtualMachine) *HostPasst
 		}
 		if n, ok := nics[d.Id]; ok {
 			dev.NIC, dev.UplinkOf = n.Name, n.Switch
-		}
-		for _, u := range dev.VMs {
-			dev.users = append(dev.users, u.Name)
 		}
 		out.Devices = append(out.Devices, dev)
 	}
@@ -256,6 +252,7 @@ type PassthroughChange struct {
 	PCIIDs    []string
 	Match     []VendorDevice
 	Disabling []string
+	Leaving   Leaving // VMs whose passthrough devices the same plan removes first
 }
 
 // PlanHostPassthrough resolves a planned passthrough to the host's devices
@@ -305,8 +302,10 @@ func (c *Client) PlanHostPassthrough(ctx context.Context, ch PassthroughChange) 
 		}
 	}
 	for _, id := range ch.Disabling {
-		if d := h.Device(id); d != nil && len(d.users) > 0 && !slices.ContainsFunc(want, func(w PassthroughDevice) bool { return w.PCIID == id }) {
-			out = append(out, DeviceUsedByVMs{Host: host, PCIID: id, VMs: d.users})
+		if d := h.Device(id); d != nil && !slices.ContainsFunc(want, func(w PassthroughDevice) bool { return w.PCIID == id }) {
+			if users := staying(d.VMs, ch.Leaving.passthrough); len(users) > 0 {
+				out = append(out, DeviceUsedByVMs{Host: host, PCIID: id, VMs: vmNames(users)})
+			}
 		}
 	}
 	sort.Slice(want, func(i, j int) bool { return want[i].PCIID < want[j].PCIID })
@@ -415,7 +414,7 @@ func (c *Client) PlanHostSRIOV(ctx context.Context, hostID, pciID string, vfs in
 	case d.Enabled:
 		return d, []Finding{PassedThroughWhole{Host: host, PCIID: pciID, Name: strings.TrimSpace(d.DeviceName), VMs: vmNames(d.passedThroughBy)}}, nil
 	}
-	if f := vfsInUse(h, d, vfs); f != nil {
+	if f := vfsInUse(h, d, vfs, nil); f != nil {
 		return d, []Finding{f}, nil
 	}
 	return d, nil, nil
@@ -425,22 +424,27 @@ func (c *Client) PlanHostSRIOV(ctx context.Context, hostID, pciID string, vfs in
 // adapter on the function takes one at power on, and a VM whose adapter finds
 // none does not power on; a VF passed through as a PCI device is needed
 // itself, and lowering the count removes the highest-numbered VFs.
-func vfsInUse(h *HostPassthrough, d *PassthroughDevice, vfs int) Finding {
+func vfsInUse(h *HostPassthrough, d *PassthroughDevice, vfs int, leaving Leaving) Finding {
 	var pinned []PinnedVF
 	lost := false
 	if d.SRIOV != nil {
 		for k, id := range d.SRIOV.VFIDs {
-			if vf := h.Device(id); vf != nil && len(vf.passedThroughBy) > 0 {
-				pinned = append(pinned, PinnedVF{PCIID: id, Index: k, VMs: vmNames(vf.passedThroughBy)})
+			vf := h.Device(id)
+			if vf == nil {
+				continue
+			}
+			if users := staying(vf.passedThroughBy, leaving.passthrough); len(users) > 0 {
+				pinned = append(pinned, PinnedVF{PCIID: id, Index: k, VMs: vmNames(users)})
 				lost = lost || k >= vfs
 			}
 		}
 	}
-	if !lost && len(d.SRIOVAdapters)+len(pinned) <= vfs {
+	adapters := staying(d.SRIOVAdapters, func(vm VMRef) bool { return leaving.sriovAdapter(vm, d.PCIID) })
+	if !lost && len(adapters)+len(pinned) <= vfs {
 		return nil
 	}
 	return VFsInUse{Host: fmt.Sprintf("%s (%s)", h.HostName, h.HostID), PCIID: d.PCIID, Wanted: vfs,
-		Adapters: len(d.SRIOVAdapters), VMs: vmNames(d.SRIOVAdapters), Pinned: pinned}
+		Adapters: len(adapters), VMs: vmNames(adapters), Pinned: pinned}
 }
 
 // vmNames are the VMs' names, sorted, once each.
@@ -455,8 +459,8 @@ func vmNames(refs []VMRef) []string {
 
 // PlanSRIOVRestore checks that putting a function back to vfs virtual
 // functions (a destroy's restore) leaves the VMs' SR-IOV adapters on it
-// enough of them.
-func (c *Client) PlanSRIOVRestore(ctx context.Context, hostID, pciID string, vfs int) (Finding, error) {
+// enough of them, once the uses leaving in the same plan are gone.
+func (c *Client) PlanSRIOVRestore(ctx context.Context, hostID, pciID string, vfs int, leaving Leaving) (Finding, error) {
 	h, err := c.HostPassthrough(ctx, hostID)
 	if err != nil {
 		return nil, err
@@ -465,5 +469,5 @@ func (c *Client) PlanSRIOVRestore(ctx context.Context, hostID, pciID string, vfs
 	if d == nil {
 		return nil, nil
 	}
-	return vfsInUse(h, d, vfs), nil
+	return vfsInUse(h, d, vfs, leaving), nil
 }

@@ -1,6 +1,9 @@
 package vsphere
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // Plan-time rules live in this package as planners (PlanDVSHosts,
 // PlanPVRDMANIC, PlanGPUMMIO, PlanPower): each reads what it needs from
@@ -24,3 +27,40 @@ type PlannedHostDevices struct {
 
 // HostDeviceKey is the key of a host's device in PlannedHostDevices.
 func HostDeviceKey(hostID, pciID string) string { return hostID + " " + strings.ToLower(pciID) }
+
+// Leaving is what resources of the same plan take away from VMs before a
+// switch or host resource they depend on is destroyed (Terraform destroys
+// dependents first, and plans their destroy first too). The provider gives
+// it to the planners of those destroys, so they refuse only uses that stay.
+type Leaving []VMUse
+
+// VMUse is one use a VM makes of a switch or a host's devices.
+type VMUse struct {
+	VM               string // UUID or managed object id, as the resource names it
+	PortGroupID      string // an adapter on this port group
+	PhysicalFunction string // an SR-IOV adapter of this physical function
+	Passthrough      bool   // all the VM's passthrough devices
+}
+
+func (l Leaving) adapter(vm VMRef, portGroupID string) bool {
+	return slices.ContainsFunc(l, func(u VMUse) bool { return vm.Is(u.VM) && u.PortGroupID == portGroupID })
+}
+
+func (l Leaving) sriovAdapter(vm VMRef, pf string) bool {
+	return slices.ContainsFunc(l, func(u VMUse) bool { return vm.Is(u.VM) && strings.EqualFold(u.PhysicalFunction, pf) })
+}
+
+func (l Leaving) passthrough(vm VMRef) bool {
+	return slices.ContainsFunc(l, func(u VMUse) bool { return vm.Is(u.VM) && u.Passthrough })
+}
+
+// staying lists the VMs of refs whose use does not leave.
+func staying(refs []VMRef, leaves func(VMRef) bool) []VMRef {
+	var out []VMRef
+	for _, r := range refs {
+		if !leaves(r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}

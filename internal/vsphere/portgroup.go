@@ -120,9 +120,16 @@ func (c *Client) applyPortGroup(ctx context.Context, vc *vim25.Client, op string
 	return current.Key, err
 }
 
-// portGroupUsers names the VMs whose adapters use the port groups, one entry
-// per port group: "pg-name: vm-a (PVRDMA), vm-b".
-func (c *Client) portGroupUsers(ctx context.Context, vc *vim25.Client, pgs []PortGroup) ([]string, error) {
+// SwitchUser is a VM's network adapter on a port group of a switch.
+type SwitchUser struct {
+	PortGroup, PortGroupID string
+	VM                     VMRef
+	Adapter                string // "PVRDMA", "SR-IOV" or "network"
+}
+
+// portGroupUsers lists the VMs' adapters on the port groups, by port group,
+// then VM name.
+func (c *Client) portGroupUsers(ctx context.Context, vc *vim25.Client, pgs []PortGroup) ([]SwitchUser, error) {
 	if len(pgs) == 0 {
 		return nil, nil
 	}
@@ -137,13 +144,13 @@ func (c *Client) portGroupUsers(ctx context.Context, vc *vim25.Client, pgs []Por
 		ObjectSet: set,
 		PropSet: []types.PropertySpec{
 			{Type: "DistributedVirtualPortgroup", PathSet: []string{"name", "key"}},
-			{Type: "VirtualMachine", PathSet: []string{"name", "config.hardware.device"}},
+			{Type: "VirtualMachine", PathSet: []string{"name", "config.uuid", "config.hardware.device"}},
 		},
 	})
 	if err != nil {
 		return nil, err
 	}
-	byKey := map[string][]string{}
+	byKey := map[string][]SwitchUser{}
 	names := map[string]string{}
 	for _, o := range objs {
 		switch v := o.(type) {
@@ -153,29 +160,49 @@ func (c *Client) portGroupUsers(ctx context.Context, vc *vim25.Client, pgs []Por
 			if v.Config == nil {
 				continue
 			}
+			vm := VMRef{ID: v.Config.Uuid, MOID: v.Self.Value, Name: v.Name}
 			for _, dev := range v.Config.Hardware.Device {
 				nic, ok := networkAdapter(dev)
 				if !ok || nic.SwitchUUID == "" {
 					continue
 				}
-				label := v.Name
-				if nic.Type == "vmxnet3vrdma" {
-					label += " (PVRDMA)"
+				adapter := "network"
+				switch nic.Type {
+				case "vmxnet3vrdma":
+					adapter = "PVRDMA"
+				case "sriov":
+					adapter = "SR-IOV"
 				}
-				if !slices.Contains(byKey[nic.NetworkID], label) {
-					byKey[nic.NetworkID] = append(byKey[nic.NetworkID], label)
-				}
+				byKey[nic.NetworkID] = append(byKey[nic.NetworkID], SwitchUser{VM: vm, Adapter: adapter})
 			}
 		}
 	}
-	var out []string
+	var out []SwitchUser
 	for _, pg := range pgs {
-		if vms := byKey[pg.Key]; len(vms) > 0 {
-			slices.Sort(vms)
-			out = append(out, fmt.Sprintf("port group %q: %s", cmp.Or(names[pg.Key], pg.Name), strings.Join(vms, ", ")))
+		users := byKey[pg.Key]
+		slices.SortFunc(users, func(a, b SwitchUser) int { return cmp.Compare(a.VM.Name+a.Adapter, b.VM.Name+b.Adapter) })
+		for _, u := range users {
+			u.PortGroup, u.PortGroupID = cmp.Or(names[pg.Key], pg.Name), pg.ID
+			out = append(out, u)
 		}
 	}
 	return out, nil
+}
+
+// DescribeSwitchUsers words adapters on a switch's port groups, one part per
+// port group: `port group "pvrdma-a": hpc-0 (PVRDMA), hpc-1 (SR-IOV)`.
+func DescribeSwitchUsers(users []SwitchUser) string {
+	var parts []string
+	for i := 0; i < len(users); {
+		j := i
+		var vms []string
+		for ; j < len(users) && users[j].PortGroupID == users[i].PortGroupID; j++ {
+			vms = append(vms, fmt.Sprintf("%s (%s)", users[j].VM.Name, users[j].Adapter))
+		}
+		parts = append(parts, fmt.Sprintf("port group %q: %s", users[i].PortGroup, strings.Join(slices.Compact(vms), ", ")))
+		i = j
+	}
+	return strings.Join(parts, "; ")
 }
 
 // portGroupBacking is the backing of a network adapter (PVRDMA or SR-IOV)

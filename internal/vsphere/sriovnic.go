@@ -244,6 +244,19 @@ type (
 	PFNotUplink struct {
 		Host, NIC, Switch, UplinkOf string
 	}
+	// FreeVFs: a new adapter on a physical function that serves virtual
+	// functions, with the number no VM takes yet (adapters and VFs passed
+	// through count). Each adapter takes one at power on: the provider
+	// refuses more new adapters of one plan than there are.
+	FreeVFs struct {
+		Host, HostID, PCIID, NIC string
+		VFs, Free                int
+	}
+	// VMHostNotOnSwitch: the VM's host is no member of the port group's
+	// switch.
+	VMHostNotOnSwitch struct {
+		VM, Host, Switch, PortGroup string
+	}
 	// NoSRIOVPool: the automatic choice has no SR-IOV-active uplink of the
 	// port group's switch on the VM's host to pick from.
 	NoSRIOVPool struct {
@@ -251,10 +264,12 @@ type (
 	}
 )
 
-func (PFNotNIC) finding()       {}
-func (SRIOVNotActive) finding() {}
-func (PFNotUplink) finding()    {}
-func (NoSRIOVPool) finding()    {}
+func (PFNotNIC) finding()          {}
+func (SRIOVNotActive) finding()    {}
+func (PFNotUplink) finding()       {}
+func (NoSRIOVPool) finding()       {}
+func (VMHostNotOnSwitch) finding() {}
+func (FreeVFs) finding()           {}
 
 // PlanSRIOVNIC checks a planned SR-IOV adapter against its VM, the VM's
 // host and the port group's switch.
@@ -282,7 +297,16 @@ func (c *Client) PlanSRIOVNIC(ctx context.Context, ch SRIOVNICChange) ([]Finding
 	if pg.standard {
 		out = append(out, StandardNetwork{NetworkID: ch.PortGroupID, Name: pg.name})
 	} else if host.ID != "" {
-		out = append(out, planPhysicalFunction(label, host, pg.switchName, ch.PhysicalFunction, ch.Planned)...)
+		if slices.ContainsFunc(pg.members, func(m types.ManagedObjectReference) bool { return m.Value == host.ID }) {
+			out = append(out, planPhysicalFunction(label, host, pg.switchName, ch.PhysicalFunction, ch.Planned)...)
+			if f := freeVFs(host, ch); f != nil {
+				out = append(out, *f)
+			}
+		} else {
+			// vCenter refuses the adapter (InvalidArgument): its VF needs a
+			// port of the switch on the VM's own host.
+			out = append(out, VMHostNotOnSwitch{VM: label, Host: fmt.Sprintf("%s (%s)", host.Name, host.ID), Switch: pg.switchName, PortGroup: pg.name})
+		}
 	}
 	if ch.MAC != "" {
 		owner, err := macOwner(ctx, vc, ch.MAC, types.ManagedObjectReference{Type: "VirtualMachine", Value: vm.MOID}, ch.Key)
@@ -297,6 +321,27 @@ func (c *Client) PlanSRIOVNIC(ctx context.Context, ch SRIOVNICChange) ([]Finding
 		out = append(out, p)
 	}
 	return out, nil
+}
+
+// freeVFs counts the virtual functions of a new adapter's physical function
+// that no VM takes yet, when it serves some (nil otherwise).
+func freeVFs(host *Host, ch SRIOVNICChange) *FreeVFs {
+	if ch.PhysicalFunction == "" || (ch.Key != 0 && !ch.NewPF) {
+		return nil
+	}
+	i := slices.IndexFunc(host.PCIDevices, func(d PassthroughDevice) bool { return strings.EqualFold(d.PCIID, ch.PhysicalFunction) })
+	if i < 0 || host.PCIDevices[i].SRIOV == nil || !host.PCIDevices[i].SRIOV.Active || host.PCIDevices[i].SRIOV.VFs == 0 {
+		return nil
+	}
+	pf := host.PCIDevices[i]
+	used := len(pf.SRIOVAdapters)
+	for _, id := range pf.SRIOV.VFIDs {
+		if j := slices.IndexFunc(host.PCIDevices, func(d PassthroughDevice) bool { return d.PCIID == id }); j >= 0 && len(host.PCIDevices[j].passedThroughBy) > 0 {
+			used++
+		}
+	}
+	return &FreeVFs{Host: fmt.Sprintf("%s (%s)", host.Name, host.ID), HostID: host.ID, PCIID: pf.PCIID, NIC: pf.NIC,
+		VFs: pf.SRIOV.VFs, Free: max(pf.SRIOV.VFs-used, 0)}
 }
 
 // planPhysicalFunction checks the adapter's PF (or, for the automatic

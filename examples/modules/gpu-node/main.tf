@@ -15,7 +15,8 @@ resource "vspherehpc_vm_pvrdma_nic" "this" {
 }
 
 resource "vspherehpc_vm_gpu_mmio" "this" {
-  count = length(var.gpu_pci_ids) == 0 ? 0 : 1
+  # Devices without GPUs plan too, so the precondition refuses them instead of dropping them.
+  count = length(var.gpu_pci_ids) + length(var.pci_device_ids) == 0 ? 0 : 1
 
   virtual_machine_id = var.virtual_machine_id
   power_off_allowed  = var.power_off_allowed
@@ -36,4 +37,11 @@ resource "vspherehpc_vm_gpu_mmio" "this" {
 
   # The GPUs and the PVRDMA adapter both reconfigure the VM; one at a time.
   depends_on = [vspherehpc_vm_pvrdma_nic.this]
+
+  lifecycle {
+    precondition {
+      condition     = length(var.gpu_pci_ids) > 0
+      error_message = "pci_device_ids is given but gpu_pci_ids is empty: this module passes devices (InfiniBand VFs, ConnectX PFs) through beside the VM's GPUs, whose memory sizes the MMIO window. List the GPUs in gpu_pci_ids, or, for a node without GPUs, pass the devices through with a vspherehpc_vm_gpu_mmio of its own that sets mmio_size_gb."
+    }
+  }
 }
