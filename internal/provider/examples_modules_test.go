@@ -186,7 +186,7 @@ func TestAccModulePVRDMACluster(t *testing.T) {
 	expectFailure(t, d, regexp.MustCompile(`Give either host_names or cluster_name, not both and not neither`), dc)
 	expectFailure(t, d, regexp.MustCompile(`PVRDMA connects VMs across hosts, and the switch would have 1: list two or\s+more hosts in host_names`), dc, hostsVar(hosts[0]))
 	expectFailure(t, d, wrapped("cluster_name is empty: name the cluster, or leave it null and list host_names."), dc, "-var=cluster_name= ")
-	expectFailure(t, d, regexp.MustCompile(`host_names lists a host twice`), dc, hostsVar(hosts[0], hosts[0]))
+	expectFailure(t, d, regexp.MustCompile(`host_names lists `+regexp.QuoteMeta(hosts[0])+` more than once`), dc, hostsVar(hosts[0], hosts[0]))
 	// vmk0 is at 1500 on every host: the hosts, not the fabric, fall short.
 	expectFailure(t, d, wrapped("The fabric carries 1500-byte packets, not the switch MTU 9000. The hosts allow less themselves: vmk0 MTU "), dc, all, "-var=vmknic=vmk0")
 	// A 1500 link between two hosts stops the plan, naming the paths.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
@@ -15,6 +16,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vsphere"
 )
 
 // InfiniBand devices beside a VM's GPUs: the lab's ConnectX-7 PFs are
@@ -232,4 +234,71 @@ resource "vspherehpc_host_pci_passthrough" "a100" {
 			},
 		},
 	})
+}
+
+// A device that is not active for passthrough is worded by why (issue 22,
+// item 5): a GPU enabled and waiting for the host's reboot, a card split
+// into virtual functions and a switch uplink are not told to "enable it".
+func TestAccVMGPUMMIO_notActiveWording(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{HostsNeedReboot: true})
+	simulatedOnly(t, lab, "uses the lab's InfiniBand cards and reboots hosts")
+	ctx := context.Background()
+	vm := lab.VMNames()[0]
+	host := lab.VMHostName(vm)
+	gpu := lab.GPUs()[1]
+	service := labService(lab)
+	h, err := service.Host(ctx, lab.HostID(host))
+	must(t, err)
+	uplink := h.PhysicalNICs[slices.IndexFunc(h.PhysicalNICs, func(n vsphere.PhysicalNIC) bool { return n.Name == lab.RDMANICs()[0] })]
+	must(t, lab.CreateSwitch(ctx, testName("taken"), host, uplink.Name))
+	destroySwitchAfter(t, lab, testName("taken"))
+	config := func(body string) string { return gpuConfig(lab, lab.VMUUID(vm), "  mmio_size_gb = 64\n"+body) }
+	device := func(pciID string) string { return fmt.Sprintf("  pci_device {\n    pci_id = %q\n  }\n", pciID) }
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config: config(device(uplink.PCIID)), PlanOnly: true,
+				ExpectError: wrapped(fmt.Sprintf("PCI device %s (%s) on host %s is an uplink of switch %q", uplink.PCIID, strings.TrimSpace(deviceName(t, lab, host, uplink.PCIID)), host, testName("taken"))),
+			},
+			{
+				PreConfig: func() {
+					must(t, service.SetHostSRIOV(ctx, lab.HostID(host), ibPF, 2))
+					must(t, lab.RebootHost(ctx, host))
+				},
+				Config: config(device(ibPF)), PlanOnly: true,
+				ExpectError: regexp.MustCompile(`(?s)PCI device serves SR-IOV virtual functions.*` + regexp.QuoteMeta(ibPF) + `.*Give\s+one\s+of\s+its\s+virtual\s+functions`),
+			},
+			{
+				PreConfig: func() {
+					must(t, service.SetHostPassthrough(ctx, lab.HostID(host), map[string]bool{gpu: false}))
+					must(t, lab.RebootHost(ctx, host))
+					must(t, service.SetHostPassthrough(ctx, lab.HostID(host), map[string]bool{gpu: true}))
+				},
+				Config: gpuConfig(lab, lab.VMUUID(vm), gpuBlock(gpu)), PlanOnly: true,
+				ExpectError: regexp.MustCompile(`(?s)GPU waits for a host reboot.*GPU\s+` + regexp.QuoteMeta(gpu) + `.*enabled\s+but\s+not\s+active\s+yet`),
+			},
+			{
+				// Put the lab back: SR-IOV off, the GPU active.
+				PreConfig: func() {
+					must(t, service.SetHostSRIOV(ctx, lab.HostID(host), ibPF, 0))
+					must(t, lab.RebootHost(ctx, host))
+				},
+				Config: providerConfig(lab),
+			},
+		},
+	})
+}
+
+// deviceName is the name the host gives a PCI device.
+func deviceName(t *testing.T, lab *vcsimlab.Lab, host, pciID string) string {
+	t.Helper()
+	p, err := labService(lab).HostPassthrough(context.Background(), lab.HostID(host))
+	must(t, err)
+	if d := p.Device(pciID); d != nil {
+		return d.DeviceName
+	}
+	t.Fatalf("host %s has no PCI device %s", host, pciID)
+	return ""
 }

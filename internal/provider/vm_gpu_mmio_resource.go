@@ -425,10 +425,10 @@ const turnedOnAtReboot = "%s %s on host %s is turned on by this configuration, b
 	"so the VM cannot have it in this apply. Apply the host's resource first (-target), reboot the host, then apply again."
 
 // plannedAfterHost says how a VM's plan sees a host resource of the same
-// configuration: Terraform plans resources that do not depend on each other
-// in any order.
-const plannedAfterHost = "If a vspherehpc_host_pci_passthrough of this configuration turns it on, make this resource depend on it " +
-	"(refer to it, or depends_on) so that the host's plan comes first."
+// configuration: Terraform plans and applies a resource after those it
+// refers to, and others in any order.
+const plannedAfterHost = "If a vspherehpc_host_pci_passthrough of this configuration turns it on, refer to it from this resource " +
+	"(as the gpu-node module's callers do, or with depends_on): Terraform then plans and applies the host's change first."
 
 // addGPUMMIOFinding words one finding of the GPU planner.
 func addGPUMMIOFinding(diags *diag.Diagnostics, f vsphere.Finding) {
@@ -451,6 +451,12 @@ func addGPUMMIOFinding(diags *diag.Diagnostics, f vsphere.Finding) {
 	case vsphere.GPUNotActive:
 		if f.TurnedOnAtReboot {
 			diags.AddAttributeError(gpuPath(f.Index), "GPU active only after a host reboot", fmt.Sprintf(turnedOnAtReboot, "GPU", f.PCIID, f.Host))
+			return
+		}
+		if f.Enabled {
+			diags.AddAttributeError(gpuPath(f.Index), "GPU waits for a host reboot",
+				fmt.Sprintf("Passthrough of GPU %s (%s) on host %s is enabled but not active yet: the host must reboot first "+
+					"(vspherehpc_host_pci_passthrough shows reboot_required). Reboot the host, then apply again.", f.PCIID, f.Device, f.Host))
 			return
 		}
 		diags.AddAttributeError(gpuPath(f.Index), "GPU not enabled for passthrough",
@@ -494,6 +500,19 @@ func addGPUMMIOFinding(diags *diag.Diagnostics, f vsphere.Finding) {
 			diags.AddAttributeError(devicePath(f.Index), "PCI device waits for a host reboot",
 				fmt.Sprintf("Passthrough of PCI device %s (%s) on host %s is enabled but not active yet: the host must reboot first "+
 					"(vspherehpc_host_pci_passthrough shows reboot_required). Reboot the host, then apply again.", f.PCIID, f.Name, f.Host))
+			return
+		}
+		if f.UplinkOf != "" {
+			diags.AddAttributeError(devicePath(f.Index), "PCI device used by the host",
+				fmt.Sprintf("PCI device %s (%s) on host %s is an uplink of switch %q: the host's network uses it, so it cannot be "+
+					"passed through. Move the switch to another NIC first, or choose another device.", f.PCIID, f.Name, f.Host, f.UplinkOf))
+			return
+		}
+		if f.ServesVFs > 0 {
+			diags.AddAttributeError(devicePath(f.Index), "PCI device serves SR-IOV virtual functions",
+				fmt.Sprintf("PCI device %s (%s) on host %s has SR-IOV on: it is split into virtual functions and cannot also pass "+
+					"through whole. Give one of its virtual functions instead (vspherehpc_host lists them under the card in "+
+					"pci_devices), or turn SR-IOV off first.", f.PCIID, f.Name, f.Host))
 			return
 		}
 		diags.AddAttributeError(devicePath(f.Index), "PCI device not enabled for passthrough",

@@ -78,6 +78,7 @@ type (
 	GPUNotActive struct {
 		Index               int
 		PCIID, Device, Host string
+		Enabled             bool // enabled, waiting for the host's reboot
 		TurnedOnAtReboot    bool
 	}
 	// GPUInUse: another VM is configured with the GPU; the second of two
@@ -111,6 +112,8 @@ type (
 		PCIID, Name, Host string
 		Enabled           bool
 		TurnedOnAtReboot  bool
+		UplinkOf          string // the switch whose uplink the device is, "" when none
+		ServesVFs         int    // the virtual functions the device serves, 0 when it serves none
 	}
 	// DeviceInUse: another VM is configured with the device.
 	DeviceInUse struct {
@@ -274,7 +277,7 @@ func (c *Client) planGPU(ctx context.Context, vm *VM, host *Host, label string, 
 		}
 		var out []Finding
 		if !h.PassthroughActive && !planned.activeOnceApplied(host, g.PCIID) {
-			out = append(out, GPUNotActive{Index: index, PCIID: g.PCIID, Device: h.DeviceName, Host: host.Name,
+			out = append(out, GPUNotActive{Index: index, PCIID: g.PCIID, Device: h.DeviceName, Host: host.Name, Enabled: h.PassthroughEnabled,
 				TurnedOnAtReboot: planned.Passthrough[HostDeviceKey(host.ID, g.PCIID)]})
 		}
 		for _, u := range h.VMs {
@@ -304,8 +307,12 @@ func (c *Client) planDevice(ctx context.Context, vm *VM, host *Host, label strin
 		}
 		var out []Finding
 		if !d.Active && !planned.activeOnceApplied(host, pciID) {
-			out = append(out, DeviceNotActive{Index: index, PCIID: pciID, Name: strings.TrimSpace(d.DeviceName), Host: host.Name, Enabled: d.Enabled,
-				TurnedOnAtReboot: planned.Passthrough[HostDeviceKey(host.ID, pciID)]})
+			f := DeviceNotActive{Index: index, PCIID: pciID, Name: strings.TrimSpace(d.DeviceName), Host: host.Name, Enabled: d.Enabled,
+				TurnedOnAtReboot: planned.Passthrough[HostDeviceKey(host.ID, pciID)], UplinkOf: d.UplinkOf}
+			if d.servesVFs() {
+				f.ServesVFs = max(d.SRIOV.VFsRequested, 1)
+			}
+			out = append(out, f)
 		}
 		for _, u := range d.VMs {
 			if u.MOID != vm.MOID && !u.Is(releasing) {

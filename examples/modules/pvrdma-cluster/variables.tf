@@ -15,7 +15,7 @@ variable "host_names" {
 
   validation {
     condition     = length(distinct(var.host_names)) == length(var.host_names)
-    error_message = "host_names lists a host twice."
+    error_message = "host_names lists ${join(", ", [for h in distinct(var.host_names) : h if length([for x in var.host_names : x if x == h]) > 1])} more than once: list each host once (PVRDMA gives a host one uplink on the switch)."
   }
 }
 
