@@ -106,7 +106,8 @@ func (r *hostPCIPassthroughResource) Schema(_ context.Context, _ resource.Schema
 			"devices": schema.ListNestedAttribute{
 				Computed: true,
 				MarkdownDescription: "The devices this resource manages, from `pci_ids` and `match`, sorted by PCI id, with their " +
-					"passthrough state. A device turned off in vCenter shows as drift.",
+					"passthrough state. A device turned off in vCenter, one or all of them, shows as drift (`enabled = false -> true`) " +
+					"and the next apply turns it back on in place.",
 				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
 					"pci_id":      schema.StringAttribute{Computed: true, MarkdownDescription: "PCI id."},
 					"vendor_id":   schema.StringAttribute{Computed: true, MarkdownDescription: "PCI vendor id, four hex digits."},
@@ -421,16 +422,15 @@ func (r *hostPCIPassthroughResource) read(ctx context.Context, m *hostPCIPassthr
 }
 
 // fillPassthrough fills m's computed values from the host for the managed
-// devices. It reports whether passthrough is on for any of them.
-func fillPassthrough(ctx context.Context, m *hostPCIPassthroughModel, host *vsphere.HostPassthrough, managed []string, diags *diag.Diagnostics) bool {
+// devices.
+func fillPassthrough(ctx context.Context, m *hostPCIPassthroughModel, host *vsphere.HostPassthrough, managed []string, diags *diag.Diagnostics) {
 	var devices []passthroughDeviceModel
-	reboot, anyEnabled := false, false
+	reboot := false
 	for _, id := range managed {
 		d := host.Device(id)
 		if d == nil {
 			continue
 		}
-		anyEnabled = anyEnabled || d.Enabled
 		reboot = reboot || (d.Enabled && !d.Active)
 		devices = append(devices, passthroughDeviceModel{
 			PCIID: types.StringValue(d.PCIID), VendorID: types.StringValue(d.VendorID), DeviceID: types.StringValue(d.DeviceID),
@@ -440,7 +440,6 @@ func fillPassthrough(ctx context.Context, m *hostPCIPassthroughModel, host *vsph
 	list, ds := types.ListValueFrom(ctx, passthroughDeviceType, devices)
 	diags.Append(ds...)
 	m.ID, m.Devices, m.RebootRequired = types.StringValue(host.HostID), list, types.BoolValue(reboot)
-	return anyEnabled
 }
 
 func (r *hostPCIPassthroughResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
@@ -465,12 +464,10 @@ func (r *hostPCIPassthroughResource) Read(ctx context.Context, req resource.Read
 		resp.Diagnostics.Append(vsphereErrorDiag("Cannot read the PCI passthrough of host "+state.HostSystemID.ValueString(), err))
 		return
 	}
-	if !fillPassthrough(ctx, &state, host, managed, &resp.Diagnostics) {
-		// Passthrough turned off for every device out of band: what this
-		// resource made is gone, and the plan turns it on again.
-		resp.State.RemoveResource(ctx)
-		return
-	}
+	// A device turned off out of band, one or every one, is drift: the plan
+	// turns it back on (enabled = false -> true). The resource is gone only
+	// with its host.
+	fillPassthrough(ctx, &state, host, managed, &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 }
 

@@ -112,8 +112,9 @@ func TestAccHostPCIPassthrough_basic(t *testing.T) {
 	})
 }
 
-// A managed device turned off in vCenter is drift; every managed device
-// turned off is the resource gone, and the plan turns them on again.
+// A managed device turned off in vCenter is drift, one of them or every one
+// (issue 22, item 5: every one was planned as a create): the plan turns it
+// on again in place.
 func TestAccHostPCIPassthrough_driftAndDisappears(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
@@ -140,10 +141,12 @@ func TestAccHostPCIPassthrough_driftAndDisappears(t *testing.T) {
 				Config: passthroughConfig(lab, name, fmt.Sprintf(`  pci_ids = [%q]`, a100)),
 				Check:  off(a100),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PostApplyPostRefresh: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction(passthroughAddr, plancheck.ResourceActionCreate),
+					plancheck.ExpectResourceAction(passthroughAddr, plancheck.ResourceActionUpdate),
+					plancheck.ExpectKnownValue(passthroughAddr, tfjsonpath.New("devices").AtSliceIndex(0).AtMapKey("enabled"), knownvalue.Bool(true)),
 				}},
 				ExpectNonEmptyPlan: true,
 			},
+			{Config: passthroughConfig(lab, name, fmt.Sprintf(`  pci_ids = [%q]`, a100)), Check: passthroughIs(lab, name, a100, true)},
 		},
 	})
 }
