@@ -111,92 +111,6 @@ func (r *hostSRIOVResource) Configure(_ context.Context, req resource.ConfigureR
 	r.client, r.claims = resourceDataFrom(req.ProviderData, &resp.Diagnostics)
 }
 
-// ModifyPlan checks the function and the count when either changes, and a
-// destroy's restore against the VMs' use of the virtual functions.
-func (r *hostSRIOVResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	if !requireVCenter(r.client, &resp.Diagnostics) {
-		return
-	}
-	if req.Plan.Raw.IsNull() {
-		r.checkDestroy(ctx, req, resp)
-		return
-	}
-	var plan hostSRIOVModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() || plan.HostSystemID.IsUnknown() || plan.PCIID.IsUnknown() || plan.VFs.IsUnknown() {
-		return
-	}
-	instance := r.claims.instance(ctx, req, resp)
-	hostID, pciID := plan.HostSystemID.ValueString(), plan.PCIID.ValueString()
-	addClaimConflict(&resp.Diagnostics, path.Root("pci_id"), r.claims.claim(instance, claim{
-		kind: claimHostDevice, key: hostDeviceKey(hostID, pciID), use: useSRIOV,
-		what:  fmt.Sprintf("PCI device %s of host %s", pciID, hostID),
-		owner: fmt.Sprintf("a vspherehpc_host_sriov with %d virtual functions", plan.VFs.ValueInt64()),
-	}))
-	if !req.State.Raw.IsNull() {
-		var state hostSRIOVModel
-		resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-		if plan.VFs.Equal(state.VFs) && state.ActiveVFs.Equal(state.VFs) {
-			return // nothing changes: ask vCenter nothing
-		}
-	}
-	d, findings, err := r.client.PlanHostSRIOV(ctx, plan.HostSystemID.ValueString(), plan.PCIID.ValueString(), int(plan.VFs.ValueInt64()))
-	if errors.Is(err, vsphere.ErrNotFound) {
-		resp.Diagnostics.Append(notFoundDiag(path.Root("host_system_id"), err))
-		return
-	}
-	if err != nil {
-		resp.Diagnostics.Append(vsphereErrorDiag("Cannot check SR-IOV", err))
-		return
-	}
-	for _, f := range findings {
-		switch f := f.(type) {
-		case vsphere.DeviceNotOnHost:
-			resp.Diagnostics.AddAttributeError(path.Root("pci_id"), "No such PCI device",
-				fmt.Sprintf("Host %s has no PCI device %s. Its SR-IOV capable devices: %s.", f.Host, f.PCIID, listOrNone(f.Capable)))
-		case vsphere.NotSRIOVCapable:
-			resp.Diagnostics.AddAttributeError(path.Root("pci_id"), "Not an SR-IOV function",
-				fmt.Sprintf("PCI device %s (%s) of host %s is not SR-IOV capable (for a ConnectX card, enable SR-IOV in its firmware "+
-					"with mlxconfig and reboot). Its SR-IOV capable devices: %s.", f.PCIID, f.Name, f.Host, listOrNone(f.Capable)))
-		case vsphere.TooManyVFs:
-			resp.Diagnostics.AddAttributeError(path.Root("num_virtual_functions"), "Too many virtual functions",
-				fmt.Sprintf("PCI device %s of host %s supports at most %d virtual functions, not %d.", f.PCIID, f.Host, f.Max, f.Wanted))
-		case vsphere.PassedThroughWhole:
-			users := "No VM is configured with it now, but passthrough is on for it."
-			if len(f.VMs) > 0 {
-				users = "Virtual machines " + strings.Join(f.VMs, ", ") + " are configured with it and would lose it."
-			}
-			resp.Diagnostics.AddAttributeError(path.Root("pci_id"), "Device passed through whole",
-				fmt.Sprintf("PCI device %s (%s) of host %s is passed through whole. %s A card is either passed through whole or split "+
-					"into SR-IOV virtual functions, never both: remove the device from those VMs and from its "+
-					"vspherehpc_host_pci_passthrough first (one apply), then turn SR-IOV on.", f.PCIID, f.Name, f.Host, users))
-		case vsphere.VFsInUse:
-			addVFsInUse(&resp.Diagnostics, path.Root("num_virtual_functions"), f,
-				"Keep enough virtual functions, or remove the adapters (vspherehpc_vm_sriov_nic) or passed-through functions "+
-					"(vspherehpc_vm_gpu_mmio) first.")
-		}
-	}
-	if d != nil && d.SRIOV != nil {
-		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("max_virtual_functions"), int64(d.SRIOV.MaxVFs))...)
-	}
-}
-
-// addVFsInUse words the VMs that would be left without their virtual
-// functions.
-func addVFsInUse(diags *diag.Diagnostics, at path.Path, f vsphere.VFsInUse, fix string) {
-	var users []string
-	if f.Adapters > 0 {
-		users = append(users, fmt.Sprintf("%d SR-IOV adapters of virtual machines %s, each needing a virtual function of its own at power on",
-			f.Adapters, strings.Join(f.VMs, ", ")))
-	}
-	for _, p := range f.Pinned {
-		users = append(users, fmt.Sprintf("virtual function %d (%s), passed through to %s", p.Index, p.PCIID, strings.Join(p.VMs, ", ")))
-	}
-	diags.AddAttributeError(at, "Virtual functions in use",
-		fmt.Sprintf("Physical function %s of host %s serves %s. %d virtual functions would leave some VM without its own, and such "+
-			"a VM does not power on. %s", f.PCIID, f.Host, strings.Join(users, "; "), f.Wanted, fix))
-}
-
 func (r *hostSRIOVResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
 	var plan hostSRIOVModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
@@ -286,26 +200,6 @@ func (r *hostSRIOVResource) Read(ctx context.Context, req resource.ReadRequest, 
 		return
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
-}
-
-const restoreFix = "Destroy puts back what the function had before this resource: remove the VMs' use of its virtual functions first."
-
-// checkDestroy refuses, at plan time, a restore that would take virtual
-// functions from VMs, once the uses this plan destroys are gone (Terraform
-// plans and applies their destroys first).
-func (r *hostSRIOVResource) checkDestroy(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	var state hostSRIOVModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	before := 0
-	_, ds := getPrivateJSON(ctx, req.Private, privateSRIOVBefore, &before)
-	resp.Diagnostics.Append(ds...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	f, err := r.client.PlanSRIOVRestore(ctx, state.HostSystemID.ValueString(), state.PCIID.ValueString(), before, r.claims.leavingUses())
-	if f, ok := f.(vsphere.VFsInUse); ok && err == nil {
-		addVFsInUse(&resp.Diagnostics, path.Root("num_virtual_functions"), f, restoreFix)
-	}
 }
 
 func (r *hostSRIOVResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {

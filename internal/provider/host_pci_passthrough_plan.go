@@ -1,0 +1,171 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vsphere"
+)
+
+// claimDevices claims the resolved devices of a planned passthrough, so no
+// other instance of the plan takes them (a second passthrough, or SR-IOV).
+func (r *hostPCIPassthroughResource) claimDevices(instance planInstance, ch vsphere.PassthroughChange, devices []string, diags *diag.Diagnostics) {
+	owner := fmt.Sprintf("a vspherehpc_host_pci_passthrough on %s with %s", ch.HostID, strings.Join(devices, ", "))
+	for _, id := range devices {
+		addClaimConflict(diags, path.Root("pci_ids"), r.claims.claim(instance, claim{
+			kind: claimHostDevice, key: hostDeviceKey(ch.HostID, id), use: usePassthrough,
+			what: fmt.Sprintf("PCI device %s of host %s", id, ch.HostID), owner: owner,
+		}))
+	}
+}
+
+// ModifyPlan resolves the devices, refuses what cannot be passed through or
+// is still in use, and plans each device on; a device not yet active leaves
+// reboot_required unknown.
+func (r *hostPCIPassthroughResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if !requireVCenter(r.client, &resp.Diagnostics) {
+		return
+	}
+	before := map[string]bool{}
+	_, ds := getPrivateJSON(ctx, req.Private, privatePassthroughBefore, &before)
+	resp.Diagnostics.Append(ds...)
+	if req.Plan.Raw.IsNull() {
+		var state hostPCIPassthroughModel
+		resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+		ch := vsphere.PassthroughChange{HostID: state.HostSystemID.ValueString(), Disabling: turnedBackOff(before), Leaving: r.claims.leavingUses()}
+		if _, _, findings, err := r.client.PlanHostPassthrough(ctx, ch); err == nil {
+			addPassthroughFindings(&resp.Diagnostics, findings)
+		}
+		return
+	}
+	var plan hostPCIPassthroughModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() || plan.HostSystemID.IsUnknown() || !fullyKnown(ctx, plan.PCIIDs) || !fullyKnown(ctx, plan.Match) {
+		return
+	}
+	instance := r.claims.instance(ctx, req, resp)
+	if req.State.Raw.IsNull() {
+		before = nil // a new resource turns nothing off
+	} else if devices, ok := r.unchanged(ctx, &plan, req.State, &resp.Diagnostics); ok {
+		// Like every plan-time check, ask vCenter only about what changes;
+		// the devices are still this resource's claim.
+		r.claimDevices(instance, r.change(ctx, &plan, nil, &resp.Diagnostics), devices, &resp.Diagnostics)
+		return
+	}
+	ch := r.change(ctx, &plan, before, &resp.Diagnostics)
+	if len(ch.PCIIDs) == 0 && len(ch.Match) == 0 {
+		resp.Diagnostics.AddError("No devices", "Give the devices to pass through in pci_ids, or select them with match blocks.")
+		return
+	}
+	_, want, findings, err := r.client.PlanHostPassthrough(ctx, ch)
+	if errors.Is(err, vsphere.ErrNotFound) {
+		resp.Diagnostics.Append(notFoundDiag(path.Root("host_system_id"), err))
+		return
+	}
+	if err != nil {
+		resp.Diagnostics.Append(vsphereErrorDiag("Cannot check PCI passthrough", err))
+		return
+	}
+	addPassthroughFindings(&resp.Diagnostics, findings)
+	ids := make([]string, len(want))
+	for i, d := range want {
+		ids[i] = d.PCIID
+	}
+	r.claimDevices(instance, ch, ids, &resp.Diagnostics)
+	planned := make([]passthroughDeviceModel, 0, len(want))
+	turningOn, pendingReboot := false, false
+	for _, d := range want {
+		// A device turned on now may need a reboot: unknown. One already on
+		// keeps what the host says, so waiting for a reboot is no diff.
+		active := types.BoolUnknown()
+		if d.Enabled {
+			active = types.BoolValue(d.Active)
+			pendingReboot = pendingReboot || !d.Active
+		} else {
+			turningOn = true
+		}
+		planned = append(planned, passthroughDeviceModel{
+			PCIID: types.StringValue(d.PCIID), VendorID: types.StringValue(d.VendorID), DeviceID: types.StringValue(d.DeviceID),
+			DeviceName: types.StringValue(d.DeviceName), Enabled: types.BoolValue(true), Active: active,
+		})
+	}
+	devices, ds := types.ListValueFrom(ctx, passthroughDeviceType, planned)
+	resp.Diagnostics.Append(ds...)
+	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("devices"), devices)...)
+	reboot := types.BoolValue(pendingReboot)
+	if turningOn {
+		reboot = types.BoolUnknown()
+	}
+	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("reboot_required"), reboot)...)
+	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("id"), ch.HostID)...)
+}
+
+// unchanged reports whether the configuration is as in state and every
+// managed device has passthrough on and active: then the plan is the state.
+// match is resolved again when the configuration changes, not on every plan.
+// It returns the managed devices' PCI ids.
+func (r *hostPCIPassthroughResource) unchanged(ctx context.Context, plan *hostPCIPassthroughModel, state tfsdkState, diags *diag.Diagnostics) ([]string, bool) {
+	var prior hostPCIPassthroughModel
+	diags.Append(state.Get(ctx, &prior)...)
+	if diags.HasError() || !plan.PCIIDs.Equal(prior.PCIIDs) || !plan.Match.Equal(prior.Match) {
+		return nil, false
+	}
+	var devices []passthroughDeviceModel
+	diags.Append(prior.Devices.ElementsAs(ctx, &devices, true)...)
+	ids := make([]string, 0, len(devices))
+	for _, d := range devices {
+		if !d.Enabled.ValueBool() || !d.Active.ValueBool() {
+			return nil, false
+		}
+		ids = append(ids, d.PCIID.ValueString())
+	}
+	return ids, len(ids) > 0
+}
+
+// addPassthroughFindings words the findings of the passthrough planner. At
+// plan time a device still used by VMs is a warning: resources of the same
+// apply that remove it from the VMs run first, as they refer to this one;
+// apply refuses it if they have not.
+func addPassthroughFindings(diags *diag.Diagnostics, findings []vsphere.Finding) {
+	for _, f := range findings {
+		switch f := f.(type) {
+		case vsphere.DeviceNotOnHost:
+			diags.AddAttributeError(path.Root("pci_ids"), "No such PCI device",
+				fmt.Sprintf("Host %s has no PCI device %s. Its devices that can be passed through: %s.", f.Host, f.PCIID, listOrNone(f.Capable)))
+		case vsphere.DeviceNotCapable:
+			diags.AddAttributeError(path.Root("pci_ids"), "Device cannot be passed through",
+				fmt.Sprintf("PCI device %s (%s) on host %s cannot be passed through (ESXi reports it not passthrough-capable). "+
+					"Choose a device with passthrough_capable = true in data.vspherehpc_host's pci_devices; if this one should be "+
+					"capable, check that VT-d or AMD-Vi (IOMMU) is on in the host's firmware.", f.PCIID, strings.TrimSpace(f.Name), f.Host))
+		case vsphere.DeviceUsedByHost:
+			diags.AddAttributeError(path.Root("pci_ids"), "Device used by the host",
+				fmt.Sprintf("PCI device %s of host %s is %s, an uplink of switch %q: passing it through takes it from the host's "+
+					"network. Move the switch to another NIC first, or choose another device.", f.PCIID, f.Host, f.NIC, f.Switch))
+		case vsphere.NoDeviceMatches:
+			diags.AddAttributeError(path.Root("match"), "No device matches",
+				fmt.Sprintf("Host %s has no device with vendor id %s and device id %s that can be passed through; vspherehpc_host "+
+					"lists its devices.", f.Host, f.VendorID, f.DeviceID))
+		case vsphere.DeviceServesVFs:
+			users := ""
+			if len(f.VMs) > 0 {
+				users = " Virtual machines " + strings.Join(f.VMs, ", ") + " use its virtual functions and would lose them."
+			}
+			diags.AddAttributeError(path.Root("pci_ids"), "Device serves SR-IOV virtual functions",
+				fmt.Sprintf("PCI device %s (%s) of host %s has SR-IOV on with %d virtual functions.%s A card is either passed through "+
+					"whole or split into virtual functions, never both: turn SR-IOV off first (destroy its vspherehpc_host_sriov, once "+
+					"no VM uses its virtual functions), or pass through one of its virtual functions instead.", f.PCIID, f.Name, f.Host, f.VFs, users))
+		case vsphere.DeviceUsedByVMs:
+			diags.AddError("Device still used by VMs",
+				fmt.Sprintf("Passthrough of PCI device %s of host %s would go back off, but virtual machines %s are configured "+
+					"with it and would not power on. Remove the device from them first (their vspherehpc_vm_gpu_mmio, in an apply of "+
+					"its own: a host's change is applied before its VMs'), or keep it listed.", f.PCIID, f.Host, strings.Join(f.VMs, ", ")))
+		}
+	}
+}

@@ -1,0 +1,314 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vsphere"
+)
+
+// ModifyPlan checks the plan against vCenter's inventory: the version on
+// offer (and never a downgrade), each host's NIC, and each host's ESXi
+// version against the switch's.
+func (r *rdmaDVSResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if !requireVCenter(r.client, &resp.Diagnostics) {
+		return
+	}
+	var state *rdmaDVSModel
+	if !req.State.Raw.IsNull() {
+		state = &rdmaDVSModel{}
+		resp.Diagnostics.Append(req.State.Get(ctx, state)...)
+		r.claims.noteSwitchRead(state.ID.ValueString())
+	}
+	if req.Plan.Raw.IsNull() {
+		if state != nil {
+			r.checkDestroy(ctx, r.dvsID(ctx, state, req.Private, &resp.Diagnostics), &resp.Diagnostics)
+		}
+		return
+	}
+	var plan rdmaDVSModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	instance := r.claims.instance(ctx, req, resp)
+	r.claimName(instance, &plan, &resp.Diagnostics)
+	r.claimUplinks(ctx, instance, &plan, &resp.Diagnostics)
+	if !r.checkNames(ctx, &plan, state, &resp.Diagnostics) {
+		return // no such datacenter: nothing else can be checked
+	}
+	version := r.checkVersion(ctx, req, &plan, state, resp)
+	r.checkHosts(ctx, &plan, state, version, &resp.Diagnostics)
+}
+
+// claimName claims the switch's name in its datacenter: a second switch of
+// the plan with that name would fail at create.
+func (r *rdmaDVSResource) claimName(instance planInstance, plan *rdmaDVSModel, diags *diag.Diagnostics) {
+	if plan.Name.IsUnknown() || plan.DatacenterID.IsUnknown() {
+		return
+	}
+	name, dc := plan.Name.ValueString(), plan.DatacenterID.ValueString()
+	addClaimConflict(diags, path.Root("name"), r.claims.claim(instance, claim{
+		kind: claimSwitchName, key: dc + " " + name, what: fmt.Sprintf("the switch name %q in datacenter %s", name, dc),
+		owner: "a vspherehpc_rdma_dvs",
+	}))
+}
+
+// claimUplinks claims each host's NIC for this switch, so two switches of
+// one configuration cannot both plan to take it.
+func (r *rdmaDVSResource) claimUplinks(ctx context.Context, instance planInstance, plan *rdmaDVSModel, diags *diag.Diagnostics) {
+	if plan.Name.IsUnknown() || plan.Hosts.IsUnknown() || plan.DatacenterID.IsUnknown() {
+		return
+	}
+	name := plan.Name.ValueString()
+	for _, h := range dvsHosts(ctx, plan.Hosts, diags) {
+		addClaimConflict(diags, path.Root("host"), r.claims.claim(instance, claim{
+			kind: claimUplink, key: h.HostID + " " + h.Vmnic, what: fmt.Sprintf("%s of host %s", h.Vmnic, h.HostID),
+			owner: fmt.Sprintf("distributed switch %q", name),
+		}))
+	}
+}
+
+// checkDestroy refuses, at plan time, to destroy a switch whose port groups
+// VM adapters still use once the adapters this plan destroys are gone
+// (Terraform plans and applies their destroys first): vCenter would refuse.
+func (r *rdmaDVSResource) checkDestroy(ctx context.Context, id vsphere.DVSID, diags *diag.Diagnostics) {
+	f, err := r.client.PlanDVSDelete(ctx, id, r.claims.leavingUses())
+	if err != nil {
+		return // the destroy itself says more
+	}
+	if f, ok := f.(vsphere.SwitchInUse); ok {
+		diags.AddError("Switch still in use",
+			fmt.Sprintf("VM network adapters that this configuration does not remove still use the port groups of switch %s: %s. "+
+				"vCenter refuses to destroy a switch while they do: remove those adapters first (destroy their "+
+				"vspherehpc_vm_pvrdma_nic or vspherehpc_vm_sriov_nic, or remove them in vCenter), then destroy the switch.",
+				f.Switch, vsphere.DescribeSwitchUsers(f.Users)))
+	}
+}
+
+// checkNames checks that the datacenter exists and that the switch's and
+// port group's names are free in it, when either is new or changes. It
+// returns false when the datacenter does not exist.
+func (r *rdmaDVSResource) checkNames(ctx context.Context, plan, state *rdmaDVSModel, diags *diag.Diagnostics) bool {
+	if plan.DatacenterID.IsUnknown() || plan.Name.IsUnknown() || plan.PortGroup == nil || plan.PortGroup.Name.IsUnknown() {
+		return true
+	}
+	change := vsphere.DVSNamesChange{DatacenterID: plan.DatacenterID.ValueString(), SwitchName: plan.Name.ValueString(), PortGroup: plan.PortGroup.Name.ValueString()}
+	if state != nil {
+		if plan.DatacenterID.Equal(state.DatacenterID) && plan.Name.Equal(state.Name) && state.PortGroup != nil && plan.PortGroup.Name.Equal(state.PortGroup.Name) {
+			return true // nothing renamed: the names are the switch's own
+		}
+		change.SwitchUUID = state.ID.ValueString()
+	} else {
+		change.Managed = r.claims.switchesRead()
+	}
+	findings, err := r.client.PlanDVSNames(ctx, change)
+	if errors.Is(err, vsphere.ErrNotFound) {
+		diags.Append(notFoundDiag(path.Root("datacenter_id"), err))
+		return false
+	}
+	if err != nil {
+		diags.Append(vsphereErrorDiag("Cannot check the names of distributed switch "+change.SwitchName, err))
+		return true
+	}
+	for _, f := range findings {
+		f, ok := f.(vsphere.NameTaken)
+		if !ok {
+			continue
+		}
+		if f.For == vsphere.ObjectSwitch {
+			diags.AddAttributeError(path.Root("name"), "Switch name taken",
+				fmt.Sprintf("Datacenter %s already has a distributed switch called %q (%s); vCenter keeps switch names unique in a "+
+					"datacenter. Choose another name, or import that switch (terraform import on this resource with its UUID) to "+
+					"manage it.", change.DatacenterID, f.Name, f.ID))
+			continue
+		}
+		diags.AddAttributeError(path.Root("port_group").AtName("name"), "Port group name taken",
+			fmt.Sprintf("Datacenter %s already has a %s called %q (%s); vCenter keeps network names unique in a datacenter, and "+
+				"standard port groups such as \"VM Network\" count. Choose another port group name.", change.DatacenterID, f.TakenBy, f.Name, f.ID))
+	}
+	return true
+}
+
+// checkVersion checks the planned version and returns it: the switch
+// version the plan leads to, "" when it is not known or refused.
+func (r *rdmaDVSResource) checkVersion(ctx context.Context, req resource.ModifyPlanRequest, plan, state *rdmaDVSModel, resp *resource.ModifyPlanResponse) string {
+	if state != nil && (plan.Version.IsUnknown() || plan.Version.Equal(state.Version)) {
+		return state.Version.ValueString() // unchanged: nothing to ask vCenter
+	}
+	var configured types.String
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("version"), &configured)...)
+	if configured.IsUnknown() {
+		return "" // known at apply only: checked then
+	}
+	var current string
+	if state != nil {
+		current = state.Version.ValueString()
+	}
+	version, f, err := r.client.PlanDVSVersion(ctx, plan.Version.ValueString(), current)
+	if err != nil {
+		resp.Diagnostics.Append(vsphereErrorDiag("Cannot list the switch versions vCenter offers", err))
+		return ""
+	}
+	switch f := f.(type) {
+	case nil:
+		if plan.Version.IsUnknown() && version != "" {
+			// A new switch without a version gets vCenter's newest, shown in the plan.
+			resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("version"), version)...)
+		}
+		return version
+	case vsphere.VersionNotOffered:
+		resp.Diagnostics.AddAttributeError(path.Root("version"), "Switch version not offered",
+			fmt.Sprintf("vCenter offers distributed switch versions %s, not %s.", strings.Join(f.Offered, ", "), f.Wanted))
+	case vsphere.DowngradeRefused:
+		resp.Diagnostics.AddAttributeError(path.Root("version"), "Switch downgrade refused",
+			fmt.Sprintf("Switch %s is at version %s; vSphere cannot downgrade a distributed switch to %s. Keep %s, or replace the "+
+				"switch (terraform apply -replace) once no VM uses it.", state.Name.ValueString(), f.Current, f.Wanted, f.Current))
+	}
+	return ""
+}
+
+// checkHosts checks the NIC of each host that joins the switch or changes
+// NIC, and, once the switch's version is known, the ESXi version of each host
+// that joins and of every member when the switch is upgraded.
+func (r *rdmaDVSResource) checkHosts(ctx context.Context, plan, state *rdmaDVSModel, version string, diags *diag.Diagnostics) {
+	if plan.Hosts.IsUnknown() {
+		return
+	}
+	change := vsphere.DVSHostsChange{SwitchName: plan.Name.ValueString(), Planned: dvsHosts(ctx, plan.Hosts, diags), Version: version}
+	if state != nil {
+		change.SwitchUUID, change.Current = state.ID.ValueString(), dvsHosts(ctx, state.Hosts, diags)
+		change.CurrentVersion = state.Version.ValueString()
+	}
+	for _, f := range r.client.PlanDVSHosts(ctx, change) {
+		if f, ok := f.(vsphere.HostTooOld); ok {
+			addHostTooOld(diags, f, change.SwitchName, state != nil)
+			continue
+		}
+		addDVSHostFinding(diags, f)
+	}
+}
+
+// addHostTooOld words a host whose ESXi cannot run the planned switch
+// version: one that would join (at host) or a member the upgrade would
+// leave behind (at version). existing tells an existing switch, which
+// cannot be downgraded, from a new one.
+func addHostTooOld(diags *diag.Diagnostics, f vsphere.HostTooOld, switchName string, existing bool) {
+	newest := fmt.Sprintf("The newest switch version it can run is %s", f.Newest)
+	if f.Newest == "" {
+		newest = "It can run no switch version vCenter offers"
+	}
+	rule := "a distributed switch accepts hosts of its own ESXi version or later"
+	switch {
+	case f.Member:
+		diags.AddAttributeError(path.Root("version"), "Member host too old for the switch version",
+			fmt.Sprintf("Switch %s cannot be upgraded to version %s: its member host %s (%s) runs ESXi %s, and %s. %s. Upgrade the host "+
+				"to ESXi %s or later first, or keep the switch at a version the host can run.",
+				switchName, f.Version, f.Host, f.HostID, f.ESXi, rule, newest, f.Version))
+	case existing:
+		diags.AddAttributeError(path.Root("host"), "Host too old for the switch",
+			fmt.Sprintf("Host %s (%s) runs ESXi %s and cannot join switch %s, at version %s: %s, and a switch cannot be downgraded. "+
+				"%s. Upgrade the host to ESXi %s or later, or leave it out of the switch.",
+				f.Host, f.HostID, f.ESXi, switchName, f.Version, rule, newest, f.Version))
+	default:
+		if f.Newest != "" {
+			newest += fmt.Sprintf(`: set version = %q,`, f.Newest)
+		} else {
+			newest += ":"
+		}
+		diags.AddAttributeError(path.Root("host"), "Host too old for the switch version",
+			fmt.Sprintf("Host %s (%s) runs ESXi %s and cannot join a version %s distributed switch: %s. %s upgrade the host to "+
+				"ESXi %s or later, or leave it out of the switch.",
+				f.Host, f.HostID, f.ESXi, f.Version, rule, newest, f.Version))
+	}
+}
+
+// addDVSHostFinding words one finding of the switch's host planner.
+func addDVSHostFinding(diags *diag.Diagnostics, f vsphere.Finding) {
+	at := path.Root("host")
+	freeHint := func(c vsphere.NICChoice) string {
+		if len(c.FreeRDMA) == 0 {
+			return "It has no free RDMA NIC."
+		}
+		return "Its free RDMA NICs: " + strings.Join(c.FreeRDMA, ", ") + "."
+	}
+	switch f := f.(type) {
+	case vsphere.HostNotChecked:
+		if errors.Is(f.Err, vsphere.ErrNotFound) {
+			diags.Append(notFoundDiag(at, f.Err))
+			return
+		}
+		diags.Append(vsphereErrorDiag("Cannot check host "+f.HostID, f.Err))
+	case vsphere.NICNotOnHost:
+		diags.AddAttributeError(at, "No such NIC",
+			fmt.Sprintf("Host %s (%s) has no physical NIC %s; its NICs are %s. %s", f.Host, f.HostID, f.NIC, strings.Join(f.NICs, ", "), freeHint(f.NICChoice)))
+	case vsphere.NICInUse:
+		kind := "standard switch"
+		if f.Distributed {
+			kind = "distributed switch"
+		}
+		diags.AddAttributeError(at, "NIC already in use",
+			fmt.Sprintf("%s on host %s (%s) is an uplink of %s %q. Free it there, or choose another NIC. %s",
+				f.NIC, f.Host, f.HostID, kind, f.Switch, freeHint(f.NICChoice)))
+	case vsphere.NICWithoutRDMA:
+		diags.AddAttributeWarning(at, "NIC without RDMA",
+			fmt.Sprintf("%s on host %s (%s) has no RDMA device, so PVRDMA adapters on this switch fall back to TCP on that host. %s",
+				f.NIC, f.Host, f.HostID, freeHint(f.NICChoice)))
+	case vsphere.NICLinkDown:
+		diags.AddAttributeWarning(at, "NIC link down",
+			fmt.Sprintf("%s on host %s (%s) has no link: check its cable and the physical switch port.", f.NIC, f.Host, f.HostID))
+	}
+}
+
+// uplinkNamesPlan keeps uplink_names known while uplink_count is unchanged.
+type uplinkNamesPlan struct{}
+
+func (uplinkNamesPlan) Description(context.Context) string {
+	return "uplink_names follow uplink_count"
+}
+
+func (p uplinkNamesPlan) MarkdownDescription(ctx context.Context) string { return p.Description(ctx) }
+
+func (uplinkNamesPlan) PlanModifyList(ctx context.Context, req planmodifier.ListRequest, resp *planmodifier.ListResponse) {
+	var count types.Int64
+	resp.Diagnostics.Append(req.Plan.GetAttribute(ctx, path.Root("uplink_count"), &count)...)
+	if count.IsUnknown() || count.IsNull() {
+		return
+	}
+	if !req.StateValue.IsNull() && int64(len(req.StateValue.Elements())) == count.ValueInt64() {
+		resp.PlanValue = req.StateValue // the count is what is managed; names stay
+		return
+	}
+	names, diags := types.ListValueFrom(ctx, types.StringType, vsphere.UplinkNames(int(count.ValueInt64())))
+	resp.Diagnostics.Append(diags...)
+	resp.PlanValue = names
+}
+
+// autoExpandedPorts keeps the port count vCenter grew by auto-expansion:
+// with auto_expand, port_count is a minimum, so more ports is not drift.
+type autoExpandedPorts struct{}
+
+func (autoExpandedPorts) Description(context.Context) string {
+	return "with auto_expand, ports added by vCenter are kept"
+}
+
+func (p autoExpandedPorts) MarkdownDescription(ctx context.Context) string { return p.Description(ctx) }
+
+func (autoExpandedPorts) PlanModifyInt64(ctx context.Context, req planmodifier.Int64Request, resp *planmodifier.Int64Response) {
+	if req.StateValue.IsNull() || req.PlanValue.IsUnknown() || req.StateValue.ValueInt64() <= req.PlanValue.ValueInt64() {
+		return
+	}
+	var autoExpand types.Bool
+	resp.Diagnostics.Append(req.Plan.GetAttribute(ctx, req.Path.ParentPath().AtName("auto_expand"), &autoExpand)...)
+	if autoExpand.ValueBool() {
+		resp.PlanValue = req.StateValue
+	}
+}

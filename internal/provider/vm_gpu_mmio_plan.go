@@ -1,0 +1,338 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/mmio"
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vsphere"
+)
+
+// ValidateConfig: each GPU is a PCI id or a vendor and device id, and no
+// PCI id is given twice (a VM given one GPU twice does not boot, with no
+// error to say why).
+func (r *vmGPUMMIOResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
+	var gpus types.List
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("gpu"), &gpus)...)
+	if resp.Diagnostics.HasError() || gpus.IsUnknown() || gpus.IsNull() {
+		return
+	}
+	var list []gpuBlockModel
+	resp.Diagnostics.Append(gpus.ElementsAs(ctx, &list, true)...)
+	seen := map[string]bool{}
+	for i, g := range list {
+		at := path.Root("gpu").AtListIndex(i)
+		if g.PCIID.IsUnknown() || g.VendorID.IsUnknown() || g.DeviceID.IsUnknown() {
+			continue
+		}
+		static, dynamic := !g.PCIID.IsNull(), !g.VendorID.IsNull() || !g.DeviceID.IsNull()
+		switch {
+		case static && dynamic:
+			resp.Diagnostics.AddAttributeError(at, "Invalid GPU",
+				fmt.Sprintf("gpu block %d gives both pci_id and vendor_id/device_id. Give a GPU either as pci_id (a device on the VM's "+
+					"host) or as vendor_id and device_id (dynamic DirectPath: vSphere picks a device of that model at power on), not both.", i+1))
+		case !static && !dynamic:
+			resp.Diagnostics.AddAttributeError(at, "Invalid GPU",
+				fmt.Sprintf("gpu block %d is empty. Give pci_id (a device on the VM's host, e.g. 0000:3b:00.0), or vendor_id and "+
+					"device_id (dynamic DirectPath, e.g. 10de and 2330); vspherehpc_host lists a host's GPUs with both.", i+1))
+		case dynamic && g.DeviceID.IsNull():
+			resp.Diagnostics.AddAttributeError(at.AtName("device_id"), "Missing device_id",
+				fmt.Sprintf("gpu block %d has vendor_id = %q but no device_id. Dynamic DirectPath needs both: add the GPU model's "+
+					"device_id (four hex digits, e.g. 2330 for an H100 SXM5; vspherehpc_host lists its GPUs' ids), or give pci_id instead.", i+1, g.VendorID.ValueString()))
+		case dynamic && g.VendorID.IsNull():
+			resp.Diagnostics.AddAttributeError(at.AtName("vendor_id"), "Missing vendor_id",
+				fmt.Sprintf("gpu block %d has device_id = %q but no vendor_id. Dynamic DirectPath needs both: add the GPU's "+
+					"vendor_id (four hex digits, e.g. 10de for NVIDIA; vspherehpc_host lists its GPUs' ids), or give pci_id instead.", i+1, g.DeviceID.ValueString()))
+		case static && seen[g.PCIID.ValueString()]:
+			resp.Diagnostics.AddAttributeError(at, "GPU listed twice",
+				fmt.Sprintf("GPU %s is listed twice. A VM given the same GPU twice does not boot, with no error: list it once.", g.PCIID.ValueString()))
+		}
+		seen[g.PCIID.ValueString()] = true
+	}
+	var devices types.List
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("pci_device"), &devices)...)
+	if resp.Diagnostics.HasError() || devices.IsUnknown() || devices.IsNull() {
+		return
+	}
+	var devs []pciDeviceBlockModel
+	resp.Diagnostics.Append(devices.ElementsAs(ctx, &devs, true)...)
+	for i, d := range devs {
+		if d.PCIID.IsUnknown() || d.PCIID.IsNull() {
+			continue
+		}
+		if id := d.PCIID.ValueString(); seen[id] {
+			resp.Diagnostics.AddAttributeError(path.Root("pci_device").AtListIndex(i), "PCI device listed twice",
+				fmt.Sprintf("PCI device %s is listed twice (in gpu or pci_device blocks). A VM given the same device twice does not "+
+					"boot, with no error: list it once.", id))
+		}
+		seen[d.PCIID.ValueString()] = true
+	}
+}
+
+// ModifyPlan checks the GPUs against the VM's host, computes the MMIO size,
+// and refuses a firmware switch under an installed guest and a change that
+// needs a running VM off.
+func (r *vmGPUMMIOResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if !requireVCenter(r.client, &resp.Diagnostics) {
+		return
+	}
+	var state *vmGPUMMIOModel
+	if !req.State.Raw.IsNull() {
+		state = &vmGPUMMIOModel{}
+		resp.Diagnostics.Append(req.State.Get(ctx, state)...)
+	}
+	if req.Plan.Raw.IsNull() {
+		if state != nil {
+			r.claims.leave(vsphere.VMUse{VM: state.VirtualMachineID.ValueString(), Passthrough: true})
+		}
+		if state != nil && len(r.gpus(ctx, state.GPU, &resp.Diagnostics))+len(devices(ctx, state.PCIDevice, &resp.Diagnostics)) > 0 {
+			checkDestroyPower(ctx, r.client, state.VirtualMachineID.ValueString(), state.PowerOffAllowed.ValueBool(), vsphere.WhatGPUsNeedOff, &resp.Diagnostics)
+		}
+		return
+	}
+	var plan, config vmGPUMMIOModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	resp.Diagnostics.Append(req.Config.Get(ctx, &config)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if state != nil && replaceOnOtherVM(ctx, r.client, state.VirtualMachineID, plan.VirtualMachineID, resp) {
+		state = nil // planned as a setup of the other VM
+	}
+	if plan.VirtualMachineID.IsUnknown() || plan.GPU.IsUnknown() || plan.PCIDevice.IsUnknown() || config.MMIOSizeGB.IsUnknown() ||
+		!fullyKnown(ctx, plan.GPU) || !fullyKnown(ctx, plan.PCIDevice) {
+		return // checked once the values are known
+	}
+	given := config.MMIOSizeGB.ValueInt64Pointer()
+	vmID := plan.VirtualMachineID.ValueString()
+	planned := devices(ctx, plan.PCIDevice, &resp.Diagnostics)
+	instance := r.claims.instance(ctx, req, resp)
+	r.claimSetup(instance, vmID, vmID, &resp.Diagnostics)
+	if state != nil && plan.GPU.Equal(state.GPU) && plan.PCIDevice.Equal(state.PCIDevice) && state.Firmware.ValueString() == "efi" && state.TotalGPUMemoryGB.ValueFloat64() > 0 {
+		// Same GPUs: size the window from the recorded total, no vCenter
+		// call, unless the window changes (which needs the VM's power state).
+		size, f := vsphere.PlanMMIOSize(given, state.TotalGPUMemoryGB.ValueFloat64(), true, true)
+		r.planSize(ctx, size, f, resp)
+		if f != nil || size == state.MMIOSizeGB.ValueInt64() {
+			return
+		}
+	}
+	change := vsphere.GPUMMIOChange{
+		VMID: vmID, GPUs: r.requests(ctx, plan.GPU, &resp.Diagnostics), Devices: planned, MMIOSizeGB: given,
+		AllowFirmwareChange: plan.AllowFirmwareChange.ValueBool(), PowerOffAllowed: plan.PowerOffAllowed.ValueBool(),
+		Planned: r.claims.deviceInputs(),
+	}
+	if state == nil && !strings.EqualFold(instance.priorID, vmID) {
+		change.Releasing = instance.priorID // the setup this one replaces, on another VM
+	}
+	if state != nil {
+		change.Existing, change.CurrentMMIOSizeGB = true, state.MMIOSizeGB.ValueInt64()
+	}
+	p, err := r.client.PlanGPUMMIO(ctx, change)
+	if errors.Is(err, vsphere.ErrNotFound) {
+		resp.Diagnostics.Append(notFoundDiag(path.Root("virtual_machine_id"), err))
+		return
+	}
+	if err != nil {
+		resp.Diagnostics.Append(vsphereErrorDiag("Cannot check GPU passthrough", err))
+		return
+	}
+	r.claimTaken(instance, p, &resp.Diagnostics)
+	var sizeFinding vsphere.Finding
+	for _, f := range p.Findings {
+		if isSizeFinding(f) {
+			sizeFinding = f
+		} else {
+			addGPUMMIOFinding(&resp.Diagnostics, f)
+		}
+	}
+	if p.Sized {
+		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("total_gpu_memory_gb"), p.TotalMemoryGB)...)
+		r.planSize(ctx, p.MMIOSizeGB, sizeFinding, resp)
+	}
+}
+
+// claimSetup claims the GPU setup of a VM, by the id as given and, once the
+// planner read it, by UUID, so two resources naming one VM differently meet.
+func (r *vmGPUMMIOResource) claimSetup(instance planInstance, vmID, vmName string, diags *diag.Diagnostics) {
+	addClaimConflict(diags, path.Root("virtual_machine_id"), r.claims.claim(instance, claim{
+		kind: claimGPUSetup, key: strings.ToLower(vmID), what: "the GPU setup of virtual machine " + vmName,
+		owner: "a vspherehpc_vm_gpu_mmio",
+	}))
+}
+
+// claimTaken claims the VM's setup by UUID and each device it takes.
+func (r *vmGPUMMIOResource) claimTaken(instance planInstance, p *vsphere.GPUMMIOPlan, diags *diag.Diagnostics) {
+	label := fmt.Sprintf("%s (%s)", p.VMName, p.VMUUID)
+	if p.VMUUID != "" {
+		r.claimSetup(instance, p.VMUUID, label, diags)
+	}
+	for _, d := range p.Takes {
+		what := "PCI device"
+		if d.GPU {
+			what = "GPU"
+		}
+		addClaimConflict(diags, path.Root("virtual_machine_id"), r.claims.claim(instance, claim{
+			kind: claimVMDevice, key: hostDeviceKey(d.HostID, d.PCIID), what: fmt.Sprintf("%s %s on host %s", what, d.PCIID, d.HostName),
+			owner: "the vspherehpc_vm_gpu_mmio of virtual machine " + label,
+		}))
+	}
+}
+
+func isSizeFinding(f vsphere.Finding) bool {
+	switch f.(type) {
+	case vsphere.MMIOSizeUnknown, vsphere.NothingToSize, vsphere.MMIOSizeImpossible, vsphere.MMIONotPowerOfTwo, vsphere.MMIOTooSmall:
+		return true
+	}
+	return false
+}
+
+// planSize plans the MMIO size the planner found, or says why it is refused.
+func (r *vmGPUMMIOResource) planSize(ctx context.Context, size int64, f vsphere.Finding, resp *resource.ModifyPlanResponse) {
+	at := path.Root("mmio_size_gb")
+	switch f := f.(type) {
+	case nil:
+		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, at, size)...)
+	case vsphere.MMIOSizeImpossible:
+		resp.Diagnostics.AddAttributeError(at, "Cannot size the MMIO window", f.Err.Error())
+	case vsphere.MMIOSizeUnknown:
+		resp.Diagnostics.AddAttributeError(at, "GPU memory unknown",
+			"The host does not report the memory of every GPU listed, so the MMIO size cannot be computed: set mmio_size_gb "+
+				"(vspherehpc_mmio_size computes it from the GPUs' memory).")
+	case vsphere.NothingToSize:
+		resp.Diagnostics.AddAttributeError(at, "Nothing to size the MMIO window from",
+			"List the VM's GPUs in gpu blocks, or set mmio_size_gb (devices in pci_device blocks do not size the window). "+
+				"(The resource manages all of the VM's passthrough devices: ones it is not given are detached.)")
+	case vsphere.MMIONotPowerOfTwo:
+		resp.Diagnostics.AddAttributeError(at, "MMIO size not a power of two",
+			fmt.Sprintf("mmio_size_gb = %d is not a power of two; vSphere needs one (e.g. %d).", f.Given, f.Suggested))
+	case vsphere.MMIOTooSmall:
+		resp.Diagnostics.AddAttributeError(at, "MMIO size too small",
+			fmt.Sprintf("mmio_size_gb = %d is below %d, what %s GB of GPU memory needs (the smallest power of two at least twice "+
+				"the total). Too small a window and the VM does not boot, with no error: use %d or more.", f.Given, f.Rule, mmio.FormatGB(f.TotalGB), f.Rule))
+	}
+}
+
+// turnedOnAtReboot words a device a host resource of the same plan turns on,
+// on a host that applies it only at its next reboot: what, PCI id, host.
+const turnedOnAtReboot = "%s %s on host %s is turned on by this configuration, but the host applies that only at its next reboot, " +
+	"so the VM cannot have it in this apply. Apply the host's resource first (-target), reboot the host, then apply again."
+
+// plannedAfterHost says how a VM's plan sees a host resource of the same
+// configuration: Terraform plans and applies a resource after those it
+// refers to, and others in any order.
+const plannedAfterHost = "If a vspherehpc_host_pci_passthrough of this configuration turns it on, refer to it from this resource " +
+	"(as the gpu-node module's callers do, or with depends_on): Terraform then plans and applies the host's change first."
+
+// addGPUMMIOFinding words one finding of the GPU planner.
+func addGPUMMIOFinding(diags *diag.Diagnostics, f vsphere.Finding) {
+	gpuPath := func(i int) path.Path { return path.Root("gpu").AtListIndex(i) }
+	devicePath := func(i int) path.Path { return path.Root("pci_device").AtListIndex(i) }
+	switch f := f.(type) {
+	case vsphere.NoDynamicGPU:
+		diags.AddAttributeError(gpuPath(f.Index), "No such GPU for dynamic DirectPath",
+			fmt.Sprintf("Host %s of virtual machine %s has no passthrough-active GPU with vendor id %s and device id %s.",
+				f.Host, f.VM, f.Vendor, f.Device))
+	case vsphere.TooFewGPUs:
+		model := f.Vendor + ":" + f.Device
+		if f.DeviceName != "" {
+			model += " (" + f.DeviceName + ")"
+		}
+		diags.AddAttributeError(gpuPath(f.Index), "More GPUs than the host has",
+			fmt.Sprintf("Virtual machine %s asks for %d GPUs of model %s, but its host %s has %d active for passthrough. Each "+
+				"GPU is one device at power on, so the VM would not power on: list at most %d gpu blocks of that model, or move the VM "+
+				"to a host with more (vspherehpc_host lists a host's GPUs).", f.VM, f.Asked, model, f.Host, f.Active, f.Active))
+	case vsphere.GPUNotActive:
+		if f.TurnedOnAtReboot {
+			diags.AddAttributeError(gpuPath(f.Index), "GPU active only after a host reboot", fmt.Sprintf(turnedOnAtReboot, "GPU", f.PCIID, f.Host))
+			return
+		}
+		if f.Enabled {
+			diags.AddAttributeError(gpuPath(f.Index), "GPU waits for a host reboot",
+				fmt.Sprintf("Passthrough of GPU %s (%s) on host %s is enabled but not active yet: the host must reboot first "+
+					"(vspherehpc_host_pci_passthrough shows reboot_required). Reboot the host, then apply again.", f.PCIID, f.Device, f.Host))
+			return
+		}
+		diags.AddAttributeError(gpuPath(f.Index), "GPU not enabled for passthrough",
+			fmt.Sprintf("GPU %s (%s) on host %s is not active for passthrough. Enable it with vspherehpc_host_pci_passthrough (host > "+
+				"Configure > Hardware > PCI Devices > Toggle passthrough; older ESXi versions then need a reboot), or choose another GPU. "+
+				plannedAfterHost, f.PCIID, f.Device, f.Host))
+	case vsphere.GPUInUse:
+		power := "powered off"
+		if f.Other.PowerState == vsphere.PoweredOn {
+			power = "powered on"
+		}
+		diags.AddAttributeError(gpuPath(f.Index), "GPU in use by another VM",
+			fmt.Sprintf("GPU %s on host %s is already configured on virtual machine %s (%s). Two VMs with the same GPU cannot "+
+				"both run, and the second does not boot, with no error: remove it there or choose another GPU.", f.PCIID, f.Host, f.Other.Name, power))
+	case vsphere.GPUNotOnHost:
+		where := "no host of its cluster has it"
+		if f.OnHost != "" {
+			where = "it is on host " + f.OnHost
+		}
+		diags.AddAttributeError(gpuPath(f.Index), "GPU not on the VM's host",
+			fmt.Sprintf("Virtual machine %s runs on host %s, which has no GPU %s; %s. A VM can only pass through its own host's GPUs.", f.VM, f.Host, f.PCIID, where))
+	case vsphere.DeviceNotOnVMHost:
+		where := "no other host of its cluster has it either"
+		if f.OnHost != "" {
+			where = "it is on host " + f.OnHost + "; a VM can only pass through its own host's devices"
+		}
+		detail := fmt.Sprintf("Virtual machine %s runs on host %s, which has no PCI device %s; %s.", f.VM, f.Host, f.PCIID, where)
+		if len(f.Pending) > 0 {
+			detail += fmt.Sprintf(" SR-IOV of %s on host %s changes at its next reboot, and virtual functions appear only then: "+
+				"reboot the host (vspherehpc_host_sriov shows reboot_required), then plan again.", strings.Join(f.Pending, ", "), f.Host)
+		} else {
+			detail += " vspherehpc_host lists a host's devices in pci_devices, with each SR-IOV card's virtual functions."
+		}
+		diags.AddAttributeError(devicePath(f.Index), "PCI device not on the VM's host", detail)
+	case vsphere.DeviceNotActive:
+		if f.TurnedOnAtReboot {
+			diags.AddAttributeError(devicePath(f.Index), "PCI device active only after a host reboot", fmt.Sprintf(turnedOnAtReboot, "PCI device", f.PCIID, f.Host))
+			return
+		}
+		if f.Enabled {
+			diags.AddAttributeError(devicePath(f.Index), "PCI device waits for a host reboot",
+				fmt.Sprintf("Passthrough of PCI device %s (%s) on host %s is enabled but not active yet: the host must reboot first "+
+					"(vspherehpc_host_pci_passthrough shows reboot_required). Reboot the host, then apply again.", f.PCIID, f.Name, f.Host))
+			return
+		}
+		if f.UplinkOf != "" {
+			diags.AddAttributeError(devicePath(f.Index), "PCI device used by the host",
+				fmt.Sprintf("PCI device %s (%s) on host %s is an uplink of switch %q: the host's network uses it, so it cannot be "+
+					"passed through. Move the switch to another NIC first, or choose another device.", f.PCIID, f.Name, f.Host, f.UplinkOf))
+			return
+		}
+		if f.ServesVFs > 0 {
+			diags.AddAttributeError(devicePath(f.Index), "PCI device serves SR-IOV virtual functions",
+				fmt.Sprintf("PCI device %s (%s) on host %s has SR-IOV on: it is split into virtual functions and cannot also pass "+
+					"through whole. Give one of its virtual functions instead (vspherehpc_host lists them under the card in "+
+					"pci_devices), or turn SR-IOV off first.", f.PCIID, f.Name, f.Host))
+			return
+		}
+		diags.AddAttributeError(devicePath(f.Index), "PCI device not enabled for passthrough",
+			fmt.Sprintf("PCI device %s (%s) on host %s is not enabled for passthrough. Enable it with vspherehpc_host_pci_passthrough "+
+				"(for a virtual function, once SR-IOV of its card is active), or choose another device. "+plannedAfterHost, f.PCIID, f.Name, f.Host))
+	case vsphere.DeviceInUse:
+		diags.AddAttributeError(devicePath(f.Index), "PCI device in use by another VM",
+			fmt.Sprintf("PCI device %s on host %s is already configured on virtual machine %s. A device passes through to one VM "+
+				"only, and the second does not boot: remove it there or choose another device (another virtual function of the card).",
+				f.PCIID, f.Host, f.Other.Name))
+	case vsphere.DeviceIsGPU:
+		diags.AddAttributeError(devicePath(f.Index), "GPU given as a PCI device",
+			fmt.Sprintf("PCI device %s is a GPU (%s). List it in a gpu block instead, so its memory sizes the MMIO window.", f.PCIID, f.Name))
+	case vsphere.FirmwareChangeRefused:
+		diags.AddAttributeError(path.Root("allow_firmware_change"), "Guest OS installed under BIOS",
+			fmt.Sprintf("Virtual machine %s has firmware %s and a guest OS (%s). GPU passthrough needs EFI, but a guest installed "+
+				"under BIOS does not boot after the switch: install the OS after switching to EFI, or set allow_firmware_change = true "+
+				"if the guest can boot EFI.", f.VM, f.Firmware, f.Guest))
+	default:
+		addPowerFinding(diags, f)
+	}
+}
