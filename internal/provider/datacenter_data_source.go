@@ -74,19 +74,3 @@ func (d *datacenterDataSource) Read(ctx context.Context, req datasource.ReadRequ
 	state.Name = types.StringValue(dc.Name)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 }
-
-// notEmpty refuses "" where a look-up expects a name or an id, saying what to
-// give (fix). Left to the look-up, "" reads as "not given" (the only
-// datacenter) or searches vCenter for an object with no name.
-type notEmpty string
-
-func (notEmpty) Description(context.Context) string { return "not empty" }
-
-func (v notEmpty) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
-
-func (v notEmpty) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
-	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() || req.ConfigValue.ValueString() != "" {
-		return
-	}
-	resp.Diagnostics.AddAttributeError(req.Path, "Empty "+req.Path.String(), req.Path.String()+" is empty: "+string(v)+".")
-}

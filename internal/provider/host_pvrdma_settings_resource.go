@@ -3,7 +3,6 @@ package provider
 import (
 	"context"
 	"errors"
-	"regexp"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
@@ -55,11 +54,6 @@ func NewHostPVRDMASettingsResource() resource.Resource {
 func (r *hostPVRDMASettingsResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
 	resp.TypeName = req.ProviderTypeName + "_host_pvrdma_settings"
 }
-
-var (
-	vmknicPattern = regexp.MustCompile(`^vmk[0-9]+$`)
-	vmnicPattern  = regexp.MustCompile(`^vmnic[0-9]+$`)
-)
 
 func (r *hostPVRDMASettingsResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	resp.Schema = schema.Schema{

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
@@ -489,9 +488,3 @@ func (r *rdmaDVSResource) ImportState(ctx context.Context, req resource.ImportSt
 		resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("port_group_key"), dvs.PortGroup.Key)...)
 	}
 }
-
-// noSlash refuses names with "/": vCenter stores it escaped as %2f, and
-// inventory paths (/<datacenter>/network/<switch>), which import and
-// govc use, no longer find the object by the name given.
-var noSlash = stringvalidator.RegexMatches(regexp.MustCompile(`^[^/]*$`),
-	`must not contain "/": it separates the parts of inventory paths such as /DC0/network/rdma`)

@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"math/big"
+	"regexp"
 	"strconv"
 	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/attr/xattr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -425,4 +427,36 @@ func (mmioSizeBound) ValidateInt64(_ context.Context, req validator.Int64Request
 func fullyKnown(ctx context.Context, v attr.Value) bool {
 	tv, err := v.ToTerraformValue(ctx)
 	return err == nil && tv.IsFullyKnown()
+}
+
+// The forms of vSphere's identifiers that arguments take, as vCenter writes
+// them: lower-case hex, as the host's PCI and network views show.
+var (
+	vmknicPattern = regexp.MustCompile(`^vmk[0-9]+$`)                                  // a VMkernel adapter
+	vmnicPattern  = regexp.MustCompile(`^vmnic[0-9]+$`)                                // a physical NIC
+	pciIDPattern  = regexp.MustCompile(`^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$`) // domain:bus:slot.function
+	hexIDPattern  = regexp.MustCompile(`^[0-9a-f]{4}$`)                                // a PCI vendor or device id
+	macPattern    = regexp.MustCompile(`^([0-9a-f]{2}:){5}[0-9a-f]{2}$`)
+)
+
+// noSlash refuses names with "/": vCenter stores it escaped as %2f, and
+// inventory paths (/<datacenter>/network/<switch>), which import and
+// govc use, no longer find the object by the name given.
+var noSlash = stringvalidator.RegexMatches(regexp.MustCompile(`^[^/]*$`),
+	`must not contain "/": it separates the parts of inventory paths such as /DC0/network/rdma`)
+
+// notEmpty refuses "" where a look-up expects a name or an id, saying what to
+// give (fix). Left to the look-up, "" reads as "not given" (the only
+// datacenter) or searches vCenter for an object with no name.
+type notEmpty string
+
+func (notEmpty) Description(context.Context) string { return "not empty" }
+
+func (v notEmpty) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+
+func (v notEmpty) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() || req.ConfigValue.ValueString() != "" {
+		return
+	}
+	resp.Diagnostics.AddAttributeError(req.Path, "Empty "+req.Path.String(), req.Path.String()+" is empty: "+string(v)+".")
 }
