@@ -54,6 +54,53 @@ type readBatch struct {
 	running bool
 	last    time.Time     // when the latest read arrived
 	arrived chan struct{} // signalled when a read arrives
+	stats   ReadStats
+	// clock times the waits for company (batchWindow, quietAfter,
+	// gatherMax); nil is the real one. A test sets its own to end the waits
+	// when it chooses, so that which reads meet in a call does not depend on
+	// the machine's speed.
+	clock clock
+}
+
+type clock interface {
+	Now() time.Time
+	After(time.Duration) <-chan time.Time
+}
+
+type realClock struct{}
+
+func (realClock) Now() time.Time                         { return time.Now() }
+func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+
+func (b *readBatch) clk() clock {
+	if b.clock == nil {
+		return realClock{}
+	}
+	return b.clock
+}
+
+// ReadStats counts a client's shared reads. Which reads meet in one call
+// depends on when they arrive, so on the machine's speed; the reads do not.
+// A task's state is read until the task ends, as often as that takes: those
+// reads are left out.
+type ReadStats struct {
+	Calls int // RetrievePropertiesEx calls made for shared reads
+	Reads int // shared reads of anything but a task
+}
+
+// ReadStats sums the shared reads of the clients kept, for tests that
+// budget calls.
+func (cs *Clients) ReadStats() ReadStats {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	var sum ReadStats
+	for _, c := range cs.list {
+		c.batch.mu.Lock()
+		sum.Calls += c.batch.stats.Calls
+		sum.Reads += c.batch.stats.Reads
+		c.batch.mu.Unlock()
+	}
+	return sum
 }
 
 type sharedRead struct {
@@ -74,7 +121,7 @@ func (c *Client) readShared(ctx context.Context, vc *vim25.Client, spec types.Pr
 	b.mu.Lock()
 	b.pending = append(b.pending, r)
 	start := !b.running
-	now := time.Now()
+	now := b.clk().Now()
 	wait := time.Duration(0)
 	if now.Sub(b.last) < quietAfter {
 		wait = batchWindow
@@ -110,7 +157,7 @@ func (c *Client) readShared(ctx context.Context, vc *vim25.Client, spec types.Pr
 // reads, or 5 and 5, instead of 10.
 func (c *Client) runBatches(vc *vim25.Client, wait time.Duration) {
 	b := &c.batch
-	time.Sleep(wait)
+	<-b.clk().After(wait)
 	for {
 		b.mu.Lock()
 		reads := b.pending
@@ -137,8 +184,7 @@ func (c *Client) gather(returning int) {
 	want := len(b.pending) + returning
 	arrived := b.arrived
 	b.mu.Unlock()
-	timeout := time.NewTimer(gatherMax)
-	defer timeout.Stop()
+	timeout := b.clk().After(gatherMax)
 	for {
 		b.mu.Lock()
 		n := len(b.pending)
@@ -148,7 +194,7 @@ func (c *Client) gather(returning int) {
 		}
 		select {
 		case <-arrived:
-		case <-timeout.C:
+		case <-timeout:
 			return
 		}
 	}
@@ -164,6 +210,7 @@ func (c *Client) send(vc *vim25.Client, reads []*sharedRead) {
 		specs[i] = r.spec
 	}
 	objs, err := retrieveMerged(ctx, vc, specs)
+	c.count(reads, err != nil && len(reads) > 1)
 	if err != nil && len(reads) > 1 {
 		for _, r := range reads {
 			r.objs, r.err = retrieveMerged(ctx, vc, []types.PropertyFilterSpec{r.spec})
@@ -174,6 +221,23 @@ func (c *Client) send(vc *vim25.Client, reads []*sharedRead) {
 	for _, r := range reads {
 		r.objs, r.err = objs, err
 		close(r.done)
+	}
+}
+
+// count adds a call of reads to the stats, and a call for each read when
+// they are retried alone.
+func (c *Client) count(reads []*sharedRead, alone bool) {
+	b := &c.batch
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.stats.Calls++
+	if alone {
+		b.stats.Calls += len(reads)
+	}
+	for _, r := range reads {
+		if r.spec.ObjectSet[0].Obj.Type != "Task" {
+			b.stats.Reads++
+		}
 	}
 }
 

@@ -10,20 +10,90 @@ import (
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
 
-// Reads made at the same moment share a RetrievePropertiesEx: with the
-// first call slowed down, every read that arrives meanwhile goes out in the
-// next one. Each read still gets its own object.
+// manualClock is a batch clock whose time stands still and whose waits end
+// only when the test ends them.
+type manualClock struct {
+	mu    sync.Mutex
+	waits []chan time.Time
+}
+
+var manualNow = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func (*manualClock) Now() time.Time { return manualNow }
+
+func (m *manualClock) After(d time.Duration) <-chan time.Time {
+	ch := make(chan time.Time, 1)
+	if d <= 0 {
+		ch <- manualNow
+		return ch
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.waits = append(m.waits, ch)
+	return ch
+}
+
+// endWaits ends every wait begun so far.
+func (m *manualClock) endWaits() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, ch := range m.waits {
+		ch <- manualNow
+	}
+	m.waits = nil
+}
+
+// manualBatch gives c's shared reads a manual clock, after a first read
+// (which logs in): from then on a read waits for company until the test
+// ends the waits (a read came lately, as the clock stands still).
+func manualBatch(t *testing.T, c *Client, vmID string) *manualClock {
+	t.Helper()
+	clk := &manualClock{}
+	c.batch.clock = clk
+	if _, err := c.VM(context.Background(), vmID); err != nil {
+		t.Fatal(err)
+	}
+	settle(c, clk)
+	return clk
+}
+
+// settle ends the batch's waits until no call is in flight or due.
+func settle(c *Client, clk *manualClock) {
+	for {
+		c.batch.mu.Lock()
+		running := c.batch.running
+		c.batch.mu.Unlock()
+		if !running {
+			return
+		}
+		clk.endWaits()
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// waitPending returns once n reads wait for a call.
+func waitPending(c *Client, n int) {
+	for {
+		c.batch.mu.Lock()
+		pending := len(c.batch.pending)
+		c.batch.mu.Unlock()
+		if pending == n {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// Reads made at the same moment share a RetrievePropertiesEx, and each
+// still gets its own object.
 func TestConcurrentReadsShareACall(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{VMs: 6})
 	ctx := context.Background()
 	c := labClient(lab)
-	if _, err := c.DatacenterByName(ctx, lab.DatacenterName()); err != nil { // log in first
-		t.Fatal(err)
-	}
-	lab.Delay("RetrievePropertiesEx", 100*time.Millisecond)
-	lab.ResetCalls()
 	names := lab.VMNames()
+	clk := manualBatch(t, c, lab.VMID(names[0]))
+	lab.ResetCalls()
 	var wg sync.WaitGroup
 	errs := make([]error, len(names))
 	for i, name := range names {
@@ -37,45 +107,54 @@ func TestConcurrentReadsShareACall(t *testing.T) {
 			errs[i] = err
 		}()
 	}
+	waitPending(c, len(names))
+	settle(c, clk)
 	wg.Wait()
 	for i, err := range errs {
 		if err != nil {
 			t.Errorf("%s: %v", names[i], err)
 		}
 	}
-	if n := lab.Calls()["RetrievePropertiesEx"]; n > 2 {
-		t.Errorf("%d concurrent reads took %d RetrievePropertiesEx calls, want at most 2", len(names), n)
+	if n := lab.Calls()["RetrievePropertiesEx"]; n != 1 {
+		t.Errorf("%d concurrent reads took %d RetrievePropertiesEx calls, want 1", len(names), n)
+	}
+	if got, want := c.batch.stats, (ReadStats{Calls: 2, Reads: 1 + len(names)}); got != want {
+		t.Errorf("stats %+v, want %+v (the first read, then the shared call)", got, want)
 	}
 }
 
 // A shared call that fails for one read (its object is gone) fails only that
-// read: the others are answered.
+// read: the others are answered, each read retried alone.
 func TestSharedReadFailureIsPerRead(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
 	ctx := context.Background()
 	c := labClient(lab)
-	if _, err := c.DatacenterByName(ctx, lab.DatacenterName()); err != nil {
-		t.Fatal(err)
-	}
-	lab.Delay("RetrievePropertiesEx", 50*time.Millisecond)
+	existing := lab.VMID("hpc-node-0")
+	clk := manualBatch(t, c, existing)
+	lab.ResetCalls()
 	var wg sync.WaitGroup
 	var gone, there error
-	for _, id := range []string{"vm-99999", lab.VMID("hpc-node-0"), "vm-99998"} {
+	for _, id := range []string{"vm-99999", existing, "vm-99998"} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			_, err := c.VM(ctx, id)
-			if id == lab.VMID("hpc-node-0") {
+			if id == existing {
 				there = err
 			} else if !errors.Is(err, ErrNotFound) {
 				gone = err
 			}
 		}()
 	}
+	waitPending(c, 3)
+	settle(c, clk)
 	wg.Wait()
 	if there != nil || gone != nil {
 		t.Fatalf("existing VM: %v; missing VMs (want ErrNotFound): %v", there, gone)
+	}
+	if n := lab.Calls()["RetrievePropertiesEx"]; n != 4 {
+		t.Errorf("3 reads took %d RetrievePropertiesEx calls, want 4: the shared call, then each alone", n)
 	}
 }
 
