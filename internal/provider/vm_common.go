@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vsphere"
 )
@@ -188,4 +189,87 @@ func claimStaticMAC(ctx context.Context, claims *claimBook, req resource.ModifyP
 	}
 	instance := claims.instance(ctx, req, resp)
 	addClaimConflict(&resp.Diagnostics, path.Root("mac_address"), claims.claim(instance, macClaim(mac.ValueString(), adapter)))
+}
+
+// readAdapter is the Read of a VM's network adapter resource (kind "PVRDMA"
+// or "SR-IOV"): the adapter by the VM's id, following a re-registered VM,
+// or nil once the adapter or its VM is gone (removed from state).
+func readAdapter[N any](ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse, kind string, id types.String, vm *types.String,
+	read func(vmID string) (*N, error), vmOf func(*N) vsphere.VMRef) *N {
+	nic, err := readVM(ctx, req.Private, vm.ValueString(), id, &resp.Diagnostics, read)
+	if errors.Is(err, vsphere.ErrNotFound) {
+		tflog.Warn(ctx, kind+" adapter or its VM is gone; removing it from state", map[string]any{"id": id.ValueString()})
+		resp.State.RemoveResource(ctx)
+		return nil
+	}
+	if err != nil {
+		resp.Diagnostics.Append(vsphereErrorDiag("Cannot read "+kind+" adapter "+id.ValueString(), err))
+		return nil
+	}
+	resp.Diagnostics.Append(setPrivateJSON(ctx, resp.Private, privateVM, vmOf(nic).MOID)...)
+	*vm = followVM(*vm, vmOf(nic))
+	return nic
+}
+
+// deleteAdapter is the Delete of a VM's network adapter resource.
+func deleteAdapter(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse, kind string, id, vm types.String,
+	remove func(vmID string) error) {
+	vmID := vmRef(ctx, req.Private, vm.ValueString(), &resp.Diagnostics)
+	if err := remove(vmID); err != nil {
+		resp.Diagnostics.Append(vsphereErrorDiag("Cannot remove "+kind+" adapter "+id.ValueString(), err))
+	}
+}
+
+// adapterModel is what the plan of a VM's network adapter needs of its model.
+type adapterModel interface {
+	vm() types.String
+	powerOffAllowed() bool
+	leaving() vsphere.VMUse // what destroying the adapter takes from its VM
+}
+
+func (m *vmPVRDMANICModel) vm() types.String      { return m.VirtualMachineID }
+func (m *vmPVRDMANICModel) powerOffAllowed() bool { return m.PowerOffAllowed.ValueBool() }
+func (m *vmPVRDMANICModel) leaving() vsphere.VMUse {
+	return vsphere.VMUse{VM: m.VirtualMachineID.ValueString(), PortGroupID: m.PortGroupID.ValueString()}
+}
+
+func (m *vmSRIOVNICModel) vm() types.String      { return m.VirtualMachineID }
+func (m *vmSRIOVNICModel) powerOffAllowed() bool { return m.PowerOffAllowed.ValueBool() }
+func (m *vmSRIOVNICModel) leaving() vsphere.VMUse {
+	return vsphere.VMUse{VM: m.VirtualMachineID.ValueString(), PortGroupID: m.PortGroupID.ValueString(),
+		PhysicalFunction: cmp.Or(m.AssignedPhysicalFunction.ValueString(), m.PhysicalFunction.ValueString())}
+}
+
+// planAdapter starts the plan of a VM's network adapter: it reads the prior
+// state (nil for a new adapter, or one moving to another VM, which is
+// planned as a replacement) and the plan. A destroy records what it takes
+// from the VM and checks the VM's power (change says what needs it off); it
+// and any failure return ok false: nothing more to plan.
+func planAdapter[M any, PM interface {
+	*M
+	adapterModel
+}](ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse, client *vsphere.Client, claims *claimBook, change string) (state, plan PM, ok bool) {
+	if !req.State.Raw.IsNull() {
+		state = new(M)
+		resp.Diagnostics.Append(req.State.Get(ctx, state)...)
+	}
+	if !requireVCenter(client, &resp.Diagnostics) {
+		return nil, nil, false
+	}
+	if req.Plan.Raw.IsNull() {
+		if state != nil {
+			claims.leave(state.leaving())
+			checkDestroyPower(ctx, client, state.vm().ValueString(), state.powerOffAllowed(), change, &resp.Diagnostics)
+		}
+		return nil, nil, false
+	}
+	plan = new(M)
+	resp.Diagnostics.Append(req.Plan.Get(ctx, plan)...)
+	if resp.Diagnostics.HasError() {
+		return nil, nil, false
+	}
+	if state != nil && replaceOnOtherVM(ctx, client, state.vm(), plan.vm(), resp) {
+		state = nil // planned as a new adapter on the other VM
+	}
+	return state, plan, true
 }

@@ -18,35 +18,16 @@ import (
 // against the VM and the port group's switch, and refuses a change that
 // needs a running VM off unless power_off_allowed.
 func (r *vmPVRDMANICResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	var state *vmPVRDMANICModel
-	if !req.State.Raw.IsNull() {
-		state = &vmPVRDMANICModel{}
-		resp.Diagnostics.Append(req.State.Get(ctx, state)...)
-	}
-	if !requireVCenter(r.client, &resp.Diagnostics) {
+	state, plan, ok := planAdapter[vmPVRDMANICModel](ctx, req, resp, r.client, r.claims, vsphere.WhatPVRDMANeedsOff)
+	if !ok {
 		return
-	}
-	if req.Plan.Raw.IsNull() {
-		if state != nil {
-			r.claims.leave(vsphere.VMUse{VM: state.VirtualMachineID.ValueString(), PortGroupID: state.PortGroupID.ValueString()})
-			checkDestroyPower(ctx, r.client, state.VirtualMachineID.ValueString(), state.PowerOffAllowed.ValueBool(), vsphere.WhatPVRDMANeedsOff, &resp.Diagnostics)
-		}
-		return
-	}
-	var plan vmPVRDMANICModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	if state != nil && replaceOnOtherVM(ctx, r.client, state.VirtualMachineID, plan.VirtualMachineID, resp) {
-		state = nil // planned as a new adapter on the other VM
 	}
 	var configMAC, configProtocol types.String
 	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("mac_address"), &configMAC)...)
 	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("device_protocol"), &configProtocol)...)
 	claimStaticMAC(ctx, r.claims, req, resp, configMAC, "PVRDMA", plan.VirtualMachineID)
 	if configProtocol.IsNull() && !plan.VirtualMachineID.IsUnknown() {
-		plan.DeviceProtocol = r.planProtocolChoice(ctx, plan, state, resp)
+		plan.DeviceProtocol = r.planProtocolChoice(ctx, *plan, state, resp)
 	}
 	if plan.VirtualMachineID.IsUnknown() || plan.PortGroupID.IsUnknown() || configProtocol.IsUnknown() {
 		return

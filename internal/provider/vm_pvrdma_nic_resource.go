@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"errors"
 	"strconv"
 	"strings"
 
@@ -238,20 +237,12 @@ func (r *vmPVRDMANICResource) Read(ctx context.Context, req resource.ReadRequest
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	nic, err := readVM(ctx, req.Private, state.VirtualMachineID.ValueString(), state.ID, &resp.Diagnostics, func(vmID string) (*vsphere.PVRDMANIC, error) {
+	nic := readAdapter(ctx, req, resp, "PVRDMA", state.ID, &state.VirtualMachineID, func(vmID string) (*vsphere.PVRDMANIC, error) {
 		return r.client.PVRDMANIC(ctx, vmID, int32(state.DeviceKey.ValueInt64()))
-	})
-	if errors.Is(err, vsphere.ErrNotFound) {
-		tflog.Warn(ctx, "PVRDMA adapter or its VM is gone; removing it from state", map[string]any{"id": state.ID.ValueString()})
-		resp.State.RemoveResource(ctx)
+	}, func(nic *vsphere.PVRDMANIC) vsphere.VMRef { return nic.VM })
+	if nic == nil {
 		return
 	}
-	if err != nil {
-		resp.Diagnostics.Append(vsphereErrorDiag("Cannot read PVRDMA adapter "+state.ID.ValueString(), err))
-		return
-	}
-	resp.Diagnostics.Append(setPrivateJSON(ctx, resp.Private, privateVM, nic.VM.MOID)...)
-	state.VirtualMachineID = followVM(state.VirtualMachineID, nic.VM)
 	nicToModel(nic, &state)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 }
@@ -301,11 +292,9 @@ func (r *vmPVRDMANICResource) Delete(ctx context.Context, req resource.DeleteReq
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	vmID := vmRef(ctx, req.Private, state.VirtualMachineID.ValueString(), &resp.Diagnostics)
-	err := r.client.DeletePVRDMANIC(ctx, vmID, int32(state.DeviceKey.ValueInt64()), state.PowerOffAllowed.ValueBool())
-	if err != nil {
-		resp.Diagnostics.Append(vsphereErrorDiag("Cannot remove PVRDMA adapter "+state.ID.ValueString(), err))
-	}
+	deleteAdapter(ctx, req, resp, "PVRDMA", state.ID, state.VirtualMachineID, func(vmID string) error {
+		return r.client.DeletePVRDMANIC(ctx, vmID, int32(state.DeviceKey.ValueInt64()), state.PowerOffAllowed.ValueBool())
+	})
 }
 
 // ImportState takes "<VM UUID or moid>:<device key>".

@@ -1,7 +1,6 @@
 package provider
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -19,35 +18,15 @@ import (
 // MAC, against the VM, its host and the port group's switch, and refuses a
 // change that needs a running VM off unless power_off_allowed.
 func (r *vmSRIOVNICResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	var state *vmSRIOVNICModel
-	if !req.State.Raw.IsNull() {
-		state = &vmSRIOVNICModel{}
-		resp.Diagnostics.Append(req.State.Get(ctx, state)...)
-	}
-	if !requireVCenter(r.client, &resp.Diagnostics) {
+	state, plan, ok := planAdapter[vmSRIOVNICModel](ctx, req, resp, r.client, r.claims, vsphere.WhatSRIOVNeedsOff)
+	if !ok {
 		return
-	}
-	if req.Plan.Raw.IsNull() {
-		if state != nil {
-			r.claims.leave(vsphere.VMUse{VM: state.VirtualMachineID.ValueString(), PortGroupID: state.PortGroupID.ValueString(),
-				PhysicalFunction: cmp.Or(state.AssignedPhysicalFunction.ValueString(), state.PhysicalFunction.ValueString())})
-			checkDestroyPower(ctx, r.client, state.VirtualMachineID.ValueString(), state.PowerOffAllowed.ValueBool(), vsphere.WhatSRIOVNeedsOff, &resp.Diagnostics)
-		}
-		return
-	}
-	var plan vmSRIOVNICModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	if state != nil && replaceOnOtherVM(ctx, r.client, state.VirtualMachineID, plan.VirtualMachineID, resp) {
-		state = nil // planned as a new adapter on the other VM
 	}
 	newPF := state != nil && !plan.PhysicalFunction.Equal(state.PhysicalFunction)
 	if state != nil && !newPF {
 		// The function and its VF stay as they are.
 		plan.AssignedPhysicalFunction, plan.VirtualFunction = state.AssignedPhysicalFunction, state.VirtualFunction
-		resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+		resp.Diagnostics.Append(resp.Plan.Set(ctx, plan)...)
 	}
 	var configMAC types.String
 	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("mac_address"), &configMAC)...)
@@ -81,7 +60,7 @@ func (r *vmSRIOVNICResource) ModifyPlan(ctx context.Context, req resource.Modify
 	}
 	for _, f := range findings {
 		if free, ok := f.(vsphere.FreeVFs); ok {
-			r.takeVF(ctx, req, resp, plan, free)
+			r.takeVF(ctx, req, resp, plan.VirtualMachineID, free)
 			continue
 		}
 		addSRIOVNICFinding(&resp.Diagnostics, f)
@@ -90,8 +69,8 @@ func (r *vmSRIOVNICResource) ModifyPlan(ctx context.Context, req resource.Modify
 
 // takeVF counts the new adapters of this plan on a physical function against
 // its free virtual functions: one VM more than there are does not power on.
-func (r *vmSRIOVNICResource) takeVF(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse, plan vmSRIOVNICModel, f vsphere.FreeVFs) {
-	takers := r.claims.takeVF(r.claims.instance(ctx, req, resp), hostDeviceKey(f.HostID, f.PCIID), "virtual machine "+plan.VirtualMachineID.ValueString())
+func (r *vmSRIOVNICResource) takeVF(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse, vm types.String, f vsphere.FreeVFs) {
+	takers := r.claims.takeVF(r.claims.instance(ctx, req, resp), hostDeviceKey(f.HostID, f.PCIID), "virtual machine "+vm.ValueString())
 	if len(takers) <= f.Free {
 		return
 	}

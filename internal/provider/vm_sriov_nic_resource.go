@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -215,20 +214,12 @@ func (r *vmSRIOVNICResource) Read(ctx context.Context, req resource.ReadRequest,
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	nic, err := readVM(ctx, req.Private, state.VirtualMachineID.ValueString(), state.ID, &resp.Diagnostics, func(vmID string) (*vsphere.SRIOVNIC, error) {
+	nic := readAdapter(ctx, req, resp, "SR-IOV", state.ID, &state.VirtualMachineID, func(vmID string) (*vsphere.SRIOVNIC, error) {
 		return r.client.SRIOVNIC(ctx, vmID, int32(state.DeviceKey.ValueInt64()))
-	})
-	if errors.Is(err, vsphere.ErrNotFound) {
-		tflog.Warn(ctx, "SR-IOV adapter or its VM is gone; removing it from state", map[string]any{"id": state.ID.ValueString()})
-		resp.State.RemoveResource(ctx)
+	}, func(nic *vsphere.SRIOVNIC) vsphere.VMRef { return nic.VM })
+	if nic == nil {
 		return
 	}
-	if err != nil {
-		resp.Diagnostics.Append(vsphereErrorDiag("Cannot read SR-IOV adapter "+state.ID.ValueString(), err))
-		return
-	}
-	resp.Diagnostics.Append(setPrivateJSON(ctx, resp.Private, privateVM, nic.VM.MOID)...)
-	state.VirtualMachineID = followVM(state.VirtualMachineID, nic.VM)
 	sriovNICToModel(nic, &state)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 }
@@ -274,10 +265,9 @@ func (r *vmSRIOVNICResource) Delete(ctx context.Context, req resource.DeleteRequ
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	vmID := vmRef(ctx, req.Private, state.VirtualMachineID.ValueString(), &resp.Diagnostics)
-	if err := r.client.DeleteSRIOVNIC(ctx, vmID, int32(state.DeviceKey.ValueInt64()), state.PowerOffAllowed.ValueBool()); err != nil {
-		resp.Diagnostics.Append(vsphereErrorDiag("Cannot remove SR-IOV adapter "+state.ID.ValueString(), err))
-	}
+	deleteAdapter(ctx, req, resp, "SR-IOV", state.ID, state.VirtualMachineID, func(vmID string) error {
+		return r.client.DeleteSRIOVNIC(ctx, vmID, int32(state.DeviceKey.ValueInt64()), state.PowerOffAllowed.ValueBool())
+	})
 }
 
 // ImportState takes "<VM UUID or moid>:<device key>".

@@ -361,7 +361,13 @@ func configOptionProtocols(ctx context.Context, vc *vim25.Client, browser types.
 
 // PVRDMANIC reads one adapter of a VM by device key, in one round trip.
 func (c *Client) PVRDMANIC(ctx context.Context, vmID string, key int32) (*PVRDMANIC, error) {
-	op := fmt.Sprintf("reading PVRDMA adapter %d of virtual machine %s", key, vmID)
+	return readAdapter(ctx, c, "PVRDMA", vmID, key, pvrdmaNIC)
+}
+
+// readAdapter reads one network adapter of a VM by device key, in one round
+// trip, with of, which finds it among the VM's devices.
+func readAdapter[N any](ctx context.Context, c *Client, kind, vmID string, key int32, of func(vm *mo.VirtualMachine, key int32, op string) (*N, error)) (*N, error) {
+	op := fmt.Sprintf("reading %s adapter %d of virtual machine %s", kind, key, vmID)
 	ctx, cancel := c.withTimeout(ctx)
 	defer cancel()
 	vc, err := c.vimClient(ctx)
@@ -372,7 +378,7 @@ func (c *Client) PVRDMANIC(ctx context.Context, vmID string, key int32) (*PVRDMA
 	if err != nil {
 		return nil, err
 	}
-	return pvrdmaNIC(vm, key, op)
+	return of(vm, key, op)
 }
 
 func pvrdmaNIC(vm *mo.VirtualMachine, key int32, op string) (*PVRDMANIC, error) {

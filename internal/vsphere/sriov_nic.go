@@ -91,18 +91,7 @@ func sriovNICOf(vm *mo.VirtualMachine, key int32, op string) (*SRIOVNIC, error) 
 
 // SRIOVNIC reads one SR-IOV adapter of a VM by device key, in one round trip.
 func (c *Client) SRIOVNIC(ctx context.Context, vmID string, key int32) (*SRIOVNIC, error) {
-	op := fmt.Sprintf("reading SR-IOV adapter %d of virtual machine %s", key, vmID)
-	ctx, cancel := c.withTimeout(ctx)
-	defer cancel()
-	vc, err := c.vimClient(ctx)
-	if err != nil {
-		return nil, err
-	}
-	vm, err := c.readVMProps(ctx, vc, op, vmID, vmChangeProps)
-	if err != nil {
-		return nil, err
-	}
-	return sriovNICOf(vm, key, op)
+	return readAdapter(ctx, c, "SR-IOV", vmID, key, sriovNICOf)
 }
 
 // CreateSRIOVNIC adds an adapter, with all guest memory reserved as SR-IOV
