@@ -27,6 +27,9 @@ func vsphereErrorDiag(summary string, err error) diag.Diagnostic {
 
 // errorDetail is err's text with what to change in the configuration.
 func errorDetail(err error) string {
+	if err == nil {
+		return "vCenter gave no reason."
+	}
 	var connect *vsphere.ConnectError
 	var powerOn *vsphere.PowerOffNeeded
 	var e *vsphere.Error
@@ -151,4 +154,11 @@ func clientFrom(providerData any, diags *diag.Diagnostics) *vsphere.Client {
 		return nil
 	}
 	return client
+}
+
+// unexpectedFinding words a finding the resource has no words for: an error,
+// never silence (a new finding its wording has not caught up with).
+func unexpectedFinding(diags *diag.Diagnostics, f vsphere.Finding) {
+	diags.AddError("Unexpected finding", fmt.Sprintf("The plan found %T, which this resource has no words for. "+
+		"Please report this issue to the provider developers.", f))
 }

@@ -166,6 +166,8 @@ func addPassthroughFindings(diags *diag.Diagnostics, findings []vsphere.Finding)
 				fmt.Sprintf("Passthrough of PCI device %s of host %s would go back off, but virtual machines %s are configured "+
 					"with it and would not power on. Remove the device from them first (their vspherehpc_vm_gpu_mmio, in an apply of "+
 					"its own: a host's change is applied before its VMs'), or keep it listed.", f.PCIID, f.Host, strings.Join(f.VMs, ", ")))
+		default:
+			unexpectedFinding(diags, f)
 		}
 	}
 }

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 
@@ -48,10 +48,18 @@ func (r *hostPVRDMASettingsResource) ModifyPlan(ctx context.Context, req resourc
 		return
 	}
 	for _, f := range findings {
-		if f, ok := f.(vsphere.NoSuchVmknic); ok {
-			resp.Diagnostics.AddAttributeError(path.Root("vmknic"), "No such VMkernel adapter",
-				fmt.Sprintf("Host %s (%s) has no VMkernel adapter %s; its adapters are %s. Set vmknic to the adapter on the network "+
-					"the hosts' PVRDMA traffic uses.", f.Host, f.HostID, f.Vmknic, strings.Join(f.Vmknics, ", ")))
-		}
+		addHostPVRDMAFinding(&resp.Diagnostics, f)
+	}
+}
+
+// addHostPVRDMAFinding words one finding of the host settings' planner.
+func addHostPVRDMAFinding(diags *diag.Diagnostics, f vsphere.Finding) {
+	switch f := f.(type) {
+	case vsphere.NoSuchVmknic:
+		diags.AddAttributeError(path.Root("vmknic"), "No such VMkernel adapter",
+			fmt.Sprintf("Host %s (%s) has no VMkernel adapter %s; its adapters are %s. Set vmknic to the adapter on the network "+
+				"the hosts' PVRDMA traffic uses.", f.Host, f.HostID, f.Vmknic, listOrNone(f.Vmknics)))
+	default:
+		unexpectedFinding(diags, f)
 	}
 }

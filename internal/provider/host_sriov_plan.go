@@ -52,31 +52,8 @@ func (r *hostSRIOVResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 		return
 	}
 	for _, f := range findings {
-		switch f := f.(type) {
-		case vsphere.DeviceNotOnHost:
-			resp.Diagnostics.AddAttributeError(path.Root("pci_id"), "No such PCI device",
-				fmt.Sprintf("Host %s has no PCI device %s. Its SR-IOV capable devices: %s.", f.Host, f.PCIID, listOrNone(f.Capable)))
-		case vsphere.NotSRIOVCapable:
-			resp.Diagnostics.AddAttributeError(path.Root("pci_id"), "Not an SR-IOV function",
-				fmt.Sprintf("PCI device %s (%s) of host %s is not SR-IOV capable (for a ConnectX card, enable SR-IOV in its firmware "+
-					"with mlxconfig and reboot). Its SR-IOV capable devices: %s.", f.PCIID, f.Name, f.Host, listOrNone(f.Capable)))
-		case vsphere.TooManyVFs:
-			resp.Diagnostics.AddAttributeError(path.Root("num_virtual_functions"), "Too many virtual functions",
-				fmt.Sprintf("PCI device %s of host %s supports at most %d virtual functions, not %d.", f.PCIID, f.Host, f.Max, f.Wanted))
-		case vsphere.PassedThroughWhole:
-			users := "No VM is configured with it now, but passthrough is on for it."
-			if len(f.VMs) > 0 {
-				users = "Virtual machines " + strings.Join(f.VMs, ", ") + " are configured with it and would lose it."
-			}
-			resp.Diagnostics.AddAttributeError(path.Root("pci_id"), "Device passed through whole",
-				fmt.Sprintf("PCI device %s (%s) of host %s is passed through whole. %s A card is either passed through whole or split "+
-					"into SR-IOV virtual functions, never both: remove the device from those VMs and from its "+
-					"vspherehpc_host_pci_passthrough first (one apply), then turn SR-IOV on.", f.PCIID, f.Name, f.Host, users))
-		case vsphere.VFsInUse:
-			addVFsInUse(&resp.Diagnostics, path.Root("num_virtual_functions"), f,
-				"Keep enough virtual functions, or remove the adapters (vspherehpc_vm_sriov_nic) or passed-through functions "+
-					"(vspherehpc_vm_gpu_mmio) first.")
-		}
+		addHostSRIOVFinding(&resp.Diagnostics, f, "Keep enough virtual functions, or remove the adapters (vspherehpc_vm_sriov_nic) or "+
+			"passed-through functions (vspherehpc_vm_gpu_mmio) first.")
 	}
 	if d != nil && d.SRIOV != nil {
 		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("max_virtual_functions"), int64(d.SRIOV.MaxVFs))...)
@@ -114,7 +91,37 @@ func (r *hostSRIOVResource) checkDestroy(ctx context.Context, req resource.Modif
 		return
 	}
 	f, err := r.client.PlanSRIOVRestore(ctx, state.HostSystemID.ValueString(), state.PCIID.ValueString(), before, r.claims.leavingUses())
-	if f, ok := f.(vsphere.VFsInUse); ok && err == nil {
-		addVFsInUse(&resp.Diagnostics, path.Root("num_virtual_functions"), f, restoreFix)
+	if f != nil && err == nil {
+		addHostSRIOVFinding(&resp.Diagnostics, f, restoreFix)
+	}
+}
+
+// addHostSRIOVFinding words one finding of the SR-IOV planner; fix says how
+// to keep VMs their virtual functions.
+func addHostSRIOVFinding(diags *diag.Diagnostics, f vsphere.Finding, fix string) {
+	switch f := f.(type) {
+	case vsphere.DeviceNotOnHost:
+		diags.AddAttributeError(path.Root("pci_id"), "No such PCI device",
+			fmt.Sprintf("Host %s has no PCI device %s. Its SR-IOV capable devices: %s.", f.Host, f.PCIID, listOrNone(f.Capable)))
+	case vsphere.NotSRIOVCapable:
+		diags.AddAttributeError(path.Root("pci_id"), "Not an SR-IOV function",
+			fmt.Sprintf("PCI device %s (%s) of host %s is not SR-IOV capable (for a ConnectX card, enable SR-IOV in its firmware "+
+				"with mlxconfig and reboot). Its SR-IOV capable devices: %s.", f.PCIID, f.Name, f.Host, listOrNone(f.Capable)))
+	case vsphere.TooManyVFs:
+		diags.AddAttributeError(path.Root("num_virtual_functions"), "Too many virtual functions",
+			fmt.Sprintf("PCI device %s of host %s supports at most %d virtual functions, not %d.", f.PCIID, f.Host, f.Max, f.Wanted))
+	case vsphere.PassedThroughWhole:
+		users := "No VM is configured with it now, but passthrough is on for it."
+		if len(f.VMs) > 0 {
+			users = "Virtual machines " + strings.Join(f.VMs, ", ") + " are configured with it and would lose it."
+		}
+		diags.AddAttributeError(path.Root("pci_id"), "Device passed through whole",
+			fmt.Sprintf("PCI device %s (%s) of host %s is passed through whole. %s A card is either passed through whole or split "+
+				"into SR-IOV virtual functions, never both: remove the device from those VMs and from its "+
+				"vspherehpc_host_pci_passthrough first (one apply), then turn SR-IOV on.", f.PCIID, f.Name, f.Host, users))
+	case vsphere.VFsInUse:
+		addVFsInUse(diags, path.Root("num_virtual_functions"), f, fix)
+	default:
+		unexpectedFinding(diags, f)
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
-	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
@@ -216,8 +215,8 @@ func (r *hostSRIOVResource) Delete(ctx context.Context, req resource.DeleteReque
 	if errors.Is(err, vsphere.ErrNotFound) {
 		return // the host is gone, and its SR-IOV with it
 	}
-	if f, ok := f.(vsphere.VFsInUse); ok {
-		addVFsInUse(&resp.Diagnostics, path.Root("num_virtual_functions"), f, restoreFix)
+	if f != nil {
+		addHostSRIOVFinding(&resp.Diagnostics, f, restoreFix)
 		return
 	}
 	err = r.client.SetHostSRIOV(ctx, state.HostSystemID.ValueString(), state.PCIID.ValueString(), before)

@@ -85,12 +85,8 @@ func (r *rdmaDVSResource) checkDestroy(ctx context.Context, id vsphere.DVSID, di
 	if err != nil {
 		return // the destroy itself says more
 	}
-	if f, ok := f.(vsphere.SwitchInUse); ok {
-		diags.AddError("Switch still in use",
-			fmt.Sprintf("VM network adapters that this configuration does not remove still use the port groups of switch %s: %s. "+
-				"vCenter refuses to destroy a switch while they do: remove those adapters first (destroy their "+
-				"vspherehpc_vm_pvrdma_nic or vspherehpc_vm_sriov_nic, or remove them in vCenter), then destroy the switch.",
-				f.Switch, vsphere.DescribeSwitchUsers(f.Users)))
+	if f != nil {
+		addDVSFinding(diags, f, dvsWording{})
 	}
 }
 
@@ -120,20 +116,7 @@ func (r *rdmaDVSResource) checkNames(ctx context.Context, plan, state *rdmaDVSMo
 		return true
 	}
 	for _, f := range findings {
-		f, ok := f.(vsphere.NameTaken)
-		if !ok {
-			continue
-		}
-		if f.For == vsphere.ObjectSwitch {
-			diags.AddAttributeError(path.Root("name"), "Switch name taken",
-				fmt.Sprintf("Datacenter %s already has a distributed switch called %q (%s); vCenter keeps switch names unique in a "+
-					"datacenter. Choose another name, or import that switch (terraform import on this resource with its UUID) to "+
-					"manage it.", change.DatacenterID, f.Name, f.ID))
-			continue
-		}
-		diags.AddAttributeError(path.Root("port_group").AtName("name"), "Port group name taken",
-			fmt.Sprintf("Datacenter %s already has a %s called %q (%s); vCenter keeps network names unique in a datacenter, and "+
-				"standard port groups such as \"VM Network\" count. Choose another port group name.", change.DatacenterID, f.TakenBy, f.Name, f.ID))
+		addDVSFinding(diags, f, dvsWording{datacenter: change.DatacenterID})
 	}
 	return true
 }
@@ -165,13 +148,8 @@ func (r *rdmaDVSResource) checkVersion(ctx context.Context, req resource.ModifyP
 			resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("version"), version)...)
 		}
 		return version
-	case vsphere.VersionNotOffered:
-		resp.Diagnostics.AddAttributeError(path.Root("version"), "Switch version not offered",
-			fmt.Sprintf("vCenter offers distributed switch versions %s, not %s.", strings.Join(f.Offered, ", "), f.Wanted))
-	case vsphere.DowngradeRefused:
-		resp.Diagnostics.AddAttributeError(path.Root("version"), "Switch downgrade refused",
-			fmt.Sprintf("Switch %s is at version %s; vSphere cannot downgrade a distributed switch to %s. Keep %s, or replace the "+
-				"switch (terraform apply -replace) once no VM uses it.", state.Name.ValueString(), f.Current, f.Wanted, f.Current))
+	default:
+		addDVSFinding(&resp.Diagnostics, f, dvsWording{switchName: plan.Name.ValueString()})
 	}
 	return ""
 }
@@ -189,11 +167,7 @@ func (r *rdmaDVSResource) checkHosts(ctx context.Context, plan, state *rdmaDVSMo
 		change.CurrentVersion = state.Version.ValueString()
 	}
 	for _, f := range r.client.PlanDVSHosts(ctx, change) {
-		if f, ok := f.(vsphere.HostTooOld); ok {
-			addHostTooOld(diags, f, change.SwitchName, state != nil)
-			continue
-		}
-		addDVSHostFinding(diags, f)
+		addDVSFinding(diags, f, dvsWording{switchName: change.SwitchName, existing: state != nil})
 	}
 }
 
@@ -231,8 +205,14 @@ func addHostTooOld(diags *diag.Diagnostics, f vsphere.HostTooOld, switchName str
 	}
 }
 
-// addDVSHostFinding words one finding of the switch's host planner.
-func addDVSHostFinding(diags *diag.Diagnostics, f vsphere.Finding) {
+// dvsWording is what the words for a switch's findings need beside them.
+type dvsWording struct {
+	switchName, datacenter string
+	existing               bool // the switch exists (it cannot be downgraded)
+}
+
+// addDVSFinding words one finding of the switch's planners.
+func addDVSFinding(diags *diag.Diagnostics, f vsphere.Finding, w dvsWording) {
 	at := path.Root("host")
 	freeHint := func(c vsphere.NICChoice) string {
 		if len(c.FreeRDMA) == 0 {
@@ -265,6 +245,34 @@ func addDVSHostFinding(diags *diag.Diagnostics, f vsphere.Finding) {
 	case vsphere.NICLinkDown:
 		diags.AddAttributeWarning(at, "NIC link down",
 			fmt.Sprintf("%s on host %s (%s) has no link: check its cable and the physical switch port.", f.NIC, f.Host, f.HostID))
+	case vsphere.HostTooOld:
+		addHostTooOld(diags, f, w.switchName, w.existing)
+	case vsphere.VersionNotOffered:
+		diags.AddAttributeError(path.Root("version"), "Switch version not offered",
+			fmt.Sprintf("vCenter offers distributed switch versions %s, not %s.", listOrNone(f.Offered), f.Wanted))
+	case vsphere.DowngradeRefused:
+		diags.AddAttributeError(path.Root("version"), "Switch downgrade refused",
+			fmt.Sprintf("Switch %s is at version %s; vSphere cannot downgrade a distributed switch to %s. Keep %s, or replace the "+
+				"switch (terraform apply -replace) once no VM uses it.", w.switchName, f.Current, f.Wanted, f.Current))
+	case vsphere.NameTaken:
+		if f.For == vsphere.ObjectSwitch {
+			diags.AddAttributeError(path.Root("name"), "Switch name taken",
+				fmt.Sprintf("Datacenter %s already has a distributed switch called %q (%s); vCenter keeps switch names unique in a "+
+					"datacenter. Choose another name, or import that switch (terraform import on this resource with its UUID) to "+
+					"manage it.", w.datacenter, f.Name, f.ID))
+			return
+		}
+		diags.AddAttributeError(path.Root("port_group").AtName("name"), "Port group name taken",
+			fmt.Sprintf("Datacenter %s already has a %s called %q (%s); vCenter keeps network names unique in a datacenter, and "+
+				"standard port groups such as \"VM Network\" count. Choose another port group name.", w.datacenter, f.TakenBy, f.Name, f.ID))
+	case vsphere.SwitchInUse:
+		diags.AddError("Switch still in use",
+			fmt.Sprintf("VM network adapters that this configuration does not remove still use the port groups of switch %s: %s. "+
+				"vCenter refuses to destroy a switch while they do: remove those adapters first (destroy their "+
+				"vspherehpc_vm_pvrdma_nic or vspherehpc_vm_sriov_nic, or remove them in vCenter), then destroy the switch.",
+				f.Switch, vsphere.DescribeSwitchUsers(f.Users)))
+	default:
+		unexpectedFinding(diags, f)
 	}
 }
 

@@ -196,28 +196,42 @@ func isSizeFinding(f vsphere.Finding) bool {
 
 // planSize plans the MMIO size the planner found, or says why it is refused.
 func (r *vmGPUMMIOResource) planSize(ctx context.Context, size int64, f vsphere.Finding, resp *resource.ModifyPlanResponse) {
+	if f == nil {
+		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("mmio_size_gb"), size)...)
+		return
+	}
+	addGPUMMIOFinding(&resp.Diagnostics, f)
+}
+
+// addMMIOSizeFinding words a refused MMIO size and reports whether f was one.
+func addMMIOSizeFinding(diags *diag.Diagnostics, f vsphere.Finding) bool {
 	at := path.Root("mmio_size_gb")
 	switch f := f.(type) {
-	case nil:
-		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, at, size)...)
 	case vsphere.MMIOSizeImpossible:
-		resp.Diagnostics.AddAttributeError(at, "Cannot size the MMIO window", f.Err.Error())
+		detail := "The GPUs' memory needs a window beyond any ESXi host can address."
+		if f.Err != nil {
+			detail = f.Err.Error()
+		}
+		diags.AddAttributeError(at, "Cannot size the MMIO window", detail)
 	case vsphere.MMIOSizeUnknown:
-		resp.Diagnostics.AddAttributeError(at, "GPU memory unknown",
+		diags.AddAttributeError(at, "GPU memory unknown",
 			"The host does not report the memory of every GPU listed, so the MMIO size cannot be computed: set mmio_size_gb "+
 				"(vspherehpc_mmio_size computes it from the GPUs' memory).")
 	case vsphere.NothingToSize:
-		resp.Diagnostics.AddAttributeError(at, "Nothing to size the MMIO window from",
+		diags.AddAttributeError(at, "Nothing to size the MMIO window from",
 			"List the VM's GPUs in gpu blocks, or set mmio_size_gb (devices in pci_device blocks do not size the window). "+
 				"(The resource manages all of the VM's passthrough devices: ones it is not given are detached.)")
 	case vsphere.MMIONotPowerOfTwo:
-		resp.Diagnostics.AddAttributeError(at, "MMIO size not a power of two",
+		diags.AddAttributeError(at, "MMIO size not a power of two",
 			fmt.Sprintf("mmio_size_gb = %d is not a power of two; vSphere needs one (e.g. %d).", f.Given, f.Suggested))
 	case vsphere.MMIOTooSmall:
-		resp.Diagnostics.AddAttributeError(at, "MMIO size too small",
+		diags.AddAttributeError(at, "MMIO size too small",
 			fmt.Sprintf("mmio_size_gb = %d is below %d, what %s GB of GPU memory needs (the smallest power of two at least twice "+
 				"the total). Too small a window and the VM does not boot, with no error: use %d or more.", f.Given, f.Rule, mmio.FormatGB(f.TotalGB), f.Rule))
+	default:
+		return false
 	}
+	return true
 }
 
 // turnedOnAtReboot words a device a host resource of the same plan turns on,
@@ -333,6 +347,8 @@ func addGPUMMIOFinding(diags *diag.Diagnostics, f vsphere.Finding) {
 				"under BIOS does not boot after the switch: install the OS after switching to EFI, or set allow_firmware_change = true "+
 				"if the guest can boot EFI.", f.VM, f.Firmware, f.Guest))
 	default:
-		addPowerFinding(diags, f)
+		if !addMMIOSizeFinding(diags, f) && !addPowerFinding(diags, f) {
+			unexpectedFinding(diags, f)
+		}
 	}
 }

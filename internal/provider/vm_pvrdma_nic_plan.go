@@ -136,6 +136,8 @@ func addPVRDMANICFinding(diags *diag.Diagnostics, f vsphere.Finding) {
 			fmt.Sprintf("Virtual machine %s already has a PVRDMA adapter on port group %s. Several PVRDMA adapters of a VM should be "+
 				"on separate networks.", f.VM, f.PortGroup))
 	default:
-		addPowerFinding(diags, f)
+		if !addPowerFinding(diags, f) {
+			unexpectedFinding(diags, f)
+		}
 	}
 }

@@ -47,7 +47,7 @@ func (r *vmSRIOVNICResource) ModifyPlan(ctx context.Context, req resource.Modify
 			return // nothing vCenter needs to be asked about
 		}
 	}
-	findings, err := r.client.PlanSRIOVNIC(ctx, change)
+	findings, free, err := r.client.PlanSRIOVNIC(ctx, change)
 	if errors.Is(err, vsphere.ErrNotFound) {
 		resp.Diagnostics.Append(notFoundDiag(argumentOf(err, map[vsphere.Object]string{
 			vsphere.ObjectVirtualMachine: "virtual_machine_id", vsphere.ObjectPortGroup: "distributed_port_group_id",
@@ -59,11 +59,10 @@ func (r *vmSRIOVNICResource) ModifyPlan(ctx context.Context, req resource.Modify
 		return
 	}
 	for _, f := range findings {
-		if free, ok := f.(vsphere.FreeVFs); ok {
-			r.takeVF(ctx, req, resp, plan.VirtualMachineID, free)
-			continue
-		}
 		addSRIOVNICFinding(&resp.Diagnostics, f)
+	}
+	if free != nil {
+		r.takeVF(ctx, req, resp, plan.VirtualMachineID, *free)
 	}
 }
 
@@ -143,6 +142,8 @@ func addSRIOVNICFinding(diags *diag.Diagnostics, f vsphere.Finding) {
 			fmt.Sprintf("Virtual machine %s already has a network adapter with MAC address %s. Two adapters with one MAC break each "+
 				"other's traffic: choose another address, or leave mac_address out to let vSphere generate one.", f.VM, f.MAC))
 	default:
-		addPowerFinding(diags, f)
+		if !addPowerFinding(diags, f) {
+			unexpectedFinding(diags, f)
+		}
 	}
 }

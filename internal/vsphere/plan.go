@@ -64,3 +64,31 @@ func staying(refs []VMRef, leaves func(VMRef) bool) []VMRef {
 	}
 	return out
 }
+
+// What each planner can find: the provider words every one of them, and its
+// tests feed each list to the wording (TestFindingsListed checks that every
+// finding type of this package is in a list).
+var (
+	// DVSFindings: PlanDVSVersion, PlanDVSNames, PlanDVSHosts, PlanDVSDelete.
+	DVSFindings = []Finding{VersionNotOffered{}, DowngradeRefused{}, NameTaken{}, SwitchInUse{}, HostNotChecked{},
+		NICNotOnHost{}, NICInUse{}, NICWithoutRDMA{}, NICLinkDown{}, HostTooOld{}}
+	// HostPVRDMAFindings: PlanHostPVRDMA.
+	HostPVRDMAFindings = []Finding{NoSuchVmknic{}}
+	// PassthroughFindings: PlanHostPassthrough.
+	PassthroughFindings = []Finding{DeviceNotOnHost{}, DeviceNotCapable{}, DeviceUsedByHost{}, NoDeviceMatches{},
+		DeviceUsedByVMs{}, DeviceServesVFs{}}
+	// HostSRIOVFindings: PlanHostSRIOV and PlanSRIOVRestore.
+	HostSRIOVFindings = []Finding{DeviceNotOnHost{}, NotSRIOVCapable{}, TooManyVFs{}, PassedThroughWhole{}, VFsInUse{}}
+	// PowerFindings: PlanPower, part of every VM planner's.
+	PowerFindings = []Finding{&PowerOffNeeded{}, &VMSuspended{}}
+	// GPUMMIOFindings: PlanGPUMMIO and PlanMMIOSize, beside PowerFindings.
+	GPUMMIOFindings = []Finding{NoDynamicGPU{}, TooFewGPUs{}, GPUNotActive{}, GPUInUse{}, GPUNotOnHost{},
+		DeviceNotOnVMHost{}, DeviceNotActive{}, DeviceInUse{}, DeviceIsGPU{}, FirmwareChangeRefused{},
+		MMIOSizeUnknown{}, NothingToSize{}, MMIOSizeImpossible{}, MMIONotPowerOfTwo{}, MMIOTooSmall{}}
+	// PVRDMANICFindings: PlanPVRDMANIC, beside PowerFindings.
+	PVRDMANICFindings = []Finding{HardwareTooOld{}, ProtocolNotOffered{}, NoProtocolChoice{}, StandardNetwork{},
+		HostsNotOnSwitch{}, PVRDMAFirstAdapter{}, PVRDMASharedNetwork{}, MACInUse{}}
+	// SRIOVNICFindings: PlanSRIOVNIC, beside PowerFindings.
+	SRIOVNICFindings = []Finding{HardwareTooOld{}, StandardNetwork{}, DeviceNotOnHost{}, NotSRIOVCapable{}, PFNotNIC{},
+		SRIOVNotActive{}, PFNotUplink{}, NoSRIOVPool{}, VMHostNotOnSwitch{}, MACInUse{}}
+)

@@ -233,14 +233,6 @@ type (
 	PFNotUplink struct {
 		Host, NIC, Switch, UplinkOf string
 	}
-	// FreeVFs: a new adapter on a physical function that serves virtual
-	// functions, with the number no VM takes yet (adapters and VFs passed
-	// through count). Each adapter takes one at power on: the provider
-	// refuses more new adapters of one plan than there are.
-	FreeVFs struct {
-		Host, HostID, PCIID, NIC string
-		VFs, Free                int
-	}
 	// VMHostNotOnSwitch: the VM's host is no member of the port group's
 	// switch.
 	VMHostNotOnSwitch struct {
@@ -258,39 +250,38 @@ func (SRIOVNotActive) finding()    {}
 func (PFNotUplink) finding()       {}
 func (NoSRIOVPool) finding()       {}
 func (VMHostNotOnSwitch) finding() {}
-func (FreeVFs) finding()           {}
 
 // PlanSRIOVNIC checks a planned SR-IOV adapter against its VM, the VM's
-// host and the port group's switch.
-func (c *Client) PlanSRIOVNIC(ctx context.Context, ch SRIOVNICChange) ([]Finding, error) {
+// host and the port group's switch, and returns the free virtual functions
+// of a new adapter's physical function (nil when it has none to count).
+func (c *Client) PlanSRIOVNIC(ctx context.Context, ch SRIOVNICChange) ([]Finding, *FreeVFs, error) {
 	op := "checking an SR-IOV adapter of virtual machine " + ch.VMID
 	ctx, cancel := c.withTimeout(ctx)
 	defer cancel()
 	vm, host, err := c.vmAndHost(ctx, ch.VMID)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	label := fmt.Sprintf("%s (%s)", vm.Name, ch.VMID)
 	var out []Finding
+	var free *FreeVFs
 	if vm.HardwareVersion < MinSRIOVHardwareVersion {
 		out = append(out, HardwareTooOld{VM: label, Version: vm.HardwareVersion, Minimum: MinSRIOVHardwareVersion})
 	}
 	vc, err := c.vimClient(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	pg, err := c.readPortGroup(ctx, vc, op, ch.PortGroupID)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if pg.standard {
 		out = append(out, StandardNetwork{NetworkID: ch.PortGroupID, Name: pg.name})
 	} else if host.ID != "" {
 		if slices.ContainsFunc(pg.members, func(m types.ManagedObjectReference) bool { return m.Value == host.ID }) {
 			out = append(out, planPhysicalFunction(label, host, pg.switchName, ch.PhysicalFunction, ch.Planned)...)
-			if f := freeVFs(host, ch); f != nil {
-				out = append(out, *f)
-			}
+			free = freeVFs(host, ch)
 		} else {
 			// vCenter refuses the adapter (InvalidArgument): its VF needs a
 			// port of the switch on the VM's own host.
@@ -300,7 +291,7 @@ func (c *Client) PlanSRIOVNIC(ctx context.Context, ch SRIOVNICChange) ([]Finding
 	if ch.MAC != "" {
 		owner, err := macOwner(ctx, vc, ch.MAC, types.ManagedObjectReference{Type: "VirtualMachine", Value: vm.MOID}, ch.Key)
 		if err != nil {
-			return nil, translate(op+": looking for MAC address "+ch.MAC, err)
+			return nil, nil, translate(op+": looking for MAC address "+ch.MAC, err)
 		}
 		if owner != "" {
 			out = append(out, MACInUse{MAC: ch.MAC, VM: owner})
@@ -309,7 +300,16 @@ func (c *Client) PlanSRIOVNIC(ctx context.Context, ch SRIOVNICChange) ([]Finding
 	if p := PlanPower(label, vm.PowerState, ch.Key == 0 || ch.NewPF, ch.PowerOffAllowed, WhatSRIOVNeedsOff); p != nil {
 		out = append(out, p)
 	}
-	return out, nil
+	return out, free, nil
+}
+
+// FreeVFs is a new adapter's physical function, when it serves virtual
+// functions, with the number no VM takes yet (adapters and VFs passed through
+// count). Each adapter takes one at power on: the provider refuses more new
+// adapters of one plan than there are.
+type FreeVFs struct {
+	Host, HostID, PCIID, NIC string
+	VFs, Free                int
 }
 
 // freeVFs counts the virtual functions of a new adapter's physical function
