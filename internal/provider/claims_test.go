@@ -126,3 +126,36 @@ func TestAccClaims_replacementIsOneInstance(t *testing.T) {
 		},
 	})
 }
+
+// Across provider aliases the provider sees what already exists in vCenter,
+// not the other alias's plan (each provider configuration has a claim book of
+// its own): a second alias's switch with a name the first one's switch has is
+// refused at plan, naming the switch that has it.
+func TestAccClaims_providerAliases(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	second := strings.Replace(providerConfig(lab), `provider "vspherehpc" {`, "provider \"vspherehpc\" {\n  alias = \"second\"", 1)
+	sw := func(resourceName, provider string) string {
+		return fmt.Sprintf(`
+resource "vspherehpc_rdma_dvs" %q {
+  provider      = %s
+  datacenter_id = %q
+  name          = %q
+  port_group {
+    name = %q
+  }
+}
+`, resourceName, provider, lab.DatacenterID(), testName("twin"), testName(resourceName+"-vms"))
+	}
+	first := providerConfig(lab) + second + sw("first", "vspherehpc")
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: first},
+			{
+				Config: first + sw("other", "vspherehpc.second"), PlanOnly: true,
+				ExpectError: regexp.MustCompile(`(?s)Switch name taken.*already has a distributed switch called "` + regexp.QuoteMeta(testName("twin")) + `"`),
+			},
+		},
+	})
+}
