@@ -164,7 +164,7 @@ func TestAccFailedApply_passthroughOffUnderVM(t *testing.T) {
 	d.run("apply", "-auto-approve")
 	d.write(map[string]string{"main.tf": config(fmt.Sprintf("[%q]", lab.GPUs()[0]))})
 	out, err := d.try("apply", "-auto-approve")
-	if err == nil || !regexp.MustCompile(`(?s)Device still used by VMs.*` + regexp.QuoteMeta(a100) + `.*` + regexp.QuoteMeta(vm)).MatchString(out) ||
+	if err == nil || !regexp.MustCompile(`(?s)Device still used by VMs.*`+regexp.QuoteMeta(a100)+`.*`+regexp.QuoteMeta(vm)).MatchString(out) ||
 		strings.Contains(out, "Modifying...") {
 		t.Fatalf("passthrough off under the VM: %v, want a plan error naming %s and %s, nothing changed:\n%s", err, a100, vm, out)
 	}
