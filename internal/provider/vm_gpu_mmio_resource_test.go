@@ -3,9 +3,7 @@ package provider
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
@@ -280,53 +278,6 @@ func TestAccVMGPUMMIO_vmRemoved(t *testing.T) {
 	})
 }
 
-func TestAccVMGPUMMIO_refusals(t *testing.T) {
-	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
-	simulatedOnly(t, lab, "uses the lab's A100, an SR-IOV NIC, VMs legacy-node and installed-node, and powers a VM on")
-	ctx := context.Background()
-	vm, node1 := lab.VMNames()[0], lab.VMNames()[1]
-	uuid := lab.VMUUID(vm)
-	gpu0, gpu1 := lab.GPUs()[0], lab.GPUs()[1]
-	// Another VM on the same host holds the second GPU (0000:5e:00.0).
-	var other string
-	for _, n := range lab.VMNames() {
-		if n != vm && lab.VMHostName(n) == lab.VMHostName(vm) {
-			other = n
-		}
-	}
-	if other == "" {
-		t.Fatal("no second VM on the host of " + vm)
-	}
-	must(t, lab.AttachGPU(ctx, other, gpu1))
-	must(t, lab.PowerOnVM(ctx, node1))
-	resource.UnitTest(t, resource.TestCase{
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		Steps: []resource.TestStep{
-			{Config: gpuConfig(lab, uuid, gpuBlock(gpu0)+gpuBlock(gpu0)), PlanOnly: true,
-				ExpectError: wrapped(`GPU ` + gpu0 + ` is listed twice. A VM given the same GPU twice does not boot`)},
-			{Config: gpuConfig(lab, uuid, gpuBlock(gpu1)), PlanOnly: true,
-				ExpectError: wrapped(fmt.Sprintf(`GPU %s on host %s is already configured on virtual machine %s (powered off).`, gpu1, lab.VMHostName(vm), other))},
-			{Config: gpuConfig(lab, uuid, gpuBlock("0000:af:00.0")), PlanOnly: true,
-				ExpectError: wrapped(`GPU 0000:af:00.0 (GA100 [A100 PCIe 40GB]) on host ` + lab.VMHostName(vm) + ` is not active for passthrough.`)},
-			{Config: gpuConfig(lab, uuid, gpuBlock("0000:d8:00.0")), PlanOnly: true,
-				ExpectError: wrapped(`which has no GPU 0000:d8:00.0; no host of its cluster has it.`)},
-			{Config: gpuConfig(lab, uuid, gpuBlock(gpu0)+"  mmio_size_gb = 100"), PlanOnly: true,
-				ExpectError: wrapped(`mmio_size_gb = 100 is not a power of two`)},
-			{Config: gpuConfig(lab, uuid, gpuBlock(gpu0)+"  mmio_size_gb = 128"), PlanOnly: true,
-				ExpectError: wrapped(`mmio_size_gb = 128 is below 256, what 80 GB of GPU memory needs`)},
-			{Config: gpuConfig(lab, lab.VMUUID("installed-node"), gpuBlock(gpu0)), PlanOnly: true,
-				ExpectError: wrapped(`has firmware bios and a guest OS`)},
-			{Config: gpuConfig(lab, lab.VMUUID(node1), gpuBlock(gpu0)), PlanOnly: true,
-				ExpectError: wrapped(`is powered on, and attaching or detaching GPUs, or switching the firmware to EFI needs it powered off`)},
-			{Config: gpuConfig(lab, uuid, fmt.Sprintf(`  gpu {
-    pci_id    = %q
-    vendor_id = "10de"
-  }`, gpu0)), PlanOnly: true, ExpectError: wrapped(`Give a GPU either as pci_id`)},
-		},
-	})
-}
-
 // A GPU setup and PVRDMA adapters on one VM at default parallelism: each
 // reconfigure carries only its own devices, so none undoes another.
 func TestAccVMGPUMMIO_withPVRDMAOnOneVM(t *testing.T) {
@@ -532,139 +483,6 @@ func TestAccVMGPUMMIO_sameVMAndRunningChanges(t *testing.T) {
 				ExpectError: wrapped(`is powered on, and attaching or detaching GPUs, or switching the firmware to EFI needs it powered off`),
 			},
 			{Config: gpuConfig(lab, lab.VMID(vm), twoGPUs(lab)+"  power_off_allowed = true")},
-		},
-	})
-}
-
-func TestAccVMGPUMMIO_moreRefusals(t *testing.T) {
-	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
-	vm := lab.VMNames()[0]
-	uuid := lab.VMUUID(vm)
-	resource.UnitTest(t, resource.TestCase{
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		Steps: []resource.TestStep{
-			{
-				Config: gpuConfig(lab, uuid, "  gpu {\n    vendor_id = \"10de\"\n    device_id = \"ffff\"\n  }\n"), PlanOnly: true,
-				ExpectError: wrapped(`has no passthrough-active GPU with vendor id 10de and device id ffff`),
-			},
-			{
-				Config: gpuConfig(lab, uuid, ""), PlanOnly: true,
-				ExpectError: wrapped(`List the VM's GPUs in gpu blocks, or set mmio_size_gb`),
-			},
-			// An EFI VM with one GPU, running: attaching a second needs it off,
-			// and so does destroying (detaching) without power_off_allowed.
-			{Config: gpuConfig(lab, uuid, gpuBlock(lab.GPUs()[0]))},
-			{
-				PreConfig: func() { must(t, lab.PowerOnVM(context.Background(), vm)) },
-				Config:    gpuConfig(lab, uuid, twoGPUs(lab)), PlanOnly: true,
-				ExpectError: wrapped(`is powered on, and attaching or detaching GPUs, or switching the firmware to EFI needs it powered off`),
-			},
-			{
-				Config: providerConfig(lab), PlanOnly: true,
-				ExpectError: wrapped(`(set it on the resource and apply before destroying)`),
-			},
-			{Config: gpuConfig(lab, uuid, gpuBlock(lab.GPUs()[0])+"  power_off_allowed = true")},
-		},
-	})
-}
-
-// A VM with nothing of a GPU setup has nothing to import.
-func TestAccVMGPUMMIO_importNothing(t *testing.T) {
-	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
-	vm := lab.VMNames()[1]
-	uuid := lab.VMUUID(vm)
-	resource.UnitTest(t, resource.TestCase{
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		Steps: []resource.TestStep{{
-			Config:       requiredProviders + gpuConfig(lab, uuid, twoGPUs(lab)),
-			ResourceName: gpuAddr, ImportState: true, ImportStateId: uuid,
-			ExpectError: wrapped("Virtual machine " + vm + " (" + uuid + ") has no GPU passthrough setup: no passthrough GPU and neither " +
-				"pciPassthru.use64bitMMIO nor pciPassthru.64bitMMIOSizeGB. Create the resource instead"),
-		}},
-	})
-}
-
-// Bounds and values the schema cannot hold, refused at plan with what to do
-// (issue 12): an MMIO window beyond what an ESXi host addresses, a size that
-// is not a whole number, more dynamic GPUs of a model than the VM's host has
-// (the lab's hosts have two H100 each), and a gpu block that lacks half of
-// its vendor and device ids.
-func TestAccVMGPUMMIO_boundsAndMessages(t *testing.T) {
-	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
-	vm := lab.VMNames()[0]
-	uuid := lab.VMUUID(vm)
-	vendorID, deviceID, name, active := gpuModel(t, lab, vm)
-	model := vendorID + ":" + deviceID
-	if name != "" {
-		model += " (" + name + ")"
-	}
-	dynamic := fmt.Sprintf("  gpu {\n    vendor_id = %q\n    device_id = %q\n  }\n", vendorID, deviceID)
-	two := twoGPUs(lab)
-	resource.UnitTest(t, resource.TestCase{
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		Steps: []resource.TestStep{
-			{Config: gpuConfig(lab, uuid, two+"  mmio_size_gb = 4611686018427387904"), PlanOnly: true,
-				ExpectError: wrapped(`mmio_size_gb = 4611686018427387904 GB is more than any ESXi host can address: the most is 1048576 GB (1 PiB, ` +
-					`the maximum physical address of ESXi). Leave mmio_size_gb unset to size the window from the GPUs' memory, or give a power of two up to 1048576.`)},
-			{Config: gpuConfig(lab, uuid, two+"  mmio_size_gb = 0"), PlanOnly: true,
-				ExpectError: wrapped(`mmio_size_gb = 0: the window must be at least 1 GB. Leave mmio_size_gb unset`)},
-			{Config: gpuConfig(lab, uuid, two+"  mmio_size_gb = 512.5"), PlanOnly: true,
-				ExpectError: wrapped(`mmio_size_gb must be a whole number from 1 to 1048576; 512.5 is not.`)},
-			{Config: gpuConfig(lab, uuid, two+"  mmio_size_gb = 1e400"), PlanOnly: true,
-				ExpectError: wrapped(`mmio_size_gb must be a whole number from 1 to 1048576; 1e+400 is not.`)},
-			{Config: gpuConfig(lab, uuid, strings.Repeat(dynamic, active+1)+"  power_off_allowed = true"), PlanOnly: true,
-				ExpectError: wrapped(fmt.Sprintf(`Virtual machine %s (%s) asks for %d GPUs of model %s, but its host %s `+
-					`has %d active for passthrough. Each GPU is one device at power on, so the VM would not power on: list at most %d gpu blocks of that model`,
-					vm, uuid, active+1, model, lab.VMHostName(vm), active, active))},
-			{Config: gpuConfig(lab, uuid, "  gpu {\n    vendor_id = \"10de\"\n  }\n"), PlanOnly: true,
-				ExpectError: wrapped(`gpu block 1 has vendor_id = "10de" but no device_id. Dynamic DirectPath needs both: add the GPU model's device_id`)},
-			{Config: gpuConfig(lab, uuid, two+"  gpu {\n    device_id = \"2330\"\n  }\n"), PlanOnly: true,
-				ExpectError: wrapped(`gpu block 3 has device_id = "2330" but no vendor_id. Dynamic DirectPath needs both: add the GPU's vendor_id`)},
-			{Config: gpuConfig(lab, uuid, "  gpu {\n  }\n"), PlanOnly: true,
-				ExpectError: wrapped(`gpu block 1 is empty. Give pci_id (a device on the VM's host, e.g. 0000:3b:00.0), or vendor_id and device_id`)},
-			// As many as the host has is accepted.
-			{Config: gpuConfig(lab, uuid, strings.Repeat(dynamic, active)+"  power_off_allowed = true"), PlanOnly: true, ExpectNonEmptyPlan: true},
-		},
-	})
-}
-
-// Two resources of one configuration claiming one GPU, or one VM's setup,
-// are refused at plan, naming both.
-func TestAccVMGPUMMIO_claimedTwice(t *testing.T) {
-	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
-	vm := lab.VMNames()[0]
-	var sameHost string
-	for _, n := range lab.VMNames() {
-		if n != vm && lab.VMHostName(n) == lab.VMHostName(vm) {
-			sameHost = n
-		}
-	}
-	if sameHost == "" {
-		if !lab.Simulated() {
-			t.Skip("needs two of VSPHERE_TEST_VMS on one host; " + vm + " has none beside it")
-		}
-		t.Fatal("no second VM on the host of " + vm)
-	}
-	one := "\n" + gpuBlock(lab.GPUs()[0])
-	second := func(vmID string) string {
-		return strings.Replace(strings.Replace(gpuConfig(lab, vmID, one), providerConfig(lab), "", 1), `"gpu" {`, `"again" {`, 1)
-	}
-	resource.UnitTest(t, resource.TestCase{
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		Steps: []resource.TestStep{
-			{
-				Config: gpuConfig(lab, lab.VMUUID(vm), one) + second(lab.VMUUID(sameHost)), PlanOnly: true,
-				ExpectError: regexp.MustCompile(`(?s)Claimed twice in this configuration.*claim\s+GPU\s+` + regexp.QuoteMeta(lab.GPUs()[0]) + `\s+on\s+host\s+` +
-					regexp.QuoteMeta(lab.VMHostName(vm)) + `:\s+the\s+vspherehpc_vm_gpu_mmio\s+of\s+virtual\s+machine\s+.*A\s+GPU\s+or\s+other\s+PCI\s+device\s+is\s+passed\s+through\s+to\s+one\s+VM\s+only`),
-			},
-			{
-				Config: gpuConfig(lab, lab.VMUUID(vm), twoGPUs(lab)) + second(lab.VMID(vm)), PlanOnly: true,
-				ExpectError: regexp.MustCompile(`(?s)Claimed twice in this configuration.*claim\s+the\s+GPU\s+setup\s+of\s+virtual\s+machine.*One\s+vspherehpc_vm_gpu_mmio\s+manages\s+all`),
-			},
 		},
 	})
 }

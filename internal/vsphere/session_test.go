@@ -1,0 +1,225 @@
+package vsphere
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
+)
+
+func TestRejectedLoginIsNotRetried(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	ctx := context.Background()
+	c := labClient(lab, func(cfg *Config) { cfg.Password = "wrong" })
+	for range 3 {
+		if _, err := c.DatacenterByName(ctx, ""); !errors.Is(err, ErrLogin) {
+			t.Fatalf("error = %v, want ErrLogin", err)
+		}
+	}
+	if got := lab.Calls()["Login"]; got != 1 {
+		t.Fatalf("logins = %d, want 1: retrying a rejected password can lock the account", got)
+	}
+}
+
+func TestWaitingForTheConnectionHonoursContext(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	lab.Delay("Login", time.Second)
+	c := labClient(lab)
+	first := make(chan error, 1)
+	go func() {
+		_, err := c.DatacenterByName(context.Background(), "")
+		first <- err
+	}()
+	for lab.Calls()["Login"] == 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	short, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if _, err := c.DatacenterByName(short, ""); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("error = %v, want the caller's own deadline", err)
+	}
+	if waited := time.Since(start); waited > 500*time.Millisecond {
+		t.Fatalf("waited %v for another caller's login", waited)
+	}
+	if err := <-first; err != nil {
+		t.Fatalf("the connecting call: %v", err)
+	}
+	if got := lab.Calls()["Login"]; got != 1 {
+		t.Fatalf("logins = %d, want 1", got)
+	}
+}
+
+func TestReloginAfterSessionTerminated(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	ctx := context.Background()
+	c := labClient(lab)
+	if _, err := c.DatacenterByName(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := lab.TerminateSessions(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Both a property-collector read and a plain method call must recover.
+	if _, err := c.Host(ctx, lab.HostID(lab.HostNames()[0])); err != nil {
+		t.Fatalf("read after the session ended: %v", err)
+	}
+	if err := lab.TerminateSessions(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.VM(ctx, lab.VMUUID(lab.VMNames()[0])); err != nil {
+		t.Fatalf("UUID search after the session ended: %v", err)
+	}
+	if got := lab.Calls()["Login"]; got != 3 {
+		t.Fatalf("logins = %d, want 3 (one per session)", got)
+	}
+}
+
+func TestConcurrentCallsLogInOnce(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	ctx := context.Background()
+	c := labClient(lab)
+	if _, err := c.DatacenterByName(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := lab.TerminateSessions(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := c.DatacenterByName(ctx, "")
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := lab.Calls()["Login"]; got != 2 {
+		t.Fatalf("logins = %d, want 2: concurrent calls that find the session gone must share one new login", got)
+	}
+}
+
+// TestLogoutEndsTheSession: Logout ends the session on vCenter, a second
+// Logout costs nothing, and a client used after Logout logs in again.
+func TestLogoutEndsTheSession(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	ctx := context.Background()
+	c := labClient(lab)
+	if err := c.Logout(ctx); err != nil || lab.Calls()["Logout"] != 0 {
+		t.Fatalf("Logout before any connection: %v, %d calls; want nothing to do", err, lab.Calls()["Logout"])
+	}
+	if _, err := c.DatacenterByName(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	if keys, _ := lab.Sessions(ctx); len(keys) != 1 {
+		t.Fatalf("sessions = %v, want the client's", keys)
+	}
+	for range 2 {
+		if err := c.Logout(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if keys, err := lab.Sessions(ctx); err != nil || len(keys) != 0 {
+		t.Fatalf("sessions after Logout = %v (%v), want none", keys, err)
+	}
+	if got := lab.Calls()["Logout"]; got != 1 {
+		t.Fatalf("Logout calls = %d, want 1", got)
+	}
+	if _, err := c.Host(ctx, lab.HostID(lab.HostNames()[0])); err != nil {
+		t.Fatalf("call after Logout: %v", err)
+	}
+	if keys, _ := lab.Sessions(ctx); len(keys) != 1 || lab.Calls()["Login"] != 2 {
+		t.Fatalf("after reuse: sessions %v, logins %d; want one new session", keys, lab.Calls()["Login"])
+	}
+	// A call that finds the session gone (ended on vCenter after Logout and a
+	// new login) still recovers as before.
+	if err := lab.TerminateSessions(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.DatacenterByName(ctx, ""); err != nil {
+		t.Fatalf("re-login after Logout and a terminated session: %v", err)
+	}
+}
+
+// TestLogoutWaitsForALoginInProgress: a login still running when the process
+// stops must not leave its session behind.
+func TestLogoutWaitsForALoginInProgress(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	lab.Delay("Login", 300*time.Millisecond)
+	ctx := context.Background()
+	c := labClient(lab)
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.DatacenterByName(ctx, "")
+		done <- err
+	}()
+	for lab.Calls()["Login"] == 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := c.Logout(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if keys, _ := lab.Sessions(ctx); len(keys) != 0 {
+		t.Fatalf("sessions after Logout = %v, want none", keys)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestLogoutAllIsBounded: clients log out together, and a vCenter that does
+// not answer cannot hold LogoutAll past its context.
+func TestLogoutAllIsBounded(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	ctx := context.Background()
+	var all Clients
+	for range 3 {
+		c := labClient(lab)
+		if _, err := c.DatacenterByName(ctx, ""); err != nil {
+			t.Fatal(err)
+		}
+		all.Add(c)
+	}
+	all.Add(labClient(lab)) // never connected
+	all.Add(New(Config{}))  // not configured
+	if err := all.LogoutAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if keys, _ := lab.Sessions(ctx); len(keys) != 0 {
+		t.Fatalf("sessions after LogoutAll = %v, want none", keys)
+	}
+
+	slow := labClient(lab)
+	if _, err := slow.DatacenterByName(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	all.Add(slow)
+	lab.Delay("Logout", 2*time.Second)
+	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if err := all.LogoutAll(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("LogoutAll against a silent vCenter: %v, want the deadline", err)
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Fatalf("LogoutAll took %v past a 200ms bound", took)
+	}
+}
