@@ -225,8 +225,10 @@ func TestAdminRebootHost(t *testing.T) {
 }
 
 // TestAdminHostSRIOVAndUplinks: SetHostSRIOV turns SR-IOV on and off and
-// leaves the function's passthrough as it is; SetStandardSwitchUplinks sets
-// a standard switch's uplinks, refusing a NIC a distributed switch has.
+// leaves the function's passthrough as it is (off: SR-IOV on a function
+// passed through whole is refused, TestSriovRefusedOnPassedThroughFunction);
+// SetStandardSwitchUplinks sets a standard switch's uplinks, refusing a NIC
+// a distributed switch has.
 func TestAdminHostSRIOVAndUplinks(t *testing.T) {
 	t.Parallel()
 	l := startLab(t)
@@ -234,11 +236,6 @@ func TestAdminHostSRIOVAndUplinks(t *testing.T) {
 	name := l.HostNames()[0]
 	pf := ibPFs[0].id
 	ps := types.ManagedObjectReference{Type: "HostPciPassthruSystem", Value: "pcipassthrusystem-" + l.HostID(name)}
-	if _, err := methods.UpdatePassthruConfig(ctx, l.Client().Client, &types.UpdatePassthruConfig{This: ps, Config: []types.BaseHostPciPassthruConfig{
-		&types.HostPciPassthruConfig{Id: pf, PassthruEnabled: true},
-	}}); err != nil {
-		t.Fatal(err)
-	}
 	state := func() types.HostSriovInfo {
 		t.Helper()
 		var sys mo.HostPciPassthruSystem
@@ -255,8 +252,8 @@ func TestAdminHostSRIOVAndUplinks(t *testing.T) {
 		if err := l.SetHostSRIOV(ctx, name, pf, vfs); err != nil {
 			t.Fatal(err)
 		}
-		if sr := state(); sr.SriovActive != (vfs > 0) || sr.NumVirtualFunction != int32(vfs) || !sr.PassthruEnabled {
-			t.Errorf("after SetHostSRIOV(%d): %+v, want %d VFs, passthrough still enabled", vfs, sr, vfs)
+		if sr := state(); sr.SriovActive != (vfs > 0) || sr.NumVirtualFunction != int32(vfs) || sr.PassthruEnabled {
+			t.Errorf("after SetHostSRIOV(%d): %+v, want %d VFs, passthrough still off", vfs, sr, vfs)
 		}
 	}
 	if err := l.SetHostSRIOV(ctx, name, pf, 17); err == nil {

@@ -51,7 +51,12 @@
 //     capable, in pciPassthruInfo.
 //   - config.pciPassthruInfo and the HostPciPassthruSystem also list the
 //     PCI functions of vmnic0 and vmnic1, passthrough capable and not
-//     enabled; vcsim's other stock PCI devices are not listed.
+//     enabled, and every other PCI device of the host (vcsim's chipset,
+//     bridges and controllers), not passthrough capable (HostPciPassthruInfo:
+//     "the state of PciPassthru for all pci devices").
+//   - UpdatePassthruConfig refuses (HostConfigFault) to turn SR-IOV on for a
+//     function passed through whole. No public source says what ESXi does
+//     then; the lab takes the safe answer and changes nothing.
 //     capability.deviceRebindWithoutRebootSupported is true: passthrough
 //     and SR-IOV changes apply without a reboot; with
 //     Options.HostsNeedReboot it is false on every host.
