@@ -309,7 +309,6 @@ import (
 	"github.com/vmware/govmomi/vim25"
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/soap"
-	"github.com/vmware/govmomi/vim25/types"
 )
 
 // Lab is a running simulated vCenter.
@@ -577,26 +576,4 @@ func (l *Lab) VMHostName(name string) string {
 		}
 	}
 	return ""
-}
-
-func names(es []entry) []string {
-	out := make([]string, len(es))
-	for i, e := range es {
-		out[i] = e.name
-	}
-	return out
-}
-
-func find(es []entry, name string) entry {
-	for _, e := range es {
-		if e.name == name {
-			return e
-		}
-	}
-	return entry{}
-}
-
-// ref is shorthand for a managed object reference.
-func ref(kind, value string) types.ManagedObjectReference {
-	return types.ManagedObjectReference{Type: kind, Value: value}
 }

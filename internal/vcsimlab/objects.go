@@ -150,3 +150,25 @@ func removeEntity(ctx *simulator.Context, ref types.ManagedObjectReference) {
 	}
 	ctx.Map.Remove(ctx, ref)
 }
+
+func names(es []entry) []string {
+	out := make([]string, len(es))
+	for i, e := range es {
+		out[i] = e.name
+	}
+	return out
+}
+
+func find(es []entry, name string) entry {
+	for _, e := range es {
+		if e.name == name {
+			return e
+		}
+	}
+	return entry{}
+}
+
+// ref is shorthand for a managed object reference.
+func ref(kind, value string) types.ManagedObjectReference {
+	return types.ManagedObjectReference{Type: kind, Value: value}
+}
