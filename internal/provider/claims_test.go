@@ -128,13 +128,14 @@ func TestAccClaims_replacementIsOneInstance(t *testing.T) {
 }
 
 // Across provider aliases the provider sees what already exists in vCenter,
-// not the other alias's plan (each provider configuration has a claim book of
-// its own): a second alias's switch with a name the first one's switch has is
-// refused at plan, naming the switch that has it.
+// not the other alias's plan: Terraform runs a provider process per provider
+// configuration, each with a claim book of its own. A second alias's switch
+// with a name the first one's switch has is refused at plan, naming the
+// switch that has it. (Through the CLI: in the testing framework's single
+// in-process provider, aliases share one configured provider.)
 func TestAccClaims_providerAliases(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
-	second := strings.Replace(providerConfig(lab), `provider "vspherehpc" {`, "provider \"vspherehpc\" {\n  alias = \"second\"", 1)
 	sw := func(resourceName, provider string) string {
 		return fmt.Sprintf(`
 resource "vspherehpc_rdma_dvs" %q {
@@ -147,15 +148,14 @@ resource "vspherehpc_rdma_dvs" %q {
 }
 `, resourceName, provider, lab.DatacenterID(), testName("twin"), testName(resourceName+"-vms"))
 	}
-	first := providerConfig(lab) + second + sw("first", "vspherehpc")
-	resource.UnitTest(t, resource.TestCase{
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		Steps: []resource.TestStep{
-			{Config: first},
-			{
-				Config: first + sw("other", "vspherehpc.second"), PlanOnly: true,
-				ExpectError: regexp.MustCompile(`(?s)Switch name taken.*already has a distributed switch called "` + regexp.QuoteMeta(testName("twin")) + `"`),
-			},
-		},
-	})
+	first := requiredProviders + "provider \"vspherehpc\" {}\n\nprovider \"vspherehpc\" {\n  alias = \"second\"\n}\n" + sw("first", "vspherehpc")
+	d := newTFDir(t, lab, map[string]string{"main.tf": first})
+	d.run("apply", "-auto-approve")
+	d.write(map[string]string{"main.tf": first + sw("other", "vspherehpc.second")})
+	out, err := d.try("plan")
+	if err == nil || !regexp.MustCompile(`(?s)Switch name taken.*already has a distributed switch called "`+regexp.QuoteMeta(testName("twin"))+`"`).MatchString(out) {
+		t.Fatalf("a second alias's switch with the first's name: %v, want Switch name taken at plan:\n%s", err, out)
+	}
+	d.write(map[string]string{"main.tf": first})
+	d.run("destroy", "-auto-approve")
 }
