@@ -35,10 +35,11 @@ import (
 // returned (Terraform, internal/terraform/node_resource_abstract_instance.go:
 // "ask the provider to plan again here, giving it a null object for the
 // prior", PriorPrivate: plannedPrivate; the same in every release since 0.12
-// and in OpenTofu). So every plan call with prior state mints a token and
-// returns it in private state; a call without prior state that brings back
-// a token minted in this walk is that replacement's second half, the same
-// instance; every other call is an instance of its own. A claim by another
+// and in OpenTofu). So every plan call mints a token and returns it in
+// private state; a call without prior state that brings back a token minted
+// in this walk is that replacement's second half, the same instance; every
+// other call is an instance of its own (a token kept in state from an
+// earlier walk is not one of this walk's). A claim by another
 // instance is a rival, whatever its values. A tainted instance is planned
 // once, without prior state or private state: one instance, as it should be.
 //
