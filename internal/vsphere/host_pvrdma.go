@@ -147,14 +147,15 @@ func (c *Client) SetHostPVRDMA(ctx context.Context, hostID string, s PVRDMASetti
 }
 
 // readHostProps reads properties of one host, reporting a missing host as
-// ErrNotFound with its id.
+// ErrNotFound with its id. It reports what is there (refresh): no host is
+// read under a lock here, and the prefetch is never used after a write.
 func (c *Client) readHostProps(ctx context.Context, op, hostID string, props []string) (*mo.HostSystem, error) {
 	vc, err := c.vimClient(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var h mo.HostSystem
-	if err := c.readObject(ctx, vc, types.ManagedObjectReference{Type: "HostSystem", Value: hostID}, props, &h); err != nil {
+	if err := c.readObjectAs(ctx, vc, types.ManagedObjectReference{Type: "HostSystem", Value: hostID}, props, &h, refresh); err != nil {
 		if err = translate(op, err); errors.Is(err, ErrNotFound) {
 			return nil, objectNotFound(op, ObjectHost, hostID, "no host has id %s; host ids are managed object ids such as host-12", hostID)
 		}
