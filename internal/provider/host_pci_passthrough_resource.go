@@ -49,11 +49,6 @@ type hostPCIPassthroughModel struct {
 	RebootRequired types.Bool   `tfsdk:"reboot_required"`
 }
 
-// tfsdkState is the prior state of a plan.
-type tfsdkState interface {
-	Get(ctx context.Context, target any) diag.Diagnostics
-}
-
 type passthroughMatchModel struct {
 	VendorID types.String `tfsdk:"vendor_id"`
 	DeviceID types.String `tfsdk:"device_id"`

@@ -82,11 +82,7 @@ const restoreFix = "Destroy puts back what the function had before this resource
 // functions from VMs, once the uses this plan destroys are gone (Terraform
 // plans and applies their destroys first).
 func (r *hostSRIOVResource) checkDestroy(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	var state hostSRIOVModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	before := 0
-	_, ds := getPrivateJSON(ctx, req.Private, privateSRIOVBefore, &before)
-	resp.Diagnostics.Append(ds...)
+	state, before := restoreOf(ctx, req.State, req.Private, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return
 	}

@@ -201,12 +201,19 @@ func (r *hostSRIOVResource) Read(ctx context.Context, req resource.ReadRequest, 
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 }
 
-func (r *hostSRIOVResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
-	var state hostSRIOVModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+// restoreOf is what a destroy puts back: the resource's function, and the
+// count of virtual functions it had before this resource.
+func restoreOf(ctx context.Context, state tfsdkState, p privateState, diags *diag.Diagnostics) (hostSRIOVModel, int) {
+	var m hostSRIOVModel
+	diags.Append(state.Get(ctx, &m)...)
 	before := 0
-	_, ds := getPrivateJSON(ctx, req.Private, privateSRIOVBefore, &before)
-	resp.Diagnostics.Append(ds...)
+	_, ds := getPrivateJSON(ctx, p, privateSRIOVBefore, &before)
+	diags.Append(ds...)
+	return m, before
+}
+
+func (r *hostSRIOVResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	state, before := restoreOf(ctx, req.State, req.Private, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return
 	}
