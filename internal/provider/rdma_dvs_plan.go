@@ -42,11 +42,64 @@ func (r *rdmaDVSResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	instance := r.claims.instance(ctx, req, resp)
 	r.claimName(instance, &plan, &resp.Diagnostics)
 	r.claimUplinks(ctx, instance, &plan, &resp.Diagnostics)
-	if !r.checkNames(ctx, &plan, state, &resp.Diagnostics) {
-		return // no such datacenter: nothing else can be checked
+	var configuredVersion types.String
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("version"), &configuredVersion)...)
+	p, err := r.client.PlanDVS(ctx, r.change(ctx, &plan, state, configuredVersion, &resp.Diagnostics))
+	if errors.Is(err, vsphere.ErrNotFound) {
+		resp.Diagnostics.Append(notFoundDiag(path.Root("datacenter_id"), err))
+		return
 	}
-	version := r.checkVersion(ctx, req, &plan, state, resp)
-	r.checkHosts(ctx, &plan, state, version, &resp.Diagnostics)
+	if err != nil {
+		resp.Diagnostics.Append(vsphereErrorDiag("Cannot check distributed switch "+plan.Name.ValueString(), err))
+		return
+	}
+	if plan.Version.IsUnknown() && !configuredVersion.IsUnknown() && p.Version != "" {
+		// A new switch without a version gets vCenter's newest, shown in the plan.
+		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("version"), p.Version)...)
+	}
+	w := dvsWording{switchName: plan.Name.ValueString(), datacenter: plan.DatacenterID.ValueString(), existing: state != nil}
+	for _, f := range p.Findings {
+		addDVSFinding(&resp.Diagnostics, f, w)
+	}
+}
+
+// change is what the plan changes of the switch, for its planner to check:
+// the names when new or renamed, the version when new or changed (and known:
+// one known at apply only is checked then), the hosts when known. Like every
+// plan-time check, it asks vCenter only about what changes.
+func (r *rdmaDVSResource) change(ctx context.Context, plan, state *rdmaDVSModel, configuredVersion types.String, diags *diag.Diagnostics) vsphere.DVSChange {
+	var ch vsphere.DVSChange
+	namesKnown := !plan.DatacenterID.IsUnknown() && !plan.Name.IsUnknown() && plan.PortGroup != nil && !plan.PortGroup.Name.IsUnknown()
+	renamed := state == nil || !plan.DatacenterID.Equal(state.DatacenterID) || !plan.Name.Equal(state.Name) ||
+		state.PortGroup == nil || !plan.PortGroup.Name.Equal(state.PortGroup.Name)
+	if namesKnown && renamed {
+		ch.Names = &vsphere.DVSNamesChange{DatacenterID: plan.DatacenterID.ValueString(), SwitchName: plan.Name.ValueString(), PortGroup: plan.PortGroup.Name.ValueString()}
+		if state != nil {
+			ch.Names.SwitchUUID = state.ID.ValueString()
+		} else {
+			ch.Names.Managed = r.claims.switchesRead()
+		}
+	}
+	version := ""
+	switch {
+	case state != nil && (plan.Version.IsUnknown() || plan.Version.Equal(state.Version)):
+		version = state.Version.ValueString() // unchanged
+	case configuredVersion.IsUnknown():
+		// known at apply only: checked then
+	default:
+		ch.Version = &vsphere.DVSVersionChange{Wanted: plan.Version.ValueString()}
+		if state != nil {
+			ch.Version.Current = state.Version.ValueString()
+		}
+	}
+	if !plan.Hosts.IsUnknown() {
+		ch.Hosts = &vsphere.DVSHostsChange{SwitchName: plan.Name.ValueString(), Planned: dvsHosts(ctx, plan.Hosts, diags), Version: version}
+		if state != nil {
+			ch.Hosts.SwitchUUID, ch.Hosts.Current = state.ID.ValueString(), dvsHosts(ctx, state.Hosts, diags)
+			ch.Hosts.CurrentVersion = state.Version.ValueString()
+		}
+	}
+	return ch
 }
 
 // claimName claims the switch's name in its datacenter: a second switch of
@@ -87,87 +140,6 @@ func (r *rdmaDVSResource) checkDestroy(ctx context.Context, id vsphere.DVSID, di
 	}
 	if f != nil {
 		addDVSFinding(diags, f, dvsWording{})
-	}
-}
-
-// checkNames checks that the datacenter exists and that the switch's and
-// port group's names are free in it, when either is new or changes. It
-// returns false when the datacenter does not exist.
-func (r *rdmaDVSResource) checkNames(ctx context.Context, plan, state *rdmaDVSModel, diags *diag.Diagnostics) bool {
-	if plan.DatacenterID.IsUnknown() || plan.Name.IsUnknown() || plan.PortGroup == nil || plan.PortGroup.Name.IsUnknown() {
-		return true
-	}
-	change := vsphere.DVSNamesChange{DatacenterID: plan.DatacenterID.ValueString(), SwitchName: plan.Name.ValueString(), PortGroup: plan.PortGroup.Name.ValueString()}
-	if state != nil {
-		if plan.DatacenterID.Equal(state.DatacenterID) && plan.Name.Equal(state.Name) && state.PortGroup != nil && plan.PortGroup.Name.Equal(state.PortGroup.Name) {
-			return true // nothing renamed: the names are the switch's own
-		}
-		change.SwitchUUID = state.ID.ValueString()
-	} else {
-		change.Managed = r.claims.switchesRead()
-	}
-	findings, err := r.client.PlanDVSNames(ctx, change)
-	if errors.Is(err, vsphere.ErrNotFound) {
-		diags.Append(notFoundDiag(path.Root("datacenter_id"), err))
-		return false
-	}
-	if err != nil {
-		diags.Append(vsphereErrorDiag("Cannot check the names of distributed switch "+change.SwitchName, err))
-		return true
-	}
-	for _, f := range findings {
-		addDVSFinding(diags, f, dvsWording{datacenter: change.DatacenterID})
-	}
-	return true
-}
-
-// checkVersion checks the planned version and returns it: the switch
-// version the plan leads to, "" when it is not known or refused.
-func (r *rdmaDVSResource) checkVersion(ctx context.Context, req resource.ModifyPlanRequest, plan, state *rdmaDVSModel, resp *resource.ModifyPlanResponse) string {
-	if state != nil && (plan.Version.IsUnknown() || plan.Version.Equal(state.Version)) {
-		return state.Version.ValueString() // unchanged: nothing to ask vCenter
-	}
-	var configured types.String
-	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("version"), &configured)...)
-	if configured.IsUnknown() {
-		return "" // known at apply only: checked then
-	}
-	var current string
-	if state != nil {
-		current = state.Version.ValueString()
-	}
-	version, f, err := r.client.PlanDVSVersion(ctx, plan.Version.ValueString(), current)
-	if err != nil {
-		resp.Diagnostics.Append(vsphereErrorDiag("Cannot list the switch versions vCenter offers", err))
-		return ""
-	}
-	switch f := f.(type) {
-	case nil:
-		if plan.Version.IsUnknown() && version != "" {
-			// A new switch without a version gets vCenter's newest, shown in the plan.
-			resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("version"), version)...)
-		}
-		return version
-	default:
-		addDVSFinding(&resp.Diagnostics, f, dvsWording{switchName: plan.Name.ValueString()})
-	}
-	return ""
-}
-
-// checkHosts checks the NIC of each host that joins the switch or changes
-// NIC, and, once the switch's version is known, the ESXi version of each host
-// that joins and of every member when the switch is upgraded.
-func (r *rdmaDVSResource) checkHosts(ctx context.Context, plan, state *rdmaDVSModel, version string, diags *diag.Diagnostics) {
-	if plan.Hosts.IsUnknown() {
-		return
-	}
-	change := vsphere.DVSHostsChange{SwitchName: plan.Name.ValueString(), Planned: dvsHosts(ctx, plan.Hosts, diags), Version: version}
-	if state != nil {
-		change.SwitchUUID, change.Current = state.ID.ValueString(), dvsHosts(ctx, state.Hosts, diags)
-		change.CurrentVersion = state.Version.ValueString()
-	}
-	for _, f := range r.client.PlanDVSHosts(ctx, change) {
-		addDVSFinding(diags, f, dvsWording{switchName: change.SwitchName, existing: state != nil})
 	}
 }
 

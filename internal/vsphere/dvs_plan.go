@@ -87,10 +87,67 @@ func (NICWithoutRDMA) finding()    {}
 func (NICLinkDown) finding()       {}
 func (HostTooOld) finding()        {}
 
-// PlanDVSVersion checks a switch version against what vCenter offers and,
+// DVSChange is a planned switch: each part that changes, to check; nil for
+// a part that stays as it is or is not known yet.
+type DVSChange struct {
+	Names   *DVSNamesChange
+	Version *DVSVersionChange
+	// Hosts are checked against the version the plan leads to: the checked
+	// Version's when there is one, else Hosts.Version as given.
+	Hosts *DVSHostsChange
+}
+
+// DVSVersionChange is a planned switch version ("" for vCenter's newest)
+// and the switch's current one ("" for a new switch).
+type DVSVersionChange struct {
+	Wanted, Current string
+}
+
+// DVSPlan is a checked switch: the version the plan leads to ("" when not
+// known yet or refused) and the findings.
+type DVSPlan struct {
+	Version  string
+	Findings []Finding
+}
+
+// PlanDVS checks a planned switch, the planner of vspherehpc_rdma_dvs: its
+// names (a datacenter that does not exist is ErrNotFound, and nothing else
+// is checked), its version, then its hosts against that version.
+func (c *Client) PlanDVS(ctx context.Context, ch DVSChange) (*DVSPlan, error) {
+	out := &DVSPlan{}
+	if ch.Names != nil {
+		findings, err := c.planDVSNames(ctx, *ch.Names)
+		if err != nil {
+			return nil, err
+		}
+		out.Findings = append(out.Findings, findings...)
+	}
+	if ch.Version != nil {
+		version, f, err := c.planDVSVersion(ctx, ch.Version.Wanted, ch.Version.Current)
+		if err != nil {
+			return nil, err
+		}
+		out.Version = version
+		if f != nil {
+			out.Findings = append(out.Findings, f)
+		}
+	}
+	if ch.Hosts != nil {
+		hosts := *ch.Hosts
+		if ch.Version != nil {
+			hosts.Version = out.Version
+		} else {
+			out.Version = hosts.Version
+		}
+		out.Findings = append(out.Findings, c.planDVSHosts(ctx, hosts)...)
+	}
+	return out, nil
+}
+
+// planDVSVersion checks a switch version against what vCenter offers and,
 // for an existing switch, against its current version. With want "" it
 // returns the newest version, which a new switch gets.
-func (c *Client) PlanDVSVersion(ctx context.Context, want, current string) (string, Finding, error) {
+func (c *Client) planDVSVersion(ctx context.Context, want, current string) (string, Finding, error) {
 	versions, err := c.DVSVersions(ctx)
 	if err != nil || len(versions) == 0 {
 		return "", nil, err
@@ -118,12 +175,12 @@ type DVSHostsChange struct {
 	Version, CurrentVersion string
 }
 
-// PlanDVSHosts checks each host that joins the switch, or gives it another
+// planDVSHosts checks each host that joins the switch, or gives it another
 // NIC: the NIC exists, no other switch uses it, it does RDMA and has a link.
 // A member that stays as it is was checked when it joined; a refresh shows
 // any change to it. Then the ESXi version of each host that joins, and of
 // every member when the switch is upgraded (checkESXiVersions).
-func (c *Client) PlanDVSHosts(ctx context.Context, ch DVSHostsChange) []Finding {
+func (c *Client) planDVSHosts(ctx context.Context, ch DVSHostsChange) []Finding {
 	ctx, cancel := c.withTimeout(ctx)
 	defer cancel()
 	var out []Finding
@@ -391,7 +448,7 @@ func ownsNIC(ch DVSHostsChange, nic *PhysicalNIC) bool {
 	return nic.SwitchUUID != "" && nic.Switch == ch.SwitchName
 }
 
-// The findings of PlanDVSNames and PlanDVSDelete.
+// The findings of planDVSNames and PlanDVSDelete.
 type (
 	// NameTaken: another object of the datacenter has the name; vCenter
 	// refuses the create or rename with DuplicateName.
@@ -423,13 +480,13 @@ type DVSNamesChange struct {
 	Managed []string
 }
 
-// PlanDVSNames checks, in one round trip, that the datacenter exists and
+// planDVSNames checks, in one round trip, that the datacenter exists and
 // that the switch's and port group's names are free in its network folder,
 // where vCenter keeps switches, port groups and standard networks under
 // unique names. A new switch may take the names of a switch this
 // configuration manages (DVSNamesChange.Managed): that is a replacement (a
 // tainted or -replace'd switch), destroyed before the new one is created.
-func (c *Client) PlanDVSNames(ctx context.Context, ch DVSNamesChange) ([]Finding, error) {
+func (c *Client) planDVSNames(ctx context.Context, ch DVSNamesChange) ([]Finding, error) {
 	op := fmt.Sprintf("checking the names of distributed switch %q", ch.SwitchName)
 	ctx, cancel := c.withTimeout(ctx)
 	defer cancel()

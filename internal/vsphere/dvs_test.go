@@ -177,7 +177,7 @@ func TestPlanDVSHostsSharesOneDeadline(t *testing.T) {
 	}
 	// Each host read takes 400 ms: within the timeout alone, past it together.
 	lab.Delay("RetrievePropertiesEx", 400*time.Millisecond)
-	findings := c.PlanDVSHosts(ctx, DVSHostsChange{SwitchName: "rdma", Planned: hosts})
+	findings := c.planDVSHosts(ctx, DVSHostsChange{SwitchName: "rdma", Planned: hosts})
 	timedOut := 0
 	for _, f := range findings {
 		if h, ok := f.(HostNotChecked); ok && errors.Is(h.Err, context.DeadlineExceeded) {
@@ -201,7 +201,7 @@ func TestPlanDVSNames(t *testing.T) {
 	plan := func(ch DVSNamesChange) []Finding {
 		t.Helper()
 		ch.DatacenterID = lab.DatacenterID()
-		f, err := c.PlanDVSNames(ctx, ch)
+		f, err := c.planDVSNames(ctx, ch)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -225,7 +225,7 @@ func TestPlanDVSNames(t *testing.T) {
 	if f := plan(DVSNamesChange{SwitchName: "rdma", PortGroup: "rdma-vms", SwitchUUID: id.UUID}); len(f) != 0 {
 		t.Fatalf("the switch's own names: %#v", f)
 	}
-	if _, err := c.PlanDVSNames(ctx, DVSNamesChange{DatacenterID: "DC0", SwitchName: "x", PortGroup: "y"}); !errors.Is(err, ErrNotFound) {
+	if _, err := c.planDVSNames(ctx, DVSNamesChange{DatacenterID: "DC0", SwitchName: "x", PortGroup: "y"}); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("a datacenter name for its id: %v, want ErrNotFound", err)
 	}
 }
@@ -286,7 +286,7 @@ func TestPlanDVSHostsChecksESXiVersions(t *testing.T) {
 	versionFindings := func(ch DVSHostsChange) []Finding {
 		t.Helper()
 		var out []Finding
-		for _, f := range c.PlanDVSHosts(ctx, ch) {
+		for _, f := range c.planDVSHosts(ctx, ch) {
 			switch f.(type) {
 			case HostTooOld, HostNotChecked:
 				out = append(out, f)

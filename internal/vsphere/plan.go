@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// Plan-time rules live in this package as planners (PlanDVSHosts,
+// Plan-time rules live in this package as planners (PlanDVS,
 // PlanPVRDMANIC, PlanGPUMMIO, PlanPower): each reads what it needs from
 // vCenter and returns findings, one per rule the planned change breaks or
 // fact the user should hear of. A finding carries the facts a message needs,
@@ -69,7 +69,7 @@ func staying(refs []VMRef, leaves func(VMRef) bool) []VMRef {
 // tests feed each list to the wording (TestFindingsListed checks that every
 // finding type of this package is in a list).
 var (
-	// DVSFindings: PlanDVSVersion, PlanDVSNames, PlanDVSHosts, PlanDVSDelete.
+	// DVSFindings: PlanDVS and PlanDVSDelete.
 	DVSFindings = []Finding{VersionNotOffered{}, DowngradeRefused{}, NameTaken{}, SwitchInUse{}, HostNotChecked{},
 		NICNotOnHost{}, NICInUse{}, NICWithoutRDMA{}, NICLinkDown{}, HostTooOld{}}
 	// HostPVRDMAFindings: PlanHostPVRDMA.
