@@ -40,8 +40,8 @@ func (r *hostPCIPassthroughResource) ModifyPlan(ctx context.Context, req resourc
 		var state hostPCIPassthroughModel
 		resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
 		ch := vsphere.PassthroughChange{HostID: state.HostSystemID.ValueString(), Disabling: turnedBackOff(before), Leaving: r.claims.leavingUses()}
-		if _, _, findings, err := r.client.PlanHostPassthrough(ctx, ch); err == nil {
-			addPassthroughFindings(&resp.Diagnostics, findings)
+		if p, err := r.client.PlanHostPassthrough(ctx, ch); err == nil {
+			addPassthroughFindings(&resp.Diagnostics, p.Findings)
 		}
 		return
 	}
@@ -64,7 +64,7 @@ func (r *hostPCIPassthroughResource) ModifyPlan(ctx context.Context, req resourc
 		resp.Diagnostics.AddError("No devices", "Give the devices to pass through in pci_ids, or select them with match blocks.")
 		return
 	}
-	_, want, findings, err := r.client.PlanHostPassthrough(ctx, ch)
+	p, err := r.client.PlanHostPassthrough(ctx, ch)
 	if errors.Is(err, vsphere.ErrNotFound) {
 		resp.Diagnostics.Append(notFoundDiag(path.Root("host_system_id"), err))
 		return
@@ -73,7 +73,8 @@ func (r *hostPCIPassthroughResource) ModifyPlan(ctx context.Context, req resourc
 		resp.Diagnostics.Append(vsphereErrorDiag("Cannot check PCI passthrough", err))
 		return
 	}
-	addPassthroughFindings(&resp.Diagnostics, findings)
+	addPassthroughFindings(&resp.Diagnostics, p.Findings)
+	want := p.Want
 	ids := make([]string, len(want))
 	for i, d := range want {
 		ids[i] = d.PCIID

@@ -203,14 +203,15 @@ func (r *hostPCIPassthroughResource) Update(ctx context.Context, req resource.Up
 // managed device had before; then it reads the result into state.
 func (r *hostPCIPassthroughResource) apply(ctx context.Context, m *hostPCIPassthroughModel, before map[string]bool, p privateState, state stateSetter, diags *diag.Diagnostics) {
 	hostID := m.HostSystemID.ValueString()
-	host, want, findings, err := r.client.PlanHostPassthrough(ctx, r.change(ctx, m, before, diags))
+	checked, err := r.client.PlanHostPassthrough(ctx, r.change(ctx, m, before, diags))
 	if err != nil {
 		diags.Append(vsphereErrorDiag("Cannot set PCI passthrough on host "+hostID, err))
 		return
 	}
-	if addPassthroughFindings(diags, findings); diags.HasError() {
+	if addPassthroughFindings(diags, checked.Findings); diags.HasError() {
 		return
 	}
+	host, want := checked.Host, checked.Want
 	set := map[string]bool{}
 	managed := map[string]bool{}
 	for _, d := range want {
@@ -320,11 +321,15 @@ func (r *hostPCIPassthroughResource) Delete(ctx context.Context, req resource.De
 		return
 	}
 	ch := vsphere.PassthroughChange{HostID: state.HostSystemID.ValueString(), Disabling: turnedBackOff(before)}
-	_, _, findings, err := r.client.PlanHostPassthrough(ctx, ch)
+	p, err := r.client.PlanHostPassthrough(ctx, ch)
 	if errors.Is(err, vsphere.ErrNotFound) {
 		return // the host is gone, and its passthrough with it
 	}
-	if addPassthroughFindings(&resp.Diagnostics, findings); resp.Diagnostics.HasError() {
+	if err != nil {
+		resp.Diagnostics.Append(vsphereErrorDiag("Cannot restore the PCI passthrough of host "+ch.HostID, err))
+		return
+	}
+	if addPassthroughFindings(&resp.Diagnostics, p.Findings); resp.Diagnostics.HasError() {
 		return
 	}
 	restore := map[string]bool{}

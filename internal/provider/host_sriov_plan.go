@@ -42,7 +42,7 @@ func (r *hostSRIOVResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 			return // nothing changes: ask vCenter nothing
 		}
 	}
-	d, findings, err := r.client.PlanHostSRIOV(ctx, plan.HostSystemID.ValueString(), plan.PCIID.ValueString(), int(plan.VFs.ValueInt64()))
+	p, err := r.client.PlanHostSRIOV(ctx, plan.HostSystemID.ValueString(), plan.PCIID.ValueString(), int(plan.VFs.ValueInt64()))
 	if errors.Is(err, vsphere.ErrNotFound) {
 		resp.Diagnostics.Append(notFoundDiag(path.Root("host_system_id"), err))
 		return
@@ -51,11 +51,11 @@ func (r *hostSRIOVResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 		resp.Diagnostics.Append(vsphereErrorDiag("Cannot check SR-IOV", err))
 		return
 	}
-	for _, f := range findings {
+	for _, f := range p.Findings {
 		addHostSRIOVFinding(&resp.Diagnostics, f, "Keep enough virtual functions, or remove the adapters (vspherehpc_vm_sriov_nic) or "+
 			"passed-through functions (vspherehpc_vm_gpu_mmio) first.")
 	}
-	if d != nil && d.SRIOV != nil {
+	if d := p.Device; d != nil && d.SRIOV != nil {
 		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("max_virtual_functions"), int64(d.SRIOV.MaxVFs))...)
 	}
 }

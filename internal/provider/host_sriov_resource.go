@@ -117,7 +117,11 @@ func (r *hostSRIOVResource) Create(ctx context.Context, req resource.CreateReque
 		return
 	}
 	hostID, pciID := plan.HostSystemID.ValueString(), plan.PCIID.ValueString()
-	d, _, err := r.client.PlanHostSRIOV(ctx, hostID, pciID, int(plan.VFs.ValueInt64()))
+	p, err := r.client.PlanHostSRIOV(ctx, hostID, pciID, int(plan.VFs.ValueInt64()))
+	var d *vsphere.PassthroughDevice
+	if err == nil {
+		d = p.Device
+	}
 	if err != nil || d == nil || d.SRIOV == nil {
 		resp.Diagnostics.Append(vsphereErrorDiag("Cannot set SR-IOV of "+pciID+" on host "+hostID, cmpErr(err, "the device has no SR-IOV state")))
 		return
@@ -248,12 +252,12 @@ func (r *hostSRIOVResource) ImportState(ctx context.Context, req resource.Import
 	if !sriovToModel(ctx, h, &m, &resp.Diagnostics) {
 		// Creating the resource is the fix only for an SR-IOV function with
 		// SR-IOV off; the planner tells the other cases apart.
-		_, findings, err := r.client.PlanHostSRIOV(ctx, hostID, pciID, 0)
+		p, err := r.client.PlanHostSRIOV(ctx, hostID, pciID, 0)
 		if err != nil {
 			resp.Diagnostics.Append(vsphereErrorDiag("Cannot import SR-IOV "+req.ID, err))
 			return
 		}
-		for _, f := range findings {
+		for _, f := range p.Findings {
 			switch f := f.(type) {
 			case vsphere.DeviceNotOnHost:
 				resp.Diagnostics.AddError("No such PCI device", fmt.Sprintf("Host %s has no PCI device %s. Its SR-IOV capable devices: %s.",

@@ -47,7 +47,7 @@ func (r *vmSRIOVNICResource) ModifyPlan(ctx context.Context, req resource.Modify
 			return // nothing vCenter needs to be asked about
 		}
 	}
-	findings, free, err := r.client.PlanSRIOVNIC(ctx, change)
+	p, err := r.client.PlanSRIOVNIC(ctx, change)
 	if errors.Is(err, vsphere.ErrNotFound) {
 		resp.Diagnostics.Append(notFoundDiag(argumentOf(err, map[vsphere.Object]string{
 			vsphere.ObjectVirtualMachine: "virtual_machine_id", vsphere.ObjectPortGroup: "distributed_port_group_id",
@@ -58,11 +58,11 @@ func (r *vmSRIOVNICResource) ModifyPlan(ctx context.Context, req resource.Modify
 		resp.Diagnostics.Append(vsphereErrorDiag("Cannot check the SR-IOV adapter", err))
 		return
 	}
-	for _, f := range findings {
+	for _, f := range p.Findings {
 		addSRIOVNICFinding(&resp.Diagnostics, f)
 	}
-	if free != nil {
-		r.takeVF(ctx, req, resp, plan.VirtualMachineID, *free)
+	if p.FreeVFs != nil {
+		r.takeVF(ctx, req, resp, plan.VirtualMachineID, *p.FreeVFs)
 	}
 }
 

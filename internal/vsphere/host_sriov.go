@@ -68,13 +68,20 @@ func (VFsInUse) finding() {}
 
 func (PassedThroughWhole) finding() {}
 
+// HostSRIOVPlan is a checked SR-IOV function: the device as the host reports
+// it now (nil when the host has no such device) and the findings.
+type HostSRIOVPlan struct {
+	Device   *PassthroughDevice
+	Findings []Finding
+}
+
 // PlanHostSRIOV checks planned SR-IOV of a physical function: it is on the
 // host, SR-IOV capable, not passed through whole, and supports that many
-// virtual functions. It returns the device as the host reports it now.
-func (c *Client) PlanHostSRIOV(ctx context.Context, hostID, pciID string, vfs int) (*PassthroughDevice, []Finding, error) {
+// virtual functions.
+func (c *Client) PlanHostSRIOV(ctx context.Context, hostID, pciID string, vfs int) (*HostSRIOVPlan, error) {
 	h, err := c.HostPassthrough(ctx, hostID)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	host := fmt.Sprintf("%s (%s)", h.HostName, h.HostID)
 	var capable []string
@@ -86,18 +93,18 @@ func (c *Client) PlanHostSRIOV(ctx context.Context, hostID, pciID string, vfs in
 	d := h.Device(pciID)
 	switch {
 	case d == nil:
-		return nil, []Finding{DeviceNotOnHost{Host: host, PCIID: pciID, Capable: capable}}, nil
+		return &HostSRIOVPlan{Findings: []Finding{DeviceNotOnHost{Host: host, PCIID: pciID, Capable: capable}}}, nil
 	case d.SRIOV == nil || !d.SRIOV.Capable:
-		return d, []Finding{NotSRIOVCapable{Host: host, PCIID: pciID, Name: d.DeviceName, Capable: capable}}, nil
+		return &HostSRIOVPlan{Device: d, Findings: []Finding{NotSRIOVCapable{Host: host, PCIID: pciID, Name: d.DeviceName, Capable: capable}}}, nil
 	case vfs > d.SRIOV.MaxVFs:
-		return d, []Finding{TooManyVFs{Host: host, PCIID: pciID, Wanted: vfs, Max: d.SRIOV.MaxVFs}}, nil
+		return &HostSRIOVPlan{Device: d, Findings: []Finding{TooManyVFs{Host: host, PCIID: pciID, Wanted: vfs, Max: d.SRIOV.MaxVFs}}}, nil
 	case d.Enabled:
-		return d, []Finding{PassedThroughWhole{Host: host, PCIID: pciID, Name: strings.TrimSpace(d.DeviceName), VMs: vmNames(d.passedThroughBy)}}, nil
+		return &HostSRIOVPlan{Device: d, Findings: []Finding{PassedThroughWhole{Host: host, PCIID: pciID, Name: strings.TrimSpace(d.DeviceName), VMs: vmNames(d.passedThroughBy)}}}, nil
 	}
 	if f := vfsInUse(h, d, vfs, nil); f != nil {
-		return d, []Finding{f}, nil
+		return &HostSRIOVPlan{Device: d, Findings: []Finding{f}}, nil
 	}
-	return d, nil, nil
+	return &HostSRIOVPlan{Device: d}, nil
 }
 
 // vfsInUse refuses fewer virtual functions than VMs use: each SR-IOV

@@ -231,6 +231,14 @@ type VendorDevice struct {
 	VendorID, DeviceID string
 }
 
+// PassthroughPlan is a checked passthrough: the host's devices as they are,
+// the devices to enable (sorted by PCI id) and the findings.
+type PassthroughPlan struct {
+	Host     *HostPassthrough
+	Want     []PassthroughDevice
+	Findings []Finding
+}
+
 // PassthroughChange is a host's planned passthrough: the devices to enable,
 // by PCI id or by vendor and device id (every such device of the host), and
 // the devices whose passthrough is about to be turned off.
@@ -245,10 +253,10 @@ type PassthroughChange struct {
 // PlanHostPassthrough resolves a planned passthrough to the host's devices
 // and checks it: each device exists, can be passed through, is not a NIC the
 // host's switches use, and a device losing passthrough has no VM.
-func (c *Client) PlanHostPassthrough(ctx context.Context, ch PassthroughChange) (*HostPassthrough, []PassthroughDevice, []Finding, error) {
+func (c *Client) PlanHostPassthrough(ctx context.Context, ch PassthroughChange) (*PassthroughPlan, error) {
 	h, err := c.HostPassthrough(ctx, ch.HostID)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
 	host := fmt.Sprintf("%s (%s)", h.HostName, h.HostID)
 	var want []PassthroughDevice
@@ -296,7 +304,7 @@ func (c *Client) PlanHostPassthrough(ctx context.Context, ch PassthroughChange) 
 		}
 	}
 	sort.Slice(want, func(i, j int) bool { return want[i].PCIID < want[j].PCIID })
-	return h, want, out, nil
+	return &PassthroughPlan{Host: h, Want: want, Findings: out}, nil
 }
 
 // servesVFs reports whether the device is a physical function with SR-IOV

@@ -42,14 +42,15 @@ func TestPlanHostPassthrough(t *testing.T) {
 	ctx := context.Background()
 	c := labClient(lab)
 	id := lab.HostID(lab.HostNames()[0])
-	_, want, f, err := c.PlanHostPassthrough(ctx, PassthroughChange{HostID: id, Match: []VendorDevice{{VendorID: "10de", DeviceID: "2330"}}})
-	if err != nil || len(f) != 0 || len(want) != 2 || want[0].PCIID != "0000:3b:00.0" || want[1].PCIID != "0000:5e:00.0" {
-		t.Fatalf("every H100: %+v, %#v, %v", want, f, err)
+	p, err := c.PlanHostPassthrough(ctx, PassthroughChange{HostID: id, Match: []VendorDevice{{VendorID: "10de", DeviceID: "2330"}}})
+	if err != nil || len(p.Findings) != 0 || len(p.Want) != 2 || p.Want[0].PCIID != "0000:3b:00.0" || p.Want[1].PCIID != "0000:5e:00.0" {
+		t.Fatalf("every H100: %+v, %v", p, err)
 	}
-	_, _, f, err = c.PlanHostPassthrough(ctx, PassthroughChange{HostID: id, PCIIDs: []string{"0000:99:00.0", "0000:0b:00.0"}})
-	if err != nil || len(f) != 2 {
-		t.Fatalf("findings = %#v, %v", f, err)
+	p, err = c.PlanHostPassthrough(ctx, PassthroughChange{HostID: id, PCIIDs: []string{"0000:99:00.0", "0000:0b:00.0"}})
+	if err != nil || len(p.Findings) != 2 {
+		t.Fatalf("findings = %#v, %v", p, err)
 	}
+	f := p.Findings
 	missing, ok := f[0].(DeviceNotOnHost)
 	if !ok || !slices.Contains(missing.Capable, "0000:af:00.0 (GA100 [A100 PCIe 40GB])") || slices.ContainsFunc(missing.Capable, func(s string) bool { return s[:12] == "0000:0b:00.0" }) {
 		t.Fatalf("missing device: %#v, want the capable devices listed, the host's uplink not", f[0])

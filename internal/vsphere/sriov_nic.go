@@ -251,16 +251,23 @@ func (PFNotUplink) finding()       {}
 func (NoSRIOVPool) finding()       {}
 func (VMHostNotOnSwitch) finding() {}
 
+// SRIOVNICPlan is a checked SR-IOV adapter: its findings and the free virtual
+// functions of a new adapter's physical function (nil when it has none to
+// count).
+type SRIOVNICPlan struct {
+	Findings []Finding
+	FreeVFs  *FreeVFs
+}
+
 // PlanSRIOVNIC checks a planned SR-IOV adapter against its VM, the VM's
-// host and the port group's switch, and returns the free virtual functions
-// of a new adapter's physical function (nil when it has none to count).
-func (c *Client) PlanSRIOVNIC(ctx context.Context, ch SRIOVNICChange) ([]Finding, *FreeVFs, error) {
+// host and the port group's switch.
+func (c *Client) PlanSRIOVNIC(ctx context.Context, ch SRIOVNICChange) (*SRIOVNICPlan, error) {
 	op := "checking an SR-IOV adapter of virtual machine " + ch.VMID
 	ctx, cancel := c.withTimeout(ctx)
 	defer cancel()
 	vm, host, err := c.vmAndHost(ctx, ch.VMID)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	label := fmt.Sprintf("%s (%s)", vm.Name, ch.VMID)
 	var out []Finding
@@ -270,11 +277,11 @@ func (c *Client) PlanSRIOVNIC(ctx context.Context, ch SRIOVNICChange) ([]Finding
 	}
 	vc, err := c.vimClient(ctx)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	pg, err := c.readPortGroup(ctx, vc, op, ch.PortGroupID)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if pg.standard {
 		out = append(out, StandardNetwork{NetworkID: ch.PortGroupID, Name: pg.name})
@@ -291,7 +298,7 @@ func (c *Client) PlanSRIOVNIC(ctx context.Context, ch SRIOVNICChange) ([]Finding
 	if ch.MAC != "" {
 		owner, err := macOwner(ctx, vc, ch.MAC, types.ManagedObjectReference{Type: "VirtualMachine", Value: vm.MOID}, ch.Key)
 		if err != nil {
-			return nil, nil, translate(op+": looking for MAC address "+ch.MAC, err)
+			return nil, translate(op+": looking for MAC address "+ch.MAC, err)
 		}
 		if owner != "" {
 			out = append(out, MACInUse{MAC: ch.MAC, VM: owner})
@@ -300,7 +307,7 @@ func (c *Client) PlanSRIOVNIC(ctx context.Context, ch SRIOVNICChange) ([]Finding
 	if p := PlanPower(label, vm.PowerState, ch.Key == 0 || ch.NewPF, ch.PowerOffAllowed, WhatSRIOVNeedsOff); p != nil {
 		out = append(out, p)
 	}
-	return out, free, nil
+	return &SRIOVNICPlan{Findings: out, FreeVFs: free}, nil
 }
 
 // FreeVFs is a new adapter's physical function, when it serves virtual

@@ -126,11 +126,11 @@ func TestSRIOVVirtualFunctionsAndUse(t *testing.T) {
 		{4, nil},
 		{3, VFsInUse{Host: label, PCIID: ib, Wanted: 3, Pinned: []PinnedVF{{PCIID: wantIB[3], Index: 3, VMs: []string{vm}}}}},
 	} {
-		_, findings, err := c.PlanHostSRIOV(ctx, hostID, ib, tc.vfs)
+		p, err := c.PlanHostSRIOV(ctx, hostID, ib, tc.vfs)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := firstFinding(findings); fmt.Sprint(got) != fmt.Sprint(tc.want) {
+		if got := firstFinding(p.Findings); fmt.Sprint(got) != fmt.Sprint(tc.want) {
 			t.Fatalf("%d VFs: %+v, want %+v", tc.vfs, got, tc.want)
 		}
 	}
@@ -146,17 +146,17 @@ func TestSRIOVVirtualFunctionsAndUse(t *testing.T) {
 	if err := lab.AttachGPU(ctx, vm, "0000:d8:00.2"); err != nil {
 		t.Fatal(err)
 	}
-	_, findings, err := c.PlanHostSRIOV(ctx, hostID, eth, 1)
+	p, err := c.PlanHostSRIOV(ctx, hostID, eth, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := VFsInUse{Host: label, PCIID: eth, Wanted: 1, Adapters: 1, VMs: []string{vm},
 		Pinned: []PinnedVF{{PCIID: "0000:d8:00.2", Index: 0, VMs: []string{vm}}}}
-	if got := firstFinding(findings); fmt.Sprint(got) != fmt.Sprint(want) {
+	if got := firstFinding(p.Findings); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("1 VF: %+v, want %+v", got, want)
 	}
-	if _, findings, _ := c.PlanHostSRIOV(ctx, hostID, eth, 2); len(findings) != 0 {
-		t.Fatalf("2 VFs: %+v, want none", findings)
+	if p, _ := c.PlanHostSRIOV(ctx, hostID, eth, 2); len(p.Findings) != 0 {
+		t.Fatalf("2 VFs: %+v, want none", p.Findings)
 	}
 }
 
