@@ -258,8 +258,6 @@ func (b *claimBook) switchesRead() []string {
 	return out
 }
 
-func hostDeviceKey(hostID, pciID string) string { return vsphere.HostDeviceKey(hostID, pciID) }
-
 // macClaim claims a static MAC address for an adapter; vCenter compares MACs
 // without case.
 func macClaim(mac, adapter string) claim {
@@ -290,13 +288,9 @@ func addClaimConflict(diags *diag.Diagnostics, at path.Path, c *claimConflict) b
 				c.claim.what, c.rival.use, c.rival.owner, c.claim.use, c.claim.owner))
 		return true
 	}
-	fix, ok := claimFixes[c.claim.kind]
-	if !ok {
-		fix = "Keep one of them."
-	}
 	diags.AddAttributeError(at, "Claimed twice in this configuration",
 		fmt.Sprintf("Two resource instances of this configuration claim %s: %s, and %s. Copied blocks, or count or for_each over "+
-			"a list that names one object twice, make such pairs. %s", c.claim.what, c.rival.owner, c.claim.owner, fix))
+			"a list that names one object twice, make such pairs. %s", c.claim.what, c.rival.owner, c.claim.owner, claimFixes[c.claim.kind]))
 	return true
 }
 

@@ -20,7 +20,7 @@ func (r *hostPCIPassthroughResource) claimDevices(instance planInstance, ch vsph
 	owner := fmt.Sprintf("a vspherehpc_host_pci_passthrough on %s with %s", ch.HostID, strings.Join(devices, ", "))
 	for _, id := range devices {
 		addClaimConflict(diags, path.Root("pci_ids"), r.claims.claim(instance, claim{
-			kind: claimHostDevice, key: hostDeviceKey(ch.HostID, id), use: usePassthrough,
+			kind: claimHostDevice, key: vsphere.HostDeviceKey(ch.HostID, id), use: usePassthrough,
 			what: fmt.Sprintf("PCI device %s of host %s", id, ch.HostID), owner: owner,
 		}))
 	}

@@ -31,7 +31,7 @@ func (r *hostSRIOVResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 	instance := r.claims.instance(ctx, req, resp)
 	hostID, pciID := plan.HostSystemID.ValueString(), plan.PCIID.ValueString()
 	addClaimConflict(&resp.Diagnostics, path.Root("pci_id"), r.claims.claim(instance, claim{
-		kind: claimHostDevice, key: hostDeviceKey(hostID, pciID), use: useSRIOV,
+		kind: claimHostDevice, key: vsphere.HostDeviceKey(hostID, pciID), use: useSRIOV,
 		what:  fmt.Sprintf("PCI device %s of host %s", pciID, hostID),
 		owner: fmt.Sprintf("a vspherehpc_host_sriov with %d virtual functions", plan.VFs.ValueInt64()),
 	}))

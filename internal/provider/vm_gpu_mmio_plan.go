@@ -180,7 +180,7 @@ func (r *vmGPUMMIOResource) claimTaken(instance planInstance, p *vsphere.GPUMMIO
 			what = "GPU"
 		}
 		addClaimConflict(diags, path.Root("virtual_machine_id"), r.claims.claim(instance, claim{
-			kind: claimVMDevice, key: hostDeviceKey(d.HostID, d.PCIID), what: fmt.Sprintf("%s %s on host %s", what, d.PCIID, d.HostName),
+			kind: claimVMDevice, key: vsphere.HostDeviceKey(d.HostID, d.PCIID), what: fmt.Sprintf("%s %s on host %s", what, d.PCIID, d.HostName),
 			owner: "the vspherehpc_vm_gpu_mmio of virtual machine " + label,
 		}))
 	}
@@ -239,6 +239,11 @@ func addMMIOSizeFinding(diags *diag.Diagnostics, f vsphere.Finding) bool {
 const turnedOnAtReboot = "%s %s on host %s is turned on by this configuration, but the host applies that only at its next reboot, " +
 	"so the VM cannot have it in this apply. Apply the host's resource first (-target), reboot the host, then apply again."
 
+// waitsForReboot words a device whose passthrough is enabled and waits for
+// the host's reboot: what, PCI id, name, host.
+const waitsForReboot = "Passthrough of %s %s (%s) on host %s is enabled but not active yet: the host must reboot first " +
+	"(vspherehpc_host_pci_passthrough shows reboot_required). Reboot the host, then apply again."
+
 // plannedAfterHost says how a VM's plan sees a host resource of the same
 // configuration: Terraform plans and applies a resource after those it
 // refers to, and others in any order.
@@ -269,9 +274,7 @@ func addGPUMMIOFinding(diags *diag.Diagnostics, f vsphere.Finding) {
 			return
 		}
 		if f.Enabled {
-			diags.AddAttributeError(gpuPath(f.Index), "GPU waits for a host reboot",
-				fmt.Sprintf("Passthrough of GPU %s (%s) on host %s is enabled but not active yet: the host must reboot first "+
-					"(vspherehpc_host_pci_passthrough shows reboot_required). Reboot the host, then apply again.", f.PCIID, f.Device, f.Host))
+			diags.AddAttributeError(gpuPath(f.Index), "GPU waits for a host reboot", fmt.Sprintf(waitsForReboot, "GPU", f.PCIID, f.Device, f.Host))
 			return
 		}
 		diags.AddAttributeError(gpuPath(f.Index), "GPU not enabled for passthrough",
@@ -312,9 +315,7 @@ func addGPUMMIOFinding(diags *diag.Diagnostics, f vsphere.Finding) {
 			return
 		}
 		if f.Enabled {
-			diags.AddAttributeError(devicePath(f.Index), "PCI device waits for a host reboot",
-				fmt.Sprintf("Passthrough of PCI device %s (%s) on host %s is enabled but not active yet: the host must reboot first "+
-					"(vspherehpc_host_pci_passthrough shows reboot_required). Reboot the host, then apply again.", f.PCIID, f.Name, f.Host))
+			diags.AddAttributeError(devicePath(f.Index), "PCI device waits for a host reboot", fmt.Sprintf(waitsForReboot, "PCI device", f.PCIID, f.Name, f.Host))
 			return
 		}
 		if f.UplinkOf != "" {

@@ -69,7 +69,7 @@ func (r *vmSRIOVNICResource) ModifyPlan(ctx context.Context, req resource.Modify
 // takeVF counts the new adapters of this plan on a physical function against
 // its free virtual functions: one VM more than there are does not power on.
 func (r *vmSRIOVNICResource) takeVF(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse, vm types.String, f vsphere.FreeVFs) {
-	takers := r.claims.takeVF(r.claims.instance(ctx, req, resp), hostDeviceKey(f.HostID, f.PCIID), "virtual machine "+vm.ValueString())
+	takers := r.claims.takeVF(r.claims.instance(ctx, req, resp), vsphere.HostDeviceKey(f.HostID, f.PCIID), "virtual machine "+vm.ValueString())
 	if len(takers) <= f.Free {
 		return
 	}
