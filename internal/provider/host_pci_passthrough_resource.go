@@ -27,6 +27,7 @@ var (
 	_ resource.Resource                = (*hostPCIPassthroughResource)(nil)
 	_ resource.ResourceWithConfigure   = (*hostPCIPassthroughResource)(nil)
 	_ resource.ResourceWithImportState = (*hostPCIPassthroughResource)(nil)
+	_ resource.ResourceWithIdentity    = (*hostPCIPassthroughResource)(nil)
 	_ resource.ResourceWithModifyPlan  = (*hostPCIPassthroughResource)(nil)
 )
 
@@ -75,6 +76,10 @@ func NewHostPCIPassthroughResource() resource.Resource {
 
 func (r *hostPCIPassthroughResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
 	resp.TypeName = req.ProviderTypeName + "_host_pci_passthrough"
+}
+
+func (r *hostPCIPassthroughResource) IdentitySchema(_ context.Context, _ resource.IdentitySchemaRequest, resp *resource.IdentitySchemaResponse) {
+	resp.IdentitySchema = hostIdentity.schema
 }
 
 func (r *hostPCIPassthroughResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
@@ -176,6 +181,7 @@ func turnedBackOff(before map[string]bool) []string {
 }
 
 func (r *hostPCIPassthroughResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	defer hostIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	var plan hostPCIPassthroughModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	if resp.Diagnostics.HasError() {
@@ -186,6 +192,7 @@ func (r *hostPCIPassthroughResource) Create(ctx context.Context, req resource.Cr
 }
 
 func (r *hostPCIPassthroughResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	defer hostIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	var plan hostPCIPassthroughModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	resp.State.Raw = req.State.Raw.Copy() // until read back: a failure must not record the plan
@@ -283,6 +290,7 @@ func fillPassthrough(ctx context.Context, m *hostPCIPassthroughModel, host *vsph
 }
 
 func (r *hostPCIPassthroughResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	hostIdentity.record(ctx, &req.State, resp.Identity, &resp.Diagnostics)
 	var state hostPCIPassthroughModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
 	if resp.Diagnostics.HasError() {
@@ -346,7 +354,9 @@ func (r *hostPCIPassthroughResource) Delete(ctx context.Context, req resource.De
 // with passthrough on, "<host id>:<pci id>,<pci id>" those devices. Destroy
 // leaves them on, as they were found.
 func (r *hostPCIPassthroughResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	hostID, list, _ := strings.Cut(req.ID, ":")
+	defer hostIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
+	importID := hostIdentity.importIDOf(ctx, req, &resp.Diagnostics)
+	hostID, list, _ := strings.Cut(importID, ":")
 	host, err := r.client.HostPassthrough(ctx, hostID)
 	if err != nil {
 		resp.Diagnostics.Append(vsphereErrorDiag("Cannot import the PCI passthrough of host "+hostID, err))
@@ -362,7 +372,7 @@ func (r *hostPCIPassthroughResource) ImportState(ctx context.Context, req resour
 	if list != "" && len(ids) != len(strings.Split(list, ",")) {
 		resp.Diagnostics.AddError("Nothing to import",
 			fmt.Sprintf("Import %q names devices of host %s (%s) that do not have passthrough on; devices with it on: %s.",
-				req.ID, host.HostName, hostID, listOrNone(enabledDevices(host))))
+				importID, host.HostName, hostID, listOrNone(enabledDevices(host))))
 		return
 	}
 	if len(ids) == 0 {

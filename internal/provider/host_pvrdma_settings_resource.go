@@ -26,6 +26,7 @@ var (
 	_ resource.Resource                = (*hostPVRDMASettingsResource)(nil)
 	_ resource.ResourceWithConfigure   = (*hostPVRDMASettingsResource)(nil)
 	_ resource.ResourceWithImportState = (*hostPVRDMASettingsResource)(nil)
+	_ resource.ResourceWithIdentity    = (*hostPVRDMASettingsResource)(nil)
 	_ resource.ResourceWithModifyPlan  = (*hostPVRDMASettingsResource)(nil)
 )
 
@@ -53,6 +54,10 @@ func NewHostPVRDMASettingsResource() resource.Resource {
 
 func (r *hostPVRDMASettingsResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
 	resp.TypeName = req.ProviderTypeName + "_host_pvrdma_settings"
+}
+
+func (r *hostPVRDMASettingsResource) IdentitySchema(_ context.Context, _ resource.IdentitySchemaRequest, resp *resource.IdentitySchemaResponse) {
+	resp.IdentitySchema = hostIdentity.schema
 }
 
 func (r *hostPVRDMASettingsResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
@@ -108,6 +113,7 @@ func (r *hostPVRDMASettingsResource) Configure(_ context.Context, req resource.C
 }
 
 func (r *hostPVRDMASettingsResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	defer hostIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	var plan hostPVRDMASettingsModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	if resp.Diagnostics.HasError() {
@@ -133,6 +139,7 @@ func (r *hostPVRDMASettingsResource) Create(ctx context.Context, req resource.Cr
 }
 
 func (r *hostPVRDMASettingsResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	defer hostIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	var plan hostPVRDMASettingsModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	// Until the host is read back, state stays as it was: on a failure the
@@ -169,6 +176,7 @@ func (r *hostPVRDMASettingsResource) apply(ctx context.Context, plan *hostPVRDMA
 }
 
 func (r *hostPVRDMASettingsResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	hostIdentity.record(ctx, &req.State, resp.Identity, &resp.Diagnostics)
 	var state hostPVRDMASettingsModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
 	if resp.Diagnostics.HasError() {
@@ -218,7 +226,8 @@ func (r *hostPVRDMASettingsResource) Delete(ctx context.Context, req resource.De
 // ImportState adopts a host's settings as they are, and records them as the
 // values destroy puts back.
 func (r *hostPVRDMASettingsResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	hostID := req.ID
+	defer hostIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
+	hostID := hostIdentity.importIDOf(ctx, req, &resp.Diagnostics)
 	host, err := r.client.HostPVRDMA(ctx, hostID)
 	if err != nil {
 		resp.Diagnostics.Append(vsphereErrorDiag("Cannot import the PVRDMA settings of host "+hostID, err))

@@ -25,6 +25,7 @@ var (
 	_ resource.Resource                = (*hostSRIOVResource)(nil)
 	_ resource.ResourceWithConfigure   = (*hostSRIOVResource)(nil)
 	_ resource.ResourceWithImportState = (*hostSRIOVResource)(nil)
+	_ resource.ResourceWithIdentity    = (*hostSRIOVResource)(nil)
 	_ resource.ResourceWithModifyPlan  = (*hostSRIOVResource)(nil)
 )
 
@@ -55,6 +56,10 @@ func NewHostSRIOVResource() resource.Resource {
 
 func (r *hostSRIOVResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
 	resp.TypeName = req.ProviderTypeName + "_host_sriov"
+}
+
+func (r *hostSRIOVResource) IdentitySchema(_ context.Context, _ resource.IdentitySchemaRequest, resp *resource.IdentitySchemaResponse) {
+	resp.IdentitySchema = hostDeviceIdentity.schema
 }
 
 func (r *hostSRIOVResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
@@ -111,6 +116,7 @@ func (r *hostSRIOVResource) Configure(_ context.Context, req resource.ConfigureR
 }
 
 func (r *hostSRIOVResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	defer hostDeviceIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	var plan hostSRIOVModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	if resp.Diagnostics.HasError() {
@@ -135,6 +141,7 @@ func (r *hostSRIOVResource) Create(ctx context.Context, req resource.CreateReque
 }
 
 func (r *hostSRIOVResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	defer hostDeviceIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	var plan hostSRIOVModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	resp.State.Raw = req.State.Raw.Copy() // until read back: a failure must not record the plan
@@ -182,6 +189,7 @@ func sriovToModel(ctx context.Context, h *vsphere.HostPassthrough, m *hostSRIOVM
 }
 
 func (r *hostSRIOVResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	hostDeviceIdentity.record(ctx, &req.State, resp.Identity, &resp.Diagnostics)
 	var state hostSRIOVModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
 	if resp.Diagnostics.HasError() {
@@ -238,14 +246,16 @@ func (r *hostSRIOVResource) Delete(ctx context.Context, req resource.DeleteReque
 
 // ImportState takes "<host id>:<PCI id>"; destroy then leaves SR-IOV as found.
 func (r *hostSRIOVResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	hostID, pciID, ok := strings.Cut(req.ID, ":")
+	defer hostDeviceIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
+	importID := hostDeviceIdentity.importIDOf(ctx, req, &resp.Diagnostics)
+	hostID, pciID, ok := strings.Cut(importID, ":")
 	if !ok || !pciIDPattern.MatchString(pciID) {
-		resp.Diagnostics.AddError("Invalid import id", fmt.Sprintf("Import SR-IOV as <host id>:<PCI id>, e.g. host-12:0000:86:00.0, not %q.", req.ID))
+		resp.Diagnostics.AddError("Invalid import id", fmt.Sprintf("Import SR-IOV as <host id>:<PCI id>, e.g. host-12:0000:86:00.0, not %q.", importID))
 		return
 	}
 	h, err := r.client.HostPassthrough(ctx, hostID)
 	if err != nil {
-		resp.Diagnostics.Append(vsphereErrorDiag("Cannot import SR-IOV "+req.ID, err))
+		resp.Diagnostics.Append(vsphereErrorDiag("Cannot import SR-IOV "+importID, err))
 		return
 	}
 	m := hostSRIOVModel{HostSystemID: types.StringValue(hostID), PCIID: types.StringValue(pciID)}
@@ -254,7 +264,7 @@ func (r *hostSRIOVResource) ImportState(ctx context.Context, req resource.Import
 		// SR-IOV off; the planner tells the other cases apart.
 		p, err := r.client.PlanHostSRIOV(ctx, hostID, pciID, 0)
 		if err != nil {
-			resp.Diagnostics.Append(vsphereErrorDiag("Cannot import SR-IOV "+req.ID, err))
+			resp.Diagnostics.Append(vsphereErrorDiag("Cannot import SR-IOV "+importID, err))
 			return
 		}
 		for _, f := range p.Findings {
@@ -279,7 +289,7 @@ func (r *hostSRIOVResource) ImportState(ctx context.Context, req resource.Import
 				// About the count asked (none), not the function: one to create.
 			default:
 				resp.Diagnostics.AddError("Unexpected finding", fmt.Sprintf("Importing %s found %T, which the provider has no words for. "+
-					"Please report this issue to the provider developers.", req.ID, f))
+					"Please report this issue to the provider developers.", importID, f))
 				return
 			}
 		}

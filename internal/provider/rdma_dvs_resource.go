@@ -29,6 +29,7 @@ var (
 	_ resource.Resource                   = (*rdmaDVSResource)(nil)
 	_ resource.ResourceWithConfigure      = (*rdmaDVSResource)(nil)
 	_ resource.ResourceWithImportState    = (*rdmaDVSResource)(nil)
+	_ resource.ResourceWithIdentity       = (*rdmaDVSResource)(nil)
 	_ resource.ResourceWithModifyPlan     = (*rdmaDVSResource)(nil)
 	_ resource.ResourceWithValidateConfig = (*rdmaDVSResource)(nil)
 )
@@ -81,6 +82,10 @@ func NewRDMADVSResource() resource.Resource {
 
 func (r *rdmaDVSResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
 	resp.TypeName = req.ProviderTypeName + "_rdma_dvs"
+}
+
+func (r *rdmaDVSResource) IdentitySchema(_ context.Context, _ resource.IdentitySchemaRequest, resp *resource.IdentitySchemaResponse) {
+	resp.IdentitySchema = switchIdentity.schema
 }
 
 func (r *rdmaDVSResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
@@ -268,6 +273,7 @@ func (r *rdmaDVSResource) spec(ctx context.Context, m *rdmaDVSModel, diags *diag
 }
 
 func (r *rdmaDVSResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	defer switchIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	var plan rdmaDVSModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	if resp.Diagnostics.HasError() {
@@ -373,6 +379,7 @@ func (r *rdmaDVSResource) dvsID(ctx context.Context, m *rdmaDVSModel, p privateS
 }
 
 func (r *rdmaDVSResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	switchIdentity.record(ctx, &req.State, resp.Identity, &resp.Diagnostics)
 	var state rdmaDVSModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
 	if resp.Diagnostics.HasError() {
@@ -398,6 +405,7 @@ func (r *rdmaDVSResource) Read(ctx context.Context, req resource.ReadRequest, re
 }
 
 func (r *rdmaDVSResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	defer switchIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	var plan, state rdmaDVSModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
@@ -446,9 +454,11 @@ func (r *rdmaDVSResource) Delete(ctx context.Context, req resource.DeleteRequest
 // ("/<datacenter>/network/<switch>"), followed by ":<port group name>" when
 // the switch has more than one port group.
 func (r *rdmaDVSResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	switchID, portGroup := req.ID, ""
-	if i := strings.LastIndex(req.ID, ":"); i > 0 {
-		switchID, portGroup = req.ID[:i], req.ID[i+1:]
+	defer switchIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
+	importID := switchIdentity.importIDOf(ctx, req, &resp.Diagnostics)
+	switchID, portGroup := importID, ""
+	if i := strings.LastIndex(importID, ":"); i > 0 {
+		switchID, portGroup = importID[:i], importID[i+1:]
 	}
 	id := vsphere.DVSID{UUID: strings.ToLower(switchID)}
 	if !vsphere.LooksLikeDVSUUID(switchID) {

@@ -153,18 +153,18 @@ func notAnAdapterOf(vm *vsphere.VM, key int64, adapterType, label string) string
 
 // importAdapter imports a VM's network adapter of adapterType (label names
 // the type to a reader) from "<VM UUID or moid>:<device key>".
-func importAdapter(ctx context.Context, client *vsphere.Client, req resource.ImportStateRequest, resp *resource.ImportStateResponse, adapterType, label string) {
-	i := strings.LastIndex(req.ID, ":")
-	key, err := strconv.ParseInt(req.ID[i+1:], 10, 32)
+func importAdapter(ctx context.Context, client *vsphere.Client, importID string, resp *resource.ImportStateResponse, adapterType, label string) {
+	i := strings.LastIndex(importID, ":")
+	key, err := strconv.ParseInt(importID[i+1:], 10, 32)
 	if i <= 0 || err != nil {
 		resp.Diagnostics.AddError("Invalid import id",
 			fmt.Sprintf("Import the %s adapter as <VM UUID>:<device key>, e.g. 4223b7a1-...-9c1e:4000, not %q. "+
-				"vspherehpc_virtual_machine lists a VM's adapters with their keys.", label, req.ID))
+				"vspherehpc_virtual_machine lists a VM's adapters with their keys.", label, importID))
 		return
 	}
-	vm, err := client.VM(ctx, req.ID[:i])
+	vm, err := client.VM(ctx, importID[:i])
 	if err != nil {
-		resp.Diagnostics.Append(vsphereErrorDiag("Cannot import "+label+" adapter "+req.ID, err))
+		resp.Diagnostics.Append(vsphereErrorDiag("Cannot import "+label+" adapter "+importID, err))
 		return
 	}
 	if detail := notAnAdapterOf(vm, key, adapterType, label); detail != "" {

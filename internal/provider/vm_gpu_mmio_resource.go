@@ -30,6 +30,7 @@ var (
 	_ resource.Resource                   = (*vmGPUMMIOResource)(nil)
 	_ resource.ResourceWithConfigure      = (*vmGPUMMIOResource)(nil)
 	_ resource.ResourceWithImportState    = (*vmGPUMMIOResource)(nil)
+	_ resource.ResourceWithIdentity       = (*vmGPUMMIOResource)(nil)
 	_ resource.ResourceWithModifyPlan     = (*vmGPUMMIOResource)(nil)
 	_ resource.ResourceWithValidateConfig = (*vmGPUMMIOResource)(nil)
 )
@@ -91,6 +92,10 @@ func NewVMGPUMMIOResource() resource.Resource {
 
 func (r *vmGPUMMIOResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
 	resp.TypeName = req.ProviderTypeName + "_vm_gpu_mmio"
+}
+
+func (r *vmGPUMMIOResource) IdentitySchema(_ context.Context, _ resource.IdentitySchemaRequest, resp *resource.IdentitySchemaResponse) {
+	resp.IdentitySchema = vmIdentity.schema
 }
 
 func (r *vmGPUMMIOResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
@@ -222,6 +227,7 @@ func (r *vmGPUMMIOResource) requests(ctx context.Context, l types.List, diags *d
 }
 
 func (r *vmGPUMMIOResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	defer vmIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	var plan vmGPUMMIOModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	if resp.Diagnostics.HasError() {
@@ -328,6 +334,7 @@ func gpuMMIOToModel(ctx context.Context, got *vsphere.GPUMMIO, m *vmGPUMMIOModel
 }
 
 func (r *vmGPUMMIOResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	vmIdentity.record(ctx, &req.State, resp.Identity, &resp.Diagnostics)
 	var state vmGPUMMIOModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
 	if resp.Diagnostics.HasError() {
@@ -371,6 +378,7 @@ func (r *vmGPUMMIOResource) Read(ctx context.Context, req resource.ReadRequest, 
 }
 
 func (r *vmGPUMMIOResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	defer vmIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	var plan vmGPUMMIOModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	resp.State.Raw = req.State.Raw.Copy() // until read back: a failure must not record the plan
@@ -404,15 +412,17 @@ func (r *vmGPUMMIOResource) Delete(ctx context.Context, req resource.DeleteReque
 // ImportState adopts a VM's GPU setup by its UUID; the MMIO values found
 // are the ones destroy leaves.
 func (r *vmGPUMMIOResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	got, err := r.client.GPUMMIO(ctx, req.ID)
+	defer vmIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
+	importID := vmIdentity.importIDOf(ctx, req, &resp.Diagnostics)
+	got, err := r.client.GPUMMIO(ctx, importID)
 	if err != nil {
-		resp.Diagnostics.Append(vsphereErrorDiag("Cannot import the GPU setup of virtual machine "+req.ID, err))
+		resp.Diagnostics.Append(vsphereErrorDiag("Cannot import the GPU setup of virtual machine "+importID, err))
 		return
 	}
 	if got.Empty() {
 		resp.Diagnostics.AddError("Nothing to import",
 			fmt.Sprintf("Virtual machine %s (%s) has no GPU passthrough setup: no passthrough GPU and neither %s nor %s. "+
-				"Create the resource instead; it sets the VM up.", got.VM.Name, req.ID, mmio.Use64bitMMIOKey, mmio.SizeGBKey))
+				"Create the resource instead; it sets the VM up.", got.VM.Name, importID, mmio.Use64bitMMIOKey, mmio.SizeGBKey))
 		return
 	}
 	resp.Diagnostics.Append(setPrivateJSON(ctx, resp.Private, privateExtraConfig, got.ExtraConfig)...)

@@ -25,6 +25,7 @@ var (
 	_ resource.Resource                = (*vmPVRDMANICResource)(nil)
 	_ resource.ResourceWithConfigure   = (*vmPVRDMANICResource)(nil)
 	_ resource.ResourceWithImportState = (*vmPVRDMANICResource)(nil)
+	_ resource.ResourceWithIdentity    = (*vmPVRDMANICResource)(nil)
 	_ resource.ResourceWithModifyPlan  = (*vmPVRDMANICResource)(nil)
 )
 
@@ -53,6 +54,10 @@ func NewVMPVRDMANICResource() resource.Resource {
 
 func (r *vmPVRDMANICResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
 	resp.TypeName = req.ProviderTypeName + "_vm_pvrdma_nic"
+}
+
+func (r *vmPVRDMANICResource) IdentitySchema(_ context.Context, _ resource.IdentitySchemaRequest, resp *resource.IdentitySchemaResponse) {
+	resp.IdentitySchema = vmDeviceIdentity.schema
 }
 
 func (r *vmPVRDMANICResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
@@ -159,6 +164,7 @@ func (m *vmPVRDMANICModel) spec() vsphere.PVRDMANICSpec {
 }
 
 func (r *vmPVRDMANICResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	defer vmDeviceIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	var plan vmPVRDMANICModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	if resp.Diagnostics.HasError() {
@@ -232,6 +238,7 @@ func nicToModel(nic *vsphere.PVRDMANIC, m *vmPVRDMANICModel) {
 }
 
 func (r *vmPVRDMANICResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	vmDeviceIdentity.record(ctx, &req.State, resp.Identity, &resp.Diagnostics)
 	var state vmPVRDMANICModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
 	if resp.Diagnostics.HasError() {
@@ -248,6 +255,7 @@ func (r *vmPVRDMANICResource) Read(ctx context.Context, req resource.ReadRequest
 }
 
 func (r *vmPVRDMANICResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	defer vmDeviceIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	var plan, state vmPVRDMANICModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
@@ -299,5 +307,7 @@ func (r *vmPVRDMANICResource) Delete(ctx context.Context, req resource.DeleteReq
 
 // ImportState takes "<VM UUID or moid>:<device key>".
 func (r *vmPVRDMANICResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	importAdapter(ctx, r.client, req, resp, "vmxnet3vrdma", "PVRDMA")
+	defer vmDeviceIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
+	importID := vmDeviceIdentity.importIDOf(ctx, req, &resp.Diagnostics)
+	importAdapter(ctx, r.client, importID, resp, "vmxnet3vrdma", "PVRDMA")
 }

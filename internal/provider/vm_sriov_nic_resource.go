@@ -26,6 +26,7 @@ var (
 	_ resource.Resource                = (*vmSRIOVNICResource)(nil)
 	_ resource.ResourceWithConfigure   = (*vmSRIOVNICResource)(nil)
 	_ resource.ResourceWithImportState = (*vmSRIOVNICResource)(nil)
+	_ resource.ResourceWithIdentity    = (*vmSRIOVNICResource)(nil)
 	_ resource.ResourceWithModifyPlan  = (*vmSRIOVNICResource)(nil)
 )
 
@@ -58,6 +59,10 @@ func NewVMSRIOVNICResource() resource.Resource {
 
 func (r *vmSRIOVNICResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
 	resp.TypeName = req.ProviderTypeName + "_vm_sriov_nic"
+}
+
+func (r *vmSRIOVNICResource) IdentitySchema(_ context.Context, _ resource.IdentitySchemaRequest, resp *resource.IdentitySchemaResponse) {
+	resp.IdentitySchema = vmDeviceIdentity.schema
 }
 
 func (r *vmSRIOVNICResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
@@ -153,6 +158,7 @@ func (m *vmSRIOVNICModel) spec() vsphere.SRIOVNICSpec {
 }
 
 func (r *vmSRIOVNICResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	defer vmDeviceIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	var plan vmSRIOVNICModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	if resp.Diagnostics.HasError() {
@@ -209,6 +215,7 @@ func sriovNICToModel(nic *vsphere.SRIOVNIC, m *vmSRIOVNICModel) {
 }
 
 func (r *vmSRIOVNICResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	vmDeviceIdentity.record(ctx, &req.State, resp.Identity, &resp.Diagnostics)
 	var state vmSRIOVNICModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
 	if resp.Diagnostics.HasError() {
@@ -225,6 +232,7 @@ func (r *vmSRIOVNICResource) Read(ctx context.Context, req resource.ReadRequest,
 }
 
 func (r *vmSRIOVNICResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	defer vmDeviceIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	var plan, state vmSRIOVNICModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
@@ -272,5 +280,7 @@ func (r *vmSRIOVNICResource) Delete(ctx context.Context, req resource.DeleteRequ
 
 // ImportState takes "<VM UUID or moid>:<device key>".
 func (r *vmSRIOVNICResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	importAdapter(ctx, r.client, req, resp, "sriov", "SR-IOV")
+	defer vmDeviceIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
+	importID := vmDeviceIdentity.importIDOf(ctx, req, &resp.Diagnostics)
+	importAdapter(ctx, r.client, importID, resp, "sriov", "SR-IOV")
 }

@@ -1,0 +1,145 @@
+package provider
+
+import (
+	"context"
+	"strconv"
+	"strings"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/identityschema"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+)
+
+// Resource identity (Terraform 1.12+): the fields that name a resource's
+// object in vCenter. Every resource's identity follows from its id and leads
+// back to an import id, so one import path serves `terraform import`,
+// `import { id = ... }` and `import { identity = {...} }`, and identity never
+// changes over an object's life. Terraform before 1.12 and OpenTofu neither
+// send nor keep identity; the framework then drops it.
+type identityKind[I any] struct {
+	schema   identityschema.Schema
+	fromID   func(id string) (I, bool)
+	importID func(I) string
+}
+
+// record sets identity from the id in state, once state has one: a create
+// that failed before vCenter made anything has none to record.
+func (k identityKind[I]) record(ctx context.Context, state *tfsdk.State, identity *tfsdk.ResourceIdentity, diags *diag.Diagnostics) {
+	if identity == nil || state.Raw.IsNull() {
+		return
+	}
+	var id types.String
+	if d := state.GetAttribute(ctx, path.Root("id"), &id); d.HasError() || id.IsNull() || id.IsUnknown() {
+		return
+	}
+	if v, ok := k.fromID(id.ValueString()); ok {
+		diags.Append(identity.Set(ctx, v)...)
+	}
+}
+
+// importIDOf is the import id the user gave, or the one their identity
+// names.
+func (k identityKind[I]) importIDOf(ctx context.Context, req resource.ImportStateRequest, diags *diag.Diagnostics) string {
+	if req.ID != "" || req.Identity == nil || req.Identity.Raw.IsNull() {
+		return req.ID
+	}
+	var v I
+	if diags.Append(req.Identity.Get(ctx, &v)...); diags.HasError() {
+		return ""
+	}
+	return k.importID(v)
+}
+
+func stringIdentity(desc string) identityschema.StringAttribute {
+	return identityschema.StringAttribute{RequiredForImport: true, Description: desc}
+}
+
+type switchIdentityModel struct {
+	ID types.String `tfsdk:"id"`
+}
+
+// switchIdentity names a switch by its UUID, as its id does.
+var switchIdentity = identityKind[switchIdentityModel]{
+	schema: identityschema.Schema{Attributes: map[string]identityschema.Attribute{
+		"id": stringIdentity("The switch's UUID, as vCenter reports it (`50 2a 6c ...`)."),
+	}},
+	fromID: func(id string) (switchIdentityModel, bool) {
+		return switchIdentityModel{types.StringValue(id)}, id != ""
+	},
+	importID: func(m switchIdentityModel) string { return m.ID.ValueString() },
+}
+
+type hostIdentityModel struct {
+	HostSystemID types.String `tfsdk:"host_system_id"`
+}
+
+// hostIdentity names a host's settings by the host: the id is the host's.
+var hostIdentity = identityKind[hostIdentityModel]{
+	schema: identityschema.Schema{Attributes: map[string]identityschema.Attribute{
+		"host_system_id": stringIdentity("Managed object id of the host, e.g. `host-12`."),
+	}},
+	fromID:   func(id string) (hostIdentityModel, bool) { return hostIdentityModel{types.StringValue(id)}, id != "" },
+	importID: func(m hostIdentityModel) string { return m.HostSystemID.ValueString() },
+}
+
+type hostDeviceIdentityModel struct {
+	HostSystemID types.String `tfsdk:"host_system_id"`
+	PCIID        types.String `tfsdk:"pci_id"`
+}
+
+// hostDeviceIdentity names a PCI function of a host; the id is
+// "<host id>:<PCI id>" (a PCI id has colons of its own).
+var hostDeviceIdentity = identityKind[hostDeviceIdentityModel]{
+	schema: identityschema.Schema{Attributes: map[string]identityschema.Attribute{
+		"host_system_id": stringIdentity("Managed object id of the host, e.g. `host-12`."),
+		"pci_id":         stringIdentity("PCI id of the physical function, e.g. `0000:86:00.0`."),
+	}},
+	fromID: func(id string) (hostDeviceIdentityModel, bool) {
+		host, pci, ok := strings.Cut(id, ":")
+		return hostDeviceIdentityModel{types.StringValue(host), types.StringValue(pci)}, ok
+	},
+	importID: func(m hostDeviceIdentityModel) string {
+		return m.HostSystemID.ValueString() + ":" + m.PCIID.ValueString()
+	},
+}
+
+type vmIdentityModel struct {
+	VirtualMachineID types.String `tfsdk:"virtual_machine_id"`
+}
+
+// vmIdentity names a VM's setup by the VM's UUID, as its id does.
+var vmIdentity = identityKind[vmIdentityModel]{
+	schema: identityschema.Schema{Attributes: map[string]identityschema.Attribute{
+		"virtual_machine_id": stringIdentity("The VM's UUID (what `vsphere_virtual_machine.id` is), lower case."),
+	}},
+	fromID:   func(id string) (vmIdentityModel, bool) { return vmIdentityModel{types.StringValue(id)}, id != "" },
+	importID: func(m vmIdentityModel) string { return m.VirtualMachineID.ValueString() },
+}
+
+type vmDeviceIdentityModel struct {
+	VirtualMachineID types.String `tfsdk:"virtual_machine_id"`
+	DeviceKey        types.Int64  `tfsdk:"device_key"`
+}
+
+// vmDeviceIdentity names a VM's device: the id is "<VM UUID>:<device key>".
+var vmDeviceIdentity = identityKind[vmDeviceIdentityModel]{
+	schema: identityschema.Schema{Attributes: map[string]identityschema.Attribute{
+		"virtual_machine_id": stringIdentity("The VM's UUID (what `vsphere_virtual_machine.id` is), lower case."),
+		"device_key": identityschema.Int64Attribute{RequiredForImport: true,
+			Description: "The adapter's device key in the VM, e.g. `4000`."},
+	}},
+	fromID: func(id string) (vmDeviceIdentityModel, bool) {
+		i := strings.LastIndex(id, ":")
+		key, err := strconv.ParseInt(id[i+1:], 10, 32)
+		if i <= 0 || err != nil {
+			return vmDeviceIdentityModel{}, false
+		}
+		return vmDeviceIdentityModel{types.StringValue(id[:i]), types.Int64Value(key)}, true
+	},
+	importID: func(m vmDeviceIdentityModel) string {
+		return m.VirtualMachineID.ValueString() + ":" + strconv.FormatInt(m.DeviceKey.ValueInt64(), 10)
+	},
+}

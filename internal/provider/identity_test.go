@@ -1,0 +1,195 @@
+package provider
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/hashicorp/go-version"
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
+)
+
+// terraformVersion is the version of the terraform the tests run.
+var terraformVersion = sync.OnceValues(func() (*version.Version, error) {
+	tf := os.Getenv("TF_ACC_TERRAFORM_PATH")
+	if tf == "" {
+		tf = "terraform"
+	}
+	out, err := exec.Command(tf, "version", "-json").Output()
+	if err != nil {
+		return nil, fmt.Errorf("%s version: %w", tf, err)
+	}
+	var v struct {
+		Version string `json:"terraform_version"`
+	}
+	if err := json.Unmarshal(out, &v); err != nil {
+		return nil, err
+	}
+	return version.NewVersion(v.Version)
+})
+
+// needsTerraform114 skips a test of identity or list resources under an
+// older Terraform, which has neither. `make test-adopt` runs these tests
+// with Terraform 1.14 and sets VSPHEREHPC_TEST_ADOPT, which turns the skip
+// into a failure: in CI they run, never skip.
+func needsTerraform114(t *testing.T) {
+	t.Helper()
+	v, err := terraformVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Core().GreaterThanOrEqual(version.Must(version.NewVersion("1.14.0"))) {
+		return
+	}
+	if os.Getenv("VSPHEREHPC_TEST_ADOPT") != "" {
+		t.Fatalf("terraform %s has no list resources; make test-adopt runs Terraform 1.14 (make terraform-query builds it)", v)
+	}
+	t.Skipf("terraform %s has no identity or list resources; make test-adopt runs this test with Terraform 1.14", v)
+}
+
+// identitySteps creates a resource, checks the identity it records, and
+// imports it by that identity through an import block: the import plans no
+// change, and the identity it reads back is the same.
+func identitySteps(addr, config string, identity map[string]knownvalue.Check, checks ...statecheck.StateCheck) []resource.TestStep {
+	return []resource.TestStep{
+		{
+			Config:            config,
+			ConfigStateChecks: append(checks, statecheck.ExpectIdentity(addr, identity)),
+		},
+		{
+			Config:       requiredProviders + config,
+			ResourceName: addr, ImportState: true, ImportStateKind: resource.ImportBlockWithResourceIdentity,
+		},
+	}
+}
+
+func TestAccIdentity_rdmaDVS(t *testing.T) {
+	t.Parallel()
+	needsTerraform114(t)
+	lab := startLab(t, vcsimlab.Options{})
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: identitySteps(dvsAddr, dvsConfig(lab, "rdma", allHosts(lab, lab.RDMANICs()[0]), ""), map[string]knownvalue.Check{
+			"id": knownvalue.NotNull(),
+		}, statecheck.ExpectIdentityValueMatchesState(dvsAddr, tfjsonpath.New("id"))),
+	})
+}
+
+func TestAccIdentity_hostPVRDMASettings(t *testing.T) {
+	t.Parallel()
+	needsTerraform114(t)
+	lab := startLab(t, vcsimlab.Options{})
+	name := lab.HostNames()[0]
+	needsVmk0(t, lab, name)
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: identitySteps(hostSettings, hostSettingsConfig(lab, name, fmt.Sprintf("  vmknic = %q", lab.Vmknic())), map[string]knownvalue.Check{
+			"host_system_id": knownvalue.StringExact(lab.HostID(name)),
+		}),
+	})
+}
+
+func TestAccIdentity_hostPCIPassthrough(t *testing.T) {
+	t.Parallel()
+	needsTerraform114(t)
+	lab := startLab(t, vcsimlab.Options{})
+	simulatedOnly(t, lab, "uses the lab's A100, which has passthrough off")
+	name := lab.HostNames()[0]
+	// An identity names the host: its import adopts every device with
+	// passthrough on, the H100s the lab starts with and the A100.
+	all := hclList(append(lab.GPUs(), a100))
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: identitySteps(passthroughAddr, passthroughConfig(lab, name, "  pci_ids = "+all), map[string]knownvalue.Check{
+			"host_system_id": knownvalue.StringExact(lab.HostID(name)),
+		}),
+	})
+}
+
+func TestAccIdentity_hostSRIOV(t *testing.T) {
+	t.Parallel()
+	needsTerraform114(t)
+	lab := startLab(t, vcsimlab.Options{})
+	simulatedOnly(t, lab, "uses the lab's SR-IOV NICs")
+	name := lab.HostNames()[0]
+	pf, _ := sriovPF(t, lab, name)
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: identitySteps(sriovAddr, sriovConfig(lab, name, pf, 4), map[string]knownvalue.Check{
+			"host_system_id": knownvalue.StringExact(lab.HostID(name)),
+			"pci_id":         knownvalue.StringExact(pf),
+		}),
+	})
+}
+
+func TestAccIdentity_vmPVRDMANIC(t *testing.T) {
+	t.Parallel()
+	needsTerraform114(t)
+	lab := startLab(t, vcsimlab.Options{})
+	uuid := lab.VMUUID(lab.VMNames()[0])
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: identitySteps(nicAddr, nicConfig(lab, uuid, "a", ""), map[string]knownvalue.Check{
+			"virtual_machine_id": knownvalue.StringExact(uuid),
+			"device_key":         knownvalue.NotNull(),
+		}, statecheck.ExpectIdentityValueMatchesState(nicAddr, tfjsonpath.New("device_key"))),
+	})
+}
+
+func TestAccIdentity_vmSRIOVNIC(t *testing.T) {
+	t.Parallel()
+	needsTerraform114(t)
+	lab := startLab(t, vcsimlab.Options{})
+	simulatedOnly(t, lab, "uses the lab's SR-IOV NICs")
+	vm := lab.VMNames()[0]
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: identitySteps(sriovNICAddr, sriovNICConfig(lab, vm, "a", vmnic4PF, false), map[string]knownvalue.Check{
+			"virtual_machine_id": knownvalue.StringExact(lab.VMUUID(vm)),
+			"device_key":         knownvalue.NotNull(),
+		}, statecheck.ExpectIdentityValueMatchesState(sriovNICAddr, tfjsonpath.New("device_key"))),
+	})
+}
+
+func TestAccIdentity_vmGPUMMIO(t *testing.T) {
+	t.Parallel()
+	needsTerraform114(t)
+	lab := startLab(t, vcsimlab.Options{})
+	uuid := lab.VMUUID(lab.VMNames()[0])
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: identitySteps(gpuAddr, gpuConfig(lab, uuid, twoGPUs(lab)), map[string]knownvalue.Check{
+			"virtual_machine_id": knownvalue.StringExact(uuid),
+		}),
+	})
+}
+
+// A string import id names the same object an identity does: the two kinds
+// of import agree.
+func TestIdentityRoundTrip(t *testing.T) {
+	for _, id := range []string{"vm-uuid-1:4000", "4223b7a1-0000-0000-0000-00000000009c:4013"} {
+		m, ok := vmDeviceIdentity.fromID(id)
+		if !ok || vmDeviceIdentity.importID(m) != id {
+			t.Errorf("device identity of %q: %+v, %v", id, m, ok)
+		}
+	}
+	if _, ok := vmDeviceIdentity.fromID("no-key"); ok {
+		t.Error("an id without a device key has an identity")
+	}
+	m, ok := hostDeviceIdentity.fromID("host-12:0000:86:00.0")
+	if !ok || m.HostSystemID.ValueString() != "host-12" || m.PCIID.ValueString() != "0000:86:00.0" {
+		t.Errorf("host device identity: %+v", m)
+	}
+	if got := hostDeviceIdentity.importID(m); !strings.EqualFold(got, "host-12:0000:86:00.0") {
+		t.Errorf("host device import id %q", got)
+	}
+}
