@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/function"
+	"github.com/hashicorp/terraform-plugin-framework/list"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/provider"
 	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
@@ -25,8 +26,9 @@ import (
 )
 
 var (
-	_ provider.Provider              = (*vspherehpcProvider)(nil)
-	_ provider.ProviderWithFunctions = (*vspherehpcProvider)(nil)
+	_ provider.Provider                  = (*vspherehpcProvider)(nil)
+	_ provider.ProviderWithFunctions     = (*vspherehpcProvider)(nil)
+	_ provider.ProviderWithListResources = (*vspherehpcProvider)(nil)
 )
 
 // Environment variables, named as the vSphere provider names them so one
@@ -234,6 +236,7 @@ func (p *vspherehpcProvider) Configure(ctx context.Context, req provider.Configu
 	// Terraform configures the provider anew for each walk (plan, apply):
 	// one claim book per walk.
 	resp.ResourceData = &resourceData{client: client, claims: newClaimBook()}
+	resp.ListResourceData = client
 }
 
 // caFileProblem says why a CA file cannot be used, or "" when it can. A
@@ -302,6 +305,18 @@ func (p *vspherehpcProvider) Resources(_ context.Context) []func() resource.Reso
 		NewVMPVRDMANICResource,
 		NewVMSRIOVNICResource,
 		NewVMGPUMMIOResource,
+	}
+}
+
+func (p *vspherehpcProvider) ListResources(_ context.Context) []func() list.ListResource {
+	return []func() list.ListResource{
+		NewHostPCIPassthroughListResource,
+		NewHostPVRDMASettingsListResource,
+		NewHostSRIOVListResource,
+		NewRDMADVSListResource,
+		NewVMPVRDMANICListResource,
+		NewVMSRIOVNICListResource,
+		NewVMGPUMMIOListResource,
 	}
 }
 

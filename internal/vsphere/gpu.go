@@ -162,6 +162,11 @@ func (c *Client) SortPassthrough(ctx context.Context, vmID string, devices []PCI
 	if err != nil {
 		return nil, err
 	}
+	return sortPassthrough(host, devices), nil
+}
+
+// sortPassthrough tells devices apart as host reports them.
+func sortPassthrough(host *Host, devices []PCIPassthrough) *SortedPassthrough {
 	out := &SortedPassthrough{}
 	for _, d := range devices {
 		gpu := d.Dynamic
@@ -178,7 +183,7 @@ func (c *Client) SortPassthrough(ctx context.Context, vmID string, devices []PCI
 			out.Others = append(out.Others, d)
 		}
 	}
-	return out, nil
+	return out
 }
 
 // ApplyGPUMMIO sets EFI firmware, the two MMIO keys, all memory reserved,

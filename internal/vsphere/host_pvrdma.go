@@ -58,18 +58,25 @@ func (c *Client) HostPVRDMA(ctx context.Context, hostID string) (*HostPVRDMA, er
 	if err != nil {
 		return nil, err
 	}
-	out := &HostPVRDMA{HostName: h.Name}
+	vmknic := ""
 	if h.ConfigManager.AdvancedOption != nil {
 		vc, err := c.vimClient(ctx)
 		if err != nil {
 			return nil, err
 		}
-		if out.Settings.Vmknic, err = c.readOption(ctx, vc, *h.ConfigManager.AdvancedOption, PVRDMAVmknicOption); err != nil {
+		if vmknic, err = c.readOption(ctx, vc, *h.ConfigManager.AdvancedOption, PVRDMAVmknicOption); err != nil {
 			return nil, translate(op, err)
 		}
 	}
+	return hostPVRDMAFromMO(h, vmknic), nil
+}
+
+// hostPVRDMAFromMO is a host's PVRDMA settings from its properties and the
+// value of its vmknic option.
+func hostPVRDMAFromMO(h *mo.HostSystem, vmknic string) *HostPVRDMA {
+	out := &HostPVRDMA{HostName: h.Name, Settings: PVRDMASettings{Vmknic: vmknic}}
 	if h.Config == nil {
-		return out, nil
+		return out
 	}
 	if h.Config.Firewall != nil {
 		for _, rs := range h.Config.Firewall.Ruleset {
@@ -90,7 +97,7 @@ func (c *Client) HostPVRDMA(ctx context.Context, hostID string) (*HostPVRDMA, er
 			return 1
 		})
 	}
-	return out, nil
+	return out
 }
 
 // SetHostPVRDMA applies settings to a host: the advanced option, then the

@@ -1,0 +1,135 @@
+package provider
+
+import (
+	"context"
+
+	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/list"
+	"github.com/hashicorp/terraform-plugin-framework/list/schema"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vsphere"
+)
+
+// List resources (Terraform 1.14+, `terraform query`): one per resource,
+// under its name, listing what that resource would manage in a scope. Each
+// list makes one property-collector round trip, however many objects it
+// finds. With include_resource, a result is the resource as importing it
+// would leave it, written so that the configuration `terraform query
+// -generate-config-out` generates plans imports and nothing else; where a
+// hand-built object breaks a rule the resource keeps, the result holds what
+// the rule asks for instead, with a warning saying why, so the plan shows
+// that one change.
+
+var (
+	_ list.ListResource              = (*listResource)(nil)
+	_ list.ListResourceWithConfigure = (*listResource)(nil)
+)
+
+// listed is one result of a list: what a person reads, the identity
+// Terraform imports by, and the resource as import would leave it.
+type listed struct {
+	display  string
+	identity any
+	resource any
+	warnings []string
+}
+
+// listResource is a resource's list: the scope arguments every list takes,
+// and a name filter where the objects have names.
+type listResource struct {
+	typeName string // the resource's type name after the provider's
+	what     string // what it lists, for the schema's description
+	byName   string // what `name` filters by; "" when the list has no name filter
+	list     func(ctx context.Context, c *vsphere.Client, scope vsphere.Scope, name string) ([]listed, error)
+	client   *vsphere.Client
+}
+
+func (l *listResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + l.typeName
+}
+
+func (l *listResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
+	l.client = clientFrom(req.ProviderData, &resp.Diagnostics)
+}
+
+func (l *listResource) ListResourceConfigSchema(_ context.Context, _ list.ListResourceSchemaRequest, resp *list.ListResourceSchemaResponse) {
+	scopes := []path.Expression{path.MatchRoot("datacenter_id"), path.MatchRoot("cluster_id"), path.MatchRoot("host_system_ids")}
+	attrs := map[string]schema.Attribute{
+		"datacenter_id": schema.StringAttribute{
+			Optional:            true,
+			MarkdownDescription: "Only this datacenter (managed object id, e.g. `data.vspherehpc_datacenter.dc.id`). At most one of `datacenter_id`, `cluster_id` and `host_system_ids`; none lists the whole vCenter.",
+			Validators:          []validator.String{notEmpty("give a datacenter's managed object id, or leave it out"), stringvalidator.ConflictsWith(scopes[1:]...)},
+		},
+		"cluster_id": schema.StringAttribute{
+			Optional:            true,
+			MarkdownDescription: "Only the hosts of this cluster (managed object id, e.g. `data.vspherehpc_cluster.c.id`) and the VMs on them.",
+			Validators:          []validator.String{notEmpty("give a cluster's managed object id, or leave it out"), stringvalidator.ConflictsWith(scopes[2])},
+		},
+		"host_system_ids": schema.ListAttribute{
+			ElementType: types.StringType, Optional: true,
+			MarkdownDescription: "Only these hosts (managed object ids) and the VMs on them.",
+			Validators:          []validator.List{listvalidator.SizeAtLeast(1), listvalidator.ValueStringsAre(notEmpty("give hosts' managed object ids, such as host-12"))},
+		},
+	}
+	if l.byName != "" {
+		attrs["name"] = schema.StringAttribute{Optional: true, MarkdownDescription: "Only " + l.byName + ".", Validators: []validator.String{notEmpty("give a name, or leave it out")}}
+	}
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "Lists " + l.what + ", for `terraform query` (Terraform 1.14+), in one vCenter round trip. " +
+			"With `include_resource = true`, `terraform query -generate-config-out=FILE` writes the resources and their import " +
+			"blocks; their plan imports them and changes nothing, except where a result's warning names a rule the object breaks.",
+		Attributes: attrs,
+	}
+}
+
+func (l *listResource) List(ctx context.Context, req list.ListRequest, stream *list.ListResultsStream) {
+	var diags diag.Diagnostics
+	var scope vsphere.Scope
+	var datacenter, cluster, name types.String
+	var hosts []string
+	diags.Append(req.Config.GetAttribute(ctx, path.Root("datacenter_id"), &datacenter)...)
+	diags.Append(req.Config.GetAttribute(ctx, path.Root("cluster_id"), &cluster)...)
+	diags.Append(req.Config.GetAttribute(ctx, path.Root("host_system_ids"), &hosts)...)
+	if l.byName != "" {
+		diags.Append(req.Config.GetAttribute(ctx, path.Root("name"), &name)...)
+	}
+	if l.client == nil {
+		diags.AddError("No vCenter to list from", "Configure the provider's vCenter connection (server, user, password) to list objects.")
+	}
+	if diags.HasError() {
+		stream.Results = list.ListResultsStreamDiagnostics(diags)
+		return
+	}
+	scope.DatacenterID, scope.ClusterID, scope.HostIDs = datacenter.ValueString(), cluster.ValueString(), hosts
+	items, err := l.list(ctx, l.client, scope, name.ValueString())
+	if err != nil {
+		diags.Append(vsphereErrorDiag("Cannot list "+l.what, err))
+		stream.Results = list.ListResultsStreamDiagnostics(diags)
+		return
+	}
+	stream.Results = func(push func(list.ListResult) bool) {
+		for i, item := range items {
+			if req.Limit > 0 && int64(i) >= req.Limit {
+				return
+			}
+			result := req.NewListResult(ctx)
+			result.DisplayName = item.display
+			result.Diagnostics.Append(result.Identity.Set(ctx, item.identity)...)
+			if req.IncludeResource {
+				result.Diagnostics.Append(result.Resource.Set(ctx, item.resource)...)
+			}
+			for _, w := range item.warnings {
+				result.Diagnostics.AddWarning(item.display, w)
+			}
+			if !push(result) {
+				return
+			}
+		}
+	}
+}

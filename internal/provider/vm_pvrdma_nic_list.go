@@ -1,0 +1,40 @@
+package provider
+
+import (
+	"context"
+	"strings"
+
+	"github.com/hashicorp/terraform-plugin-framework/list"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vsphere"
+)
+
+// NewVMPVRDMANICListResource lists PVRDMA adapters for
+// vspherehpc_vm_pvrdma_nic.
+func NewVMPVRDMANICListResource() list.ListResource {
+	return &listResource{typeName: "_vm_pvrdma_nic", what: "the PVRDMA adapters of VMs", list: listPVRDMANICs}
+}
+
+// listPVRDMANICs lists adapters with their MAC address left to vCenter: an
+// adapter keeps the one it has, and a generated MAC is never written into
+// configuration as if an administrator chose it.
+func listPVRDMANICs(ctx context.Context, c *vsphere.Client, scope vsphere.Scope, _ string) ([]listed, error) {
+	nics, err := c.ListPVRDMANICs(ctx, scope)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]listed, 0, len(nics))
+	for _, nic := range nics {
+		uuid := strings.ToLower(nic.VM.ID)
+		m := vmPVRDMANICModel{VirtualMachineID: types.StringValue(uuid), ReserveAllMemory: types.BoolNull(), PowerOffAllowed: types.BoolNull()}
+		nicToModel(nic, &m)
+		m.MACAddress = types.StringNull()
+		out = append(out, listed{
+			display:  nic.VM.Name + " " + nic.MAC,
+			identity: vmDeviceIdentityModel{VirtualMachineID: types.StringValue(uuid), DeviceKey: types.Int64Value(int64(nic.Key))},
+			resource: m,
+		})
+	}
+	return out, nil
+}

@@ -1,0 +1,38 @@
+package provider
+
+import (
+	"context"
+	"strings"
+
+	"github.com/hashicorp/terraform-plugin-framework/list"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vsphere"
+)
+
+// NewVMSRIOVNICListResource lists SR-IOV adapters for vspherehpc_vm_sriov_nic.
+func NewVMSRIOVNICListResource() list.ListResource {
+	return &listResource{typeName: "_vm_sriov_nic", what: "the SR-IOV adapters of VMs", list: listSRIOVNICs}
+}
+
+// listSRIOVNICs lists adapters with their MAC address left to vCenter, as
+// listPVRDMANICs does.
+func listSRIOVNICs(ctx context.Context, c *vsphere.Client, scope vsphere.Scope, _ string) ([]listed, error) {
+	nics, err := c.ListSRIOVNICs(ctx, scope)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]listed, 0, len(nics))
+	for _, nic := range nics {
+		uuid := strings.ToLower(nic.VM.ID)
+		m := vmSRIOVNICModel{VirtualMachineID: types.StringValue(uuid), PowerOffAllowed: types.BoolNull()}
+		sriovNICToModel(nic, &m)
+		m.MACAddress = types.StringNull()
+		out = append(out, listed{
+			display:  nic.VM.Name + " " + nic.MAC,
+			identity: vmDeviceIdentityModel{VirtualMachineID: types.StringValue(uuid), DeviceKey: types.Int64Value(int64(nic.Key))},
+			resource: m,
+		})
+	}
+	return out, nil
+}

@@ -1,0 +1,157 @@
+package vcsimlab
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/vim25/mo"
+	"github.com/vmware/govmomi/vim25/types"
+)
+
+// What BuildByHand makes, by name.
+const (
+	HandBuiltSwitch       = "lab-pvrdma"
+	HandBuiltPortGroup    = "lab-pvrdma-vms"
+	HandBuiltTeamedSwitch = "lab-pvrdma-teamed"
+	HandBuiltSRIOVPF      = "0000:d8:00.1" // vmnic5
+	HandBuiltSmallWindow  = 64             // GB: the MMIO window of the VM set up short of the rule
+)
+
+// BuildByHand sets the lab up as an administrator following the PVRDMA
+// and GPU articles by hand leaves it, through the calls the vSphere Client
+// makes (the admin actions of this package), never through the provider:
+//   - distributed switch HandBuiltSwitch with port group HandBuiltPortGroup,
+//     every host joined with vmnic4 as its only uplink;
+//   - HandBuiltTeamedSwitch, on which the last host uses vmnic5 and vmnic1
+//     together: NIC teaming, which PVRDMA does not support (vSphere
+//     Networking, "PVRDMA Support": the adapter's uplink must be one port);
+//   - on every host, Net.PVRDMAVmknic set to vmk1 and the pvrdma firewall
+//     ruleset on;
+//   - SR-IOV with 4 virtual functions on vmnic5 (HandBuiltSRIOVPF) of the
+//     first host;
+//   - passthrough on for the H100s of every host, as the lab starts;
+//   - the first VM with a PVRDMA adapter on the port group, one H100, EFI
+//     firmware, the MMIO keys at the rule's size for it (256 GB) and its
+//     memory reserved; the second VM the same with the other H100 of its
+//     host and an MMIO window of HandBuiltSmallWindow GB, too small for the
+//     GPU's 80 GB.
+func (l *Lab) BuildByHand(ctx context.Context) error {
+	hosts := l.HostNames()
+	vms := l.VMNames()
+	if len(hosts) < 2 || len(vms) < 2 {
+		return fmt.Errorf("vcsimlab: a hand-built lab needs two hosts and two VMs, not %d and %d", len(hosts), len(vms))
+	}
+	last := hosts[len(hosts)-1]
+	steps := []func() error{
+		func() error { return l.createSwitchByHand(ctx, HandBuiltSwitch, hosts[0], "vmnic4") },
+		func() error { return l.AddPortGroup(ctx, HandBuiltSwitch, HandBuiltPortGroup, 128) },
+		func() error { return l.createSwitchByHand(ctx, HandBuiltTeamedSwitch, last, "vmnic5") },
+		func() error { return l.AddPortGroup(ctx, HandBuiltTeamedSwitch, HandBuiltTeamedSwitch+"-vms", 8) },
+		func() error { return l.teamUplinks(ctx, HandBuiltTeamedSwitch, last, "vmnic5", "vmnic1") },
+		func() error { return l.SetHostSRIOV(ctx, hosts[0], HandBuiltSRIOVPF, 4) },
+	}
+	for _, h := range hosts[1:] {
+		steps = append(steps, func() error { return l.AddSwitchHost(ctx, HandBuiltSwitch, h, "vmnic4") })
+	}
+	for _, h := range hosts {
+		steps = append(steps,
+			func() error { return l.SetHostOption(ctx, h, pvrdmaOption, l.Vmknic()) },
+			func() error { return l.SetRuleset(ctx, h, "pvrdma", true) })
+	}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			return fmt.Errorf("vcsimlab: building the lab by hand: %w", err)
+		}
+	}
+	uuid, key, err := l.portGroupBacking(ctx, HandBuiltSwitch, HandBuiltPortGroup)
+	if err != nil {
+		return err
+	}
+	for i, vm := range vms[:2] {
+		gpu, window := l.GPUs()[i], "256"
+		if i == 1 {
+			window = fmt.Sprint(HandBuiltSmallWindow)
+		}
+		for _, step := range []func() error{
+			func() error { return l.AddPVRDMAAdapter(ctx, vm, uuid, key) },
+			func() error { return l.AttachGPU(ctx, vm, gpu) },
+			func() error { return l.SetVMFirmware(ctx, vm, "efi") },
+			func() error { return l.SetVMExtraConfig(ctx, vm, "pciPassthru.use64bitMMIO", "TRUE") },
+			func() error { return l.SetVMExtraConfig(ctx, vm, "pciPassthru.64bitMMIOSizeGB", window) },
+			func() error { return l.SetVMMemoryReservationLocked(ctx, vm, true) },
+		} {
+			if err := step(); err != nil {
+				return fmt.Errorf("vcsimlab: setting up VM %s by hand: %w", vm, err)
+			}
+		}
+	}
+	return nil
+}
+
+// createSwitchByHand creates a distributed switch with one host and its
+// uplink as the vSphere Client's New Distributed Switch wizard does for an
+// administrator following the PVRDMA articles: four uplinks named "Uplink 1"
+// to "Uplink 4" (the wizard's default), MTU 9000 (the articles' value),
+// Network I/O Control off.
+func (l *Lab) createSwitchByHand(ctx context.Context, switchName, hostName, vmnic string) error {
+	host, err := l.adminHost(hostName)
+	if err != nil {
+		return err
+	}
+	folders, err := l.adminDatacenter().Folders(ctx)
+	if err != nil {
+		return err
+	}
+	spec := &types.VMwareDVSConfigSpec{MaxMtu: 9000, DVSConfigSpec: types.DVSConfigSpec{
+		Name:             switchName,
+		UplinkPortPolicy: &types.DVSNameArrayUplinkPortPolicy{UplinkPortName: []string{"Uplink 1", "Uplink 2", "Uplink 3", "Uplink 4"}},
+		Host:             []types.DistributedVirtualSwitchHostMemberConfigSpec{switchMember(types.ConfigSpecOperationAdd, host, vmnic)},
+	}}
+	return adminWait(ctx)(folders.NetworkFolder.CreateDVS(ctx, types.DVSCreateSpec{ConfigSpec: spec}))
+}
+
+// teamUplinks makes vmnics, together, a host's uplinks on a switch, as Add
+// and Manage Hosts > Manage physical adapters in the vSphere Client does
+// when an administrator assigns a second NIC.
+func (l *Lab) teamUplinks(ctx context.Context, switchName, hostName string, vmnics ...string) error {
+	host, err := l.adminHost(hostName)
+	if err != nil {
+		return err
+	}
+	backing := &types.DistributedVirtualSwitchHostMemberPnicBacking{}
+	for _, n := range vmnics {
+		backing.PnicSpec = append(backing.PnicSpec, types.DistributedVirtualSwitchHostMemberPnicSpec{PnicDevice: n})
+	}
+	return l.adminReconfigureSwitch(ctx, switchName, func(spec *types.VMwareDVSConfigSpec) {
+		spec.Host = []types.DistributedVirtualSwitchHostMemberConfigSpec{{
+			Operation: string(types.ConfigSpecOperationEdit), Host: host.Reference(), Backing: backing,
+		}}
+	})
+}
+
+// portGroupBacking is a port group's switch UUID and key, as a VM's network
+// backing names them.
+func (l *Lab) portGroupBacking(ctx context.Context, switchName, portGroupName string) (string, string, error) {
+	s, err := l.adminSwitch(ctx, switchName)
+	if err != nil {
+		return "", "", err
+	}
+	n, err := l.adminFinder().Network(ctx, portGroupName)
+	if err != nil {
+		return "", "", err
+	}
+	pg, ok := n.(*object.DistributedVirtualPortgroup)
+	if !ok {
+		return "", "", fmt.Errorf("vcsimlab: %s is not a distributed port group", portGroupName)
+	}
+	var sw mo.DistributedVirtualSwitch
+	if err := s.Properties(ctx, s.Reference(), []string{"uuid"}, &sw); err != nil {
+		return "", "", err
+	}
+	var p mo.DistributedVirtualPortgroup
+	if err := pg.Properties(ctx, pg.Reference(), []string{"key"}, &p); err != nil {
+		return "", "", err
+	}
+	return sw.Uuid, p.Key, nil
+}
