@@ -14,7 +14,7 @@ const (
 	HandBuiltSwitch       = "lab-pvrdma"
 	HandBuiltPortGroup    = "lab-pvrdma-vms"
 	HandBuiltTeamedSwitch = "lab-pvrdma-teamed"
-	HandBuiltSRIOVPF      = "0000:d8:00.1" // vmnic5
+	HandBuiltSRIOVPF      = "0000:d8:00.0" // vmnic4, the first host's uplink on HandBuiltSwitch
 	HandBuiltSmallWindow  = 64             // GB: the MMIO window of the VM set up short of the rule
 )
 
@@ -28,8 +28,9 @@ const (
 //     Networking, "PVRDMA Support": the adapter's uplink must be one port);
 //   - on every host, Net.PVRDMAVmknic set to vmk1 and the pvrdma firewall
 //     ruleset on;
-//   - SR-IOV with 4 virtual functions on vmnic5 (HandBuiltSRIOVPF) of the
-//     first host;
+//   - SR-IOV with 4 virtual functions on vmnic4 (HandBuiltSRIOVPF) of the
+//     first host, and an SR-IOV adapter on the port group backed by it on
+//     the first VM (on the first host);
 //   - passthrough on for the H100s of every host, as the lab starts;
 //   - the first VM with a PVRDMA adapter on the port group, one H100, EFI
 //     firmware, the MMIO keys at the rule's size for it (256 GB) and its
@@ -67,6 +68,9 @@ func (l *Lab) BuildByHand(ctx context.Context) error {
 	uuid, key, err := l.portGroupBacking(ctx, HandBuiltSwitch, HandBuiltPortGroup)
 	if err != nil {
 		return err
+	}
+	if err := l.AddSRIOVAdapter(ctx, vms[0], HandBuiltPortGroup, HandBuiltSRIOVPF); err != nil {
+		return fmt.Errorf("vcsimlab: setting up VM %s by hand: %w", vms[0], err)
 	}
 	for i, vm := range vms[:2] {
 		gpu, window := l.GPUs()[i], "256"

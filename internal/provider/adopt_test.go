@@ -1,0 +1,148 @@
+package provider
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
+)
+
+// listTypes are the resources with a list, each queried by adoptQuery.
+var listTypes = []string{
+	"vspherehpc_rdma_dvs", "vspherehpc_host_pvrdma_settings", "vspherehpc_host_pci_passthrough", "vspherehpc_host_sriov",
+	"vspherehpc_vm_pvrdma_nic", "vspherehpc_vm_sriov_nic", "vspherehpc_vm_gpu_mmio",
+}
+
+// adoptQuery is a query file listing, with their resources, everything of
+// each kind in the lab's datacenter: what the "Adopting an existing lab"
+// guide asks an administrator to write.
+func adoptQuery(lab *vcsimlab.Lab) string {
+	var b strings.Builder
+	for _, t := range listTypes {
+		fmt.Fprintf(&b, "list %q \"all\" {\n  provider         = vspherehpc\n  include_resource = true\n  config {\n    datacenter_id = %q\n  }\n}\n\n",
+			t, lab.DatacenterID())
+	}
+	return b.String()
+}
+
+// queryResults runs terraform query -json and returns, per list block
+// address, the display names of its results, sorted.
+func queryResults(t *testing.T, d *tfDir) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	sc := bufio.NewScanner(strings.NewReader(d.run("query", "-json")))
+	for sc.Scan() {
+		var m struct {
+			Type  string `json:"type"`
+			Found struct {
+				Address     string `json:"address"`
+				DisplayName string `json:"display_name"`
+			} `json:"list_resource_found"`
+		}
+		if json.Unmarshal(sc.Bytes(), &m) == nil && m.Type == "list_resource_found" {
+			out[m.Found.Address] = append(out[m.Found.Address], m.Found.DisplayName)
+		}
+	}
+	for _, names := range out {
+		sort.Strings(names)
+	}
+	return out
+}
+
+// The adoption story end to end, with Terraform 1.14: a lab built by hand
+// is listed, in one round trip per list block; the configuration terraform
+// query generates plans imports of everything, and exactly the two changes
+// the hand-built lab needs (a teamed uplink, a too-small MMIO window); once
+// applied, the next plan is empty.
+func TestAccAdopt_handBuiltLab(t *testing.T) {
+	t.Parallel()
+	needsTerraform114(t)
+	lab := startLab(t, vcsimlab.Options{})
+	simulatedOnly(t, lab, "builds the lab by hand")
+	must(t, lab.BuildByHand(context.Background()))
+	hosts, vms := lab.HostNames(), lab.VMNames()
+	d := newTFDir(t, lab, map[string]string{"main.tf": requiredProviders, "adopt.tfquery.hcl": adoptQuery(lab)})
+
+	lab.ResetCalls()
+	found := queryResults(t, d)
+	// One property-collector call per list block; the provider's login
+	// reads nothing through the collector.
+	if got := lab.Calls()["RetrievePropertiesEx"]; got != len(listTypes) {
+		t.Errorf("terraform query made %d RetrievePropertiesEx calls for %d list blocks, want one each; calls: %v", got, len(listTypes), lab.Calls())
+	}
+	h100 := "GH100 [H100 SXM5 80GB]"
+	want := map[string][]string{
+		"list.vspherehpc_rdma_dvs.all": {vcsimlab.HandBuiltSwitch, vcsimlab.HandBuiltTeamedSwitch},
+		"list.vspherehpc_host_sriov.all": {fmt.Sprintf("%s %s MT2892 Family [ConnectX-6 Dx] (4 virtual functions)",
+			hosts[0], vcsimlab.HandBuiltSRIOVPF)},
+		"list.vspherehpc_vm_gpu_mmio.all": {
+			fmt.Sprintf("%s: 1 passthrough devices, MMIO window 256 GB", vms[0]),
+			fmt.Sprintf("%s: 1 passthrough devices, MMIO window %d GB", vms[1], vcsimlab.HandBuiltSmallWindow),
+		},
+	}
+	for _, h := range hosts {
+		want["list.vspherehpc_host_pvrdma_settings.all"] = append(want["list.vspherehpc_host_pvrdma_settings.all"], h+" (vmknic vmk1, firewall on)")
+		want["list.vspherehpc_host_pci_passthrough.all"] = append(want["list.vspherehpc_host_pci_passthrough.all"],
+			fmt.Sprintf("%s: %s %s, %s %s", h, lab.GPUs()[0], h100, lab.GPUs()[1], h100))
+	}
+	for key, names := range want {
+		if !slices.Equal(found[key], names) {
+			t.Errorf("%s found %q, want %q", key, found[key], names)
+		}
+	}
+	for key, n := range map[string]int{"list.vspherehpc_vm_pvrdma_nic.all": 2, "list.vspherehpc_vm_sriov_nic.all": 1} {
+		if len(found[key]) != n {
+			t.Errorf("%s found %q, want %d adapters", key, found[key], n)
+		}
+		for _, name := range found[key] {
+			if !strings.HasPrefix(name, vms[0]+" ") && !strings.HasPrefix(name, vms[1]+" ") {
+				t.Errorf("%s: display name %q does not start with its VM's name", key, name)
+			}
+		}
+	}
+
+	d.run("query", "-generate-config-out=adopted.tf")
+	d.run("plan", "-out=tfplan")
+	var p struct {
+		ResourceChanges []struct {
+			Address string `json:"address"`
+			Change  struct {
+				Actions   []string        `json:"actions"`
+				Importing json.RawMessage `json:"importing"`
+			} `json:"change"`
+		} `json:"resource_changes"`
+	}
+	must(t, json.Unmarshal([]byte(d.run("show", "-json", "tfplan")), &p))
+	var imported int
+	var changed []string
+	for _, rc := range p.ResourceChanges {
+		if len(rc.Change.Importing) > 0 {
+			imported++
+		}
+		if !slices.Equal(rc.Change.Actions, []string{"no-op"}) {
+			changed = append(changed, rc.Address+" "+strings.Join(rc.Change.Actions, ","))
+		}
+	}
+	total := 0
+	for _, names := range found {
+		total += len(names)
+	}
+	if imported != total || imported != len(p.ResourceChanges) {
+		t.Errorf("the generated configuration imports %d of %d resources; the query found %d", imported, len(p.ResourceChanges), total)
+	}
+	sort.Strings(changed)
+	wantChanged := []string{"vspherehpc_rdma_dvs.all_1 update", "vspherehpc_vm_gpu_mmio.all_1 update"}
+	if !slices.Equal(changed, wantChanged) {
+		t.Errorf("the generated configuration plans %q, want only imports and %q", changed, wantChanged)
+	}
+	d.run("apply", "-auto-approve", "tfplan")
+	if again := d.plan(); len(again) != 0 {
+		t.Errorf("plan after adopting: %+v, want no changes", again)
+	}
+}
