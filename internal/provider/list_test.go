@@ -65,7 +65,9 @@ func scopeErrors(lab *vcsimlab.Lab) []query {
 	}
 }
 
-func inDatacenter(lab *vcsimlab.Lab) string { return fmt.Sprintf("    datacenter_id = %q", lab.DatacenterID()) }
+func inDatacenter(lab *vcsimlab.Lab) string {
+	return fmt.Sprintf("    datacenter_id = %q", lab.DatacenterID())
+}
 
 func onHosts(lab *vcsimlab.Lab, names ...string) string {
 	ids := make([]string, len(names))
@@ -131,7 +133,7 @@ func TestAccList_hostPVRDMASettings(t *testing.T) {
 	runQueries(t, lab, "vspherehpc_host_pvrdma_settings", append([]query{
 		{config: inDatacenter(lab), checks: []querycheck.QueryResultCheck{
 			querycheck.ExpectLength("vspherehpc_host_pvrdma_settings.q", len(hosts)-1),
-			displayed("vspherehpc_host_pvrdma_settings", hosts[0] + " (vmknic vmk1, firewall on)"),
+			displayed("vspherehpc_host_pvrdma_settings", hosts[0]+" (vmknic vmk1, firewall on)"),
 			querycheck.ExpectIdentity("vspherehpc_host_pvrdma_settings.q", map[string]knownvalue.Check{
 				"host_system_id": knownvalue.StringExact(lab.HostID(hosts[0])),
 			}),
@@ -245,7 +247,7 @@ func TestAccList_vmGPUMMIO(t *testing.T) {
 	runQueries(t, lab, "vspherehpc_vm_gpu_mmio", append([]query{
 		{config: inDatacenter(lab), checks: []querycheck.QueryResultCheck{
 			querycheck.ExpectLength("vspherehpc_vm_gpu_mmio.q", 2),
-			displayed("vspherehpc_vm_gpu_mmio", vms[0] + ": 1 passthrough devices, MMIO window 256 GB"),
+			displayed("vspherehpc_vm_gpu_mmio", vms[0]+": 1 passthrough devices, MMIO window 256 GB"),
 			// The window smaller than the rule is left to the rule.
 			querycheck.ExpectResourceKnownValues("vspherehpc_vm_gpu_mmio.q", small, []querycheck.KnownValueCheck{
 				{Path: tfjsonpath.New("mmio_size_gb"), KnownValue: knownvalue.Null()},
