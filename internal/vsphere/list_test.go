@@ -1,0 +1,81 @@
+package vsphere
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
+)
+
+// Every list is one RetrievePropertiesEx, however many hosts and VMs: at 16
+// hosts and 64 VMs, built by hand, each list finds what BuildByHand made
+// and every host and VM the lab has.
+func TestListsAreOneCallAtFleetSize(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{Hosts: 16, VMs: 64})
+	ctx := context.Background()
+	if err := lab.BuildByHand(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c := labClient(lab)
+	if _, err := c.DatacenterByName(ctx, lab.DatacenterName()); err != nil { // logs in: not the lists' cost
+		t.Fatal(err)
+	}
+	scope := Scope{DatacenterID: lab.DatacenterID()}
+	lists := []struct {
+		name  string
+		count func() (int, error)
+		want  int
+	}{
+		{"switches", func() (int, error) { l, err := c.ListDVS(ctx, scope, ""); return len(l), err }, 2},
+		{"host settings", func() (int, error) { l, err := c.ListHostPVRDMA(ctx, scope); return len(l), err }, 16},
+		{"host devices", func() (int, error) { l, err := c.ListHostPassthrough(ctx, scope); return len(l), err }, 16},
+		{"PVRDMA adapters", func() (int, error) { l, err := c.ListPVRDMANICs(ctx, scope); return len(l), err }, 2},
+		{"SR-IOV adapters", func() (int, error) { l, err := c.ListSRIOVNICs(ctx, scope); return len(l), err }, 1},
+		{"GPU setups", func() (int, error) { l, err := c.ListGPUMMIO(ctx, scope); return len(l), err }, 2},
+	}
+	for _, l := range lists {
+		lab.ResetCalls()
+		got, err := l.count()
+		if err != nil {
+			t.Fatalf("%s: %v", l.name, err)
+		}
+		if got != l.want {
+			t.Errorf("%s: %d listed, want %d", l.name, got, l.want)
+		}
+		if calls := lab.Calls()["RetrievePropertiesEx"]; calls != 1 {
+			t.Errorf("%s: %d RetrievePropertiesEx, want 1 at 16 hosts and %d VMs", l.name, calls, len(lab.VMNames()))
+		}
+	}
+}
+
+// The hosts a scope names come with their own VMs only, and a scope object
+// that does not exist is ErrNotFound, whatever its kind.
+func TestListScopes(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	ctx := context.Background()
+	if err := lab.BuildByHand(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c := labClient(lab)
+	vm := lab.VMNames()[0]
+	nics, err := c.ListPVRDMANICs(ctx, Scope{HostIDs: []string{lab.HostID(lab.VMHostName(vm))}})
+	if err != nil || len(nics) != 1 || nics[0].VM.Name != vm {
+		t.Fatalf("adapters on %s's host: %+v, %v; want %s's one", vm, nics, err, vm)
+	}
+	cluster, err := c.ClusterByName(ctx, lab.DatacenterID(), lab.ClusterName())
+	if err != nil {
+		t.Fatal(err)
+	}
+	hosts, err := c.ListHostPVRDMA(ctx, Scope{ClusterID: cluster.ID})
+	if err != nil || len(hosts) != len(lab.HostNames()) {
+		t.Fatalf("the cluster's hosts: %+v, %v", hosts, err)
+	}
+	for _, scope := range []Scope{{DatacenterID: "datacenter-999"}, {ClusterID: "domain-c999"}, {HostIDs: []string{"host-999"}}} {
+		if _, err := c.ListHostPassthrough(ctx, scope); !errors.Is(err, ErrNotFound) {
+			t.Errorf("%s: %v, want ErrNotFound", scope, err)
+		}
+	}
+}
