@@ -288,7 +288,10 @@
 // own methods, which use one another: inventory.go builds the inventory,
 // handler.go routes calls and changes to the handlers, faults.go holds what
 // tests inject and observe, admin*.go the out-of-band changes (RebootHost,
-// ReregisterVM and Esxcli among them), external.go the Lab over an external
+// ReregisterVM and Esxcli among them), handbuilt.go (on admin*.go) the lab
+// as an administrator following the articles by hand leaves it, for
+// adoption with terraform query (BuildByHand; the lab command's
+// -hand-built), external.go the Lab over an external
 // vCenter, footprint.go what a run must leave as it found it, and lab.go the
 // Lab type, Start and Close.
 package vcsimlab
