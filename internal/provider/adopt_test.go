@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -13,22 +15,23 @@ import (
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
 
-// listTypes are the resources with a list, each queried by adoptQuery.
+// listTypes are the resources with a list, each queried by the guide's
+// query file, examples/adopt/adopt.tfquery.hcl.
 var listTypes = []string{
 	"vspherehpc_rdma_dvs", "vspherehpc_host_pvrdma_settings", "vspherehpc_host_pci_passthrough", "vspherehpc_host_sriov",
 	"vspherehpc_vm_pvrdma_nic", "vspherehpc_vm_sriov_nic", "vspherehpc_vm_gpu_mmio",
 }
 
-// adoptQuery is a query file listing, with their resources, everything of
-// each kind in the lab's datacenter: what the "Adopting an existing lab"
-// guide asks an administrator to write.
-func adoptQuery(lab *vcsimlab.Lab) string {
-	var b strings.Builder
-	for _, t := range listTypes {
-		fmt.Fprintf(&b, "list %q \"all\" {\n  provider         = vspherehpc\n  include_resource = true\n  config {\n    datacenter_id = %q\n  }\n}\n\n",
-			t, lab.DatacenterID())
+// adoptExample is the files of examples/adopt, the guide's configuration.
+func adoptExample(t *testing.T) map[string]string {
+	t.Helper()
+	files := map[string]string{}
+	for _, name := range []string{"main.tf", "adopt.tfquery.hcl"} {
+		b, err := os.ReadFile(filepath.Join("../../examples/adopt", name))
+		must(t, err)
+		files[name] = string(b)
 	}
-	return b.String()
+	return files
 }
 
 // queryResults runs terraform query -json and returns, per list block
@@ -67,28 +70,35 @@ func TestAccAdopt_handBuiltLab(t *testing.T) {
 	simulatedOnly(t, lab, "builds the lab by hand")
 	must(t, lab.BuildByHand(context.Background()))
 	hosts, vms := lab.HostNames(), lab.VMNames()
-	d := newTFDir(t, lab, map[string]string{"main.tf": requiredProviders, "adopt.tfquery.hcl": adoptQuery(lab)})
+	d := newTFDir(t, lab, adoptExample(t))
+	d.env = append(d.env, "TF_VAR_datacenter="+lab.DatacenterName())
+	for _, typ := range listTypes {
+		if !strings.Contains(d.read("adopt.tfquery.hcl"), fmt.Sprintf("list %q", typ)) {
+			t.Fatalf("examples/adopt/adopt.tfquery.hcl lists no %s", typ)
+		}
+	}
 
 	lab.ResetCalls()
 	found := queryResults(t, d)
-	// One property-collector call per list block; the provider's login
-	// reads nothing through the collector.
-	if got := lab.Calls()["RetrievePropertiesEx"]; got != len(listTypes) {
-		t.Errorf("terraform query made %d RetrievePropertiesEx calls for %d list blocks, want one each; calls: %v", got, len(listTypes), lab.Calls())
+	// One property-collector call per list block, and one for the
+	// datacenter data source the blocks refer to.
+	if got := lab.Calls()["RetrievePropertiesEx"]; got != len(listTypes)+1 {
+		t.Errorf("terraform query made %d RetrievePropertiesEx calls for %d list blocks and a data source, want one each; calls: %v",
+			got, len(listTypes), lab.Calls())
 	}
 	h100 := "GH100 [H100 SXM5 80GB]"
 	want := map[string][]string{
-		"list.vspherehpc_rdma_dvs.all": {vcsimlab.HandBuiltSwitch, vcsimlab.HandBuiltTeamedSwitch},
-		"list.vspherehpc_host_sriov.all": {fmt.Sprintf("%s %s MT2892 Family [ConnectX-6 Dx] (4 virtual functions)",
+		"list.vspherehpc_rdma_dvs.switch": {vcsimlab.HandBuiltSwitch, vcsimlab.HandBuiltTeamedSwitch},
+		"list.vspherehpc_host_sriov.pf": {fmt.Sprintf("%s %s MT2892 Family [ConnectX-6 Dx] (4 virtual functions)",
 			hosts[0], vcsimlab.HandBuiltSRIOVPF)},
-		"list.vspherehpc_vm_gpu_mmio.all": {
+		"list.vspherehpc_vm_gpu_mmio.vm": {
 			fmt.Sprintf("%s: 1 passthrough devices, MMIO window 256 GB", vms[0]),
 			fmt.Sprintf("%s: 1 passthrough devices, MMIO window %d GB", vms[1], vcsimlab.HandBuiltSmallWindow),
 		},
 	}
 	for _, h := range hosts {
-		want["list.vspherehpc_host_pvrdma_settings.all"] = append(want["list.vspherehpc_host_pvrdma_settings.all"], h+" (vmknic vmk1, firewall on)")
-		want["list.vspherehpc_host_pci_passthrough.all"] = append(want["list.vspherehpc_host_pci_passthrough.all"],
+		want["list.vspherehpc_host_pvrdma_settings.host"] = append(want["list.vspherehpc_host_pvrdma_settings.host"], h+" (vmknic vmk1, firewall on)")
+		want["list.vspherehpc_host_pci_passthrough.host"] = append(want["list.vspherehpc_host_pci_passthrough.host"],
 			fmt.Sprintf("%s: %s %s, %s %s", h, lab.GPUs()[0], h100, lab.GPUs()[1], h100))
 	}
 	for key, names := range want {
@@ -96,7 +106,7 @@ func TestAccAdopt_handBuiltLab(t *testing.T) {
 			t.Errorf("%s found %q, want %q", key, found[key], names)
 		}
 	}
-	for key, n := range map[string]int{"list.vspherehpc_vm_pvrdma_nic.all": 2, "list.vspherehpc_vm_sriov_nic.all": 1} {
+	for key, n := range map[string]int{"list.vspherehpc_vm_pvrdma_nic.adapter": 2, "list.vspherehpc_vm_sriov_nic.adapter": 1} {
 		if len(found[key]) != n {
 			t.Errorf("%s found %q, want %d adapters", key, found[key], n)
 		}
@@ -137,7 +147,7 @@ func TestAccAdopt_handBuiltLab(t *testing.T) {
 		t.Errorf("the generated configuration imports %d of %d resources; the query found %d", imported, len(p.ResourceChanges), total)
 	}
 	sort.Strings(changed)
-	wantChanged := []string{"vspherehpc_rdma_dvs.all_1 update", "vspherehpc_vm_gpu_mmio.all_1 update"}
+	wantChanged := []string{"vspherehpc_rdma_dvs.switch_1 update", "vspherehpc_vm_gpu_mmio.vm_1 update"}
 	if !slices.Equal(changed, wantChanged) {
 		t.Errorf("the generated configuration plans %q, want only imports and %q", changed, wantChanged)
 	}

@@ -187,3 +187,11 @@ func (d *tfDir) output(name string, v any) {
 	d.t.Helper()
 	must(d.t, json.Unmarshal([]byte(d.run("output", "-json", name)), v))
 }
+
+// read is the content of a file of the working directory.
+func (d *tfDir) read(name string) string {
+	d.t.Helper()
+	b, err := os.ReadFile(filepath.Join(d.dir, name))
+	must(d.t, err)
+	return string(b)
+}
