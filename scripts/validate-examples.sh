@@ -32,21 +32,45 @@ tar -C examples --exclude='.terraform' --exclude='.terraform.lock.hcl' --exclude
 
 # Declares, or refers to (outside comments and strings), a vsphere_* resource or data source.
 needs_vsphere_provider() {
+  compgen -G "$1/*.tf" >/dev/null || return 1
   grep -qsE '^(resource|data) "vsphere_|source += "(vmware|hashicorp)/vsphere"' "$1"/*.tf && return 0
   sed -E 's/#.*$//; s/"([^"\\]|\\.)*"//g' "$1"/*.tf | grep -qE '(^|[^.a-z_])(data\.)?vsphere_[a-z_]+\.[a-z_]'
 }
 
-# Provider functions (examples/functions) exist from Terraform 1.8; an older terraform only formats them.
+# Provider functions (examples/functions) exist from Terraform 1.8, import blocks by identity from 1.12, list
+# resources and query files from 1.14: an older terraform leaves those out.
 tf_version="$("$TERRAFORM" version -json | sed -n 's/.*"terraform_version": *"\([0-9.]*\).*/\1/p')"
-functions_ok=true
-[[ "$(printf '%s\n1.8.0\n' "$tf_version" | sort -V | head -n1)" == 1.8.0 ]] || functions_ok=false
+at_least() { [[ "$(printf '%s\n%s\n' "$tf_version" "$1" | sort -V | head -n1)" == "$1" ]]; }
+functions_ok=true identity_ok=true query_ok=true
+at_least 1.8.0 || functions_ok=false
+at_least 1.12.0 || identity_ok=false
+at_least 1.14.0 || query_ok=false
+too_new=()
 
-validated=0 formatted_only=() too_new=()
+# An identity import block targets the resource its directory's import-by-string-id.tf imports too: it is
+# validated with resource.tf alone, in a directory of its own.
+while IFS= read -r f; do
+  dir="$(dirname "$f")"
+  if [[ $identity_ok == true ]]; then
+    mkdir -p "$dir/identity"
+    mv "$f" "$dir/identity/"
+    cp "$dir/resource.tf" "$dir/identity/"
+  else
+    rm "$f"
+    too_new+=("examples/${f#"$tmp/examples/"}")
+  fi
+done < <(find "$tmp/examples" -name import-by-identity.tf)
+
+validated=0 formatted_only=()
 while IFS= read -r dir; do
   rel="examples/${dir#"$tmp/examples/"}"
   [[ $dir == "$tmp/examples" ]] && rel="examples"
   if [[ $functions_ok == false ]] && grep -qs 'provider::' "$dir"/*.tf; then
     too_new+=("$rel") # not even formatted: this terraform cannot parse a provider function call
+    continue
+  fi
+  if [[ $query_ok == false ]] && compgen -G "$dir/*.tfquery.hcl" >/dev/null; then
+    too_new+=("$rel") # a configuration with query files asks for Terraform 1.14
     continue
   fi
   "$TERRAFORM" fmt -check -diff "$dir" >&2 || { echo "terraform fmt: $rel is not formatted (run make fmt)" >&2; exit 1; }
@@ -63,15 +87,17 @@ while IFS= read -r dir; do
     if grep -qsE '^module "' ./*.tf; then
       "$TERRAFORM" get >/dev/null # local module sources only: no network
     fi
-    out="$("$TERRAFORM" validate -no-color 2>&1)" || { echo "$out" >&2; echo "terraform validate failed in $rel" >&2; exit 1; }
+    query=()
+    [[ $query_ok == true ]] && query=(-query)
+    out="$("$TERRAFORM" validate -no-color "${query[@]}" 2>&1)" || { echo "$out" >&2; echo "terraform validate failed in $rel" >&2; exit 1; }
   )
   validated=$((validated + 1))
-done < <(find "$tmp/examples" -name '*.tf' -not -path '*/.terraform/*' -printf '%h\n' | sort -u)
+done < <(find "$tmp/examples" \( -name '*.tf' -o -name '*.tfquery.hcl' \) -not -path '*/.terraform/*' -printf '%h\n' | sort -u)
 
 echo "terraform validate: $validated configurations valid"
 if ((${#formatted_only[@]})); then
   echo "formatted only (they need the vmware/vsphere provider, which cannot be installed offline): ${formatted_only[*]}"
 fi
 if ((${#too_new[@]})); then
-  echo "neither formatted nor validated (they call provider functions, which Terraform $tf_version cannot parse): ${too_new[*]}"
+  echo "neither formatted nor validated (provider functions, identity imports or query files, newer than Terraform $tf_version): ${too_new[*]}"
 fi
