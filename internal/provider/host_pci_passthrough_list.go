@@ -17,7 +17,8 @@ import (
 // vspherehpc_host_pci_passthrough.
 func NewHostPCIPassthroughListResource() list.ListResource {
 	return &listResource{typeName: "_host_pci_passthrough", what: "the hosts with PCI passthrough on for any device, each with those devices",
-		list: listHostPassthrough}
+		list:   listHostPassthrough,
+		adopts: " Each host is one result with every device whose passthrough is on, as importing the host by its id adopts them."}
 }
 
 // listHostPassthrough lists a host as importing it by its id adopts it:

@@ -46,6 +46,7 @@ type listResource struct {
 	typeName string // the resource's type name after the provider's
 	what     string // what it lists, for the schema's description
 	byName   string // what `name` filters by; "" when the list has no name filter
+	adopts   string // how a result differs from the object, for the schema's description; "" when it does not
 	list     func(ctx context.Context, c *vsphere.Client, scope vsphere.Scope, name string) ([]listed, error)
 	client   *vsphere.Client
 }
@@ -83,7 +84,8 @@ func (l *listResource) ListResourceConfigSchema(_ context.Context, _ list.ListRe
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "Lists " + l.what + ", for `terraform query` (Terraform 1.14+), in one vCenter round trip. " +
 			"With `include_resource = true`, `terraform query -generate-config-out=FILE` writes the resources and their import " +
-			"blocks; their plan imports them and changes nothing, except where a result's warning names a rule the object breaks.",
+			"blocks; their plan imports them and changes nothing, except where a result's warning names a rule the object breaks." +
+			l.adopts,
 		Attributes: attrs,
 	}
 }

@@ -13,7 +13,8 @@ import (
 
 // NewRDMADVSListResource lists distributed switches for vspherehpc_rdma_dvs.
 func NewRDMADVSListResource() list.ListResource {
-	return &listResource{typeName: "_rdma_dvs", what: "distributed switches", byName: "the switch with this name", list: listSwitches}
+	return &listResource{typeName: "_rdma_dvs", what: "distributed switches", byName: "the switch with this name", list: listSwitches,
+		adopts: " A host joined with several uplinks (NIC teaming, which PVRDMA does not support) keeps its first in the result, and a switch with no port group or several gets a new one named `<switch>-pvrdma`: the plan shows that change; import by `<UUID>:<port group name>` to adopt an existing port group instead."}
 }
 
 // listSwitches lists switches as vspherehpc_rdma_dvs would manage them. A

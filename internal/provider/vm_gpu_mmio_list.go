@@ -15,7 +15,8 @@ import (
 // NewVMGPUMMIOListResource lists VMs with a GPU setup for
 // vspherehpc_vm_gpu_mmio.
 func NewVMGPUMMIOListResource() list.ListResource {
-	return &listResource{typeName: "_vm_gpu_mmio", what: "the VMs with passthrough devices or the MMIO keys", list: listGPUMMIO}
+	return &listResource{typeName: "_vm_gpu_mmio", what: "the VMs with passthrough devices or the MMIO keys", list: listGPUMMIO,
+		adopts: " An MMIO window smaller than the `vspherehpc_mmio_size` rule asks for the VM's GPUs is left out of the result (`mmio_size_gb` null), with a warning: the plan grows it to the rule's size."}
 }
 
 // listGPUMMIO lists GPU setups. An MMIO window smaller than the rule asks
