@@ -36,7 +36,8 @@ type query struct {
 // runQueries runs each query as a query step of one test case.
 func runQueries(t *testing.T, lab *vcsimlab.Lab, listType string, queries []query) {
 	t.Helper()
-	var steps []resource.TestStep
+	// Query files take no terraform block: a first step writes it.
+	steps := []resource.TestStep{{Config: requiredProviders}}
 	for _, q := range queries {
 		step := resource.TestStep{Query: true, QueryResultChecks: q.checks, Config: providerConfig(lab) + fmt.Sprintf(`
 list %q "q" {
@@ -251,8 +252,8 @@ func TestAccList_vmGPUMMIO(t *testing.T) {
 			// The window smaller than the rule is left to the rule.
 			querycheck.ExpectResourceKnownValues("vspherehpc_vm_gpu_mmio.q", small, []querycheck.KnownValueCheck{
 				{Path: tfjsonpath.New("mmio_size_gb"), KnownValue: knownvalue.Null()},
-				{Path: tfjsonpath.New("gpu"), KnownValue: knownvalue.ListExact([]knownvalue.Check{knownvalue.ObjectExact(map[string]knownvalue.Check{
-					"pci_id": knownvalue.StringExact(lab.GPUs()[1]), "vendor_id": knownvalue.Null(), "device_id": knownvalue.Null(),
+				{Path: tfjsonpath.New("gpu"), KnownValue: knownvalue.SetExact([]knownvalue.Check{knownvalue.ObjectExact(map[string]knownvalue.Check{
+					"pci_id": knownvalue.StringExact(lab.GPUs()[1]), "vendor_id": knownvalue.Null(), "device_id": knownvalue.Null(), "count": knownvalue.Null(),
 				})})},
 			}),
 		}},

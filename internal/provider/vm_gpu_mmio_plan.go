@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
@@ -15,65 +16,100 @@ import (
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vsphere"
 )
 
-// ValidateConfig: each GPU is a PCI id or a vendor and device id, and no
-// PCI id is given twice (a VM given one GPU twice does not boot, with no
-// error to say why).
+// ValidateConfig: each GPU is a PCI id or a vendor and device id (with a
+// count, one block per model), and no PCI id is both a GPU and a pci_device
+// (a VM given one device twice does not boot, with no error to say why).
 func (r *vmGPUMMIOResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
-	var gpus types.List
+	var gpus, devices types.Set
 	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("gpu"), &gpus)...)
-	if resp.Diagnostics.HasError() || gpus.IsUnknown() || gpus.IsNull() {
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("pci_device"), &devices)...)
+	if resp.Diagnostics.HasError() || gpus.IsUnknown() || devices.IsUnknown() {
 		return
 	}
 	var list []gpuBlockModel
+	var devs []pciDeviceBlockModel
 	resp.Diagnostics.Append(gpus.ElementsAs(ctx, &list, true)...)
-	seen := map[string]bool{}
-	for i, g := range list {
-		at := path.Root("gpu").AtListIndex(i)
-		if g.PCIID.IsUnknown() || g.VendorID.IsUnknown() || g.DeviceID.IsUnknown() {
+	resp.Diagnostics.Append(devices.ElementsAs(ctx, &devs, true)...)
+	asGPU, models := map[string]bool{}, map[string]bool{}
+	for _, g := range list {
+		if g.PCIID.IsUnknown() || g.VendorID.IsUnknown() || g.DeviceID.IsUnknown() || g.Count.IsUnknown() {
 			continue
 		}
+		at := gpuBlockPath(ctx, g)
 		static, dynamic := !g.PCIID.IsNull(), !g.VendorID.IsNull() || !g.DeviceID.IsNull()
+		model := g.VendorID.ValueString() + ":" + g.DeviceID.ValueString()
 		switch {
 		case static && dynamic:
 			resp.Diagnostics.AddAttributeError(at, "Invalid GPU",
-				fmt.Sprintf("gpu block %d gives both pci_id and vendor_id/device_id. Give a GPU either as pci_id (a device on the VM's "+
-					"host) or as vendor_id and device_id (dynamic DirectPath: vSphere picks a device of that model at power on), not both.", i+1))
+				fmt.Sprintf("A gpu block gives both pci_id = %q and vendor_id/device_id. Give a GPU either as pci_id (a device on the VM's "+
+					"host) or as vendor_id and device_id (dynamic DirectPath: vSphere picks a device of that model at power on), not both.",
+					g.PCIID.ValueString()))
 		case !static && !dynamic:
 			resp.Diagnostics.AddAttributeError(at, "Invalid GPU",
-				fmt.Sprintf("gpu block %d is empty. Give pci_id (a device on the VM's host, e.g. 0000:3b:00.0), or vendor_id and "+
-					"device_id (dynamic DirectPath, e.g. 10de and 2330); vspherehpc_host lists a host's GPUs with both.", i+1))
+				"A gpu block is empty. Give pci_id (a device on the VM's host, e.g. 0000:3b:00.0), or vendor_id and "+
+					"device_id (dynamic DirectPath, e.g. 10de and 2330); vspherehpc_host lists a host's GPUs with both.")
 		case dynamic && g.DeviceID.IsNull():
 			resp.Diagnostics.AddAttributeError(at.AtName("device_id"), "Missing device_id",
-				fmt.Sprintf("gpu block %d has vendor_id = %q but no device_id. Dynamic DirectPath needs both: add the GPU model's "+
-					"device_id (four hex digits, e.g. 2330 for an H100 SXM5; vspherehpc_host lists its GPUs' ids), or give pci_id instead.", i+1, g.VendorID.ValueString()))
+				fmt.Sprintf("A gpu block has vendor_id = %q but no device_id. Dynamic DirectPath needs both: add the GPU model's "+
+					"device_id (four hex digits, e.g. 2330 for an H100 SXM5; vspherehpc_host lists its GPUs' ids), or give pci_id instead.", g.VendorID.ValueString()))
 		case dynamic && g.VendorID.IsNull():
 			resp.Diagnostics.AddAttributeError(at.AtName("vendor_id"), "Missing vendor_id",
-				fmt.Sprintf("gpu block %d has device_id = %q but no vendor_id. Dynamic DirectPath needs both: add the GPU's "+
-					"vendor_id (four hex digits, e.g. 10de for NVIDIA; vspherehpc_host lists its GPUs' ids), or give pci_id instead.", i+1, g.DeviceID.ValueString()))
-		case static && seen[g.PCIID.ValueString()]:
-			resp.Diagnostics.AddAttributeError(at, "GPU listed twice",
-				fmt.Sprintf("GPU %s is listed twice. A VM given the same GPU twice does not boot, with no error: list it once.", g.PCIID.ValueString()))
+				fmt.Sprintf("A gpu block has device_id = %q but no vendor_id. Dynamic DirectPath needs both: add the GPU's "+
+					"vendor_id (four hex digits, e.g. 10de for NVIDIA; vspherehpc_host lists its GPUs' ids), or give pci_id instead.", g.DeviceID.ValueString()))
+		case static && !g.Count.IsNull():
+			resp.Diagnostics.AddAttributeError(at.AtName("count"), "count of one GPU",
+				fmt.Sprintf("The gpu block of %s names one device: count is for dynamic DirectPath (vendor_id and device_id). Leave it out.",
+					g.PCIID.ValueString()))
+		case dynamic && models[model]:
+			resp.Diagnostics.AddAttributeError(at, "GPU model given twice",
+				fmt.Sprintf("Two gpu blocks ask for GPUs of model %s. Give one block per model, with count for how many.", model))
 		}
-		seen[g.PCIID.ValueString()] = true
+		asGPU[g.PCIID.ValueString()] = static
+		models[model] = dynamic
 	}
-	var devices types.List
-	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("pci_device"), &devices)...)
-	if resp.Diagnostics.HasError() || devices.IsUnknown() || devices.IsNull() {
-		return
-	}
-	var devs []pciDeviceBlockModel
-	resp.Diagnostics.Append(devices.ElementsAs(ctx, &devs, true)...)
-	for i, d := range devs {
-		if d.PCIID.IsUnknown() || d.PCIID.IsNull() {
-			continue
+	for _, d := range devs {
+		if id := d.PCIID.ValueString(); asGPU[id] {
+			resp.Diagnostics.AddAttributeError(path.Root("pci_device").AtSetValue(pciDeviceValue(id)), "PCI device listed twice",
+				fmt.Sprintf("PCI device %s is listed both in a gpu block and in a pci_device block. A VM given the same device twice "+
+					"does not boot, with no error: list it once (GPUs in gpu blocks, so their memory sizes the MMIO window).", id))
 		}
-		if id := d.PCIID.ValueString(); seen[id] {
-			resp.Diagnostics.AddAttributeError(path.Root("pci_device").AtListIndex(i), "PCI device listed twice",
-				fmt.Sprintf("PCI device %s is listed twice (in gpu or pci_device blocks). A VM given the same device twice does not "+
-					"boot, with no error: list it once.", id))
-		}
-		seen[d.PCIID.ValueString()] = true
 	}
+}
+
+// gpuBlockPath is the path of a gpu block.
+func gpuBlockPath(ctx context.Context, g gpuBlockModel) path.Path {
+	v, _ := types.ObjectValueFrom(ctx, gpuBlockType.AttrTypes, g)
+	return path.Root("gpu").AtSetValue(v)
+}
+
+// pciDeviceValue is the value of the pci_device block of id.
+func pciDeviceValue(id string) types.Object {
+	return types.ObjectValueMust(pciDeviceBlockType.AttrTypes, map[string]attr.Value{"pci_id": types.StringValue(id)})
+}
+
+// blockPaths are the paths of the blocks behind the planner's requests, in
+// their order (a gpu block with count n behind n of them), so findings
+// point at the block they are about.
+type blockPaths struct{ gpu, device []path.Path }
+
+func (r *vmGPUMMIOResource) blockPaths(ctx context.Context, m *vmGPUMMIOModel, diags *diag.Diagnostics) blockPaths {
+	var out blockPaths
+	for _, g := range r.gpus(ctx, m.GPU, diags) {
+		for range g.gpuCount() {
+			out.gpu = append(out.gpu, gpuBlockPath(ctx, g))
+		}
+	}
+	for _, id := range devices(ctx, m.PCIDevice, diags) {
+		out.device = append(out.device, path.Root("pci_device").AtSetValue(pciDeviceValue(id)))
+	}
+	return out
+}
+
+func at(paths []path.Path, i int, block string) path.Path {
+	if i >= 0 && i < len(paths) {
+		return paths[i]
+	}
+	return path.Root(block)
 }
 
 // ModifyPlan checks the GPUs against the VM's host, computes the MMIO size,
@@ -135,6 +171,7 @@ func (r *vmGPUMMIOResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 	if state != nil {
 		change.Existing, change.CurrentMMIOSizeGB = true, state.MMIOSizeGB.ValueInt64()
 	}
+	paths := r.blockPaths(ctx, &plan, &resp.Diagnostics)
 	p, err := r.client.PlanGPUMMIO(ctx, change)
 	if errors.Is(err, vsphere.ErrNotFound) {
 		resp.Diagnostics.Append(notFoundDiag(path.Root("virtual_machine_id"), err))
@@ -150,7 +187,7 @@ func (r *vmGPUMMIOResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 		if isSizeFinding(f) {
 			sizeFinding = f
 		} else {
-			addGPUMMIOFinding(&resp.Diagnostics, f)
+			addGPUMMIOFinding(&resp.Diagnostics, f, paths)
 		}
 	}
 	if p.Sized {
@@ -200,7 +237,7 @@ func (r *vmGPUMMIOResource) planSize(ctx context.Context, size int64, f vsphere.
 		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("mmio_size_gb"), size)...)
 		return
 	}
-	addGPUMMIOFinding(&resp.Diagnostics, f)
+	addGPUMMIOFinding(&resp.Diagnostics, f, blockPaths{})
 }
 
 // addMMIOSizeFinding words a refused MMIO size and reports whether f was one.
@@ -251,9 +288,9 @@ const plannedAfterHost = "If a vspherehpc_host_pci_passthrough of this configura
 	"(as the gpu-node module's callers do, or with depends_on): Terraform then plans and applies the host's change first."
 
 // addGPUMMIOFinding words one finding of the GPU planner.
-func addGPUMMIOFinding(diags *diag.Diagnostics, f vsphere.Finding) {
-	gpuPath := func(i int) path.Path { return path.Root("gpu").AtListIndex(i) }
-	devicePath := func(i int) path.Path { return path.Root("pci_device").AtListIndex(i) }
+func addGPUMMIOFinding(diags *diag.Diagnostics, f vsphere.Finding, paths blockPaths) {
+	gpuPath := func(i int) path.Path { return at(paths.gpu, i, "gpu") }
+	devicePath := func(i int) path.Path { return at(paths.device, i, "pci_device") }
 	switch f := f.(type) {
 	case vsphere.NoDynamicGPU:
 		diags.AddAttributeError(gpuPath(f.Index), "No such GPU for dynamic DirectPath",
@@ -266,7 +303,7 @@ func addGPUMMIOFinding(diags *diag.Diagnostics, f vsphere.Finding) {
 		}
 		diags.AddAttributeError(gpuPath(f.Index), "More GPUs than the host has",
 			fmt.Sprintf("Virtual machine %s asks for %d GPUs of model %s, but its host %s has %d active for passthrough. Each "+
-				"GPU is one device at power on, so the VM would not power on: list at most %d gpu blocks of that model, or move the VM "+
+				"GPU is one device at power on, so the VM would not power on: ask for at most %d of that model, or move the VM "+
 				"to a host with more (vspherehpc_host lists a host's GPUs).", f.VM, f.Asked, model, f.Host, f.Active, f.Active))
 	case vsphere.GPUNotActive:
 		if f.TurnedOnAtReboot {

@@ -35,8 +35,13 @@ func TestAccVMGPUMMIO_refusals(t *testing.T) {
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
-			{Config: gpuConfig(lab, uuid, gpuBlock(gpu0)+gpuBlock(gpu0)), PlanOnly: true,
-				ExpectError: wrapped(`GPU ` + gpu0 + ` is listed twice. A VM given the same GPU twice does not boot`)},
+			{Config: gpuConfig(lab, uuid, "  gpu {\n    pci_id = \""+gpu0+"\"\n    count  = 2\n  }\n"), PlanOnly: true,
+				ExpectError: wrapped(`The gpu block of ` + gpu0 + ` names one device: count is for dynamic DirectPath`)},
+			{Config: gpuConfig(lab, uuid, "  gpu {\n    vendor_id = \"10de\"\n    device_id = \"2330\"\n  }\n"+
+				"  gpu {\n    vendor_id = \"10de\"\n    device_id = \"2330\"\n    count     = 2\n  }\n"), PlanOnly: true,
+				ExpectError: wrapped(`Two gpu blocks ask for GPUs of model 10de:2330. Give one block per model, with count for how many.`)},
+			{Config: gpuConfig(lab, uuid, "  gpu {\n    vendor_id = \"10de\"\n    device_id = \"2330\"\n    count     = 1\n  }\n"), PlanOnly: true,
+				ExpectError: wrapped(`Attribute gpu`)},
 			{Config: gpuConfig(lab, uuid, gpuBlock(gpu1)), PlanOnly: true,
 				ExpectError: wrapped(fmt.Sprintf(`GPU %s on host %s is already configured on virtual machine %s (powered off).`, gpu1, lab.VMHostName(vm), other))},
 			{Config: gpuConfig(lab, uuid, gpuBlock("0000:af:00.0")), PlanOnly: true,
@@ -124,7 +129,12 @@ func TestAccVMGPUMMIO_boundsAndMessages(t *testing.T) {
 	if name != "" {
 		model += " (" + name + ")"
 	}
-	dynamic := fmt.Sprintf("  gpu {\n    vendor_id = %q\n    device_id = %q\n  }\n", vendorID, deviceID)
+	dynamic := func(n int) string {
+		if n == 1 {
+			return fmt.Sprintf("  gpu {\n    vendor_id = %q\n    device_id = %q\n  }\n", vendorID, deviceID)
+		}
+		return fmt.Sprintf("  gpu {\n    vendor_id = %q\n    device_id = %q\n    count     = %d\n  }\n", vendorID, deviceID, n)
+	}
 	two := twoGPUs(lab)
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
@@ -138,18 +148,18 @@ func TestAccVMGPUMMIO_boundsAndMessages(t *testing.T) {
 				ExpectError: wrapped(`mmio_size_gb must be a whole number from 1 to 1048576; 512.5 is not.`)},
 			{Config: gpuConfig(lab, uuid, two+"  mmio_size_gb = 1e400"), PlanOnly: true,
 				ExpectError: wrapped(`mmio_size_gb must be a whole number from 1 to 1048576; 1e+400 is not.`)},
-			{Config: gpuConfig(lab, uuid, strings.Repeat(dynamic, active+1)+"  power_off_allowed = true"), PlanOnly: true,
+			{Config: gpuConfig(lab, uuid, dynamic(active+1)+"  power_off_allowed = true"), PlanOnly: true,
 				ExpectError: wrapped(fmt.Sprintf(`Virtual machine %s (%s) asks for %d GPUs of model %s, but its host %s `+
-					`has %d active for passthrough. Each GPU is one device at power on, so the VM would not power on: list at most %d gpu blocks of that model`,
+					`has %d active for passthrough. Each GPU is one device at power on, so the VM would not power on: ask for at most %d of that model`,
 					vm, uuid, active+1, model, lab.VMHostName(vm), active, active))},
 			{Config: gpuConfig(lab, uuid, "  gpu {\n    vendor_id = \"10de\"\n  }\n"), PlanOnly: true,
-				ExpectError: wrapped(`gpu block 1 has vendor_id = "10de" but no device_id. Dynamic DirectPath needs both: add the GPU model's device_id`)},
+				ExpectError: wrapped(`A gpu block has vendor_id = "10de" but no device_id. Dynamic DirectPath needs both: add the GPU model's device_id`)},
 			{Config: gpuConfig(lab, uuid, two+"  gpu {\n    device_id = \"2330\"\n  }\n"), PlanOnly: true,
-				ExpectError: wrapped(`gpu block 3 has device_id = "2330" but no vendor_id. Dynamic DirectPath needs both: add the GPU's vendor_id`)},
+				ExpectError: wrapped(`A gpu block has device_id = "2330" but no vendor_id. Dynamic DirectPath needs both: add the GPU's vendor_id`)},
 			{Config: gpuConfig(lab, uuid, "  gpu {\n  }\n"), PlanOnly: true,
-				ExpectError: wrapped(`gpu block 1 is empty. Give pci_id (a device on the VM's host, e.g. 0000:3b:00.0), or vendor_id and device_id`)},
+				ExpectError: wrapped(`A gpu block is empty. Give pci_id (a device on the VM's host, e.g. 0000:3b:00.0), or vendor_id and device_id`)},
 			// As many as the host has is accepted.
-			{Config: gpuConfig(lab, uuid, strings.Repeat(dynamic, active)+"  power_off_allowed = true"), PlanOnly: true, ExpectNonEmptyPlan: true},
+			{Config: gpuConfig(lab, uuid, dynamic(active)+"  power_off_allowed = true"), PlanOnly: true, ExpectNonEmptyPlan: true},
 		},
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -33,6 +34,7 @@ var (
 	_ resource.ResourceWithIdentity       = (*vmGPUMMIOResource)(nil)
 	_ resource.ResourceWithModifyPlan     = (*vmGPUMMIOResource)(nil)
 	_ resource.ResourceWithValidateConfig = (*vmGPUMMIOResource)(nil)
+	_ resource.ResourceWithUpgradeState   = (*vmGPUMMIOResource)(nil)
 )
 
 // privateExtraConfig is the private-state key holding the MMIO extraConfig
@@ -47,8 +49,8 @@ type vmGPUMMIOResource struct {
 type vmGPUMMIOModel struct {
 	ID                  types.String  `tfsdk:"id"`
 	VirtualMachineID    types.String  `tfsdk:"virtual_machine_id"`
-	GPU                 types.List    `tfsdk:"gpu"`
-	PCIDevice           types.List    `tfsdk:"pci_device"`
+	GPU                 types.Set     `tfsdk:"gpu"`
+	PCIDevice           types.Set     `tfsdk:"pci_device"`
 	MMIOSizeGB          types.Int64   `tfsdk:"mmio_size_gb"`
 	TotalGPUMemoryGB    types.Float64 `tfsdk:"total_gpu_memory_gb"`
 	Firmware            types.String  `tfsdk:"firmware"`
@@ -58,14 +60,19 @@ type vmGPUMMIOModel struct {
 	PowerOffAllowed     types.Bool    `tfsdk:"power_off_allowed"`
 }
 
+// gpuBlockModel is a gpu block: one GPU by PCI id, or count GPUs of a model
+// (dynamic DirectPath; count null is one). The blocks are a set, so a VM's
+// GPUs are the same whatever order they are listed or attached in; GPUs of
+// one model are one block, as identical blocks of a set are one.
 type gpuBlockModel struct {
 	PCIID    types.String `tfsdk:"pci_id"`
 	VendorID types.String `tfsdk:"vendor_id"`
 	DeviceID types.String `tfsdk:"device_id"`
+	Count    types.Int64  `tfsdk:"count"`
 }
 
 var gpuBlockType = types.ObjectType{AttrTypes: map[string]attr.Type{
-	"pci_id": types.StringType, "vendor_id": types.StringType, "device_id": types.StringType,
+	"pci_id": types.StringType, "vendor_id": types.StringType, "device_id": types.StringType, "count": types.Int64Type,
 }}
 
 type pciDeviceBlockModel struct {
@@ -76,6 +83,22 @@ var pciDeviceBlockType = types.ObjectType{AttrTypes: map[string]attr.Type{"pci_i
 
 func (g gpuBlockModel) request() vsphere.GPURequest {
 	return vsphere.GPURequest{PCIID: g.PCIID.ValueString(), VendorID: g.VendorID.ValueString(), DeviceID: g.DeviceID.ValueString()}
+}
+
+// gpuCount is how many GPUs a block asks for.
+func (g gpuBlockModel) gpuCount() int {
+	if g.Count.IsNull() || g.Count.IsUnknown() {
+		return 1
+	}
+	return int(g.Count.ValueInt64())
+}
+
+// countOf is a dynamic block's count as state holds it: null for one.
+func countOf(n int) types.Int64 {
+	if n == 1 {
+		return types.Int64Null()
+	}
+	return types.Int64Value(int64(n))
 }
 
 func (g gpuBlockModel) String() string {
@@ -100,6 +123,7 @@ func (r *vmGPUMMIOResource) IdentitySchema(_ context.Context, _ resource.Identit
 
 func (r *vmGPUMMIOResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	resp.Schema = schema.Schema{
+		Version: 1, // gpu and pci_device became sets (vm_gpu_mmio_upgrade.go)
 		MarkdownDescription: "Makes a VM ready for GPU passthrough in one reconfigure: EFI firmware, `pciPassthru.use64bitMMIO = TRUE`, " +
 			"`pciPassthru.64bitMMIOSizeGB` sized for its GPUs, all guest memory reserved, and the GPUs themselves, with any other " +
 			"passthrough devices beside them (InfiniBand VFs or whole ConnectX PFs). One per VM: it manages all of the VM's PCI " +
@@ -155,8 +179,10 @@ func (r *vmGPUMMIOResource) Schema(_ context.Context, _ resource.SchemaRequest, 
 			},
 		},
 		Blocks: map[string]schema.Block{
-			"gpu": schema.ListNestedBlock{
-				MarkdownDescription: "A GPU to pass through: a PCI id on the VM's host, or (dynamic DirectPath) a vendor and device id.",
+			"gpu": schema.SetNestedBlock{
+				MarkdownDescription: "A GPU to pass through: a PCI id on the VM's host, or (dynamic DirectPath) a vendor and device id " +
+					"with `count` GPUs of that model. The blocks are a set: their order, and the order the VM has its devices in, " +
+					"make no difference.",
 				NestedObject: schema.NestedBlockObject{Attributes: map[string]schema.Attribute{
 					"pci_id": schema.StringAttribute{
 						Optional: true, MarkdownDescription: "PCI id on the VM's host, e.g. `0000:3b:00.0` (`vspherehpc_host`'s `gpus`).",
@@ -170,13 +196,21 @@ func (r *vmGPUMMIOResource) Schema(_ context.Context, _ resource.SchemaRequest, 
 						Optional: true, MarkdownDescription: "Dynamic DirectPath: PCI device id, four hex digits.",
 						Validators: []validator.String{stringvalidator.RegexMatches(hexIDPattern, "must be four lower-case hex digits, such as 2330")},
 					},
+					// The most passthrough devices a VM takes: 128 (ESXi 8.0 U2,
+					// hardware version 21; Broadcom KB 309986).
+					"count": schema.Int64Attribute{
+						Optional: true, CustomType: wholeNumber(2, 128),
+						MarkdownDescription: "Dynamic DirectPath: how many GPUs of the model, from 2 to 128 (the most passthrough " +
+							"devices a VM takes, on ESXi 8.0 U2); leave it out for one. One block per model.",
+						Validators: []validator.Int64{int64validator.Between(2, 128)},
+					},
 				}},
 			},
-			"pci_device": schema.ListNestedBlock{
+			"pci_device": schema.SetNestedBlock{
 				MarkdownDescription: "Another PCI device to pass through beside the GPUs: an InfiniBand virtual function " +
 					"(`vspherehpc_host_sriov`'s `virtual_function_ids`, enabled with `vspherehpc_host_pci_passthrough`) or a whole ConnectX " +
 					"physical function. It must be active for passthrough on the VM's host and used by no other VM. Its memory does not " +
-					"count toward `mmio_size_gb`; with no `gpu` block, give `mmio_size_gb`.",
+					"count toward `mmio_size_gb`; with no `gpu` block, give `mmio_size_gb`. The blocks are a set, as `gpu`'s.",
 				NestedObject: schema.NestedBlockObject{Attributes: map[string]schema.Attribute{
 					"pci_id": schema.StringAttribute{
 						Required: true, MarkdownDescription: "PCI id on the VM's host, e.g. `0000:86:00.1` (`vspherehpc_host`'s `pci_devices`).",
@@ -193,7 +227,7 @@ func (r *vmGPUMMIOResource) Configure(_ context.Context, req resource.ConfigureR
 }
 
 // devices lists the PCI ids of pci_device blocks.
-func devices(ctx context.Context, l types.List, diags *diag.Diagnostics) []string {
+func devices(ctx context.Context, l types.Set, diags *diag.Diagnostics) []string {
 	var list []pciDeviceBlockModel
 	if !l.IsNull() && !l.IsUnknown() {
 		diags.Append(l.ElementsAs(ctx, &list, false)...)
@@ -205,7 +239,7 @@ func devices(ctx context.Context, l types.List, diags *diag.Diagnostics) []strin
 	return out
 }
 
-func (r *vmGPUMMIOResource) gpus(ctx context.Context, l types.List, diags *diag.Diagnostics) []gpuBlockModel {
+func (r *vmGPUMMIOResource) gpus(ctx context.Context, l types.Set, diags *diag.Diagnostics) []gpuBlockModel {
 	var list []gpuBlockModel
 	if !l.IsNull() && !l.IsUnknown() {
 		diags.Append(l.ElementsAs(ctx, &list, false)...)
@@ -218,10 +252,13 @@ func (r *vmGPUMMIOResource) spec(ctx context.Context, m *vmGPUMMIOModel, diags *
 		MMIOSizeGB: m.MMIOSizeGB.ValueInt64(), PowerOffAllowed: m.PowerOffAllowed.ValueBool()}
 }
 
-func (r *vmGPUMMIOResource) requests(ctx context.Context, l types.List, diags *diag.Diagnostics) []vsphere.GPURequest {
+// requests are the GPUs gpu blocks ask for, a block with count n giving n.
+func (r *vmGPUMMIOResource) requests(ctx context.Context, l types.Set, diags *diag.Diagnostics) []vsphere.GPURequest {
 	var out []vsphere.GPURequest
 	for _, g := range r.gpus(ctx, l, diags) {
-		out = append(out, g.request())
+		for range g.gpuCount() {
+			out = append(out, g.request())
+		}
 	}
 	return out
 }
@@ -265,9 +302,10 @@ func (r *vmGPUMMIOResource) read(ctx context.Context, m *vmGPUMMIOModel, state s
 	diags.Append(state.Set(ctx, m)...)
 }
 
-// gpuMMIOToModel sets m from what was read. The VM's passthrough devices
-// go to the block that lists them in m, in m's order; a device m does not
-// list goes to pci_device when it is among others (by PCI id), else to gpu.
+// gpuMMIOToModel sets m from what was read. A device m lists as a GPU or as
+// a pci_device stays where m has it; a device m does not list goes to
+// pci_device when it is among others (by PCI id), else to gpu. Dynamic
+// DirectPath GPUs are one block per model, with their count.
 func gpuMMIOToModel(ctx context.Context, got *vsphere.GPUMMIO, m *vmGPUMMIOModel, others map[string]bool) diag.Diagnostics {
 	var diags diag.Diagnostics
 	m.ID = types.StringValue(strings.ToLower(got.VM.ID))
@@ -283,53 +321,51 @@ func gpuMMIOToModel(ctx context.Context, got *vsphere.GPUMMIO, m *vmGPUMMIOModel
 			*b = types.BoolValue(false)
 		}
 	}
-	var priorGPUs []gpuBlockModel
+	listedAsGPU, listedAsDevice := map[string]bool{}, map[string]bool{}
 	if !m.GPU.IsNull() && !m.GPU.IsUnknown() {
-		diags.Append(m.GPU.ElementsAs(ctx, &priorGPUs, false)...)
+		var prior []gpuBlockModel
+		diags.Append(m.GPU.ElementsAs(ctx, &prior, false)...)
+		for _, g := range prior {
+			listedAsGPU[g.PCIID.ValueString()] = true
+		}
 	}
-	var priorDevices []pciDeviceBlockModel
 	if !m.PCIDevice.IsNull() && !m.PCIDevice.IsUnknown() {
-		diags.Append(m.PCIDevice.ElementsAs(ctx, &priorDevices, false)...)
-	}
-	used := make([]bool, len(got.Devices))
-	take := func(want vsphere.GPURequest) bool {
-		for i, h := range got.Devices {
-			if !used[i] && want.Matches(h) {
-				used[i] = true
-				return true
-			}
+		var prior []pciDeviceBlockModel
+		diags.Append(m.PCIDevice.ElementsAs(ctx, &prior, false)...)
+		for _, d := range prior {
+			listedAsDevice[d.PCIID.ValueString()] = true
 		}
-		return false
 	}
+	type model struct{ vendor, device string }
+	dynamic := map[model]int{}
+	var models []model
 	var gpus []gpuBlockModel
-	for _, p := range priorGPUs {
-		if take(p.request()) {
-			gpus = append(gpus, p)
-		}
-	}
 	var devs []pciDeviceBlockModel
-	for _, p := range priorDevices {
-		if take(vsphere.GPURequest{PCIID: p.PCIID.ValueString()}) {
-			devs = append(devs, p)
-		}
-	}
-	for i, h := range got.Devices {
+	for _, h := range got.Devices {
 		switch {
-		case used[i]:
 		case h.Dynamic:
-			gpus = append(gpus, gpuBlockModel{PCIID: types.StringNull(), VendorID: types.StringValue(h.VendorID), DeviceID: types.StringValue(h.DeviceID)})
-		case others[h.PCIID]:
+			key := model{h.VendorID, h.DeviceID}
+			if dynamic[key] == 0 {
+				models = append(models, key)
+			}
+			dynamic[key]++
+		case listedAsDevice[h.PCIID] || (others[h.PCIID] && !listedAsGPU[h.PCIID]):
 			devs = append(devs, pciDeviceBlockModel{PCIID: types.StringValue(h.PCIID)})
 		default:
-			gpus = append(gpus, gpuBlockModel{PCIID: types.StringValue(h.PCIID), VendorID: types.StringNull(), DeviceID: types.StringNull()})
+			gpus = append(gpus, gpuBlockModel{PCIID: types.StringValue(h.PCIID), VendorID: types.StringNull(), DeviceID: types.StringNull(),
+				Count: types.Int64Null()})
 		}
 	}
-	list, ds := types.ListValueFrom(ctx, gpuBlockType, gpus)
+	for _, key := range models {
+		gpus = append(gpus, gpuBlockModel{PCIID: types.StringNull(), VendorID: types.StringValue(key.vendor), DeviceID: types.StringValue(key.device),
+			Count: countOf(dynamic[key])})
+	}
+	set, ds := types.SetValueFrom(ctx, gpuBlockType, gpus)
 	diags.Append(ds...)
-	m.GPU = list
-	list, ds = types.ListValueFrom(ctx, pciDeviceBlockType, devs)
+	m.GPU = set
+	set, ds = types.SetValueFrom(ctx, pciDeviceBlockType, devs)
 	diags.Append(ds...)
-	m.PCIDevice = list
+	m.PCIDevice = set
 	return diags
 }
 

@@ -148,7 +148,7 @@ func TestAccVMGPUMMIO_basic(t *testing.T) {
 					statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("firmware"), knownvalue.StringExact("efi")),
 					statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("use_64bit_mmio"), knownvalue.Bool(true)),
 					statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("memory_reservation_locked_to_max"), knownvalue.Bool(true)),
-					statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("gpu"), knownvalue.ListSizeExact(2)),
+					statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("gpu"), knownvalue.SetSizeExact(2)),
 				},
 			},
 			{
@@ -166,7 +166,7 @@ func TestAccVMGPUMMIO_basic(t *testing.T) {
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("mmio_size_gb"), knownvalue.Int64Exact(1024)),
 					statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("total_gpu_memory_gb"), knownvalue.Float64Exact(memory[1])),
-					statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("gpu"), knownvalue.ListSizeExact(1)),
+					statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("gpu"), knownvalue.SetSizeExact(1)),
 				},
 			},
 		},
@@ -196,7 +196,7 @@ func TestAccVMGPUMMIO_drift(t *testing.T) {
 		statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("use_64bit_mmio"), knownvalue.Bool(true)),
 		statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("mmio_size_gb"), knownvalue.Int64Exact(windowGB(t, lab, 512, memory[0]+memory[1]))),
 		statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("memory_reservation_locked_to_max"), knownvalue.Bool(true)),
-		statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("gpu"), knownvalue.ListSizeExact(2)),
+		statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("gpu"), knownvalue.SetSizeExact(2)),
 	}
 	ctx := context.Background()
 	extra := func(key, value string) func() {
@@ -367,7 +367,7 @@ func TestAccVMGPUMMIO_failedReconfigure(t *testing.T) {
 					plancheck.ExpectResourceAction(gpuAddr, plancheck.ResourceActionCreate),
 				}},
 				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("gpu"), knownvalue.ListSizeExact(2)),
+					statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("gpu"), knownvalue.SetSizeExact(2)),
 				},
 				Check: func(*terraform.State) error {
 					_, _, gpus, err := vmExtraConfig(lab, vm)
@@ -456,7 +456,7 @@ resource "vspherehpc_vm_gpu_mmio" "gpu" {
   }
 }
 `, lab.GPUs()[0], lab.VMUUID(lab.VMNames()[0])),
-			ConfigStateChecks: []statecheck.StateCheck{statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("gpu"), knownvalue.ListSizeExact(1))},
+			ConfigStateChecks: []statecheck.StateCheck{statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("gpu"), knownvalue.SetSizeExact(1))},
 		}},
 	})
 }

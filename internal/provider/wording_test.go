@@ -28,7 +28,9 @@ func TestWordingCoversEveryFinding(t *testing.T) {
 			addPassthroughFindings(d, []vsphere.Finding{f})
 		}},
 		{"vspherehpc_host_sriov", vsphere.HostSRIOVFindings, func(d *diag.Diagnostics, f vsphere.Finding) { addHostSRIOVFinding(d, f, "fix") }},
-		{"vspherehpc_vm_gpu_mmio", withPower(vsphere.GPUMMIOFindings), addGPUMMIOFinding},
+		{"vspherehpc_vm_gpu_mmio", withPower(vsphere.GPUMMIOFindings), func(d *diag.Diagnostics, f vsphere.Finding) {
+			addGPUMMIOFinding(d, f, blockPaths{})
+		}},
 		{"vspherehpc_vm_pvrdma_nic", withPower(vsphere.PVRDMANICFindings), addPVRDMANICFinding},
 		{"vspherehpc_vm_sriov_nic", withPower(vsphere.SRIOVNICFindings), addSRIOVNICFinding},
 	}
