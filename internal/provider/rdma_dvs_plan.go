@@ -61,6 +61,32 @@ func (r *rdmaDVSResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	for _, f := range p.Findings {
 		addDVSFinding(&resp.Diagnostics, f, w)
 	}
+	warnTeamingUndone(ctx, state, &plan, &resp.Diagnostics)
+}
+
+// warnTeamingUndone says why a plan takes uplinks off a host that joined the
+// switch with several (NIC teaming, which PVRDMA does not support): the one
+// change an adopted hand-built switch plans.
+func warnTeamingUndone(ctx context.Context, state, plan *rdmaDVSModel, diags *diag.Diagnostics) {
+	if state == nil || plan.Hosts.IsUnknown() {
+		return
+	}
+	var before, after []dvsHostModel
+	diags.Append(state.Hosts.ElementsAs(ctx, &before, false)...)
+	diags.Append(plan.Hosts.ElementsAs(ctx, &after, false)...)
+	for _, b := range before {
+		if !strings.Contains(b.Vmnic.ValueString(), ",") {
+			continue
+		}
+		for _, a := range after {
+			if a.HostSystemID.Equal(b.HostSystemID) && !a.Vmnic.IsUnknown() && !strings.Contains(a.Vmnic.ValueString(), ",") {
+				diags.AddAttributeWarning(path.Root("host"), "NIC teaming taken off a host",
+					fmt.Sprintf("Host %s is joined to switch %s with the uplinks %s. PVRDMA supports no NIC teaming (the HCA must be the "+
+						"switch's only uplink on the host), so this plan keeps %s alone.", b.HostSystemID.ValueString(), plan.Name.ValueString(),
+						b.Vmnic.ValueString(), a.Vmnic.ValueString()))
+			}
+		}
+	}
 }
 
 // change is what the plan changes of the switch, for its planner to check:

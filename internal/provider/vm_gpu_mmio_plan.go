@@ -156,6 +156,13 @@ func (r *vmGPUMMIOResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 		// call, unless the window changes (which needs the VM's power state).
 		size, f := vsphere.PlanMMIOSize(given, state.TotalGPUMemoryGB.ValueFloat64(), true, true)
 		r.planSize(ctx, size, f, resp)
+		if current := state.MMIOSizeGB.ValueInt64(); f == nil && given == nil && current > 0 && size > current {
+			// Found too small (set by hand, adopted): the plan grows it.
+			resp.Diagnostics.AddAttributeWarning(path.Root("mmio_size_gb"), "MMIO window too small",
+				fmt.Sprintf("Virtual machine %s has an MMIO window of %d GB for %s GB of GPU memory: too small to boot, with no error. "+
+					"This plan grows it to %d GB, the smallest power of two at least twice the total.", vmID, current,
+					mmio.FormatGB(state.TotalGPUMemoryGB.ValueFloat64()), size))
+		}
 		if f != nil || size == state.MMIOSizeGB.ValueInt64() {
 			return
 		}
