@@ -31,11 +31,17 @@ func listPVRDMANICs(ctx context.Context, c *vsphere.Client, scope vsphere.Scope,
 		m := vmPVRDMANICModel{VirtualMachineID: types.StringValue(uuid), ReserveAllMemory: types.BoolNull(), PowerOffAllowed: types.BoolNull()}
 		nicToModel(nic, &m)
 		m.MACAddress = types.StringNull()
-		out = append(out, listed{
-			display:  nic.VM.Name + " " + nic.MAC,
-			identity: vmDeviceIdentityModel{VirtualMachineID: types.StringValue(uuid), DeviceKey: types.Int64Value(int64(nic.Key))},
-			resource: m,
-		})
+		out = append(out, listedAdapter(nic.VM, nic.Key, nic.MAC, m))
 	}
 	return out, nil
+}
+
+// listedAdapter is a VM's network adapter as a list result: named by its
+// VM and MAC, identified by the VM's UUID and the device key.
+func listedAdapter(vm vsphere.VMRef, key int32, mac string, model any) listed {
+	return listed{
+		display:  vm.Name + " " + mac,
+		identity: vmDeviceIdentityModel{VirtualMachineID: types.StringValue(strings.ToLower(vm.ID)), DeviceKey: types.Int64Value(int64(key))},
+		resource: model,
+	}
 }

@@ -29,11 +29,7 @@ func listSRIOVNICs(ctx context.Context, c *vsphere.Client, scope vsphere.Scope, 
 		m := vmSRIOVNICModel{VirtualMachineID: types.StringValue(uuid), PowerOffAllowed: types.BoolNull()}
 		sriovNICToModel(nic, &m)
 		m.MACAddress = types.StringNull()
-		out = append(out, listed{
-			display:  nic.VM.Name + " " + nic.MAC,
-			identity: vmDeviceIdentityModel{VirtualMachineID: types.StringValue(uuid), DeviceKey: types.Int64Value(int64(nic.Key))},
-			resource: m,
-		})
+		out = append(out, listedAdapter(nic.VM, nic.Key, nic.MAC, m))
 	}
 	return out, nil
 }

@@ -19,6 +19,12 @@ import (
 // Switch and Add and Manage Hosts in the vSphere Client (govc dvs.create,
 // govc dvs.add -pnic) do.
 func (l *Lab) CreateSwitch(ctx context.Context, switchName, hostName, vmnic string) error {
+	return l.createSwitch(ctx, &types.VMwareDVSConfigSpec{DVSConfigSpec: types.DVSConfigSpec{Name: switchName}}, hostName, vmnic)
+}
+
+// createSwitch creates a distributed switch of spec in the datacenter, with
+// one host and that host's physical NIC vmnic as its uplink.
+func (l *Lab) createSwitch(ctx context.Context, spec *types.VMwareDVSConfigSpec, hostName, vmnic string) error {
 	host, err := l.adminHost(hostName)
 	if err != nil {
 		return err
@@ -27,10 +33,8 @@ func (l *Lab) CreateSwitch(ctx context.Context, switchName, hostName, vmnic stri
 	if err != nil {
 		return err
 	}
-	return adminWait(ctx)(folders.NetworkFolder.CreateDVS(ctx, types.DVSCreateSpec{ConfigSpec: &types.VMwareDVSConfigSpec{DVSConfigSpec: types.DVSConfigSpec{
-		Name: switchName,
-		Host: []types.DistributedVirtualSwitchHostMemberConfigSpec{switchMember(types.ConfigSpecOperationAdd, host, vmnic)},
-	}}}))
+	spec.Host = []types.DistributedVirtualSwitchHostMemberConfigSpec{switchMember(types.ConfigSpecOperationAdd, host, vmnic)}
+	return adminWait(ctx)(folders.NetworkFolder.CreateDVS(ctx, types.DVSCreateSpec{ConfigSpec: spec}))
 }
 
 // DestroySwitch deletes a distributed switch with its port groups, as

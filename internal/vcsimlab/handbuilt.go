@@ -99,20 +99,10 @@ func (l *Lab) BuildByHand(ctx context.Context) error {
 // to "Uplink 4" (the wizard's default), MTU 9000 (the articles' value),
 // Network I/O Control off.
 func (l *Lab) createSwitchByHand(ctx context.Context, switchName, hostName, vmnic string) error {
-	host, err := l.adminHost(hostName)
-	if err != nil {
-		return err
-	}
-	folders, err := l.adminDatacenter().Folders(ctx)
-	if err != nil {
-		return err
-	}
-	spec := &types.VMwareDVSConfigSpec{MaxMtu: 9000, DVSConfigSpec: types.DVSConfigSpec{
+	return l.createSwitch(ctx, &types.VMwareDVSConfigSpec{MaxMtu: 9000, DVSConfigSpec: types.DVSConfigSpec{
 		Name:             switchName,
 		UplinkPortPolicy: &types.DVSNameArrayUplinkPortPolicy{UplinkPortName: []string{"Uplink 1", "Uplink 2", "Uplink 3", "Uplink 4"}},
-		Host:             []types.DistributedVirtualSwitchHostMemberConfigSpec{switchMember(types.ConfigSpecOperationAdd, host, vmnic)},
-	}}
-	return adminWait(ctx)(folders.NetworkFolder.CreateDVS(ctx, types.DVSCreateSpec{ConfigSpec: spec}))
+	}}, hostName, vmnic)
 }
 
 // teamUplinks makes vmnics, together, a host's uplinks on a switch, as Add
