@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/list"
 	"github.com/hashicorp/terraform-plugin-framework/types"
@@ -44,7 +43,7 @@ func listHostPassthrough(ctx context.Context, c *vsphere.Client, scope vsphere.S
 		pciIDs, ds := types.SetValueFrom(ctx, types.StringType, ids)
 		diags.Append(ds...)
 		m := hostPCIPassthroughModel{HostSystemID: types.StringValue(h.HostID), PCIIDs: pciIDs,
-			Match: types.SetNull(types.ObjectType{AttrTypes: map[string]attr.Type{"vendor_id": types.StringType, "device_id": types.StringType}})}
+			Match: types.SetNull(passthroughMatchType)}
 		fillPassthrough(ctx, &m, h, ids, &diags)
 		if diags.HasError() {
 			return nil, fmt.Errorf("host %s: %v", h.HostName, diags)

@@ -64,6 +64,8 @@ type passthroughDeviceModel struct {
 	Active     types.Bool   `tfsdk:"active"`
 }
 
+var passthroughMatchType = types.ObjectType{AttrTypes: map[string]attr.Type{"vendor_id": types.StringType, "device_id": types.StringType}}
+
 var passthroughDeviceType = types.ObjectType{AttrTypes: map[string]attr.Type{
 	"pci_id": types.StringType, "vendor_id": types.StringType, "device_id": types.StringType,
 	"device_name": types.StringType, "enabled": types.BoolType, "active": types.BoolType,
