@@ -26,7 +26,9 @@ func (s Scope) String() string {
 		return "datacenter " + s.DatacenterID
 	case s.ClusterID != "":
 		return "cluster " + s.ClusterID
-	case len(s.HostIDs) > 0:
+	case len(s.HostIDs) == 1:
+		return "host " + s.HostIDs[0]
+	case len(s.HostIDs) > 1:
 		return "hosts " + strings.Join(s.HostIDs, ", ")
 	}
 	return "the vCenter"
@@ -119,6 +121,10 @@ func (c *Client) readInventory(ctx context.Context, op string, scope Scope, host
 	objs, err := retrieve(ctx, vc, specs...)
 	if err != nil {
 		if err = translate(op, err); errors.Is(err, ErrNotFound) {
+			if len(scope.HostIDs) > 1 {
+				return nil, notFound(op, "one of the hosts %s does not exist; host ids are managed object ids such as host-12",
+					strings.Join(scope.HostIDs, ", "))
+			}
 			return nil, notFound(op, "%s does not exist", scope)
 		}
 		return nil, err

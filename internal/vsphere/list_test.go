@@ -3,6 +3,7 @@ package vsphere
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
@@ -73,9 +74,14 @@ func TestListScopes(t *testing.T) {
 	if err != nil || len(hosts) != len(lab.HostNames()) {
 		t.Fatalf("the cluster's hosts: %+v, %v", hosts, err)
 	}
-	for _, scope := range []Scope{{DatacenterID: "datacenter-999"}, {ClusterID: "domain-c999"}, {HostIDs: []string{"host-999"}}} {
-		if _, err := c.ListHostPassthrough(ctx, scope); !errors.Is(err, ErrNotFound) {
-			t.Errorf("%s: %v, want ErrNotFound", scope, err)
+	for scope, want := range map[*Scope]string{
+		{DatacenterID: "datacenter-999"}:                          "datacenter datacenter-999 does not exist",
+		{ClusterID: "domain-c999"}:                                "cluster domain-c999 does not exist",
+		{HostIDs: []string{"host-999"}}:                           "host host-999 does not exist",
+		{HostIDs: []string{lab.HostID(lab.HostNames()[0]), "x"}}: "one of the hosts " + lab.HostID(lab.HostNames()[0]) + ", x does not exist",
+	} {
+		if _, err := c.ListHostPassthrough(ctx, *scope); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want ErrNotFound saying %q", scope, err, want)
 		}
 	}
 }
