@@ -75,9 +75,9 @@ func TestListScopes(t *testing.T) {
 		t.Fatalf("the cluster's hosts: %+v, %v", hosts, err)
 	}
 	for scope, want := range map[*Scope]string{
-		{DatacenterID: "datacenter-999"}:                          "datacenter datacenter-999 does not exist",
-		{ClusterID: "domain-c999"}:                                "cluster domain-c999 does not exist",
-		{HostIDs: []string{"host-999"}}:                           "host host-999 does not exist",
+		{DatacenterID: "datacenter-999"}:                         "datacenter datacenter-999 does not exist",
+		{ClusterID: "domain-c999"}:                               "cluster domain-c999 does not exist",
+		{HostIDs: []string{"host-999"}}:                          "host host-999 does not exist",
 		{HostIDs: []string{lab.HostID(lab.HostNames()[0]), "x"}}: "one of the hosts " + lab.HostID(lab.HostNames()[0]) + ", x does not exist",
 	} {
 		if _, err := c.ListHostPassthrough(ctx, *scope); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), want) {
