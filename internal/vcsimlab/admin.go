@@ -151,6 +151,18 @@ func (l *Lab) HostWithoutVMs() string {
 	return ""
 }
 
+// SetClusterDRS sets the lab cluster's DRS: off (enabled false), or on at
+// an automation level ("manual", "partiallyAutomated", "fullyAutomated"), as
+// the cluster's Configure > vSphere DRS > Edit does.
+func (l *Lab) SetClusterDRS(ctx context.Context, enabled bool, behavior types.DrsBehavior) error {
+	clusters, err := l.adminFinder().ClusterComputeResourceList(ctx, "*")
+	if err != nil {
+		return err
+	}
+	spec := &types.ClusterConfigSpecEx{DrsConfig: &types.ClusterDrsConfigInfo{Enabled: &enabled, DefaultVmBehavior: behavior}}
+	return adminWait(ctx)(clusters[0].Reconfigure(ctx, spec, true))
+}
+
 // CreateDatacenter creates a folder at the root of the inventory and a
 // datacenter in it, as New Folder and New Datacenter in the vSphere Client
 // (govc folder.create, govc datacenter.create -folder) do. vCenter allows a

@@ -33,6 +33,8 @@ type extension struct {
 	pendingHosts map[string][]types.DistributedVirtualSwitchHostMemberConfigSpec // by switch name, see CreateDVSTask
 
 	sriovMu sync.Mutex // serializes power-ons, see powerOn
+
+	hosts hostStates // maintenance mode and reboots, see maintenance.go
 }
 
 func newExtension(reg *simulator.Registry) *extension {
@@ -43,6 +45,7 @@ func newExtension(reg *simulator.Registry) *extension {
 		hostOptions:             map[types.ManagedObjectReference]bool{},
 		fabric:                  newFabric(),
 		pendingHosts:            map[string][]types.DistributedVirtualSwitchHostMemberConfigSpec{},
+		hosts:                   hostStates{keptDown: map[types.ManagedObjectReference]bool{}},
 	}
 }
 

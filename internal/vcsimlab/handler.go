@@ -131,6 +131,9 @@ func (x *extension) implements(ctx *simulator.Context, m *simulator.Method) bool
 	case "UpdatePassthruConfig":
 		_, ok := obj.(*pciPassthruSystem)
 		return ok
+	case "EnterMaintenanceMode_Task", "ExitMaintenanceMode_Task", "RebootHost_Task": // maintenance.go
+		_, ok := obj.(*simulator.HostSystem)
+		return ok
 	case "UpdateVirtualSwitch":
 		_, ok := obj.(*simulator.HostNetworkSystem)
 		return ok

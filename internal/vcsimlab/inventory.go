@@ -161,6 +161,12 @@ func (l *Lab) readInventory() error {
 		return errors.New("vcsimlab: unexpected cluster type")
 	}
 	l.clusterName = cluster.Name
+	// DRS as the vSphere Client turns it on: fully automated (vSphere
+	// Resource Management, "Create a Cluster": the default automation level).
+	// vcsim enables it with no automation level.
+	if cfg, ok := cluster.ConfigurationEx.(*types.ClusterConfigInfoEx); ok {
+		cfg.DrsConfig.DefaultVmBehavior = types.DrsBehaviorFullyAutomated
+	}
 	for _, hr := range cluster.Host {
 		if h, ok := reg.Get(hr).(*simulator.HostSystem); ok {
 			l.hosts = append(l.hosts, entry{name: h.Name, id: hr.Value})

@@ -248,6 +248,14 @@
 //     Broadcom KB 317902). vcsim rebuilt the VM from the path alone (vmx-13,
 //     BIOS, 1 vCPU, 32 MB, default devices). Lab.ReregisterVM does both
 //     steps, as an administrator does after storage maintenance.
+//   - Maintenance mode and reboots (maintenance.go): EnterMaintenanceMode_Task
+//     evacuates what DRS (fully automated, as the lab's cluster is) can
+//     move and waits for the rest, up to its timeout; RebootHost_Task is
+//     refused outside maintenance mode unless forced, and the host is
+//     notResponding for Options.RebootTime, then back with its pending
+//     passthrough and SR-IOV changes active. Lab.MaintenanceWindows records
+//     the stays in maintenance mode, Lab.KeepHostDown keeps a host from
+//     coming back, Lab.SetClusterDRS changes the automation level.
 //   - SearchIndex.FindByUuid and FindAllByUuid keep working after esxcli
 //     use (vcsim's panic on the executer it registers) and honour the
 //     datacenter scope.
@@ -280,8 +288,9 @@
 // object the handlers hang on. Then the handlers, one file per managed
 // object: network.go, host.go, vm_sriov.go (SR-IOV adapters) and vm.go on
 // it, vm_register.go, portgroup.go, dvs_members.go, ping.go (the esxcli
-// executer) and esxcli_firewall.go on it and host.go, search.go and
-// compute.go (references through a supertype), and above them
+// executer) and esxcli_firewall.go on it and host.go, maintenance.go (on
+// host.go's reboot of the passthrough system), search.go and compute.go
+// (references through a supertype), and above them
 // environment.go (on vm.go's hardware version rules, vm_sriov.go's SR-IOV
 // NICs and compute.go), dvs.go (on dvs_members.go, dvs_compat.go and
 // portgroup.go) and vswitch.go (on dvs_members.go). At the top the Lab's
@@ -297,6 +306,7 @@
 package vcsimlab
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -426,6 +436,7 @@ func (l *Lab) startServer(opts Options) error {
 	}
 	l.model = m
 	l.ext = newExtension(m.Map())
+	l.ext.hosts.rebootTime = cmp.Or(opts.RebootTime, 300*time.Millisecond)
 	if err := l.prepareHosts(opts); err != nil {
 		m.Remove()
 		return err

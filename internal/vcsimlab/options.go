@@ -28,4 +28,7 @@ type Options struct {
 	// to a real vCenter costs 10-50 ms where the lab answers in 1-2 ms.
 	// Benchmarks use it; tests count calls instead.
 	Latency time.Duration
+	// RebootTime is how long a host rebooted through RebootHost_Task stays
+	// notResponding; default 300ms (a real host takes minutes).
+	RebootTime time.Duration
 }

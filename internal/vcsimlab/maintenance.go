@@ -1,0 +1,333 @@
+package vcsimlab
+
+import (
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/vmware/govmomi/simulator"
+	"github.com/vmware/govmomi/vim25/methods"
+	"github.com/vmware/govmomi/vim25/soap"
+	"github.com/vmware/govmomi/vim25/types"
+)
+
+// Maintenance mode and host reboots, as the vSphere API reference documents
+// HostSystem's methods (vcsim only flips runtime.inMaintenanceMode and has
+// no RebootHost_Task):
+//
+//   - EnterMaintenanceMode_Task(timeout, evacuatePoweredOffVms): "The task
+//     completes once there are no powered-on virtual machines on the host
+//     and no provisioning operations in progress on the host. The operation
+//     does not directly initiate any operation to evacuate or power-down
+//     powered-on virtual machines. However, if the host is part of a cluster
+//     with VMware DRS enabled, DRS provides migration recommendations to
+//     evacuate the powered-on virtual machines. If DRS is in fully-automatic
+//     mode, these are automatically scheduled." A VM with a DirectPath I/O or
+//     SR-IOV passthrough device cannot be migrated (vSphere Networking,
+//     "SR-IOV Support": vMotion is not available; vSphere Virtual Machine
+//     Administration, "Add a PCI Device": features unavailable with
+//     DirectPath I/O include vMotion), so it stays and keeps the task
+//     running. "timeout: ... If the timeout is less than or equal to zero,
+//     there is no timeout"; a timeout that expires fails the task with
+//     Timedout. evacuatePoweredOffVms: "for a DRS enabled cluster, VirtualCenter
+//     will automatically reregister powered-off virtual machines". Entering
+//     maintenance mode on a host already in it is refused with InvalidState
+//     (the method's documented fault).
+//   - ExitMaintenanceMode_Task: leaves maintenance mode.
+//   - RebootHost_Task(force): "force: Flag to specify whether or not the host
+//     should be rebooted regardless of whether it is in maintenance mode. If
+//     true, the host is rebooted, even if there are virtual machines running
+//     or other operations in progress"; without force, a host outside
+//     maintenance mode is refused with InvalidState. The task completes once
+//     the reboot starts; the host is then notResponding
+//     (runtime.connectionState) until it is back, which takes
+//     Options.RebootTime, with its pending passthrough and SR-IOV changes
+//     applied (as Lab.RebootHost does) and runtime.bootTime the time it came
+//     back. Its running VMs, with force, are powered off.
+//   - A host that is not connected refuses all three with HostNotConnected
+//     ("Thrown if the host is not connected", the fault vCenter documents for
+//     calls it cannot pass to a host).
+//
+// Lab.MaintenanceWindows records when each host was in maintenance mode;
+// Lab.KeepHostDown keeps a rebooting host from coming back.
+
+// maintenanceWindow is one stay of a host in maintenance mode.
+type maintenanceWindow struct {
+	host       types.ManagedObjectReference
+	start, end time.Time // end zero: still in it
+}
+
+// hostStates is what the lab keeps about hosts beyond vcsim's objects.
+type hostStates struct {
+	mu         sync.Mutex
+	windows    []maintenanceWindow
+	keptDown   map[types.ManagedObjectReference]bool
+	rebootTime time.Duration
+}
+
+// connected reports whether h answers calls; else fault is set.
+func connected(h *simulator.HostSystem, fault **soap.Fault) bool {
+	if s := h.Runtime.ConnectionState; s != "" && s != types.HostSystemConnectionStateConnected {
+		*fault = simulator.Fault("The host is not connected.", &types.HostNotConnected{})
+		return false
+	}
+	return true
+}
+
+func (x *extension) EnterMaintenanceModeTask(ctx *simulator.Context, req *types.EnterMaintenanceMode_Task) soap.HasFault {
+	body := new(methods.EnterMaintenanceMode_TaskBody)
+	h, ok := target[*simulator.HostSystem](ctx, req.This, &body.Fault_)
+	if !ok {
+		return body
+	}
+	var refused bool
+	ctx.WithLock(h, func() {
+		switch {
+		case !connected(h, &body.Fault_):
+			refused = true
+		case h.Runtime.InMaintenanceMode:
+			body.Fault_ = simulator.Fault("The host is already in maintenance mode.", &types.InvalidState{})
+			refused = true
+		}
+	})
+	if refused {
+		return body
+	}
+	deadline := time.Time{}
+	if req.Timeout > 0 {
+		deadline = time.Now().Add(time.Duration(req.Timeout) * time.Second)
+	}
+	evacuateOff := req.EvacuatePoweredOffVms != nil && *req.EvacuatePoweredOffVms
+	// The task runs on the extension's lock, not the host's: reads of the
+	// host and its VMs go on while it waits.
+	task := simulator.CreateTask(x, "enterMaintenanceMode", func(*simulator.Task) (types.AnyType, types.BaseMethodFault) {
+		for {
+			lctx := newContext(x.reg)
+			if x.evacuate(lctx, h, evacuateOff) {
+				lctx.WithLock(h, func() {
+					lctx.Update(h, []types.PropertyChange{{Name: "runtime.inMaintenanceMode", Val: true}})
+				})
+				x.hosts.mu.Lock()
+				x.hosts.windows = append(x.hosts.windows, maintenanceWindow{host: h.Self, start: time.Now()})
+				x.hosts.mu.Unlock()
+				return nil, nil
+			}
+			if !deadline.IsZero() && time.Now().After(deadline) {
+				return nil, &types.Timedout{}
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	})
+	ref := task.Run(ctx)
+	ctx.Map.AtomicUpdate(ctx, task, []types.PropertyChange{{Name: "info.entity", Val: h.Self}, {Name: "info.entityName", Val: h.Name}})
+	body.Res = &types.EnterMaintenanceMode_TaskResponse{Returnval: ref}
+	return body
+}
+
+// evacuate moves what DRS moves off h and reports whether no powered-on VM
+// is left on it.
+func (x *extension) evacuate(ctx *simulator.Context, h *simulator.HostSystem, poweredOff bool) bool {
+	var vms []types.ManagedObjectReference
+	var cluster *simulator.ClusterComputeResource
+	ctx.WithLock(h, func() {
+		vms = slices.Clone(h.Vm)
+		if h.Parent != nil {
+			cluster, _ = ctx.Map.Get(*h.Parent).(*simulator.ClusterComputeResource)
+		}
+	})
+	var others []types.ManagedObjectReference
+	automatic := false
+	if cluster != nil {
+		ctx.WithLock(cluster, func() {
+			if cfg, ok := cluster.ConfigurationEx.(*types.ClusterConfigInfoEx); ok {
+				drs := cfg.DrsConfig
+				automatic = drs.Enabled != nil && *drs.Enabled && drs.DefaultVmBehavior == types.DrsBehaviorFullyAutomated
+			}
+			others = slices.Clone(cluster.Host)
+		})
+	}
+	dest := func() *types.ManagedObjectReference {
+		for _, o := range others {
+			other, ok := ctx.Map.Get(o).(*simulator.HostSystem)
+			if !ok || o == h.Self {
+				continue
+			}
+			var usable bool
+			ctx.WithLock(other, func() {
+				usable = !other.Runtime.InMaintenanceMode && (other.Runtime.ConnectionState == "" ||
+					other.Runtime.ConnectionState == types.HostSystemConnectionStateConnected)
+			})
+			if usable {
+				return &o
+			}
+		}
+		return nil
+	}
+	left := false
+	for _, ref := range vms {
+		vm, ok := ctx.Map.Get(ref).(*simulator.VirtualMachine)
+		if !ok {
+			continue
+		}
+		var on, movable bool
+		ctx.WithLock(vm, func() {
+			on = vm.Runtime.PowerState == types.VirtualMachinePowerStatePoweredOn
+			movable = vm.Config != nil && !hasPassthrough(vm.Config.Hardware.Device)
+		})
+		if !on && !poweredOff {
+			continue
+		}
+		to := dest()
+		if automatic && movable && to != nil {
+			moveVM(ctx, vm, h.Self, *to)
+			continue
+		}
+		left = left || on
+	}
+	return !left
+}
+
+// hasPassthrough reports a DirectPath I/O or SR-IOV device, which keeps a VM
+// from migrating.
+func hasPassthrough(devices []types.BaseVirtualDevice) bool {
+	for _, d := range devices {
+		switch d.(type) {
+		case *types.VirtualPCIPassthrough, *types.VirtualSriovEthernetCard:
+			return true
+		}
+	}
+	return false
+}
+
+// moveVM registers vm on host to instead of from, as a DRS migration does.
+func moveVM(ctx *simulator.Context, vm *simulator.VirtualMachine, from, to types.ManagedObjectReference) {
+	ctx.WithLock(vm, func() {
+		ctx.Update(vm, []types.PropertyChange{{Name: "runtime.host", Val: &to}, {Name: "summary.runtime.host", Val: &to}})
+	})
+	setMember(ctx, from, "vm", vm.Self, false)
+	setMember(ctx, to, "vm", vm.Self, true)
+}
+
+func (x *extension) ExitMaintenanceModeTask(ctx *simulator.Context, req *types.ExitMaintenanceMode_Task) soap.HasFault {
+	body := new(methods.ExitMaintenanceMode_TaskBody)
+	h, ok := target[*simulator.HostSystem](ctx, req.This, &body.Fault_)
+	if !ok {
+		return body
+	}
+	ctx.WithLock(h, func() {
+		if !connected(h, &body.Fault_) {
+			return
+		}
+		ctx.Update(h, []types.PropertyChange{{Name: "runtime.inMaintenanceMode", Val: false}})
+		x.hosts.mu.Lock()
+		for i := range x.hosts.windows {
+			if w := &x.hosts.windows[i]; w.host == h.Self && w.end.IsZero() {
+				w.end = time.Now()
+			}
+		}
+		x.hosts.mu.Unlock()
+		body.Res = &types.ExitMaintenanceMode_TaskResponse{Returnval: finishTask(ctx, h, "ExitMaintenanceMode_Task", nil, nil)}
+	})
+	return body
+}
+
+func (x *extension) RebootHostTask(ctx *simulator.Context, req *types.RebootHost_Task) soap.HasFault {
+	body := new(methods.RebootHost_TaskBody)
+	h, ok := target[*simulator.HostSystem](ctx, req.This, &body.Fault_)
+	if !ok {
+		return body
+	}
+	var ps *pciPassthruSystem
+	ctx.WithLock(h, func() {
+		if !connected(h, &body.Fault_) {
+			return
+		}
+		if !req.Force && !h.Runtime.InMaintenanceMode {
+			body.Fault_ = simulator.Fault("The operation is not allowed in the current state: the host is not in maintenance mode.", &types.InvalidState{})
+			return
+		}
+		if r := h.ConfigManager.PciPassthruSystem; r != nil {
+			ps, _ = ctx.Map.Get(*r).(*pciPassthruSystem)
+		}
+		ctx.Update(h, []types.PropertyChange{{Name: "runtime.connectionState", Val: types.HostSystemConnectionStateNotResponding}})
+		body.Res = &types.RebootHost_TaskResponse{Returnval: finishTask(ctx, h, "RebootHost_Task", nil, nil)}
+	})
+	if body.Res == nil {
+		return body
+	}
+	x.powerOffVMs(ctx, h)
+	x.hosts.mu.Lock()
+	wait := x.hosts.rebootTime
+	x.hosts.mu.Unlock()
+	time.AfterFunc(wait, func() {
+		lctx := newContext(x.reg)
+		x.hosts.mu.Lock()
+		down := x.hosts.keptDown[h.Self]
+		x.hosts.mu.Unlock()
+		if down {
+			return
+		}
+		if ps != nil {
+			ps.reboot(lctx)
+		}
+		lctx.WithLock(h, func() {
+			now := time.Now()
+			lctx.Update(h, []types.PropertyChange{
+				{Name: "runtime.connectionState", Val: types.HostSystemConnectionStateConnected},
+				{Name: "runtime.bootTime", Val: &now},
+			})
+		})
+	})
+	return body
+}
+
+// powerOffVMs powers off the VMs a forced reboot takes down with h.
+func (x *extension) powerOffVMs(ctx *simulator.Context, h *simulator.HostSystem) {
+	var vms []types.ManagedObjectReference
+	ctx.WithLock(h, func() { vms = slices.Clone(h.Vm) })
+	for _, ref := range vms {
+		if vm, ok := ctx.Map.Get(ref).(*simulator.VirtualMachine); ok {
+			ctx.WithLock(vm, func() {
+				if vm.Runtime.PowerState == types.VirtualMachinePowerStatePoweredOn {
+					ctx.Update(vm, []types.PropertyChange{
+						{Name: "runtime.powerState", Val: types.VirtualMachinePowerStatePoweredOff},
+						{Name: "summary.runtime.powerState", Val: types.VirtualMachinePowerStatePoweredOff},
+					})
+				}
+			})
+		}
+	}
+}
+
+// MaintenanceWindow is one stay of a host in maintenance mode; End is zero
+// while the host is still in it.
+type MaintenanceWindow struct {
+	Host       string
+	Start, End time.Time
+}
+
+// MaintenanceWindows lists when hosts were in maintenance mode, in the
+// order they entered it.
+func (l *Lab) MaintenanceWindows() []MaintenanceWindow {
+	l.ext.hosts.mu.Lock()
+	defer l.ext.hosts.mu.Unlock()
+	out := make([]MaintenanceWindow, 0, len(l.ext.hosts.windows))
+	for _, w := range l.ext.hosts.windows {
+		name := w.host.Value
+		for _, h := range l.hosts {
+			if h.id == w.host.Value {
+				name = h.name
+			}
+		}
+		out = append(out, MaintenanceWindow{Host: name, Start: w.start, End: w.end})
+	}
+	return out
+}
+
+// KeepHostDown keeps a host that reboots from coming back: it stays
+// notResponding, as a host whose boot failed does.
+func (l *Lab) KeepHostDown(hostName string) {
+	l.ext.hosts.mu.Lock()
+	defer l.ext.hosts.mu.Unlock()
+	l.ext.hosts.keptDown[ref("HostSystem", l.HostID(hostName))] = true
+}

@@ -1,0 +1,185 @@
+package vcsimlab
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/vmware/govmomi/fault"
+	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/vim25/methods"
+	"github.com/vmware/govmomi/vim25/mo"
+	"github.com/vmware/govmomi/vim25/types"
+)
+
+func hostRuntime(t *testing.T, l *Lab, name string) types.HostRuntimeInfo {
+	t.Helper()
+	var h mo.HostSystem
+	retrieve(t, l.Client(), ref("HostSystem", l.HostID(name)), []string{"runtime"}, &h)
+	return h.Runtime
+}
+
+func rebootHost(ctx context.Context, l *Lab, name string, force bool) error {
+	res, err := methods.RebootHost_Task(ctx, l.Client().Client, &types.RebootHost_Task{This: ref("HostSystem", l.HostID(name)), Force: force})
+	if err != nil {
+		return err
+	}
+	return object.NewTask(l.Client().Client, res.Returnval).Wait(ctx)
+}
+
+func enterMaintenance(ctx context.Context, l *Lab, name string, timeout int32) error {
+	task, err := object.NewHostSystem(l.Client().Client, ref("HostSystem", l.HostID(name))).EnterMaintenanceMode(ctx, timeout, false, nil)
+	if err != nil {
+		return err
+	}
+	return task.Wait(ctx)
+}
+
+func exitMaintenance(ctx context.Context, l *Lab, name string) error {
+	task, err := object.NewHostSystem(l.Client().Client, ref("HostSystem", l.HostID(name))).ExitMaintenanceMode(ctx, 0)
+	if err != nil {
+		return err
+	}
+	return task.Wait(ctx)
+}
+
+// Maintenance mode with DRS fully automated moves a running VM away; a VM
+// with a passthrough device cannot move, and the task times out; the
+// windows are recorded.
+func TestMaintenanceModeEvacuates(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	l, err := Start(ctx, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	plain, gpu := l.VMNames()[0], l.VMNames()[1]
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	from := l.VMHostName(plain)
+	must(l.PowerOnVM(ctx, plain))
+	must(enterMaintenance(ctx, l, from, 0))
+	if !hostRuntime(t, l, from).InMaintenanceMode {
+		t.Fatalf("%s not in maintenance mode", from)
+	}
+	var vm mo.VirtualMachine
+	retrieve(t, l.Client(), ref("VirtualMachine", l.VMID(plain)), []string{"runtime.host"}, &vm)
+	if vm.Runtime.Host == nil || vm.Runtime.Host.Value == l.HostID(from) {
+		t.Errorf("%s still on %s after its host entered maintenance mode", plain, from)
+	}
+	if err := enterMaintenance(ctx, l, from, 0); !fault.Is(err, &types.InvalidState{}) {
+		t.Errorf("entering maintenance mode twice: %v, want InvalidState", err)
+	}
+	must(exitMaintenance(ctx, l, from))
+
+	// A VM with a GPU cannot be migrated: the task waits, then times out.
+	host := l.VMHostName(gpu)
+	must(l.AttachGPU(ctx, gpu, l.GPUs()[0]))
+	must(l.PowerOnVM(ctx, gpu))
+	if err := enterMaintenance(ctx, l, host, 1); !fault.Is(err, &types.Timedout{}) {
+		t.Fatalf("maintenance mode with a passthrough VM running: %v, want Timedout", err)
+	}
+	if hostRuntime(t, l, host).InMaintenanceMode {
+		t.Errorf("%s entered maintenance mode with %s running on it", host, gpu)
+	}
+	windows := l.MaintenanceWindows()
+	if len(windows) != 1 || windows[0].Host != from || windows[0].End.Before(windows[0].Start) || windows[0].End.IsZero() {
+		t.Errorf("maintenance windows %+v, want one closed window of %s", windows, from)
+	}
+}
+
+// A reboot needs maintenance mode unless forced; the host is not
+// responding until it is back, then its pending passthrough is active and
+// its boot time new. A host kept down refuses calls.
+func TestRebootHost(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	l, err := Start(ctx, Options{HostsNeedReboot: true, RebootTime: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	host := l.HostWithoutVMs()
+	if host == "" {
+		host = l.HostNames()[len(l.HostNames())-1]
+	}
+	if err := rebootHost(ctx, l, host, false); !fault.Is(err, &types.InvalidState{}) {
+		t.Fatalf("reboot outside maintenance mode: %v, want InvalidState", err)
+	}
+	before := hostRuntime(t, l, host).BootTime
+	// A change the host applies at its next reboot.
+	if err := l.SetHostSRIOV(ctx, host, "0000:d8:00.1", 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := enterMaintenance(ctx, l, host, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := rebootHost(ctx, l, host, false); err != nil {
+		t.Fatal(err)
+	}
+	if s := hostRuntime(t, l, host).ConnectionState; s != types.HostSystemConnectionStateNotResponding {
+		t.Errorf("right after the reboot: %s, want notResponding", s)
+	}
+	if err := exitMaintenance(ctx, l, host); !fault.Is(err, &types.HostNotConnected{}) {
+		t.Errorf("exit maintenance mode while rebooting: %v, want HostNotConnected", err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for hostRuntime(t, l, host).ConnectionState != types.HostSystemConnectionStateConnected {
+		if time.Now().After(deadline) {
+			t.Fatal("the host did not come back")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if after := hostRuntime(t, l, host).BootTime; after == nil || (before != nil && !after.After(*before)) {
+		t.Errorf("boot time %v after the reboot, was %v", after, before)
+	}
+	var h mo.HostSystem
+	retrieve(t, l.Client(), ref("HostSystem", l.HostID(host)), []string{"config.pciPassthruInfo"}, &h)
+	for _, p := range h.Config.PciPassthruInfo {
+		if s, ok := p.(*types.HostSriovInfo); ok && s.Id == "0000:d8:00.1" && (!s.SriovActive || s.NumVirtualFunction != 2) {
+			t.Errorf("SR-IOV after the reboot: active %v, %d VFs; want active, 2", s.SriovActive, s.NumVirtualFunction)
+		}
+	}
+	if err := exitMaintenance(ctx, l, host); err != nil {
+		t.Fatal(err)
+	}
+
+	l.KeepHostDown(host)
+	if err := rebootHost(ctx, l, host, true); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(400 * time.Millisecond)
+	if s := hostRuntime(t, l, host).ConnectionState; s != types.HostSystemConnectionStateNotResponding {
+		t.Errorf("a host kept down: %s, want notResponding", s)
+	}
+	if err := enterMaintenance(ctx, l, host, 0); !fault.Is(err, &types.HostNotConnected{}) {
+		t.Errorf("maintenance mode of a host that is down: %v, want HostNotConnected", err)
+	}
+}
+
+// With DRS only recommending (manual), nothing moves: maintenance mode
+// waits for the running VM and times out.
+func TestMaintenanceModeWithoutAutomaticDRS(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	l, err := Start(ctx, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if err := l.SetClusterDRS(ctx, true, types.DrsBehaviorManual); err != nil {
+		t.Fatal(err)
+	}
+	vm := l.VMNames()[0]
+	if err := l.PowerOnVM(ctx, vm); err != nil {
+		t.Fatal(err)
+	}
+	if err := enterMaintenance(ctx, l, l.VMHostName(vm), 1); !fault.Is(err, &types.Timedout{}) {
+		t.Fatalf("maintenance mode under manual DRS with %s running: %v, want Timedout", vm, err)
+	}
+}
