@@ -97,13 +97,21 @@ func (r *hostPCIPassthroughResource) ModifyPlan(ctx context.Context, req resourc
 			DeviceName: types.StringValue(d.DeviceName), Enabled: types.BoolValue(true), Active: active,
 		})
 	}
-	devices, ds := types.ListValueFrom(ctx, passthroughDeviceType, planned)
-	resp.Diagnostics.Append(ds...)
-	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("devices"), devices)...)
 	reboot := types.BoolValue(pendingReboot)
 	if turningOn {
 		reboot = types.BoolUnknown()
 	}
+	if (turningOn || pendingReboot || len(ch.Disabling) > 0) && plan.RebootAllowed.ValueBool() &&
+		planReboot(ctx, r.client, ch.HostID, "passthrough changes", &resp.Diagnostics) {
+		// This apply reboots the host: what it turns on is active after it.
+		reboot = types.BoolValue(false)
+		for i := range planned {
+			planned[i].Active = types.BoolValue(true)
+		}
+	}
+	devices, ds := types.ListValueFrom(ctx, passthroughDeviceType, planned)
+	resp.Diagnostics.Append(ds...)
+	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("devices"), devices)...)
 	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("reboot_required"), reboot)...)
 	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("id"), ch.HostID)...)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -48,6 +49,8 @@ type hostPCIPassthroughModel struct {
 	Match          types.Set    `tfsdk:"match"`
 	Devices        types.List   `tfsdk:"devices"`
 	RebootRequired types.Bool   `tfsdk:"reboot_required"`
+	RebootAllowed  types.Bool   `tfsdk:"reboot_allowed"`
+	RebootTimeout  types.String `tfsdk:"reboot_timeout"`
 }
 
 type passthroughMatchModel struct {
@@ -85,6 +88,7 @@ func (r *hostPCIPassthroughResource) IdentitySchema(_ context.Context, _ resourc
 }
 
 func (r *hostPCIPassthroughResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+	defer func() { maps.Copy(resp.Schema.Attributes, rebootAttributes("turning passthrough on or off")) }()
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "PCI passthrough turned on for devices of one ESXi host, as Host > Configure > Hardware > PCI Devices > " +
 			"Toggle passthrough does: devices given by PCI id, or every device of a vendor and device id (e.g. every H100 of the host). " +
@@ -248,6 +252,10 @@ func (r *hostPCIPassthroughResource) apply(ctx context.Context, m *hostPCIPassth
 	}
 	tflog.Debug(ctx, "Set PCI passthrough", map[string]any{"host_system_id": hostID, "devices": len(want)})
 	r.read(ctx, m, keysOf(managed), state, diags)
+	// State now records what was applied; a reboot makes it active.
+	if !diags.HasError() && m.RebootAllowed.ValueBool() && m.RebootRequired.ValueBool() && rebootHost(ctx, r.client, hostID, m.RebootTimeout, diags) {
+		r.read(ctx, m, keysOf(managed), state, diags)
+	}
 }
 
 func keysOf(m map[string]bool) []string {
@@ -289,6 +297,7 @@ func fillPassthrough(ctx context.Context, m *hostPCIPassthroughModel, host *vsph
 	list, ds := types.ListValueFrom(ctx, passthroughDeviceType, devices)
 	diags.Append(ds...)
 	m.ID, m.Devices, m.RebootRequired = types.StringValue(host.HostID), list, types.BoolValue(reboot)
+	rebootDefaults(&m.RebootAllowed, &m.RebootTimeout)
 }
 
 func (r *hostPCIPassthroughResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {

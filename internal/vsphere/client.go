@@ -63,6 +63,7 @@ type Client struct {
 
 	vms       objectLocks
 	hosts     objectLocks
+	reboots   objectLocks // by cluster: one host of a cluster reboots at a time
 	batch     readBatch
 	prefetch  prefetcher
 	names     nameIndexes

@@ -1,0 +1,111 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vsphere"
+)
+
+// A host reboot inside the apply, for vspherehpc_host_pci_passthrough and
+// vspherehpc_host_sriov when reboot_allowed is set: hosts without
+// capability.deviceRebindWithoutRebootSupported apply device changes only
+// when they reboot. The plan says which hosts it reboots and refuses one
+// whose running VMs maintenance mode could not move; the apply records what
+// it applied, then reboots (vsphere.Client.RebootHost: maintenance mode,
+// reboot, back, out of maintenance mode; one host per cluster at a time)
+// and reads what is active.
+
+// defaultRebootTimeout bounds a reboot: maintenance mode, the boot, the
+// host back in vCenter. A server with GPUs and large memory takes 5 to 15
+// minutes to boot.
+const defaultRebootTimeout = "30m"
+
+// rebootAttributes are the opt-in and its bound, for a resource whose
+// change needs a reboot (what names the change).
+func rebootAttributes(what string) map[string]schema.Attribute {
+	return map[string]schema.Attribute{
+		"reboot_allowed": schema.BoolAttribute{
+			Optional: true, Computed: true, Default: booldefault.StaticBool(false),
+			MarkdownDescription: "Whether the apply may reboot the host when " + what + " waits for a reboot (hosts without " +
+				"`deviceRebindWithoutRebootSupported`): it puts the host in maintenance mode (the cluster's fully automated DRS moves " +
+				"its running VMs), reboots it, waits for it and takes it out of maintenance mode, so what becomes active is known in " +
+				"the same apply. The plan names each host it reboots, and refuses when running VMs could not move (VMs with " +
+				"passthrough or SR-IOV devices, or DRS not fully automated). Hosts of one cluster reboot one at a time. With " +
+				"`false` (default), `reboot_required` says the host waits for a reboot.",
+		},
+		"reboot_timeout": schema.StringAttribute{
+			Optional: true, Computed: true, Default: stringdefault.StaticString(defaultRebootTimeout),
+			MarkdownDescription: "How long a reboot may take, from entering maintenance mode to the host back, as a duration " +
+				"(`\"45m\"`); default `\"" + defaultRebootTimeout + "\"`. A host not back by then fails the apply, naming it; it stays " +
+				"in maintenance mode, and state records what was applied.",
+			Validators: []validator.String{positiveDuration{}},
+		},
+	}
+}
+
+// rebootDefaults fills the opt-in and its bound where state has none (an
+// import, state from before they existed).
+func rebootDefaults(allowed *types.Bool, timeout *types.String) {
+	if allowed.IsNull() || allowed.IsUnknown() {
+		*allowed = types.BoolValue(false)
+	}
+	if timeout.IsNull() || timeout.IsUnknown() {
+		*timeout = types.StringValue(defaultRebootTimeout)
+	}
+}
+
+// planReboot decides, at plan time, whether this apply reboots the host to
+// apply what (a change that waits for a reboot): only with the opt-in, and
+// only on a host that needs it. It refuses a host whose running VMs could
+// not be moved, and warns naming the host it will reboot.
+func planReboot(ctx context.Context, client *vsphere.Client, hostID, what string, diags *diag.Diagnostics) bool {
+	r, err := client.PlanHostReboot(ctx, hostID)
+	if err != nil {
+		diags.Append(vsphereErrorDiag("Cannot check a reboot of host "+hostID, err))
+		return false
+	}
+	if !r.Needed {
+		return false
+	}
+	if len(r.Stuck) > 0 {
+		names := make([]string, len(r.Stuck))
+		for i, vm := range r.Stuck {
+			names[i] = vm.Name
+		}
+		diags.AddAttributeError(path.Root("reboot_allowed"), "Host cannot enter maintenance mode",
+			fmt.Sprintf("This apply would reboot host %s (%s) to apply %s, but its running virtual machines %s would keep it from "+
+				"entering maintenance mode: %s. Power them off or move them first, or set reboot_allowed = false and reboot the "+
+				"host yourself.", r.HostName, hostID, what, strings.Join(names, ", "), r.Why))
+		return false
+	}
+	diags.AddAttributeWarning(path.Root("reboot_allowed"), "Host rebooted by this apply",
+		fmt.Sprintf("Host %s (%s) applies %s only when it reboots: this apply puts it in maintenance mode, reboots it, waits for "+
+			"it and takes it out of maintenance mode. Hosts of one cluster reboot one at a time.", r.HostName, hostID, what))
+	return true
+}
+
+// rebootHost reboots a host after a change that waits for it, logging the
+// steps.
+func rebootHost(ctx context.Context, client *vsphere.Client, hostID string, timeout types.String, diags *diag.Diagnostics) bool {
+	bound, _ := time.ParseDuration(timeout.ValueString()) // validated by positiveDuration
+	progress := func(step string) {
+		tflog.Info(ctx, "Rebooting host", map[string]any{"host_system_id": hostID, "step": step})
+	}
+	if err := client.RebootHost(ctx, hostID, bound, progress); err != nil {
+		diags.Append(vsphereErrorDiag("Cannot reboot host "+hostID, err))
+		return false
+	}
+	return true
+}

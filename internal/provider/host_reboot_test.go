@@ -1,0 +1,146 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
+)
+
+// rebootWindows checks the lab rebooted exactly these hosts through
+// maintenance mode, each window closed, no two of one cluster at once.
+func rebootWindows(lab *vcsimlab.Lab, hosts ...string) func(*terraform.State) error {
+	return func(*terraform.State) error {
+		windows := lab.MaintenanceWindows()
+		if len(windows) != len(hosts) {
+			return fmt.Errorf("maintenance windows %+v, want one for each of %v", windows, hosts)
+		}
+		seen := map[string]bool{}
+		for i, w := range windows {
+			seen[w.Host] = true
+			if w.End.IsZero() {
+				return fmt.Errorf("host %s is still in maintenance mode", w.Host)
+			}
+			for _, o := range windows[:i] {
+				if w.Start.Before(o.End) && o.Start.Before(w.End) {
+					return fmt.Errorf("hosts %s and %s of one cluster were in maintenance mode at once: %+v", o.Host, w.Host, windows)
+				}
+			}
+		}
+		for _, h := range hosts {
+			if !seen[h] {
+				return fmt.Errorf("host %s was not rebooted: %+v", h, windows)
+			}
+		}
+		return nil
+	}
+}
+
+// With reboot_allowed, the apply that turns passthrough on reboots the host
+// (which applies it only then): the device is active and reboot_required
+// false in the plan and after the apply, the host went through maintenance
+// mode, and the next plan is empty. Two hosts of one cluster changing in
+// one apply reboot one after the other.
+func TestAccHostPCIPassthrough_rebootInsideApply(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{HostsNeedReboot: true})
+	simulatedOnly(t, lab, "reboots hosts")
+	hosts := lab.HostNames()
+	active := tfjsonpath.New("devices").AtSliceIndex(0).AtMapKey("active")
+	config := providerConfig(lab)
+	for i, h := range hosts[:2] {
+		config += fmt.Sprintf(`
+resource "vspherehpc_host_pci_passthrough" "p%d" {
+  host_system_id = %q
+  pci_ids        = [%q]
+  reboot_allowed = true
+}
+`, i, lab.HostID(h), a100)
+	}
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config: config,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectKnownValue("vspherehpc_host_pci_passthrough.p0", tfjsonpath.New("reboot_required"), knownvalue.Bool(false)),
+					plancheck.ExpectKnownValue("vspherehpc_host_pci_passthrough.p0", active, knownvalue.Bool(true)),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("vspherehpc_host_pci_passthrough.p0", active, knownvalue.Bool(true)),
+					statecheck.ExpectKnownValue("vspherehpc_host_pci_passthrough.p1", tfjsonpath.New("reboot_required"), knownvalue.Bool(false)),
+				},
+				Check: resource.ComposeTestCheckFunc(rebootWindows(lab, hosts[0], hosts[1]), passthroughIs(lab, hosts[0], a100, true)),
+			},
+			{Config: config, PlanOnly: true},
+		},
+	})
+}
+
+// The plan refuses to reboot a host whose running VMs maintenance mode
+// could not move: one with a GPU (no vMotion), or any under manual DRS.
+// Without the opt-in the change waits for a reboot, as before.
+func TestAccHostPCIPassthrough_rebootRefused(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{HostsNeedReboot: true})
+	simulatedOnly(t, lab, "reboots hosts")
+	ctx := context.Background()
+	vm := lab.VMNames()[0]
+	host := lab.VMHostName(vm)
+	must(t, lab.AttachGPU(ctx, vm, lab.GPUs()[0]))
+	must(t, lab.PowerOnVM(ctx, vm))
+	config := passthroughConfig(lab, host, fmt.Sprintf("  pci_ids = [%q]\n  reboot_allowed = true", a100))
+	other := lab.VMNames()[1]
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: config, PlanOnly: true, ExpectError: wrapped(fmt.Sprintf("This apply would reboot host %s (%s) to apply passthrough "+
+				"changes, but its running virtual machines %s would keep it from entering maintenance mode: a VM with a PCI passthrough "+
+				"or SR-IOV device cannot be migrated.", host, lab.HostID(host), vm))},
+			{
+				PreConfig: func() {
+					must(t, lab.PowerOffVM(ctx, vm))
+					must(t, lab.SetClusterDRS(ctx, true, "manual"))
+					must(t, lab.PowerOnVM(ctx, other))
+				},
+				Config: passthroughConfig(lab, lab.VMHostName(other), fmt.Sprintf("  pci_ids = [%q]\n  reboot_allowed = true", a100)),
+				PlanOnly: true,
+				ExpectError: wrapped("the cluster's DRS is not fully automated, so maintenance mode moves no VM"),
+			},
+			{
+				Config: passthroughConfig(lab, lab.VMHostName(other), fmt.Sprintf("  pci_ids = [%q]", a100)),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(passthroughAddr, tfjsonpath.New("reboot_required"), knownvalue.Bool(true)),
+				},
+				Check: rebootWindows(lab),
+			},
+		},
+	})
+}
+
+// A host that does not come back within reboot_timeout fails the apply,
+// naming it; state still records the change, and destroy works.
+func TestAccHostPCIPassthrough_hostNotBack(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{HostsNeedReboot: true})
+	simulatedOnly(t, lab, "keeps a host down")
+	host := lab.HostNames()[0]
+	lab.KeepHostDown(host)
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config: passthroughConfig(lab, host, fmt.Sprintf("  pci_ids = [%q]\n  reboot_allowed = true\n  reboot_timeout = \"2s\"", a100)),
+				ExpectError: wrapped(fmt.Sprintf("host %s was rebooted and is not back after 2s (connection state: notResponding); it stays in maintenance mode", host)),
+			},
+		},
+	})
+}

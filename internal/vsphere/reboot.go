@@ -1,0 +1,207 @@
+package vsphere
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/vim25/methods"
+	"github.com/vmware/govmomi/vim25/mo"
+	"github.com/vmware/govmomi/vim25/types"
+)
+
+// A host reboot inside an apply: maintenance mode (the cluster's DRS moves
+// the running VMs it can), reboot, wait for the host to be back, leave
+// maintenance mode. Hosts of one cluster reboot one at a time, so parallel
+// resources never take a whole cluster down.
+
+// HostReboot is what rebooting a host for a change takes.
+type HostReboot struct {
+	HostID, HostName string
+	// Needed: the host applies passthrough and SR-IOV changes only when it
+	// reboots (no capability.deviceRebindWithoutRebootSupported).
+	Needed bool
+	// Stuck are the running VMs maintenance mode would wait for forever,
+	// and Why says why they cannot move.
+	Stuck []VMRef
+	Why   string
+}
+
+// PlanHostReboot reads, in one round trip, whether a host needs a reboot to
+// apply device changes and which of its running VMs would keep it from
+// entering maintenance mode: all of them when its cluster's DRS is not fully
+// automated or no other host can take them, else those with a passthrough
+// or SR-IOV device (which cannot be migrated).
+func (c *Client) PlanHostReboot(ctx context.Context, hostID string) (*HostReboot, error) {
+	op := "checking a reboot of host " + hostID
+	ctx, cancel := c.withTimeout(ctx)
+	defer cancel()
+	vc, err := c.vimClient(ctx)
+	if err != nil {
+		return nil, err
+	}
+	host := types.ManagedObjectReference{Type: "HostSystem", Value: hostID}
+	objs, err := retrieve(ctx, vc, types.PropertyFilterSpec{
+		ObjectSet: []types.ObjectSpec{{Obj: host, SelectSet: []types.BaseSelectionSpec{
+			&types.TraversalSpec{Type: "HostSystem", Path: "vm"},
+			&types.TraversalSpec{Type: "HostSystem", Path: "parent", SelectSet: []types.BaseSelectionSpec{
+				&types.TraversalSpec{Type: "ComputeResource", Path: "host"},
+			}},
+		}}},
+		PropSet: []types.PropertySpec{
+			{Type: "HostSystem", PathSet: []string{"name", "parent", "runtime", "capability.deviceRebindWithoutRebootSupported"}},
+			{Type: "ClusterComputeResource", PathSet: []string{"configurationEx"}},
+			{Type: "VirtualMachine", PathSet: []string{"name", "config.uuid", "runtime.powerState", "runtime.host", "config.hardware.device"}},
+		},
+	})
+	if err != nil {
+		return nil, translate(op, err)
+	}
+	var self *mo.HostSystem
+	var others []mo.HostSystem
+	var vms []mo.VirtualMachine
+	automatic := false
+	for _, o := range objs {
+		switch v := o.(type) {
+		case mo.HostSystem:
+			if v.Self == host {
+				self = &v
+			} else {
+				others = append(others, v)
+			}
+		case mo.ClusterComputeResource:
+			if cfg, ok := v.ConfigurationEx.(*types.ClusterConfigInfoEx); ok {
+				drs := cfg.DrsConfig
+				automatic = drs.Enabled != nil && *drs.Enabled && drs.DefaultVmBehavior == types.DrsBehaviorFullyAutomated
+			}
+		case mo.VirtualMachine:
+			vms = append(vms, v)
+		}
+	}
+	if self == nil {
+		return nil, objectNotFound(op, ObjectHost, hostID, "no host has id %s", hostID)
+	}
+	out := &HostReboot{HostID: hostID, HostName: self.Name, Needed: true}
+	if cp := self.Capability; cp != nil && cp.DeviceRebindWithoutRebootSupported != nil {
+		out.Needed = !*cp.DeviceRebindWithoutRebootSupported
+	}
+	spare := false
+	for _, o := range others {
+		spare = spare || (!o.Runtime.InMaintenanceMode && o.Runtime.ConnectionState == types.HostSystemConnectionStateConnected)
+	}
+	for i := range vms {
+		vm := &vms[i]
+		if vm.Runtime.PowerState != types.VirtualMachinePowerStatePoweredOn || vm.Runtime.Host == nil || *vm.Runtime.Host != host {
+			continue
+		}
+		switch {
+		case !automatic:
+			out.Stuck, out.Why = append(out.Stuck, vmRefOf(vm)), "the cluster's DRS is not fully automated, so maintenance mode moves no VM"
+		case !spare:
+			out.Stuck, out.Why = append(out.Stuck, vmRefOf(vm)), "no other host of the cluster can take its VMs"
+		case vm.Config != nil && hasPassthrough(vm.Config.Hardware.Device):
+			out.Stuck = append(out.Stuck, vmRefOf(vm))
+			out.Why = "a VM with a PCI passthrough or SR-IOV device cannot be migrated"
+		}
+	}
+	return out, nil
+}
+
+// hasPassthrough reports a DirectPath I/O or SR-IOV device: vSphere
+// migrates no VM that has one.
+func hasPassthrough(devices []types.BaseVirtualDevice) bool {
+	for _, d := range devices {
+		switch d.(type) {
+		case *types.VirtualPCIPassthrough, *types.VirtualSriovEthernetCard:
+			return true
+		}
+	}
+	return false
+}
+
+// ErrHostNotBack is the Cause of a reboot whose host did not come back.
+var ErrHostNotBack = fmt.Errorf("the host did not come back")
+
+// RebootHost puts a host in maintenance mode, reboots it, waits up to
+// timeout for it to be connected again with a new boot time, and takes it
+// out of maintenance mode. Reboots of one cluster's hosts wait for each
+// other. progress is told each step.
+func (c *Client) RebootHost(ctx context.Context, hostID string, timeout time.Duration, progress func(string)) error {
+	op := "rebooting host " + hostID
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	vc, err := c.vimClient(ctx)
+	if err != nil {
+		return err
+	}
+	ref := types.ManagedObjectReference{Type: "HostSystem", Value: hostID}
+	var h mo.HostSystem
+	if err := c.readObjectAs(ctx, vc, ref, []string{"name", "parent", "runtime"}, &h, fresh); err != nil {
+		return translate(op, err)
+	}
+	group := hostID
+	if h.Parent != nil && h.Parent.Type == "ClusterComputeResource" {
+		group = h.Parent.Value
+	}
+	progress(fmt.Sprintf("waiting for the other reboots of %s", group))
+	unlock, err := c.reboots.lock(ctx, group)
+	if err != nil {
+		return translate(op, err)
+	}
+	defer unlock()
+	host := object.NewHostSystem(vc, ref)
+	if !h.Runtime.InMaintenanceMode {
+		progress("entering maintenance mode")
+		secs := int32(time.Until(deadlineOf(ctx)).Seconds())
+		t, err := host.EnterMaintenanceMode(ctx, max(secs, 1), false, nil)
+		if err == nil {
+			_, err = c.waitTask(ctx, "entering maintenance mode on host "+h.Name, t)
+		}
+		if err != nil {
+			return translate(op, err)
+		}
+	}
+	booted := time.Now()
+	if h.Runtime.BootTime != nil {
+		booted = *h.Runtime.BootTime
+	}
+	progress("rebooting")
+	res, err := methods.RebootHost_Task(ctx, vc, &types.RebootHost_Task{This: ref})
+	if err == nil {
+		_, err = c.waitTask(ctx, "rebooting host "+h.Name, object.NewTask(vc, res.Returnval))
+	}
+	if err != nil {
+		return translate(op, err)
+	}
+	progress("waiting for the host to be back")
+	for i := 0; ; i++ {
+		var now mo.HostSystem
+		err := c.readObjectAs(ctx, vc, ref, []string{"runtime"}, &now, fresh)
+		if err == nil && now.Runtime.ConnectionState == types.HostSystemConnectionStateConnected &&
+			now.Runtime.BootTime != nil && now.Runtime.BootTime.After(booted) {
+			break
+		}
+		select {
+		case <-time.After(min(100*time.Millisecond<<min(i, 6), 5*time.Second)):
+		case <-ctx.Done():
+			state := string(now.Runtime.ConnectionState)
+			if err != nil {
+				state = err.Error()
+			}
+			return &Error{Op: op, Kind: ErrInvalidState, Cause: ErrHostNotBack, Message: fmt.Sprintf(
+				"host %s was rebooted and is not back after %s (connection state: %s); it stays in maintenance mode", h.Name, timeout, state)}
+		}
+	}
+	progress("leaving maintenance mode")
+	t, err := host.ExitMaintenanceMode(ctx, 0)
+	if err == nil {
+		_, err = c.waitTask(ctx, "leaving maintenance mode on host "+h.Name, t)
+	}
+	return translate(op, err)
+}
+
+func deadlineOf(ctx context.Context) time.Time {
+	d, _ := ctx.Deadline()
+	return d
+}
