@@ -111,8 +111,8 @@ func TestAccHostPCIPassthrough_rebootRefused(t *testing.T) {
 					must(t, lab.SetClusterDRS(ctx, true, "manual"))
 					must(t, lab.PowerOnVM(ctx, other))
 				},
-				Config: passthroughConfig(lab, lab.VMHostName(other), fmt.Sprintf("  pci_ids = [%q]\n  reboot_allowed = true", a100)),
-				PlanOnly: true,
+				Config:      passthroughConfig(lab, lab.VMHostName(other), fmt.Sprintf("  pci_ids = [%q]\n  reboot_allowed = true", a100)),
+				PlanOnly:    true,
 				ExpectError: wrapped("the cluster's DRS is not fully automated, so maintenance mode moves no VM"),
 			},
 			{
@@ -138,7 +138,7 @@ func TestAccHostPCIPassthrough_hostNotBack(t *testing.T) {
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
-				Config: passthroughConfig(lab, host, fmt.Sprintf("  pci_ids = [%q]\n  reboot_allowed = true\n  reboot_timeout = \"2s\"", a100)),
+				Config:      passthroughConfig(lab, host, fmt.Sprintf("  pci_ids = [%q]\n  reboot_allowed = true\n  reboot_timeout = \"2s\"", a100)),
 				ExpectError: wrapped(fmt.Sprintf("host %s was rebooted and is not back after 2s (connection state: notResponding); it stays in maintenance mode", host)),
 			},
 		},
