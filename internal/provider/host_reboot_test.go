@@ -144,3 +144,62 @@ func TestAccHostPCIPassthrough_hostNotBack(t *testing.T) {
 		},
 	})
 }
+
+// One apply from a bare host to a GPU + InfiniBand VM (issue 24): SR-IOV
+// on the ConnectX-7 PF (a reboot), passthrough on the A100 and on the first
+// VF, whose id is known only after that reboot (another reboot), then the
+// VM with both. The plan reboots the host twice, one reboot at a time, and
+// the next plan is empty.
+func TestAccHostReboot_oneApplyToAGPUAndInfiniBandVM(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{HostsNeedReboot: true})
+	simulatedOnly(t, lab, "reboots hosts")
+	vm := lab.VMNames()[0]
+	host := lab.HostID(lab.VMHostName(vm))
+	config := providerConfig(lab) + fmt.Sprintf(`
+resource "vspherehpc_host_sriov" "ib" {
+  host_system_id        = %[1]q
+  pci_id                = %[2]q
+  num_virtual_functions = 4
+  reboot_allowed        = true
+}
+
+resource "vspherehpc_host_pci_passthrough" "node" {
+  host_system_id = %[1]q
+  pci_ids        = [%[3]q, vspherehpc_host_sriov.ib.virtual_function_ids[0]]
+  reboot_allowed = true
+}
+
+resource "vspherehpc_vm_gpu_mmio" "node" {
+  virtual_machine_id = %[4]q
+  gpu {
+    pci_id = %[3]q
+  }
+  pci_device {
+    pci_id = vspherehpc_host_sriov.ib.virtual_function_ids[0]
+  }
+  depends_on = [vspherehpc_host_pci_passthrough.node]
+}
+`, host, ibPF, a100, lab.VMUUID(vm))
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config: config,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectUnknownValue("vspherehpc_host_sriov.ib", tfjsonpath.New("virtual_function_ids")),
+					plancheck.ExpectKnownValue("vspherehpc_host_sriov.ib", tfjsonpath.New("reboot_required"), knownvalue.Bool(false)),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("vspherehpc_host_sriov.ib", tfjsonpath.New("virtual_function_ids").AtSliceIndex(0), knownvalue.StringExact(ibVF0)),
+					statecheck.ExpectKnownValue("vspherehpc_host_pci_passthrough.node", tfjsonpath.New("reboot_required"), knownvalue.Bool(false)),
+				},
+				Check: resource.ComposeTestCheckFunc(
+					vmDevicesAre(lab, vm, a100, ibVF0),
+					func(s *terraform.State) error { return rebootWindows(lab, lab.VMHostName(vm), lab.VMHostName(vm))(s) },
+				),
+			},
+			{Config: config, PlanOnly: true},
+		},
+	})
+}

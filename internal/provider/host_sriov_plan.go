@@ -38,7 +38,7 @@ func (r *hostSRIOVResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 	if !req.State.Raw.IsNull() {
 		var state hostSRIOVModel
 		resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-		if plan.VFs.Equal(state.VFs) && state.ActiveVFs.Equal(state.VFs) {
+		if plan.VFs.Equal(state.VFs) && state.ActiveVFs.Equal(state.VFs) && !state.RebootRequired.ValueBool() {
 			return // nothing changes: ask vCenter nothing
 		}
 	}
@@ -57,6 +57,12 @@ func (r *hostSRIOVResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 	}
 	if d := p.Device; d != nil && d.SRIOV != nil {
 		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("max_virtual_functions"), int64(d.SRIOV.MaxVFs))...)
+	}
+	if plan.RebootAllowed.ValueBool() && !resp.Diagnostics.HasError() &&
+		planReboot(ctx, r.client, hostID, fmt.Sprintf("SR-IOV of %s with %d virtual functions", pciID, plan.VFs.ValueInt64()), &resp.Diagnostics) {
+		// This apply reboots the host: the virtual functions exist after it.
+		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("active_virtual_functions"), plan.VFs.ValueInt64())...)
+		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("reboot_required"), false)...)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
@@ -47,6 +48,8 @@ type hostSRIOVModel struct {
 	MaxVFs         types.Int64  `tfsdk:"max_virtual_functions"`
 	VFIDs          types.List   `tfsdk:"virtual_function_ids"`
 	RebootRequired types.Bool   `tfsdk:"reboot_required"`
+	RebootAllowed  types.Bool   `tfsdk:"reboot_allowed"`
+	RebootTimeout  types.String `tfsdk:"reboot_timeout"`
 }
 
 // NewHostSRIOVResource is the vspherehpc_host_sriov resource.
@@ -63,6 +66,7 @@ func (r *hostSRIOVResource) IdentitySchema(_ context.Context, _ resource.Identit
 }
 
 func (r *hostSRIOVResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+	defer func() { maps.Copy(resp.Schema.Attributes, rebootAttributes("an SR-IOV change")) }()
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "SR-IOV on one physical function of an ESXi host (a ConnectX card, for InfiniBand or Ethernet virtual " +
 			"functions), with a number of virtual functions, as Host > Configure > Hardware > PCI Devices > Configure SR-IOV does. " +
@@ -151,6 +155,8 @@ func (r *hostSRIOVResource) Update(ctx context.Context, req resource.UpdateReque
 	r.apply(ctx, &plan, &resp.State, &resp.Diagnostics)
 }
 
+// apply sets SR-IOV and reads it back into state; with the opt-in, a change
+// that waits for a reboot is then made active by one.
 func (r *hostSRIOVResource) apply(ctx context.Context, m *hostSRIOVModel, state stateSetter, diags *diag.Diagnostics) {
 	hostID, pciID := m.HostSystemID.ValueString(), m.PCIID.ValueString()
 	if err := r.client.SetHostSRIOV(ctx, hostID, pciID, int(m.VFs.ValueInt64())); err != nil {
@@ -158,6 +164,15 @@ func (r *hostSRIOVResource) apply(ctx context.Context, m *hostSRIOVModel, state 
 		return
 	}
 	tflog.Debug(ctx, "Set SR-IOV", map[string]any{"host_system_id": hostID, "pci_id": pciID, "virtual_functions": m.VFs.ValueInt64()})
+	r.readInto(ctx, m, state, diags)
+	if !diags.HasError() && m.RebootAllowed.ValueBool() && m.RebootRequired.ValueBool() && rebootHost(ctx, r.client, hostID, m.RebootTimeout, diags) {
+		r.readInto(ctx, m, state, diags)
+	}
+}
+
+// readInto reads the function back after a change and sets state.
+func (r *hostSRIOVResource) readInto(ctx context.Context, m *hostSRIOVModel, state stateSetter, diags *diag.Diagnostics) {
+	hostID, pciID := m.HostSystemID.ValueString(), m.PCIID.ValueString()
 	h, err := r.client.HostPassthrough(ctx, hostID)
 	if err != nil {
 		diags.Append(vsphereErrorDiag("Cannot read back SR-IOV of "+pciID+" on host "+hostID, err))
@@ -185,6 +200,7 @@ func sriovToModel(ctx context.Context, h *vsphere.HostPassthrough, m *hostSRIOVM
 	diags.Append(ds...)
 	m.VFIDs = ids
 	m.RebootRequired = types.BoolValue(!d.SRIOV.Active || d.SRIOV.VFs != d.SRIOV.VFsRequested)
+	rebootDefaults(&m.RebootAllowed, &m.RebootTimeout)
 	return true
 }
 
