@@ -42,6 +42,9 @@ func (r *hostPCIPassthroughResource) ModifyPlan(ctx context.Context, req resourc
 		ch := vsphere.PassthroughChange{HostID: state.HostSystemID.ValueString(), Disabling: turnedBackOff(before), Leaving: r.claims.leavingUses()}
 		if p, err := r.client.PlanHostPassthrough(ctx, ch); err == nil {
 			addPassthroughFindings(&resp.Diagnostics, p.Findings)
+			if !resp.Diagnostics.HasError() && state.RebootAllowed.ValueBool() && len(ch.Disabling) > 0 {
+				planReboot(ctx, r.client, ch.HostID, "the passthrough that destroy puts back", &resp.Diagnostics)
+			}
 		}
 		return
 	}

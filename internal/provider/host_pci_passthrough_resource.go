@@ -358,6 +358,10 @@ func (r *hostPCIPassthroughResource) Delete(ctx context.Context, req resource.De
 	err = r.client.SetHostPassthrough(ctx, state.HostSystemID.ValueString(), restore)
 	if err != nil && !errors.Is(err, vsphere.ErrNotFound) {
 		resp.Diagnostics.Append(vsphereErrorDiag("Cannot restore the PCI passthrough of host "+state.HostSystemID.ValueString(), err))
+		return
+	}
+	if err == nil {
+		rebootIfPending(ctx, r.client, ch.HostID, state.RebootAllowed, state.RebootTimeout, ch.Disabling, &resp.Diagnostics)
 	}
 }
 

@@ -96,6 +96,33 @@ func planReboot(ctx context.Context, client *vsphere.Client, hostID, what string
 	return true
 }
 
+// rebootIfPending reboots a host, with the opt-in, when a change to any of
+// the devices waits for its reboot: what destroy restores.
+func rebootIfPending(ctx context.Context, client *vsphere.Client, hostID string, allowed types.Bool, timeout types.String, pciIDs []string, diags *diag.Diagnostics) {
+	if !allowed.ValueBool() {
+		return
+	}
+	h, err := client.HostPassthrough(ctx, hostID)
+	if err != nil {
+		diags.Append(vsphereErrorDiag("Cannot read host "+hostID, err))
+		return
+	}
+	for _, id := range pciIDs {
+		d := h.Device(id)
+		if d == nil {
+			continue
+		}
+		pending := d.Enabled != d.Active
+		if sr := d.SRIOV; sr != nil {
+			pending = pending || sr.Enabled != sr.Active || (sr.Enabled && sr.VFs != sr.VFsRequested)
+		}
+		if pending {
+			rebootHost(ctx, client, hostID, timeout, diags)
+			return
+		}
+	}
+}
+
 // rebootHost reboots a host after a change that waits for it, logging the
 // steps.
 func rebootHost(ctx context.Context, client *vsphere.Client, hostID string, timeout types.String, diags *diag.Diagnostics) bool {

@@ -67,6 +67,9 @@ resource "vspherehpc_host_pci_passthrough" "p%d" {
 	}
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		// Destroy turns passthrough back off, and reboots for it.
+		CheckDestroy: resource.ComposeTestCheckFunc(rebootWindows(lab, hosts[0], hosts[1], hosts[0], hosts[1]),
+			passthroughIs(lab, hosts[0], a100, false), passthroughActive(lab, hosts[1], a100, false)),
 		Steps: []resource.TestStep{
 			{
 				Config: config,
@@ -183,6 +186,8 @@ resource "vspherehpc_vm_gpu_mmio" "node" {
 `, host, ibPF, a100, lab.VMUUID(vm))
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		// Destroy puts passthrough and SR-IOV back, a reboot each.
+		CheckDestroy: rebootWindows(lab, lab.VMHostName(vm), lab.VMHostName(vm), lab.VMHostName(vm), lab.VMHostName(vm)),
 		Steps: []resource.TestStep{
 			{
 				Config: config,
@@ -202,4 +207,19 @@ resource "vspherehpc_vm_gpu_mmio" "node" {
 			{Config: config, PlanOnly: true},
 		},
 	})
+}
+
+// passthroughActive checks the host itself: whether passthrough of a device
+// is in effect.
+func passthroughActive(lab *vcsimlab.Lab, hostName, pciID string, want bool) func(*terraform.State) error {
+	return func(*terraform.State) error {
+		h, err := labService(lab).HostPassthrough(context.Background(), lab.HostID(hostName))
+		if err != nil {
+			return err
+		}
+		if d := h.Device(pciID); d == nil || d.Active != want {
+			return fmt.Errorf("passthrough of %s on %s: %+v, want active = %v", pciID, hostName, d, want)
+		}
+		return nil
+	}
 }

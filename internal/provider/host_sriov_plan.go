@@ -95,6 +95,10 @@ func (r *hostSRIOVResource) checkDestroy(ctx context.Context, req resource.Modif
 	f, err := r.client.PlanSRIOVRestore(ctx, state.HostSystemID.ValueString(), state.PCIID.ValueString(), before, r.claims.leavingUses())
 	if f != nil && err == nil {
 		addHostSRIOVFinding(&resp.Diagnostics, f, restoreFix)
+		return
+	}
+	if err == nil && state.RebootAllowed.ValueBool() && int64(before) != state.VFs.ValueInt64() {
+		planReboot(ctx, r.client, state.HostSystemID.ValueString(), fmt.Sprintf("the SR-IOV that destroy puts back on %s", state.PCIID.ValueString()), &resp.Diagnostics)
 	}
 }
 

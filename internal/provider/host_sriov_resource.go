@@ -257,6 +257,10 @@ func (r *hostSRIOVResource) Delete(ctx context.Context, req resource.DeleteReque
 	err = r.client.SetHostSRIOV(ctx, state.HostSystemID.ValueString(), state.PCIID.ValueString(), before)
 	if err != nil && !errors.Is(err, vsphere.ErrNotFound) {
 		resp.Diagnostics.Append(vsphereErrorDiag("Cannot restore SR-IOV of "+state.PCIID.ValueString(), err))
+		return
+	}
+	if err == nil {
+		rebootIfPending(ctx, r.client, state.HostSystemID.ValueString(), state.RebootAllowed, state.RebootTimeout, []string{state.PCIID.ValueString()}, &resp.Diagnostics)
 	}
 }
 
