@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -102,21 +103,13 @@ func rebootIfPending(ctx context.Context, client *vsphere.Client, hostID string,
 	if !allowed.ValueBool() {
 		return
 	}
-	h, err := client.HostPassthrough(ctx, hostID)
+	pending, err := client.PendingDeviceChanges(ctx, hostID)
 	if err != nil {
 		diags.Append(vsphereErrorDiag("Cannot read host "+hostID, err))
 		return
 	}
 	for _, id := range pciIDs {
-		d := h.Device(id)
-		if d == nil {
-			continue
-		}
-		pending := d.Enabled != d.Active
-		if sr := d.SRIOV; sr != nil {
-			pending = pending || sr.Enabled != sr.Active || (sr.Enabled && sr.VFs != sr.VFsRequested)
-		}
-		if pending {
+		if slices.Contains(pending, id) {
 			rebootHost(ctx, client, hostID, timeout, diags)
 			return
 		}

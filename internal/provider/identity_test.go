@@ -37,8 +37,8 @@ var terraformVersion = sync.OnceValues(func() (*version.Version, error) {
 	return version.NewVersion(v.Version)
 })
 
-// needsTerraform114 skips a test of identity or list resources under an
-// older Terraform, which has neither. `make test-adopt` runs these tests
+// needsTerraform114 skips a test of identity, list resources or actions
+// under an older Terraform, which has none of them. `make test-adopt` runs these tests
 // with Terraform 1.14 and sets VSPHEREHPC_TEST_ADOPT, which turns the skip
 // into a failure: in CI they run, never skip.
 func needsTerraform114(t *testing.T) {
@@ -51,9 +51,9 @@ func needsTerraform114(t *testing.T) {
 		return
 	}
 	if os.Getenv("VSPHEREHPC_TEST_ADOPT") != "" {
-		t.Fatalf("terraform %s has no list resources; make test-adopt runs Terraform 1.14 (make terraform-query builds it)", v)
+		t.Fatalf("terraform %s has no list resources or actions; make test-adopt runs Terraform 1.14 (make terraform-query builds it)", v)
 	}
-	t.Skipf("terraform %s has no identity or list resources; make test-adopt runs this test with Terraform 1.14", v)
+	t.Skipf("terraform %s has no identity, list resources or actions; make test-adopt runs this test with Terraform 1.14", v)
 }
 
 // identitySteps creates a resource, checks the identity it records, and

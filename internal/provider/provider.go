@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework/action"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -29,6 +30,7 @@ var (
 	_ provider.Provider                  = (*vspherehpcProvider)(nil)
 	_ provider.ProviderWithFunctions     = (*vspherehpcProvider)(nil)
 	_ provider.ProviderWithListResources = (*vspherehpcProvider)(nil)
+	_ provider.ProviderWithActions       = (*vspherehpcProvider)(nil)
 )
 
 // Environment variables, named as the vSphere provider names them so one
@@ -237,6 +239,7 @@ func (p *vspherehpcProvider) Configure(ctx context.Context, req provider.Configu
 	// one claim book per walk.
 	resp.ResourceData = &resourceData{client: client, claims: newClaimBook()}
 	resp.ListResourceData = client
+	resp.ActionData = client
 }
 
 // caFileProblem says why a CA file cannot be used, or "" when it can. A
@@ -318,6 +321,10 @@ func (p *vspherehpcProvider) ListResources(_ context.Context) []func() list.List
 		NewVMSRIOVNICListResource,
 		NewVMGPUMMIOListResource,
 	}
+}
+
+func (p *vspherehpcProvider) Actions(_ context.Context) []func() action.Action {
+	return []func() action.Action{NewHostRebootAction, NewVMPowerAction}
 }
 
 func (p *vspherehpcProvider) DataSources(_ context.Context) []func() datasource.DataSource {

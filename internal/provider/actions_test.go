@@ -1,0 +1,130 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vsphere"
+)
+
+// The host reboot action through terraform apply -invoke (Terraform 1.14):
+// a host whose SR-IOV change waits for a reboot goes through maintenance
+// mode and comes back with it active, the steps shown as they happen; with
+// nothing pending it does nothing and says so.
+func TestAccActions_hostReboot(t *testing.T) {
+	t.Parallel()
+	needsTerraform114(t)
+	lab := startLab(t, vcsimlab.Options{HostsNeedReboot: true})
+	simulatedOnly(t, lab, "reboots a host")
+	ctx := context.Background()
+	host := lab.HostNames()[0]
+	must(t, lab.SetHostSRIOV(ctx, host, ibPF, 4))
+	d := newTFDir(t, lab, map[string]string{"main.tf": requiredProviders + fmt.Sprintf(`
+action "vspherehpc_host_reboot" "esx" {
+  config {
+    host_system_id = %q
+  }
+}
+`, lab.HostID(host))})
+	out := d.run("apply", "-invoke=action.vspherehpc_host_reboot.esx", "-auto-approve")
+	for _, step := range []string{"0000:86:00.0 wait for a reboot", "entering maintenance mode", "rebooting", "leaving maintenance mode",
+		"is back and out of maintenance mode"} {
+		if !strings.Contains(out, step) {
+			t.Errorf("the action's output lacks %q:\n%s", step, out)
+		}
+	}
+	if err := rebootWindows(lab, host)(nil); err != nil {
+		t.Error(err)
+	}
+	if err := sriovIs(lab, host, ibPF, 4)(nil); err != nil {
+		t.Error(err)
+	}
+	h, err := labService(lab).HostPassthrough(ctx, lab.HostID(host))
+	must(t, err)
+	if d := h.Device(ibPF); d == nil || d.SRIOV == nil || !d.SRIOV.Active || d.SRIOV.VFs != 4 {
+		t.Errorf("SR-IOV of %s after the reboot: %+v, want active with 4 virtual functions", ibPF, d)
+	}
+	out = d.run("apply", "-invoke=action.vspherehpc_host_reboot.esx", "-auto-approve")
+	if !wrapped("has no passthrough or SR-IOV change waiting for a reboot: not rebooted").MatchString(out) || len(lab.MaintenanceWindows()) != 1 {
+		t.Errorf("with nothing pending the action must do nothing and say so; windows %+v:\n%s", lab.MaintenanceWindows(), out)
+	}
+}
+
+// The VM power action: on, restart, off, each through -invoke; a VM
+// already on is left alone.
+func TestAccActions_vmPower(t *testing.T) {
+	t.Parallel()
+	needsTerraform114(t)
+	lab := startLab(t, vcsimlab.Options{})
+	vm := lab.VMNames()[0]
+	actions := ""
+	for _, power := range []string{"on", "off", "restart"} {
+		actions += fmt.Sprintf(`
+action "vspherehpc_vm_power" %q {
+  config {
+    virtual_machine_id = %q
+    power              = %q
+    power_off_allowed  = true
+    shutdown_timeout   = "2s"
+  }
+}
+`, power, lab.VMUUID(vm), power)
+	}
+	d := newTFDir(t, lab, map[string]string{"main.tf": requiredProviders + actions})
+	state := func() vsphere.PowerState {
+		v, err := labService(lab).VM(context.Background(), lab.VMUUID(vm))
+		must(t, err)
+		return v.PowerState
+	}
+	if out := d.run("apply", "-invoke=action.vspherehpc_vm_power.on", "-auto-approve"); !strings.Contains(out, "powering "+vm+" on") || state() != vsphere.PoweredOn {
+		t.Errorf("power on: %s\n%s", state(), out)
+	}
+	if out := d.run("apply", "-invoke=action.vspherehpc_vm_power.on", "-auto-approve"); !strings.Contains(out, vm+" is already on") {
+		t.Errorf("power on of a running VM:\n%s", out)
+	}
+	if out := d.run("apply", "-invoke=action.vspherehpc_vm_power.restart", "-auto-approve"); !strings.Contains(out, "powering "+vm+" on") || state() != vsphere.PoweredOn {
+		t.Errorf("restart: %s\n%s", state(), out)
+	}
+	if out := d.run("apply", "-invoke=action.vspherehpc_vm_power.off", "-auto-approve"); state() != vsphere.PoweredOff {
+		t.Errorf("power off: %s\n%s", state(), out)
+	}
+}
+
+// The reboot action from an action_trigger: a passthrough change without
+// the opt-in triggers it after create, and the device is active once the
+// apply is done.
+func TestAccActions_rebootTriggeredByAChange(t *testing.T) {
+	t.Parallel()
+	needsTerraform114(t)
+	lab := startLab(t, vcsimlab.Options{HostsNeedReboot: true})
+	simulatedOnly(t, lab, "reboots a host")
+	host := lab.HostNames()[0]
+	d := newTFDir(t, lab, map[string]string{"main.tf": requiredProviders + fmt.Sprintf(`
+action "vspherehpc_host_reboot" "esx" {
+  config {
+    host_system_id = vspherehpc_host_pci_passthrough.a100.host_system_id
+  }
+}
+
+resource "vspherehpc_host_pci_passthrough" "a100" {
+  host_system_id = %q
+  pci_ids        = [%q]
+  lifecycle {
+    action_trigger {
+      events  = [after_create, after_update]
+      actions = [action.vspherehpc_host_reboot.esx]
+    }
+  }
+}
+`, lab.HostID(host), a100)})
+	d.run("apply", "-auto-approve")
+	if err := rebootWindows(lab, host)(nil); err != nil {
+		t.Error(err)
+	}
+	if err := passthroughActive(lab, host, a100, true)(nil); err != nil {
+		t.Error(err)
+	}
+}
