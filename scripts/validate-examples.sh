@@ -38,7 +38,7 @@ needs_vsphere_provider() {
 }
 
 # Provider functions (examples/functions) exist from Terraform 1.8, import blocks by identity from 1.12, list
-# resources and query files from 1.14: an older terraform leaves those out.
+# resources, query files and actions from 1.14: an older terraform leaves those out.
 tf_version="$("$TERRAFORM" version -json | sed -n 's/.*"terraform_version": *"\([0-9.]*\).*/\1/p')"
 at_least() { [[ "$(printf '%s\n%s\n' "$tf_version" "$1" | sort -V | head -n1)" == "$1" ]]; }
 functions_ok=true identity_ok=true query_ok=true
@@ -69,8 +69,8 @@ while IFS= read -r dir; do
     too_new+=("$rel") # not even formatted: this terraform cannot parse a provider function call
     continue
   fi
-  if [[ $query_ok == false ]] && compgen -G "$dir/*.tfquery.hcl" >/dev/null; then
-    too_new+=("$rel") # a configuration with query files asks for Terraform 1.14
+  if [[ $query_ok == false ]] && { compgen -G "$dir/*.tfquery.hcl" >/dev/null || grep -qs '^action "' "$dir"/*.tf; }; then
+    too_new+=("$rel") # query files and actions ask for Terraform 1.14
     continue
   fi
   "$TERRAFORM" fmt -check -diff "$dir" >&2 || { echo "terraform fmt: $rel is not formatted (run make fmt)" >&2; exit 1; }
@@ -99,5 +99,5 @@ if ((${#formatted_only[@]})); then
   echo "formatted only (they need the vmware/vsphere provider, which cannot be installed offline): ${formatted_only[*]}"
 fi
 if ((${#too_new[@]})); then
-  echo "neither formatted nor validated (provider functions, identity imports or query files, newer than Terraform $tf_version): ${too_new[*]}"
+  echo "neither formatted nor validated (provider functions, identity imports, query files or actions, newer than Terraform $tf_version): ${too_new[*]}"
 fi
