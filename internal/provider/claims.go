@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -115,6 +116,8 @@ type claimBook struct {
 	// vfTakers are the instances adding an SR-IOV adapter on a physical
 	// function ("host-id pci-id"), with the adapter in words.
 	vfTakers map[string]map[string]string
+	// rebooting are the hosts a host resource of this walk reboots (by id).
+	rebooting map[string]bool
 }
 
 func newClaimBook() *claimBook {
@@ -296,7 +299,21 @@ func addClaimConflict(diags *diag.Diagnostics, at path.Path, c *claimConflict) b
 
 // deviceInputs hands the planners what the instances planned so far turn on.
 func (b *claimBook) deviceInputs() vsphere.PlannedHostDevices {
-	return vsphere.PlannedHostDevices{Passthrough: b.turnedOn(usePassthrough), SRIOV: b.turnedOn(useSRIOV)}
+	b.mu.Lock()
+	rebooting := maps.Clone(b.rebooting)
+	b.mu.Unlock()
+	return vsphere.PlannedHostDevices{Passthrough: b.turnedOn(usePassthrough), SRIOV: b.turnedOn(useSRIOV), Rebooting: rebooting}
+}
+
+// rebootPlanned records that a host resource of this plan reboots the host
+// (reboot_allowed) to make its change active within the apply.
+func (b *claimBook) rebootPlanned(hostID string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.rebooting == nil {
+		b.rebooting = map[string]bool{}
+	}
+	b.rebooting[hostID] = true
 }
 
 // resourceData is what Configure hands resources: the vCenter client and

@@ -107,6 +107,7 @@ func (r *hostPCIPassthroughResource) ModifyPlan(ctx context.Context, req resourc
 	if (turningOn || pendingReboot || len(ch.Disabling) > 0) && plan.RebootAllowed.ValueBool() &&
 		planReboot(ctx, r.client, ch.HostID, "passthrough changes", &resp.Diagnostics) {
 		// This apply reboots the host: what it turns on is active after it.
+		r.claims.rebootPlanned(ch.HostID)
 		reboot = types.BoolValue(false)
 		for i := range planned {
 			planned[i].Active = types.BoolValue(true)

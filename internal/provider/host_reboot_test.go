@@ -223,3 +223,39 @@ func passthroughActive(lab *vcsimlab.Lab, hostName, pciID string, want bool) fun
 		return nil
 	}
 }
+
+// A VM's plan counts a GPU the plan's host resource turns on as active when
+// that resource reboots the host for it: the VM gets the A100 in the same
+// apply. Without the opt-in the same configuration is refused at plan,
+// saying the host must reboot first.
+func TestAccHostReboot_gpuInTheSameApply(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{HostsNeedReboot: true})
+	simulatedOnly(t, lab, "reboots hosts")
+	vm := lab.VMNames()[0]
+	config := func(allowed bool) string {
+		return providerConfig(lab) + fmt.Sprintf(`
+resource "vspherehpc_host_pci_passthrough" "a100" {
+  host_system_id = %q
+  pci_ids        = [%q]
+  reboot_allowed = %t
+}
+
+resource "vspherehpc_vm_gpu_mmio" "node" {
+  virtual_machine_id = %q
+  gpu {
+    pci_id = %q
+  }
+  depends_on = [vspherehpc_host_pci_passthrough.a100]
+}
+`, lab.HostID(lab.VMHostName(vm)), a100, allowed, lab.VMUUID(vm), a100)
+	}
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: config(false), PlanOnly: true, ExpectError: wrapped("is turned on by this configuration, but the host applies that only at its next reboot")},
+			{Config: config(true), Check: resource.ComposeTestCheckFunc(vmDevicesAre(lab, vm, a100), rebootWindows(lab, lab.VMHostName(vm)))},
+			{Config: config(true), PlanOnly: true},
+		},
+	})
+}

@@ -61,6 +61,7 @@ func (r *hostSRIOVResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 	if plan.RebootAllowed.ValueBool() && !resp.Diagnostics.HasError() &&
 		planReboot(ctx, r.client, hostID, fmt.Sprintf("SR-IOV of %s with %d virtual functions", pciID, plan.VFs.ValueInt64()), &resp.Diagnostics) {
 		// This apply reboots the host: the virtual functions exist after it.
+		r.claims.rebootPlanned(hostID)
 		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("active_virtual_functions"), plan.VFs.ValueInt64())...)
 		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("reboot_required"), false)...)
 	}

@@ -334,18 +334,19 @@ func (c *Client) planDevice(ctx context.Context, vm *VM, host *Host, label strin
 }
 
 // activeOnceApplied reports whether a host resource of this plan turns the
-// device to passthrough and the host applies it at once: such a resource is
-// planned and applied first, as the VM's resource refers to it. A host that
-// applies changes only at its next reboot has the device only after that
-// reboot.
+// device to passthrough and the host applies it at once, or the plan
+// reboots the host for it: such a resource is planned and applied first, as
+// the VM's resource refers to it. A host that applies changes only at its
+// next reboot, and that no resource of the plan reboots, has the device
+// only after that reboot.
 func (p PlannedHostDevices) activeOnceApplied(host *Host, pciID string) bool {
-	return host.AppliesWithoutReboot && p.Passthrough[HostDeviceKey(host.ID, pciID)]
+	return (host.AppliesWithoutReboot || p.Rebooting[host.ID]) && p.Passthrough[HostDeviceKey(host.ID, pciID)]
 }
 
 // sriovOnceApplied is activeOnceApplied for a physical function turned to
 // SR-IOV.
 func (p PlannedHostDevices) sriovOnceApplied(host *Host, pciID string) bool {
-	return host.AppliesWithoutReboot && p.SRIOV[HostDeviceKey(host.ID, pciID)]
+	return (host.AppliesWithoutReboot || p.Rebooting[host.ID]) && p.SRIOV[HostDeviceKey(host.ID, pciID)]
 }
 
 // planGPUCounts refuses asking for more GPUs of a model than the VM's host

@@ -19,10 +19,13 @@ type Finding interface {
 
 // PlannedHostDevices is what host resources of the same plan turn on, keyed
 // "host-id pci-id" (PCI id in lower case): devices turned to passthrough and
-// physical functions turned to SR-IOV. The provider gives it to the planners
-// of the VMs that use such devices; this package keeps no memory of plans.
+// physical functions turned to SR-IOV; and the hosts (by id) the plan
+// reboots to make such changes active. The provider gives it to the
+// planners of the VMs that use such devices; this package keeps no memory
+// of plans.
 type PlannedHostDevices struct {
 	Passthrough, SRIOV map[string]bool
+	Rebooting          map[string]bool
 }
 
 // HostDeviceKey is the key of a host's device in PlannedHostDevices.
