@@ -2,9 +2,11 @@
 # PVRDMA cluster over every host of the lab's cluster, two PVRDMA client VMs,
 # and a GPU VM with its host's GPUs, an InfiniBand VF and a PVRDMA adapter,
 # as the two modules in ../modules compose them. The lab's hosts apply
-# passthrough and SR-IOV changes when they reboot, so the demo applies,
-# reboots, applies again. The provider reads VSPHERE_SERVER, VSPHERE_USER,
-# VSPHERE_PASSWORD and VSPHERE_CA_FILE from the environment the demo sets.
+# passthrough and SR-IOV changes when they reboot: with reboot_allowed, the
+# host resources reboot the GPU VM's host within the apply, so one apply
+# takes the lab from bare hosts to the GPU VM. The provider reads
+# VSPHERE_SERVER, VSPHERE_USER, VSPHERE_PASSWORD and VSPHERE_CA_FILE from the
+# environment the demo sets.
 terraform {
   required_version = ">= 1.5"
 
@@ -73,9 +75,9 @@ data "vspherehpc_virtual_machine" "gpu" {
   name          = var.gpu_vm
 }
 
-# The GPU VM's host, for its GPUs: passthrough active and used by no other
-# VM. The VM gets all of them: the two H100s at once, the A100 once its
-# passthrough (below) is active.
+# The GPU VM's host, for its GPUs: those used by no other VM. The VM gets
+# all of them: the two H100s, and the A100 whose passthrough this apply
+# turns on (below).
 data "vspherehpc_host" "gpu" {
   host_system_id = data.vspherehpc_virtual_machine.gpu.host_system_id
 }
@@ -83,7 +85,7 @@ data "vspherehpc_host" "gpu" {
 locals {
   free_gpus = [
     for g in data.vspherehpc_host.gpu.gpus : g.pci_id
-    if g.passthrough_active && alltrue([for u in g.used_by : u.virtual_machine_id == data.vspherehpc_virtual_machine.gpu.id])
+    if alltrue([for u in g.used_by : u.virtual_machine_id == data.vspherehpc_virtual_machine.gpu.id])
   ]
 }
 
@@ -93,44 +95,37 @@ module "gpu" {
   virtual_machine_id = data.vspherehpc_virtual_machine.gpu.id
   port_group_id      = module.pvrdma.port_group_id
   gpu_pci_ids        = local.free_gpus
-  pci_device_ids     = local.ib_vfs_active
+  pci_device_ids     = [vspherehpc_host_sriov.ib.virtual_function_ids[0]]
+
+  # The host's devices first: their passthrough is active once that
+  # resource's apply (and its reboot) is done.
+  depends_on = [vspherehpc_host_pci_passthrough.gpu_host]
 }
 
 # InfiniBand beside the GPUs, as "InfiniBand on vSphere 8" does: SR-IOV on
 # the first ConnectX InfiniBand PF (no vmnic) of the GPU VM's host, then
 # passthrough on its first VF, then the VF to the GPU VM. The lab's hosts
-# apply these changes at their next reboot, so each step needs the one before
-# in effect: the VFs exist once SR-IOV is active, and a VM takes a VF once its
-# passthrough is active. The host data source names each VF's PF.
+# apply these changes at their next reboot, and the VFs exist only once
+# SR-IOV is active: reboot_allowed reboots the host inside the apply (once
+# for SR-IOV, once for passthrough), so the VF's id is known in time.
 locals {
   ib_pfs = [for d in data.vspherehpc_host.gpu.pci_devices : d.pci_id if d.connectx && d.sriov_capable && d.physical_nic == ""]
-  ib_vfs = [
-    for d in data.vspherehpc_host.gpu.pci_devices : d
-    if d.physical_function == local.ib_pfs[0]
-    && alltrue([for u in d.used_by : u.virtual_machine_id == data.vspherehpc_virtual_machine.gpu.id])
-  ]
-  ib_vfs_active = slice([for d in local.ib_vfs : d.pci_id if d.passthrough_active], 0, min(1, length([for d in local.ib_vfs : d if d.passthrough_active])))
 }
 
 resource "vspherehpc_host_sriov" "ib" {
   host_system_id        = data.vspherehpc_host.gpu.id
   pci_id                = local.ib_pfs[0]
   num_virtual_functions = 4
-}
-
-resource "vspherehpc_host_pci_passthrough" "ib_vf" {
-  count = min(1, length(local.ib_vfs))
-
-  host_system_id = data.vspherehpc_host.gpu.id
-  pci_ids        = [local.ib_vfs[0].pci_id]
-  depends_on     = [vspherehpc_host_sriov.ib]
+  reboot_allowed        = true
 }
 
 # The host step of GPU passthrough, in code: passthrough on for every A100
-# (10de:20f1) of the GPU VM's host, which the lab ships with it off.
-# reboot_required says whether the host must reboot before a VM can use it.
-resource "vspherehpc_host_pci_passthrough" "a100" {
+# (10de:20f1) of the GPU VM's host, which the lab ships with it off, and for
+# the first InfiniBand VF, in one reboot.
+resource "vspherehpc_host_pci_passthrough" "gpu_host" {
   host_system_id = data.vspherehpc_host.gpu.id
+  pci_ids        = [vspherehpc_host_sriov.ib.virtual_function_ids[0]]
+  reboot_allowed = true
 
   match {
     vendor_id = "10de"
@@ -178,21 +173,20 @@ output "gpu_node" {
 }
 
 output "infiniband" {
-  description = "The InfiniBand PF with SR-IOV on, its VFs, the VF with passthrough on, and what the GPU VM has."
+  description = "The InfiniBand PF with SR-IOV on, its VFs, and what the GPU VM has."
   value = {
     physical_function = vspherehpc_host_sriov.ib.pci_id
-    virtual_functions = vspherehpc_host_sriov.ib.active_virtual_functions
-    reboot_required   = vspherehpc_host_sriov.ib.reboot_required || anytrue(vspherehpc_host_pci_passthrough.ib_vf[*].reboot_required)
-    vf_passthrough    = flatten(vspherehpc_host_pci_passthrough.ib_vf[*].pci_ids)
+    virtual_functions = vspherehpc_host_sriov.ib.virtual_function_ids
+    reboot_required   = vspherehpc_host_sriov.ib.reboot_required
     gpu_vm_devices    = module.gpu.pci_device_ids
   }
 }
 
 output "gpu_host_passthrough" {
-  description = "The A100s of the GPU VM's host with passthrough on, and whether the host must reboot first."
+  description = "The devices of the GPU VM's host with passthrough on (the A100 and the InfiniBand VF), and whether the host still waits for a reboot."
   value = {
-    devices         = [for d in vspherehpc_host_pci_passthrough.a100.devices : "${d.pci_id} ${d.device_name}"]
-    reboot_required = vspherehpc_host_pci_passthrough.a100.reboot_required
+    devices         = [for d in vspherehpc_host_pci_passthrough.gpu_host.devices : "${d.pci_id} ${d.device_name} (active: ${d.active})"]
+    reboot_required = vspherehpc_host_pci_passthrough.gpu_host.reboot_required
   }
 }
 

@@ -52,6 +52,7 @@ func run(ctx context.Context, args []string, report <-chan os.Signal, stdout, st
 	driftSwitch := fs.String("drift-switch", "pvrdma-dvs", "the distributed switch whose MTU SIGUSR2 lowers to 1500")
 	needReboot := fs.Bool("hosts-need-reboot", false, "hosts apply passthrough and SR-IOV changes only when rebooted (SIGHUP)")
 	latency := fs.Duration("latency", 0, "added to every call, as a real vCenter's round trip (e.g. 20ms)")
+	rebootTime := fs.Duration("reboot-time", 0, "how long a host rebooted through the API (RebootHost_Task) is away (default 300ms)")
 	handBuilt := fs.Bool("hand-built", false, "start with the lab an administrator built by hand (switches, host settings, SR-IOV, VMs with PVRDMA adapters and GPUs), for adopting it with terraform query")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -67,6 +68,7 @@ func run(ctx context.Context, args []string, report <-chan os.Signal, stdout, st
 
 		HostsNeedReboot: *needReboot,
 		Latency:         *latency,
+		RebootTime:      *rebootTime,
 	})
 	if err != nil {
 		return err
