@@ -259,3 +259,38 @@ resource "vspherehpc_vm_gpu_mmio" "node" {
 		},
 	})
 }
+
+// A host resource already applied whose device only waits for the host's
+// reboot is not "turned on by this configuration": the VM's plan says the
+// device waits for a reboot, and how to give it one (issue 24, item 5).
+func TestAccHostReboot_appliedAndWaitingWording(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{HostsNeedReboot: true})
+	simulatedOnly(t, lab, "reboots hosts")
+	vm := lab.VMNames()[0]
+	host := providerConfig(lab) + fmt.Sprintf(`
+resource "vspherehpc_host_pci_passthrough" "a100" {
+  host_system_id = %q
+  pci_ids        = [%q]
+}
+`, lab.HostID(lab.VMHostName(vm)), a100)
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: host},
+			{
+				Config: host + fmt.Sprintf(`
+resource "vspherehpc_vm_gpu_mmio" "node" {
+  virtual_machine_id = %q
+  gpu {
+    pci_id = %q
+  }
+  depends_on = [vspherehpc_host_pci_passthrough.a100]
+}
+`, lab.VMUUID(vm), a100),
+				PlanOnly:    true,
+				ExpectError: wrapped("is enabled but not active yet: the host must reboot first (vspherehpc_host_pci_passthrough shows reboot_required). Set reboot_allowed = true on that resource"),
+			},
+		},
+	})
+}

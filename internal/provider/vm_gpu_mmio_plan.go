@@ -281,12 +281,14 @@ func addMMIOSizeFinding(diags *diag.Diagnostics, f vsphere.Finding) bool {
 // turnedOnAtReboot words a device a host resource of the same plan turns on,
 // on a host that applies it only at its next reboot: what, PCI id, host.
 const turnedOnAtReboot = "%s %s on host %s is turned on by this configuration, but the host applies that only at its next reboot, " +
-	"so the VM cannot have it in this apply. Apply the host's resource first (-target), reboot the host, then apply again."
+	"so the VM cannot have it in this apply. Set reboot_allowed = true on the host's resource to reboot the host within the " +
+	"apply; or apply the host's resource first (-target), reboot the host, then apply again."
 
 // waitsForReboot words a device whose passthrough is enabled and waits for
 // the host's reboot: what, PCI id, name, host.
 const waitsForReboot = "Passthrough of %s %s (%s) on host %s is enabled but not active yet: the host must reboot first " +
-	"(vspherehpc_host_pci_passthrough shows reboot_required). Reboot the host, then apply again."
+	"(vspherehpc_host_pci_passthrough shows reboot_required). Set reboot_allowed = true on that resource to reboot the host " +
+	"within the apply, or reboot it yourself (the vspherehpc_host_reboot action does it), then apply again."
 
 // plannedAfterHost says how a VM's plan sees a host resource of the same
 // configuration: Terraform plans and applies a resource after those it

@@ -72,9 +72,9 @@ type (
 		Active, Asked                        int
 	}
 	// GPUNotActive: the GPU is not active for passthrough on its host.
-	// TurnedOnAtReboot: a host resource of this plan turns it on
-	// (GPUMMIOChange.Planned), but the host applies that only at its next
-	// reboot.
+	// TurnedOnAtReboot: a host resource of this plan turns it on (it is not
+	// on yet; GPUMMIOChange.Planned), but the host applies that only at its
+	// next reboot.
 	GPUNotActive struct {
 		Index               int
 		PCIID, Device, Host string
@@ -278,7 +278,7 @@ func (c *Client) planGPU(ctx context.Context, vm *VM, host *Host, label string, 
 		var out []Finding
 		if !h.PassthroughActive && !planned.activeOnceApplied(host, g.PCIID) {
 			out = append(out, GPUNotActive{Index: index, PCIID: g.PCIID, Device: h.DeviceName, Host: host.Name, Enabled: h.PassthroughEnabled,
-				TurnedOnAtReboot: planned.Passthrough[HostDeviceKey(host.ID, g.PCIID)]})
+				TurnedOnAtReboot: !h.PassthroughEnabled && planned.Passthrough[HostDeviceKey(host.ID, g.PCIID)]})
 		}
 		for _, u := range h.VMs {
 			if u.MOID != vm.MOID && !u.Is(releasing) {
@@ -308,7 +308,7 @@ func (c *Client) planDevice(ctx context.Context, vm *VM, host *Host, label strin
 		var out []Finding
 		if !d.Active && !planned.activeOnceApplied(host, pciID) {
 			f := DeviceNotActive{Index: index, PCIID: pciID, Name: strings.TrimSpace(d.DeviceName), Host: host.Name, Enabled: d.Enabled,
-				TurnedOnAtReboot: planned.Passthrough[HostDeviceKey(host.ID, pciID)], UplinkOf: d.UplinkOf}
+				TurnedOnAtReboot: !d.Enabled && planned.Passthrough[HostDeviceKey(host.ID, pciID)], UplinkOf: d.UplinkOf}
 			if d.servesVFs() {
 				f.ServesVFs = max(d.SRIOV.VFsRequested, 1)
 			}
