@@ -294,3 +294,45 @@ resource "vspherehpc_vm_gpu_mmio" "node" {
 		},
 	})
 }
+
+// A VF count changed out of band plans the SR-IOV resource alone (issue 24,
+// item 5): the VFs that exist keep their ids in the plan, so the passthrough
+// on VF 0 and the VM that has it plan nothing.
+func TestAccHostSRIOV_countDriftPlansOnlyItself(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	simulatedOnly(t, lab, "uses the lab's InfiniBand cards")
+	vm := lab.VMNames()[0]
+	host := lab.VMHostName(vm)
+	config := providerConfig(lab) + ibSRIOVConfig(lab, vm) + fmt.Sprintf(`
+resource "vspherehpc_host_pci_passthrough" "vf" {
+  host_system_id = %q
+  pci_ids        = [vspherehpc_host_sriov.ib.virtual_function_ids[0]]
+}
+
+resource "vspherehpc_vm_gpu_mmio" "node" {
+  virtual_machine_id = %q
+  mmio_size_gb       = 64
+  pci_device {
+    pci_id = vspherehpc_host_sriov.ib.virtual_function_ids[0]
+  }
+  depends_on = [vspherehpc_host_pci_passthrough.vf]
+}
+`, lab.HostID(host), lab.VMUUID(vm))
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: config, Check: vmDevicesAre(lab, vm, ibVF0)},
+			{
+				PreConfig: func() { must(t, lab.SetHostSRIOV(context.Background(), host, ibPF, 2)) },
+				Config:    config,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("vspherehpc_host_sriov.ib", plancheck.ResourceActionUpdate),
+					plancheck.ExpectResourceAction("vspherehpc_host_pci_passthrough.vf", plancheck.ResourceActionNoop),
+					plancheck.ExpectResourceAction("vspherehpc_vm_gpu_mmio.node", plancheck.ResourceActionNoop),
+				}},
+				Check: sriovIs(lab, host, ibPF, 4),
+			},
+		},
+	})
+}

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vsphere"
 )
@@ -58,13 +60,55 @@ func (r *hostSRIOVResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 	if d := p.Device; d != nil && d.SRIOV != nil {
 		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("max_virtual_functions"), int64(d.SRIOV.MaxVFs))...)
 	}
-	if plan.RebootAllowed.ValueBool() && !resp.Diagnostics.HasError() &&
+	appliesNow := p.AppliesNow
+	if !appliesNow && plan.RebootAllowed.ValueBool() && !resp.Diagnostics.HasError() &&
 		planReboot(ctx, r.client, hostID, fmt.Sprintf("SR-IOV of %s with %d virtual functions", pciID, plan.VFs.ValueInt64()), &resp.Diagnostics) {
 		// This apply reboots the host: the virtual functions exist after it.
 		r.claims.rebootPlanned(hostID)
+		appliesNow = true
+	}
+	switch {
+	case resp.Diagnostics.HasError():
+	case !req.State.Raw.IsNull():
+		r.planVFs(ctx, p.Device, int(plan.VFs.ValueInt64()), appliesNow, resp)
+	case appliesNow:
+		// New, and applied in this apply: the VFs exist after it, their ids
+		// known then.
 		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("active_virtual_functions"), plan.VFs.ValueInt64())...)
 		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("reboot_required"), false)...)
 	}
+}
+
+// planVFs plans what an update leaves of the virtual functions, so only
+// what changes is unknown: applied now (or by this apply's reboot), VF k
+// keeps its PCI id and only VFs beyond those that exist are new; waiting
+// for a reboot, the VFs that exist stay as they are.
+func (r *hostSRIOVResource) planVFs(ctx context.Context, d *vsphere.PassthroughDevice, want int, appliesNow bool, resp *resource.ModifyPlanResponse) {
+	if d == nil || d.SRIOV == nil || len(d.SRIOV.VFIDs) != d.SRIOV.VFs {
+		return // the VFs' ids are ambiguous (see vfIDsCaveat): leave them unknown
+	}
+	have := d.SRIOV.VFIDs
+	ids := make([]attr.Value, 0, want)
+	active, reboot := int64(want), false
+	if appliesNow {
+		for i := range want {
+			if i < len(have) {
+				ids = append(ids, types.StringValue(have[i]))
+			} else {
+				ids = append(ids, types.StringUnknown())
+			}
+		}
+	} else {
+		for _, id := range have {
+			ids = append(ids, types.StringValue(id))
+		}
+		active, reboot = int64(d.SRIOV.VFs), true
+	}
+	list, ds := types.ListValue(types.StringType, ids)
+	resp.Diagnostics.Append(ds...)
+	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("virtual_function_ids"), list)...)
+	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("active_virtual_functions"), active)...)
+	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("reboot_required"), reboot)...)
 }
 
 // addVFsInUse words the VMs that would be left without their virtual

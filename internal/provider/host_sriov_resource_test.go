@@ -93,7 +93,11 @@ func TestAccHostSRIOV_basic(t *testing.T) {
 				Config: sriovConfig(lab, name, pf, 8),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(sriovAddr, plancheck.ResourceActionUpdate),
-					plancheck.ExpectUnknownValue(sriovAddr, tfjsonpath.New("virtual_function_ids")),
+					// The four VFs that exist keep their ids; the four new ones
+					// are known after the apply.
+					plancheck.ExpectKnownValue(sriovAddr, tfjsonpath.New("virtual_function_ids").AtSliceIndex(0), knownvalue.StringExact(ibVF0)),
+					plancheck.ExpectKnownValue(sriovAddr, tfjsonpath.New("virtual_function_ids").AtSliceIndex(3), knownvalue.StringExact("0000:86:00.4")),
+					plancheck.ExpectUnknownValue(sriovAddr, tfjsonpath.New("virtual_function_ids").AtSliceIndex(4)),
 				}},
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(sriovAddr, tfjsonpath.New("virtual_function_ids"), vfIDs(pf, 8)),

@@ -73,6 +73,9 @@ func (PassedThroughWhole) finding() {}
 type HostSRIOVPlan struct {
 	Device   *PassthroughDevice
 	Findings []Finding
+	// AppliesNow: the host applies the change at once, not at its next
+	// reboot.
+	AppliesNow bool
 }
 
 // PlanHostSRIOV checks planned SR-IOV of a physical function: it is on the
@@ -104,7 +107,7 @@ func (c *Client) PlanHostSRIOV(ctx context.Context, hostID, pciID string, vfs in
 	if f := vfsInUse(h, d, vfs, nil); f != nil {
 		return &HostSRIOVPlan{Device: d, Findings: []Finding{f}}, nil
 	}
-	return &HostSRIOVPlan{Device: d}, nil
+	return &HostSRIOVPlan{Device: d, AppliesNow: h.AppliesWithoutReboot}, nil
 }
 
 // vfsInUse refuses fewer virtual functions than VMs use: each SR-IOV

@@ -58,6 +58,9 @@ type SRIOV struct {
 type HostPassthrough struct {
 	HostID, HostName string
 	Devices          []PassthroughDevice // sorted by PCI id
+	// AppliesWithoutReboot: the host applies passthrough and SR-IOV changes
+	// at once (capability.deviceRebindWithoutRebootSupported).
+	AppliesWithoutReboot bool
 }
 
 // Device returns the device with this PCI id, or nil.
@@ -82,6 +85,9 @@ func (c *Client) HostPassthrough(ctx context.Context, hostID string) (*HostPasst
 
 func hostPassthroughFromMO(h *mo.HostSystem, vms []mo.VirtualMachine) *HostPassthrough {
 	out := &HostPassthrough{HostID: h.Self.Value, HostName: h.Name}
+	if c := h.Capability; c != nil && c.DeviceRebindWithoutRebootSupported != nil {
+		out.AppliesWithoutReboot = *c.DeviceRebindWithoutRebootSupported
+	}
 	if h.Hardware == nil || h.Config == nil {
 		return out
 	}
