@@ -183,3 +183,41 @@ func TestMaintenanceModeWithoutAutomaticDRS(t *testing.T) {
 		t.Fatalf("maintenance mode under manual DRS with %s running: %v, want Timedout", vm, err)
 	}
 }
+
+// evacuatePoweredOffVms moves the powered-off VMs too, under fully
+// automated DRS; without it they stay on the host.
+func TestMaintenanceModeEvacuatesPoweredOffVMs(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	l, err := Start(ctx, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	vm := l.VMNames()[0]
+	host := l.VMHostName(vm)
+	hostOf := func() string {
+		var v mo.VirtualMachine
+		retrieve(t, l.Client(), ref("VirtualMachine", l.VMID(vm)), []string{"runtime.host"}, &v)
+		return v.Runtime.Host.Value
+	}
+	if err := enterMaintenance(ctx, l, host, 0); err != nil {
+		t.Fatal(err)
+	}
+	if got := hostOf(); got != l.HostID(host) {
+		t.Errorf("powered-off %s moved to %s without evacuatePoweredOffVms", vm, got)
+	}
+	if err := exitMaintenance(ctx, l, host); err != nil {
+		t.Fatal(err)
+	}
+	task, err := object.NewHostSystem(l.Client().Client, ref("HostSystem", l.HostID(host))).EnterMaintenanceMode(ctx, 0, true, nil)
+	if err == nil {
+		err = task.Wait(ctx)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := hostOf(); got == l.HostID(host) {
+		t.Errorf("powered-off %s stayed on %s with evacuatePoweredOffVms", vm, host)
+	}
+}
