@@ -166,3 +166,81 @@ func budgetCalls(lab *vcsimlab.Lab, clients *vsphere.Clients, before vsphere.Rea
 	counted = actual - (reads.Calls - before.Calls) + (shared+terraformParallelism-1)/terraformParallelism
 	return counted, actual, calls
 }
+
+// A refresh of resources given by ids (no look-ups, as when the vSphere
+// provider creates the VMs) is independent of the fleet's size and makes the
+// same calls every time (issue 25): the first read of each kind reads the
+// kind's population (see vsphere's prefetch.go), so 16 hosts and 64 VMs
+// refresh in a handful of property-collector calls, twice alike.
+func TestAccFleet_refreshByIDIsDeterministic(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{Hosts: 16, VMs: 64})
+	simulatedOnly(t, lab, "counts SOAP calls")
+	var hosts, nics strings.Builder
+	for _, h := range lab.HostNames() {
+		fmt.Fprintf(&hosts, "  host {\n    host_system_id = %q\n    vmnic          = %q\n  }\n", lab.HostID(h), lab.RDMANICs()[0])
+	}
+	var uuids []string
+	for _, n := range lab.VMNames() {
+		if strings.HasPrefix(n, "hpc-node-") {
+			uuids = append(uuids, lab.VMUUID(n))
+		}
+	}
+	fmt.Fprintf(&nics, `
+resource "vspherehpc_vm_pvrdma_nic" "n" {
+  count                     = length(local.vms)
+  virtual_machine_id        = local.vms[count.index]
+  distributed_port_group_id = vspherehpc_rdma_dvs.fabric.port_group_id
+}
+
+resource "vspherehpc_host_pvrdma_settings" "h" {
+  count          = length(local.hosts)
+  host_system_id = local.hosts[count.index]
+  vmknic         = %q
+}
+
+locals {
+  vms   = %s
+  hosts = %s
+}
+`, lab.Vmknic(), hclList(uuids), hclList(func() []string {
+		var ids []string
+		for _, h := range lab.HostNames() {
+			ids = append(ids, lab.HostID(h))
+		}
+		return ids
+	}()))
+	config := providerConfig(lab) + fmt.Sprintf(`
+resource "vspherehpc_rdma_dvs" "fabric" {
+  datacenter_id = %q
+  name          = %q
+  port_group {
+    name = %q
+  }
+%s}
+`, lab.DatacenterID(), testName("fleet-dvs"), testName("fleet-pvrdma"), hosts.String()) + nics.String()
+	var first map[string]int
+	refresh := func(n int) resource.TestStep {
+		return resource.TestStep{
+			RefreshState: true,
+			PreConfig:    lab.ResetCalls,
+			Check: func(*terraform.State) error {
+				calls := lab.Calls()
+				t.Logf("refresh %d of 16 hosts and 64 VMs given by id: %v", n, calls)
+				if first == nil {
+					first = calls
+				} else if fmt.Sprint(calls) != fmt.Sprint(first) {
+					return fmt.Errorf("refresh %d made %v, refresh 1 %v: the same configuration must make the same calls", n, calls, first)
+				}
+				if calls["RetrievePropertiesEx"] > 4 {
+					return fmt.Errorf("refresh made %d RetrievePropertiesEx, want at most 4 (the switch, the hosts, the VMs): %v", calls["RetrievePropertiesEx"], calls)
+				}
+				return nil
+			},
+		}
+	}
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps:                    []resource.TestStep{{Config: config}, refresh(1), refresh(2), refresh(3)},
+	})
+}

@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"testing"
 
@@ -202,44 +201,4 @@ data "vspherehpc_virtual_machine" "vm" {
 		},
 		CheckDestroy: checkNothingLeft(lab, vm),
 	})
-}
-
-// Within one run (one Terraform command, one client) a VM found by UUID is
-// remembered; once it is re-registered the remembered id is stale, and the
-// service layer searches the UUID again (vsphere.Client's refound). The old
-// managed object id names no VM any more.
-func TestReregisteredVMFoundAgainInOneRun(t *testing.T) {
-	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
-	simulatedOnly(t, lab, "re-registers a VM")
-	ctx := context.Background()
-	vm := lab.VMNames()[0]
-	uuid := lab.VMUUID(vm)
-	client := labService(lab)
-	before, err := client.VM(ctx, uuid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := client.GPUMMIO(ctx, uuid); err != nil {
-		t.Fatal(err)
-	}
-	must(t, lab.ReregisterVM(ctx, vm))
-	after, err := client.VM(ctx, uuid)
-	if err != nil {
-		t.Fatalf("reading %s by UUID after its re-registration: %v", vm, err)
-	}
-	if after.MOID == before.MOID || after.MOID != lab.VMID(vm) || after.ID != before.ID || after.HardwareVersion != before.HardwareVersion {
-		t.Errorf("after: %s %s vmx-%d, want %s %s vmx-%d", after.MOID, after.ID, after.HardwareVersion, lab.VMID(vm), before.ID, before.HardwareVersion)
-	}
-	// The properties reads (readVMProps) find it again too.
-	must(t, lab.ReregisterVM(ctx, vm))
-	if got, err := client.GPUMMIO(ctx, uuid); err != nil || got.VM.MOID != lab.VMID(vm) {
-		t.Errorf("GPUMMIO by UUID after a second re-registration: %+v, %v; want %s", got, err, lab.VMID(vm))
-	}
-	if _, err := client.VM(ctx, before.MOID); !errors.Is(err, vsphere.ErrNotFound) {
-		t.Errorf("reading the old managed object id %s: %v, want ErrNotFound", before.MOID, err)
-	}
-	if got, err := client.VMUUID(ctx, lab.VMID(vm)); err != nil || got != uuid {
-		t.Errorf("VMUUID(%s) = %s, %v; want %s", lab.VMID(vm), got, err, uuid)
-	}
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
 
@@ -50,11 +51,22 @@ func manualBatch(t *testing.T, c *Client, vmID string) *manualClock {
 	t.Helper()
 	clk := &manualClock{}
 	c.batch.clock = clk
-	if _, err := c.VM(context.Background(), vmID); err != nil {
+	if _, err := freshRead(c, vmID); err != nil {
 		t.Fatal(err)
 	}
 	settle(c, clk)
 	return clk
+}
+
+// freshRead reads a VM's name fresh: in a shared call, never from the
+// command's prefetch (which answers refresh reads, see prefetch.go).
+func freshRead(c *Client, vmID string) (*mo.VirtualMachine, error) {
+	ctx := context.Background()
+	vc, err := c.vimClient(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return c.readVMPropsAs(ctx, vc, "reading", vmID, []string{"name"}, fresh)
 }
 
 // settle ends the batch's waits until no call is in flight or due.
@@ -89,7 +101,6 @@ func waitPending(c *Client, n int) {
 func TestConcurrentReadsShareACall(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{VMs: 6})
-	ctx := context.Background()
 	c := labClient(lab)
 	names := lab.VMNames()
 	clk := manualBatch(t, c, lab.VMID(names[0]))
@@ -100,7 +111,7 @@ func TestConcurrentReadsShareACall(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			vm, err := c.VM(ctx, lab.VMID(name))
+			vm, err := freshRead(c, lab.VMID(name))
 			if err == nil && vm.Name != name {
 				err = errors.New("read " + vm.Name + " for " + name)
 			}
@@ -128,7 +139,6 @@ func TestConcurrentReadsShareACall(t *testing.T) {
 func TestSharedReadFailureIsPerRead(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
-	ctx := context.Background()
 	c := labClient(lab)
 	existing := lab.VMID("hpc-node-0")
 	clk := manualBatch(t, c, existing)
@@ -139,7 +149,7 @@ func TestSharedReadFailureIsPerRead(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, err := c.VM(ctx, id)
+			_, err := freshRead(c, id)
 			if id == existing {
 				there = err
 			} else if !errors.Is(err, ErrNotFound) {

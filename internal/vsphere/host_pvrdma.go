@@ -11,7 +11,6 @@ import (
 
 	"github.com/vmware/govmomi/fault"
 	"github.com/vmware/govmomi/object"
-	"github.com/vmware/govmomi/vim25"
 	"github.com/vmware/govmomi/vim25/methods"
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
@@ -40,16 +39,17 @@ type HostPVRDMA struct {
 	Vmknics  []string // the host's vmknics, to check Settings.Vmknic against
 }
 
-var hostPVRDMAProps = []string{"name", "config.firewall", "config.network.vnic", "configManager.advancedOption"}
+// hostPVRDMAProps are what a host's settings are read from. The option is
+// read by key (config.option["Net.PVRDMAVmknic"]): vSphere answers a
+// property path indexed by an array element's key with that element alone
+// (as VMware's vm-operator reads config.extraConfig["key"], its PR #480),
+// where config.option would carry every advanced option, over a thousand on
+// a real host.
+var hostPVRDMAProps = []string{"name", "config.firewall", "config.network.vnic", fmt.Sprintf("config.option[%q]", PVRDMAVmknicOption)}
 
-// HostPVRDMA reads a host's PVRDMA settings in two property-collector round
-// trips, each shared with the reads of other hosts made at the same moment:
-// the host, then its one advanced option. The option is read by key
-// (setting["Net.PVRDMAVmknic"] of the host's OptionManager): vSphere answers
-// a property path indexed by an array element's key with that element
-// alone (as VMware's vm-operator reads config.extraConfig["key"], its PR
-// #480), where the host's config.option would carry every advanced option,
-// over a thousand on a real host.
+// HostPVRDMA reads a host's PVRDMA settings in one property-collector round
+// trip, shared with the reads of other hosts (a refresh's first one reads
+// them all, see prefetch.go).
 func (c *Client) HostPVRDMA(ctx context.Context, hostID string) (*HostPVRDMA, error) {
 	op := "reading the PVRDMA settings of host " + hostID
 	ctx, cancel := c.withTimeout(ctx)
@@ -58,17 +58,21 @@ func (c *Client) HostPVRDMA(ctx context.Context, hostID string) (*HostPVRDMA, er
 	if err != nil {
 		return nil, err
 	}
-	vmknic := ""
-	if h.ConfigManager.AdvancedOption != nil {
-		vc, err := c.vimClient(ctx)
-		if err != nil {
-			return nil, err
-		}
-		if vmknic, err = c.readOption(ctx, vc, *h.ConfigManager.AdvancedOption, PVRDMAVmknicOption); err != nil {
-			return nil, translate(op, err)
+	return hostPVRDMAFromMO(h, vmknicOf(h)), nil
+}
+
+// vmknicOf is the host's Net.PVRDMAVmknic as read with config.option; ""
+// when the host has no such option (before ESXi 6.5).
+func vmknicOf(h *mo.HostSystem) string {
+	if h.Config == nil {
+		return ""
+	}
+	for _, o := range h.Config.Option {
+		if v := o.GetOptionValue(); v.Key == PVRDMAVmknicOption && v.Value != nil {
+			return fmt.Sprint(v.Value)
 		}
 	}
-	return hostPVRDMAFromMO(h, vmknic), nil
+	return ""
 }
 
 // hostPVRDMAFromMO is a host's PVRDMA settings from its properties and the
@@ -169,34 +173,6 @@ func (c *Client) readHostProps(ctx context.Context, op, hostID string, props []s
 		return nil, err
 	}
 	return &h, nil
-}
-
-// readOption reads one advanced option of an OptionManager by its key; ""
-// when the manager has no such option (a host without PVRDMA).
-func (c *Client) readOption(ctx context.Context, vc *vim25.Client, manager types.ManagedObjectReference, key string) (string, error) {
-	path := fmt.Sprintf("setting[%q]", key)
-	objs, err := c.readShared(ctx, vc, types.PropertyFilterSpec{
-		ObjectSet: []types.ObjectSpec{{Obj: manager}},
-		PropSet:   []types.PropertySpec{{Type: manager.Type, PathSet: []string{path}}},
-	})
-	if fault.Is(err, &types.InvalidProperty{}) {
-		return "", nil // no element with that key
-	}
-	if err != nil {
-		return "", err
-	}
-	for _, p := range objs[manager].PropSet {
-		if p.Name != path {
-			continue
-		}
-		if v, ok := p.Val.(types.BaseOptionValue); ok && v.GetOptionValue().Value != nil {
-			return fmt.Sprint(v.GetOptionValue().Value), nil
-		}
-		if v, ok := p.Val.(types.OptionValue); ok && v.Value != nil {
-			return fmt.Sprint(v.Value), nil
-		}
-	}
-	return "", nil
 }
 
 // ParseAllowedIP accepts an IP address or a CIDR network, as the ruleset's

@@ -47,7 +47,6 @@ type inventory struct {
 var (
 	listVMProps = []string{"name", "config.uuid", "config.firmware", "config.extraConfig", "config.hardware.device",
 		"config.memoryReservationLockedToMax", "runtime.powerState", "runtime.host"}
-	listPVRDMAHostProps = []string{"name", "config.firewall", "config.network.vnic", fmt.Sprintf("config.option[%q]", PVRDMAVmknicOption)}
 )
 
 // readInventory reads a scope's hosts with hostProps, their VMs with
@@ -226,22 +225,14 @@ type ListedHostPVRDMA struct {
 // vmknic option set, or the pvrdma ruleset on), in one round trip: the
 // option is read as config.option["Net.PVRDMAVmknic"] of each host.
 func (c *Client) ListHostPVRDMA(ctx context.Context, scope Scope) ([]ListedHostPVRDMA, error) {
-	inv, err := c.readInventory(ctx, "listing the PVRDMA settings of hosts in "+scope.String(), scope, listPVRDMAHostProps, nil, false)
+	inv, err := c.readInventory(ctx, "listing the PVRDMA settings of hosts in "+scope.String(), scope, hostPVRDMAProps, nil, false)
 	if err != nil {
 		return nil, err
 	}
 	var out []ListedHostPVRDMA
 	for i := range inv.hosts {
 		h := &inv.hosts[i]
-		vmknic := ""
-		if h.Config != nil {
-			for _, o := range h.Config.Option {
-				if v := o.GetOptionValue(); v.Key == PVRDMAVmknicOption && v.Value != nil {
-					vmknic = fmt.Sprint(v.Value)
-				}
-			}
-		}
-		p := hostPVRDMAFromMO(h, vmknic)
+		p := hostPVRDMAFromMO(h, vmknicOf(h))
 		if p.Settings.Vmknic != "" || p.Settings.FirewallEnabled {
 			out = append(out, ListedHostPVRDMA{HostID: h.Self.Value, HostName: h.Name, Settings: p.Settings})
 		}

@@ -2,38 +2,41 @@ package vsphere
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/vmware/govmomi/vim25"
+	"github.com/vmware/govmomi/vim25/methods"
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
 )
 
 // A bounded prefetch. Terraform's parallelism caps the reads that arrive
 // together (10 by default), so batching alone leaves a refresh at one call
-// per ten reads. When one command reads many objects of a kind with the same
-// properties, and the kind's population is known and small, one call reads
-// those properties of every object of the kind, and the later reads are
-// answered from it. The rules that keep this honest:
+// per ten reads, and how many reads meet in a call depends on timing. The
+// first refresh read of a kind with a property set instead reads those
+// properties of the kind's whole population in the vCenter, in one call
+// bounded at prefetchMax objects, and every refresh read of the kind and
+// properties in the command is answered from it: a refresh costs one call
+// per kind and property set, whatever the number of objects and however
+// the resources name them (by id or through look-ups), and the same
+// configuration always makes the same calls. The rules that keep this
+// honest:
 //   - only a refresh read asks it (see freshness): what a change is built
 //     from is read fresh;
 //   - the prefetch is read after the command started (a client lives for one
 //     Terraform command), so nothing older than the command is returned;
 //   - once the provider has changed anything in vCenter, no read is answered
 //     from a prefetch again (see noteCall);
-//   - an object the prefetch lacks (created since, or not of the population)
-//     is read from vCenter, never reported gone on the prefetch's word.
+//   - an object the prefetch lacks (created since) is read from vCenter,
+//     never reported gone on the prefetch's word.
 // Where it would hurt: a vCenter of 10,000 VMs would make the one call carry
-// every VM's devices; the population bound keeps that from happening, and
-// the population is known only from a look-up by name's index (so a
-// configuration of VMs given by id is read as before).
-
-// prefetchAfter is how many reads of one kind and property set a command
-// makes before the rest of the kind's population is prefetched.
-const prefetchAfter = 16
+// every VM's devices; the bound stops the call at prefetchMax objects
+// (RetrieveOptions.maxObjects), and the kind is then read object by object,
+// as before.
 
 // prefetchMax bounds the population a prefetch reads: about 10 KB of
 // devices per VM, so at most some MB in one call.
@@ -73,7 +76,6 @@ type prefetchKey struct {
 type prefetcher struct {
 	limit   int // the population bound; prefetchMax when 0
 	mu      sync.Mutex
-	reads   map[prefetchKey]int
 	fetched map[prefetchKey]*prefetch
 	changed bool // the provider changed something in vCenter
 }
@@ -105,9 +107,8 @@ func (p *prefetcher) noteCall(method string) {
 }
 
 // prefetched answers a read of props of ref from a prefetch, starting one
-// when this read is the prefetchAfter-th of its kind and properties and the
-// kind's population (from the look-ups' name indexes) is within
-// prefetchMax; false when the read must go to vCenter.
+// when this read is the first of its kind and properties; false when the
+// read must go to vCenter.
 func (c *Client) prefetched(ctx context.Context, vc *vim25.Client, ref types.ManagedObjectReference, props []string) (types.ObjectContent, bool) {
 	sorted := slices.Sorted(slices.Values(props))
 	key := prefetchKey{kind: ref.Type, props: strings.Join(sorted, ",")}
@@ -119,27 +120,16 @@ func (c *Client) prefetched(ctx context.Context, vc *vim25.Client, ref types.Man
 	}
 	f := p.fetched[key]
 	if f == nil {
-		if p.reads == nil {
-			p.reads = map[prefetchKey]int{}
+		if p.fetched == nil {
 			p.fetched = map[prefetchKey]*prefetch{}
 		}
-		p.reads[key]++
-		if p.reads[key] < prefetchAfter {
-			p.mu.Unlock()
-			return types.ObjectContent{}, false
-		}
-		population := c.names.population(ref.Type)
 		limit := p.limit
 		if limit == 0 {
 			limit = prefetchMax
 		}
-		if len(population) == 0 || len(population) > limit {
-			p.mu.Unlock()
-			return types.ObjectContent{}, false
-		}
 		f = &prefetch{ready: make(chan struct{})}
 		p.fetched[key] = f
-		go f.load(c, vc, population, sorted)
+		go f.load(c, vc, ref.Type, sorted, limit)
 	}
 	p.mu.Unlock()
 	select {
@@ -151,20 +141,72 @@ func (c *Client) prefetched(ctx context.Context, vc *vim25.Client, ref types.Man
 	return oc, ok && f.err == nil
 }
 
-// load reads props of every object of population in one call.
-func (f *prefetch) load(c *Client, vc *vim25.Client, population []types.ManagedObjectReference, props []string) {
+// errPopulationTooLarge: the kind has more objects than a prefetch reads.
+var errPopulationTooLarge = errors.New("more objects than a prefetch reads")
+
+// load reads props of every object of kind in the vCenter in one call,
+// bounded at limit objects: a larger population is not prefetched.
+func (f *prefetch) load(c *Client, vc *vim25.Client, kind string, props []string, limit int) {
 	defer close(f.ready)
 	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.APITimeout)
 	defer cancel()
-	objects := make([]types.ObjectSpec, len(population))
-	for i, ref := range population {
-		objects[i] = types.ObjectSpec{Obj: ref}
-	}
 	start := time.Now()
-	f.objs, f.err = retrieveMerged(ctx, vc, []types.PropertyFilterSpec{{
-		ObjectSet: objects,
-		PropSet:   []types.PropertySpec{{Type: population[0].Type, PathSet: props}},
-	}})
-	c.log.Debug(ctx, "Prefetched", map[string]any{"kind": population[0].Type, "objects": len(population), "returned": len(f.objs),
+	f.objs, f.err = retrieveBounded(ctx, vc, populationSpec(vc.ServiceContent.RootFolder, kind, props), limit)
+	c.log.Debug(ctx, "Prefetched", map[string]any{"kind": kind, "returned": len(f.objs),
 		"duration_ms": time.Since(start).Milliseconds(), "error": errText(f.err)})
+}
+
+// populationSpec selects every object of kind below root: through folders,
+// datacenters' VM, host and network folders, compute resources' hosts and
+// vApps' VMs, with props of the objects of kind only.
+func populationSpec(root types.ManagedObjectReference, kind string, props []string) types.PropertyFilterSpec {
+	named := func(name string) types.BaseSelectionSpec { return &types.SelectionSpec{Name: name} }
+	all := []types.BaseSelectionSpec{named("folders"), named("datacenterVMs"), named("datacenterHosts"), named("datacenterNetwork"),
+		named("computeHosts"), named("vAppVMs")}
+	traverse := func(name, kind, path string) *types.TraversalSpec {
+		return &types.TraversalSpec{SelectionSpec: types.SelectionSpec{Name: name}, Type: kind, Path: path, SelectSet: all}
+	}
+	return types.PropertyFilterSpec{
+		ObjectSet: []types.ObjectSpec{{Obj: root, SelectSet: []types.BaseSelectionSpec{
+			traverse("folders", "Folder", "childEntity"),
+			traverse("datacenterVMs", "Datacenter", "vmFolder"),
+			traverse("datacenterHosts", "Datacenter", "hostFolder"),
+			traverse("datacenterNetwork", "Datacenter", "networkFolder"),
+			traverse("computeHosts", "ComputeResource", "host"),
+			traverse("vAppVMs", "VirtualApp", "vm"),
+		}}},
+		PropSet: []types.PropertySpec{{Type: kind, PathSet: props}},
+	}
+}
+
+// retrieveBounded reads spec, page by page, and gives up (cancelling the
+// rest) once it holds more than limit objects.
+func retrieveBounded(ctx context.Context, vc *vim25.Client, spec types.PropertyFilterSpec, limit int) (map[types.ManagedObjectReference]types.ObjectContent, error) {
+	pc := vc.ServiceContent.PropertyCollector
+	res, err := methods.RetrievePropertiesEx(ctx, vc, &types.RetrievePropertiesEx{This: pc, SpecSet: []types.PropertyFilterSpec{spec},
+		Options: types.RetrieveOptions{MaxObjects: int32(limit + 1)}})
+	if err != nil {
+		return nil, err
+	}
+	out := map[types.ManagedObjectReference]types.ObjectContent{}
+	for r := res.Returnval; r != nil; {
+		for _, oc := range r.Objects {
+			out[oc.Obj] = oc
+		}
+		if len(out) > limit {
+			if r.Token != "" {
+				_, _ = methods.CancelRetrievePropertiesEx(ctx, vc, &types.CancelRetrievePropertiesEx{This: pc, Token: r.Token})
+			}
+			return nil, errPopulationTooLarge
+		}
+		if r.Token == "" {
+			break
+		}
+		next, err := methods.ContinueRetrievePropertiesEx(ctx, vc, &types.ContinueRetrievePropertiesEx{This: pc, Token: r.Token})
+		if err != nil {
+			return nil, err
+		}
+		r = &next.Returnval
+	}
+	return out, nil
 }

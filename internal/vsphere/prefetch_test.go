@@ -35,22 +35,39 @@ func nodes(lab *vcsimlab.Lab) int {
 	return len(lab.VMNames()) - 3
 }
 
-// Many reads of one kind and property set in one command: after
-// prefetchAfter of them, one call reads the rest of the kind's population
-// (known from the look-ups' name index), and the later reads make no call.
+// Reads of one kind and property set in one command: the first reads the
+// kind's whole population in one call, and the later reads make none, by
+// name or by id alike.
 func TestPrefetchAnswersLaterReads(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{VMs: 40})
 	c := labClient(lab)
-	// The name index, prefetchAfter-1 reads alone, the prefetch.
-	if got, want := lookUpAll(t, lab, c), 1+prefetchAfter-1+1; got != want {
+	// The name index, then the prefetch.
+	if got, want := lookUpAll(t, lab, c), 2; got != want {
 		t.Fatalf("%d sequential look-ups took %d RetrievePropertiesEx, want %d", nodes(lab), got, want)
 	}
 
-	// Bounded: a population above the limit is never prefetched.
+	// By id, with no look-up: the prefetch alone.
+	byID := labClient(lab)
+	ctx := context.Background()
+	if _, err := byID.DatacenterByName(ctx, lab.DatacenterName()); err != nil { // logs in
+		t.Fatal(err)
+	}
+	lab.ResetCalls()
+	for _, name := range lab.VMNames()[:nodes(lab)] {
+		if vm, err := byID.VM(ctx, lab.VMID(name)); err != nil || vm.Name != name {
+			t.Fatalf("%s by id: %+v, %v", name, vm, err)
+		}
+	}
+	if got := lab.Calls()["RetrievePropertiesEx"]; got != 1 {
+		t.Fatalf("%d reads by id took %d RetrievePropertiesEx, want 1", nodes(lab), got)
+	}
+
+	// Bounded: a population above the limit is not prefetched; its first
+	// page is the one call that finds out.
 	bounded := labClient(lab)
-	bounded.prefetch.limit = nodes(lab) // the index also holds the lab's other VMs
-	if got, want := lookUpAll(t, lab, bounded), 1+nodes(lab); got != want {
+	bounded.prefetch.limit = nodes(lab) // the lab has a few other VMs
+	if got, want := lookUpAll(t, lab, bounded), 1+1+nodes(lab); got != want {
 		t.Fatalf("bounded: %d look-ups took %d RetrievePropertiesEx, want %d", nodes(lab), got, want)
 	}
 }

@@ -104,35 +104,6 @@ func (x *nameIndexes) get(ctx context.Context, vc *vim25.Client, timeout time.Du
 	}
 }
 
-// population is every entity of kind that the name indexes read so far
-// hold, sorted.
-func (x *nameIndexes) population(kind string) []types.ManagedObjectReference {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	seen := map[types.ManagedObjectReference]bool{}
-	var out []types.ManagedObjectReference
-	for key, idx := range x.m {
-		select {
-		case <-idx.ready:
-		default:
-			continue
-		}
-		if key.kind != kind || idx.err != nil {
-			continue
-		}
-		for _, refs := range idx.names {
-			for _, ref := range refs {
-				if !seen[ref] {
-					seen[ref] = true
-					out = append(out, ref)
-				}
-			}
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Value < out[j].Value })
-	return out
-}
-
 // load reads the names in one round trip. A failed read is not kept: the
 // next look-up tries again.
 func (idx *nameIndex) load(vc *vim25.Client, timeout time.Duration, root types.ManagedObjectReference, kind string, selectSet []types.BaseSelectionSpec, x *nameIndexes, key nameIndexKey) {
