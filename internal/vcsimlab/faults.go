@@ -2,6 +2,7 @@ package vcsimlab
 
 import (
 	"context"
+	"net/http"
 	"time"
 
 	"github.com/vmware/govmomi/property"
@@ -119,8 +120,30 @@ func (l *Lab) Delay(method string, d time.Duration) {
 	l.delays[method] = d
 }
 
-// Calls returns the SOAP calls seen since Start or ResetCalls, by method
-// name, from every session but the lab's own client.
+// countRequests counts and delays, as Options.Latency says, every request
+// to an endpoint other than /sdk (the REST and vAPI endpoints, the storage
+// policy service's SOAP endpoint, file transfers), by "METHOD /path": a
+// client that uses them pays the round trips a real vCenter charges.
+// /sdk's SOAP calls are counted by method, and delayed, in handle.
+func (l *Lab) countRequests(next http.Handler) http.Handler {
+	sdk := l.model.Map().Path
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != sdk {
+			l.mu.Lock()
+			l.calls[r.Method+" "+r.URL.Path]++
+			delay := l.latency
+			l.mu.Unlock()
+			if delay > 0 {
+				time.Sleep(delay)
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// Calls returns the calls seen since Start or ResetCalls: SOAP calls to
+// /sdk by method name, from every session but the lab's own client, and
+// every other request by "METHOD /path" (see countRequests).
 func (l *Lab) Calls() map[string]int {
 	if l.simulatorOnly("Calls") {
 		return map[string]int{}

@@ -272,7 +272,9 @@
 // lists the calls. Footprint describes what the provider's resources
 // change, to compare before and after a run.
 //
-// Options.Latency delays every call as a real vCenter's round trip would.
+// Options.Latency delays every request as a real vCenter's round trip would:
+// SOAP calls to /sdk, and the REST, vAPI and storage policy endpoints too
+// (countRequests), each counted by Calls.
 // Tests inject faults and delays with FailTaskOnce, FailCall, Delay and
 // TerminateSessions, and count calls with Calls. The lab's own client
 // (Client) is exempt from all of them.
@@ -455,6 +457,9 @@ func (l *Lab) startServer(opts Options) error {
 	m.Service.Listen = &url.URL{Host: opts.Listen, User: url.UserPassword(l.Username, l.Password)}
 	serveEndpoints(m.Service) // /rest, /api and /pbm beside /sdk: rest.go
 	l.server = m.Service.NewServer()
+	// Every request is counted and delayed, not only /sdk's SOAP calls. Set
+	// before anyone knows the lab's address, so before its first request.
+	l.server.Config.Handler = l.countRequests(l.server.Config.Handler)
 
 	u := *l.server.URL
 	u.User = nil

@@ -24,8 +24,9 @@ type Options struct {
 	// version than 8.0.3, e.g. {2: "7.0.3"}: a release vCenter 8.0.3
 	// manages, 7.0.0 to 8.0.3 (see dvs_compat.go).
 	HostVersions map[int]string
-	// Latency is added to every call but the lab's own, as the round trip
-	// to a real vCenter costs 10-50 ms where the lab answers in 1-2 ms.
+	// Latency is added to every request but the lab's own SOAP calls, on
+	// every endpoint, as the round trip to a real vCenter costs 10-50 ms
+	// where the lab answers in 1-2 ms.
 	// Benchmarks use it; tests count calls instead.
 	Latency time.Duration
 	// RebootTime is how long a host rebooted through RebootHost_Task stays

@@ -169,3 +169,37 @@ func TestStoragePolicyServiceListsProfiles(t *testing.T) {
 		t.Errorf("PbmQueryProfile without a session: %v, want NotAuthenticated", err)
 	}
 }
+
+// Every request is counted, not only /sdk's SOAP calls: a REST login, a
+// tagging read and the storage policy service's SOAP calls show by
+// "METHOD /path", so a client that uses them is measured as it costs.
+func TestEveryEndpointCounted(t *testing.T) {
+	t.Parallel()
+	l := startLab(t)
+	ctx := context.Background()
+	c := newClient(t, l)
+	l.ResetCalls()
+	rc := rest.NewClient(c.Client)
+	if err := rc.Login(ctx, url.UserPassword(l.Username, l.Password)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tags.NewManager(rc).GetCategories(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pc, err := pbm.NewClient(ctx, c.Client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pc.QueryProfile(ctx, pbmtypes.PbmProfileResourceType{ResourceType: string(pbmtypes.PbmProfileResourceTypeEnumSTORAGE)}, ""); err != nil {
+		t.Fatal(err)
+	}
+	calls := l.Calls()
+	for _, key := range []string{"POST /rest/com/vmware/cis/session", "GET /rest/com/vmware/cis/tagging/category", "POST /pbm"} {
+		if calls[key] < 1 {
+			t.Errorf("%q not counted: %v", key, calls)
+		}
+	}
+	if calls["/sdk"] != 0 || calls["POST /sdk"] != 0 {
+		t.Errorf("/sdk counted by path as well as by method: %v", calls)
+	}
+}
