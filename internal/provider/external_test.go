@@ -221,12 +221,13 @@ func footprintDiff(before, after []string) (added, removed []string) {
 func restoreVMs(t *testing.T, lab *vcsimlab.Lab) {
 	t.Helper()
 	ctx := context.Background()
-	service := labService(lab)
 	type was struct {
 		vm       *vsphere.VM
 		settings vcsimlab.VMSettings
 	}
-	read := func(name string) (was, error) {
+	// A client per reading, as per Terraform command: one client's refresh
+	// reads may be answered from what it first read (vsphere's prefetch.go).
+	read := func(service *vsphere.Client, name string) (was, error) {
 		v, err := service.VM(ctx, lab.VMUUID(name))
 		if err != nil {
 			return was{}, err
@@ -235,17 +236,20 @@ func restoreVMs(t *testing.T, lab *vcsimlab.Lab) {
 		return was{v, settings}, err
 	}
 	before := map[string]was{}
+	service := labService(lab)
 	for _, name := range lab.VMNames() {
-		b, err := read(name)
+		b, err := read(service, name)
 		if err != nil {
 			t.Fatalf("reading %s before the test: %v", name, err)
 		}
 		before[name] = b
 	}
+	_ = service.Logout(ctx)
 	t.Cleanup(func() {
+		service := labService(lab)
 		defer func() { _ = service.Logout(ctx) }()
 		for name, b := range before {
-			now, err := read(name)
+			now, err := read(service, name)
 			if err != nil {
 				t.Errorf("reading %s after the test: %v", name, err)
 				continue

@@ -1,6 +1,7 @@
 package vsphere
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"slices"
@@ -21,8 +22,8 @@ import (
 // properties of the kind's whole population in the vCenter, in one call
 // bounded at prefetchMax objects, and every refresh read of the kind and
 // properties in the command is answered from it: a refresh costs one call
-// per kind and property set, whatever the number of objects and however
-// the resources name them (by id or through look-ups), and the same
+// per kind and property set, whatever the number of objects and however the
+// resources name them (by id or through look-ups), and the same
 // configuration always makes the same calls. The rules that keep this
 // honest:
 //   - only a refresh read asks it (see freshness): what a change is built
@@ -34,9 +35,10 @@ import (
 //   - an object the prefetch lacks (created since) is read from vCenter,
 //     never reported gone on the prefetch's word.
 // Where it would hurt: a vCenter of 10,000 VMs would make the one call carry
-// every VM's devices; the bound stops the call at prefetchMax objects
+// every VM's devices; the call stops at prefetchMax objects
 // (RetrieveOptions.maxObjects), and the kind is then read object by object,
-// as before.
+// as before, its other property sets not tried: a large vCenter pays one
+// page of prefetchMax objects per kind and command for finding out.
 
 // prefetchMax bounds the population a prefetch reads: about 10 KB of
 // devices per VM, so at most some MB in one call.
@@ -77,7 +79,25 @@ type prefetcher struct {
 	limit   int // the population bound; prefetchMax when 0
 	mu      sync.Mutex
 	fetched map[prefetchKey]*prefetch
-	changed bool // the provider changed something in vCenter
+	changed bool            // the provider changed something in vCenter
+	tooMany map[string]bool // kinds found larger than the bound
+}
+
+// tooLarge reports whether a prefetch found kind larger than the bound in
+// this command: its other property sets are not tried.
+func (p *prefetcher) tooLarge(kind string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.tooMany[kind]
+}
+
+func (p *prefetcher) markTooLarge(kind string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.tooMany == nil {
+		p.tooMany = map[string]bool{}
+	}
+	p.tooMany[kind] = true
 }
 
 type prefetch struct {
@@ -111,27 +131,19 @@ func (p *prefetcher) noteCall(method string) {
 // read must go to vCenter.
 func (c *Client) prefetched(ctx context.Context, vc *vim25.Client, ref types.ManagedObjectReference, props []string) (types.ObjectContent, bool) {
 	sorted := slices.Sorted(slices.Values(props))
-	key := prefetchKey{kind: ref.Type, props: strings.Join(sorted, ",")}
-	p := &c.prefetch
-	p.mu.Lock()
-	if p.changed {
-		p.mu.Unlock()
+	f := c.prefetch.start(prefetchKey{kind: ref.Type, props: strings.Join(sorted, ",")}, func(f *prefetch, limit int) {
+		if c.prefetch.tooLarge(ref.Type) {
+			f.err = errPopulationTooLarge
+			return
+		}
+		f.load(c, vc, populationSpec(vc.ServiceContent.RootFolder, ref.Type, sorted), limit)
+		if errors.Is(f.err, errPopulationTooLarge) {
+			c.prefetch.markTooLarge(ref.Type)
+		}
+	})
+	if f == nil {
 		return types.ObjectContent{}, false
 	}
-	f := p.fetched[key]
-	if f == nil {
-		if p.fetched == nil {
-			p.fetched = map[prefetchKey]*prefetch{}
-		}
-		limit := p.limit
-		if limit == 0 {
-			limit = prefetchMax
-		}
-		f = &prefetch{ready: make(chan struct{})}
-		p.fetched[key] = f
-		go f.load(c, vc, ref.Type, sorted, limit)
-	}
-	p.mu.Unlock()
 	select {
 	case <-f.ready:
 	case <-ctx.Done():
@@ -141,19 +153,42 @@ func (c *Client) prefetched(ctx context.Context, vc *vim25.Client, ref types.Man
 	return oc, ok && f.err == nil
 }
 
+// start returns the prefetch of key, starting it with run (in the
+// background; ready once run returns) when it is the first; nil once the
+// provider has changed anything.
+func (p *prefetcher) start(key prefetchKey, run func(f *prefetch, limit int)) *prefetch {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.changed {
+		return nil
+	}
+	if f := p.fetched[key]; f != nil {
+		return f
+	}
+	if p.fetched == nil {
+		p.fetched = map[prefetchKey]*prefetch{}
+	}
+	limit := cmp.Or(p.limit, prefetchMax)
+	f := &prefetch{ready: make(chan struct{})}
+	p.fetched[key] = f
+	go func() {
+		defer close(f.ready)
+		run(f, limit)
+	}()
+	return f
+}
+
 // errPopulationTooLarge: the kind has more objects than a prefetch reads.
 var errPopulationTooLarge = errors.New("more objects than a prefetch reads")
 
-// load reads props of every object of kind in the vCenter in one call,
-// bounded at limit objects: a larger population is not prefetched.
-func (f *prefetch) load(c *Client, vc *vim25.Client, kind string, props []string, limit int) {
-	defer close(f.ready)
+// load reads spec in one call (and its pages), bounded at limit objects.
+func (f *prefetch) load(c *Client, vc *vim25.Client, spec types.PropertyFilterSpec, limit int) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.APITimeout)
 	defer cancel()
 	start := time.Now()
-	f.objs, f.err = retrieveBounded(ctx, vc, populationSpec(vc.ServiceContent.RootFolder, kind, props), limit)
-	c.log.Debug(ctx, "Prefetched", map[string]any{"kind": kind, "returned": len(f.objs),
-		"duration_ms": time.Since(start).Milliseconds(), "error": errText(f.err)})
+	f.objs, f.err = retrieveBounded(ctx, vc, spec, limit)
+	c.log.Debug(ctx, "Prefetched", map[string]any{"kind": spec.PropSet[0].Type, "properties": len(spec.PropSet[0].PathSet),
+		"returned": len(f.objs), "duration_ms": time.Since(start).Milliseconds(), "error": errText(f.err)})
 }
 
 // populationSpec selects every object of kind below root: through folders,

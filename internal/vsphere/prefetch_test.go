@@ -70,6 +70,14 @@ func TestPrefetchAnswersLaterReads(t *testing.T) {
 	if got, want := lookUpAll(t, lab, bounded), 1+1+nodes(lab); got != want {
 		t.Fatalf("bounded: %d look-ups took %d RetrievePropertiesEx, want %d", nodes(lab), got, want)
 	}
+	// Another property set of that kind does not try again.
+	lab.ResetCalls()
+	if _, err := bounded.GPUMMIO(ctx, lab.VMID(lab.VMNames()[0])); err != nil {
+		t.Fatal(err)
+	}
+	if got := lab.Calls()["RetrievePropertiesEx"]; got != 1 {
+		t.Fatalf("bounded: a read of other properties took %d RetrievePropertiesEx, want 1 (the read alone)", got)
+	}
 }
 
 // A prefetch never answers for what it lacks, nor after the provider has
