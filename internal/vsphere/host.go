@@ -85,9 +85,11 @@ var hostProps = []string{
 }
 
 // Host reads a host by managed object id in one property-collector round
-// trip: the host, its cluster's name and the VMs registered on it.
+// trip: the host, its cluster's name and the VMs registered on it. It
+// reports what is there (a data source's read): the command's prefetch of
+// every host may answer it.
 func (c *Client) Host(ctx context.Context, id string) (*Host, error) {
-	h, cluster, vms, err := c.readHost(ctx, "reading host "+id, id)
+	h, cluster, vms, err := c.readHost(ctx, "reading host "+id, id, refresh)
 	if err != nil {
 		return nil, err
 	}
@@ -95,8 +97,9 @@ func (c *Client) Host(ctx context.Context, id string) (*Host, error) {
 }
 
 // readHost reads a host, its cluster and the VMs registered on it in one
-// property-collector round trip.
-func (c *Client) readHost(ctx context.Context, op, id string) (*mo.HostSystem, *mo.ManagedEntity, []mo.VirtualMachine, error) {
+// property-collector round trip; a refresh read may be answered from the
+// command's prefetch of every host (see prefetch.go).
+func (c *Client) readHost(ctx context.Context, op, id string, f freshness) (*mo.HostSystem, *mo.ManagedEntity, []mo.VirtualMachine, error) {
 	ctx, cancel := c.withTimeout(ctx)
 	defer cancel()
 	vc, err := c.vimClient(ctx)
@@ -104,6 +107,11 @@ func (c *Client) readHost(ctx context.Context, op, id string) (*mo.HostSystem, *
 		return nil, nil, nil, err
 	}
 	host := types.ManagedObjectReference{Type: "HostSystem", Value: id}
+	if f == refresh {
+		if h, cluster, vms, ok := c.prefetchedHost(ctx, vc, host); ok {
+			return h, cluster, vms, nil
+		}
+	}
 	objs, err := c.readShared(ctx, vc, types.PropertyFilterSpec{
 		ObjectSet: []types.ObjectSpec{{Obj: host, SelectSet: []types.BaseSelectionSpec{
 			&types.TraversalSpec{Type: "HostSystem", Path: "parent"},
@@ -112,7 +120,7 @@ func (c *Client) readHost(ctx context.Context, op, id string) (*mo.HostSystem, *
 		PropSet: []types.PropertySpec{
 			{Type: "HostSystem", PathSet: append(slices.Clone(hostProps), "vm")},
 			{Type: "ComputeResource", PathSet: []string{"name"}},
-			{Type: "VirtualMachine", PathSet: []string{"name", "runtime.powerState", "config.uuid", "config.hardware.device"}},
+			{Type: "VirtualMachine", PathSet: hostVMProps},
 		},
 	})
 	if errors.Is(translate(op, err), ErrNotFound) {
@@ -149,6 +157,53 @@ func (c *Client) readHost(ctx context.Context, op, id string) (*mo.HostSystem, *
 		}
 	}
 	return &h, cluster, vms, nil
+}
+
+// hostVMProps are what a host read takes of the VMs registered on it.
+var hostVMProps = []string{"name", "runtime.powerState", "config.uuid", "config.hardware.device"}
+
+// prefetchedHost is readHost answered from the command's prefetch of every
+// host with its cluster and VMs, read in one call (see prefetch.go); false
+// when the host is not there, and it is read from vCenter.
+func (c *Client) prefetchedHost(ctx context.Context, vc *vim25.Client, host types.ManagedObjectReference) (*mo.HostSystem, *mo.ManagedEntity, []mo.VirtualMachine, bool) {
+	f := c.prefetchedSet(vc, "host reads", []types.PropertySpec{
+		{Type: "HostSystem", PathSet: append(slices.Clone(hostProps), "vm")},
+		{Type: "ComputeResource", PathSet: []string{"name"}},
+		{Type: "VirtualMachine", PathSet: hostVMProps},
+	})
+	if f == nil {
+		return nil, nil, nil, false
+	}
+	select {
+	case <-f.ready:
+	case <-ctx.Done():
+		return nil, nil, nil, false
+	}
+	load := func(ref types.ManagedObjectReference, dst any) bool {
+		oc, ok := f.objs[ref]
+		return ok && f.err == nil && mo.LoadObjectContent([]types.ObjectContent{oc}, dst) == nil
+	}
+	var h mo.HostSystem
+	if !load(host, &h) {
+		return nil, nil, nil, false
+	}
+	var cluster *mo.ManagedEntity
+	if h.Parent != nil && h.Parent.Type == "ClusterComputeResource" {
+		var cr mo.ClusterComputeResource
+		if !load(*h.Parent, &cr) {
+			return nil, nil, nil, false
+		}
+		cluster = &cr.ManagedEntity
+	}
+	vms := make([]mo.VirtualMachine, 0, len(h.Vm))
+	for _, ref := range h.Vm {
+		var vm mo.VirtualMachine
+		if !load(ref, &vm) {
+			return nil, nil, nil, false
+		}
+		vms = append(vms, vm)
+	}
+	return &h, cluster, vms, true
 }
 
 // HostByName finds a host by name within a datacenter.

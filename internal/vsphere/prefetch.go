@@ -153,6 +153,18 @@ func (c *Client) prefetched(ctx context.Context, vc *vim25.Client, ref types.Man
 	return oc, ok && f.err == nil
 }
 
+// prefetchedSet is the command's prefetch named name: several kinds with
+// their properties, read in one call over the vCenter's inventory, bounded
+// at prefetchMax objects in all; nil once the provider has changed
+// anything. Callers wait for its ready.
+func (c *Client) prefetchedSet(vc *vim25.Client, name string, props []types.PropertySpec) *prefetch {
+	return c.prefetch.start(prefetchKey{kind: name}, func(f *prefetch, limit int) {
+		spec := populationSpec(vc.ServiceContent.RootFolder, props[0].Type, props[0].PathSet)
+		spec.PropSet = props
+		f.load(c, vc, spec, limit)
+	})
+}
+
 // start returns the prefetch of key, starting it with run (in the
 // background; ready once run returns) when it is the first; nil once the
 // provider has changed anything.
