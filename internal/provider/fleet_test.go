@@ -137,9 +137,11 @@ func TestAccFleet_calls(t *testing.T) {
 	})
 }
 
-// fleetRefreshBudget is issue 14's target for this refresh. Counted 16 (and
-// 20 made alone): the look-ups' two name indexes, the VM reads prefetched
-// after sixteen of each kind, and the host reads shared ten at a time.
+// fleetRefreshBudget is issue 14's target for this refresh. Counted 8 (see
+// TestAccFleet_refreshWithLookupsIsDeterministic): the look-ups' three name
+// indexes, then one read of every host (with its cluster and VMs), of every
+// host's settings, of every VM for the look-ups and for the adapters, and
+// the switch.
 const fleetRefreshBudget = 30
 
 // terraformParallelism is how many operations Terraform runs at once by
@@ -219,29 +221,49 @@ resource "vspherehpc_rdma_dvs" "fabric" {
   }
 %s}
 `, lab.DatacenterID(), testName("fleet-dvs"), testName("fleet-pvrdma"), hosts.String()) + nics.String()
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps:                    append([]resource.TestStep{{Config: config}}, sameRefreshes(t, lab, "given by id", 3, 3)...),
+	})
+}
+
+// The same refresh with look-ups by name: the datacenter, host and VM
+// indexes, then one read of every host, of every VM and of the switch's
+// kind, the same every time.
+func TestAccFleet_refreshWithLookupsIsDeterministic(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{Hosts: 16, VMs: 64})
+	simulatedOnly(t, lab, "counts SOAP calls")
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps:                    append([]resource.TestStep{{Config: fleetConfig(lab)}}, sameRefreshes(t, lab, "found by name", 3, 10)...),
+	})
+}
+
+// sameRefreshes is n refresh steps, each counting its calls: every one must
+// make the calls the first made, and at most max RetrievePropertiesEx.
+func sameRefreshes(t *testing.T, lab *vcsimlab.Lab, how string, n, max int) []resource.TestStep {
 	var first map[string]int
-	refresh := func(n int) resource.TestStep {
-		return resource.TestStep{
+	var steps []resource.TestStep
+	for i := range n {
+		steps = append(steps, resource.TestStep{
 			RefreshState: true,
 			PreConfig:    lab.ResetCalls,
 			Check: func(*terraform.State) error {
 				calls := lab.Calls()
-				t.Logf("refresh %d of 16 hosts and 64 VMs given by id: %v", n, calls)
+				t.Logf("refresh %d of 16 hosts and 64 VMs %s: %v", i+1, how, calls)
 				if first == nil {
 					first = calls
 				} else if fmt.Sprint(calls) != fmt.Sprint(first) {
-					return fmt.Errorf("refresh %d made %v, refresh 1 %v: the same configuration must make the same calls", n, calls, first)
+					return fmt.Errorf("refresh %d made %v, refresh 1 %v: the same configuration must make the same calls", i+1, calls, first)
 				}
-				if calls["RetrievePropertiesEx"] > 3 {
-					return fmt.Errorf("refresh made %d RetrievePropertiesEx, want at most 3 (the switch, the hosts, the VMs): %v",
-						calls["RetrievePropertiesEx"], calls)
+				if calls["RetrievePropertiesEx"] > max {
+					return fmt.Errorf("refresh made %d RetrievePropertiesEx, want at most %d: %v", calls["RetrievePropertiesEx"], max, calls)
 				}
 				return nil
 			},
-		}
+		})
 	}
-	resource.UnitTest(t, resource.TestCase{
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		Steps:                    []resource.TestStep{{Config: config}, refresh(1), refresh(2), refresh(3)},
-	})
+	return steps
 }
+
