@@ -266,4 +266,3 @@ func sameRefreshes(t *testing.T, lab *vcsimlab.Lab, how string, n, max int) []re
 	}
 	return steps
 }
-
