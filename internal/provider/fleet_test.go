@@ -241,8 +241,8 @@ func TestAccFleet_refreshWithLookupsIsDeterministic(t *testing.T) {
 }
 
 // sameRefreshes is n refresh steps, each counting its calls: every one must
-// make the calls the first made, and at most max RetrievePropertiesEx.
-func sameRefreshes(t *testing.T, lab *vcsimlab.Lab, how string, n, max int) []resource.TestStep {
+// make the calls the first made, and at most most RetrievePropertiesEx.
+func sameRefreshes(t *testing.T, lab *vcsimlab.Lab, how string, n, most int) []resource.TestStep {
 	var first map[string]int
 	var steps []resource.TestStep
 	for i := range n {
@@ -257,8 +257,8 @@ func sameRefreshes(t *testing.T, lab *vcsimlab.Lab, how string, n, max int) []re
 				} else if fmt.Sprint(calls) != fmt.Sprint(first) {
 					return fmt.Errorf("refresh %d made %v, refresh 1 %v: the same configuration must make the same calls", i+1, calls, first)
 				}
-				if calls["RetrievePropertiesEx"] > max {
-					return fmt.Errorf("refresh made %d RetrievePropertiesEx, want at most %d: %v", calls["RetrievePropertiesEx"], max, calls)
+				if calls["RetrievePropertiesEx"] > most {
+					return fmt.Errorf("refresh made %d RetrievePropertiesEx, want at most %d: %v", calls["RetrievePropertiesEx"], most, calls)
 				}
 				return nil
 			},
