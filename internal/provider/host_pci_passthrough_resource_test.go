@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vsphere"
 )
 
 const passthroughAddr = "vspherehpc_host_pci_passthrough.p"
@@ -33,13 +34,23 @@ resource "vspherehpc_host_pci_passthrough" "p" {
 
 // passthroughIs checks the host itself: whether passthrough is on for a device.
 func passthroughIs(lab *vcsimlab.Lab, hostName, pciID string, want bool) func(*terraform.State) error {
+	return passthroughState(lab, hostName, pciID, "enabled", want, func(d *vsphere.PassthroughDevice) bool { return d.Enabled })
+}
+
+// passthroughActive checks the host itself: whether passthrough of a device
+// is in effect.
+func passthroughActive(lab *vcsimlab.Lab, hostName, pciID string, want bool) func(*terraform.State) error {
+	return passthroughState(lab, hostName, pciID, "active", want, func(d *vsphere.PassthroughDevice) bool { return d.Active })
+}
+
+func passthroughState(lab *vcsimlab.Lab, hostName, pciID, what string, want bool, state func(*vsphere.PassthroughDevice) bool) func(*terraform.State) error {
 	return func(*terraform.State) error {
 		h, err := labService(lab).HostPassthrough(context.Background(), lab.HostID(hostName))
 		if err != nil {
 			return err
 		}
-		if d := h.Device(pciID); d == nil || d.Enabled != want {
-			return fmt.Errorf("passthrough of %s on %s: %+v, want enabled = %v", pciID, hostName, d, want)
+		if d := h.Device(pciID); d == nil || state(d) != want {
+			return fmt.Errorf("passthrough of %s on %s: %+v, want %s = %v", pciID, hostName, d, what, want)
 		}
 		return nil
 	}

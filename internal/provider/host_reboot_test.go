@@ -209,21 +209,6 @@ resource "vspherehpc_vm_gpu_mmio" "node" {
 	})
 }
 
-// passthroughActive checks the host itself: whether passthrough of a device
-// is in effect.
-func passthroughActive(lab *vcsimlab.Lab, hostName, pciID string, want bool) func(*terraform.State) error {
-	return func(*terraform.State) error {
-		h, err := labService(lab).HostPassthrough(context.Background(), lab.HostID(hostName))
-		if err != nil {
-			return err
-		}
-		if d := h.Device(pciID); d == nil || d.Active != want {
-			return fmt.Errorf("passthrough of %s on %s: %+v, want active = %v", pciID, hostName, d, want)
-		}
-		return nil
-	}
-}
-
 // A VM's plan counts a GPU the plan's host resource turns on as active when
 // that resource reboots the host for it: the VM gets the A100 in the same
 // apply. Without the opt-in the same configuration is refused at plan,
