@@ -4,7 +4,9 @@
 # Starts the lab simulator with HOSTS hosts (default 64) and VMS VMs (default 256), every call delayed by
 # LATENCY (default 20ms, a real vCenter's round trip), then applies a configuration as a platform team writes it:
 # the PVRDMA switch over every host, host settings on every host, a PVRDMA adapter on every VM, each host and VM
-# found by a look-up by name. It prints wall time and SOAP calls by method for the apply and for one refresh.
+# found by a look-up by name. It prints wall time and calls by method (and endpoint) for the apply, one refresh and
+# one plan, then Terraform's own floor measured in the same run (as many objects refreshed with no I/O) and the
+# refresh's ratio to it.
 # PARALLELISM (default: Terraform's 10) sets terraform -parallelism.
 set -euo pipefail
 
@@ -98,7 +100,8 @@ vms        = [$(IFS=,; echo "${vms[*]}")]
 EOF
 cd "$work"
 
-# timed LABEL COMMAND...: runs a terraform command and prints its wall time and the lab's calls by method.
+# timed LABEL COMMAND...: runs a terraform command and prints its wall time and the lab's calls by method (and
+# endpoint); the wall time is kept in seconds_LABEL.
 timed() {
   local label=$1 start end
   shift
@@ -106,6 +109,7 @@ timed() {
   start=$(date +%s.%N)
   "$@" >"$tmp/$label.out" 2>&1 || { tail -n 40 "$tmp/$label.out"; show_lab_log; fail "$label failed"; }
   end=$(date +%s.%N)
+  printf -v "seconds_$label" '%s' "$(echo "$end - $start" | bc)"
   printf '%-8s %6.1f s  %s\n' "$label:" "$(echo "$end - $start" | bc)" "$(lab_report)"
 }
 
@@ -113,3 +117,31 @@ header "$HOSTS hosts, $VMS VMs, $LATENCY per call, parallelism $PARALLELISM: $((
 timed apply tf apply -auto-approve -input=false -parallelism="$PARALLELISM"
 timed refresh tf apply -refresh-only -auto-approve -input=false -parallelism="$PARALLELISM"
 timed plan tf plan -detailed-exitcode -input=false -parallelism="$PARALLELISM"
+
+# Terraform's own floor, in the same run: as many of this provider's objects as the refresh reads (resources and
+# look-ups), refreshed with no I/O at all (vspherehpc_mmio_size data sources compute and call nothing).
+objects=$((2 * (1 + HOSTS + VMS)))
+floor="$tmp/floor"
+mkdir -p "$floor"
+cat >"$floor/main.tf" <<TF
+terraform {
+  required_providers {
+    vspherehpc = {
+      source = "vspherehpc/vspherehpc"
+    }
+  }
+}
+
+data "vspherehpc_mmio_size" "f" {
+  count = $objects
+  gpu {
+    count     = 1
+    memory_gb = 80
+  }
+}
+TF
+cd "$floor"
+tf apply -auto-approve -input=false >/dev/null
+timed floor tf apply -refresh-only -auto-approve -input=false -parallelism="$PARALLELISM"
+printf 'refresh: %.2f x the floor (%d objects refreshed with no I/O), %.1f s above it\n' \
+  "$(echo "$seconds_refresh / $seconds_floor" | bc -l)" "$objects" "$(echo "$seconds_refresh - $seconds_floor" | bc -l)"
