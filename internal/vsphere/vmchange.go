@@ -139,20 +139,28 @@ func (c *Client) changeVM(ctx context.Context, ch vmChange) error {
 	if err != nil {
 		return err
 	}
-	first, err := c.readVMPropsAs(ctx, vc, ch.op, ch.vmID, []string{"name"}, fresh)
-	if err != nil {
+	// The VM's managed object id, known from the plan's reads (or given):
+	// no call. The lock is the client's own; the VM is read under it.
+	if err := malformedVMID(ch.op, ch.vmID); err != nil {
 		return err
+	}
+	ref, err := c.vmRef(ctx, vc, ch.vmID)
+	if err != nil {
+		return translate(ch.op, err)
+	}
+	if ref == nil {
+		return objectNotFound(ch.op, ObjectVirtualMachine, ch.vmID, "no virtual machine has UUID %s", ch.vmID)
 	}
 	// Waiting for another resource's change to the VM does not count against
 	// this change's timeout; the caller's own context still bounds it.
-	unlock, err := c.vms.lock(ctx, first.Self.Value)
+	unlock, err := c.vms.lock(ctx, ref.Value)
 	if err != nil {
-		return fmt.Errorf("%s: waiting for another change to %s: %w", ch.op, first.Name, err)
+		return fmt.Errorf("%s: waiting for another change to %s: %w", ch.op, ch.vmID, err)
 	}
 	defer unlock()
 	ctx, cancel := c.withTimeout(ctx)
 	defer cancel()
-	vm, err := c.readVMPropsAs(ctx, vc, ch.op, first.Self.Value, append(slices.Clone(vmChangeProps), ch.props...), fresh)
+	vm, err := c.readVMPropsAs(ctx, vc, ch.op, ch.vmID, append(slices.Clone(vmChangeProps), ch.props...), fresh)
 	if err != nil {
 		return err
 	}
