@@ -104,6 +104,10 @@ func (cs *Clients) ReadStats() ReadStats {
 }
 
 type sharedRead struct {
+	// ctx is the reader's: a shared call logs under its first reader's, so
+	// a TRACE log shows every call, with its cancellation cut off (the
+	// call answers other readers too).
+	ctx  context.Context
 	spec types.PropertyFilterSpec
 	done chan struct{}
 	objs map[types.ManagedObjectReference]types.ObjectContent
@@ -116,7 +120,7 @@ type sharedRead struct {
 // picks its own objects. When the shared call fails (an object of another
 // read is gone), each read is retried alone, so a failure is the read's own.
 func (c *Client) readShared(ctx context.Context, vc *vim25.Client, spec types.PropertyFilterSpec) (map[types.ManagedObjectReference]types.ObjectContent, error) {
-	r := &sharedRead{spec: spec, done: make(chan struct{})}
+	r := &sharedRead{ctx: ctx, spec: spec, done: make(chan struct{})}
 	b := &c.batch
 	b.mu.Lock()
 	b.pending = append(b.pending, r)
@@ -203,7 +207,7 @@ func (c *Client) gather(returning int) {
 // send makes one call for reads, or, when it fails and holds more than one,
 // one call for each.
 func (c *Client) send(vc *vim25.Client, reads []*sharedRead) {
-	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.APITimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(reads[0].ctx), c.cfg.APITimeout)
 	defer cancel()
 	specs := make([]types.PropertyFilterSpec, len(reads))
 	for i, r := range reads {

@@ -166,7 +166,7 @@ var hostVMProps = []string{"name", "runtime.powerState", "config.uuid", "config.
 // host with its cluster and VMs, read in one call (see prefetch.go); false
 // when the host is not there, and it is read from vCenter.
 func (c *Client) prefetchedHost(ctx context.Context, vc *vim25.Client, host types.ManagedObjectReference) (*mo.HostSystem, *mo.ManagedEntity, []mo.VirtualMachine, bool) {
-	f := c.prefetchedSet(vc, "host reads", []types.PropertySpec{
+	f := c.prefetchedSet(ctx, vc, "host reads", []types.PropertySpec{
 		{Type: "HostSystem", PathSet: append(slices.Clone(hostProps), "vm")},
 		{Type: "ComputeResource", PathSet: []string{"name"}},
 		{Type: "VirtualMachine", PathSet: hostVMProps},

@@ -131,12 +131,12 @@ func (p *prefetcher) noteCall(method string) {
 // read must go to vCenter.
 func (c *Client) prefetched(ctx context.Context, vc *vim25.Client, ref types.ManagedObjectReference, props []string) (types.ObjectContent, bool) {
 	sorted := slices.Sorted(slices.Values(props))
-	f := c.prefetch.start(prefetchKey{kind: ref.Type, props: strings.Join(sorted, ",")}, func(f *prefetch, limit int) {
+	f := c.prefetch.start(ctx, prefetchKey{kind: ref.Type, props: strings.Join(sorted, ",")}, func(ctx context.Context, f *prefetch, limit int) {
 		if c.prefetch.tooLarge(ref.Type) {
 			f.err = errPopulationTooLarge
 			return
 		}
-		f.load(c, vc, populationSpec(vc.ServiceContent.RootFolder, ref.Type, sorted), limit)
+		f.load(ctx, c, vc, populationSpec(vc.ServiceContent.RootFolder, ref.Type, sorted), limit)
 		if errors.Is(f.err, errPopulationTooLarge) {
 			c.prefetch.markTooLarge(ref.Type)
 		}
@@ -157,18 +157,19 @@ func (c *Client) prefetched(ctx context.Context, vc *vim25.Client, ref types.Man
 // their properties, read in one call over the vCenter's inventory, bounded
 // at prefetchMax objects in all; nil once the provider has changed
 // anything. Callers wait for its ready.
-func (c *Client) prefetchedSet(vc *vim25.Client, name string, props []types.PropertySpec) *prefetch {
-	return c.prefetch.start(prefetchKey{kind: name}, func(f *prefetch, limit int) {
+func (c *Client) prefetchedSet(ctx context.Context, vc *vim25.Client, name string, props []types.PropertySpec) *prefetch {
+	return c.prefetch.start(ctx, prefetchKey{kind: name}, func(ctx context.Context, f *prefetch, limit int) {
 		spec := populationSpec(vc.ServiceContent.RootFolder, props[0].Type, props[0].PathSet)
 		spec.PropSet = props
-		f.load(c, vc, spec, limit)
+		f.load(ctx, c, vc, spec, limit)
 	})
 }
 
 // start returns the prefetch of key, starting it with run (in the
-// background; ready once run returns) when it is the first; nil once the
+// background, logging under ctx without its cancellation: other reads wait
+// for it too; ready once run returns) when it is the first; nil once the
 // provider has changed anything.
-func (p *prefetcher) start(key prefetchKey, run func(f *prefetch, limit int)) *prefetch {
+func (p *prefetcher) start(ctx context.Context, key prefetchKey, run func(ctx context.Context, f *prefetch, limit int)) *prefetch {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.changed {
@@ -185,7 +186,7 @@ func (p *prefetcher) start(key prefetchKey, run func(f *prefetch, limit int)) *p
 	p.fetched[key] = f
 	go func() {
 		defer close(f.ready)
-		run(f, limit)
+		run(context.WithoutCancel(ctx), f, limit)
 	}()
 	return f
 }
@@ -194,8 +195,8 @@ func (p *prefetcher) start(key prefetchKey, run func(f *prefetch, limit int)) *p
 var errPopulationTooLarge = errors.New("more objects than a prefetch reads")
 
 // load reads spec in one call (and its pages), bounded at limit objects.
-func (f *prefetch) load(c *Client, vc *vim25.Client, spec types.PropertyFilterSpec, limit int) {
-	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.APITimeout)
+func (f *prefetch) load(ctx context.Context, c *Client, vc *vim25.Client, spec types.PropertyFilterSpec, limit int) {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.APITimeout)
 	defer cancel()
 	start := time.Now()
 	f.objs, f.err = retrieveBounded(ctx, vc, spec, limit)

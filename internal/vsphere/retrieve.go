@@ -93,7 +93,7 @@ func (x *nameIndexes) get(ctx context.Context, vc *vim25.Client, timeout time.Du
 			x.m = map[nameIndexKey]*nameIndex{}
 		}
 		x.m[key] = idx
-		go idx.load(vc, timeout, root, kind, selectSet, x, key)
+		go idx.load(context.WithoutCancel(ctx), vc, timeout, root, kind, selectSet, x, key)
 	}
 	x.mu.Unlock()
 	select {
@@ -106,9 +106,9 @@ func (x *nameIndexes) get(ctx context.Context, vc *vim25.Client, timeout time.Du
 
 // load reads the names in one round trip. A failed read is not kept: the
 // next look-up tries again.
-func (idx *nameIndex) load(vc *vim25.Client, timeout time.Duration, root types.ManagedObjectReference, kind string, selectSet []types.BaseSelectionSpec, x *nameIndexes, key nameIndexKey) {
+func (idx *nameIndex) load(ctx context.Context, vc *vim25.Client, timeout time.Duration, root types.ManagedObjectReference, kind string, selectSet []types.BaseSelectionSpec, x *nameIndexes, key nameIndexKey) {
 	defer close(idx.ready)
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	objs, err := retrieve(ctx, vc, types.PropertyFilterSpec{
 		ObjectSet: []types.ObjectSpec{{Obj: root, Skip: types.NewBool(true), SelectSet: selectSet}},
