@@ -199,23 +199,45 @@ func TestLookupsByNameShareOneIndex(t *testing.T) {
 	}
 }
 
-// A VM's UUID is searched once per client, however often the VM is read.
-func TestVMUUIDSearchedOncePerClient(t *testing.T) {
+// A command resolves the UUIDs of all its VMs in one call, however many VMs
+// and reads (vmuuid.go); a UUID the index lacks, such as a VM created
+// since, is searched with FindByUuid, once.
+func TestVMUUIDsResolvedInOneCall(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
 	ctx := context.Background()
 	c := labClient(lab)
-	uuid := lab.VMUUID("hpc-node-0")
-	for range 3 {
-		if _, err := c.VM(ctx, uuid); err != nil {
-			t.Fatal(err)
+	for range 2 {
+		for _, name := range lab.VMNames() {
+			if _, err := c.VM(ctx, lab.VMUUID(name)); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.GPUMMIO(ctx, lab.VMUUID(name)); err != nil {
+				t.Fatal(err)
+			}
 		}
-		if _, err := c.GPUMMIO(ctx, uuid); err != nil {
-			t.Fatal(err)
+	}
+	calls := lab.Calls()
+	if calls["FindByUuid"] != 0 || calls["RetrievePropertiesEx"] != 3 {
+		t.Errorf("%d VMs read twice by UUID took %d FindByUuid and %d RetrievePropertiesEx calls, want 0 and 3 (the index and "+
+			"the two prefetches)", len(lab.VMNames()), calls["FindByUuid"], calls["RetrievePropertiesEx"])
+	}
+
+	if err := lab.CreateVM(ctx, "late-vm", lab.HostNames()[0], 19); err != nil {
+		t.Fatal(err)
+	}
+	late, err := c.VMByName(ctx, lab.DatacenterID(), "late-vm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lab.ResetCalls()
+	for range 3 {
+		if _, err := c.VM(ctx, late.ID); err != nil {
+			t.Fatalf("a VM created after the index was read: %v", err)
 		}
 	}
 	if n := lab.Calls()["FindByUuid"]; n != 1 {
-		t.Errorf("6 reads by UUID searched it %d times, want 1", n)
+		t.Errorf("a VM the index lacks, read 3 times, was searched %d times, want 1", n)
 	}
 }
 

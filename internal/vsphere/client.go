@@ -68,6 +68,7 @@ type Client struct {
 	prefetch  prefetcher
 	names     nameIndexes
 	vmIDs     sync.Map // lower-case VM UUID -> types.ManagedObjectReference, see vmRef
+	vmUUIDs   vmUUIDIndex
 	protocols sync.Map // hardware version ("vmx-19") -> *protocolsRead, see pvrdmaOption
 }
 

@@ -177,8 +177,9 @@ func (c *Client) VMByName(ctx context.Context, datacenterID, name string) (*VM, 
 }
 
 // vmRef resolves a UUID or managed object id to a reference; nil when no
-// VM has that UUID. A UUID is searched once per client (one Terraform
-// command): a plan and an apply each read a VM several times.
+// VM has that UUID. A UUID is resolved once per client (one Terraform
+// command): a plan and an apply each read a VM several times. The first
+// resolves it from the UUID index (vmuuid.go), or searches it.
 func (c *Client) vmRef(ctx context.Context, vc *vim25.Client, id string) (*types.ManagedObjectReference, error) {
 	if moidPattern.MatchString(id) {
 		return &types.ManagedObjectReference{Type: "VirtualMachine", Value: id}, nil
@@ -187,6 +188,10 @@ func (c *Client) vmRef(ctx context.Context, vc *vim25.Client, id string) (*types
 	if ref, ok := c.vmIDs.Load(key); ok {
 		r := ref.(types.ManagedObjectReference)
 		return &r, nil
+	}
+	if ref, ok := c.vmUUIDs.lookup(ctx, c, vc, key); ok {
+		c.vmIDs.Store(key, ref)
+		return &ref, nil
 	}
 	found, err := object.NewSearchIndex(vc).FindByUuid(ctx, nil, id, true, types.NewBool(false))
 	if err != nil || found == nil {
@@ -204,6 +209,7 @@ func (c *Client) refound(ctx context.Context, vc *vim25.Client, id string, gone 
 	if _, cached := c.vmIDs.LoadAndDelete(strings.ToLower(id)); !cached {
 		return nil
 	}
+	c.vmUUIDs.forget(strings.ToLower(id))
 	ref, err := c.vmRef(ctx, vc, id)
 	if err != nil || ref == nil || *ref == gone {
 		return nil
