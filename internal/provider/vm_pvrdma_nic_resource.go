@@ -181,12 +181,13 @@ func (r *vmPVRDMANICResource) Create(ctx context.Context, req resource.CreateReq
 			plan.DeviceProtocol = types.StringValue(defaultProtocol)
 		}
 	}
-	key, err := r.client.CreatePVRDMANIC(ctx, vmID, plan.spec())
-	if key != 0 {
+	nic, err := r.client.CreatePVRDMANIC(ctx, vmID, plan.spec())
+	if nic != nil {
 		// The adapter exists: track it even when a later step failed.
-		tflog.Debug(ctx, "Added PVRDMA adapter", map[string]any{"virtual_machine_id": vmID, "device_key": key})
-		plan.DeviceKey = types.Int64Value(int64(key))
-		r.readInto(ctx, &plan, vmID, resp.Private, &resp.State, &resp.Diagnostics)
+		tflog.Debug(ctx, "Added PVRDMA adapter", map[string]any{"virtual_machine_id": vmID, "device_key": nic.Key})
+		resp.Diagnostics.Append(setPrivateJSON(ctx, resp.Private, privateVM, nic.VM.MOID)...)
+		nicToModel(nic, &plan)
+		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 	}
 	if err != nil {
 		resp.Diagnostics.Append(vsphereErrorDiag("Cannot add a PVRDMA adapter to virtual machine "+vmID, err))

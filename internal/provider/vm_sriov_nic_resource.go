@@ -165,12 +165,13 @@ func (r *vmSRIOVNICResource) Create(ctx context.Context, req resource.CreateRequ
 		return
 	}
 	vmID := plan.VirtualMachineID.ValueString()
-	key, err := r.client.CreateSRIOVNIC(ctx, vmID, plan.spec())
-	if key != 0 {
+	nic, err := r.client.CreateSRIOVNIC(ctx, vmID, plan.spec())
+	if nic != nil {
 		// The adapter exists: track it even when a later step failed.
-		tflog.Debug(ctx, "Added SR-IOV adapter", map[string]any{"virtual_machine_id": vmID, "device_key": key})
-		plan.DeviceKey = types.Int64Value(int64(key))
-		r.readInto(ctx, &plan, vmID, resp.Private, &resp.State, &resp.Diagnostics)
+		tflog.Debug(ctx, "Added SR-IOV adapter", map[string]any{"virtual_machine_id": vmID, "device_key": nic.Key})
+		resp.Diagnostics.Append(setPrivateJSON(ctx, resp.Private, privateVM, nic.VM.MOID)...)
+		sriovNICToModel(nic, &plan)
+		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 	}
 	if err != nil {
 		resp.Diagnostics.Append(vsphereErrorDiag("Cannot add an SR-IOV adapter to virtual machine "+vmID, err))

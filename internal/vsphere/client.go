@@ -61,15 +61,17 @@ type Client struct {
 	loginGen  uint64 // bumped on every successful login
 	loggedOut bool   // Logout ended the session; the next use logs in again
 
-	vms       objectLocks
-	hosts     objectLocks
-	reboots   objectLocks // by cluster: one host of a cluster reboots at a time
-	batch     readBatch
-	prefetch  prefetcher
-	names     nameIndexes
-	vmIDs     sync.Map // lower-case VM UUID -> types.ManagedObjectReference, see vmRef
-	vmUUIDs   vmUUIDIndex
-	protocols sync.Map // hardware version ("vmx-19") -> *protocolsRead, see pvrdmaOption
+	vms            objectLocks
+	hosts          objectLocks
+	reboots        objectLocks // by cluster: one host of a cluster reboots at a time
+	batch          readBatch
+	prefetch       prefetcher
+	names          nameIndexes
+	vmIDs          sync.Map // lower-case VM UUID -> types.ManagedObjectReference, see vmRef
+	vmUUIDs        vmUUIDIndex
+	protocols      sync.Map // hardware version ("vmx-19") -> *protocolsRead, see pvrdmaOption
+	backings       sync.Map // port group id -> types.DistributedVirtualSwitchPortConnection, see portGroupBacking
+	configManagers sync.Map // host id -> *types.HostConfigManager, see hostConfigManager
 }
 
 // New returns a client that has not connected yet.

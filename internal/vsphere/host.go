@@ -520,3 +520,19 @@ func asMO(oc types.ObjectContent) any {
 	}
 	return v
 }
+
+// hostConfigManager is a host's configManager: the references of its
+// option manager, firewall system, passthrough system and the rest. They
+// do not change while the host is in the inventory, so they are read once
+// per client (one Terraform command), all in one call.
+func (c *Client) hostConfigManager(ctx context.Context, vc *vim25.Client, op, hostID string) (*types.HostConfigManager, error) {
+	if m, ok := c.configManagers.Load(hostID); ok {
+		return m.(*types.HostConfigManager), nil
+	}
+	var h mo.HostSystem
+	if err := c.readObject(ctx, vc, types.ManagedObjectReference{Type: "HostSystem", Value: hostID}, []string{"configManager"}, &h); err != nil {
+		return nil, translate(op, err)
+	}
+	c.configManagers.Store(hostID, &h.ConfigManager)
+	return &h.ConfigManager, nil
+}

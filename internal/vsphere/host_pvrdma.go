@@ -114,11 +114,14 @@ func (c *Client) SetHostPVRDMA(ctx context.Context, hostID string, s PVRDMASetti
 	if err != nil {
 		return err
 	}
-	host := object.NewHostSystem(vc, types.ManagedObjectReference{Type: "HostSystem", Value: hostID})
-	options, err := host.ConfigManager().OptionManager(ctx)
+	managers, err := c.hostConfigManager(ctx, vc, op, hostID)
 	if err != nil {
-		return translate(op, err)
+		return err
 	}
+	if managers.AdvancedOption == nil || managers.FirewallSystem == nil {
+		return &Error{Op: op, Kind: ErrNotImplemented, Message: "the host has no advanced option manager or firewall system"}
+	}
+	options := object.NewOptionManager(vc, *managers.AdvancedOption)
 	err = options.Update(ctx, []types.BaseOptionValue{&types.OptionValue{Key: PVRDMAVmknicOption, Value: s.Vmknic}})
 	if fault.Is(err, &types.InvalidName{}) {
 		return &Error{Op: op, Kind: ErrInvalidArg, Message: fmt.Sprintf(
@@ -128,10 +131,7 @@ func (c *Client) SetHostPVRDMA(ctx context.Context, hostID string, s PVRDMASetti
 		return translate(op+": setting "+PVRDMAVmknicOption, err)
 	}
 
-	firewall, err := host.ConfigManager().FirewallSystem(ctx)
-	if err != nil {
-		return translate(op, err)
-	}
+	firewall := object.NewHostFirewallSystem(vc, *managers.FirewallSystem)
 	allowed, err := ipList(s.AllowedIPs)
 	if err != nil {
 		return &Error{Op: op, Kind: ErrInvalidArg, Message: err.Error()}

@@ -7,7 +7,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/vmware/govmomi/object"
 	"github.com/vmware/govmomi/vim25/methods"
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
@@ -175,15 +174,14 @@ func (c *Client) updatePassthru(ctx context.Context, op, hostID string, cfg []ty
 	if err != nil {
 		return err
 	}
-	host := object.NewHostSystem(vc, types.ManagedObjectReference{Type: "HostSystem", Value: hostID})
-	var hs mo.HostSystem
-	if err := host.Properties(ctx, host.Reference(), []string{"configManager.pciPassthruSystem"}, &hs); err != nil {
-		return translate(op, err)
+	managers, err := c.hostConfigManager(ctx, vc, op, hostID)
+	if err != nil {
+		return err
 	}
-	if hs.ConfigManager.PciPassthruSystem == nil {
+	if managers.PciPassthruSystem == nil {
 		return &Error{Op: op, Kind: ErrNotImplemented, Message: "the host has no PCI passthrough system"}
 	}
-	_, err = methods.UpdatePassthruConfig(ctx, vc, &types.UpdatePassthruConfig{This: *hs.ConfigManager.PciPassthruSystem, Config: cfg})
+	_, err = methods.UpdatePassthruConfig(ctx, vc, &types.UpdatePassthruConfig{This: *managers.PciPassthruSystem, Config: cfg})
 	return translate(op, err)
 }
 

@@ -206,8 +206,14 @@ func DescribeSwitchUsers(users []SwitchUser) string {
 }
 
 // portGroupBacking is the backing of a network adapter (PVRDMA or SR-IOV)
-// on a distributed port group.
+// on a distributed port group. What it is made of never changes while the
+// port group exists (a port group's key, its switch and the switch's UUID),
+// so it is read once per client: a fleet's adapters on one port group do
+// not each read it and its switch again (see rememberBacking).
 func (c *Client) portGroupBacking(ctx context.Context, op, portGroupID string) (*types.VirtualEthernetCardDistributedVirtualPortBackingInfo, error) {
+	if b, ok := c.backings.Load(portGroupID); ok {
+		return backingInfo(b.(types.DistributedVirtualSwitchPortConnection)), nil
+	}
 	ctx, cancel := c.withTimeout(ctx)
 	defer cancel()
 	vc, err := c.vimClient(ctx)
@@ -226,7 +232,18 @@ func (c *Client) portGroupBacking(ctx context.Context, op, portGroupID string) (
 	if err := c.readObject(ctx, vc, *pg.Config.DistributedVirtualSwitch, []string{"uuid"}, &s); err != nil {
 		return nil, translate(op, err)
 	}
-	return &types.VirtualEthernetCardDistributedVirtualPortBackingInfo{
-		Port: types.DistributedVirtualSwitchPortConnection{SwitchUuid: s.Uuid, PortgroupKey: pg.Key},
-	}, nil
+	c.rememberBacking(portGroupID, pg.Key, s.Uuid)
+	return backingInfo(types.DistributedVirtualSwitchPortConnection{SwitchUuid: s.Uuid, PortgroupKey: pg.Key}), nil
+}
+
+// rememberBacking keeps what a port group's adapters are backed by, as read
+// by a plan or an apply.
+func (c *Client) rememberBacking(portGroupID, key, switchUUID string) {
+	if key != "" && switchUUID != "" {
+		c.backings.Store(portGroupID, types.DistributedVirtualSwitchPortConnection{SwitchUuid: switchUUID, PortgroupKey: key})
+	}
+}
+
+func backingInfo(port types.DistributedVirtualSwitchPortConnection) *types.VirtualEthernetCardDistributedVirtualPortBackingInfo {
+	return &types.VirtualEthernetCardDistributedVirtualPortBackingInfo{Port: port}
 }

@@ -281,6 +281,7 @@ func (c *Client) readPortGroup(ctx context.Context, vc *vim25.Client, op, portGr
 		return nil, translate(op, err)
 	}
 	out.switchName, out.members = s.Name, s.Summary.HostMember
+	c.rememberBacking(portGroupID, pg.Key, s.Uuid)
 	return out, nil
 }
 
@@ -411,16 +412,16 @@ func pvrdmaNIC(vm *mo.VirtualMachine, key int32, op string) (*PVRDMANIC, error) 
 	return nil, notFound(op, "virtual machine %s has no PVRDMA adapter with device key %d", vm.Name, key)
 }
 
-// CreatePVRDMANIC adds an adapter and returns its device key. The key is
+// CreatePVRDMANIC adds an adapter and returns it as read right after. It is
 // returned whenever the adapter exists, also when a later step (powering
 // the VM back on) fails, so the caller keeps track of it.
-func (c *Client) CreatePVRDMANIC(ctx context.Context, vmID string, spec PVRDMANICSpec) (int32, error) {
+func (c *Client) CreatePVRDMANIC(ctx context.Context, vmID string, spec PVRDMANICSpec) (*PVRDMANIC, error) {
 	op := "adding a PVRDMA adapter to virtual machine " + vmID
 	nic, err := c.newPVRDMADevice(ctx, op, spec)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	var key int32
+	var created *PVRDMANIC
 	err = c.changeVM(ctx, vmChange{op: op, vmID: vmID, change: WhatPVRDMANeedsOff, powerOffAllowed: spec.PowerOffAllowed,
 		build: func(vm *mo.VirtualMachine, _ *types.ConfigTarget) (*types.VirtualMachineConfigSpec, bool, error) {
 			return &types.VirtualMachineConfigSpec{
@@ -434,12 +435,12 @@ func (c *Client) CreatePVRDMANIC(ctx context.Context, vmID string, spec PVRDMANI
 			// The new adapter is the PVRDMA device whose key did not exist before.
 			for _, dev := range vm.Config.Hardware.Device {
 				if _, ok := dev.(*types.VirtualVmxnet3Vrdma); ok && !slices.Contains(before, dev.GetVirtualDevice().Key) {
-					key = dev.GetVirtualDevice().Key
+					created, _ = pvrdmaNIC(vm, dev.GetVirtualDevice().Key, op)
 				}
 			}
 		},
 	})
-	return key, err
+	return created, err
 }
 
 // UpdatePVRDMANIC edits an adapter in place.

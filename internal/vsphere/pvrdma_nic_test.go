@@ -124,24 +124,27 @@ func TestPVRDMANICLifecycle(t *testing.T) {
 	vmID := lab.VMUUID("hpc-node-0")
 
 	spec := PVRDMANICSpec{PortGroupID: pg, DeviceProtocol: "rocev2", StartConnected: true, ReserveAllMemory: true}
-	key, err := c.CreatePVRDMANIC(ctx, vmID, spec)
-	if err != nil || key == 0 {
-		t.Fatalf("create: key %d, %v", key, err)
+	created, err := c.CreatePVRDMANIC(ctx, vmID, spec)
+	if err != nil || created == nil || created.Key == 0 {
+		t.Fatalf("create: %+v, %v", created, err)
 	}
+	key := created.Key
 	nic, err := c.PVRDMANIC(ctx, vmID, key)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(created, nic) {
+		t.Errorf("create returned %+v, a read gives %+v", created, nic)
 	}
 	if nic.PortGroupID != pg || nic.DeviceProtocol != "rocev2" || !nic.StartConnected || nic.MAC == "" || !nic.MemoryLocked || nic.AdapterIndex != 0 {
 		t.Fatalf("created adapter = %+v", nic)
 	}
 
 	// A second adapter on another network comes after it.
-	key2, err := c.CreatePVRDMANIC(ctx, vmID, PVRDMANICSpec{PortGroupID: pg2, DeviceProtocol: "rocev1", MAC: "00:50:56:aa:bb:cc"})
+	nic2, err := c.CreatePVRDMANIC(ctx, vmID, PVRDMANICSpec{PortGroupID: pg2, DeviceProtocol: "rocev1", MAC: "00:50:56:aa:bb:cc"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	nic2, _ := c.PVRDMANIC(ctx, vmID, key2)
 	if nic2.AdapterIndex != 1 || nic2.MAC != "00:50:56:aa:bb:cc" || nic2.StartConnected {
 		t.Fatalf("second adapter = %+v", nic2)
 	}
@@ -194,11 +197,11 @@ func TestPVRDMANICOnARunningVM(t *testing.T) {
 	// Without VMware Tools the shutdown fails, and a hard power-off follows.
 	lab.FailCall("ShutdownGuest", name, &types.ToolsUnavailable{}, 1)
 	spec.PowerOffAllowed = true
-	key, err := c.CreatePVRDMANIC(ctx, lab.VMID(name), spec)
+	created, err := c.CreatePVRDMANIC(ctx, lab.VMID(name), spec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	nic, err := c.PVRDMANIC(ctx, lab.VMID(name), key)
+	nic, err := c.PVRDMANIC(ctx, lab.VMID(name), created.Key)
 	if err != nil || nic.VM.PowerState != PoweredOn {
 		t.Fatalf("after the power cycle: %+v, %v; want the adapter on a running VM", nic, err)
 	}
@@ -210,18 +213,18 @@ func TestPVRDMANICOnARunningVM(t *testing.T) {
 	// connected and its MAC.
 	pg2 := labSwitch(t, lab, c, "rdma2", "vmnic5", lab.HostNames())
 	spec.PortGroupID = pg2
-	if err := c.UpdatePVRDMANIC(ctx, lab.VMID(name), key, spec, false); err != nil {
+	if err := c.UpdatePVRDMANIC(ctx, lab.VMID(name), created.Key, spec, false); err != nil {
 		t.Fatal(err)
 	}
 	devices, err := vm.Device(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	edited := devices.FindByKey(key).(*types.VirtualVmxnet3Vrdma)
+	edited := devices.FindByKey(created.Key).(*types.VirtualVmxnet3Vrdma)
 	if edited.Connectable == nil || !edited.Connectable.Connected || edited.MacAddress != nic.MAC || edited.AddressType != "generated" {
 		t.Fatalf("edited adapter: connectable %+v, MAC %s (%s); want still connected with MAC %s", edited.Connectable, edited.MacAddress, edited.AddressType, nic.MAC)
 	}
-	if err := c.DeletePVRDMANIC(ctx, lab.VMID(name), key, true); err != nil {
+	if err := c.DeletePVRDMANIC(ctx, lab.VMID(name), created.Key, true); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -241,7 +244,11 @@ func TestPVRDMANICsConcurrentlyOnOneVM(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			keys[i], errs[i] = c.CreatePVRDMANIC(ctx, vmID, PVRDMANICSpec{PortGroupID: pg, DeviceProtocol: "rocev2", StartConnected: true})
+			nic, err := c.CreatePVRDMANIC(ctx, vmID, PVRDMANICSpec{PortGroupID: pg, DeviceProtocol: "rocev2", StartConnected: true})
+			if nic != nil {
+				keys[i] = nic.Key
+			}
+			errs[i] = err
 		}()
 	}
 	wg.Wait()

@@ -95,15 +95,15 @@ func (c *Client) SRIOVNIC(ctx context.Context, vmID string, key int32) (*SRIOVNI
 }
 
 // CreateSRIOVNIC adds an adapter, with all guest memory reserved as SR-IOV
-// needs, and returns its device key. The key is returned whenever the
+// needs, and returns it as read right after. It is returned whenever the
 // adapter exists, also when a later step (powering the VM back on) fails.
-func (c *Client) CreateSRIOVNIC(ctx context.Context, vmID string, spec SRIOVNICSpec) (int32, error) {
+func (c *Client) CreateSRIOVNIC(ctx context.Context, vmID string, spec SRIOVNICSpec) (*SRIOVNIC, error) {
 	op := "adding an SR-IOV adapter to virtual machine " + vmID
 	backing, err := c.portGroupBacking(ctx, op, spec.PortGroupID)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	var key int32
+	var created *SRIOVNIC
 	err = c.changeVM(ctx, vmChange{op: op, vmID: vmID, change: WhatSRIOVNeedsOff, powerOffAllowed: spec.PowerOffAllowed, configTarget: true,
 		build: func(vm *mo.VirtualMachine, target *types.ConfigTarget) (*types.VirtualMachineConfigSpec, bool, error) {
 			card := &types.VirtualSriovEthernetCard{SriovBacking: &types.VirtualSriovEthernetCardSriovBackingInfo{
@@ -121,12 +121,12 @@ func (c *Client) CreateSRIOVNIC(ctx context.Context, vmID string, spec SRIOVNICS
 		after: func(vm *mo.VirtualMachine, before []int32) {
 			for _, dev := range vm.Config.Hardware.Device {
 				if _, ok := dev.(*types.VirtualSriovEthernetCard); ok && !slices.Contains(before, dev.GetVirtualDevice().Key) {
-					key = dev.GetVirtualDevice().Key
+					created, _ = sriovNICOf(vm, dev.GetVirtualDevice().Key, op)
 				}
 			}
 		},
 	})
-	return key, err
+	return created, err
 }
 
 // UpdateSRIOVNIC edits an adapter in place: its port group, physical

@@ -120,7 +120,8 @@ type vmChange struct {
 	// build returns the spec (nil: nothing to do) and whether it needs the
 	// VM powered off. target is nil unless configTarget.
 	build func(vm *mo.VirtualMachine, target *types.ConfigTarget) (*types.VirtualMachineConfigSpec, bool, error)
-	// after, when set, sees the VM's devices as reconfigured, with the
+	// after, when set, sees the VM as reconfigured (vmChangeProps: what an
+	// adapter's read takes, so a create needs no read back), with the
 	// device keys from before.
 	after func(vm *mo.VirtualMachine, before []int32)
 }
@@ -191,7 +192,7 @@ func (c *Client) changeVM(ctx context.Context, ch vmChange) error {
 	}
 	if ch.after != nil {
 		var done mo.VirtualMachine
-		if rerr := c.readObjectAs(ctx, vc, vm.Self, []string{"config.hardware.device"}, &done, fresh); rerr != nil {
+		if rerr := c.readObjectAs(ctx, vc, vm.Self, vmChangeProps, &done, fresh); rerr != nil {
 			return errors.Join(err, translate(ch.op, rerr))
 		}
 		ch.after(&done, before)
