@@ -72,7 +72,12 @@ func TestAccWithVSphereProvider_guide(t *testing.T) {
 	if changes := d.plan(); len(changes) != 0 {
 		t.Fatalf("second plan: %v, want none", changes)
 	}
+	// Out of band, as an administrator must: vSphere removes a PVRDMA
+	// adapter only from a powered-off VM, and the vSphere provider left it
+	// running.
+	must(t, lab.PowerOffVM(ctx, "gpu-node-01"))
 	must(t, lab.RemovePVRDMAAdapters(ctx, "gpu-node-01"))
+	must(t, lab.PowerOnVM(ctx, "gpu-node-01"))
 	changes := d.plan()
 	if len(changes) != 1 || changes[0].Address != "vspherehpc_vm_pvrdma_nic.gpu_node" {
 		t.Fatalf("plan after the adapter was removed: %v, want vspherehpc_vm_pvrdma_nic.gpu_node re-created", changes)

@@ -350,3 +350,35 @@ func TestAdminCreateVM(t *testing.T) {
 		t.Fatal("a VM on an unknown host: no error")
 	}
 }
+
+// A VM a client created (the vSphere provider's, in the composition test)
+// is known by name to VMID, VMUUID and the admin calls, like the lab's own.
+func TestVMsAClientCreatedAreKnownByName(t *testing.T) {
+	t.Parallel()
+	l := startLab(t)
+	ctx := context.Background()
+	c := newClient(t, l)
+	source := object.NewVirtualMachine(c.Client, vmRef(l, l.VMNames()[0]))
+	var src mo.VirtualMachine
+	retrieve(t, c, source.Reference(), []string{"parent"}, &src)
+	task, err := source.Clone(ctx, object.NewFolder(c.Client, *src.Parent), "client-made", types.VirtualMachineCloneSpec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := task.WaitForResult(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	made := info.Result.(types.ManagedObjectReference)
+	var vm mo.VirtualMachine
+	retrieve(t, c, made, []string{"config.uuid"}, &vm)
+	if l.VMID("client-made") != made.Value || l.VMUUID("client-made") != vm.Config.Uuid {
+		t.Fatalf("VMID, VMUUID = %q, %q; want %s, %s", l.VMID("client-made"), l.VMUUID("client-made"), made.Value, vm.Config.Uuid)
+	}
+	if err := l.RemovePVRDMAAdapters(ctx, "client-made"); err != nil {
+		t.Fatalf("an admin call on the client's VM: %v", err)
+	}
+	if l.VMID("no-such-vm") != "" {
+		t.Fatal("VMID of a name no VM has is not empty")
+	}
+}

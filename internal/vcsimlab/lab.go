@@ -319,8 +319,10 @@ import (
 	"time"
 
 	"github.com/vmware/govmomi"
+	"github.com/vmware/govmomi/property"
 	"github.com/vmware/govmomi/session"
 	"github.com/vmware/govmomi/simulator"
+	"github.com/vmware/govmomi/view"
 	"github.com/vmware/govmomi/vim25"
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/soap"
@@ -561,25 +563,42 @@ func (l *Lab) VMNames() []string {
 	return out
 }
 
-// VMID is the managed object id of the named VM ("vm-42"), or "".
+// VMID is the managed object id of the named VM ("vm-42"), or "": a VM the
+// lab made, or one a client created since (the vSphere provider's, say).
 func (l *Lab) VMID(name string) string {
-	for _, vm := range l.vms {
-		if vm.name == name {
-			return vm.id
-		}
-	}
-	return ""
+	id, _ := l.vmByName(name)
+	return id
 }
 
 // VMUUID is the BIOS UUID (config.uuid) of the named VM, or "": what
-// vsphere_virtual_machine.id exports.
+// vsphere_virtual_machine.id exports. Like VMID, it knows VMs made since.
 func (l *Lab) VMUUID(name string) string {
+	_, uuid := l.vmByName(name)
+	return uuid
+}
+
+// vmByName finds a VM among those the lab made, then in the inventory:
+// the datacenter's VMs, when exactly one has the name.
+func (l *Lab) vmByName(name string) (id, uuid string) {
 	for _, vm := range l.vms {
 		if vm.name == name {
-			return vm.uuid
+			return vm.id, vm.uuid
 		}
 	}
-	return ""
+	ctx := context.Background()
+	v, err := view.NewManager(l.client.Client).CreateContainerView(ctx, ref("Datacenter", l.dcID), []string{"VirtualMachine"}, true)
+	if err != nil {
+		return "", ""
+	}
+	defer func() { _ = v.Destroy(ctx) }()
+	var vms []mo.VirtualMachine
+	if err := v.RetrieveWithFilter(ctx, []string{"VirtualMachine"}, []string{"name", "config.uuid"}, &vms, property.Match{"name": name}); err != nil || len(vms) != 1 {
+		return "", ""
+	}
+	if vms[0].Config == nil {
+		return vms[0].Self.Value, ""
+	}
+	return vms[0].Self.Value, vms[0].Config.Uuid
 }
 
 // VMHostName is the name of the host the named VM is registered on, or "".
