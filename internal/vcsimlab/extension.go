@@ -35,6 +35,8 @@ type extension struct {
 	sriovMu sync.Mutex // serializes power-ons, see powerOn
 
 	hosts hostStates // maintenance mode and reboots, see maintenance.go
+
+	closing chan struct{} // closed when the lab closes: ends waits, see property_wait.go
 }
 
 func newExtension(reg *simulator.Registry) *extension {
@@ -46,6 +48,7 @@ func newExtension(reg *simulator.Registry) *extension {
 		fabric:                  newFabric(),
 		pendingHosts:            map[string][]types.DistributedVirtualSwitchHostMemberConfigSpec{},
 		hosts:                   hostStates{keptDown: map[types.ManagedObjectReference]bool{}},
+		closing:                 make(chan struct{}),
 	}
 }
 

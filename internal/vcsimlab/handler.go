@@ -158,6 +158,9 @@ func (x *extension) implements(ctx *simulator.Context, m *simulator.Method) bool
 	case "FindByUuid", "FindAllByUuid":
 		_, ok := obj.(*simulator.SearchIndex)
 		return ok
+	case "WaitForUpdatesEx": // property_wait.go
+		_, ok := obj.(*simulator.PropertyCollector)
+		return ok
 	case "ExecuteSoap":
 		_, ok := obj.(*simulator.ManagedMethodExecuter)
 		return ok && answersEsxcli(m.Body)

@@ -523,6 +523,9 @@ func (l *Lab) Close() {
 		if l.client != nil {
 			l.client.CloseIdleConnections()
 		}
+		if l.ext != nil {
+			close(l.ext.closing)
+		}
 		if l.server != nil {
 			l.server.Close()
 		}

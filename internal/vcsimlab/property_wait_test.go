@@ -1,0 +1,76 @@
+package vcsimlab
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/property"
+	"github.com/vmware/govmomi/vim25/types"
+)
+
+// Ten goroutines wait for tasks on the session's one property collector,
+// as the vSphere provider does (govmomi's Task.WaitForResultEx, each with a
+// filter of its own created and destroyed around its wait), while the
+// filters of finished waits are destroyed. vSphere allows such waits to
+// block until their context ends; the lab must never crash the call (the
+// client would see the connection drop) nor keep Close waiting.
+func TestConcurrentWaitsOnOneCollector(t *testing.T) {
+	t.Parallel()
+	l, err := Start(context.Background(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newClient(t, l)
+	vms := l.VMNames()
+	var wg sync.WaitGroup
+	errs := make(chan error, 100)
+	for i := range 10 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			vm := object.NewVirtualMachine(c.Client, vmRef(l, vms[i%len(vms)]))
+			for range 3 {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+				task, err := vm.Reconfigure(ctx, types.VirtualMachineConfigSpec{Annotation: "wait"})
+				if err == nil {
+					_, err = task.WaitForResultEx(ctx)
+				}
+				cancel()
+				// Blocking until the context ends is allowed; anything else is not.
+				if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+					errs <- err
+				}
+			}
+		}()
+	}
+	// Filters made and destroyed on the same collector during the waits.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		pc := property.DefaultCollector(c.Client)
+		for range 50 {
+			f, err := pc.CreateFilter(context.Background(), types.CreateFilter{Spec: types.PropertyFilterSpec{
+				ObjectSet: []types.ObjectSpec{{Obj: vmRef(l, vms[0])}},
+				PropSet:   []types.PropertySpec{{Type: "VirtualMachine", PathSet: []string{"config.annotation"}}},
+			}})
+			if err != nil {
+				errs <- err
+				return
+			}
+			if err := f.Destroy(context.Background()); err != nil {
+				errs <- err
+				return
+			}
+		}
+	}()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("a wait on the shared collector failed: %v", err)
+	}
+	l.Close() // returns although waits may still block: the test would time out otherwise
+}
