@@ -152,10 +152,11 @@ func TestAccVMPVRDMANIC_macClaimedTwice(t *testing.T) {
 	ctx := context.Background()
 	name1 := lab.VMNames()[1]
 	vm0, vm1 := lab.VMUUID(lab.VMNames()[0]), lab.VMUUID(name1)
-	node1, err := labService(lab).VM(ctx, vm1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// vCenter generates MACs in the part of VMware's prefix that no
+	// configuration may give: the other VM's adapter gets a static one, as
+	// an administrator gives it.
+	taken := "00:50:56:01:0a:0b"
+	must(t, lab.SetAdapterMAC(ctx, name1, taken))
 	mac := `  mac_address = "00:50:56:01:02:03"`
 	second := strings.Replace(nicOn(vm1, "vspherehpc_rdma_dvs.a.port_group_id", mac), `"nic"`, `"second"`, 1)
 	steps := []resource.TestStep{
@@ -164,19 +165,11 @@ func TestAccVMPVRDMANIC_macClaimedTwice(t *testing.T) {
 			Config: switchesConfig(lab) + nicOn(vm0, "vspherehpc_rdma_dvs.a.port_group_id", mac) + second, PlanOnly: true,
 			ExpectError: regexp.MustCompile(`(?s)Claimed twice in this configuration.*claim\s+MAC\s+address\s+00:50:56:01:02:03:.*Two\s+adapters\s+with\s+one\s+MAC`),
 		},
-	}
-	// The MAC of the other VM's adapter (the lab's VMs have one) given to
-	// this one. vCenter generates MACs in the part of VMware's prefix that
-	// no configuration may give: on an external target whose VM has only
-	// such a MAC, this step is left out.
-	if lab.Simulated() || len(node1.NetworkAdapters) > 0 && staticMACProblem(node1.NetworkAdapters[0].MAC) == "" {
-		taken := node1.NetworkAdapters[0].MAC
-		steps = append(steps, resource.TestStep{
+		{
+			// The MAC of the other VM's adapter given to this one.
 			Config: switchesConfig(lab) + nicOn(vm0, "vspherehpc_rdma_dvs.a.port_group_id", `  mac_address = "`+taken+`"`), PlanOnly: true,
 			ExpectError: wrapped("Virtual machine " + name1 + " already has a network adapter with MAC address " + taken + "."),
-		})
-	} else {
-		t.Logf("%s has no network adapter with a MAC a configuration can give: the MAC-in-use check is not tried", name1)
+		},
 	}
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,

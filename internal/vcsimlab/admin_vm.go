@@ -461,3 +461,26 @@ func dvPortBacking(switchUUID, portGroupKey string) *types.VirtualEthernetCardDi
 		Port: types.DistributedVirtualSwitchPortConnection{SwitchUuid: switchUUID, PortgroupKey: portGroupKey},
 	}
 }
+
+// SetAdapterMAC gives the named VM's first network adapter the static MAC
+// address mac, as Edit Settings > Network adapter > MAC Address: Manual in
+// the vSphere Client (govc vm.network.change -net.address) does.
+func (l *Lab) SetAdapterMAC(ctx context.Context, vmName, mac string) error {
+	vm, err := l.adminVM(vmName)
+	if err != nil {
+		return err
+	}
+	devices, err := vm.Device(ctx)
+	if err != nil {
+		return err
+	}
+	cards := devices.SelectByType((*types.VirtualEthernetCard)(nil))
+	if len(cards) == 0 {
+		return fmt.Errorf("vcsimlab: VM %q has no network adapter", vmName)
+	}
+	card := cards[0].(types.BaseVirtualEthernetCard).GetVirtualEthernetCard()
+	card.MacAddress, card.AddressType = mac, string(types.VirtualEthernetCardMacTypeManual)
+	return adminWait(ctx)(vm.Reconfigure(ctx, types.VirtualMachineConfigSpec{DeviceChange: []types.BaseVirtualDeviceConfigSpec{
+		&types.VirtualDeviceConfigSpec{Operation: types.VirtualDeviceConfigSpecOperationEdit, Device: cards[0]},
+	}}))
+}

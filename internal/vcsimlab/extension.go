@@ -31,6 +31,7 @@ type extension struct {
 
 	mu           sync.Mutex
 	pendingHosts map[string][]types.DistributedVirtualSwitchHostMemberConfigSpec // by switch name, see CreateDVSTask
+	nextMAC      uint16                                                          // the last MAC address assigned, see assignMACs
 
 	sriovMu sync.Mutex // serializes power-ons, see powerOn
 

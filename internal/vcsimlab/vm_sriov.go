@@ -228,6 +228,8 @@ func (x *extension) CreateVMTask(ctx *simulator.Context, req *types.CreateVM_Tas
 			return body
 		}
 	}
+	lockedReservation(&req.Config, nil)
+	x.assignMACs(req.Config.DeviceChange)
 	var res soap.HasFault
 	ctx.WithLock(f, func() { res = f.CreateVMTask(ctx, req) })
 	return res
