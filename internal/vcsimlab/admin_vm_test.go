@@ -287,6 +287,18 @@ func TestAdminSRIOVAdapters(t *testing.T) {
 		got[1].Network != "VM Network" || got[1].PhysicalFunction != automaticPF || got[1].VirtualFunction != "" {
 		t.Fatalf("after AddSRIOVAdapter: %+v", got)
 	}
+	// Labelled after the VM's adapter, as vCenter labels them.
+	devices, err := object.NewVirtualMachine(l.Client().Client, vmRef(l, vm)).Device(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, d := range devices.SelectByType((*types.VirtualEthernetCard)(nil)) {
+		names = append(names, d.GetVirtualDevice().DeviceInfo.GetDescription().Label)
+	}
+	if want := []string{"Network adapter 1", "Network adapter 2", "Network adapter 3"}; !slices.Equal(names, want) {
+		t.Fatalf("adapters %q, want %q", names, want)
+	}
 
 	if err := l.PowerOnVM(ctx, vm); err != nil {
 		t.Fatal(err)

@@ -77,6 +77,7 @@ func (x *extension) ReconfigVMTask(ctx *simulator.Context, req *types.ReconfigVM
 			keepSriovBacking(vm, &req.Spec)
 			lockedReservation(&req.Spec, vm.Config)
 			x.assignMACs(req.Spec.DeviceChange)
+			labelAdapters(vm.Config.Hardware.Device, req.Spec.DeviceChange)
 			if p := req.Spec.SwapPlacement; p != "" && p != vm.Config.SwapPlacement {
 				// vcsim ignores spec.swapPlacement; vSphere keeps it.
 				ctx.Update(vm, []types.PropertyChange{{Name: "config.swapPlacement", Val: p}})

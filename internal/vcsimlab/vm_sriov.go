@@ -230,6 +230,7 @@ func (x *extension) CreateVMTask(ctx *simulator.Context, req *types.CreateVM_Tas
 	}
 	lockedReservation(&req.Config, nil)
 	x.assignMACs(req.Config.DeviceChange)
+	labelAdapters(nil, req.Config.DeviceChange)
 	var res soap.HasFault
 	ctx.WithLock(f, func() { res = f.CreateVMTask(ctx, req) })
 	return res
