@@ -29,8 +29,14 @@ import (
 // or the lab closes (RequestCanceled, as CancelWaitForUpdates ends a wait).
 func (x *extension) WaitForUpdatesEx(ctx *simulator.Context, req *types.WaitForUpdatesEx) soap.HasFault {
 	body := new(methods.WaitForUpdatesExBody)
-	pc, ok := target[*simulator.PropertyCollector](ctx, req.This, &body.Fault_)
-	if !ok {
+	// The root collector is each session's own (vcsim's Session.Get): the
+	// session's filters are on that one, not on the registry's.
+	var pc *simulator.PropertyCollector
+	if ctx.Session != nil {
+		pc, _ = ctx.Session.Get(req.This).(*simulator.PropertyCollector)
+	}
+	if pc == nil {
+		body.Fault_ = notFoundFault(req.This)
 		return body
 	}
 	answer := make(chan soap.HasFault, 1)

@@ -26,7 +26,18 @@ func TestConcurrentWaitsOnOneCollector(t *testing.T) {
 	}
 	c := newClient(t, l)
 	vms := l.VMNames()
+	// Alone, a wait on the session's collector sees its task end.
+	task, err := object.NewVirtualMachine(c.Client, vmRef(l, vms[0])).Reconfigure(context.Background(), types.VirtualMachineConfigSpec{Annotation: "alone"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := task.WaitForResultEx(context.Background()); err != nil {
+		t.Fatalf("a lone wait: %v", err)
+	}
+
 	var wg sync.WaitGroup
+	var mu sync.Mutex
+	finished := 0
 	errs := make(chan error, 100)
 	for i := range 10 {
 		wg.Add(1)
@@ -43,6 +54,11 @@ func TestConcurrentWaitsOnOneCollector(t *testing.T) {
 				// Blocking until the context ends is allowed; anything else is not.
 				if err != nil && !errors.Is(err, context.DeadlineExceeded) {
 					errs <- err
+				}
+				if err == nil {
+					mu.Lock()
+					finished++
+					mu.Unlock()
 				}
 			}
 		}()
@@ -71,6 +87,9 @@ func TestConcurrentWaitsOnOneCollector(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Errorf("a wait on the shared collector failed: %v", err)
+	}
+	if finished == 0 {
+		t.Error("no concurrent wait saw its task end")
 	}
 	l.Close() // returns although waits may still block: the test would time out otherwise
 }
