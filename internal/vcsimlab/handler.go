@@ -34,8 +34,8 @@ var preHooks = map[string]func(*extension, *simulator.Context, *simulator.Method
 	"QueryConfigOptionDescriptor": resolveVMBrowser,
 	"QueryConfigTarget":           resolveVMBrowser,
 	"QueryTargetCapabilities":     resolveVMBrowser,
-	// The swap placement of a new VM: vm.go.
-	"CreateVM_Task": requestSwapPlacement,
+	// A new VM's name (vm_name.go) and swap placement (vm.go).
+	"CreateVM_Task": requestVMCreation,
 	"CloneVM_Task":  requestSwapPlacement,
 }
 
