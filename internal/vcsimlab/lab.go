@@ -152,7 +152,10 @@
 //     VM's adapter has it or a VM of the host has it as PCI passthrough
 //     device. Without a free VF the task fails (GenericVmConfigFault with
 //     Broadcom KB 309346's message) and the VM stays off. A VF stays
-//     assigned at power-off.
+//     assigned at power-off. A VM with a PCI passthrough device its host
+//     has not active for passthrough (turned off under it, which
+//     UpdatePassthruConfig allows) fails to power on, naming the device
+//     (vm_passthrough_power.go).
 //   - Networks and distributed port groups list in their vm property the
 //     VMs with a network adapter on them, kept as adapters are added,
 //     removed or re-backed and VMs created or destroyed.

@@ -297,7 +297,8 @@ func (x *extension) PowerOnMultiVMTask(ctx *simulator.Context, req *types.PowerO
 	return body
 }
 
-// powerOn powers vm on, its SR-IOV adapters first given VFs. The power-ons
+// powerOn powers vm on, its SR-IOV adapters first given VFs, unless a
+// passthrough device it has is not active (inactivePassthrough). The power-ons
 // go one at a time, and one with SR-IOV adapters returns once its VM is on,
 // so that no two VMs take the same free VF.
 func (x *extension) powerOn(ctx *simulator.Context, vm *simulator.VirtualMachine) soap.HasFault {
@@ -306,6 +307,10 @@ func (x *extension) powerOn(ctx *simulator.Context, vm *simulator.VirtualMachine
 	var res soap.HasFault
 	var wait bool
 	ctx.WithLock(vm, func() {
+		if err := inactivePassthrough(ctx, vm); err != nil && vm.Runtime.PowerState == types.VirtualMachinePowerStatePoweredOff {
+			res = &methods.PowerOnVM_TaskBody{Res: &types.PowerOnVM_TaskResponse{Returnval: finishTask(ctx, vm, "PowerOnVM_Task", nil, err)}}
+			return
+		}
 		wait = vm.Config != nil && slices.ContainsFunc(vm.Config.Hardware.Device, func(d types.BaseVirtualDevice) bool {
 			_, ok := d.(*types.VirtualSriovEthernetCard)
 			return ok
