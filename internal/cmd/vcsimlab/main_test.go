@@ -14,12 +14,14 @@ import (
 
 	"github.com/vmware/govmomi/find"
 	"github.com/vmware/govmomi/pbm"
+	"github.com/vmware/govmomi/property"
 	pbmtypes "github.com/vmware/govmomi/pbm/types"
 	"github.com/vmware/govmomi/session"
 	"github.com/vmware/govmomi/vapi/rest"
 	"github.com/vmware/govmomi/vim25"
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/soap"
+	"github.com/vmware/govmomi/vim25/types"
 )
 
 // syncBuffer is a bytes.Buffer safe to write and read from two goroutines.
@@ -158,5 +160,73 @@ func TestRunWritesEnvFileAndServes(t *testing.T) {
 	}
 	if _, err := os.Stat(envFile); !os.IsNotExist(err) {
 		t.Errorf("env file after exit: %v, want it removed", err)
+	}
+}
+
+// The lab stops when asked (SIGTERM ends run's context) although a client
+// is blocked in WaitForUpdatesEx, which returns RequestCanceled.
+func TestRunStopsWithAWaitBlocked(t *testing.T) {
+	envFile := filepath.Join(t.TempDir(), "lab.env")
+	ctx, cancel := context.WithCancel(context.Background())
+	var stdout, stderr syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"-listen", "127.0.0.1:0", "-hosts", "1", "-vms", "1", "-env-file", envFile}, nil, &stdout, &stderr)
+	}()
+	var content []byte
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		var err error
+		if content, err = os.ReadFile(envFile); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			t.Fatalf("no env file: %v; stderr: %s", <-done, stderr.String())
+		}
+	}
+	env := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(content)), "\n") {
+		if kv := strings.SplitN(strings.TrimPrefix(line, "export "), "=", 2); len(kv) == 2 {
+			env[kv[0]] = strings.ReplaceAll(strings.Trim(kv[1], "'"), `'\''`, "'")
+		}
+	}
+	u := &url.URL{Scheme: "https", Host: env["VSPHERE_SERVER"], Path: "/sdk"}
+	sc := soap.NewClient(u, false)
+	if err := sc.SetRootCAs(env["VSPHERE_CA_FILE"]); err != nil {
+		t.Fatal(err)
+	}
+	vc, err := vim25.NewClient(context.Background(), sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := session.NewManager(vc).Login(context.Background(), url.UserPassword(env["VSPHERE_USER"], env["VSPHERE_PASSWORD"])); err != nil {
+		t.Fatal(err)
+	}
+
+	// A wait for a change that never comes: the root folder's name.
+	pc := property.DefaultCollector(vc)
+	filter := &property.WaitFilter{}
+	filter.Add(vc.ServiceContent.RootFolder, "Folder", []string{"name"})
+	waited := make(chan error, 1)
+	go func() {
+		waited <- property.WaitForUpdatesEx(context.Background(), pc, filter, func([]types.ObjectUpdate) bool { return false })
+	}()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		// The wait is under way once the collector has its filter.
+		var c mo.PropertyCollector
+		if err := pc.RetrieveOne(context.Background(), pc.Reference(), []string{"filter"}, &c); err == nil && len(c.Filter) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the wait made no filter")
+		}
+	}
+
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("run: %v", err)
+	}
+	if err := <-waited; err == nil {
+		t.Error("the blocked wait ended without an error when the lab stopped")
 	}
 }
