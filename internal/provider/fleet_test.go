@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
@@ -178,6 +179,35 @@ func TestAccFleet_refreshByIDIsDeterministic(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{Hosts: 16, VMs: 64})
 	simulatedOnly(t, lab, "counts SOAP calls")
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps:                    append([]resource.TestStep{{Config: fleetByIDConfig(lab)}}, sameRefreshes(t, lab, "16 hosts and 64 VMs given by id", 3, 3)...),
+	})
+}
+
+// The same at 64 hosts and 256 VMs with a real vCenter's round trip on
+// every call (20 ms, from the first refresh on: the apply runs at full
+// speed), where the shared calls' waits meet real latency: the same calls
+// every time, and as few as at 16 and 64.
+func TestAccFleet_refreshAtScaleWithLatencyIsDeterministic(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{Hosts: 64, VMs: 256})
+	simulatedOnly(t, lab, "counts SOAP calls and sets the latency")
+	refreshes := sameRefreshes(t, lab, "64 hosts and 256 VMs given by id, 20 ms per call", 3, 3)
+	reset := refreshes[0].PreConfig
+	refreshes[0].PreConfig = func() {
+		lab.SetLatency(20 * time.Millisecond)
+		reset()
+	}
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps:                    append([]resource.TestStep{{Config: fleetByIDConfig(lab)}}, refreshes...),
+	})
+}
+
+// fleetByIDConfig is a switch over every host, PVRDMA settings on every
+// host and an adapter on every hpc-node VM, each given by id.
+func fleetByIDConfig(lab *vcsimlab.Lab) string {
 	var hosts, nics strings.Builder
 	for _, h := range lab.HostNames() {
 		fmt.Fprintf(&hosts, "  host {\n    host_system_id = %q\n    vmnic          = %q\n  }\n", lab.HostID(h), lab.RDMANICs()[0])
@@ -212,7 +242,7 @@ locals {
 		}
 		return ids
 	}()))
-	config := providerConfig(lab) + fmt.Sprintf(`
+	return providerConfig(lab) + fmt.Sprintf(`
 resource "vspherehpc_rdma_dvs" "fabric" {
   datacenter_id = %q
   name          = %q
@@ -221,10 +251,6 @@ resource "vspherehpc_rdma_dvs" "fabric" {
   }
 %s}
 `, lab.DatacenterID(), testName("fleet-dvs"), testName("fleet-pvrdma"), hosts.String()) + nics.String()
-	resource.UnitTest(t, resource.TestCase{
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		Steps:                    append([]resource.TestStep{{Config: config}}, sameRefreshes(t, lab, "given by id", 3, 3)...),
-	})
 }
 
 // The same refresh with look-ups by name: the datacenter, host and VM
@@ -236,13 +262,13 @@ func TestAccFleet_refreshWithLookupsIsDeterministic(t *testing.T) {
 	simulatedOnly(t, lab, "counts SOAP calls")
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		Steps:                    append([]resource.TestStep{{Config: fleetConfig(lab)}}, sameRefreshes(t, lab, "found by name", 3, 10)...),
+		Steps:                    append([]resource.TestStep{{Config: fleetConfig(lab)}}, sameRefreshes(t, lab, "16 hosts and 64 VMs found by name", 3, 10)...),
 	})
 }
 
 // sameRefreshes is n refresh steps, each counting its calls: every one must
 // make the calls the first made, and at most most RetrievePropertiesEx.
-func sameRefreshes(t *testing.T, lab *vcsimlab.Lab, how string, n, most int) []resource.TestStep {
+func sameRefreshes(t *testing.T, lab *vcsimlab.Lab, what string, n, most int) []resource.TestStep {
 	var first map[string]int
 	var steps []resource.TestStep
 	for i := range n {
@@ -251,7 +277,7 @@ func sameRefreshes(t *testing.T, lab *vcsimlab.Lab, how string, n, most int) []r
 			PreConfig:    lab.ResetCalls,
 			Check: func(*terraform.State) error {
 				calls := lab.Calls()
-				t.Logf("refresh %d of 16 hosts and 64 VMs %s: %v", i+1, how, calls)
+				t.Logf("refresh %d of %s: %v", i+1, what, calls)
 				if first == nil {
 					first = calls
 				} else if fmt.Sprint(calls) != fmt.Sprint(first) {

@@ -120,6 +120,17 @@ func (l *Lab) Delay(method string, d time.Duration) {
 	l.delays[method] = d
 }
 
+// SetLatency changes Options.Latency from now on: a test can build a large
+// lab at full speed, then measure with a real vCenter's round trip.
+func (l *Lab) SetLatency(d time.Duration) {
+	if l.simulatorOnly("SetLatency") {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.latency = max(d, 0)
+}
+
 // countRequests counts and delays, as Options.Latency says, every request
 // to an endpoint other than /sdk (the REST and vAPI endpoints, the storage
 // policy service's SOAP endpoint, file transfers), by "METHOD /path": a

@@ -93,6 +93,21 @@ func TestDelayIsPerLab(t *testing.T) {
 	}
 }
 
+// SetLatency delays every client call from then on, as Options.Latency does.
+func TestSetLatency(t *testing.T) {
+	t.Parallel()
+	l := newLab(t)
+	const d = 200 * time.Millisecond
+	l.SetLatency(d)
+	start := time.Now()
+	if _, err := l.vm("hpc-node-0").Reconfigure(context.Background(), types.VirtualMachineConfigSpec{Annotation: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := time.Since(start); got < d {
+		t.Errorf("a call after SetLatency(%v) took %v", d, got)
+	}
+}
+
 func TestTerminateSessions(t *testing.T) {
 	t.Parallel()
 	l := newLab(t)
