@@ -26,27 +26,28 @@ func (r *vmPVRDMANICResource) ModifyPlan(ctx context.Context, req resource.Modif
 	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("mac_address"), &configMAC)...)
 	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("device_protocol"), &configProtocol)...)
 	claimStaticMAC(ctx, r.claims, req, resp, configMAC, "PVRDMA", plan.VirtualMachineID)
-	if configProtocol.IsNull() && !plan.VirtualMachineID.IsUnknown() {
-		plan.DeviceProtocol = r.planProtocolChoice(ctx, *plan, state, resp)
+	// An unset device_protocol is planned from the VM's protocol choice. A
+	// new adapter takes it from the checks below, which read it anyway; an
+	// existing one whose protocol it may change reads it first, as whether
+	// the protocol changes is what the checks need to know.
+	choose := configProtocol.IsNull() && !plan.VirtualMachineID.IsUnknown()
+	if choose && state != nil {
+		plan.DeviceProtocol, choose = r.stateOrChosenProtocol(ctx, *plan, *state, resp), false
 	}
-	if plan.VirtualMachineID.IsUnknown() || plan.PortGroupID.IsUnknown() || configProtocol.IsUnknown() {
+	var change *vsphere.PVRDMANICChange
+	if !plan.VirtualMachineID.IsUnknown() && !plan.PortGroupID.IsUnknown() && !configProtocol.IsUnknown() {
+		change = pvrdmaNICChange(*plan, state, configMAC, configProtocol)
+	}
+	if change == nil {
+		if choose {
+			r.planProtocol(ctx, *plan, state, resp, nil)
+		}
 		return
 	}
-	change := vsphere.PVRDMANICChange{
-		VMID: plan.VirtualMachineID.ValueString(), PortGroupID: plan.PortGroupID.ValueString(),
-		DeviceProtocol: configProtocol.ValueString(), PowerOffAllowed: plan.PowerOffAllowed.ValueBool(),
+	checked, err := r.client.PlanPVRDMANIC(ctx, *change)
+	if choose && checked != nil {
+		r.planProtocol(ctx, *plan, state, resp, checked)
 	}
-	if !configMAC.IsUnknown() && (state == nil || !configMAC.Equal(state.MACAddress)) {
-		change.MAC = configMAC.ValueString()
-	}
-	if state != nil {
-		change.Key = int32(state.DeviceKey.ValueInt64())
-		change.ProtocolChange = !plan.DeviceProtocol.Equal(state.DeviceProtocol)
-		if plan.PortGroupID.Equal(state.PortGroupID) && !change.ProtocolChange && change.MAC == "" {
-			return // nothing vCenter needs to be asked about
-		}
-	}
-	findings, err := r.client.PlanPVRDMANIC(ctx, change)
 	if errors.Is(err, vsphere.ErrNotFound) {
 		resp.Diagnostics.Append(notFoundDiag(argumentOf(err, map[vsphere.Object]string{
 			vsphere.ObjectVirtualMachine: "virtual_machine_id", vsphere.ObjectPortGroup: "distributed_port_group_id",
@@ -57,33 +58,64 @@ func (r *vmPVRDMANICResource) ModifyPlan(ctx context.Context, req resource.Modif
 		resp.Diagnostics.Append(vsphereErrorDiag("Cannot check the PVRDMA adapter", err))
 		return
 	}
-	for _, f := range findings {
+	for _, f := range checked.Findings {
 		addPVRDMANICFinding(&resp.Diagnostics, f)
 	}
+}
+
+// pvrdmaNICChange is what the planner checks; nil when nothing vCenter
+// needs to be asked about changes.
+func pvrdmaNICChange(plan vmPVRDMANICModel, state *vmPVRDMANICModel, configMAC, configProtocol types.String) *vsphere.PVRDMANICChange {
+	change := &vsphere.PVRDMANICChange{
+		VMID: plan.VirtualMachineID.ValueString(), PortGroupID: plan.PortGroupID.ValueString(),
+		DeviceProtocol: configProtocol.ValueString(), PowerOffAllowed: plan.PowerOffAllowed.ValueBool(),
+	}
+	if !configMAC.IsUnknown() && (state == nil || !configMAC.Equal(state.MACAddress)) {
+		change.MAC = configMAC.ValueString()
+	}
+	if state != nil {
+		change.Key = int32(state.DeviceKey.ValueInt64())
+		change.ProtocolChange = !plan.DeviceProtocol.Equal(state.DeviceProtocol)
+		if plan.PortGroupID.Equal(state.PortGroupID) && !change.ProtocolChange && change.MAC == "" {
+			return nil
+		}
+	}
+	return change
 }
 
 // defaultProtocol is device_protocol's default, where the VM's hardware
 // version offers a choice.
 const defaultProtocol = "rocev2"
 
-// planProtocolChoice plans an unset device_protocol: the default where the
-// VM's hardware version offers a choice of protocol; where it offers PVRDMA
-// with none, the adapter asks for none and the attribute is what vSphere
-// says (known once the adapter exists). It asks vCenter only when the
-// state differs from the default.
-func (r *vmPVRDMANICResource) planProtocolChoice(ctx context.Context, plan vmPVRDMANICModel, state *vmPVRDMANICModel, resp *resource.ModifyPlanResponse) types.String {
-	if state != nil && (state.DeviceProtocol.IsNull() || state.DeviceProtocol.ValueString() == defaultProtocol) {
-		// The default, or an adapter vSphere gave no protocol (a VM without
-		// a choice): it stays, whatever else changes.
+// stateOrChosenProtocol plans an unset device_protocol of an existing
+// adapter: the state's when that is the default, or no protocol (an adapter
+// of a VM without a choice), which stays whatever else changes, with no
+// call; else as planProtocol chooses.
+func (r *vmPVRDMANICResource) stateOrChosenProtocol(ctx context.Context, plan, state vmPVRDMANICModel, resp *resource.ModifyPlanResponse) types.String {
+	if state.DeviceProtocol.IsNull() || state.DeviceProtocol.ValueString() == defaultProtocol {
 		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("device_protocol"), state.DeviceProtocol)...)
 		return state.DeviceProtocol
 	}
-	choice, err := r.client.PVRDMAProtocolChoice(ctx, plan.VirtualMachineID.ValueString())
-	if err != nil {
-		if !errors.Is(err, vsphere.ErrNotFound) { // a missing VM: the checks below name the argument
-			resp.Diagnostics.Append(vsphereErrorDiag("Cannot read the PVRDMA protocols of virtual machine "+plan.VirtualMachineID.ValueString(), err))
+	return r.planProtocol(ctx, plan, &state, resp, nil)
+}
+
+// planProtocol plans an unset device_protocol: the default where the VM's
+// hardware version offers a choice of protocol; where it offers PVRDMA with
+// none, the adapter asks for none and the attribute is what vSphere says
+// (known once the adapter exists). The choice comes from the planner's
+// checks when they ran (checked), else from a read of its own.
+func (r *vmPVRDMANICResource) planProtocol(ctx context.Context, plan vmPVRDMANICModel, state *vmPVRDMANICModel, resp *resource.ModifyPlanResponse, checked *vsphere.PVRDMANICPlan) types.String {
+	var choice bool
+	if checked != nil {
+		choice = checked.ProtocolChoice
+	} else {
+		var err error
+		if choice, err = r.client.PVRDMAProtocolChoice(ctx, plan.VirtualMachineID.ValueString()); err != nil {
+			if !errors.Is(err, vsphere.ErrNotFound) { // a missing VM: the checks name the argument
+				resp.Diagnostics.Append(vsphereErrorDiag("Cannot read the PVRDMA protocols of virtual machine "+plan.VirtualMachineID.ValueString(), err))
+			}
+			return plan.DeviceProtocol
 		}
-		return plan.DeviceProtocol
 	}
 	protocol := types.StringUnknown()
 	switch {

@@ -53,7 +53,8 @@ type readBatch struct {
 	pending []*sharedRead
 	running bool
 	last    time.Time     // when the latest read arrived
-	arrived chan struct{} // signalled when a read arrives
+	arrived chan struct{} // signalled when a read arrives or a hold ends
+	held    int           // readers of inOneCall yet to make their first read
 	stats   ReadStats
 	// clock times the waits for company (batchWindow, quietAfter,
 	// gatherMax); nil is the real one. A test sets its own to end the waits
@@ -103,6 +104,65 @@ func (cs *Clients) ReadStats() ReadStats {
 	return sum
 }
 
+// inOneCall runs each read function in a goroutine of its own, so that
+// their first reads go out in one shared call: no call leaves until each
+// function has made its first shared read or returned. One resource's plan
+// reads a VM and a port group, then the switch and the VM's cluster; these
+// are independent, and at parallelism 1 nothing else would share their
+// calls, so each would be a round trip of its own. It returns the first
+// function's error, else the second's, and so on. Before its first shared
+// read a function must not wait for anything that itself waits for a shared
+// read (a lock held across one): the call it holds back would never leave.
+func (c *Client) inOneCall(ctx context.Context, reads ...func(context.Context) error) error {
+	b := &c.batch
+	b.mu.Lock()
+	b.held += len(reads)
+	b.mu.Unlock()
+	errs := make([]error, len(reads))
+	var wg sync.WaitGroup
+	for i, read := range reads {
+		h := &hold{b: b}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer h.release()
+			errs[i] = read(context.WithValue(ctx, holdKey{}, h))
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type holdKey struct{}
+
+// hold is one inOneCall reader's claim that a call waits for its read.
+type hold struct {
+	b    *readBatch
+	once sync.Once
+}
+
+// release ends the claim (once): at the reader's first read, or when it
+// returns without one.
+func (h *hold) release() {
+	h.once.Do(func() {
+		h.b.mu.Lock()
+		h.b.held--
+		arrived := h.b.arrived
+		h.b.mu.Unlock()
+		if arrived != nil {
+			select {
+			case arrived <- struct{}{}:
+			default:
+			}
+		}
+	})
+}
+
 type sharedRead struct {
 	// ctx is the reader's: a shared call logs under its first reader's, so
 	// a TRACE log shows every call, with its cancellation cut off (the
@@ -122,6 +182,7 @@ type sharedRead struct {
 func (c *Client) readShared(ctx context.Context, vc *vim25.Client, spec types.PropertyFilterSpec) (map[types.ManagedObjectReference]types.ObjectContent, error) {
 	r := &sharedRead{ctx: ctx, spec: spec, done: make(chan struct{})}
 	b := &c.batch
+	h, _ := ctx.Value(holdKey{}).(*hold)
 	b.mu.Lock()
 	b.pending = append(b.pending, r)
 	start := !b.running
@@ -140,6 +201,9 @@ func (c *Client) readShared(ctx context.Context, vc *vim25.Client, spec types.Pr
 	select {
 	case arrived <- struct{}{}:
 	default:
+	}
+	if h != nil {
+		h.release()
 	}
 	if start {
 		go c.runBatches(vc, wait)
@@ -163,6 +227,7 @@ func (c *Client) runBatches(vc *vim25.Client, wait time.Duration) {
 	b := &c.batch
 	<-b.clk().After(wait)
 	for {
+		c.awaitHolds()
 		b.mu.Lock()
 		reads := b.pending
 		if len(reads) > batchMax {
@@ -177,6 +242,21 @@ func (c *Client) runBatches(vc *vim25.Client, wait time.Duration) {
 		b.mu.Unlock()
 		c.send(vc, reads)
 		c.gather(len(reads))
+	}
+}
+
+// awaitHolds waits until every inOneCall reader has made its first read
+// or returned.
+func (c *Client) awaitHolds() {
+	b := &c.batch
+	for {
+		b.mu.Lock()
+		held, arrived := b.held, b.arrived
+		b.mu.Unlock()
+		if held <= 0 {
+			return
+		}
+		<-arrived
 	}
 }
 

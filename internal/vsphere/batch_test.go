@@ -34,6 +34,13 @@ func (m *manualClock) After(d time.Duration) <-chan time.Time {
 	return ch
 }
 
+// waiting is the number of waits begun and not ended.
+func (m *manualClock) waiting() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.waits)
+}
+
 // endWaits ends every wait begun so far.
 func (m *manualClock) endWaits() {
 	m.mu.Lock()
@@ -132,6 +139,68 @@ func TestConcurrentReadsShareACall(t *testing.T) {
 	if got, want := c.batch.stats, (ReadStats{Calls: 2, Reads: 1 + len(names)}); got != want {
 		t.Errorf("stats %+v, want %+v (the first read, then the shared call)", got, want)
 	}
+}
+
+// inOneCall's reads share one call although the second comes only after
+// the call's wait for company has ended, and a function that returns
+// without reading holds nothing up; errors come in the functions' order.
+func TestInOneCallWaitsForEveryReader(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	c := labClient(lab)
+	names := lab.VMNames()
+	clk := manualBatch(t, c, lab.VMID(names[0]))
+	lab.ResetCalls()
+	gate := make(chan struct{})
+	var first, second *mo.VirtualMachine
+	done := make(chan error, 1)
+	go func() {
+		done <- c.inOneCall(context.Background(),
+			func(context.Context) error { return nil },
+			func(ctx context.Context) (err error) {
+				first, err = readAs(ctx, c, lab.VMID(names[0]))
+				return err
+			},
+			func(ctx context.Context) (err error) {
+				<-gate
+				second, err = readAs(ctx, c, lab.VMID(names[1]))
+				return err
+			})
+	}()
+	waitPending(c, 1)
+	for clk.waiting() == 0 { // the call's wait for company has begun
+		time.Sleep(time.Millisecond)
+	}
+	clk.endWaits() // and is over: only the hold keeps the call back
+	// Time for a call to leave, were the hold not kept; the verdict does
+	// not depend on it.
+	time.Sleep(20 * time.Millisecond)
+	close(gate)
+	settle(c, clk)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if first.Name != names[0] || second.Name != names[1] {
+		t.Fatalf("read %s and %s, want %s and %s", first.Name, second.Name, names[0], names[1])
+	}
+	if n := lab.Calls()["RetrievePropertiesEx"]; n != 1 {
+		t.Errorf("inOneCall's two reads took %d RetrievePropertiesEx calls, want 1", n)
+	}
+	err := c.inOneCall(context.Background(),
+		func(context.Context) error { return errors.New("first") },
+		func(context.Context) error { return errors.New("second") })
+	if err == nil || err.Error() != "first" {
+		t.Errorf("inOneCall's error: %v, want the first function's", err)
+	}
+}
+
+// readAs reads a VM's name fresh with ctx (which may carry an inOneCall hold).
+func readAs(ctx context.Context, c *Client, vmID string) (*mo.VirtualMachine, error) {
+	vc, err := c.vimClient(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return c.readVMPropsAs(ctx, vc, "reading", vmID, []string{"name"}, fresh)
 }
 
 // A shared call that fails for one read (its object is gone) fails only that

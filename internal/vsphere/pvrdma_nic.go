@@ -110,6 +110,7 @@ func (MACInUse) finding()            {}
 type pvrdmaFacts struct {
 	vm              *mo.VirtualMachine
 	hardwareVersion int64
+	browser         bool     // the VM has an environment browser to ask for its protocols
 	protocols       []string // the protocols the VM's hardware version lets an adapter choose from
 	regularAdapters int
 	otherOnGroup    bool // another PVRDMA adapter of the VM uses the port group
@@ -120,9 +121,18 @@ type pvrdmaFacts struct {
 	macOwner        string // the VM with another adapter that has the planned MAC
 }
 
+// PVRDMANICPlan is what the planner found: the refusals and warnings, and
+// whether the VM's hardware version lets an adapter choose its protocol
+// (see PVRDMAProtocolChoice), so a plan that checks the adapter needs no
+// second read of the VM.
+type PVRDMANICPlan struct {
+	Findings       []Finding
+	ProtocolChoice bool
+}
+
 // PlanPVRDMANIC checks a planned adapter against its VM and the port group's
 // switch.
-func (c *Client) PlanPVRDMANIC(ctx context.Context, ch PVRDMANICChange) ([]Finding, error) {
+func (c *Client) PlanPVRDMANIC(ctx context.Context, ch PVRDMANICChange) (*PVRDMANICPlan, error) {
 	f, err := c.pvrdmaFacts(ctx, ch)
 	if err != nil {
 		return nil, err
@@ -156,9 +166,12 @@ func (c *Client) PlanPVRDMANIC(ctx context.Context, ch PVRDMANICChange) ([]Findi
 	if p := PlanPower(vm, powerStateOf(f.vm.Runtime.PowerState), ch.Key == 0 || ch.ProtocolChange, ch.PowerOffAllowed, WhatPVRDMANeedsOff); p != nil {
 		out = append(out, p)
 	}
-	return out, nil
+	return &PVRDMANICPlan{Findings: out, ProtocolChoice: f.hardwareVersion < MinPVRDMAHardwareVersion || !f.browser || len(f.protocols) > 0}, nil
 }
 
+// pvrdmaFacts reads the VM and the port group in one call, then the
+// switch's members and the VM's cluster in another (inOneCall): two round
+// trips, whatever else Terraform is doing.
 func (c *Client) pvrdmaFacts(ctx context.Context, ch PVRDMANICChange) (*pvrdmaFacts, error) {
 	op := "checking a PVRDMA adapter of virtual machine " + ch.VMID
 	ctx, cancel := c.withTimeout(ctx)
@@ -167,11 +180,21 @@ func (c *Client) pvrdmaFacts(ctx context.Context, ch PVRDMANICChange) (*pvrdmaFa
 	if err != nil {
 		return nil, err
 	}
-	vm, err := c.readVMProps(ctx, vc, op, ch.VMID, append(slices.Clone(vmProps), "environmentBrowser"))
+	var vm *mo.VirtualMachine
+	var pg *portGroupInfo
+	err = c.inOneCall(ctx,
+		func(ctx context.Context) (err error) {
+			vm, err = c.readVMProps(ctx, vc, op, ch.VMID, append(slices.Clone(vmProps), "environmentBrowser"))
+			return err
+		},
+		func(ctx context.Context) (err error) {
+			pg, err = c.readPortGroupOnly(ctx, vc, op, ch.PortGroupID)
+			return err
+		})
 	if err != nil {
 		return nil, err
 	}
-	f := &pvrdmaFacts{vm: vm}
+	f := &pvrdmaFacts{vm: vm, browser: vm.EnvironmentBrowser.Value != "", network: pg.name, standard: pg.standard}
 	for _, n := range vmFromMO(vm).NetworkAdapters {
 		if n.Type != "vmxnet3vrdma" {
 			f.regularAdapters++
@@ -182,7 +205,7 @@ func (c *Client) pvrdmaFacts(ctx context.Context, ch PVRDMANICChange) (*pvrdmaFa
 	if vm.Config != nil {
 		f.hardwareVersion = ParseHardwareVersion(vm.Config.Version)
 	}
-	if f.hardwareVersion >= MinPVRDMAHardwareVersion && vm.EnvironmentBrowser.Value != "" {
+	if f.hardwareVersion >= MinPVRDMAHardwareVersion && f.browser {
 		if f.protocols, err = c.pvrdmaOption(ctx, vc, vm.EnvironmentBrowser, vm.Config.Version); err != nil {
 			return nil, translate(op+": reading the VM's configuration options", err)
 		}
@@ -192,7 +215,30 @@ func (c *Client) pvrdmaFacts(ctx context.Context, ch PVRDMANICChange) (*pvrdmaFa
 			return nil, translate(op+": looking for MAC address "+ch.MAC, err)
 		}
 	}
-	return f, c.portGroupFacts(ctx, vc, op, ch.PortGroupID, f)
+	if pg.standard {
+		return f, nil
+	}
+	var clusterHosts []mo.HostSystem
+	err = c.inOneCall(ctx,
+		func(ctx context.Context) error { return c.readPortGroupSwitch(ctx, vc, op, ch.PortGroupID, pg) },
+		func(ctx context.Context) (err error) {
+			if vm.Runtime.Host == nil {
+				return nil
+			}
+			clusterHosts, err = c.siblingHosts(ctx, vc, *vm.Runtime.Host)
+			return translate(op, err)
+		})
+	if err != nil {
+		return nil, err
+	}
+	f.switchName = pg.switchName
+	for _, h := range clusterHosts {
+		if !slices.Contains(pg.members, h.Self) {
+			f.notOnSwitch = append(f.notOnSwitch, h.Name)
+		}
+	}
+	sort.Strings(f.notOnSwitch)
+	return f, nil
 }
 
 // macOwner names a VM with a network adapter that has mac, other than the
@@ -225,34 +271,12 @@ func macOwner(ctx context.Context, vc *vim25.Client, mac string, vm types.Manage
 	return "", nil
 }
 
-// portGroupFacts reads the port group, its switch, and which hosts of the
-// VM's cluster are not on that switch.
-func (c *Client) portGroupFacts(ctx context.Context, vc *vim25.Client, op, portGroupID string, f *pvrdmaFacts) error {
-	pg, err := c.readPortGroup(ctx, vc, op, portGroupID)
-	if err != nil {
-		return err
-	}
-	f.network, f.standard, f.switchName = pg.name, pg.standard, pg.switchName
-	if pg.standard || f.vm.Runtime.Host == nil {
-		return nil
-	}
-	clusterHosts, err := c.siblingHosts(ctx, vc, *f.vm.Runtime.Host)
-	if err != nil {
-		return translate(op, err)
-	}
-	for _, h := range clusterHosts {
-		if !slices.Contains(pg.members, h.Self) {
-			f.notOnSwitch = append(f.notOnSwitch, h.Name)
-		}
-	}
-	sort.Strings(f.notOnSwitch)
-	return nil
-}
-
 // portGroupInfo is a network an adapter is planned on.
 type portGroupInfo struct {
 	name       string
+	key        string
 	standard   bool // a standard network, not a distributed port group
+	dvs        *types.ManagedObjectReference
 	switchName string
 	members    []types.ManagedObjectReference // the switch's hosts
 }
@@ -260,6 +284,16 @@ type portGroupInfo struct {
 // readPortGroup reads a distributed port group and its switch, in shared
 // reads; an id that names a standard network reads as one.
 func (c *Client) readPortGroup(ctx context.Context, vc *vim25.Client, op, portGroupID string) (*portGroupInfo, error) {
+	pg, err := c.readPortGroupOnly(ctx, vc, op, portGroupID)
+	if err != nil || pg.standard {
+		return pg, err
+	}
+	return pg, c.readPortGroupSwitch(ctx, vc, op, portGroupID, pg)
+}
+
+// readPortGroupOnly reads a distributed port group (a standard network's
+// id reads as one) without its switch.
+func (c *Client) readPortGroupOnly(ctx context.Context, vc *vim25.Client, op, portGroupID string) (*portGroupInfo, error) {
 	var pg mo.DistributedVirtualPortgroup
 	err := c.readObject(ctx, vc, types.ManagedObjectReference{Type: "DistributedVirtualPortgroup", Value: portGroupID}, []string{"name", "key", "config.distributedVirtualSwitch"}, &pg)
 	if errors.Is(translate(op, err), ErrNotFound) {
@@ -272,17 +306,22 @@ func (c *Client) readPortGroup(ctx context.Context, vc *vim25.Client, op, portGr
 	if err != nil {
 		return nil, translate(op, err)
 	}
-	out := &portGroupInfo{name: pg.Name}
-	if pg.Config.DistributedVirtualSwitch == nil {
-		return out, nil
+	return &portGroupInfo{name: pg.Name, key: pg.Key, dvs: pg.Config.DistributedVirtualSwitch}, nil
+}
+
+// readPortGroupSwitch reads the switch of a distributed port group read
+// by readPortGroupOnly into pg: its name and member hosts.
+func (c *Client) readPortGroupSwitch(ctx context.Context, vc *vim25.Client, op, portGroupID string, pg *portGroupInfo) error {
+	if pg.dvs == nil {
+		return nil
 	}
 	var s mo.DistributedVirtualSwitch
-	if err := c.readObject(ctx, vc, *pg.Config.DistributedVirtualSwitch, []string{"name", "uuid", "summary.hostMember"}, &s); err != nil {
-		return nil, translate(op, err)
+	if err := c.readObject(ctx, vc, *pg.dvs, []string{"name", "uuid", "summary.hostMember"}, &s); err != nil {
+		return translate(op, err)
 	}
-	out.switchName, out.members = s.Name, s.Summary.HostMember
-	c.rememberBacking(portGroupID, pg.Key, s.Uuid)
-	return out, nil
+	pg.switchName, pg.members = s.Name, s.Summary.HostMember
+	c.rememberBacking(portGroupID, pg.key, s.Uuid)
+	return nil
 }
 
 // PVRDMAProtocolChoice reports whether the VM's hardware version lets an

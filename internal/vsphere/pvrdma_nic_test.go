@@ -40,13 +40,21 @@ func TestPlanPVRDMANIC(t *testing.T) {
 	ctx := context.Background()
 	c := labClient(lab)
 	pg := labSwitch(t, lab, c, "rdma", "vmnic4", lab.HostNames())
+	choiceOf := func(vmID string) bool {
+		t.Helper()
+		ok, err := c.PVRDMAProtocolChoice(ctx, vmID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
 	plan := func(vmID, portGroupID string) []Finding {
 		t.Helper()
 		f, err := c.PlanPVRDMANIC(ctx, PVRDMANICChange{VMID: vmID, PortGroupID: portGroupID, DeviceProtocol: "rocev2"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return f
+		return f.Findings
 	}
 	label := func(name, id string) string { return name + " (" + id + ")" }
 
@@ -79,25 +87,21 @@ func TestPlanPVRDMANIC(t *testing.T) {
 	}
 	// Protocols come from the VM's config option: vmx-19 offers a choice;
 	// vmx-13 offers none, so an adapter asks for none and one that names a
-	// protocol is refused.
+	// protocol is refused. The planner and PVRDMAProtocolChoice agree on the
+	// choice.
 	protocolPlan := func(vmID, protocol string) []Finding {
 		t.Helper()
 		f, err := c.PlanPVRDMANIC(ctx, PVRDMANICChange{VMID: vmID, PortGroupID: pg, DeviceProtocol: protocol})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return f
-	}
-	choice := func(vmID string) bool {
-		t.Helper()
-		ok, err := c.PVRDMAProtocolChoice(ctx, vmID)
-		if err != nil {
-			t.Fatal(err)
+		if f.ProtocolChoice != choiceOf(vmID) {
+			t.Errorf("%s: the planner says protocol choice %v, PVRDMAProtocolChoice the opposite", vmID, f.ProtocolChoice)
 		}
-		return ok
+		return f.Findings
 	}
-	if f := protocolPlan(vm.MOID, "rocev2"); !choice(vm.MOID) || len(f) != 0 {
-		t.Errorf("vmx-19 with rocev2: %#v (choice %v), want a choice and no finding", f, choice(vm.MOID))
+	if f := protocolPlan(vm.MOID, "rocev2"); !choiceOf(vm.MOID) || len(f) != 0 {
+		t.Errorf("vmx-19 with rocev2: %#v (choice %v), want a choice and no finding", f, choiceOf(vm.MOID))
 	}
 	if f := protocolPlan(vm.MOID, "rocev3"); len(f) != 1 || !reflect.DeepEqual(f[0],
 		ProtocolNotOffered{VM: label("hpc-node-0", vm.MOID), Version: 19, Offered: []string{"rocev1", "rocev2"}, Wanted: "rocev3"}) {
@@ -106,8 +110,8 @@ func TestPlanPVRDMANIC(t *testing.T) {
 	if err := lab.UpgradeVMHardware(ctx, "legacy-node", 13); err != nil {
 		t.Fatal(err)
 	}
-	if f := protocolPlan(legacy, ""); choice(legacy) || len(f) != 0 {
-		t.Errorf("vmx-13 without a protocol: %#v (choice %v), want no choice and no finding", f, choice(legacy))
+	if f := protocolPlan(legacy, ""); choiceOf(legacy) || len(f) != 0 {
+		t.Errorf("vmx-13 without a protocol: %#v (choice %v), want no choice and no finding", f, choiceOf(legacy))
 	}
 	if f := protocolPlan(legacy, "rocev1"); !slices.Contains(f, Finding(NoProtocolChoice{VM: label("legacy-node", legacy), Version: 13, Wanted: "rocev1"})) {
 		t.Errorf("vmx-13 asked for rocev1: %#v, want NoProtocolChoice", f)
