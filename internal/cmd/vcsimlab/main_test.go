@@ -14,8 +14,8 @@ import (
 
 	"github.com/vmware/govmomi/find"
 	"github.com/vmware/govmomi/pbm"
-	"github.com/vmware/govmomi/property"
 	pbmtypes "github.com/vmware/govmomi/pbm/types"
+	"github.com/vmware/govmomi/property"
 	"github.com/vmware/govmomi/session"
 	"github.com/vmware/govmomi/vapi/rest"
 	"github.com/vmware/govmomi/vim25"
