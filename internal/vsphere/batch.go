@@ -85,8 +85,9 @@ func (b *readBatch) clk() clock {
 // A task's state is read until the task ends, as often as that takes: those
 // reads are left out.
 type ReadStats struct {
-	Calls int // RetrievePropertiesEx calls made for shared reads
-	Reads int // shared reads of anything but a task
+	Calls     int // RetrievePropertiesEx calls made for shared reads
+	Reads     int // shared reads of anything but a task
+	TaskReads int // shared reads of a task's state
 }
 
 // ReadStats sums the shared reads of the clients kept, for tests that
@@ -99,6 +100,7 @@ func (cs *Clients) ReadStats() ReadStats {
 		c.batch.mu.Lock()
 		sum.Calls += c.batch.stats.Calls
 		sum.Reads += c.batch.stats.Reads
+		sum.TaskReads += c.batch.stats.TaskReads
 		c.batch.mu.Unlock()
 	}
 	return sum
@@ -319,7 +321,9 @@ func (c *Client) count(reads []*sharedRead, alone bool) {
 		b.stats.Calls += len(reads)
 	}
 	for _, r := range reads {
-		if r.spec.ObjectSet[0].Obj.Type != "Task" {
+		if r.spec.ObjectSet[0].Obj.Type == "Task" {
+			b.stats.TaskReads++
+		} else {
 			b.stats.Reads++
 		}
 	}

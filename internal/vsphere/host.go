@@ -536,3 +536,11 @@ func (c *Client) hostConfigManager(ctx context.Context, vc *vim25.Client, op, ho
 	c.configManagers.Store(hostID, &h.ConfigManager)
 	return &h.ConfigManager, nil
 }
+
+// rememberConfigManager keeps a host's configManager read with other
+// properties, when it was (a read without it leaves it empty).
+func (c *Client) rememberConfigManager(hostID string, m *types.HostConfigManager) {
+	if m.AdvancedOption != nil || m.FirewallSystem != nil || m.PciPassthruSystem != nil {
+		c.configManagers.Store(hostID, m)
+	}
+}

@@ -44,8 +44,9 @@ type HostPVRDMA struct {
 // property path indexed by an array element's key with that element alone
 // (as VMware's vm-operator reads config.extraConfig["key"], its PR #480),
 // where config.option would carry every advanced option, over a thousand on
-// a real host.
-var hostPVRDMAProps = []string{"name", "config.firewall", "config.network.vnic", fmt.Sprintf("config.option[%q]", PVRDMAVmknicOption)}
+// a real host. configManager comes along, so that setting the host after
+// reading it needs no call for its managers (see hostConfigManager).
+var hostPVRDMAProps = []string{"name", "config.firewall", "config.network.vnic", fmt.Sprintf("config.option[%q]", PVRDMAVmknicOption), "configManager"}
 
 // HostPVRDMA reads a host's PVRDMA settings in one property-collector round
 // trip, shared with the reads of other hosts (a refresh's first one reads
@@ -58,6 +59,7 @@ func (c *Client) HostPVRDMA(ctx context.Context, hostID string) (*HostPVRDMA, er
 	if err != nil {
 		return nil, err
 	}
+	c.rememberConfigManager(hostID, &h.ConfigManager)
 	return hostPVRDMAFromMO(h, vmknicOf(h)), nil
 }
 

@@ -470,13 +470,17 @@ func (c *Client) CreatePVRDMANIC(ctx context.Context, vmID string, spec PVRDMANI
 				MemoryReservationLockedToMax: lockMemory(vm, spec.ReserveAllMemory),
 			}, true, nil
 		},
-		after: func(vm *mo.VirtualMachine, before []int32) {
+		after: func(vm *mo.VirtualMachine, before []int32) bool {
+			if vm.Config == nil {
+				return false
+			}
 			// The new adapter is the PVRDMA device whose key did not exist before.
 			for _, dev := range vm.Config.Hardware.Device {
 				if _, ok := dev.(*types.VirtualVmxnet3Vrdma); ok && !slices.Contains(before, dev.GetVirtualDevice().Key) {
 					created, _ = pvrdmaNIC(vm, dev.GetVirtualDevice().Key, op)
 				}
 			}
+			return created != nil
 		},
 	})
 	return created, err

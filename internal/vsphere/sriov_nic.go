@@ -118,12 +118,16 @@ func (c *Client) CreateSRIOVNIC(ctx context.Context, vmID string, spec SRIOVNICS
 				MemoryReservationLockedToMax: lockMemory(vm, true),
 			}, true, nil
 		},
-		after: func(vm *mo.VirtualMachine, before []int32) {
+		after: func(vm *mo.VirtualMachine, before []int32) bool {
+			if vm.Config == nil {
+				return false
+			}
 			for _, dev := range vm.Config.Hardware.Device {
 				if _, ok := dev.(*types.VirtualSriovEthernetCard); ok && !slices.Contains(before, dev.GetVirtualDevice().Key) {
 					created, _ = sriovNICOf(vm, dev.GetVirtualDevice().Key, op)
 				}
 			}
+			return created != nil
 		},
 	})
 	return created, err

@@ -24,6 +24,15 @@ var taskPolls = []time.Duration{10 * time.Millisecond, 25 * time.Millisecond, 50
 // makes five calls per task: a collector, a filter, the wait and their
 // removal), and reads stay valid across a new session.
 func (c *Client) waitTask(ctx context.Context, op string, t *object.Task) (*types.TaskInfo, error) {
+	return c.waitTaskReading(ctx, op, t, nil)
+}
+
+// waitTaskReading is waitTask, with also read in the same call as each
+// read of the task's state (inOneCall): what the caller needs once the task
+// has ended comes with the read that sees it end, not in a call after it.
+// Within that call the object may have been read a moment before the task
+// ended, so a caller that does not find the change there reads again.
+func (c *Client) waitTaskReading(ctx context.Context, op string, t *object.Task, also func(context.Context) error) (*types.TaskInfo, error) {
 	fields := map[string]any{"operation": op, "task": t.Reference().Value}
 	c.log.Debug(ctx, "Waiting for vSphere task", fields)
 	vc, err := c.vimClient(ctx)
@@ -33,7 +42,14 @@ func (c *Client) waitTask(ctx context.Context, op string, t *object.Task) (*type
 	percent := int32(-1)
 	for i := 0; ; i++ {
 		var tm mo.Task
-		if err := c.readObject(ctx, vc, t.Reference(), []string{"info"}, &tm); err != nil {
+		readTask := func(ctx context.Context) error { return c.readObject(ctx, vc, t.Reference(), []string{"info"}, &tm) }
+		var err error
+		if also == nil {
+			err = readTask(ctx)
+		} else {
+			err = c.inOneCall(ctx, readTask, also)
+		}
+		if err != nil {
 			return nil, translate(op, err)
 		}
 		info := &tm.Info

@@ -122,8 +122,10 @@ type vmChange struct {
 	build func(vm *mo.VirtualMachine, target *types.ConfigTarget) (*types.VirtualMachineConfigSpec, bool, error)
 	// after, when set, sees the VM as reconfigured (vmChangeProps: what an
 	// adapter's read takes, so a create needs no read back), with the
-	// device keys from before.
-	after func(vm *mo.VirtualMachine, before []int32)
+	// device keys from before, and reports whether it found its change
+	// there: the VM read with the task's end may be a moment older (see
+	// waitTaskReading), and is then read again.
+	after func(vm *mo.VirtualMachine, before []int32) bool
 }
 
 // vmChangeProps are what every change reads under the lock.
@@ -186,16 +188,16 @@ func (c *Client) changeVM(ctx context.Context, ch vmChange) error {
 	for _, dev := range vm.Config.Hardware.Device {
 		before = append(before, dev.GetVirtualDevice().Key)
 	}
-	err = c.reconfigureVM(ctx, vc, ch, vm, *spec, needsOff)
+	done, err := c.reconfigureVM(ctx, vc, ch, vm, *spec, needsOff)
 	if err != nil && !errors.Is(err, ErrNotPoweredBackOn) {
 		return err
 	}
-	if ch.after != nil {
-		var done mo.VirtualMachine
-		if rerr := c.readObjectAs(ctx, vc, vm.Self, vmChangeProps, &done, fresh); rerr != nil {
+	if ch.after != nil && (done == nil || !ch.after(done, before)) {
+		var again mo.VirtualMachine
+		if rerr := c.readObjectAs(ctx, vc, vm.Self, vmChangeProps, &again, fresh); rerr != nil {
 			return errors.Join(err, translate(ch.op, rerr))
 		}
-		ch.after(&done, before)
+		ch.after(&again, before)
 	}
 	return err
 }
@@ -211,37 +213,54 @@ func configTarget(ctx context.Context, vc *vim25.Client, vm *mo.VirtualMachine) 
 // reconfigureVM applies spec to a VM read under its lock. When needsOff and
 // the VM runs, it refuses unless the change may power it off; then it shuts
 // the guest down (bounded, then a hard power-off), reconfigures and powers
-// the VM back on, also when the reconfigure failed.
-func (c *Client) reconfigureVM(ctx context.Context, vc *vim25.Client, ch vmChange, vm *mo.VirtualMachine, spec types.VirtualMachineConfigSpec, needsOff bool) error {
+// the VM back on, also when the reconfigure failed. When the change has an
+// after and no power cycle, it returns the VM (vmChangeProps) as read with
+// the task's end; else nil.
+func (c *Client) reconfigureVM(ctx context.Context, vc *vim25.Client, ch vmChange, vm *mo.VirtualMachine, spec types.VirtualMachineConfigSpec, needsOff bool) (*mo.VirtualMachine, error) {
 	obj := object.NewVirtualMachine(vc, vm.Self)
 	state := powerStateOf(vm.Runtime.PowerState)
 	if refusal := PlanPower(vm.Name, state, needsOff, ch.powerOffAllowed, ch.change); refusal != nil {
-		return fmt.Errorf("%s: %w", ch.op, refusal.(error))
+		return nil, fmt.Errorf("%s: %w", ch.op, refusal.(error))
 	}
 	cycled := needsOff && state == PoweredOn
 	if cycled {
 		if err := c.powerOff(ctx, ch.op, obj, vm.Name); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if reflect.ValueOf(spec).IsZero() {
-		return nil // nothing to change: no task, no power cycle
+		return nil, nil // nothing to change: no task, no power cycle
+	}
+	var done *mo.VirtualMachine
+	var readDone func(context.Context) error
+	if ch.after != nil && !cycled {
+		// A failed read is not the task's failure: changeVM reads again.
+		readDone = func(ctx context.Context) error {
+			done = new(mo.VirtualMachine)
+			if c.readObject(ctx, vc, vm.Self, vmChangeProps, done) != nil {
+				done = nil
+			}
+			return nil
+		}
 	}
 	task, err := obj.Reconfigure(ctx, spec)
 	if err == nil {
-		_, err = c.waitTask(ctx, ch.op, task)
+		_, err = c.waitTaskReading(ctx, ch.op, task, readDone)
 	} else {
 		err = translate(ch.op, err)
+	}
+	if err != nil {
+		done = nil
 	}
 	if cycled {
 		if perr := c.powerOn(ctx, ch.op, obj, vm.Name); perr != nil {
 			if err == nil { // the change is made; only the VM is off
-				return fmt.Errorf("%w: %w", ErrNotPoweredBackOn, perr)
+				return nil, fmt.Errorf("%w: %w", ErrNotPoweredBackOn, perr)
 			}
-			return errors.Join(err, perr)
+			return nil, errors.Join(err, perr)
 		}
 	}
-	return err
+	return done, err
 }
 
 // powerOff shuts the guest down and waits, bounded; then powers off hard.
