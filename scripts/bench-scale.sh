@@ -7,7 +7,8 @@
 # found by a look-up by name. It prints wall time and calls by method (and endpoint) for the apply, one refresh and
 # one plan, then Terraform's own floor measured in the same run (as many objects refreshed with no I/O) and the
 # refresh's ratio to it.
-# PARALLELISM (default: Terraform's 10) sets terraform -parallelism.
+# PARALLELISM (default: Terraform's 10) sets terraform -parallelism. REFRESH_LOG=FILE writes the provider's TRACE
+# log of the refresh alone there (every call with its timing, for a timeline; it slows the refresh down).
 set -euo pipefail
 
 HOSTS="${HOSTS:-64}"
@@ -115,7 +116,12 @@ timed() {
 
 header "$HOSTS hosts, $VMS VMs, $LATENCY per call, parallelism $PARALLELISM: $((1 + HOSTS + VMS)) resources and $((1 + HOSTS + VMS)) look-ups"
 timed apply tf apply -auto-approve -input=false -parallelism="$PARALLELISM"
-timed refresh tf apply -refresh-only -auto-approve -input=false -parallelism="$PARALLELISM"
+if [[ -n "${REFRESH_LOG:-}" ]]; then
+  rm -f "$REFRESH_LOG"
+  timed refresh env TF_LOG_PROVIDER=TRACE TF_LOG_PATH="$REFRESH_LOG" "$TERRAFORM" apply -refresh-only -auto-approve -input=false -parallelism="$PARALLELISM"
+else
+  timed refresh tf apply -refresh-only -auto-approve -input=false -parallelism="$PARALLELISM"
+fi
 timed plan tf plan -detailed-exitcode -input=false -parallelism="$PARALLELISM"
 
 # Terraform's own floor, in the same run: as many of this provider's objects as the refresh reads (resources and
