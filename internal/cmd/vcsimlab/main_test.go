@@ -42,35 +42,71 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func TestRunWritesEnvFileAndServes(t *testing.T) {
-	envFile := filepath.Join(t.TempDir(), "lab.env")
+// startedLab runs the command with args (and -listen 127.0.0.1:0 and an
+// env file) until stop, and returns what its env file says once written;
+// stop ends run's context, as SIGTERM does, and returns run's error.
+type startedLab struct {
+	env            map[string]string
+	envFile        string
+	stdout, stderr syncBuffer
+	stop           func() error
+}
+
+func startLab(t *testing.T, report <-chan os.Signal, args ...string) *startedLab {
+	t.Helper()
+	l := &startedLab{envFile: filepath.Join(t.TempDir(), "lab.env"), env: map[string]string{}}
 	ctx, cancel := context.WithCancel(context.Background())
-	var stdout, stderr syncBuffer
-	report := make(chan os.Signal, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"-listen", "127.0.0.1:0", "-hosts", "2", "-password", "it's secret", "-env-file", envFile, "-hosts-need-reboot"}, report, &stdout, &stderr)
+		done <- run(ctx, append([]string{"-listen", "127.0.0.1:0", "-env-file", l.envFile}, args...), report, &l.stdout, &l.stderr)
 	}()
-
+	l.stop = func() error {
+		cancel()
+		return <-done
+	}
 	var content []byte
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		var err error
-		if content, err = os.ReadFile(envFile); err == nil {
+		if content, err = os.ReadFile(l.envFile); err == nil {
 			break
 		}
 		if time.Now().After(deadline) {
-			cancel()
-			t.Fatalf("no env file: %v; stderr: %s", <-done, stderr.String())
+			t.Fatalf("no env file: %v; stderr: %s", l.stop(), l.stderr.String())
 		}
 	}
-	env := map[string]string{}
 	for _, line := range strings.Split(strings.TrimSpace(string(content)), "\n") {
 		kv := strings.SplitN(strings.TrimPrefix(line, "export "), "=", 2)
 		if len(kv) != 2 || !strings.HasPrefix(kv[1], "'") {
 			t.Fatalf("bad line %q", line)
 		}
-		env[kv[0]] = strings.ReplaceAll(strings.Trim(kv[1], "'"), `'\''`, "'")
+		l.env[kv[0]] = strings.ReplaceAll(strings.Trim(kv[1], "'"), `'\''`, "'")
 	}
+	return l
+}
+
+// login logs in with the exported values, verifying TLS with the CA file.
+func (l *startedLab) login(t *testing.T) *vim25.Client {
+	t.Helper()
+	u := &url.URL{Scheme: "https", Host: l.env["VSPHERE_SERVER"], Path: "/sdk"}
+	sc := soap.NewClient(u, false)
+	if err := sc.SetRootCAs(l.env["VSPHERE_CA_FILE"]); err != nil {
+		t.Fatal(err)
+	}
+	vc, err := vim25.NewClient(context.Background(), sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := session.NewManager(vc).Login(context.Background(), url.UserPassword(l.env["VSPHERE_USER"], l.env["VSPHERE_PASSWORD"])); err != nil {
+		t.Fatalf("login with the exported credentials: %v", err)
+	}
+	return vc
+}
+
+func TestRunWritesEnvFileAndServes(t *testing.T) {
+	ctx := context.Background()
+	report := make(chan os.Signal, 1)
+	l := startLab(t, report, "-hosts", "2", "-password", "it's secret", "-hosts-need-reboot")
+	env, envFile, stdout, stderr := l.env, l.envFile, &l.stdout, &l.stderr
 	if env["VSPHERE_LAB_HOSTS"] != "DC0_C0_H0,DC0_C0_H1" || env["VSPHERE_LAB_DATACENTER"] != "DC0" || env["VSPHERE_PASSWORD"] != "it's secret" {
 		t.Errorf("env = %v", env)
 	}
@@ -91,18 +127,7 @@ func TestRunWritesEnvFileAndServes(t *testing.T) {
 	}
 
 	// The exported values log in, verifying TLS with the CA file.
-	u := &url.URL{Scheme: "https", Host: env["VSPHERE_SERVER"], Path: "/sdk"}
-	sc := soap.NewClient(u, false)
-	if err := sc.SetRootCAs(env["VSPHERE_CA_FILE"]); err != nil {
-		t.Fatal(err)
-	}
-	vc, err := vim25.NewClient(ctx, sc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := session.NewManager(vc).Login(ctx, url.UserPassword(env["VSPHERE_USER"], env["VSPHERE_PASSWORD"])); err != nil {
-		t.Errorf("login with the exported credentials: %v", err)
-	}
+	vc := l.login(t)
 
 	// A report counts the calls since the previous one: the client's set-up and login.
 	report <- syscall.SIGUSR1
@@ -154,8 +179,7 @@ func TestRunWritesEnvFileAndServes(t *testing.T) {
 		}
 	}
 
-	cancel()
-	if err := <-done; err != nil {
+	if err := l.stop(); err != nil {
 		t.Errorf("run: %v", err)
 	}
 	if _, err := os.Stat(envFile); !os.IsNotExist(err) {
@@ -166,42 +190,8 @@ func TestRunWritesEnvFileAndServes(t *testing.T) {
 // The lab stops when asked (SIGTERM ends run's context) although a client
 // is blocked in WaitForUpdatesEx, which returns RequestCanceled.
 func TestRunStopsWithAWaitBlocked(t *testing.T) {
-	envFile := filepath.Join(t.TempDir(), "lab.env")
-	ctx, cancel := context.WithCancel(context.Background())
-	var stdout, stderr syncBuffer
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, []string{"-listen", "127.0.0.1:0", "-hosts", "1", "-vms", "1", "-env-file", envFile}, nil, &stdout, &stderr)
-	}()
-	var content []byte
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		var err error
-		if content, err = os.ReadFile(envFile); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			cancel()
-			t.Fatalf("no env file: %v; stderr: %s", <-done, stderr.String())
-		}
-	}
-	env := map[string]string{}
-	for _, line := range strings.Split(strings.TrimSpace(string(content)), "\n") {
-		if kv := strings.SplitN(strings.TrimPrefix(line, "export "), "=", 2); len(kv) == 2 {
-			env[kv[0]] = strings.ReplaceAll(strings.Trim(kv[1], "'"), `'\''`, "'")
-		}
-	}
-	u := &url.URL{Scheme: "https", Host: env["VSPHERE_SERVER"], Path: "/sdk"}
-	sc := soap.NewClient(u, false)
-	if err := sc.SetRootCAs(env["VSPHERE_CA_FILE"]); err != nil {
-		t.Fatal(err)
-	}
-	vc, err := vim25.NewClient(context.Background(), sc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := session.NewManager(vc).Login(context.Background(), url.UserPassword(env["VSPHERE_USER"], env["VSPHERE_PASSWORD"])); err != nil {
-		t.Fatal(err)
-	}
+	l := startLab(t, nil, "-hosts", "1", "-vms", "1")
+	vc := l.login(t)
 
 	// A wait for a change that never comes: the root folder's name.
 	pc := property.DefaultCollector(vc)
@@ -222,8 +212,7 @@ func TestRunStopsWithAWaitBlocked(t *testing.T) {
 		}
 	}
 
-	cancel()
-	if err := <-done; err != nil {
+	if err := l.stop(); err != nil {
 		t.Errorf("run: %v", err)
 	}
 	if err := <-waited; err == nil {
