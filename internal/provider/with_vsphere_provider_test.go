@@ -117,7 +117,8 @@ func TestAccWithVSphereProvider_vsphereOwnsTheVM(t *testing.T) {
 	ctx := context.Background()
 	gpuHost := lab.VMHostName(lab.VMNames()[0])
 	// The switch spans the cluster, as the administrator built it (and as
-	// vcsim requires of a VM's adapter on a switch).
+	// vSphere requires: a PVRDMA adapter needs every host of the VM's
+	// cluster on its switch).
 	for i, host := range lab.HostNames() {
 		if i == 0 {
 			must(t, lab.CreateSwitch(ctx, "hpc-100g", host, lab.RDMANICs()[0]))
