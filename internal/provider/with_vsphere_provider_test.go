@@ -225,9 +225,9 @@ resource "vspherehpc_vm_pvrdma_nic" "node" {
 `
 
 // Four VMs the vSphere provider creates, each with this provider's PVRDMA
-// adapter. The VMs are applied first on their own, so that the log shows
-// what the vSphere provider's apply costs on the lab (calls by method, wall
-// time) apart from this provider's.
+// adapter. The VMs are applied and refreshed first on their own, so that
+// the log shows what the vSphere provider's apply and refresh cost on the
+// lab (calls by method and endpoint, wall time) apart from this provider's.
 //
 // It runs at parallelism 1 (VSPHERE_PROVIDER_PARALLELISM changes it): the
 // vSphere provider waits for every task on the session's one property
@@ -250,6 +250,10 @@ func TestAccWithVSphereProvider_fourVMs(t *testing.T) {
 	start := time.Now()
 	d.run("apply", "-auto-approve", "-parallelism="+parallelism, "-target=vsphere_virtual_machine.node")
 	t.Logf("the vSphere provider creating %d VMs at parallelism %s: %s, %s", nodes, parallelism, time.Since(start).Round(time.Millisecond), callSummary(lab.Calls()))
+	lab.ResetCalls()
+	start = time.Now()
+	d.run("apply", "-refresh-only", "-auto-approve", "-parallelism="+parallelism, "-target=vsphere_virtual_machine.node")
+	t.Logf("the vSphere provider refreshing them: %s, %s", time.Since(start).Round(time.Millisecond), callSummary(lab.Calls()))
 
 	lab.ResetCalls()
 	start = time.Now()
@@ -258,6 +262,10 @@ func TestAccWithVSphereProvider_fourVMs(t *testing.T) {
 	if changes := d.plan(); len(changes) != 0 {
 		t.Fatalf("plan after the apply: %v, want none", changes)
 	}
+	lab.ResetCalls()
+	start = time.Now()
+	d.run("apply", "-refresh-only", "-auto-approve", "-parallelism="+parallelism)
+	t.Logf("both providers refreshing everything: %s, %s", time.Since(start).Round(time.Millisecond), callSummary(lab.Calls()))
 	for i := range nodes {
 		name := "composed-node-" + strconv.Itoa(i)
 		nics, _, err := pvrdmaAdapters(lab, name)
