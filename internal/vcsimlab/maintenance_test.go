@@ -189,11 +189,7 @@ func TestMaintenanceModeWithoutAutomaticDRS(t *testing.T) {
 func TestMaintenanceModeEvacuatesPoweredOffVMs(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	l, err := Start(ctx, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	l := startLab(t)
 	vm := l.VMNames()[0]
 	host := l.VMHostName(vm)
 	hostOf := func() string {
