@@ -234,15 +234,9 @@ func (c *Client) readVMProps(ctx context.Context, vc *vim25.Client, op, vmID str
 
 // readVMPropsAs reads properties of a VM given by UUID or managed object id.
 func (c *Client) readVMPropsAs(ctx context.Context, vc *vim25.Client, op, vmID string, props []string, f freshness) (*mo.VirtualMachine, error) {
-	if err := malformedVMID(op, vmID); err != nil {
-		return nil, err
-	}
-	ref, err := c.vmRef(ctx, vc, vmID)
+	ref, err := c.resolveVM(ctx, vc, op, vmID)
 	if err != nil {
-		return nil, translate(op, err)
-	}
-	if ref == nil {
-		return nil, objectNotFound(op, ObjectVirtualMachine, vmID, "no virtual machine has UUID %s", vmID)
+		return nil, err
 	}
 	var vm mo.VirtualMachine
 	if err := c.readObjectAs(ctx, vc, *ref, props, &vm, f); err != nil {
@@ -255,6 +249,22 @@ func (c *Client) readVMPropsAs(ctx context.Context, vc *vim25.Client, op, vmID s
 		return nil, translate(op, err)
 	}
 	return &vm, nil
+}
+
+// resolveVM is a VM's reference from its UUID or managed object id (see
+// vmRef), or the error that names what is wrong with the id.
+func (c *Client) resolveVM(ctx context.Context, vc *vim25.Client, op, vmID string) (*types.ManagedObjectReference, error) {
+	if err := malformedVMID(op, vmID); err != nil {
+		return nil, err
+	}
+	ref, err := c.vmRef(ctx, vc, vmID)
+	if err != nil {
+		return nil, translate(op, err)
+	}
+	if ref == nil {
+		return nil, objectNotFound(op, ObjectVirtualMachine, vmID, "no virtual machine has UUID %s", vmID)
+	}
+	return ref, nil
 }
 
 func (c *Client) readVM(ctx context.Context, vc *vim25.Client, op string, ref types.ManagedObjectReference) (*VM, error) {

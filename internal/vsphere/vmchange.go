@@ -144,15 +144,9 @@ func (c *Client) changeVM(ctx context.Context, ch vmChange) error {
 	}
 	// The VM's managed object id, known from the plan's reads (or given):
 	// no call. The lock is the client's own; the VM is read under it.
-	if err := malformedVMID(ch.op, ch.vmID); err != nil {
-		return err
-	}
-	ref, err := c.vmRef(ctx, vc, ch.vmID)
+	ref, err := c.resolveVM(ctx, vc, ch.op, ch.vmID)
 	if err != nil {
-		return translate(ch.op, err)
-	}
-	if ref == nil {
-		return objectNotFound(ch.op, ObjectVirtualMachine, ch.vmID, "no virtual machine has UUID %s", ch.vmID)
+		return err
 	}
 	// Waiting for another resource's change to the VM does not count against
 	// this change's timeout; the caller's own context still bounds it.
