@@ -355,7 +355,7 @@ func (d *hostDataSource) Read(ctx context.Context, req datasource.ReadRequest, r
 			VFIDs: stringValues(sr.VFIDs), PhysicalFunction: types.StringValue(p.PhysicalFunction), UsedBy: vmUsers(p.VMs),
 		})
 	}
-	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+	resp.Diagnostics.Append(setModelState(ctx, &resp.State, &state)...)
 }
 
 // vmUsers lists the VMs configured with a device.

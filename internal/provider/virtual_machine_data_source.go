@@ -186,5 +186,5 @@ func (d *virtualMachineDataSource) Read(ctx context.Context, req datasource.Read
 			DeviceID: types.StringValue(p.DeviceID), Dynamic: types.BoolValue(p.Dynamic), Label: types.StringValue(p.Label),
 		})
 	}
-	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+	resp.Diagnostics.Append(setModelState(ctx, &resp.State, &state)...)
 }
