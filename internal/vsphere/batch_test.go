@@ -237,9 +237,10 @@ func TestSharedReadFailureIsPerRead(t *testing.T) {
 	}
 }
 
-// Look-ups by name share one index of the datacenter's names per client: N
-// hosts found by name cost one read of the names, plus one read of every
-// host (see prefetch.go).
+// Look-ups by name share one index of the datacenter's host and VM names
+// per client: N hosts found by name cost one read of the names, plus the
+// reads of every host and every VM (see prefetch.go); the VMs' look-ups
+// then make no call at all.
 // A name the index lacks reads it once more (the host may be new).
 func TestLookupsByNameShareOneIndex(t *testing.T) {
 	t.Parallel()
@@ -256,8 +257,17 @@ func TestLookupsByNameShareOneIndex(t *testing.T) {
 			t.Fatalf("HostByName(%s) = %+v, %v", name, h, err)
 		}
 	}
-	if n, want := lab.Calls()["RetrievePropertiesEx"], 2; n != want {
+	if n, want := lab.Calls()["RetrievePropertiesEx"], 3; n != want {
 		t.Errorf("%d look-ups took %d RetrievePropertiesEx calls, want %d", len(lab.HostNames()), n, want)
+	}
+	lab.ResetCalls()
+	for _, name := range lab.VMNames() {
+		if vm, err := c.VMByName(ctx, lab.DatacenterID(), name); err != nil || vm.Name != name {
+			t.Fatalf("VMByName(%s) = %+v, %v", name, vm, err)
+		}
+	}
+	if calls := lab.Calls(); len(calls) != 0 {
+		t.Errorf("%d VM look-ups after the hosts' made %v, want no call", len(lab.VMNames()), calls)
 	}
 	lab.ResetCalls()
 	if _, err := c.HostByName(ctx, lab.DatacenterID(), "esx-new"); !errors.Is(err, ErrNotFound) {

@@ -163,34 +163,27 @@ func (c *Client) readHost(ctx context.Context, op, id string, f freshness) (*mo.
 var hostVMProps = []string{"name", "runtime.powerState", "config.uuid", "config.hardware.device"}
 
 // prefetchedHost is readHost answered from the command's prefetch of every
-// host with its cluster and VMs, read in one call (see prefetch.go); false
-// when the host is not there, and it is read from vCenter.
+// host with its cluster (see prefetch.go) and from its prefetch of every
+// VM, the one every VM read of the refresh shares, the two made at once;
+// false when the host or one of its VMs is not there, and it is read from
+// vCenter.
 func (c *Client) prefetchedHost(ctx context.Context, vc *vim25.Client, host types.ManagedObjectReference) (*mo.HostSystem, *mo.ManagedEntity, []mo.VirtualMachine, bool) {
-	f := c.prefetchedSet(ctx, vc, "host reads", []types.PropertySpec{
+	hosts := c.prefetchedSet(ctx, vc, "host reads", []types.PropertySpec{
 		{Type: "HostSystem", PathSet: append(slices.Clone(hostProps), "vm")},
 		{Type: "ComputeResource", PathSet: []string{"name"}},
-		{Type: "VirtualMachine", PathSet: hostVMProps},
 	})
-	if f == nil {
+	allVMs := c.kindPrefetch(ctx, vc, "VirtualMachine", hostVMProps)
+	if !hosts.wait(ctx) || !allVMs.wait(ctx) {
 		return nil, nil, nil, false
-	}
-	select {
-	case <-f.ready:
-	case <-ctx.Done():
-		return nil, nil, nil, false
-	}
-	load := func(ref types.ManagedObjectReference, dst any) bool {
-		oc, ok := f.objs[ref]
-		return ok && f.err == nil && mo.LoadObjectContent([]types.ObjectContent{oc}, dst) == nil
 	}
 	var h mo.HostSystem
-	if !load(host, &h) {
+	if !hosts.object(host, &h) {
 		return nil, nil, nil, false
 	}
 	var cluster *mo.ManagedEntity
 	if h.Parent != nil && h.Parent.Type == "ClusterComputeResource" {
 		var cr mo.ClusterComputeResource
-		if !load(*h.Parent, &cr) {
+		if !hosts.object(*h.Parent, &cr) {
 			return nil, nil, nil, false
 		}
 		cluster = &cr.ManagedEntity
@@ -198,7 +191,7 @@ func (c *Client) prefetchedHost(ctx context.Context, vc *vim25.Client, host type
 	vms := make([]mo.VirtualMachine, 0, len(h.Vm))
 	for _, ref := range h.Vm {
 		var vm mo.VirtualMachine
-		if !load(ref, &vm) {
+		if !allVMs.object(ref, &vm) { // registered between the two calls
 			return nil, nil, nil, false
 		}
 		vms = append(vms, vm)
@@ -215,13 +208,7 @@ func (c *Client) HostByName(ctx context.Context, datacenterID, name string) (*Ho
 	if err != nil {
 		return nil, err
 	}
-	refs, err := c.byName(ctx, vc, datacenterRef(datacenterID), "HostSystem", name,
-		&types.TraversalSpec{Type: "Datacenter", Path: "hostFolder", SelectSet: []types.BaseSelectionSpec{
-			&types.SelectionSpec{Name: "folderTree"}, &types.SelectionSpec{Name: "computeHosts"},
-		}},
-		folderTreeWith(&types.SelectionSpec{Name: "computeHosts"}),
-		&types.TraversalSpec{SelectionSpec: types.SelectionSpec{Name: "computeHosts"}, Type: "ComputeResource", Path: "host"},
-	)
+	refs, err := c.byName(ctx, vc, datacenterRef(datacenterID), "HostSystem", name)
 	if err != nil {
 		return nil, datacenterError(op, datacenterID, err)
 	}

@@ -73,7 +73,7 @@ func TestHost(t *testing.T) {
 	}
 }
 
-func TestHostReadIsOneRoundTrip(t *testing.T) {
+func TestHostReadsArePrefetchedWithEveryVM(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
 	ctx := context.Background()
@@ -82,9 +82,10 @@ func TestHostReadIsOneRoundTrip(t *testing.T) {
 	if _, err := c.DatacenterByName(ctx, lab.DatacenterName()); err != nil { // logs in
 		t.Fatal(err)
 	}
-	// The first host read of a command reads every host with its cluster
-	// and VMs (see prefetch.go); the next hosts' reads make no call.
-	for i, want := range []int{1, 0} {
+	// The first host read of a command reads every host with its cluster,
+	// and every VM, in two calls at once (see prefetch.go); the next hosts'
+	// reads make no call, nor do the VM reads the VMs' call answers.
+	for i, want := range []int{2, 0} {
 		lab.ResetCalls()
 		if _, err := c.Host(ctx, lab.HostID(lab.HostNames()[i])); err != nil {
 			t.Fatal(err)
@@ -97,6 +98,13 @@ func TestHostReadIsOneRoundTrip(t *testing.T) {
 		if total != want || calls["RetrievePropertiesEx"] != want {
 			t.Fatalf("host read %d made %v, want %d RetrievePropertiesEx", i+1, calls, want)
 		}
+	}
+	lab.ResetCalls()
+	if vm, err := c.VM(ctx, lab.VMID(lab.VMNames()[0])); err != nil || vm.Name != lab.VMNames()[0] {
+		t.Fatalf("VM read: %+v, %v", vm, err)
+	}
+	if calls := lab.Calls(); len(calls) != 0 {
+		t.Fatalf("a VM read after the hosts' made %v, want none", calls)
 	}
 	// A read a change is built from goes to vCenter.
 	lab.ResetCalls()

@@ -130,27 +130,68 @@ func (p *prefetcher) noteCall(method string) {
 // when this read is the first of its kind and properties; false when the
 // read must go to vCenter.
 func (c *Client) prefetched(ctx context.Context, vc *vim25.Client, ref types.ManagedObjectReference, props []string) (types.ObjectContent, bool) {
-	sorted := slices.Sorted(slices.Values(props))
-	f := c.prefetch.start(ctx, prefetchKey{kind: ref.Type, props: strings.Join(sorted, ",")}, func(ctx context.Context, f *prefetch, limit int) {
-		if c.prefetch.tooLarge(ref.Type) {
-			f.err = errPopulationTooLarge
-			return
-		}
-		f.load(ctx, c, vc, populationSpec(vc.ServiceContent.RootFolder, ref.Type, sorted), limit)
-		if errors.Is(f.err, errPopulationTooLarge) {
-			c.prefetch.markTooLarge(ref.Type)
-		}
-	})
-	if f == nil {
-		return types.ObjectContent{}, false
-	}
-	select {
-	case <-f.ready:
-	case <-ctx.Done():
+	f := c.kindPrefetch(ctx, vc, ref.Type, props)
+	if !f.wait(ctx) {
 		return types.ObjectContent{}, false
 	}
 	oc, ok := f.objs[ref]
-	return oc, ok && f.err == nil
+	return oc, ok
+}
+
+// kindPrefetch is the command's prefetch of props (widened, for a VM, to
+// vmRefreshProps) of every object of kind, started if it is the first;
+// nil once the provider has changed anything. Callers wait for it.
+func (c *Client) kindPrefetch(ctx context.Context, vc *vim25.Client, kind string, props []string) *prefetch {
+	sorted := slices.Sorted(slices.Values(props))
+	if kind == "VirtualMachine" && subset(sorted, vmRefreshProps) {
+		sorted = vmRefreshProps
+	}
+	return c.prefetch.start(ctx, prefetchKey{kind: kind, props: strings.Join(sorted, ",")}, func(ctx context.Context, f *prefetch, limit int) {
+		if c.prefetch.tooLarge(kind) {
+			f.err = errPopulationTooLarge
+			return
+		}
+		f.load(ctx, c, vc, populationSpec(vc.ServiceContent.RootFolder, kind, sorted), limit)
+		if errors.Is(f.err, errPopulationTooLarge) {
+			c.prefetch.markTooLarge(kind)
+		}
+	})
+}
+
+// wait waits for the prefetch to end; false when there is none, it failed
+// or ctx ended first.
+func (f *prefetch) wait(ctx context.Context) bool {
+	if f == nil {
+		return false
+	}
+	select {
+	case <-f.ready:
+		return f.err == nil
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// object loads ref's properties from a prefetch that has ended well.
+func (f *prefetch) object(ref types.ManagedObjectReference, dst any) bool {
+	oc, ok := f.objs[ref]
+	return ok && mo.LoadObjectContent([]types.ObjectContent{oc}, dst) == nil
+}
+
+// vmRefreshProps are what a refresh reads of every VM when it reads no
+// more than these: the VM data source's, a host's VMs', an adapter's
+// properties. One prefetch answers them all, whichever arrives first, so
+// the calls a refresh makes do not depend on the order Terraform reads in.
+var vmRefreshProps = slices.Sorted(slices.Values(vmProps))
+
+// subset reports whether each of the sorted props is in the sorted of.
+func subset(props, of []string) bool {
+	for _, p := range props {
+		if _, found := slices.BinarySearch(of, p); !found {
+			return false
+		}
+	}
+	return true
 }
 
 // prefetchedSet is the command's prefetch named name: several kinds with

@@ -42,58 +42,58 @@ func folderTree() *types.TraversalSpec {
 	}
 }
 
-// byName collects the entities of one type called name below root, reached
-// through the given traversal: the first step of a look-up by name. The
-// names come from an index of every entity of that type below root, read
-// once per client (one Terraform command) in one round trip and shared by
-// all look-ups; a name the index lacks reads the index again once, in case
-// the entity was created since.
-func (c *Client) byName(ctx context.Context, vc *vim25.Client, root types.ManagedObjectReference, kind, name string, selectSet ...types.BaseSelectionSpec) ([]types.ManagedObjectReference, error) {
+// byName collects the hosts or VMs (kind) called name in a datacenter: the
+// first step of a look-up by name. The names come from an index of every
+// host and VM in the datacenter, read once per client (one Terraform
+// command) in one round trip and shared by all look-ups of either kind, so
+// a configuration that looks up hosts and VMs pays one call for both; a
+// name the index lacks reads the index again once, in case the entity was
+// created since.
+func (c *Client) byName(ctx context.Context, vc *vim25.Client, datacenter types.ManagedObjectReference, kind, name string) ([]types.ManagedObjectReference, error) {
 	asked := time.Now()
-	names, err := c.names.get(ctx, vc, c.cfg.APITimeout, root, kind, selectSet, time.Time{})
+	key := namedEntity{kind, name}
+	names, err := c.names.get(ctx, vc, c.cfg.APITimeout, datacenter, time.Time{})
 	if err != nil {
 		return nil, err
 	}
-	if refs, ok := names[name]; ok {
+	if refs, ok := names[key]; ok {
 		return refs, nil
 	}
-	if names, err = c.names.get(ctx, vc, c.cfg.APITimeout, root, kind, selectSet, asked); err != nil {
+	if names, err = c.names.get(ctx, vc, c.cfg.APITimeout, datacenter, asked); err != nil {
 		return nil, err
 	}
-	return names[name], nil
+	return names[key], nil
 }
 
-// nameIndexes holds, per root and entity type, the entities' names.
+// nameIndexes holds, per datacenter, its hosts' and VMs' names.
 type nameIndexes struct {
 	mu sync.Mutex
-	m  map[nameIndexKey]*nameIndex
+	m  map[types.ManagedObjectReference]*nameIndex
 }
 
-type nameIndexKey struct {
-	root types.ManagedObjectReference
-	kind string
+type namedEntity struct {
+	kind, name string
 }
 
 type nameIndex struct {
 	ready chan struct{} // closed once names and err are set
 	read  time.Time     // when the read began
-	names map[string][]types.ManagedObjectReference
+	names map[namedEntity][]types.ManagedObjectReference
 	err   error
 }
 
-// get returns the index of root's entities of kind, read at notBefore or
-// later: a read in flight or done since then serves, else a new one starts.
-func (x *nameIndexes) get(ctx context.Context, vc *vim25.Client, timeout time.Duration, root types.ManagedObjectReference, kind string, selectSet []types.BaseSelectionSpec, notBefore time.Time) (map[string][]types.ManagedObjectReference, error) {
-	key := nameIndexKey{root, kind}
+// get returns the index of datacenter, read at notBefore or later: a read
+// in flight or done since then serves, else a new one starts.
+func (x *nameIndexes) get(ctx context.Context, vc *vim25.Client, timeout time.Duration, datacenter types.ManagedObjectReference, notBefore time.Time) (map[namedEntity][]types.ManagedObjectReference, error) {
 	x.mu.Lock()
-	idx := x.m[key]
+	idx := x.m[datacenter]
 	if idx == nil || idx.read.Before(notBefore) {
 		idx = &nameIndex{ready: make(chan struct{}), read: time.Now()}
 		if x.m == nil {
-			x.m = map[nameIndexKey]*nameIndex{}
+			x.m = map[types.ManagedObjectReference]*nameIndex{}
 		}
-		x.m[key] = idx
-		go idx.load(context.WithoutCancel(ctx), vc, timeout, root, kind, selectSet, x, key)
+		x.m[datacenter] = idx
+		go idx.load(context.WithoutCancel(ctx), vc, timeout, datacenter, x)
 	}
 	x.mu.Unlock()
 	select {
@@ -104,29 +104,37 @@ func (x *nameIndexes) get(ctx context.Context, vc *vim25.Client, timeout time.Du
 	}
 }
 
-// load reads the names in one round trip. A failed read is not kept: the
-// next look-up tries again.
-func (idx *nameIndex) load(ctx context.Context, vc *vim25.Client, timeout time.Duration, root types.ManagedObjectReference, kind string, selectSet []types.BaseSelectionSpec, x *nameIndexes, key nameIndexKey) {
+// load reads the names in one round trip: the hosts through the host
+// folder's folders and compute resources, the VMs through the VM folder's
+// folders. A failed read is not kept: the next look-up tries again.
+func (idx *nameIndex) load(ctx context.Context, vc *vim25.Client, timeout time.Duration, datacenter types.ManagedObjectReference, x *nameIndexes) {
 	defer close(idx.ready)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	computeHosts := &types.SelectionSpec{Name: "computeHosts"}
 	objs, err := retrieve(ctx, vc, types.PropertyFilterSpec{
-		ObjectSet: []types.ObjectSpec{{Obj: root, Skip: types.NewBool(true), SelectSet: selectSet}},
-		PropSet:   []types.PropertySpec{{Type: kind, PathSet: []string{"name"}}},
+		ObjectSet: []types.ObjectSpec{{Obj: datacenter, Skip: types.NewBool(true), SelectSet: []types.BaseSelectionSpec{
+			&types.TraversalSpec{Type: "Datacenter", Path: "hostFolder", SelectSet: []types.BaseSelectionSpec{&types.SelectionSpec{Name: "folderTree"}, computeHosts}},
+			&types.TraversalSpec{Type: "Datacenter", Path: "vmFolder", SelectSet: []types.BaseSelectionSpec{&types.SelectionSpec{Name: "folderTree"}}},
+			folderTreeWith(computeHosts),
+			&types.TraversalSpec{SelectionSpec: types.SelectionSpec{Name: "computeHosts"}, Type: "ComputeResource", Path: "host"},
+		}}},
+		PropSet: []types.PropertySpec{{Type: "HostSystem", PathSet: []string{"name"}}, {Type: "VirtualMachine", PathSet: []string{"name"}}},
 	})
 	if err != nil {
 		idx.err = err
 		x.mu.Lock()
-		if x.m[key] == idx {
-			delete(x.m, key)
+		if x.m[datacenter] == idx {
+			delete(x.m, datacenter)
 		}
 		x.mu.Unlock()
 		return
 	}
-	idx.names = map[string][]types.ManagedObjectReference{}
+	idx.names = map[namedEntity][]types.ManagedObjectReference{}
 	for _, o := range objs {
-		if e, ok := entityOf(o); ok && e.Self.Type == kind {
-			idx.names[e.Name] = append(idx.names[e.Name], e.Self)
+		if e, ok := entityOf(o); ok {
+			key := namedEntity{e.Self.Type, e.Name}
+			idx.names[key] = append(idx.names[key], e.Self)
 		}
 	}
 	for _, refs := range idx.names {

@@ -159,10 +159,7 @@ func (c *Client) VMByName(ctx context.Context, datacenterID, name string) (*VM, 
 	if err != nil {
 		return nil, err
 	}
-	refs, err := c.byName(ctx, vc, datacenterRef(datacenterID), "VirtualMachine", name,
-		&types.TraversalSpec{Type: "Datacenter", Path: "vmFolder", SelectSet: []types.BaseSelectionSpec{&types.SelectionSpec{Name: "folderTree"}}},
-		folderTree(),
-	)
+	refs, err := c.byName(ctx, vc, datacenterRef(datacenterID), "VirtualMachine", name)
 	if err != nil {
 		return nil, datacenterError(op, datacenterID, err)
 	}
