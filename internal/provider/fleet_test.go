@@ -138,11 +138,11 @@ func TestAccFleet_calls(t *testing.T) {
 	})
 }
 
-// fleetRefreshBudget is issue 14's target for this refresh. Counted 8 (see
-// TestAccFleet_refreshWithLookupsIsDeterministic): the look-ups' three name
-// indexes, then one read of every host (with its cluster and VMs), of every
-// host's settings, of every VM for the look-ups and for the adapters, and
-// the switch.
+// fleetRefreshBudget is issue 14's target for this refresh. Counted 6 (see
+// TestAccFleet_refreshWithLookupsIsDeterministic): the datacenter, the
+// index of the datacenter's host and VM names, every host with its
+// cluster, every VM (for the hosts, the VM look-ups and the adapters),
+// every host's settings, and the switch.
 const fleetRefreshBudget = 30
 
 // terraformParallelism is how many operations Terraform runs at once by
@@ -253,16 +253,35 @@ resource "vspherehpc_rdma_dvs" "fabric" {
 `, lab.DatacenterID(), testName("fleet-dvs"), testName("fleet-pvrdma"), hosts.String()) + nics.String()
 }
 
-// The same refresh with look-ups by name: the datacenter, host and VM
-// indexes, then one read of every host, of every VM and of the switch's
-// kind, the same every time.
+// The same refresh with look-ups by name: the datacenter, the index of its
+// host and VM names, then one read of every host, of every VM, of every
+// host's settings and of the switch, the same every time.
 func TestAccFleet_refreshWithLookupsIsDeterministic(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{Hosts: 16, VMs: 64})
 	simulatedOnly(t, lab, "counts SOAP calls")
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		Steps:                    append([]resource.TestStep{{Config: fleetConfig(lab)}}, sameRefreshes(t, lab, "16 hosts and 64 VMs found by name", 3, 10)...),
+		Steps:                    append([]resource.TestStep{{Config: fleetConfig(lab)}}, sameRefreshes(t, lab, "16 hosts and 64 VMs found by name", 3, 6)...),
+	})
+}
+
+// And at 64 hosts and 256 VMs found by name, 20 ms per call: as many calls
+// as at 16 and 64. Refreshed twice, not three times: each refresh of this
+// size costs about 10 s of Terraform's CPU.
+func TestAccFleet_refreshWithLookupsAtScaleWithLatencyIsDeterministic(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{Hosts: 64, VMs: 256})
+	simulatedOnly(t, lab, "counts SOAP calls and sets the latency")
+	refreshes := sameRefreshes(t, lab, "64 hosts and 256 VMs found by name, 20 ms per call", 2, 6)
+	reset := refreshes[0].PreConfig
+	refreshes[0].PreConfig = func() {
+		lab.SetLatency(20 * time.Millisecond)
+		reset()
+	}
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps:                    append([]resource.TestStep{{Config: fleetConfig(lab)}}, refreshes...),
 	})
 }
 
