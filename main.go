@@ -6,6 +6,8 @@ import (
 	"context"
 	"flag"
 	"log"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
@@ -25,6 +27,17 @@ func main() {
 	var debug bool
 	flag.BoolVar(&debug, "debug", false, "run the provider with support for debuggers such as delve")
 	flag.Parse()
+	if !logsAsked(os.Environ()) {
+		// Terraform drops a provider's logs unless a TF_LOG variable asks for
+		// them, yet terraform-plugin-log takes a logger's unset level as every
+		// level, and each logger reads its own variable, not TF_LOG: the
+		// framework would write a trace line for each step of each call, to
+		// be encoded, piped to Terraform and thrown away, a tenth of the
+		// provider's CPU in a refresh.
+		for _, env := range []string{"TF_LOG_SDK", "TF_LOG_SDK_PROTO", "TF_LOG_SDK_FRAMEWORK", "TF_LOG_PROVIDER"} {
+			_ = os.Setenv(env, "off")
+		}
+	}
 
 	factory, logout := provider.NewWithLogout(version)
 	err := providerserver.Serve(context.Background(), factory, providerserver.ServeOpts{
@@ -42,4 +55,16 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
+}
+
+// logsAsked reports whether the environment sets any of Terraform's or
+// terraform-plugin-log's TF_LOG variables (TF_LOG, TF_LOG_PROVIDER,
+// TF_LOG_SDK_FRAMEWORK, TF_LOG_PATH, ...).
+func logsAsked(environ []string) bool {
+	for _, kv := range environ {
+		if strings.HasPrefix(kv, "TF_LOG") {
+			return true
+		}
+	}
+	return false
 }

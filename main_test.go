@@ -99,3 +99,20 @@ data "vspherehpc_datacenter" "dc" {}
 			len(keys), calls["Login"], calls["Logout"])
 	}
 }
+
+func TestLogsAsked(t *testing.T) {
+	for _, c := range []struct {
+		environ []string
+		want    bool
+	}{
+		{nil, false},
+		{[]string{"HOME=/root", "TF_CLI_CONFIG_FILE=/tmp/dev.tfrc", "CHECKPOINT_DISABLE=1"}, false},
+		{[]string{"HOME=/root", "TF_LOG=DEBUG"}, true},
+		{[]string{"TF_LOG_PROVIDER_VSPHEREHPC=TRACE"}, true},
+		{[]string{"TF_LOG_SDK_FRAMEWORK=OFF"}, true},
+	} {
+		if got := logsAsked(c.environ); got != c.want {
+			t.Errorf("logsAsked(%q) = %v, want %v", c.environ, got, c.want)
+		}
+	}
+}
