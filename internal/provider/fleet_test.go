@@ -191,9 +191,17 @@ func TestAccFleet_refreshByIDIsDeterministic(t *testing.T) {
 // every time, and as few as at 16 and 64.
 func TestAccFleet_refreshAtScaleWithLatencyIsDeterministic(t *testing.T) {
 	t.Parallel()
+	refreshAtScaleWithLatency(t, fleetByIDConfig, "64 hosts and 256 VMs given by id, 20 ms per call", 3, 3)
+}
+
+// refreshAtScaleWithLatency applies config on a lab of 64 hosts and 256
+// VMs at full speed, then refreshes it n times at 20 ms per call with
+// sameRefreshes.
+func refreshAtScaleWithLatency(t *testing.T, config func(*vcsimlab.Lab) string, what string, n, most int) {
+	t.Helper()
 	lab := startLab(t, vcsimlab.Options{Hosts: 64, VMs: 256})
 	simulatedOnly(t, lab, "counts SOAP calls and sets the latency")
-	refreshes := sameRefreshes(t, lab, "64 hosts and 256 VMs given by id, 20 ms per call", 3, 3)
+	refreshes := sameRefreshes(t, lab, what, n, most)
 	reset := refreshes[0].PreConfig
 	refreshes[0].PreConfig = func() {
 		lab.SetLatency(20 * time.Millisecond)
@@ -201,7 +209,7 @@ func TestAccFleet_refreshAtScaleWithLatencyIsDeterministic(t *testing.T) {
 	}
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		Steps:                    append([]resource.TestStep{{Config: fleetByIDConfig(lab)}}, refreshes...),
+		Steps:                    append([]resource.TestStep{{Config: config(lab)}}, refreshes...),
 	})
 }
 
@@ -271,18 +279,7 @@ func TestAccFleet_refreshWithLookupsIsDeterministic(t *testing.T) {
 // size costs about 10 s of Terraform's CPU.
 func TestAccFleet_refreshWithLookupsAtScaleWithLatencyIsDeterministic(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{Hosts: 64, VMs: 256})
-	simulatedOnly(t, lab, "counts SOAP calls and sets the latency")
-	refreshes := sameRefreshes(t, lab, "64 hosts and 256 VMs found by name, 20 ms per call", 2, 6)
-	reset := refreshes[0].PreConfig
-	refreshes[0].PreConfig = func() {
-		lab.SetLatency(20 * time.Millisecond)
-		reset()
-	}
-	resource.UnitTest(t, resource.TestCase{
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		Steps:                    append([]resource.TestStep{{Config: fleetConfig(lab)}}, refreshes...),
-	})
+	refreshAtScaleWithLatency(t, fleetConfig, "64 hosts and 256 VMs found by name, 20 ms per call", 2, 6)
 }
 
 // sameRefreshes is n refresh steps, each counting its calls: every one must
