@@ -177,12 +177,7 @@ func budgetCalls(lab *vcsimlab.Lab, clients *vsphere.Clients, before vsphere.Rea
 // refresh in a handful of property-collector calls, every time alike.
 func TestAccFleet_refreshByIDIsDeterministic(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{Hosts: 16, VMs: 64})
-	simulatedOnly(t, lab, "counts SOAP calls")
-	resource.UnitTest(t, resource.TestCase{
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		Steps:                    append([]resource.TestStep{{Config: fleetByIDConfig(lab)}}, sameRefreshes(t, lab, "16 hosts and 64 VMs given by id", 3, 3)...),
-	})
+	refreshesAlike(t, vcsimlab.Options{Hosts: 16, VMs: 64}, 0, fleetByIDConfig, "16 hosts and 64 VMs given by id", 3, 3)
 }
 
 // The same at 64 hosts and 256 VMs with a real vCenter's round trip on
@@ -191,20 +186,21 @@ func TestAccFleet_refreshByIDIsDeterministic(t *testing.T) {
 // every time, and as few as at 16 and 64.
 func TestAccFleet_refreshAtScaleWithLatencyIsDeterministic(t *testing.T) {
 	t.Parallel()
-	refreshAtScaleWithLatency(t, fleetByIDConfig, "64 hosts and 256 VMs given by id, 20 ms per call", 3, 3)
+	refreshesAlike(t, vcsimlab.Options{Hosts: 64, VMs: 256}, 20*time.Millisecond, fleetByIDConfig,
+		"64 hosts and 256 VMs given by id, 20 ms per call", 3, 3)
 }
 
-// refreshAtScaleWithLatency applies config on a lab of 64 hosts and 256
-// VMs at full speed, then refreshes it n times at 20 ms per call with
+// refreshesAlike applies config on a lab of the given size at full speed,
+// then refreshes it n times, latency added to every call, with
 // sameRefreshes.
-func refreshAtScaleWithLatency(t *testing.T, config func(*vcsimlab.Lab) string, what string, n, most int) {
+func refreshesAlike(t *testing.T, size vcsimlab.Options, latency time.Duration, config func(*vcsimlab.Lab) string, what string, n, most int) {
 	t.Helper()
-	lab := startLab(t, vcsimlab.Options{Hosts: 64, VMs: 256})
+	lab := startLab(t, size)
 	simulatedOnly(t, lab, "counts SOAP calls and sets the latency")
 	refreshes := sameRefreshes(t, lab, what, n, most)
 	reset := refreshes[0].PreConfig
 	refreshes[0].PreConfig = func() {
-		lab.SetLatency(20 * time.Millisecond)
+		lab.SetLatency(latency)
 		reset()
 	}
 	resource.UnitTest(t, resource.TestCase{
@@ -266,12 +262,7 @@ resource "vspherehpc_rdma_dvs" "fabric" {
 // host's settings and of the switch, the same every time.
 func TestAccFleet_refreshWithLookupsIsDeterministic(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{Hosts: 16, VMs: 64})
-	simulatedOnly(t, lab, "counts SOAP calls")
-	resource.UnitTest(t, resource.TestCase{
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		Steps:                    append([]resource.TestStep{{Config: fleetConfig(lab)}}, sameRefreshes(t, lab, "16 hosts and 64 VMs found by name", 3, 6)...),
-	})
+	refreshesAlike(t, vcsimlab.Options{Hosts: 16, VMs: 64}, 0, fleetConfig, "16 hosts and 64 VMs found by name", 3, 6)
 }
 
 // And at 64 hosts and 256 VMs found by name, 20 ms per call: as many calls
@@ -279,7 +270,8 @@ func TestAccFleet_refreshWithLookupsIsDeterministic(t *testing.T) {
 // size costs about 10 s of Terraform's CPU.
 func TestAccFleet_refreshWithLookupsAtScaleWithLatencyIsDeterministic(t *testing.T) {
 	t.Parallel()
-	refreshAtScaleWithLatency(t, fleetConfig, "64 hosts and 256 VMs found by name, 20 ms per call", 2, 6)
+	refreshesAlike(t, vcsimlab.Options{Hosts: 64, VMs: 256}, 20*time.Millisecond, fleetConfig,
+		"64 hosts and 256 VMs found by name, 20 ms per call", 2, 6)
 }
 
 // sameRefreshes is n refresh steps, each counting its calls: every one must

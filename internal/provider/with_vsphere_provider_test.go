@@ -17,8 +17,11 @@ import (
 
 // vsphereProviderEnv names a terraform-provider-vsphere binary (built from
 // github.com/vmware/terraform-provider-vsphere, as the README's "Trying the
-// vSphere provider against the lab" says): the composition guides need it,
-// and neither the Go module proxy nor anything else here serves it.
+// vSphere provider against the lab" says): the composition guides need it.
+// CI cannot build one: of github.com/vmware/ and hashicorp/
+// terraform-provider-vsphere the Go module proxy serves only v1.26.0 (tried
+// 2026-11-26: v2.0.0, v2.4.0, v2.6.1, v2.10.0, v2.12.0, v2.15.0, v2.16.1
+// refused), older than the guides' v2.4.0, and CI reaches nothing else.
 const vsphereProviderEnv = "VSPHERE_PROVIDER_BINARY"
 
 // withVSphereProvider makes a working directory holding the given example
