@@ -179,10 +179,14 @@ func (f *prefetch) object(ref types.ManagedObjectReference, dst any) bool {
 }
 
 // vmRefreshProps are what a refresh reads of every VM when it reads no
-// more than these: the VM data source's, a host's VMs', an adapter's
-// properties. One prefetch answers them all, whichever arrives first, so
-// the calls a refresh makes do not depend on the order Terraform reads in.
-var vmRefreshProps = slices.Sorted(slices.Values(vmProps))
+// more than these: the VM data source's, a host's VMs', an adapter's and a
+// GPU setup's properties. One prefetch answers them all, whichever arrives
+// first, so the calls a refresh makes do not depend on the order Terraform
+// reads in, and a VM with an adapter and a GPU setup is read once, not in
+// two calls one after the other (the GPU setups' reads arrive when the
+// adapters' are done). The price: every VM's extraConfig (a few KB) comes
+// along in a refresh that has no GPU setup.
+var vmRefreshProps = slices.Compact(slices.Sorted(slices.Values(slices.Concat(vmProps, gpuMMIOProps))))
 
 // subset reports whether each of the sorted props is in the sorted of.
 func subset(props, of []string) bool {

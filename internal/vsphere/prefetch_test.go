@@ -62,6 +62,17 @@ func TestPrefetchAnswersLaterReads(t *testing.T) {
 	if got := lab.Calls()["RetrievePropertiesEx"]; got != 1 {
 		t.Fatalf("%d reads by id took %d RetrievePropertiesEx, want 1", nodes(lab), got)
 	}
+	// The same VMs' GPU setups, refreshed with their adapters: the prefetch
+	// holds their properties too, so no second call follows the first.
+	lab.ResetCalls()
+	for _, name := range lab.VMNames()[:nodes(lab)] {
+		if _, err := byID.GPUMMIO(ctx, lab.VMID(name)); err != nil {
+			t.Fatalf("%s's GPU setup: %v", name, err)
+		}
+	}
+	if calls := lab.Calls(); len(calls) != 0 {
+		t.Fatalf("%d GPU setup reads after the VM reads made %v, want none", nodes(lab), calls)
+	}
 
 	// Bounded: a population above the limit is not prefetched; its first
 	// page is the one call that finds out.
