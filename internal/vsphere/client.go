@@ -246,17 +246,29 @@ func (c *Client) connect(ctx context.Context) (*vim25.Client, error) {
 	}
 	sc.Client.Transport = &bodyTracer{next: sc.Client.Transport, log: c.log}
 
+	// Log in while the service content is read: one round trip, not two.
+	rt := &sessionRoundTripper{next: keepalive.NewHandlerSOAP(sc, keepAliveIdle, nil), client: c}
+	gen := c.generation()
+	early := make(chan error, 1)
+	go func() { early <- c.loginAt(ctx, rt, sc, vcenterSessionManager, gen) }()
 	vc, err := vim25.NewClient(ctx, sc)
+	earlyErr := <-early
 	if err != nil {
+		if earlyErr == nil { // the session would outlive the failed connection
+			_, _ = methods.Logout(ctx, rt, &types.Logout{This: vcenterSessionManager})
+		}
 		return nil, c.connectError(ctx, u, err)
 	}
-	vc.RoundTripper = &sessionRoundTripper{
-		next:   keepalive.NewHandlerSOAP(sc, keepAliveIdle, nil),
-		client: c,
-		vim:    vc,
-	}
-	if err := c.login(ctx, vc, c.generation()); err != nil {
-		return nil, err
+	rt.vim = vc
+	vc.RoundTripper = rt
+	switch {
+	case earlyErr == nil:
+	case errors.Is(earlyErr, ErrLogin) && *vc.ServiceContent.SessionManager == vcenterSessionManager:
+		return nil, earlyErr
+	default: // the guess was wrong, or its call failed: log in as the service content says
+		if err := c.login(ctx, vc, gen); err != nil {
+			return nil, err
+		}
 	}
 	c.log.Debug(ctx, "Connected to vCenter", map[string]any{
 		"server": u.Host, "user": c.cfg.User,
@@ -265,20 +277,34 @@ func (c *Client) connect(ctx context.Context) (*vim25.Client, error) {
 	return vc, nil
 }
 
+// vcenterSessionManager is vCenter's session manager, as its service
+// content names it ("sessionManager": {"type": "SessionManager", "value":
+// "SessionManager"} in VMware's "Automating vSphere workflows with VI/JSON",
+// 2023). connect logs in to it before the service content has confirmed it;
+// a server that names it otherwise (ESXi's is ha-sessionmgr) is logged in to
+// again, as its service content says.
+var vcenterSessionManager = types.ManagedObjectReference{Type: "SessionManager", Value: "SessionManager"}
+
 // login logs in unless another goroutine already did so since generation
 // seen, so a burst of NotAuthenticated faults leads to one new session.
 func (c *Client) login(ctx context.Context, vc *vim25.Client, seen uint64) error {
+	return c.loginAt(ctx, vc, vc.Client, *vc.ServiceContent.SessionManager, seen)
+}
+
+// loginAt is login through rt, to the session manager manager of sc's
+// server.
+func (c *Client) loginAt(ctx context.Context, rt soap.RoundTripper, sc *soap.Client, manager types.ManagedObjectReference, seen uint64) error {
 	c.loginMu.Lock()
 	defer c.loginMu.Unlock()
 	if c.loginGen != seen {
 		return nil
 	}
-	op := "logging in to vCenter " + vc.URL().Host
-	res, err := methods.Login(ctx, vc, &types.Login{
-		This: *vc.ServiceContent.SessionManager, UserName: c.cfg.User, Password: c.cfg.Password, Locale: session.Locale,
+	op := "logging in to vCenter " + sc.URL().Host
+	res, err := methods.Login(ctx, rt, &types.Login{
+		This: manager, UserName: c.cfg.User, Password: c.cfg.Password, Locale: session.Locale,
 	})
 	if fault.Is(err, &types.InvalidLogin{}) {
-		return &ConnectError{Op: op, Kind: ErrLogin, Server: vc.URL().Host, User: c.cfg.User, Cause: err}
+		return &ConnectError{Op: op, Kind: ErrLogin, Server: sc.URL().Host, User: c.cfg.User, Cause: err}
 	}
 	if err != nil {
 		return translate(op, err)
@@ -286,7 +312,7 @@ func (c *Client) login(ctx context.Context, vc *vim25.Client, seen uint64) error
 	// Whoever reads the session key or cookie holds the session: keep both
 	// out of every log line, like the password.
 	c.log.Mask(res.Returnval.Key)
-	if cookie := vc.SessionCookie(); cookie != nil {
+	if cookie := sc.SessionCookie(); cookie != nil {
 		c.log.Mask(cookie.Value)
 	}
 	c.loginGen++

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vmware/govmomi/vim25/types"
+
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
 
@@ -111,6 +113,48 @@ func TestConcurrentCallsLogInOnce(t *testing.T) {
 	}
 	if got := lab.Calls()["Login"]; got != 2 {
 		t.Fatalf("logins = %d, want 2: concurrent calls that find the session gone must share one new login", got)
+	}
+}
+
+// TestLoginGoesWithTheServiceContent: connecting logs in while the service
+// content is read, one round trip instead of two. The login does not wait
+// for the service content: when that read fails, Login was sent all the
+// same, and its session is ended rather than left behind.
+func TestLoginGoesWithTheServiceContent(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	ctx := context.Background()
+	c := labClient(lab)
+	lab.FailCall("RetrieveServiceContent", "", &types.SystemError{Reason: "vpxd is starting"}, 1)
+	if _, err := c.DatacenterByName(ctx, ""); err == nil {
+		t.Fatal("connecting succeeded without the service content")
+	}
+	if calls := lab.Calls(); calls["Login"] != 1 || calls["Logout"] != 1 {
+		t.Fatalf("calls = %v, want Login sent with the service content's read, and its session ended", calls)
+	}
+	if keys, err := lab.Sessions(ctx); err != nil || len(keys) != 0 {
+		t.Fatalf("sessions = %v (%v), want none", keys, err)
+	}
+	if _, err := c.DatacenterByName(ctx, ""); err != nil {
+		t.Fatalf("the next call: %v", err)
+	}
+}
+
+// TestLoginFollowsTheServiceContent: where the session manager is not the
+// one logged in to before the service content came (an ESXi host names its
+// own ha-sessionmgr), the client logs in again to the one the service
+// content names.
+func TestLoginFollowsTheServiceContent(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	ctx := context.Background()
+	c := labClient(lab)
+	lab.FailCall("Login", "", &types.ManagedObjectNotFound{Obj: vcenterSessionManager}, 1)
+	if _, err := c.DatacenterByName(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	if calls := lab.Calls(); calls["Login"] != 2 || calls["RetrieveServiceContent"] != 1 {
+		t.Fatalf("calls = %v, want a second Login after the service content", calls)
 	}
 }
 
