@@ -2,19 +2,28 @@
 # `make bench-scale`: a benchmark of the provider at fleet size, not a test: it prints numbers and asserts none.
 #
 # Starts the lab simulator with HOSTS hosts (default 64) and VMS VMs (default 256), every call delayed by
-# LATENCY (default 20ms, a real vCenter's round trip), then applies a configuration as a platform team writes it:
-# the PVRDMA switch over every host, host settings on every host, a PVRDMA adapter on every VM, each host and VM
-# found by a look-up by name. It prints wall time and calls by method (and endpoint) for the apply, one refresh and
-# one plan, then Terraform's own floor measured in the same run (as many objects refreshed with no I/O) and the
-# refresh's ratio to it.
+# LATENCY (default 20ms, a real vCenter's round trip), then applies one of two configurations (FLEET):
+#   lookups (default): as a platform team writes it: the PVRDMA switch over every host, host settings on every
+#            host, a PVRDMA adapter on every VM, each host and VM found by a look-up by name;
+#   vms:     issue 25's: every VM, given by id (as the vSphere provider's vsphere_virtual_machine.id gives it), with a
+#            PVRDMA adapter and its GPU/MMIO settings: 2 x VMS resources. The switch and host settings they need are
+#            applied first, in a configuration of their own, and not measured.
+# It prints wall time and calls by method (and endpoint) for the apply, one refresh and one plan, then Terraform's
+# own floor measured in the same run (as many objects refreshed with no I/O) and the refresh's ratio to it.
 # PARALLELISM (default: Terraform's 10) sets terraform -parallelism. REFRESH_LOG=FILE writes the provider's TRACE
 # log of the refresh alone there (every call with its timing, for a timeline; it slows the refresh down).
+# With FLEET=vms and VSPHERE_PROVIDER_BINARY naming a terraform-provider-vsphere binary (see the README), the
+# vSphere provider imports the same VMs into vsphere_virtual_machine resources and its refresh of them is timed
+# beside this provider's, ROUNDS (default 3) times each, alternated.
 set -euo pipefail
 
 HOSTS="${HOSTS:-64}"
 VMS="${VMS:-256}"
 LATENCY="${LATENCY:-20ms}"
 PARALLELISM="${PARALLELISM:-10}"
+FLEET="${FLEET:-lookups}"
+ROUNDS="${ROUNDS:-3}"
+[[ "$FLEET" == lookups || "$FLEET" == vms ]] || { echo "FLEET=$FLEET: want lookups or vms" >&2; exit 2; }
 
 LAB_SCRIPT=bench-scale
 # shellcheck source=lab.sh
@@ -86,11 +95,6 @@ resource "vspherehpc_host_pvrdma_settings" "h" {
   vmknic         = "vmk1"
 }
 
-resource "vspherehpc_vm_pvrdma_nic" "n" {
-  for_each                  = data.vspherehpc_virtual_machine.vm
-  virtual_machine_id        = each.value.id
-  distributed_port_group_id = vspherehpc_rdma_dvs.fabric.port_group_id
-}
 EOF
 vms=()
 for ((i = 0; i < VMS; i++)); do vms+=("\"hpc-node-$i\""); done
@@ -99,10 +103,76 @@ datacenter = "$VSPHERE_LAB_DATACENTER"
 hosts      = ["${VSPHERE_LAB_HOSTS//,/\", \"}"]
 vms        = [$(IFS=,; echo "${vms[*]}")]
 EOF
-cd "$work"
+if [[ "$FLEET" == lookups ]]; then
+  cat >>"$work/main.tf" <<'EOF'
+
+resource "vspherehpc_vm_pvrdma_nic" "n" {
+  for_each                  = data.vspherehpc_virtual_machine.vm
+  virtual_machine_id        = each.value.id
+  distributed_port_group_id = vspherehpc_rdma_dvs.fabric.port_group_id
+}
+EOF
+  fleet="$work"
+  objects=$((2 * (1 + HOSTS + VMS))) # resources and look-ups
+  what="$((1 + HOSTS + VMS)) resources and $((1 + HOSTS + VMS)) look-ups"
+else
+  cat >>"$work/main.tf" <<'EOF'
+
+output "vms" {
+  value = [for name in var.vms : data.vspherehpc_virtual_machine.vm[name].id]
+}
+
+output "port_group" {
+  value = vspherehpc_rdma_dvs.fabric.port_group_id
+}
+EOF
+  header "setup, not measured: the switch over every host and host settings on every host"
+  (cd "$work" && tf apply -auto-approve -input=false -parallelism="$PARALLELISM" >"$tmp/setup.out" 2>&1) ||
+    { tail -n 40 "$tmp/setup.out"; show_lab_log; fail "the setup failed"; }
+  fleet="$tmp/vms"
+  mkdir -p "$fleet"
+  cat >"$fleet/main.tf" <<'EOF'
+terraform {
+  required_providers {
+    vspherehpc = {
+      source = "vspherehpc/vspherehpc"
+    }
+  }
+}
+
+provider "vspherehpc" {}
+
+variable "vms" {
+  type = list(string)
+}
+
+variable "port_group" {
+  type = string
+}
+
+resource "vspherehpc_vm_pvrdma_nic" "n" {
+  count                     = length(var.vms)
+  virtual_machine_id        = var.vms[count.index]
+  distributed_port_group_id = var.port_group
+}
+
+resource "vspherehpc_vm_gpu_mmio" "g" {
+  count              = length(var.vms)
+  virtual_machine_id = var.vms[count.index]
+  mmio_size_gb       = 256
+  power_off_allowed  = true
+}
+EOF
+  printf 'vms        = %s\nport_group = %s\n' "$(cd "$work" && tf output -json vms)" "$(cd "$work" && tf output -json port_group)" \
+    >"$fleet/terraform.tfvars"
+  objects=$((2 * VMS))
+  what="$objects resources: a PVRDMA adapter and GPU/MMIO settings on each VM, given by id"
+fi
+cd "$fleet"
 
 # timed LABEL COMMAND...: runs a terraform command and prints its wall time and the lab's calls by method (and
-# endpoint); the wall time is kept in seconds_LABEL.
+# endpoint); the wall times of each label are kept in seconds[LABEL].
+declare -A seconds
 timed() {
   local label=$1 start end
   shift
@@ -110,23 +180,16 @@ timed() {
   start=$(date +%s.%N)
   "$@" >"$tmp/$label.out" 2>&1 || { tail -n 40 "$tmp/$label.out"; show_lab_log; fail "$label failed"; }
   end=$(date +%s.%N)
-  printf -v "seconds_$label" '%s' "$(echo "$end - $start" | bc)"
-  printf '%-8s %6.1f s  %s\n' "$label:" "$(echo "$end - $start" | bc)" "$(lab_report)"
+  seconds[$label]+=" $(echo "$end - $start" | bc)"
+  printf '%-8s %6.2f s  %s\n' "$label:" "$(echo "$end - $start" | bc)" "$(lab_report)"
 }
 
-header "$HOSTS hosts, $VMS VMs, $LATENCY per call, parallelism $PARALLELISM: $((1 + HOSTS + VMS)) resources and $((1 + HOSTS + VMS)) look-ups"
+header "$HOSTS hosts, $VMS VMs, $LATENCY per call, parallelism $PARALLELISM: $what"
 timed apply tf apply -auto-approve -input=false -parallelism="$PARALLELISM"
-if [[ -n "${REFRESH_LOG:-}" ]]; then
-  rm -f "$REFRESH_LOG"
-  timed refresh env TF_LOG_PROVIDER=TRACE TF_LOG_PATH="$REFRESH_LOG" "$TERRAFORM" apply -refresh-only -auto-approve -input=false -parallelism="$PARALLELISM"
-else
-  timed refresh tf apply -refresh-only -auto-approve -input=false -parallelism="$PARALLELISM"
-fi
 timed plan tf plan -detailed-exitcode -input=false -parallelism="$PARALLELISM"
 
 # Terraform's own floor, in the same run: as many of this provider's objects as the refresh reads (resources and
 # look-ups), refreshed with no I/O at all (vspherehpc_mmio_size data sources compute and call nothing).
-objects=$((2 * (1 + HOSTS + VMS)))
 floor="$tmp/floor"
 mkdir -p "$floor"
 cat >"$floor/main.tf" <<TF
@@ -148,6 +211,114 @@ data "vspherehpc_mmio_size" "f" {
 TF
 cd "$floor"
 tf apply -auto-approve -input=false >/dev/null
-timed floor tf apply -refresh-only -auto-approve -input=false -parallelism="$PARALLELISM"
-printf 'refresh: %.2f x the floor (%d objects refreshed with no I/O), %.1f s above it\n' \
-  "$(echo "$seconds_refresh / $seconds_floor" | bc -l)" "$objects" "$(echo "$seconds_refresh - $seconds_floor" | bc -l)"
+
+sides=(refresh floor)
+if [[ "$FLEET" == vms && -n "${VSPHERE_PROVIDER_BINARY:-}" ]]; then
+  [[ -x "$VSPHERE_PROVIDER_BINARY" ]] || fail "VSPHERE_PROVIDER_BINARY=$VSPHERE_PROVIDER_BINARY is not an executable file"
+  vsphere="$tmp/vsphere"
+  mkdir -p "$vsphere/plugins"
+  ln -s "$VSPHERE_PROVIDER_BINARY" "$vsphere/plugins/terraform-provider-vsphere"
+  cat >"$vsphere/dev.tfrc" <<EOF
+provider_installation {
+  dev_overrides {
+    "vmware/vsphere" = "$vsphere/plugins"
+  }
+  direct {}
+}
+EOF
+  # The same VMs imported (import blocks with for_each: Terraform 1.7 or later), nothing changed: the vSphere
+  # provider then refreshes what it manages of them, as this provider refreshes their adapters and GPU settings.
+  cat >"$vsphere/main.tf" <<'EOF'
+terraform {
+  required_providers {
+    vsphere = {
+      source = "vmware/vsphere"
+    }
+  }
+}
+
+variable "datacenter" {
+  type = string
+}
+
+variable "cluster" {
+  type = string
+}
+
+variable "vms" {
+  type = list(string)
+}
+
+data "vsphere_datacenter" "dc" {
+  name = var.datacenter
+}
+
+data "vsphere_compute_cluster" "hpc" {
+  name          = var.cluster
+  datacenter_id = data.vsphere_datacenter.dc.id
+}
+
+import {
+  for_each = toset(var.vms)
+  to       = vsphere_virtual_machine.node[each.key]
+  id       = "/${var.datacenter}/vm/${each.key}"
+}
+
+resource "vsphere_virtual_machine" "node" {
+  for_each                   = toset(var.vms)
+  name                       = each.key
+  resource_pool_id           = data.vsphere_compute_cluster.hpc.resource_pool_id
+  wait_for_guest_net_timeout = 0
+  disk {
+    label = "disk0"
+    size  = 20
+  }
+  lifecycle {
+    ignore_changes = all
+  }
+}
+EOF
+  cp "$work/terraform.tfvars" "$vsphere/terraform.tfvars"
+  echo "cluster = \"$VSPHERE_LAB_CLUSTER\"" >>"$vsphere/terraform.tfvars"
+  vsphere_tf() { (cd "$vsphere" && TF_CLI_CONFIG_FILE="$vsphere/dev.tfrc" VSPHERE_ALLOW_UNVERIFIED_SSL=true "$TERRAFORM" "$@"); }
+  header "the vSphere provider imports the same $VMS VMs"
+  timed import vsphere_tf apply -auto-approve -input=false -parallelism="$PARALLELISM"
+  sides+=(vsphere)
+fi
+
+# Refreshes of this provider's fleet, the floor (and the vSphere provider's VMs), alternated, ROUNDS times.
+header "refreshes at parallelism $PARALLELISM, alternated, $ROUNDS rounds"
+for ((round = 1; round <= ROUNDS; round++)); do
+  for side in "${sides[@]}"; do
+    case $side in
+      refresh)
+        if [[ -n "${REFRESH_LOG:-}" && $round == 1 ]]; then
+          rm -f "$REFRESH_LOG"
+          timed refresh env -C "$fleet" TF_LOG_PROVIDER=TRACE TF_LOG_PATH="$REFRESH_LOG" "$TERRAFORM" apply -refresh-only -auto-approve -input=false -parallelism="$PARALLELISM"
+        else
+          timed refresh env -C "$fleet" "$TERRAFORM" apply -refresh-only -auto-approve -input=false -parallelism="$PARALLELISM"
+        fi
+        ;;
+      floor) timed floor env -C "$floor" "$TERRAFORM" apply -refresh-only -auto-approve -input=false -parallelism="$PARALLELISM" ;;
+      vsphere) timed vsphere vsphere_tf apply -refresh-only -auto-approve -input=false -parallelism="$PARALLELISM" ;;
+    esac
+  done
+done
+
+median() { tr ' ' '\n' | grep . | sort -n | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+refresh=$(median <<<"${seconds[refresh]}")
+floor_s=$(median <<<"${seconds[floor]}")
+# LATENCY as seconds: "50ms", "0.05s", "0".
+case $LATENCY in
+  *ms) rtt=$(echo "${LATENCY%ms} / 1000" | bc -l) ;;
+  *s) rtt=${LATENCY%s} ;;
+  *) rtt=$LATENCY ;;
+esac
+printf '\nmedians: refresh %.2f s, floor %.2f s (%d objects refreshed with no I/O)\n' "$refresh" "$floor_s" "$objects"
+printf 'refresh: %.2f x the floor, %.2f s above it; the floor x 1.15 plus two round trips is %.2f s\n' \
+  "$(echo "$refresh / $floor_s" | bc -l)" "$(echo "$refresh - $floor_s" | bc -l)" "$(echo "$floor_s * 1.15 + 2 * $rtt" | bc -l)"
+if [[ -n "${seconds[vsphere]:-}" ]]; then
+  vsphere_s=$(median <<<"${seconds[vsphere]}")
+  printf 'the vSphere provider refreshing the same %d VMs: %.2f s, %.1f x this provider'"'"'s refresh\n' "$VMS" "$vsphere_s" \
+    "$(echo "$vsphere_s / $refresh" | bc -l)"
+fi
