@@ -36,6 +36,7 @@ type Config struct {
 	Thumbprint         string // pins the one certificate to trust, as NormalizeThumbprint returns it
 	APITimeout         time.Duration
 	Logger             Logger
+	SessionDir         string // keeps the session between processes there (see session_file.go); "" logs out at the end
 }
 
 // keepAliveIdle is how long a session may sit unused before a cheap call
@@ -246,8 +247,17 @@ func (c *Client) connect(ctx context.Context) (*vim25.Client, error) {
 	}
 	sc.Client.Transport = &bodyTracer{next: sc.Client.Transport, log: c.log}
 
-	// Log in while the service content is read: one round trip, not two.
 	rt := &sessionRoundTripper{next: keepalive.NewHandlerSOAP(sc, keepAliveIdle, nil), client: c}
+	if c.cfg.SessionDir != "" {
+		if kept := c.keptSession(ctx); kept != nil {
+			vc := resume(sc, rt, kept)
+			rt.vim = vc
+			c.log.Debug(ctx, "Resumed the kept vCenter session", map[string]any{"server": u.Host, "user": c.cfg.User})
+			return vc, nil
+		}
+	}
+
+	// Log in while the service content is read: one round trip, not two.
 	gen := c.generation()
 	early := make(chan error, 1)
 	go func() { early <- c.loginAt(ctx, rt, sc, vcenterSessionManager, gen) }()
@@ -263,6 +273,7 @@ func (c *Client) connect(ctx context.Context) (*vim25.Client, error) {
 	vc.RoundTripper = rt
 	switch {
 	case earlyErr == nil:
+		c.keepSession(ctx, vc)
 	case errors.Is(earlyErr, ErrLogin) && *vc.ServiceContent.SessionManager == vcenterSessionManager:
 		return nil, earlyErr
 	default: // the guess was wrong, or its call failed: log in as the service content says
@@ -288,7 +299,11 @@ var vcenterSessionManager = types.ManagedObjectReference{Type: "SessionManager",
 // login logs in unless another goroutine already did so since generation
 // seen, so a burst of NotAuthenticated faults leads to one new session.
 func (c *Client) login(ctx context.Context, vc *vim25.Client, seen uint64) error {
-	return c.loginAt(ctx, vc, vc.Client, *vc.ServiceContent.SessionManager, seen)
+	if err := c.loginAt(ctx, vc, vc.Client, *vc.ServiceContent.SessionManager, seen); err != nil {
+		return err
+	}
+	c.keepSession(ctx, vc)
+	return nil
 }
 
 // loginAt is login through rt, to the session manager manager of sc's
@@ -336,8 +351,9 @@ func (c *Client) loginAfterLogout(ctx context.Context, vc *vim25.Client) error {
 // do not pile up on vCenter until its idle timeout ends them. A connection
 // in progress is waited for, so that its session ends too. ctx bounds that
 // wait and the call. The client stays usable: its next call logs in again.
+// A kept session (Config.SessionDir) is left for the next process.
 func (c *Client) Logout(ctx context.Context) error {
-	if !c.Configured() {
+	if !c.Configured() || c.cfg.SessionDir != "" {
 		return nil
 	}
 	c.connMu.Lock()
@@ -477,6 +493,11 @@ func (s *sessionRoundTripper) RoundTrip(ctx context.Context, req, res soap.HasFa
 	}
 	gen := s.client.generation()
 	err := s.call(ctx, method, req, res)
+	if err != nil && (soap.IsCertificateUntrusted(err) || errors.As(err, new(thumbprintMismatch))) {
+		// A resumed session's first call is the connection's first: its
+		// certificate is checked here, and said as connecting says it.
+		return s.client.connectError(ctx, s.vim.URL(), err)
+	}
 	if !fault.Is(err, &types.NotAuthenticated{}) {
 		return err
 	}

@@ -1,0 +1,149 @@
+package vsphere
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+
+	"github.com/vmware/govmomi/vim25"
+	"github.com/vmware/govmomi/vim25/soap"
+	"github.com/vmware/govmomi/vim25/types"
+)
+
+// Kept sessions (Config.SessionDir; off unless the configuration asks). One
+// Terraform command starts the provider several times (plan, apply), and
+// each process would log in (with the service content read beside it) and
+// out: two of a refresh's three round trips to a remote vCenter. With a
+// directory given, a session's cookie and vCenter's service content are kept
+// in a file of their own per server and user, readable by the owner alone;
+// the next process starts from them with no call, and none logs out: vCenter
+// ends a session nobody uses at its idle timeout (30 minutes by default). A
+// kept session vCenter has ended is found at the first call
+// (NotAuthenticated): the client logs in, retries, and keeps the new one.
+// govc's session cache and the vSphere provider's persist_session work so.
+
+type keptSession struct {
+	Cookie         string               `json:"cookie"`
+	ServiceContent types.ServiceContent `json:"service_content"`
+}
+
+// sessionFile names the file of the client's server and user, by a hash:
+// the directory does not list who logs in where.
+func (c *Client) sessionFile() string {
+	sum := sha256.Sum256([]byte(c.cfg.Server + "\x00" + c.cfg.User))
+	return filepath.Join(c.cfg.SessionDir, hex.EncodeToString(sum[:])+".json")
+}
+
+// keptSession is the session kept for the client's server and user, or nil
+// when there is none or its file or directory is not safe to trust.
+func (c *Client) keptSession(ctx context.Context) *keptSession {
+	name := c.sessionFile()
+	if problem := unsafeSessionPath(c.cfg.SessionDir, name); problem != nil {
+		if !errors.Is(problem, os.ErrNotExist) {
+			c.log.Debug(ctx, "Not using the kept vCenter session", map[string]any{"file": name, "reason": problem.Error()})
+		}
+		return nil
+	}
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return nil
+	}
+	var kept keptSession
+	if json.Unmarshal(b, &kept) != nil || kept.Cookie == "" || kept.ServiceContent.SessionManager == nil {
+		return nil
+	}
+	c.log.Mask(kept.Cookie)
+	return &kept
+}
+
+var (
+	errNotOwnerOnly    = errors.New("others than its owner may read or write it")
+	errDirWritable     = errors.New("others than its owner may write to its directory")
+	errNotRegularFile  = errors.New("it is not a regular file")
+	errNotADirectory   = errors.New("the session path is not a directory")
+	ownerOnlyCheckable = runtime.GOOS != "windows" // Windows reports no Unix permissions
+)
+
+// unsafeSessionPath says why a kept session file (or its directory) must not
+// be trusted, as ssh does for its keys: a file others can read gives the
+// session away, and one others can write or replace could make the
+// provider act as somebody else. os.ErrNotExist when there is no file.
+func unsafeSessionPath(dir, file string) error {
+	if d, err := os.Stat(dir); err != nil {
+		return err
+	} else if !d.IsDir() {
+		return errNotADirectory
+	} else if ownerOnlyCheckable && d.Mode().Perm()&0o022 != 0 {
+		return errDirWritable
+	}
+	f, err := os.Lstat(file)
+	switch {
+	case err != nil:
+		return err
+	case !f.Mode().IsRegular():
+		return errNotRegularFile
+	case ownerOnlyCheckable && f.Mode().Perm()&0o077 != 0:
+		return errNotOwnerOnly
+	}
+	return nil
+}
+
+// resume is a client of the kept session: no call made.
+func resume(sc *soap.Client, rt soap.RoundTripper, kept *keptSession) *vim25.Client {
+	sc.Jar.SetCookies(sc.URL(), []*http.Cookie{{Name: soap.SessionCookieName, Value: kept.Cookie, Path: "/"}})
+	sc.Namespace, sc.Version = "urn:"+vim25.Namespace, vim25.Version // as vim25.NewClient sets them
+	return &vim25.Client{Client: sc, RoundTripper: rt, ServiceContent: kept.ServiceContent}
+}
+
+// keepSession writes the client's session to its file, owner-only, creating
+// the directory owner-only; a session that cannot be kept is logged, not an
+// error: the next process logs in.
+func (c *Client) keepSession(ctx context.Context, vc *vim25.Client) {
+	if c.cfg.SessionDir == "" {
+		return
+	}
+	cookie := vc.SessionCookie()
+	if cookie == nil {
+		return
+	}
+	err := writeOwnerOnly(c.cfg.SessionDir, c.sessionFile(), keptSession{Cookie: cookie.Value, ServiceContent: vc.ServiceContent})
+	if err != nil {
+		c.log.Debug(ctx, "Could not keep the vCenter session", map[string]any{"file": c.sessionFile(), "error": err.Error()})
+	}
+}
+
+func writeOwnerOnly(dir, name string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	if problem := unsafeSessionPath(dir, name); problem != nil && !errors.Is(problem, os.ErrNotExist) && !errors.Is(problem, errNotOwnerOnly) {
+		return problem
+	}
+	// Written aside and renamed: a process reading it meanwhile sees the old
+	// session or the new one, never half of one. CreateTemp makes it 0600.
+	f, err := os.CreateTemp(dir, ".session-*")
+	if err != nil {
+		return err
+	}
+	_, werr := f.Write(b)
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Rename(f.Name(), name)
+	}
+	if werr != nil {
+		_ = os.Remove(f.Name())
+	}
+	return werr
+}

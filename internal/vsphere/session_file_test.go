@@ -1,0 +1,153 @@
+package vsphere
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
+)
+
+// keptClient is a client of lab that keeps its session in dir, logging to
+// log.
+func keptClient(lab *vcsimlab.Lab, dir string, log *recordingLogger) *Client {
+	return labClient(lab, func(cfg *Config) { cfg.SessionDir, cfg.Logger = dir, log })
+}
+
+// TestKeptSessionIsResumed: with a session directory, the session outlives
+// its process (no Logout), is kept in a file only its owner can read, and
+// the next process starts from it with no call: no service content, no
+// login. The cookie it reads is masked in the logs.
+func TestKeptSessionIsResumed(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "sessions") // created by the client
+	first := keptClient(lab, dir, &recordingLogger{})
+	if _, err := first.DatacenterByName(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Logout(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if calls := lab.Calls(); calls["Login"] != 1 || calls["Logout"] != 0 {
+		t.Fatalf("calls = %v, want one Login and no Logout", calls)
+	}
+	for name, want := range map[string]os.FileMode{dir: 0o700, first.sessionFile(): 0o600} {
+		if fi, err := os.Stat(name); err != nil || fi.Mode().Perm() != want {
+			t.Fatalf("%s: %v (%v), want mode %v", name, fi, err, want)
+		}
+	}
+	var kept keptSession
+	b, err := os.ReadFile(first.sessionFile())
+	if err != nil || json.Unmarshal(b, &kept) != nil || kept.Cookie == "" {
+		t.Fatalf("kept session %s: %v", b, err)
+	}
+
+	lab.ResetCalls()
+	log := &recordingLogger{}
+	next := keptClient(lab, dir, log)
+	if _, err := next.DatacenterByName(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	if calls := lab.Calls(); calls["Login"] != 0 || calls["RetrieveServiceContent"] != 0 || calls["RetrievePropertiesEx"] != 1 {
+		t.Fatalf("the next process made %v, want the look-up alone", calls)
+	}
+	if keys, err := lab.Sessions(ctx); err != nil || len(keys) != 1 {
+		t.Fatalf("sessions = %v (%v), want the one kept session", keys, err)
+	}
+	if !slices.Contains(log.masked, kept.Cookie) {
+		t.Fatalf("masked %v, want the kept cookie", log.masked)
+	}
+}
+
+// TestEndedKeptSessionIsReplaced: a kept session vCenter has ended is found
+// at the first call, which logs in, is retried, and keeps the new session
+// for the process after.
+func TestEndedKeptSessionIsReplaced(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	ctx := context.Background()
+	dir := t.TempDir()
+	if _, err := keptClient(lab, dir, &recordingLogger{}).DatacenterByName(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := lab.TerminateSessions(ctx); err != nil { // the idle timeout, or a restart
+		t.Fatal(err)
+	}
+	lab.ResetCalls()
+	if _, err := keptClient(lab, dir, &recordingLogger{}).DatacenterByName(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	if calls := lab.Calls(); calls["Login"] != 1 || calls["RetrievePropertiesEx"] != 2 {
+		t.Fatalf("calls = %v, want the look-up, a Login and the look-up again", calls)
+	}
+	lab.ResetCalls()
+	if _, err := keptClient(lab, dir, &recordingLogger{}).DatacenterByName(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	if calls := lab.Calls(); calls["Login"] != 0 {
+		t.Fatalf("calls = %v, want the new session resumed", calls)
+	}
+}
+
+// TestUnsafeKeptSessionIsNotUsed: a session file others can read, or in a
+// directory others can write to, is not trusted: the client logs in.
+func TestUnsafeKeptSessionIsNotUsed(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	ctx := context.Background()
+	for name, spoil := range map[string]func(dir, file string) error{
+		"file readable by others":      func(_, file string) error { return os.Chmod(file, 0o644) },
+		"directory writable by others": func(dir, _ string) error { return os.Chmod(dir, 0o777) },
+		"file a symbolic link": func(dir, file string) error {
+			target := filepath.Join(dir, "elsewhere")
+			if err := os.Rename(file, target); err != nil {
+				return err
+			}
+			return os.Symlink(target, file)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			c := keptClient(lab, dir, &recordingLogger{})
+			if _, err := c.DatacenterByName(ctx, ""); err != nil {
+				t.Fatal(err)
+			}
+			if err := spoil(dir, c.sessionFile()); err != nil {
+				t.Fatal(err)
+			}
+			log := &recordingLogger{}
+			before := lab.Calls()["Login"]
+			if _, err := keptClient(lab, dir, log).DatacenterByName(ctx, ""); err != nil {
+				t.Fatal(err)
+			}
+			if lab.Calls()["Login"] != before+1 {
+				t.Fatalf("logins %d → %d, want a new login", before, lab.Calls()["Login"])
+			}
+		})
+	}
+}
+
+// TestResumedSessionChecksTheCertificate: a resumed session's first call is
+// the connection's first, and an untrusted certificate is reported as
+// connecting reports it, never the session sent.
+func TestResumedSessionChecksTheCertificate(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	ctx := context.Background()
+	dir := t.TempDir()
+	if _, err := keptClient(lab, dir, &recordingLogger{}).DatacenterByName(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	untrusting := labClient(lab, func(cfg *Config) { cfg.SessionDir, cfg.CAFile = dir, "" })
+	_, err := untrusting.DatacenterByName(ctx, "")
+	if !errors.Is(err, ErrUntrustedCert) || !strings.Contains(err.Error(), lab.Thumbprint) {
+		t.Fatalf("error = %v, want ErrUntrustedCert naming the thumbprint %s", err, lab.Thumbprint)
+	}
+}
