@@ -14,7 +14,8 @@
 # log of the refresh alone there (every call with its timing, for a timeline; it slows the refresh down).
 # With FLEET=vms and VSPHERE_PROVIDER_BINARY naming a terraform-provider-vsphere binary (see the README), the
 # vSphere provider imports the same VMs into vsphere_virtual_machine resources and its refresh of them is timed
-# beside this provider's, ROUNDS (default 3) times each, alternated.
+# beside this provider's, ROUNDS (default 3) times each, alternated. PERSIST_SESSION=true turns the provider's
+# persist_session on (sessions kept in the workspace): a run resumes the last run's session instead of logging in.
 set -euo pipefail
 
 HOSTS="${HOSTS:-64}"
@@ -30,6 +31,9 @@ LAB_SCRIPT=bench-scale
 source "$(dirname "${BASH_SOURCE[0]}")/lab.sh"
 
 LAB_START_TIMEOUT="${LAB_START_TIMEOUT:-300}"
+if [[ "${PERSIST_SESSION:-}" == true ]]; then
+  export VSPHERE_PERSIST_SESSION=true VSPHEREHPC_SESSION_PATH="$tmp/sessions"
+fi
 build_provider
 start_lab -hosts "$HOSTS" -vms "$VMS" -latency "$LATENCY"
 

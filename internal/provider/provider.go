@@ -6,6 +6,7 @@ package provider
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -41,6 +42,10 @@ const (
 	envPassword           = "VSPHERE_PASSWORD"
 	envAllowUnverifiedSSL = "VSPHERE_ALLOW_UNVERIFIED_SSL"
 	envCAFile             = "VSPHERE_CA_FILE"
+	envPersistSession     = "VSPHERE_PERSIST_SESSION"
+	// The vSphere provider's VSPHERE_VIM_SESSION_PATH holds govmomi's own
+	// session files; this provider's are its own, under its own variable.
+	envSessionPath = "VSPHEREHPC_SESSION_PATH"
 )
 
 type vspherehpcProvider struct {
@@ -58,6 +63,8 @@ type providerModel struct {
 	CAFile             types.String `tfsdk:"ca_file"`
 	Thumbprint         types.String `tfsdk:"thumbprint"`
 	APITimeout         types.String `tfsdk:"api_timeout"`
+	PersistSession     types.Bool   `tfsdk:"persist_session"`
+	SessionPath        types.String `tfsdk:"session_path"`
 }
 
 // New returns the provider factory that the tests serve.
@@ -115,6 +122,22 @@ func (p *vspherehpcProvider) Schema(_ context.Context, _ provider.SchemaRequest,
 				Sensitive:           true,
 				MarkdownDescription: "Password of `user`. Never written to any log. Environment: `" + envPassword + "`.",
 			},
+			"persist_session": schema.BoolAttribute{
+				Optional: true,
+				MarkdownDescription: "Keep the vCenter session from one run of the provider to the next instead of logging in and out " +
+					"each time. One Terraform command runs the provider several times (plan, then apply), and each run otherwise logs in " +
+					"and out: two of a refresh's three round trips to a remote vCenter. The session's cookie is kept in a file of its own " +
+					"per server and user under `session_path`, readable by its owner alone (a file or directory others can read or write " +
+					"is not used); a run starts from it with no call to vCenter, and a kept session vCenter has ended (its idle timeout, " +
+					"30 minutes by default, or a restart) is replaced at the first call. Whoever can read the file can act as `user` " +
+					"until the session ends. Off by default. Environment: `" + envPersistSession + "`.",
+			},
+			"session_path": schema.StringAttribute{
+				Optional: true,
+				MarkdownDescription: "Directory of the sessions `persist_session` keeps, created readable by its owner alone if missing. " +
+					"Default: `vspherehpc/sessions` in the user's cache directory (`$XDG_CACHE_HOME` or `~/.cache` on Linux, " +
+					"`~/Library/Caches` on macOS, `%LocalAppData%` on Windows). Environment: `" + envSessionPath + "`.",
+			},
 			"thumbprint": schema.StringAttribute{
 				Optional: true,
 				MarkdownDescription: "SHA-1 (or SHA-256) thumbprint of vCenter's certificate, with or without colons (`AB:CD:...`). " +
@@ -146,6 +169,7 @@ func (p *vspherehpcProvider) Configure(ctx context.Context, req provider.Configu
 		{"vsphere_server", cfg.VSphereServer}, {"user", cfg.User}, {"password", cfg.Password},
 		{"allow_unverified_ssl", cfg.AllowUnverifiedSSL}, {"ca_file", cfg.CAFile},
 		{"thumbprint", cfg.Thumbprint}, {"api_timeout", cfg.APITimeout},
+		{"persist_session", cfg.PersistSession}, {"session_path", cfg.SessionPath},
 	} {
 		if a.value.IsUnknown() {
 			resp.Diagnostics.AddAttributeError(path.Root(a.name), "Provider setting not known until apply",
@@ -222,13 +246,14 @@ func (p *vspherehpcProvider) Configure(ctx context.Context, req provider.Configu
 	if s := cfg.APITimeout.ValueString(); s != "" {
 		vc.APITimeout, _ = time.ParseDuration(s) // checked by the schema's validator
 	}
+	vc.SessionDir = sessionDir(cfg, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return
 	}
 
 	tflog.Debug(ctx, "Configured vspherehpc provider", map[string]any{
 		"vsphere_server": vc.Server, "vsphere_user": vc.User, "allow_unverified_ssl": vc.AllowUnverifiedSSL,
-		"ca_file": vc.CAFile, "thumbprint_pinned": vc.Thumbprint != "", "connects_lazily": true,
+		"ca_file": vc.CAFile, "thumbprint_pinned": vc.Thumbprint != "", "connects_lazily": true, "session_path": vc.SessionDir,
 	})
 	client := vsphere.New(vc)
 	if p.clients != nil {
@@ -240,6 +265,43 @@ func (p *vspherehpcProvider) Configure(ctx context.Context, req provider.Configu
 	resp.ResourceData = &resourceData{client: client, claims: newClaimBook()}
 	resp.ListResourceData = client
 	resp.ActionData = client
+}
+
+// sessionDir is where persist_session keeps sessions, or "" when it is off.
+func sessionDir(cfg providerModel, diags *diag.Diagnostics) string {
+	persist := cfg.PersistSession.ValueBool()
+	if cfg.PersistSession.IsNull() && os.Getenv(envPersistSession) != "" {
+		b, err := strconv.ParseBool(os.Getenv(envPersistSession))
+		if err != nil {
+			diags.AddAttributeError(path.Root("persist_session"), "Invalid "+envPersistSession,
+				envPersistSession+" must be true or false, not "+strconv.Quote(os.Getenv(envPersistSession))+".")
+		}
+		persist = b
+	}
+	dir := stringOrEnv(cfg.SessionPath, envSessionPath)
+	switch {
+	case !persist:
+		if !cfg.SessionPath.IsNull() {
+			diags.AddAttributeWarning(path.Root("session_path"), "session_path not used",
+				"session_path is where persist_session keeps sessions, and persist_session is off: the provider logs in and out "+
+					"on every run. Set persist_session = true, or remove session_path.")
+		}
+		return ""
+	case dir == "":
+		cache, err := os.UserCacheDir()
+		if err != nil {
+			diags.AddAttributeError(path.Root("session_path"), "No directory for kept sessions",
+				"persist_session needs a directory to keep sessions in, and this machine has no user cache directory ("+err.Error()+
+					"). Set session_path, or "+envSessionPath+".")
+			return ""
+		}
+		return filepath.Join(cache, "vspherehpc", "sessions")
+	}
+	if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
+		diags.AddAttributeError(path.Root("session_path"), "session_path is not a directory",
+			"Cannot keep sessions in "+dir+": it is a file. Name a directory (it is created if missing).")
+	}
+	return dir
 }
 
 // caFileProblem says why a CA file cannot be used, or "" when it can. A

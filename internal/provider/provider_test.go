@@ -5,19 +5,24 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/provider"
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 	fwresource "github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
@@ -188,6 +193,8 @@ func TestAccProvider_invalidSettings(t *testing.T) {
 		{"bad thumbprint", `thumbprint = "xyz"`, regexp.MustCompile(`Invalid certificate thumbprint`)},
 		{"missing CA file", `ca_file = "/nonexistent/ca.pem"`, regexp.MustCompile(`(?s)Unusable CA file.*no such file`)},
 		{"bad timeout", `api_timeout = "soon"`, regexp.MustCompile(`api_timeout must be a positive duration`)},
+		{"session path a file", `persist_session = true
+  session_path = "/dev/null"`, regexp.MustCompile(`(?s)session_path is not a directory.*/dev/null`)},
 		{"credentials in the address", `vsphere_server = "https://root:s3cret@vc.example.com"
   user = "u"
   password = "p"`, regexp.MustCompile(`(?s)Invalid vCenter address.*user name or\s+password`)},
@@ -310,6 +317,92 @@ func TestAccProvider_logoutOnStop(t *testing.T) {
 	}
 }
 
+// TestAccProvider_persistSession: with persist_session, the provider's runs
+// in a series of terraform commands share one vCenter session: the first
+// logs in, every later one resumes it with no call to connect (a refresh
+// makes its reads alone), and the logout at the plugin's end leaves it for
+// the next command.
+func TestAccProvider_persistSession(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	simulatedOnly(t, lab, "counts Login calls and sessions")
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "sessions")
+	factory, logout := NewWithLogout("test")
+	config := fmt.Sprintf(`
+provider "vspherehpc" {
+  vsphere_server  = %q
+  user            = %q
+  password        = %q
+  ca_file         = %q
+  persist_session = true
+  session_path    = %q
+}
+data "vspherehpc_datacenter" "dc" {}
+data "vspherehpc_host" "h" {
+  datacenter_id = data.vspherehpc_datacenter.dc.id
+  name          = %q
+}
+`, lab.URL.Host, lab.Username, lab.Password, lab.CertFile, dir, lab.HostNames()[0])
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: map[string]func() (tfprotov6.ProviderServer, error){
+			"vspherehpc": providerserver.NewProtocol6WithError(factory()),
+		},
+		Steps: []resource.TestStep{
+			{
+				Config: config,
+				Check: func(*terraform.State) error {
+					if calls := lab.Calls(); calls["Login"] != 1 {
+						return fmt.Errorf("the commands of the first step made %v, want one Login", calls)
+					}
+					return nil
+				},
+			},
+			{
+				Config:    config,
+				PreConfig: lab.ResetCalls,
+				Check:     onlyReads(lab, "the second step's commands"),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("data.vspherehpc_host.h", tfjsonpath.New("id"), knownvalue.StringExact(lab.HostID(lab.HostNames()[0]))),
+				},
+			},
+			{
+				RefreshState: true,
+				PreConfig:    lab.ResetCalls,
+				Check:        onlyReads(lab, "a refresh"),
+			},
+		},
+	})
+	stop, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
+	defer cancel()
+	if err := logout(stop); err != nil {
+		t.Fatalf("logging out: %v", err)
+	}
+	if keys, err := lab.Sessions(ctx); err != nil || len(keys) != 1 || lab.Calls()["Logout"] != 0 {
+		t.Fatalf("after the plugin's end: sessions %v (%v), Logout calls %d; want the one kept session, not logged out",
+			keys, err, lab.Calls()["Logout"])
+	}
+	files, err := os.ReadDir(dir)
+	if err != nil || len(files) != 1 {
+		t.Fatalf("%s holds %v (%v), want one session file", dir, files, err)
+	}
+	if fi, err := files[0].Info(); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("the session file: %v (%v), want mode 0600", fi, err)
+	}
+}
+
+// onlyReads checks that the calls since the last lab.ResetCalls connected
+// and disconnected nothing.
+func onlyReads(lab *vcsimlab.Lab, what string) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		calls := lab.Calls()
+		if calls["Login"] != 0 || calls["RetrieveServiceContent"] != 0 || calls["Logout"] != 0 || calls["RetrievePropertiesEx"] == 0 {
+			return fmt.Errorf("%s with a kept session made %v, want reads alone", what, calls)
+		}
+		return nil
+	}
+}
+
 // Without vCenter settings, every resource that needs vCenter is refused at
 // plan, not at apply.
 func TestAccProvider_resourcesNeedVCenterAtPlan(t *testing.T) {
@@ -367,6 +460,53 @@ func TestAccProvider_apiTimeout(t *testing.T) {
 						`.*` + wrapped(`raise api_timeout in the provider block`).String()),
 				}},
 			})
+		})
+	}
+}
+
+// TestSessionDir: where persist_session keeps sessions, from the block or
+// the environment, and what is said of settings that do not fit.
+func TestSessionDir(t *testing.T) {
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		t.Skip("no user cache directory here:", err)
+	}
+	cases := []struct { // a zero types.Bool or types.String is null
+		name        string
+		cfg         providerModel
+		env         map[string]string
+		want        string
+		warn, error string
+	}{
+		{"off", providerModel{}, nil, "", "", ""},
+		{"on, default directory", providerModel{PersistSession: types.BoolValue(true)}, nil, filepath.Join(cache, "vspherehpc", "sessions"), "", ""},
+		{"on from the environment", providerModel{}, map[string]string{envPersistSession: "true", envSessionPath: "/tmp/kept"}, "/tmp/kept", "", ""},
+		{"off in the block wins", providerModel{PersistSession: types.BoolValue(false)}, map[string]string{envPersistSession: "true"}, "", "", ""},
+		{"path without persisting", providerModel{SessionPath: types.StringValue("/tmp/kept")}, nil, "", "session_path not used", ""},
+		{"bad environment", providerModel{}, map[string]string{envPersistSession: "yes please"}, "", "", "Invalid " + envPersistSession},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv(envPersistSession, "")
+			t.Setenv(envSessionPath, "")
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			var diags diag.Diagnostics
+			got := sessionDir(tc.cfg, &diags)
+			if got != tc.want {
+				t.Errorf("directory %q, want %q", got, tc.want)
+			}
+			var warns, errs []string
+			for _, d := range diags.Warnings() {
+				warns = append(warns, d.Summary())
+			}
+			for _, d := range diags.Errors() {
+				errs = append(errs, d.Summary())
+			}
+			if strings.Join(warns, "; ") != tc.warn || strings.Join(errs, "; ") != tc.error {
+				t.Errorf("warnings %q, errors %q; want %q and %q", warns, errs, tc.warn, tc.error)
+			}
 		})
 	}
 }
