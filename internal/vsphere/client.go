@@ -61,6 +61,7 @@ type Client struct {
 	loginMu   sync.Mutex
 	loginGen  uint64 // bumped on every successful login
 	loggedOut bool   // Logout ended the session; the next use logs in again
+	rejected  error  // vCenter refused the user name or password: never tried again
 
 	vms            objectLocks
 	hosts          objectLocks
@@ -311,6 +312,9 @@ func (c *Client) login(ctx context.Context, vc *vim25.Client, seen uint64) error
 func (c *Client) loginAt(ctx context.Context, rt soap.RoundTripper, sc *soap.Client, manager types.ManagedObjectReference, seen uint64) error {
 	c.loginMu.Lock()
 	defer c.loginMu.Unlock()
+	if c.rejected != nil { // retrying a bad password can lock the account
+		return c.rejected
+	}
 	if c.loginGen != seen {
 		return nil
 	}
@@ -319,7 +323,8 @@ func (c *Client) loginAt(ctx context.Context, rt soap.RoundTripper, sc *soap.Cli
 		This: manager, UserName: c.cfg.User, Password: c.cfg.Password, Locale: session.Locale,
 	})
 	if fault.Is(err, &types.InvalidLogin{}) {
-		return &ConnectError{Op: op, Kind: ErrLogin, Server: sc.URL().Host, User: c.cfg.User, Cause: err}
+		c.rejected = &ConnectError{Op: op, Kind: ErrLogin, Server: sc.URL().Host, User: c.cfg.User, Cause: err}
+		return c.rejected
 	}
 	if err != nil {
 		return translate(op, err)

@@ -151,3 +151,40 @@ func TestResumedSessionChecksTheCertificate(t *testing.T) {
 		t.Fatalf("error = %v, want ErrUntrustedCert naming the thumbprint %s", err, lab.Thumbprint)
 	}
 }
+
+// TestRejectedLoginAfterAKeptSessionIsNotRetried: a kept session that has
+// ended, and a password vCenter now refuses: the calls that find the session
+// gone try one login between them, never another (a bad password retried
+// can lock the account).
+func TestRejectedLoginAfterAKeptSessionIsNotRetried(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	ctx := context.Background()
+	dir := t.TempDir()
+	if _, err := keptClient(lab, dir, &recordingLogger{}).DatacenterByName(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := lab.TerminateSessions(ctx); err != nil {
+		t.Fatal(err)
+	}
+	lab.ResetCalls()
+	c := labClient(lab, func(cfg *Config) { cfg.SessionDir, cfg.Password = dir, "changed-"+lab.Password })
+	errs := make(chan error, 6)
+	for range cap(errs) {
+		go func() {
+			_, err := c.DatacenterByName(ctx, "")
+			errs <- err
+		}()
+	}
+	for range cap(errs) {
+		if err := <-errs; !errors.Is(err, ErrLogin) {
+			t.Fatalf("error = %v, want ErrLogin", err)
+		}
+	}
+	if _, err := c.DatacenterByName(ctx, ""); !errors.Is(err, ErrLogin) {
+		t.Fatalf("a later call: %v, want ErrLogin", err)
+	}
+	if n := lab.Calls()["Login"]; n != 1 {
+		t.Fatalf("logins = %d, want 1", n)
+	}
+}
