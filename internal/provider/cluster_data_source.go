@@ -90,5 +90,5 @@ func (d *clusterDataSource) Read(ctx context.Context, req datasource.ReadRequest
 		names, ids = append(names, h.Name), append(ids, h.ID)
 	}
 	state.HostNames, state.HostSystemIDs = stringValues(names), stringValues(ids)
-	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+	resp.Diagnostics.Append(setModelState(ctx, &resp.State, &state)...)
 }

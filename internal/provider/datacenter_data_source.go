@@ -72,5 +72,5 @@ func (d *datacenterDataSource) Read(ctx context.Context, req datasource.ReadRequ
 	tflog.Debug(ctx, "Found datacenter", map[string]any{"datacenter_id": dc.ID, "name": dc.Name})
 	state.ID = types.StringValue(dc.ID)
 	state.Name = types.StringValue(dc.Name)
-	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+	resp.Diagnostics.Append(setModelState(ctx, &resp.State, &state)...)
 }

@@ -327,7 +327,7 @@ func (r *hostPCIPassthroughResource) Read(ctx context.Context, req resource.Read
 	// turns it back on (enabled = false -> true). The resource is gone only
 	// with its host.
 	fillPassthrough(ctx, &state, host, managed, &resp.Diagnostics)
-	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+	resp.Diagnostics.Append(setModelState(ctx, &resp.State, &state)...)
 }
 
 func (r *hostPCIPassthroughResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {

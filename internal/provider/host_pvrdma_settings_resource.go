@@ -131,7 +131,7 @@ func (r *hostPVRDMASettingsResource) Create(ctx context.Context, req resource.Cr
 	// resource stays in state (tainted) and destroy still restores it.
 	tracked := plan
 	resp.Diagnostics.Append(settingsToModel(ctx, hostID, before.Settings, &tracked)...)
-	resp.Diagnostics.Append(resp.State.Set(ctx, &tracked)...)
+	resp.Diagnostics.Append(setModelState(ctx, &resp.State, &tracked)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -194,7 +194,7 @@ func (r *hostPVRDMASettingsResource) Read(ctx context.Context, req resource.Read
 		return
 	}
 	resp.Diagnostics.Append(settingsToModel(ctx, hostID, host.Settings, &state)...)
-	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+	resp.Diagnostics.Append(setModelState(ctx, &resp.State, &state)...)
 }
 
 func (r *hostPVRDMASettingsResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {

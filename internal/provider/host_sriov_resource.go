@@ -226,7 +226,7 @@ func (r *hostSRIOVResource) Read(ctx context.Context, req resource.ReadRequest, 
 		resp.State.RemoveResource(ctx)
 		return
 	}
-	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+	resp.Diagnostics.Append(setModelState(ctx, &resp.State, &state)...)
 }
 
 // restoreOf is what a destroy puts back: the resource's function, and the
@@ -318,7 +318,7 @@ func (r *hostSRIOVResource) ImportState(ctx context.Context, req resource.Import
 		return
 	}
 	resp.Diagnostics.Append(setPrivateJSON(ctx, resp.Private, privateSRIOVBefore, int(m.VFs.ValueInt64()))...)
-	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+	resp.Diagnostics.Append(setModelState(ctx, &resp.State, &m)...)
 }
 
 // cmpErr is err, or an error saying what when there is none.

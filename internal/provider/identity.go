@@ -36,7 +36,7 @@ func (k identityKind[I]) record(ctx context.Context, state *tfsdk.State, identit
 		return
 	}
 	if v, ok := k.fromID(id.ValueString()); ok {
-		diags.Append(identity.Set(ctx, v)...)
+		diags.Append(setModel(ctx, identity.Schema, &identity.Raw, v)...)
 	}
 }
 

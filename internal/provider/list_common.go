@@ -122,9 +122,9 @@ func (l *listResource) List(ctx context.Context, req list.ListRequest, stream *l
 			}
 			result := req.NewListResult(ctx)
 			result.DisplayName = item.display
-			result.Diagnostics.Append(result.Identity.Set(ctx, item.identity)...)
+			result.Diagnostics.Append(setModel(ctx, result.Identity.Schema, &result.Identity.Raw, item.identity)...)
 			if req.IncludeResource {
-				result.Diagnostics.Append(result.Resource.Set(ctx, item.resource)...)
+				result.Diagnostics.Append(setModel(ctx, result.Resource.Schema, &result.Resource.Raw, item.resource)...)
 			}
 			for _, w := range item.warnings {
 				result.Diagnostics.AddWarning(item.display, w)

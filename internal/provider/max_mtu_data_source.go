@@ -300,7 +300,7 @@ func (d *maxMTUDataSource) Read(ctx context.Context, req datasource.ReadRequest,
 	if len(short) > 0 {
 		resp.Diagnostics.AddWarning("The fabric carries less than it is configured for", shortfall(short, len(pairs)))
 	}
-	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+	resp.Diagnostics.Append(setModelState(ctx, &resp.State, &state)...)
 }
 
 func int64Or(v types.Int64, def int64) int64 {

@@ -226,5 +226,5 @@ func (d *mmioSizeDataSource) Read(ctx context.Context, req datasource.ReadReques
 	state.MMIOSizeGB = types.Int64Value(size)
 	state.ExtraConfig, diags = types.MapValueFrom(ctx, types.StringType, mmio.ExtraConfig(size))
 	resp.Diagnostics.Append(diags...)
-	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+	resp.Diagnostics.Append(setModelState(ctx, &resp.State, &state)...)
 }

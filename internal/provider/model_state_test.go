@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
@@ -64,20 +66,81 @@ func hostState(t testing.TB) tfsdk.State {
 	return tfsdk.State{Schema: resp.Schema, Raw: tftypes.NewValue(resp.Schema.Type().TerraformType(context.Background()), nil)}
 }
 
+// sampleGPUMMIOModel is a GPU setup as a refresh finds it: a GPU by PCI id,
+// GPUs by model, an InfiniBand VF.
+func sampleGPUMMIOModel() vmGPUMMIOModel {
+	return vmGPUMMIOModel{
+		ID: types.StringValue("4217"), VirtualMachineID: types.StringValue("4217"),
+		GPU: types.SetValueMust(gpuBlockType, []attr.Value{
+			types.ObjectValueMust(gpuBlockType.AttrTypes, map[string]attr.Value{"pci_id": types.StringValue("0000:af:00.0"),
+				"vendor_id": types.StringNull(), "device_id": types.StringNull(), "count": types.Int64Null()}),
+			types.ObjectValueMust(gpuBlockType.AttrTypes, map[string]attr.Value{"pci_id": types.StringNull(),
+				"vendor_id": types.StringValue("10de"), "device_id": types.StringValue("20b5"), "count": types.Int64Value(2)}),
+		}),
+		PCIDevice: types.SetValueMust(pciDeviceBlockType, []attr.Value{
+			types.ObjectValueMust(pciDeviceBlockType.AttrTypes, map[string]attr.Value{"pci_id": types.StringValue("0000:86:00.1")}),
+		}),
+		MMIOSizeGB: types.Int64Value(512), TotalGPUMemoryGB: types.Float64Value(240), Firmware: types.StringValue("efi"),
+		Use64bitMMIO: types.BoolValue(true), MemoryLockedToMax: types.BoolValue(true), AllowFirmwareChange: types.BoolValue(false),
+		PowerOffAllowed: types.BoolValue(true),
+	}
+}
+
+func resourceState(t testing.TB, r resource.Resource) tfsdk.State {
+	t.Helper()
+	var resp resource.SchemaResponse
+	r.Schema(context.Background(), resource.SchemaRequest{}, &resp)
+	if resp.Diagnostics.HasError() {
+		t.Fatal(resp.Diagnostics)
+	}
+	return tfsdk.State{Schema: resp.Schema, Raw: tftypes.NewValue(resp.Schema.Type().TerraformType(context.Background()), nil)}
+}
+
+// setModelState sets what the framework's State.Set sets: for a host of 50
+// devices (nested lists), a GPU setup (sets of blocks), a switch with its
+// port group block and without (a nil pointer is null), and an identity.
 func TestSetModelStateMatchesTheFramework(t *testing.T) {
 	ctx := context.Background()
-	model := sampleHostModel()
-	want, got := hostState(t), hostState(t)
-	if diags := want.Set(ctx, &model); diags.HasError() {
-		t.Fatal(diags)
+	host, gpus := sampleHostModel(), sampleGPUMMIOModel()
+	withPortGroup := rdmaDVSModel{ID: types.StringValue("50 1a"), UplinkNames: types.ListNull(types.StringType), Hosts: types.SetNull(dvsHostType),
+		PortGroup: &portGroupModel{Name: types.StringValue("pvrdma"), VLANID: types.Int64Value(0), PortCount: types.Int64Value(8), AutoExpand: types.BoolValue(true)}}
+	without := withPortGroup
+	without.PortGroup = nil
+	for _, tc := range []struct {
+		name  string
+		state func(testing.TB) tfsdk.State
+		model any
+	}{
+		{"host", hostState, &host},
+		{"GPU setup", func(t testing.TB) tfsdk.State { return resourceState(t, &vmGPUMMIOResource{}) }, &gpus},
+		{"switch", func(t testing.TB) tfsdk.State { return resourceState(t, &rdmaDVSResource{}) }, &withPortGroup},
+		{"switch without a port group", func(t testing.TB) tfsdk.State { return resourceState(t, &rdmaDVSResource{}) }, &without},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want, got := tc.state(t), tc.state(t)
+			if diags := want.Set(ctx, tc.model); diags.HasError() {
+				t.Fatal(diags)
+			}
+			if diags := setModelState(ctx, &got, tc.model); diags.HasError() {
+				t.Fatal(diags)
+			}
+			if !got.Raw.Equal(want.Raw) {
+				diffs, _ := got.Raw.Diff(want.Raw)
+				t.Fatalf("setModelState differs from State.Set in %d places, first %v", len(diffs), diffs[0])
+			}
+		})
 	}
-	if diags := setModelState(ctx, &got, &model); diags.HasError() {
-		t.Fatal(diags)
-	}
-	if !got.Raw.Equal(want.Raw) {
-		diffs, _ := got.Raw.Diff(want.Raw)
-		t.Fatalf("setModelState differs from State.Set in %d places, first %v", len(diffs), diffs[0])
-	}
+	t.Run("identity", func(t *testing.T) {
+		want := tfsdk.ResourceIdentity{Schema: vmIdentity.schema, Raw: tftypes.NewValue(vmIdentity.schema.Type().TerraformType(ctx), nil)}
+		got := want
+		id := vmIdentityModel{types.StringValue("4217")}
+		if diags := want.Set(ctx, id); diags.HasError() {
+			t.Fatal(diags)
+		}
+		if diags := setModel(ctx, got.Schema, &got.Raw, id); diags.HasError() || !got.Raw.Equal(want.Raw) {
+			t.Fatalf("identity %v (%v), want %v", got.Raw, diags, want.Raw)
+		}
+	})
 }
 
 func TestSetModelStateRefusesAModelThatLacksAnAttribute(t *testing.T) {
@@ -89,6 +152,29 @@ func TestSetModelStateRefusesAModelThatLacksAnAttribute(t *testing.T) {
 	if !diags.HasError() || !state.Raw.IsNull() {
 		t.Fatalf("want an error and the state untouched, got %v and %v", diags, state.Raw)
 	}
+}
+
+// BenchmarkModelState compares the framework's State.Set with setModelState
+// on a GPU setup, as each refresh of one sets it.
+func BenchmarkModelState(b *testing.B) {
+	ctx := context.Background()
+	model := sampleGPUMMIOModel()
+	b.Run("framework", func(b *testing.B) {
+		for b.Loop() {
+			state := resourceState(b, &vmGPUMMIOResource{})
+			if diags := state.Set(ctx, &model); diags.HasError() {
+				b.Fatal(diags)
+			}
+		}
+	})
+	b.Run("setModelState", func(b *testing.B) {
+		for b.Loop() {
+			state := resourceState(b, &vmGPUMMIOResource{})
+			if diags := setModelState(ctx, &state, &model); diags.HasError() {
+				b.Fatal(diags)
+			}
+		}
+	})
 }
 
 // BenchmarkHostState compares the framework's State.Set with setModelState

@@ -401,7 +401,7 @@ func (r *rdmaDVSResource) Read(ctx context.Context, req resource.ReadRequest, re
 		resp.Diagnostics.Append(setPrivateJSON(ctx, resp.Private, privateSwitch, dvs.DVSID)...)
 	}
 	resp.Diagnostics.Append(dvsToModel(ctx, dvs, &state)...)
-	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+	resp.Diagnostics.Append(setModelState(ctx, &resp.State, &state)...)
 }
 
 func (r *rdmaDVSResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {

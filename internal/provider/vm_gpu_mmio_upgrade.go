@@ -99,5 +99,5 @@ func upgradeGPUMMIOFromV0(ctx context.Context, req resource.UpgradeStateRequest,
 		resp.Diagnostics.Append(ds...)
 		m.PCIDevice = set
 	}
-	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+	resp.Diagnostics.Append(setModelState(ctx, &resp.State, &m)...)
 }

@@ -187,7 +187,7 @@ func (r *vmPVRDMANICResource) Create(ctx context.Context, req resource.CreateReq
 		tflog.Debug(ctx, "Added PVRDMA adapter", map[string]any{"virtual_machine_id": vmID, "device_key": nic.Key})
 		resp.Diagnostics.Append(setPrivateJSON(ctx, resp.Private, privateVM, nic.VM.MOID)...)
 		nicToModel(nic, &plan)
-		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+		resp.Diagnostics.Append(setModelState(ctx, &resp.State, &plan)...)
 	}
 	if err != nil {
 		resp.Diagnostics.Append(vsphereErrorDiag("Cannot add a PVRDMA adapter to virtual machine "+vmID, err))
@@ -252,7 +252,7 @@ func (r *vmPVRDMANICResource) Read(ctx context.Context, req resource.ReadRequest
 		return
 	}
 	nicToModel(nic, &state)
-	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+	resp.Diagnostics.Append(setModelState(ctx, &resp.State, &state)...)
 }
 
 func (r *vmPVRDMANICResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
@@ -280,7 +280,7 @@ func (r *vmPVRDMANICResource) Update(ctx context.Context, req resource.UpdateReq
 		// Only provider-side settings (power_off_allowed, the id's spelling,
 		// no longer reserving memory): nothing to tell vCenter.
 		plan.ID, plan.MACAddress, plan.AdapterIndex = state.ID, state.MACAddress, state.AdapterIndex
-		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+		resp.Diagnostics.Append(setModelState(ctx, &resp.State, &plan)...)
 		return
 	}
 	if err := r.client.UpdatePVRDMANIC(ctx, vmID, key, spec, needsOff); err != nil {
@@ -288,7 +288,7 @@ func (r *vmPVRDMANICResource) Update(ctx context.Context, req resource.UpdateReq
 		// Record what the adapter is now, if it can be read; else keep the prior state.
 		if nic, rerr := r.client.PVRDMANIC(ctx, vmID, key); rerr == nil {
 			nicToModel(nic, &plan)
-			resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+			resp.Diagnostics.Append(setModelState(ctx, &resp.State, &plan)...)
 		}
 		return
 	}

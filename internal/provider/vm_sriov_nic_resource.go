@@ -171,7 +171,7 @@ func (r *vmSRIOVNICResource) Create(ctx context.Context, req resource.CreateRequ
 		tflog.Debug(ctx, "Added SR-IOV adapter", map[string]any{"virtual_machine_id": vmID, "device_key": nic.Key})
 		resp.Diagnostics.Append(setPrivateJSON(ctx, resp.Private, privateVM, nic.VM.MOID)...)
 		sriovNICToModel(nic, &plan)
-		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+		resp.Diagnostics.Append(setModelState(ctx, &resp.State, &plan)...)
 	}
 	if err != nil {
 		resp.Diagnostics.Append(vsphereErrorDiag("Cannot add an SR-IOV adapter to virtual machine "+vmID, err))
@@ -229,7 +229,7 @@ func (r *vmSRIOVNICResource) Read(ctx context.Context, req resource.ReadRequest,
 		return
 	}
 	sriovNICToModel(nic, &state)
-	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+	resp.Diagnostics.Append(setModelState(ctx, &resp.State, &state)...)
 }
 
 func (r *vmSRIOVNICResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
@@ -254,14 +254,14 @@ func (r *vmSRIOVNICResource) Update(ctx context.Context, req resource.UpdateRequ
 	if !changed {
 		// Only power_off_allowed or the id's spelling: nothing to tell vCenter.
 		plan.ID, plan.MACAddress = state.ID, state.MACAddress
-		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+		resp.Diagnostics.Append(setModelState(ctx, &resp.State, &plan)...)
 		return
 	}
 	if err := r.client.UpdateSRIOVNIC(ctx, vmID, key, spec); err != nil {
 		resp.Diagnostics.Append(vsphereErrorDiag("Cannot change SR-IOV adapter "+state.ID.ValueString(), err))
 		if nic, rerr := r.client.SRIOVNIC(ctx, vmID, key); rerr == nil {
 			sriovNICToModel(nic, &plan)
-			resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+			resp.Diagnostics.Append(setModelState(ctx, &resp.State, &plan)...)
 		}
 		return
 	}
