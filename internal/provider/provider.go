@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/action"
@@ -134,7 +135,8 @@ func (p *vspherehpcProvider) Schema(_ context.Context, _ provider.SchemaRequest,
 			},
 			"session_path": schema.StringAttribute{
 				Optional: true,
-				MarkdownDescription: "Directory of the sessions `persist_session` keeps, created readable by its owner alone if missing. " +
+				MarkdownDescription: "Directory of the sessions `persist_session` keeps, created readable by its owner alone if missing; " +
+					"a leading `~/` is the home directory. " +
 					"Default: `vspherehpc/sessions` in the user's cache directory (`$XDG_CACHE_HOME` or `~/.cache` on Linux, " +
 					"`~/Library/Caches` on macOS, `%LocalAppData%` on Windows). Environment: `" + envSessionPath + "`.",
 			},
@@ -296,6 +298,12 @@ func sessionDir(cfg providerModel, diags *diag.Diagnostics) string {
 			return ""
 		}
 		return filepath.Join(cache, "vspherehpc", "sessions")
+	}
+	if rest, ok := strings.CutPrefix(dir, "~"+string(filepath.Separator)); ok {
+		// As a shell would, and the vSphere provider does for its session paths.
+		if home, err := os.UserHomeDir(); err == nil {
+			dir = filepath.Join(home, rest)
+		}
 	}
 	if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
 		diags.AddAttributeError(path.Root("session_path"), "session_path is not a directory",

@@ -471,6 +471,10 @@ func TestSessionDir(t *testing.T) {
 	if err != nil {
 		t.Skip("no user cache directory here:", err)
 	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		t.Skip("no home directory here:", err)
+	}
 	cases := []struct { // a zero types.Bool or types.String is null
 		name        string
 		cfg         providerModel
@@ -481,6 +485,8 @@ func TestSessionDir(t *testing.T) {
 		{"off", providerModel{}, nil, "", "", ""},
 		{"on, default directory", providerModel{PersistSession: types.BoolValue(true)}, nil, filepath.Join(cache, "vspherehpc", "sessions"), "", ""},
 		{"on from the environment", providerModel{}, map[string]string{envPersistSession: "true", envSessionPath: "/tmp/kept"}, "/tmp/kept", "", ""},
+		{"in the home directory", providerModel{PersistSession: types.BoolValue(true), SessionPath: types.StringValue("~/kept")}, nil,
+			filepath.Join(home, "kept"), "", ""},
 		{"off in the block wins", providerModel{PersistSession: types.BoolValue(false)}, map[string]string{envPersistSession: "true"}, "", "", ""},
 		{"path without persisting", providerModel{SessionPath: types.StringValue("/tmp/kept")}, nil, "", "session_path not used", ""},
 		{"bad environment", providerModel{}, map[string]string{envPersistSession: "yes please"}, "", "", "Invalid " + envPersistSession},
