@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -255,6 +256,61 @@ resource "vspherehpc_rdma_dvs" "fabric" {
   }
 %s}
 `, lab.DatacenterID(), testName("fleet-dvs"), testName("fleet-pvrdma"), hosts.String()) + nics.String()
+}
+
+// Issue 25's configuration: an adapter and GPU/MMIO settings on each of 64
+// VMs, given by id, on a PVRDMA port group the administrator made by hand.
+// The adapters' and the GPU setups' reads are answered by one read of every
+// VM, and an unchanged GPU setup plans with no call: terraform refresh
+// (which Terraform runs as a whole plan) makes that one call after
+// connecting, every time. (apply -refresh-only makes the same: make
+// bench-scale FLEET=vms.)
+func TestAccFleet_adaptersAndGPUSetupsRefreshInOneRead(t *testing.T) {
+	t.Parallel()
+	refreshesAlike(t, vcsimlab.Options{Hosts: 16, VMs: 64}, 0, vmsByIDConfig(t), "64 VMs' adapters and GPU setups given by id", 2, 1)
+}
+
+// vmsByIDConfig makes a PVRDMA switch over every host and its port group by
+// hand, and returns the configuration of an adapter on that port group and
+// GPU/MMIO settings on every hpc-node VM, each VM given by id.
+func vmsByIDConfig(t *testing.T) func(*vcsimlab.Lab) string {
+	return func(lab *vcsimlab.Lab) string {
+		ctx := context.Background()
+		for i, host := range lab.HostNames() {
+			if i == 0 {
+				must(t, lab.CreateSwitch(ctx, "hpc-fabric", host, lab.RDMANICs()[0]))
+			} else {
+				must(t, lab.AddSwitchHost(ctx, "hpc-fabric", host, lab.RDMANICs()[0]))
+			}
+		}
+		must(t, lab.AddPortGroup(ctx, "hpc-fabric", "hpc-pvrdma", 128))
+		portGroup, err := lab.PortGroupID(ctx, "hpc-pvrdma")
+		must(t, err)
+		var uuids []string
+		for _, n := range lab.VMNames() {
+			if strings.HasPrefix(n, "hpc-node-") {
+				uuids = append(uuids, lab.VMUUID(n))
+			}
+		}
+		return providerConfig(lab) + fmt.Sprintf(`
+locals {
+  vms = %s
+}
+
+resource "vspherehpc_vm_pvrdma_nic" "n" {
+  count                     = length(local.vms)
+  virtual_machine_id        = local.vms[count.index]
+  distributed_port_group_id = %q
+}
+
+resource "vspherehpc_vm_gpu_mmio" "g" {
+  count              = length(local.vms)
+  virtual_machine_id = local.vms[count.index]
+  mmio_size_gb       = 256
+  power_off_allowed  = true
+}
+`, hclList(uuids), portGroup)
+	}
 }
 
 // The same refresh with look-ups by name: the datacenter, the index of its

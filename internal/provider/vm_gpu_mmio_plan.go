@@ -151,10 +151,14 @@ func (r *vmGPUMMIOResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 	planned := devices(ctx, plan.PCIDevice, &resp.Diagnostics)
 	instance := r.claims.instance(ctx, req, resp)
 	r.claimSetup(instance, vmID, vmID, &resp.Diagnostics)
-	if state != nil && plan.GPU.Equal(state.GPU) && plan.PCIDevice.Equal(state.PCIDevice) && state.Firmware.ValueString() == "efi" && state.TotalGPUMemoryGB.ValueFloat64() > 0 {
-		// Same GPUs: size the window from the recorded total, no vCenter
-		// call, unless the window changes (which needs the VM's power state).
-		size, f := vsphere.PlanMMIOSize(given, state.TotalGPUMemoryGB.ValueFloat64(), true, true)
+	anyGPU := len(r.gpus(ctx, plan.GPU, &resp.Diagnostics)) > 0
+	if state != nil && plan.GPU.Equal(state.GPU) && plan.PCIDevice.Equal(state.PCIDevice) && state.Firmware.ValueString() == "efi" &&
+		(state.TotalGPUMemoryGB.ValueFloat64() > 0 || !anyGPU) {
+		// Same GPUs (or none): size the window from the recorded total, no
+		// vCenter call, unless the window changes (which needs the VM's
+		// power state). A total of 0 with GPUs is one not known yet (an
+		// import): that is read.
+		size, f := vsphere.PlanMMIOSize(given, state.TotalGPUMemoryGB.ValueFloat64(), true, anyGPU)
 		r.planSize(ctx, size, f, resp)
 		if current := state.MMIOSizeGB.ValueInt64(); f == nil && given == nil && current > 0 && size > current {
 			// Found too small (set by hand, adopted): the plan grows it.

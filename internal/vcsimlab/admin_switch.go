@@ -119,6 +119,20 @@ func (l *Lab) AddPortGroup(ctx context.Context, switchName, portGroupName string
 	return object.NewTask(l.client.Client, res.Returnval).Wait(ctx)
 }
 
+// PortGroupID is the managed object id of the named distributed port group
+// ("dvportgroup-42"): what a configuration names a port group the
+// administrator made by hand with.
+func (l *Lab) PortGroupID(ctx context.Context, portGroupName string) (string, error) {
+	n, err := l.adminFinder().Network(ctx, portGroupName)
+	if err != nil {
+		return "", err
+	}
+	if _, ok := n.(*object.DistributedVirtualPortgroup); !ok {
+		return "", fmt.Errorf("%s is not a distributed port group", portGroupName)
+	}
+	return n.Reference().Value, nil
+}
+
 // SetPortGroupVLAN sets a distributed port group's VLAN id, as Edit Settings
 // > VLAN in the vSphere Client (govc dvs.portgroup.change -vlan) does.
 func (l *Lab) SetPortGroupVLAN(ctx context.Context, portGroupName string, vlan int32) error {

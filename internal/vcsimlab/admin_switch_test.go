@@ -3,6 +3,7 @@ package vcsimlab
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/vmware/govmomi/object"
@@ -65,6 +66,12 @@ func TestAdminSwitchChanges(t *testing.T) {
 	pg := adminPortGroupConfig(t, l, "storage-vms")
 	if pg.NumPorts != 8 || pg.Type != string(types.DistributedVirtualPortgroupPortgroupTypeEarlyBinding) {
 		t.Fatalf("after AddPortGroup: %d ports, type %s", pg.NumPorts, pg.Type)
+	}
+	if id, err := l.PortGroupID(ctx, "storage-vms"); err != nil || !strings.HasPrefix(id, "dvportgroup-") {
+		t.Fatalf("PortGroupID: %q, %v", id, err)
+	}
+	if _, err := l.PortGroupID(ctx, "storage"); err == nil {
+		t.Fatal("PortGroupID of a switch: no error")
 	}
 	if err := l.SetPortGroupVLAN(ctx, "storage-vms", 42); err != nil {
 		t.Fatal(err)
