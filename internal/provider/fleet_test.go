@@ -1,7 +1,6 @@
 package provider
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -275,17 +274,7 @@ func TestAccFleet_adaptersAndGPUSetupsRefreshInOneRead(t *testing.T) {
 // GPU/MMIO settings on every hpc-node VM, each VM given by id.
 func vmsByIDConfig(t *testing.T) func(*vcsimlab.Lab) string {
 	return func(lab *vcsimlab.Lab) string {
-		ctx := context.Background()
-		for i, host := range lab.HostNames() {
-			if i == 0 {
-				must(t, lab.CreateSwitch(ctx, "hpc-fabric", host, lab.RDMANICs()[0]))
-			} else {
-				must(t, lab.AddSwitchHost(ctx, "hpc-fabric", host, lab.RDMANICs()[0]))
-			}
-		}
-		must(t, lab.AddPortGroup(ctx, "hpc-fabric", "hpc-pvrdma", 128))
-		portGroup, err := lab.PortGroupID(ctx, "hpc-pvrdma")
-		must(t, err)
+		portGroup := handMadeSwitch(t, lab, "hpc-fabric", "hpc-pvrdma", 128)
 		var uuids []string
 		for _, n := range lab.VMNames() {
 			if strings.HasPrefix(n, "hpc-node-") {

@@ -169,3 +169,23 @@ func refreshReads(lab *vcsimlab.Lab, budget int) resource.TestStep {
 		},
 	}
 }
+
+// handMadeSwitch makes a distributed switch over every host of the lab's
+// cluster, each host's first RDMA NIC its uplink, with one port group, as an
+// administrator does in the vSphere Client (a PVRDMA adapter needs every
+// host of its VM's cluster on the switch), and returns the port group's id.
+func handMadeSwitch(t *testing.T, lab *vcsimlab.Lab, switchName, portGroupName string, ports int32) string {
+	t.Helper()
+	ctx := context.Background()
+	for i, host := range lab.HostNames() {
+		if i == 0 {
+			must(t, lab.CreateSwitch(ctx, switchName, host, lab.RDMANICs()[0]))
+		} else {
+			must(t, lab.AddSwitchHost(ctx, switchName, host, lab.RDMANICs()[0]))
+		}
+	}
+	must(t, lab.AddPortGroup(ctx, switchName, portGroupName, ports))
+	id, err := lab.PortGroupID(ctx, portGroupName)
+	must(t, err)
+	return id
+}

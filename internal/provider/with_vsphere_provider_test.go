@@ -119,17 +119,7 @@ func TestAccWithVSphereProvider_vsphereOwnsTheVM(t *testing.T) {
 	d := withVSphereProvider(t, lab, []string{"guides/vsphere-owns-the-vm"}, nil)
 	ctx := context.Background()
 	gpuHost := lab.VMHostName(lab.VMNames()[0])
-	// The switch spans the cluster, as the administrator built it (and as
-	// vSphere requires: a PVRDMA adapter needs every host of the VM's
-	// cluster on its switch).
-	for i, host := range lab.HostNames() {
-		if i == 0 {
-			must(t, lab.CreateSwitch(ctx, "hpc-100g", host, lab.RDMANICs()[0]))
-		} else {
-			must(t, lab.AddSwitchHost(ctx, "hpc-100g", host, lab.RDMANICs()[0]))
-		}
-	}
-	must(t, lab.AddPortGroup(ctx, "hpc-100g", "VM 100GbE Network", 8))
+	handMadeSwitch(t, lab, "hpc-100g", "VM 100GbE Network", 8)
 	d.env = append(d.env, "TF_VAR_gpu_host="+gpuHost)
 	d.dir = filepath.Join(d.dir, "guides/vsphere-owns-the-vm")
 

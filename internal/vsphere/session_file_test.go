@@ -19,6 +19,18 @@ func keptClient(lab *vcsimlab.Lab, dir string, log *recordingLogger) *Client {
 	return labClient(lab, func(cfg *Config) { cfg.SessionDir, cfg.Logger = dir, log })
 }
 
+// labWithKeptSession starts a lab and keeps a client's session of it in a
+// new directory, which it returns.
+func labWithKeptSession(t *testing.T) (*vcsimlab.Lab, string) {
+	t.Helper()
+	lab := startLab(t, vcsimlab.Options{})
+	dir := t.TempDir()
+	if _, err := keptClient(lab, dir, &recordingLogger{}).DatacenterByName(context.Background(), ""); err != nil {
+		t.Fatal(err)
+	}
+	return lab, dir
+}
+
 // TestKeptSessionIsResumed: with a session directory, the session outlives
 // its process (no Logout), is kept in a file only its owner can read, and
 // the next process starts from it with no call: no service content, no
@@ -71,12 +83,8 @@ func TestKeptSessionIsResumed(t *testing.T) {
 // for the process after.
 func TestEndedKeptSessionIsReplaced(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
+	lab, dir := labWithKeptSession(t)
 	ctx := context.Background()
-	dir := t.TempDir()
-	if _, err := keptClient(lab, dir, &recordingLogger{}).DatacenterByName(ctx, ""); err != nil {
-		t.Fatal(err)
-	}
 	if err := lab.TerminateSessions(ctx); err != nil { // the idle timeout, or a restart
 		t.Fatal(err)
 	}
@@ -139,12 +147,8 @@ func TestUnsafeKeptSessionIsNotUsed(t *testing.T) {
 // connecting reports it, never the session sent.
 func TestResumedSessionChecksTheCertificate(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
+	lab, dir := labWithKeptSession(t)
 	ctx := context.Background()
-	dir := t.TempDir()
-	if _, err := keptClient(lab, dir, &recordingLogger{}).DatacenterByName(ctx, ""); err != nil {
-		t.Fatal(err)
-	}
 	untrusting := labClient(lab, func(cfg *Config) { cfg.SessionDir, cfg.CAFile = dir, "" })
 	_, err := untrusting.DatacenterByName(ctx, "")
 	if !errors.Is(err, ErrUntrustedCert) || !strings.Contains(err.Error(), lab.Thumbprint) {
@@ -158,12 +162,8 @@ func TestResumedSessionChecksTheCertificate(t *testing.T) {
 // can lock the account).
 func TestRejectedLoginAfterAKeptSessionIsNotRetried(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
+	lab, dir := labWithKeptSession(t)
 	ctx := context.Background()
-	dir := t.TempDir()
-	if _, err := keptClient(lab, dir, &recordingLogger{}).DatacenterByName(ctx, ""); err != nil {
-		t.Fatal(err)
-	}
 	if err := lab.TerminateSessions(ctx); err != nil {
 		t.Fatal(err)
 	}
