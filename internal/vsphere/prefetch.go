@@ -63,8 +63,8 @@ const (
 // the prefetch when one holds ref.
 func (c *Client) readObjectAs(ctx context.Context, vc *vim25.Client, ref types.ManagedObjectReference, props []string, dst any, f freshness) error {
 	if f == refresh {
-		if oc, ok := c.prefetched(ctx, vc, ref, props); ok {
-			return mo.LoadObjectContent([]types.ObjectContent{oc}, dst)
+		if p := c.kindPrefetch(ctx, vc, ref.Type, props); p.wait(ctx) && p.object(ref, dst) {
+			return nil
 		}
 	}
 	return c.readObject(ctx, vc, ref, props, dst)
@@ -124,18 +124,6 @@ func (p *prefetcher) noteCall(method string) {
 	p.mu.Lock()
 	p.changed = true
 	p.mu.Unlock()
-}
-
-// prefetched answers a read of props of ref from a prefetch, starting one
-// when this read is the first of its kind and properties; false when the
-// read must go to vCenter.
-func (c *Client) prefetched(ctx context.Context, vc *vim25.Client, ref types.ManagedObjectReference, props []string) (types.ObjectContent, bool) {
-	f := c.kindPrefetch(ctx, vc, ref.Type, props)
-	if !f.wait(ctx) {
-		return types.ObjectContent{}, false
-	}
-	oc, ok := f.objs[ref]
-	return oc, ok
 }
 
 // kindPrefetch is the command's prefetch of props (widened, for a VM, to
