@@ -467,13 +467,14 @@ func TestAccProvider_apiTimeout(t *testing.T) {
 // TestSessionDir: where persist_session keeps sessions, from the block or
 // the environment, and what is said of settings that do not fit.
 func TestSessionDir(t *testing.T) {
+	// A home of its own, so that the user cache directory and the home
+	// directory are both defined, whatever the machine's environment.
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CACHE_HOME", "")
 	cache, err := os.UserCacheDir()
 	if err != nil {
-		t.Skip("no user cache directory here:", err)
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		t.Skip("no home directory here:", err)
+		t.Fatal(err)
 	}
 	cases := []struct { // a zero types.Bool or types.String is null
 		name        string

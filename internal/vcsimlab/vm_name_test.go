@@ -27,5 +27,4 @@ func TestVMNamesAreUniqueInTheirFolder(t *testing.T) {
 	if err := l.CreateVM(ctx, "gpu-node-50", host, 19); !fault.Is(err, &types.DuplicateName{}) {
 		t.Fatalf("a second gpu-node-50: %v, want DuplicateName", err)
 	}
-
 }
