@@ -5,6 +5,7 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -305,9 +306,15 @@ func sessionDir(cfg providerModel, diags *diag.Diagnostics) string {
 			dir = filepath.Join(home, rest)
 		}
 	}
-	if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
+	switch err := vsphere.UnsafeSessionDir(dir); {
+	case errors.Is(err, vsphere.ErrSessionDirNotADirectory):
 		diags.AddAttributeError(path.Root("session_path"), "session_path is not a directory",
 			"Cannot keep sessions in "+dir+": it is a file. Name a directory (it is created if missing).")
+	case errors.Is(err, vsphere.ErrSessionDirWritable):
+		diags.AddAttributeWarning(path.Root("session_path"), "Sessions not kept",
+			"Others than its owner may write to "+dir+", so the provider neither keeps a session there nor resumes one: "+
+				"a file put there could make it act as somebody else. Make the directory writable by its owner alone "+
+				"(chmod go-w), or name another; until then every run logs in and out.")
 	}
 	return dir
 }

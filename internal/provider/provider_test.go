@@ -476,6 +476,10 @@ func TestSessionDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	shared := t.TempDir()
+	if err := os.Chmod(shared, 0o777); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct { // a zero types.Bool or types.String is null
 		name        string
 		cfg         providerModel
@@ -490,6 +494,8 @@ func TestSessionDir(t *testing.T) {
 			filepath.Join(home, "kept"), "", ""},
 		{"off in the block wins", providerModel{PersistSession: types.BoolValue(false)}, map[string]string{envPersistSession: "true"}, "", "", ""},
 		{"path without persisting", providerModel{SessionPath: types.StringValue("/tmp/kept")}, nil, "", "session_path not used", ""},
+		{"a directory others may write to", providerModel{PersistSession: types.BoolValue(true), SessionPath: types.StringValue(shared)}, nil,
+			shared, "Sessions not kept", ""},
 		{"bad environment", providerModel{}, map[string]string{envPersistSession: "yes please"}, "", "", "Invalid " + envPersistSession},
 	}
 	for _, tc := range cases {

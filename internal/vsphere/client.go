@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/vmware/govmomi/fault"
@@ -62,6 +63,9 @@ type Client struct {
 	loginGen  uint64 // bumped on every successful login
 	loggedOut bool   // Logout ended the session; the next use logs in again
 	rejected  error  // vCenter refused the user name or password: never tried again
+	// sessionKept: the session is in its file for the next process
+	// (Config.SessionDir), which Logout leaves it to.
+	sessionKept atomic.Bool
 
 	vms            objectLocks
 	hosts          objectLocks
@@ -253,6 +257,7 @@ func (c *Client) connect(ctx context.Context) (*vim25.Client, error) {
 		if kept := c.keptSession(ctx); kept != nil {
 			vc := resume(sc, rt, kept)
 			rt.vim = vc
+			c.sessionKept.Store(true)
 			c.log.Debug(ctx, "Resumed the kept vCenter session", map[string]any{"server": u.Host, "user": c.cfg.User})
 			return vc, nil
 		}
@@ -356,9 +361,10 @@ func (c *Client) loginAfterLogout(ctx context.Context, vc *vim25.Client) error {
 // do not pile up on vCenter until its idle timeout ends them. A connection
 // in progress is waited for, so that its session ends too. ctx bounds that
 // wait and the call. The client stays usable: its next call logs in again.
-// A kept session (Config.SessionDir) is left for the next process.
+// A kept session (Config.SessionDir) is left for the next process; one
+// that could not be kept is logged out.
 func (c *Client) Logout(ctx context.Context) error {
-	if !c.Configured() || c.cfg.SessionDir != "" {
+	if !c.Configured() || c.sessionKept.Load() {
 		return nil
 	}
 	c.connMu.Lock()

@@ -63,24 +63,37 @@ func (c *Client) keptSession(ctx context.Context) *keptSession {
 }
 
 var (
-	errNotOwnerOnly    = errors.New("others than its owner may read or write it")
-	errDirWritable     = errors.New("others than its owner may write to its directory")
-	errNotRegularFile  = errors.New("it is not a regular file")
-	errNotADirectory   = errors.New("the session path is not a directory")
-	ownerOnlyCheckable = runtime.GOOS != "windows" // Windows reports no Unix permissions
+	errNotOwnerOnly = errors.New("others than its owner may read or write it")
+	// ErrSessionDirWritable: a session directory others can write to, where
+	// no session is kept or resumed.
+	ErrSessionDirWritable = errors.New("others than its owner may write to it")
+	// ErrSessionDirNotADirectory: a session path that names a file.
+	ErrSessionDirNotADirectory = errors.New("it is not a directory")
+	errNotRegularFile          = errors.New("it is not a regular file")
+	ownerOnlyCheckable         = runtime.GOOS != "windows" // Windows reports no Unix permissions
 )
+
+// UnsafeSessionDir says why kept sessions cannot be kept in dir: not a
+// directory, or one others can write to; os.ErrNotExist when there is none
+// yet (the client creates it, owner-only).
+func UnsafeSessionDir(dir string) error {
+	if d, err := os.Stat(dir); err != nil {
+		return err
+	} else if !d.IsDir() {
+		return ErrSessionDirNotADirectory
+	} else if ownerOnlyCheckable && d.Mode().Perm()&0o022 != 0 {
+		return ErrSessionDirWritable
+	}
+	return nil
+}
 
 // unsafeSessionPath says why a kept session file (or its directory) must not
 // be trusted, as ssh does for its keys: a file others can read gives the
 // session away, and one others can write or replace could make the
 // provider act as somebody else. os.ErrNotExist when there is no file.
 func unsafeSessionPath(dir, file string) error {
-	if d, err := os.Stat(dir); err != nil {
+	if err := UnsafeSessionDir(dir); err != nil {
 		return err
-	} else if !d.IsDir() {
-		return errNotADirectory
-	} else if ownerOnlyCheckable && d.Mode().Perm()&0o022 != 0 {
-		return errDirWritable
 	}
 	f, err := os.Lstat(file)
 	switch {
@@ -103,7 +116,7 @@ func resume(sc *soap.Client, rt soap.RoundTripper, kept *keptSession) *vim25.Cli
 
 // keepSession writes the client's session to its file, owner-only, creating
 // the directory owner-only; a session that cannot be kept is logged, not an
-// error: the next process logs in.
+// error: Logout ends it, and the next process logs in.
 func (c *Client) keepSession(ctx context.Context, vc *vim25.Client) {
 	if c.cfg.SessionDir == "" {
 		return
@@ -113,6 +126,7 @@ func (c *Client) keepSession(ctx context.Context, vc *vim25.Client) {
 		return
 	}
 	err := writeOwnerOnly(c.cfg.SessionDir, c.sessionFile(), keptSession{Cookie: cookie.Value, ServiceContent: vc.ServiceContent})
+	c.sessionKept.Store(err == nil)
 	if err != nil {
 		c.log.Debug(ctx, "Could not keep the vCenter session", map[string]any{"file": c.sessionFile(), "error": err.Error()})
 	}

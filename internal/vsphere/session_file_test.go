@@ -110,16 +110,21 @@ func TestUnsafeKeptSessionIsNotUsed(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
 	ctx := context.Background()
-	for name, spoil := range map[string]func(dir, file string) error{
-		"file readable by others":      func(_, file string) error { return os.Chmod(file, 0o644) },
-		"directory writable by others": func(dir, _ string) error { return os.Chmod(dir, 0o777) },
-		"file a symbolic link": func(dir, file string) error {
+	// kept: whether the new session is kept in place of the spoiled one (a
+	// file is replaced by an owner-only one); when it is not, Logout ends it.
+	for name, tc := range map[string]struct {
+		spoil func(dir, file string) error
+		kept  bool
+	}{
+		"file readable by others":      {func(_, file string) error { return os.Chmod(file, 0o644) }, true},
+		"directory writable by others": {func(dir, _ string) error { return os.Chmod(dir, 0o777) }, false},
+		"file a symbolic link": {func(dir, file string) error {
 			target := filepath.Join(dir, "elsewhere")
 			if err := os.Rename(file, target); err != nil {
 				return err
 			}
 			return os.Symlink(target, file)
-		},
+		}, false},
 	} {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -127,16 +132,23 @@ func TestUnsafeKeptSessionIsNotUsed(t *testing.T) {
 			if _, err := c.DatacenterByName(ctx, ""); err != nil {
 				t.Fatal(err)
 			}
-			if err := spoil(dir, c.sessionFile()); err != nil {
+			if err := tc.spoil(dir, c.sessionFile()); err != nil {
 				t.Fatal(err)
 			}
-			log := &recordingLogger{}
-			before := lab.Calls()["Login"]
-			if _, err := keptClient(lab, dir, log).DatacenterByName(ctx, ""); err != nil {
+			before := lab.Calls()
+			next := keptClient(lab, dir, &recordingLogger{})
+			if _, err := next.DatacenterByName(ctx, ""); err != nil {
 				t.Fatal(err)
 			}
-			if lab.Calls()["Login"] != before+1 {
-				t.Fatalf("logins %d → %d, want a new login", before, lab.Calls()["Login"])
+			if err := next.Logout(ctx); err != nil {
+				t.Fatal(err)
+			}
+			after := lab.Calls()
+			if after["Login"] != before["Login"]+1 {
+				t.Fatalf("logins %d → %d, want a new login", before["Login"], after["Login"])
+			}
+			if loggedOut := after["Logout"] - before["Logout"]; loggedOut != map[bool]int{true: 0, false: 1}[tc.kept] {
+				t.Fatalf("%d Logout calls; the session kept: %v (a session not kept must be ended)", loggedOut, tc.kept)
 			}
 		})
 	}
