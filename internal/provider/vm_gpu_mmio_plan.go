@@ -157,7 +157,12 @@ func (r *vmGPUMMIOResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 		// Same GPUs (or none): size the window from the recorded total, no
 		// vCenter call, unless the window changes (which needs the VM's
 		// power state). A total of 0 with GPUs is one not known yet (an
-		// import): that is read.
+		// import): that is read. The setup is claimed by its UUID (the id)
+		// too, as the planner's read would have: a setup naming the VM
+		// otherwise meets this one.
+		if uuid := state.ID.ValueString(); uuid != "" && !strings.EqualFold(uuid, vmID) {
+			r.claimSetup(instance, uuid, vmID, &resp.Diagnostics)
+		}
 		size, f := vsphere.PlanMMIOSize(given, state.TotalGPUMemoryGB.ValueFloat64(), true, anyGPU)
 		r.planSize(ctx, size, f, resp)
 		if current := state.MMIOSizeGB.ValueInt64(); f == nil && given == nil && current > 0 && size > current {

@@ -201,3 +201,31 @@ func TestAccVMGPUMMIO_claimedTwice(t *testing.T) {
 		},
 	})
 }
+
+// A setup planned with no vCenter call (unchanged, here with no GPUs) still
+// meets a second setup of its VM named the other way: the first names the
+// VM by managed object id, the second by UUID.
+func TestAccVMGPUMMIO_unchangedSetupClaimedTwice(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	vm := lab.VMNames()[0]
+	setup := func(name, vmID string) string {
+		return fmt.Sprintf(`
+resource "vspherehpc_vm_gpu_mmio" %q {
+  virtual_machine_id = %q
+  mmio_size_gb       = 64
+  power_off_allowed  = true
+}
+`, name, vmID)
+	}
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: providerConfig(lab) + setup("by_moid", lab.VMID(vm))},
+			{
+				Config: providerConfig(lab) + setup("by_moid", lab.VMID(vm)) + setup("by_uuid", lab.VMUUID(vm)), PlanOnly: true,
+				ExpectError: regexp.MustCompile(`(?s)Claimed twice in this configuration.*claim\s+the\s+GPU\s+setup\s+of\s+virtual\s+machine`),
+			},
+		},
+	})
+}
