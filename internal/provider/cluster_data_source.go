@@ -74,7 +74,7 @@ func (d *clusterDataSource) Configure(_ context.Context, req datasource.Configur
 
 func (d *clusterDataSource) Read(ctx context.Context, req datasource.ReadRequest, resp *datasource.ReadResponse) {
 	var state clusterModel
-	resp.Diagnostics.Append(req.Config.Get(ctx, &state)...)
+	resp.Diagnostics.Append(getModel(ctx, req.Config.Schema, req.Config.Raw, &state)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}

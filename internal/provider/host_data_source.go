@@ -286,7 +286,7 @@ func (d *hostDataSource) Configure(_ context.Context, req datasource.ConfigureRe
 
 func (d *hostDataSource) Read(ctx context.Context, req datasource.ReadRequest, resp *datasource.ReadResponse) {
 	var state hostModel
-	resp.Diagnostics.Append(req.Config.Get(ctx, &state)...)
+	resp.Diagnostics.Append(getModel(ctx, req.Config.Schema, req.Config.Raw, &state)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}

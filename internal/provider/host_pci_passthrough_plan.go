@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vsphere"
@@ -38,7 +39,7 @@ func (r *hostPCIPassthroughResource) ModifyPlan(ctx context.Context, req resourc
 	resp.Diagnostics.Append(ds...)
 	if req.Plan.Raw.IsNull() {
 		var state hostPCIPassthroughModel
-		resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+		resp.Diagnostics.Append(getModel(ctx, req.State.Schema, req.State.Raw, &state)...)
 		ch := vsphere.PassthroughChange{HostID: state.HostSystemID.ValueString(), Disabling: turnedBackOff(before), Leaving: r.claims.leavingUses()}
 		if p, err := r.client.PlanHostPassthrough(ctx, ch); err == nil {
 			addPassthroughFindings(&resp.Diagnostics, p.Findings)
@@ -49,7 +50,7 @@ func (r *hostPCIPassthroughResource) ModifyPlan(ctx context.Context, req resourc
 		return
 	}
 	var plan hostPCIPassthroughModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	resp.Diagnostics.Append(getModel(ctx, req.Plan.Schema, req.Plan.Raw, &plan)...)
 	if resp.Diagnostics.HasError() || plan.HostSystemID.IsUnknown() || !fullyKnown(ctx, plan.PCIIDs) || !fullyKnown(ctx, plan.Match) {
 		return
 	}
@@ -124,9 +125,9 @@ func (r *hostPCIPassthroughResource) ModifyPlan(ctx context.Context, req resourc
 // managed device has passthrough on and active: then the plan is the state.
 // match is resolved again when the configuration changes, not on every plan.
 // It returns the managed devices' PCI ids.
-func (r *hostPCIPassthroughResource) unchanged(ctx context.Context, plan *hostPCIPassthroughModel, state tfsdkState, diags *diag.Diagnostics) ([]string, bool) {
+func (r *hostPCIPassthroughResource) unchanged(ctx context.Context, plan *hostPCIPassthroughModel, state tfsdk.State, diags *diag.Diagnostics) ([]string, bool) {
 	var prior hostPCIPassthroughModel
-	diags.Append(state.Get(ctx, &prior)...)
+	diags.Append(getModel(ctx, state.Schema, state.Raw, &prior)...)
 	if diags.HasError() || !plan.PCIIDs.Equal(prior.PCIIDs) || !plan.Match.Equal(prior.Match) {
 		return nil, false
 	}

@@ -189,7 +189,7 @@ func turnedBackOff(before map[string]bool) []string {
 func (r *hostPCIPassthroughResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
 	defer hostIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	var plan hostPCIPassthroughModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	resp.Diagnostics.Append(getModel(ctx, req.Plan.Schema, req.Plan.Raw, &plan)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -200,7 +200,7 @@ func (r *hostPCIPassthroughResource) Create(ctx context.Context, req resource.Cr
 func (r *hostPCIPassthroughResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
 	defer hostIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	var plan hostPCIPassthroughModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	resp.Diagnostics.Append(getModel(ctx, req.Plan.Schema, req.Plan.Raw, &plan)...)
 	resp.State.Raw = req.State.Raw.Copy() // until read back: a failure must not record the plan
 	before := map[string]bool{}
 	_, ds := getPrivateJSON(ctx, req.Private, privatePassthroughBefore, &before)
@@ -303,7 +303,7 @@ func fillPassthrough(ctx context.Context, m *hostPCIPassthroughModel, host *vsph
 func (r *hostPCIPassthroughResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
 	hostIdentity.record(ctx, &req.State, resp.Identity, &resp.Diagnostics)
 	var state hostPCIPassthroughModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	resp.Diagnostics.Append(getModel(ctx, req.State.Schema, req.State.Raw, &state)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -332,7 +332,7 @@ func (r *hostPCIPassthroughResource) Read(ctx context.Context, req resource.Read
 
 func (r *hostPCIPassthroughResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
 	var state hostPCIPassthroughModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	resp.Diagnostics.Append(getModel(ctx, req.State.Schema, req.State.Raw, &state)...)
 	before := map[string]bool{}
 	_, ds := getPrivateJSON(ctx, req.Private, privatePassthroughBefore, &before)
 	resp.Diagnostics.Append(ds...)

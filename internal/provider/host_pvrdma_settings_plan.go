@@ -19,7 +19,7 @@ func (r *hostPVRDMASettingsResource) ModifyPlan(ctx context.Context, req resourc
 		return
 	}
 	var plan hostPVRDMASettingsModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	resp.Diagnostics.Append(getModel(ctx, req.Plan.Schema, req.Plan.Raw, &plan)...)
 	if resp.Diagnostics.HasError() || plan.HostSystemID.IsUnknown() || plan.Vmknic.IsUnknown() {
 		return
 	}
@@ -33,7 +33,7 @@ func (r *hostPVRDMASettingsResource) ModifyPlan(ctx context.Context, req resourc
 	}))
 	if !req.State.Raw.IsNull() {
 		var state hostPVRDMASettingsModel
-		resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+		resp.Diagnostics.Append(getModel(ctx, req.State.Schema, req.State.Raw, &state)...)
 		if plan.Vmknic.Equal(state.Vmknic) {
 			return // the refresh just read it from the host: nothing to check
 		}

@@ -115,7 +115,7 @@ func (r *hostPVRDMASettingsResource) Configure(_ context.Context, req resource.C
 func (r *hostPVRDMASettingsResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
 	defer hostIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	var plan hostPVRDMASettingsModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	resp.Diagnostics.Append(getModel(ctx, req.Plan.Schema, req.Plan.Raw, &plan)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -141,7 +141,7 @@ func (r *hostPVRDMASettingsResource) Create(ctx context.Context, req resource.Cr
 func (r *hostPVRDMASettingsResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
 	defer hostIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	var plan hostPVRDMASettingsModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	resp.Diagnostics.Append(getModel(ctx, req.Plan.Schema, req.Plan.Raw, &plan)...)
 	// Until the host is read back, state stays as it was: on a failure the
 	// framework would otherwise record the plan as applied.
 	resp.State.Raw = req.State.Raw.Copy()
@@ -178,7 +178,7 @@ func (r *hostPVRDMASettingsResource) apply(ctx context.Context, plan *hostPVRDMA
 func (r *hostPVRDMASettingsResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
 	hostIdentity.record(ctx, &req.State, resp.Identity, &resp.Diagnostics)
 	var state hostPVRDMASettingsModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	resp.Diagnostics.Append(getModel(ctx, req.State.Schema, req.State.Raw, &state)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -199,7 +199,7 @@ func (r *hostPVRDMASettingsResource) Read(ctx context.Context, req resource.Read
 
 func (r *hostPVRDMASettingsResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
 	var state hostPVRDMASettingsModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	resp.Diagnostics.Append(getModel(ctx, req.State.Schema, req.State.Raw, &state)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}

@@ -69,7 +69,7 @@ func (a *hostRebootAction) Configure(_ context.Context, req action.ConfigureRequ
 
 func (a *hostRebootAction) Invoke(ctx context.Context, req action.InvokeRequest, resp *action.InvokeResponse) {
 	var m hostRebootModel
-	if resp.Diagnostics.Append(req.Config.Get(ctx, &m)...); resp.Diagnostics.HasError() || !requireVCenter(a.client, &resp.Diagnostics) {
+	if resp.Diagnostics.Append(getModel(ctx, req.Config.Schema, req.Config.Raw, &m)...); resp.Diagnostics.HasError() || !requireVCenter(a.client, &resp.Diagnostics) {
 		return
 	}
 	hostID := m.HostSystemID.ValueString()

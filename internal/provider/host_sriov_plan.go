@@ -26,7 +26,7 @@ func (r *hostSRIOVResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 		return
 	}
 	var plan hostSRIOVModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	resp.Diagnostics.Append(getModel(ctx, req.Plan.Schema, req.Plan.Raw, &plan)...)
 	if resp.Diagnostics.HasError() || plan.HostSystemID.IsUnknown() || plan.PCIID.IsUnknown() || plan.VFs.IsUnknown() {
 		return
 	}
@@ -39,7 +39,7 @@ func (r *hostSRIOVResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 	}))
 	if !req.State.Raw.IsNull() {
 		var state hostSRIOVModel
-		resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+		resp.Diagnostics.Append(getModel(ctx, req.State.Schema, req.State.Raw, &state)...)
 		if plan.VFs.Equal(state.VFs) && state.ActiveVFs.Equal(state.VFs) && !state.RebootRequired.ValueBool() {
 			return // nothing changes: ask vCenter nothing
 		}

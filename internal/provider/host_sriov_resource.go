@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
@@ -122,7 +123,7 @@ func (r *hostSRIOVResource) Configure(_ context.Context, req resource.ConfigureR
 func (r *hostSRIOVResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
 	defer hostDeviceIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	var plan hostSRIOVModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	resp.Diagnostics.Append(getModel(ctx, req.Plan.Schema, req.Plan.Raw, &plan)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -147,7 +148,7 @@ func (r *hostSRIOVResource) Create(ctx context.Context, req resource.CreateReque
 func (r *hostSRIOVResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
 	defer hostDeviceIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	var plan hostSRIOVModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	resp.Diagnostics.Append(getModel(ctx, req.Plan.Schema, req.Plan.Raw, &plan)...)
 	resp.State.Raw = req.State.Raw.Copy() // until read back: a failure must not record the plan
 	if resp.Diagnostics.HasError() {
 		return
@@ -207,7 +208,7 @@ func sriovToModel(ctx context.Context, h *vsphere.HostPassthrough, m *hostSRIOVM
 func (r *hostSRIOVResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
 	hostDeviceIdentity.record(ctx, &req.State, resp.Identity, &resp.Diagnostics)
 	var state hostSRIOVModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	resp.Diagnostics.Append(getModel(ctx, req.State.Schema, req.State.Raw, &state)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -231,9 +232,9 @@ func (r *hostSRIOVResource) Read(ctx context.Context, req resource.ReadRequest, 
 
 // restoreOf is what a destroy puts back: the resource's function, and the
 // count of virtual functions it had before this resource.
-func restoreOf(ctx context.Context, state tfsdkState, p privateState, diags *diag.Diagnostics) (hostSRIOVModel, int) {
+func restoreOf(ctx context.Context, state tfsdk.State, p privateState, diags *diag.Diagnostics) (hostSRIOVModel, int) {
 	var m hostSRIOVModel
-	diags.Append(state.Get(ctx, &m)...)
+	diags.Append(getModel(ctx, state.Schema, state.Raw, &m)...)
 	before := 0
 	_, ds := getPrivateJSON(ctx, p, privateSRIOVBefore, &before)
 	diags.Append(ds...)

@@ -47,7 +47,7 @@ func (k identityKind[I]) importIDOf(ctx context.Context, req resource.ImportStat
 		return req.ID
 	}
 	var v I
-	if diags.Append(req.Identity.Get(ctx, &v)...); diags.HasError() {
+	if diags.Append(getModel(ctx, req.Identity.Schema, req.Identity.Raw, &v)...); diags.HasError() {
 		return ""
 	}
 	return k.importID(v)

@@ -210,7 +210,7 @@ func (d *maxMTUDataSource) ValidateConfig(ctx context.Context, req datasource.Va
 
 func (d *maxMTUDataSource) Read(ctx context.Context, req datasource.ReadRequest, resp *datasource.ReadResponse) {
 	var state maxMTUModel
-	resp.Diagnostics.Append(req.Config.Get(ctx, &state)...)
+	resp.Diagnostics.Append(getModel(ctx, req.Config.Schema, req.Config.Raw, &state)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}

@@ -160,7 +160,7 @@ func (m *mmioSizeModel) gpuGroups(ctx context.Context) (groups []gpuGroup, known
 
 func (d *mmioSizeDataSource) ValidateConfig(ctx context.Context, req datasource.ValidateConfigRequest, resp *datasource.ValidateConfigResponse) {
 	var cfg mmioSizeModel
-	resp.Diagnostics.Append(req.Config.Get(ctx, &cfg)...)
+	resp.Diagnostics.Append(getModel(ctx, req.Config.Schema, req.Config.Raw, &cfg)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -199,7 +199,7 @@ func (d *mmioSizeDataSource) ValidateConfig(ctx context.Context, req datasource.
 
 func (d *mmioSizeDataSource) Read(ctx context.Context, req datasource.ReadRequest, resp *datasource.ReadResponse) {
 	var state mmioSizeModel
-	resp.Diagnostics.Append(req.Config.Get(ctx, &state)...)
+	resp.Diagnostics.Append(getModel(ctx, req.Config.Schema, req.Config.Raw, &state)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}

@@ -142,3 +142,99 @@ func modelFields(t reflect.Type) map[string]int {
 	fieldsByType.Store(t, fields)
 	return fields
 }
+
+// getModel is setModel's inverse: state.Get, plan.Get and config.Get for
+// the models, without the framework's regular expression per field (18 ms
+// of the provider's CPU in a refresh of 512 resources). It fills what
+// setModel takes: attr.Value fields, model structs, pointers to them (nil
+// for null) and slices of them (nil for null).
+func getModel(ctx context.Context, schema interface{ Type() attr.Type }, raw tftypes.Value, model any) diag.Diagnostics {
+	var diags diag.Diagnostics
+	dst := reflect.ValueOf(model)
+	if dst.Kind() != reflect.Pointer || dst.IsNil() {
+		diags.AddError("Internal error", fmt.Sprintf("reading a model into a %T, not a pointer to one", model))
+		return diags
+	}
+	if err := assignModel(ctx, raw, schema.Type(), dst.Elem()); err != nil {
+		diags.AddError("Internal error", "reading the model: "+err.Error())
+	}
+	return diags
+}
+
+// assignModel sets dst to raw, a value of typ.
+func assignModel(ctx context.Context, raw tftypes.Value, typ attr.Type, dst reflect.Value) error {
+	if dst.Type().Implements(attrValueType) {
+		v, err := typ.ValueFromTerraform(ctx, raw)
+		if err != nil {
+			return err
+		}
+		rv := reflect.ValueOf(v)
+		if !rv.Type().AssignableTo(dst.Type()) {
+			return fmt.Errorf("a %s for a field of type %s", rv.Type(), dst.Type())
+		}
+		dst.Set(rv)
+		return nil
+	}
+	if raw.IsNull() && (dst.Kind() == reflect.Pointer || dst.Kind() == reflect.Slice) {
+		dst.SetZero()
+		return nil
+	}
+	if !raw.IsKnown() || raw.IsNull() {
+		return fmt.Errorf("%s cannot hold %s", dst.Type(), raw)
+	}
+	switch dst.Kind() {
+	case reflect.Pointer:
+		elem := reflect.New(dst.Type().Elem())
+		if err := assignModel(ctx, raw, typ, elem.Elem()); err != nil {
+			return err
+		}
+		dst.Set(elem)
+		return nil
+	case reflect.Slice:
+		var elemType attr.Type
+		switch ct := typ.(type) {
+		case basetypes.ListType:
+			elemType = ct.ElemType
+		case basetypes.SetType:
+			elemType = ct.ElemType
+		default:
+			return fmt.Errorf("%s for a %s", dst.Type(), typ)
+		}
+		var elems []tftypes.Value
+		if err := raw.As(&elems); err != nil {
+			return err
+		}
+		s := reflect.MakeSlice(dst.Type(), len(elems), len(elems))
+		for i, e := range elems {
+			if err := assignModel(ctx, e, elemType, s.Index(i)); err != nil {
+				return err
+			}
+		}
+		dst.Set(s)
+		return nil
+	case reflect.Struct:
+		ot, ok := typ.(basetypes.ObjectType)
+		if !ok {
+			return fmt.Errorf("%s for a %s", dst.Type(), typ)
+		}
+		var attrs map[string]tftypes.Value
+		if err := raw.As(&attrs); err != nil {
+			return err
+		}
+		fields := modelFields(dst.Type())
+		if len(fields) != len(ot.AttrTypes) {
+			return fmt.Errorf("%s has %d tagged fields for %d attributes", dst.Type(), len(fields), len(ot.AttrTypes))
+		}
+		for name, at := range ot.AttrTypes {
+			i, ok := fields[name]
+			if !ok {
+				return fmt.Errorf("%s has no field tagged %q", dst.Type(), name)
+			}
+			if err := assignModel(ctx, attrs[name], at, dst.Field(i)); err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+		}
+		return nil
+	}
+	return fmt.Errorf("cannot read into a %s", dst.Type())
+}

@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
@@ -143,6 +144,95 @@ func TestSetModelStateMatchesTheFramework(t *testing.T) {
 	})
 }
 
+// getModel reads what the framework's Get reads, from what the framework's
+// Set wrote: the same models as above, and a plan with unknown values.
+func TestGetModelMatchesTheFramework(t *testing.T) {
+	ctx := context.Background()
+	host, gpus := sampleHostModel(), sampleGPUMMIOModel()
+	planned := gpus
+	planned.ID, planned.TotalGPUMemoryGB, planned.GPU = types.StringUnknown(), types.Float64Unknown(), types.SetUnknown(gpuBlockType)
+	withPortGroup := rdmaDVSModel{ID: types.StringValue("50 1a"), UplinkNames: types.ListNull(types.StringType), Hosts: types.SetNull(dvsHostType),
+		PortGroup: &portGroupModel{Name: types.StringValue("pvrdma"), VLANID: types.Int64Value(0), PortCount: types.Int64Value(8), AutoExpand: types.BoolValue(true)}}
+	without := withPortGroup
+	without.PortGroup = nil
+	gpuState := func(t testing.TB) tfsdk.State { return resourceState(t, &vmGPUMMIOResource{}) }
+	switchState := func(t testing.TB) tfsdk.State { return resourceState(t, &rdmaDVSResource{}) }
+	for _, tc := range []struct {
+		name  string
+		state func(testing.TB) tfsdk.State
+		model any
+		empty func() any
+	}{
+		{"host", hostState, &host, func() any { return &hostModel{} }},
+		{"GPU setup", gpuState, &gpus, func() any { return &vmGPUMMIOModel{} }},
+		{"GPU setup planned", gpuState, &planned, func() any { return &vmGPUMMIOModel{} }},
+		{"switch", switchState, &withPortGroup, func() any { return &rdmaDVSModel{} }},
+		{"switch without a port group", switchState, &without, func() any { return &rdmaDVSModel{} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			state := tc.state(t)
+			if diags := state.Set(ctx, tc.model); diags.HasError() {
+				t.Fatal(diags)
+			}
+			want, got := tc.empty(), tc.empty()
+			if diags := state.Get(ctx, want); diags.HasError() {
+				t.Fatal(diags)
+			}
+			if diags := getModel(ctx, state.Schema, state.Raw, got); diags.HasError() {
+				t.Fatal(diags)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("getModel read\n%+v\nState.Get read\n%+v", got, want)
+			}
+		})
+	}
+	t.Run("identity", func(t *testing.T) {
+		identity := tfsdk.ResourceIdentity{Schema: vmIdentity.schema, Raw: tftypes.NewValue(vmIdentity.schema.Type().TerraformType(ctx), nil)}
+		if diags := identity.Set(ctx, vmIdentityModel{types.StringValue("4217")}); diags.HasError() {
+			t.Fatal(diags)
+		}
+		var got vmIdentityModel
+		if diags := getModel(ctx, identity.Schema, identity.Raw, &got); diags.HasError() || got.VirtualMachineID.ValueString() != "4217" {
+			t.Fatalf("identity %+v (%v), want 4217", got, diags)
+		}
+	})
+}
+
+// getModel refuses what State.Get refuses: a model that lacks an attribute
+// or has one too many, and a null object for a struct that cannot be nil.
+func TestGetModelRefusesWhatDoesNotFit(t *testing.T) {
+	ctx := context.Background()
+	state := hostState(t)
+	host := sampleHostModel()
+	if diags := setModelState(ctx, &state, &host); diags.HasError() {
+		t.Fatal(diags)
+	}
+	type partial struct {
+		ID types.String `tfsdk:"id"`
+	}
+	if diags := getModel(ctx, state.Schema, state.Raw, &partial{}); !diags.HasError() {
+		t.Error("a model with one of the host's attributes was filled")
+	}
+	identity := tfsdk.ResourceIdentity{Schema: vmIdentity.schema}
+	if diags := identity.Set(ctx, vmIdentityModel{types.StringValue("4217")}); diags.HasError() {
+		t.Fatal(diags)
+	}
+	type extra struct {
+		VirtualMachineID types.String `tfsdk:"virtual_machine_id"`
+		More             types.String `tfsdk:"more"`
+	}
+	if diags := getModel(ctx, identity.Schema, identity.Raw, &extra{}); !diags.HasError() {
+		t.Error("a model with an attribute the identity lacks was filled")
+	}
+	null := hostState(t)
+	if diags := getModel(ctx, null.Schema, null.Raw, &hostModel{}); !diags.HasError() {
+		t.Error("a null state was read into a model struct")
+	}
+	if diags := getModel(ctx, state.Schema, state.Raw, hostModel{}); !diags.HasError() {
+		t.Error("a model that is not a pointer was filled")
+	}
+}
+
 func TestSetModelStateRefusesAModelThatLacksAnAttribute(t *testing.T) {
 	state := hostState(t)
 	type partial struct {
@@ -171,6 +261,33 @@ func BenchmarkModelState(b *testing.B) {
 		for b.Loop() {
 			state := resourceState(b, &vmGPUMMIOResource{})
 			if diags := setModelState(ctx, &state, &model); diags.HasError() {
+				b.Fatal(diags)
+			}
+		}
+	})
+}
+
+// BenchmarkModelFromState compares the framework's State.Get with getModel
+// on a GPU setup, as each read of one gets it.
+func BenchmarkModelFromState(b *testing.B) {
+	ctx := context.Background()
+	state := resourceState(b, &vmGPUMMIOResource{})
+	model := sampleGPUMMIOModel()
+	if diags := setModelState(ctx, &state, &model); diags.HasError() {
+		b.Fatal(diags)
+	}
+	b.Run("framework", func(b *testing.B) {
+		for b.Loop() {
+			var m vmGPUMMIOModel
+			if diags := state.Get(ctx, &m); diags.HasError() {
+				b.Fatal(diags)
+			}
+		}
+	})
+	b.Run("getModel", func(b *testing.B) {
+		for b.Loop() {
+			var m vmGPUMMIOModel
+			if diags := getModel(ctx, state.Schema, state.Raw, &m); diags.HasError() {
 				b.Fatal(diags)
 			}
 		}

@@ -42,8 +42,3 @@ func getPrivateJSON(ctx context.Context, p privateState, key string, v any) (boo
 	}
 	return true, diags
 }
-
-// tfsdkState is a request's prior state (a plan's, a delete's).
-type tfsdkState interface {
-	Get(ctx context.Context, target any) diag.Diagnostics
-}

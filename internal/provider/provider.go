@@ -161,7 +161,7 @@ func (p *vspherehpcProvider) Schema(_ context.Context, _ provider.SchemaRequest,
 
 func (p *vspherehpcProvider) Configure(ctx context.Context, req provider.ConfigureRequest, resp *provider.ConfigureResponse) {
 	var cfg providerModel
-	resp.Diagnostics.Append(req.Config.Get(ctx, &cfg)...)
+	resp.Diagnostics.Append(getModel(ctx, req.Config.Schema, req.Config.Raw, &cfg)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}

@@ -25,7 +25,7 @@ func (r *rdmaDVSResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	var state *rdmaDVSModel
 	if !req.State.Raw.IsNull() {
 		state = &rdmaDVSModel{}
-		resp.Diagnostics.Append(req.State.Get(ctx, state)...)
+		resp.Diagnostics.Append(getModel(ctx, req.State.Schema, req.State.Raw, state)...)
 		r.claims.noteSwitchRead(state.ID.ValueString())
 	}
 	if req.Plan.Raw.IsNull() {
@@ -35,7 +35,7 @@ func (r *rdmaDVSResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 		return
 	}
 	var plan rdmaDVSModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	resp.Diagnostics.Append(getModel(ctx, req.Plan.Schema, req.Plan.Raw, &plan)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}

@@ -275,7 +275,7 @@ func (r *rdmaDVSResource) spec(ctx context.Context, m *rdmaDVSModel, diags *diag
 func (r *rdmaDVSResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
 	defer switchIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	var plan rdmaDVSModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	resp.Diagnostics.Append(getModel(ctx, req.Plan.Schema, req.Plan.Raw, &plan)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -381,7 +381,7 @@ func (r *rdmaDVSResource) dvsID(ctx context.Context, m *rdmaDVSModel, p privateS
 func (r *rdmaDVSResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
 	switchIdentity.record(ctx, &req.State, resp.Identity, &resp.Diagnostics)
 	var state rdmaDVSModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	resp.Diagnostics.Append(getModel(ctx, req.State.Schema, req.State.Raw, &state)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -407,8 +407,8 @@ func (r *rdmaDVSResource) Read(ctx context.Context, req resource.ReadRequest, re
 func (r *rdmaDVSResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
 	defer switchIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	var plan, state rdmaDVSModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	resp.Diagnostics.Append(getModel(ctx, req.Plan.Schema, req.Plan.Raw, &plan)...)
+	resp.Diagnostics.Append(getModel(ctx, req.State.Schema, req.State.Raw, &state)...)
 	// Until the switch is read back, state stays as it was: on a failure the
 	// framework would otherwise record the plan as applied.
 	resp.State.Raw = req.State.Raw.Copy()
@@ -435,7 +435,7 @@ func (r *rdmaDVSResource) Update(ctx context.Context, req resource.UpdateRequest
 
 func (r *rdmaDVSResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
 	var state rdmaDVSModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	resp.Diagnostics.Append(getModel(ctx, req.State.Schema, req.State.Raw, &state)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}

@@ -143,7 +143,7 @@ func (d *virtualMachineDataSource) Configure(_ context.Context, req datasource.C
 
 func (d *virtualMachineDataSource) Read(ctx context.Context, req datasource.ReadRequest, resp *datasource.ReadResponse) {
 	var state virtualMachineModel
-	resp.Diagnostics.Append(req.Config.Get(ctx, &state)...)
+	resp.Diagnostics.Append(getModel(ctx, req.Config.Schema, req.Config.Raw, &state)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}

@@ -251,7 +251,7 @@ func planAdapter[M any, PM interface {
 }](ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse, client *vsphere.Client, claims *claimBook, change string) (state, plan PM, ok bool) {
 	if !req.State.Raw.IsNull() {
 		state = new(M)
-		resp.Diagnostics.Append(req.State.Get(ctx, state)...)
+		resp.Diagnostics.Append(getModel(ctx, req.State.Schema, req.State.Raw, state)...)
 	}
 	if !requireVCenter(client, &resp.Diagnostics) {
 		return nil, nil, false
@@ -264,7 +264,7 @@ func planAdapter[M any, PM interface {
 		return nil, nil, false
 	}
 	plan = new(M)
-	resp.Diagnostics.Append(req.Plan.Get(ctx, plan)...)
+	resp.Diagnostics.Append(getModel(ctx, req.Plan.Schema, req.Plan.Raw, plan)...)
 	if resp.Diagnostics.HasError() {
 		return nil, nil, false
 	}

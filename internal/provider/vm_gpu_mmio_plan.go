@@ -122,7 +122,7 @@ func (r *vmGPUMMIOResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 	var state *vmGPUMMIOModel
 	if !req.State.Raw.IsNull() {
 		state = &vmGPUMMIOModel{}
-		resp.Diagnostics.Append(req.State.Get(ctx, state)...)
+		resp.Diagnostics.Append(getModel(ctx, req.State.Schema, req.State.Raw, state)...)
 	}
 	if req.Plan.Raw.IsNull() {
 		if state != nil {
@@ -134,8 +134,8 @@ func (r *vmGPUMMIOResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 		return
 	}
 	var plan, config vmGPUMMIOModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	resp.Diagnostics.Append(req.Config.Get(ctx, &config)...)
+	resp.Diagnostics.Append(getModel(ctx, req.Plan.Schema, req.Plan.Raw, &plan)...)
+	resp.Diagnostics.Append(getModel(ctx, req.Config.Schema, req.Config.Raw, &config)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}

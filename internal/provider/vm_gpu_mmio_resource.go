@@ -266,7 +266,7 @@ func (r *vmGPUMMIOResource) requests(ctx context.Context, l types.Set, diags *di
 func (r *vmGPUMMIOResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
 	defer vmIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	var plan vmGPUMMIOModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	resp.Diagnostics.Append(getModel(ctx, req.Plan.Schema, req.Plan.Raw, &plan)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -372,7 +372,7 @@ func gpuMMIOToModel(ctx context.Context, got *vsphere.GPUMMIO, m *vmGPUMMIOModel
 func (r *vmGPUMMIOResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
 	vmIdentity.record(ctx, &req.State, resp.Identity, &resp.Diagnostics)
 	var state vmGPUMMIOModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	resp.Diagnostics.Append(getModel(ctx, req.State.Schema, req.State.Raw, &state)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -416,7 +416,7 @@ func (r *vmGPUMMIOResource) Read(ctx context.Context, req resource.ReadRequest, 
 func (r *vmGPUMMIOResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
 	defer vmIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	var plan vmGPUMMIOModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	resp.Diagnostics.Append(getModel(ctx, req.Plan.Schema, req.Plan.Raw, &plan)...)
 	resp.State.Raw = req.State.Raw.Copy() // until read back: a failure must not record the plan
 	if resp.Diagnostics.HasError() {
 		return
@@ -433,7 +433,7 @@ func (r *vmGPUMMIOResource) Update(ctx context.Context, req resource.UpdateReque
 
 func (r *vmGPUMMIOResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
 	var state vmGPUMMIOModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	resp.Diagnostics.Append(getModel(ctx, req.State.Schema, req.State.Raw, &state)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}

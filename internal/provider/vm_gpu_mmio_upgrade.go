@@ -57,7 +57,7 @@ func (r *vmGPUMMIOResource) UpgradeState(ctx context.Context) map[int64]resource
 // not in any state) would be one.
 func upgradeGPUMMIOFromV0(ctx context.Context, req resource.UpgradeStateRequest, resp *resource.UpgradeStateResponse) {
 	var old vmGPUMMIOModelV0
-	if resp.Diagnostics.Append(req.State.Get(ctx, &old)...); resp.Diagnostics.HasError() {
+	if resp.Diagnostics.Append(getModel(ctx, req.State.Schema, req.State.Raw, &old)...); resp.Diagnostics.HasError() {
 		return
 	}
 	m := vmGPUMMIOModel{

@@ -71,7 +71,7 @@ func (a *vmPowerAction) Configure(_ context.Context, req action.ConfigureRequest
 
 func (a *vmPowerAction) Invoke(ctx context.Context, req action.InvokeRequest, resp *action.InvokeResponse) {
 	var m vmPowerModel
-	if resp.Diagnostics.Append(req.Config.Get(ctx, &m)...); resp.Diagnostics.HasError() || !requireVCenter(a.client, &resp.Diagnostics) {
+	if resp.Diagnostics.Append(getModel(ctx, req.Config.Schema, req.Config.Raw, &m)...); resp.Diagnostics.HasError() || !requireVCenter(a.client, &resp.Diagnostics) {
 		return
 	}
 	wait, _ := time.ParseDuration(cmpOr(m.ShutdownTimeout.ValueString(), defaultShutdownTimeout)) // validated by positiveDuration

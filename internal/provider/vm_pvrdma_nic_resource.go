@@ -166,7 +166,7 @@ func (m *vmPVRDMANICModel) spec() vsphere.PVRDMANICSpec {
 func (r *vmPVRDMANICResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
 	defer vmDeviceIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	var plan vmPVRDMANICModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	resp.Diagnostics.Append(getModel(ctx, req.Plan.Schema, req.Plan.Raw, &plan)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -241,7 +241,7 @@ func nicToModel(nic *vsphere.PVRDMANIC, m *vmPVRDMANICModel) {
 func (r *vmPVRDMANICResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
 	vmDeviceIdentity.record(ctx, &req.State, resp.Identity, &resp.Diagnostics)
 	var state vmPVRDMANICModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	resp.Diagnostics.Append(getModel(ctx, req.State.Schema, req.State.Raw, &state)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -258,8 +258,8 @@ func (r *vmPVRDMANICResource) Read(ctx context.Context, req resource.ReadRequest
 func (r *vmPVRDMANICResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
 	defer vmDeviceIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	var plan, state vmPVRDMANICModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	resp.Diagnostics.Append(getModel(ctx, req.Plan.Schema, req.Plan.Raw, &plan)...)
+	resp.Diagnostics.Append(getModel(ctx, req.State.Schema, req.State.Raw, &state)...)
 	resp.State.Raw = req.State.Raw.Copy() // until read back: a failure must not record the plan
 	if resp.Diagnostics.HasError() {
 		return
@@ -297,7 +297,7 @@ func (r *vmPVRDMANICResource) Update(ctx context.Context, req resource.UpdateReq
 
 func (r *vmPVRDMANICResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
 	var state vmPVRDMANICModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	resp.Diagnostics.Append(getModel(ctx, req.State.Schema, req.State.Raw, &state)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}

@@ -160,7 +160,7 @@ func (m *vmSRIOVNICModel) spec() vsphere.SRIOVNICSpec {
 func (r *vmSRIOVNICResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
 	defer vmDeviceIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	var plan vmSRIOVNICModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	resp.Diagnostics.Append(getModel(ctx, req.Plan.Schema, req.Plan.Raw, &plan)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -218,7 +218,7 @@ func sriovNICToModel(nic *vsphere.SRIOVNIC, m *vmSRIOVNICModel) {
 func (r *vmSRIOVNICResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
 	vmDeviceIdentity.record(ctx, &req.State, resp.Identity, &resp.Diagnostics)
 	var state vmSRIOVNICModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	resp.Diagnostics.Append(getModel(ctx, req.State.Schema, req.State.Raw, &state)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -235,8 +235,8 @@ func (r *vmSRIOVNICResource) Read(ctx context.Context, req resource.ReadRequest,
 func (r *vmSRIOVNICResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
 	defer vmDeviceIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	var plan, state vmSRIOVNICModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	resp.Diagnostics.Append(getModel(ctx, req.Plan.Schema, req.Plan.Raw, &plan)...)
+	resp.Diagnostics.Append(getModel(ctx, req.State.Schema, req.State.Raw, &state)...)
 	resp.State.Raw = req.State.Raw.Copy() // until read back: a failure must not record the plan
 	if resp.Diagnostics.HasError() {
 		return
@@ -270,7 +270,7 @@ func (r *vmSRIOVNICResource) Update(ctx context.Context, req resource.UpdateRequ
 
 func (r *vmSRIOVNICResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
 	var state vmSRIOVNICModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	resp.Diagnostics.Append(getModel(ctx, req.State.Schema, req.State.Raw, &state)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
