@@ -129,15 +129,18 @@ func (p *vspherehpcProvider) Schema(_ context.Context, _ provider.SchemaRequest,
 				MarkdownDescription: "Keep the vCenter session from one run of the provider to the next instead of logging in and out " +
 					"each time. One Terraform command runs the provider several times (plan, then apply), and each run otherwise logs in " +
 					"and out: two of a refresh's three round trips to a remote vCenter. The session's cookie is kept in a file of its own " +
-					"per server and user under `session_path`, readable by its owner alone (a file or directory others can read or write " +
-					"is not used); a run starts from it with no call to vCenter, and a kept session vCenter has ended (its idle timeout, " +
-					"30 minutes by default, or a restart) is replaced at the first call. Whoever can read the file can act as `user` " +
-					"until the session ends. Off by default. Environment: `" + envPersistSession + "`.",
+					"per server and user under `session_path`, readable by its owner alone (a file others can read or write, a symbolic " +
+					"link, a directory others can write to, or a file or directory of another user is not used); a run starts from it " +
+					"with no call to vCenter, and a kept session vCenter has ended (its idle timeout, 30 minutes by default, or a " +
+					"restart) is replaced at the first call. Whoever can read the file can act as `user` until the session ends, even " +
+					"after the password changes. Unix only: on Windows, where the provider cannot check who may read the file, it keeps " +
+					"none and says so. Off by default. Environment: `" + envPersistSession + "`.",
 			},
 			"session_path": schema.StringAttribute{
 				Optional: true,
-				MarkdownDescription: "Directory of the sessions `persist_session` keeps, created readable by its owner alone if missing; " +
-					"a leading `~/` is the home directory. " +
+				MarkdownDescription: "Directory of the sessions `persist_session` keeps, created readable by its owner alone if missing: " +
+					"an absolute path, or one starting with `~/` for the home directory (a relative one would put the session in the " +
+					"directory Terraform runs in). " +
 					"Default: `vspherehpc/sessions` in the user's cache directory (`$XDG_CACHE_HOME` or `~/.cache` on Linux, " +
 					"`~/Library/Caches` on macOS, `%LocalAppData%` on Windows). Environment: `" + envSessionPath + "`.",
 			},
@@ -190,6 +193,7 @@ func (p *vspherehpcProvider) Configure(ctx context.Context, req provider.Configu
 		Password:   stringOrEnv(cfg.Password, envPassword),
 		CAFile:     stringOrEnv(cfg.CAFile, envCAFile),
 		Thumbprint: cfg.Thumbprint.ValueString(),
+		UserAgent:  "terraform-provider-vspherehpc/" + p.version,
 	}
 	vc.Logger = newTFLogger(vc.Password)
 
@@ -282,6 +286,11 @@ func sessionDir(cfg providerModel, diags *diag.Diagnostics) string {
 		persist = b
 	}
 	dir := stringOrEnv(cfg.SessionPath, envSessionPath)
+	notKept := func(why string) string {
+		diags.AddAttributeWarning(path.Root("session_path"), "Sessions not kept",
+			why+" Until then every run logs in and out, as without persist_session.")
+		return ""
+	}
 	switch {
 	case !persist:
 		if !cfg.SessionPath.IsNull() {
@@ -293,28 +302,39 @@ func sessionDir(cfg providerModel, diags *diag.Diagnostics) string {
 	case dir == "":
 		cache, err := os.UserCacheDir()
 		if err != nil {
-			diags.AddAttributeError(path.Root("session_path"), "No directory for kept sessions",
-				"persist_session needs a directory to keep sessions in, and this machine has no user cache directory ("+err.Error()+
-					"). Set session_path, or "+envSessionPath+".")
-			return ""
+			return notKept("persist_session needs a directory to keep sessions in, and this machine has no user cache directory (" +
+				err.Error() + "). Set session_path, or " + envSessionPath + ".")
 		}
-		return filepath.Join(cache, "vspherehpc", "sessions")
-	}
-	if rest, ok := strings.CutPrefix(dir, "~"+string(filepath.Separator)); ok {
+		dir = filepath.Join(cache, "vspherehpc", "sessions")
+	case strings.HasPrefix(dir, "~/") || strings.HasPrefix(dir, "~"+string(filepath.Separator)):
 		// As a shell would, and the vSphere provider does for its session paths.
-		if home, err := os.UserHomeDir(); err == nil {
-			dir = filepath.Join(home, rest)
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return notKept("session_path " + dir + " starts with ~, and this machine has no home directory (" + err.Error() +
+				"). Give session_path as an absolute path.")
 		}
+		dir = filepath.Join(home, dir[2:])
+	}
+	if !filepath.IsAbs(dir) {
+		diags.AddAttributeError(path.Root("session_path"), "session_path is not absolute",
+			"Give session_path as an absolute path or one starting with ~/, not "+strconv.Quote(dir)+": a relative one would "+
+				"be created in the directory Terraform runs in, where a session file could be committed with the configuration.")
+		return ""
 	}
 	switch err := vsphere.UnsafeSessionDir(dir); {
 	case errors.Is(err, vsphere.ErrSessionDirNotADirectory):
 		diags.AddAttributeError(path.Root("session_path"), "session_path is not a directory",
 			"Cannot keep sessions in "+dir+": it is a file. Name a directory (it is created if missing).")
 	case errors.Is(err, vsphere.ErrSessionDirWritable):
-		diags.AddAttributeWarning(path.Root("session_path"), "Sessions not kept",
-			"Others than its owner may write to "+dir+", so the provider neither keeps a session there nor resumes one: "+
-				"a file put there could make it act as somebody else. Make the directory writable by its owner alone "+
-				"(chmod go-w), or name another; until then every run logs in and out.")
+		return notKept("Others than its owner may write to " + dir + ", so the provider neither keeps a session there nor resumes one: " +
+			"a file put there could make it act as somebody else. Make the directory writable by its owner alone " +
+			"(chmod go-w), or name another.")
+	case errors.Is(err, vsphere.ErrSessionDirNotOwned):
+		return notKept(dir + " belongs to another user, so the provider neither keeps a session there nor resumes one. " +
+			"Name a directory of your own.")
+	case errors.Is(err, vsphere.ErrSessionsUnchecked):
+		return notKept("On this system the provider cannot check that only you can read a session file (" + err.Error() +
+			"), so it keeps none.")
 	}
 	return dir
 }

@@ -495,8 +495,30 @@ func TestSessionDir(t *testing.T) {
 		{"off in the block wins", providerModel{PersistSession: types.BoolValue(false)}, map[string]string{envPersistSession: "true"}, "", "", ""},
 		{"path without persisting", providerModel{SessionPath: types.StringValue("/tmp/kept")}, nil, "", "session_path not used", ""},
 		{"a directory others may write to", providerModel{PersistSession: types.BoolValue(true), SessionPath: types.StringValue(shared)}, nil,
-			shared, "Sessions not kept", ""},
+			"", "Sessions not kept", ""},
 		{"bad environment", providerModel{}, map[string]string{envPersistSession: "yes please"}, "", "", "Invalid " + envPersistSession},
+		{"a relative path", providerModel{PersistSession: types.BoolValue(true), SessionPath: types.StringValue("kept")}, nil,
+			"", "", "session_path is not absolute"},
+		{"~ without a home", providerModel{PersistSession: types.BoolValue(true), SessionPath: types.StringValue("~/kept")},
+			map[string]string{"HOME": ""}, "", "Sessions not kept", ""},
+		{"no cache directory", providerModel{PersistSession: types.BoolValue(true)}, map[string]string{"HOME": ""}, "", "Sessions not kept", ""},
+	}
+	if os.Geteuid() != 0 && os.Getenv("CI") != "" { // never counted as tested when it was not
+		t.Fatal("giving a directory to another user needs root")
+	}
+	if os.Geteuid() == 0 { // giving a directory to another user needs root
+		theirs := t.TempDir()
+		if err := os.Chown(theirs, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+		cases = append(cases, struct {
+			name        string
+			cfg         providerModel
+			env         map[string]string
+			want        string
+			warn, error string
+		}{"a directory of another user", providerModel{PersistSession: types.BoolValue(true), SessionPath: types.StringValue(theirs)}, nil,
+			"", "Sessions not kept", ""})
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -38,6 +38,7 @@ type Config struct {
 	APITimeout         time.Duration
 	Logger             Logger
 	SessionDir         string // keeps the session between processes there (see session_file.go); "" logs out at the end
+	UserAgent          string // what vCenter's session list shows; "terraform-provider-vspherehpc" when empty
 }
 
 // keepAliveIdle is how long a session may sit unused before a cheap call
@@ -242,6 +243,10 @@ func (c *Client) connect(ctx context.Context) (*vim25.Client, error) {
 	defer cancel()
 	u := &url.URL{Scheme: "https", Host: c.cfg.Server, Path: vim25.Path}
 	sc := soap.NewClient(u, c.cfg.AllowUnverifiedSSL)
+	// Set before any call, as vim25.NewClient would set the first two: the
+	// login goes out while the service content is read, and both calls
+	// read them.
+	sc.Namespace, sc.Version, sc.UserAgent = "urn:"+vim25.Namespace, vim25.Version, c.userAgent()
 	switch {
 	case c.cfg.Thumbprint != "":
 		pinThumbprint(sc.DefaultTransport().TLSClientConfig, c.cfg.Thumbprint)
@@ -269,11 +274,23 @@ func (c *Client) connect(ctx context.Context) (*vim25.Client, error) {
 	go func() { early <- c.loginAt(ctx, rt, sc, vcenterSessionManager, gen) }()
 	vc, err := vim25.NewClient(ctx, sc)
 	earlyErr := <-early
-	if err != nil {
-		if earlyErr == nil { // the session would outlive the failed connection
-			_, _ = methods.Logout(ctx, rt, &types.Logout{This: vcenterSessionManager})
+	// A failed connection whose login went through ends its session, even
+	// when ctx has ended: it would outlive the connection.
+	abandon := func() {
+		if earlyErr == nil {
+			logoutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abandonedLogoutTimeout)
+			_, _ = methods.Logout(logoutCtx, rt, &types.Logout{This: vcenterSessionManager})
+			cancel()
 		}
+	}
+	if err != nil {
+		abandon()
 		return nil, c.connectError(ctx, u, err)
+	}
+	if vc.ServiceContent.SessionManager == nil {
+		abandon()
+		return nil, &ConnectError{Op: "connecting to vCenter " + c.cfg.Server, Kind: ErrNotImplemented, Server: c.cfg.Server,
+			Cause: errors.New("its service content names no session manager to log in to; check that vsphere_server names a vCenter")}
 	}
 	rt.vim = vc
 	vc.RoundTripper = rt
@@ -292,6 +309,19 @@ func (c *Client) connect(ctx context.Context) (*vim25.Client, error) {
 		"api_version": vc.ServiceContent.About.ApiVersion, "product": vc.ServiceContent.About.FullName,
 	})
 	return vc, nil
+}
+
+// abandonedLogoutTimeout bounds logging out of a session whose connection
+// failed after its login went through, which happens after connect's own
+// time has run out.
+const abandonedLogoutTimeout = 5 * time.Second
+
+// userAgent is what vCenter's list of sessions shows for the client's.
+func (c *Client) userAgent() string {
+	if c.cfg.UserAgent != "" {
+		return c.cfg.UserAgent
+	}
+	return "terraform-provider-vspherehpc"
 }
 
 // vcenterSessionManager is vCenter's session manager, as its service
@@ -364,7 +394,7 @@ func (c *Client) loginAfterLogout(ctx context.Context, vc *vim25.Client) error {
 // A kept session (Config.SessionDir) is left for the next process; one
 // that could not be kept is logged out.
 func (c *Client) Logout(ctx context.Context) error {
-	if !c.Configured() || c.sessionKept.Load() {
+	if !c.Configured() {
 		return nil
 	}
 	c.connMu.Lock()
@@ -380,12 +410,14 @@ func (c *Client) Logout(ctx context.Context) error {
 		vc = c.vim
 		c.connMu.Unlock()
 	}
-	if vc == nil {
+	if vc == nil || vc.ServiceContent.SessionManager == nil {
 		return nil
 	}
 	c.loginMu.Lock()
 	defer c.loginMu.Unlock()
-	if c.loggedOut {
+	// Asked once the connection in flight has ended, which may have kept
+	// its session.
+	if c.loggedOut || c.sessionKept.Load() {
 		return nil
 	}
 	_, err := methods.Logout(ctx, vc, &types.Logout{This: *vc.ServiceContent.SessionManager})

@@ -6,10 +6,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
-	"runtime"
 
 	"github.com/vmware/govmomi/vim25"
 	"github.com/vmware/govmomi/vim25/soap"
@@ -41,17 +41,16 @@ func (c *Client) sessionFile() string {
 }
 
 // keptSession is the session kept for the client's server and user, or nil
-// when there is none or its file or directory is not safe to trust.
+// when there is none or its file or directory is not safe to trust. The
+// file is checked as opened, not by its name, so that it cannot be swapped
+// between the check and the read.
 func (c *Client) keptSession(ctx context.Context) *keptSession {
 	name := c.sessionFile()
-	if problem := unsafeSessionPath(c.cfg.SessionDir, name); problem != nil {
+	b, problem := readOwnerOnly(c.cfg.SessionDir, name)
+	if problem != nil {
 		if !errors.Is(problem, os.ErrNotExist) {
 			c.log.Debug(ctx, "Not using the kept vCenter session", map[string]any{"file": name, "reason": problem.Error()})
 		}
-		return nil
-	}
-	b, err := os.ReadFile(name)
-	if err != nil {
 		return nil
 	}
 	var kept keptSession
@@ -64,53 +63,78 @@ func (c *Client) keptSession(ctx context.Context) *keptSession {
 
 var (
 	errNotOwnerOnly = errors.New("others than its owner may read or write it")
+	errNotOwned     = errors.New("it belongs to another user")
 	// ErrSessionDirWritable: a session directory others can write to, where
 	// no session is kept or resumed.
 	ErrSessionDirWritable = errors.New("others than its owner may write to it")
+	// ErrSessionDirNotOwned: a session directory of another user.
+	ErrSessionDirNotOwned = errors.New("it belongs to another user")
 	// ErrSessionDirNotADirectory: a session path that names a file.
 	ErrSessionDirNotADirectory = errors.New("it is not a directory")
-	errNotRegularFile          = errors.New("it is not a regular file")
-	ownerOnlyCheckable         = runtime.GOOS != "windows" // Windows reports no Unix permissions
+	// ErrSessionsUnchecked: a system without Unix owners and permissions
+	// (Windows), where the provider cannot tell who may read a file, and so
+	// keeps no session.
+	ErrSessionsUnchecked = errors.New("this system has no Unix file owners and permissions to check who may read the session file")
+	errNotRegularFile    = errors.New("it is not a regular file")
 )
 
-// UnsafeSessionDir says why kept sessions cannot be kept in dir: not a
-// directory, or one others can write to; os.ErrNotExist when there is none
-// yet (the client creates it, owner-only).
+// UnsafeSessionDir says why kept sessions cannot be kept in dir: a system
+// whose permissions cannot be checked, not a directory, one others can
+// write to or one of another user; os.ErrNotExist when there is none yet
+// (the client creates it, owner-only).
 func UnsafeSessionDir(dir string) error {
-	if d, err := os.Stat(dir); err != nil {
-		return err
-	} else if !d.IsDir() {
-		return ErrSessionDirNotADirectory
-	} else if ownerOnlyCheckable && d.Mode().Perm()&0o022 != 0 {
-		return ErrSessionDirWritable
+	if !ownerOnlyCheckable {
+		return ErrSessionsUnchecked
 	}
-	return nil
-}
-
-// unsafeSessionPath says why a kept session file (or its directory) must not
-// be trusted, as ssh does for its keys: a file others can read gives the
-// session away, and one others can write or replace could make the
-// provider act as somebody else. os.ErrNotExist when there is no file.
-func unsafeSessionPath(dir, file string) error {
-	if err := UnsafeSessionDir(dir); err != nil {
-		return err
-	}
-	f, err := os.Lstat(file)
+	d, err := os.Stat(dir)
 	switch {
 	case err != nil:
 		return err
-	case !f.Mode().IsRegular():
-		return errNotRegularFile
-	case ownerOnlyCheckable && f.Mode().Perm()&0o077 != 0:
-		return errNotOwnerOnly
+	case !d.IsDir():
+		return ErrSessionDirNotADirectory
+	case d.Mode().Perm()&0o022 != 0:
+		return ErrSessionDirWritable
+	case !ownedByMe(d):
+		return ErrSessionDirNotOwned
 	}
 	return nil
 }
+
+// readOwnerOnly reads a kept session file unless it (or its directory) must
+// not be trusted, as ssh does for its keys: a file others can read gives
+// the session away, and one others can write or replace, or a symbolic
+// link, could make the provider act as somebody else. os.ErrNotExist when
+// there is no file.
+func readOwnerOnly(dir, name string) ([]byte, error) {
+	if err := UnsafeSessionDir(dir); err != nil {
+		return nil, err
+	}
+	f, err := openNoFollow(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	switch {
+	case err != nil:
+		return nil, err
+	case !fi.Mode().IsRegular():
+		return nil, errNotRegularFile
+	case fi.Mode().Perm()&0o077 != 0:
+		return nil, errNotOwnerOnly
+	case !ownedByMe(fi):
+		return nil, errNotOwned
+	}
+	return io.ReadAll(io.LimitReader(f, maxSessionFile))
+}
+
+// maxSessionFile bounds what is read of a session file: a service content
+// and a cookie take a few KB.
+const maxSessionFile = 1 << 20
 
 // resume is a client of the kept session: no call made.
 func resume(sc *soap.Client, rt soap.RoundTripper, kept *keptSession) *vim25.Client {
 	sc.Jar.SetCookies(sc.URL(), []*http.Cookie{{Name: soap.SessionCookieName, Value: kept.Cookie, Path: "/"}})
-	sc.Namespace, sc.Version = "urn:"+vim25.Namespace, vim25.Version // as vim25.NewClient sets them
 	return &vim25.Client{Client: sc, RoundTripper: rt, ServiceContent: kept.ServiceContent}
 }
 
@@ -122,7 +146,8 @@ func (c *Client) keepSession(ctx context.Context, vc *vim25.Client) {
 		return
 	}
 	cookie := vc.SessionCookie()
-	if cookie == nil {
+	if cookie == nil { // nothing to keep: Logout ends the session
+		c.sessionKept.Store(false)
 		return
 	}
 	err := writeOwnerOnly(c.cfg.SessionDir, c.sessionFile(), keptSession{Cookie: cookie.Value, ServiceContent: vc.ServiceContent})
@@ -140,11 +165,13 @@ func writeOwnerOnly(dir, name string, v any) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	if problem := unsafeSessionPath(dir, name); problem != nil && !errors.Is(problem, os.ErrNotExist) && !errors.Is(problem, errNotOwnerOnly) {
+	if problem := UnsafeSessionDir(dir); problem != nil {
 		return problem
 	}
 	// Written aside and renamed: a process reading it meanwhile sees the old
-	// session or the new one, never half of one. CreateTemp makes it 0600.
+	// session or the new one, never half of one, and the rename replaces
+	// whatever was at name (a file too open, a symbolic link) rather than
+	// writing through it. CreateTemp makes it 0600.
 	f, err := os.CreateTemp(dir, ".session-*")
 	if err != nil {
 		return err

@@ -1,15 +1,23 @@
+//go:build !windows
+
+// Kept sessions are for Unix systems only: session_file_windows.go keeps none.
 package vsphere
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
+	"github.com/vmware/govmomi/vim25"
+	"github.com/vmware/govmomi/vim25/soap"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
 
@@ -104,29 +112,41 @@ func TestEndedKeptSessionIsReplaced(t *testing.T) {
 	}
 }
 
-// TestUnsafeKeptSessionIsNotUsed: a session file others can read, or in a
-// directory others can write to, is not trusted: the client logs in.
+// TestUnsafeKeptSessionIsNotUsed: a session file others can read, a
+// symbolic link, a file of another user, or a directory others can write
+// to or of another user, is not trusted: the client logs in. A file is then
+// replaced by an owner-only one holding the new session; in a directory
+// that cannot be trusted nothing is kept, and Logout ends the session.
 func TestUnsafeKeptSessionIsNotUsed(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
 	ctx := context.Background()
-	// kept: whether the new session is kept in place of the spoiled one (a
-	// file is replaced by an owner-only one); when it is not, Logout ends it.
+	const nobody = 65534
 	for name, tc := range map[string]struct {
-		spoil func(dir, file string) error
-		kept  bool
+		spoil    func(dir, file string) error
+		kept     bool
+		rootOnly bool // chown needs root
 	}{
-		"file readable by others":      {func(_, file string) error { return os.Chmod(file, 0o644) }, true},
-		"directory writable by others": {func(dir, _ string) error { return os.Chmod(dir, 0o777) }, false},
-		"file a symbolic link": {func(dir, file string) error {
+		"file readable by others":         {spoil: func(_, file string) error { return os.Chmod(file, 0o644) }, kept: true},
+		"directory writable by others":    {spoil: func(dir, _ string) error { return os.Chmod(dir, 0o777) }},
+		"directory writable by its group": {spoil: func(dir, _ string) error { return os.Chmod(dir, 0o770) }},
+		"file a symbolic link": {spoil: func(dir, file string) error {
 			target := filepath.Join(dir, "elsewhere")
 			if err := os.Rename(file, target); err != nil {
 				return err
 			}
 			return os.Symlink(target, file)
-		}, false},
+		}, kept: true},
+		"file of another user":      {spoil: func(_, file string) error { return os.Chown(file, nobody, nobody) }, kept: true, rootOnly: true},
+		"directory of another user": {spoil: func(dir, _ string) error { return os.Chown(dir, nobody, nobody) }, rootOnly: true},
 	} {
 		t.Run(name, func(t *testing.T) {
+			if tc.rootOnly && os.Geteuid() != 0 {
+				if os.Getenv("CI") != "" { // never counted as tested when it was not
+					t.Fatal("giving a file to another user needs root")
+				}
+				t.Skip("giving a file to another user needs root")
+			}
 			dir := t.TempDir()
 			c := keptClient(lab, dir, &recordingLogger{})
 			if _, err := c.DatacenterByName(ctx, ""); err != nil {
@@ -150,7 +170,91 @@ func TestUnsafeKeptSessionIsNotUsed(t *testing.T) {
 			if loggedOut := after["Logout"] - before["Logout"]; loggedOut != map[bool]int{true: 0, false: 1}[tc.kept] {
 				t.Fatalf("%d Logout calls; the session kept: %v (a session not kept must be ended)", loggedOut, tc.kept)
 			}
+			if !tc.kept {
+				return
+			}
+			fi, err := os.Lstat(next.sessionFile())
+			if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o600 || !ownedByMe(fi) {
+				t.Fatalf("the kept session's file is %v (%v), want a regular file of mode 0600 of this user", fi.Mode(), err)
+			}
+			if _, err := readOwnerOnly(dir, next.sessionFile()); err != nil {
+				t.Fatalf("the new session's file is not trusted: %v", err)
+			}
 		})
+	}
+}
+
+// TestOwnedByMe: a file of another user is not one's own.
+func TestOwnedByMe(t *testing.T) {
+	fi, err := os.Stat(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ownedByMe(fi) {
+		t.Fatal("a directory this test made is not its own")
+	}
+	if ownedByMe(otherOwner{fi}) {
+		t.Fatal("a directory of another user passes for one's own")
+	}
+}
+
+// otherOwner is a FileInfo of the same file owned by the next user id.
+type otherOwner struct{ fs.FileInfo }
+
+func (o otherOwner) Sys() any {
+	st := *o.FileInfo.Sys().(*syscall.Stat_t)
+	st.Uid++
+	return &st
+}
+
+// TestLogoutDuringAConnectionLeavesTheKeptSession: Logout asked while the
+// connection is in flight waits for it, and leaves the session it kept to
+// the next process, as it leaves a kept session once connected.
+func TestLogoutDuringAConnectionLeavesTheKeptSession(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	ctx := context.Background()
+	dir := t.TempDir()
+	c := keptClient(lab, dir, &recordingLogger{})
+	lab.Delay("RetrieveServiceContent", time.Second)
+	connected := make(chan error, 1)
+	go func() {
+		_, err := c.DatacenterByName(ctx, "")
+		connected <- err
+	}()
+	for deadline := time.Now().Add(30 * time.Second); lab.Calls()["Login"] == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no Login in 30 s")
+		}
+	}
+	if err := c.Logout(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-connected; err != nil {
+		t.Fatal(err)
+	}
+	lab.Delay("RetrieveServiceContent", 0)
+	if calls := lab.Calls(); calls["Logout"] != 0 {
+		t.Fatalf("calls = %v, want the kept session left alone", calls)
+	}
+	lab.ResetCalls()
+	if _, err := keptClient(lab, dir, &recordingLogger{}).DatacenterByName(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	if calls := lab.Calls(); calls["Login"] != 0 {
+		t.Fatalf("calls = %v, want the kept session resumed", calls)
+	}
+}
+
+// TestNoCookieNoKeptSession: a login that brings no cookie keeps nothing,
+// and the client no longer counts its session as kept, so Logout ends it.
+func TestNoCookieNoKeptSession(t *testing.T) {
+	lab := startLab(t, vcsimlab.Options{})
+	c := keptClient(lab, t.TempDir(), &recordingLogger{})
+	c.sessionKept.Store(true)
+	c.keepSession(context.Background(), &vim25.Client{Client: soap.NewClient(lab.URL, false)})
+	if c.sessionKept.Load() {
+		t.Fatal("a session without a cookie counts as kept")
 	}
 }
 

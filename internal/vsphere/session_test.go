@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vmware/govmomi/property"
+	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
 
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
@@ -137,6 +139,47 @@ func TestLoginGoesWithTheServiceContent(t *testing.T) {
 	}
 	if _, err := c.DatacenterByName(ctx, ""); err != nil {
 		t.Fatalf("the next call: %v", err)
+	}
+}
+
+// TestLoginOfAConnectionOutOfTimeIsEnded: when the service content is late
+// and the connection's time runs out after the login went through, the
+// session is still ended: its logout does not go out on the ended time.
+func TestLoginOfAConnectionOutOfTimeIsEnded(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	ctx := context.Background()
+	c := labClient(lab, func(cfg *Config) { cfg.APITimeout = time.Second })
+	lab.Delay("RetrieveServiceContent", 3*time.Second)
+	if _, err := c.DatacenterByName(ctx, ""); err == nil {
+		t.Fatal("connecting succeeded though the service content came after the timeout")
+	}
+	lab.Delay("RetrieveServiceContent", 0)
+	if calls := lab.Calls(); calls["Login"] != 1 || calls["Logout"] != 1 {
+		t.Fatalf("calls = %v, want the Login and its session ended", calls)
+	}
+	if keys, err := lab.Sessions(ctx); err != nil || len(keys) != 0 {
+		t.Fatalf("sessions = %v (%v), want none", keys, err)
+	}
+}
+
+// TestSessionShowsTheUserAgent: vCenter's list of sessions names the
+// provider and its version, so an administrator can tell its sessions apart.
+func TestSessionShowsTheUserAgent(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	ctx := context.Background()
+	c := labClient(lab, func(cfg *Config) { cfg.UserAgent = "terraform-provider-vspherehpc/1.2.3" })
+	vc, err := c.vimClient(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sm mo.SessionManager
+	if err := property.DefaultCollector(vc).RetrieveOne(ctx, *vc.ServiceContent.SessionManager, []string{"currentSession"}, &sm); err != nil {
+		t.Fatal(err)
+	}
+	if sm.CurrentSession == nil || sm.CurrentSession.UserAgent != "terraform-provider-vspherehpc/1.2.3" {
+		t.Fatalf("the session is %+v, want the provider's user agent", sm.CurrentSession)
 	}
 }
 

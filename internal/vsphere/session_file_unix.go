@@ -1,0 +1,22 @@
+//go:build !windows
+
+package vsphere
+
+import (
+	"io/fs"
+	"os"
+	"syscall"
+)
+
+const ownerOnlyCheckable = true
+
+// ownedByMe reports whether the provider's effective user owns fi.
+func ownedByMe(fi fs.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) == os.Geteuid()
+}
+
+// openNoFollow opens name for reading, failing on a symbolic link.
+func openNoFollow(name string) (*os.File, error) {
+	return os.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+}
