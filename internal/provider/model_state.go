@@ -71,13 +71,8 @@ func modelValue(v reflect.Value, typ attr.Type) (attr.Value, error) {
 	}
 	switch v.Kind() {
 	case reflect.Slice:
-		var elemType attr.Type
-		switch ct := typ.(type) {
-		case basetypes.ListType:
-			elemType = ct.ElemType
-		case basetypes.SetType:
-			elemType = ct.ElemType
-		default:
+		elemType, ok := collectionElemType(typ)
+		if !ok {
 			return nil, fmt.Errorf("%s for a %s", v.Type(), typ)
 		}
 		elems := make([]attr.Value, v.Len())
@@ -124,6 +119,17 @@ func modelValue(v reflect.Value, typ attr.Type) (attr.Value, error) {
 		return obj, nil
 	}
 	return nil, fmt.Errorf("cannot convert a %s", v.Type())
+}
+
+// collectionElemType is the element type of a list or set type.
+func collectionElemType(typ attr.Type) (attr.Type, bool) {
+	switch ct := typ.(type) {
+	case basetypes.ListType:
+		return ct.ElemType, true
+	case basetypes.SetType:
+		return ct.ElemType, true
+	}
+	return nil, false
 }
 
 var fieldsByType sync.Map // reflect.Type → map[string]int
@@ -191,13 +197,8 @@ func assignModel(ctx context.Context, raw tftypes.Value, typ attr.Type, dst refl
 		dst.Set(elem)
 		return nil
 	case reflect.Slice:
-		var elemType attr.Type
-		switch ct := typ.(type) {
-		case basetypes.ListType:
-			elemType = ct.ElemType
-		case basetypes.SetType:
-			elemType = ct.ElemType
-		default:
+		elemType, ok := collectionElemType(typ)
+		if !ok {
 			return fmt.Errorf("%s for a %s", dst.Type(), typ)
 		}
 		var elems []tftypes.Value

@@ -27,6 +27,19 @@ func keptClient(lab *vcsimlab.Lab, dir string, log *recordingLogger) *Client {
 	return labClient(lab, func(cfg *Config) { cfg.SessionDir, cfg.Logger = dir, log })
 }
 
+// assertResumed checks that the next process resumes the session kept in
+// dir: it makes no Login.
+func assertResumed(t *testing.T, lab *vcsimlab.Lab, dir string) {
+	t.Helper()
+	lab.ResetCalls()
+	if _, err := keptClient(lab, dir, &recordingLogger{}).DatacenterByName(context.Background(), ""); err != nil {
+		t.Fatal(err)
+	}
+	if calls := lab.Calls(); calls["Login"] != 0 {
+		t.Fatalf("calls = %v, want the kept session resumed", calls)
+	}
+}
+
 // labWithKeptSession starts a lab and keeps a client's session of it in a
 // new directory, which it returns.
 func labWithKeptSession(t *testing.T) (*vcsimlab.Lab, string) {
@@ -103,13 +116,7 @@ func TestEndedKeptSessionIsReplaced(t *testing.T) {
 	if calls := lab.Calls(); calls["Login"] != 1 || calls["RetrievePropertiesEx"] != 2 {
 		t.Fatalf("calls = %v, want the look-up, a Login and the look-up again", calls)
 	}
-	lab.ResetCalls()
-	if _, err := keptClient(lab, dir, &recordingLogger{}).DatacenterByName(ctx, ""); err != nil {
-		t.Fatal(err)
-	}
-	if calls := lab.Calls(); calls["Login"] != 0 {
-		t.Fatalf("calls = %v, want the new session resumed", calls)
-	}
+	assertResumed(t, lab, dir)
 }
 
 // TestUnsafeKeptSessionIsNotUsed: a session file others can read, a
@@ -237,13 +244,7 @@ func TestLogoutDuringAConnectionLeavesTheKeptSession(t *testing.T) {
 	if calls := lab.Calls(); calls["Logout"] != 0 {
 		t.Fatalf("calls = %v, want the kept session left alone", calls)
 	}
-	lab.ResetCalls()
-	if _, err := keptClient(lab, dir, &recordingLogger{}).DatacenterByName(ctx, ""); err != nil {
-		t.Fatal(err)
-	}
-	if calls := lab.Calls(); calls["Login"] != 0 {
-		t.Fatalf("calls = %v, want the kept session resumed", calls)
-	}
+	assertResumed(t, lab, dir)
 }
 
 // TestNoCookieNoKeptSession: a login that brings no cookie keeps nothing,
