@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/vmware/govmomi/vim25"
 	"github.com/vmware/govmomi/vim25/soap"
@@ -186,5 +187,22 @@ func writeOwnerOnly(dir, name string, v any) error {
 	if werr != nil {
 		_ = os.Remove(f.Name())
 	}
+	removeAbandoned(dir)
 	return werr
+}
+
+// abandonedAfter is how old a temporary session file must be to count as
+// left by a process that died between writing and renaming it; a younger
+// one may be another process's write in progress.
+const abandonedAfter = time.Hour
+
+// removeAbandoned removes the temporary session files of dead processes:
+// each holds a session's cookie.
+func removeAbandoned(dir string) {
+	names, _ := filepath.Glob(filepath.Join(dir, ".session-*"))
+	for _, name := range names {
+		if fi, err := os.Lstat(name); err == nil && time.Since(fi.ModTime()) > abandonedAfter {
+			_ = os.Remove(name)
+		}
+	}
 }

@@ -259,6 +259,33 @@ func TestNoCookieNoKeptSession(t *testing.T) {
 	}
 }
 
+// TestAbandonedTemporaryFilesRemoved: keeping a session removes the
+// temporary files of processes that died before renaming theirs (each holds
+// a cookie), and leaves a recent one, which may be a write in progress.
+func TestAbandonedTemporaryFilesRemoved(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	abandoned, recent := filepath.Join(dir, ".session-123"), filepath.Join(dir, ".session-456")
+	for _, name := range []string{abandoned, recent} {
+		if err := os.WriteFile(name, []byte(`{"cookie":"old"}`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := time.Now().Add(-2 * abandonedAfter)
+	if err := os.Chtimes(abandoned, old, old); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeOwnerOnly(dir, filepath.Join(dir, "kept.json"), keptSession{Cookie: "new"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(abandoned); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the abandoned file is still there (%v)", err)
+	}
+	if _, err := os.Stat(recent); err != nil {
+		t.Errorf("the recent file is gone: %v", err)
+	}
+}
+
 // TestResumedSessionChecksTheCertificate: a resumed session's first call is
 // the connection's first, and an untrusted certificate is reported as
 // connecting reports it, never the session sent.
