@@ -2,13 +2,21 @@ package vsphere
 
 import (
 	"context"
+	"encoding/pem"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/vmware/govmomi/property"
 	"github.com/vmware/govmomi/vim25/mo"
+	"github.com/vmware/govmomi/vim25/soap"
 	"github.com/vmware/govmomi/vim25/types"
 
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
@@ -308,5 +316,57 @@ func TestLogoutAllIsBounded(t *testing.T) {
 	}
 	if took := time.Since(start); took > time.Second {
 		t.Fatalf("LogoutAll took %v past a 200ms bound", took)
+	}
+}
+
+// TestServiceContentWithoutASessionManager: an endpoint whose service
+// content names no session manager (not a vCenter) is an error that says
+// so, not a nil dereference, and the login that went out beside the read is
+// logged out.
+func TestServiceContentWithoutASessionManager(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	calls := map[string]int{}
+	answers := map[string]string{
+		"RetrieveServiceContent": `<RetrieveServiceContentResponse xmlns="urn:vim25"><returnval>` +
+			`<rootFolder type="Folder">group-d1</rootFolder><propertyCollector type="PropertyCollector">propertyCollector</propertyCollector>` +
+			`<about><name>x</name><fullName>x</fullName><vendor>x</vendor><version>8.0.3</version><build>1</build><osType>linux</osType>` +
+			`<productLineId>x</productLineId><apiType>x</apiType><apiVersion>8.0.3.0</apiVersion></about></returnval></RetrieveServiceContentResponse>`,
+		"Login": `<LoginResponse xmlns="urn:vim25"><returnval><key>k</key><userName>u</userName><fullName>u</fullName>` +
+			`<loginTime>2026-01-01T00:00:00Z</loginTime><lastActiveTime>2026-01-01T00:00:00Z</lastActiveTime><locale>en</locale>` +
+			`<messageLocale>en</messageLocale><extensionSession>false</extensionSession></returnval></LoginResponse>`,
+		"Logout": `<LogoutResponse xmlns="urn:vim25"></LogoutResponse>`,
+	}
+	server := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		for method, answer := range answers {
+			if strings.Contains(string(body), "<"+method+" ") || strings.Contains(string(body), "<"+method+">") {
+				mu.Lock()
+				calls[method]++
+				mu.Unlock()
+				if method == "Login" {
+					http.SetCookie(w, &http.Cookie{Name: soap.SessionCookieName, Value: "session-1"})
+				}
+				_, _ = io.WriteString(w, `<?xml version="1.0" encoding="UTF-8"?><soapenv:Envelope xmlns:soapenv="http://schemas.xmlsoap.org/soap/envelope/">`+
+					`<soapenv:Body>`+answer+`</soapenv:Body></soapenv:Envelope>`)
+				return
+			}
+		}
+		http.Error(w, "unexpected call", http.StatusBadRequest)
+	}))
+	defer server.Close()
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: server.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := New(Config{Server: strings.TrimPrefix(server.URL, "https://"), User: "u", Password: "p", CAFile: ca})
+	_, err := c.vimClient(context.Background())
+	if !errors.Is(err, ErrNotImplemented) || !strings.Contains(err.Error(), "names no session manager") {
+		t.Fatalf("err = %v, want one saying the service content names no session manager", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if calls["Login"] != 1 || calls["Logout"] != 1 {
+		t.Fatalf("calls = %v, want the login logged out", calls)
 	}
 }
