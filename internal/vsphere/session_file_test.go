@@ -144,6 +144,12 @@ func TestUnsafeKeptSessionIsNotUsed(t *testing.T) {
 			}
 			return os.Symlink(target, file)
 		}, kept: true},
+		"file a named pipe": {spoil: func(_, file string) error {
+			if err := os.Remove(file); err != nil {
+				return err
+			}
+			return syscall.Mkfifo(file, 0o600)
+		}, kept: true},
 		"file of another user":      {spoil: func(_, file string) error { return os.Chown(file, nobody, nobody) }, kept: true, rootOnly: true},
 		"directory of another user": {spoil: func(dir, _ string) error { return os.Chown(dir, nobody, nobody) }, rootOnly: true},
 	} {

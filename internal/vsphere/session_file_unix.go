@@ -16,7 +16,9 @@ func ownedByMe(fi fs.FileInfo) bool {
 	return ok && int(st.Uid) == os.Geteuid()
 }
 
-// openNoFollow opens name for reading, failing on a symbolic link.
+// openNoFollow opens name for reading, failing on a symbolic link, and
+// without waiting on a named pipe (the caller refuses anything but a
+// regular file once open).
 func openNoFollow(name string) (*os.File, error) {
-	return os.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	return os.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 }
