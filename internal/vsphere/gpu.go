@@ -347,12 +347,13 @@ func (c *Client) devicesStillFree(ctx context.Context, op string, vm *mo.Virtual
 	if vm.Runtime.Host == nil {
 		return nil
 	}
-	// Fresh under the host's lock: Host reads in a shared call, never from
-	// the prefetch.
-	host, err := c.Host(ctx, vm.Runtime.Host.Value)
+	// Fresh under the host's lock, never from the prefetch: an apply-time
+	// plan check may have started one before another VM took the device.
+	h, cluster, vms, err := c.readHost(ctx, op, vm.Runtime.Host.Value, fresh)
 	if err != nil {
 		return err
 	}
+	host := hostFromMO(h, cluster, vms)
 	for _, w := range want {
 		if w.Dynamic() {
 			continue

@@ -211,6 +211,11 @@ func TestApplyGPUMMIORefusesAGPUTakenSincePlan(t *testing.T) {
 	if other == "" {
 		t.Fatal("no second VM on the host of " + vm)
 	}
+	// The apply's own plan check reads the host first, as a refresh read:
+	// the check under the host's lock must not take its answer from that.
+	if _, err := c.SortPassthrough(ctx, lab.VMUUID(vm), nil); err != nil {
+		t.Fatal(err)
+	}
 	if err := lab.AttachGPU(ctx, other, "0000:3b:00.0"); err != nil {
 		t.Fatal(err)
 	}
