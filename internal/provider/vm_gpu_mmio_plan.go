@@ -142,27 +142,43 @@ func (r *vmGPUMMIOResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 	if state != nil && replaceOnOtherVM(ctx, r.client, state.VirtualMachineID, plan.VirtualMachineID, resp) {
 		state = nil // planned as a setup of the other VM
 	}
-	if plan.VirtualMachineID.IsUnknown() || plan.GPU.IsUnknown() || plan.PCIDevice.IsUnknown() || config.MMIOSizeGB.IsUnknown() ||
-		!fullyKnown(ctx, plan.GPU) || !fullyKnown(ctx, plan.PCIDevice) {
-		return // checked once the values are known
+	if plan.VirtualMachineID.IsUnknown() {
+		return // checked once the VM is known
 	}
-	given := config.MMIOSizeGB.ValueInt64Pointer()
 	vmID := plan.VirtualMachineID.ValueString()
-	planned := devices(ctx, plan.PCIDevice, &resp.Diagnostics)
+	// Claimed before anything else is known, by the VM as named and, for a
+	// setup in state, by its UUID (the id), as the planner's read would
+	// claim it: a setup naming the VM otherwise meets this one in the same
+	// plan, whether or not either has values still unknown.
 	instance := r.claims.instance(ctx, req, resp)
 	r.claimSetup(instance, vmID, vmID, &resp.Diagnostics)
+	if state != nil {
+		if uuid := state.ID.ValueString(); uuid != "" && !strings.EqualFold(uuid, vmID) {
+			r.claimSetup(instance, uuid, vmID, &resp.Diagnostics)
+		}
+	}
+	if plan.GPU.IsUnknown() || plan.PCIDevice.IsUnknown() || config.MMIOSizeGB.IsUnknown() ||
+		!fullyKnown(ctx, plan.GPU) || !fullyKnown(ctx, plan.PCIDevice) {
+		// Checked once the values are known. GPUs not known yet may change
+		// the total and the window sized from it: the prior values
+		// (UseStateForUnknown) would not survive the apply's plan.
+		if state != nil && !plan.GPU.Equal(state.GPU) {
+			resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("total_gpu_memory_gb"), types.Float64Unknown())...)
+			if config.MMIOSizeGB.IsNull() {
+				resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("mmio_size_gb"), types.Int64Unknown())...)
+			}
+		}
+		return
+	}
+	given := config.MMIOSizeGB.ValueInt64Pointer()
+	planned := devices(ctx, plan.PCIDevice, &resp.Diagnostics)
 	anyGPU := len(r.gpus(ctx, plan.GPU, &resp.Diagnostics)) > 0
 	if state != nil && plan.GPU.Equal(state.GPU) && plan.PCIDevice.Equal(state.PCIDevice) && state.Firmware.ValueString() == "efi" &&
 		(state.TotalGPUMemoryGB.ValueFloat64() > 0 || !anyGPU) {
 		// Same GPUs (or none): size the window from the recorded total, no
 		// vCenter call, unless the window changes (which needs the VM's
 		// power state). A total of 0 with GPUs is one not known yet (an
-		// import): that is read. The setup is claimed by its UUID (the id)
-		// too, as the planner's read would have: a setup naming the VM
-		// otherwise meets this one.
-		if uuid := state.ID.ValueString(); uuid != "" && !strings.EqualFold(uuid, vmID) {
-			r.claimSetup(instance, uuid, vmID, &resp.Diagnostics)
-		}
+		// import): that is read.
 		size, f := vsphere.PlanMMIOSize(given, state.TotalGPUMemoryGB.ValueFloat64(), true, anyGPU)
 		r.planSize(ctx, size, f, resp)
 		if current := state.MMIOSizeGB.ValueInt64(); f == nil && given == nil && current > 0 && size > current {

@@ -229,3 +229,43 @@ resource "vspherehpc_vm_gpu_mmio" %q {
 		},
 	})
 }
+
+// A second setup of a VM with a value unknown at plan is still claimed,
+// and meets the unchanged setup of that VM named the other way: unknown
+// values must not let two setups of one VM through to the apply.
+func TestAccVMGPUMMIO_unknownSetupClaimed(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	vm := lab.VMNames()[0]
+	first := fmt.Sprintf(`
+resource "vspherehpc_vm_gpu_mmio" "by_moid" {
+  virtual_machine_id = %q
+  power_off_allowed  = true
+  gpu {
+    pci_id = %q
+  }
+}
+`, lab.VMID(vm), lab.GPUs()[0])
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: providerConfig(lab) + first},
+			{
+				Config: providerConfig(lab) + first + fmt.Sprintf(`
+resource "terraform_data" "size" {
+  input = 512
+}
+resource "vspherehpc_vm_gpu_mmio" "by_uuid" {
+  virtual_machine_id = %q
+  power_off_allowed  = true
+  mmio_size_gb       = terraform_data.size.output
+  gpu {
+    pci_id = %q
+  }
+}
+`, lab.VMUUID(vm), lab.GPUs()[1]), PlanOnly: true, // refused by the plan, not after an apply
+				ExpectError: regexp.MustCompile(`(?s)Claimed twice in this configuration.*claim\s+the\s+GPU\s+setup\s+of\s+virtual\s+machine`),
+			},
+		},
+	})
+}

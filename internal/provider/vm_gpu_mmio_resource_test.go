@@ -461,6 +461,54 @@ resource "vspherehpc_vm_gpu_mmio" "gpu" {
 	})
 }
 
+// A GPU unknown at plan added to a setup in state: the total and the window
+// sized from it are planned unknown, not kept from state, so the apply's
+// plan (which knows the GPU) agrees with this one.
+func TestAccVMGPUMMIO_unknownGPUAdded(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	vm := lab.VMUUID(lab.VMNames()[0])
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config: gpuConfig(lab, vm, gpuBlock(lab.GPUs()[0])+"  power_off_allowed = true\n"),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("total_gpu_memory_gb"), knownvalue.Float64Exact(80)),
+					statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("mmio_size_gb"), knownvalue.Int64Exact(256)),
+				},
+			},
+			{
+				Config: providerConfig(lab) + fmt.Sprintf(`
+resource "terraform_data" "gpu" {
+  input = %q
+}
+resource "vspherehpc_vm_gpu_mmio" "gpu" {
+  virtual_machine_id = %q
+  power_off_allowed  = true
+  gpu {
+    pci_id = %q
+  }
+  gpu {
+    pci_id = terraform_data.gpu.output
+  }
+}
+`, lab.GPUs()[1], vm, lab.GPUs()[0]),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(gpuAddr, plancheck.ResourceActionUpdate),
+					plancheck.ExpectUnknownValue(gpuAddr, tfjsonpath.New("total_gpu_memory_gb")),
+					plancheck.ExpectUnknownValue(gpuAddr, tfjsonpath.New("mmio_size_gb")),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("gpu"), knownvalue.SetSizeExact(2)),
+					statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("total_gpu_memory_gb"), knownvalue.Float64Exact(160)),
+					statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("mmio_size_gb"), knownvalue.Int64Exact(512)),
+				},
+			},
+		},
+	})
+}
+
 // The same VM by UUID or managed object id is one VM: no replacement (which
 // would detach the GPUs); a new window on a running VM needs it off.
 func TestAccVMGPUMMIO_sameVMAndRunningChanges(t *testing.T) {
