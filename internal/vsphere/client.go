@@ -513,6 +513,15 @@ func PeerThumbprint(ctx context.Context, host string) (string, error) {
 	return soap.ThumbprintSHA1(certs[0]), nil
 }
 
+// calledMethod is the vSphere method a request body calls: its type's name
+// for govmomi's bodies (methods.LoginBody calls Login), or the one it says.
+func calledMethod(req soap.HasFault) string {
+	if m, ok := req.(interface{ vsphereMethod() string }); ok {
+		return m.vsphereMethod()
+	}
+	return strings.TrimSuffix(reflect.TypeOf(req).Elem().Name(), "Body")
+}
+
 // errSessionRenewed reports that vCenter ended the session during a call on a
 // session-scoped object (a property filter, a created collector): the client
 // has logged in again, but the object is gone with the old session, so the
@@ -529,8 +538,8 @@ type sessionRoundTripper struct {
 }
 
 func (s *sessionRoundTripper) RoundTrip(ctx context.Context, req, res soap.HasFault) error {
-	method := strings.TrimSuffix(reflect.TypeOf(req).Elem().Name(), "Body")
-	s.client.prefetch.noteCall(method)
+	method := calledMethod(req)
+	s.client.prefetch.noteCall(method, req)
 	if isLogin(req) { // runs under the login lock: no generation, no retry
 		return s.call(ctx, method, req, res)
 	}

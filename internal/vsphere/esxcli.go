@@ -133,3 +133,14 @@ type (
 
 func (b *retrieveMMEBody) Fault() *soap.Fault { return b.Fault_ }
 func (b *executeSoapBody) Fault() *soap.Fault { return b.Fault_ }
+
+// The methods as vCenter names them, for the call log and the prefetch
+// (the type names are not).
+func (*retrieveMMEBody) vsphereMethod() string { return "RetrieveManagedMethodExecuter" }
+func (*executeSoapBody) vsphereMethod() string { return "ExecuteSoap" }
+
+// readOnlyESXCLI are the esxcli commands that change nothing on a host; any
+// other ends the command's prefetching, as a change through the API does.
+var readOnlyESXCLI = map[string]bool{"vim.EsxCLI.network.diag.ping": true}
+
+func (b *executeSoapBody) readOnly() bool { return b.Req != nil && readOnlyESXCLI[b.Req.Method] }

@@ -12,6 +12,7 @@ import (
 	"github.com/vmware/govmomi/vim25"
 	"github.com/vmware/govmomi/vim25/methods"
 	"github.com/vmware/govmomi/vim25/mo"
+	"github.com/vmware/govmomi/vim25/soap"
 	"github.com/vmware/govmomi/vim25/types"
 )
 
@@ -112,13 +113,14 @@ var readOnlyMethods = map[string]bool{
 	"RetrieveServiceContent": true, "Login": true, "Logout": true, "RetrieveProperties": true, "RetrievePropertiesEx": true,
 	"ContinueRetrievePropertiesEx": true, "CancelRetrievePropertiesEx": true, "FindByUuid": true, "QueryConfigOptionEx": true,
 	"QueryConfigTarget": true, "QueryAvailableDvsSpec": true, "QueryDvsConfigTarget": true, "QueryDvsCompatibleHostSpec": true,
-	"QueryOptions": true, "RetrieveManagedMethodExecuter": true, "ExecuteSoap": true, "CreateContainerView": true,
-	"DestroyView": true, "SessionIsActive": true, "CurrentTime": true,
+	"QueryOptions": true, "RetrieveManagedMethodExecuter": true, "CreateContainerView": true,
+	"DestroyView": true, "SessionIsActive": true, "CurrentTime": true, "QueryDvsByUuid": true, "FindByInventoryPath": true,
 }
 
-// noteCall records a call: one that may change vCenter ends prefetching.
-func (p *prefetcher) noteCall(method string) {
-	if readOnlyMethods[method] {
+// noteCall records a call: one that may change vCenter ends prefetching. A
+// request that says whether it is read-only (an esxcli command) decides.
+func (p *prefetcher) noteCall(method string, req soap.HasFault) {
+	if r, ok := req.(interface{ readOnly() bool }); ok && r.readOnly() || readOnlyMethods[method] {
 		return
 	}
 	p.mu.Lock()

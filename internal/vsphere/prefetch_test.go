@@ -207,3 +207,63 @@ func BenchmarkVMPrefetch(b *testing.B) {
 		})
 	}
 }
+
+// TestReadsLeavePrefetching: no read ends the command's prefetching, so a
+// data source that reads with calls of other kinds (the path MTU's esxcli
+// ping, a switch found by UUID or path) does not make the refresh that
+// follows read object by object, which would make its calls depend on when
+// that data source ran. A change does end it.
+func TestReadsLeavePrefetching(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{Hosts: 3})
+	ctx := context.Background()
+	dvs, _, err := labClient(lab).CreateDVS(ctx, labDVSSpec(lab, "pvrdma"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	vm, host := lab.VMID(lab.VMNames()[0]), lab.HostID(lab.HostNames()[0])
+	dc := func(c *Client) string {
+		d, err := c.DatacenterByName(ctx, lab.DatacenterName())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d.ID
+	}
+	for name, read := range map[string]func(c *Client) error{
+		"a VM":                 func(c *Client) error { _, err := c.VM(ctx, vm); return err },
+		"a VM by name":         func(c *Client) error { _, err := c.VMByName(ctx, dc(c), lab.VMNames()[0]); return err },
+		"a host":               func(c *Client) error { _, err := c.Host(ctx, host); return err },
+		"a host's PVRDMA":      func(c *Client) error { _, err := c.HostPVRDMA(ctx, host); return err },
+		"a host's passthrough": func(c *Client) error { _, err := c.HostPassthrough(ctx, host); return err },
+		"a switch by UUID":     func(c *Client) error { _, err := c.DVS(ctx, DVSID{UUID: dvs.UUID}, ""); return err },
+		"a switch by path": func(c *Client) error {
+			_, err := c.FindDVSByPath(ctx, "/"+lab.DatacenterName()+"/network/pvrdma")
+			return err
+		},
+		"switch versions":       func(c *Client) error { _, err := c.DVSVersions(ctx); return err },
+		"a PVRDMA protocol":     func(c *Client) error { _, err := c.PVRDMAProtocolChoice(ctx, vm); return err },
+		"path MTUs (esxcli)":    func(c *Client) error { _, err := c.PathMTUs(ctx, pathMTUSpec(lab, 2)); return err },
+		"the GPU setups listed": func(c *Client) error { _, err := c.ListGPUMMIO(ctx, Scope{DatacenterID: dc(c)}); return err },
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := labClient(lab)
+			if err := read(c); err != nil {
+				t.Fatal(err)
+			}
+			c.prefetch.mu.Lock()
+			defer c.prefetch.mu.Unlock()
+			if c.prefetch.changed {
+				t.Fatal("the read ended the command's prefetching")
+			}
+		})
+	}
+	t.Run("an esxcli command that changes a host", func(t *testing.T) {
+		c := labClient(lab)
+		c.prefetch.noteCall("ExecuteSoap", &executeSoapBody{Req: &executeSoapRequest{Method: "vim.EsxCLI.network.firewall.ruleset.set"}})
+		c.prefetch.mu.Lock()
+		defer c.prefetch.mu.Unlock()
+		if !c.prefetch.changed {
+			t.Fatal("a change through esxcli left prefetching on")
+		}
+	})
+}
