@@ -187,6 +187,7 @@ func turnedBackOff(before map[string]bool) []string {
 }
 
 func (r *hostPCIPassthroughResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	ctx = vsphere.ForChange(ctx)
 	defer hostIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	var plan hostPCIPassthroughModel
 	resp.Diagnostics.Append(getModel(ctx, req.Plan.Schema, req.Plan.Raw, &plan)...)
@@ -198,6 +199,7 @@ func (r *hostPCIPassthroughResource) Create(ctx context.Context, req resource.Cr
 }
 
 func (r *hostPCIPassthroughResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	ctx = vsphere.ForChange(ctx)
 	defer hostIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	var plan hostPCIPassthroughModel
 	resp.Diagnostics.Append(getModel(ctx, req.Plan.Schema, req.Plan.Raw, &plan)...)
@@ -331,6 +333,7 @@ func (r *hostPCIPassthroughResource) Read(ctx context.Context, req resource.Read
 }
 
 func (r *hostPCIPassthroughResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	ctx = vsphere.ForChange(ctx)
 	var state hostPCIPassthroughModel
 	resp.Diagnostics.Append(getModel(ctx, req.State.Schema, req.State.Raw, &state)...)
 	before := map[string]bool{}

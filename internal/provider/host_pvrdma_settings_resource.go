@@ -113,6 +113,7 @@ func (r *hostPVRDMASettingsResource) Configure(_ context.Context, req resource.C
 }
 
 func (r *hostPVRDMASettingsResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	ctx = vsphere.ForChange(ctx)
 	defer hostIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	var plan hostPVRDMASettingsModel
 	resp.Diagnostics.Append(getModel(ctx, req.Plan.Schema, req.Plan.Raw, &plan)...)
@@ -139,6 +140,7 @@ func (r *hostPVRDMASettingsResource) Create(ctx context.Context, req resource.Cr
 }
 
 func (r *hostPVRDMASettingsResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	ctx = vsphere.ForChange(ctx)
 	defer hostIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	var plan hostPVRDMASettingsModel
 	resp.Diagnostics.Append(getModel(ctx, req.Plan.Schema, req.Plan.Raw, &plan)...)
@@ -198,6 +200,7 @@ func (r *hostPVRDMASettingsResource) Read(ctx context.Context, req resource.Read
 }
 
 func (r *hostPVRDMASettingsResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	ctx = vsphere.ForChange(ctx)
 	var state hostPVRDMASettingsModel
 	resp.Diagnostics.Append(getModel(ctx, req.State.Schema, req.State.Raw, &state)...)
 	if resp.Diagnostics.HasError() {

@@ -121,6 +121,7 @@ func (r *hostSRIOVResource) Configure(_ context.Context, req resource.ConfigureR
 }
 
 func (r *hostSRIOVResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	ctx = vsphere.ForChange(ctx)
 	defer hostDeviceIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	var plan hostSRIOVModel
 	resp.Diagnostics.Append(getModel(ctx, req.Plan.Schema, req.Plan.Raw, &plan)...)
@@ -146,6 +147,7 @@ func (r *hostSRIOVResource) Create(ctx context.Context, req resource.CreateReque
 }
 
 func (r *hostSRIOVResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	ctx = vsphere.ForChange(ctx)
 	defer hostDeviceIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	var plan hostSRIOVModel
 	resp.Diagnostics.Append(getModel(ctx, req.Plan.Schema, req.Plan.Raw, &plan)...)
@@ -242,6 +244,7 @@ func restoreOf(ctx context.Context, state tfsdk.State, p privateState, diags *di
 }
 
 func (r *hostSRIOVResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	ctx = vsphere.ForChange(ctx)
 	state, before := restoreOf(ctx, req.State, req.Private, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return

@@ -273,6 +273,7 @@ func (r *rdmaDVSResource) spec(ctx context.Context, m *rdmaDVSModel, diags *diag
 }
 
 func (r *rdmaDVSResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	ctx = vsphere.ForChange(ctx)
 	defer switchIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	var plan rdmaDVSModel
 	resp.Diagnostics.Append(getModel(ctx, req.Plan.Schema, req.Plan.Raw, &plan)...)
@@ -405,6 +406,7 @@ func (r *rdmaDVSResource) Read(ctx context.Context, req resource.ReadRequest, re
 }
 
 func (r *rdmaDVSResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	ctx = vsphere.ForChange(ctx)
 	defer switchIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	var plan, state rdmaDVSModel
 	resp.Diagnostics.Append(getModel(ctx, req.Plan.Schema, req.Plan.Raw, &plan)...)
@@ -434,6 +436,7 @@ func (r *rdmaDVSResource) Update(ctx context.Context, req resource.UpdateRequest
 }
 
 func (r *rdmaDVSResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	ctx = vsphere.ForChange(ctx)
 	var state rdmaDVSModel
 	resp.Diagnostics.Append(getModel(ctx, req.State.Schema, req.State.Raw, &state)...)
 	if resp.Diagnostics.HasError() {

@@ -264,6 +264,7 @@ func (r *vmGPUMMIOResource) requests(ctx context.Context, l types.Set, diags *di
 }
 
 func (r *vmGPUMMIOResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	ctx = vsphere.ForChange(ctx)
 	defer vmIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	var plan vmGPUMMIOModel
 	resp.Diagnostics.Append(getModel(ctx, req.Plan.Schema, req.Plan.Raw, &plan)...)
@@ -414,6 +415,7 @@ func (r *vmGPUMMIOResource) Read(ctx context.Context, req resource.ReadRequest, 
 }
 
 func (r *vmGPUMMIOResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	ctx = vsphere.ForChange(ctx)
 	defer vmIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	var plan vmGPUMMIOModel
 	resp.Diagnostics.Append(getModel(ctx, req.Plan.Schema, req.Plan.Raw, &plan)...)
@@ -432,6 +434,7 @@ func (r *vmGPUMMIOResource) Update(ctx context.Context, req resource.UpdateReque
 }
 
 func (r *vmGPUMMIOResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	ctx = vsphere.ForChange(ctx)
 	var state vmGPUMMIOModel
 	resp.Diagnostics.Append(getModel(ctx, req.State.Schema, req.State.Raw, &state)...)
 	if resp.Diagnostics.HasError() {

@@ -164,6 +164,7 @@ func (m *vmPVRDMANICModel) spec() vsphere.PVRDMANICSpec {
 }
 
 func (r *vmPVRDMANICResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	ctx = vsphere.ForChange(ctx)
 	defer vmDeviceIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	var plan vmPVRDMANICModel
 	resp.Diagnostics.Append(getModel(ctx, req.Plan.Schema, req.Plan.Raw, &plan)...)
@@ -256,6 +257,7 @@ func (r *vmPVRDMANICResource) Read(ctx context.Context, req resource.ReadRequest
 }
 
 func (r *vmPVRDMANICResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	ctx = vsphere.ForChange(ctx)
 	defer vmDeviceIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	var plan, state vmPVRDMANICModel
 	resp.Diagnostics.Append(getModel(ctx, req.Plan.Schema, req.Plan.Raw, &plan)...)
@@ -296,6 +298,7 @@ func (r *vmPVRDMANICResource) Update(ctx context.Context, req resource.UpdateReq
 }
 
 func (r *vmPVRDMANICResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	ctx = vsphere.ForChange(ctx)
 	var state vmPVRDMANICModel
 	resp.Diagnostics.Append(getModel(ctx, req.State.Schema, req.State.Raw, &state)...)
 	if resp.Diagnostics.HasError() {

@@ -158,6 +158,7 @@ func (m *vmSRIOVNICModel) spec() vsphere.SRIOVNICSpec {
 }
 
 func (r *vmSRIOVNICResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	ctx = vsphere.ForChange(ctx)
 	defer vmDeviceIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	var plan vmSRIOVNICModel
 	resp.Diagnostics.Append(getModel(ctx, req.Plan.Schema, req.Plan.Raw, &plan)...)
@@ -233,6 +234,7 @@ func (r *vmSRIOVNICResource) Read(ctx context.Context, req resource.ReadRequest,
 }
 
 func (r *vmSRIOVNICResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	ctx = vsphere.ForChange(ctx)
 	defer vmDeviceIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	var plan, state vmSRIOVNICModel
 	resp.Diagnostics.Append(getModel(ctx, req.Plan.Schema, req.Plan.Raw, &plan)...)
@@ -269,6 +271,7 @@ func (r *vmSRIOVNICResource) Update(ctx context.Context, req resource.UpdateRequ
 }
 
 func (r *vmSRIOVNICResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	ctx = vsphere.ForChange(ctx)
 	var state vmSRIOVNICModel
 	resp.Diagnostics.Append(getModel(ctx, req.State.Schema, req.State.Raw, &state)...)
 	if resp.Diagnostics.HasError() {

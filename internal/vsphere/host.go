@@ -107,7 +107,7 @@ func (c *Client) readHost(ctx context.Context, op, id string, f freshness) (*mo.
 		return nil, nil, nil, err
 	}
 	host := types.ManagedObjectReference{Type: "HostSystem", Value: id}
-	if f == refresh {
+	if prefetchMayAnswer(ctx, f) {
 		if h, cluster, vms, ok := c.prefetchedHost(ctx, vc, host); ok {
 			return h, cluster, vms, nil
 		}

@@ -60,10 +60,28 @@ const (
 	refresh
 )
 
+// changeKey marks the context of a change (see ForChange).
+type changeKey struct{}
+
+// ForChange is ctx for a resource's create, update or delete: every read
+// made with it is fresh. What a change reads first (the values destroy puts
+// back, the adapter it reads back) must not come from a prefetch an
+// apply-time plan check started before another provider's resource, in the
+// same apply, changed the object.
+func ForChange(ctx context.Context) context.Context {
+	return context.WithValue(ctx, changeKey{}, true)
+}
+
+// prefetchMayAnswer reports whether a read of freshness f with ctx may be
+// answered from the prefetch.
+func prefetchMayAnswer(ctx context.Context, f freshness) bool {
+	return f == refresh && ctx.Value(changeKey{}) == nil
+}
+
 // readObjectAs is readObject, except that a refresh read is answered from
 // the prefetch when one holds ref.
 func (c *Client) readObjectAs(ctx context.Context, vc *vim25.Client, ref types.ManagedObjectReference, props []string, dst any, f freshness) error {
-	if f == refresh {
+	if prefetchMayAnswer(ctx, f) {
 		if p := c.kindPrefetch(ctx, vc, ref.Type, props); p.wait(ctx) && p.object(ref, dst) {
 			return nil
 		}

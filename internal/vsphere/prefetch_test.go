@@ -7,6 +7,7 @@ import (
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
 
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/mmio"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
 
@@ -266,4 +267,38 @@ func TestReadsLeavePrefetching(t *testing.T) {
 			t.Fatal("a change through esxcli left prefetching on")
 		}
 	})
+}
+
+// TestChangesReadFresh: a change's reads (ForChange) go to vCenter even
+// while the command's prefetch holds the object: a VM's MMIO keys set and a
+// host's PVRDMA vmknic changed since the prefetch are seen, where a refresh
+// read still answers from the prefetch.
+func TestChangesReadFresh(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	ctx := context.Background()
+	c := labClient(lab)
+	vmName, hostName := lab.VMNames()[0], lab.HostNames()[0]
+	vm, host := lab.VMUUID(vmName), lab.HostID(hostName)
+	if _, err := c.GPUMMIO(ctx, vm); err != nil { // the prefetch of every VM
+		t.Fatal(err)
+	}
+	if _, err := c.HostPVRDMA(ctx, host); err != nil { // and of every host
+		t.Fatal(err)
+	}
+	if err := lab.SetVMExtraConfig(ctx, vmName, mmio.SizeGBKey, "64"); err != nil {
+		t.Fatal(err)
+	}
+	if err := lab.SetHostOption(ctx, hostName, "Net.PVRDMAVmknic", "vmk9"); err != nil {
+		t.Fatal(err)
+	}
+	if g, err := c.GPUMMIO(ctx, vm); err != nil || g.ExtraConfig[mmio.SizeGBKey] != "" {
+		t.Fatalf("a refresh read: %v, %v; want the prefetch's answer, no window yet", g, err)
+	}
+	if g, err := c.GPUMMIO(ForChange(ctx), vm); err != nil || g.ExtraConfig[mmio.SizeGBKey] != "64" {
+		t.Fatalf("a change's read: %v, %v; want the window set since the prefetch", g, err)
+	}
+	if h, err := c.HostPVRDMA(ForChange(ctx), host); err != nil || h.Settings.Vmknic != "vmk9" {
+		t.Fatalf("a change's read of the host: %+v, %v; want the vmknic set since the prefetch", h, err)
+	}
 }
