@@ -193,8 +193,10 @@ func (f *prefetch) object(ref types.ManagedObjectReference, dst any) bool {
 // reads in, and a VM with an adapter and a GPU setup is read once, not in
 // two calls one after the other (the GPU setups' reads arrive when the
 // adapters' are done). The price: every VM's extraConfig (a few KB) comes
-// along in a refresh that has no GPU setup.
-var vmRefreshProps = slices.Compact(slices.Sorted(slices.Values(slices.Concat(vmProps, gpuMMIOProps))))
+// along in a refresh that has no GPU setup. The environment browser (a
+// reference) is there for an adapter's plan, which asks the VM's
+// configuration options through it.
+var vmRefreshProps = slices.Compact(slices.Sorted(slices.Values(slices.Concat(vmProps, gpuMMIOProps, []string{"environmentBrowser"}))))
 
 // subset reports whether each of the sorted props is in the sorted of.
 func subset(props, of []string) bool {

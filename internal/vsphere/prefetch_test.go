@@ -302,3 +302,23 @@ func TestChangesReadFresh(t *testing.T) {
 		t.Fatalf("a change's read of the host: %+v, %v; want the vmknic set since the prefetch", h, err)
 	}
 }
+
+// TestAdapterPlanReadsFromThePrefetch: an adapter's plan asks a VM's
+// configuration options through its environment browser, which the
+// refresh's one read of every VM carries: the plan reads no VM again.
+func TestAdapterPlanReadsFromThePrefetch(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	ctx := context.Background()
+	c := labClient(lab)
+	if _, err := c.VM(ctx, lab.VMID(lab.VMNames()[0])); err != nil {
+		t.Fatal(err)
+	}
+	lab.ResetCalls()
+	if _, err := c.PVRDMAProtocolChoice(ctx, lab.VMID(lab.VMNames()[1])); err != nil {
+		t.Fatal(err)
+	}
+	if calls := lab.Calls(); calls["RetrievePropertiesEx"] != 0 {
+		t.Fatalf("calls = %v, want the VM from the prefetch", calls)
+	}
+}
