@@ -255,7 +255,7 @@ func (r *hostPCIPassthroughResource) apply(ctx context.Context, m *hostPCIPassth
 	tflog.Debug(ctx, "Set PCI passthrough", map[string]any{"host_system_id": hostID, "devices": len(want)})
 	r.read(ctx, m, keysOf(managed), state, diags)
 	// State now records what was applied; a reboot makes it active.
-	if !diags.HasError() && m.RebootAllowed.ValueBool() && m.RebootRequired.ValueBool() && rebootHost(ctx, r.client, hostID, m.RebootTimeout, diags) {
+	if !diags.HasError() && m.RebootAllowed.ValueBool() && m.RebootRequired.ValueBool() && rebootHost(ctx, r.client, hostID, m.RebootTimeout, keysOf(managed), diags) {
 		r.read(ctx, m, keysOf(managed), state, diags)
 	}
 }

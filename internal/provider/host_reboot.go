@@ -43,14 +43,16 @@ func rebootAttributes(what string) map[string]schema.Attribute {
 				"`deviceRebindWithoutRebootSupported`): it puts the host in maintenance mode (the cluster's fully automated DRS moves " +
 				"its running VMs), reboots it, waits for it and takes it out of maintenance mode, so what becomes active is known in " +
 				"the same apply. The plan names each host it reboots, and refuses when running VMs could not move (VMs with " +
-				"passthrough or SR-IOV devices, or DRS not fully automated). Hosts of one cluster reboot one at a time. With " +
-				"`false` (default), `reboot_required` says the host waits for a reboot.",
+				"passthrough or SR-IOV devices, or DRS not fully automated). Hosts of one cluster reboot one at a time; a host " +
+				"whose change another resource's reboot in the same apply has made active is not rebooted again, and a host " +
+				"in maintenance mode before stays in it. With `false` (default), `reboot_required` says the host waits for a reboot.",
 		},
 		"reboot_timeout": schema.StringAttribute{
 			Optional: true, Computed: true, Default: stringdefault.StaticString(defaultRebootTimeout),
 			MarkdownDescription: "How long a reboot may take, from entering maintenance mode to the host back, as a duration " +
-				"(`\"45m\"`); default `\"" + defaultRebootTimeout + "\"`. A host not back by then fails the apply, naming it; it stays " +
-				"in maintenance mode, and state records what was applied.",
+				"(`\"45m\"`); default `\"" + defaultRebootTimeout + "\"`. The wait for the other reboots of the host's cluster does " +
+				"not count. A host not back by then fails the apply, naming it; it stays in maintenance mode, and state records " +
+				"what was applied. A reboot that fails once the host is in maintenance mode takes it out again, or says it could not.",
 			Validators: []validator.String{positiveDuration{}},
 		},
 	}
@@ -110,20 +112,21 @@ func rebootIfPending(ctx context.Context, client *vsphere.Client, hostID string,
 	}
 	for _, id := range pciIDs {
 		if slices.Contains(pending, id) {
-			rebootHost(ctx, client, hostID, timeout, diags)
+			rebootHost(ctx, client, hostID, timeout, pciIDs, diags)
 			return
 		}
 	}
 }
 
-// rebootHost reboots a host after a change that waits for it, logging the
-// steps.
-func rebootHost(ctx context.Context, client *vsphere.Client, hostID string, timeout types.String, diags *diag.Diagnostics) bool {
+// rebootHost reboots a host after a change to the devices pciIDs that waits
+// for it, logging the steps; a host another resource's reboot of the apply
+// has made the change active on is not rebooted again.
+func rebootHost(ctx context.Context, client *vsphere.Client, hostID string, timeout types.String, pciIDs []string, diags *diag.Diagnostics) bool {
 	bound, _ := time.ParseDuration(timeout.ValueString()) // validated by positiveDuration
 	progress := func(step string) {
 		tflog.Info(ctx, "Rebooting host", map[string]any{"host_system_id": hostID, "step": step})
 	}
-	if err := client.RebootHost(ctx, hostID, bound, progress); err != nil {
+	if err := client.RebootHost(ctx, hostID, bound, pciIDs, progress); err != nil {
 		diags.Append(vsphereErrorDiag("Cannot reboot host "+hostID, err))
 		return false
 	}

@@ -42,7 +42,8 @@ func (a *hostRebootAction) Schema(_ context.Context, _ action.SchemaRequest, res
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "Reboots an ESXi host the way an administrator does for a passthrough or SR-IOV change that waits for " +
 			"it: maintenance mode (the cluster's fully automated DRS moves the running VMs), reboot, wait for the host, leave " +
-			"maintenance mode, with progress messages. Hosts of one cluster reboot one at a time. With nothing pending it does " +
+			"maintenance mode (a host in it before stays in it), with progress messages. Hosts of one cluster reboot one at a " +
+			"time, and the wait for one's turn does not count against `timeout`. With nothing pending it does " +
 			"nothing and says so, unless `force`. Running VMs that could not move (passthrough or SR-IOV devices, DRS not fully " +
 			"automated) are refused, named. Terraform 1.14+: `terraform apply -invoke=action.vspherehpc_host_reboot.NAME`, or from " +
 			"`lifecycle.action_trigger`.",
@@ -102,7 +103,7 @@ func (a *hostRebootAction) Invoke(ctx context.Context, req action.InvokeRequest,
 	}
 	timeout := cmpOr(m.Timeout.ValueString(), defaultRebootTimeout)
 	bound, _ := time.ParseDuration(timeout) // validated by positiveDuration
-	err = a.client.RebootHost(ctx, hostID, bound, func(step string) { say(fmt.Sprintf("Host %s: %s.", r.HostName, step)) })
+	err = a.client.RebootHost(ctx, hostID, bound, nil, func(step string) { say(fmt.Sprintf("Host %s: %s.", r.HostName, step)) })
 	if err != nil {
 		resp.Diagnostics.Append(vsphereErrorDiag("Cannot reboot host "+hostID, err))
 		return

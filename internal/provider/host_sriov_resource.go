@@ -168,7 +168,7 @@ func (r *hostSRIOVResource) apply(ctx context.Context, m *hostSRIOVModel, state 
 	}
 	tflog.Debug(ctx, "Set SR-IOV", map[string]any{"host_system_id": hostID, "pci_id": pciID, "virtual_functions": m.VFs.ValueInt64()})
 	r.readInto(ctx, m, state, diags)
-	if !diags.HasError() && m.RebootAllowed.ValueBool() && m.RebootRequired.ValueBool() && rebootHost(ctx, r.client, hostID, m.RebootTimeout, diags) {
+	if !diags.HasError() && m.RebootAllowed.ValueBool() && m.RebootRequired.ValueBool() && rebootHost(ctx, r.client, hostID, m.RebootTimeout, []string{pciID}, diags) {
 		r.readInto(ctx, m, state, diags)
 	}
 }

@@ -3,9 +3,11 @@ package vsphere
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/vim25"
 	"github.com/vmware/govmomi/vim25/methods"
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
@@ -125,19 +127,20 @@ var ErrHostNotBack = fmt.Errorf("the host did not come back")
 
 // RebootHost puts a host in maintenance mode, reboots it, waits up to
 // timeout for it to be connected again with a new boot time, and takes it
-// out of maintenance mode. Reboots of one cluster's hosts wait for each
-// other. progress is told each step.
-func (c *Client) RebootHost(ctx context.Context, hostID string, timeout time.Duration, progress func(string)) error {
+// out of maintenance mode unless it was in it already. Reboots of one
+// cluster's hosts wait for each other, and timeout starts once this one's
+// turn has come. With pending set (the PCI ids of a change waiting for the
+// reboot), a host whose reboot by another resource of the apply has made
+// them active already is not rebooted again. progress is told each step.
+func (c *Client) RebootHost(ctx context.Context, hostID string, timeout time.Duration, pending []string, progress func(string)) error {
 	op := "rebooting host " + hostID
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
 	vc, err := c.vimClient(ctx)
 	if err != nil {
 		return err
 	}
 	ref := types.ManagedObjectReference{Type: "HostSystem", Value: hostID}
 	var h mo.HostSystem
-	if err := c.readObjectAs(ctx, vc, ref, []string{"name", "parent", "runtime"}, &h, fresh); err != nil {
+	if err := c.readHostForReboot(ctx, vc, ref, &h); err != nil {
 		return translate(op, err)
 	}
 	group := hostID
@@ -150,7 +153,24 @@ func (c *Client) RebootHost(ctx context.Context, hostID string, timeout time.Dur
 		return translate(op, err)
 	}
 	defer unlock()
+	// The host as the reboots before this one left it.
+	if err := c.readHostForReboot(ctx, vc, ref, &h); err != nil {
+		return translate(op, err)
+	}
+	if pending != nil {
+		still, err := c.PendingDeviceChanges(ForChange(ctx), hostID)
+		if err != nil {
+			return err
+		}
+		if !slices.ContainsFunc(pending, func(id string) bool { return slices.Contains(still, id) }) {
+			progress("not rebooted: another reboot of this apply has made the change active")
+			return nil
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	host := object.NewHostSystem(vc, ref)
+	entered := false
 	if !h.Runtime.InMaintenanceMode {
 		progress("entering maintenance mode")
 		secs := int32(time.Until(deadlineOf(ctx)).Seconds())
@@ -158,9 +178,14 @@ func (c *Client) RebootHost(ctx context.Context, hostID string, timeout time.Dur
 		if err == nil {
 			_, err = c.waitTask(ctx, "entering maintenance mode on host "+h.Name, t)
 		}
+		// Whether or not the wait saw it end, the task may put the host in
+		// maintenance mode: it is taken out below either way.
+		entered = true
 		if err != nil {
-			return translate(op, err)
+			return c.leaveMaintenance(ctx, host, h.Name, op, translate(op, err))
 		}
+	} else {
+		progress("the host is in maintenance mode already, and stays in it")
 	}
 	booted := time.Now()
 	if h.Runtime.BootTime != nil {
@@ -172,6 +197,9 @@ func (c *Client) RebootHost(ctx context.Context, hostID string, timeout time.Dur
 		_, err = c.waitTask(ctx, "rebooting host "+h.Name, object.NewTask(vc, res.Returnval))
 	}
 	if err != nil {
+		if entered {
+			return c.leaveMaintenance(ctx, host, h.Name, op, translate(op, err))
+		}
 		return translate(op, err)
 	}
 	progress("waiting for the host to be back")
@@ -186,19 +214,59 @@ func (c *Client) RebootHost(ctx context.Context, hostID string, timeout time.Dur
 		case <-time.After(min(100*time.Millisecond<<min(i, 6), 5*time.Second)):
 		case <-ctx.Done():
 			state := string(now.Runtime.ConnectionState)
-			if err != nil {
-				state = err.Error()
+			if state == "" {
+				state = "not read"
 			}
 			return &Error{Op: op, Kind: ErrInvalidState, Cause: ErrHostNotBack, Message: fmt.Sprintf(
 				"host %s was rebooted and is not back after %s (connection state: %s); it stays in maintenance mode", h.Name, timeout, state)}
 		}
 	}
+	if !entered {
+		return nil
+	}
 	progress("leaving maintenance mode")
+	return c.leaveMaintenance(ctx, host, h.Name, op, nil)
+}
+
+// leaveMaintenanceTimeout bounds taking a host out of maintenance mode after
+// the reboot's own time has run out or the apply was cancelled.
+const leaveMaintenanceTimeout = 2 * time.Minute
+
+// leaveMaintenance takes a host this reboot put in maintenance mode out of
+// it, after the reboot (cause nil) or after a failure (cause), on time of
+// its own: a host must not stay in maintenance mode because a step failed
+// or the apply was cancelled. When it cannot, the error says the host is
+// still in it.
+func (c *Client) leaveMaintenance(ctx context.Context, host *object.HostSystem, name, op string, cause error) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), leaveMaintenanceTimeout)
+	defer cancel()
+	if cause != nil { // entering may have failed before the host was in it
+		var now mo.HostSystem
+		err := c.readObjectAs(ctx, host.Client(), host.Reference(), []string{"runtime.inMaintenanceMode"}, &now, fresh)
+		if err == nil && !now.Runtime.InMaintenanceMode {
+			return cause
+		}
+	}
 	t, err := host.ExitMaintenanceMode(ctx, 0)
 	if err == nil {
-		_, err = c.waitTask(ctx, "leaving maintenance mode on host "+h.Name, t)
+		_, err = c.waitTask(ctx, "leaving maintenance mode on host "+name, t)
 	}
-	return translate(op, err)
+	switch {
+	case err != nil && cause != nil:
+		return &Error{Op: op, Kind: ErrInvalidState, Cause: cause, Message: fmt.Sprintf(
+			"%v; host %s is still in maintenance mode: %v. Take it out in vCenter once it is connected", cause, name, translate(op, err))}
+	case err != nil:
+		return &Error{Op: op, Kind: ErrInvalidState, Cause: err, Message: fmt.Sprintf(
+			"host %s was rebooted and is back, and is still in maintenance mode: %v. Take it out in vCenter", name, translate(op, err))}
+	}
+	return cause
+}
+
+// readHostForReboot reads what a reboot needs of a host, fresh.
+func (c *Client) readHostForReboot(ctx context.Context, vc *vim25.Client, ref types.ManagedObjectReference, h *mo.HostSystem) error {
+	ctx, cancel := c.withTimeout(ctx)
+	defer cancel()
+	return c.readObjectAs(ctx, vc, ref, []string{"name", "parent", "runtime"}, h, fresh)
 }
 
 func deadlineOf(ctx context.Context) time.Time {

@@ -3,10 +3,13 @@ package vsphere
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/vim25/types"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
 
@@ -28,7 +31,7 @@ func TestRebootHostCallsAndTurns(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = c.RebootHost(ctx, lab.HostID(h), time.Minute, func(string) {})
+			errs[i] = c.RebootHost(ctx, lab.HostID(h), time.Minute, nil, func(string) {})
 		}()
 	}
 	wg.Wait()
@@ -73,5 +76,101 @@ func TestPlanHostReboot(t *testing.T) {
 	r, err = labClient(immediate).PlanHostReboot(ctx, immediate.HostID(immediate.HostNames()[0]))
 	if err != nil || r.Needed {
 		t.Errorf("a host that applies changes at once: %+v, %v; want no reboot needed", r, err)
+	}
+}
+
+// The reboot's timeout starts at its turn: a host that waited longer than
+// the timeout for another reboot of its cluster is still rebooted.
+func TestRebootTimeoutStartsAtItsTurn(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{HostsNeedReboot: true, RebootTime: 50 * time.Millisecond})
+	c := labClient(lab)
+	ctx := context.Background()
+	host, err := c.Host(ctx, lab.HostID(lab.HostNames()[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	unlock, err := c.reboots.lock(ctx, host.ClusterID) // another reboot of the cluster
+	if err != nil {
+		t.Fatal(err)
+	}
+	const timeout = 5 * time.Second
+	done := make(chan error, 1)
+	go func() { done <- c.RebootHost(ctx, host.ID, timeout, nil, func(string) {}) }()
+	time.Sleep(timeout + time.Second)
+	unlock()
+	if err := <-done; err != nil {
+		t.Fatalf("a reboot that waited %s for its turn: %v", timeout+time.Second, err)
+	}
+}
+
+// A reboot that fails after the host entered maintenance mode takes it out
+// again; one of a host an administrator put in maintenance mode leaves it
+// there.
+func TestRebootMaintenanceMode(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{HostsNeedReboot: true, RebootTime: 50 * time.Millisecond})
+	c := labClient(lab)
+	ctx := context.Background()
+	failing, administered := lab.HostNames()[0], lab.HostNames()[1]
+	lab.FailTaskOnce("RebootHost_Task", failing, &types.HostConfigFault{})
+	if err := c.RebootHost(ctx, lab.HostID(failing), time.Minute, nil, func(string) {}); err == nil {
+		t.Fatal("a reboot whose task failed succeeded")
+	}
+	refusing := lab.HostNames()[2]
+	lab.FailTaskOnce("EnterMaintenanceMode_Task", refusing, &types.HostConfigFault{})
+	err := c.RebootHost(ctx, lab.HostID(refusing), time.Minute, nil, func(string) {})
+	if err == nil || strings.Contains(err.Error(), "still in maintenance mode") {
+		t.Fatalf("a host that did not enter maintenance mode: %v; want the failure, not said to be in maintenance mode", err)
+	}
+	vc, err := c.vimClient(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := object.NewHostSystem(vc, types.ManagedObjectReference{Type: "HostSystem", Value: lab.HostID(administered)})
+	task, err := host.EnterMaintenanceMode(ctx, 0, false, nil)
+	if err == nil {
+		err = task.Wait(ctx)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.RebootHost(ctx, lab.HostID(administered), time.Minute, nil, func(string) {}); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range lab.MaintenanceWindows() {
+		switch {
+		case w.Host == failing && w.End.IsZero():
+			t.Errorf("host %s stays in maintenance mode after its reboot failed", failing)
+		case w.Host == administered && !w.End.IsZero():
+			t.Errorf("host %s, in maintenance mode before the reboot, was taken out of it", administered)
+		}
+	}
+}
+
+// Two changes on one host waiting for its reboot reboot it once: the second
+// finds the first's reboot has made its devices active.
+func TestRebootOncePerHostChange(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{HostsNeedReboot: true, RebootTime: 50 * time.Millisecond})
+	c := labClient(lab)
+	ctx := context.Background()
+	host := lab.HostID(lab.HostNames()[0])
+	gpus := lab.GPUs()[:2]
+	for _, gpu := range gpus {
+		if err := c.SetHostPassthrough(ctx, host, map[string]bool{gpu: false}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if pending, err := c.PendingDeviceChanges(ctx, host); err != nil || len(pending) != 2 {
+		t.Fatalf("pending changes %v (%v), want both GPUs'", pending, err)
+	}
+	for _, gpu := range gpus {
+		if err := c.RebootHost(ctx, host, time.Minute, []string{gpu}, func(string) {}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if calls := lab.Calls(); calls["RebootHost_Task"] != 1 {
+		t.Fatalf("calls = %v, want one reboot for both changes", calls)
 	}
 }
