@@ -290,7 +290,7 @@ func (c *Client) connect(ctx context.Context) (*vim25.Client, error) {
 	if vc.ServiceContent.SessionManager == nil {
 		abandon()
 		return nil, &ConnectError{Op: "connecting to vCenter " + c.cfg.Server, Kind: ErrNotImplemented, Server: c.cfg.Server,
-			Cause: errors.New("its service content names no session manager to log in to; check that vsphere_server names a vCenter")}
+			Cause: errors.New("its service content names no session manager to log in to, as neither a vCenter nor an ESXi host would")}
 	}
 	rt.vim = vc
 	vc.RoundTripper = rt

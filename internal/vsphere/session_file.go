@@ -27,7 +27,7 @@ import (
 // ends a session nobody uses at its idle timeout (30 minutes by default). A
 // kept session vCenter has ended is found at the first call
 // (NotAuthenticated): the client logs in, retries, and keeps the new one.
-// govc's session cache and the vSphere provider's persist_session work so.
+// govc's session cache and the vSphere provider's kept sessions work so.
 
 type keptSession struct {
 	Cookie         string               `json:"cookie"`

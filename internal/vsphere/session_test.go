@@ -150,23 +150,35 @@ func TestLoginGoesWithTheServiceContent(t *testing.T) {
 	}
 }
 
-// TestLoginOfAConnectionOutOfTimeIsEnded: when the service content is late
-// and the connection's time runs out after the login went through, the
-// session is still ended: its logout does not go out on the ended time.
+// TestLoginOfAConnectionOutOfTimeIsEnded: when the connection's time ends
+// after its login went through, before the service content came, the
+// session is still ended: its logout does not go out on the ended context.
+// The context is cancelled once the client has the login's answer, whatever
+// the machine's speed.
 func TestLoginOfAConnectionOutOfTimeIsEnded(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
-	ctx := context.Background()
-	c := labClient(lab, func(cfg *Config) { cfg.APITimeout = time.Second })
-	lab.Delay("RetrieveServiceContent", 3*time.Second)
-	if _, err := c.DatacenterByName(ctx, ""); err == nil {
-		t.Fatal("connecting succeeded though the service content came after the timeout")
+	log := &recordingLogger{}
+	c := labClient(lab, func(cfg *Config) { cfg.Logger = log })
+	lab.Delay("RetrieveServiceContent", 5*time.Second) // far longer than the login takes to answer
+	ctx, cancel := context.WithCancel(context.Background())
+	connected := make(chan error, 1)
+	go func() {
+		_, err := c.DatacenterByName(ctx, "")
+		connected <- err
+	}()
+	for !strings.Contains(log.all(), "method:Login") {
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	if err := <-connected; err == nil {
+		t.Fatal("connecting succeeded though its context ended before the service content came")
 	}
 	lab.Delay("RetrieveServiceContent", 0)
 	if calls := lab.Calls(); calls["Login"] != 1 || calls["Logout"] != 1 {
 		t.Fatalf("calls = %v, want the Login and its session ended", calls)
 	}
-	if keys, err := lab.Sessions(ctx); err != nil || len(keys) != 0 {
+	if keys, err := lab.Sessions(context.Background()); err != nil || len(keys) != 0 {
 		t.Fatalf("sessions = %v (%v), want none", keys, err)
 	}
 }
