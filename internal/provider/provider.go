@@ -288,7 +288,7 @@ func sessionDir(cfg providerModel, diags *diag.Diagnostics) string {
 	dir := stringOrEnv(cfg.SessionPath, envSessionPath)
 	notKept := func(why string) string {
 		diags.AddAttributeWarning(path.Root("session_path"), "Sessions not kept",
-			why+" Until then every run logs in and out, as without persist_session.")
+			why+" Every run logs in and out, as without persist_session.")
 		return ""
 	}
 	switch {
