@@ -45,12 +45,13 @@ func listHostPassthrough(ctx context.Context, c *vsphere.Client, scope vsphere.S
 		m := hostPCIPassthroughModel{HostSystemID: types.StringValue(h.HostID), PCIIDs: pciIDs,
 			Match: types.SetNull(passthroughMatchType)}
 		fillPassthrough(ctx, &m, h, ids, &diags)
+		identity := passthroughIdentityModel{HostSystemID: types.StringValue(h.HostID), PCIIDs: sortedPCIIDs(ctx, ids, &diags)}
 		if diags.HasError() {
 			return nil, fmt.Errorf("host %s: %v", h.HostName, diags)
 		}
 		out = append(out, listed{
 			display:  h.HostName + ": " + strings.Join(names, ", "),
-			identity: hostIdentityModel{HostSystemID: types.StringValue(h.HostID)},
+			identity: identity,
 			resource: m,
 		})
 	}

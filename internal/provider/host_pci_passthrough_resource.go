@@ -81,10 +81,11 @@ func NewHostPCIPassthroughResource() resource.Resource {
 
 func (r *hostPCIPassthroughResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
 	resp.TypeName = req.ProviderTypeName + "_host_pci_passthrough"
+	resp.ResourceBehavior.MutableIdentity = true // see its identity's fromState
 }
 
 func (r *hostPCIPassthroughResource) IdentitySchema(_ context.Context, _ resource.IdentitySchemaRequest, resp *resource.IdentitySchemaResponse) {
-	resp.IdentitySchema = hostIdentity.schema
+	resp.IdentitySchema = passthroughIdentity.schema
 }
 
 func (r *hostPCIPassthroughResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
@@ -188,7 +189,7 @@ func turnedBackOff(before map[string]bool) []string {
 
 func (r *hostPCIPassthroughResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
 	ctx = vsphere.ForChange(ctx)
-	defer hostIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
+	defer passthroughIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	var plan hostPCIPassthroughModel
 	resp.Diagnostics.Append(getModel(ctx, req.Plan.Schema, req.Plan.Raw, &plan)...)
 	if resp.Diagnostics.HasError() {
@@ -200,7 +201,7 @@ func (r *hostPCIPassthroughResource) Create(ctx context.Context, req resource.Cr
 
 func (r *hostPCIPassthroughResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
 	ctx = vsphere.ForChange(ctx)
-	defer hostIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
+	defer passthroughIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	var plan hostPCIPassthroughModel
 	resp.Diagnostics.Append(getModel(ctx, req.Plan.Schema, req.Plan.Raw, &plan)...)
 	resp.State.Raw = req.State.Raw.Copy() // until read back: a failure must not record the plan
@@ -303,7 +304,7 @@ func fillPassthrough(ctx context.Context, m *hostPCIPassthroughModel, host *vsph
 }
 
 func (r *hostPCIPassthroughResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
-	hostIdentity.record(ctx, &req.State, resp.Identity, &resp.Diagnostics)
+	passthroughIdentity.record(ctx, &req.State, resp.Identity, &resp.Diagnostics)
 	var state hostPCIPassthroughModel
 	resp.Diagnostics.Append(getModel(ctx, req.State.Schema, req.State.Raw, &state)...)
 	if resp.Diagnostics.HasError() {
@@ -372,8 +373,8 @@ func (r *hostPCIPassthroughResource) Delete(ctx context.Context, req resource.De
 // with passthrough on, "<host id>:<pci id>,<pci id>" those devices. Destroy
 // leaves them on, as they were found.
 func (r *hostPCIPassthroughResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	defer hostIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
-	importID := hostIdentity.importIDOf(ctx, req, &resp.Diagnostics)
+	defer passthroughIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
+	importID := passthroughIdentity.importIDOf(ctx, req, &resp.Diagnostics)
 	hostID, list, _ := strings.Cut(importID, ":")
 	host, err := r.client.HostPassthrough(ctx, hostID)
 	if err != nil {

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -14,15 +15,23 @@ import (
 )
 
 // Resource identity (Terraform 1.12+): the fields that name a resource's
-// object in vCenter. Every resource's identity follows from its id and leads
-// back to an import id, so one import path serves `terraform import`,
-// `import { id = ... }` and `import { identity = {...} }`, and identity never
-// changes over an object's life. Terraform before 1.12 and OpenTofu neither
-// send nor keep identity; the framework then drops it.
+// object in vCenter. Every resource's identity follows from its state and
+// leads back to an import id, so one import path serves `terraform import`,
+// `import { id = ... }` and `import { identity = {...} }`. Most identities
+// follow from the id alone and never change over an object's life; the two
+// whose id names a host or switch that several resources can share (see
+// fromState) change with what the resource manages on it. Terraform before
+// 1.12 and OpenTofu neither send nor keep identity; the framework then drops
+// it.
 type identityKind[I any] struct {
 	schema   identityschema.Schema
 	fromID   func(id string) (I, bool)
 	importID func(I) string
+	// fromState, when set, adds what the state knows beyond the id: the
+	// port group of a switch, the devices of a host's passthrough. Such an
+	// identity changes when that does, so its resource declares
+	// MutableIdentity.
+	fromState func(ctx context.Context, state *tfsdk.State, identity *I) diag.Diagnostics
 }
 
 // record sets identity from the id in state, once state has one: a create
@@ -35,9 +44,16 @@ func (k identityKind[I]) record(ctx context.Context, state *tfsdk.State, identit
 	if d := state.GetAttribute(ctx, path.Root("id"), &id); d.HasError() || id.IsNull() || id.IsUnknown() {
 		return
 	}
-	if v, ok := k.fromID(id.ValueString()); ok {
-		diags.Append(setModel(ctx, identity.Schema, &identity.Raw, v)...)
+	v, ok := k.fromID(id.ValueString())
+	if !ok {
+		return
 	}
+	if k.fromState != nil {
+		if diags.Append(k.fromState(ctx, state, &v)...); diags.HasError() {
+			return
+		}
+	}
+	diags.Append(setModel(ctx, identity.Schema, &identity.Raw, v)...)
 }
 
 // importIDOf is the import id the user gave, or the one their identity
@@ -58,18 +74,36 @@ func stringIdentity(desc string) identityschema.StringAttribute {
 }
 
 type switchIdentityModel struct {
-	ID types.String `tfsdk:"id"`
+	ID           types.String `tfsdk:"id"`
+	PortGroupKey types.String `tfsdk:"port_group_key"`
 }
 
-// switchIdentity names a switch by its UUID, as its id does.
+// switchIdentity names a switch by its UUID, as its id does, and the port
+// group the resource manages on it: a switch can have several, each managed
+// by another resource.
 var switchIdentity = identityKind[switchIdentityModel]{
 	schema: identityschema.Schema{Attributes: map[string]identityschema.Attribute{
 		"id": stringIdentity("The switch's UUID, as vCenter reports it (`50 2a 6c ...`)."),
+		"port_group_key": identityschema.StringAttribute{OptionalForImport: true,
+			Description: "Key of the port group the resource manages, e.g. `dvportgroup-17`. Empty for a switch imported without " +
+				"one, whose next apply creates the configuration's. Left out in an import, the switch's only port group is " +
+				"adopted; a switch with several asks which."},
 	}},
 	fromID: func(id string) (switchIdentityModel, bool) {
-		return switchIdentityModel{types.StringValue(id)}, id != ""
+		return switchIdentityModel{ID: types.StringValue(id), PortGroupKey: types.StringNull()}, id != ""
 	},
-	importID: func(m switchIdentityModel) string { return m.ID.ValueString() },
+	fromState: func(ctx context.Context, state *tfsdk.State, m *switchIdentityModel) diag.Diagnostics {
+		var key types.String
+		diags := state.GetAttribute(ctx, path.Root("port_group_key"), &key)
+		m.PortGroupKey = types.StringValue(key.ValueString()) // null and unknown: none yet
+		return diags
+	},
+	importID: func(m switchIdentityModel) string {
+		if m.PortGroupKey.IsNull() {
+			return m.ID.ValueString()
+		}
+		return m.ID.ValueString() + ":" + m.PortGroupKey.ValueString()
+	},
 }
 
 type hostIdentityModel struct {
@@ -83,6 +117,59 @@ var hostIdentity = identityKind[hostIdentityModel]{
 	}},
 	fromID:   func(id string) (hostIdentityModel, bool) { return hostIdentityModel{types.StringValue(id)}, id != "" },
 	importID: func(m hostIdentityModel) string { return m.HostSystemID.ValueString() },
+}
+
+type passthroughIdentityModel struct {
+	HostSystemID types.String `tfsdk:"host_system_id"`
+	PCIIDs       types.List   `tfsdk:"pci_ids"`
+}
+
+// passthroughIdentity names a host and the devices whose passthrough the
+// resource manages: several resources can each manage some of one host's.
+var passthroughIdentity = identityKind[passthroughIdentityModel]{
+	schema: identityschema.Schema{Attributes: map[string]identityschema.Attribute{
+		"host_system_id": stringIdentity("Managed object id of the host, e.g. `host-12`."),
+		"pci_ids": identityschema.ListAttribute{ElementType: types.StringType, OptionalForImport: true,
+			Description: "PCI ids of the devices the resource manages, sorted; it changes with the resource's `pci_ids`. Left out in an import, " +
+				"every device with passthrough on is adopted."},
+	}},
+	fromID: func(id string) (passthroughIdentityModel, bool) {
+		return passthroughIdentityModel{HostSystemID: types.StringValue(id), PCIIDs: types.ListNull(types.StringType)}, id != ""
+	},
+	fromState: func(ctx context.Context, state *tfsdk.State, m *passthroughIdentityModel) diag.Diagnostics {
+		var ids types.Set
+		diags := state.GetAttribute(ctx, path.Root("pci_ids"), &ids)
+		if diags.HasError() || ids.IsNull() || ids.IsUnknown() {
+			return diags
+		}
+		var list []string
+		diags.Append(ids.ElementsAs(ctx, &list, false)...)
+		m.PCIIDs = sortedPCIIDs(ctx, list, &diags)
+		return diags
+	},
+	importID: func(m passthroughIdentityModel) string {
+		var ids []string
+		if !m.PCIIDs.IsNull() && !m.PCIIDs.IsUnknown() {
+			for _, v := range m.PCIIDs.Elements() {
+				if s, ok := v.(types.String); ok {
+					ids = append(ids, s.ValueString())
+				}
+			}
+		}
+		if len(ids) == 0 {
+			return m.HostSystemID.ValueString()
+		}
+		return m.HostSystemID.ValueString() + ":" + strings.Join(ids, ",")
+	},
+}
+
+// sortedPCIIDs is ids as an identity's list, sorted: a set in state has no
+// order of its own.
+func sortedPCIIDs(ctx context.Context, ids []string, diags *diag.Diagnostics) types.List {
+	ids = slices.Sorted(slices.Values(ids))
+	list, ds := types.ListValueFrom(ctx, types.StringType, ids)
+	diags.Append(ds...)
+	return list
 }
 
 type hostDeviceIdentityModel struct {

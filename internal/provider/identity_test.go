@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
@@ -72,16 +74,22 @@ func identitySteps(addr, config string, identity map[string]knownvalue.Check, ch
 	}
 }
 
+// A switch's identity names its port group: with a second port group on the
+// switch, the import by identity adopts the one the resource manages, and
+// plans no change.
 func TestAccIdentity_rdmaDVS(t *testing.T) {
 	t.Parallel()
 	needsTerraform114(t)
 	lab := startLab(t, vcsimlab.Options{})
-	resource.UnitTest(t, resource.TestCase{
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		Steps: identitySteps(dvsAddr, dvsConfig(lab, "rdma", allHosts(lab, lab.RDMANICs()[0]), ""), map[string]knownvalue.Check{
-			"id": knownvalue.NotNull(),
-		}, statecheck.ExpectIdentityValueMatchesState(dvsAddr, tfjsonpath.New("id"))),
-	})
+	steps := identitySteps(dvsAddr, dvsConfig(lab, "rdma", allHosts(lab, lab.RDMANICs()[0]), ""), map[string]knownvalue.Check{
+		"id":             knownvalue.NotNull(),
+		"port_group_key": knownvalue.NotNull(),
+	}, statecheck.ExpectIdentityValueMatchesState(dvsAddr, tfjsonpath.New("id")),
+		statecheck.ExpectIdentityValueMatchesState(dvsAddr, tfjsonpath.New("port_group_key")))
+	steps[0].Check = func(*terraform.State) error {
+		return lab.AddPortGroup(context.Background(), testName("rdma"), testName("storage"), 8)
+	}
+	resource.UnitTest(t, resource.TestCase{ProtoV6ProviderFactories: testAccProtoV6ProviderFactories, Steps: steps})
 }
 
 func TestAccIdentity_hostPVRDMASettings(t *testing.T) {
@@ -98,19 +106,21 @@ func TestAccIdentity_hostPVRDMASettings(t *testing.T) {
 	})
 }
 
+// A passthrough's identity names its devices: a resource that manages one
+// of the host's two H100s imports by identity with that one, and plans no
+// change, though the other has passthrough on too.
 func TestAccIdentity_hostPCIPassthrough(t *testing.T) {
 	t.Parallel()
 	needsTerraform114(t)
 	lab := startLab(t, vcsimlab.Options{})
-	simulatedOnly(t, lab, "uses the lab's A100, which has passthrough off")
+	simulatedOnly(t, lab, "uses the lab's H100s, which start with passthrough on")
 	name := lab.HostNames()[0]
-	// An identity names the host: its import adopts every device with
-	// passthrough on, the H100s the lab starts with and the A100.
-	all := hclList(append(lab.GPUs(), a100))
+	gpu := lab.GPUs()[0]
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		Steps: identitySteps(passthroughAddr, passthroughConfig(lab, name, "  pci_ids = "+all), map[string]knownvalue.Check{
+		Steps: identitySteps(passthroughAddr, passthroughConfig(lab, name, "  pci_ids = "+hclList([]string{gpu})), map[string]knownvalue.Check{
 			"host_system_id": knownvalue.StringExact(lab.HostID(name)),
+			"pci_ids":        knownvalue.ListExact([]knownvalue.Check{knownvalue.StringExact(gpu)}),
 		}),
 	})
 }
@@ -192,4 +202,64 @@ func TestIdentityRoundTrip(t *testing.T) {
 	if got := hostDeviceIdentity.importID(m); !strings.EqualFold(got, "host-12:0000:86:00.0") {
 		t.Errorf("host device import id %q", got)
 	}
+}
+
+// State written before identities named a switch's port group and a
+// passthrough's devices refreshes into the identities of today, without
+// "Unexpected Identity Change": both resources declare a mutable identity.
+func TestAccIdentity_olderStateGainsNewAttributes(t *testing.T) {
+	t.Parallel()
+	needsTerraform114(t)
+	lab := startLab(t, vcsimlab.Options{})
+	simulatedOnly(t, lab, "uses the lab's H100s, which start with passthrough on")
+	gpu := lab.GPUs()[0]
+	d := newTFDir(t, lab, map[string]string{"main.tf": requiredProviders + dvsConfig(lab, "rdma", allHosts(lab, lab.RDMANICs()[0]), "") +
+		fmt.Sprintf(`
+resource "vspherehpc_host_pci_passthrough" "p" {
+  host_system_id = %q
+  pci_ids        = [%q]
+}
+`, lab.HostID(lab.HostNames()[0]), gpu)})
+	d.run("apply", "-auto-approve")
+
+	// What an older release wrote: the identities without the attributes.
+	dropped := map[string]string{"vspherehpc_rdma_dvs": "port_group_key", "vspherehpc_host_pci_passthrough": "pci_ids"}
+	identities := func(edit bool) map[string]map[string]any {
+		var state map[string]any
+		must(t, json.Unmarshal([]byte(d.read("terraform.tfstate")), &state))
+		out := map[string]map[string]any{}
+		for _, r := range state["resources"].([]any) {
+			r := r.(map[string]any)
+			for _, inst := range r["instances"].([]any) {
+				identity, _ := inst.(map[string]any)["identity"].(map[string]any)
+				if edit {
+					delete(identity, dropped[r["type"].(string)])
+				}
+				out[r["type"].(string)] = identity
+			}
+		}
+		if edit {
+			b, err := json.Marshal(state)
+			must(t, err)
+			d.write(map[string]string{"terraform.tfstate": string(b)})
+		}
+		return out
+	}
+	identities(true)
+	if got := identities(false); got["vspherehpc_rdma_dvs"]["port_group_key"] != nil || got["vspherehpc_host_pci_passthrough"]["pci_ids"] != nil {
+		t.Fatalf("the state still has the attributes: %v", got)
+	}
+
+	d.run("apply", "-refresh-only", "-auto-approve")
+	got := identities(false)
+	if key, _ := got["vspherehpc_rdma_dvs"]["port_group_key"].(string); !strings.HasPrefix(key, "dvportgroup-") {
+		t.Errorf("switch identity after refresh: %v, want a port_group_key", got["vspherehpc_rdma_dvs"])
+	}
+	if ids, _ := got["vspherehpc_host_pci_passthrough"]["pci_ids"].([]any); len(ids) != 1 || ids[0] != gpu {
+		t.Errorf("passthrough identity after refresh: %v, want pci_ids [%s]", got["vspherehpc_host_pci_passthrough"], gpu)
+	}
+	if changes := d.plan(); len(changes) != 0 {
+		t.Errorf("plan after the refresh: %+v, want no changes", changes)
+	}
+	d.run("destroy", "-auto-approve")
 }

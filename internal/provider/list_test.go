@@ -169,6 +169,8 @@ func TestAccList_hostPCIPassthrough(t *testing.T) {
 			querycheck.ExpectLength("vspherehpc_host_pci_passthrough.q", len(hosts)-1),
 			querycheck.ExpectResourceKnownValues("vspherehpc_host_pci_passthrough.q", queryfilter.ByResourceIdentity(map[string]knownvalue.Check{
 				"host_system_id": knownvalue.StringExact(lab.HostID(hosts[0])),
+				// sorted, as the lab's H100s are
+				"pci_ids": knownvalue.ListExact([]knownvalue.Check{knownvalue.StringExact(lab.GPUs()[0]), knownvalue.StringExact(lab.GPUs()[1])}),
 			}), []querycheck.KnownValueCheck{
 				{Path: tfjsonpath.New("pci_ids"), KnownValue: knownvalue.SetExact([]knownvalue.Check{
 					knownvalue.StringExact(lab.GPUs()[0]), knownvalue.StringExact(lab.GPUs()[1]),

@@ -27,7 +27,13 @@ func listSwitches(ctx context.Context, c *vsphere.Client, scope vsphere.Scope, n
 	}
 	out := make([]listed, 0, len(switches))
 	for _, d := range switches {
-		item := listed{display: d.Name, identity: switchIdentityModel{ID: types.StringValue(d.UUID)}}
+		// A switch with no port group or several is adopted alone, with the
+		// empty key; its next apply creates the configuration's port group.
+		identity := switchIdentityModel{ID: types.StringValue(d.UUID), PortGroupKey: types.StringValue("")}
+		if d.PortGroup != nil {
+			identity.PortGroupKey = types.StringValue(d.PortGroup.Key)
+		}
+		item := listed{display: d.Name, identity: identity}
 		for i, h := range d.Hosts {
 			if first, _, teamed := strings.Cut(h.Vmnic, ","); teamed {
 				item.warnings = append(item.warnings, fmt.Sprintf("Host %s joins switch %s with the uplinks %s: PVRDMA supports no NIC "+

@@ -82,6 +82,7 @@ func NewRDMADVSResource() resource.Resource {
 
 func (r *rdmaDVSResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
 	resp.TypeName = req.ProviderTypeName + "_rdma_dvs"
+	resp.ResourceBehavior.MutableIdentity = true // see its identity's fromState
 }
 
 func (r *rdmaDVSResource) IdentitySchema(_ context.Context, _ resource.IdentitySchemaRequest, resp *resource.IdentitySchemaResponse) {
@@ -152,12 +153,12 @@ func (r *rdmaDVSResource) Schema(_ context.Context, _ resource.SchemaRequest, re
 			"port_group_id": schema.StringAttribute{
 				Computed:            true,
 				MarkdownDescription: "Managed object id of the port group, e.g. `dvportgroup-17`: what `vspherehpc_vm_pvrdma_nic` and `vsphere_virtual_machine`'s `network_id` take.",
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseNonNullStateForUnknown()},
 			},
 			"port_group_key": schema.StringAttribute{
 				Computed:            true,
 				MarkdownDescription: "Key of the port group, as VM adapters' backings name it.",
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseNonNullStateForUnknown()},
 			},
 		},
 		Blocks: map[string]schema.Block{
@@ -454,14 +455,15 @@ func (r *rdmaDVSResource) Delete(ctx context.Context, req resource.DeleteRequest
 }
 
 // ImportState takes the switch's UUID or its inventory path
-// ("/<datacenter>/network/<switch>"), followed by ":<port group name>" when
-// the switch has more than one port group.
+// ("/<datacenter>/network/<switch>"), followed by ":<port group>" (its name
+// or key) when the switch has more than one port group, or by ":" alone to
+// adopt the switch without one: its next apply creates the configuration's.
 func (r *rdmaDVSResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
 	defer switchIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	importID := switchIdentity.importIDOf(ctx, req, &resp.Diagnostics)
-	switchID, portGroup := importID, ""
+	switchID, portGroup, named := importID, "", false
 	if i := strings.LastIndex(importID, ":"); i > 0 {
-		switchID, portGroup = importID[:i], importID[i+1:]
+		switchID, portGroup, named = importID[:i], importID[i+1:], true
 	}
 	id := vsphere.DVSID{UUID: strings.ToLower(switchID)}
 	if !vsphere.LooksLikeDVSUUID(switchID) {
@@ -478,21 +480,25 @@ func (r *rdmaDVSResource) ImportState(ctx context.Context, req resource.ImportSt
 		return
 	}
 	var names []string
+	if named {
+		dvs.PortGroup = nil
+	}
 	for _, pg := range dvs.PortGroups {
 		names = append(names, pg.Name)
-		if pg.Name == portGroup {
+		if portGroup != "" && (pg.Name == portGroup || pg.Key == portGroup) {
 			dvs.PortGroup = &pg
 		}
 	}
 	switch {
-	case portGroup != "" && (dvs.PortGroup == nil || dvs.PortGroup.Name != portGroup):
+	case portGroup != "" && dvs.PortGroup == nil:
 		resp.Diagnostics.AddError("No such port group",
 			fmt.Sprintf("Switch %s has no port group %q; its port groups are %s.", dvs.Name, portGroup, strings.Join(names, ", ")))
 		return
-	case dvs.PortGroup == nil && len(names) > 1:
+	case !named && dvs.PortGroup == nil && len(names) > 1:
 		resp.Diagnostics.AddError("Which port group?",
-			fmt.Sprintf("Switch %s has %d port groups (%s). Import it as %s:<port group name> to say which one this resource manages.",
-				dvs.Name, len(names), strings.Join(names, ", "), switchID))
+			fmt.Sprintf("Switch %s has %d port groups (%s). Import it as %s:<port group name> to say which one this resource manages, "+
+				"or as %s: to adopt the switch without one (the next apply creates the configuration's).",
+				dvs.Name, len(names), strings.Join(names, ", "), switchID, switchID))
 		return
 	}
 	resp.Diagnostics.Append(setPrivateJSON(ctx, resp.Private, privateSwitch, dvs.DVSID)...)

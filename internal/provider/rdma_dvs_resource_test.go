@@ -364,32 +364,85 @@ func TestAccRDMADVS_createFailsAfterHostsJoined(t *testing.T) {
 	})
 }
 
-// A switch with several port groups imports with the one named after ":".
+// A switch with several port groups imports with the one named after ":"
+// (by name or key), or with none after ":" alone; the next apply then creates
+// the configuration's.
 func TestAccRDMADVS_importChoosesPortGroup(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
+	ctx := context.Background()
 	config := dvsConfig(lab, "rdma", allHosts(lab, lab.RDMANICs()[0]), "")
 	name, portGroup, storage := testName("rdma"), testName("pvrdma-vms"), testName("storage")
 	path := "/" + lab.DatacenterName() + "/network/" + name
+	var key string
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
 				Config: config,
-				Check: func(*terraform.State) error {
-					return lab.AddPortGroup(context.Background(), name, storage, 8)
+				Check: func(s *terraform.State) error {
+					key = s.RootModule().Resources[dvsAddr].Primary.Attributes["port_group_key"]
+					return lab.AddPortGroup(ctx, name, storage, 8)
 				},
 			},
 			{
 				ResourceName: dvsAddr, ImportState: true, ImportStateId: path,
-				ExpectError: wrapped(`Switch ` + name + ` has 2 port groups (` + portGroup + `, ` + storage + `). Import it as ` + path + `:<port group name>`),
+				ExpectError: wrapped(`Switch ` + name + ` has 2 port groups (` + portGroup + `, ` + storage + `). Import it as ` + path +
+					`:<port group name> to say which one this resource manages, or as ` + path + `: to adopt the switch without one`),
 			},
 			{ResourceName: dvsAddr, ImportState: true, ImportStateId: path + ":" + portGroup, ImportStateVerify: true},
+			{ResourceName: dvsAddr, ImportState: true, ImportStateIdFunc: func(*terraform.State) (string, error) { return path + ":" + key, nil },
+				ImportStateVerify: true},
+			{
+				ResourceName: dvsAddr, ImportState: true, ImportStateId: path + ":",
+				ImportStateCheck: func(states []*terraform.InstanceState) error {
+					if len(states) != 1 || states[0].Attributes["port_group_key"] != "" || states[0].Attributes["port_group.name"] != "" {
+						return fmt.Errorf("imported with a port group: %v", states)
+					}
+					return nil
+				},
+			},
 			{
 				ResourceName: dvsAddr, ImportState: true, ImportStateId: path + ":nope",
 				ExpectError: wrapped(`Switch ` + name + ` has no port group "nope"; its port groups are ` + portGroup + `, ` + storage + `.`),
 			},
 		},
+	})
+}
+
+// A port group deleted out of band is drift of the switch: the plan
+// creates it again, in place, and the new port group's id is known after
+// apply (not kept from state, where it is null).
+func TestAccRDMADVS_portGroupGone(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	ctx := context.Background()
+	config := dvsConfig(lab, "rdma", allHosts(lab, lab.RDMANICs()[0]), "")
+	portGroup := testName("pvrdma-vms")
+	currentID := knownvalue.StringFunc(func(v string) error {
+		id, err := lab.PortGroupID(ctx, portGroup)
+		if err != nil || v != id {
+			return fmt.Errorf("port_group_id %q, but port group %s is %q (%v)", v, portGroup, id, err)
+		}
+		return nil
+	})
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: config},
+			{
+				PreConfig: func() { must(t, lab.DestroyPortGroup(ctx, portGroup)) },
+				Config:    config,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(dvsAddr, plancheck.ResourceActionUpdate),
+					plancheck.ExpectUnknownValue(dvsAddr, tfjsonpath.New("port_group_id")),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(dvsAddr, tfjsonpath.New("port_group_id"), currentID),
+				},
+			},
+		},
+		CheckDestroy: noNetworksLeft(lab),
 	})
 }
 

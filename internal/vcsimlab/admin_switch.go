@@ -119,6 +119,25 @@ func (l *Lab) AddPortGroup(ctx context.Context, switchName, portGroupName string
 	return object.NewTask(l.client.Client, res.Returnval).Wait(ctx)
 }
 
+// DestroyPortGroup deletes a distributed port group, as Delete in the
+// vSphere Client (govc object.destroy) does: Destroy_Task on the port
+// group (vSphere Web Services API, ManagedEntity.Destroy_Task).
+func (l *Lab) DestroyPortGroup(ctx context.Context, portGroupName string) error {
+	n, err := l.adminFinder().Network(ctx, portGroupName)
+	if err != nil {
+		return err
+	}
+	pg, ok := n.(*object.DistributedVirtualPortgroup)
+	if !ok {
+		return fmt.Errorf("%s is not a distributed port group", portGroupName)
+	}
+	task, err := pg.Destroy(ctx)
+	if err != nil {
+		return err
+	}
+	return task.Wait(ctx)
+}
+
 // PortGroupID is the managed object id of the named distributed port group
 // ("dvportgroup-42"): what a configuration names a port group the
 // administrator made by hand with.

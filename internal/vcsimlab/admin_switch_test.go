@@ -90,6 +90,19 @@ func TestAdminSwitchChanges(t *testing.T) {
 	if err := l.SetPortGroupPorts(ctx, "storage", 8); err == nil {
 		t.Fatal("SetPortGroupPorts on a switch: no error")
 	}
+	// DestroyPortGroup: gone from the inventory; a switch is refused.
+	if err := l.AddPortGroup(ctx, "storage", "storage-old", 8); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.DestroyPortGroup(ctx, "storage-old"); err != nil {
+		t.Fatal(err)
+	}
+	if n := count("storage-old"); n != 0 {
+		t.Fatalf("after DestroyPortGroup: %d networks named storage-old", n)
+	}
+	if err := l.DestroyPortGroup(ctx, "storage"); err == nil {
+		t.Fatal("DestroyPortGroup of a switch: no error")
+	}
 
 	// SetSwitchNIOC, AddSwitchHost, SetSwitchUplink, RemoveSwitchHost.
 	if err := l.SetSwitchNIOC(ctx, "storage", true); err != nil {

@@ -26,6 +26,9 @@ const (
 //   - HandBuiltTeamedSwitch, on which the last host uses vmnic5 and vmnic1
 //     together: NIC teaming, which PVRDMA does not support (vSphere
 //     Networking, "PVRDMA Support": the adapter's uplink must be one port);
+//     it has two port groups, HandBuiltTeamedSwitch-vms and
+//     HandBuiltTeamedSwitch-storage, as a switch shared with other traffic
+//     has;
 //   - on every host, Net.PVRDMAVmknic set to vmk1 and the pvrdma firewall
 //     ruleset on;
 //   - SR-IOV with 4 virtual functions on vmnic4 (HandBuiltSRIOVPF) of the
@@ -49,6 +52,7 @@ func (l *Lab) BuildByHand(ctx context.Context) error {
 		func() error { return l.AddPortGroup(ctx, HandBuiltSwitch, HandBuiltPortGroup, 128) },
 		func() error { return l.createSwitchByHand(ctx, HandBuiltTeamedSwitch, last, "vmnic5") },
 		func() error { return l.AddPortGroup(ctx, HandBuiltTeamedSwitch, HandBuiltTeamedSwitch+"-vms", 8) },
+		func() error { return l.AddPortGroup(ctx, HandBuiltTeamedSwitch, HandBuiltTeamedSwitch+"-storage", 8) },
 		func() error { return l.teamUplinks(ctx, HandBuiltTeamedSwitch, last, "vmnic5", "vmnic1") },
 		func() error { return l.SetHostSRIOV(ctx, hosts[0], HandBuiltSRIOVPF, 4) },
 	}

@@ -38,7 +38,9 @@ func TestBuildByHand(t *testing.T) {
 	if got := adminUplinks(l, adminSwitchConfig(t, l, HandBuiltTeamedSwitch)); len(got) != 1 || !slices.Equal(got[last], []string{"vmnic5", "vmnic1"}) {
 		t.Errorf("%s: uplinks %v, want %s teamed on vmnic5 and vmnic1", HandBuiltTeamedSwitch, got, last)
 	}
-	adminPortGroupConfig(t, l, HandBuiltPortGroup) // exists
+	for _, pg := range []string{HandBuiltPortGroup, HandBuiltTeamedSwitch + "-vms", HandBuiltTeamedSwitch + "-storage"} {
+		adminPortGroupConfig(t, l, pg) // exists
+	}
 
 	for _, h := range hosts {
 		var host mo.HostSystem

@@ -6,3 +6,7 @@ terraform import vspherehpc_rdma_dvs.pvrdma /hpc-dc/network/pvrdma-dvs
 
 # A switch with more than one port group: name the one this resource manages.
 terraform import vspherehpc_rdma_dvs.pvrdma "/hpc-dc/network/pvrdma-dvs:VM 100GbE Network"
+
+# Or adopt the switch without any of its port groups: the next apply creates the
+# configuration's.
+terraform import vspherehpc_rdma_dvs.pvrdma "/hpc-dc/network/pvrdma-dvs:"
