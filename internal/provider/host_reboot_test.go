@@ -89,7 +89,8 @@ resource "vspherehpc_host_pci_passthrough" "p%d" {
 }
 
 // The plan refuses to reboot a host whose running VMs maintenance mode
-// could not move: one with a GPU (no vMotion), or any under manual DRS.
+// could not move: one with a GPU (no vMotion), any under manual DRS, or
+// one whose own DRS override is manual.
 // Without the opt-in the change waits for a reboot, as before.
 func TestAccHostPCIPassthrough_rebootRefused(t *testing.T) {
 	t.Parallel()
@@ -117,6 +118,16 @@ func TestAccHostPCIPassthrough_rebootRefused(t *testing.T) {
 				Config:      passthroughConfig(lab, lab.VMHostName(other), fmt.Sprintf("  pci_ids = [%q]\n  reboot_allowed = true", a100)),
 				PlanOnly:    true,
 				ExpectError: wrapped("the cluster's DRS is not fully automated, so maintenance mode moves no VM"),
+			},
+			{
+				// The VM's own override counts, as the cluster's VM Overrides set it.
+				PreConfig: func() {
+					must(t, lab.SetClusterDRS(ctx, true, "fullyAutomated"))
+					must(t, lab.SetVMDRSOverride(ctx, other, true, "manual"))
+				},
+				Config:      passthroughConfig(lab, lab.VMHostName(other), fmt.Sprintf("  pci_ids = [%q]\n  reboot_allowed = true", a100)),
+				PlanOnly:    true,
+				ExpectError: wrapped(fmt.Sprintf("its running virtual machines %s would keep it from entering maintenance mode: DRS moves no VM whose automation level is not fully automated", other)),
 			},
 			{
 				Config: passthroughConfig(lab, lab.VMHostName(other), fmt.Sprintf("  pci_ids = [%q]", a100)),

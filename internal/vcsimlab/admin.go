@@ -163,6 +163,39 @@ func (l *Lab) SetClusterDRS(ctx context.Context, enabled bool, behavior types.Dr
 	return adminWait(ctx)(clusters[0].Reconfigure(ctx, spec, true))
 }
 
+// SetVMDRSOverride overrides the lab cluster's DRS for one VM, as the
+// cluster's Configure > VM Overrides > Add (DRS automation level) does:
+// behavior is the VM's automation level ("" in a new override keeps the
+// cluster's), enabled false excludes it from DRS. A second call for the VM
+// edits its override.
+func (l *Lab) SetVMDRSOverride(ctx context.Context, vmName string, enabled bool, behavior types.DrsBehavior) error {
+	clusters, err := l.adminFinder().ClusterComputeResourceList(ctx, "*")
+	if err != nil {
+		return err
+	}
+	vm, err := l.adminFinder().VirtualMachine(ctx, vmName)
+	if err != nil {
+		return err
+	}
+	var cfg mo.ClusterComputeResource
+	if err := clusters[0].Properties(ctx, clusters[0].Reference(), []string{"configurationEx"}, &cfg); err != nil {
+		return err
+	}
+	op := types.ArrayUpdateOperationAdd
+	if ex, ok := cfg.ConfigurationEx.(*types.ClusterConfigInfoEx); ok {
+		for _, o := range ex.DrsVmConfig {
+			if o.Key == vm.Reference() {
+				op = types.ArrayUpdateOperationEdit
+			}
+		}
+	}
+	spec := &types.ClusterConfigSpecEx{DrsVmConfigSpec: []types.ClusterDrsVmConfigSpec{{
+		ArrayUpdateSpec: types.ArrayUpdateSpec{Operation: op},
+		Info:            &types.ClusterDrsVmConfigInfo{Key: vm.Reference(), Enabled: &enabled, Behavior: behavior},
+	}}}
+	return adminWait(ctx)(clusters[0].Reconfigure(ctx, spec, true))
+}
+
 // CreateDatacenter creates a folder at the root of the inventory and a
 // datacenter in it, as New Folder and New Datacenter in the vSphere Client
 // (govc folder.create, govc datacenter.create -folder) do. vCenter allows a

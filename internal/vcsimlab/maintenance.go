@@ -22,7 +22,13 @@ import (
 //     powered-on virtual machines. However, if the host is part of a cluster
 //     with VMware DRS enabled, DRS provides migration recommendations to
 //     evacuate the powered-on virtual machines. If DRS is in fully-automatic
-//     mode, these are automatically scheduled." A VM with a DirectPath I/O or
+//     mode, these are automatically scheduled." A VM's own DRS settings
+//     override the cluster's (ClusterDrsVmConfigInfo: "enabled: ... If this
+//     flag is false, the virtual machine is effectively excluded from DRS";
+//     "behavior: Specifies the particular DRS behavior for this virtual
+//     machine"; vSphere Resource Management, "Customize an Individual
+//     Virtual Machine"): DRS moves a VM whose level is fully automated, its
+//     own or the cluster's, and no other. A VM with a DirectPath I/O or
 //     SR-IOV passthrough device cannot be migrated (vSphere Networking,
 //     "SR-IOV Support": vMotion is not available; vSphere Virtual Machine
 //     Administration, "Add a PCI Device": features unavailable with
@@ -136,15 +142,32 @@ func (x *extension) evacuate(ctx *simulator.Context, h *simulator.HostSystem, po
 		}
 	})
 	var others []types.ManagedObjectReference
-	automatic := false
+	drsOn, automatic := false, false
+	var overrides []types.ClusterDrsVmConfigInfo
 	if cluster != nil {
 		ctx.WithLock(cluster, func() {
 			if cfg, ok := cluster.ConfigurationEx.(*types.ClusterConfigInfoEx); ok {
 				drs := cfg.DrsConfig
-				automatic = drs.Enabled != nil && *drs.Enabled && drs.DefaultVmBehavior == types.DrsBehaviorFullyAutomated
+				drsOn = drs.Enabled != nil && *drs.Enabled
+				automatic = drs.DefaultVmBehavior == types.DrsBehaviorFullyAutomated
+				overrides = slices.Clone(cfg.DrsVmConfig)
 			}
 			others = slices.Clone(cluster.Host)
 		})
+	}
+	movedByDRS := func(vm types.ManagedObjectReference) bool {
+		for _, o := range overrides {
+			if o.Key != vm {
+				continue
+			}
+			if o.Enabled != nil && !*o.Enabled {
+				return false
+			}
+			if o.Behavior != "" {
+				return drsOn && o.Behavior == types.DrsBehaviorFullyAutomated
+			}
+		}
+		return drsOn && automatic
 	}
 	dest := func() *types.ManagedObjectReference {
 		for _, o := range others {
@@ -178,7 +201,7 @@ func (x *extension) evacuate(ctx *simulator.Context, h *simulator.HostSystem, po
 			continue
 		}
 		to := dest()
-		if automatic && movable && to != nil {
+		if movedByDRS(ref) && movable && to != nil {
 			moveVM(ctx, vm, h.Self, *to)
 			continue
 		}

@@ -184,6 +184,46 @@ func TestMaintenanceModeWithoutAutomaticDRS(t *testing.T) {
 	}
 }
 
+// A VM's DRS override wins over the cluster's level: under fully automated
+// DRS, a VM overridden to manual (or excluded from DRS) stays and maintenance
+// mode times out; under manual DRS, one overridden to fully automated moves.
+func TestMaintenanceModeHonorsVMOverrides(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	l := startLab(t)
+	vm := l.VMNames()[0]
+	host := l.VMHostName(vm)
+	if err := l.PowerOnVM(ctx, vm); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range []struct {
+		enabled  bool
+		behavior types.DrsBehavior
+	}{{true, types.DrsBehaviorManual}, {true, types.DrsBehaviorPartiallyAutomated}, {false, ""}} {
+		if err := l.SetVMDRSOverride(ctx, vm, o.enabled, o.behavior); err != nil {
+			t.Fatal(err)
+		}
+		if err := enterMaintenance(ctx, l, host, 1); !fault.Is(err, &types.Timedout{}) {
+			t.Fatalf("maintenance mode with %s running, overridden to %+v: %v, want Timedout", vm, o, err)
+		}
+	}
+
+	if err := l.SetClusterDRS(ctx, true, types.DrsBehaviorManual); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.SetVMDRSOverride(ctx, vm, true, types.DrsBehaviorFullyAutomated); err != nil {
+		t.Fatal(err)
+	}
+	if err := enterMaintenance(ctx, l, host, 0); err != nil {
+		t.Fatalf("maintenance mode under manual DRS, %s overridden to fully automated: %v", vm, err)
+	}
+	var v mo.VirtualMachine
+	retrieve(t, l.Client(), ref("VirtualMachine", l.VMID(vm)), []string{"runtime.host"}, &v)
+	if v.Runtime.Host.Value == l.HostID(host) {
+		t.Errorf("%s is still on %s", vm, host)
+	}
+}
+
 // evacuatePoweredOffVms moves the powered-off VMs too, under fully
 // automated DRS; without it they stay on the host.
 func TestMaintenanceModeEvacuatesPoweredOffVMs(t *testing.T) {

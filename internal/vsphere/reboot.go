@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/vmware/govmomi/object"
@@ -32,9 +33,10 @@ type HostReboot struct {
 
 // PlanHostReboot reads, in one round trip, whether a host needs a reboot to
 // apply device changes and which of its running VMs would keep it from
-// entering maintenance mode: all of them when its cluster's DRS is not fully
-// automated or no other host can take them, else those with a passthrough
-// or SR-IOV device (which cannot be migrated).
+// entering maintenance mode: all of them when no other host can take them,
+// those DRS does not move on its own (the cluster's automation level, or the
+// VM's override of it, is not fully automated), and those with a
+// passthrough or SR-IOV device (which cannot be migrated).
 func (c *Client) PlanHostReboot(ctx context.Context, hostID string) (*HostReboot, error) {
 	op := "checking a reboot of host " + hostID
 	ctx, cancel := c.withTimeout(ctx)
@@ -63,7 +65,7 @@ func (c *Client) PlanHostReboot(ctx context.Context, hostID string) (*HostReboot
 	var self *mo.HostSystem
 	var others []mo.HostSystem
 	var vms []mo.VirtualMachine
-	automatic := false
+	var drs drsLevels
 	for _, o := range objs {
 		switch v := o.(type) {
 		case mo.HostSystem:
@@ -74,8 +76,7 @@ func (c *Client) PlanHostReboot(ctx context.Context, hostID string) (*HostReboot
 			}
 		case mo.ClusterComputeResource:
 			if cfg, ok := v.ConfigurationEx.(*types.ClusterConfigInfoEx); ok {
-				drs := cfg.DrsConfig
-				automatic = drs.Enabled != nil && *drs.Enabled && drs.DefaultVmBehavior == types.DrsBehaviorFullyAutomated
+				drs = drsLevels{cfg}
 			}
 		case mo.VirtualMachine:
 			vms = append(vms, v)
@@ -92,22 +93,76 @@ func (c *Client) PlanHostReboot(ctx context.Context, hostID string) (*HostReboot
 	for _, o := range others {
 		spare = spare || (!o.Runtime.InMaintenanceMode && o.Runtime.ConnectionState == types.HostSystemConnectionStateConnected)
 	}
+	var why []string
 	for i := range vms {
 		vm := &vms[i]
 		if vm.Runtime.PowerState != types.VirtualMachinePowerStatePoweredOn || vm.Runtime.Host == nil || *vm.Runtime.Host != host {
 			continue
 		}
+		reason := ""
 		switch {
-		case !automatic:
-			out.Stuck, out.Why = append(out.Stuck, vmRefOf(vm)), "the cluster's DRS is not fully automated, so maintenance mode moves no VM"
+		case !drs.on():
+			reason = "the cluster's DRS is not fully automated, so maintenance mode moves no VM"
 		case !spare:
-			out.Stuck, out.Why = append(out.Stuck, vmRefOf(vm)), "no other host of the cluster can take its VMs"
+			reason = "no other host of the cluster can take its VMs"
 		case vm.Config != nil && hasPassthrough(vm.Config.Hardware.Device):
-			out.Stuck = append(out.Stuck, vmRefOf(vm))
-			out.Why = "a VM with a PCI passthrough or SR-IOV device cannot be migrated"
+			reason = "a VM with a PCI passthrough or SR-IOV device cannot be migrated"
+		case !drs.moves(vm.Self):
+			reason = "DRS moves no VM whose automation level is not fully automated (the cluster's, or the VM's override " +
+				"of it in the cluster's VM Overrides)"
+		default:
+			continue
+		}
+		out.Stuck = append(out.Stuck, vmRefOf(vm))
+		if !slices.Contains(why, reason) {
+			why = append(why, reason)
 		}
 	}
+	out.Why = strings.Join(why, "; ")
 	return out, nil
+}
+
+// drsLevels is a cluster's DRS configuration: its automation level and the
+// VMs' overrides of it (vSphere API reference, ClusterDrsVmConfigInfo).
+type drsLevels struct{ cfg *types.ClusterConfigInfoEx }
+
+// on reports DRS enabled, which moves nothing unless a VM's level is fully
+// automated.
+func (d drsLevels) on() bool {
+	if d.cfg == nil || d.cfg.DrsConfig.Enabled == nil || !*d.cfg.DrsConfig.Enabled {
+		return false
+	}
+	if d.cfg.DrsConfig.DefaultVmBehavior == types.DrsBehaviorFullyAutomated {
+		return true
+	}
+	for _, o := range d.cfg.DrsVmConfig {
+		if o.Behavior == types.DrsBehaviorFullyAutomated && (o.Enabled == nil || *o.Enabled) {
+			return true
+		}
+	}
+	return false
+}
+
+// moves reports whether DRS moves vm off a host entering maintenance mode
+// on its own: its override's level when it has one ("enabled: ... If this
+// flag is false, the virtual machine is effectively excluded from DRS"),
+// else the cluster's.
+func (d drsLevels) moves(vm types.ManagedObjectReference) bool {
+	if !d.on() {
+		return false
+	}
+	for _, o := range d.cfg.DrsVmConfig {
+		if o.Key != vm {
+			continue
+		}
+		if o.Enabled != nil && !*o.Enabled {
+			return false
+		}
+		if o.Behavior != "" {
+			return o.Behavior == types.DrsBehaviorFullyAutomated
+		}
+	}
+	return d.cfg.DrsConfig.DefaultVmBehavior == types.DrsBehaviorFullyAutomated
 }
 
 // hasPassthrough reports a DirectPath I/O or SR-IOV device: vSphere
@@ -165,6 +220,20 @@ func (c *Client) RebootHost(ctx context.Context, hostID string, timeout time.Dur
 		if !slices.ContainsFunc(pending, func(id string) bool { return slices.Contains(still, id) }) {
 			progress("not rebooted: another reboot of this apply has made the change active")
 			return nil
+		}
+	}
+	if !h.Runtime.InMaintenanceMode {
+		// VMs started or moved onto the host, or DRS settings changed, since
+		// the plan checked: maintenance mode would wait the whole timeout
+		// for a VM that cannot move, and fail with the host half-drained.
+		r, err := c.PlanHostReboot(ForChange(ctx), hostID)
+		if err != nil {
+			return err
+		}
+		if len(r.Stuck) > 0 {
+			return &Error{Op: op, Kind: ErrInvalidState, Object: ObjectHost, ID: hostID, Message: fmt.Sprintf(
+				"host %s was not rebooted: its running virtual machines %s would keep it from entering maintenance mode (%s)",
+				h.Name, strings.Join(vmNames(r.Stuck), ", "), r.Why)}
 		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)

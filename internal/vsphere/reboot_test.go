@@ -3,6 +3,7 @@ package vsphere
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -145,6 +146,61 @@ func TestRebootMaintenanceMode(t *testing.T) {
 		case w.Host == administered && !w.End.IsZero():
 			t.Errorf("host %s, in maintenance mode before the reboot, was taken out of it", administered)
 		}
+	}
+}
+
+// The VMs that would keep a host from entering maintenance mode are checked
+// again once its turn has come, since the plan checked: a VM with a GPU
+// started since, or one whose DRS override is manual, fails the reboot
+// before maintenance mode, naming the VM, rather than after the timeout.
+// The plan's check counts a VM's DRS override as the lab's evacuation does.
+func TestRebootRefusedForVMsThatCannotMove(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{HostsNeedReboot: true, RebootTime: 50 * time.Millisecond})
+	c := labClient(lab)
+	ctx := context.Background()
+	vms := lab.VMNames()
+	gpuVM, manualVM := vms[0], vms[1]
+	if lab.VMHostName(manualVM) == lab.VMHostName(gpuVM) {
+		t.Fatalf("the lab's first two VMs share host %s", lab.VMHostName(gpuVM))
+	}
+	if err := lab.AttachGPU(ctx, gpuVM, lab.GPUs()[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := lab.PowerOnVM(ctx, gpuVM); err != nil {
+		t.Fatal(err)
+	}
+	if err := lab.SetVMDRSOverride(ctx, manualVM, true, types.DrsBehaviorManual); err != nil {
+		t.Fatal(err)
+	}
+	if err := lab.PowerOnVM(ctx, manualVM); err != nil {
+		t.Fatal(err)
+	}
+	lab.ResetCalls()
+	for vm, why := range map[string]string{
+		gpuVM:    "a VM with a PCI passthrough or SR-IOV device cannot be migrated",
+		manualVM: "DRS moves no VM whose automation level is not fully automated",
+	} {
+		host := lab.VMHostName(vm)
+		r, err := c.PlanHostReboot(ctx, lab.HostID(host))
+		if err != nil || len(r.Stuck) != 1 || r.Stuck[0].Name != vm || !strings.Contains(r.Why, why) {
+			t.Errorf("plan of a reboot of %s: %+v, %v; want %s stuck: %s", host, r, err, vm, why)
+		}
+		err = c.RebootHost(ctx, lab.HostID(host), time.Minute, nil, func(string) {})
+		want := fmt.Sprintf("host %s was not rebooted: its running virtual machines %s would keep it from entering maintenance mode (%s",
+			host, vm, why)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("reboot of %s: %v; want %q", host, err, want)
+		}
+	}
+	if n := lab.Calls()["EnterMaintenanceMode_Task"]; n != 0 {
+		t.Errorf("%d EnterMaintenanceMode_Task calls, want none", n)
+	}
+	if err := lab.SetVMDRSOverride(ctx, manualVM, true, types.DrsBehaviorFullyAutomated); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.RebootHost(ctx, lab.HostID(lab.VMHostName(manualVM)), time.Minute, nil, func(string) {}); err != nil {
+		t.Errorf("reboot once the override is fully automated: %v", err)
 	}
 }
 
