@@ -402,7 +402,17 @@ func (r *vmGPUMMIOResource) Read(ctx context.Context, req resource.ReadRequest, 
 	if len(got.Devices) > 0 && (!vsphere.SameGPUs(known, got.Devices) || (len(gpus) > 0 && state.TotalGPUMemoryGB.ValueFloat64() == 0)) {
 		// Devices changed out of band, or just imported: which are GPUs, and
 		// their memory (which sizes the window), is the host's to say.
-		if sorted, err := r.client.SortPassthrough(ctx, state.VirtualMachineID.ValueString(), got.Devices); err == nil {
+		sorted, err := r.client.SortPassthrough(ctx, state.VirtualMachineID.ValueString(), got.Devices)
+		if err != nil {
+			// A total of 0 with GPUs is one not known yet: the next plan and
+			// refresh read it again, rather than size the window from the
+			// total of devices the VM no longer has.
+			state.TotalGPUMemoryGB = types.Float64Value(0)
+			resp.Diagnostics.AddWarning("GPU memory not read",
+				fmt.Sprintf("The passthrough devices of virtual machine %s changed outside Terraform, and its host could not be read "+
+					"to tell which are GPUs and how much memory they have (%s). total_gpu_memory_gb is 0 until the next refresh reads it.",
+					state.VirtualMachineID.ValueString(), errorDetail(err)))
+		} else {
 			state.TotalGPUMemoryGB = types.Float64Value(sorted.GPUMemoryGB)
 			others = map[string]bool{}
 			for _, d := range sorted.Others {

@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+	"github.com/vmware/govmomi/vim25/types"
 
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/mmio"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
@@ -396,6 +397,40 @@ func TestAccVMGPUMMIO_gpuAddedOutOfBand(t *testing.T) {
 			{
 				PreConfig: func() { must(t, lab.AttachGPU(context.Background(), vm, lab.GPUs()[1])) },
 				Config:    gpuConfig(lab, lab.VMUUID(vm), twoGPUs(lab)),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("total_gpu_memory_gb"), knownvalue.Float64Exact(memory[0]+memory[1])),
+					statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("mmio_size_gb"), knownvalue.Int64Exact(windowGB(t, lab, 512, memory[0]+memory[1]))),
+				},
+			},
+		},
+	})
+}
+
+// A GPU added out of band while the VM's host cannot be read: the refresh
+// warns and records the GPU memory as not known (0), so the plan reads the
+// host again and sizes the window for both GPUs, instead of keeping one
+// GPU's total and a window too small to boot.
+func TestAccVMGPUMMIO_hostUnreadableAfterOutOfBandChange(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	simulatedOnly(t, lab, "fails a read of the host")
+	vm := lab.VMNames()[0]
+	memory := gpuMemoryGB(t, lab, vm)
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: gpuConfig(lab, lab.VMUUID(vm), gpuBlock(lab.GPUs()[0]))},
+			{
+				PreConfig: func() {
+					must(t, lab.AttachGPU(context.Background(), vm, lab.GPUs()[1]))
+					// Both the refresh's read of every host and, after it,
+					// its read of the one host.
+					lab.FailRead("HostSystem", &types.HostNotConnected{}, 2)
+				},
+				Config: gpuConfig(lab, lab.VMUUID(vm), twoGPUs(lab)),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(gpuAddr, plancheck.ResourceActionUpdate),
+				}},
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("total_gpu_memory_gb"), knownvalue.Float64Exact(memory[0]+memory[1])),
 					statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("mmio_size_gb"), knownvalue.Int64Exact(windowGB(t, lab, 512, memory[0]+memory[1]))),

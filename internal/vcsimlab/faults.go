@@ -23,6 +23,7 @@ type callFault struct {
 	method, object string
 	fault          types.BaseMethodFault
 	remaining      int
+	read           bool // object is a type whose properties a read asks for, not the call's this
 }
 
 type taskFault struct {
@@ -51,7 +52,11 @@ func (l *Lab) intercept(ctx *simulator.Context, m *simulator.Method) (time.Durat
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for i, f := range l.callFaults {
-		if f.method == m.Name && (f.object == "" || f.object == name) {
+		match := f.method == m.Name && (f.object == "" || f.object == name)
+		if f.read {
+			match = readsType(m, f.object)
+		}
+		if match {
 			f.remaining--
 			if f.remaining <= 0 {
 				l.callFaults = append(l.callFaults[:i], l.callFaults[i+1:]...)
@@ -104,6 +109,43 @@ func (l *Lab) FailCall(method, objectName string, fault types.BaseMethodFault, c
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.callFaults = append(l.callFaults, &callFault{method: method, object: objectName, fault: fault, remaining: count})
+}
+
+// FailRead makes the next count property reads (RetrieveProperties,
+// RetrievePropertiesEx) that ask for properties of objects of type typ
+// ("HostSystem") fail with fault as a SOAP fault, while reads of other
+// types go through: one read failing among others, as when vCenter is
+// briefly unreachable.
+func (l *Lab) FailRead(typ string, fault types.BaseMethodFault, count int) {
+	if l.simulatorOnly("FailRead") {
+		return
+	}
+	if count <= 0 {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.callFaults = append(l.callFaults, &callFault{object: typ, fault: fault, remaining: count, read: true})
+}
+
+// readsType reports whether m is a property read that asks for properties
+// of objects of type typ.
+func readsType(m *simulator.Method, typ string) bool {
+	var specs []types.PropertyFilterSpec
+	switch req := m.Body.(type) {
+	case *types.RetrievePropertiesEx:
+		specs = req.SpecSet
+	case *types.RetrieveProperties:
+		specs = req.SpecSet
+	}
+	for _, spec := range specs {
+		for _, p := range spec.PropSet {
+			if p.Type == typ {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Delay makes every call of method wait d before it runs; 0 removes the delay.

@@ -8,6 +8,7 @@ import (
 	"github.com/vmware/govmomi"
 	"github.com/vmware/govmomi/fault"
 	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/property"
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/soap"
 	"github.com/vmware/govmomi/vim25/types"
@@ -66,6 +67,27 @@ func TestFailCall(t *testing.T) {
 	}
 	_, err := l.vm("hpc-node-1").Reconfigure(ctx, types.VirtualMachineConfigSpec{Annotation: "y"})
 	wantFault(t, "named object", err, &types.InvalidState{})
+}
+
+// FailRead fails the reads that ask for properties of one type, and no
+// other.
+func TestFailRead(t *testing.T) {
+	t.Parallel()
+	l := newLab(t)
+	ctx := context.Background()
+	read := func(typ, id string) error {
+		var dst []mo.ManagedEntity
+		return property.DefaultCollector(l.c.Client).Retrieve(ctx, []types.ManagedObjectReference{{Type: typ, Value: id}}, []string{"name"}, &dst)
+	}
+	host := l.HostID(l.HostNames()[0])
+	l.FailRead("HostSystem", &types.HostNotConnected{}, 1)
+	if err := read("VirtualMachine", l.VMID(l.VMNames()[0])); err != nil {
+		t.Errorf("read of a VM: %v", err)
+	}
+	wantFault(t, "read of a host", read("HostSystem", host), &types.HostNotConnected{})
+	if err := read("HostSystem", host); err != nil {
+		t.Errorf("second read of a host: %v", err)
+	}
 }
 
 func TestDelayIsPerLab(t *testing.T) {
