@@ -2,6 +2,8 @@ package provider
 
 import (
 	"context"
+	"fmt"
+	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
@@ -115,6 +117,7 @@ func (l *listResource) List(ctx context.Context, req list.ListRequest, stream *l
 		stream.Results = list.ListResultsStreamDiagnostics(diags)
 		return
 	}
+	warnSharedIdentities(items)
 	stream.Results = func(push func(list.ListResult) bool) {
 		for i, item := range items {
 			if req.Limit > 0 && int64(i) >= req.Limit {
@@ -132,6 +135,32 @@ func (l *listResource) List(ctx context.Context, req list.ListRequest, stream *l
 			if !push(result) {
 				return
 			}
+		}
+	}
+}
+
+// warnSharedIdentities warns on results that share an identity, such as
+// the setups of two VMs with one BIOS UUID (vCenter allows it; a VM copied
+// and registered with "I copied it" keeps the original's): an import by that
+// identity adopts whichever object vCenter finds first.
+func warnSharedIdentities(items []listed) {
+	byIdentity := map[string][]int{}
+	for i, item := range items {
+		key := fmt.Sprintf("%#v", item.identity)
+		byIdentity[key] = append(byIdentity[key], i)
+	}
+	for _, same := range byIdentity {
+		if len(same) < 2 {
+			continue
+		}
+		names := make([]string, len(same))
+		for j, i := range same {
+			names[j] = items[i].display
+		}
+		for _, i := range same {
+			items[i].warnings = append(items[i].warnings, fmt.Sprintf("The results %s have the same identity (for VMs, one BIOS "+
+				"UUID): importing by it adopts whichever vCenter finds first, and their resources would manage one object. Give each "+
+				"its own (a VM: a new BIOS UUID, uuid.bios) before adopting them.", strings.Join(names, " and ")))
 		}
 	}
 }

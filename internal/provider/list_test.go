@@ -1,9 +1,12 @@
 package provider
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
@@ -265,4 +268,43 @@ func TestAccList_vmGPUMMIO(t *testing.T) {
 		}},
 		{config: onHosts(lab, hostWithoutAdapters(lab)), checks: []querycheck.QueryResultCheck{querycheck.ExpectLength("vspherehpc_vm_gpu_mmio.q", 0)}},
 	}, scopeErrors(lab)...))
+}
+
+// Two VMs sharing one BIOS UUID (vCenter allows it) are both listed, each
+// with a warning that names both: an import by their identity would adopt
+// whichever vCenter finds first.
+func TestAccList_sharedIdentityWarned(t *testing.T) {
+	t.Parallel()
+	lab := handBuiltLab(t)
+	vms := lab.VMNames()
+	must(t, lab.SetVMUUID(context.Background(), vms[1], lab.VMUUID(vms[0])))
+	d := newTFDir(t, lab, adoptExample(t))
+	d.env = append(d.env, "TF_VAR_datacenter="+lab.DatacenterName())
+	var warned []string
+	sc := bufio.NewScanner(strings.NewReader(d.run("query", "-json")))
+	for sc.Scan() {
+		var m struct {
+			Type       string `json:"type"`
+			Diagnostic struct {
+				Severity string `json:"severity"`
+				Summary  string `json:"summary"`
+				Detail   string `json:"detail"`
+			} `json:"diagnostic"`
+		}
+		if json.Unmarshal(sc.Bytes(), &m) == nil && m.Type == "diagnostic" && m.Diagnostic.Severity == "warning" &&
+			strings.Contains(m.Diagnostic.Detail, "have the same identity") {
+			warned = append(warned, m.Diagnostic.Summary+": "+m.Diagnostic.Detail)
+		}
+	}
+	// The two GPU setups; the PVRDMA adapters keep identities of their
+	// own, as the first VM's has another device key (its SR-IOV adapter
+	// came first).
+	if len(warned) != 2 {
+		t.Fatalf("%d warnings of a shared identity, want the two GPU setups':\n%s", len(warned), strings.Join(warned, "\n"))
+	}
+	for _, w := range warned {
+		if !strings.Contains(w, vms[0]+":") || !strings.Contains(w, vms[1]+":") || !strings.Contains(w, "uuid.bios") {
+			t.Errorf("warning %q does not name both VMs and the fix", w)
+		}
+	}
 }

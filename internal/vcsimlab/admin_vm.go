@@ -161,6 +161,22 @@ func (l *Lab) SetVMFirmware(ctx context.Context, vmName, firmware string) error 
 	return l.adminReconfigureVM(ctx, vmName, types.VirtualMachineConfigSpec{Firmware: firmware})
 }
 
+// SetVMUUID sets a VM's BIOS UUID (config.uuid), as editing uuid.bios in
+// its configuration parameters, or ReconfigVM_Task with spec.uuid (govc
+// vm.change -uuid), does. vCenter lets two VMs share one, as a copied VM
+// registered again with "I copied it" keeps the original's.
+func (l *Lab) SetVMUUID(ctx context.Context, vmName, uuid string) error {
+	if err := l.adminReconfigureVM(ctx, vmName, types.VirtualMachineConfigSpec{Uuid: uuid}); err != nil {
+		return err
+	}
+	for i := range l.vms {
+		if l.vms[i].name == vmName {
+			l.vms[i].uuid = uuid
+		}
+	}
+	return nil
+}
+
 // SetVMExtraConfig sets one of a VM's advanced configuration parameters
 // (extraConfig), as Edit Settings > VM Options > Advanced > Configuration
 // Parameters in the vSphere Client (govc vm.change -e key=value) does.

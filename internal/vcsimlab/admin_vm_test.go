@@ -64,6 +64,17 @@ func TestAdminVMChanges(t *testing.T) {
 		t.Fatal("an unknown firmware: no error")
 	}
 
+	// SetVMUUID: read back by any client, and by VMUUID.
+	shared := l.VMUUID(l.VMNames()[1])
+	if err := l.SetVMUUID(ctx, vm, shared); err != nil {
+		t.Fatal(err)
+	}
+	var v mo.VirtualMachine
+	retrieve(t, l.Client(), vmRef(l, vm), []string{"config.uuid"}, &v)
+	if v.Config.Uuid != shared || l.VMUUID(vm) != shared {
+		t.Fatalf("after SetVMUUID: config.uuid %s, VMUUID %s; want %s", v.Config.Uuid, l.VMUUID(vm), shared)
+	}
+
 	// SetVMMemoryReservationLocked.
 	locked := func() bool {
 		var v mo.VirtualMachine
