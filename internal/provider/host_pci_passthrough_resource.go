@@ -304,7 +304,8 @@ func fillPassthrough(ctx context.Context, m *hostPCIPassthroughModel, host *vsph
 }
 
 func (r *hostPCIPassthroughResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
-	passthroughIdentity.record(ctx, &req.State, resp.Identity, &resp.Diagnostics)
+	// From the state read: the devices in the identity may have changed.
+	defer passthroughIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	var state hostPCIPassthroughModel
 	resp.Diagnostics.Append(getModel(ctx, req.State.Schema, req.State.Raw, &state)...)
 	if resp.Diagnostics.HasError() {
@@ -375,7 +376,13 @@ func (r *hostPCIPassthroughResource) Delete(ctx context.Context, req resource.De
 func (r *hostPCIPassthroughResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
 	defer passthroughIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	importID := passthroughIdentity.importIDOf(ctx, req, &resp.Diagnostics)
-	hostID, list, _ := strings.Cut(importID, ":")
+	hostID, list, listed := strings.Cut(importID, ":")
+	if listed && list == "" {
+		resp.Diagnostics.AddError("Nothing to import",
+			fmt.Sprintf("Import %q names no device. List the devices after the colon (or in the identity's pci_ids), or give the host "+
+				"alone to adopt every device with passthrough on.", importID))
+		return
+	}
 	host, err := r.client.HostPassthrough(ctx, hostID)
 	if err != nil {
 		resp.Diagnostics.Append(vsphereErrorDiag("Cannot import the PCI passthrough of host "+hostID, err))

@@ -130,35 +130,44 @@ var passthroughIdentity = identityKind[passthroughIdentityModel]{
 	schema: identityschema.Schema{Attributes: map[string]identityschema.Attribute{
 		"host_system_id": stringIdentity("Managed object id of the host, e.g. `host-12`."),
 		"pci_ids": identityschema.ListAttribute{ElementType: types.StringType, OptionalForImport: true,
-			Description: "PCI ids of the devices the resource manages, sorted; it changes with the resource's `pci_ids`. Left out in an import, " +
-				"every device with passthrough on is adopted."},
+			Description: "PCI ids of the devices the resource manages (given by `pci_ids` or found by `match`), sorted; it changes with " +
+				"them. Left out in an import, every device with passthrough on is adopted."},
 	}},
 	fromID: func(id string) (passthroughIdentityModel, bool) {
 		return passthroughIdentityModel{HostSystemID: types.StringValue(id), PCIIDs: types.ListNull(types.StringType)}, id != ""
 	},
 	fromState: func(ctx context.Context, state *tfsdk.State, m *passthroughIdentityModel) diag.Diagnostics {
-		var ids types.Set
-		diags := state.GetAttribute(ctx, path.Root("pci_ids"), &ids)
-		if diags.HasError() || ids.IsNull() || ids.IsUnknown() {
-			return diags
+		// The devices the resource manages, whether pci_ids or match
+		// chose them; pci_ids until they are read.
+		var devices []passthroughDeviceModel
+		diags := state.GetAttribute(ctx, path.Root("devices"), &devices)
+		var ids []string
+		for _, d := range devices {
+			ids = append(ids, d.PCIID.ValueString())
 		}
-		var list []string
-		diags.Append(ids.ElementsAs(ctx, &list, false)...)
-		m.PCIIDs = sortedPCIIDs(ctx, list, &diags)
+		if len(ids) == 0 {
+			var set types.Set
+			diags.Append(state.GetAttribute(ctx, path.Root("pci_ids"), &set)...)
+			if !set.IsNull() && !set.IsUnknown() {
+				diags.Append(set.ElementsAs(ctx, &ids, false)...)
+			}
+		}
+		if len(ids) > 0 && !diags.HasError() {
+			m.PCIIDs = sortedPCIIDs(ctx, ids, &diags)
+		}
 		return diags
 	},
 	importID: func(m passthroughIdentityModel) string {
-		var ids []string
-		if !m.PCIIDs.IsNull() && !m.PCIIDs.IsUnknown() {
-			for _, v := range m.PCIIDs.Elements() {
-				if s, ok := v.(types.String); ok {
-					ids = append(ids, s.ValueString())
-				}
-			}
-		}
-		if len(ids) == 0 {
+		if m.PCIIDs.IsNull() || m.PCIIDs.IsUnknown() {
 			return m.HostSystemID.ValueString()
 		}
+		var ids []string
+		for _, v := range m.PCIIDs.Elements() {
+			if s, ok := v.(types.String); ok {
+				ids = append(ids, s.ValueString())
+			}
+		}
+		// An empty list names no device: the import refuses it.
 		return m.HostSystemID.ValueString() + ":" + strings.Join(ids, ",")
 	},
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -261,5 +262,83 @@ resource "vspherehpc_host_pci_passthrough" "p" {
 	if changes := d.plan(); len(changes) != 0 {
 		t.Errorf("plan after the refresh: %+v, want no changes", changes)
 	}
+	d.run("destroy", "-auto-approve")
+}
+
+// An identity is what the last read found: a switch whose port group was
+// deleted out of band has the empty key after a refresh (and the key of
+// the one the next apply creates after it); a passthrough that selects its
+// devices with match names the devices match found. An identity listing no
+// device is refused, not read as every device.
+func TestAccIdentity_followsTheRead(t *testing.T) {
+	t.Parallel()
+	needsTerraform114(t)
+	lab := startLab(t, vcsimlab.Options{})
+	simulatedOnly(t, lab, "uses the lab's A100")
+	ctx := context.Background()
+	host := lab.HostID(lab.HostNames()[0])
+	d := newTFDir(t, lab, map[string]string{"main.tf": requiredProviders + dvsConfig(lab, "rdma", allHosts(lab, lab.RDMANICs()[0]), "") +
+		fmt.Sprintf(`
+resource "vspherehpc_host_pci_passthrough" "p" {
+  host_system_id = %q
+  match {
+    vendor_id = "10de"
+    device_id = "20f1"
+  }
+}
+`, host)})
+	d.run("apply", "-auto-approve")
+	type instance struct {
+		Attributes map[string]any `json:"attributes"`
+		Identity   map[string]any `json:"identity"`
+	}
+	read := func() map[string]instance {
+		var state struct {
+			Resources []struct {
+				Type      string     `json:"type"`
+				Instances []instance `json:"instances"`
+			} `json:"resources"`
+		}
+		must(t, json.Unmarshal([]byte(d.read("terraform.tfstate")), &state))
+		out := map[string]instance{}
+		for _, r := range state.Resources {
+			out[r.Type] = r.Instances[0]
+		}
+		return out
+	}
+	got := read()
+	if ids, _ := got["vspherehpc_host_pci_passthrough"].Identity["pci_ids"].([]any); len(ids) != 1 || ids[0] != a100 {
+		t.Errorf("identity of a passthrough by match: %v, want pci_ids [%s]", got["vspherehpc_host_pci_passthrough"].Identity, a100)
+	}
+
+	must(t, lab.DestroyPortGroup(ctx, testName("pvrdma-vms")))
+	d.run("apply", "-refresh-only", "-auto-approve")
+	sw := read()["vspherehpc_rdma_dvs"]
+	if sw.Attributes["port_group_key"] != nil || sw.Identity["port_group_key"] != "" {
+		t.Errorf("after the port group's deletion and a refresh: state key %v, identity %v; want none and the empty key",
+			sw.Attributes["port_group_key"], sw.Identity)
+	}
+	d.run("apply", "-auto-approve")
+	sw = read()["vspherehpc_rdma_dvs"]
+	if key, _ := sw.Attributes["port_group_key"].(string); key == "" || sw.Identity["port_group_key"] != key {
+		t.Errorf("after the apply that creates the port group again: state key %v, identity %v; want the same key",
+			sw.Attributes["port_group_key"], sw.Identity)
+	}
+
+	d.write(map[string]string{"import.tf": fmt.Sprintf(`
+import {
+  to       = vspherehpc_host_pci_passthrough.other
+  identity = { host_system_id = %q, pci_ids = [] }
+}
+resource "vspherehpc_host_pci_passthrough" "other" {
+  host_system_id = %q
+  pci_ids        = [%q]
+}
+`, host, host, lab.GPUs()[0])})
+	out, err := d.try("plan")
+	if err == nil || !wrapped(fmt.Sprintf("Import %q names no device", host+":")).MatchString(out) {
+		t.Errorf("import by an identity with no device: %v\n%s", err, out)
+	}
+	must(t, os.Remove(filepath.Join(d.dir, "import.tf")))
 	d.run("destroy", "-auto-approve")
 }

@@ -410,6 +410,56 @@ func TestAccRDMADVS_importChoosesPortGroup(t *testing.T) {
 	})
 }
 
+// ":" alone adopts a switch without its port group even when it has only
+// one: the apply creates the configuration's beside it, and leaves the
+// switch's own port group as it was (it neither adopts nor renames it).
+func TestAccRDMADVS_importWithoutPortGroup(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	ctx := context.Background()
+	name, shared := testName("rdma"), testName("shared-vms")
+	host, nic := lab.HostNames()[0], lab.RDMANICs()[0]
+	must(t, lab.CreateSwitch(ctx, name, host, nic))
+	destroySwitchAfter(t, lab, name)
+	must(t, lab.AddPortGroup(ctx, name, shared, 8))
+	sharedID, err := lab.PortGroupID(ctx, shared)
+	must(t, err)
+	// An import as the first step needs the provider's source spelled out.
+	config := requiredProviders + dvsConfig(lab, "rdma", map[string]string{host: nic}, "")
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config: config, ResourceName: dvsAddr, ImportState: true, ImportStatePersist: true,
+				ImportStateId: "/" + lab.DatacenterName() + "/network/" + name + ":",
+				ImportStateCheck: func(states []*terraform.InstanceState) error {
+					if key := states[0].Attributes["port_group_key"]; key != "" {
+						return fmt.Errorf("imported with port group %s", key)
+					}
+					return nil
+				},
+			},
+			{
+				Config: config,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(dvsAddr, plancheck.ResourceActionUpdate),
+					plancheck.ExpectUnknownValue(dvsAddr, tfjsonpath.New("port_group_id")),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(dvsAddr, tfjsonpath.New("port_group").AtMapKey("name"), knownvalue.StringExact(testName("pvrdma-vms"))),
+				},
+				Check: func(*terraform.State) error {
+					if id, err := lab.PortGroupID(ctx, shared); err != nil || id != sharedID {
+						return fmt.Errorf("port group %s after the apply: %q, %v; want %s, untouched", shared, id, err, sharedID)
+					}
+					return nil
+				},
+			},
+			{Config: config, PlanOnly: true},
+		},
+	})
+}
+
 // A port group deleted out of band is drift of the switch: the plan
 // creates it again, in place, and the new port group's id is known after
 // apply (not kept from state, where it is null).

@@ -409,8 +409,8 @@ func (r *vmGPUMMIOResource) Read(ctx context.Context, req resource.ReadRequest, 
 			// total of devices the VM no longer has.
 			state.TotalGPUMemoryGB = types.Float64Value(0)
 			resp.Diagnostics.AddWarning("GPU memory not read",
-				fmt.Sprintf("The passthrough devices of virtual machine %s changed outside Terraform, and its host could not be read "+
-					"to tell which are GPUs and how much memory they have (%s). total_gpu_memory_gb is 0 until the next refresh reads it.",
+				fmt.Sprintf("The host of virtual machine %s could not be read to tell which of the VM's passthrough devices are GPUs "+
+					"and how much memory they have (%s). total_gpu_memory_gb is 0 until a refresh reads it; the next plan reads the host.",
 					state.VirtualMachineID.ValueString(), errorDetail(err)))
 		} else {
 			state.TotalGPUMemoryGB = types.Float64Value(sorted.GPUMemoryGB)
