@@ -304,7 +304,10 @@ func fillPassthrough(ctx context.Context, m *hostPCIPassthroughModel, host *vsph
 }
 
 func (r *hostPCIPassthroughResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
-	// From the state read: the devices in the identity may have changed.
+	// The framework wants an identity even from a read that finds the
+	// object gone; one that finds it records what it read (the devices
+	// may have changed).
+	passthroughIdentity.record(ctx, &req.State, resp.Identity, &resp.Diagnostics)
 	defer passthroughIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	var state hostPCIPassthroughModel
 	resp.Diagnostics.Append(getModel(ctx, req.State.Schema, req.State.Raw, &state)...)

@@ -402,7 +402,10 @@ func (r *rdmaDVSResource) dvsID(ctx context.Context, m *rdmaDVSModel, p privateS
 }
 
 func (r *rdmaDVSResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
-	// From the state read: the port group in the identity may have changed.
+	// The framework wants an identity even from a read that finds the
+	// object gone; one that finds it records what it read (the port group
+	// may have changed).
+	switchIdentity.record(ctx, &req.State, resp.Identity, &resp.Diagnostics)
 	defer switchIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	var state rdmaDVSModel
 	resp.Diagnostics.Append(getModel(ctx, req.State.Schema, req.State.Raw, &state)...)
