@@ -43,7 +43,8 @@ func rebootAttributes(what string) map[string]schema.Attribute {
 				"`deviceRebindWithoutRebootSupported`): it puts the host in maintenance mode (the cluster's fully automated DRS moves " +
 				"its running VMs), reboots it, waits for it and takes it out of maintenance mode, so what becomes active is known in " +
 				"the same apply. The plan names each host it reboots, and refuses when running VMs could not move (VMs with " +
-				"passthrough or SR-IOV devices, or DRS not fully automated for the cluster or, in its VM Overrides, for the VM); " +
+				"passthrough or SR-IOV devices, or DRS not fully automated for the cluster or, in its VM Overrides, for the VM; " +
+				"vSphere Cluster Services and other ESX Agent Manager VMs, which vCenter stops itself, do not count); " +
 				"the apply checks again when the host's turn comes, and fails naming the VMs before maintenance mode. " +
 				"Hosts of one cluster reboot one at a time; a host " +
 				"whose change another resource's reboot in the same apply has made active is not rebooted again, and a host " +

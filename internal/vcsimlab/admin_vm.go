@@ -177,6 +177,14 @@ func (l *Lab) SetVMUUID(ctx context.Context, vmName, uuid string) error {
 	return nil
 }
 
+// MakeAgentVM marks a VM as one of ESX Agent Manager's (config.managedBy
+// naming com.vmware.vim.eam), as vCenter's vSphere Cluster Services VMs
+// are: ReconfigVM_Task with spec.managedBy, which a solution may set on its
+// VMs. The type is the extension's own to define; the lab gives none.
+func (l *Lab) MakeAgentVM(ctx context.Context, vmName string) error {
+	return l.adminReconfigureVM(ctx, vmName, types.VirtualMachineConfigSpec{ManagedBy: &types.ManagedByInfo{ExtensionKey: eamExtension}})
+}
+
 // SetVMExtraConfig sets one of a VM's advanced configuration parameters
 // (extraConfig), as Edit Settings > VM Options > Advanced > Configuration
 // Parameters in the vSphere Client (govc vm.change -e key=value) does.

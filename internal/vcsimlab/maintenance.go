@@ -39,7 +39,15 @@ import (
 //     will automatically reregister powered-off virtual machines". Entering
 //     maintenance mode on a host already in it is refused with InvalidState
 //     (the method's documented fault).
-//   - ExitMaintenanceMode_Task: leaves maintenance mode.
+//     Agent VMs of vCenter's ESX Agent Manager (config.managedBy naming
+//     the extension com.vmware.vim.eam), such as the vSphere Cluster
+//     Services VMs on every host of a cluster since vSphere 7.0 U1, do not
+//     hold it up: "When you attempt to put [a] host into maintenance mode,
+//     vCLS normally stops automatically—allowing the host to enter
+//     maintenance mode" (Broadcom KB 403400), so the lab powers them off.
+//   - ExitMaintenanceMode_Task: leaves maintenance mode, and powers the
+//     host's agent VMs on again (the task's "Wait for EAM VMs to Power-on"
+//     step, Broadcom KB 434349).
 //   - RebootHost_Task(force): "force: Flag to specify whether or not the host
 //     should be rebooted regardless of whether it is in maintenance mode. If
 //     true, the host is rebooted, even if there are virtual machines running
@@ -69,6 +77,21 @@ type hostStates struct {
 	windows    []maintenanceWindow
 	keptDown   map[types.ManagedObjectReference]bool
 	rebootTime time.Duration
+	agentsOff  map[types.ManagedObjectReference][]types.ManagedObjectReference // host -> agent VMs its maintenance mode powered off
+}
+
+// eamExtension is vCenter's ESX Agent Manager, which manages agent VMs such
+// as the vSphere Cluster Services ones.
+const eamExtension = "com.vmware.vim.eam"
+
+// isAgentVM reports whether vm is one of ESX Agent Manager's.
+func isAgentVM(vm *simulator.VirtualMachine) bool {
+	return vm.Config != nil && vm.Config.ManagedBy != nil && vm.Config.ManagedBy.ExtensionKey == eamExtension
+}
+
+// setPower sets a VM's power state, as its power task does.
+func setPower(ctx *simulator.Context, vm *simulator.VirtualMachine, state types.VirtualMachinePowerState) {
+	ctx.Update(vm, []types.PropertyChange{{Name: "runtime.powerState", Val: state}, {Name: "summary.runtime.powerState", Val: state}})
 }
 
 // connected reports whether h answers calls; else fault is set.
@@ -192,11 +215,25 @@ func (x *extension) evacuate(ctx *simulator.Context, h *simulator.HostSystem, po
 		if !ok {
 			continue
 		}
-		var on, movable bool
+		var on, movable, agent bool
 		ctx.WithLock(vm, func() {
 			on = vm.Runtime.PowerState == types.VirtualMachinePowerStatePoweredOn
 			movable = vm.Config != nil && !hasPassthrough(vm.Config.Hardware.Device)
+			if agent = isAgentVM(vm); agent && on {
+				setPower(ctx, vm, types.VirtualMachinePowerStatePoweredOff)
+			}
 		})
+		if agent {
+			if on {
+				x.hosts.mu.Lock()
+				if x.hosts.agentsOff == nil {
+					x.hosts.agentsOff = map[types.ManagedObjectReference][]types.ManagedObjectReference{}
+				}
+				x.hosts.agentsOff[h.Self] = append(x.hosts.agentsOff[h.Self], ref)
+				x.hosts.mu.Unlock()
+			}
+			continue
+		}
 		if !on && !poweredOff {
 			continue
 		}
@@ -248,7 +285,14 @@ func (x *extension) ExitMaintenanceModeTask(ctx *simulator.Context, req *types.E
 				w.end = time.Now()
 			}
 		}
+		agents := x.hosts.agentsOff[h.Self]
+		delete(x.hosts.agentsOff, h.Self)
 		x.hosts.mu.Unlock()
+		for _, ref := range agents {
+			if vm, ok := ctx.Map.Get(ref).(*simulator.VirtualMachine); ok {
+				ctx.WithLock(vm, func() { setPower(ctx, vm, types.VirtualMachinePowerStatePoweredOn) })
+			}
+		}
 		body.Res = &types.ExitMaintenanceMode_TaskResponse{Returnval: finishTask(ctx, h, "ExitMaintenanceMode_Task", nil, nil)}
 	})
 	return body
@@ -312,10 +356,7 @@ func (x *extension) powerOffVMs(ctx *simulator.Context, h *simulator.HostSystem)
 		if vm, ok := ctx.Map.Get(ref).(*simulator.VirtualMachine); ok {
 			ctx.WithLock(vm, func() {
 				if vm.Runtime.PowerState == types.VirtualMachinePowerStatePoweredOn {
-					ctx.Update(vm, []types.PropertyChange{
-						{Name: "runtime.powerState", Val: types.VirtualMachinePowerStatePoweredOff},
-						{Name: "summary.runtime.powerState", Val: types.VirtualMachinePowerStatePoweredOff},
-					})
+					setPower(ctx, vm, types.VirtualMachinePowerStatePoweredOff)
 				}
 			})
 		}

@@ -224,6 +224,49 @@ func TestMaintenanceModeHonorsVMOverrides(t *testing.T) {
 	}
 }
 
+// An agent VM of ESX Agent Manager (vCLS) does not hold maintenance mode
+// up, even where DRS moves nothing: it is powered off on entry and on again
+// on exit.
+func TestMaintenanceModeStopsAgentVMs(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	l := startLab(t)
+	if err := l.SetClusterDRS(ctx, true, types.DrsBehaviorManual); err != nil {
+		t.Fatal(err)
+	}
+	vm := l.VMNames()[0]
+	host := l.VMHostName(vm)
+	for _, step := range []func() error{func() error { return l.MakeAgentVM(ctx, vm) }, func() error { return l.PowerOnVM(ctx, vm) }} {
+		if err := step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	power := func() types.VirtualMachinePowerState {
+		var v mo.VirtualMachine
+		retrieve(t, l.Client(), ref("VirtualMachine", l.VMID(vm)), []string{"runtime.powerState", "runtime.host"}, &v)
+		if v.Runtime.Host.Value != l.HostID(host) {
+			t.Fatalf("agent VM %s moved to %s", vm, v.Runtime.Host.Value)
+		}
+		return v.Runtime.PowerState
+	}
+	if err := enterMaintenance(ctx, l, host, 1); err != nil {
+		t.Fatalf("maintenance mode with agent VM %s running: %v", vm, err)
+	}
+	if p := power(); p != types.VirtualMachinePowerStatePoweredOff {
+		t.Errorf("agent VM in maintenance mode: %s, want poweredOff", p)
+	}
+	task, err := object.NewHostSystem(l.Client().Client, ref("HostSystem", l.HostID(host))).ExitMaintenanceMode(ctx, 0)
+	if err == nil {
+		err = task.Wait(ctx)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := power(); p != types.VirtualMachinePowerStatePoweredOn {
+		t.Errorf("agent VM after maintenance mode: %s, want poweredOn", p)
+	}
+}
+
 // evacuatePoweredOffVms moves the powered-off VMs too, under fully
 // automated DRS; without it they stay on the host.
 func TestMaintenanceModeEvacuatesPoweredOffVMs(t *testing.T) {

@@ -56,7 +56,7 @@ func (c *Client) PlanHostReboot(ctx context.Context, hostID string) (*HostReboot
 		PropSet: []types.PropertySpec{
 			{Type: "HostSystem", PathSet: []string{"name", "parent", "runtime", "capability.deviceRebindWithoutRebootSupported"}},
 			{Type: "ClusterComputeResource", PathSet: []string{"configurationEx"}},
-			{Type: "VirtualMachine", PathSet: []string{"name", "config.uuid", "runtime.powerState", "runtime.host", "config.hardware.device"}},
+			{Type: "VirtualMachine", PathSet: []string{"name", "config.uuid", "runtime.powerState", "runtime.host", "config.hardware.device", "config.managedBy"}},
 		},
 	})
 	if err != nil {
@@ -96,7 +96,8 @@ func (c *Client) PlanHostReboot(ctx context.Context, hostID string) (*HostReboot
 	var why []string
 	for i := range vms {
 		vm := &vms[i]
-		if vm.Runtime.PowerState != types.VirtualMachinePowerStatePoweredOn || vm.Runtime.Host == nil || *vm.Runtime.Host != host {
+		if vm.Runtime.PowerState != types.VirtualMachinePowerStatePoweredOn || vm.Runtime.Host == nil || *vm.Runtime.Host != host ||
+			isAgentVM(vm) {
 			continue
 		}
 		reason := ""
@@ -120,6 +121,15 @@ func (c *Client) PlanHostReboot(ctx context.Context, hostID string) (*HostReboot
 	}
 	out.Why = strings.Join(why, "; ")
 	return out, nil
+}
+
+// isAgentVM reports one of ESX Agent Manager's VMs, such as the vSphere
+// Cluster Services VMs every host of a cluster runs since vSphere 7.0 U1:
+// vCenter stops them itself for maintenance mode ("vCLS normally stops
+// automatically—allowing the host to enter maintenance mode", Broadcom KB
+// 403400), whatever DRS and their overrides say.
+func isAgentVM(vm *mo.VirtualMachine) bool {
+	return vm.Config != nil && vm.Config.ManagedBy != nil && vm.Config.ManagedBy.ExtensionKey == "com.vmware.vim.eam"
 }
 
 // drsLevels is a cluster's DRS configuration: its automation level and the

@@ -153,7 +153,8 @@ func TestRebootMaintenanceMode(t *testing.T) {
 // again once its turn has come, since the plan checked: a VM with a GPU
 // started since, or one whose DRS override is manual, fails the reboot
 // before maintenance mode, naming the VM, rather than after the timeout.
-// The plan's check counts a VM's DRS override as the lab's evacuation does.
+// The plan's check counts a VM's DRS override as the lab's evacuation does,
+// and no agent VM (vCLS), which vCenter stops for maintenance mode.
 func TestRebootRefusedForVMsThatCannotMove(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{HostsNeedReboot: true, RebootTime: 50 * time.Millisecond})
@@ -195,6 +196,28 @@ func TestRebootRefusedForVMsThatCannotMove(t *testing.T) {
 	}
 	if n := lab.Calls()["EnterMaintenanceMode_Task"]; n != 0 {
 		t.Errorf("%d EnterMaintenanceMode_Task calls, want none", n)
+	}
+	// An agent VM (vCLS), even excluded from DRS as it may be, holds
+	// nothing up: vCenter stops it for maintenance mode.
+	agent := vms[2]
+	for _, step := range []func() error{
+		func() error { return lab.MakeAgentVM(ctx, agent) },
+		func() error { return lab.SetVMDRSOverride(ctx, agent, false, "") },
+		func() error { return lab.PowerOnVM(ctx, agent) },
+	} {
+		if err := step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if h := lab.VMHostName(agent); h != lab.VMHostName(gpuVM) && h != lab.VMHostName(manualVM) {
+		if r, err := c.PlanHostReboot(ctx, lab.HostID(h)); err != nil || len(r.Stuck) != 0 {
+			t.Errorf("plan of a reboot of %s with agent VM %s running: %+v, %v; want nothing stuck", h, agent, r, err)
+		}
+		if err := c.RebootHost(ctx, lab.HostID(h), time.Minute, nil, func(string) {}); err != nil {
+			t.Errorf("reboot of %s with agent VM %s running: %v", h, agent, err)
+		}
+	} else {
+		t.Fatalf("the lab's third VM %s shares a host with the first two", agent)
 	}
 	if err := lab.SetVMDRSOverride(ctx, manualVM, true, types.DrsBehaviorFullyAutomated); err != nil {
 		t.Fatal(err)
