@@ -152,9 +152,9 @@ var passthroughIdentity = identityKind[passthroughIdentityModel]{
 				diags.Append(set.ElementsAs(ctx, &ids, false)...)
 			}
 		}
-		if len(ids) > 0 && !diags.HasError() {
-			m.PCIIDs = sortedPCIIDs(ctx, ids, &diags)
-		}
+		// None (a match that finds nothing now) is an empty list, which an
+		// import refuses, not a null one, which adopts every device.
+		m.PCIIDs = sortedPCIIDs(ctx, ids, &diags)
 		return diags
 	},
 	importID: func(m passthroughIdentityModel) string {
@@ -175,7 +175,7 @@ var passthroughIdentity = identityKind[passthroughIdentityModel]{
 // sortedPCIIDs is ids as an identity's list, sorted: a set in state has no
 // order of its own.
 func sortedPCIIDs(ctx context.Context, ids []string, diags *diag.Diagnostics) types.List {
-	ids = slices.Sorted(slices.Values(ids))
+	ids = append([]string{}, slices.Sorted(slices.Values(ids))...) // none: empty, not null
 	list, ds := types.ListValueFrom(ctx, types.StringType, ids)
 	diags.Append(ds...)
 	return list

@@ -101,7 +101,7 @@ func (r *rdmaDVSResource) change(ctx context.Context, plan, state *rdmaDVSModel,
 	if namesKnown && renamed {
 		ch.Names = &vsphere.DVSNamesChange{DatacenterID: plan.DatacenterID.ValueString(), SwitchName: plan.Name.ValueString(), PortGroup: plan.PortGroup.Name.ValueString()}
 		if state != nil {
-			ch.Names.SwitchUUID = state.ID.ValueString()
+			ch.Names.SwitchUUID, ch.Names.PortGroupKey = state.ID.ValueString(), state.PortGroupKey.ValueString()
 		} else {
 			ch.Names.Managed = r.claims.switchesRead()
 		}

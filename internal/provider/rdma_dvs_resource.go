@@ -39,11 +39,6 @@ var (
 // replacement still knows which switch holds the hosts' NICs.
 const privateSwitch = "switch"
 
-// privateNoPortGroup marks a switch imported without a port group (":"):
-// until an apply creates the configuration's, reads leave the switch's only
-// port group alone instead of adopting it, as the import chose.
-const privateNoPortGroup = "no_port_group"
-
 type rdmaDVSResource struct {
 	client *vsphere.Client
 	claims *claimBook
@@ -296,7 +291,7 @@ func (r *rdmaDVSResource) Create(ctx context.Context, req resource.CreateRequest
 		// step leaves a tainted resource to replace, never an orphan.
 		tflog.Debug(ctx, "Created distributed switch", map[string]any{"id": id.UUID, "ref": id.Ref, "name": spec.Name})
 		resp.Diagnostics.Append(setPrivateJSON(ctx, resp.Private, privateSwitch, id)...)
-		r.readInto(ctx, id, key, &plan, resp.Private, &resp.State, &resp.Diagnostics)
+		r.readInto(ctx, id, key, &plan, &resp.State, &resp.Diagnostics)
 	}
 	if err != nil {
 		resp.Diagnostics.Append(vsphereErrorDiag("Cannot create distributed switch "+spec.Name, err))
@@ -305,8 +300,8 @@ func (r *rdmaDVSResource) Create(ctx context.Context, req resource.CreateRequest
 
 // readInto reads the switch into m and sets it as state. If the read fails
 // right after a create, the state still records the switch's id.
-func (r *rdmaDVSResource) readInto(ctx context.Context, id vsphere.DVSID, key string, m *rdmaDVSModel, p privateState, state stateSetter, diags *diag.Diagnostics) {
-	dvs, err := r.readDVS(ctx, id, key, p, diags)
+func (r *rdmaDVSResource) readInto(ctx context.Context, id vsphere.DVSID, key string, m *rdmaDVSModel, state stateSetter, diags *diag.Diagnostics) {
+	dvs, err := r.client.DVS(ctx, id, key)
 	if err != nil {
 		diags.Append(vsphereErrorDiag("Cannot read distributed switch "+id.UUID, err))
 		m.ID = types.StringValue(id.UUID)
@@ -316,22 +311,6 @@ func (r *rdmaDVSResource) readInto(ctx context.Context, id vsphere.DVSID, key st
 	}
 	diags.Append(dvsToModel(ctx, dvs, m)...)
 	diags.Append(state.Set(ctx, m)...)
-}
-
-// readDVS reads the switch and the port group of key; with no key, the
-// switch's only port group, unless the switch was imported without one.
-func (r *rdmaDVSResource) readDVS(ctx context.Context, id vsphere.DVSID, key string, p privateState, diags *diag.Diagnostics) (*vsphere.DVS, error) {
-	dvs, err := r.client.DVS(ctx, id, key)
-	if err != nil || key != "" {
-		return dvs, err
-	}
-	var none bool
-	found, ds := getPrivateJSON(ctx, p, privateNoPortGroup, &none)
-	diags.Append(ds...)
-	if found && none {
-		dvs.PortGroup = nil
-	}
-	return dvs, nil
 }
 
 // knownOrNull replaces the unknown computed values of a plan with nulls, as
@@ -413,7 +392,7 @@ func (r *rdmaDVSResource) Read(ctx context.Context, req resource.ReadRequest, re
 		return
 	}
 	id := r.dvsID(ctx, &state, req.Private, &resp.Diagnostics)
-	dvs, err := r.readDVS(ctx, id, state.PortGroupKey.ValueString(), req.Private, &resp.Diagnostics)
+	dvs, err := r.client.DVS(ctx, id, state.PortGroupKey.ValueString())
 	if errors.Is(err, vsphere.ErrNotFound) {
 		tflog.Warn(ctx, "Distributed switch is gone; removing it from state", map[string]any{"id": id.UUID})
 		resp.State.RemoveResource(ctx)
@@ -444,7 +423,7 @@ func (r *rdmaDVSResource) Update(ctx context.Context, req resource.UpdateRequest
 		return
 	}
 	id := r.dvsID(ctx, &state, req.Private, &resp.Diagnostics)
-	current, err := r.readDVS(ctx, id, state.PortGroupKey.ValueString(), req.Private, &resp.Diagnostics)
+	current, err := r.client.DVS(ctx, id, state.PortGroupKey.ValueString())
 	if err != nil {
 		resp.Diagnostics.Append(vsphereErrorDiag("Cannot read distributed switch "+id.UUID, err))
 		return
@@ -458,10 +437,7 @@ func (r *rdmaDVSResource) Update(ctx context.Context, req resource.UpdateRequest
 			key = state.PortGroupKey.ValueString()
 		}
 	}
-	if key != "" { // the switch has its port group now
-		resp.Diagnostics.Append(resp.Private.SetKey(ctx, privateNoPortGroup, nil)...)
-	}
-	r.readInto(ctx, current.DVSID, key, &plan, resp.Private, &resp.State, &resp.Diagnostics)
+	r.readInto(ctx, current.DVSID, key, &plan, &resp.State, &resp.Diagnostics)
 }
 
 func (r *rdmaDVSResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
@@ -507,10 +483,10 @@ func (r *rdmaDVSResource) ImportState(ctx context.Context, req resource.ImportSt
 		resp.Diagnostics.Append(vsphereErrorDiag("Cannot import distributed switch "+switchID, err))
 		return
 	}
-	var names []string
-	if named {
-		dvs.PortGroup = nil
+	if !named {
+		dvs.OnlyPortGroup()
 	}
+	var names []string
 	for _, pg := range dvs.PortGroups {
 		names = append(names, pg.Name)
 		if portGroup != "" && (pg.Name == portGroup || pg.Key == portGroup) {
@@ -530,9 +506,6 @@ func (r *rdmaDVSResource) ImportState(ctx context.Context, req resource.ImportSt
 		return
 	}
 	resp.Diagnostics.Append(setPrivateJSON(ctx, resp.Private, privateSwitch, dvs.DVSID)...)
-	if named && portGroup == "" {
-		resp.Diagnostics.Append(setPrivateJSON(ctx, resp.Private, privateNoPortGroup, true)...)
-	}
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), dvs.UUID)...)
 	if dvs.PortGroup != nil {
 		resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("port_group_key"), dvs.PortGroup.Key)...)

@@ -412,20 +412,22 @@ func TestAccRDMADVS_importChoosesPortGroup(t *testing.T) {
 
 // ":" alone adopts a switch without its port group even when it has only
 // one: the apply creates the configuration's beside it, and leaves the
-// switch's own port group as it was (it neither adopts nor renames it).
+// switch's own port group as it was (it neither adopts nor renames it), also
+// when the same apply upgrades the switch. A configuration naming that port
+// group is refused at plan: the name is taken.
 func TestAccRDMADVS_importWithoutPortGroup(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
+	simulatedOnly(t, lab, "makes a switch at an older version")
 	ctx := context.Background()
 	name, shared := testName("rdma"), testName("shared-vms")
 	host, nic := lab.HostNames()[0], lab.RDMANICs()[0]
-	must(t, lab.CreateSwitch(ctx, name, host, nic))
-	destroySwitchAfter(t, lab, name)
+	must(t, lab.CreateSwitchAtVersion(ctx, name, host, nic, "8.0.0"))
 	must(t, lab.AddPortGroup(ctx, name, shared, 8))
 	sharedID, err := lab.PortGroupID(ctx, shared)
 	must(t, err)
 	// An import as the first step needs the provider's source spelled out.
-	config := requiredProviders + dvsConfig(lab, "rdma", map[string]string{host: nic}, "")
+	config := requiredProviders + dvsConfig(lab, "rdma", map[string]string{host: nic}, `  version = "8.0.3"`)
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
@@ -440,6 +442,11 @@ func TestAccRDMADVS_importWithoutPortGroup(t *testing.T) {
 				},
 			},
 			{
+				Config:      strings.Replace(config, portGroupLine("pvrdma-vms"), portGroupLine("shared-vms"), 1),
+				PlanOnly:    true,
+				ExpectError: wrapped(fmt.Sprintf("already has a distributed port group called %q", shared)),
+			},
+			{
 				Config: config,
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(dvsAddr, plancheck.ResourceActionUpdate),
@@ -447,10 +454,12 @@ func TestAccRDMADVS_importWithoutPortGroup(t *testing.T) {
 				}},
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(dvsAddr, tfjsonpath.New("port_group").AtMapKey("name"), knownvalue.StringExact(testName("pvrdma-vms"))),
+					statecheck.ExpectKnownValue(dvsAddr, tfjsonpath.New("version"), knownvalue.StringExact("8.0.3")),
 				},
-				Check: func(*terraform.State) error {
-					if id, err := lab.PortGroupID(ctx, shared); err != nil || id != sharedID {
-						return fmt.Errorf("port group %s after the apply: %q, %v; want %s, untouched", shared, id, err, sharedID)
+				Check: func(s *terraform.State) error {
+					id, err := lab.PortGroupID(ctx, shared)
+					if err != nil || id != sharedID || s.RootModule().Resources[dvsAddr].Primary.Attributes["port_group_id"] == sharedID {
+						return fmt.Errorf("port group %s after the apply: %q, %v; want %s, untouched and not the resource's", shared, id, err, sharedID)
 					}
 					return nil
 				},
@@ -462,13 +471,14 @@ func TestAccRDMADVS_importWithoutPortGroup(t *testing.T) {
 
 // A port group deleted out of band is drift of the switch: the plan
 // creates it again, in place, and the new port group's id is known after
-// apply (not kept from state, where it is null).
+// apply (not kept from state, where it is null). Another port group of the
+// switch is not taken for it, however many refreshes come first.
 func TestAccRDMADVS_portGroupGone(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
 	ctx := context.Background()
 	config := dvsConfig(lab, "rdma", allHosts(lab, lab.RDMANICs()[0]), "")
-	portGroup := testName("pvrdma-vms")
+	portGroup, storage := testName("pvrdma-vms"), testName("storage")
 	currentID := knownvalue.StringFunc(func(v string) error {
 		id, err := lab.PortGroupID(ctx, portGroup)
 		if err != nil || v != id {
@@ -476,19 +486,35 @@ func TestAccRDMADVS_portGroupGone(t *testing.T) {
 		}
 		return nil
 	})
+	var storageID string
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{Config: config},
 			{
-				PreConfig: func() { must(t, lab.DestroyPortGroup(ctx, portGroup)) },
-				Config:    config,
+				PreConfig: func() {
+					must(t, lab.AddPortGroup(ctx, testName("rdma"), storage, 8))
+					id, err := lab.PortGroupID(ctx, storage)
+					must(t, err)
+					storageID = id
+					must(t, lab.DestroyPortGroup(ctx, portGroup))
+				},
+				RefreshState: true, ExpectNonEmptyPlan: true,
+			},
+			{
+				Config: config,
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(dvsAddr, plancheck.ResourceActionUpdate),
 					plancheck.ExpectUnknownValue(dvsAddr, tfjsonpath.New("port_group_id")),
 				}},
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(dvsAddr, tfjsonpath.New("port_group_id"), currentID),
+				},
+				Check: func(*terraform.State) error {
+					if id, err := lab.PortGroupID(ctx, storage); err != nil || id != storageID {
+						return fmt.Errorf("port group %s after the apply: %q, %v; want %s, untouched", storage, id, err, storageID)
+					}
+					return nil
 				},
 			},
 		},

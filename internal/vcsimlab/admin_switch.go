@@ -22,9 +22,21 @@ func (l *Lab) CreateSwitch(ctx context.Context, switchName, hostName, vmnic stri
 	return l.createSwitch(ctx, &types.VMwareDVSConfigSpec{DVSConfigSpec: types.DVSConfigSpec{Name: switchName}}, hostName, vmnic)
 }
 
+// CreateSwitchAtVersion is CreateSwitch at an older switch version
+// ("8.0.0"), as New Distributed Switch with that version chosen (govc
+// dvs.create -product-version) does.
+func (l *Lab) CreateSwitchAtVersion(ctx context.Context, switchName, hostName, vmnic, version string) error {
+	return l.createSwitchAt(ctx, &types.VMwareDVSConfigSpec{DVSConfigSpec: types.DVSConfigSpec{Name: switchName}}, hostName, vmnic, version)
+}
+
 // createSwitch creates a distributed switch of spec in the datacenter, with
 // one host and that host's physical NIC vmnic as its uplink.
 func (l *Lab) createSwitch(ctx context.Context, spec *types.VMwareDVSConfigSpec, hostName, vmnic string) error {
+	return l.createSwitchAt(ctx, spec, hostName, vmnic, "")
+}
+
+// createSwitchAt is createSwitch at version ("" for vCenter's newest).
+func (l *Lab) createSwitchAt(ctx context.Context, spec *types.VMwareDVSConfigSpec, hostName, vmnic, version string) error {
 	host, err := l.adminHost(hostName)
 	if err != nil {
 		return err
@@ -34,7 +46,11 @@ func (l *Lab) createSwitch(ctx context.Context, spec *types.VMwareDVSConfigSpec,
 		return err
 	}
 	spec.Host = []types.DistributedVirtualSwitchHostMemberConfigSpec{switchMember(types.ConfigSpecOperationAdd, host, vmnic)}
-	return adminWait(ctx)(folders.NetworkFolder.CreateDVS(ctx, types.DVSCreateSpec{ConfigSpec: spec}))
+	create := types.DVSCreateSpec{ConfigSpec: spec}
+	if version != "" {
+		create.ProductInfo = &types.DistributedVirtualSwitchProductSpec{Version: version}
+	}
+	return adminWait(ctx)(folders.NetworkFolder.CreateDVS(ctx, create))
 }
 
 // DestroySwitch deletes a distributed switch with its port groups, as

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vmware/govmomi/object"
 	"github.com/vmware/govmomi/vim25/types"
 )
 
@@ -139,20 +138,12 @@ func TestAdminSwitchChanges(t *testing.T) {
 		t.Fatal("SetSwitchNIOC on a port group: no error")
 	}
 
-	// UpgradeSwitch, on a switch made at 7.0.3.
-	folders, err := object.NewDatacenter(l.Client().Client, types.ManagedObjectReference{Type: "Datacenter", Value: l.DatacenterID()}).Folders(ctx)
-	if err != nil {
+	// CreateSwitchAtVersion, then UpgradeSwitch.
+	if err := l.CreateSwitchAtVersion(ctx, "storage-old", l.HostNames()[2], "vmnic4", "7.0.3"); err != nil {
 		t.Fatal(err)
 	}
-	task, err := folders.NetworkFolder.CreateDVS(ctx, types.DVSCreateSpec{
-		ConfigSpec:  &types.VMwareDVSConfigSpec{DVSConfigSpec: types.DVSConfigSpec{Name: "storage-old"}},
-		ProductInfo: &types.DistributedVirtualSwitchProductSpec{Version: "7.0.3"},
-	})
-	if err == nil {
-		err = task.Wait(ctx)
-	}
-	if err != nil {
-		t.Fatal(err)
+	if v := adminSwitchConfig(t, l, "storage-old").ProductInfo.Version; v != "7.0.3" {
+		t.Fatalf("after CreateSwitchAtVersion: version %s", v)
 	}
 	if err := l.UpgradeSwitch(ctx, "storage-old", "8.0.0"); err != nil {
 		t.Fatal(err)

@@ -47,7 +47,10 @@ import (
 //     maintenance mode" (Broadcom KB 403400), so the lab powers them off.
 //   - ExitMaintenanceMode_Task: leaves maintenance mode, and powers the
 //     host's agent VMs on again (the task's "Wait for EAM VMs to Power-on"
-//     step, Broadcom KB 434349).
+//     step, Broadcom KB 434349). Outside maintenance mode, ESX Agent
+//     Manager keeps agent VMs on ("Cluster Agent VM vCLS ... Is expected to
+//     be powered on", Broadcom KB 316460): a maintenance mode that timed
+//     out, or a host back from a forced reboot, has them on again.
 //   - RebootHost_Task(force): "force: Flag to specify whether or not the host
 //     should be rebooted regardless of whether it is in maintenance mode. If
 //     true, the host is rebooted, even if there are virtual machines running
@@ -142,6 +145,7 @@ func (x *extension) EnterMaintenanceModeTask(ctx *simulator.Context, req *types.
 				return nil, nil
 			}
 			if !deadline.IsZero() && time.Now().After(deadline) {
+				x.startAgents(lctx, h)
 				return nil, &types.Timedout{}
 			}
 			time.Sleep(50 * time.Millisecond)
@@ -225,12 +229,7 @@ func (x *extension) evacuate(ctx *simulator.Context, h *simulator.HostSystem, po
 		})
 		if agent {
 			if on {
-				x.hosts.mu.Lock()
-				if x.hosts.agentsOff == nil {
-					x.hosts.agentsOff = map[types.ManagedObjectReference][]types.ManagedObjectReference{}
-				}
-				x.hosts.agentsOff[h.Self] = append(x.hosts.agentsOff[h.Self], ref)
-				x.hosts.mu.Unlock()
+				x.agentStopped(h, ref)
 			}
 			continue
 		}
@@ -285,17 +284,37 @@ func (x *extension) ExitMaintenanceModeTask(ctx *simulator.Context, req *types.E
 				w.end = time.Now()
 			}
 		}
-		agents := x.hosts.agentsOff[h.Self]
-		delete(x.hosts.agentsOff, h.Self)
 		x.hosts.mu.Unlock()
-		for _, ref := range agents {
-			if vm, ok := ctx.Map.Get(ref).(*simulator.VirtualMachine); ok {
-				ctx.WithLock(vm, func() { setPower(ctx, vm, types.VirtualMachinePowerStatePoweredOn) })
-			}
-		}
 		body.Res = &types.ExitMaintenanceMode_TaskResponse{Returnval: finishTask(ctx, h, "ExitMaintenanceMode_Task", nil, nil)}
 	})
+	if body.Res != nil {
+		x.startAgents(ctx, h) // not under the host's lock: a power-on takes the VM's, then the host's
+	}
 	return body
+}
+
+// agentStopped records an agent VM stopped on h, to start again when h
+// leaves maintenance mode or comes back from a reboot.
+func (x *extension) agentStopped(h *simulator.HostSystem, vm types.ManagedObjectReference) {
+	x.hosts.mu.Lock()
+	defer x.hosts.mu.Unlock()
+	if x.hosts.agentsOff == nil {
+		x.hosts.agentsOff = map[types.ManagedObjectReference][]types.ManagedObjectReference{}
+	}
+	x.hosts.agentsOff[h.Self] = append(x.hosts.agentsOff[h.Self], vm)
+}
+
+// startAgents powers on the agent VMs stopped on h.
+func (x *extension) startAgents(ctx *simulator.Context, h *simulator.HostSystem) {
+	x.hosts.mu.Lock()
+	agents := x.hosts.agentsOff[h.Self]
+	delete(x.hosts.agentsOff, h.Self)
+	x.hosts.mu.Unlock()
+	for _, ref := range agents {
+		if vm, ok := ctx.Map.Get(ref).(*simulator.VirtualMachine); ok {
+			ctx.WithLock(vm, func() { setPower(ctx, vm, types.VirtualMachinePowerStatePoweredOn) })
+		}
+	}
 }
 
 func (x *extension) RebootHostTask(ctx *simulator.Context, req *types.RebootHost_Task) soap.HasFault {
@@ -337,13 +356,18 @@ func (x *extension) RebootHostTask(ctx *simulator.Context, req *types.RebootHost
 		if ps != nil {
 			ps.reboot(lctx)
 		}
+		inMaintenance := false
 		lctx.WithLock(h, func() {
 			now := time.Now()
 			lctx.Update(h, []types.PropertyChange{
 				{Name: "runtime.connectionState", Val: types.HostSystemConnectionStateConnected},
 				{Name: "runtime.bootTime", Val: &now},
 			})
+			inMaintenance = h.Runtime.InMaintenanceMode
 		})
+		if !inMaintenance {
+			x.startAgents(lctx, h)
+		}
 	})
 	return body
 }
@@ -354,11 +378,16 @@ func (x *extension) powerOffVMs(ctx *simulator.Context, h *simulator.HostSystem)
 	ctx.WithLock(h, func() { vms = slices.Clone(h.Vm) })
 	for _, ref := range vms {
 		if vm, ok := ctx.Map.Get(ref).(*simulator.VirtualMachine); ok {
+			var agent bool
 			ctx.WithLock(vm, func() {
 				if vm.Runtime.PowerState == types.VirtualMachinePowerStatePoweredOn {
 					setPower(ctx, vm, types.VirtualMachinePowerStatePoweredOff)
+					agent = isAgentVM(vm)
 				}
 			})
+			if agent {
+				x.agentStopped(h, ref)
+			}
 		}
 	}
 }

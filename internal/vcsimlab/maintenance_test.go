@@ -226,7 +226,7 @@ func TestMaintenanceModeHonorsVMOverrides(t *testing.T) {
 
 // An agent VM of ESX Agent Manager (vCLS) does not hold maintenance mode
 // up, even where DRS moves nothing: it is powered off on entry and on again
-// on exit.
+// on exit, or when the entry times out.
 func TestMaintenanceModeStopsAgentVMs(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -249,6 +249,29 @@ func TestMaintenanceModeStopsAgentVMs(t *testing.T) {
 		}
 		return v.Runtime.PowerState
 	}
+	// A maintenance mode that times out (a second, ordinary VM runs under
+	// manual DRS) leaves the agent VM on.
+	other := ""
+	for _, v := range l.VMNames() {
+		if v != vm && l.VMHostName(v) == host {
+			other = v
+		}
+	}
+	if other == "" {
+		t.Fatalf("no second VM on %s", host)
+	}
+	if err := l.PowerOnVM(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	if err := enterMaintenance(ctx, l, host, 1); !fault.Is(err, &types.Timedout{}) {
+		t.Fatalf("maintenance mode with %s running under manual DRS: %v, want Timedout", other, err)
+	}
+	if p := power(); p != types.VirtualMachinePowerStatePoweredOn {
+		t.Errorf("agent VM after a maintenance mode that timed out: %s, want poweredOn", p)
+	}
+	if err := l.PowerOffVM(ctx, other); err != nil {
+		t.Fatal(err)
+	}
 	if err := enterMaintenance(ctx, l, host, 1); err != nil {
 		t.Fatalf("maintenance mode with agent VM %s running: %v", vm, err)
 	}
@@ -264,6 +287,22 @@ func TestMaintenanceModeStopsAgentVMs(t *testing.T) {
 	}
 	if p := power(); p != types.VirtualMachinePowerStatePoweredOn {
 		t.Errorf("agent VM after maintenance mode: %s, want poweredOn", p)
+	}
+
+	// A forced reboot outside maintenance mode takes it down with the host;
+	// it is on again once the host is back.
+	if err := rebootHost(ctx, l, host, true); err != nil {
+		t.Fatal(err)
+	}
+	if p := power(); p != types.VirtualMachinePowerStatePoweredOff {
+		t.Errorf("agent VM while its host reboots: %s, want poweredOff", p)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for power() != types.VirtualMachinePowerStatePoweredOn {
+		if time.Now().After(deadline) {
+			t.Fatal("the agent VM is not on again after its host's reboot")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 

@@ -178,7 +178,8 @@ func (c *Client) CreateDVS(ctx context.Context, spec DVSSpec) (DVSID, string, er
 var dvsProps = []string{"name", "uuid", "config", "parent"}
 
 // DVS reads a switch and its port groups in one property-collector round
-// trip. portGroupKey picks the managed port group; "" picks the only one.
+// trip. portGroupKey picks the managed port group; "" picks none (see
+// OnlyPortGroup).
 func (c *Client) DVS(ctx context.Context, id DVSID, portGroupKey string) (*DVS, error) {
 	op := "reading distributed switch " + id.UUID
 	ctx, cancel := c.withTimeout(ctx)
@@ -314,11 +315,21 @@ func dvsFromMO(id DVSID, s *mo.DistributedVirtualSwitch, pgs []mo.DistributedVir
 	}
 	sort.Slice(out.PortGroups, func(i, j int) bool { return out.PortGroups[i].Name < out.PortGroups[j].Name })
 	for i := range out.PortGroups {
-		if out.PortGroups[i].Key == portGroupKey || (portGroupKey == "" && len(out.PortGroups) == 1) {
+		if portGroupKey != "" && out.PortGroups[i].Key == portGroupKey {
 			out.PortGroup = &out.PortGroups[i]
 		}
 	}
 	return out
+}
+
+// OnlyPortGroup picks the switch's port group when it has exactly one, as
+// an import or a list that names none adopts it. A read never does: a
+// switch whose managed port group is gone, or that was adopted without one,
+// gets the configuration's, not a neighbour of it.
+func (d *DVS) OnlyPortGroup() {
+	if d.PortGroup == nil && len(d.PortGroups) == 1 {
+		d.PortGroup = &d.PortGroups[0]
+	}
 }
 
 // UpdateDVS changes a switch to match spec, step by step: version upgrade,

@@ -475,6 +475,9 @@ type DVSNamesChange struct {
 	SwitchName   string
 	PortGroup    string
 	SwitchUUID   string // the existing switch; "" for a new one
+	// PortGroupKey is the existing switch's managed port group; "" when it
+	// has none yet. Its other port groups' names are taken like any.
+	PortGroupKey string
 	// Managed lists the UUIDs of switches this configuration manages: a new
 	// switch may take the names of one, as the tainted switch it replaces.
 	Managed []string
@@ -526,7 +529,9 @@ func (c *Client) planDVSNames(ctx context.Context, ch DVSNamesChange) ([]Finding
 			if v.Name != ch.PortGroup {
 				continue
 			}
-			if owner := v.Config.DistributedVirtualSwitch; owner == nil || !ours(switches[*owner]) {
+			owner := v.Config.DistributedVirtualSwitch
+			mine := owner != nil && ours(switches[*owner]) && (ch.SwitchUUID == "" || v.Config.Key == ch.PortGroupKey)
+			if !mine {
 				out = append(out, NameTaken{Name: v.Name, For: ObjectPortGroup, TakenBy: ObjectPortGroup, ID: v.Self.Value})
 			}
 		case mo.Network:
@@ -572,7 +577,7 @@ func networkFolderNames(ctx context.Context, vc *vim25.Client, datacenterID stri
 		}}},
 		PropSet: []types.PropertySpec{
 			{Type: "DistributedVirtualSwitch", PathSet: []string{"name", "uuid"}},
-			{Type: "DistributedVirtualPortgroup", PathSet: []string{"name", "config.distributedVirtualSwitch"}},
+			{Type: "DistributedVirtualPortgroup", PathSet: []string{"name", "config.key", "config.distributedVirtualSwitch"}},
 			{Type: "Network", PathSet: []string{"name"}},
 		},
 	})

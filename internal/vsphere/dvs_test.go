@@ -38,10 +38,14 @@ func TestDVSLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := c.DVS(ctx, DVSID{UUID: id.UUID}, "") // by UUID alone, as after an import
+	got, err := c.DVS(ctx, DVSID{UUID: id.UUID}, "") // by UUID alone: no port group picked
 	if err != nil {
 		t.Fatal(err)
 	}
+	if got.PortGroup != nil {
+		t.Fatalf("a read with no key picked port group %+v", got.PortGroup)
+	}
+	got.OnlyPortGroup() // as an import that names none does
 	if got.Name != "pvrdma" || got.MTU != 9000 || got.Version != "8.0.0" || got.NIOC || got.DatacenterID != lab.DatacenterID() ||
 		!slices.Equal(got.UplinkNames, UplinkNames(4)) || !slices.Equal(got.Hosts, spec.Hosts) {
 		t.Fatalf("created switch = %+v, want %+v", got, spec)
@@ -194,7 +198,7 @@ func TestPlanDVSNames(t *testing.T) {
 	lab := startLab(t, vcsimlab.Options{})
 	ctx := context.Background()
 	c := labClient(lab)
-	id, _, err := c.CreateDVS(ctx, labDVSSpec(lab, "rdma"))
+	id, key, err := c.CreateDVS(ctx, labDVSSpec(lab, "rdma"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,8 +226,13 @@ func TestPlanDVSNames(t *testing.T) {
 	if f := plan(DVSNamesChange{SwitchName: "rdma", PortGroup: "rdma-vms", Managed: []string{strings.ToUpper(id.UUID)}}); len(f) != 0 {
 		t.Fatalf("names of the switch being replaced: %#v, want none taken", f)
 	}
-	if f := plan(DVSNamesChange{SwitchName: "rdma", PortGroup: "rdma-vms", SwitchUUID: id.UUID}); len(f) != 0 {
+	if f := plan(DVSNamesChange{SwitchName: "rdma", PortGroup: "rdma-vms", SwitchUUID: id.UUID, PortGroupKey: key}); len(f) != 0 {
 		t.Fatalf("the switch's own names: %#v", f)
+	}
+	// Adopted without its port group, the switch's port groups are not the
+	// resource's: their names are taken.
+	if f := plan(DVSNamesChange{SwitchName: "rdma", PortGroup: "rdma-vms", SwitchUUID: id.UUID}); len(f) != 1 || f[0].(NameTaken).For != ObjectPortGroup {
+		t.Fatalf("a port group of the switch that the resource does not manage: %#v, want its name taken", f)
 	}
 	if _, err := c.planDVSNames(ctx, DVSNamesChange{DatacenterID: "DC0", SwitchName: "x", PortGroup: "y"}); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("a datacenter name for its id: %v, want ErrNotFound", err)

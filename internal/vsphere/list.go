@@ -204,6 +204,7 @@ func (c *Client) ListDVS(ctx context.Context, scope Scope, name string) ([]*DVS,
 			}
 		}
 		d := dvsFromMO(DVSID{Ref: s.Self.String()}, s, pgs, inv.datacenterOf(s), "")
+		d.OnlyPortGroup()
 		serves := scope.DatacenterID != "" || (scope.ClusterID == "" && len(scope.HostIDs) == 0)
 		for _, h := range d.Hosts {
 			serves = serves || inScope[h.HostID]

@@ -216,6 +216,9 @@ func TestRebootRefusedForVMsThatCannotMove(t *testing.T) {
 		if err := c.RebootHost(ctx, lab.HostID(h), time.Minute, nil, func(string) {}); err != nil {
 			t.Errorf("reboot of %s with agent VM %s running: %v", h, agent, err)
 		}
+		if vm, err := c.VM(ForChange(ctx), lab.VMUUID(agent)); err != nil || vm.PowerState != PoweredOn {
+			t.Errorf("agent VM %s after its host's reboot: %+v, %v; want on again", agent, vm, err)
+		}
 	} else {
 		t.Fatalf("the lab's third VM %s shares a host with the first two", agent)
 	}
