@@ -260,6 +260,12 @@ func addDVSFinding(diags *diag.Diagnostics, f vsphere.Finding, w dvsWording) {
 					"manage it.", w.datacenter, f.Name, f.ID))
 			return
 		}
+		if f.OnSwitch {
+			diags.AddAttributeError(path.Root("port_group").AtName("name"), "Port group name taken",
+				fmt.Sprintf("Switch %s already has a port group called %q (%s), which this resource does not manage. To manage it, "+
+					"import the switch as <UUID>:%s; otherwise choose another port group name.", w.switchName, f.Name, f.ID, f.Name))
+			return
+		}
 		diags.AddAttributeError(path.Root("port_group").AtName("name"), "Port group name taken",
 			fmt.Sprintf("Datacenter %s already has a %s called %q (%s); vCenter keeps network names unique in a datacenter, and "+
 				"standard port groups such as \"VM Network\" count. Choose another port group name.", w.datacenter, f.TakenBy, f.Name, f.ID))

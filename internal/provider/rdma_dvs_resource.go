@@ -305,6 +305,9 @@ func (r *rdmaDVSResource) readInto(ctx context.Context, id vsphere.DVSID, key st
 	if err != nil {
 		diags.Append(vsphereErrorDiag("Cannot read distributed switch "+id.UUID, err))
 		m.ID = types.StringValue(id.UUID)
+		if key != "" { // the next read finds the port group by it
+			m.PortGroupKey = types.StringValue(key)
+		}
 		knownOrNull(m)
 		diags.Append(state.Set(ctx, m)...)
 		return

@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+	"github.com/vmware/govmomi/vim25/types"
 
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
@@ -444,7 +445,7 @@ func TestAccRDMADVS_importWithoutPortGroup(t *testing.T) {
 			{
 				Config:      strings.Replace(config, portGroupLine("pvrdma-vms"), portGroupLine("shared-vms"), 1),
 				PlanOnly:    true,
-				ExpectError: wrapped(fmt.Sprintf("already has a distributed port group called %q", shared)),
+				ExpectError: wrapped(fmt.Sprintf("Switch %s already has a port group called %q", name, shared)),
 			},
 			{
 				Config: config,
@@ -466,6 +467,53 @@ func TestAccRDMADVS_importWithoutPortGroup(t *testing.T) {
 			},
 			{Config: config, PlanOnly: true},
 		},
+	})
+}
+
+// An apply that created the port group but failed before it knew so (its
+// task's end not read) still records it: the next apply finishes with that
+// port group, instead of refusing its name as taken by one nobody manages.
+func TestAccRDMADVS_portGroupCreatedUnconfirmed(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	simulatedOnly(t, lab, "fails the read of a task")
+	ctx := context.Background()
+	config := dvsConfig(lab, "rdma", allHosts(lab, lab.RDMANICs()[0]), "")
+	portGroup := testName("pvrdma-vms")
+	var createdID string
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: config},
+			{
+				PreConfig: func() {
+					must(t, lab.DestroyPortGroup(ctx, portGroup))
+					// The apply's first read of a task: the port group's
+					// creation, the one task of that update.
+					lab.FailRead("Task", &types.HostNotConnected{}, 1)
+				},
+				Config:      config,
+				ExpectError: wrapped("HostNotConnected"),
+			},
+			{
+				PreConfig: func() {
+					id, err := lab.PortGroupID(ctx, portGroup)
+					must(t, err)
+					createdID = id
+				},
+				Config: config,
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(dvsAddr, tfjsonpath.New("port_group_id"), knownvalue.StringFunc(func(v string) error {
+						if v != createdID {
+							return fmt.Errorf("port_group_id %s, want %s, the port group the failed apply created", v, createdID)
+						}
+						return nil
+					})),
+				},
+			},
+			{Config: config, PlanOnly: true},
+		},
+		CheckDestroy: noNetworksLeft(lab),
 	})
 }
 

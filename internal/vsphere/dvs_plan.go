@@ -457,6 +457,9 @@ type (
 		For     Object // what the name was planned for
 		TakenBy Object // what has it
 		ID      string // the managed object id of what has it
+		// OnSwitch: what has it is a port group of the planned switch
+		// itself, which the resource does not manage.
+		OnSwitch bool
 	}
 	// SwitchInUse: VM network adapters still use the switch's port groups,
 	// so vCenter refuses to destroy it unless they are removed first.
@@ -530,9 +533,9 @@ func (c *Client) planDVSNames(ctx context.Context, ch DVSNamesChange) ([]Finding
 				continue
 			}
 			owner := v.Config.DistributedVirtualSwitch
-			mine := owner != nil && ours(switches[*owner]) && (ch.SwitchUUID == "" || v.Config.Key == ch.PortGroupKey)
-			if !mine {
-				out = append(out, NameTaken{Name: v.Name, For: ObjectPortGroup, TakenBy: ObjectPortGroup, ID: v.Self.Value})
+			onSwitch := owner != nil && ours(switches[*owner])
+			if !onSwitch || (ch.SwitchUUID != "" && v.Config.Key != ch.PortGroupKey) {
+				out = append(out, NameTaken{Name: v.Name, For: ObjectPortGroup, TakenBy: ObjectPortGroup, ID: v.Self.Value, OnSwitch: onSwitch})
 			}
 		case mo.Network:
 			if v.Name == ch.PortGroup {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/vmware/govmomi/object"
 	"github.com/vmware/govmomi/vim25"
@@ -89,19 +90,17 @@ func (c *Client) applyPortGroup(ctx context.Context, vc *vim25.Client, op string
 		if err != nil {
 			return "", translate(op+": creating port group "+spec.Name, err)
 		}
-		info, err := c.waitTask(ctx, op+": creating port group "+spec.Name, object.NewTask(vc, res.Returnval))
+		key, err := c.createdPortGroup(ctx, vc, op, res.Returnval, spec.Name)
 		if err != nil {
-			return "", err
+			// The task may have made the port group all the same: track it,
+			// by its name (unique in the datacenter), or the next plan
+			// finds its name taken by a port group nobody manages.
+			found, ferr := c.portGroupKeyByName(ctx, vc, ref, spec.Name)
+			if ferr == nil {
+				return found, err
+			}
 		}
-		created, ok := info.Result.(types.ManagedObjectReference)
-		if !ok {
-			return "", fmt.Errorf("%s: vCenter returned no port group", op)
-		}
-		var pg mo.DistributedVirtualPortgroup
-		if err := c.readObject(ctx, vc, created, []string{"key"}, &pg); err != nil {
-			return "", translate(op, err)
-		}
-		return pg.Key, nil
+		return key, err
 	}
 	// Read the version now: the switch reconfigure just before may have
 	// touched the port group (uplink teaming order), bumping it.
@@ -118,6 +117,49 @@ func (c *Client) applyPortGroup(ctx context.Context, vc *vim25.Client, op string
 	}
 	_, err = c.waitTask(ctx, op+": reconfiguring port group "+current.Name, task)
 	return current.Key, err
+}
+
+// createdPortGroup waits for a port group's creation and returns its key.
+func (c *Client) createdPortGroup(ctx context.Context, vc *vim25.Client, op string, task types.ManagedObjectReference, name string) (string, error) {
+	info, err := c.waitTask(ctx, op+": creating port group "+name, object.NewTask(vc, task))
+	if err != nil {
+		return "", err
+	}
+	created, ok := info.Result.(types.ManagedObjectReference)
+	if !ok {
+		return "", fmt.Errorf("%s: vCenter returned no port group", op)
+	}
+	var pg mo.DistributedVirtualPortgroup
+	if err := c.readObject(ctx, vc, created, []string{"key"}, &pg); err != nil {
+		return "", translate(op, err)
+	}
+	return pg.Key, nil
+}
+
+// lookupAfterFailureTimeout bounds finding what a failed step may have
+// made, after the step's own time has run out.
+const lookupAfterFailureTimeout = 30 * time.Second
+
+// portGroupKeyByName is the key of the switch's port group called name, ""
+// when it has none, on time of its own.
+func (c *Client) portGroupKeyByName(ctx context.Context, vc *vim25.Client, sw types.ManagedObjectReference, name string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lookupAfterFailureTimeout)
+	defer cancel()
+	objs, err := retrieve(ctx, vc, types.PropertyFilterSpec{
+		ObjectSet: []types.ObjectSpec{{Obj: sw, Skip: types.NewBool(true), SelectSet: []types.BaseSelectionSpec{
+			&types.TraversalSpec{Type: "DistributedVirtualSwitch", Path: "portgroup"},
+		}}},
+		PropSet: []types.PropertySpec{{Type: "DistributedVirtualPortgroup", PathSet: []string{"name", "key"}}},
+	})
+	if err != nil {
+		return "", err
+	}
+	for _, o := range objs {
+		if pg, ok := o.(mo.DistributedVirtualPortgroup); ok && pg.Name == name {
+			return pg.Key, nil
+		}
+	}
+	return "", nil
 }
 
 // SwitchUser is a VM's network adapter on a port group of a switch.
