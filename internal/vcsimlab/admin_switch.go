@@ -139,13 +139,9 @@ func (l *Lab) AddPortGroup(ctx context.Context, switchName, portGroupName string
 // vSphere Client (govc object.destroy) does: Destroy_Task on the port
 // group (vSphere Web Services API, ManagedEntity.Destroy_Task).
 func (l *Lab) DestroyPortGroup(ctx context.Context, portGroupName string) error {
-	n, err := l.adminFinder().Network(ctx, portGroupName)
+	pg, err := l.adminPortGroup(ctx, portGroupName)
 	if err != nil {
 		return err
-	}
-	pg, ok := n.(*object.DistributedVirtualPortgroup)
-	if !ok {
-		return fmt.Errorf("%s is not a distributed port group", portGroupName)
 	}
 	task, err := pg.Destroy(ctx)
 	if err != nil {
@@ -158,14 +154,11 @@ func (l *Lab) DestroyPortGroup(ctx context.Context, portGroupName string) error 
 // ("dvportgroup-42"): what a configuration names a port group the
 // administrator made by hand with.
 func (l *Lab) PortGroupID(ctx context.Context, portGroupName string) (string, error) {
-	n, err := l.adminFinder().Network(ctx, portGroupName)
+	pg, err := l.adminPortGroup(ctx, portGroupName)
 	if err != nil {
 		return "", err
 	}
-	if _, ok := n.(*object.DistributedVirtualPortgroup); !ok {
-		return "", fmt.Errorf("%s is not a distributed port group", portGroupName)
-	}
-	return n.Reference().Value, nil
+	return pg.Reference().Value, nil
 }
 
 // SetPortGroupVLAN sets a distributed port group's VLAN id, as Edit Settings
@@ -192,6 +185,19 @@ func (l *Lab) CountNetworks(ctx context.Context, pattern string) (int, error) {
 		return 0, nil
 	}
 	return len(nets), err
+}
+
+// adminPortGroup finds a distributed port group of the datacenter by name.
+func (l *Lab) adminPortGroup(ctx context.Context, portGroupName string) (*object.DistributedVirtualPortgroup, error) {
+	n, err := l.adminFinder().Network(ctx, portGroupName)
+	if err != nil {
+		return nil, err
+	}
+	pg, ok := n.(*object.DistributedVirtualPortgroup)
+	if !ok {
+		return nil, fmt.Errorf("%s is not a distributed port group", portGroupName)
+	}
+	return pg, nil
 }
 
 // adminSwitch finds a distributed switch of the datacenter by name.
@@ -239,13 +245,9 @@ func (l *Lab) adminReconfigureSwitch(ctx context.Context, switchName string, cha
 // adminReconfigurePortGroup reconfigures a distributed port group of the
 // datacenter, found by name, at its current config version.
 func (l *Lab) adminReconfigurePortGroup(ctx context.Context, portGroupName string, spec types.DVPortgroupConfigSpec) error {
-	n, err := l.adminFinder().Network(ctx, portGroupName)
+	pg, err := l.adminPortGroup(ctx, portGroupName)
 	if err != nil {
 		return err
-	}
-	pg, ok := n.(*object.DistributedVirtualPortgroup)
-	if !ok {
-		return fmt.Errorf("%s is not a distributed port group", portGroupName)
 	}
 	var cfg mo.DistributedVirtualPortgroup
 	if err := pg.Properties(ctx, pg.Reference(), []string{"config.configVersion"}, &cfg); err != nil {
