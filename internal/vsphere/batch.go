@@ -2,6 +2,7 @@ package vsphere
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -231,6 +232,9 @@ func (c *Client) runBatches(vc *vim25.Client, wait time.Duration) {
 	for {
 		c.awaitHolds()
 		b.mu.Lock()
+		// A reader that gave up (its context ended) has returned: its read
+		// goes out with no call.
+		b.pending = slices.DeleteFunc(b.pending, func(r *sharedRead) bool { return r.ctx.Err() != nil })
 		reads := b.pending
 		if len(reads) > batchMax {
 			reads = reads[:batchMax]

@@ -141,6 +141,53 @@ func TestConcurrentReadsShareACall(t *testing.T) {
 	}
 }
 
+// A read whose reader gave up before its call left goes out with no call:
+// the call carries the others, and none is made when none is left.
+func TestAbandonedReadIsNotSent(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{VMs: 2})
+	c := labClient(lab)
+	names := lab.VMNames()
+	clk := manualBatch(t, c, lab.VMID(names[0]))
+	vc, err := c.vimClient(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func(ctx context.Context, name string) error {
+		_, err := c.readVMPropsAs(ctx, vc, "reading", lab.VMID(name), []string{"name"}, fresh)
+		return err
+	}
+	lab.ResetCalls()
+	abandoned, cancel := context.WithCancel(context.Background())
+	gaveUp := make(chan error, 1)
+	go func() { gaveUp <- read(abandoned, names[0]) }()
+	waitPending(c, 1)
+	kept := make(chan error, 1)
+	go func() { kept <- read(context.Background(), names[1]) }()
+	waitPending(c, 2)
+	cancel()
+	if err := <-gaveUp; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the abandoned read: %v, want context.Canceled", err)
+	}
+	settle(c, clk)
+	if err := <-kept; err != nil {
+		t.Fatal(err)
+	}
+	if got, want := c.batch.stats, (ReadStats{Calls: 2, Reads: 2}); got != want {
+		t.Errorf("stats %+v, want %+v (the first read, then a call of the one kept)", got, want)
+	}
+
+	alone, cancelAlone := context.WithCancel(context.Background())
+	go func() { gaveUp <- read(alone, names[0]) }()
+	waitPending(c, 1)
+	cancelAlone()
+	<-gaveUp
+	settle(c, clk)
+	if n := lab.Calls()["RetrievePropertiesEx"]; n != 1 {
+		t.Errorf("%d RetrievePropertiesEx calls, want 1: none for a read whose reader gave up", n)
+	}
+}
+
 // inOneCall's reads share one call although the second comes only after
 // the call's wait for company has ended, and a function that returns
 // without reading holds nothing up; errors come in the functions' order.
