@@ -181,7 +181,9 @@ func TestAbandonedReadIsNotSent(t *testing.T) {
 	go func() { gaveUp <- read(alone, names[0]) }()
 	waitPending(c, 1)
 	cancelAlone()
-	<-gaveUp
+	if err := <-gaveUp; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the read given up alone: %v, want context.Canceled", err)
+	}
 	settle(c, clk)
 	if n := lab.Calls()["RetrievePropertiesEx"]; n != 1 {
 		t.Errorf("%d RetrievePropertiesEx calls, want 1: none for a read whose reader gave up", n)
