@@ -130,7 +130,8 @@ func (p *vspherehpcProvider) Schema(_ context.Context, _ provider.SchemaRequest,
 					"each time. One Terraform command runs the provider several times (plan, then apply), and each run otherwise logs in " +
 					"and out: two of a refresh's three round trips to a remote vCenter. The session's cookie is kept in a file of its own " +
 					"per server and user under `session_path`, readable by its owner alone (a file others can read or write, a symbolic " +
-					"link, a directory others can write to, or a file or directory of another user is not used); a run starts from it " +
+					"link, a directory others can write to, a file or directory of another user, or a directory under one others control " +
+					"is not used); a run starts from it " +
 					"with no call to vCenter, and a kept session vCenter has ended (its idle timeout, 30 minutes by default, or a " +
 					"restart) is replaced at the first call. Whoever can read the file can act as `user` until the session ends, even " +
 					"after the password changes. Unix only: on Windows, where the provider cannot check who may read the file, it keeps " +
@@ -332,6 +333,10 @@ func sessionDir(cfg providerModel, diags *diag.Diagnostics) string {
 	case errors.Is(err, vsphere.ErrSessionDirNotOwned):
 		return notKept(dir + " belongs to another user, so the provider neither keeps a session there nor resumes one. " +
 			"Name a directory of your own.")
+	case errors.Is(err, vsphere.ErrSessionDirParentUnsafe):
+		return notKept("The provider neither keeps a session in " + dir + " nor resumes one there: " + err.Error() +
+			". Whoever controls a directory above it could put a directory of their own in its place, as ssh refuses for its " +
+			"keys. Name a directory whose parents belong to you or root and only their owners may write to (or are sticky, as /tmp is).")
 	case errors.Is(err, vsphere.ErrSessionsUnchecked):
 		return notKept("On this system the provider cannot check that only you can read a session file (" + err.Error() +
 			"), so it keeps none.")

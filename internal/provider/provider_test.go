@@ -480,6 +480,10 @@ func TestSessionDir(t *testing.T) {
 	if err := os.Chmod(shared, 0o777); err != nil {
 		t.Fatal(err)
 	}
+	under := filepath.Join(shared, "kept") // owner-only, in a directory others may write to
+	if err := os.Mkdir(under, 0o700); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct { // a zero types.Bool or types.String is null
 		name        string
 		cfg         providerModel
@@ -495,6 +499,8 @@ func TestSessionDir(t *testing.T) {
 		{"off in the block wins", providerModel{PersistSession: types.BoolValue(false)}, map[string]string{envPersistSession: "true"}, "", "", ""},
 		{"path without persisting", providerModel{SessionPath: types.StringValue("/tmp/kept")}, nil, "", "session_path not used", ""},
 		{"a directory others may write to", providerModel{PersistSession: types.BoolValue(true), SessionPath: types.StringValue(shared)}, nil,
+			"", "Sessions not kept", ""},
+		{"a directory under one others may write to", providerModel{PersistSession: types.BoolValue(true), SessionPath: types.StringValue(under)}, nil,
 			"", "Sessions not kept", ""},
 		{"bad environment", providerModel{}, map[string]string{envPersistSession: "yes please"}, "", "", "Invalid " + envPersistSession},
 		{"a relative path", providerModel{PersistSession: types.BoolValue(true), SessionPath: types.StringValue("kept")}, nil,

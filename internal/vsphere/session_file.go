@@ -6,7 +6,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -70,6 +72,11 @@ var (
 	ErrSessionDirWritable = errors.New("others than its owner may write to it")
 	// ErrSessionDirNotOwned: a session directory of another user.
 	ErrSessionDirNotOwned = errors.New("it belongs to another user")
+	// ErrSessionDirParentUnsafe: a directory above the session directory
+	// that another user owns, or that others can write to without the
+	// sticky bit, so they could rename the session directory and put
+	// their own in its place.
+	ErrSessionDirParentUnsafe = errors.New("a directory above it belongs to another user, or others may write to it")
 	// ErrSessionDirNotADirectory: a session path that names a file.
 	ErrSessionDirNotADirectory = errors.New("it is not a directory")
 	// ErrSessionsUnchecked: a system without Unix owners and permissions
@@ -81,8 +88,9 @@ var (
 
 // UnsafeSessionDir says why kept sessions cannot be kept in dir: a system
 // whose permissions cannot be checked, not a directory, one others can
-// write to or one of another user; os.ErrNotExist when there is none yet
-// (the client creates it, owner-only).
+// write to or one of another user, or a directory above it that others
+// control; os.ErrNotExist when there is none yet (the client creates it,
+// owner-only).
 func UnsafeSessionDir(dir string) error {
 	if !ownerOnlyCheckable {
 		return ErrSessionsUnchecked
@@ -98,7 +106,31 @@ func UnsafeSessionDir(dir string) error {
 	case !ownedByMe(d):
 		return ErrSessionDirNotOwned
 	}
-	return nil
+	return unsafeParent(dir)
+}
+
+// unsafeParent checks the directories above dir as ssh checks the path to
+// its keys (OpenSSH's safe_path): each must belong to root or the user and
+// be writable by its owner alone. A sticky directory of root's or the
+// user's, such as /tmp, is safe too: others cannot rename what is in it.
+func unsafeParent(dir string) error {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	for p := filepath.Dir(abs); ; p = filepath.Dir(p) {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return err
+		}
+		owner := ownedByMe(fi) || ownedByRoot(fi)
+		if !owner || (fi.Mode().Perm()&0o022 != 0 && fi.Mode()&fs.ModeSticky == 0) {
+			return fmt.Errorf("%w: %s", ErrSessionDirParentUnsafe, p)
+		}
+		if p == filepath.Dir(p) {
+			return nil
+		}
+	}
 }
 
 // readOwnerOnly reads a kept session file unless it (or its directory) must

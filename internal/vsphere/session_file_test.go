@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -152,6 +153,7 @@ func TestUnsafeKeptSessionIsNotUsed(t *testing.T) {
 		}, kept: true},
 		"file of another user":      {spoil: func(_, file string) error { return os.Chown(file, nobody, nobody) }, kept: true, rootOnly: true},
 		"directory of another user": {spoil: func(dir, _ string) error { return os.Chown(dir, nobody, nobody) }, rootOnly: true},
+		"parent writable by others": {spoil: func(dir, _ string) error { return os.Chmod(filepath.Dir(dir), 0o777) }},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if tc.rootOnly && os.Geteuid() != 0 {
@@ -194,6 +196,53 @@ func TestUnsafeKeptSessionIsNotUsed(t *testing.T) {
 				t.Fatalf("the new session's file is not trusted: %v", err)
 			}
 		})
+	}
+}
+
+// The directories above the session directory are checked as ssh checks
+// the path to its keys: writable by their owner alone, or sticky (as /tmp
+// is), and of root or the user.
+func TestUnsafeSessionDirParents(t *testing.T) {
+	parent := filepath.Join(t.TempDir(), "parent")
+	dir := filepath.Join(parent, "sessions")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(parent, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := UnsafeSessionDir(dir); err != nil {
+		t.Fatalf("a safe path: %v", err)
+	}
+	for _, tc := range []struct {
+		mode fs.FileMode
+		safe bool
+	}{{0o777, false}, {0o775, false}, {0o777 | fs.ModeSticky, true}} {
+		if err := os.Chmod(parent, tc.mode); err != nil {
+			t.Fatal(err)
+		}
+		err := UnsafeSessionDir(dir)
+		if tc.safe != (err == nil) || (!tc.safe && !errors.Is(err, ErrSessionDirParentUnsafe)) {
+			t.Errorf("parent of mode %v: %v, want safe %v", tc.mode, err, tc.safe)
+		}
+		if !tc.safe && !strings.Contains(fmt.Sprint(err), parent) {
+			t.Errorf("parent of mode %v: %v does not name %s", tc.mode, err, parent)
+		}
+	}
+	if err := os.Chmod(parent, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") != "" { // never counted as tested when it was not
+			t.Fatal("giving a directory to another user needs root")
+		}
+		t.Skip("giving a directory to another user needs root")
+	}
+	if err := os.Chown(parent, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	if err := UnsafeSessionDir(dir); !errors.Is(err, ErrSessionDirParentUnsafe) {
+		t.Errorf("a parent of another user: %v, want ErrSessionDirParentUnsafe", err)
 	}
 }
 

@@ -16,6 +16,12 @@ func ownedByMe(fi fs.FileInfo) bool {
 	return ok && int(st.Uid) == os.Geteuid()
 }
 
+// ownedByRoot reports whether root owns fi.
+func ownedByRoot(fi fs.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && st.Uid == 0
+}
+
 // openNoFollow opens name for reading, failing on a symbolic link, and
 // without waiting on a named pipe (the caller refuses anything but a
 // regular file once open).
