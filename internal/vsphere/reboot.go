@@ -136,8 +136,8 @@ func isAgentVM(vm *mo.VirtualMachine) bool {
 // VMs' overrides of it (vSphere API reference, ClusterDrsVmConfigInfo).
 type drsLevels struct{ cfg *types.ClusterConfigInfoEx }
 
-// on reports DRS enabled, which moves nothing unless a VM's level is fully
-// automated.
+// on reports whether DRS moves any VM on its own: it is enabled, and the
+// cluster's level or some VM's override of it is fully automated.
 func (d drsLevels) on() bool {
 	if d.cfg == nil || d.cfg.DrsConfig.Enabled == nil || !*d.cfg.DrsConfig.Enabled {
 		return false
