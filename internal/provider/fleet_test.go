@@ -121,7 +121,7 @@ func TestAccFleet_calls(t *testing.T) {
 				Check: func(*terraform.State) error {
 					counted, actual, calls := budgetCalls(lab, clients, before)
 					t.Logf("refresh of 16 hosts and 64 VMs: %d calls as budgeted (%d made): %v", counted, actual, calls)
-					for _, m := range []string{"FindByUuid", "QueryOptions", "QueryConfigOptionEx", "CreateFilter"} {
+					for _, m := range []string{"FindAllByUuid", "QueryOptions", "QueryConfigOptionEx", "CreateFilter"} {
 						if calls[m] != 0 {
 							return fmt.Errorf("refresh called %s %d times, want none: %v", m, calls[m], calls)
 						}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -267,5 +268,26 @@ resource "vspherehpc_vm_gpu_mmio" "by_uuid" {
 				ExpectError: regexp.MustCompile(`(?s)Claimed twice in this configuration.*claim\s+the\s+GPU\s+setup\s+of\s+virtual\s+machine`),
 			},
 		},
+	})
+}
+
+// A VM named by a BIOS UUID that two VMs share is refused at plan, naming
+// both, not set up on whichever vCenter finds first.
+func TestAccVMGPUMMIO_sharedUUIDRefused(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	simulatedOnly(t, lab, "gives two VMs one BIOS UUID")
+	vms := lab.VMNames()
+	shared := lab.VMUUID(vms[0])
+	must(t, lab.SetVMUUID(context.Background(), vms[1], shared))
+	ids := []string{lab.VMID(vms[0]), lab.VMID(vms[1])}
+	slices.Sort(ids) // as the error lists them
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config:      gpuConfig(lab, shared, twoGPUs(lab)),
+			PlanOnly:    true,
+			ExpectError: wrapped(fmt.Sprintf("2 virtual machines have BIOS UUID %s (%s, %s)", shared, ids[0], ids[1])),
+		}},
 	})
 }

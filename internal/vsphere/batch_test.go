@@ -3,6 +3,8 @@ package vsphere
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -329,7 +331,7 @@ func TestLookupsByNameShareOneIndex(t *testing.T) {
 
 // A command resolves the UUIDs of all its VMs in one call, however many VMs
 // and reads (vmuuid.go); a UUID the index lacks, such as a VM created
-// since, is searched with FindByUuid, once.
+// since, is searched with FindAllByUuid, once.
 func TestVMUUIDsResolvedInOneCall(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
@@ -346,9 +348,9 @@ func TestVMUUIDsResolvedInOneCall(t *testing.T) {
 		}
 	}
 	calls := lab.Calls()
-	if calls["FindByUuid"] != 0 || calls["RetrievePropertiesEx"] != 2 {
-		t.Errorf("%d VMs read twice by UUID took %d FindByUuid and %d RetrievePropertiesEx calls, want 0 and 2 (the index and "+
-			"the prefetch, which holds the GPU setups' properties too)", len(lab.VMNames()), calls["FindByUuid"], calls["RetrievePropertiesEx"])
+	if calls["FindAllByUuid"] != 0 || calls["RetrievePropertiesEx"] != 2 {
+		t.Errorf("%d VMs read twice by UUID took %d FindAllByUuid and %d RetrievePropertiesEx calls, want 0 and 2 (the index and "+
+			"the prefetch, which holds the GPU setups' properties too)", len(lab.VMNames()), calls["FindAllByUuid"], calls["RetrievePropertiesEx"])
 	}
 
 	if err := lab.CreateVM(ctx, "late-vm", lab.HostNames()[0], 19); err != nil {
@@ -364,8 +366,34 @@ func TestVMUUIDsResolvedInOneCall(t *testing.T) {
 			t.Fatalf("a VM created after the index was read: %v", err)
 		}
 	}
-	if n := lab.Calls()["FindByUuid"]; n != 1 {
+	if n := lab.Calls()["FindAllByUuid"]; n != 1 {
 		t.Errorf("a VM the index lacks, read 3 times, was searched %d times, want 1", n)
+	}
+}
+
+// A UUID two VMs share is refused as ambiguous, naming both, rather than
+// resolved to whichever vCenter finds first; each VM is still found by its
+// managed object id.
+func TestSharedVMUUIDIsAmbiguous(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	ctx := context.Background()
+	vms := lab.VMNames()
+	shared := lab.VMUUID(vms[0])
+	if err := lab.SetVMUUID(ctx, vms[1], shared); err != nil {
+		t.Fatal(err)
+	}
+	c := labClient(lab)
+	_, err := c.VM(ctx, shared)
+	for _, want := range []string{"2 virtual machines have BIOS UUID " + shared, lab.VMID(vms[0]), lab.VMID(vms[1]), "uuid.bios"} {
+		if !errors.Is(err, ErrAmbiguous) || !strings.Contains(fmt.Sprint(err), want) {
+			t.Errorf("a shared UUID: %v; want ErrAmbiguous naming %q", err, want)
+		}
+	}
+	for _, name := range vms[:2] {
+		if vm, err := c.VM(ctx, lab.VMID(name)); err != nil || vm.Name != name {
+			t.Errorf("%s by its managed object id: %+v, %v", name, vm, err)
+		}
 	}
 }
 

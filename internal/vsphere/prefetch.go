@@ -129,7 +129,7 @@ type prefetch struct {
 // any other call ends prefetching for the command.
 var readOnlyMethods = map[string]bool{
 	"RetrieveServiceContent": true, "Login": true, "Logout": true, "RetrieveProperties": true, "RetrievePropertiesEx": true,
-	"ContinueRetrievePropertiesEx": true, "CancelRetrievePropertiesEx": true, "FindByUuid": true, "QueryConfigOptionEx": true,
+	"ContinueRetrievePropertiesEx": true, "CancelRetrievePropertiesEx": true, "FindAllByUuid": true, "QueryConfigOptionEx": true,
 	"QueryConfigTarget": true, "QueryAvailableDvsSpec": true, "QueryDvsConfigTarget": true, "QueryDvsCompatibleHostSpec": true,
 	"QueryOptions": true, "RetrieveManagedMethodExecuter": true, "CreateContainerView": true,
 	"DestroyView": true, "SessionIsActive": true, "CurrentTime": true, "QueryDvsByUuid": true, "FindByInventoryPath": true,

@@ -104,7 +104,7 @@ var vmProps = []string{
 
 var (
 	moidPattern = regexp.MustCompile(`^vm-\d+$`)
-	// A VM's BIOS UUID, as vCenter shows it and FindByUuid takes it.
+	// A VM's BIOS UUID, as vCenter shows it and FindAllByUuid takes it.
 	vmUUIDPattern = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
 )
 
@@ -190,11 +190,24 @@ func (c *Client) vmRef(ctx context.Context, vc *vim25.Client, id string) (*types
 		c.vmIDs.Store(key, ref)
 		return &ref, nil
 	}
-	found, err := object.NewSearchIndex(vc).FindByUuid(ctx, nil, id, true, types.NewBool(false))
-	if err != nil || found == nil {
+	// FindAllByUuid, not FindByUuid: vCenter lets two VMs share a BIOS UUID
+	// (a copied VM registered with "I copied it" keeps the original's), and
+	// FindByUuid would pick one of them, maybe not the one meant.
+	found, err := object.NewSearchIndex(vc).FindAllByUuid(ctx, nil, id, true, types.NewBool(false))
+	switch {
+	case err != nil || len(found) == 0:
 		return nil, err
+	case len(found) > 1:
+		refs := make([]types.ManagedObjectReference, len(found))
+		for i, f := range found {
+			refs[i] = f.Reference()
+		}
+		slices.SortFunc(refs, func(a, b types.ManagedObjectReference) int { return strings.Compare(a.Value, b.Value) })
+		return nil, &Error{Op: "finding virtual machine " + id, Kind: ErrAmbiguous, Object: ObjectVirtualMachine, ID: id, Message: fmt.Sprintf(
+			"%d virtual machines have BIOS UUID %s (%s): give all but one a new BIOS UUID (uuid.bios), or name the VM by its "+
+				"managed object id", len(refs), id, refValues(refs))}
 	}
-	ref := found.Reference()
+	ref := found[0].Reference()
 	c.vmIDs.Store(key, ref)
 	return &ref, nil
 }

@@ -11,7 +11,7 @@ import (
 )
 
 // Resources name VMs by BIOS UUID, and vSphere reads them by managed object
-// id. SearchIndex.FindByUuid answers one UUID a call, so a plan and an
+// id. SearchIndex.FindAllByUuid answers one UUID a call, so a plan and an
 // apply of N VMs' resources would spend N calls each on it; the first UUID
 // a command does not know instead reads every VM's config.uuid in one call
 // (the same traversal as a prefetch), bounded at vmUUIDIndexMax VMs.
@@ -19,13 +19,13 @@ import (
 //   - a VM's managed object id never changes while it is registered, and a
 //     vCenter never gives a managed object id to a second object, so a hit
 //     is either right or names a VM that is gone: the read that follows then
-//     fails and refound searches the UUID again, with FindByUuid;
+//     fails and refound searches the UUID again, with FindAllByUuid;
 //   - a UUID the index lacks (a VM created since, say by another provider
-//     in the same apply) is searched with FindByUuid, never reported gone on
+//     in the same apply) is searched with FindAllByUuid, never reported gone on
 //     the index's word;
-//   - a UUID two VMs share is left to FindByUuid, which picks as vSphere
-//     does;
-//   - a vCenter with more VMs than the bound gets FindByUuid, as before,
+//   - a UUID two VMs share is left to FindAllByUuid, which finds both: the
+//     look-up refuses it as ambiguous;
+//   - a vCenter with more VMs than the bound gets FindAllByUuid, as before,
 //     after one page of the bound.
 
 // vmUUIDIndexMax bounds the VMs the index reads: about 100 bytes each.
@@ -44,7 +44,7 @@ type vmUUIDLoad struct {
 
 // lookup answers a lower-case UUID from the index, reading it the first
 // time; false when the index cannot say (not there, shared, too large, a
-// failed read, or forgotten), and the caller searches with FindByUuid.
+// failed read, or forgotten), and the caller searches with FindAllByUuid.
 func (x *vmUUIDIndex) lookup(ctx context.Context, c *Client, vc *vim25.Client, uuid string) (types.ManagedObjectReference, bool) {
 	x.mu.Lock()
 	l := x.load
