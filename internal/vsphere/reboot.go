@@ -29,6 +29,10 @@ type HostReboot struct {
 	// and Why says why they cannot move.
 	Stuck []VMRef
 	Why   string
+	// InMaintenanceMode and BootTime are the host's now (BootTime nil when
+	// vCenter reports none).
+	InMaintenanceMode bool
+	BootTime          *time.Time
 }
 
 // PlanHostReboot reads, in one round trip, whether a host needs a reboot to
@@ -85,7 +89,8 @@ func (c *Client) PlanHostReboot(ctx context.Context, hostID string) (*HostReboot
 	if self == nil {
 		return nil, objectNotFound(op, ObjectHost, hostID, "no host has id %s", hostID)
 	}
-	out := &HostReboot{HostID: hostID, HostName: self.Name, Needed: true}
+	out := &HostReboot{HostID: hostID, HostName: self.Name, Needed: true,
+		InMaintenanceMode: self.Runtime.InMaintenanceMode, BootTime: self.Runtime.BootTime}
 	if cp := self.Capability; cp != nil && cp.DeviceRebindWithoutRebootSupported != nil {
 		out.Needed = !*cp.DeviceRebindWithoutRebootSupported
 	}
@@ -218,10 +223,6 @@ func (c *Client) RebootHost(ctx context.Context, hostID string, timeout time.Dur
 		return translate(op, err)
 	}
 	defer unlock()
-	// The host as the reboots before this one left it.
-	if err := c.readHostForReboot(ctx, vc, ref, &h); err != nil {
-		return translate(op, err)
-	}
 	if pending != nil {
 		still, err := c.PendingDeviceChanges(ForChange(ctx), hostID)
 		if err != nil {
@@ -232,25 +233,24 @@ func (c *Client) RebootHost(ctx context.Context, hostID string, timeout time.Dur
 			return nil
 		}
 	}
-	if !h.Runtime.InMaintenanceMode {
-		// VMs started or moved onto the host, or DRS settings changed, since
-		// the plan checked: maintenance mode would wait the whole timeout
-		// for a VM that cannot move, and fail with the host half-drained.
-		r, err := c.PlanHostReboot(ForChange(ctx), hostID)
-		if err != nil {
-			return err
-		}
-		if len(r.Stuck) > 0 {
-			return &Error{Op: op, Kind: ErrInvalidState, Object: ObjectHost, ID: hostID, Message: fmt.Sprintf(
-				"host %s was not rebooted: its running virtual machines %s would keep it from entering maintenance mode (%s)",
-				h.Name, strings.Join(vmNames(r.Stuck), ", "), r.Why)}
-		}
+	// The host as the reboots before this one left it, read again with the
+	// VMs started or moved onto it, and DRS settings changed, since the plan
+	// checked: maintenance mode would wait the whole timeout for a VM that
+	// cannot move, and fail with the host half-drained.
+	current, err := c.PlanHostReboot(ForChange(ctx), hostID)
+	if err != nil {
+		return err
+	}
+	if !current.InMaintenanceMode && len(current.Stuck) > 0 {
+		return &Error{Op: op, Kind: ErrInvalidState, Object: ObjectHost, ID: hostID, Message: fmt.Sprintf(
+			"host %s was not rebooted: its running virtual machines %s would keep it from entering maintenance mode (%s)",
+			h.Name, strings.Join(vmNames(current.Stuck), ", "), current.Why)}
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	host := object.NewHostSystem(vc, ref)
 	entered := false
-	if !h.Runtime.InMaintenanceMode {
+	if !current.InMaintenanceMode {
 		progress("entering maintenance mode")
 		secs := int32(time.Until(deadlineOf(ctx)).Seconds())
 		t, err := host.EnterMaintenanceMode(ctx, max(secs, 1), false, nil)
@@ -267,8 +267,8 @@ func (c *Client) RebootHost(ctx context.Context, hostID string, timeout time.Dur
 		progress("the host is in maintenance mode already, and stays in it")
 	}
 	booted := time.Now()
-	if h.Runtime.BootTime != nil {
-		booted = *h.Runtime.BootTime
+	if current.BootTime != nil {
+		booted = *current.BootTime
 	}
 	progress("rebooting")
 	res, err := methods.RebootHost_Task(ctx, vc, &types.RebootHost_Task{This: ref})
