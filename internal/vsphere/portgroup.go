@@ -95,9 +95,14 @@ func (c *Client) applyPortGroup(ctx context.Context, vc *vim25.Client, op string
 			// The task may have made the port group all the same: track it,
 			// by its name (unique in the datacenter), or the next plan
 			// finds its name taken by a port group nobody manages.
-			found, ferr := c.portGroupKeyByName(ctx, vc, ref, spec.Name)
-			if ferr == nil {
-				return found, err
+			lookupCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lookupAfterFailureTimeout)
+			defer cancel()
+			if d, ferr := c.readDVS(lookupCtx, vc, op, DVSID{}, ref, ""); ferr == nil {
+				for _, pg := range d.PortGroups {
+					if pg.Name == spec.Name {
+						return pg.Key, err
+					}
+				}
 			}
 		}
 		return key, err
@@ -139,28 +144,6 @@ func (c *Client) createdPortGroup(ctx context.Context, vc *vim25.Client, op stri
 // lookupAfterFailureTimeout bounds finding what a failed step may have
 // made, after the step's own time has run out.
 const lookupAfterFailureTimeout = 30 * time.Second
-
-// portGroupKeyByName is the key of the switch's port group called name, ""
-// when it has none, on time of its own.
-func (c *Client) portGroupKeyByName(ctx context.Context, vc *vim25.Client, sw types.ManagedObjectReference, name string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lookupAfterFailureTimeout)
-	defer cancel()
-	objs, err := retrieve(ctx, vc, types.PropertyFilterSpec{
-		ObjectSet: []types.ObjectSpec{{Obj: sw, Skip: types.NewBool(true), SelectSet: []types.BaseSelectionSpec{
-			&types.TraversalSpec{Type: "DistributedVirtualSwitch", Path: "portgroup"},
-		}}},
-		PropSet: []types.PropertySpec{{Type: "DistributedVirtualPortgroup", PathSet: []string{"name", "key"}}},
-	})
-	if err != nil {
-		return "", err
-	}
-	for _, o := range objs {
-		if pg, ok := o.(mo.DistributedVirtualPortgroup); ok && pg.Name == name {
-			return pg.Key, nil
-		}
-	}
-	return "", nil
-}
 
 // SwitchUser is a VM's network adapter on a port group of a switch.
 type SwitchUser struct {
