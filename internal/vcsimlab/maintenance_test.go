@@ -294,10 +294,20 @@ func TestMaintenanceModeStopsAgentVMs(t *testing.T) {
 	if err := rebootHost(ctx, l, host, true); err != nil {
 		t.Fatal(err)
 	}
-	if p := power(); p != types.VirtualMachinePowerStatePoweredOff {
-		t.Errorf("agent VM while its host reboots: %s, want poweredOff", p)
+	// The VM's power is read between two reads of the host's state: the host
+	// may be back already on a slow machine, and only while it is down, as
+	// both reads say, must the VM be off.
+	var h mo.HostSystem
+	var v mo.VirtualMachine
+	retrieve(t, l.Client(), ref("HostSystem", l.HostID(host)), []string{"runtime.connectionState"}, &h)
+	retrieve(t, l.Client(), ref("VirtualMachine", l.VMID(vm)), []string{"runtime.powerState"}, &v)
+	var again mo.HostSystem
+	retrieve(t, l.Client(), ref("HostSystem", l.HostID(host)), []string{"runtime.connectionState"}, &again)
+	if h.Runtime.ConnectionState == types.HostSystemConnectionStateNotResponding && again.Runtime.ConnectionState == h.Runtime.ConnectionState &&
+		v.Runtime.PowerState != types.VirtualMachinePowerStatePoweredOff {
+		t.Errorf("agent VM while its host reboots: %s, want poweredOff", v.Runtime.PowerState)
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for power() != types.VirtualMachinePowerStatePoweredOn {
 		if time.Now().After(deadline) {
 			t.Fatal("the agent VM is not on again after its host's reboot")
