@@ -9,7 +9,6 @@ import (
 	"os"
 	"runtime/debug"
 	"strings"
-	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 
@@ -27,15 +26,15 @@ var version = "dev"
 // and the plugin's peak memory was 110 MB instead of 73.
 const gcPercent = 400
 
-// logoutTimeout bounds logging out of vCenter once Terraform is done with the
-// plugin: go-plugin kills a plugin that has not exited 2 seconds after it was
-// asked to.
-const logoutTimeout = 1500 * time.Millisecond
-
 func main() {
-	var debug bool
+	var debug, endSessions bool
 	flag.BoolVar(&debug, "debug", false, "run the provider with support for debuggers such as delve")
+	flag.BoolVar(&endSessions, endSessionsFlag, false,
+		"log out the vCenter sessions a provider process hands over on standard input, as it does when it stops")
 	flag.Parse()
+	if endSessions {
+		os.Exit(runSessionEnder(os.Stdin))
+	}
 	if !logsAsked(os.Environ()) {
 		// Terraform drops a provider's logs unless a TF_LOG variable asks for
 		// them, yet terraform-plugin-log takes a logger's unset level as every
@@ -50,19 +49,14 @@ func main() {
 
 	setGCPercent(os.Environ())
 
-	factory, logout := provider.NewWithLogout(version)
+	factory, sessions := provider.NewWithSessions(version)
 	err := providerserver.Serve(context.Background(), factory, providerserver.ServeOpts{
 		Address: "registry.terraform.io/vspherehpc/vspherehpc",
 		Debug:   debug,
 	})
 	// Serve returns when Terraform closes the plugin (go-plugin's Shutdown) or,
-	// with -debug, on an interrupt. End the sessions rather than leave them to
-	// vCenter's idle timeout.
-	ctx, cancel := context.WithTimeout(context.Background(), logoutTimeout)
-	if lerr := logout(ctx); lerr != nil {
-		log.Printf("logging out of vCenter: %v", lerr)
-	}
-	cancel()
+	// with -debug, on an interrupt.
+	endSessionsOnExit(sessions, debug)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -7,14 +7,17 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vsphere"
 )
 
 // TestTerraformStopLogsOut builds the provider and lets a real Terraform start
 // it as a plugin and stop it, the way every run ends, then asks the lab
-// whether the provider's vCenter session is still open. The in-process test
+// whether the provider's vCenter session ends. The in-process test
 // servers of the acceptance tests are never stopped that way, so only this
 // test covers main's logout. It needs TF_ACC=1: it builds the binary and runs
 // terraform outside the testing framework.
@@ -89,15 +92,106 @@ data "vspherehpc_datacenter" "dc" {}
 	if calls["Login"] == 0 || calls["RetrievePropertiesEx"] == 0 {
 		t.Fatalf("calls %v: the plan did not log in and read, so this test proves nothing", calls)
 	}
-	// terraform exits only after its plugins have: what the provider did on
-	// the way out is done.
-	keys, err := lab.Sessions(ctx)
-	if err != nil {
-		t.Fatal(err)
+	// terraform exits once its plugins have; their session ender may still
+	// be at work.
+	waitFor(t, "every session logged out after terraform exited", func() (bool, string) {
+		keys, err := lab.Sessions(ctx)
+		calls := lab.Calls()
+		return err == nil && len(keys) == 0 && calls["Logout"] == calls["Login"],
+			fmt.Sprintf("%d session(s) open (%v), %d login(s), %d logout(s)", len(keys), err, calls["Login"], calls["Logout"])
+	})
+}
+
+// TestMain makes the test binary a session ender when started as one, as
+// the provider's binary is: endSessionsOnExit starts os.Executable().
+func TestMain(m *testing.M) {
+	if len(os.Args) == 2 && os.Args[1] == "-"+endSessionsFlag {
+		os.Exit(runSessionEnder(os.Stdin))
 	}
-	if len(keys) != 0 || calls["Logout"] != calls["Login"] {
-		t.Fatalf("after terraform exited: %d session(s) still open, %d login(s), %d logout(s); want every session logged out",
-			len(keys), calls["Login"], calls["Logout"])
+	os.Exit(m.Run())
+}
+
+// TestSessionsEndAfterThePlugin: the plugin hands its sessions to a process
+// of its own and returns while vCenter has not answered the logout (held
+// by the lab), so Terraform does not wait for it; that process logs them out
+// once vCenter answers. Under a debugger the plugin logs out itself.
+func TestSessionsEndAfterThePlugin(t *testing.T) {
+	ctx := context.Background()
+	lab, err := vcsimlab.Start(ctx, vcsimlab.Options{})
+	if err != nil {
+		t.Fatalf("starting lab: %v", err)
+	}
+	t.Cleanup(lab.Close)
+	connected := func(n int) *vsphere.Clients {
+		var all vsphere.Clients
+		for range n {
+			c := vsphere.New(vsphere.Config{Server: lab.URL.Host, User: lab.Username, Password: lab.Password, CAFile: lab.CertFile})
+			if _, err := c.DatacenterByName(ctx, ""); err != nil {
+				t.Fatal(err)
+			}
+			all.Add(c)
+		}
+		return &all
+	}
+
+	sessions := connected(2)
+	lab.ResetCalls()
+	release := lab.Hold("Logout")
+	defer release()
+	if ender := endSessionsOnExit(sessions, false); ender == 0 {
+		t.Fatal("no session ender was started: the plugin logged out itself")
+	}
+	waitFor(t, "the session ender's logouts reaching vCenter", func() (bool, string) {
+		n := lab.Calls()["Logout"]
+		return n == 2, fmt.Sprintf("%d Logout calls", n)
+	})
+	if keys, err := lab.Sessions(ctx); err != nil || len(keys) != 2 {
+		t.Fatalf("sessions while vCenter holds the logouts: %v (%v), want both still open", keys, err)
+	}
+	release()
+	waitFor(t, "the sessions ended", func() (bool, string) {
+		keys, err := lab.Sessions(ctx)
+		return err == nil && len(keys) == 0, fmt.Sprintf("sessions %v (%v)", keys, err)
+	})
+
+	sessions = connected(1)
+	lab.ResetCalls()
+	if ender := endSessionsOnExit(sessions, true); ender != 0 {
+		t.Fatalf("under a debugger a session ender (pid %d) was started", ender)
+	}
+	if keys, err := lab.Sessions(ctx); err != nil || len(keys) != 0 || lab.Calls()["Logout"] != 1 {
+		t.Fatalf("under a debugger, after the plugin's end: sessions %v (%v), %d Logout calls; want it logged out",
+			keys, err, lab.Calls()["Logout"])
+	}
+}
+
+// TestSessionEnderRefusesWhatItCannotRead: a session ender given anything
+// but the JSON of session ends exits with status 2, calling nobody.
+func TestSessionEnderRefusesWhatItCannotRead(t *testing.T) {
+	for _, in := range []string{"", "not json", `{"server": "vc"}`} {
+		if got := runSessionEnder(strings.NewReader(in)); got != 2 {
+			t.Errorf("runSessionEnder(%q) = %d, want 2", in, got)
+		}
+	}
+	if got := runSessionEnder(strings.NewReader("[]")); got != 0 {
+		t.Errorf("runSessionEnder([]) = %d, want 0: nothing to end", got)
+	}
+}
+
+// waitFor waits until ok says so, failing the test with its last word after
+// a minute: a bound for a broken run, not a timing the verdict rests on.
+func waitFor(t *testing.T, what string, ok func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		done, state := ok()
+		if done {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waiting for %s: still %s", what, state)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 

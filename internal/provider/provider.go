@@ -76,16 +76,16 @@ func New(version string) func() provider.Provider {
 	}
 }
 
-// NewWithLogout returns the provider factory that main serves, and a function
-// that logs out every vCenter session its providers opened, for main to call
-// when Terraform stops the plugin. The framework offers no hook for that:
+// NewWithSessions returns the provider factory that main serves, and the
+// vCenter clients its providers open, for main to end their sessions when
+// Terraform stops the plugin. The framework offers no hook for that:
 // StopProvider only cancels the requests in flight (the framework does it),
 // and the process's end is when serving returns.
-func NewWithLogout(version string) (factory func() provider.Provider, logout func(context.Context) error) {
+func NewWithSessions(version string) (factory func() provider.Provider, sessions *vsphere.Clients) {
 	clients := &vsphere.Clients{}
 	return func() provider.Provider {
 		return &vspherehpcProvider{version: version, clients: clients}
-	}, clients.LogoutAll
+	}, clients
 }
 
 func (p *vspherehpcProvider) Metadata(_ context.Context, _ provider.MetadataRequest, resp *provider.MetadataResponse) {

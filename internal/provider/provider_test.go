@@ -26,6 +26,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vsphere"
 )
 
 func TestProviderSchemas(t *testing.T) {
@@ -270,17 +271,17 @@ data "vspherehpc_host" "h" {
 	<-terminated
 }
 
-// TestAccProvider_logoutOnStop: the function main calls once Terraform has
-// stopped the plugin logs out every session the provider's instances opened
-// over a run of several terraform commands, and a provider used again
-// afterwards logs in again. TestTerraformStopLogsOut (main_test.go) runs the
+// TestAccProvider_logoutOnStop: what main does once Terraform has stopped
+// the plugin (hand the sessions over, and the session ender logs them out)
+// ends every session the provider's instances opened over a run of several
+// terraform commands, and a provider used again afterwards logs in again. TestTerraformStopLogsOut (main_test.go) runs the
 // same path through a real plugin process.
 func TestAccProvider_logoutOnStop(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
 	simulatedOnly(t, lab, "counts Logout calls, and needs a vCenter without sessions of others")
 	ctx := context.Background()
-	factory, logout := NewWithLogout("test")
+	factory, sessions := NewWithSessions("test")
 	factories := map[string]func() (tfprotov6.ProviderServer, error){
 		"vspherehpc": providerserver.NewProtocol6WithError(factory()),
 	}
@@ -301,8 +302,12 @@ func TestAccProvider_logoutOnStop(t *testing.T) {
 	}
 	stop, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
 	defer cancel()
-	if err := logout(stop); err != nil {
-		t.Fatalf("logging out: %v", err)
+	ends, err := sessions.HandOff(stop)
+	if err != nil || len(ends) != len(open) || lab.Calls()["Logout"] != 0 {
+		t.Fatalf("handing over: %d sessions, %v, %d Logout calls; want the %d open ones, with no call", len(ends), err, lab.Calls()["Logout"], len(open))
+	}
+	if err := vsphere.EndSessions(stop, ends); err != nil {
+		t.Fatalf("ending the sessions handed over: %v", err)
 	}
 	if left, err := lab.Sessions(ctx); err != nil || len(left) != 0 {
 		t.Fatalf("sessions after logout: %v, %v; want none", left, err)
@@ -328,7 +333,7 @@ func TestAccProvider_persistSession(t *testing.T) {
 	simulatedOnly(t, lab, "counts Login calls and sessions")
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "sessions")
-	factory, logout := NewWithLogout("test")
+	factory, sessions := NewWithSessions("test")
 	config := fmt.Sprintf(`
 provider "vspherehpc" {
   vsphere_server  = %q
@@ -375,8 +380,8 @@ data "vspherehpc_host" "h" {
 	})
 	stop, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
 	defer cancel()
-	if err := logout(stop); err != nil {
-		t.Fatalf("logging out: %v", err)
+	if ends, err := sessions.HandOff(stop); err != nil || len(ends) != 0 {
+		t.Fatalf("handing over: %d sessions (%v), want none: the kept one is the next command's", len(ends), err)
 	}
 	if keys, err := lab.Sessions(ctx); err != nil || len(keys) != 1 || lab.Calls()["Logout"] != 0 {
 		t.Fatalf("after the plugin's end: sessions %v (%v), Logout calls %d; want the one kept session, not logged out",

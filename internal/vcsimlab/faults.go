@@ -3,6 +3,7 @@ package vcsimlab
 import (
 	"context"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/vmware/govmomi/property"
@@ -31,20 +32,20 @@ type taskFault struct {
 	fault          types.BaseMethodFault
 }
 
-// intercept counts the call and takes the delay and faults that apply to it.
-// Calls of the lab's own client are exempt.
-func (l *Lab) intercept(ctx *simulator.Context, m *simulator.Method) (time.Duration, types.BaseMethodFault, types.BaseMethodFault) {
+// intercept counts the call and takes the delay, the hold and the faults
+// that apply to it. Calls of the lab's own client are exempt.
+func (l *Lab) intercept(ctx *simulator.Context, m *simulator.Method) (time.Duration, <-chan struct{}, types.BaseMethodFault, types.BaseMethodFault) {
 	l.mu.Lock()
 	if ctx.Session != nil && ctx.Session.Key == l.adminKey {
 		l.mu.Unlock()
-		return 0, nil, nil
+		return 0, nil, nil, nil
 	}
 	l.calls[m.Name]++
-	delay := l.delays[m.Name] + l.latency
+	delay, hold := l.delays[m.Name]+l.latency, l.holds[m.Name]
 	faulty := len(l.callFaults) > 0 || len(l.taskFaults) > 0
 	l.mu.Unlock()
 	if !faulty {
-		return delay, nil, nil
+		return delay, hold, nil, nil
 	}
 
 	// Outside l.mu: objectName takes the object's lock.
@@ -61,16 +62,16 @@ func (l *Lab) intercept(ctx *simulator.Context, m *simulator.Method) (time.Durat
 			if f.remaining <= 0 {
 				l.callFaults = append(l.callFaults[:i], l.callFaults[i+1:]...)
 			}
-			return delay, f.fault, nil
+			return delay, hold, f.fault, nil
 		}
 	}
 	for i, f := range l.taskFaults {
 		if f.method == m.Name && f.object == name {
 			l.taskFaults = append(l.taskFaults[:i], l.taskFaults[i+1:]...)
-			return delay, nil, f.fault
+			return delay, hold, nil, f.fault
 		}
 	}
-	return delay, nil, nil
+	return delay, hold, nil, nil
 }
 
 // objectName is the name of the entity ref points at, or its moref value for
@@ -160,6 +161,30 @@ func (l *Lab) Delay(method string, d time.Duration) {
 		return
 	}
 	l.delays[method] = d
+}
+
+// Hold makes every call of method wait, once counted, until release is
+// called: a test can see what a client does while a call of its is in
+// flight, with no clock involved. release may be called more than once.
+func (l *Lab) Hold(method string) (release func()) {
+	if l.simulatorOnly("Hold") {
+		return func() {}
+	}
+	held := make(chan struct{})
+	l.mu.Lock()
+	l.holds[method] = held
+	l.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			l.mu.Lock()
+			if l.holds[method] == held {
+				delete(l.holds, method)
+			}
+			l.mu.Unlock()
+			close(held)
+		})
+	}
 }
 
 // SetLatency changes Options.Latency from now on: a test can build a large

@@ -115,6 +115,42 @@ func TestDelayIsPerLab(t *testing.T) {
 	}
 }
 
+// Hold keeps the calls of one method waiting, once counted, until release;
+// other calls, and the lab's own client, go through meanwhile.
+func TestHold(t *testing.T) {
+	t.Parallel()
+	l := newLab(t)
+	l.ResetCalls()
+	release := l.Hold("ReconfigVM_Task")
+	defer release()
+	done := make(chan error, 1)
+	go func() {
+		_, err := l.vm("hpc-node-0").Reconfigure(context.Background(), types.VirtualMachineConfigSpec{Annotation: "held"})
+		done <- err
+	}()
+	for l.Calls()["ReconfigVM_Task"] == 0 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	var vm mo.VirtualMachine
+	retrieve(t, l.c, vmRef(l.Lab, "hpc-node-0"), []string{"config.annotation"}, &vm)
+	if vm.Config != nil && vm.Config.Annotation == "held" {
+		t.Fatal("the held reconfiguration ran before its release")
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("the held call returned before its release: %v", err)
+	default:
+	}
+	release()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	release() // a second release does nothing
+	if _, err := l.vm("hpc-node-1").Reconfigure(context.Background(), types.VirtualMachineConfigSpec{Annotation: "x"}); err != nil {
+		t.Fatalf("a call after the release: %v", err)
+	}
+}
+
 // SetLatency delays every client call from then on, as Options.Latency does.
 func TestSetLatency(t *testing.T) {
 	t.Parallel()

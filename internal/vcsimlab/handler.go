@@ -78,9 +78,12 @@ func requireSession(_ *extension, ctx *simulator.Context, m *simulator.Method) t
 // counts the call, applies injected delays and faults, runs the pre-hook of
 // the method, and routes the methods the lab implements to the extension.
 func (l *Lab) handle(ctx *simulator.Context, m *simulator.Method) (mo.Reference, types.BaseMethodFault) {
-	delay, callF, taskF := l.intercept(ctx, m)
+	delay, hold, callF, taskF := l.intercept(ctx, m)
 	if delay > 0 {
 		time.Sleep(delay)
+	}
+	if hold != nil {
+		<-hold
 	}
 	if callF != nil {
 		return nil, callF

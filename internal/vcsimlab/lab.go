@@ -278,8 +278,8 @@
 // Options.Latency delays every request as a real vCenter's round trip would:
 // SOAP calls to /sdk, and the REST, vAPI and storage policy endpoints too
 // (countRequests), each counted by Calls.
-// Tests inject faults and delays with FailTaskOnce, FailCall, Delay and
-// TerminateSessions, and count calls with Calls. The lab's own client
+// Tests inject faults and delays with FailTaskOnce, FailCall, FailRead,
+// Delay, Hold and TerminateSessions, and count calls with Calls. The lab's own client
 // (Client) is exempt from all of them.
 //
 // # Files
@@ -359,6 +359,7 @@ type Lab struct {
 	mu         sync.Mutex
 	calls      map[string]int
 	delays     map[string]time.Duration
+	holds      map[string]chan struct{} // see Hold
 	latency    time.Duration
 	callFaults []*callFault
 	taskFaults []*taskFault
@@ -409,6 +410,7 @@ func Start(ctx context.Context, opts Options) (*Lab, error) {
 		Password: opts.Password,
 		calls:    map[string]int{},
 		delays:   map[string]time.Duration{},
+		holds:    map[string]chan struct{}{},
 		latency:  opts.Latency,
 	}
 

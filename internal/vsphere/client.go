@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"strings"
@@ -58,6 +59,7 @@ type Client struct {
 	vim        *vim25.Client // nil until connected
 	connecting chan struct{} // closed when the connection attempt in flight ends
 	lastErr    error         // the error of the last attempt
+	trusted    Trust         // how the connection trusts vCenter, for HandOff; set before vim
 	fatal      error         // a failure that retrying cannot fix, e.g. a rejected password
 
 	loginMu   sync.Mutex
@@ -238,23 +240,56 @@ func pinThumbprint(cfg *tls.Config, thumbprint string) {
 	}
 }
 
-func (c *Client) connect(ctx context.Context) (*vim25.Client, error) {
-	ctx, cancel := c.withTimeout(ctx)
-	defer cancel()
-	u := &url.URL{Scheme: "https", Host: c.cfg.Server, Path: vim25.Path}
-	sc := soap.NewClient(u, c.cfg.AllowUnverifiedSSL)
+// newSOAPClient is a client of server's SDK endpoint that trusts its
+// certificate as trust says.
+func newSOAPClient(server, userAgent string, trust Trust) *soap.Client {
+	sc := soap.NewClient(&url.URL{Scheme: "https", Host: server, Path: vim25.Path}, trust.AllowUnverifiedSSL)
 	// Set before any call, as vim25.NewClient would set the first two: the
 	// login goes out while the service content is read, and both calls
 	// read them.
-	sc.Namespace, sc.Version, sc.UserAgent = "urn:"+vim25.Namespace, vim25.Version, c.userAgent()
+	sc.Namespace, sc.Version, sc.UserAgent = "urn:"+vim25.Namespace, vim25.Version, userAgent
 	switch {
-	case c.cfg.Thumbprint != "":
-		pinThumbprint(sc.DefaultTransport().TLSClientConfig, c.cfg.Thumbprint)
-	case c.cfg.CAFile != "":
-		if err := sc.SetRootCAs(c.cfg.CAFile); err != nil {
-			return nil, &ConnectError{Op: "connecting to vCenter " + c.cfg.Server, Kind: ErrUntrustedCert, Server: c.cfg.Server, CAFile: c.cfg.CAFile, Cause: err}
-		}
+	case trust.Thumbprint != "":
+		pinThumbprint(sc.DefaultTransport().TLSClientConfig, trust.Thumbprint)
+	case trust.CAPEM != "":
+		pool := x509.NewCertPool()
+		pool.AppendCertsFromPEM([]byte(trust.CAPEM))
+		sc.DefaultTransport().TLSClientConfig.RootCAs = pool
 	}
+	return sc
+}
+
+// Trust is how a client trusts vCenter's certificate: by the CAs of a PEM
+// bundle, by a pinned thumbprint, or not at all.
+type Trust struct {
+	AllowUnverifiedSSL bool   `json:"allow_unverified_ssl,omitempty"`
+	CAPEM              string `json:"ca_pem,omitempty"`
+	Thumbprint         string `json:"thumbprint,omitempty"`
+}
+
+// trust reads the configuration's CA bundle, if it names one.
+func (c *Client) trust() (Trust, error) {
+	t := Trust{AllowUnverifiedSSL: c.cfg.AllowUnverifiedSSL, Thumbprint: c.cfg.Thumbprint}
+	if t.Thumbprint == "" && c.cfg.CAFile != "" {
+		pem, err := caBundle(c.cfg.CAFile)
+		if err != nil {
+			return t, &ConnectError{Op: "connecting to vCenter " + c.cfg.Server, Kind: ErrUntrustedCert, Server: c.cfg.Server, CAFile: c.cfg.CAFile, Cause: err}
+		}
+		t.CAPEM = string(pem)
+	}
+	return t, nil
+}
+
+func (c *Client) connect(ctx context.Context) (*vim25.Client, error) {
+	ctx, cancel := c.withTimeout(ctx)
+	defer cancel()
+	trust, err := c.trust()
+	if err != nil {
+		return nil, err
+	}
+	c.trusted = trust
+	sc := newSOAPClient(c.cfg.Server, c.userAgent(), trust)
+	u := sc.URL()
 	sc.Client.Transport = &bodyTracer{next: sc.Client.Transport, log: c.log}
 
 	rt := &sessionRoundTripper{next: keepalive.NewHandlerSOAP(sc, keepAliveIdle, nil), client: c}
@@ -394,8 +429,21 @@ func (c *Client) loginAfterLogout(ctx context.Context, vc *vim25.Client) error {
 // A kept session (Config.SessionDir) is left for the next process; one
 // that could not be kept is logged out.
 func (c *Client) Logout(ctx context.Context) error {
+	vc, err := c.sessionToEnd(ctx)
+	if vc == nil {
+		return err
+	}
+	defer c.loginMu.Unlock()
+	return c.logoutLocked(ctx, vc)
+}
+
+// sessionToEnd returns, with loginMu held, the connection whose session
+// the process should end; nil when there is none: never connected, logged
+// out, or kept for the next process (Config.SessionDir). A connection in
+// progress is waited for, as long as ctx lets.
+func (c *Client) sessionToEnd(ctx context.Context) (*vim25.Client, error) {
 	if !c.Configured() {
-		return nil
+		return nil, nil
 	}
 	c.connMu.Lock()
 	vc, connecting := c.vim, c.connecting
@@ -404,22 +452,27 @@ func (c *Client) Logout(ctx context.Context) error {
 		select {
 		case <-connecting:
 		case <-ctx.Done():
-			return ctx.Err()
+			return nil, ctx.Err()
 		}
 		c.connMu.Lock()
 		vc = c.vim
 		c.connMu.Unlock()
 	}
 	if vc == nil || vc.ServiceContent.SessionManager == nil {
-		return nil
+		return nil, nil
 	}
 	c.loginMu.Lock()
-	defer c.loginMu.Unlock()
 	// Asked once the connection in flight has ended, which may have kept
 	// its session.
 	if c.loggedOut || c.sessionKept.Load() {
-		return nil
+		c.loginMu.Unlock()
+		return nil, nil
 	}
+	return vc, nil
+}
+
+// logoutLocked logs vc's session out; loginMu is held.
+func (c *Client) logoutLocked(ctx context.Context, vc *vim25.Client) error {
 	_, err := methods.Logout(ctx, vc, &types.Logout{This: *vc.ServiceContent.SessionManager})
 	if err != nil && !fault.Is(err, &types.NotAuthenticated{}) { // NotAuthenticated: already gone
 		return translate("logging out of vCenter "+vc.URL().Host, err)
@@ -614,12 +667,24 @@ func sessionScoped(method string, req soap.HasFault) bool {
 // ReadCAFile checks that a CA bundle exists and holds at least one PEM
 // certificate, so a bad path is reported at configuration time.
 func ReadCAFile(path string) error {
-	pem, err := os.ReadFile(path)
-	if err != nil {
-		return err
+	_, err := caBundle(path)
+	return err
+}
+
+// caBundle reads a CA bundle: a PEM file, or a list of them joined by the
+// system's path list separator, as govmomi's SetRootCAs takes it; each must
+// hold a certificate.
+func caBundle(paths string) ([]byte, error) {
+	var all []byte
+	for _, name := range filepath.SplitList(paths) {
+		pem, err := os.ReadFile(filepath.Clean(name))
+		if err != nil {
+			return nil, err
+		}
+		if !x509.NewCertPool().AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("%s holds no PEM certificate", name)
+		}
+		all = append(append(all, pem...), '\n')
 	}
-	if !x509.NewCertPool().AppendCertsFromPEM(pem) {
-		return fmt.Errorf("%s holds no PEM certificate", path)
-	}
-	return nil
+	return all, nil
 }

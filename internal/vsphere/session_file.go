@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net/http"
 	"os"
 	"path/filepath"
 	"time"
@@ -167,7 +166,7 @@ const maxSessionFile = 1 << 20
 
 // resume is a client of the kept session: no call made.
 func resume(sc *soap.Client, rt soap.RoundTripper, kept *keptSession) *vim25.Client {
-	sc.Jar.SetCookies(sc.URL(), []*http.Cookie{{Name: soap.SessionCookieName, Value: kept.Cookie, Path: "/"}})
+	setSessionCookie(sc, kept.Cookie)
 	return &vim25.Client{Client: sc, RoundTripper: rt, ServiceContent: kept.ServiceContent}
 }
 

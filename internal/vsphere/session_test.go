@@ -319,15 +319,12 @@ func TestLogoutAllIsBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	all.Add(slow)
-	lab.Delay("Logout", 2*time.Second)
+	release := lab.Hold("Logout") // vCenter does not answer until the end of the test
+	defer release()
 	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 	defer cancel()
-	start := time.Now()
 	if err := all.LogoutAll(short); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("LogoutAll against a silent vCenter: %v, want the deadline", err)
-	}
-	if took := time.Since(start); took > time.Second {
-		t.Fatalf("LogoutAll took %v past a 200ms bound", took)
 	}
 }
 
