@@ -150,5 +150,17 @@ lab_signal() {
   grep "$2" "$tmp/lab.log" | tail -n 1 | sed 's/^vcsimlab: [0-9/]* [0-9:]* //'
 }
 
+# wait_session_enders waits for the processes the provider leaves to log its sessions out once Terraform has
+# stopped it (`-end-sessions`, bounded at 30 s), so that their Logout counts with the command that logged in.
+wait_session_enders() {
+  for _ in $(seq 1 300); do
+    pgrep -f -- "$tmp/providers/terraform-provider-vspherehpc -end-sessions" >/dev/null || return 0
+    sleep 0.1
+  done
+}
+
 # lab_report prints the SOAP calls made since the previous report ("N SOAP calls: Login=1 ..."), then resets.
-lab_report() { lab_signal USR1 'SOAP calls: '; }
+lab_report() {
+  wait_session_enders
+  lab_signal USR1 'SOAP calls: '
+}

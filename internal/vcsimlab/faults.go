@@ -1,8 +1,10 @@
 package vcsimlab
 
 import (
+	"cmp"
 	"context"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -203,9 +205,11 @@ func (l *Lab) SetLatency(d time.Duration) {
 // policy service's SOAP endpoint, file transfers), by "METHOD /path": a
 // client that uses them pays the round trips a real vCenter charges.
 // /sdk's SOAP calls are counted by method, and delayed, in handle.
+// Each request's answer time (see AnswerTimes) is taken here too.
 func (l *Lab) countRequests(next http.Handler) http.Handler {
 	sdk := l.model.Map().Path
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
 		if r.URL.Path != sdk {
 			l.mu.Lock()
 			l.calls[r.Method+" "+r.URL.Path]++
@@ -216,7 +220,29 @@ func (l *Lab) countRequests(next http.Handler) http.Handler {
 			}
 		}
 		next.ServeHTTP(w, r)
+		cookie, _ := r.Cookie(soap.SessionCookieName)
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if cookie == nil || cookie.Value != l.adminKey {
+			l.answers = append(l.answers, time.Since(start))
+		}
 	})
+}
+
+// AnswerTimes returns how long the lab took to answer each request since
+// Start or ResetCalls, longest first, from the request's arrival to the
+// last byte of its answer written: the latency, the work and the encoding
+// of a round trip, all but what the network adds. The lab's own client's
+// are not there.
+func (l *Lab) AnswerTimes() []time.Duration {
+	if l.simulatorOnly("AnswerTimes") {
+		return nil
+	}
+	l.mu.Lock()
+	out := slices.Clone(l.answers)
+	l.mu.Unlock()
+	slices.SortFunc(out, func(a, b time.Duration) int { return cmp.Compare(b, a) })
+	return out
 }
 
 // Calls returns the calls seen since Start or ResetCalls: SOAP calls to
@@ -235,7 +261,7 @@ func (l *Lab) Calls() map[string]int {
 	return out
 }
 
-// ResetCalls clears the call counts.
+// ResetCalls clears the call counts and the answer times.
 func (l *Lab) ResetCalls() {
 	if l.simulatorOnly("ResetCalls") {
 		return
@@ -243,6 +269,7 @@ func (l *Lab) ResetCalls() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.calls = map[string]int{}
+	l.answers = nil
 }
 
 // Sessions returns the keys of the sessions open on the lab, except the

@@ -151,6 +151,30 @@ func TestHold(t *testing.T) {
 	}
 }
 
+// AnswerTimes has one entry per request of other clients, longest first,
+// each at least the latency the lab adds; ResetCalls clears them.
+func TestAnswerTimes(t *testing.T) {
+	t.Parallel()
+	l := newLab(t)
+	const d = 30 * time.Millisecond
+	l.ResetCalls()
+	l.SetLatency(d)
+	l.Delay("RetrievePropertiesEx", d) // the second read waits twice as long
+	var vm mo.VirtualMachine
+	retrieve(t, l.c, vmRef(l.Lab, "hpc-node-0"), []string{"name"}, &vm)
+	l.Delay("RetrievePropertiesEx", 0)
+	retrieve(t, l.c, vmRef(l.Lab, "hpc-node-1"), []string{"name"}, &vm)
+	retrieve(t, l.Client(), vmRef(l.Lab, "hpc-node-1"), []string{"name"}, &vm) // the lab's own: not there
+	got := l.AnswerTimes()
+	if len(got) != 2 || got[0] < 2*d || got[1] < d || got[0] < got[1] {
+		t.Fatalf("AnswerTimes = %v, want two, longest first, at least %v and %v", got, 2*d, d)
+	}
+	l.ResetCalls()
+	if got := l.AnswerTimes(); len(got) != 0 {
+		t.Fatalf("AnswerTimes after ResetCalls = %v", got)
+	}
+}
+
 // SetLatency delays every client call from then on, as Options.Latency does.
 func TestSetLatency(t *testing.T) {
 	t.Parallel()

@@ -360,6 +360,7 @@ type Lab struct {
 	calls      map[string]int
 	delays     map[string]time.Duration
 	holds      map[string]chan struct{} // see Hold
+	answers    []time.Duration          // see AnswerTimes
 	latency    time.Duration
 	callFaults []*callFault
 	taskFaults []*taskFault

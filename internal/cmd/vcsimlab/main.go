@@ -21,6 +21,7 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
@@ -105,7 +106,7 @@ func run(ctx context.Context, args []string, report <-chan os.Signal, stdout, st
 				logger.Print(reboot(ctx, lab))
 				continue
 			}
-			logger.Print(callReport(lab.Calls()))
+			logger.Print(callReport(lab.Calls(), lab.AnswerTimes()))
 			lab.ResetCalls()
 		}
 	}
@@ -136,8 +137,11 @@ func reboot(ctx context.Context, lab *vcsimlab.Lab) string {
 	return "reboot: hosts " + strings.Join(lab.HostNames(), ", ") + " rebooted"
 }
 
-// callReport is "N SOAP calls: Login=1 RetrievePropertiesEx=12 ...".
-func callReport(calls map[string]int) string {
+// callReport is "N SOAP calls: Login=1 RetrievePropertiesEx=12 ...;
+// longest answers: 152 ms, 55 ms": the calls by method, and the two longest
+// answer times (longest first), to tell the round trips of a command that
+// makes a few calls from its own time.
+func callReport(calls map[string]int, answers []time.Duration) string {
 	methods := make([]string, 0, len(calls))
 	total := 0
 	for m, n := range calls {
@@ -145,7 +149,15 @@ func callReport(calls map[string]int) string {
 		total += n
 	}
 	sort.Strings(methods)
-	return fmt.Sprintf("%d SOAP calls: %s", total, strings.Join(methods, " "))
+	report := fmt.Sprintf("%d SOAP calls: %s", total, strings.Join(methods, " "))
+	if len(answers) > 0 {
+		longest := make([]string, 0, 2)
+		for _, d := range answers[:min(2, len(answers))] {
+			longest = append(longest, fmt.Sprintf("%d ms", d.Milliseconds()))
+		}
+		report += "; longest answers: " + strings.Join(longest, ", ")
+	}
+	return report
 }
 
 // exports are shell export lines for the vSphere provider, this provider's

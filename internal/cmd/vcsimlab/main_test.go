@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -136,8 +137,8 @@ func TestRunWritesEnvFileAndServes(t *testing.T) {
 			t.Fatalf("no call report; stderr: %s", stderr.String())
 		}
 	}
-	if !strings.Contains(stderr.String(), "2 SOAP calls: Login=1 RetrieveServiceContent=1") {
-		t.Errorf("call report: %s, want the login and service content", stderr.String())
+	if !regexp.MustCompile(`2 SOAP calls: Login=1 RetrieveServiceContent=1; longest answers: \d+ ms, \d+ ms`).MatchString(stderr.String()) {
+		t.Errorf("call report: %s, want the login and service content, and their answer times", stderr.String())
 	}
 
 	// The vSphere provider's other endpoints take the same credentials: the
