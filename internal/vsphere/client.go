@@ -59,7 +59,7 @@ type Client struct {
 	vim        *vim25.Client // nil until connected
 	connecting chan struct{} // closed when the connection attempt in flight ends
 	lastErr    error         // the error of the last attempt
-	trusted    Trust         // how the connection trusts vCenter, for HandOff; set before vim
+	trusted    Trust         // how vim trusts vCenter, for HandOff
 	fatal      error         // a failure that retrying cannot fix, e.g. a rejected password
 
 	loginMu   sync.Mutex
@@ -147,9 +147,13 @@ func (c *Client) vimClient(ctx context.Context) (*vim25.Client, error) {
 			done := make(chan struct{})
 			c.connecting = done
 			c.connMu.Unlock()
-			vc, err := c.connect(ctx)
+			trust, err := c.readTrust()
+			var vc *vim25.Client
+			if err == nil {
+				vc, err = c.connect(ctx, trust)
+			}
 			c.connMu.Lock()
-			c.vim, c.lastErr, c.connecting = vc, err, nil
+			c.vim, c.trusted, c.lastErr, c.connecting = vc, trust, err, nil
 			if errors.Is(err, ErrLogin) || errors.Is(err, ErrUntrustedCert) {
 				c.fatal = err
 			}
@@ -267,8 +271,8 @@ type Trust struct {
 	Thumbprint         string `json:"thumbprint,omitempty"`
 }
 
-// trust reads the configuration's CA bundle, if it names one.
-func (c *Client) trust() (Trust, error) {
+// readTrust reads the configuration's CA bundle, if it names one.
+func (c *Client) readTrust() (Trust, error) {
 	t := Trust{AllowUnverifiedSSL: c.cfg.AllowUnverifiedSSL, Thumbprint: c.cfg.Thumbprint}
 	if t.Thumbprint == "" && c.cfg.CAFile != "" {
 		pem, err := caBundle(c.cfg.CAFile)
@@ -280,14 +284,9 @@ func (c *Client) trust() (Trust, error) {
 	return t, nil
 }
 
-func (c *Client) connect(ctx context.Context) (*vim25.Client, error) {
+func (c *Client) connect(ctx context.Context, trust Trust) (*vim25.Client, error) {
 	ctx, cancel := c.withTimeout(ctx)
 	defer cancel()
-	trust, err := c.trust()
-	if err != nil {
-		return nil, err
-	}
-	c.trusted = trust
 	sc := newSOAPClient(c.cfg.Server, c.userAgent(), trust)
 	u := sc.URL()
 	sc.Client.Transport = &bodyTracer{next: sc.Client.Transport, log: c.log}
@@ -429,46 +428,42 @@ func (c *Client) loginAfterLogout(ctx context.Context, vc *vim25.Client) error {
 // A kept session (Config.SessionDir) is left for the next process; one
 // that could not be kept is logged out.
 func (c *Client) Logout(ctx context.Context) error {
-	vc, err := c.sessionToEnd(ctx)
-	if vc == nil {
-		return err
-	}
-	defer c.loginMu.Unlock()
-	return c.logoutLocked(ctx, vc)
+	return c.endSession(ctx, func(vc *vim25.Client, _ Trust) error { return c.logoutLocked(ctx, vc) })
 }
 
-// sessionToEnd returns, with loginMu held, the connection whose session
-// the process should end; nil when there is none: never connected, logged
-// out, or kept for the next process (Config.SessionDir). A connection in
-// progress is waited for, as long as ctx lets.
-func (c *Client) sessionToEnd(ctx context.Context) (*vim25.Client, error) {
+// endSession runs end, under loginMu, on the connection whose session the
+// process should end, with how it trusts vCenter; not when there is none:
+// never connected, logged out, or kept for the next process
+// (Config.SessionDir). A connection in progress is waited for, as long as
+// ctx lets.
+func (c *Client) endSession(ctx context.Context, end func(vc *vim25.Client, trust Trust) error) error {
 	if !c.Configured() {
-		return nil, nil
+		return nil
 	}
 	c.connMu.Lock()
-	vc, connecting := c.vim, c.connecting
+	connecting := c.connecting
 	c.connMu.Unlock()
 	if connecting != nil {
 		select {
 		case <-connecting:
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return ctx.Err()
 		}
-		c.connMu.Lock()
-		vc = c.vim
-		c.connMu.Unlock()
 	}
+	c.connMu.Lock()
+	vc, trust := c.vim, c.trusted
+	c.connMu.Unlock()
 	if vc == nil || vc.ServiceContent.SessionManager == nil {
-		return nil, nil
+		return nil
 	}
 	c.loginMu.Lock()
+	defer c.loginMu.Unlock()
 	// Asked once the connection in flight has ended, which may have kept
 	// its session.
 	if c.loggedOut || c.sessionKept.Load() {
-		c.loginMu.Unlock()
-		return nil, nil
+		return nil
 	}
-	return vc, nil
+	return end(vc, trust)
 }
 
 // logoutLocked logs vc's session out; loginMu is held.
@@ -483,13 +478,13 @@ func (c *Client) logoutLocked(ctx context.Context, vc *vim25.Client) error {
 }
 
 // Clients are the clients of one provider process, kept so that the process
-// can log them all out when Terraform stops it.
+// can end their sessions when Terraform stops it.
 type Clients struct {
 	mu   sync.Mutex
 	list []*Client
 }
 
-// Add keeps c for LogoutAll.
+// Add keeps c for LogoutAll and HandOff.
 func (cs *Clients) Add(c *Client) {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
@@ -499,23 +494,42 @@ func (cs *Clients) Add(c *Client) {
 // LogoutAll logs every client out at once and returns when all are done or
 // ctx ends, so a slow or unreachable vCenter cannot hold up the exit.
 func (cs *Clients) LogoutAll(ctx context.Context) error {
+	_, err := cs.each(ctx, func(c *Client) (*SessionEnd, error) { return nil, c.Logout(ctx) })
+	return err
+}
+
+// each runs do on every client at once, and returns what those done when
+// ctx ends returned, with ctx's error if any was not done: a client waiting
+// for a login in flight (which holds it whatever ctx says) holds up nobody.
+func (cs *Clients) each(ctx context.Context, do func(c *Client) (*SessionEnd, error)) ([]SessionEnd, error) {
 	cs.mu.Lock()
 	list := append([]*Client(nil), cs.list...)
 	cs.mu.Unlock()
-	errs := make(chan error, len(list))
-	for _, c := range list {
-		go func() { errs <- c.Logout(ctx) }()
+	type result struct {
+		end *SessionEnd
+		err error
 	}
-	var all []error
+	results := make(chan result, len(list))
+	for _, c := range list {
+		go func() {
+			end, err := do(c)
+			results <- result{end, err}
+		}()
+	}
+	var ends []SessionEnd
+	var errs []error
 	for range list {
 		select {
-		case err := <-errs:
-			all = append(all, err)
+		case r := <-results:
+			if r.end != nil {
+				ends = append(ends, *r.end)
+			}
+			errs = append(errs, r.err)
 		case <-ctx.Done():
-			return ctx.Err()
+			return ends, errors.Join(append(errs, ctx.Err())...)
 		}
 	}
-	return errors.Join(all...)
+	return ends, errors.Join(errs...)
 }
 
 func (c *Client) generation() uint64 {

@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/vmware/govmomi/fault"
+	"github.com/vmware/govmomi/vim25"
 	"github.com/vmware/govmomi/vim25/methods"
 	"github.com/vmware/govmomi/vim25/soap"
 	"github.com/vmware/govmomi/vim25/types"
@@ -30,42 +31,35 @@ type SessionEnd struct {
 	Cookie         string                       `json:"cookie"`
 }
 
+// String names the session's vCenter, not its cookie.
+func (e SessionEnd) String() string { return "vCenter session on " + e.Server }
+
 // HandOff gives the client's session up for another process to log out
 // (EndSessions); nil when there is none to end (never connected, logged
 // out, or kept for the next process). A session that cannot be handed over
-// is logged out here. The client logs in again if it is used after.
+// is logged out here. The client forgets the session's cookie: used again,
+// it logs in to a session of its own.
 func (c *Client) HandOff(ctx context.Context) (*SessionEnd, error) {
-	vc, err := c.sessionToEnd(ctx)
-	if vc == nil {
-		return nil, err
-	}
-	defer c.loginMu.Unlock()
-	cookie := vc.SessionCookie()
-	if cookie == nil {
-		return nil, c.logoutLocked(ctx, vc)
-	}
-	c.loggedOut = true
-	c.log.Debug(ctx, "Handed the vCenter session over to be logged out", map[string]any{"server": c.cfg.Server, "user": c.cfg.User})
-	return &SessionEnd{Server: c.cfg.Server, UserAgent: c.userAgent(), Trust: c.trusted,
-		SessionManager: *vc.ServiceContent.SessionManager, Cookie: cookie.Value}, nil
+	var handed *SessionEnd
+	err := c.endSession(ctx, func(vc *vim25.Client, trust Trust) error {
+		cookie := vc.SessionCookie()
+		if cookie == nil {
+			return c.logoutLocked(ctx, vc)
+		}
+		handed = &SessionEnd{Server: c.cfg.Server, UserAgent: c.userAgent(), Trust: trust,
+			SessionManager: *vc.ServiceContent.SessionManager, Cookie: cookie.Value}
+		vc.Jar.SetCookies(vc.URL(), []*http.Cookie{{Name: soap.SessionCookieName, Path: "/", MaxAge: -1}})
+		c.loggedOut = true
+		c.log.Debug(ctx, "Handed the vCenter session over to be logged out", map[string]any{"server": c.cfg.Server, "user": c.cfg.User})
+		return nil
+	})
+	return handed, err
 }
 
-// HandOff hands every client's session over (Client.HandOff), one after
-// the other: that takes no call unless one cannot be handed over.
+// HandOff hands every client's session over (Client.HandOff), all at once,
+// and returns those handed over when ctx ends.
 func (cs *Clients) HandOff(ctx context.Context) ([]SessionEnd, error) {
-	cs.mu.Lock()
-	list := append([]*Client(nil), cs.list...)
-	cs.mu.Unlock()
-	var ends []SessionEnd
-	var errs []error
-	for _, c := range list {
-		end, err := c.HandOff(ctx)
-		if end != nil {
-			ends = append(ends, *end)
-		}
-		errs = append(errs, err)
-	}
-	return ends, errors.Join(errs...)
+	return cs.each(ctx, func(c *Client) (*SessionEnd, error) { return c.HandOff(ctx) })
 }
 
 // EndSessions logs out the sessions another process handed over, all at

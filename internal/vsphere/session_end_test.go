@@ -2,12 +2,21 @@ package vsphere
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
+	"fmt"
+	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
@@ -79,22 +88,26 @@ func TestHandOffEndsTheSessionElsewhere(t *testing.T) {
 			if err := json.Unmarshal(b, &carried); err != nil {
 				t.Fatal(err)
 			}
+			handed, err := lab.Sessions(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The client works on after handing its session over, in a
+			// session of its own that the session ender does not end.
+			if _, err := client.DatacenterByName(ctx, ""); err != nil {
+				t.Fatalf("call after HandOff: %v", err)
+			}
 			if err := EndSessions(ctx, carried); err != nil {
 				t.Fatalf("EndSessions: %v", err)
 			}
-			if keys, err := lab.Sessions(ctx); err != nil || len(keys) != 0 || lab.Calls()["Logout"] != before+1 {
-				t.Fatalf("after EndSessions: sessions %v (%v), Logout calls %d; want none left, with one call", keys, err, lab.Calls()["Logout"]-before)
+			left, err := lab.Sessions(ctx)
+			if err != nil || len(left) != 1 || left[0] == handed[0] || lab.Calls()["Logout"] != before+1 {
+				t.Fatalf("after EndSessions: sessions %v (%v), Logout calls %d; want the handed session %s ended with one call, and the client's new one open",
+					left, err, lab.Calls()["Logout"]-before, handed[0])
 			}
 			// Ended twice (the ender and a fallback): vCenter's NotAuthenticated is no error.
 			if err := EndSessions(ctx, carried); err != nil {
 				t.Fatalf("EndSessions of an ended session: %v", err)
-			}
-			// The client works on after handing its session over, with a new one.
-			if _, err := client.DatacenterByName(ctx, ""); err != nil {
-				t.Fatalf("call after HandOff: %v", err)
-			}
-			if keys, _ := lab.Sessions(ctx); len(keys) != 1 {
-				t.Fatalf("sessions after reuse: %v, want a new one", keys)
 			}
 			if err := client.Logout(ctx); err != nil {
 				t.Fatal(err)
@@ -137,6 +150,9 @@ func TestHandOffAll(t *testing.T) {
 	if strings.Contains(string(b), lab.Password) {
 		t.Fatal("the session ends carry the password")
 	}
+	if shown := fmt.Sprintf("%v %+v %s", ends[0], ends, ends[0]); strings.Contains(shown, ends[0].Cookie) || !strings.Contains(shown, lab.URL.Host) {
+		t.Fatalf("a session end printed shows %q: want its vCenter, never its cookie", shown)
+	}
 	if err := EndSessions(ctx, ends); err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +183,29 @@ func TestEndSessionsReportsAnUntrustedVCenter(t *testing.T) {
 	if !errors.As(err, &mismatch) || lab.Calls()["Logout"] != before {
 		t.Fatalf("EndSessions with the wrong thumbprint: %v, %d calls; want the mismatch and no call", err, lab.Calls()["Logout"]-before)
 	}
+	foreign := *end
+	foreign.Trust = Trust{CAPEM: selfSignedPEM(t)} // a CA that did not sign the lab's certificate
+	if err := EndSessions(ctx, []SessionEnd{foreign}); err == nil || lab.Calls()["Logout"] != before {
+		t.Fatalf("EndSessions trusting another CA: %v, %d calls; want the certificate refused and no call", err, lab.Calls()["Logout"]-before)
+	}
 	if err := EndSessions(ctx, []SessionEnd{*end}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// selfSignedPEM is a new self-signed CA certificate, as PEM.
+func selfSignedPEM(t *testing.T) string {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "another CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
 }

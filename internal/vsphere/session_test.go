@@ -291,8 +291,9 @@ func TestLogoutWaitsForALoginInProgress(t *testing.T) {
 	}
 }
 
-// TestLogoutAllIsBounded: clients log out together, and a vCenter that does
-// not answer cannot hold LogoutAll past its context.
+// TestLogoutAllIsBounded: clients log out together, and a client stuck
+// behind a login in flight (which holds it whatever the context says) holds
+// up neither the others nor LogoutAll and HandOff past their context.
 func TestLogoutAllIsBounded(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
@@ -314,17 +315,52 @@ func TestLogoutAllIsBounded(t *testing.T) {
 		t.Fatalf("sessions after LogoutAll = %v, want none", keys)
 	}
 
-	slow := labClient(lab)
-	if _, err := slow.DatacenterByName(ctx, ""); err != nil {
-		t.Fatal(err)
+	var some Clients
+	for _, stuck := range []bool{false, true} {
+		c := labClient(lab)
+		if _, err := c.DatacenterByName(ctx, ""); err != nil {
+			t.Fatal(err)
+		}
+		some.Add(c)
+		if !stuck {
+			continue
+		}
+		// Its session ends on vCenter; its next call logs in again, and
+		// vCenter holds that login until the end of the test.
+		if err := lab.TerminateSessions(ctx); err != nil {
+			t.Fatal(err)
+		}
+		logins := lab.Calls()["Login"]
+		release := lab.Hold("Login")
+		defer release()
+		go func() { _, _ = c.DatacenterByName(ctx, "") }()
+		for lab.Calls()["Login"] == logins {
+			time.Sleep(5 * time.Millisecond)
+		}
 	}
-	all.Add(slow)
-	release := lab.Hold("Logout") // vCenter does not answer until the end of the test
-	defer release()
-	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
-	defer cancel()
-	if err := all.LogoutAll(short); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("LogoutAll against a silent vCenter: %v, want the deadline", err)
+	type outcome struct {
+		ends []SessionEnd
+		err  error
+	}
+	within := func(what string, do func(context.Context) outcome) outcome {
+		t.Helper()
+		short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		defer cancel()
+		done := make(chan outcome, 1)
+		go func() { done <- do(short) }()
+		select {
+		case o := <-done:
+			return o
+		case <-time.After(time.Minute):
+			t.Fatalf("%s waited for the login in flight past its context", what)
+			return outcome{}
+		}
+	}
+	if o := within("HandOff", func(ctx context.Context) outcome { ends, err := some.HandOff(ctx); return outcome{ends, err} }); !errors.Is(o.err, context.DeadlineExceeded) || len(o.ends) != 1 {
+		t.Fatalf("HandOff with a client stuck behind a login: %v, %v; want the other client's session and the deadline", o.ends, o.err)
+	}
+	if o := within("LogoutAll", func(ctx context.Context) outcome { return outcome{err: some.LogoutAll(ctx)} }); !errors.Is(o.err, context.DeadlineExceeded) {
+		t.Fatalf("LogoutAll with a client stuck behind a login: %v, want the deadline", o.err)
 	}
 }
 
