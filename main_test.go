@@ -79,34 +79,63 @@ data "vspherehpc_datacenter" "dc" {}
 		}
 	}
 
+	// vCenter holds the logout: terraform must not wait for it.
+	release := lab.Hold("Logout")
+	defer release()
+	tfLog := filepath.Join(dir, "terraform.log")
 	plan := exec.Command(tf, "plan", "-input=false", "-no-color")
 	plan.Dir = work
 	plan.Env = append(os.Environ(),
 		"TF_CLI_CONFIG_FILE="+filepath.Join(dir, "dev.tfrc"), "CHECKPOINT_DISABLE=1", "TF_IN_AUTOMATION=1",
-		"VSPHERE_PASSWORD="+lab.Password)
+		"VSPHERE_PASSWORD="+lab.Password, "TF_LOG=debug", "TF_LOG_PATH="+tfLog)
 	if out, err := plan.CombinedOutput(); err != nil {
 		t.Fatalf("terraform plan: %v\n%s", err, out)
 	}
 
 	calls := lab.Calls()
-	if calls["Login"] == 0 || calls["RetrievePropertiesEx"] == 0 {
-		t.Fatalf("calls %v: the plan did not log in and read, so this test proves nothing", calls)
+	if calls["Login"] != 1 || calls["RetrievePropertiesEx"] == 0 {
+		t.Fatalf("calls %v: the plan did not log in once and read, so this test proves nothing", calls)
 	}
-	// terraform exits once its plugins have; their session ender may still
-	// be at work.
+	logged, err := os.ReadFile(tfLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(logged), "handed 1 vCenter session(s) to process") {
+		t.Fatalf("terraform's log does not show the plugin handing its session over; it logged out itself, or not at all:\n%s",
+			grepLines(string(logged), "vCenter"))
+	}
+	if strings.Contains(string(logged), lab.Password) {
+		t.Fatal("terraform's debug log holds the password")
+	}
+	// terraform has exited while vCenter held the logout; the session
+	// ender's logout reaches it and ends the session once answered.
+	waitFor(t, "the session ender's logout", func() (bool, string) {
+		n := lab.Calls()["Logout"]
+		return n == 1, fmt.Sprintf("%d Logout calls", n)
+	})
+	release()
 	waitFor(t, "every session logged out after terraform exited", func() (bool, string) {
 		keys, err := lab.Sessions(ctx)
-		calls := lab.Calls()
-		return err == nil && len(keys) == 0 && calls["Logout"] == calls["Login"],
-			fmt.Sprintf("%d session(s) open (%v), %d login(s), %d logout(s)", len(keys), err, calls["Login"], calls["Logout"])
+		return err == nil && len(keys) == 0, fmt.Sprintf("%d session(s) open (%v)", len(keys), err)
 	})
+}
+
+// grepLines is the lines of text that contain s.
+func grepLines(text, s string) string {
+	var out []string
+	for _, line := range strings.Split(text, "\n") {
+		if strings.Contains(line, s) {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 // TestMain makes the test binary a session ender when started as one, as
 // the provider's binary is: endSessionsOnExit starts os.Executable().
 func TestMain(m *testing.M) {
 	if len(os.Args) == 2 && os.Args[1] == "-"+endSessionsFlag {
-		os.Exit(runSessionEnder(os.Stdin))
+		os.Exit(runSessionEnder(os.Stdin, os.Stdout))
 	}
 	os.Exit(m.Run())
 }
@@ -169,12 +198,41 @@ func TestSessionsEndAfterThePlugin(t *testing.T) {
 // but the JSON of session ends exits with status 2, calling nobody.
 func TestSessionEnderRefusesWhatItCannotRead(t *testing.T) {
 	for _, in := range []string{"", "not json", `{"server": "vc"}`} {
-		if got := runSessionEnder(strings.NewReader(in)); got != 2 {
-			t.Errorf("runSessionEnder(%q) = %d, want 2", in, got)
+		var ack strings.Builder
+		if got := runSessionEnder(strings.NewReader(in), &ack); got != 2 || ack.Len() != 0 {
+			t.Errorf("runSessionEnder(%q) = %d, acknowledged %q; want 2 and no acknowledgement", in, got, ack.String())
 		}
 	}
-	if got := runSessionEnder(strings.NewReader("[]")); got != 0 {
-		t.Errorf("runSessionEnder([]) = %d, want 0: nothing to end", got)
+	var ack strings.Builder
+	if got := runSessionEnder(strings.NewReader("[]"), &ack); got != 0 || ack.String() != "\n" {
+		t.Errorf("runSessionEnder([]) = %d, acknowledged %q; want 0 (nothing to end), acknowledged", got, ack.String())
+	}
+}
+
+// TestSessionEnderMustTakeTheSessions: a binary that does not say it read
+// the sessions (one that does not know -end-sessions, now at the plugin's
+// path) is no session ender: the plugin logs out itself.
+func TestSessionEnderMustTakeTheSessions(t *testing.T) {
+	other, err := exec.LookPath("true")
+	if err != nil {
+		t.Fatalf("no true on PATH: %v", err)
+	}
+	ends := []vsphere.SessionEnd{{Server: "vc.example.com", Cookie: "secret"}}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if pid, err := startSessionEnder(ctx, other, ends); err == nil {
+		t.Fatalf("%s took the sessions as process %d, want an error", other, pid)
+	}
+}
+
+// TestEnderEnv: the session ender keeps what reaching vCenter takes of the
+// environment, and none of the credentials.
+func TestEnderEnv(t *testing.T) {
+	got := enderEnv([]string{"VSPHERE_PASSWORD=secret", "VSPHERE_USER=admin", "TF_LOG=debug", "HOME=/root",
+		"https_proxy=http://proxy:3128", "NO_PROXY=.lab", "SSL_CERT_FILE=/etc/ca.pem", "SystemRoot=C:\\Windows"})
+	want := []string{"https_proxy=http://proxy:3128", "NO_PROXY=.lab", "SSL_CERT_FILE=/etc/ca.pem", "SystemRoot=C:\\Windows"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("enderEnv = %q, want %q", got, want)
 	}
 }
 

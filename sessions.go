@@ -4,10 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log"
 	"os"
 	"os/exec"
+	"runtime"
+	"strings"
 	"time"
 
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vsphere"
@@ -19,8 +22,8 @@ import (
 // #2331). Terraform waits for a plugin to exit before it goes on
 // (go-plugin's Kill), so a logout there would cost every command that used
 // vCenter one more round trip. The plugin hands its sessions to a process
-// of the same binary (-end-sessions) and exits; that process logs them out
-// while Terraform goes on.
+// of the same binary (-end-sessions) and exits once that process has read
+// them; it logs them out while Terraform goes on.
 
 // endSessionsFlag runs the binary as the process that ends the sessions
 // another handed over, as JSON on standard input.
@@ -37,13 +40,15 @@ const stopTimeout = 1500 * time.Millisecond
 const enderTimeout = 30 * time.Second
 
 // endSessionsOnExit hands the sessions over to a session ender, and
-// returns its process id; or logs them out itself, and returns 0, under a
-// debugger (-debug: Serve returned on an interrupt, and nobody waits) or
-// when the ender cannot start.
+// returns its process id; or logs them out itself, and returns 0: under a
+// debugger (-debug: Serve returned on an interrupt, and nobody waits), when
+// Terraform is the first process of its PID namespace (a container's entry
+// point: when it exits, every process left in the container is killed, the
+// ender too), or when the ender cannot start.
 func endSessionsOnExit(sessions *vsphere.Clients, debug bool) (ender int) {
 	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
 	defer cancel()
-	if debug {
+	if debug || os.Getppid() == 1 {
 		logError("logging out of vCenter", sessions.LogoutAll(ctx))
 		return 0
 	}
@@ -52,48 +57,110 @@ func endSessionsOnExit(sessions *vsphere.Clients, debug bool) (ender int) {
 	if len(ends) == 0 {
 		return 0
 	}
-	exe, err := os.Executable()
+	exe, err := enderExecutable()
 	if err == nil {
-		ender, err = startSessionEnder(exe, ends)
+		ender, err = startSessionEnder(ctx, exe, ends)
 	}
 	if err != nil {
 		logError("starting the process that logs out of vCenter; logging out now", err)
-		logError("logging out of vCenter", vsphere.EndSessions(ctx, ends))
+		fallback, cancel := context.WithTimeout(context.Background(), stopTimeout)
+		defer cancel()
+		logError("logging out of vCenter", vsphere.EndSessions(fallback, ends))
+		return 0
 	}
+	log.Printf("handed %d vCenter session(s) to process %d, which logs them out", len(ends), ender)
 	return ender
+}
+
+// enderExecutable is the running binary: on Linux /proc/self/exe, which is
+// it even when its file has been replaced or removed since it started.
+func enderExecutable() (string, error) {
+	if runtime.GOOS == "linux" {
+		return "/proc/self/exe", nil
+	}
+	return os.Executable()
 }
 
 // startSessionEnder starts exe as a session ender for ends, in a session
 // of its own (no terminal's interrupt reaches it), and returns its process
-// id once they are written to it, without waiting for it.
-func startSessionEnder(exe string, ends []vsphere.SessionEnd) (int, error) {
-	r, w, err := os.Pipe()
+// id once it has said it read them all (a binary that does not know
+// -end-sessions never says so), without waiting for the logouts. ctx
+// bounds the wait; the ender is killed when it ends first.
+func startSessionEnder(ctx context.Context, exe string, ends []vsphere.SessionEnd) (int, error) {
+	stdin, toEnder, err := os.Pipe()
 	if err != nil {
+		return 0, err
+	}
+	fromEnder, stdout, err := os.Pipe()
+	if err != nil {
+		stdin.Close()
+		toEnder.Close()
 		return 0, err
 	}
 	cmd := exec.Command(exe, "-"+endSessionsFlag)
-	cmd.Stdin = r // standard output and error: the null device
+	if name, err := os.Executable(); err == nil {
+		cmd.Args[0] = name // what ps shows, rather than /proc/self/exe
+	}
+	cmd.Stdin, cmd.Stdout = stdin, stdout // standard error: the null device
+	cmd.Env = enderEnv(os.Environ())
 	cmd.SysProcAttr = detached()
 	err = cmd.Start()
-	r.Close()
+	stdin.Close()
+	stdout.Close()
 	if err != nil {
-		w.Close()
+		toEnder.Close()
+		fromEnder.Close()
 		return 0, err
 	}
-	pid := cmd.Process.Pid
-	if err := errors.Join(json.NewEncoder(w).Encode(ends), w.Close()); err != nil {
-		// It has not read them all: it logs out none, and the caller does.
+	taken := make(chan error, 1)
+	go func() {
+		err := errors.Join(json.NewEncoder(toEnder).Encode(ends), toEnder.Close())
+		if err == nil {
+			var ack [1]byte
+			if _, rerr := io.ReadFull(fromEnder, ack[:]); rerr != nil {
+				err = fmt.Errorf("the session ender did not take the sessions: %w", rerr)
+			}
+		}
+		taken <- err
+	}()
+	select {
+	case err = <-taken:
+	case <-ctx.Done():
+		err = fmt.Errorf("the session ender did not take the sessions: %w", ctx.Err())
+	}
+	toEnder.Close()
+	fromEnder.Close()
+	if err != nil {
 		_ = cmd.Process.Kill()
 		return 0, err
 	}
-	return pid, cmd.Process.Release()
+	return cmd.Process.Pid, cmd.Process.Release()
 }
 
-// runSessionEnder logs out the sessions read from in: the exit status of
-// a session ender.
-func runSessionEnder(in io.Reader) int {
+// enderEnv is what a session ender keeps of the plugin's environment: what
+// reaching vCenter takes (proxies, the system's CA locations, Windows' own
+// variables), not the credentials the plugin was given.
+func enderEnv(environ []string) []string {
+	var keep []string
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		switch strings.ToUpper(name) {
+		case "HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "SSL_CERT_FILE", "SSL_CERT_DIR",
+			"SYSTEMROOT", "WINDIR", "TMP", "TEMP", "TMPDIR":
+			keep = append(keep, kv)
+		}
+	}
+	return keep
+}
+
+// runSessionEnder logs out the sessions read from in, once it has said on
+// ack that it read them: the exit status of a session ender.
+func runSessionEnder(in io.Reader, ack io.Writer) int {
 	var ends []vsphere.SessionEnd
 	if err := json.NewDecoder(in).Decode(&ends); err != nil {
+		return 2
+	}
+	if _, err := ack.Write([]byte{'\n'}); err != nil {
 		return 2
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), enderTimeout)

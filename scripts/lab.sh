@@ -153,8 +153,10 @@ lab_signal() {
 # wait_session_enders waits for the processes the provider leaves to log its sessions out once Terraform has
 # stopped it (`-end-sessions`, bounded at 30 s), so that their Logout counts with the command that logged in.
 wait_session_enders() {
-  for _ in $(seq 1 300); do
-    pgrep -f -- "$tmp/providers/terraform-provider-vspherehpc -end-sessions" >/dev/null || return 0
+  local ender
+  ender="$(realpath "$tmp")/providers/terraform-provider-vspherehpc -end-sessions" # as os.Executable names it
+  for _ in $(seq 1 350); do
+    pgrep -f -x -- "$ender" >/dev/null || return 0
     sleep 0.1
   done
 }
