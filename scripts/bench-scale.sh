@@ -326,7 +326,10 @@ printf '\nmedians: refresh %.2f s, floor %.2f s (%d objects refreshed with no I/
 printf 'refresh: %.2f x the floor, %.2f s above it; the floor x 1.15 plus two round trips is %.2f s\n' \
   "$(echo "$refresh / $floor_s" | bc -l)" "$(echo "$refresh - $floor_s" | bc -l)" "$(echo "$floor_s * 1.15 + 2 * $rtt" | bc -l)"
 # A round trip is the latency and what the server takes to answer: the lab's two longest answers of a refresh (the
-# login and the read) are its round trips as the lab served them, its own work included.
+# read of every VM, and the login or one of the calls beside it: the service content's read, the logout after the
+# plugin, each one latency long) are its round trips as the lab served them, its own work included. This holds for a
+# refresh that makes its calls one round trip after another, as this fleet's does; calls at once would be counted
+# as two.
 answers=$(median <<<"${answered[refresh]}")
 printf 'the floor x 1.15 plus the refresh'"'"'s two longest answers of the lab (%.3f s in all, its work included) is %.2f s\n' \
   "$answers" "$(echo "$floor_s * 1.15 + $answers" | bc -l)"

@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/url"
 	"os"
-	"path/filepath"
 	"reflect"
 	"regexp"
 	"strings"
@@ -685,20 +684,14 @@ func ReadCAFile(path string) error {
 	return err
 }
 
-// caBundle reads a CA bundle: a PEM file, or a list of them joined by the
-// system's path list separator, as govmomi's SetRootCAs takes it; each must
-// hold a certificate.
-func caBundle(paths string) ([]byte, error) {
-	var all []byte
-	for _, name := range filepath.SplitList(paths) {
-		pem, err := os.ReadFile(filepath.Clean(name))
-		if err != nil {
-			return nil, err
-		}
-		if !x509.NewCertPool().AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("%s holds no PEM certificate", name)
-		}
-		all = append(append(all, pem...), '\n')
+// caBundle reads a CA bundle: a PEM file of one or more certificates.
+func caBundle(path string) ([]byte, error) {
+	pem, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
 	}
-	return all, nil
+	if !x509.NewCertPool().AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("%s holds no PEM certificate", path)
+	}
+	return pem, nil
 }
