@@ -79,33 +79,61 @@ data "vspherehpc_datacenter" "dc" {}
 		}
 	}
 
+	// plan runs terraform plan (after the command prefix), logging at debug
+	// level, and returns the log.
+	plan := func(prefix ...string) string {
+		t.Helper()
+		lab.ResetCalls()
+		tfLog := filepath.Join(t.TempDir(), "terraform.log")
+		args := append(prefix, tf, "plan", "-input=false", "-no-color")
+		cmd := exec.Command(args[0], args[1:]...)
+		cmd.Dir = work
+		cmd.Env = append(os.Environ(),
+			"TF_CLI_CONFIG_FILE="+filepath.Join(dir, "dev.tfrc"), "CHECKPOINT_DISABLE=1", "TF_IN_AUTOMATION=1",
+			"VSPHERE_PASSWORD="+lab.Password, "TF_LOG=debug", "TF_LOG_PATH="+tfLog)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("terraform plan: %v\n%s", err, out)
+		}
+		if calls := lab.Calls(); calls["Login"] != 1 || calls["RetrievePropertiesEx"] == 0 {
+			t.Fatalf("calls %v: the plan did not log in once and read, so this test proves nothing", calls)
+		}
+		logged, err := os.ReadFile(tfLog)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(logged), lab.Password) {
+			t.Fatal("terraform's debug log holds the password")
+		}
+		return string(logged)
+	}
+
+	// Terraform as the first process of a PID namespace, as in a container
+	// of the hashicorp/terraform image: its exit kills every process left,
+	// so the plugin logs out itself before it exits.
+	t.Run("terraform is PID 1", func(t *testing.T) {
+		unshare, err := exec.LookPath("unshare")
+		if err != nil || os.Geteuid() != 0 {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("CI runs this as root with util-linux's unshare: %v (uid %d)", err, os.Geteuid())
+			}
+			t.Skip("needs root and unshare for a PID namespace")
+		}
+		logged := plan(unshare, "--pid", "--fork", "--mount-proc")
+		if strings.Contains(logged, "vCenter session(s) to process") {
+			t.Fatalf("the plugin handed its session over with terraform as PID 1:\n%s", grepLines(logged, "vCenter"))
+		}
+		if keys, err := lab.Sessions(ctx); err != nil || len(keys) != 0 || lab.Calls()["Logout"] != 1 {
+			t.Fatalf("after terraform exited: sessions %v (%v), %d Logout calls; want it logged out before", keys, err, lab.Calls()["Logout"])
+		}
+	})
+
 	// vCenter holds the logout: terraform must not wait for it.
 	release := lab.Hold("Logout")
 	defer release()
-	tfLog := filepath.Join(dir, "terraform.log")
-	plan := exec.Command(tf, "plan", "-input=false", "-no-color")
-	plan.Dir = work
-	plan.Env = append(os.Environ(),
-		"TF_CLI_CONFIG_FILE="+filepath.Join(dir, "dev.tfrc"), "CHECKPOINT_DISABLE=1", "TF_IN_AUTOMATION=1",
-		"VSPHERE_PASSWORD="+lab.Password, "TF_LOG=debug", "TF_LOG_PATH="+tfLog)
-	if out, err := plan.CombinedOutput(); err != nil {
-		t.Fatalf("terraform plan: %v\n%s", err, out)
-	}
-
-	calls := lab.Calls()
-	if calls["Login"] != 1 || calls["RetrievePropertiesEx"] == 0 {
-		t.Fatalf("calls %v: the plan did not log in once and read, so this test proves nothing", calls)
-	}
-	logged, err := os.ReadFile(tfLog)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(logged), "handed 1 vCenter session(s) to process") {
+	logged := plan()
+	if !strings.Contains(logged, "handed 1 vCenter session(s) to process") {
 		t.Fatalf("terraform's log does not show the plugin handing its session over; it logged out itself, or not at all:\n%s",
-			grepLines(string(logged), "vCenter"))
-	}
-	if strings.Contains(string(logged), lab.Password) {
-		t.Fatal("terraform's debug log holds the password")
+			grepLines(logged, "vCenter"))
 	}
 	// terraform has exited while vCenter held the logout; the session
 	// ender's logout reaches it and ends the session once answered.
