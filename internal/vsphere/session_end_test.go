@@ -123,14 +123,7 @@ func TestHandOffAll(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
 	ctx := context.Background()
-	var all Clients
-	for range 2 {
-		c := labClient(lab)
-		if _, err := c.DatacenterByName(ctx, ""); err != nil {
-			t.Fatal(err)
-		}
-		all.Add(c)
-	}
+	all := connectedClients(t, lab, 2)
 	kept := labClient(lab, func(cfg *Config) { cfg.SessionDir = filepath.Join(t.TempDir(), "sessions") })
 	if _, err := kept.DatacenterByName(ctx, ""); err != nil {
 		t.Fatal(err)

@@ -291,6 +291,20 @@ func TestLogoutWaitsForALoginInProgress(t *testing.T) {
 	}
 }
 
+// connectedClients are n clients of lab, each with a session.
+func connectedClients(t *testing.T, lab *vcsimlab.Lab, n int) *Clients {
+	t.Helper()
+	var all Clients
+	for range n {
+		c := labClient(lab)
+		if _, err := c.DatacenterByName(context.Background(), ""); err != nil {
+			t.Fatal(err)
+		}
+		all.Add(c)
+	}
+	return &all
+}
+
 // TestLogoutAllIsBounded: clients log out together, and a client stuck
 // behind a login in flight (which holds it whatever the context says) holds
 // up neither the others nor LogoutAll and HandOff past their context.
@@ -298,14 +312,7 @@ func TestLogoutAllIsBounded(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
 	ctx := context.Background()
-	var all Clients
-	for range 3 {
-		c := labClient(lab)
-		if _, err := c.DatacenterByName(ctx, ""); err != nil {
-			t.Fatal(err)
-		}
-		all.Add(c)
-	}
+	all := connectedClients(t, lab, 3)
 	all.Add(labClient(lab)) // never connected
 	all.Add(New(Config{}))  // not configured
 	if err := all.LogoutAll(ctx); err != nil {
