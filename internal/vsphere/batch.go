@@ -343,6 +343,7 @@ func retrieveMerged(ctx context.Context, vc *vim25.Client, specs []types.Propert
 	}
 	out := make(map[types.ManagedObjectReference]types.ObjectContent, len(res.Returnval))
 	for _, oc := range res.Returnval {
+		oc = withoutAbsentKeys(oc)
 		have, ok := out[oc.Obj]
 		if !ok {
 			out[oc.Obj] = oc

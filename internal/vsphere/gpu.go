@@ -93,11 +93,17 @@ type GPUMMIO struct {
 	ExtraConfig map[string]string
 }
 
-var gpuMMIOProps = []string{"name", "config.uuid", "config.firmware", "config.extraConfig", "config.hardware.device",
-	"config.memoryReservationLockedToMax", "runtime.powerState"}
+var gpuMMIOProps = slices.Concat([]string{"name", "config.uuid", "config.firmware", "config.hardware.device",
+	"config.memoryReservationLockedToMax", "runtime.powerState"}, mmioExtraConfig)
 
 // gpuChangeProps are what a GPU change reads beyond vmChangeProps.
-var gpuChangeProps = []string{"config.firmware", "config.extraConfig"}
+var gpuChangeProps = slices.Concat([]string{"config.firmware"}, mmioExtraConfig)
+
+// mmioExtraConfig reads the two MMIO keys of a VM's extraConfig by key, as
+// a host's option is read (see hostPVRDMAProps), not the whole of it: a
+// VM's extraConfig can run to tens of KB (cloud-init's guestinfo.userdata,
+// for one), read for every VM in a refresh.
+var mmioExtraConfig = []string{fmt.Sprintf("config.extraConfig[%q]", mmio.Use64bitMMIOKey), fmt.Sprintf("config.extraConfig[%q]", mmio.SizeGBKey)}
 
 // GPUMMIO reads a VM's GPU passthrough setup in one round trip (by managed
 // object id; a UUID adds its search).

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
 
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/mmio"
@@ -226,5 +227,32 @@ func TestApplyGPUMMIORefusesAGPUTakenSincePlan(t *testing.T) {
 	got, err := c.GPUMMIO(ctx, lab.VMUUID(vm))
 	if err != nil || len(got.Devices) != 0 || got.Firmware == "efi" {
 		t.Fatalf("after the refusal: %+v, %v; want the VM unchanged", got, err)
+	}
+}
+
+// TestAbsentMMIOKeysReadAsUnset: a VM without the MMIO keys, which vCenter
+// may answer for config.extraConfig["key"] with an InvalidProperty in the
+// missing set, reads as keys unset; another missing property still fails
+// the read.
+func TestAbsentMMIOKeysReadAsUnset(t *testing.T) {
+	ref := types.ManagedObjectReference{Type: "VirtualMachine", Value: "vm-42"}
+	missing := func(path string) types.MissingProperty {
+		return types.MissingProperty{Path: path, Fault: types.LocalizedMethodFault{Fault: &types.InvalidProperty{Name: path}}}
+	}
+	oc := types.ObjectContent{Obj: ref,
+		PropSet:    []types.DynamicProperty{{Name: "name", Val: "hpc-node-0"}, {Name: "config.firmware", Val: "efi"}},
+		MissingSet: []types.MissingProperty{missing(mmioExtraConfig[0]), missing(mmioExtraConfig[1])}}
+	var vm mo.VirtualMachine
+	if err := mo.LoadObjectContent([]types.ObjectContent{withoutAbsentKeys(oc)}, &vm); err != nil {
+		t.Fatalf("loading a VM without the MMIO keys: %v", err)
+	}
+	g := gpuMMIOFromMO(&vm)
+	if g.Use64bitMMIO || g.MMIOSizeGB != 0 || g.ExtraConfig[mmio.Use64bitMMIOKey] != "" || g.Firmware != "efi" {
+		t.Fatalf("a VM without the MMIO keys reads as %+v", g)
+	}
+
+	oc.MissingSet = append(oc.MissingSet, missing("config.hardware.device"))
+	if err := mo.LoadObjectContent([]types.ObjectContent{withoutAbsentKeys(oc)}, &vm); err == nil {
+		t.Fatal("a missing config.hardware.device was dropped with the absent keys")
 	}
 }

@@ -45,8 +45,8 @@ type inventory struct {
 
 // What each list reads of hosts and VMs.
 var (
-	listVMProps = []string{"name", "config.uuid", "config.firmware", "config.extraConfig", "config.hardware.device",
-		"config.memoryReservationLockedToMax", "runtime.powerState", "runtime.host"}
+	listVMProps = slices.Concat([]string{"name", "config.uuid", "config.firmware", "config.hardware.device",
+		"config.memoryReservationLockedToMax", "runtime.powerState", "runtime.host"}, mmioExtraConfig)
 )
 
 // readInventory reads a scope's hosts with hostProps, their VMs with

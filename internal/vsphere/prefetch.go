@@ -192,8 +192,8 @@ func (f *prefetch) object(ref types.ManagedObjectReference, dst any) bool {
 // first, so the calls a refresh makes do not depend on the order Terraform
 // reads in, and a VM with an adapter and a GPU setup is read once, not in
 // two calls one after the other (the GPU setups' reads arrive when the
-// adapters' are done). The price: every VM's extraConfig (a few KB) comes
-// along in a refresh that has no GPU setup. The environment browser (a
+// adapters' are done). The price: every VM's two MMIO keys of its
+// extraConfig come along in a refresh that has no GPU setup. The environment browser (a
 // reference) is there for an adapter's plan, which asks the VM's
 // configuration options through it.
 var vmRefreshProps = slices.Compact(slices.Sorted(slices.Values(slices.Concat(vmProps, gpuMMIOProps, []string{"environmentBrowser"}))))
@@ -294,7 +294,7 @@ func retrieveBounded(ctx context.Context, vc *vim25.Client, spec types.PropertyF
 	out := map[types.ManagedObjectReference]types.ObjectContent{}
 	for r := res.Returnval; r != nil; {
 		for _, oc := range r.Objects {
-			out[oc.Obj] = oc
+			out[oc.Obj] = withoutAbsentKeys(oc)
 		}
 		if len(out) > limit {
 			if r.Token != "" {

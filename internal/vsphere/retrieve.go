@@ -23,13 +23,32 @@ func retrieve(ctx context.Context, vc *vim25.Client, specs ...types.PropertyFilt
 	}
 	out := make([]any, 0, len(res.Returnval))
 	for _, oc := range res.Returnval {
-		obj, err := mo.ObjectContentToType(oc)
+		obj, err := mo.ObjectContentToType(withoutAbsentKeys(oc))
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, obj)
 	}
 	return out, nil
+}
+
+// withoutAbsentKeys drops from oc's missing properties the keyed paths
+// (config.extraConfig["key"]) that vCenter may report as InvalidProperty
+// when the object has no element of that key, where vcsim leaves them out:
+// either way the key reads as unset, not as a failed read.
+func withoutAbsentKeys(oc types.ObjectContent) types.ObjectContent {
+	if len(oc.MissingSet) == 0 {
+		return oc
+	}
+	kept := oc.MissingSet[:0:0]
+	for _, m := range oc.MissingSet {
+		if _, invalid := m.Fault.Fault.(*types.InvalidProperty); invalid && strings.HasSuffix(m.Path, "]") {
+			continue
+		}
+		kept = append(kept, m)
+	}
+	oc.MissingSet = kept
+	return oc
 }
 
 // folderTree selects everything below a folder, through nested folders.
