@@ -226,15 +226,26 @@ func TestSessionsEndAfterThePlugin(t *testing.T) {
 // but the JSON of session ends exits with status 2, calling nobody.
 func TestSessionEnderRefusesWhatItCannotRead(t *testing.T) {
 	for _, in := range []string{"", "not json", `{"server": "vc"}`} {
-		var ack strings.Builder
+		var ack ackBuffer
 		if got := runSessionEnder(strings.NewReader(in), &ack); got != 2 || ack.Len() != 0 {
 			t.Errorf("runSessionEnder(%q) = %d, acknowledged %q; want 2 and no acknowledgement", in, got, ack.String())
 		}
 	}
-	var ack strings.Builder
-	if got := runSessionEnder(strings.NewReader("[]"), &ack); got != 0 || ack.String() != "\n" {
-		t.Errorf("runSessionEnder([]) = %d, acknowledged %q; want 0 (nothing to end), acknowledged", got, ack.String())
+	var ack ackBuffer
+	if got := runSessionEnder(strings.NewReader("[]"), &ack); got != 0 || ack.String() != "\n" || !ack.closed {
+		t.Errorf("runSessionEnder([]) = %d, acknowledged %q (closed: %v); want 0 (nothing to end), acknowledged and closed", got, ack.String(), ack.closed)
 	}
+}
+
+// ackBuffer is a session ender's acknowledgement, as the plugin reads it.
+type ackBuffer struct {
+	strings.Builder
+	closed bool
+}
+
+func (a *ackBuffer) Close() error {
+	a.closed = true
+	return nil
 }
 
 // TestSessionEnderMustTakeTheSessions: a binary that does not say it read

@@ -31,8 +31,12 @@ const endSessionsFlag = "end-sessions"
 
 // stopTimeout bounds what the plugin does once Terraform is done with it:
 // go-plugin kills a plugin that has not exited 2 seconds after it was asked
-// to.
-const stopTimeout = 1500 * time.Millisecond
+// to. Handing the sessions over takes handOffTimeout of it at most, and a
+// logout when that fails the rest.
+const (
+	stopTimeout    = 1900 * time.Millisecond
+	handOffTimeout = 1500 * time.Millisecond
+)
 
 // enderTimeout bounds the session ender's logouts, so that an unreachable
 // vCenter does not keep it running: its sessions then end at vCenter's idle
@@ -46,12 +50,14 @@ const enderTimeout = 30 * time.Second
 // point: when it exits, every process left in the container is killed, the
 // ender too), or when the ender cannot start.
 func endSessionsOnExit(sessions *vsphere.Clients, debug bool) (ender int) {
-	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+	stop, cancel := context.WithTimeout(context.Background(), stopTimeout)
 	defer cancel()
 	if debug || os.Getppid() == 1 {
-		logError("logging out of vCenter", sessions.LogoutAll(ctx))
+		logError("logging out of vCenter", sessions.LogoutAll(stop))
 		return 0
 	}
+	ctx, cancelHandOff := context.WithTimeout(stop, handOffTimeout)
+	defer cancelHandOff()
 	ends, err := sessions.HandOff(ctx)
 	logError("handing the vCenter sessions over", err)
 	if len(ends) == 0 {
@@ -63,9 +69,7 @@ func endSessionsOnExit(sessions *vsphere.Clients, debug bool) (ender int) {
 	}
 	if err != nil {
 		logError("starting the process that logs out of vCenter; logging out now", err)
-		fallback, cancel := context.WithTimeout(context.Background(), stopTimeout)
-		defer cancel()
-		logError("logging out of vCenter", vsphere.EndSessions(fallback, ends))
+		logError("logging out of vCenter", vsphere.EndSessions(stop, ends))
 		return 0
 	}
 	log.Printf("handed %d vCenter session(s) to process %d, which logs them out", len(ends), ender)
@@ -154,8 +158,10 @@ func enderEnv(environ []string) []string {
 }
 
 // runSessionEnder logs out the sessions read from in, once it has said on
-// ack that it read them: the exit status of a session ender.
-func runSessionEnder(in io.Reader, ack io.Writer) int {
+// ack that it read them, and closed ack (the plugin stops reading it: a
+// write after would fail, not kill the ender with SIGPIPE): the exit
+// status of a session ender.
+func runSessionEnder(in io.Reader, ack io.WriteCloser) int {
 	var ends []vsphere.SessionEnd
 	if err := json.NewDecoder(in).Decode(&ends); err != nil {
 		return 2
@@ -163,6 +169,7 @@ func runSessionEnder(in io.Reader, ack io.Writer) int {
 	if _, err := ack.Write([]byte{'\n'}); err != nil {
 		return 2
 	}
+	_ = ack.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), enderTimeout)
 	defer cancel()
 	if vsphere.EndSessions(ctx, ends) != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -232,8 +233,8 @@ func TestApplyGPUMMIORefusesAGPUTakenSincePlan(t *testing.T) {
 
 // TestAbsentMMIOKeysReadAsUnset: a VM without the MMIO keys, which vCenter
 // may answer for config.extraConfig["key"] with an InvalidProperty in the
-// missing set, reads as keys unset; another missing property still fails
-// the read.
+// missing set, reads as keys unset, and a host without the PVRDMA option as
+// no vmknic; another missing property, keyed or not, still fails the read.
 func TestAbsentMMIOKeysReadAsUnset(t *testing.T) {
 	ref := types.ManagedObjectReference{Type: "VirtualMachine", Value: "vm-42"}
 	missing := func(path string) types.MissingProperty {
@@ -251,8 +252,93 @@ func TestAbsentMMIOKeysReadAsUnset(t *testing.T) {
 		t.Fatalf("a VM without the MMIO keys reads as %+v", g)
 	}
 
-	oc.MissingSet = append(oc.MissingSet, missing("config.hardware.device"))
-	if err := mo.LoadObjectContent([]types.ObjectContent{withoutAbsentKeys(oc)}, &vm); err == nil {
-		t.Fatal("a missing config.hardware.device was dropped with the absent keys")
+	for _, other := range []string{"config.hardware.device", `config.extraConfig["guestinfo.userdata"]`} {
+		oc := oc
+		oc.MissingSet = append(slices.Clone(oc.MissingSet), missing(other))
+		if err := mo.LoadObjectContent([]types.ObjectContent{withoutAbsentKeys(oc)}, &vm); err == nil {
+			t.Fatalf("a missing %s was dropped with the absent keys", other)
+		}
+	}
+
+	// A host before ESXi 6.5 has no Net.PVRDMAVmknic: no vmknic, not a failed read.
+	host := types.ObjectContent{Obj: types.ManagedObjectReference{Type: "HostSystem", Value: "host-7"},
+		PropSet: []types.DynamicProperty{{Name: "name", Val: "esx-old"}}, MissingSet: []types.MissingProperty{missing(pvrdmaVmknicPath)}}
+	var h mo.HostSystem
+	if err := mo.LoadObjectContent([]types.ObjectContent{withoutAbsentKeys(host)}, &h); err != nil || vmknicOf(&h) != "" {
+		t.Fatalf("a host without %s: %v, vmknic %q; want none, read", PVRDMAVmknicOption, err, vmknicOf(&h))
+	}
+}
+
+// TestMMIOKeysReadByKey: the two MMIO keys read by key come back as set,
+// each alone or both, beside a large guestinfo value the read leaves out,
+// in a read of one VM, a refresh's read of every VM and a list.
+func TestMMIOKeysReadByKey(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	ctx := context.Background()
+	vms := lab.VMNames()
+	set := map[string][2]string{ // use64bitMMIO, 64bitMMIOSizeGB
+		vms[0]: {"TRUE", "256"},
+		vms[1]: {"TRUE", ""},
+		vms[2]: {"", "128"},
+		vms[3]: {"", ""},
+	}
+	for name, keys := range set {
+		if err := lab.SetVMExtraConfig(ctx, name, "guestinfo.userdata", strings.Repeat("x", 4096)); err != nil {
+			t.Fatal(err)
+		}
+		for i, key := range []string{mmio.Use64bitMMIOKey, mmio.SizeGBKey} {
+			if keys[i] != "" {
+				if err := lab.SetVMExtraConfig(ctx, name, key, keys[i]); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	check := func(how string, g *GPUMMIO, name string) {
+		t.Helper()
+		want := set[name]
+		if g.ExtraConfig[mmio.Use64bitMMIOKey] != want[0] || g.ExtraConfig[mmio.SizeGBKey] != want[1] || len(g.ExtraConfig) != 2 {
+			t.Errorf("%s of %s: extraConfig %v, want %s=%q and %s=%q only", how, name, g.ExtraConfig, mmio.Use64bitMMIOKey, want[0], mmio.SizeGBKey, want[1])
+		}
+	}
+
+	c := labClient(lab)
+	for name := range set {
+		g, err := c.GPUMMIO(ctx, lab.VMID(name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		check("a read", g, name)
+	}
+	refresh := labClient(lab)
+	vc, err := refresh.vimClient(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := refresh.kindPrefetch(ctx, vc, "VirtualMachine", gpuMMIOProps)
+	if !f.wait(ctx) {
+		t.Fatalf("the refresh's read of every VM failed: %v", f.err)
+	}
+	for name := range set {
+		var vm mo.VirtualMachine
+		if !f.object(types.ManagedObjectReference{Type: "VirtualMachine", Value: lab.VMID(name)}, &vm) {
+			t.Fatalf("the read of every VM has no %s", name)
+		}
+		check("the read of every VM", gpuMMIOFromMO(&vm), name)
+	}
+	listed, err := c.ListGPUMMIO(ctx, Scope{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for _, g := range listed {
+		if _, ok := set[g.VM.Name]; ok {
+			check("a list", g.GPUMMIO, g.VM.Name)
+			seen++
+		}
+	}
+	if seen != 3 { // the fourth has no GPU setup
+		t.Errorf("the list of GPU setups has %d of %v, want the three with an MMIO key", seen, vms[:4])
 	}
 }

@@ -46,7 +46,10 @@ type HostPVRDMA struct {
 // where config.option would carry every advanced option, over a thousand on
 // a real host. configManager comes along, so that setting the host after
 // reading it needs no call for its managers (see hostConfigManager).
-var hostPVRDMAProps = []string{"name", "config.firewall", "config.network.vnic", fmt.Sprintf("config.option[%q]", PVRDMAVmknicOption), "configManager"}
+var hostPVRDMAProps = []string{"name", "config.firewall", "config.network.vnic", pvrdmaVmknicPath, "configManager"}
+
+// pvrdmaVmknicPath reads Net.PVRDMAVmknic alone of a host's options.
+var pvrdmaVmknicPath = fmt.Sprintf("config.option[%q]", PVRDMAVmknicOption)
 
 // HostPVRDMA reads a host's PVRDMA settings in one property-collector round
 // trip, shared with the reads of other hosts (a refresh's first one reads

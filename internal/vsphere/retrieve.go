@@ -32,17 +32,17 @@ func retrieve(ctx context.Context, vc *vim25.Client, specs ...types.PropertyFilt
 	return out, nil
 }
 
-// withoutAbsentKeys drops from oc's missing properties the keyed paths
-// (config.extraConfig["key"]) that vCenter may report as InvalidProperty
-// when the object has no element of that key, where vcsim leaves them out:
-// either way the key reads as unset, not as a failed read.
+// withoutAbsentKeys drops from oc's missing properties the keyed paths the
+// provider reads (absentKeyPaths) that vCenter may report as
+// InvalidProperty when the object has no element of that key, where vcsim
+// leaves them out: either way the key reads as unset, not as a failed read.
 func withoutAbsentKeys(oc types.ObjectContent) types.ObjectContent {
 	if len(oc.MissingSet) == 0 {
 		return oc
 	}
 	kept := oc.MissingSet[:0:0]
 	for _, m := range oc.MissingSet {
-		if _, invalid := m.Fault.Fault.(*types.InvalidProperty); invalid && strings.HasSuffix(m.Path, "]") {
+		if _, invalid := m.Fault.Fault.(*types.InvalidProperty); invalid && absentKeyPaths[m.Path] {
 			continue
 		}
 		kept = append(kept, m)
@@ -50,6 +50,10 @@ func withoutAbsentKeys(oc types.ObjectContent) types.ObjectContent {
 	oc.MissingSet = kept
 	return oc
 }
+
+// absentKeyPaths are the keyed paths whose element an object may lack: a
+// VM's MMIO keys, a host's PVRDMA option (before ESXi 6.5).
+var absentKeyPaths = map[string]bool{mmioExtraConfig[0]: true, mmioExtraConfig[1]: true, pvrdmaVmknicPath: true}
 
 // folderTree selects everything below a folder, through nested folders.
 func folderTree() *types.TraversalSpec {
