@@ -265,9 +265,9 @@ func newSOAPClient(server, userAgent string, trust Trust) *soap.Client {
 // Trust is how a client trusts vCenter's certificate: by the CAs of a PEM
 // bundle, by a pinned thumbprint, or not at all.
 type Trust struct {
-	AllowUnverifiedSSL bool   `json:"allow_unverified_ssl,omitempty"`
-	CAPEM              string `json:"ca_pem,omitempty"`
-	Thumbprint         string `json:"thumbprint,omitempty"`
+	AllowUnverifiedSSL bool
+	CAPEM              string
+	Thumbprint         string
 }
 
 // readTrust reads the configuration's CA bundle, if it names one.

@@ -24,11 +24,11 @@ import (
 // the session: it travels over a pipe only, never in a command line, the
 // environment or a log.
 type SessionEnd struct {
-	Server         string                       `json:"server"`
-	UserAgent      string                       `json:"user_agent"`
-	Trust          Trust                        `json:"trust"`
-	SessionManager types.ManagedObjectReference `json:"session_manager"`
-	Cookie         string                       `json:"cookie"`
+	Server         string
+	UserAgent      string
+	Trust          Trust
+	SessionManager types.ManagedObjectReference
+	Cookie         string
 }
 
 // String names the session's vCenter, not its cookie.
