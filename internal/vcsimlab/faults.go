@@ -103,15 +103,7 @@ func (l *Lab) FailTaskOnce(method, objectName string, fault types.BaseMethodFaul
 // FailCall makes the next count calls of method on the object named
 // objectName ("" for any object) fail with fault as a SOAP fault.
 func (l *Lab) FailCall(method, objectName string, fault types.BaseMethodFault, count int) {
-	if l.simulatorOnly("FailCall") {
-		return
-	}
-	if count <= 0 {
-		return
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.callFaults = append(l.callFaults, &callFault{method: method, object: objectName, fault: fault, remaining: count})
+	l.addCallFault("FailCall", &callFault{method: method, object: objectName, fault: fault, remaining: count})
 }
 
 // FailRead makes the next count property reads (RetrieveProperties,
@@ -120,15 +112,17 @@ func (l *Lab) FailCall(method, objectName string, fault types.BaseMethodFault, c
 // types go through: one read failing among others, as when vCenter is
 // briefly unreachable.
 func (l *Lab) FailRead(typ string, fault types.BaseMethodFault, count int) {
-	if l.simulatorOnly("FailRead") {
-		return
-	}
-	if count <= 0 {
+	l.addCallFault("FailRead", &callFault{object: typ, fault: fault, remaining: count, read: true})
+}
+
+// addCallFault keeps f for intercept, unless it fails no call.
+func (l *Lab) addCallFault(name string, f *callFault) {
+	if l.simulatorOnly(name) || f.remaining <= 0 {
 		return
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.callFaults = append(l.callFaults, &callFault{object: typ, fault: fault, remaining: count, read: true})
+	l.callFaults = append(l.callFaults, f)
 }
 
 // readsType reports whether m is a property read that asks for properties
