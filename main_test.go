@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime/debug"
 	"strings"
 	"testing"
@@ -131,8 +132,8 @@ data "vspherehpc_datacenter" "dc" {}
 	release := lab.Hold("Logout")
 	defer release()
 	logged := plan()
-	if !strings.Contains(logged, "handed 1 vCenter session(s) to process") {
-		t.Fatalf("terraform's log does not show the plugin handing its session over; it logged out itself, or not at all:\n%s",
+	if m := regexp.MustCompile(`handed 1 vCenter session\(s\) to process (-?\d+)`).FindStringSubmatch(logged); m == nil || m[1][0] == '-' || m[1] == "0" {
+		t.Fatalf("terraform's log does not show the plugin handing its session over to a process by its id; it logged out itself, or not at all, or logged no id:\n%s",
 			grepLines(logged, "vCenter"))
 	}
 	// terraform has exited while vCenter held the logout; the session
@@ -195,8 +196,8 @@ func TestSessionsEndAfterThePlugin(t *testing.T) {
 	lab.ResetCalls()
 	release := lab.Hold("Logout")
 	defer release()
-	if ender := endSessionsOnExit(sessions, false); ender == 0 {
-		t.Fatal("no session ender was started: the plugin logged out itself")
+	if ender := endSessionsOnExit(sessions, false); ender <= 0 {
+		t.Fatalf("no session ender was started (pid %d): the plugin logged out itself", ender)
 	}
 	waitFor(t, "the session ender's logouts reaching vCenter", func() (bool, string) {
 		n := lab.Calls()["Logout"]

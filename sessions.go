@@ -138,7 +138,8 @@ func startSessionEnder(ctx context.Context, exe string, ends []vsphere.SessionEn
 		_ = cmd.Process.Kill()
 		return 0, err
 	}
-	return cmd.Process.Pid, cmd.Process.Release()
+	pid := cmd.Process.Pid // Release sets it to -1
+	return pid, cmd.Process.Release()
 }
 
 // enderEnv is what a session ender keeps of the plugin's environment: what
