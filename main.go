@@ -33,7 +33,7 @@ func main() {
 		"log out the vCenter sessions a provider process hands over on standard input, as it does when it stops")
 	flag.Parse()
 	if endSessions {
-		os.Exit(runSessionEnder(os.Stdin, os.Stdout))
+		os.Exit(runSessionEnder(os.Stdin, os.Stdout, enderLog(os.Getenv, os.Args[0])))
 	}
 	if !logsAsked(os.Environ()) {
 		// Terraform drops a provider's logs unless a TF_LOG variable asks for

@@ -1,8 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vsphere"
@@ -81,8 +88,8 @@ data "vspherehpc_datacenter" "dc" {}
 	}
 
 	// plan runs terraform plan (after the command prefix), logging at debug
-	// level, and returns the log.
-	plan := func(prefix ...string) string {
+	// level, and returns the log and its file.
+	plan := func(prefix ...string) (logged, logFile string) {
 		t.Helper()
 		lab.ResetCalls()
 		tfLog := filepath.Join(t.TempDir(), "terraform.log")
@@ -98,14 +105,14 @@ data "vspherehpc_datacenter" "dc" {}
 		if calls := lab.Calls(); calls["Login"] != 1 || calls["RetrievePropertiesEx"] == 0 {
 			t.Fatalf("calls %v: the plan did not log in once and read, so this test proves nothing", calls)
 		}
-		logged, err := os.ReadFile(tfLog)
+		text, err := os.ReadFile(tfLog)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if strings.Contains(string(logged), lab.Password) {
+		if strings.Contains(string(text), lab.Password) {
 			t.Fatal("terraform's debug log holds the password")
 		}
-		return string(logged)
+		return string(text), tfLog
 	}
 
 	// Terraform as the first process of a PID namespace, as in a container
@@ -119,7 +126,7 @@ data "vspherehpc_datacenter" "dc" {}
 			}
 			t.Skip("needs root and unshare for a PID namespace")
 		}
-		logged := plan(unshare, "--pid", "--fork", "--mount-proc")
+		logged, _ := plan(unshare, "--pid", "--fork", "--mount-proc")
 		if strings.Contains(logged, "vCenter session(s) to process") {
 			t.Fatalf("the plugin handed its session over with terraform as PID 1:\n%s", grepLines(logged, "vCenter"))
 		}
@@ -131,7 +138,7 @@ data "vspherehpc_datacenter" "dc" {}
 	// vCenter holds the logout: terraform must not wait for it.
 	release := lab.Hold("Logout")
 	defer release()
-	logged := plan()
+	logged, logFile := plan()
 	if m := regexp.MustCompile(`handed 1 vCenter session\(s\) to process (-?\d+)`).FindStringSubmatch(logged); m == nil || m[1][0] == '-' || m[1] == "0" {
 		t.Fatalf("terraform's log does not show the plugin handing its session over to a process by its id; it logged out itself, or not at all, or logged no id:\n%s",
 			grepLines(logged, "vCenter"))
@@ -146,6 +153,15 @@ data "vspherehpc_datacenter" "dc" {}
 	waitFor(t, "every session logged out after terraform exited", func() (bool, string) {
 		keys, err := lab.Sessions(ctx)
 		return err == nil && len(keys) == 0, fmt.Sprintf("%d session(s) open (%v)", len(keys), err)
+	})
+	// The session ender says so in terraform's log, after terraform's own
+	// last line.
+	waitFor(t, "the session ender's line in terraform's log", func() (bool, string) {
+		text, err := os.ReadFile(logFile)
+		last := strings.TrimSpace(string(text))
+		last = last[strings.LastIndex(last, "\n")+1:]
+		return err == nil && strings.Contains(last, "[DEBUG] provider.terraform-provider-vspherehpc: logged out of the vCenter sessions the plugin handed over: sessions=1"),
+			fmt.Sprintf("its last line %q (%v)", last, err)
 	})
 }
 
@@ -164,7 +180,7 @@ func grepLines(text, s string) string {
 // the provider's binary is: endSessionsOnExit starts os.Executable().
 func TestMain(m *testing.M) {
 	if len(os.Args) == 2 && os.Args[1] == "-"+endSessionsFlag {
-		os.Exit(runSessionEnder(os.Stdin, os.Stdout))
+		os.Exit(runSessionEnder(os.Stdin, os.Stdout, enderLog(os.Getenv, os.Args[0])))
 	}
 	os.Exit(m.Run())
 }
@@ -228,12 +244,12 @@ func TestSessionsEndAfterThePlugin(t *testing.T) {
 func TestSessionEnderRefusesWhatItCannotRead(t *testing.T) {
 	for _, in := range []string{"", "not json", `{"server": "vc"}`} {
 		var ack ackBuffer
-		if got := runSessionEnder(strings.NewReader(in), &ack); got != 2 || ack.Len() != 0 {
+		if got := runSessionEnder(strings.NewReader(in), &ack, hclog.NewNullLogger()); got != 2 || ack.Len() != 0 {
 			t.Errorf("runSessionEnder(%q) = %d, acknowledged %q; want 2 and no acknowledgement", in, got, ack.String())
 		}
 	}
 	var ack ackBuffer
-	if got := runSessionEnder(strings.NewReader("[]"), &ack); got != 0 || ack.String() != "\n" || !ack.closed {
+	if got := runSessionEnder(strings.NewReader("[]"), &ack, hclog.NewNullLogger()); got != 0 || ack.String() != "\n" || !ack.closed {
 		t.Errorf("runSessionEnder([]) = %d, acknowledged %q (closed: %v); want 0 (nothing to end), acknowledged and closed", got, ack.String(), ack.closed)
 	}
 }
@@ -265,12 +281,66 @@ func TestSessionEnderMustTakeTheSessions(t *testing.T) {
 	}
 }
 
+// TestSessionEnderReportsInTerraformsLog: a session ender's failed logout
+// is a warning in Terraform's log file, in Terraform's format, at the level
+// Terraform logs providers at; a logout that went through is a debug line;
+// without a log file, or with provider logs off, nothing is written.
+func TestSessionEnderReportsInTerraformsLog(t *testing.T) {
+	// Nothing listens on port 1: the logout fails at once.
+	unreachable := []vsphere.SessionEnd{{Server: "127.0.0.1:1", Cookie: "secret-cookie"}}
+	for _, c := range []struct {
+		name string
+		env  map[string]string
+		ends []vsphere.SessionEnd
+		want []string // "" for no file
+	}{
+		{"a failure, text", map[string]string{"TF_LOG": "warn"}, unreachable,
+			[]string{`[WARN]  provider.terraform-provider-vspherehpc: the session ends at vCenter's idle timeout: error=`, "127.0.0.1:1"}},
+		{"a failure, JSON", map[string]string{"TF_LOG": "json"}, unreachable,
+			[]string{`"@level":"warn"`, `"@module":"provider.terraform-provider-vspherehpc"`, "127.0.0.1:1"}},
+		{"TF_LOG_PROVIDER before TF_LOG", map[string]string{"TF_LOG": "trace", "TF_LOG_PROVIDER": "error"}, unreachable, nil},
+		{"provider logs off", map[string]string{"TF_LOG": "debug", "TF_LOG_PROVIDER": "off"}, unreachable, nil},
+		{"no log file", map[string]string{"TF_LOG": "trace", "TF_LOG_PATH": ""}, unreachable, nil},
+		{"nothing to end", map[string]string{"TF_LOG": "debug"}, []vsphere.SessionEnd{},
+			[]string{"[DEBUG] provider.terraform-provider-vspherehpc: logged out of the vCenter sessions the plugin handed over: sessions=0"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "terraform.log")
+			env := map[string]string{"TF_LOG_PATH": path}
+			maps.Copy(env, c.env)
+			in, err := json.Marshal(c.ends)
+			if err != nil {
+				t.Fatal(err)
+			}
+			report := enderLog(func(name string) string { return env[name] }, "/plugins/terraform-provider-vspherehpc")
+			runSessionEnder(bytes.NewReader(in), &ackBuffer{}, report)
+			logged, err := os.ReadFile(path)
+			switch {
+			case c.want == nil && !errors.Is(err, fs.ErrNotExist):
+				t.Fatalf("wrote %q (%v), want no log file", logged, err)
+			case c.want != nil && err != nil:
+				t.Fatalf("no log: %v", err)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(string(logged), w) {
+					t.Errorf("log %q lacks %q", logged, w)
+				}
+			}
+			if strings.Contains(string(logged), "secret-cookie") {
+				t.Errorf("the log holds the session cookie: %q", logged)
+			}
+		})
+	}
+}
+
 // TestEnderEnv: the session ender keeps what reaching vCenter takes of the
 // environment, and none of the credentials.
 func TestEnderEnv(t *testing.T) {
 	got := enderEnv([]string{"VSPHERE_PASSWORD=secret", "VSPHERE_USER=admin", "TF_LOG=debug", "HOME=/root",
-		"https_proxy=http://proxy:3128", "NO_PROXY=.lab", "SSL_CERT_FILE=/etc/ca.pem", "SystemRoot=C:\\Windows"})
-	want := []string{"https_proxy=http://proxy:3128", "NO_PROXY=.lab", "SSL_CERT_FILE=/etc/ca.pem", "SystemRoot=C:\\Windows"}
+		"https_proxy=http://proxy:3128", "NO_PROXY=.lab", "SSL_CERT_FILE=/etc/ca.pem", "SystemRoot=C:\\Windows",
+		"TF_LOG_PATH=/tmp/tf.log", "TF_LOG_SDK=off", "TF_ACC=1"})
+	want := []string{"TF_LOG=debug", "https_proxy=http://proxy:3128", "NO_PROXY=.lab", "SSL_CERT_FILE=/etc/ca.pem", "SystemRoot=C:\\Windows",
+		"TF_LOG_PATH=/tmp/tf.log"}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("enderEnv = %q, want %q", got, want)
 	}

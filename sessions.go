@@ -9,9 +9,12 @@ import (
 	"log"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
+
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vsphere"
 )
@@ -144,14 +147,16 @@ func startSessionEnder(ctx context.Context, exe string, ends []vsphere.SessionEn
 
 // enderEnv is what a session ender keeps of the plugin's environment: what
 // reaching vCenter takes (proxies, the system's CA locations, Windows' own
-// variables), not the credentials the plugin was given.
+// variables) and Terraform's log settings (see enderLog), not the
+// credentials the plugin was given.
 func enderEnv(environ []string) []string {
 	var keep []string
 	for _, kv := range environ {
 		name, _, _ := strings.Cut(kv, "=")
 		switch strings.ToUpper(name) {
 		case "HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "SSL_CERT_FILE", "SSL_CERT_DIR",
-			"SYSTEMROOT", "WINDIR", "TMP", "TEMP", "TMPDIR":
+			"SYSTEMROOT", "WINDIR", "TMP", "TEMP", "TMPDIR",
+			"TF_LOG", "TF_LOG_CORE", "TF_LOG_PROVIDER", "TF_LOG_PATH":
 			keep = append(keep, kv)
 		}
 	}
@@ -162,7 +167,7 @@ func enderEnv(environ []string) []string {
 // ack that it read them, and closed ack (the plugin stops reading it: a
 // write after would fail, not kill the ender with SIGPIPE): the exit
 // status of a session ender.
-func runSessionEnder(in io.Reader, ack io.WriteCloser) int {
+func runSessionEnder(in io.Reader, ack io.WriteCloser, report hclog.Logger) int {
 	var ends []vsphere.SessionEnd
 	if err := json.NewDecoder(in).Decode(&ends); err != nil {
 		return 2
@@ -173,10 +178,75 @@ func runSessionEnder(in io.Reader, ack io.WriteCloser) int {
 	_ = ack.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), enderTimeout)
 	defer cancel()
-	if vsphere.EndSessions(ctx, ends) != nil {
-		return 1
+	err := vsphere.EndSessions(ctx, ends)
+	if err == nil {
+		report.Debug("logged out of the vCenter sessions the plugin handed over", "sessions", len(ends))
+		return 0
 	}
-	return 0
+	for _, err := range unjoin(err) {
+		report.Warn("the session ends at vCenter's idle timeout", "error", err)
+	}
+	return 1
+}
+
+// unjoin is the errors errors.Join joined, or err alone.
+func unjoin(err error) []error {
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		return joined.Unwrap()
+	}
+	return []error{err}
+}
+
+// enderLog is where a session ender reports: once the plugin has exited,
+// its standard error reaches nobody, so it writes to Terraform's log file
+// (TF_LOG_PATH, opened for appending as Terraform opens it, so its lines
+// and Terraform's interleave whole), at the level Terraform logs providers
+// at (TF_LOG_PROVIDER, else TF_LOG), as text or JSON as Terraform writes
+// (TF_LOG=JSON), under the name Terraform gives the plugin's lines.
+// Without a log file it reports nothing. Terraform's internal/logging
+// (v1.14) is the model.
+func enderLog(getenv func(string) string, binary string) hclog.Logger {
+	path := getenv("TF_LOG_PATH")
+	level := strings.ToUpper(getenv("TF_LOG_PROVIDER"))
+	if level == "" {
+		level = strings.ToUpper(getenv("TF_LOG"))
+	}
+	core := strings.ToUpper(getenv("TF_LOG"))
+	if core == "" {
+		core = strings.ToUpper(getenv("TF_LOG_CORE"))
+	}
+	if path == "" || level == "" || level == "OFF" {
+		return hclog.NewNullLogger()
+	}
+	return hclog.New(&hclog.LoggerOptions{
+		Name:       "provider." + filepath.Base(binary),
+		Level:      enderLevel(level),
+		Output:     &appendFile{path: path},
+		JSONFormat: core == "JSON",
+	})
+}
+
+// enderLevel is Terraform's reading of a TF_LOG level: JSON, or a name it
+// does not know, is TRACE.
+func enderLevel(name string) hclog.Level {
+	switch name {
+	case "DEBUG", "INFO", "WARN", "ERROR":
+		return hclog.LevelFromString(name)
+	}
+	return hclog.Trace
+}
+
+// appendFile opens its file for each line, so that a session ender with
+// nothing to say creates no file.
+type appendFile struct{ path string }
+
+func (a *appendFile) Write(line []byte) (int, error) {
+	f, err := os.OpenFile(a.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o666)
+	if err != nil {
+		return 0, err
+	}
+	n, err := f.Write(line)
+	return n, errors.Join(err, f.Close())
 }
 
 func logError(what string, err error) {
