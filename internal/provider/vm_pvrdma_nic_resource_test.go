@@ -374,3 +374,49 @@ func TestAccVMPVRDMANIC_destroyOnARunningVM(t *testing.T) {
 		},
 	})
 }
+
+// A VM vCenter returns no configuration for (its datastore lost) keeps its
+// adapter in state: a refresh plans nothing, not a second adapter. Its
+// destroy is refused with the reason until the VM is back, and then works.
+func TestAccVMPVRDMANIC_inaccessibleVM(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	simulatedOnly(t, lab, "makes a VM inaccessible")
+	vm := lab.VMNames()[0]
+	ctx := context.Background()
+	config := nicConfig(lab, lab.VMUUID(vm), "a", "")
+	var key string
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config: config,
+				Check: func(s *terraform.State) error {
+					key = s.RootModule().Resources[nicAddr].Primary.Attributes["device_key"]
+					return lab.SetVMAccessible(ctx, vm, false)
+				},
+			},
+			{
+				Config:   config,
+				PlanOnly: true, // refreshed with the VM inaccessible: no change, so no second adapter
+			},
+			{
+				Config:      switchesConfig(lab),
+				ExpectError: wrapped(`returns no configuration for virtual machine ` + vm),
+			},
+			{
+				PreConfig: func() { must(t, lab.SetVMAccessible(ctx, vm, true)) },
+				Config:    config,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(nicAddr, plancheck.ResourceActionNoop),
+				}},
+				Check: func(s *terraform.State) error {
+					if got := s.RootModule().Resources[nicAddr].Primary.Attributes["device_key"]; got != key {
+						return fmt.Errorf("device key %s, want %s", got, key)
+					}
+					return nil
+				},
+			},
+		},
+	})
+}

@@ -329,6 +329,7 @@ import (
 	"github.com/vmware/govmomi/vim25"
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/soap"
+	"github.com/vmware/govmomi/vim25/types"
 )
 
 // Lab is a running simulated vCenter.
@@ -366,6 +367,9 @@ type Lab struct {
 	taskFaults []*taskFault
 	// unavailable lists simulator-only methods called on a Target.
 	unavailable []string
+	// hiddenConfigs are the configurations of VMs made inaccessible, by
+	// VM id (see SetVMAccessible).
+	hiddenConfigs map[string]*types.VirtualMachineConfigInfo
 
 	closeOnce sync.Once
 }

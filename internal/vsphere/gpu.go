@@ -119,6 +119,9 @@ func (c *Client) GPUMMIO(ctx context.Context, vmID string) (*GPUMMIO, error) {
 	if err != nil {
 		return nil, err
 	}
+	if vm.Config == nil {
+		return nil, vmInaccessible(op, vm.Name, vm.Self.Value)
+	}
 	return gpuMMIOFromMO(vm), nil
 }
 
@@ -384,6 +387,9 @@ func (c *Client) vmAndHost(ctx context.Context, vmID string) (*VM, *Host, error)
 	vm, err := c.VM(ctx, vmID)
 	if err != nil {
 		return nil, nil, err
+	}
+	if vm.ID == "" { // no configuration, so no UUID
+		return nil, nil, vmInaccessible("reading virtual machine "+vmID, vm.Name, vm.MOID)
 	}
 	if vm.HostID == "" {
 		return vm, &Host{}, nil

@@ -194,6 +194,9 @@ func (c *Client) pvrdmaFacts(ctx context.Context, ch PVRDMANICChange) (*pvrdmaFa
 	if err != nil {
 		return nil, err
 	}
+	if vm.Config == nil {
+		return nil, vmInaccessible(op, vm.Name, vm.Self.Value)
+	}
 	f := &pvrdmaFacts{vm: vm, browser: vm.EnvironmentBrowser.Value != "", network: pg.name, standard: pg.standard}
 	for _, n := range vmFromMO(vm).NetworkAdapters {
 		if n.Type != "vmxnet3vrdma" {
@@ -202,9 +205,7 @@ func (c *Client) pvrdmaFacts(ctx context.Context, ch PVRDMANICChange) (*pvrdmaFa
 			f.otherOnGroup = true
 		}
 	}
-	if vm.Config != nil {
-		f.hardwareVersion = ParseHardwareVersion(vm.Config.Version)
-	}
+	f.hardwareVersion = ParseHardwareVersion(vm.Config.Version)
 	if f.hardwareVersion >= MinPVRDMAHardwareVersion && f.browser {
 		if f.protocols, err = c.pvrdmaOption(ctx, vc, vm.EnvironmentBrowser, vm.Config.Version); err != nil {
 			return nil, translate(op+": reading the VM's configuration options", err)
@@ -423,7 +424,7 @@ func readAdapter[N any](ctx context.Context, c *Client, kind, vmID string, key i
 
 func pvrdmaNIC(vm *mo.VirtualMachine, key int32, op string) (*PVRDMANIC, error) {
 	if vm.Config == nil {
-		return nil, notFound(op, "virtual machine %s has no configuration", vm.Name)
+		return nil, vmInaccessible(op, vm.Name, vm.Self.Value)
 	}
 	ref := vmRefOf(vm)
 	index := 0

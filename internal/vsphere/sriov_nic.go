@@ -56,7 +56,7 @@ type SRIOVNIC struct {
 // sriovNICOf reads the SR-IOV adapter with this key from a VM.
 func sriovNICOf(vm *mo.VirtualMachine, key int32, op string) (*SRIOVNIC, error) {
 	if vm.Config == nil {
-		return nil, notFound(op, "virtual machine %s has no configuration", vm.Name)
+		return nil, vmInaccessible(op, vm.Name, vm.Self.Value)
 	}
 	for _, dev := range vm.Config.Hardware.Device {
 		card, ok := dev.(*types.VirtualSriovEthernetCard)

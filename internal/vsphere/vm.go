@@ -108,6 +108,21 @@ var (
 	vmUUIDPattern = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
 )
 
+// ErrVMInaccessible is the Cause of the error for a VM vCenter returns no
+// configuration for: one whose configuration files cannot be read
+// (inaccessible), are corrupt (invalid), or that is no longer registered on
+// its host (orphaned). The vSphere API reference, VirtualMachineConnectionState:
+// "In this case, no configuration can be returned for a virtual machine."
+// Its devices are unknown then, not gone.
+var ErrVMInaccessible = errors.New("virtual machine has no configuration")
+
+// vmInaccessible is the error for a VM read with no configuration.
+func vmInaccessible(op, name, moid string) error {
+	return &Error{Op: op, Kind: ErrInvalidState, Object: ObjectVirtualMachine, ID: moid, Cause: ErrVMInaccessible, Message: fmt.Sprintf(
+		"vCenter returns no configuration for virtual machine %s: its files cannot be read, or it is no longer registered on its host. "+
+			"Make it accessible in vCenter (reconnect its datastore or host, or register it again), then run Terraform again", name)}
+}
+
 // IsVMManagedObjectID reports whether a VM id is a managed object id
 // ("vm-42") rather than a BIOS UUID.
 func IsVMManagedObjectID(id string) bool { return moidPattern.MatchString(id) }

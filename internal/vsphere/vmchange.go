@@ -161,6 +161,9 @@ func (c *Client) changeVM(ctx context.Context, ch vmChange) error {
 	if err != nil {
 		return err
 	}
+	if vm.Config == nil {
+		return vmInaccessible(ch.op, vm.Name, vm.Self.Value)
+	}
 	if ch.hostLock && vm.Runtime.Host != nil {
 		unlockHost, err := c.hosts.lock(ctx, vm.Runtime.Host.Value)
 		if err != nil {
