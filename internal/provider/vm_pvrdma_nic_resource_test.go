@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+	"github.com/vmware/govmomi/vim25/types"
 
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
@@ -413,6 +414,52 @@ func TestAccVMPVRDMANIC_inaccessibleVM(t *testing.T) {
 				Check: func(s *terraform.State) error {
 					if got := s.RootModule().Resources[nicAddr].Primary.Attributes["device_key"]; got != key {
 						return fmt.Errorf("device key %s, want %s", got, key)
+					}
+					return nil
+				},
+			},
+		},
+	})
+}
+
+// The end of the adapter's reconfigure task cannot be read (vCenter
+// unreachable for a moment): the apply fails, but the adapter it made is in
+// state (tainted, so the next apply replaces it), not left on the VM
+// unknown to Terraform, where the next apply would add a second one.
+func TestAccVMPVRDMANIC_taskEndLost(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	simulatedOnly(t, lab, "fails reads")
+	vm := lab.VMNames()[0]
+	config := nicConfig(lab, lab.VMUUID(vm), "a", "")
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: switchesConfig(lab)},
+			{
+				// Two: the shared reads try a failed read once more.
+				PreConfig:   func() { lab.FailRead("Task", &types.HostNotConnected{}, 2) },
+				Config:      config,
+				ExpectError: wrapped(`vCenter refused the request (HostNotConnected)`),
+			},
+			{
+				Config: config,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(nicAddr, plancheck.ResourceActionDestroyBeforeCreate),
+				}},
+				Check: func(*terraform.State) error {
+					v, err := labService(lab).VM(context.Background(), lab.VMUUID(vm))
+					if err != nil {
+						return err
+					}
+					n := 0
+					for _, a := range v.NetworkAdapters {
+						if a.Type == "vmxnet3vrdma" {
+							n++
+						}
+					}
+					if n != 1 {
+						return fmt.Errorf("%s has %d PVRDMA adapters, want 1", vm, n)
 					}
 					return nil
 				},

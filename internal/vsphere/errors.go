@@ -121,16 +121,37 @@ func translate(op string, err error) error {
 			return &Error{Op: op, Kind: fk.kind, Message: faultMessage(err)}
 		}
 	}
+	if isFault(err) { // one with no kind of its own: vCenter's words, not govmomi's "ServerFaultCode: ..."
+		return &faultError{msg: op + ": " + faultMessage(err), err: err}
+	}
 	return fmt.Errorf("%s: %w", op, err)
 }
+
+// isFault reports whether err carries a vSphere fault.
+func isFault(err error) bool {
+	found := false
+	fault.In(err, func(types.BaseMethodFault, string, []types.LocalizableMessage) bool {
+		found = true
+		return true
+	})
+	return found
+}
+
+// faultError is a vSphere fault of no kind, worded by translate.
+type faultError struct {
+	msg string
+	err error
+}
+
+func (e *faultError) Error() string { return e.msg }
+func (e *faultError) Unwrap() error { return e.err }
 
 // faultWithoutMessage words a fault vCenter sent with no message (govmomi
 // then says its Go type, "*types.InvalidArgument"): its vSphere name and the
 // argument it names, when it names one.
 func faultWithoutMessage(err error) string {
-	var name, property string
+	name, property := faultName(err), ""
 	fault.In(err, func(f types.BaseMethodFault, _ string, _ []types.LocalizableMessage) bool {
-		name = reflect.TypeOf(f).Elem().Name()
 		if ia, ok := f.(*types.InvalidArgument); ok {
 			property = ia.InvalidProperty
 		}
@@ -156,10 +177,21 @@ func faultMessage(err error) string {
 	if msg == "" {
 		msg = strings.TrimPrefix(err.Error(), "ServerFaultCode: ")
 	}
-	if msg == "" || strings.HasPrefix(msg, "*types.") {
+	// No message, or only the fault's name ("HostNotConnected").
+	if msg == "" || strings.HasPrefix(msg, "*types.") || msg == faultName(err) {
 		msg = faultWithoutMessage(err)
 	}
 	return msg
+}
+
+// faultName is the vSphere name of err's fault, "" when it carries none.
+func faultName(err error) string {
+	var name string
+	fault.In(err, func(f types.BaseMethodFault, _ string, _ []types.LocalizableMessage) bool {
+		name = reflect.TypeOf(f).Elem().Name()
+		return true
+	})
+	return name
 }
 
 func notFound(op, format string, args ...any) error {

@@ -27,3 +27,25 @@ func TestTranslateFaultWithoutMessage(t *testing.T) {
 		}
 	}
 }
+
+// A fault of no kind of its own (HostNotConnected) is worded as vCenter
+// words it, or by its vSphere name when vCenter said nothing more, never as
+// govmomi's "ServerFaultCode: ...", and keeps the fault for callers.
+func TestTranslateFaultOfNoKind(t *testing.T) {
+	for localized, want := range map[string]string{
+		"":                           "vCenter refused the request (HostNotConnected) without saying why",
+		"HostNotConnected":           "vCenter refused the request (HostNotConnected) without saying why",
+		"The host is not connected.": "The host is not connected.",
+	} {
+		err := translate("reading host host-21", task.Error{
+			LocalizedMethodFault: &types.LocalizedMethodFault{Fault: &types.HostNotConnected{}, LocalizedMessage: localized},
+		})
+		if err.Error() != "reading host host-21: "+want {
+			t.Errorf("vCenter's message %q: %q, want %q", localized, err, "reading host host-21: "+want)
+		}
+		var kept task.Error
+		if !errors.As(err, &kept) {
+			t.Errorf("vCenter's message %q: the fault is not kept in %#v", localized, err)
+		}
+	}
+}

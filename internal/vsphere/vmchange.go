@@ -186,18 +186,33 @@ func (c *Client) changeVM(ctx context.Context, ch vmChange) error {
 		before = append(before, dev.GetVirtualDevice().Key)
 	}
 	done, err := c.reconfigureVM(ctx, vc, ch, vm, *spec, needsOff)
-	if err != nil && !errors.Is(err, ErrNotPoweredBackOn) {
+	lost := errors.As(err, new(*taskLost))
+	if err != nil && !errors.Is(err, ErrNotPoweredBackOn) && !lost {
 		return err
 	}
 	if ch.after != nil && (done == nil || !ch.after(done, before)) {
+		readCtx := ctx
+		if lost {
+			// The task may have made the change: look, even when ctx is
+			// what ran out, so that the caller tracks what it made.
+			var cancel context.CancelFunc
+			readCtx, cancel = context.WithTimeout(context.WithoutCancel(ctx), lookupAfterFailureTimeout)
+			defer cancel()
+		}
 		var again mo.VirtualMachine
-		if rerr := c.readObjectAs(ctx, vc, vm.Self, vmChangeProps, &again, fresh); rerr != nil {
+		if rerr := c.readObjectAs(readCtx, vc, vm.Self, vmChangeProps, &again, fresh); rerr != nil {
 			return errors.Join(err, translate(ch.op, rerr))
 		}
 		ch.after(&again, before)
 	}
 	return err
 }
+
+// taskLost is the error of a task whose end could not be read (the call
+// failed, or the time ran out): vCenter may have done it or not.
+type taskLost struct{ error }
+
+func (e *taskLost) Unwrap() error { return e.error }
 
 func configTarget(ctx context.Context, vc *vim25.Client, vm *mo.VirtualMachine) (*types.ConfigTarget, error) {
 	browser, err := object.NewVirtualMachine(vc, vm.Self).EnvironmentBrowser(ctx)
@@ -242,7 +257,10 @@ func (c *Client) reconfigureVM(ctx context.Context, vc *vim25.Client, ch vmChang
 	}
 	task, err := obj.Reconfigure(ctx, spec)
 	if err == nil {
-		_, err = c.waitTaskReading(ctx, ch.op, task, readDone)
+		var info *types.TaskInfo
+		if info, err = c.waitTaskReading(ctx, ch.op, task, readDone); err != nil && info == nil {
+			err = &taskLost{err}
+		}
 	} else {
 		err = translate(ch.op, err)
 	}
