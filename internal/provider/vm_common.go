@@ -285,6 +285,10 @@ func planAdapter[M any, PM interface {
 		return nil, nil, false
 	}
 	if state != nil && replaceOnOtherVM(ctx, client, state.vm(), plan.vm(), resp) {
+		// The adapter leaves its VM as a destroy would: it frees what it
+		// used there, and its VM's power must allow the removal.
+		claims.leave(state.leaving())
+		checkDestroyPower(ctx, client, state.vm().ValueString(), state.powerOffAllowed(), change, &resp.Diagnostics)
 		state = nil // planned as a new adapter on the other VM
 	}
 	return state, plan, true

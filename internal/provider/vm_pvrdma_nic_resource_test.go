@@ -362,6 +362,12 @@ func TestAccVMPVRDMANIC_destroyOnARunningVM(t *testing.T) {
 				ExpectError: wrapped(`is powered on, and adding, removing or changing the protocol of a PVRDMA adapter needs it powered off`),
 			},
 			{
+				// Moving the adapter to another VM removes it from this one:
+				// the same refusal.
+				Config:      nicConfig(lab, lab.VMUUID(lab.VMNames()[1]), "a", ""),
+				ExpectError: wrapped(`is powered on, and adding, removing or changing the protocol of a PVRDMA adapter needs it powered off`),
+			},
+			{
 				PreConfig: func() { reconfigures = lab.Calls()["ReconfigVM_Task"] },
 				Config:    nicConfig(lab, lab.VMUUID(vm), "a", "  power_off_allowed = true"),
 				Check: func(*terraform.State) error {
