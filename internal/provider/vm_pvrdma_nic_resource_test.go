@@ -363,8 +363,9 @@ func TestAccVMPVRDMANIC_destroyOnARunningVM(t *testing.T) {
 			},
 			{
 				// Moving the adapter to another VM removes it from this one:
-				// the same refusal.
+				// the same refusal, at plan.
 				Config:      nicConfig(lab, lab.VMUUID(lab.VMNames()[1]), "a", ""),
+				PlanOnly:    true,
 				ExpectError: wrapped(`is powered on, and adding, removing or changing the protocol of a PVRDMA adapter needs it powered off`),
 			},
 			{
