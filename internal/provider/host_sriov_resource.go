@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
@@ -143,7 +145,7 @@ func (r *hostSRIOVResource) Create(ctx context.Context, req resource.CreateReque
 		before = d.SRIOV.VFsRequested
 	}
 	resp.Diagnostics.Append(setPrivateJSON(ctx, resp.Private, privateSRIOVBefore, before)...)
-	r.apply(ctx, &plan, &resp.State, &resp.Diagnostics)
+	r.apply(ctx, &plan, &resp.State, &resp.Diagnostics, true)
 }
 
 func (r *hostSRIOVResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
@@ -155,18 +157,27 @@ func (r *hostSRIOVResource) Update(ctx context.Context, req resource.UpdateReque
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	r.apply(ctx, &plan, &resp.State, &resp.Diagnostics)
+	r.apply(ctx, &plan, &resp.State, &resp.Diagnostics, false)
 }
 
 // apply sets SR-IOV and reads it back into state; with the opt-in, a change
 // that waits for a reboot is then made active by one.
-func (r *hostSRIOVResource) apply(ctx context.Context, m *hostSRIOVModel, state stateSetter, diags *diag.Diagnostics) {
+func (r *hostSRIOVResource) apply(ctx context.Context, m *hostSRIOVModel, state stateSetter, diags *diag.Diagnostics, creating bool) {
 	hostID, pciID := m.HostSystemID.ValueString(), m.PCIID.ValueString()
 	if err := r.client.SetHostSRIOV(ctx, hostID, pciID, int(m.VFs.ValueInt64())); err != nil {
 		diags.Append(vsphereErrorDiag("Cannot set SR-IOV of "+pciID+" on host "+hostID, err))
 		return
 	}
 	tflog.Debug(ctx, "Set SR-IOV", map[string]any{"host_system_id": hostID, "pci_id": pciID, "virtual_functions": m.VFs.ValueInt64()})
+	if creating {
+		// The host has changed: record the resource now, so a failed read
+		// back leaves it (tainted) with the private state destroy restores
+		// from, not an orphan whose re-create takes its own VFs as "before".
+		recorded := *m
+		recorded.ID = types.StringValue(hostID + ":" + pciID)
+		sriovKnownOrNull(&recorded)
+		diags.Append(state.Set(ctx, &recorded)...)
+	}
 	r.readInto(ctx, m, state, diags)
 	if !diags.HasError() && m.RebootAllowed.ValueBool() && m.RebootRequired.ValueBool() && rebootHost(ctx, r.client, hostID, m.RebootTimeout, []string{pciID}, diags) {
 		r.readInto(ctx, m, state, diags)
@@ -186,6 +197,24 @@ func (r *hostSRIOVResource) readInto(ctx context.Context, m *hostSRIOVModel, sta
 		return
 	}
 	diags.Append(state.Set(ctx, m)...)
+}
+
+// sriovKnownOrNull replaces the values a plan leaves unknown with nulls, as
+// state cannot hold unknowns; the next read fills them.
+func sriovKnownOrNull(m *hostSRIOVModel) {
+	if m.ActiveVFs.IsUnknown() {
+		m.ActiveVFs = types.Int64Null()
+	}
+	if m.MaxVFs.IsUnknown() {
+		m.MaxVFs = types.Int64Null()
+	}
+	if m.VFIDs.IsUnknown() || slices.ContainsFunc(m.VFIDs.Elements(), attr.Value.IsUnknown) {
+		m.VFIDs = types.ListNull(types.StringType)
+	}
+	if m.RebootRequired.IsUnknown() {
+		m.RebootRequired = types.BoolNull()
+	}
+	rebootDefaults(&m.RebootAllowed, &m.RebootTimeout)
 }
 
 // sriovToModel fills m from the host; false when the function has no

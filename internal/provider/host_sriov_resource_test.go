@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
@@ -14,6 +15,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+	"github.com/vmware/govmomi/vim25/types"
 
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
@@ -382,4 +384,58 @@ func TestAccHostSRIOV_importRefusals(t *testing.T) {
 	if err := sriovIs(lab, name, pf, 0)(nil); err != nil {
 		t.Error(err) // a refused import changes nothing
 	}
+}
+
+// whileHeld holds the next call of method in the lab and, once it is in
+// flight, runs do before letting it finish: what do injects applies to
+// what the provider does after that call, whatever came before it.
+func whileHeld(t *testing.T, lab *vcsimlab.Lab, method string, do func()) {
+	t.Helper()
+	base := lab.Calls()[method]
+	release := lab.Hold(method)
+	t.Cleanup(release)
+	go func() {
+		defer release()
+		deadline := time.Now().Add(2 * time.Minute) // a wait, not a verdict: the step fails on its own if the call never comes
+		for lab.Calls()[method] == base && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		do()
+	}()
+}
+
+// SR-IOV set, then its read back fails: the resource is in state all the
+// same (tainted), with what destroy restores. The next apply replaces it,
+// and destroy puts back SR-IOV off, not the resource's own count.
+func TestAccHostSRIOV_readBackFails(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	simulatedOnly(t, lab, "fails a read of the host")
+	name := lab.HostNames()[0]
+	pf, _ := sriovPF(t, lab, name)
+	config := sriovConfig(lab, name, pf, 4)
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				PreConfig: func() {
+					whileHeld(t, lab, "UpdatePassthruConfig", func() {
+						lab.FailRead("HostSystem", &types.SystemError{Reason: "read fails"}, 1)
+					})
+				},
+				Config: config, ExpectError: wrapped("Cannot read back SR-IOV of " + pf),
+			},
+			{
+				Config: config,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(sriovAddr, plancheck.ResourceActionDestroyBeforeCreate),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(sriovAddr, tfjsonpath.New("virtual_function_ids"), vfIDs(pf, 4)),
+				},
+				Check: sriovIs(lab, name, pf, 4),
+			},
+		},
+		CheckDestroy: sriovIs(lab, name, pf, 0),
+	})
 }
