@@ -40,8 +40,16 @@ func (r *hostSRIOVResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 	if !req.State.Raw.IsNull() {
 		var state hostSRIOVModel
 		resp.Diagnostics.Append(getModel(ctx, req.State.Schema, req.State.Raw, &state)...)
-		if plan.VFs.Equal(state.VFs) && state.ActiveVFs.Equal(state.VFs) && !state.RebootRequired.ValueBool() {
-			return // nothing changes: ask vCenter nothing
+		if sriovSettled(plan, state) {
+			// Nothing changes on the host (only reboot_allowed or
+			// reboot_timeout may): ask vCenter nothing, and keep what state
+			// knows, so dependants on virtual_function_ids plan no change.
+			for p, v := range map[string]attr.Value{
+				"active_virtual_functions": state.ActiveVFs, "virtual_function_ids": state.VFIDs, "reboot_required": state.RebootRequired,
+			} {
+				resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root(p), v)...)
+			}
+			return
 		}
 	}
 	p, err := r.client.PlanHostSRIOV(ctx, plan.HostSystemID.ValueString(), plan.PCIID.ValueString(), int(plan.VFs.ValueInt64()))
@@ -77,6 +85,12 @@ func (r *hostSRIOVResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("active_virtual_functions"), plan.VFs.ValueInt64())...)
 		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("reboot_required"), false)...)
 	}
+}
+
+// sriovSettled: the plan asks the count state has, and the host has it in
+// effect, with no reboot pending: applying it changes nothing on the host.
+func sriovSettled(plan, state hostSRIOVModel) bool {
+	return plan.VFs.Equal(state.VFs) && state.ActiveVFs.Equal(state.VFs) && !state.RebootRequired.ValueBool()
 }
 
 // planVFs plans what an update leaves of the virtual functions, so only

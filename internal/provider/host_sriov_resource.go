@@ -154,7 +154,15 @@ func (r *hostSRIOVResource) Update(ctx context.Context, req resource.UpdateReque
 	var plan hostSRIOVModel
 	resp.Diagnostics.Append(getModel(ctx, req.Plan.Schema, req.Plan.Raw, &plan)...)
 	resp.State.Raw = req.State.Raw.Copy() // until read back: a failure must not record the plan
+	var state hostSRIOVModel
+	resp.Diagnostics.Append(getModel(ctx, req.State.Schema, req.State.Raw, &state)...)
 	if resp.Diagnostics.HasError() {
+		return
+	}
+	if sriovSettled(plan, state) && !plan.ActiveVFs.IsUnknown() && !plan.VFIDs.IsUnknown() && !plan.RebootRequired.IsUnknown() {
+		// Only reboot_allowed or reboot_timeout change: the plan kept the
+		// rest from state (ModifyPlan), and the host needs no call.
+		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 		return
 	}
 	r.apply(ctx, &plan, &resp.State, &resp.Diagnostics, false)

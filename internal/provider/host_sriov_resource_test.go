@@ -439,3 +439,42 @@ func TestAccHostSRIOV_readBackFails(t *testing.T) {
 		CheckDestroy: sriovIs(lab, name, pf, 0),
 	})
 }
+
+// Changing only reboot_timeout or reboot_allowed keeps what the host has:
+// the virtual functions' ids stay known, so a passthrough of one of them
+// plans no change, and the apply sends the host nothing.
+func TestAccHostSRIOV_rebootSettingsOnly(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	simulatedOnly(t, lab, "uses the lab's SR-IOV capable InfiniBand card and counts calls")
+	name := lab.HostNames()[0]
+	pf, _ := sriovPF(t, lab, name)
+	config := func(settings string) string {
+		return strings.Replace(sriovConfig(lab, name, pf, 4), "num_virtual_functions = 4\n", "num_virtual_functions = 4\n"+settings, 1) +
+			strings.Replace(passthroughConfig(lab, name, `  pci_ids = [vspherehpc_host_sriov.s.virtual_function_ids[3]]`), providerConfig(lab), "", 1)
+	}
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: config("")},
+			{
+				PreConfig: lab.ResetCalls,
+				Config:    config("  reboot_timeout = \"50m\"\n  reboot_allowed = true\n"),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(sriovAddr, plancheck.ResourceActionUpdate),
+					plancheck.ExpectKnownValue(sriovAddr, tfjsonpath.New("virtual_function_ids"), vfIDs(pf, 4)),
+					plancheck.ExpectKnownValue(sriovAddr, tfjsonpath.New("active_virtual_functions"), knownvalue.Int64Exact(4)),
+					plancheck.ExpectKnownValue(sriovAddr, tfjsonpath.New("reboot_required"), knownvalue.Bool(false)),
+					plancheck.ExpectResourceAction(passthroughAddr, plancheck.ResourceActionNoop),
+				}},
+				Check: func(*terraform.State) error {
+					if n := lab.Calls()["UpdatePassthruConfig"]; n != 0 {
+						return fmt.Errorf("%d UpdatePassthruConfig calls for a change of reboot settings only, want none", n)
+					}
+					return nil
+				},
+			},
+		},
+		CheckDestroy: sriovIs(lab, name, pf, 0),
+	})
+}
