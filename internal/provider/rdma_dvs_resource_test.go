@@ -517,6 +517,35 @@ func TestAccRDMADVS_portGroupCreatedUnconfirmed(t *testing.T) {
 	})
 }
 
+// An apply that created the switch but failed before it knew so (its
+// task's end not read) still records it, tainted: the next apply replaces
+// it, instead of refusing its name as taken by a switch nobody manages.
+func TestAccRDMADVS_switchCreatedUnconfirmed(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	simulatedOnly(t, lab, "fails the read of a task")
+	config := dvsConfig(lab, "rdma", allHosts(lab, lab.RDMANICs()[0]), "")
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				// The apply's first read of a task: the switch's creation.
+				PreConfig:   func() { lab.FailRead("Task", &types.HostNotConnected{}, 1) },
+				Config:      config,
+				ExpectError: wrapped("HostNotConnected"),
+			},
+			{
+				Config: config,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(dvsAddr, plancheck.ResourceActionDestroyBeforeCreate),
+				}},
+			},
+			{Config: config, PlanOnly: true},
+		},
+		CheckDestroy: noNetworksLeft(lab),
+	})
+}
+
 // A port group deleted out of band is drift of the switch: the plan
 // creates it again, in place, and the new port group's id is known after
 // apply (not kept from state, where it is null). Another port group of the

@@ -154,6 +154,16 @@ func (c *Client) CreateDVS(ctx context.Context, spec DVSSpec) (DVSID, string, er
 	}
 	info, err := c.waitTask(ctx, op, task)
 	if err != nil {
+		if info == nil {
+			// The task's end was not read (vCenter unreachable, time up):
+			// the switch may exist all the same. Track it, or the next
+			// plan finds its name taken by a switch nobody manages. A task
+			// that reports its failure (info set) made none, and a
+			// same-named switch then is someone else's.
+			if id, found := c.createdDVS(ctx, vc, dc.NetworkFolder, spec.Name); found {
+				return id, "", err
+			}
+		}
 		return DVSID{}, "", err
 	}
 	ref, ok := info.Result.(types.ManagedObjectReference)
@@ -173,6 +183,40 @@ func (c *Client) CreateDVS(ctx context.Context, spec DVSSpec) (DVSID, string, er
 	}
 	key, err := c.applyDVS(ctx, op, current, spec)
 	return id, key, err
+}
+
+// createdDVS finds, by its name (unique in the network folder), a switch a
+// create made though its task's end was not read; with a context of its
+// own, bounded, as ctx may be what ran out.
+func (c *Client) createdDVS(ctx context.Context, vc *vim25.Client, folder types.ManagedObjectReference, name string) (DVSID, bool) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lookupAfterFailureTimeout)
+	defer cancel()
+	objs, err := retrieve(ctx, vc, types.PropertyFilterSpec{
+		ObjectSet: []types.ObjectSpec{{Obj: folder, Skip: types.NewBool(true), SelectSet: []types.BaseSelectionSpec{
+			&types.TraversalSpec{Type: "Folder", Path: "childEntity"},
+		}}},
+		PropSet: []types.PropertySpec{{Type: "DistributedVirtualSwitch", PathSet: []string{"name", "uuid"}}},
+	})
+	if err != nil {
+		c.log.Debug(ctx, "Finding a switch whose creation was not confirmed failed", map[string]any{"name": name, "error": err.Error()})
+		return DVSID{}, false
+	}
+	for _, o := range objs {
+		var s mo.DistributedVirtualSwitch
+		switch v := o.(type) {
+		case mo.VmwareDistributedVirtualSwitch:
+			s = v.DistributedVirtualSwitch
+		case mo.DistributedVirtualSwitch:
+			s = v
+		default:
+			continue
+		}
+		if s.Name == name && s.Uuid != "" {
+			c.log.Debug(ctx, "Found a switch whose creation was not confirmed", map[string]any{"name": name, "uuid": s.Uuid})
+			return DVSID{UUID: s.Uuid, Ref: s.Self.String()}, true
+		}
+	}
+	return DVSID{}, false
 }
 
 var dvsProps = []string{"name", "uuid", "config", "parent"}

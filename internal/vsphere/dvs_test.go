@@ -138,6 +138,24 @@ func TestCreateDVSFailingHalfWayReturnsTheSwitch(t *testing.T) {
 	}
 }
 
+// A create whose task's end is not read still returns the switch the task
+// made, found by its name, with the error.
+func TestCreateDVSUnconfirmedReturnsTheSwitch(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	ctx := context.Background()
+	c := labClient(lab)
+	lab.FailRead("Task", &types.HostNotConnected{}, 1) // the create's task: its first read
+	id, _, err := c.CreateDVS(ctx, labDVSSpec(lab, "pvrdma"))
+	if err == nil || id.UUID == "" || id.Ref == "" {
+		t.Fatalf("CreateDVS = %+v, %v; want the switch's id and the error", id, err)
+	}
+	got, err := c.DVS(ctx, id, "")
+	if err != nil || got.Name != "pvrdma" {
+		t.Fatalf("the unconfirmed switch: %+v, %v", got, err)
+	}
+}
+
 func TestDVSVersionsAndPaths(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
