@@ -24,7 +24,7 @@ import (
 // through it, so the provider can see two instances of one plan take one
 // thing vCenter has only one of: a GPU, a VM's GPU setup, a host's PVRDMA
 // settings, a NIC as a switch uplink, a MAC address, a card's use, a switch
-// name. Planners report what their instance takes; the book here decides
+// or port group name. Planners report what their instance takes; the book here decides
 // whether another instance took it first. Claims are re-checked against
 // vCenter at apply, since plans can be stale.
 //
@@ -70,6 +70,7 @@ const (
 	claimMAC          claimKind = "MAC address"                   // key: the MAC, lower case
 	claimHostDevice   claimKind = "use of a host's PCI device"    // key: host id, PCI id
 	claimSwitchName   claimKind = "distributed switch name"       // key: datacenter id, name
+	claimPortGroup    claimKind = "port group name"               // key: datacenter id, name
 )
 
 // deviceUse is how a host resource uses a PCI device: a card is passed
@@ -276,6 +277,8 @@ var claimFixes = map[claimKind]string{
 	claimMAC:          "Two adapters with one MAC address break each other's traffic: give each its own, or let vSphere generate them.",
 	claimHostDevice:   "Each would put back a different earlier state on destroy: manage each device in one resource.",
 	claimSwitchName:   "vCenter keeps switch names unique in a datacenter, so the second create would fail: give each switch its own name.",
+	claimPortGroup: "vCenter keeps port group names unique in a datacenter's network folder, so the second create would fail: " +
+		"give each switch's port group its own name.",
 }
 
 // addClaimConflict words a claim another instance of the plan made first,

@@ -128,8 +128,9 @@ func (r *rdmaDVSResource) change(ctx context.Context, plan, state *rdmaDVSModel,
 	return ch
 }
 
-// claimName claims the switch's name in its datacenter: a second switch of
-// the plan with that name would fail at create.
+// claimName claims the switch's name and its port group's in its
+// datacenter: a second switch of the plan with either name would fail at
+// create.
 func (r *rdmaDVSResource) claimName(instance planInstance, plan *rdmaDVSModel, diags *diag.Diagnostics) {
 	if plan.Name.IsUnknown() || plan.DatacenterID.IsUnknown() {
 		return
@@ -138,6 +139,14 @@ func (r *rdmaDVSResource) claimName(instance planInstance, plan *rdmaDVSModel, d
 	addClaimConflict(diags, path.Root("name"), r.claims.claim(instance, claim{
 		kind: claimSwitchName, key: dc + " " + name, what: fmt.Sprintf("the switch name %q in datacenter %s", name, dc),
 		owner: "a vspherehpc_rdma_dvs",
+	}))
+	if plan.PortGroup == nil || plan.PortGroup.Name.IsUnknown() {
+		return
+	}
+	pg := plan.PortGroup.Name.ValueString()
+	addClaimConflict(diags, path.Root("port_group").AtName("name"), r.claims.claim(instance, claim{
+		kind: claimPortGroup, key: dc + " " + pg, what: fmt.Sprintf("the port group name %q in datacenter %s", pg, dc),
+		owner: fmt.Sprintf("the port group of switch %q", name),
 	}))
 }
 

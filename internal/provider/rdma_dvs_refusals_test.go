@@ -246,6 +246,29 @@ func TestAccRDMADVS_nicClaimedTwice(t *testing.T) {
 	})
 }
 
+// Two switches of one configuration with one port group name are refused at
+// plan, naming both, not left to fail at apply with the second tainted.
+func TestAccRDMADVS_portGroupNameClaimedTwice(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	hosts := lab.HostNames()
+	nic := lab.RDMANICs()[0]
+	second := strings.NewReplacer(`resource "vspherehpc_rdma_dvs" "rdma"`, `resource "vspherehpc_rdma_dvs" "other"`,
+		dvsNameLine("rdma"), dvsNameLine("rdma-other")).
+		Replace(strings.Replace(dvsConfig(lab, "rdma", map[string]string{hosts[1]: nic}, ""), providerConfig(lab), "", 1))
+	name := regexp.QuoteMeta(testName("rdma"))
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config: dvsConfig(lab, "rdma", map[string]string{hosts[0]: nic}, "") + second, PlanOnly: true,
+			ExpectError: regexp.MustCompile(`(?s)Claimed twice in this configuration.*Two\s+resource\s+instances\s+of\s+this\s+configuration\s+claim\s+the\s+port\s+group\s+name\s+"` +
+				regexp.QuoteMeta(testName("pvrdma-vms")) + `"\s+in\s+datacenter\s+` + lab.DatacenterID() + `:\s+the\s+port\s+group\s+of\s+switch\s+"` + name +
+				`(-other)?",\s+and\s+the\s+port\s+group\s+of\s+switch\s+"` + name + `(-other)?".*give\s+each\s+switch's\s+port\s+group\s+its\s+own\s+name`),
+		}},
+		CheckDestroy: noNetworksLeft(lab),
+	})
+}
+
 // Numbers the schema cannot hold (issue 12): a fractional MTU and a VLAN id
 // beyond any integer are refused naming the argument and its range, not with
 // the framework's "always an error in the provider".
