@@ -123,6 +123,7 @@ func (r *rdmaDVSResource) change(ctx context.Context, plan, state *rdmaDVSModel,
 		if state != nil {
 			ch.Hosts.SwitchUUID, ch.Hosts.Current = state.ID.ValueString(), dvsHosts(ctx, state.Hosts, diags)
 			ch.Hosts.CurrentVersion = state.Version.ValueString()
+			ch.Hosts.Leaving = r.claims.leavingUses()
 		}
 	}
 	return ch
@@ -254,6 +255,13 @@ func addDVSFinding(diags *diag.Diagnostics, f vsphere.Finding, w dvsWording) {
 			fmt.Sprintf("%s on host %s (%s) has no link: check its cable and the physical switch port.", f.NIC, f.Host, f.HostID))
 	case vsphere.HostTooOld:
 		addHostTooOld(diags, f, w.switchName, w.existing)
+	case vsphere.HostInUse:
+		diags.AddAttributeError(at, "Host still in use",
+			fmt.Sprintf("Host %s (%s) cannot leave switch %s: virtual machines on it have adapters that this configuration does not "+
+				"remove on the switch's port groups: %s. vCenter refuses to remove a host from a switch while they do: remove those "+
+				"adapters first (destroy their vspherehpc_vm_pvrdma_nic or vspherehpc_vm_sriov_nic, or remove them in vCenter), or "+
+				"move the VMs to a host that stays, then remove the host.",
+				f.Host, f.HostID, w.switchName, vsphere.DescribeSwitchUsers(f.Users)))
 	case vsphere.VersionNotOffered:
 		diags.AddAttributeError(path.Root("version"), "Switch version not offered",
 			fmt.Sprintf("vCenter offers distributed switch versions %s, not %s.", listOrNone(f.Offered), f.Wanted))

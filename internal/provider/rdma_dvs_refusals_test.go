@@ -9,7 +9,9 @@ import (
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
@@ -144,6 +146,59 @@ func TestAccRDMADVS_destroyRefusedWhileInUse(t *testing.T) {
 				Check:  noNetworksLeft(lab),
 			},
 		},
+	})
+}
+
+// Removing a host whose VMs have adapters on the switch is refused at plan,
+// naming the VMs and the fix, not left to vCenter's "The resource is in
+// use" at apply; once the adapter is gone, or goes in the same apply, the
+// host leaves.
+func TestAccRDMADVS_hostLeavingInUse(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	vmName := lab.VMNames()[0]
+	host := lab.VMHostName(vmName)
+	nic := lab.RDMANICs()[0]
+	others := allHosts(lab, nic)
+	delete(others, host)
+	var switchUUID, portGroupKey string
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config: dvsConfig(lab, "rdma", allHosts(lab, nic), ""),
+				Check: func(s *terraform.State) error {
+					attrs := s.RootModule().Resources[dvsAddr].Primary.Attributes
+					switchUUID, portGroupKey = attrs["id"], attrs["port_group_key"]
+					return nil
+				},
+			},
+			{
+				PreConfig: func() {
+					must(t, lab.AddPVRDMAAdapter(context.Background(), vmName, switchUUID, portGroupKey))
+				},
+				Config: dvsConfig(lab, "rdma", others, ""), PlanOnly: true,
+				ExpectError: wrapped(fmt.Sprintf(`Host %s (%s) cannot leave switch %s: virtual machines on it have adapters `+
+					`that this configuration does not remove on the switch's port groups: port group %q: %s (PVRDMA). vCenter refuses to remove `+
+					`a host from a switch while they do: remove those adapters first`, host, lab.HostID(host), testName("rdma"), testName("pvrdma-vms"), vmName)),
+			},
+			{
+				PreConfig: func() {
+					must(t, lab.RemovePVRDMAAdapters(context.Background(), vmName))
+				},
+				Config:            dvsConfig(lab, "rdma", others, ""),
+				ConfigStateChecks: []statecheck.StateCheck{statecheck.ExpectKnownValue(dvsAddr, tfjsonpath.New("host"), hostSet(lab, others))},
+			},
+			// An adapter this configuration removes in the same apply does
+			// not hold the host: Terraform removes it first.
+			{Config: dvsConfig(lab, "rdma", allHosts(lab, nic), "")},
+			{Config: dvsConfig(lab, "rdma", allHosts(lab, nic), "") + nicOn(lab.VMUUID(vmName), "vspherehpc_rdma_dvs.rdma.port_group_id", "")},
+			{
+				Config:            dvsConfig(lab, "rdma", others, ""),
+				ConfigStateChecks: []statecheck.StateCheck{statecheck.ExpectKnownValue(dvsAddr, tfjsonpath.New("host"), hostSet(lab, others))},
+			},
+		},
+		CheckDestroy: noNetworksLeft(lab),
 	})
 }
 

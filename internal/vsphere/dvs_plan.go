@@ -1,6 +1,7 @@
 package vsphere
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -69,6 +70,12 @@ type (
 		Newest       string // the newest switch version vCenter offers that the host can run; "" when none
 		Member       bool   // a member the switch's upgrade leaves behind, not a host joining
 	}
+	// HostInUse: a member the plan removes runs VMs whose adapters use the
+	// switch's port groups; vCenter refuses to remove it (ResourceInUse).
+	HostInUse struct {
+		HostID, Host string
+		Users        []SwitchUser
+	}
 )
 
 // NICChoice is a host's NIC named for a switch, with what the host offers
@@ -86,6 +93,7 @@ func (NICInUse) finding()          {}
 func (NICWithoutRDMA) finding()    {}
 func (NICLinkDown) finding()       {}
 func (HostTooOld) finding()        {}
+func (HostInUse) finding()         {}
 
 // DVSChange is a planned switch: each part that changes, to check; nil for
 // a part that stays as it is or is not known yet.
@@ -173,6 +181,9 @@ type DVSHostsChange struct {
 	// host's ESXi version. CurrentVersion is the existing switch's, "" for
 	// a new one.
 	Version, CurrentVersion string
+	// Leaving are the VMs' adapters the same plan removes: they do not keep
+	// a host on the switch.
+	Leaving Leaving
 }
 
 // planDVSHosts checks each host that joins the switch, or gives it another
@@ -197,7 +208,55 @@ func (c *Client) planDVSHosts(ctx context.Context, ch DVSHostsChange) []Finding 
 		products[h.HostID] = product
 		out = append(out, planUplink(ch, h, host)...)
 	}
+	out = append(out, c.checkHostsLeaving(ctx, ch)...)
 	return append(out, c.checkESXiVersions(ctx, ch, products)...)
+}
+
+// checkHostsLeaving refuses to remove a member whose VMs have adapters on
+// the switch's port groups (but those the plan removes): vCenter would
+// refuse the reconfigure with "The resource is in use", naming neither the
+// VMs nor the fix. Only when members leave does it cost reads: the switch,
+// then its port groups' VMs.
+func (c *Client) checkHostsLeaving(ctx context.Context, ch DVSHostsChange) []Finding {
+	if ch.SwitchUUID == "" {
+		return nil
+	}
+	leaving := map[string]bool{}
+	for _, h := range ch.Current {
+		if !slices.ContainsFunc(ch.Planned, func(p DVSHost) bool { return p.HostID == h.HostID }) {
+			leaving[h.HostID] = true
+		}
+	}
+	if len(leaving) == 0 {
+		return nil
+	}
+	d, err := c.DVS(ctx, DVSID{UUID: ch.SwitchUUID}, "")
+	if err != nil {
+		return nil // the apply says more; a plan refuses only what it knows
+	}
+	users, err := c.switchUsers(ctx, d)
+	if err != nil {
+		return nil
+	}
+	byHost := map[string][]SwitchUser{}
+	for _, u := range users {
+		if leaving[u.HostID] && !ch.Leaving.adapter(u.VM, u.PortGroupID) {
+			byHost[u.HostID] = append(byHost[u.HostID], u)
+		}
+	}
+	if len(byHost) == 0 {
+		return nil
+	}
+	ids := slices.Sorted(maps.Keys(byHost))
+	var names map[string]hostProduct
+	if vc, err := c.vimClient(ctx); err == nil {
+		names, _ = c.hostProducts(ctx, vc, ids)
+	}
+	out := make([]Finding, 0, len(ids))
+	for _, id := range ids {
+		out = append(out, HostInUse{HostID: id, Host: cmp.Or(names[id].name, id), Users: byHost[id]})
+	}
+	return out
 }
 
 // planHost reads a host as the NIC check needs it (its NICs and the switches

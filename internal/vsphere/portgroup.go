@@ -150,6 +150,7 @@ type SwitchUser struct {
 	PortGroup, PortGroupID string
 	VM                     VMRef
 	Adapter                string // "PVRDMA", "SR-IOV" or "network"
+	HostID                 string // the VM's host, "" when vCenter names none
 }
 
 // portGroupUsers lists the VMs' adapters on the port groups, by port group,
@@ -169,7 +170,7 @@ func (c *Client) portGroupUsers(ctx context.Context, vc *vim25.Client, pgs []Por
 		ObjectSet: set,
 		PropSet: []types.PropertySpec{
 			{Type: "DistributedVirtualPortgroup", PathSet: []string{"name", "key"}},
-			{Type: "VirtualMachine", PathSet: []string{"name", "config.uuid", "config.hardware.device"}},
+			{Type: "VirtualMachine", PathSet: []string{"name", "config.uuid", "config.hardware.device", "runtime.host"}},
 		},
 	})
 	if err != nil {
@@ -186,6 +187,10 @@ func (c *Client) portGroupUsers(ctx context.Context, vc *vim25.Client, pgs []Por
 				continue
 			}
 			vm := VMRef{ID: v.Config.Uuid, MOID: v.Self.Value, Name: v.Name}
+			var host string
+			if v.Runtime.Host != nil {
+				host = v.Runtime.Host.Value
+			}
 			for _, dev := range v.Config.Hardware.Device {
 				nic, ok := networkAdapter(dev)
 				if !ok || nic.SwitchUUID == "" {
@@ -198,7 +203,7 @@ func (c *Client) portGroupUsers(ctx context.Context, vc *vim25.Client, pgs []Por
 				case "sriov":
 					adapter = "SR-IOV"
 				}
-				byKey[nic.NetworkID] = append(byKey[nic.NetworkID], SwitchUser{VM: vm, Adapter: adapter})
+				byKey[nic.NetworkID] = append(byKey[nic.NetworkID], SwitchUser{VM: vm, Adapter: adapter, HostID: host})
 			}
 		}
 	}
