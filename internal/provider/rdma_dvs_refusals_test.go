@@ -365,6 +365,27 @@ func TestAccRDMADVS_slashInNames(t *testing.T) {
 	})
 }
 
+// "%" and "\" in names are refused at plan, as "/" is: vCenter stores them
+// escaped, so the name would read back different ("inconsistent result
+// after apply").
+func TestAccRDMADVS_escapedCharsInNames(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	config := dvsConfig(lab, "rdma", allHosts(lab, lab.RDMANICs()[0]), "")
+	refused := func(attr string) *regexp.Regexp {
+		return regexp.MustCompile(`(?s)Attribute ` + regexp.QuoteMeta(attr) + ` must not contain "%" or "\\": vCenter stores\s+them\s+escaped\s+\(as\s+%25\s+and\s+%5c\)`)
+	}
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: strings.Replace(config, dvsNameLine("rdma"), `name          = "rdma-100%"`, 1), PlanOnly: true, ExpectError: refused("name")},
+			{Config: strings.Replace(config, dvsNameLine("rdma"), `name          = "rdma\\a"`, 1), PlanOnly: true, ExpectError: refused("name")},
+			{Config: strings.Replace(config, portGroupLine("pvrdma-vms"), `name = "pvrdma%vms"`, 1), PlanOnly: true, ExpectError: refused("port_group.name")},
+			{Config: strings.Replace(config, portGroupLine("pvrdma-vms"), `name = "pvrdma\\vms"`, 1), PlanOnly: true, ExpectError: refused("port_group.name")},
+		},
+	})
+}
+
 // repeat is n copies of s, as fmt arguments.
 func repeat(s string, n int) []any {
 	out := make([]any, n)

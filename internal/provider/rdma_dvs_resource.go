@@ -112,8 +112,8 @@ func (r *rdmaDVSResource) Schema(_ context.Context, _ resource.SchemaRequest, re
 			},
 			"name": schema.StringAttribute{
 				Required:            true,
-				MarkdownDescription: "Name of the switch, without `/` (it separates the parts of inventory paths). Renamed in place.",
-				Validators:          []validator.String{stringvalidator.LengthBetween(1, 80), noSlash},
+				MarkdownDescription: "Name of the switch, without `/` (it separates the parts of inventory paths), `%` or `\\` (vCenter stores them escaped). Renamed in place.",
+				Validators:          []validator.String{stringvalidator.LengthBetween(1, 80), noSlash, noEscaped},
 			},
 			"description": schema.StringAttribute{
 				Optional: true, Computed: true,
@@ -167,8 +167,8 @@ func (r *rdmaDVSResource) Schema(_ context.Context, _ resource.SchemaRequest, re
 				Validators:          []validator.Object{objectvalidator.IsRequired()},
 				Attributes: map[string]schema.Attribute{
 					"name": schema.StringAttribute{
-						Required: true, MarkdownDescription: "Name of the port group, without `/`; free in the datacenter, where standard port groups such as `VM Network` count.",
-						Validators: []validator.String{stringvalidator.LengthBetween(1, 80), noSlash},
+						Required: true, MarkdownDescription: "Name of the port group, without `/`, `%` or `\\`; free in the datacenter, where standard port groups such as `VM Network` count.",
+						Validators: []validator.String{stringvalidator.LengthBetween(1, 80), noSlash, noEscaped},
 					},
 					"vlan_id": schema.Int64Attribute{
 						Optional: true, Computed: true, Default: int64default.StaticInt64(0),

@@ -445,6 +445,12 @@ var (
 var noSlash = stringvalidator.RegexMatches(regexp.MustCompile(`^[^/]*$`),
 	`must not contain "/": it separates the parts of inventory paths such as /DC0/network/rdma`)
 
+// noEscaped refuses names with "%" or "\": vCenter stores them escaped
+// (ManagedEntity.name: "%" as %25, "\" as %5c), so the name reads back
+// different from the one given and every apply would see a change.
+var noEscaped = stringvalidator.RegexMatches(regexp.MustCompile(`^[^%\\]*$`),
+	`must not contain "%" or "\": vCenter stores them escaped (as %25 and %5c), so the name would read back different from the one given`)
+
 // notEmpty refuses "" where a look-up expects a name or an id, saying what to
 // give (fix). Left to the look-up, "" reads as "not given" (the only
 // datacenter) or searches vCenter for an object with no name.
