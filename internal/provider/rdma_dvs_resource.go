@@ -469,7 +469,11 @@ func (r *rdmaDVSResource) ImportState(ctx context.Context, req resource.ImportSt
 	defer switchIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	importID := switchIdentity.importIDOf(ctx, req, &resp.Diagnostics)
 	switchID, portGroup, named := importID, "", false
-	if i := strings.LastIndex(importID, ":"); i > 0 {
+	if uuid, rest, ok := strings.Cut(importID, ":"); ok && vsphere.LooksLikeDVSUUID(uuid) {
+		// A UUID has no ":": the port group's name (which may) is all
+		// after the first.
+		switchID, portGroup, named = uuid, rest, true
+	} else if i := strings.LastIndex(importID, ":"); i > 0 {
 		switchID, portGroup, named = importID[:i], importID[i+1:], true
 	}
 	id := vsphere.DVSID{UUID: strings.ToLower(switchID)}

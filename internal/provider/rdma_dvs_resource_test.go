@@ -411,6 +411,33 @@ func TestAccRDMADVS_importChoosesPortGroup(t *testing.T) {
 	})
 }
 
+// A port group name with ":" imports after a switch UUID: the id splits at
+// the first ":" after the UUID, not the last.
+func TestAccRDMADVS_importPortGroupNameWithColon(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	ctx := context.Background()
+	portGroup := testName("pg:1")
+	config := strings.Replace(dvsConfig(lab, "rdma", allHosts(lab, lab.RDMANICs()[0]), ""), portGroupLine("pvrdma-vms"), fmt.Sprintf("name = %q", portGroup), 1)
+	var uuid string
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config: config,
+				Check: func(s *terraform.State) error {
+					uuid = s.RootModule().Resources[dvsAddr].Primary.Attributes["id"]
+					return lab.AddPortGroup(ctx, testName("rdma"), testName("storage"), 8)
+				},
+			},
+			{
+				ResourceName: dvsAddr, ImportState: true, ImportStateVerify: true,
+				ImportStateIdFunc: func(*terraform.State) (string, error) { return uuid + ":" + portGroup, nil },
+			},
+		},
+	})
+}
+
 // ":" alone adopts a switch without its port group even when it has only
 // one: the apply creates the configuration's beside it, and leaves the
 // switch's own port group as it was (it neither adopts nor renames it), also
