@@ -137,6 +137,8 @@ func (x *extension) implements(ctx *simulator.Context, m *simulator.Method) bool
 	case "EnterMaintenanceMode_Task", "ExitMaintenanceMode_Task", "RebootHost_Task": // maintenance.go
 		_, ok := obj.(*simulator.HostSystem)
 		return ok
+	case "CancelTask": // maintenance_cancel.go
+		return cancelsMaintenance(obj)
 	case "UpdateVirtualSwitch":
 		_, ok := obj.(*simulator.HostNetworkSystem)
 		return ok

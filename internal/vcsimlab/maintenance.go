@@ -81,6 +81,7 @@ type hostStates struct {
 	keptDown   map[types.ManagedObjectReference]bool
 	rebootTime time.Duration
 	agentsOff  map[types.ManagedObjectReference][]types.ManagedObjectReference // host -> agent VMs its maintenance mode powered off
+	cancels    map[types.ManagedObjectReference]bool                           // EnterMaintenanceMode tasks asked to stop, see maintenance_cancel.go
 }
 
 // eamExtension is vCenter's ESX Agent Manager, which manages agent VMs such
@@ -132,9 +133,13 @@ func (x *extension) EnterMaintenanceModeTask(ctx *simulator.Context, req *types.
 	evacuateOff := req.EvacuatePoweredOffVms != nil && *req.EvacuatePoweredOffVms
 	// The task runs on the extension's lock, not the host's: reads of the
 	// host and its VMs go on while it waits.
-	task := simulator.CreateTask(x, "enterMaintenanceMode", func(*simulator.Task) (types.AnyType, types.BaseMethodFault) {
+	task := simulator.CreateTask(x, "enterMaintenanceMode", func(t *simulator.Task) (types.AnyType, types.BaseMethodFault) {
 		for {
 			lctx := newContext(x.reg)
+			if x.cancelRequested(t.Self) {
+				x.startAgents(lctx, h)
+				return nil, &types.RequestCanceled{}
+			}
 			if x.evacuate(lctx, h, evacuateOff) {
 				lctx.WithLock(h, func() {
 					lctx.Update(h, []types.PropertyChange{{Name: "runtime.inMaintenanceMode", Val: true}})
@@ -152,7 +157,8 @@ func (x *extension) EnterMaintenanceModeTask(ctx *simulator.Context, req *types.
 		}
 	})
 	ref := task.Run(ctx)
-	ctx.Map.AtomicUpdate(ctx, task, []types.PropertyChange{{Name: "info.entity", Val: h.Self}, {Name: "info.entityName", Val: h.Name}})
+	ctx.Map.AtomicUpdate(ctx, task, []types.PropertyChange{{Name: "info.entity", Val: h.Self}, {Name: "info.entityName", Val: h.Name},
+		{Name: "info.cancelable", Val: true}})
 	body.Res = &types.EnterMaintenanceMode_TaskResponse{Returnval: ref}
 	return body
 }
