@@ -2,15 +2,19 @@ package vsphere
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/vmware/govmomi/fault"
 	"github.com/vmware/govmomi/object"
 	"github.com/vmware/govmomi/vim25"
 	"github.com/vmware/govmomi/vim25/methods"
 	"github.com/vmware/govmomi/vim25/mo"
+	"github.com/vmware/govmomi/vim25/soap"
 	"github.com/vmware/govmomi/vim25/types"
 )
 
@@ -192,8 +196,9 @@ func hasPassthrough(devices []types.BaseVirtualDevice) bool {
 	return false
 }
 
-// ErrHostNotBack is the Cause of a reboot whose host did not come back.
-var ErrHostNotBack = fmt.Errorf("the host did not come back")
+// ErrRebootTimedOut is the Cause of a reboot that did not finish, at any
+// step, within the time it was given.
+var ErrRebootTimedOut = errors.New("the reboot ran out of time")
 
 // RebootHost puts a host in maintenance mode, reboots it, waits up to
 // timeout for it to be connected again with a new boot time, and takes it
@@ -246,23 +251,16 @@ func (c *Client) RebootHost(ctx context.Context, hostID string, timeout time.Dur
 			"host %s was not rebooted: its running virtual machines %s would keep it from entering maintenance mode (%s)",
 			h.Name, strings.Join(vmNames(current.Stuck), ", "), current.Why)}
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	r := &reboot{c: c, ctx: ctx, op: op, name: h.Name, timeout: timeout, start: time.Now(), host: object.NewHostSystem(vc, ref)}
+	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	host := object.NewHostSystem(vc, ref)
 	entered := false
 	if !current.InMaintenanceMode {
 		progress("entering maintenance mode")
-		secs := int32(time.Until(deadlineOf(ctx)).Seconds())
-		t, err := host.EnterMaintenanceMode(ctx, max(secs, 1), false, nil)
-		if err == nil {
-			_, err = c.waitTask(ctx, "entering maintenance mode on host "+h.Name, t)
+		if err := r.enterMaintenance(rctx); err != nil {
+			return err
 		}
-		// Whether or not the wait saw it end, the task may put the host in
-		// maintenance mode: it is taken out below either way.
 		entered = true
-		if err != nil {
-			return c.leaveMaintenance(ctx, host, h.Name, op, translate(op, err))
-		}
 	} else {
 		progress("the host is in maintenance mode already, and stays in it")
 	}
@@ -271,32 +269,38 @@ func (c *Client) RebootHost(ctx context.Context, hostID string, timeout time.Dur
 		booted = *current.BootTime
 	}
 	progress("rebooting")
-	res, err := methods.RebootHost_Task(ctx, vc, &types.RebootHost_Task{This: ref})
+	res, err := methods.RebootHost_Task(rctx, vc, &types.RebootHost_Task{This: ref})
 	if err == nil {
-		_, err = c.waitTask(ctx, "rebooting host "+h.Name, object.NewTask(vc, res.Returnval))
+		_, err = c.waitTask(rctx, "rebooting host "+h.Name, object.NewTask(vc, res.Returnval))
 	}
 	if err != nil {
+		cause := r.failed(rctx, "rebooting", err)
 		if entered {
-			return c.leaveMaintenance(ctx, host, h.Name, op, translate(op, err))
+			return r.leaveMaintenance(cause, false)
 		}
-		return translate(op, err)
+		return cause
 	}
 	progress("waiting for the host to be back")
 	for i := 0; ; i++ {
 		var now mo.HostSystem
-		err := c.readObjectAs(ctx, vc, ref, []string{"runtime"}, &now, fresh)
+		err := c.readObjectAs(rctx, vc, ref, []string{"runtime"}, &now, fresh)
 		if err == nil && now.Runtime.ConnectionState == types.HostSystemConnectionStateConnected &&
 			now.Runtime.BootTime != nil && now.Runtime.BootTime.After(booted) {
 			break
 		}
 		select {
 		case <-time.After(min(100*time.Millisecond<<min(i, 6), 5*time.Second)):
-		case <-ctx.Done():
+		case <-rctx.Done():
 			state := string(now.Runtime.ConnectionState)
 			if state == "" {
 				state = "not read"
 			}
-			return &Error{Op: op, Kind: ErrInvalidState, Cause: ErrHostNotBack, Message: fmt.Sprintf(
+			if ctx.Err() != nil { // the apply was cancelled, not out of time
+				return &Error{Op: op, Kind: ErrInvalidState, Cause: ctx.Err(), Message: fmt.Sprintf(
+					"the wait for host %s to come back from its reboot was interrupted after %s (connection state: %s); it stays in "+
+						"maintenance mode", h.Name, r.elapsed(), state)}
+			}
+			return &Error{Op: op, Kind: ErrInvalidState, Cause: ErrRebootTimedOut, Message: fmt.Sprintf(
 				"host %s was rebooted and is not back after %s (connection state: %s); it stays in maintenance mode", h.Name, timeout, state)}
 		}
 	}
@@ -304,41 +308,147 @@ func (c *Client) RebootHost(ctx context.Context, hostID string, timeout time.Dur
 		return nil
 	}
 	progress("leaving maintenance mode")
-	return c.leaveMaintenance(ctx, host, h.Name, op, nil)
+	return r.leaveMaintenance(nil, false)
 }
 
-// leaveMaintenanceTimeout bounds taking a host out of maintenance mode after
-// the reboot's own time has run out or the apply was cancelled.
+// reboot is one host's reboot under way.
+type reboot struct {
+	c       *Client
+	ctx     context.Context // the caller's: done when the apply is cancelled
+	op      string
+	name    string
+	timeout time.Duration
+	start   time.Time
+	host    *object.HostSystem
+}
+
+func (r *reboot) elapsed() time.Duration { return time.Since(r.start).Round(time.Second) }
+
+// enterMaintenance puts the host in maintenance mode within rctx, the
+// reboot's time. When that fails after vCenter may have started the task
+// (the apply cancelled, the time out, a read of the task failed), the task
+// is cancelled and the host taken out again if it got there: the task would
+// otherwise go on and leave the host in maintenance mode with nobody to
+// take it out.
+func (r *reboot) enterMaintenance(rctx context.Context) error {
+	const step = "entering maintenance mode"
+	if rctx.Err() != nil { // no time left: vCenter is not asked
+		return r.failed(rctx, step, rctx.Err())
+	}
+	t, err := r.host.EnterMaintenanceMode(rctx, maintenanceTimeout(time.Until(deadlineOf(rctx))), false, nil)
+	if err != nil {
+		cause := r.failed(rctx, step, err)
+		if soap.IsSoapFault(err) {
+			return cause // refused: no task was started
+		}
+		// The call may have reached vCenter: a task may run that no one
+		// has a reference to.
+		return r.leaveMaintenance(cause, true)
+	}
+	info, err := r.c.waitTask(rctx, step+" on host "+r.name, t)
+	if err == nil {
+		return nil
+	}
+	cause := r.failed(rctx, step, err)
+	if info != nil {
+		return r.leaveMaintenance(cause, false) // the task has ended
+	}
+	return r.leaveMaintenance(cause, !r.cancelTask(t))
+}
+
+// maintenanceTimeout is vCenter's own bound on entering maintenance mode,
+// what is left of the reboot's time: whole seconds, at least one (zero is
+// no bound), at most what its int32 holds.
+func maintenanceTimeout(left time.Duration) int32 {
+	return int32(min(max(left.Seconds(), 1), math.MaxInt32))
+}
+
+// cancelTask cancels a task that may still be running and waits for it to
+// end, on time of its own (the caller's may be spent), and reports whether
+// it has ended.
+func (r *reboot) cancelTask(t *object.Task) bool {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), leaveMaintenanceTimeout)
+	defer cancel()
+	// InvalidState: it has ended already. Any other failure: the wait says
+	// whether it ends.
+	_ = t.Cancel(ctx)
+	info, err := r.c.waitTask(ctx, "cancelling maintenance mode on host "+r.name, t)
+	return err == nil || info != nil
+}
+
+// failed words a step's failure: the apply cancelled, the reboot's time
+// run out (vCenter's Timedout for the bound it was given, or the wait's),
+// or what vCenter said.
+func (r *reboot) failed(rctx context.Context, step string, err error) error {
+	switch {
+	case r.ctx.Err() != nil:
+		return &Error{Op: r.op, Kind: ErrInvalidState, Cause: r.ctx.Err(), Message: fmt.Sprintf(
+			"the reboot of host %s was interrupted after %s, while %s", r.name, r.elapsed(), step)}
+	case rctx.Err() != nil || fault.Is(err, &types.Timedout{}):
+		return &Error{Op: r.op, Kind: ErrInvalidState, Cause: ErrRebootTimedOut, Message: fmt.Sprintf(
+			"host %s did not finish %s within the reboot's time of %s", r.name, step, r.timeout)}
+	}
+	return translate(r.op, err)
+}
+
+// leaveMaintenanceTimeout bounds cancelling maintenance mode, and taking a
+// host out of it, after the reboot's own time has run out or the apply was
+// cancelled.
 const leaveMaintenanceTimeout = 2 * time.Minute
 
 // leaveMaintenance takes a host this reboot put in maintenance mode out of
 // it, after the reboot (cause nil) or after a failure (cause), on time of
 // its own: a host must not stay in maintenance mode because a step failed
-// or the apply was cancelled. When it cannot, the error says the host is
-// still in it.
-func (c *Client) leaveMaintenance(ctx context.Context, host *object.HostSystem, name, op string, cause error) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), leaveMaintenanceTimeout)
+// or the apply was cancelled. mayEnter says an EnterMaintenanceMode task may
+// still be running, so a host not in maintenance mode now may be later.
+// When it cannot take the host out, or be sure, the error says so and what
+// to do.
+func (r *reboot) leaveMaintenance(cause error, mayEnter bool) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), leaveMaintenanceTimeout)
 	defer cancel()
+	mayBeLeft := func(why error) error {
+		return &Error{Op: r.op, Kind: ErrInvalidState, Cause: cause, Message: fmt.Sprintf(
+			"%s; host %s may be left in maintenance mode: its Enter Maintenance Mode task could not be confirmed cancelled (%s). "+
+				"In vCenter, cancel that task if it still runs (the host's Monitor > Tasks), and if the host is in maintenance "+
+				"mode, take it out (right-click the host > Maintenance Mode > Exit Maintenance Mode)", messageOf(cause), r.name, messageOf(why))}
+	}
 	if cause != nil { // entering may have failed before the host was in it
 		var now mo.HostSystem
-		err := c.readObjectAs(ctx, host.Client(), host.Reference(), []string{"runtime.inMaintenanceMode"}, &now, fresh)
+		err := r.c.readObjectAs(ctx, r.host.Client(), r.host.Reference(), []string{"runtime.inMaintenanceMode"}, &now, fresh)
 		if err == nil && !now.Runtime.InMaintenanceMode {
+			if mayEnter {
+				return mayBeLeft(errors.New("it was not seen to end"))
+			}
 			return cause
 		}
 	}
-	t, err := host.ExitMaintenanceMode(ctx, 0)
+	t, err := r.host.ExitMaintenanceMode(ctx, 0)
 	if err == nil {
-		_, err = c.waitTask(ctx, "leaving maintenance mode on host "+name, t)
+		_, err = r.c.waitTask(ctx, "leaving maintenance mode on host "+r.name, t)
 	}
 	switch {
+	case err != nil && mayEnter:
+		return mayBeLeft(translate(r.op, err))
 	case err != nil && cause != nil:
-		return &Error{Op: op, Kind: ErrInvalidState, Cause: cause, Message: fmt.Sprintf(
-			"%v; host %s is still in maintenance mode: %v. Take it out in vCenter once it is connected", cause, name, translate(op, err))}
+		return &Error{Op: r.op, Kind: ErrInvalidState, Cause: cause, Message: fmt.Sprintf(
+			"%s; host %s is still in maintenance mode: %s. Take it out in vCenter once it is connected", messageOf(cause), r.name,
+			messageOf(translate(r.op, err)))}
 	case err != nil:
-		return &Error{Op: op, Kind: ErrInvalidState, Cause: err, Message: fmt.Sprintf(
-			"host %s was rebooted and is back, and is still in maintenance mode: %v. Take it out in vCenter", name, translate(op, err))}
+		return &Error{Op: r.op, Kind: ErrInvalidState, Cause: err, Message: fmt.Sprintf(
+			"host %s was rebooted and is back, and is still in maintenance mode: %s. Take it out in vCenter", r.name,
+			messageOf(translate(r.op, err)))}
 	}
 	return cause
+}
+
+// messageOf is an error's text without the operation an *Error starts with,
+// for a message that goes on inside another of the same operation.
+func messageOf(err error) string {
+	var e *Error
+	if errors.As(err, &e) && e.Message != "" {
+		return e.Message
+	}
+	return err.Error()
 }
 
 // readHostForReboot reads what a reboot needs of a host, fresh.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -254,5 +255,157 @@ func TestRebootOncePerHostChange(t *testing.T) {
 	}
 	if calls := lab.Calls(); calls["RebootHost_Task"] != 1 {
 		t.Fatalf("calls = %v, want one reboot for both changes", calls)
+	}
+}
+
+// enterWithStuckVM starts a reboot of vm's host whose maintenance mode
+// cannot finish: at "entering maintenance mode", after the reboot's checks,
+// vm's DRS override turns manual (as when DRS is slow to move it), and then
+// during runs. The VM is made movable again once the reboot has returned.
+func enterWithStuckVM(t *testing.T, lab *vcsimlab.Lab, ctx context.Context, timeout time.Duration, during func()) (host string, err error) {
+	t.Helper()
+	bg := context.Background()
+	vm := lab.VMNames()[1]
+	host = lab.VMHostName(vm)
+	if err := lab.PowerOnVM(bg, vm); err != nil {
+		t.Fatal(err)
+	}
+	progress := func(step string) {
+		if step == "entering maintenance mode" {
+			if err := lab.SetVMDRSOverride(bg, vm, true, types.DrsBehaviorManual); err != nil {
+				t.Error(err)
+			}
+			during()
+		}
+	}
+	err = labClient(lab).RebootHost(ctx, lab.HostID(host), timeout, nil, progress)
+	if err := lab.SetVMDRSOverride(bg, vm, true, types.DrsBehaviorFullyAutomated); err != nil {
+		t.Fatal(err)
+	}
+	return host, err
+}
+
+// notInMaintenance fails the test if the host entered maintenance mode.
+func notInMaintenance(t *testing.T, lab *vcsimlab.Lab, host string) {
+	t.Helper()
+	for _, w := range lab.MaintenanceWindows() {
+		if w.Host == host {
+			t.Errorf("host %s entered maintenance mode: %+v", host, lab.MaintenanceWindows())
+		}
+	}
+}
+
+// An apply cancelled (Ctrl-C) while DRS still evacuates the host cancels
+// the EnterMaintenanceMode task and waits for it to end, so the host does
+// not enter maintenance mode later with nobody to take it out; the error
+// says the reboot was interrupted.
+func TestRebootInterruptedWhileEnteringMaintenance(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{HostsNeedReboot: true, RebootTime: 50 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	host, err := enterWithStuckVM(t, lab, ctx, 10*time.Minute, func() {
+		// The first read of the task is held; the apply is cancelled
+		// while it is in flight, with the task running.
+		base := lab.Calls()["RetrievePropertiesEx"]
+		release := lab.Hold("RetrievePropertiesEx")
+		go func() {
+			for lab.Calls()["RetrievePropertiesEx"] == base {
+				time.Sleep(5 * time.Millisecond)
+			}
+			cancel()
+			release()
+		}()
+	})
+	want := fmt.Sprintf("the reboot of host %s was interrupted after", host)
+	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "while entering maintenance mode") ||
+		!errors.Is(err, context.Canceled) {
+		t.Errorf("reboot cancelled while entering maintenance mode: %v; want %q", err, want)
+	}
+	if n := lab.Calls()["CancelTask"]; n != 1 {
+		t.Errorf("%d CancelTask calls, want 1", n)
+	}
+	notInMaintenance(t, lab, host)
+}
+
+// A read of the EnterMaintenanceMode task that fails cancels the task too.
+func TestRebootTaskReadFailsWhileEnteringMaintenance(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{HostsNeedReboot: true, RebootTime: 50 * time.Millisecond})
+	host, err := enterWithStuckVM(t, lab, context.Background(), 10*time.Minute, func() {
+		lab.FailRead("Task", &types.HostCommunication{}, 1)
+	})
+	if err == nil || strings.Contains(err.Error(), "maintenance mode:") {
+		t.Errorf("reboot whose task read failed: %v; want the failure, the host not said to be left in maintenance mode", err)
+	}
+	if n := lab.Calls()["CancelTask"]; n != 1 {
+		t.Errorf("%d CancelTask calls, want 1", n)
+	}
+	notInMaintenance(t, lab, host)
+}
+
+// When the task cannot be cancelled nor seen to end, the error says plainly
+// that the host may be left in maintenance mode, and how to take it out.
+func TestRebootMaintenanceModeNotConfirmedCancelled(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{HostsNeedReboot: true, RebootTime: 50 * time.Millisecond})
+	host, err := enterWithStuckVM(t, lab, context.Background(), 10*time.Minute, func() {
+		lab.FailCall("CancelTask", "", &types.HostCommunication{}, 1)
+		lab.FailRead("Task", &types.HostCommunication{}, 2)
+	})
+	want := fmt.Sprintf("host %s may be left in maintenance mode", host)
+	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "Exit Maintenance Mode") {
+		t.Errorf("reboot whose maintenance mode could not be cancelled: %v; want %q and how to take it out", err, want)
+	}
+}
+
+// A reboot whose time runs out while entering maintenance mode says so,
+// naming the host and the time, not a vCenter timeout or a URL; the host is
+// left out of maintenance mode.
+func TestRebootTimeoutWhileEnteringMaintenance(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{HostsNeedReboot: true, RebootTime: 50 * time.Millisecond})
+	host, err := enterWithStuckVM(t, lab, context.Background(), 2*time.Second, func() {})
+	want := fmt.Sprintf("host %s did not finish entering maintenance mode within the reboot's time of 2s", host)
+	if err == nil || !strings.Contains(err.Error(), want) || !errors.Is(err, ErrRebootTimedOut) {
+		t.Errorf("reboot out of time while entering maintenance mode: %v; want %q", err, want)
+	}
+	notInMaintenance(t, lab, host)
+	// No time at all: vCenter is not asked, and no URL shows.
+	err = labClient(lab).RebootHost(context.Background(), lab.HostID(host), time.Nanosecond, nil, func(string) {})
+	if err == nil || !errors.Is(err, ErrRebootTimedOut) || strings.Contains(err.Error(), "https://") {
+		t.Errorf("reboot with 1ns: %v; want the reboot's time run out", err)
+	}
+}
+
+// Ctrl-C while waiting for the host to come back says the wait was
+// interrupted, not that the host is not back after the whole timeout.
+func TestRebootInterruptedWhileWaitingForHost(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{HostsNeedReboot: true, RebootTime: 50 * time.Millisecond})
+	host := lab.HostNames()[0]
+	lab.KeepHostDown(host)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	err := labClient(lab).RebootHost(ctx, lab.HostID(host), 30*time.Minute, nil, func(step string) {
+		if step == "waiting for the host to be back" {
+			cancel()
+		}
+	})
+	want := fmt.Sprintf("the wait for host %s to come back from its reboot was interrupted after", host)
+	if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "30m") {
+		t.Errorf("reboot interrupted while waiting for the host: %v; want %q", err, want)
+	}
+}
+
+// vCenter's bound on maintenance mode fits its int32, and is never zero
+// (no bound).
+func TestMaintenanceTimeout(t *testing.T) {
+	for left, want := range map[time.Duration]int32{
+		90 * time.Second: 90, 0: 1, -time.Second: 1, time.Duration(math.MaxInt64): math.MaxInt32, 1 << 62: math.MaxInt32,
+	} {
+		if got := maintenanceTimeout(left); got != want {
+			t.Errorf("maintenanceTimeout(%s) = %d, want %d", left, got, want)
+		}
 	}
 }
