@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -33,6 +34,41 @@ import (
 // minutes to boot.
 const defaultRebootTimeout = "30m"
 
+// The range a reboot's bound may take: no ESXi host reboots in less than a
+// minute, and a day is far beyond the slowest; outside it the value is a
+// mistake ("1ns", "10000h"), and vCenter's own bound on maintenance mode is
+// whole seconds in an int32.
+const (
+	minRebootTimeout = time.Minute
+	maxRebootTimeout = 24 * time.Hour
+)
+
+// rebootTimeoutRange accepts durations from minRebootTimeout to
+// maxRebootTimeout.
+type rebootTimeoutRange struct{}
+
+var _ validator.String = rebootTimeoutRange{}
+
+func (rebootTimeoutRange) Description(context.Context) string {
+	return `value must be a duration from "1m" to "24h", such as "45m"`
+}
+
+func (v rebootTimeoutRange) MarkdownDescription(ctx context.Context) string {
+	return v.Description(ctx)
+}
+
+func (rebootTimeoutRange) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	d, err := time.ParseDuration(req.ConfigValue.ValueString())
+	if err != nil || d < minRebootTimeout || d > maxRebootTimeout {
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid reboot timeout",
+			fmt.Sprintf(`%s must be a duration from "1m" to "24h", such as "45m", not %q: a host reboot, from maintenance mode to `+
+				"the host back, takes minutes (5 to 15 for a server with GPUs and large memory).", req.Path, req.ConfigValue.ValueString()))
+	}
+}
+
 // rebootAttributes are the opt-in and its bound, for a resource whose
 // change needs a reboot (what names the change).
 func rebootAttributes(what string) map[string]schema.Attribute {
@@ -53,10 +89,10 @@ func rebootAttributes(what string) map[string]schema.Attribute {
 		"reboot_timeout": schema.StringAttribute{
 			Optional: true, Computed: true, Default: stringdefault.StaticString(defaultRebootTimeout),
 			MarkdownDescription: "How long a reboot may take, from entering maintenance mode to the host back, as a duration " +
-				"(`\"45m\"`); default `\"" + defaultRebootTimeout + "\"`. The wait for the other reboots of the host's cluster does " +
+				"(`\"45m\"`), from `\"1m\"` to `\"24h\"`; default `\"" + defaultRebootTimeout + "\"`. The wait for the other reboots of the host's cluster does " +
 				"not count. A host not back by then fails the apply, naming it; it stays in maintenance mode, and state records " +
 				"what was applied. A reboot that fails once the host is in maintenance mode takes it out again, or says it could not.",
-			Validators: []validator.String{positiveDuration{}},
+			Validators: []validator.String{rebootTimeoutRange{}},
 		},
 	}
 }
@@ -125,13 +161,25 @@ func rebootIfPending(ctx context.Context, client *vsphere.Client, hostID string,
 // for it, logging the steps; a host another resource's reboot of the apply
 // has made the change active on is not rebooted again.
 func rebootHost(ctx context.Context, client *vsphere.Client, hostID string, timeout types.String, pciIDs []string, diags *diag.Diagnostics) bool {
-	bound, _ := time.ParseDuration(timeout.ValueString()) // validated by positiveDuration
+	bound, _ := time.ParseDuration(timeout.ValueString()) // validated by rebootTimeoutRange
 	progress := func(step string) {
 		tflog.Info(ctx, "Rebooting host", map[string]any{"host_system_id": hostID, "step": step})
 	}
 	if err := client.RebootHost(ctx, hostID, bound, pciIDs, progress); err != nil {
-		diags.Append(vsphereErrorDiag("Cannot reboot host "+hostID, err))
+		diags.Append(rebootErrorDiag(hostID, "reboot_timeout", err))
 		return false
 	}
 	return true
+}
+
+// rebootErrorDiag words a failed reboot. One that ran out of its time names
+// the argument that gave it (argument), not api_timeout, which bounds each
+// call to vCenter.
+func rebootErrorDiag(hostID, argument string, err error) diag.Diagnostic {
+	if errors.Is(err, vsphere.ErrRebootTimedOut) {
+		return diag.NewErrorDiagnostic("Cannot reboot host "+hostID, err.Error()+". "+argument+" bounds the reboot, from "+
+			"maintenance mode to the host back: raise it if the host needs longer (a server with GPUs and large memory takes 5 to "+
+			"15 minutes to boot), or check the host in vCenter.")
+	}
+	return vsphereErrorDiag("Cannot reboot host "+hostID, err)
 }

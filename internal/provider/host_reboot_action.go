@@ -57,8 +57,8 @@ func (a *hostRebootAction) Schema(_ context.Context, _ action.SchemaRequest, res
 			},
 			"timeout": schema.StringAttribute{
 				Optional: true, MarkdownDescription: "How long the reboot may take, from maintenance mode to the host back, as a duration; " +
-					"default `\"" + defaultRebootTimeout + "\"`.",
-				Validators: []validator.String{positiveDuration{}},
+					"from `\"1m\"` to `\"24h\"`; default `\"" + defaultRebootTimeout + "\"`.",
+				Validators: []validator.String{rebootTimeoutRange{}},
 			},
 		},
 	}
@@ -102,10 +102,10 @@ func (a *hostRebootAction) Invoke(ctx context.Context, req action.InvokeRequest,
 		return
 	}
 	timeout := cmpOr(m.Timeout.ValueString(), defaultRebootTimeout)
-	bound, _ := time.ParseDuration(timeout) // validated by positiveDuration
+	bound, _ := time.ParseDuration(timeout) // validated by rebootTimeoutRange
 	err = a.client.RebootHost(ctx, hostID, bound, nil, func(step string) { say(fmt.Sprintf("Host %s: %s.", r.HostName, step)) })
 	if err != nil {
-		resp.Diagnostics.Append(vsphereErrorDiag("Cannot reboot host "+hostID, err))
+		resp.Diagnostics.Append(rebootErrorDiag(hostID, "timeout", err))
 		return
 	}
 	say(fmt.Sprintf("Host %s is back and out of maintenance mode.", r.HostName))

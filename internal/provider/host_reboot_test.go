@@ -141,7 +141,9 @@ func TestAccHostPCIPassthrough_rebootRefused(t *testing.T) {
 }
 
 // A host that does not come back within reboot_timeout fails the apply,
-// naming it; state still records the change, and destroy works.
+// naming it and reboot_timeout (not api_timeout); state still records the
+// change, and destroy works. reboot_timeout is at least a minute: the test
+// waits that long.
 func TestAccHostPCIPassthrough_hostNotBack(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{HostsNeedReboot: true})
@@ -152,11 +154,29 @@ func TestAccHostPCIPassthrough_hostNotBack(t *testing.T) {
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
-				Config:      passthroughConfig(lab, host, fmt.Sprintf("  pci_ids = [%q]\n  reboot_allowed = true\n  reboot_timeout = \"2s\"", a100)),
-				ExpectError: wrapped(fmt.Sprintf("host %s was rebooted and is not back after 2s (connection state: notResponding); it stays in maintenance mode", host)),
+				Config: passthroughConfig(lab, host, fmt.Sprintf("  pci_ids = [%q]\n  reboot_allowed = true\n  reboot_timeout = \"1m\"", a100)),
+				ExpectError: wrapped(fmt.Sprintf("host %s was rebooted and is not back after 1m0s (connection state: notResponding); it stays in "+
+					"maintenance mode. reboot_timeout bounds the reboot, from maintenance mode to the host back: raise it", host)),
 			},
 		},
 	})
+}
+
+// reboot_timeout outside 1m to 24h is refused at plan time: "1ns" would
+// fail every reboot, and a huge one overflowed vCenter's bound.
+func TestAccHostPCIPassthrough_rebootTimeoutRange(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{HostsNeedReboot: true})
+	host := lab.HostNames()[0]
+	var steps []resource.TestStep
+	for _, timeout := range []string{"1ns", "59s", "25h", "1000000h"} {
+		steps = append(steps, resource.TestStep{
+			Config:      passthroughConfig(lab, host, fmt.Sprintf("  pci_ids = [%q]\n  reboot_allowed = true\n  reboot_timeout = %q", a100, timeout)),
+			PlanOnly:    true,
+			ExpectError: wrapped(fmt.Sprintf(`reboot_timeout must be a duration from "1m" to "24h", such as "45m", not %q`, timeout)),
+		})
+	}
+	resource.UnitTest(t, resource.TestCase{ProtoV6ProviderFactories: testAccProtoV6ProviderFactories, Steps: steps})
 }
 
 // One apply from a bare host to a GPU + InfiniBand VM (issue 24): SR-IOV
