@@ -44,7 +44,7 @@ func listHostPassthrough(ctx context.Context, c *vsphere.Client, scope vsphere.S
 		diags.Append(ds...)
 		m := hostPCIPassthroughModel{HostSystemID: types.StringValue(h.HostID), PCIIDs: pciIDs,
 			Match: types.SetNull(passthroughMatchType)}
-		fillPassthrough(ctx, &m, h, ids, &diags)
+		fillPassthrough(ctx, &m, h, ids, nil, &diags)
 		identity := passthroughIdentityModel{HostSystemID: types.StringValue(h.HostID), PCIIDs: sortedPCIIDs(ctx, ids, &diags)}
 		if diags.HasError() {
 			return nil, fmt.Errorf("host %s: %v", h.HostName, diags)

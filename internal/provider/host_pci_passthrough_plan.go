@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -105,7 +106,16 @@ func (r *hostPCIPassthroughResource) ModifyPlan(ctx context.Context, req resourc
 	if turningOn {
 		reboot = types.BoolUnknown()
 	}
-	if (turningOn || pendingReboot || len(ch.Disabling) > 0) && plan.RebootAllowed.ValueBool() &&
+	// Only what changes now reboots: a device turned on, one waiting for a
+	// reboot, one dropped that the apply puts back. A device still listed,
+	// however it was before this resource took it, changes nothing.
+	puttingBack := false
+	for id, was := range before {
+		if d := p.Host.Device(id); d != nil && d.Enabled != was && !slices.Contains(ids, id) {
+			puttingBack = true
+		}
+	}
+	if (turningOn || pendingReboot || puttingBack) && plan.RebootAllowed.ValueBool() &&
 		planReboot(ctx, r.client, ch.HostID, "passthrough changes", &resp.Diagnostics) {
 		// This apply reboots the host: what it turns on is active after it.
 		r.claims.rebootPlanned(ch.HostID)
@@ -139,6 +149,17 @@ func (r *hostPCIPassthroughResource) unchanged(ctx context.Context, plan *hostPC
 			return nil, false
 		}
 		ids = append(ids, d.PCIID.ValueString())
+	}
+	// Every listed device must be managed: one missing from devices (state
+	// written before gone devices were kept) is checked again.
+	var listed []string
+	if !plan.PCIIDs.IsNull() {
+		diags.Append(plan.PCIIDs.ElementsAs(ctx, &listed, false)...)
+	}
+	for _, id := range listed {
+		if !slices.Contains(ids, id) {
+			return nil, false
+		}
 	}
 	return ids, len(ids) > 0
 }

@@ -196,7 +196,7 @@ func (r *hostPCIPassthroughResource) Create(ctx context.Context, req resource.Cr
 		return
 	}
 	before := map[string]bool{}
-	r.apply(ctx, &plan, before, resp.Private, &resp.State, &resp.Diagnostics)
+	r.apply(ctx, &plan, before, true, resp.Private, &resp.State, &resp.Diagnostics)
 }
 
 func (r *hostPCIPassthroughResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
@@ -211,13 +211,14 @@ func (r *hostPCIPassthroughResource) Update(ctx context.Context, req resource.Up
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	r.apply(ctx, &plan, before, resp.Private, &resp.State, &resp.Diagnostics)
+	r.apply(ctx, &plan, before, false, resp.Private, &resp.State, &resp.Diagnostics)
 }
 
 // apply turns passthrough on for the planned devices and puts back the
 // earlier state of devices no longer listed, recording what each newly
 // managed device had before; then it reads the result into state.
-func (r *hostPCIPassthroughResource) apply(ctx context.Context, m *hostPCIPassthroughModel, before map[string]bool, p privateState, state stateSetter, diags *diag.Diagnostics) {
+func (r *hostPCIPassthroughResource) apply(ctx context.Context, m *hostPCIPassthroughModel, before map[string]bool, creating bool, p privateState,
+	state stateSetter, diags *diag.Diagnostics) {
 	hostID := m.HostSystemID.ValueString()
 	checked, err := r.client.PlanHostPassthrough(ctx, r.change(ctx, m, before, diags))
 	if err != nil {
@@ -239,26 +240,105 @@ func (r *hostPCIPassthroughResource) apply(ctx context.Context, m *hostPCIPassth
 			set[d.PCIID] = true
 		}
 	}
+	var dropped, restored []string
 	for id, was := range before {
 		if managed[id] {
 			continue
 		}
 		if d := host.Device(id); d != nil && d.Enabled != was {
 			set[id] = was
+			restored = append(restored, id)
 		}
-		delete(before, id)
+		dropped = append(dropped, id)
 	}
-	diags.Append(setPrivateJSON(ctx, p, privatePassthroughBefore, before)...)
+	// Recorded before the change, what each device had: the dropped
+	// devices leave the record only once they are put back, so a failed
+	// change leaves destroy what it must restore.
+	if diags.Append(setPrivateJSON(ctx, p, privatePassthroughBefore, before)...); diags.HasError() {
+		return
+	}
 	if err := r.client.SetHostPassthrough(ctx, hostID, set); err != nil {
 		diags.Append(vsphereErrorDiag("Cannot set PCI passthrough on host "+hostID, err))
 		return
 	}
-	tflog.Debug(ctx, "Set PCI passthrough", map[string]any{"host_system_id": hostID, "devices": len(want)})
-	r.read(ctx, m, keysOf(managed), state, diags)
-	// State now records what was applied; a reboot makes it active.
-	if !diags.HasError() && m.RebootAllowed.ValueBool() && m.RebootRequired.ValueBool() && rebootHost(ctx, r.client, hostID, m.RebootTimeout, keysOf(managed), diags) {
-		r.read(ctx, m, keysOf(managed), state, diags)
+	for _, id := range dropped {
+		delete(before, id)
 	}
+	diags.Append(setPrivateJSON(ctx, p, privatePassthroughBefore, before)...)
+	tflog.Debug(ctx, "Set PCI passthrough", map[string]any{"host_system_id": hostID, "devices": len(want)})
+	// vSphere has changed: until it is read back, state records the plan,
+	// so a failed read leaves no orphan.
+	planned(m, want)
+	diags.Append(state.Set(ctx, m)...)
+	now, err := r.read(ctx, m, keysOf(managed), state, diags)
+	if err != nil {
+		// A create that fails now would be tainted, and Terraform hands a
+		// tainted object's private state neither to Delete nor to its
+		// replacement: what destroy must restore would be lost. The change
+		// is made and state records it; the next refresh reads the rest.
+		if creating {
+			diags.AddWarning("PCI passthrough set, not read back", fmt.Sprintf("Passthrough was set on host %s, but reading it "+
+				"back failed: %s. State records the planned devices; the next plan reads them from the host.", hostID, errorDetail(err)))
+			return
+		}
+		diags.Append(vsphereErrorDiag("Cannot read the PCI passthrough of host "+hostID, err))
+		return
+	}
+	// State now records what was applied; a reboot makes it active. A
+	// device put back off waits for it as one turned on does.
+	pending := m.RebootRequired.ValueBool()
+	for _, id := range restored {
+		if d := now.Device(id); d != nil && d.Enabled != d.Active {
+			pending = true
+		}
+	}
+	changed := append(keysOf(managed), restored...)
+	if !diags.HasError() && m.RebootAllowed.ValueBool() && pending && rebootHost(ctx, r.client, hostID, m.RebootTimeout, changed, diags) {
+		if _, err := r.read(ctx, m, keysOf(managed), state, diags); err != nil {
+			diags.Append(vsphereErrorDiag("Cannot read the PCI passthrough of host "+hostID, err))
+		}
+	}
+}
+
+// planned sets m's computed values that the plan left unknown to null
+// (whether a device just turned on is active, so whether the host waits for
+// a reboot): state as the plan has it, before the host is read back.
+func planned(m *hostPCIPassthroughModel, want []vsphere.PassthroughDevice) {
+	m.ID = m.HostSystemID
+	if m.RebootRequired.IsUnknown() {
+		m.RebootRequired = types.BoolNull()
+	}
+	var devices []attr.Value
+	if !m.Devices.IsUnknown() && !m.Devices.IsNull() {
+		devices = m.Devices.Elements()
+	} else { // not planned (an unknown input then): the devices as wanted
+		for _, d := range want {
+			devices = append(devices, types.ObjectValueMust(passthroughDeviceType.AttrTypes, map[string]attr.Value{
+				"pci_id": types.StringValue(d.PCIID), "vendor_id": types.StringValue(d.VendorID), "device_id": types.StringValue(d.DeviceID),
+				"device_name": types.StringValue(d.DeviceName), "enabled": types.BoolValue(true), "active": types.BoolUnknown(),
+			}))
+		}
+	}
+	known := make([]attr.Value, 0, len(devices))
+	for _, d := range devices {
+		attrs := maps.Clone(d.(types.Object).Attributes())
+		for k, v := range attrs {
+			if v.IsUnknown() {
+				attrs[k] = nullOf(v)
+			}
+		}
+		known = append(known, types.ObjectValueMust(passthroughDeviceType.AttrTypes, attrs))
+	}
+	m.Devices = types.ListValueMust(passthroughDeviceType, known)
+	rebootDefaults(&m.RebootAllowed, &m.RebootTimeout)
+}
+
+// nullOf is the null of v's type (a device's string or bool).
+func nullOf(v attr.Value) attr.Value {
+	if _, ok := v.(types.Bool); ok {
+		return types.BoolNull()
+	}
+	return types.StringNull()
 }
 
 func keysOf(m map[string]bool) []string {
@@ -270,25 +350,36 @@ func keysOf(m map[string]bool) []string {
 	return out
 }
 
-// read reads the host back after a change and sets state.
-func (r *hostPCIPassthroughResource) read(ctx context.Context, m *hostPCIPassthroughModel, managed []string, state stateSetter, diags *diag.Diagnostics) {
+// read reads the host back after a change and sets state; it returns the
+// host as read.
+func (r *hostPCIPassthroughResource) read(ctx context.Context, m *hostPCIPassthroughModel, managed []string, state stateSetter, diags *diag.Diagnostics) (*vsphere.HostPassthrough, error) {
 	host, err := r.client.HostPassthrough(ctx, m.HostSystemID.ValueString())
 	if err != nil {
-		diags.Append(vsphereErrorDiag("Cannot read the PCI passthrough of host "+m.HostSystemID.ValueString(), err))
-		return
+		return nil, err
 	}
-	fillPassthrough(ctx, m, host, managed, diags)
+	fillPassthrough(ctx, m, host, managed, nil, diags)
 	diags.Append(state.Set(ctx, m)...)
+	return host, nil
 }
 
 // fillPassthrough fills m's computed values from the host for the managed
-// devices.
-func fillPassthrough(ctx context.Context, m *hostPCIPassthroughModel, host *vsphere.HostPassthrough, managed []string, diags *diag.Diagnostics) {
+// devices. A managed device the host no longer has stays listed, with
+// passthrough off (and what prior says of it otherwise), so the plan shows
+// it: gone, or back without passthrough, it is drift, never dropped silently.
+func fillPassthrough(ctx context.Context, m *hostPCIPassthroughModel, host *vsphere.HostPassthrough, managed []string,
+	prior map[string]passthroughDeviceModel, diags *diag.Diagnostics) {
 	var devices []passthroughDeviceModel
 	reboot := false
 	for _, id := range managed {
 		d := host.Device(id)
 		if d == nil {
+			gone, ok := prior[id]
+			if !ok {
+				gone = passthroughDeviceModel{PCIID: types.StringValue(id), VendorID: types.StringNull(), DeviceID: types.StringNull(),
+					DeviceName: types.StringNull()}
+			}
+			gone.Enabled, gone.Active = types.BoolValue(false), types.BoolValue(false)
+			devices = append(devices, gone)
 			continue
 		}
 		reboot = reboot || (d.Enabled && !d.Active)
@@ -317,8 +408,10 @@ func (r *hostPCIPassthroughResource) Read(ctx context.Context, req resource.Read
 	var devices []passthroughDeviceModel
 	resp.Diagnostics.Append(state.Devices.ElementsAs(ctx, &devices, true)...)
 	var managed []string
+	prior := map[string]passthroughDeviceModel{}
 	for _, d := range devices {
 		managed = append(managed, d.PCIID.ValueString())
+		prior[d.PCIID.ValueString()] = d
 	}
 	host, err := r.client.HostPassthrough(ctx, state.HostSystemID.ValueString())
 	if errors.Is(err, vsphere.ErrNotFound) {
@@ -331,9 +424,10 @@ func (r *hostPCIPassthroughResource) Read(ctx context.Context, req resource.Read
 		return
 	}
 	// A device turned off out of band, one or every one, is drift: the plan
-	// turns it back on (enabled = false -> true). The resource is gone only
-	// with its host.
-	fillPassthrough(ctx, &state, host, managed, &resp.Diagnostics)
+	// turns it back on (enabled = false -> true); so is one gone from the
+	// host, which the plan then refuses, naming it. The resource is gone
+	// only with its host.
+	fillPassthrough(ctx, &state, host, managed, prior, &resp.Diagnostics)
 	resp.Diagnostics.Append(setModelState(ctx, &resp.State, &state)...)
 }
 

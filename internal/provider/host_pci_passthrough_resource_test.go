@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
@@ -12,6 +13,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+	"github.com/vmware/govmomi/vim25/types"
 
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vsphere"
@@ -314,5 +316,177 @@ func TestAccHostPCIPassthrough_notCapable(t *testing.T) {
 			ExpectError: wrapped(fmt.Sprintf("PCI device 0000:00:00.0 (Virtual Machine Chipset) on host %s (%s) cannot be passed through "+
 				"(ESXi reports it not passthrough-capable).", name, lab.HostID(name))),
 		}},
+	})
+}
+
+// beforeApply runs f once the plan is made, just before the apply: what a
+// test arranges in the lab for the apply only.
+type beforeApply func()
+
+func (f beforeApply) CheckPlan(context.Context, plancheck.CheckPlanRequest, *plancheck.CheckPlanResponse) {
+	f()
+}
+
+// Adding a device whose passthrough is on and active changes nothing on the
+// host: no reboot is planned, so a VM with a GPU running on the host (which
+// maintenance mode could not move) does not refuse the plan.
+func TestAccHostPCIPassthrough_addingAnActiveDeviceNeedsNoReboot(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{HostsNeedReboot: true})
+	simulatedOnly(t, lab, "reboots hosts")
+	ctx := context.Background()
+	vm := lab.VMNames()[0]
+	host := lab.VMHostName(vm)
+	gpus := lab.GPUs()
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: passthroughConfig(lab, host, fmt.Sprintf("  pci_ids = [%q]\n  reboot_allowed = true", a100)), Check: rebootWindows(lab, host)},
+			{
+				PreConfig: func() {
+					must(t, lab.AttachGPU(ctx, vm, gpus[0]))
+					must(t, lab.PowerOnVM(ctx, vm))
+				},
+				Config: passthroughConfig(lab, host, fmt.Sprintf("  pci_ids = [%q, %q]\n  reboot_allowed = true", a100, gpus[1])),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(passthroughAddr, plancheck.ResourceActionUpdate),
+					plancheck.ExpectKnownValue(passthroughAddr, tfjsonpath.New("reboot_required"), knownvalue.Bool(false)),
+				}},
+				Check: rebootWindows(lab, host),
+			},
+			// Destroy turns the A100 back off, a reboot the GPU VM would refuse.
+			{PreConfig: func() { must(t, lab.PowerOffVM(ctx, vm)) }, Config: passthroughConfig(lab, host,
+				fmt.Sprintf("  pci_ids = [%q, %q]\n  reboot_allowed = true", a100, gpus[1])), PlanOnly: true},
+		},
+	})
+}
+
+// Dropping a device the resource turned on puts it back off, which waits
+// for a reboot: with reboot_allowed the plan says the apply reboots the
+// host, and the apply does.
+func TestAccHostPCIPassthrough_droppingADeviceReboots(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{HostsNeedReboot: true})
+	simulatedOnly(t, lab, "reboots hosts")
+	host := lab.HostNames()[0]
+	gpus := lab.GPUs()
+	dropped := passthroughConfig(lab, host, fmt.Sprintf("  pci_ids = [%q]\n  reboot_allowed = true", gpus[1]))
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: passthroughConfig(lab, host, fmt.Sprintf("  pci_ids = [%q, %q]\n  reboot_allowed = true", a100, gpus[1]))},
+			{
+				Config: dropped,
+				Check: resource.ComposeTestCheckFunc(rebootWindows(lab, host, host), passthroughIs(lab, host, a100, false),
+					passthroughActive(lab, host, a100, false)),
+			},
+			{Config: dropped, PlanOnly: true},
+		},
+	})
+}
+
+// An update whose change vCenter refuses keeps, for destroy, what the host
+// had before: a device dropped from the configuration is still put back
+// off by the next apply.
+func TestAccHostPCIPassthrough_failedUpdateKeepsWhatDestroyRestores(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	simulatedOnly(t, lab, "injects a fault")
+	host := lab.HostNames()[0]
+	h100 := lab.GPUs()[0]
+	withoutA100 := passthroughConfig(lab, host, fmt.Sprintf(`  pci_ids = [%q]`, h100))
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: passthroughConfig(lab, host, fmt.Sprintf(`  pci_ids = [%q, %q]`, a100, h100)), Check: passthroughIs(lab, host, a100, true)},
+			{
+				PreConfig:   func() { lab.FailCall("UpdatePassthruConfig", "", &types.HostConfigFault{}, 1) },
+				Config:      withoutA100,
+				ExpectError: regexp.MustCompile(`Cannot set PCI passthrough`),
+			},
+			{Config: withoutA100, Check: passthroughIs(lab, host, a100, false)},
+		},
+	})
+}
+
+// A create whose read-back fails after the host changed records state from
+// the plan, with what the host had before in private state, and warns: no
+// orphan, no taint (Terraform gives a tainted object's private state to
+// nothing), and destroy puts the device back off.
+func TestAccHostPCIPassthrough_failedReadBackKeepsState(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	simulatedOnly(t, lab, "injects a fault")
+	host := lab.HostNames()[0]
+	config := passthroughConfig(lab, host, fmt.Sprintf("  pci_ids = [%q]", a100))
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             passthroughIs(lab, host, a100, false),
+		Steps: []resource.TestStep{
+			{
+				Config: config,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{beforeApply(func() {
+					// The read after the change fails: the fault is armed
+					// while UpdatePassthruConfig is held.
+					release := lab.Hold("UpdatePassthruConfig")
+					go func() {
+						for lab.Calls()["UpdatePassthruConfig"] == 0 {
+							time.Sleep(5 * time.Millisecond)
+						}
+						lab.FailRead("HostSystem", &types.HostCommunication{}, 1)
+						release()
+					}()
+				})}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(passthroughAddr, tfjsonpath.New("devices").AtSliceIndex(0).AtMapKey("active"), knownvalue.Null()),
+				},
+				// The A100 is then turned off out of band, so the plans after
+				// this step (the one without a refresh sees only the planned
+				// values) both show a change.
+				Check: resource.ComposeTestCheckFunc(passthroughIs(lab, host, a100, true), func(*terraform.State) error {
+					return labService(lab).SetHostPassthrough(context.Background(), lab.HostID(host), map[string]bool{a100: false})
+				}),
+				ExpectNonEmptyPlan: true,
+			},
+			// Turned back on, still recorded as off before this resource.
+			{Config: config, Check: passthroughIs(lab, host, a100, true)},
+			{Config: config, PlanOnly: true},
+		},
+	})
+}
+
+// A listed device gone from the host (a virtual function, with SR-IOV
+// off) stays in devices with passthrough off: the plan refuses, naming it,
+// rather than dropping it silently; back without passthrough, it is drift
+// the next apply fixes.
+func TestAccHostPCIPassthrough_listedDeviceGone(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	simulatedOnly(t, lab, "changes SR-IOV out of band")
+	ctx := context.Background()
+	host := lab.HostNames()[0]
+	const pf, vf = "0000:86:00.0", "0000:86:00.1"
+	must(t, lab.SetHostSRIOV(ctx, host, pf, 2))
+	config := passthroughConfig(lab, host, fmt.Sprintf(`  pci_ids = [%q, %q]`, a100, vf))
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: config, Check: passthroughIs(lab, host, vf, true)},
+			{
+				PreConfig:   func() { must(t, lab.SetHostSRIOV(ctx, host, pf, 0)) },
+				Config:      config,
+				PlanOnly:    true,
+				ExpectError: wrapped(fmt.Sprintf("has no PCI device %s", vf)),
+			},
+			{
+				PreConfig: func() { must(t, lab.SetHostSRIOV(ctx, host, pf, 2)) },
+				Config:    config,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(passthroughAddr, plancheck.ResourceActionUpdate),
+				}},
+				Check: passthroughIs(lab, host, vf, true),
+			},
+			{Config: config, PlanOnly: true},
+		},
 	})
 }
