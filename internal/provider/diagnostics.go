@@ -18,6 +18,24 @@ import (
 // sentence that names a provider argument or environment variable for an
 // error of the service layer, which speaks only vSphere.
 
+// keptAsLastRead reports whether err says vCenter has no configuration for
+// the object a resource is read from: a VM that is inaccessible, invalid or
+// orphaned, or a host that is disconnected. It then warns that the state
+// (what) is kept as last read: the devices and settings are unknown, not
+// gone, and re-creating them would make them a second time once the object
+// is back.
+func keptAsLastRead(err error, what string, diags *diag.Diagnostics) bool {
+	summary := "Virtual machine inaccessible"
+	switch {
+	case errors.Is(err, vsphere.ErrHostDisconnected):
+		summary = "Host disconnected"
+	case !errors.Is(err, vsphere.ErrVMInaccessible):
+		return false
+	}
+	diags.AddWarning(summary, err.Error()+". "+what+" is kept in state as last read until vCenter can read it again.")
+	return true
+}
+
 // vsphereErrorDiag turns a service-layer error into a diagnostic whose
 // summary says what failed and whose detail says what vCenter said and, for
 // the failures a user can fix, what to do.

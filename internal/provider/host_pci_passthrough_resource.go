@@ -414,6 +414,9 @@ func (r *hostPCIPassthroughResource) Read(ctx context.Context, req resource.Read
 		prior[d.PCIID.ValueString()] = d
 	}
 	host, err := r.client.HostPassthrough(ctx, state.HostSystemID.ValueString())
+	if keptAsLastRead(err, "Its PCI passthrough", &resp.Diagnostics) {
+		return
+	}
 	if errors.Is(err, vsphere.ErrNotFound) {
 		tflog.Warn(ctx, "Host is gone; removing its passthrough from state", map[string]any{"host_system_id": state.HostSystemID.ValueString()})
 		resp.State.RemoveResource(ctx)

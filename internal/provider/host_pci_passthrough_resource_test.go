@@ -490,3 +490,38 @@ func TestAccHostPCIPassthrough_listedDeviceGone(t *testing.T) {
 		},
 	})
 }
+
+// A host disconnected from vCenter, which then returns no hardware for it,
+// keeps its passthrough in state: a refresh neither fails nor shows its
+// devices gone, and a change is refused naming the host.
+func TestAccHostPCIPassthrough_hostDisconnected(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	simulatedOnly(t, lab, "disconnects a host")
+	name := lab.HostNames()[0]
+	ctx := context.Background()
+	config := passthroughConfig(lab, name, fmt.Sprintf(`  pci_ids = [%q]`, a100))
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: config},
+			{
+				PreConfig: func() { must(t, lab.SetHostConnected(ctx, name, false)) },
+				Config:    config,
+				PlanOnly:  true,
+			},
+			{
+				Config:      passthroughConfig(lab, name, fmt.Sprintf(`  pci_ids = [%q, %q]`, a100, lab.GPUs()[0])),
+				ExpectError: wrapped(fmt.Sprintf("vCenter returns no configuration for host %s (connection state: disconnected)", name)),
+			},
+			{
+				PreConfig: func() { must(t, lab.SetHostConnected(ctx, name, true)) },
+				Config:    config,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(passthroughAddr, plancheck.ResourceActionNoop),
+				}},
+			},
+		},
+		CheckDestroy: passthroughIs(lab, name, a100, false),
+	})
+}

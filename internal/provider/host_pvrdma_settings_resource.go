@@ -186,6 +186,9 @@ func (r *hostPVRDMASettingsResource) Read(ctx context.Context, req resource.Read
 	}
 	hostID := state.HostSystemID.ValueString()
 	host, err := r.client.HostPVRDMA(ctx, hostID)
+	if keptAsLastRead(err, "Its PVRDMA settings", &resp.Diagnostics) {
+		return
+	}
 	if errors.Is(err, vsphere.ErrNotFound) {
 		tflog.Warn(ctx, "Host is gone; removing its PVRDMA settings from state", map[string]any{"host_system_id": hostID})
 		resp.State.RemoveResource(ctx)

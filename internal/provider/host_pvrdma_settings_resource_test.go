@@ -416,3 +416,38 @@ func TestAccHostPVRDMASettings_allowedIPsAsASet(t *testing.T) {
 		},
 	})
 }
+
+// A host disconnected from vCenter, which then returns no configuration for
+// it, keeps its settings in state: a refresh neither drops them (a plan
+// would set them again on a host it cannot read) nor fails. A change to
+// them is refused, naming the host and what to do, until it is connected.
+func TestAccHostPVRDMASettings_hostDisconnected(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	simulatedOnly(t, lab, "disconnects a host")
+	name := lab.HostNames()[0]
+	ctx := context.Background()
+	config := hostSettingsConfig(lab, name, "")
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: config},
+			{
+				PreConfig: func() { must(t, lab.SetHostConnected(ctx, name, false)) },
+				Config:    config,
+				PlanOnly:  true,
+			},
+			{
+				Config:      hostSettingsConfig(lab, name, `  firewall_enabled = false`),
+				ExpectError: wrapped(fmt.Sprintf("vCenter returns no configuration for host %s (connection state: disconnected)", name)),
+			},
+			{
+				PreConfig: func() { must(t, lab.SetHostConnected(ctx, name, true)) },
+				Config:    config,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(hostSettings, plancheck.ResourceActionNoop),
+				}},
+			},
+		},
+	})
+}

@@ -252,6 +252,9 @@ func (r *hostSRIOVResource) Read(ctx context.Context, req resource.ReadRequest, 
 		return
 	}
 	h, err := r.client.HostPassthrough(ctx, state.HostSystemID.ValueString())
+	if keptAsLastRead(err, "Its SR-IOV", &resp.Diagnostics) {
+		return
+	}
 	if errors.Is(err, vsphere.ErrNotFound) {
 		resp.State.RemoveResource(ctx)
 		return

@@ -478,3 +478,38 @@ func TestAccHostSRIOV_rebootSettingsOnly(t *testing.T) {
 		CheckDestroy: sriovIs(lab, name, pf, 0),
 	})
 }
+
+// A host disconnected from vCenter, which then returns no hardware for it,
+// keeps its SR-IOV in state: a refresh neither drops it nor fails, and a
+// change is refused naming the host, not as a device the host lacks.
+func TestAccHostSRIOV_hostDisconnected(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	simulatedOnly(t, lab, "disconnects a host")
+	name := lab.HostNames()[0]
+	pf, _ := sriovPF(t, lab, name)
+	ctx := context.Background()
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: sriovConfig(lab, name, pf, 4)},
+			{
+				PreConfig: func() { must(t, lab.SetHostConnected(ctx, name, false)) },
+				Config:    sriovConfig(lab, name, pf, 4),
+				PlanOnly:  true,
+			},
+			{
+				Config:      sriovConfig(lab, name, pf, 2),
+				ExpectError: wrapped(fmt.Sprintf("vCenter returns no configuration for host %s (connection state: disconnected)", name)),
+			},
+			{
+				PreConfig: func() { must(t, lab.SetHostConnected(ctx, name, true)) },
+				Config:    sriovConfig(lab, name, pf, 4),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(sriovAddr, plancheck.ResourceActionNoop),
+				}},
+			},
+		},
+		CheckDestroy: sriovIs(lab, name, pf, 0),
+	})
+}

@@ -197,7 +197,7 @@ func claimStaticMAC(ctx context.Context, claims *claimBook, req resource.ModifyP
 func readAdapter[N any](ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse, kind string, id types.String, vm *types.String,
 	read func(vmID string) (*N, error), vmOf func(*N) vsphere.VMRef) *N {
 	nic, err := readVM(ctx, req.Private, vm.ValueString(), id, &resp.Diagnostics, read)
-	if keptWhileInaccessible(err, "The "+kind+" adapter", &resp.Diagnostics) {
+	if keptAsLastRead(err, "The "+kind+" adapter", &resp.Diagnostics) {
 		return nil
 	}
 	if errors.Is(err, vsphere.ErrNotFound) {
@@ -212,19 +212,6 @@ func readAdapter[N any](ctx context.Context, req resource.ReadRequest, resp *res
 	resp.Diagnostics.Append(setPrivateJSON(ctx, resp.Private, privateVM, vmOf(nic).MOID)...)
 	*vm = followVM(*vm, vmOf(nic))
 	return nic
-}
-
-// keptWhileInaccessible reports whether err says a resource's VM has no
-// configuration in vCenter (inaccessible, invalid or orphaned), and warns
-// that the resource's state is kept as last read: its devices are unknown
-// then, not gone, and re-creating them would add them a second time once
-// the VM is back.
-func keptWhileInaccessible(err error, what string, diags *diag.Diagnostics) bool {
-	if !errors.Is(err, vsphere.ErrVMInaccessible) {
-		return false
-	}
-	diags.AddWarning("Virtual machine inaccessible", err.Error()+". "+what+" is kept in state as last read until vCenter can read the VM again.")
-	return true
 }
 
 // deleteAdapter is the Delete of a VM's network adapter resource.

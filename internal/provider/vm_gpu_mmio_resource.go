@@ -380,7 +380,7 @@ func (r *vmGPUMMIOResource) Read(ctx context.Context, req resource.ReadRequest, 
 	got, err := readVM(ctx, req.Private, state.VirtualMachineID.ValueString(), state.ID, &resp.Diagnostics, func(vmID string) (*vsphere.GPUMMIO, error) {
 		return r.client.GPUMMIO(ctx, vmID)
 	})
-	if keptWhileInaccessible(err, "The GPU passthrough setup", &resp.Diagnostics) {
+	if keptAsLastRead(err, "The GPU passthrough setup", &resp.Diagnostics) {
 		return
 	}
 	if errors.Is(err, vsphere.ErrNotFound) {

@@ -370,6 +370,9 @@ type Lab struct {
 	// hiddenConfigs are the configurations of VMs made inaccessible, by
 	// VM id (see SetVMAccessible).
 	hiddenConfigs map[string]*types.VirtualMachineConfigInfo
+	// hiddenHosts are what disconnected hosts no longer show, by host id
+	// (see SetHostConnected).
+	hiddenHosts map[string]hostShown
 
 	closeOnce sync.Once
 }

@@ -76,6 +76,24 @@ type GPU struct {
 	VMs                []VMRef // VMs on this host configured with the device
 }
 
+// ErrHostDisconnected is the Cause of the error for a host vCenter returns
+// no configuration or hardware for: the vSphere API reference, HostSystem,
+// config and hardware, "might not be available for a disconnected host".
+// Its devices and settings are unknown then, not gone.
+var ErrHostDisconnected = errors.New("host has no configuration")
+
+// hostDisconnected is the error for a host read with no configuration or
+// hardware.
+func hostDisconnected(op string, h *mo.HostSystem) error {
+	state := string(h.Runtime.ConnectionState)
+	if state == "" {
+		state = "not read"
+	}
+	return &Error{Op: op, Kind: ErrInvalidState, Object: ObjectHost, ID: h.Self.Value, Cause: ErrHostDisconnected, Message: fmt.Sprintf(
+		"vCenter returns no configuration for host %s (connection state: %s). Reconnect the host in vCenter "+
+			"(right-click it > Connection > Connect), then run Terraform again", h.Name, state)}
+}
+
 var hostProps = []string{
 	"name", "parent", "runtime.connectionState", "runtime.inMaintenanceMode",
 	"config.network.pnic", "config.network.vnic", "config.network.vswitch",

@@ -46,7 +46,7 @@ type HostPVRDMA struct {
 // where config.option would carry every advanced option, over a thousand on
 // a real host. configManager comes along, so that setting the host after
 // reading it needs no call for its managers (see hostConfigManager).
-var hostPVRDMAProps = []string{"name", "config.firewall", "config.network.vnic", pvrdmaVmknicPath, "configManager"}
+var hostPVRDMAProps = []string{"name", "runtime.connectionState", "config.firewall", "config.network.vnic", pvrdmaVmknicPath, "configManager"}
 
 // pvrdmaVmknicPath reads Net.PVRDMAVmknic alone of a host's options.
 var pvrdmaVmknicPath = fmt.Sprintf("config.option[%q]", PVRDMAVmknicOption)
@@ -61,6 +61,9 @@ func (c *Client) HostPVRDMA(ctx context.Context, hostID string) (*HostPVRDMA, er
 	h, err := c.readHostProps(ctx, op, hostID, hostPVRDMAProps)
 	if err != nil {
 		return nil, err
+	}
+	if h.Config == nil {
+		return nil, hostDisconnected(op, h)
 	}
 	c.rememberConfigManager(hostID, &h.ConfigManager)
 	return hostPVRDMAFromMO(h, vmknicOf(h)), nil

@@ -75,9 +75,13 @@ func (h *HostPassthrough) Device(pciID string) *PassthroughDevice {
 // HostPassthrough reads a host's PCI devices, their passthrough state and
 // their users, in one property-collector round trip.
 func (c *Client) HostPassthrough(ctx context.Context, hostID string) (*HostPassthrough, error) {
-	h, _, vms, err := c.readHost(ctx, "reading the PCI passthrough of host "+hostID, hostID, fresh)
+	op := "reading the PCI passthrough of host " + hostID
+	h, _, vms, err := c.readHost(ctx, op, hostID, fresh)
 	if err != nil {
 		return nil, err
+	}
+	if h.Hardware == nil || h.Config == nil {
+		return nil, hostDisconnected(op, h)
 	}
 	return hostPassthroughFromMO(h, vms), nil
 }
