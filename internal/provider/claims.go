@@ -119,6 +119,9 @@ type claimBook struct {
 	vfTakers map[string]map[string]string
 	// rebooting are the hosts a host resource of this walk reboots (by id).
 	rebooting map[string]bool
+	// plannedVFs are the virtual functions host resources of this walk
+	// give physical functions ("host-id pci-id").
+	plannedVFs map[string]int
 }
 
 func newClaimBook() *claimBook {
@@ -303,9 +306,20 @@ func addClaimConflict(diags *diag.Diagnostics, at path.Path, c *claimConflict) b
 // deviceInputs hands the planners what the instances planned so far turn on.
 func (b *claimBook) deviceInputs() vsphere.PlannedHostDevices {
 	b.mu.Lock()
-	rebooting := maps.Clone(b.rebooting)
+	rebooting, vfs := maps.Clone(b.rebooting), maps.Clone(b.plannedVFs)
 	b.mu.Unlock()
-	return vsphere.PlannedHostDevices{Passthrough: b.turnedOn(usePassthrough), SRIOV: b.turnedOn(useSRIOV), Rebooting: rebooting}
+	return vsphere.PlannedHostDevices{Passthrough: b.turnedOn(usePassthrough), SRIOV: b.turnedOn(useSRIOV), Rebooting: rebooting, VFs: vfs}
+}
+
+// planVFs records the virtual functions a host resource of this walk gives
+// a physical function ("host-id pci-id").
+func (b *claimBook) planVFs(key string, vfs int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.plannedVFs == nil {
+		b.plannedVFs = map[string]int{}
+	}
+	b.plannedVFs[key] = vfs
 }
 
 // rebootPlanned records that a host resource of this plan reboots the host

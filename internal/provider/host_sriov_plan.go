@@ -37,6 +37,7 @@ func (r *hostSRIOVResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 		what:  fmt.Sprintf("PCI device %s of host %s", pciID, hostID),
 		owner: fmt.Sprintf("a vspherehpc_host_sriov with %d virtual functions", plan.VFs.ValueInt64()),
 	}))
+	r.claims.planVFs(vsphere.HostDeviceKey(hostID, pciID), int(plan.VFs.ValueInt64()))
 	if !req.State.Raw.IsNull() {
 		var state hostSRIOVModel
 		resp.Diagnostics.Append(getModel(ctx, req.State.Schema, req.State.Raw, &state)...)

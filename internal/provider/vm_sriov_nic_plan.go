@@ -73,11 +73,15 @@ func (r *vmSRIOVNICResource) takeVF(ctx context.Context, req resource.ModifyPlan
 	if len(takers) <= f.Free {
 		return
 	}
+	has := "has"
+	if f.Planned {
+		has = "gets, as this configuration's vspherehpc_host_sriov sets it,"
+	}
 	resp.Diagnostics.AddAttributeError(path.Root("physical_function"), "Not enough free virtual functions",
-		fmt.Sprintf("Physical function %s (%s) of host %s has %d virtual functions, %d of them free, and this configuration adds %d "+
+		fmt.Sprintf("Physical function %s (%s) of host %s %s %d virtual functions, %d of them free, and this configuration adds %d "+
 			"SR-IOV adapters on it (%s). Each takes a virtual function of its own at power on, so a VM would not power on: raise "+
-			"num_virtual_functions of its vspherehpc_host_sriov (in an apply before), or put an adapter on another function.",
-			f.PCIID, f.NIC, f.Host, f.VFs, f.Free, len(takers), strings.Join(takers, ", ")))
+			"num_virtual_functions of its vspherehpc_host_sriov, or put an adapter on another function.",
+			f.PCIID, f.NIC, f.Host, has, f.VFs, f.Free, len(takers), strings.Join(takers, ", ")))
 }
 
 // addSRIOVNICFinding words one finding of the adapter's planner.

@@ -282,7 +282,8 @@ resource "vspherehpc_vm_sriov_nic" "n" {
 
 // Two new adapters on a function with one free virtual function are refused
 // at plan, naming both VMs (issue 22, item 3: both planned, and the second
-// VM could not power on while the first ran).
+// VM could not power on while the first ran), also when the function gets
+// its virtual functions in the same plan.
 func TestAccVMSRIOVNIC_moreAdaptersThanFreeVFs(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
@@ -308,6 +309,14 @@ resource "vspherehpc_vm_sriov_nic" %q {
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
+			{Config: switchesConfig(lab)},
+			{
+				// SR-IOV turned on in the same plan: its count is what the
+				// adapters count on.
+				Config: oneVF + adapter("first", vm) + adapter("second", other), PlanOnly: true,
+				ExpectError: regexp.MustCompile(`(?s)Not enough free virtual functions.*` + regexp.QuoteMeta(vmnic4PF) +
+					`.*gets,\s+as\s+this\s+configuration's\s+vspherehpc_host_sriov\s+sets\s+it,\s+1\s+virtual\s+functions,\s+1\s+of\s+them\s+free.*adds\s+2\s+SR-IOV\s+adapters`),
+			},
 			{Config: oneVF},
 			{
 				Config: oneVF + adapter("first", vm) + adapter("second", other), PlanOnly: true,

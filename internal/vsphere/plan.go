@@ -26,6 +26,9 @@ type Finding interface {
 type PlannedHostDevices struct {
 	Passthrough, SRIOV map[string]bool
 	Rebooting          map[string]bool
+	// VFs are the virtual functions a host resource of the plan gives a
+	// physical function, by HostDeviceKey: what its adapters count on.
+	VFs map[string]int
 }
 
 // HostDeviceKey is the key of a host's device in PlannedHostDevices.

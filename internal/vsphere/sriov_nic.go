@@ -321,19 +321,28 @@ func (c *Client) PlanSRIOVNIC(ctx context.Context, ch SRIOVNICChange) (*SRIOVNIC
 type FreeVFs struct {
 	Host, HostID, PCIID, NIC string
 	VFs, Free                int
+	Planned                  bool // VFs is the count the plan sets, not the host's now
 }
 
 // freeVFs counts the virtual functions of a new adapter's physical function
-// that no VM takes yet, when it serves some (nil otherwise).
+// that no VM takes yet, when it serves some (nil otherwise): as many as a
+// host resource of the plan gives it, else as many as it has.
 func freeVFs(host *Host, ch SRIOVNICChange) *FreeVFs {
 	if ch.PhysicalFunction == "" || (ch.Key != 0 && !ch.NewPF) {
 		return nil
 	}
 	i := slices.IndexFunc(host.PCIDevices, func(d PassthroughDevice) bool { return strings.EqualFold(d.PCIID, ch.PhysicalFunction) })
-	if i < 0 || host.PCIDevices[i].SRIOV == nil || !host.PCIDevices[i].SRIOV.Active || host.PCIDevices[i].SRIOV.VFs == 0 {
+	if i < 0 || host.PCIDevices[i].SRIOV == nil {
 		return nil
 	}
 	pf := host.PCIDevices[i]
+	vfs, planned := ch.Planned.VFs[HostDeviceKey(host.ID, pf.PCIID)]
+	if !planned {
+		if !pf.SRIOV.Active || pf.SRIOV.VFs == 0 {
+			return nil
+		}
+		vfs = pf.SRIOV.VFs
+	}
 	used := len(pf.SRIOVAdapters)
 	for _, id := range pf.SRIOV.VFIDs {
 		if j := slices.IndexFunc(host.PCIDevices, func(d PassthroughDevice) bool { return d.PCIID == id }); j >= 0 && len(host.PCIDevices[j].passedThroughBy) > 0 {
@@ -341,7 +350,7 @@ func freeVFs(host *Host, ch SRIOVNICChange) *FreeVFs {
 		}
 	}
 	return &FreeVFs{Host: fmt.Sprintf("%s (%s)", host.Name, host.ID), HostID: host.ID, PCIID: pf.PCIID, NIC: pf.NIC,
-		VFs: pf.SRIOV.VFs, Free: max(pf.SRIOV.VFs-used, 0)}
+		VFs: vfs, Free: max(vfs-used, 0), Planned: planned}
 }
 
 // planPhysicalFunction checks the adapter's PF (or, for the automatic
