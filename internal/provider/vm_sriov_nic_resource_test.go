@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
@@ -15,6 +16,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vsphere"
 )
 
 const sriovNICAddr = "vspherehpc_vm_sriov_nic.n"
@@ -211,6 +213,18 @@ resource "vspherehpc_vm_sriov_nic" "n" {
 				ExpectError: wrapped(fmt.Sprintf("SR-IOV of %s (%s) on host %s is off", vmnic4PF, uplink, hostLabel)),
 			},
 			{
+				// Turned on by this configuration, on a host that applies it
+				// only at a reboot this apply does not do (no reboot_allowed).
+				Config: nic(vm, groupA, vmnic4PF, "  depends_on = [vspherehpc_host_sriov.s]") + fmt.Sprintf(`
+resource "vspherehpc_host_sriov" "s" {
+  host_system_id        = %q
+  pci_id                = %q
+  num_virtual_functions = 4
+}
+`, lab.HostID(host), vmnic4PF), PlanOnly: true,
+				ExpectError: wrapped(fmt.Sprintf("SR-IOV of %s on host %s is turned on by this configuration, but the host applies that only at its next reboot", vmnic4PF, hostLabel)),
+			},
+			{
 				PreConfig: func() { must(t, labService(lab).SetHostSRIOV(ctx, lab.HostID(host), vmnic4PF, 4)) },
 				Config:    nic(vm, groupA, vmnic4PF, ""), PlanOnly: true,
 				ExpectError: wrapped(fmt.Sprintf("SR-IOV of %s (%s) on host %s is enabled but not active yet", vmnic4PF, uplink, hostLabel)),
@@ -325,4 +339,22 @@ resource "vspherehpc_vm_sriov_nic" %q {
 			{Config: oneVF + adapter("first", vm)},
 		},
 	})
+}
+
+// A physical function that is no uplink of the port group's switch is a
+// warning, not a refusal: vCenter takes the adapter, and applies the port
+// group's policies through the switch the NIC backs.
+func TestSRIOVNICPFNotUplinkIsAWarning(t *testing.T) {
+	for _, c := range []struct {
+		uplinkOf, want string
+	}{
+		{"", "vmnic5 on host esx-1 (host-12) is no uplink of any switch, not of rdma-a"},
+		{"rdma-b", "vmnic5 on host esx-1 (host-12) is an uplink of switch rdma-b, not of rdma-a"},
+	} {
+		var diags diag.Diagnostics
+		addSRIOVNICFinding(&diags, vsphere.PFNotUplink{NIC: "vmnic5", Host: "esx-1 (host-12)", Switch: "rdma-a", UplinkOf: c.uplinkOf})
+		if diags.HasError() || diags.WarningsCount() != 1 || !strings.Contains(diags[0].Detail(), c.want) {
+			t.Errorf("PFNotUplink (uplink of %q): %v; want one warning saying %q", c.uplinkOf, diags, c.want)
+		}
+	}
 }
