@@ -226,57 +226,77 @@ func deleteAdapter(ctx context.Context, req resource.DeleteRequest, resp *resour
 // adapterModel is what the plan of a VM's network adapter needs of its model.
 type adapterModel interface {
 	vm() types.String
+	key() int64
 	powerOffAllowed() bool
 	leaving() vsphere.VMUse // what destroying the adapter takes from its VM
 }
 
 func (m *vmPVRDMANICModel) vm() types.String      { return m.VirtualMachineID }
+func (m *vmPVRDMANICModel) key() int64            { return m.DeviceKey.ValueInt64() }
 func (m *vmPVRDMANICModel) powerOffAllowed() bool { return m.PowerOffAllowed.ValueBool() }
 func (m *vmPVRDMANICModel) leaving() vsphere.VMUse {
 	return vsphere.VMUse{VM: m.VirtualMachineID.ValueString(), PortGroupID: m.PortGroupID.ValueString()}
 }
 
 func (m *vmSRIOVNICModel) vm() types.String      { return m.VirtualMachineID }
+func (m *vmSRIOVNICModel) key() int64            { return m.DeviceKey.ValueInt64() }
 func (m *vmSRIOVNICModel) powerOffAllowed() bool { return m.PowerOffAllowed.ValueBool() }
 func (m *vmSRIOVNICModel) leaving() vsphere.VMUse {
 	return vsphere.VMUse{VM: m.VirtualMachineID.ValueString(), PortGroupID: m.PortGroupID.ValueString(),
 		PhysicalFunction: cmp.Or(m.AssignedPhysicalFunction.ValueString(), m.PhysicalFunction.ValueString())}
 }
 
+// adapterAt is the adapter an adapter resource's id ("<vm id>:<device
+// key>") names; nil for no id.
+func adapterAt(id string) *vsphere.AdapterAt {
+	vm, key, ok := strings.Cut(id, ":")
+	k, err := strconv.ParseInt(key, 10, 32)
+	if !ok || err != nil {
+		return nil
+	}
+	return &vsphere.AdapterAt{VMID: vm, Key: int32(k)}
+}
+
 // planAdapter starts the plan of a VM's network adapter: it reads the prior
 // state (nil for a new adapter, or one moving to another VM, which is
-// planned as a replacement) and the plan. A destroy records what it takes
+// planned as a replacement, and is then movedFrom) and the plan. A destroy records what it takes
 // from the VM and checks the VM's power (change says what needs it off); it
 // and any failure return ok false: nothing more to plan.
 func planAdapter[M any, PM interface {
 	*M
 	adapterModel
-}](ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse, client *vsphere.Client, claims *claimBook, change string) (state, plan PM, ok bool) {
+}](ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse, client *vsphere.Client, claims *claimBook, change string) (state, plan PM, movedFrom *vsphere.AdapterAt, ok bool) {
 	if !req.State.Raw.IsNull() {
 		state = new(M)
 		resp.Diagnostics.Append(getModel(ctx, req.State.Schema, req.State.Raw, state)...)
 	}
 	if !requireVCenter(client, &resp.Diagnostics) {
-		return nil, nil, false
+		return nil, nil, nil, false
 	}
 	if req.Plan.Raw.IsNull() {
 		if state != nil {
 			claims.leave(state.leaving())
 			checkDestroyPower(ctx, client, state.vm().ValueString(), state.powerOffAllowed(), change, &resp.Diagnostics)
 		}
-		return nil, nil, false
+		return nil, nil, nil, false
 	}
 	plan = new(M)
 	resp.Diagnostics.Append(getModel(ctx, req.Plan.Schema, req.Plan.Raw, plan)...)
 	if resp.Diagnostics.HasError() {
-		return nil, nil, false
+		return nil, nil, nil, false
 	}
 	if state != nil && replaceOnOtherVM(ctx, client, state.vm(), plan.vm(), resp) {
 		// The adapter leaves its VM as a destroy would: it frees what it
 		// used there, and its VM's power must allow the removal.
 		claims.leave(state.leaving())
 		checkDestroyPower(ctx, client, state.vm().ValueString(), state.powerOffAllowed(), change, &resp.Diagnostics)
+		movedFrom = &vsphere.AdapterAt{VMID: state.vm().ValueString(), Key: int32(state.key())}
 		state = nil // planned as a new adapter on the other VM
 	}
-	return state, plan, true
+	if state == nil && movedFrom == nil {
+		// Terraform plans a replacement's create in a second call, without
+		// prior state: the first call's adapter is in the instance's id.
+		movedFrom = adapterAt(claims.instance(ctx, req, resp).priorID)
+	}
+	return state, plan, movedFrom, true
 }

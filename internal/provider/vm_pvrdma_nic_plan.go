@@ -18,7 +18,7 @@ import (
 // against the VM and the port group's switch, and refuses a change that
 // needs a running VM off unless power_off_allowed.
 func (r *vmPVRDMANICResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	state, plan, ok := planAdapter[vmPVRDMANICModel](ctx, req, resp, r.client, r.claims, vsphere.WhatPVRDMANeedsOff)
+	state, plan, movedFrom, ok := planAdapter[vmPVRDMANICModel](ctx, req, resp, r.client, r.claims, vsphere.WhatPVRDMANeedsOff)
 	if !ok {
 		return
 	}
@@ -37,6 +37,9 @@ func (r *vmPVRDMANICResource) ModifyPlan(ctx context.Context, req resource.Modif
 	var change *vsphere.PVRDMANICChange
 	if !plan.VirtualMachineID.IsUnknown() && !plan.PortGroupID.IsUnknown() && !configProtocol.IsUnknown() {
 		change = pvrdmaNICChange(*plan, state, configMAC, configProtocol)
+	}
+	if change != nil {
+		change.MovedFrom = movedFrom
 	}
 	if change == nil {
 		if choose {

@@ -474,3 +474,28 @@ func TestAccVMPVRDMANIC_taskEndLost(t *testing.T) {
 		},
 	})
 }
+
+// An adapter with a static MAC moved to another VM keeps its MAC: the
+// adapter it replaces is the one that has it, and goes first.
+func TestAccVMPVRDMANIC_movesWithItsMAC(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	from, to := lab.VMUUID(lab.VMNames()[0]), lab.VMUUID(lab.VMNames()[1])
+	mac := `  mac_address = "00:50:56:2a:bb:cd"`
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: nicConfig(lab, from, "a", mac)},
+			{
+				Config: nicConfig(lab, to, "a", mac),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(nicAddr, plancheck.ResourceActionDestroyBeforeCreate),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(nicAddr, tfjsonpath.New("virtual_machine_id"), knownvalue.StringExact(to)),
+					statecheck.ExpectKnownValue(nicAddr, tfjsonpath.New("mac_address"), knownvalue.StringExact("00:50:56:2a:bb:cd")),
+				},
+			},
+		},
+	})
+}

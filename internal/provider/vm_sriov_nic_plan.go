@@ -18,7 +18,7 @@ import (
 // MAC, against the VM, its host and the port group's switch, and refuses a
 // change that needs a running VM off unless power_off_allowed.
 func (r *vmSRIOVNICResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	state, plan, ok := planAdapter[vmSRIOVNICModel](ctx, req, resp, r.client, r.claims, vsphere.WhatSRIOVNeedsOff)
+	state, plan, movedFrom, ok := planAdapter[vmSRIOVNICModel](ctx, req, resp, r.client, r.claims, vsphere.WhatSRIOVNeedsOff)
 	if !ok {
 		return
 	}
@@ -36,7 +36,7 @@ func (r *vmSRIOVNICResource) ModifyPlan(ctx context.Context, req resource.Modify
 	}
 	change := vsphere.SRIOVNICChange{
 		VMID: plan.VirtualMachineID.ValueString(), PortGroupID: plan.PortGroupID.ValueString(), PhysicalFunction: plan.pf(),
-		NewPF: newPF, PowerOffAllowed: plan.PowerOffAllowed.ValueBool(), Planned: r.claims.deviceInputs(),
+		NewPF: newPF, PowerOffAllowed: plan.PowerOffAllowed.ValueBool(), Planned: r.claims.deviceInputs(), MovedFrom: movedFrom,
 	}
 	if !configMAC.IsUnknown() && (state == nil || !configMAC.Equal(state.MACAddress)) {
 		change.MAC = configMAC.ValueString()

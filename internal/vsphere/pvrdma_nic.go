@@ -49,6 +49,16 @@ type PVRDMANICChange struct {
 	ProtocolChange  bool   // an existing adapter changes protocol
 	MAC             string // a static MAC, new or changed; "" for none
 	PowerOffAllowed bool
+	// MovedFrom is the adapter this one replaces on another VM, when it
+	// moves: its MAC is free for this one.
+	MovedFrom *AdapterAt
+}
+
+// AdapterAt is a VM's network adapter: the VM's id (UUID or managed object
+// id, as given) and the device key.
+type AdapterAt struct {
+	VMID string
+	Key  int32
 }
 
 // The findings of PlanPVRDMANIC. VM names the VM as "name (id as given)".
@@ -212,7 +222,7 @@ func (c *Client) pvrdmaFacts(ctx context.Context, ch PVRDMANICChange) (*pvrdmaFa
 		}
 	}
 	if ch.MAC != "" {
-		if f.macOwner, err = macOwner(ctx, vc, ch.MAC, vm.Self, ch.Key); err != nil {
+		if f.macOwner, err = macOwner(ctx, vc, ch.MAC, AdapterAt{VMID: vm.Self.Value, Key: ch.Key}, ch.MovedFrom); err != nil {
 			return nil, translate(op+": looking for MAC address "+ch.MAC, err)
 		}
 	}
@@ -243,16 +253,18 @@ func (c *Client) pvrdmaFacts(ctx context.Context, ch PVRDMANICChange) (*pvrdmaFa
 }
 
 // macOwner names a VM with a network adapter that has mac, other than the
-// adapter key of vm itself; "" when none has. It reads every VM's devices in
-// one round trip, so it runs only for a static MAC that is new or changes.
-func macOwner(ctx context.Context, vc *vim25.Client, mac string, vm types.ManagedObjectReference, key int32) (string, error) {
+// adapter itself (self, by the VM's managed object id) and the adapter it
+// moves from (nil when it does not move); "" when none has. It reads every
+// VM's devices in one round trip, so it runs only for a static MAC that is
+// new or changes.
+func macOwner(ctx context.Context, vc *vim25.Client, mac string, self AdapterAt, movedFrom *AdapterAt) (string, error) {
 	objs, err := retrieve(ctx, vc, types.PropertyFilterSpec{
 		ObjectSet: []types.ObjectSpec{{Obj: vc.ServiceContent.RootFolder, Skip: types.NewBool(true), SelectSet: []types.BaseSelectionSpec{
 			folderTreeWith(&types.SelectionSpec{Name: "datacenterVMs"}),
 			&types.TraversalSpec{SelectionSpec: types.SelectionSpec{Name: "datacenterVMs"}, Type: "Datacenter", Path: "vmFolder",
 				SelectSet: []types.BaseSelectionSpec{&types.SelectionSpec{Name: "folderTree"}}},
 		}}},
-		PropSet: []types.PropertySpec{{Type: "VirtualMachine", PathSet: []string{"name", "config.hardware.device"}}},
+		PropSet: []types.PropertySpec{{Type: "VirtualMachine", PathSet: []string{"name", "config.uuid", "config.hardware.device"}}},
 	})
 	if err != nil {
 		return "", err
@@ -262,11 +274,14 @@ func macOwner(ctx context.Context, vc *vim25.Client, mac string, vm types.Manage
 		if !ok || other.Config == nil {
 			continue
 		}
+		ref := vmRefOf(&other)
 		for _, dev := range other.Config.Hardware.Device {
 			n, ok := networkAdapter(dev)
-			if ok && strings.EqualFold(n.MAC, mac) && (other.Self != vm || int32(n.Key) != key) {
-				return other.Name, nil
+			if !ok || !strings.EqualFold(n.MAC, mac) || (ref.Is(self.VMID) && int32(n.Key) == self.Key) ||
+				(movedFrom != nil && ref.Is(movedFrom.VMID) && int32(n.Key) == movedFrom.Key) {
+				continue
 			}
+			return other.Name, nil
 		}
 	}
 	return "", nil

@@ -207,6 +207,9 @@ type SRIOVNICChange struct {
 	NewPF            bool   // an existing adapter changes physical function
 	MAC              string // a static MAC, new or changed; "" for none
 	PowerOffAllowed  bool
+	// MovedFrom is the adapter this one replaces on another VM, when it
+	// moves: its MAC is free for this one.
+	MovedFrom *AdapterAt
 	// Planned is what host resources of the same plan turn on: a function
 	// not serving VFs yet counts as serving when one turns SR-IOV on and
 	// the host applies it without a reboot.
@@ -300,7 +303,7 @@ func (c *Client) PlanSRIOVNIC(ctx context.Context, ch SRIOVNICChange) (*SRIOVNIC
 		}
 	}
 	if ch.MAC != "" {
-		owner, err := macOwner(ctx, vc, ch.MAC, types.ManagedObjectReference{Type: "VirtualMachine", Value: vm.MOID}, ch.Key)
+		owner, err := macOwner(ctx, vc, ch.MAC, AdapterAt{VMID: vm.MOID, Key: ch.Key}, ch.MovedFrom)
 		if err != nil {
 			return nil, translate(op+": looking for MAC address "+ch.MAC, err)
 		}
