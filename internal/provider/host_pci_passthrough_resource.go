@@ -488,18 +488,22 @@ func (r *hostPCIPassthroughResource) ImportState(ctx context.Context, req resour
 		resp.Diagnostics.Append(vsphereErrorDiag("Cannot import the PCI passthrough of host "+hostID, err))
 		return
 	}
+	var wanted []string
+	if list != "" {
+		var problems []string
+		if wanted, problems = importedDevices(host, list); len(problems) > 0 {
+			resp.Diagnostics.AddError("Cannot import these devices",
+				fmt.Sprintf("Import %q: %s. Devices of host %s (%s) with passthrough on: %s.",
+					importID, strings.Join(problems, "; "), host.HostName, hostID, listOrNone(enabledDevices(host))))
+			return
+		}
+	}
 	before := map[string]bool{}
 	var ids []string
 	for _, d := range host.Devices {
-		if d.Enabled && (list == "" || slices.Contains(strings.Split(list, ","), d.PCIID)) {
+		if d.Enabled && (list == "" || slices.Contains(wanted, d.PCIID)) {
 			before[d.PCIID], ids = true, append(ids, d.PCIID)
 		}
-	}
-	if list != "" && len(ids) != len(strings.Split(list, ",")) {
-		resp.Diagnostics.AddError("Nothing to import",
-			fmt.Sprintf("Import %q names devices of host %s (%s) that do not have passthrough on; devices with it on: %s.",
-				importID, host.HostName, hostID, listOrNone(enabledDevices(host))))
-		return
 	}
 	if len(ids) == 0 {
 		resp.Diagnostics.AddError("Nothing to import",
@@ -520,6 +524,30 @@ func (r *hostPCIPassthroughResource) ImportState(ctx context.Context, req resour
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("host_system_id"), host.HostID)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("pci_ids"), pciIDs)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("devices"), deviceList)...)
+}
+
+// importedDevices reads an import id's comma-separated PCI ids (spaces and
+// case as people type them) as the host names its devices, and words each
+// entry that cannot be imported: one listed twice, one the host lacks, one
+// with passthrough off.
+func importedDevices(h *vsphere.HostPassthrough, list string) (ids, problems []string) {
+	for _, entry := range strings.Split(list, ",") {
+		id := strings.ToLower(strings.TrimSpace(entry))
+		d := h.Device(id)
+		switch {
+		case id == "":
+			problems = append(problems, "an empty entry")
+		case d == nil:
+			problems = append(problems, fmt.Sprintf("%s is no PCI device of the host", id))
+		case slices.Contains(ids, d.PCIID):
+			problems = append(problems, fmt.Sprintf("%s is listed twice", d.PCIID))
+		case !d.Enabled:
+			problems = append(problems, fmt.Sprintf("%s has passthrough off", d.PCIID))
+		default:
+			ids = append(ids, d.PCIID)
+		}
+	}
+	return ids, problems
 }
 
 func enabledDevices(h *vsphere.HostPassthrough) []string {

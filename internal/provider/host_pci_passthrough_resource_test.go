@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -89,6 +90,13 @@ func TestAccHostPCIPassthrough_basic(t *testing.T) {
 			{
 				ResourceName: passthroughAddr, ImportState: true, ImportStateVerify: true,
 				ImportStateId: lab.HostID(name) + ":" + a100,
+			},
+			{
+				// Spaces and case as people type them are read; each entry
+				// that cannot be imported is named.
+				ResourceName: passthroughAddr, ImportState: true,
+				ImportStateId: lab.HostID(name) + ":" + strings.ToUpper(a100) + ", 0000:99:00.0, " + a100,
+				ExpectError:   wrapped(fmt.Sprintf("0000:99:00.0 is no PCI device of the host; %s is listed twice. Devices of host %s", a100, name)),
 			},
 			// Every A100 of the host by vendor and device id: the same device, nothing to do.
 			{
