@@ -122,7 +122,7 @@ func translate(op string, err error) error {
 		}
 	}
 	if isFault(err) { // one with no kind of its own: vCenter's words, not govmomi's "ServerFaultCode: ..."
-		return &faultError{msg: op + ": " + faultMessage(err), err: err}
+		return &faultError{op: op, msg: faultMessage(err), err: err}
 	}
 	return fmt.Errorf("%s: %w", op, err)
 }
@@ -139,11 +139,11 @@ func isFault(err error) bool {
 
 // faultError is a vSphere fault of no kind, worded by translate.
 type faultError struct {
-	msg string
-	err error
+	op, msg string
+	err     error
 }
 
-func (e *faultError) Error() string { return e.msg }
+func (e *faultError) Error() string { return e.op + ": " + e.msg }
 func (e *faultError) Unwrap() error { return e.err }
 
 // faultWithoutMessage words a fault vCenter sent with no message (govmomi

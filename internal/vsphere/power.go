@@ -53,16 +53,21 @@ func (c *Client) SetVMPower(ctx context.Context, vmID string, action PowerAction
 	on := vm.Runtime.PowerState == types.VirtualMachinePowerStatePoweredOn
 	if on && action != PowerActionOn {
 		progress("shutting the guest of " + vm.Name + " down")
+		why := ""
 		err := obj.ShutdownGuest(ctx)
 		if err == nil {
 			wait, cancel := context.WithTimeout(ctx, shutdownTimeout)
 			err = obj.WaitForPowerState(wait, types.VirtualMachinePowerStatePoweredOff)
 			cancel()
+			why = "did not shut down within " + shutdownTimeout.String()
+		} else {
+			// vCenter refused the shutdown at once: no VMware Tools, for one.
+			why = "could not be shut down: " + messageOf(translate(op, err))
 		}
 		if err != nil {
 			if !hardOffAllowed {
 				return &Error{Op: op, Kind: ErrInvalidState, Cause: ErrGuestDidNotShutDown, Message: fmt.Sprintf(
-					"the guest of %s did not shut down within %s (%v)", vm.Name, shutdownTimeout, err)}
+					"the guest of %s %s", vm.Name, why)}
 			}
 			progress("the guest did not shut down; powering " + vm.Name + " off")
 			task, err := obj.PowerOff(ctx)

@@ -448,6 +448,10 @@ func messageOf(err error) string {
 	if errors.As(err, &e) && e.Message != "" {
 		return e.Message
 	}
+	var f *faultError
+	if errors.As(err, &f) {
+		return f.msg
+	}
 	return err.Error()
 }
 
