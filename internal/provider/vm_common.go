@@ -217,8 +217,13 @@ func readAdapter[N any](ctx context.Context, req resource.ReadRequest, resp *res
 // deleteAdapter is the Delete of a VM's network adapter resource.
 func deleteAdapter(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse, kind string, id, vm types.String,
 	remove func(vmID string) error) {
-	vmID := vmRef(ctx, req.Private, vm.ValueString(), &resp.Diagnostics)
-	if err := remove(vmID); err != nil {
+	// Through the VM's remembered id, then the ids that find it after it
+	// was registered again (a destroy with -refresh=false has not followed
+	// it): a VM found by none is gone, and its adapter with it.
+	_, err := readVM(ctx, req.Private, vm.ValueString(), id, &resp.Diagnostics, func(vmID string) (struct{}, error) {
+		return struct{}{}, remove(vmID)
+	})
+	if err != nil && !vmNotFound(err) {
 		resp.Diagnostics.Append(vsphereErrorDiag("Cannot remove "+kind+" adapter "+id.ValueString(), err))
 	}
 }

@@ -202,3 +202,46 @@ data "vspherehpc_virtual_machine" "vm" {
 		CheckDestroy: checkNothingLeft(lab, vm),
 	})
 }
+
+// reregisterBeforeApply is a plan check that registers the VM again after
+// the plan and before its apply, as an administrator may between
+// `terraform plan -out` and `terraform apply` of that plan: the apply runs
+// with the managed object id the plan read.
+type reregisterBeforeApply struct {
+	lab *vcsimlab.Lab
+	vm  string
+}
+
+func (r reregisterBeforeApply) CheckPlan(ctx context.Context, _ plancheck.CheckPlanRequest, resp *plancheck.CheckPlanResponse) {
+	resp.Error = r.lab.ReregisterVM(ctx, r.vm)
+}
+
+// An adapter destroyed by a plan made before its VM was registered again
+// is removed from the VM under its new id, not taken for gone with the old
+// id and left behind.
+func TestAccVMPVRDMANIC_destroyAfterReregister(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	simulatedOnly(t, lab, "registers a VM again")
+	vm := lab.VMNames()[0]
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: nicConfig(lab, lab.VMID(vm), "a", "")},
+			{
+				Config: switchesConfig(lab),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(nicAddr, plancheck.ResourceActionDestroy),
+					reregisterBeforeApply{lab: lab, vm: vm},
+				}},
+				Check: func(*terraform.State) error {
+					nics, _, err := pvrdmaAdapters(lab, vm)
+					if err != nil || len(nics) != 0 {
+						return fmt.Errorf("%s has PVRDMA adapters %+v (%v) after their destroy, want none", vm, nics, err)
+					}
+					return nil
+				},
+			},
+		},
+	})
+}

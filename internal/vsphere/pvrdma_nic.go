@@ -543,7 +543,9 @@ func (c *Client) UpdatePVRDMANIC(ctx context.Context, vmID string, key int32, sp
 	}})
 }
 
-// DeletePVRDMANIC removes an adapter. A missing VM or adapter is no error.
+// DeletePVRDMANIC removes an adapter. A missing adapter is no error; a
+// missing VM is ErrNotFound (by the id given: a re-registered VM has a new
+// managed object id, so the caller may try its UUID).
 func (c *Client) DeletePVRDMANIC(ctx context.Context, vmID string, key int32, powerOffAllowed bool) error {
 	op := fmt.Sprintf("removing PVRDMA adapter %d of virtual machine %s", key, vmID)
 	return c.removeDevice(ctx, op, vmID, key, WhatPVRDMANeedsOff, powerOffAllowed, func(dev types.BaseVirtualDevice) bool {
@@ -553,9 +555,9 @@ func (c *Client) DeletePVRDMANIC(ctx context.Context, vmID string, key int32, po
 }
 
 // removeDevice removes the device with key from a VM when it is of the
-// kind isKind tells; a missing VM or device is no error.
+// kind isKind tells; a missing device is no error.
 func (c *Client) removeDevice(ctx context.Context, op, vmID string, key int32, change string, powerOffAllowed bool, isKind func(types.BaseVirtualDevice) bool) error {
-	err := c.changeVM(ctx, vmChange{op: op, vmID: vmID, change: change, powerOffAllowed: powerOffAllowed, build: func(vm *mo.VirtualMachine, _ *types.ConfigTarget) (*types.VirtualMachineConfigSpec, bool, error) {
+	return c.changeVM(ctx, vmChange{op: op, vmID: vmID, change: change, powerOffAllowed: powerOffAllowed, build: func(vm *mo.VirtualMachine, _ *types.ConfigTarget) (*types.VirtualMachineConfigSpec, bool, error) {
 		for _, dev := range vm.Config.Hardware.Device {
 			if isKind(dev) && dev.GetVirtualDevice().Key == key {
 				return &types.VirtualMachineConfigSpec{DeviceChange: []types.BaseVirtualDeviceConfigSpec{&types.VirtualDeviceConfigSpec{
@@ -565,10 +567,6 @@ func (c *Client) removeDevice(ctx context.Context, op, vmID string, key int32, c
 		}
 		return nil, false, nil // already gone
 	}})
-	if errors.Is(err, ErrNotFound) {
-		return nil
-	}
-	return err
 }
 
 func addressType(mac string) string {

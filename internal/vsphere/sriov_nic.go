@@ -170,7 +170,7 @@ func (c *Client) UpdateSRIOVNIC(ctx context.Context, vmID string, key int32, spe
 		}})
 }
 
-// DeleteSRIOVNIC removes an adapter. A missing VM or adapter is no error.
+// DeleteSRIOVNIC removes an adapter, as DeletePVRDMANIC does.
 func (c *Client) DeleteSRIOVNIC(ctx context.Context, vmID string, key int32, powerOffAllowed bool) error {
 	op := fmt.Sprintf("removing SR-IOV adapter %d of virtual machine %s", key, vmID)
 	return c.removeDevice(ctx, op, vmID, key, WhatSRIOVNeedsOff, powerOffAllowed, func(dev types.BaseVirtualDevice) bool {
