@@ -456,7 +456,12 @@ func (r *vmGPUMMIOResource) Delete(ctx context.Context, req resource.DeleteReque
 	before := map[string]string{}
 	_, ds := getPrivateJSON(ctx, req.Private, privateExtraConfig, &before)
 	resp.Diagnostics.Append(ds...)
-	if err := r.client.RemoveGPUMMIO(ctx, state.VirtualMachineID.ValueString(), before, state.PowerOffAllowed.ValueBool()); err != nil {
+	// As an adapter's destroy: a VM registered again since the plan is
+	// followed; one found by no id is gone, and its devices with it.
+	_, err := readVM(ctx, req.Private, state.VirtualMachineID.ValueString(), state.ID, &resp.Diagnostics, func(vmID string) (struct{}, error) {
+		return struct{}{}, r.client.RemoveGPUMMIO(ctx, vmID, before, state.PowerOffAllowed.ValueBool())
+	})
+	if err != nil && !vmNotFound(err) {
 		resp.Diagnostics.Append(vsphereErrorDiag("Cannot remove GPU passthrough from virtual machine "+state.VirtualMachineID.ValueString(), err))
 	}
 }

@@ -2,7 +2,6 @@ package vsphere
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -236,10 +235,11 @@ func (c *Client) ApplyGPUMMIO(ctx context.Context, vmID string, spec GPUMMIOSpec
 
 // RemoveGPUMMIO detaches the VM's passthrough devices and puts back the MMIO
 // keys as they were before (an empty value removes a key). Firmware stays
-// EFI: a guest installed under EFI does not boot under BIOS.
+// EFI: a guest installed under EFI does not boot under BIOS. A missing VM is
+// ErrNotFound, by the id given (see DeletePVRDMANIC).
 func (c *Client) RemoveGPUMMIO(ctx context.Context, vmID string, before map[string]string, powerOffAllowed bool) error {
 	op := "removing GPU passthrough from virtual machine " + vmID
-	err := c.changeVM(ctx, vmChange{op: op, vmID: vmID, props: gpuChangeProps, change: WhatGPUsNeedOff, powerOffAllowed: powerOffAllowed, build: func(vm *mo.VirtualMachine, _ *types.ConfigTarget) (*types.VirtualMachineConfigSpec, bool, error) {
+	return c.changeVM(ctx, vmChange{op: op, vmID: vmID, props: gpuChangeProps, change: WhatGPUsNeedOff, powerOffAllowed: powerOffAllowed, build: func(vm *mo.VirtualMachine, _ *types.ConfigTarget) (*types.VirtualMachineConfigSpec, bool, error) {
 		current := gpuMMIOFromMO(vm)
 		cs := &types.VirtualMachineConfigSpec{}
 		for _, key := range []string{mmio.Use64bitMMIOKey, mmio.SizeGBKey} {
@@ -254,10 +254,6 @@ func (c *Client) RemoveGPUMMIO(ctx context.Context, vmID string, before map[stri
 		}
 		return cs, len(cs.DeviceChange) > 0, nil
 	}})
-	if errors.Is(err, ErrNotFound) {
-		return nil
-	}
-	return err
 }
 
 // passthroughChanges adds the requested devices the VM lacks and removes
