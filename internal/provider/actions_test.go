@@ -53,6 +53,54 @@ action "vspherehpc_host_reboot" "esx" {
 	}
 }
 
+// The host reboot action is checked at plan: a host that does not exist is
+// an error before anything runs; running VMs that would keep the host from
+// maintenance mode are a warning (the apply may move them first), and the
+// invoke refuses them.
+func TestAccActions_hostRebootPlanned(t *testing.T) {
+	t.Parallel()
+	needsTerraform114(t)
+	lab := startLab(t, vcsimlab.Options{HostsNeedReboot: true})
+	simulatedOnly(t, lab, "passes a GPU through and powers a VM on")
+	ctx := context.Background()
+	host := lab.HostNames()[0]
+	var vm string
+	for _, n := range lab.VMNames() {
+		if lab.VMHostName(n) == host {
+			vm = n
+			break
+		}
+	}
+	action := func(hostID string) map[string]string {
+		return map[string]string{"main.tf": requiredProviders + fmt.Sprintf(`
+action "vspherehpc_host_reboot" "esx" {
+  config {
+    host_system_id = %q
+    force          = true
+  }
+}
+`, hostID)}
+	}
+	d := newTFDir(t, lab, action("host-9999"))
+	if out, err := d.try("plan", "-invoke=action.vspherehpc_host_reboot.esx"); err == nil || !wrapped("no host has id host-9999").MatchString(out) {
+		t.Errorf("a reboot of a host that does not exist planned (%v):\n%s", err, out)
+	}
+	must(t, lab.AttachGPU(ctx, vm, lab.GPUs()[0]))
+	must(t, lab.PowerOnVM(ctx, vm))
+	d.write(action(lab.HostID(host)))
+	out := d.run("plan", "-invoke=action.vspherehpc_host_reboot.esx")
+	if !wrapped("Host cannot enter maintenance mode now").MatchString(out) || !strings.Contains(out, vm) {
+		t.Errorf("the plan does not warn of %s, which keeps %s from maintenance mode:\n%s", vm, host, out)
+	}
+	if out, err := d.try("apply", "-invoke=action.vspherehpc_host_reboot.esx", "-auto-approve"); err == nil ||
+		!wrapped("Host cannot enter maintenance mode").MatchString(out) {
+		t.Errorf("the reboot was not refused (%v):\n%s", err, out)
+	}
+	if w := lab.MaintenanceWindows(); len(w) != 0 {
+		t.Errorf("maintenance windows %+v, want none", w)
+	}
+}
+
 // The VM power action: on, restart, off, each through -invoke; a VM
 // already on is left alone.
 func TestAccActions_vmPower(t *testing.T) {

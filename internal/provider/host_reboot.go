@@ -122,20 +122,26 @@ func planReboot(ctx context.Context, client *vsphere.Client, hostID, what string
 		return false
 	}
 	if len(r.Stuck) > 0 {
-		names := make([]string, len(r.Stuck))
-		for i, vm := range r.Stuck {
-			names[i] = vm.Name
-		}
 		diags.AddAttributeError(path.Root("reboot_allowed"), "Host cannot enter maintenance mode",
 			fmt.Sprintf("This apply would reboot host %s (%s) to apply %s, but its running virtual machines %s would keep it from "+
 				"entering maintenance mode: %s. Power them off or move them first, or set reboot_allowed = false and reboot the "+
-				"host yourself.", r.HostName, hostID, what, strings.Join(names, ", "), r.Why))
+				"host yourself.", r.HostName, hostID, what, stuckNames(r), r.Why))
 		return false
 	}
 	diags.AddAttributeWarning(path.Root("reboot_allowed"), "Host rebooted by this apply",
 		fmt.Sprintf("Host %s (%s) applies %s only when it reboots: this apply puts it in maintenance mode, reboots it, waits for "+
 			"it and takes it out of maintenance mode. Hosts of one cluster reboot one at a time.", r.HostName, hostID, what))
 	return true
+}
+
+// stuckNames lists the running VMs that would keep a host from
+// maintenance mode.
+func stuckNames(r *vsphere.HostReboot) string {
+	names := make([]string, len(r.Stuck))
+	for i, vm := range r.Stuck {
+		names[i] = vm.Name
+	}
+	return strings.Join(names, ", ")
 }
 
 // rebootIfPending reboots a host, with the opt-in, when a change to any of

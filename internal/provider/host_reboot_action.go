@@ -2,19 +2,24 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/action"
 	"github.com/hashicorp/terraform-plugin-framework/action/schema"
+	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vsphere"
 )
 
-var _ action.ActionWithConfigure = (*hostRebootAction)(nil)
+var (
+	_ action.ActionWithConfigure  = (*hostRebootAction)(nil)
+	_ action.ActionWithModifyPlan = (*hostRebootAction)(nil)
+)
 
 // hostRebootAction is vspherehpc_host_reboot (Terraform 1.14+): the reboot a
 // passthrough or SR-IOV change waits for, on demand or from an
@@ -68,6 +73,34 @@ func (a *hostRebootAction) Configure(_ context.Context, req action.ConfigureRequ
 	a.client = clientFrom(req.ProviderData, &resp.Diagnostics)
 }
 
+// ModifyPlan checks the host at plan time, as a resource's reboot is
+// checked: a host that does not exist is an error. Running VMs that would
+// keep it from maintenance mode are a warning, not an error: the apply may
+// power them off or move them before the action runs (an action_trigger
+// after their change), and the invoke refuses them if not.
+func (a *hostRebootAction) ModifyPlan(ctx context.Context, req action.ModifyPlanRequest, resp *action.ModifyPlanResponse) {
+	var hostID types.String
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("host_system_id"), &hostID)...)
+	if resp.Diagnostics.HasError() || hostID.IsUnknown() || hostID.IsNull() || !requireVCenter(a.client, &resp.Diagnostics) {
+		return
+	}
+	r, err := a.client.PlanHostReboot(ctx, hostID.ValueString())
+	if errors.Is(err, vsphere.ErrNotFound) {
+		resp.Diagnostics.Append(notFoundDiag(path.Root("host_system_id"), err))
+		return
+	}
+	if err != nil {
+		resp.Diagnostics.Append(vsphereErrorDiag("Cannot check a reboot of host "+hostID.ValueString(), err))
+		return
+	}
+	if len(r.Stuck) > 0 {
+		resp.Diagnostics.AddAttributeWarning(path.Root("host_system_id"), "Host cannot enter maintenance mode now",
+			fmt.Sprintf("Running virtual machines %s would keep host %s (%s) from entering maintenance mode: %s. The reboot is "+
+				"refused unless they are powered off or moved by the time it runs.", stuckNames(r), r.HostName,
+				hostID.ValueString(), r.Why))
+	}
+}
+
 func (a *hostRebootAction) Invoke(ctx context.Context, req action.InvokeRequest, resp *action.InvokeResponse) {
 	var m hostRebootModel
 	if resp.Diagnostics.Append(getModel(ctx, req.Config.Schema, req.Config.Raw, &m)...); resp.Diagnostics.HasError() || !requireVCenter(a.client, &resp.Diagnostics) {
@@ -93,12 +126,8 @@ func (a *hostRebootAction) Invoke(ctx context.Context, req action.InvokeRequest,
 		return
 	}
 	if len(r.Stuck) > 0 {
-		names := make([]string, len(r.Stuck))
-		for i, vm := range r.Stuck {
-			names[i] = vm.Name
-		}
 		resp.Diagnostics.AddError("Host cannot enter maintenance mode", fmt.Sprintf("Host %s (%s) runs %s, which maintenance mode "+
-			"would wait for: %s. Power them off or move them first.", r.HostName, hostID, strings.Join(names, ", "), r.Why))
+			"would wait for: %s. Power them off or move them first.", r.HostName, hostID, stuckNames(r), r.Why))
 		return
 	}
 	timeout := cmpOr(m.Timeout.ValueString(), defaultRebootTimeout)

@@ -67,6 +67,9 @@ func (c *Client) PlanHostReboot(ctx context.Context, hostID string) (*HostReboot
 			{Type: "VirtualMachine", PathSet: []string{"name", "config.uuid", "runtime.powerState", "runtime.host", "config.hardware.device", "config.managedBy"}},
 		},
 	})
+	if errors.Is(translate(op, err), ErrNotFound) {
+		return nil, objectNotFound(op, ObjectHost, hostID, "no host has id %s; host ids are managed object ids such as host-12", hostID)
+	}
 	if err != nil {
 		return nil, translate(op, err)
 	}
@@ -91,7 +94,7 @@ func (c *Client) PlanHostReboot(ctx context.Context, hostID string) (*HostReboot
 		}
 	}
 	if self == nil {
-		return nil, objectNotFound(op, ObjectHost, hostID, "no host has id %s", hostID)
+		return nil, objectNotFound(op, ObjectHost, hostID, "no host has id %s; host ids are managed object ids such as host-12", hostID)
 	}
 	out := &HostReboot{HostID: hostID, HostName: self.Name, Needed: true,
 		InMaintenanceMode: self.Runtime.InMaintenanceMode, BootTime: self.Runtime.BootTime}
