@@ -112,6 +112,16 @@ func at(paths []path.Path, i int, block string) path.Path {
 	return path.Root(block)
 }
 
+// leaveVM plans the setup leaving its VM, destroyed or moved to another VM:
+// what it held there is free for the plan's other resources, and the VM's
+// power must allow removing its devices.
+func (r *vmGPUMMIOResource) leaveVM(ctx context.Context, state *vmGPUMMIOModel, resp *resource.ModifyPlanResponse) {
+	r.claims.leave(vsphere.VMUse{VM: state.VirtualMachineID.ValueString(), Passthrough: true})
+	if len(r.gpus(ctx, state.GPU, &resp.Diagnostics))+len(devices(ctx, state.PCIDevice, &resp.Diagnostics)) > 0 {
+		checkDestroyPower(ctx, r.client, state.VirtualMachineID.ValueString(), state.PowerOffAllowed.ValueBool(), vsphere.WhatGPUsNeedOff, &resp.Diagnostics)
+	}
+}
+
 // ModifyPlan checks the GPUs against the VM's host, computes the MMIO size,
 // and refuses a firmware switch under an installed guest and a change that
 // needs a running VM off.
@@ -126,10 +136,7 @@ func (r *vmGPUMMIOResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 	}
 	if req.Plan.Raw.IsNull() {
 		if state != nil {
-			r.claims.leave(vsphere.VMUse{VM: state.VirtualMachineID.ValueString(), Passthrough: true})
-		}
-		if state != nil && len(r.gpus(ctx, state.GPU, &resp.Diagnostics))+len(devices(ctx, state.PCIDevice, &resp.Diagnostics)) > 0 {
-			checkDestroyPower(ctx, r.client, state.VirtualMachineID.ValueString(), state.PowerOffAllowed.ValueBool(), vsphere.WhatGPUsNeedOff, &resp.Diagnostics)
+			r.leaveVM(ctx, state, resp)
 		}
 		return
 	}
@@ -140,6 +147,7 @@ func (r *vmGPUMMIOResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 		return
 	}
 	if state != nil && replaceOnOtherVM(ctx, r.client, state.VirtualMachineID, plan.VirtualMachineID, resp) {
+		r.leaveVM(ctx, state, resp)
 		state = nil // planned as a setup of the other VM
 	}
 	if plan.VirtualMachineID.IsUnknown() {
@@ -174,7 +182,7 @@ func (r *vmGPUMMIOResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 	planned := devices(ctx, plan.PCIDevice, &resp.Diagnostics)
 	anyGPU := len(r.gpus(ctx, plan.GPU, &resp.Diagnostics)) > 0
 	if state != nil && plan.GPU.Equal(state.GPU) && plan.PCIDevice.Equal(state.PCIDevice) && state.Firmware.ValueString() == "efi" &&
-		(state.TotalGPUMemoryGB.ValueFloat64() > 0 || !anyGPU) {
+		state.Use64bitMMIO.ValueBool() && (state.TotalGPUMemoryGB.ValueFloat64() > 0 || !anyGPU) {
 		// Same GPUs (or none): size the window from the recorded total, no
 		// vCenter call, unless the window changes (which needs the VM's
 		// power state). A total of 0 with GPUs is one not known yet (an
@@ -201,7 +209,7 @@ func (r *vmGPUMMIOResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 		change.Releasing = instance.priorID // the setup this one replaces, on another VM
 	}
 	if state != nil {
-		change.Existing, change.CurrentMMIOSizeGB = true, state.MMIOSizeGB.ValueInt64()
+		change.Existing, change.CurrentMMIOSizeGB, change.Current64bitMMIO = true, state.MMIOSizeGB.ValueInt64(), state.Use64bitMMIO.ValueBool()
 	}
 	paths := r.blockPaths(ctx, &plan, &resp.Diagnostics)
 	p, err := r.client.PlanGPUMMIO(ctx, change)

@@ -342,8 +342,24 @@ func gpuMMIOToModel(ctx context.Context, got *vsphere.GPUMMIO, m *vmGPUMMIOModel
 	var models []model
 	var gpus []gpuBlockModel
 	var devs []pciDeviceBlockModel
+	// A host device given to the VM twice (out of band: vCenter takes it)
+	// keeps the VM from powering on. It is left out, so the plan adds it
+	// once, and the apply removes the extra.
+	times, warned := map[string]int{}, map[string]bool{}
+	for _, h := range got.Devices {
+		if !h.Dynamic {
+			times[h.PCIID]++
+		}
+	}
 	for _, h := range got.Devices {
 		switch {
+		case !h.Dynamic && times[h.PCIID] > 1:
+			if !warned[h.PCIID] {
+				diags.AddWarning("PCI device passed through twice",
+					fmt.Sprintf("Virtual machine %s has host PCI device %s passed through %d times, and does not power on so. "+
+						"The plan gives it the device once.", got.VM.Name, h.PCIID, times[h.PCIID]))
+				warned[h.PCIID] = true
+			}
 		case h.Dynamic:
 			key := model{h.VendorID, h.DeviceID}
 			if dynamic[key] == 0 {

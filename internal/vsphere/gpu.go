@@ -212,12 +212,13 @@ func (c *Client) ApplyGPUMMIO(ctx context.Context, vmID string, spec GPUMMIOSpec
 			if current.Firmware != string(types.GuestOsDescriptorFirmwareTypeEfi) {
 				cs.Firmware, needsOff = string(types.GuestOsDescriptorFirmwareTypeEfi), true
 			}
-			size := strconv.FormatInt(spec.MMIOSizeGB, 10)
-			if !current.Use64bitMMIO || current.ExtraConfig[mmio.Use64bitMMIOKey] != "TRUE" {
+			// Values that mean what is wanted ("true", "0512") stay as they
+			// are: rewriting them would cycle the VM's power for nothing.
+			if !current.Use64bitMMIO {
 				cs.ExtraConfig = append(cs.ExtraConfig, &types.OptionValue{Key: mmio.Use64bitMMIOKey, Value: "TRUE"})
 			}
-			if current.ExtraConfig[mmio.SizeGBKey] != size {
-				cs.ExtraConfig = append(cs.ExtraConfig, &types.OptionValue{Key: mmio.SizeGBKey, Value: size})
+			if current.MMIOSizeGB != spec.MMIOSizeGB {
+				cs.ExtraConfig = append(cs.ExtraConfig, &types.OptionValue{Key: mmio.SizeGBKey, Value: strconv.FormatInt(spec.MMIOSizeGB, 10)})
 			}
 			if !current.MemoryLocked {
 				cs.MemoryReservationLockedToMax = types.NewBool(true)

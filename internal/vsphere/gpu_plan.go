@@ -27,6 +27,7 @@ type GPUMMIOChange struct {
 	PowerOffAllowed     bool
 	Existing            bool  // the setup exists and is changed
 	CurrentMMIOSizeGB   int64 // the window the existing setup has
+	Current64bitMMIO    bool  // the existing setup has pciPassthru.use64bitMMIO on
 	// Planned is what host resources of the same plan turn on: a device
 	// not active yet counts as active when one does and the host applies
 	// it without a reboot.
@@ -253,7 +254,8 @@ func (c *Client) PlanGPUMMIO(ctx context.Context, ch GPUMMIOChange) (*GPUMMIOPla
 		out.Findings = append(out.Findings, FirmwareChangeRefused{VM: label, Firmware: vm.Firmware,
 			Guest: strings.TrimSpace(vm.GuestFullName + " " + vm.GuestFamily)})
 	}
-	needsOff := !ch.Existing || !efi || !SameGPUs(PassthroughRequests(ch.GPUs, ch.Devices), vm.PCIPassthroughs) || size != ch.CurrentMMIOSizeGB
+	needsOff := !ch.Existing || !efi || !SameGPUs(PassthroughRequests(ch.GPUs, ch.Devices), vm.PCIPassthroughs) || size != ch.CurrentMMIOSizeGB ||
+		!ch.Current64bitMMIO
 	if p := PlanPower(label, vm.PowerState, needsOff, ch.PowerOffAllowed, WhatGPUsNeedOff); p != nil {
 		out.Findings = append(out.Findings, p)
 	}

@@ -1,0 +1,151 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/mmio"
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
+)
+
+// MMIO keys that mean what the setup wants, written otherwise ("True",
+// "0512"), are no change: an update that needs nothing of a running VM
+// (allow_firmware_change) neither rewrites them nor cycles its power.
+func TestAccVMGPUMMIO_equivalentValuesNeedNoPowerCycle(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	simulatedOnly(t, lab, "counts calls")
+	vm := lab.VMNames()[0]
+	ctx := context.Background()
+	base := twoGPUs(lab) + "  power_off_allowed = true\n"
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: gpuConfig(lab, lab.VMUUID(vm), base)},
+			{
+				PreConfig: func() {
+					settings, _, _, err := vmExtraConfig(lab, vm)
+					must(t, err)
+					must(t, lab.SetVMExtraConfig(ctx, vm, mmio.Use64bitMMIOKey, "True"))
+					must(t, lab.SetVMExtraConfig(ctx, vm, mmio.SizeGBKey, "0"+settings[mmio.SizeGBKey]))
+					must(t, lab.PowerOnVM(ctx, vm))
+					lab.ResetCalls()
+				},
+				Config: gpuConfig(lab, lab.VMUUID(vm), base+"  allow_firmware_change = true\n"),
+				Check: func(*terraform.State) error {
+					c := lab.Calls()
+					if n := c["ShutdownGuest"] + c["PowerOffVM_Task"] + c["PowerOnVM_Task"] + c["ReconfigVM_Task"]; n != 0 {
+						return fmt.Errorf("%d shutdowns, power-offs, power-ons and reconfigures of %s for a change that needs nothing of it: %v", n, vm, c)
+					}
+					return nil
+				},
+			},
+			{PreConfig: func() { must(t, lab.PowerOffVM(ctx, vm)) }, Config: gpuConfig(lab, lab.VMUUID(vm), base)},
+		},
+	})
+}
+
+// pciPassthru.use64bitMMIO turned off out of band on a running VM is drift
+// whose fix needs the VM off: refused at plan without power_off_allowed, as
+// a changed window is.
+func TestAccVMGPUMMIO_64bitMMIOOffOnARunningVM(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	simulatedOnly(t, lab, "powers a VM on")
+	vm := lab.VMNames()[0]
+	ctx := context.Background()
+	config := gpuConfig(lab, lab.VMUUID(vm), twoGPUs(lab))
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: config},
+			{
+				PreConfig: func() {
+					must(t, lab.SetVMExtraConfig(ctx, vm, mmio.Use64bitMMIOKey, "FALSE"))
+					must(t, lab.PowerOnVM(ctx, vm))
+				},
+				Config:      config,
+				PlanOnly:    true,
+				ExpectError: wrapped(`is powered on, and attaching or detaching GPUs, or switching the firmware to EFI needs it powered off`),
+			},
+			{
+				PreConfig: func() { must(t, lab.PowerOffVM(ctx, vm)) },
+				Config:    config,
+				Check: func(*terraform.State) error {
+					settings, _, _, err := vmExtraConfig(lab, vm)
+					if err == nil && settings[mmio.Use64bitMMIOKey] != "TRUE" {
+						err = fmt.Errorf("%s = %q after the apply, want TRUE", mmio.Use64bitMMIOKey, settings[mmio.Use64bitMMIOKey])
+					}
+					return err
+				},
+			},
+		},
+	})
+}
+
+// A setup moved to another VM removes the GPUs from its VM: that VM's power
+// is checked at plan, as for a destroy.
+func TestAccVMGPUMMIO_movedFromARunningVM(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	simulatedOnly(t, lab, "powers a VM on")
+	from := lab.VMNames()[0]
+	var to string
+	for _, n := range lab.VMNames() {
+		if n != from && lab.VMHostName(n) == lab.VMHostName(from) {
+			to = n
+			break
+		}
+	}
+	ctx := context.Background()
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: gpuConfig(lab, lab.VMUUID(from), twoGPUs(lab))},
+			{
+				PreConfig:   func() { must(t, lab.PowerOnVM(ctx, from)) },
+				Config:      gpuConfig(lab, lab.VMUUID(to), twoGPUs(lab)),
+				PlanOnly:    true,
+				ExpectError: wrapped(`is powered on, and attaching or detaching GPUs, or switching the firmware to EFI needs it powered off`),
+			},
+			{PreConfig: func() { must(t, lab.PowerOffVM(ctx, from)) }, Config: gpuConfig(lab, lab.VMUUID(to), twoGPUs(lab))},
+		},
+	})
+}
+
+// One GPU passed through twice out of band (vCenter takes it; the VM then
+// does not power on) is drift: the plan gives the VM the GPU once, and the
+// apply removes the extra.
+func TestAccVMGPUMMIO_sameGPUTwice(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	simulatedOnly(t, lab, "passes a GPU through out of band")
+	vm := lab.VMNames()[0]
+	ctx := context.Background()
+	config := gpuConfig(lab, lab.VMUUID(vm), gpuBlock(lab.GPUs()[0]))
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: config},
+			{
+				PreConfig: func() { must(t, lab.AttachGPU(ctx, vm, lab.GPUs()[0])) },
+				Config:    config,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(gpuAddr, plancheck.ResourceActionUpdate),
+				}},
+				Check: func(*terraform.State) error {
+					_, _, n, err := vmExtraConfig(lab, vm)
+					if err == nil && n != 1 {
+						err = fmt.Errorf("%s has %d GPUs after the apply, want 1", vm, n)
+					}
+					return err
+				},
+			},
+		},
+	})
+}
