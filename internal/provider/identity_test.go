@@ -342,3 +342,35 @@ resource "vspherehpc_host_pci_passthrough" "other" {
 	must(t, os.Remove(filepath.Join(d.dir, "import.tf")))
 	d.run("destroy", "-auto-approve")
 }
+
+// A VM given a new BIOS UUID (uuid.bios, as the duplicate-UUID error
+// advises) keeps its adapter and GPU setup, configured by managed object
+// id: their ids and identities follow the new UUID through refreshes and a
+// change, rather than the framework refusing the identity's change.
+func TestAccIdentity_vmUUIDChanged(t *testing.T) {
+	t.Parallel()
+	needsTerraform114(t)
+	lab := startLab(t, vcsimlab.Options{})
+	simulatedOnly(t, lab, "changes a VM's BIOS UUID")
+	vm := lab.VMNames()[0]
+	const newUUID = "4200aaaa-1111-2222-3333-444455556666"
+	config := func(extra string) string { return reregisterConfig(lab, fmt.Sprintf("%q", lab.VMID(vm)), extra) }
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: config("")},
+			{
+				PreConfig: func() { must(t, lab.SetVMUUID(context.Background(), vm, newUUID)) },
+				Config:    config(""),
+			},
+			{
+				Config: config(`  start_connected = false`),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectIdentity(gpuAddr, map[string]knownvalue.Check{"virtual_machine_id": knownvalue.StringExact(newUUID)}),
+					statecheck.ExpectIdentityValue(nicAddr, tfjsonpath.New("virtual_machine_id"), knownvalue.StringExact(newUUID)),
+					statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("id"), knownvalue.StringExact(newUUID)),
+				},
+			},
+		},
+	})
+}

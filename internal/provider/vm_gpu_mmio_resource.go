@@ -115,6 +115,8 @@ func NewVMGPUMMIOResource() resource.Resource {
 
 func (r *vmGPUMMIOResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
 	resp.TypeName = req.ProviderTypeName + "_vm_gpu_mmio"
+	// A VM's BIOS UUID, and so its identity, changes with uuid.bios.
+	resp.ResourceBehavior.MutableIdentity = true
 }
 
 func (r *vmGPUMMIOResource) IdentitySchema(_ context.Context, _ resource.IdentitySchemaRequest, resp *resource.IdentitySchemaResponse) {
@@ -388,6 +390,7 @@ func gpuMMIOToModel(ctx context.Context, got *vsphere.GPUMMIO, m *vmGPUMMIOModel
 
 func (r *vmGPUMMIOResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
 	vmIdentity.record(ctx, &req.State, resp.Identity, &resp.Diagnostics)
+	defer vmIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	var state vmGPUMMIOModel
 	resp.Diagnostics.Append(getModel(ctx, req.State.Schema, req.State.Raw, &state)...)
 	if resp.Diagnostics.HasError() {

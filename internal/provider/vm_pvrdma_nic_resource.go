@@ -54,6 +54,8 @@ func NewVMPVRDMANICResource() resource.Resource {
 
 func (r *vmPVRDMANICResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
 	resp.TypeName = req.ProviderTypeName + "_vm_pvrdma_nic"
+	// A VM's BIOS UUID, and so its identity, changes with uuid.bios.
+	resp.ResourceBehavior.MutableIdentity = true
 }
 
 func (r *vmPVRDMANICResource) IdentitySchema(_ context.Context, _ resource.IdentitySchemaRequest, resp *resource.IdentitySchemaResponse) {
@@ -241,6 +243,7 @@ func nicToModel(nic *vsphere.PVRDMANIC, m *vmPVRDMANICModel) {
 
 func (r *vmPVRDMANICResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
 	vmDeviceIdentity.record(ctx, &req.State, resp.Identity, &resp.Diagnostics)
+	defer vmDeviceIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	var state vmPVRDMANICModel
 	resp.Diagnostics.Append(getModel(ctx, req.State.Schema, req.State.Raw, &state)...)
 	if resp.Diagnostics.HasError() {

@@ -59,6 +59,8 @@ func NewVMSRIOVNICResource() resource.Resource {
 
 func (r *vmSRIOVNICResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
 	resp.TypeName = req.ProviderTypeName + "_vm_sriov_nic"
+	// A VM's BIOS UUID, and so its identity, changes with uuid.bios.
+	resp.ResourceBehavior.MutableIdentity = true
 }
 
 func (r *vmSRIOVNICResource) IdentitySchema(_ context.Context, _ resource.IdentitySchemaRequest, resp *resource.IdentitySchemaResponse) {
@@ -218,6 +220,7 @@ func sriovNICToModel(nic *vsphere.SRIOVNIC, m *vmSRIOVNICModel) {
 
 func (r *vmSRIOVNICResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
 	vmDeviceIdentity.record(ctx, &req.State, resp.Identity, &resp.Diagnostics)
+	defer vmDeviceIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	var state vmSRIOVNICModel
 	resp.Diagnostics.Append(getModel(ctx, req.State.Schema, req.State.Raw, &state)...)
 	if resp.Diagnostics.HasError() {
