@@ -6,8 +6,12 @@ import (
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+	"github.com/vmware/govmomi/vim25/types"
 
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/mmio"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
@@ -146,6 +150,35 @@ func TestAccVMGPUMMIO_sameGPUTwice(t *testing.T) {
 					return err
 				},
 			},
+		},
+	})
+}
+
+// The end of the create's reconfigure task cannot be read (vCenter
+// unreachable for a moment), but the VM has the setup: it is recorded, not
+// failed (a failed create's replacement would not know the VM's own MMIO
+// values), and destroy puts the VM's own window back.
+func TestAccVMGPUMMIO_createTaskEndLost(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	simulatedOnly(t, lab, "fails reads")
+	vm := lab.VMNames()[0]
+	must(t, lab.SetVMExtraConfig(context.Background(), vm, mmio.SizeGBKey, "64"))
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			PreConfig: func() { lab.FailRead("Task", &types.HostNotConnected{}, 1) },
+			Config:    gpuConfig(lab, lab.VMUUID(vm), twoGPUs(lab)),
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("mmio_size_gb"), knownvalue.Int64Exact(512)),
+			},
+		}},
+		CheckDestroy: func(*terraform.State) error {
+			extra, _, gpus, err := vmExtraConfig(lab, vm)
+			if err == nil && (extra[mmio.SizeGBKey] != "64" || extra[mmio.Use64bitMMIOKey] != "" || gpus != 0) {
+				err = fmt.Errorf("after destroy: %v, %d GPUs; want the VM's own window of 64 GB back and use64bitMMIO removed", extra, gpus)
+			}
+			return err
 		},
 	})
 }

@@ -281,17 +281,37 @@ func (r *vmGPUMMIOResource) Create(ctx context.Context, req resource.CreateReque
 	}
 	resp.Diagnostics.Append(setPrivateJSON(ctx, resp.Private, privateExtraConfig, before.ExtraConfig)...)
 	resp.Diagnostics.Append(setPrivateJSON(ctx, resp.Private, privateVM, before.VM.MOID)...)
-	if err := r.client.ApplyGPUMMIO(ctx, vmID, r.spec(ctx, &plan, &resp.Diagnostics)); err != nil {
-		resp.Diagnostics.Append(vsphereErrorDiag("Cannot set up GPU passthrough on virtual machine "+vmID, err))
-		// One reconfigure: when it failed, the VM is as it was. When only the
-		// power-on after it failed, the setup is made: track it.
-		if errors.Is(err, vsphere.ErrNotPoweredBackOn) {
+	spec := r.spec(ctx, &plan, &resp.Diagnostics)
+	if err := r.client.ApplyGPUMMIO(ctx, vmID, spec); err != nil {
+		switch {
+		case errors.Is(err, vsphere.ErrNotPoweredBackOn):
+			// Only the power-on after the reconfigure failed: the setup is
+			// made, and tracked.
+			resp.Diagnostics.Append(vsphereErrorDiag("Cannot set up GPU passthrough on virtual machine "+vmID, err))
 			r.read(ctx, &plan, &resp.State, &resp.Diagnostics)
+		case errors.Is(err, vsphere.ErrTaskLost) && r.landed(ctx, vmID, spec):
+			// The VM has the setup: recorded, not failed. A failed create
+			// would be tainted, and Terraform gives a tainted object's
+			// private state (the MMIO values destroy puts back) to neither
+			// its destroy nor its replacement.
+			resp.Diagnostics.AddWarning("GPU passthrough set up, its task not seen to end",
+				fmt.Sprintf("The end of the reconfigure of virtual machine %s could not be read (%s), but the VM has the setup: it is "+
+					"recorded.", vmID, errorDetail(err)))
+			r.read(ctx, &plan, &resp.State, &resp.Diagnostics)
+		default: // one reconfigure, which failed: the VM is as it was
+			resp.Diagnostics.Append(vsphereErrorDiag("Cannot set up GPU passthrough on virtual machine "+vmID, err))
 		}
 		return
 	}
 	tflog.Debug(ctx, "Set up GPU passthrough", map[string]any{"virtual_machine_id": vmID, "mmio_size_gb": plan.MMIOSizeGB.ValueInt64()})
 	r.read(ctx, &plan, &resp.State, &resp.Diagnostics)
+}
+
+// landed reports whether the VM has the setup spec asks for, as read now.
+func (r *vmGPUMMIOResource) landed(ctx context.Context, vmID string, spec vsphere.GPUMMIOSpec) bool {
+	got, err := r.client.GPUMMIO(ctx, vmID)
+	return err == nil && got.Use64bitMMIO && got.MMIOSizeGB == spec.MMIOSizeGB && got.Firmware == "efi" &&
+		vsphere.SameGPUs(vsphere.PassthroughRequests(spec.GPUs, spec.Devices), got.Devices)
 }
 
 // read reads the VM into m, keeping m's device order, and sets state.

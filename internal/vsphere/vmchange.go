@@ -208,11 +208,15 @@ func (c *Client) changeVM(ctx context.Context, ch vmChange) error {
 	return err
 }
 
-// taskLost is the error of a task whose end could not be read (the call
-// failed, or the time ran out): vCenter may have done it or not.
+// ErrTaskLost is the Cause of a change whose task's end could not be read
+// (the call failed, or the time ran out): vCenter may have made the change
+// or not, and only a read of the object tells.
+var ErrTaskLost = errors.New("the end of vCenter's task could not be read")
+
+// taskLost is the error of a task whose end could not be read.
 type taskLost struct{ error }
 
-func (e *taskLost) Unwrap() error { return e.error }
+func (e *taskLost) Unwrap() []error { return []error{e.error, ErrTaskLost} }
 
 func configTarget(ctx context.Context, vc *vim25.Client, vm *mo.VirtualMachine) (*types.ConfigTarget, error) {
 	browser, err := object.NewVirtualMachine(vc, vm.Self).EnvironmentBrowser(ctx)
