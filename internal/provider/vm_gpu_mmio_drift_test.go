@@ -182,3 +182,49 @@ func TestAccVMGPUMMIO_createTaskEndLost(t *testing.T) {
 		},
 	})
 }
+
+// A Dynamic DirectPath GPU given a hardware label, or a second model, out of
+// band takes other host GPUs than the configuration's gpu block by model:
+// it is drift, and the apply puts back one for the model alone.
+func TestAccVMGPUMMIO_dynamicGPUNarrowed(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	simulatedOnly(t, lab, "edits a VM's devices out of band")
+	vm := lab.VMNames()[0]
+	ctx := context.Background()
+	config := gpuConfig(lab, lab.VMUUID(vm), "  gpu {\n    vendor_id = \"10de\"\n    device_id = \"2330\"\n    count     = 2\n  }\n")
+	plain := func(*terraform.State) error {
+		v, err := labService(lab).VM(ctx, lab.VMUUID(vm))
+		if err != nil {
+			return err
+		}
+		if len(v.PCIPassthroughs) != 2 {
+			return fmt.Errorf("%s has %d passthrough devices, want 2", vm, len(v.PCIPassthroughs))
+		}
+		for _, p := range v.PCIPassthroughs {
+			if !p.Dynamic || p.Narrowed() {
+				return fmt.Errorf("%s's device %+v, want a Dynamic DirectPath device for the model alone", vm, p)
+			}
+		}
+		return nil
+	}
+	updated := resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(gpuAddr, plancheck.ResourceActionUpdate)}}
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: config, Check: plain},
+			{
+				PreConfig:        func() { must(t, lab.NarrowDynamicGPUs(ctx, vm, "reserved-for-team-b", 0, 0)) },
+				Config:           config,
+				ConfigPlanChecks: updated,
+				Check:            plain,
+			},
+			{
+				PreConfig:        func() { must(t, lab.NarrowDynamicGPUs(ctx, vm, "", 0x10de, 0x20f1)) },
+				Config:           config,
+				ConfigPlanChecks: updated,
+				Check:            plain,
+			},
+		},
+	})
+}

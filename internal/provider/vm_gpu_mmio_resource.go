@@ -382,6 +382,13 @@ func gpuMMIOToModel(ctx context.Context, got *vsphere.GPUMMIO, m *vmGPUMMIOModel
 						"The plan gives it the device once.", got.VM.Name, h.PCIID, times[h.PCIID]))
 				warned[h.PCIID] = true
 			}
+		case h.Narrowed():
+			// Not what a gpu block by model asks for: left out, so the plan
+			// adds one, and the apply replaces it.
+			diags.AddWarning("Dynamic DirectPath GPU narrowed",
+				fmt.Sprintf("A Dynamic DirectPath GPU of virtual machine %s has a hardware label (%q) or takes more models than its "+
+					"own (%d), so it takes other host GPUs than a gpu block by model gives it. The plan replaces it with one for the "+
+					"model alone.", got.VM.Name, h.Label, h.Models))
 		case h.Dynamic:
 			key := model{h.VendorID, h.DeviceID}
 			if dynamic[key] == 0 {

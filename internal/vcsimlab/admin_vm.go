@@ -448,6 +448,34 @@ func (l *Lab) EditPVRDMAAdapters(ctx context.Context, vmName string, edit PVRDMA
 	return nil
 }
 
+// NarrowDynamicGPUs edits every Dynamic DirectPath device of a VM, as Edit
+// Settings > PCI device in the vSphere Client does: label sets its hardware
+// label (the VM then takes only host devices with that label), and
+// alsoVendor, alsoDevice, when not zero, add a model the device may take
+// (VirtualPCIPassthroughDynamicBackingInfo: customLabel, allowedDevice).
+func (l *Lab) NarrowDynamicGPUs(ctx context.Context, vmName, label string, alsoVendor, alsoDevice int32) error {
+	vm, devices, err := l.adminDevices(ctx, vmName, (*types.VirtualPCIPassthrough)(nil))
+	if err != nil {
+		return err
+	}
+	for _, d := range devices {
+		b, ok := d.(*types.VirtualPCIPassthrough).Backing.(*types.VirtualPCIPassthroughDynamicBackingInfo)
+		if !ok {
+			continue
+		}
+		if label != "" {
+			b.CustomLabel = label
+		}
+		if alsoVendor != 0 {
+			b.AllowedDevice = append(b.AllowedDevice, types.VirtualPCIPassthroughAllowedDevice{VendorId: alsoVendor, DeviceId: alsoDevice})
+		}
+		if err := vm.EditDevice(ctx, d); err != nil {
+			return fmt.Errorf("editing the Dynamic DirectPath device %d of %s: %w", d.GetVirtualDevice().Key, vmName, err)
+		}
+	}
+	return nil
+}
+
 // adminVM is the named lab VM, for the admin client.
 func (l *Lab) adminVM(vmName string) (*object.VirtualMachine, error) {
 	id := l.VMID(vmName)

@@ -405,3 +405,36 @@ func TestVMsAClientCreatedAreKnownByName(t *testing.T) {
 		t.Fatal("VMID of a name no VM has is not empty")
 	}
 }
+
+// TestNarrowDynamicGPUs: a Dynamic DirectPath device's hardware label and
+// allowed models are edited in place, as the vSphere Client edits them.
+func TestNarrowDynamicGPUs(t *testing.T) {
+	t.Parallel()
+	l := startLab(t)
+	ctx := context.Background()
+	vmName := l.VMNames()[0]
+	obj := object.NewVirtualMachine(l.Client().Client, vmRef(l, vmName))
+	dynamic := &types.VirtualPCIPassthrough{VirtualDevice: types.VirtualDevice{Key: -1, Backing: &types.VirtualPCIPassthroughDynamicBackingInfo{
+		AllowedDevice: []types.VirtualPCIPassthroughAllowedDevice{{VendorId: 0x10de, DeviceId: 0x2330}},
+	}}}
+	if err := obj.AddDevice(ctx, dynamic); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.NarrowDynamicGPUs(ctx, vmName, "team-a", 0x10de, 0x20f1); err != nil {
+		t.Fatal(err)
+	}
+	var vm mo.VirtualMachine
+	retrieve(t, l.Client(), vmRef(l, vmName), []string{"config.hardware.device"}, &vm)
+	for _, d := range vm.Config.Hardware.Device {
+		pt, ok := d.(*types.VirtualPCIPassthrough)
+		if !ok {
+			continue
+		}
+		b, ok := pt.Backing.(*types.VirtualPCIPassthroughDynamicBackingInfo)
+		if !ok || b.CustomLabel != "team-a" || len(b.AllowedDevice) != 2 || b.AllowedDevice[1].DeviceId != 0x20f1 {
+			t.Fatalf("the dynamic device reads %+v, want label team-a and the A100 allowed too", pt.Backing)
+		}
+		return
+	}
+	t.Fatal("the VM has no passthrough device")
+}

@@ -28,7 +28,7 @@ func (g GPURequest) Dynamic() bool { return g.PCIID == "" }
 // Matches reports whether a VM's passthrough device is the one requested.
 func (g GPURequest) Matches(have PCIPassthrough) bool {
 	if g.Dynamic() {
-		return have.Dynamic && have.VendorID == g.VendorID && have.DeviceID == g.DeviceID
+		return have.Dynamic && !have.Narrowed() && have.VendorID == g.VendorID && have.DeviceID == g.DeviceID
 	}
 	return !have.Dynamic && have.PCIID == g.PCIID
 }

@@ -94,7 +94,15 @@ type PCIPassthrough struct {
 	DeviceID string
 	Dynamic  bool
 	Label    string // dynamic DirectPath custom label
+	// Models is how many models a dynamic DirectPath device may take; one
+	// as this provider sets it up.
+	Models int
 }
+
+// Narrowed reports whether a dynamic DirectPath device is set up otherwise
+// than a request by model gives it: a hardware label (it takes only host
+// devices with that label) or more models than one.
+func (p PCIPassthrough) Narrowed() bool { return p.Dynamic && (p.Label != "" || p.Models > 1) }
 
 var vmProps = []string{
 	"name", "config.uuid", "config.version", "config.firmware", "config.hardware.device",
@@ -401,7 +409,7 @@ func pciPassthrough(pt *types.VirtualPCIPassthrough) PCIPassthrough {
 		out.PCIID, out.VendorID = b.Id, HexID(b.VendorId)
 		out.DeviceID = normalizeHex(b.DeviceId)
 	case *types.VirtualPCIPassthroughDynamicBackingInfo:
-		out.Dynamic, out.PCIID, out.Label = true, b.AssignedId, b.CustomLabel
+		out.Dynamic, out.PCIID, out.Label, out.Models = true, b.AssignedId, b.CustomLabel, len(b.AllowedDevice)
 		if len(b.AllowedDevice) > 0 {
 			out.VendorID = fmt.Sprintf("%04x", uint16(b.AllowedDevice[0].VendorId))
 			out.DeviceID = fmt.Sprintf("%04x", uint16(b.AllowedDevice[0].DeviceId))
