@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/datasourcevalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
@@ -158,6 +159,17 @@ func (d *virtualMachineDataSource) Read(ctx context.Context, req datasource.Read
 	}
 	if err != nil {
 		resp.Diagnostics.Append(vsphereErrorDiag("Cannot find virtual machine", err))
+		return
+	}
+	if vm.ID == "" {
+		// An inaccessible, invalid or orphaned VM is read with no
+		// configuration (vSphere API reference,
+		// VirtualMachineConnectionState): outputting an empty UUID, hardware
+		// version 0 and no devices would pass for a real VM's values.
+		resp.Diagnostics.AddError("Virtual machine inaccessible", fmt.Sprintf(
+			"vCenter returns no configuration for virtual machine %q (%s): it is inaccessible, invalid or orphaned "+
+				"(its files cannot be read, or it is no longer registered on its host). Reconnect its datastore or host, "+
+				"or register it again, then run Terraform again.", vm.Name, vm.MOID))
 		return
 	}
 	tflog.Debug(ctx, "Found virtual machine", map[string]any{"virtual_machine_id": vm.ID, "moid": vm.MOID, "name": vm.Name})

@@ -130,3 +130,46 @@ data "vspherehpc_virtual_machine" "vm" {
 		},
 	})
 }
+
+// An inaccessible VM is read with no configuration: the look-up is an error
+// naming it rather than an empty UUID, hardware version 0 and no devices.
+func TestAccVirtualMachineDataSource_inaccessible(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	simulatedOnly(t, lab, "makes a VM inaccessible")
+	name := lab.VMNames()[0]
+	config := func(block string) string { return providerConfig(lab) + block }
+	byMOID := config(fmt.Sprintf(`
+data "vspherehpc_virtual_machine" "vm" {
+  virtual_machine_id = %q
+}
+`, lab.VMID(name)))
+	byName := config(fmt.Sprintf(`
+data "vspherehpc_virtual_machine" "vm" {
+  datacenter_id = %q
+  name          = %q
+}
+`, lab.DatacenterID(), name))
+	message := wrapped(fmt.Sprintf(`vCenter returns no configuration for virtual machine %q (%s)`, name, lab.VMID(name)))
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				PreConfig:   func() { must(t, lab.SetVMAccessible(context.Background(), name, false)) },
+				Config:      byMOID,
+				ExpectError: message,
+			},
+			{
+				Config:      byName,
+				ExpectError: message,
+			},
+			{
+				PreConfig: func() { must(t, lab.SetVMAccessible(context.Background(), name, true)) },
+				Config:    byName,
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("data.vspherehpc_virtual_machine.vm", tfjsonpath.New("id"), knownvalue.StringExact(lab.VMUUID(name))),
+				},
+			},
+		},
+	})
+}
