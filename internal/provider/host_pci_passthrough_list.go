@@ -29,6 +29,10 @@ func listHostPassthrough(ctx context.Context, c *vsphere.Client, scope vsphere.S
 	}
 	var out []listed
 	for _, h := range hosts {
+		if h.Unreadable != "" {
+			out = append(out, leftOutOf("Host "+h.HostName, "The PCI passthrough of host "+h.HostName+" is not listed: "+h.Unreadable))
+			continue
+		}
 		var ids, names []string
 		for _, d := range h.Devices {
 			if d.Enabled {
@@ -44,7 +48,7 @@ func listHostPassthrough(ctx context.Context, c *vsphere.Client, scope vsphere.S
 		diags.Append(ds...)
 		m := hostPCIPassthroughModel{HostSystemID: types.StringValue(h.HostID), PCIIDs: pciIDs,
 			Match: types.SetNull(passthroughMatchType)}
-		fillPassthrough(ctx, &m, h, ids, nil, &diags)
+		fillPassthrough(ctx, &m, h.HostPassthrough, ids, nil, &diags)
 		identity := passthroughIdentityModel{HostSystemID: types.StringValue(h.HostID), PCIIDs: sortedPCIIDs(ctx, ids, &diags)}
 		if diags.HasError() {
 			return nil, fmt.Errorf("host %s: %v", h.HostName, diags)

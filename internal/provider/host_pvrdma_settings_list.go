@@ -24,6 +24,10 @@ func listHostPVRDMASettings(ctx context.Context, c *vsphere.Client, scope vspher
 	}
 	out := make([]listed, 0, len(hosts))
 	for _, h := range hosts {
+		if h.Unreadable != "" {
+			out = append(out, leftOutOf("Host "+h.HostName, "The PVRDMA settings of host "+h.HostName+" are not listed: "+h.Unreadable))
+			continue
+		}
 		m := hostPVRDMASettingsModel{}
 		if diags := settingsToModel(ctx, h.HostID, h.Settings, &m); diags.HasError() {
 			return nil, fmt.Errorf("host %s: %v", h.HostName, diags)

@@ -25,13 +25,17 @@ func listHostSRIOV(ctx context.Context, c *vsphere.Client, scope vsphere.Scope, 
 	}
 	var out []listed
 	for _, h := range hosts {
+		if h.Unreadable != "" {
+			out = append(out, leftOutOf("Host "+h.HostName, "The SR-IOV physical functions of host "+h.HostName+" are not listed: "+h.Unreadable))
+			continue
+		}
 		for _, d := range h.Devices {
 			if d.SRIOV == nil || !d.SRIOV.Enabled {
 				continue
 			}
 			var diags diag.Diagnostics
 			m := hostSRIOVModel{HostSystemID: types.StringValue(h.HostID), PCIID: types.StringValue(d.PCIID)}
-			sriovToModel(ctx, h, &m, &diags)
+			sriovToModel(ctx, h.HostPassthrough, &m, &diags)
 			if diags.HasError() {
 				return nil, fmt.Errorf("host %s: %v", h.HostName, diags)
 			}

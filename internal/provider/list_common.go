@@ -40,6 +40,15 @@ type listed struct {
 	identity any
 	resource any
 	warnings []string
+	leftOut  bool // not a result: a warning about an object the list could not read
+}
+
+// leftOutOf is an object a list cannot read correctly (vCenter returns no
+// configuration for it): listing what it does return would adopt wrong or
+// missing settings, and leaving it out silently would pass for an object
+// without any, so it is left out with a warning saying why.
+func leftOutOf(name, why string) listed {
+	return listed{display: name + " left out", leftOut: true, warnings: []string{why + "."}}
 }
 
 // listResource is a resource's list: the scope arguments every list takes,
@@ -119,10 +128,29 @@ func (l *listResource) List(ctx context.Context, req list.ListRequest, stream *l
 	}
 	warnSharedIdentities(items)
 	stream.Results = func(push func(list.ListResult) bool) {
-		for i, item := range items {
-			if req.Limit > 0 && int64(i) >= req.Limit {
+		// The warnings about objects left out come first, so a limit
+		// never hides them; a result with only warnings is no result.
+		for _, item := range items {
+			if !item.leftOut {
+				continue
+			}
+			var result list.ListResult
+			for _, w := range item.warnings {
+				result.Diagnostics.AddWarning(item.display, w)
+			}
+			if !push(result) {
 				return
 			}
+		}
+		n := int64(0)
+		for _, item := range items {
+			if item.leftOut {
+				continue
+			}
+			if req.Limit > 0 && n >= req.Limit {
+				return
+			}
+			n++
 			result := req.NewListResult(ctx)
 			result.DisplayName = item.display
 			result.Diagnostics.Append(setModel(ctx, result.Identity.Schema, &result.Identity.Raw, item.identity)...)
@@ -146,6 +174,9 @@ func (l *listResource) List(ctx context.Context, req list.ListRequest, stream *l
 func warnSharedIdentities(items []listed) {
 	byIdentity := map[string][]int{}
 	for i, item := range items {
+		if item.leftOut {
+			continue
+		}
 		key := fmt.Sprintf("%#v", item.identity)
 		byIdentity[key] = append(byIdentity[key], i)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -306,5 +307,85 @@ func TestAccList_sharedIdentityWarned(t *testing.T) {
 		if !strings.Contains(w, vms[0]+":") || !strings.Contains(w, vms[1]+":") || !strings.Contains(w, "uuid.bios") {
 			t.Errorf("warning %q does not name both VMs and the fix", w)
 		}
+	}
+}
+
+// queryDiagnostics runs terraform query -json and returns the display names
+// of the results per list block address, and the warnings as
+// "summary: detail".
+func queryDiagnostics(t *testing.T, d *tfDir) (map[string][]string, []string) {
+	t.Helper()
+	found := map[string][]string{}
+	var warnings []string
+	sc := bufio.NewScanner(strings.NewReader(d.run("query", "-json")))
+	for sc.Scan() {
+		var m struct {
+			Type  string `json:"type"`
+			Found struct {
+				Address     string `json:"address"`
+				DisplayName string `json:"display_name"`
+			} `json:"list_resource_found"`
+			Diagnostic struct {
+				Severity string `json:"severity"`
+				Summary  string `json:"summary"`
+				Detail   string `json:"detail"`
+			} `json:"diagnostic"`
+		}
+		if json.Unmarshal(sc.Bytes(), &m) != nil {
+			continue
+		}
+		switch {
+		case m.Type == "list_resource_found":
+			found[m.Found.Address] = append(found[m.Found.Address], m.Found.DisplayName)
+		case m.Type == "diagnostic" && m.Diagnostic.Severity == "warning":
+			warnings = append(warnings, m.Diagnostic.Summary+": "+m.Diagnostic.Detail)
+		}
+	}
+	return found, warnings
+}
+
+// While a host is disconnected vCenter returns no configuration or
+// hardware for it: the host lists leave it out, and the GPU list the VMs on
+// it (their GPUs would pass for other PCI devices), each with a warning
+// naming what is left out, instead of results that adopt wrong settings or
+// hosts silently missing.
+func TestAccList_disconnectedHostLeftOut(t *testing.T) {
+	t.Parallel()
+	lab := handBuiltLab(t)
+	vms := lab.VMNames()
+	host := lab.VMHostName(vms[0])
+	must(t, lab.SetHostConnected(context.Background(), host, false))
+	d := newTFDir(t, lab, adoptExample(t))
+	d.env = append(d.env, "TF_VAR_datacenter="+lab.DatacenterName())
+	found, warnings := queryDiagnostics(t, d)
+	for address, names := range found {
+		for _, n := range names {
+			if strings.HasPrefix(n, host+" ") || strings.HasPrefix(n, host+":") || strings.HasPrefix(n, vms[0]+":") {
+				t.Errorf("%s lists %q, read while its host is disconnected", address, n)
+			}
+		}
+	}
+	want := map[string]string{
+		"Host " + host + " left out: The PVRDMA settings of host " + host + " are not listed":                                                       "",
+		"Host " + host + " left out: The PCI passthrough of host " + host + " is not listed":                                                        "",
+		"Host " + host + " left out: The SR-IOV physical functions of host " + host + " are not listed":                                             "",
+		"Virtual machine " + vms[0] + " left out: The GPU setup of virtual machine " + vms[0] + " is not listed: its host's devices cannot be read": "",
+	}
+	for prefix := range want {
+		for _, w := range warnings {
+			if strings.HasPrefix(w, prefix) && strings.Contains(w, "vCenter returns no configuration for host "+host+" ("+lab.HostID(host)+
+				", connection state: disconnected); reconnect it") {
+				want[prefix] = w
+			}
+		}
+		if want[prefix] == "" {
+			t.Errorf("no warning %q...; the warnings:\n%s", prefix, strings.Join(warnings, "\n"))
+		}
+	}
+	// Connected again, the host and the VM are listed as before.
+	must(t, lab.SetHostConnected(context.Background(), host, true))
+	found, _ = queryDiagnostics(t, d)
+	if !slices.ContainsFunc(found["list.vspherehpc_vm_gpu_mmio.vm"], func(n string) bool { return strings.HasPrefix(n, vms[0]+":") }) {
+		t.Errorf("the GPU list has no %s once its host is connected: %q", vms[0], found["list.vspherehpc_vm_gpu_mmio.vm"])
 	}
 }

@@ -29,6 +29,10 @@ func listGPUMMIO(ctx context.Context, c *vsphere.Client, scope vsphere.Scope, _ 
 	}
 	out := make([]listed, 0, len(setups))
 	for _, s := range setups {
+		if s.Unreadable != "" {
+			out = append(out, leftOutOf("Virtual machine "+s.VM.Name, "The GPU setup of virtual machine "+s.VM.Name+" is not listed: "+s.Unreadable))
+			continue
+		}
 		uuid := strings.ToLower(s.VM.ID)
 		m := vmGPUMMIOModel{VirtualMachineID: types.StringValue(uuid), AllowFirmwareChange: types.BoolNull(), PowerOffAllowed: types.BoolNull(),
 			TotalGPUMemoryGB: types.Float64Null()}

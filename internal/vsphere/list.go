@@ -49,6 +49,23 @@ var (
 		"config.memoryReservationLockedToMax", "runtime.powerState", "runtime.host"}, mmioExtraConfig)
 )
 
+// hostUnreadable says why a list cannot read a host correctly: vCenter
+// returns no configuration or hardware for a disconnected host (vSphere API
+// reference, HostSystem: "might not be available for a disconnected host"),
+// so its settings and devices are unknown, not absent. "" when it can;
+// hardware says whether the list read the host's hardware too.
+func hostUnreadable(h *mo.HostSystem, hardware bool) string {
+	if h.Config != nil && (!hardware || h.Hardware != nil) {
+		return ""
+	}
+	state := string(h.Runtime.ConnectionState)
+	if state == "" {
+		state = "not read"
+	}
+	return fmt.Sprintf("vCenter returns no configuration for host %s (%s, connection state: %s); reconnect it in vCenter "+
+		"(right-click it > Connection > Connect) to list it", h.Name, h.Self.Value, state)
+}
+
 // readInventory reads a scope's hosts with hostProps, their VMs with
 // vmProps (none when nil) and, when switches is set, the distributed
 // switches that serve the scope, all in one property-collector round trip.
@@ -220,6 +237,9 @@ func (c *Client) ListDVS(ctx context.Context, scope Scope, name string) ([]*DVS,
 type ListedHostPVRDMA struct {
 	HostID, HostName string
 	Settings         PVRDMASettings
+	// Unreadable, when set, says why the host's settings cannot be read
+	// (Settings are then empty): the list leaves it out and says so.
+	Unreadable string
 }
 
 // ListHostPVRDMA lists the hosts of a scope with PVRDMA set up (the
@@ -233,6 +253,10 @@ func (c *Client) ListHostPVRDMA(ctx context.Context, scope Scope) ([]ListedHostP
 	var out []ListedHostPVRDMA
 	for i := range inv.hosts {
 		h := &inv.hosts[i]
+		if why := hostUnreadable(h, false); why != "" {
+			out = append(out, ListedHostPVRDMA{HostID: h.Self.Value, HostName: h.Name, Unreadable: why})
+			continue
+		}
 		p := hostPVRDMAFromMO(h, vmknicOf(h))
 		if p.Settings.Vmknic != "" || p.Settings.FirewallEnabled {
 			out = append(out, ListedHostPVRDMA{HostID: h.Self.Value, HostName: h.Name, Settings: p.Settings})
@@ -241,16 +265,25 @@ func (c *Client) ListHostPVRDMA(ctx context.Context, scope Scope) ([]ListedHostP
 	return out, nil
 }
 
+// ListedHostPassthrough is a host's PCI devices, as a list finds them.
+type ListedHostPassthrough struct {
+	*HostPassthrough
+	// Unreadable, when set, says why the host's devices cannot be read
+	// (Devices is then empty): the list leaves it out and says so.
+	Unreadable string
+}
+
 // ListHostPassthrough reads the PCI devices of every host of a scope, with
 // the VMs that use them, in one round trip.
-func (c *Client) ListHostPassthrough(ctx context.Context, scope Scope) ([]*HostPassthrough, error) {
+func (c *Client) ListHostPassthrough(ctx context.Context, scope Scope) ([]ListedHostPassthrough, error) {
 	inv, err := c.readInventory(ctx, "listing the PCI devices of hosts in "+scope.String(), scope, hostProps, listVMProps, false)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*HostPassthrough, 0, len(inv.hosts))
+	out := make([]ListedHostPassthrough, 0, len(inv.hosts))
 	for i := range inv.hosts {
-		out = append(out, hostPassthroughFromMO(&inv.hosts[i], inv.vmsOn(inv.hosts[i].Self)))
+		h := &inv.hosts[i]
+		out = append(out, ListedHostPassthrough{HostPassthrough: hostPassthroughFromMO(h, inv.vmsOn(h.Self)), Unreadable: hostUnreadable(h, true)})
 	}
 	return out, nil
 }
@@ -302,6 +335,9 @@ func listAdapters[N any](ctx context.Context, c *Client, kind string, scope Scop
 type ListedGPUMMIO struct {
 	*GPUMMIO
 	Sorted *SortedPassthrough
+	// Unreadable, when set, says why the setup cannot be read correctly:
+	// the list leaves it out and says so.
+	Unreadable string
 }
 
 // ListGPUMMIO lists the VMs of a scope with a GPU setup (a passthrough
@@ -312,9 +348,11 @@ func (c *Client) ListGPUMMIO(ctx context.Context, scope Scope) ([]ListedGPUMMIO,
 		return nil, err
 	}
 	hosts := map[types.ManagedObjectReference]*Host{}
+	unreadable := map[types.ManagedObjectReference]string{}
 	for i := range inv.hosts {
 		h := &inv.hosts[i]
 		hosts[h.Self] = hostFromMO(h, nil, inv.vmsOn(h.Self))
+		unreadable[h.Self] = hostUnreadable(h, true)
 	}
 	var out []ListedGPUMMIO
 	for i := range inv.vms {
@@ -325,6 +363,11 @@ func (c *Client) ListGPUMMIO(ctx context.Context, scope Scope) ([]ListedGPUMMIO,
 		}
 		listed := ListedGPUMMIO{GPUMMIO: got}
 		if vm.Runtime.Host != nil && hosts[*vm.Runtime.Host] != nil {
+			// Without its host's devices, a GPU would pass for another
+			// PCI device: the VM cannot be listed as it is.
+			if why := unreadable[*vm.Runtime.Host]; why != "" {
+				listed.Unreadable = fmt.Sprintf("its host's devices cannot be read: %s", why)
+			}
 			listed.Sorted = sortPassthrough(hosts[*vm.Runtime.Host], got.Devices)
 		}
 		out = append(out, listed)
