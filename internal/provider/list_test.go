@@ -15,6 +15,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/querycheck"
 	"github.com/hashicorp/terraform-plugin-testing/querycheck/queryfilter"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/vim25/types"
 
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
@@ -387,5 +389,33 @@ func TestAccList_disconnectedHostLeftOut(t *testing.T) {
 	found, _ = queryDiagnostics(t, d)
 	if !slices.ContainsFunc(found["list.vspherehpc_vm_gpu_mmio.vm"], func(n string) bool { return strings.HasPrefix(n, vms[0]+":") }) {
 		t.Errorf("the GPU list has no %s once its host is connected: %q", vms[0], found["list.vspherehpc_vm_gpu_mmio.vm"])
+	}
+}
+
+// A template cannot be reconfigured (convert it to a VM first), so no
+// resource manages its devices: the VM lists leave templates out.
+func TestAccList_templatesLeftOut(t *testing.T) {
+	t.Parallel()
+	lab := handBuiltLab(t)
+	vms := lab.VMNames()
+	ctx := context.Background()
+	_ = lab.PowerOffVM(ctx, vms[1]) // already off is fine: the template needs it off
+	vm := object.NewVirtualMachine(lab.Client().Client, types.ManagedObjectReference{Type: "VirtualMachine", Value: lab.VMID(vms[1])})
+	must(t, vm.MarkAsTemplate(ctx))
+	d := newTFDir(t, lab, adoptExample(t))
+	d.env = append(d.env, "TF_VAR_datacenter="+lab.DatacenterName())
+	found, _ := queryDiagnostics(t, d)
+	for _, address := range []string{"list.vspherehpc_vm_gpu_mmio.vm", "list.vspherehpc_vm_pvrdma_nic.adapter"} {
+		var others []string
+		for _, n := range found[address] {
+			if strings.HasPrefix(n, vms[1]+":") || strings.HasPrefix(n, vms[1]+" ") {
+				t.Errorf("%s lists the template %s: %q", address, vms[1], n)
+			} else {
+				others = append(others, n)
+			}
+		}
+		if !slices.ContainsFunc(others, func(n string) bool { return strings.HasPrefix(n, vms[0]) }) {
+			t.Errorf("%s does not list %s: %q", address, vms[0], found[address])
+		}
 	}
 }

@@ -45,7 +45,7 @@ type inventory struct {
 
 // What each list reads of hosts and VMs.
 var (
-	listVMProps = slices.Concat([]string{"name", "config.uuid", "config.firmware", "config.hardware.device",
+	listVMProps = slices.Concat([]string{"name", "config.uuid", "config.template", "config.firmware", "config.hardware.device",
 		"config.memoryReservationLockedToMax", "runtime.powerState", "runtime.host"}, mmioExtraConfig)
 )
 
@@ -64,6 +64,14 @@ func hostUnreadable(h *mo.HostSystem, hardware bool) string {
 	}
 	return fmt.Sprintf("vCenter returns no configuration for host %s (%s, connection state: %s); reconnect it in vCenter "+
 		"(right-click it > Connection > Connect) to list it", h.Name, h.Self.Value, state)
+}
+
+// isTemplate reports whether a VM is a template: a template cannot be
+// reconfigured or powered on (vSphere documentation, "Convert a Template
+// to a Virtual Machine": convert it back first), so no resource manages
+// its devices and the lists leave it out.
+func isTemplate(vm *mo.VirtualMachine) bool {
+	return vm.Config != nil && vm.Config.Template
 }
 
 // readInventory reads a scope's hosts with hostProps, their VMs with
@@ -315,7 +323,7 @@ func listAdapters[N any](ctx context.Context, c *Client, kind string, scope Scop
 	var out []*N
 	for i := range inv.vms {
 		vm := &inv.vms[i]
-		if vm.Config == nil {
+		if vm.Config == nil || isTemplate(vm) {
 			continue
 		}
 		for _, dev := range sortedDevices(vm.Config.Hardware.Device) {
@@ -357,6 +365,9 @@ func (c *Client) ListGPUMMIO(ctx context.Context, scope Scope) ([]ListedGPUMMIO,
 	var out []ListedGPUMMIO
 	for i := range inv.vms {
 		vm := &inv.vms[i]
+		if isTemplate(vm) {
+			continue
+		}
 		got := gpuMMIOFromMO(vm)
 		if got.Empty() {
 			continue
