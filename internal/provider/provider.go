@@ -223,13 +223,13 @@ func (p *vspherehpcProvider) Configure(ctx context.Context, req provider.Configu
 			}
 		}
 	}
-	resolveTLSConflict(&vc, !cfg.AllowUnverifiedSSL.IsNull(), !cfg.CAFile.IsNull(), &resp.Diagnostics)
+	resolveTLSConflict(&vc, !cfg.AllowUnverifiedSSL.IsNull(), inBlock(cfg.CAFile), &resp.Diagnostics)
 	if vc.CAFile != "" {
 		if problem := caFileProblem(vc.CAFile); problem != "" {
 			// Blame the setting the value came from: a variable left in the
 			// environment is not the provider block's ca_file.
 			fix := "Point it at a PEM file holding the CA certificate(s) that signed vCenter's certificate (several CAs go in one file, one after another)."
-			if cfg.CAFile.IsNull() {
+			if !inBlock(cfg.CAFile) {
 				resp.Diagnostics.AddError("Unusable CA file", "Cannot use "+envCAFile+" (environment variable): "+problem+". "+fix)
 			} else {
 				resp.Diagnostics.AddAttributeError(path.Root("ca_file"), "Unusable CA file", "Cannot use ca_file: "+problem+". "+fix)
@@ -357,12 +357,19 @@ func caFileProblem(name string) string {
 	return ""
 }
 
+// stringOrEnv is a setting of the provider block, or else its environment
+// variable. An empty string counts as unset, as in the vSphere provider (its
+// SDK reads "" as no value): a module passing vsphere_server = var.server
+// whose default is "" must not hide VSPHERE_SERVER.
 func stringOrEnv(v types.String, env string) string {
-	if !v.IsNull() {
+	if inBlock(v) {
 		return v.ValueString()
 	}
 	return os.Getenv(env)
 }
+
+// inBlock reports whether a string setting is set in the provider block.
+func inBlock(v types.String) bool { return !v.IsNull() && v.ValueString() != "" }
 
 // resolveTLSConflict settles skipping verification beside a CA file or a
 // thumbprint. Both in the provider block is an error. Otherwise a setting in

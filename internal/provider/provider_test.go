@@ -556,3 +556,46 @@ func TestSessionDir(t *testing.T) {
 		})
 	}
 }
+
+// A module passing its variables to the provider block, with "" as their
+// default, leaves the login to the environment, as with the vSphere
+// provider: an empty setting is unset, and a CA file from the environment
+// is blamed on the environment. Not parallel: the provider reads its
+// environment.
+func TestAccProvider_emptySettingsUseEnvironment(t *testing.T) {
+	lab := startLab(t, vcsimlab.Options{})
+	needsCAFile(t, lab)
+	t.Setenv(envServer, lab.URL.Host)
+	t.Setenv(envUser, lab.Username)
+	t.Setenv(envPassword, lab.Password)
+	t.Setenv(envAllowUnverifiedSSL, "")
+	config := `
+variable "server" {
+  default = ""
+}
+provider "vspherehpc" {
+  vsphere_server = var.server
+  user           = var.server
+  password       = var.server
+  ca_file        = var.server
+}
+` + datacenterLookup(lab, "dc")
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				PreConfig:   func() { t.Setenv(envCAFile, "/nonexistent/ca.pem") },
+				Config:      config,
+				ExpectError: wrapped("Cannot use " + envCAFile + " (environment variable)"),
+			},
+			{
+				// Last, as the destroy after it needs a usable CA file.
+				PreConfig: func() { t.Setenv(envCAFile, lab.CertFile) },
+				Config:    config,
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("data.vspherehpc_datacenter.dc", tfjsonpath.New("id"), knownvalue.StringExact(lab.DatacenterID())),
+				},
+			},
+		},
+	})
+}
