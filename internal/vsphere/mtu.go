@@ -145,7 +145,7 @@ func (c *Client) pathEnds(ctx context.Context, hostIDs []string, vmknic string) 
 	objs, err := retrieve(rctx, vc, types.PropertyFilterSpec{
 		ObjectSet: objects,
 		PropSet: []types.PropertySpec{{Type: "HostSystem", PathSet: []string{
-			"name", "config.network.vnic", "config.network.portgroup", "config.network.vswitch"}}},
+			"name", "config.network.vnic", "config.network.portgroup", "config.network.vswitch", "config.network.proxySwitch"}}},
 		// Hosts that do not exist are left out of the result instead of
 		// failing the call with the first one, so all can be named
 		// (PropertyFilterSpec.reportMissingObjectsInResults, vSphere API 6.5).
@@ -187,7 +187,9 @@ func (c *Client) pathEnds(ctx context.Context, hostIDs []string, vmknic string) 
 }
 
 // endOf finds a host's vmknic address and the MTU its configuration allows:
-// the vmknic's own, capped by its standard switch's.
+// the vmknic's own, capped by its switch's: the standard switch of its port
+// group, or the distributed switch its port is on (the host's proxy switch
+// of that switch UUID carries the switch's MTU).
 func endOf(h mo.HostSystem, vmknic string) (pathEnd, error) {
 	end := pathEnd{hostID: h.Self.Value, name: h.Name}
 	if h.Config == nil || h.Config.Network == nil {
@@ -213,6 +215,12 @@ func endOf(h mo.HostSystem, vmknic string) (pathEnd, error) {
 		sw := n.Portgroup[pg].Spec.VswitchName
 		if s := slices.IndexFunc(n.Vswitch, func(s types.HostVirtualSwitch) bool { return s.Name == sw }); s >= 0 {
 			end.configured = min(end.configured, orDefaultMTU(n.Vswitch[s].Mtu))
+		}
+	}
+	if port := v.Spec.DistributedVirtualPort; port != nil && port.SwitchUuid != "" {
+		// An MTU the host does not report (0) is unknown, not a limit.
+		if s := slices.IndexFunc(n.ProxySwitch, func(s types.HostProxySwitch) bool { return s.DvsUuid == port.SwitchUuid }); s >= 0 && n.ProxySwitch[s].Mtu > 0 {
+			end.configured = min(end.configured, int(n.ProxySwitch[s].Mtu))
 		}
 	}
 	return end, nil

@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vmware/govmomi/vim25/mo"
+	"github.com/vmware/govmomi/vim25/types"
+
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/mtu"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
@@ -198,6 +201,38 @@ func TestPathMTUsCallsByPathChoice(t *testing.T) {
 				t.Errorf("%d hosts, %s: %d paths, %d pings, %d executers, %d other calls; want %d paths, at least as many pings, %d executers, at most %d other calls",
 					k, choice, len(got), calls["ExecuteSoap"], calls["RetrieveManagedMethodExecuter"], total-calls["ExecuteSoap"]-calls["RetrieveManagedMethodExecuter"], paths, k, 3)
 			}
+		}
+	}
+}
+
+// A vmknic on a distributed switch is capped by that switch's MTU, which the
+// host shows on its proxy switch of the switch's UUID; other proxy switches
+// and one that reports no MTU do not cap it.
+func TestEndOfDistributedSwitchMTU(t *testing.T) {
+	t.Parallel()
+	host := func(vnicMTU int32, proxies ...types.HostProxySwitch) mo.HostSystem {
+		h := mo.HostSystem{Config: &types.HostConfigInfo{Network: &types.HostNetworkInfo{
+			Vnic: []types.HostVirtualNic{{Device: "vmk1", Spec: types.HostVirtualNicSpec{
+				Mtu: vnicMTU, Ip: &types.HostIpConfig{IpAddress: "192.0.2.11"},
+				DistributedVirtualPort: &types.DistributedVirtualSwitchPortConnection{SwitchUuid: "50 aa", PortgroupKey: "dvportgroup-1"},
+			}}},
+			ProxySwitch: proxies,
+		}}}
+		h.Name = "esx1"
+		return h
+	}
+	for _, tc := range []struct {
+		name string
+		host mo.HostSystem
+		want int
+	}{
+		{"the switch's smaller MTU", host(9000, types.HostProxySwitch{DvsUuid: "50 bb", Mtu: 1280}, types.HostProxySwitch{DvsUuid: "50 aa", Mtu: 1500}), 1500},
+		{"the vmknic's smaller MTU", host(4000, types.HostProxySwitch{DvsUuid: "50 aa", Mtu: 9000}), 4000},
+		{"no MTU reported", host(9000, types.HostProxySwitch{DvsUuid: "50 aa"}), 9000},
+	} {
+		end, err := endOf(tc.host, "vmk1")
+		if err != nil || end.configured != tc.want {
+			t.Errorf("%s: configured %d, %v; want %d", tc.name, end.configured, err, tc.want)
 		}
 	}
 }
