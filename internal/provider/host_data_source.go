@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/datasourcevalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
@@ -354,6 +355,15 @@ func (d *hostDataSource) Read(ctx context.Context, req datasource.ReadRequest, r
 			VFsRequested: types.Int64Value(int64(sr.VFsRequested)), VFs: types.Int64Value(int64(sr.VFs)), MaxVFs: types.Int64Value(int64(sr.MaxVFs)),
 			VFIDs: stringValues(sr.VFIDs), PhysicalFunction: types.StringValue(p.PhysicalFunction), UsedBy: vmUsers(p.VMs),
 		})
+	}
+	if h.ConnectionState != "connected" { // HostSystemConnectionState
+		// vCenter returns no configuration or hardware for a host it is not
+		// connected to (vSphere API reference, HostSystem): empty lists
+		// here would pass for a host without NICs or devices.
+		resp.Diagnostics.AddWarning("Host not connected", fmt.Sprintf("Host %s (%s) is %s in vCenter, which then returns no "+
+			"configuration or hardware for it: physical_nics, vmkernel_nics, gpus and pci_devices are empty or out of date. "+
+			"Reconnect the host in vCenter (right-click it > Connection > Connect), then run Terraform again.",
+			h.Name, h.ID, cmpOr(h.ConnectionState, "in an unknown connection state")))
 	}
 	resp.Diagnostics.Append(setModelState(ctx, &resp.State, &state)...)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
@@ -183,4 +184,33 @@ func TestAccHostDataSource_pciDevices(t *testing.T) {
 			),
 		}},
 	})
+}
+
+// A disconnected host is found, with a warning naming it and its connection
+// state: vCenter returns no configuration for it, so its empty lists must
+// not pass for a host without NICs or devices.
+func TestAccHostDataSource_disconnectedWarns(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	simulatedOnly(t, lab, "disconnects a host")
+	name := lab.HostNames()[0]
+	d := newTFDir(t, lab, map[string]string{"main.tf": requiredProviders + fmt.Sprintf(`
+provider "vspherehpc" {}
+data "vspherehpc_host" "h" {
+  host_system_id = %q
+}
+output "state" {
+  value = data.vspherehpc_host.h.connection_state
+}
+`, lab.HostID(name))})
+	warning := regexp.MustCompile(`(?s)Warning: Host not connected.*Host\s+` + regexp.QuoteMeta(name) + `\s+\(` + lab.HostID(name) +
+		`\)\s+is\s+disconnected\s+in\s+vCenter`)
+	must(t, lab.SetHostConnected(context.Background(), name, false))
+	if out := d.run("plan"); !warning.MatchString(out) || !strings.Contains(out, `state = "disconnected"`) {
+		t.Errorf("plan with the host disconnected: want the warning %q and its state:\n%s", warning, out)
+	}
+	must(t, lab.SetHostConnected(context.Background(), name, true))
+	if out := d.run("plan"); strings.Contains(out, "Host not connected") {
+		t.Errorf("plan with the host connected again warns:\n%s", out)
+	}
 }
