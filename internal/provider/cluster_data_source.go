@@ -87,7 +87,7 @@ func (d *clusterDataSource) Read(ctx context.Context, req datasource.ReadRequest
 	state.ID = types.StringValue(cl.ID)
 	var names, ids []string
 	for _, h := range cl.Hosts {
-		names, ids = append(names, h.Name), append(ids, h.ID)
+		names, ids = append(names, vsphere.EntityName(h.Name)), append(ids, h.ID)
 	}
 	state.HostNames, state.HostSystemIDs = stringValues(names), stringValues(ids)
 	resp.Diagnostics.Append(setModelState(ctx, &resp.State, &state)...)

@@ -71,6 +71,6 @@ func (d *datacenterDataSource) Read(ctx context.Context, req datasource.ReadRequ
 	}
 	tflog.Debug(ctx, "Found datacenter", map[string]any{"datacenter_id": dc.ID, "name": dc.Name})
 	state.ID = types.StringValue(dc.ID)
-	state.Name = types.StringValue(dc.Name)
+	state.Name = types.StringValue(vsphere.EntityName(dc.Name))
 	resp.Diagnostics.Append(setModelState(ctx, &resp.State, &state)...)
 }

@@ -306,9 +306,9 @@ func (d *hostDataSource) Read(ctx context.Context, req datasource.ReadRequest, r
 	}
 	tflog.Debug(ctx, "Found host", map[string]any{"host_system_id": h.ID, "name": h.Name, "gpus": len(h.GPUs), "physical_nics": len(h.PhysicalNICs)})
 	state.ID = types.StringValue(h.ID)
-	state.Name = types.StringValue(h.Name)
+	state.Name = types.StringValue(vsphere.EntityName(h.Name))
 	state.ClusterID = types.StringValue(h.ClusterID)
-	state.ClusterName = types.StringValue(h.ClusterName)
+	state.ClusterName = types.StringValue(vsphere.EntityName(h.ClusterName))
 	state.ConnectionState = types.StringValue(h.ConnectionState)
 	state.MaintenanceMode = types.BoolValue(h.InMaintenance)
 	state.PhysicalNICs = make([]physicalNICModel, 0, len(h.PhysicalNICs))
@@ -374,7 +374,7 @@ func vmUsers(vms []vsphere.VMRef) []gpuUserModel {
 	for _, vm := range vms {
 		users = append(users, gpuUserModel{
 			VirtualMachineID: types.StringValue(vm.ID), MOID: types.StringValue(vm.MOID),
-			Name: types.StringValue(vm.Name), PoweredOn: types.BoolValue(vm.PowerState == vsphere.PoweredOn),
+			Name: types.StringValue(vsphere.EntityName(vm.Name)), PoweredOn: types.BoolValue(vm.PowerState == vsphere.PoweredOn),
 		})
 	}
 	return users

@@ -169,13 +169,13 @@ func (d *virtualMachineDataSource) Read(ctx context.Context, req datasource.Read
 		resp.Diagnostics.AddError("Virtual machine inaccessible", fmt.Sprintf(
 			"vCenter returns no configuration for virtual machine %q (%s): it is inaccessible, invalid or orphaned "+
 				"(its files cannot be read, or it is no longer registered on its host). Reconnect its datastore or host, "+
-				"or register it again, then run Terraform again.", vm.Name, vm.MOID))
+				"or register it again, then run Terraform again.", vsphere.EntityName(vm.Name), vm.MOID))
 		return
 	}
 	tflog.Debug(ctx, "Found virtual machine", map[string]any{"virtual_machine_id": vm.ID, "moid": vm.MOID, "name": vm.Name})
 	state.ID = types.StringValue(vm.ID)
 	state.MOID = types.StringValue(vm.MOID)
-	state.Name = types.StringValue(vm.Name)
+	state.Name = types.StringValue(vsphere.EntityName(vm.Name))
 	state.HardwareVersion = types.Int64Value(vm.HardwareVersion)
 	state.Firmware = types.StringValue(vm.Firmware)
 	state.PowerState = types.StringValue(string(vm.PowerState))

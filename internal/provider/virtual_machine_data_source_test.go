@@ -10,6 +10,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+	"github.com/vmware/govmomi/object"
+	govmomitypes "github.com/vmware/govmomi/vim25/types"
 
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
@@ -171,5 +173,45 @@ data "vspherehpc_virtual_machine" "vm" {
 				},
 			},
 		},
+	})
+}
+
+// vCenter stores '%', '/' and '\' in a name escaped ("%25", "%2f", "%5c";
+// vSphere API reference, ManagedEntity.name, and vcsim's CreateVM_Task does
+// the same): a VM is found by its name as a person writes it, and its name
+// is output that way.
+func TestAccVirtualMachineDataSource_escapedName(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	simulatedOnly(t, lab, "creates a VM")
+	const name = `gpu/node\1 100%`
+	ctx := context.Background()
+	c := lab.Client().Client
+	src := object.NewVirtualMachine(c, govmomitypes.ManagedObjectReference{Type: "VirtualMachine", Value: lab.VMID(lab.VMNames()[0])})
+	pool, err := src.ResourcePool(ctx)
+	must(t, err)
+	folders, err := object.NewDatacenter(c, govmomitypes.ManagedObjectReference{Type: "Datacenter", Value: lab.DatacenterID()}).Folders(ctx)
+	must(t, err)
+	task, err := folders.VmFolder.CreateVM(ctx, govmomitypes.VirtualMachineConfigSpec{Name: name, GuestId: "otherGuest64",
+		Files: &govmomitypes.VirtualMachineFileInfo{VmPathName: "[LocalDS_0]"}}, pool, nil)
+	must(t, err)
+	must(t, task.Wait(ctx))
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config: providerConfig(lab) + fmt.Sprintf(`
+data "vspherehpc_virtual_machine" "vm" {
+  datacenter_id = %q
+  name          = %q
+}
+data "vspherehpc_virtual_machine" "by_moid" {
+  virtual_machine_id = data.vspherehpc_virtual_machine.vm.moid
+}
+`, lab.DatacenterID(), name),
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue("data.vspherehpc_virtual_machine.vm", tfjsonpath.New("name"), knownvalue.StringExact(name)),
+				statecheck.ExpectKnownValue("data.vspherehpc_virtual_machine.by_moid", tfjsonpath.New("name"), knownvalue.StringExact(name)),
+			},
+		}},
 	})
 }

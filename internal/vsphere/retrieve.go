@@ -74,7 +74,7 @@ func folderTree() *types.TraversalSpec {
 // created since.
 func (c *Client) byName(ctx context.Context, vc *vim25.Client, datacenter types.ManagedObjectReference, kind, name string) ([]types.ManagedObjectReference, error) {
 	asked := time.Now()
-	key := namedEntity{kind, name}
+	key := namedEntity{kind, escapeName(name)}
 	names, err := c.names.get(ctx, vc, c.cfg.APITimeout, datacenter, time.Time{})
 	if err != nil {
 		return nil, err
@@ -87,6 +87,21 @@ func (c *Client) byName(ctx context.Context, vc *vim25.Client, datacenter types.
 	}
 	return names[key], nil
 }
+
+// vCenter stores '%', '/' and '\' in an entity's name escaped, as "%25",
+// "%2f" and "%5c" (vSphere API reference, ManagedEntity.name): a name given
+// as a person reads it is escaped to be compared, and a name read is
+// unescaped to be shown.
+var (
+	nameEscaper   = strings.NewReplacer(`%`, `%25`, `/`, `%2f`, `\`, `%5c`)
+	nameUnescaper = strings.NewReplacer(`%25`, `%`, `%2f`, `/`, `%2F`, `/`, `%5c`, `\`, `%5C`, `\`)
+)
+
+// escapeName is a name as vCenter stores it.
+func escapeName(name string) string { return nameEscaper.Replace(name) }
+
+// EntityName is the name of an entity as vCenter returns it, unescaped.
+func EntityName(stored string) string { return nameUnescaper.Replace(stored) }
 
 // nameIndexes holds, per datacenter, its hosts' and VMs' names.
 type nameIndexes struct {
