@@ -287,22 +287,7 @@ func TestAccVMPVRDMANIC_failedReconfigure(t *testing.T) {
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(nicAddr, plancheck.ResourceActionCreate),
 				}},
-				Check: func(*terraform.State) error {
-					v, err := labService(lab).VM(context.Background(), lab.VMUUID(vm))
-					if err != nil {
-						return err
-					}
-					n := 0
-					for _, a := range v.NetworkAdapters {
-						if a.Type == "vmxnet3vrdma" {
-							n++
-						}
-					}
-					if n != 1 {
-						return fmt.Errorf("%s has %d PVRDMA adapters, want 1", vm, n)
-					}
-					return nil
-				},
+				Check: pvrdmaAdaptersAre(lab, vm, 1),
 			},
 		},
 	})
@@ -454,22 +439,7 @@ func TestAccVMPVRDMANIC_taskEndLost(t *testing.T) {
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(nicAddr, plancheck.ResourceActionDestroyBeforeCreate),
 				}},
-				Check: func(*terraform.State) error {
-					v, err := labService(lab).VM(context.Background(), lab.VMUUID(vm))
-					if err != nil {
-						return err
-					}
-					n := 0
-					for _, a := range v.NetworkAdapters {
-						if a.Type == "vmxnet3vrdma" {
-							n++
-						}
-					}
-					if n != 1 {
-						return fmt.Errorf("%s has %d PVRDMA adapters, want 1", vm, n)
-					}
-					return nil
-				},
+				Check: pvrdmaAdaptersAre(lab, vm, 1),
 			},
 		},
 	})

@@ -52,6 +52,18 @@ func pvrdmaAdapters(lab *vcsimlab.Lab, vm string) ([]vsphere.NetworkAdapter, *vs
 	return out, v, nil
 }
 
+// pvrdmaAdaptersAre checks that the VM has want PVRDMA adapters, as vCenter
+// has them now.
+func pvrdmaAdaptersAre(lab *vcsimlab.Lab, vm string, want int) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		nics, _, err := pvrdmaAdapters(lab, vm)
+		if err == nil && len(nics) != want {
+			err = fmt.Errorf("%s has %d PVRDMA adapters, want %d: %+v", vm, len(nics), want, nics)
+		}
+		return err
+	}
+}
+
 // checkOneAdapter checks that the VM has exactly one PVRDMA adapter, with
 // device key *key (set on the first call) and protocol protocol, and its
 // GPU setup, under managed object id lab.VMID(vm).
