@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -34,6 +35,16 @@ func keptAsLastRead(err error, what string, diags *diag.Diagnostics) bool {
 	}
 	diags.AddWarning(summary, err.Error()+". "+what+" is kept in state as last read until vCenter can read it again.")
 	return true
+}
+
+// diagText is the errors of diags in a sentence each, for a warning that
+// tells of them.
+func diagText(diags diag.Diagnostics) string {
+	var out []string
+	for _, d := range diags.Errors() {
+		out = append(out, strings.TrimSuffix(d.Summary()+": "+d.Detail(), ".")+".")
+	}
+	return strings.Join(out, " ")
 }
 
 // vsphereErrorDiag turns a service-layer error into a diagnostic whose

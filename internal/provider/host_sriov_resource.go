@@ -179,14 +179,24 @@ func (r *hostSRIOVResource) apply(ctx context.Context, m *hostSRIOVModel, state 
 	tflog.Debug(ctx, "Set SR-IOV", map[string]any{"host_system_id": hostID, "pci_id": pciID, "virtual_functions": m.VFs.ValueInt64()})
 	if creating {
 		// The host has changed: record the resource now, so a failed read
-		// back leaves it (tainted) with the private state destroy restores
-		// from, not an orphan whose re-create takes its own VFs as "before".
+		// back leaves no orphan whose re-create takes its own VFs as
+		// "before". That failure is a warning: a failed create is tainted,
+		// and Terraform gives a tainted object's private state (the count
+		// destroy restores) to neither its destroy nor its replacement.
 		recorded := *m
 		recorded.ID = types.StringValue(hostID + ":" + pciID)
 		sriovKnownOrNull(&recorded)
 		diags.Append(state.Set(ctx, &recorded)...)
+		var read diag.Diagnostics
+		if r.readInto(ctx, m, state, &read); read.HasError() {
+			diags.AddWarning("SR-IOV set, not read back", fmt.Sprintf("SR-IOV of %s was set on host %s, but reading it back failed: %s "+
+				"State records the planned count; the next plan reads the host.", pciID, hostID, diagText(read)))
+			return
+		}
+		diags.Append(read...)
+	} else {
+		r.readInto(ctx, m, state, diags)
 	}
-	r.readInto(ctx, m, state, diags)
 	if !diags.HasError() && m.RebootAllowed.ValueBool() && m.RebootRequired.ValueBool() && rebootHost(ctx, r.client, hostID, m.RebootTimeout, []string{pciID}, diags) {
 		r.readInto(ctx, m, state, diags)
 	}
