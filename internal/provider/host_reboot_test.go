@@ -142,8 +142,9 @@ func TestAccHostPCIPassthrough_rebootRefused(t *testing.T) {
 
 // A host that does not come back within reboot_timeout fails the apply,
 // naming it and reboot_timeout (not api_timeout); state still records the
-// change, and destroy works. reboot_timeout is at least a minute: the test
-// waits that long.
+// change, and once the host is back (vCenter cannot change a host that is
+// not connected) destroy works. reboot_timeout is at least a minute: the
+// test waits that long.
 func TestAccHostPCIPassthrough_hostNotBack(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{HostsNeedReboot: true})
@@ -158,7 +159,15 @@ func TestAccHostPCIPassthrough_hostNotBack(t *testing.T) {
 				ExpectError: wrapped(fmt.Sprintf("host %s was rebooted and is not back after 1m0s (connection state: notResponding); it stays in "+
 					"maintenance mode. reboot_timeout bounds the reboot, from maintenance mode to the host back: raise it", host)),
 			},
+			{
+				// Back: the failed create is tainted, and replaced.
+				PreConfig:          func() { must(t, lab.BringHostUp(host)) },
+				Config:             passthroughConfig(lab, host, fmt.Sprintf("  pci_ids = [%q]\n  reboot_allowed = true\n  reboot_timeout = \"1m\"", a100)),
+				PlanOnly:           true,
+				ExpectNonEmptyPlan: true,
+			},
 		},
+		CheckDestroy: passthroughIs(lab, host, a100, false),
 	})
 }
 

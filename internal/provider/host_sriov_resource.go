@@ -304,6 +304,10 @@ func (r *hostSRIOVResource) Delete(ctx context.Context, req resource.DeleteReque
 	if errors.Is(err, vsphere.ErrNotFound) {
 		return // the host is gone, and its SR-IOV with it
 	}
+	if err != nil { // a disconnected host, for one: said as such, not as vCenter's refusal of the change
+		resp.Diagnostics.Append(vsphereErrorDiag("Cannot restore SR-IOV of "+state.PCIID.ValueString(), err))
+		return
+	}
 	if f != nil {
 		addHostSRIOVFinding(&resp.Diagnostics, f, restoreFix)
 		return

@@ -91,6 +91,12 @@ func (s *pciPassthruSystem) withHost(ctx *simulator.Context, f func(*simulator.H
 // updatePassthruConfig carries out UpdatePassthruConfig, with host (or nil)
 // and s locked.
 func (s *pciPassthruSystem) updatePassthruConfig(ctx *simulator.Context, host *simulator.HostSystem, req *types.UpdatePassthruConfig, body *methods.UpdatePassthruConfigBody) {
+	// vCenter cannot reach a host that is not connected: the vSphere API
+	// reference, HostNotConnected, "thrown if a method needs to communicate
+	// with a host that has been disconnected".
+	if host != nil && !connected(host, &body.Fault_) {
+		return
+	}
 	rebind := false
 	if host != nil {
 		c := host.Capability

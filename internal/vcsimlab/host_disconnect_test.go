@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/vmware/govmomi/vim25/methods"
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
 )
@@ -43,5 +44,30 @@ func TestSetHostConnected(t *testing.T) {
 		after.Runtime.ConnectionState != types.HostSystemConnectionStateConnected {
 		t.Fatalf("connected again: config %v, hardware %v, connection state %q; want them as before",
 			after.Config != nil, after.Hardware != nil, after.Runtime.ConnectionState)
+	}
+}
+
+// TestDisconnectedHostRefusesPassthroughChanges: a change of a disconnected
+// host's passthrough or SR-IOV fails with HostNotConnected.
+func TestDisconnectedHostRefusesPassthroughChanges(t *testing.T) {
+	l := newLab(t)
+	ctx := context.Background()
+	name := l.HostNames()[0]
+	var h mo.HostSystem
+	retrieve(t, l.c, hostRef(l.Lab, 0), []string{"configManager.pciPassthruSystem"}, &h)
+	change := func() error {
+		_, err := methods.UpdatePassthruConfig(ctx, l.c.Client, &types.UpdatePassthruConfig{This: *h.ConfigManager.PciPassthruSystem,
+			Config: []types.BaseHostPciPassthruConfig{&types.HostPciPassthruConfig{Id: "0000:af:00.0", PassthruEnabled: true}}})
+		return err
+	}
+	if err := l.SetHostConnected(ctx, name, false); err != nil {
+		t.Fatal(err)
+	}
+	wantFault(t, "a passthrough change of a disconnected host", change(), &types.HostNotConnected{})
+	if err := l.SetHostConnected(ctx, name, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := change(); err != nil {
+		t.Fatalf("connected again: %v", err)
 	}
 }

@@ -1,6 +1,7 @@
 package vcsimlab
 
 import (
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -329,7 +330,6 @@ func (x *extension) RebootHostTask(ctx *simulator.Context, req *types.RebootHost
 	if !ok {
 		return body
 	}
-	var ps *pciPassthruSystem
 	ctx.WithLock(h, func() {
 		if !connected(h, &body.Fault_) {
 			return
@@ -337,9 +337,6 @@ func (x *extension) RebootHostTask(ctx *simulator.Context, req *types.RebootHost
 		if !req.Force && !h.Runtime.InMaintenanceMode {
 			body.Fault_ = simulator.Fault("The operation is not allowed in the current state: the host is not in maintenance mode.", &types.InvalidState{})
 			return
-		}
-		if r := h.ConfigManager.PciPassthruSystem; r != nil {
-			ps, _ = ctx.Map.Get(*r).(*pciPassthruSystem)
 		}
 		ctx.Update(h, []types.PropertyChange{{Name: "runtime.connectionState", Val: types.HostSystemConnectionStateNotResponding}})
 		body.Res = &types.RebootHost_TaskResponse{Returnval: finishTask(ctx, h, "RebootHost_Task", nil, nil)}
@@ -352,30 +349,42 @@ func (x *extension) RebootHostTask(ctx *simulator.Context, req *types.RebootHost
 	wait := x.hosts.rebootTime
 	x.hosts.mu.Unlock()
 	time.AfterFunc(wait, func() {
-		lctx := newContext(x.reg)
 		x.hosts.mu.Lock()
 		down := x.hosts.keptDown[h.Self]
 		x.hosts.mu.Unlock()
-		if down {
-			return
-		}
-		if ps != nil {
-			ps.reboot(lctx)
-		}
-		inMaintenance := false
-		lctx.WithLock(h, func() {
-			now := time.Now()
-			lctx.Update(h, []types.PropertyChange{
-				{Name: "runtime.connectionState", Val: types.HostSystemConnectionStateConnected},
-				{Name: "runtime.bootTime", Val: &now},
-			})
-			inMaintenance = h.Runtime.InMaintenanceMode
-		})
-		if !inMaintenance {
-			x.startAgents(lctx, h)
+		if !down {
+			x.booted(h)
 		}
 	})
 	return body
+}
+
+// booted brings a rebooting host back: its pending device changes applied,
+// connected, with a new boot time, and its agent VMs started when it is out
+// of maintenance mode.
+func (x *extension) booted(h *simulator.HostSystem) {
+	lctx := newContext(x.reg)
+	var ps *pciPassthruSystem
+	lctx.WithLock(h, func() {
+		if r := h.ConfigManager.PciPassthruSystem; r != nil {
+			ps, _ = lctx.Map.Get(*r).(*pciPassthruSystem)
+		}
+	})
+	if ps != nil {
+		ps.reboot(lctx)
+	}
+	inMaintenance := false
+	lctx.WithLock(h, func() {
+		now := time.Now()
+		lctx.Update(h, []types.PropertyChange{
+			{Name: "runtime.connectionState", Val: types.HostSystemConnectionStateConnected},
+			{Name: "runtime.bootTime", Val: &now},
+		})
+		inMaintenance = h.Runtime.InMaintenanceMode
+	})
+	if !inMaintenance {
+		x.startAgents(lctx, h)
+	}
 }
 
 // powerOffVMs powers off the VMs a forced reboot takes down with h.
@@ -429,4 +438,19 @@ func (l *Lab) KeepHostDown(hostName string) {
 	l.ext.hosts.mu.Lock()
 	defer l.ext.hosts.mu.Unlock()
 	l.ext.hosts.keptDown[ref("HostSystem", l.HostID(hostName))] = true
+}
+
+// BringHostUp lets a host kept down come back, as a host does once its boot
+// is fixed: connected, with a new boot time and its pending device changes
+// applied.
+func (l *Lab) BringHostUp(hostName string) error {
+	h, ok := l.model.Map().Get(ref("HostSystem", l.HostID(hostName))).(*simulator.HostSystem)
+	if !ok {
+		return fmt.Errorf("vcsimlab: no host %q", hostName)
+	}
+	l.ext.hosts.mu.Lock()
+	delete(l.ext.hosts.keptDown, h.Self)
+	l.ext.hosts.mu.Unlock()
+	l.ext.booted(h)
+	return nil
 }

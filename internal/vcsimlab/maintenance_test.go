@@ -160,6 +160,14 @@ func TestRebootHost(t *testing.T) {
 	if err := enterMaintenance(ctx, l, host, 0); !fault.Is(err, &types.HostNotConnected{}) {
 		t.Errorf("maintenance mode of a host that is down: %v, want HostNotConnected", err)
 	}
+	downSince := hostRuntime(t, l, host).BootTime
+	if err := l.BringHostUp(host); err != nil {
+		t.Fatal(err)
+	}
+	if r := hostRuntime(t, l, host); r.ConnectionState != types.HostSystemConnectionStateConnected || r.BootTime == nil ||
+		(downSince != nil && !r.BootTime.After(*downSince)) {
+		t.Errorf("a host brought up: %s, booted %v (before %v); want connected with a new boot time", r.ConnectionState, r.BootTime, downSince)
+	}
 }
 
 // With DRS only recommending (manual), nothing moves: maintenance mode
