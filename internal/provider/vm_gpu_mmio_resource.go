@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
@@ -298,7 +299,7 @@ func (r *vmGPUMMIOResource) Create(ctx context.Context, req resource.CreateReque
 				fmt.Sprintf("The end of the reconfigure of virtual machine %s could not be read (%s), but the VM has the setup: it is "+
 					"recorded.", vmID, errorDetail(err)))
 			r.read(ctx, &plan, &resp.State, &resp.Diagnostics)
-		default: // one reconfigure, which failed: the VM is as it was
+		default: // the reconfigure failed, or its task, not seen to end, has not changed the VM yet
 			resp.Diagnostics.Append(vsphereErrorDiag("Cannot set up GPU passthrough on virtual machine "+vmID, err))
 		}
 		return
@@ -307,12 +308,19 @@ func (r *vmGPUMMIOResource) Create(ctx context.Context, req resource.CreateReque
 	r.read(ctx, &plan, &resp.State, &resp.Diagnostics)
 }
 
-// landed reports whether the VM has the setup spec asks for, as read now.
+// landed reports whether the VM has the setup spec asks for, as read now:
+// on time of its own, as the apply's may be what ran out (or was cancelled).
 func (r *vmGPUMMIOResource) landed(ctx context.Context, vmID string, spec vsphere.GPUMMIOSpec) bool {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), landedTimeout)
+	defer cancel()
 	got, err := r.client.GPUMMIO(ctx, vmID)
 	return err == nil && got.Use64bitMMIO && got.MMIOSizeGB == spec.MMIOSizeGB && got.Firmware == "efi" &&
 		vsphere.SameGPUs(vsphere.PassthroughRequests(spec.GPUs, spec.Devices), got.Devices)
 }
+
+// landedTimeout bounds the read that looks for a setup whose task was not
+// seen to end.
+const landedTimeout = 30 * time.Second
 
 // read reads the VM into m, keeping m's device order, and sets state.
 func (r *vmGPUMMIOResource) read(ctx context.Context, m *vmGPUMMIOModel, state stateSetter, diags *diag.Diagnostics) {
