@@ -64,7 +64,7 @@ func (c *Client) ClusterByName(ctx context.Context, datacenterID, name string) (
 		case "ClusterComputeResource":
 			cl := Cluster{ID: e.Self.Value, Name: e.Name}
 			all = append(all, cl)
-			if e.Name == escapeName(name) {
+			if EntityName(e.Name) == name {
 				matches = append(matches, cl)
 			}
 			if cr, ok := o.(mo.ClusterComputeResource); ok {

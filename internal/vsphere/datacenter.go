@@ -39,7 +39,7 @@ func (c *Client) DatacenterByName(ctx context.Context, name string) (*Datacenter
 		if e, ok := entityOf(o); ok && e.Self.Type == "Datacenter" {
 			dc := Datacenter{ID: e.Self.Value, Name: e.Name}
 			all = append(all, dc)
-			if name == "" || e.Name == escapeName(name) {
+			if name == "" || EntityName(e.Name) == name {
 				matches = append(matches, dc)
 			}
 		}

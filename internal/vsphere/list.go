@@ -219,7 +219,7 @@ func (c *Client) ListDVS(ctx context.Context, scope Scope, name string) ([]*DVS,
 	var out []*DVS
 	for i := range inv.switches {
 		s := &inv.switches[i]
-		if s.Config == nil || (name != "" && s.Name != escapeName(name)) {
+		if s.Config == nil || (name != "" && EntityName(s.Name) != name) {
 			continue
 		}
 		var pgs []mo.DistributedVirtualPortgroup

@@ -2,25 +2,22 @@ package vsphere
 
 import "testing"
 
-// Names are compared as vCenter stores them ('%' escaped first, so an
-// escaped-looking name is not taken for an escape) and shown unescaped.
+// Names are read as vCenter stores them ('%', '/' and '\' escaped, in
+// either case of hex) and compared and shown unescaped; an escaped-looking
+// name ("a%2fb", stored "a%252fb") stays as given.
 func TestEscapedNames(t *testing.T) {
 	t.Parallel()
-	for given, stored := range map[string]string{
-		"gpu/node1":   "gpu%2fnode1",
-		`dc\east`:     "dc%5ceast",
-		"100%":        "100%25",
-		"a%2fb":       "a%252fb",
+	for stored, shown := range map[string]string{
+		"gpu%2fnode1": "gpu/node1",
+		"GPU%2Fnode":  "GPU/node",
+		"dc%5ceast":   `dc\east`,
+		"dc%5Ceast":   `dc\east`,
+		"100%25":      "100%",
+		"a%252fb":     "a%2fb",
 		"plain-name ": "plain-name ",
 	} {
-		if got := escapeName(given); got != stored {
-			t.Errorf("escapeName(%q) = %q, want %q", given, got, stored)
+		if got := EntityName(stored); got != shown {
+			t.Errorf("EntityName(%q) = %q, want %q", stored, got, shown)
 		}
-		if got := EntityName(stored); got != given {
-			t.Errorf("EntityName(%q) = %q, want %q", stored, got, given)
-		}
-	}
-	if got := EntityName("GPU%2Fnode"); got != "GPU/node" {
-		t.Errorf("EntityName of upper-case hex = %q", got)
 	}
 }

@@ -74,7 +74,7 @@ func folderTree() *types.TraversalSpec {
 // created since.
 func (c *Client) byName(ctx context.Context, vc *vim25.Client, datacenter types.ManagedObjectReference, kind, name string) ([]types.ManagedObjectReference, error) {
 	asked := time.Now()
-	key := namedEntity{kind, escapeName(name)}
+	key := namedEntity{kind, name}
 	names, err := c.names.get(ctx, vc, c.cfg.APITimeout, datacenter, time.Time{})
 	if err != nil {
 		return nil, err
@@ -89,16 +89,10 @@ func (c *Client) byName(ctx context.Context, vc *vim25.Client, datacenter types.
 }
 
 // vCenter stores '%', '/' and '\' in an entity's name escaped, as "%25",
-// "%2f" and "%5c" (vSphere API reference, ManagedEntity.name): a name given
-// as a person reads it is escaped to be compared, and a name read is
-// unescaped to be shown.
-var (
-	nameEscaper   = strings.NewReplacer(`%`, `%25`, `/`, `%2f`, `\`, `%5c`)
-	nameUnescaper = strings.NewReplacer(`%25`, `%`, `%2f`, `/`, `%2F`, `/`, `%5c`, `\`, `%5C`, `\`)
-)
-
-// escapeName is a name as vCenter stores it.
-func escapeName(name string) string { return nameEscaper.Replace(name) }
+// "%2f" or "%2F" and "%5c" or "%5C" (vSphere API reference,
+// ManagedEntity.name): a name read is unescaped, to be compared with a name
+// given as a person reads it, and to be shown.
+var nameUnescaper = strings.NewReplacer(`%25`, `%`, `%2f`, `/`, `%2F`, `/`, `%5c`, `\`, `%5C`, `\`)
 
 // EntityName is the name of an entity as vCenter returns it, unescaped.
 func EntityName(stored string) string { return nameUnescaper.Replace(stored) }
@@ -171,7 +165,7 @@ func (idx *nameIndex) load(ctx context.Context, vc *vim25.Client, timeout time.D
 	idx.names = map[namedEntity][]types.ManagedObjectReference{}
 	for _, o := range objs {
 		if e, ok := entityOf(o); ok {
-			key := namedEntity{e.Self.Type, e.Name}
+			key := namedEntity{e.Self.Type, EntityName(e.Name)}
 			idx.names[key] = append(idx.names[key], e.Self)
 		}
 	}
