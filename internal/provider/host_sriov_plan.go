@@ -37,11 +37,14 @@ func (r *hostSRIOVResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 		what:  fmt.Sprintf("PCI device %s of host %s", pciID, hostID),
 		owner: fmt.Sprintf("a vspherehpc_host_sriov with %d virtual functions", plan.VFs.ValueInt64()),
 	}))
-	r.claims.planVFs(vsphere.HostDeviceKey(hostID, pciID), int(plan.VFs.ValueInt64()))
+	// What the same plan's SR-IOV adapters count on: the count once it is
+	// in effect in this apply, not one waiting for a reboot.
+	inEffect := func() { r.claims.planVFs(vsphere.HostDeviceKey(hostID, pciID), int(plan.VFs.ValueInt64())) }
 	if !req.State.Raw.IsNull() {
 		var state hostSRIOVModel
 		resp.Diagnostics.Append(getModel(ctx, req.State.Schema, req.State.Raw, &state)...)
 		if sriovSettled(plan, state) {
+			inEffect()
 			// Nothing changes on the host (only reboot_allowed or
 			// reboot_timeout may): ask vCenter nothing, and keep what state
 			// knows, so dependants on virtual_function_ids plan no change.
@@ -75,6 +78,9 @@ func (r *hostSRIOVResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 		// This apply reboots the host: the virtual functions exist after it.
 		r.claims.rebootPlanned(hostID)
 		appliesNow = true
+	}
+	if appliesNow && !resp.Diagnostics.HasError() {
+		inEffect()
 	}
 	switch {
 	case resp.Diagnostics.HasError():

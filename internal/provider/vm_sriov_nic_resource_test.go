@@ -358,3 +358,42 @@ func TestSRIOVNICPFNotUplinkIsAWarning(t *testing.T) {
 		}
 	}
 }
+
+// A count a vspherehpc_host_sriov of the same plan changes, on a host that
+// applies it only at a reboot this apply does not do, is not the count the
+// plan's adapters get: they count against the virtual functions there are.
+func TestAccVMSRIOVNIC_freeVFsWaitingForAReboot(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{HostsNeedReboot: true})
+	simulatedOnly(t, lab, "uses the lab's SR-IOV NICs and reboots a host")
+	ctx := context.Background()
+	vm := lab.VMNames()[0]
+	var other string
+	for _, n := range lab.VMNames() {
+		if n != vm && lab.VMHostName(n) == lab.VMHostName(vm) {
+			other = n
+		}
+	}
+	must(t, lab.SetHostSRIOV(ctx, lab.VMHostName(vm), vmnic4PF, 1))
+	must(t, lab.RebootHost(ctx, lab.VMHostName(vm)))
+	adapter := func(name, vm string) string {
+		return fmt.Sprintf(`
+resource "vspherehpc_vm_sriov_nic" %q {
+  virtual_machine_id        = %q
+  distributed_port_group_id = vspherehpc_rdma_dvs.a.port_group_id
+  physical_function         = %q
+  depends_on                = [vspherehpc_host_sriov.vmnic4]
+}
+`, name, lab.VMUUID(vm), vmnic4PF)
+	}
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: switchesConfig(lab)},
+			{
+				Config: sriovNICHostConfig(lab, vm) + adapter("first", vm) + adapter("second", other), PlanOnly: true,
+				ExpectError: regexp.MustCompile(`(?s)Not enough free virtual functions.*` + regexp.QuoteMeta(vmnic4PF) + `.*\shas\s+1\s+virtual\s+functions,\s+1\s+of\s+them\s+free.*adds\s+2\s+SR-IOV\s+adapters`),
+			},
+		},
+	})
+}
