@@ -303,23 +303,8 @@ func TestAccVMSRIOVNIC_moreAdaptersThanFreeVFs(t *testing.T) {
 	lab := startLab(t, vcsimlab.Options{})
 	simulatedOnly(t, lab, "uses the lab's SR-IOV NICs")
 	vm := lab.VMNames()[0]
-	var other string
-	for _, n := range lab.VMNames() {
-		if n != vm && lab.VMHostName(n) == lab.VMHostName(vm) {
-			other = n
-		}
-	}
+	other := otherVMOnHost(lab, vm)
 	oneVF := strings.Replace(sriovNICHostConfig(lab, vm), "num_virtual_functions = 4", "num_virtual_functions = 1", 1)
-	adapter := func(name, vm string) string {
-		return fmt.Sprintf(`
-resource "vspherehpc_vm_sriov_nic" %q {
-  virtual_machine_id        = %q
-  distributed_port_group_id = vspherehpc_rdma_dvs.a.port_group_id
-  physical_function         = %q
-  depends_on                = [vspherehpc_host_sriov.vmnic4]
-}
-`, name, lab.VMUUID(vm), vmnic4PF)
-	}
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
@@ -327,16 +312,16 @@ resource "vspherehpc_vm_sriov_nic" %q {
 			{
 				// SR-IOV turned on in the same plan: its count is what the
 				// adapters count on.
-				Config: oneVF + adapter("first", vm) + adapter("second", other), PlanOnly: true,
+				Config: oneVF + pinnedAdapter(lab, "first", vm) + pinnedAdapter(lab, "second", other), PlanOnly: true,
 				ExpectError: regexp.MustCompile(`(?s)Not enough free virtual functions.*` + regexp.QuoteMeta(vmnic4PF) +
 					`.*gets,\s+as\s+this\s+configuration's\s+vspherehpc_host_sriov\s+sets\s+it,\s+1\s+virtual\s+functions,\s+1\s+of\s+them\s+free.*adds\s+2\s+SR-IOV\s+adapters`),
 			},
 			{Config: oneVF},
 			{
-				Config: oneVF + adapter("first", vm) + adapter("second", other), PlanOnly: true,
+				Config: oneVF + pinnedAdapter(lab, "first", vm) + pinnedAdapter(lab, "second", other), PlanOnly: true,
 				ExpectError: regexp.MustCompile(`(?s)Not enough free virtual functions.*` + regexp.QuoteMeta(vmnic4PF) + `.*1\s+virtual\s+functions,\s+1\s+of\s+them\s+free.*adds\s+2\s+SR-IOV\s+adapters`),
 			},
-			{Config: oneVF + adapter("first", vm)},
+			{Config: oneVF + pinnedAdapter(lab, "first", vm)},
 		},
 	})
 }
@@ -368,16 +353,36 @@ func TestAccVMSRIOVNIC_freeVFsWaitingForAReboot(t *testing.T) {
 	simulatedOnly(t, lab, "uses the lab's SR-IOV NICs and reboots a host")
 	ctx := context.Background()
 	vm := lab.VMNames()[0]
-	var other string
-	for _, n := range lab.VMNames() {
-		if n != vm && lab.VMHostName(n) == lab.VMHostName(vm) {
-			other = n
-		}
-	}
+	other := otherVMOnHost(lab, vm)
 	must(t, lab.SetHostSRIOV(ctx, lab.VMHostName(vm), vmnic4PF, 1))
 	must(t, lab.RebootHost(ctx, lab.VMHostName(vm)))
-	adapter := func(name, vm string) string {
-		return fmt.Sprintf(`
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: switchesConfig(lab)},
+			{
+				Config: sriovNICHostConfig(lab, vm) + pinnedAdapter(lab, "first", vm) + pinnedAdapter(lab, "second", other), PlanOnly: true,
+				ExpectError: regexp.MustCompile(`(?s)Not enough free virtual functions.*` + regexp.QuoteMeta(vmnic4PF) + `.*\shas\s+1\s+virtual\s+functions,\s+1\s+of\s+them\s+free.*adds\s+2\s+SR-IOV\s+adapters`),
+			},
+		},
+	})
+}
+
+// otherVMOnHost is a lab VM on the same host as vm.
+func otherVMOnHost(lab *vcsimlab.Lab, vm string) string {
+	for _, n := range lab.VMNames() {
+		if n != vm && lab.VMHostName(n) == lab.VMHostName(vm) {
+			return n
+		}
+	}
+	return ""
+}
+
+// pinnedAdapter is an SR-IOV adapter named name on vm, on port group "a",
+// taking a virtual function of vmnic4 after sriovNICHostConfig's
+// vspherehpc_host_sriov.
+func pinnedAdapter(lab *vcsimlab.Lab, name, vm string) string {
+	return fmt.Sprintf(`
 resource "vspherehpc_vm_sriov_nic" %q {
   virtual_machine_id        = %q
   distributed_port_group_id = vspherehpc_rdma_dvs.a.port_group_id
@@ -385,15 +390,4 @@ resource "vspherehpc_vm_sriov_nic" %q {
   depends_on                = [vspherehpc_host_sriov.vmnic4]
 }
 `, name, lab.VMUUID(vm), vmnic4PF)
-	}
-	resource.UnitTest(t, resource.TestCase{
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		Steps: []resource.TestStep{
-			{Config: switchesConfig(lab)},
-			{
-				Config: sriovNICHostConfig(lab, vm) + adapter("first", vm) + adapter("second", other), PlanOnly: true,
-				ExpectError: regexp.MustCompile(`(?s)Not enough free virtual functions.*` + regexp.QuoteMeta(vmnic4PF) + `.*\shas\s+1\s+virtual\s+functions,\s+1\s+of\s+them\s+free.*adds\s+2\s+SR-IOV\s+adapters`),
-			},
-		},
-	})
 }
