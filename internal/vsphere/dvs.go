@@ -160,7 +160,7 @@ func (c *Client) CreateDVS(ctx context.Context, spec DVSSpec) (DVSID, string, er
 			// plan finds its name taken by a switch nobody manages. A task
 			// that reports its failure (info set) made none, and a
 			// same-named switch then is someone else's.
-			if id, found := c.createdDVS(ctx, vc, dc.NetworkFolder, spec.Name); found {
+			if id, found := c.createdDVS(ctx, vc, spec.DatacenterID, spec.Name); found {
 				return id, "", err
 			}
 		}
@@ -188,29 +188,15 @@ func (c *Client) CreateDVS(ctx context.Context, spec DVSSpec) (DVSID, string, er
 // createdDVS finds, by its name (unique in the network folder), a switch a
 // create made though its task's end was not read; with a context of its
 // own, bounded, as ctx may be what ran out.
-func (c *Client) createdDVS(ctx context.Context, vc *vim25.Client, folder types.ManagedObjectReference, name string) (DVSID, bool) {
+func (c *Client) createdDVS(ctx context.Context, vc *vim25.Client, datacenterID, name string) (DVSID, bool) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lookupAfterFailureTimeout)
 	defer cancel()
-	objs, err := retrieve(ctx, vc, types.PropertyFilterSpec{
-		ObjectSet: []types.ObjectSpec{{Obj: folder, Skip: types.NewBool(true), SelectSet: []types.BaseSelectionSpec{
-			&types.TraversalSpec{Type: "Folder", Path: "childEntity"},
-		}}},
-		PropSet: []types.PropertySpec{{Type: "DistributedVirtualSwitch", PathSet: []string{"name", "uuid"}}},
-	})
+	objs, err := networkFolderNames(ctx, vc, datacenterID)
 	if err != nil {
 		c.log.Debug(ctx, "Finding a switch whose creation was not confirmed failed", map[string]any{"name": name, "error": err.Error()})
 		return DVSID{}, false
 	}
-	for _, o := range objs {
-		var s mo.DistributedVirtualSwitch
-		switch v := o.(type) {
-		case mo.VmwareDistributedVirtualSwitch:
-			s = v.DistributedVirtualSwitch
-		case mo.DistributedVirtualSwitch:
-			s = v
-		default:
-			continue
-		}
+	for _, s := range switchesOf(objs) {
 		if s.Name == name && s.Uuid != "" {
 			c.log.Debug(ctx, "Found a switch whose creation was not confirmed", map[string]any{"name": name, "uuid": s.Uuid})
 			return DVSID{UUID: s.Uuid, Ref: s.Self.String()}, true

@@ -563,15 +563,7 @@ func (c *Client) planDVSNames(ctx context.Context, ch DVSNamesChange) ([]Finding
 	if err != nil {
 		return nil, datacenterError(op, ch.DatacenterID, err)
 	}
-	switches := map[types.ManagedObjectReference]mo.DistributedVirtualSwitch{}
-	for _, o := range objs {
-		switch v := o.(type) {
-		case mo.VmwareDistributedVirtualSwitch:
-			switches[v.Self] = v.DistributedVirtualSwitch
-		case mo.DistributedVirtualSwitch:
-			switches[v.Self] = v
-		}
-	}
+	switches := switchesOf(objs)
 	// ours tells whether a switch is this one, or the one this one replaces.
 	ours := func(s mo.DistributedVirtualSwitch) bool {
 		if ch.SwitchUUID != "" {
@@ -631,6 +623,21 @@ func (c *Client) PlanDVSDelete(ctx context.Context, id DVSID, leaving Leaving) (
 
 // networkFolderNames reads the names of a datacenter's switches, port groups
 // (with their switch) and networks, in one round trip.
+// switchesOf is the switches among objects networkFolderNames read, by
+// reference.
+func switchesOf(objs []any) map[types.ManagedObjectReference]mo.DistributedVirtualSwitch {
+	out := map[types.ManagedObjectReference]mo.DistributedVirtualSwitch{}
+	for _, o := range objs {
+		switch v := o.(type) {
+		case mo.VmwareDistributedVirtualSwitch:
+			out[v.Self] = v.DistributedVirtualSwitch
+		case mo.DistributedVirtualSwitch:
+			out[v.Self] = v
+		}
+	}
+	return out
+}
+
 func networkFolderNames(ctx context.Context, vc *vim25.Client, datacenterID string) ([]any, error) {
 	return retrieve(ctx, vc, types.PropertyFilterSpec{
 		ObjectSet: []types.ObjectSpec{{Obj: datacenterRef(datacenterID), Skip: types.NewBool(true), SelectSet: []types.BaseSelectionSpec{
