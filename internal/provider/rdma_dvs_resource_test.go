@@ -556,8 +556,8 @@ func TestAccRDMADVS_switchCreatedUnconfirmed(t *testing.T) {
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
-				// The apply's first read of a task: the switch's creation.
-				PreConfig:   func() { lab.FailRead("Task", &types.HostNotConnected{}, 1) },
+				// The read that would see the switch's creation end.
+				PreConfig:   func() { lab.FailTaskEndRead(&types.HostNotConnected{}, 1) },
 				Config:      config,
 				ExpectError: wrapped("HostNotConnected"),
 			},

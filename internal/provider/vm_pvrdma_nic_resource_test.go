@@ -430,7 +430,7 @@ func TestAccVMPVRDMANIC_taskEndLost(t *testing.T) {
 			{Config: switchesConfig(lab)},
 			{
 				// Two: the shared reads try a failed read once more.
-				PreConfig:   func() { lab.FailRead("Task", &types.HostNotConnected{}, 2) },
+				PreConfig:   func() { lab.FailTaskEndRead(&types.HostNotConnected{}, 2) },
 				Config:      config,
 				ExpectError: wrapped(`vCenter refused the request (HostNotConnected)`),
 			},

@@ -27,6 +27,7 @@ type callFault struct {
 	fault          types.BaseMethodFault
 	remaining      int
 	read           bool // object is a type whose properties a read asks for, not the call's this
+	taskEnd        bool // the read of a task that has ended (see FailTaskEndRead)
 }
 
 type taskFault struct {
@@ -50,13 +51,16 @@ func (l *Lab) intercept(ctx *simulator.Context, m *simulator.Method) (time.Durat
 		return delay, hold, nil, nil
 	}
 
-	// Outside l.mu: objectName takes the object's lock.
-	name := objectName(ctx, m.This)
+	// Outside l.mu: objectName and readsEndedTask take objects' locks.
+	name, ended := objectName(ctx, m.This), readsEndedTask(ctx, m)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for i, f := range l.callFaults {
 		match := f.method == m.Name && (f.object == "" || f.object == name)
-		if f.read {
+		switch {
+		case f.taskEnd:
+			match = ended
+		case f.read:
 			match = readsType(m, f.object)
 		}
 		if match {
@@ -113,6 +117,41 @@ func (l *Lab) FailCall(method, objectName string, fault types.BaseMethodFault, c
 // briefly unreachable.
 func (l *Lab) FailRead(typ string, fault types.BaseMethodFault, count int) {
 	l.addCallFault("FailRead", &callFault{object: typ, fault: fault, remaining: count, read: true})
+}
+
+// FailTaskEndRead makes the next count property reads of a task that has
+// ended (succeeded or failed) fail with fault as a SOAP fault: a client
+// loses sight of a task just as it ends, as when vCenter is briefly
+// unreachable then, and whatever the task made exists by the time the
+// client looks for it.
+func (l *Lab) FailTaskEndRead(fault types.BaseMethodFault, count int) {
+	l.addCallFault("FailTaskEndRead", &callFault{fault: fault, remaining: count, taskEnd: true})
+}
+
+// readsEndedTask reports whether m is a property read of a task that has
+// ended.
+func readsEndedTask(ctx *simulator.Context, m *simulator.Method) bool {
+	var specs []types.PropertyFilterSpec
+	switch req := m.Body.(type) {
+	case *types.RetrievePropertiesEx:
+		specs = req.SpecSet
+	case *types.RetrieveProperties:
+		specs = req.SpecSet
+	}
+	for _, spec := range specs {
+		for _, o := range spec.ObjectSet {
+			t, ok := ctx.Map.Get(o.Obj).(*simulator.Task)
+			if !ok {
+				continue
+			}
+			var state types.TaskInfoState
+			ctx.WithLock(t, func() { state = t.Info.State })
+			if state == types.TaskInfoStateSuccess || state == types.TaskInfoStateError {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // addCallFault keeps f for intercept, unless it fails no call.

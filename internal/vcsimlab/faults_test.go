@@ -90,6 +90,35 @@ func TestFailRead(t *testing.T) {
 	}
 }
 
+// TestFailTaskEndRead: the read of a task that has ended fails, once;
+// other reads go through.
+func TestFailTaskEndRead(t *testing.T) {
+	t.Parallel()
+	l := newLab(t)
+	ctx := context.Background()
+	vm := l.vm(l.VMNames()[0])
+	l.FailTaskEndRead(&types.HostNotConnected{}, 1)
+	task, err := vm.Reconfigure(ctx, types.VirtualMachineConfigSpec{Annotation: "lab"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := task.Wait(ctx); err != nil { // through the collector's updates, not a read
+		t.Fatal(err)
+	}
+	var mv mo.VirtualMachine
+	if err := tryRetrieve(l.c, vm.Reference(), []string{"name"}, &mv); err != nil {
+		t.Errorf("read of a VM: %v", err)
+	}
+	readTask := func() error {
+		var mt mo.Task
+		return tryRetrieve(l.c, task.Reference(), []string{"info"}, &mt)
+	}
+	wantFault(t, "read of an ended task", readTask(), &types.HostNotConnected{})
+	if err := readTask(); err != nil {
+		t.Errorf("second read of the ended task: %v", err)
+	}
+}
+
 func TestDelayIsPerLab(t *testing.T) {
 	t.Parallel()
 	l := newLab(t)
