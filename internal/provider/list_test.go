@@ -260,7 +260,7 @@ func TestAccList_vmGPUMMIO(t *testing.T) {
 			// The window smaller than the rule is left to the rule.
 			querycheck.ExpectResourceKnownValues("vspherehpc_vm_gpu_mmio.q", small, []querycheck.KnownValueCheck{
 				{Path: tfjsonpath.New("mmio_size_gb"), KnownValue: knownvalue.Null()},
-				{Path: tfjsonpath.New("gpu"), KnownValue: knownvalue.SetExact([]knownvalue.Check{knownvalue.ObjectExact(map[string]knownvalue.Check{
+				{Path: tfjsonpath.New("gpu"), KnownValue: knownvalue.ListExact([]knownvalue.Check{knownvalue.ObjectExact(map[string]knownvalue.Check{
 					"pci_id": knownvalue.StringExact(lab.GPUs()[1]), "vendor_id": knownvalue.Null(), "device_id": knownvalue.Null(), "count": knownvalue.Null(),
 				})})},
 			}),

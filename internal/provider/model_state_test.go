@@ -72,13 +72,13 @@ func hostState(t testing.TB) tfsdk.State {
 func sampleGPUMMIOModel() vmGPUMMIOModel {
 	return vmGPUMMIOModel{
 		ID: types.StringValue("4217"), VirtualMachineID: types.StringValue("4217"),
-		GPU: types.SetValueMust(gpuBlockType, []attr.Value{
+		GPU: types.ListValueMust(gpuBlockType, []attr.Value{
 			types.ObjectValueMust(gpuBlockType.AttrTypes, map[string]attr.Value{"pci_id": types.StringValue("0000:af:00.0"),
 				"vendor_id": types.StringNull(), "device_id": types.StringNull(), "count": types.Int64Null()}),
 			types.ObjectValueMust(gpuBlockType.AttrTypes, map[string]attr.Value{"pci_id": types.StringNull(),
 				"vendor_id": types.StringValue("10de"), "device_id": types.StringValue("20b5"), "count": types.Int64Value(2)}),
 		}),
-		PCIDevice: types.SetValueMust(pciDeviceBlockType, []attr.Value{
+		PCIDevice: types.ListValueMust(pciDeviceBlockType, []attr.Value{
 			types.ObjectValueMust(pciDeviceBlockType.AttrTypes, map[string]attr.Value{"pci_id": types.StringValue("0000:86:00.1")}),
 		}),
 		MMIOSizeGB: types.Int64Value(512), TotalGPUMemoryGB: types.Float64Value(240), Firmware: types.StringValue("efi"),
@@ -150,7 +150,7 @@ func TestGetModelMatchesTheFramework(t *testing.T) {
 	ctx := context.Background()
 	host, gpus := sampleHostModel(), sampleGPUMMIOModel()
 	planned := gpus
-	planned.ID, planned.TotalGPUMemoryGB, planned.GPU = types.StringUnknown(), types.Float64Unknown(), types.SetUnknown(gpuBlockType)
+	planned.ID, planned.TotalGPUMemoryGB, planned.GPU = types.StringUnknown(), types.Float64Unknown(), types.ListUnknown(gpuBlockType)
 	withPortGroup := rdmaDVSModel{ID: types.StringValue("50 1a"), UplinkNames: types.ListNull(types.StringType), Hosts: types.SetNull(dvsHostType),
 		PortGroup: &portGroupModel{Name: types.StringValue("pvrdma"), VLANID: types.Int64Value(0), PortCount: types.Int64Value(8), AutoExpand: types.BoolValue(true)}}
 	without := withPortGroup

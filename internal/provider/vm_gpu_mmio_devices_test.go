@@ -95,7 +95,7 @@ func TestAccVMGPUMMIO_infinibandDevices(t *testing.T) {
 			{
 				Config: withVM(ibVF0, ibWholePF),
 				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("gpu"), knownvalue.SetSizeExact(1)),
+					statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("gpu"), knownvalue.ListSizeExact(1)),
 					statecheck.ExpectKnownValue(gpuAddr, device(0), knownvalue.StringExact(ibVF0)),
 					statecheck.ExpectKnownValue(gpuAddr, device(1), knownvalue.StringExact(ibWholePF)),
 					// Sized from the GPU only: 80 GB -> 256.
@@ -121,7 +121,7 @@ func TestAccVMGPUMMIO_infinibandDevices(t *testing.T) {
 				// The whole PF leaves; the GPU and the VF stay.
 				Config: withVM(ibVF0),
 				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("pci_device"), knownvalue.SetSizeExact(1)),
+					statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("pci_device"), knownvalue.ListSizeExact(1)),
 				},
 				Check: vmDevicesAre(lab, vm, gpu, ibVF0),
 			},

@@ -40,9 +40,9 @@ func TestAccVMGPUMMIO_refusals(t *testing.T) {
 				ExpectError: wrapped(`The gpu block of ` + gpu0 + ` names one device: count is for dynamic DirectPath`)},
 			{Config: gpuConfig(lab, uuid, "  gpu {\n    vendor_id = \"10de\"\n    device_id = \"2330\"\n  }\n"+
 				"  gpu {\n    vendor_id = \"10de\"\n    device_id = \"2330\"\n    count     = 2\n  }\n"), PlanOnly: true,
-				ExpectError: wrapped(`Two gpu blocks ask for GPUs of model 10de:2330. Give one block per model, with count for how many.`)},
+				ExpectError: wrapped(`gpu blocks 1, 2 all ask for GPUs of model 10de:2330, 3 in all. The GPUs of a model are one block: give one block with count = 3.`)},
 			{Config: gpuConfig(lab, uuid, "  gpu {\n    vendor_id = \"10de\"\n    device_id = \"2330\"\n    count     = 1\n  }\n"), PlanOnly: true,
-				ExpectError: wrapped(`Attribute gpu`)},
+				ExpectError: wrapped(`count = 1 asks for one GPU of the model: leave count out for one GPU (count is for two or more).`)},
 			{Config: gpuConfig(lab, uuid, gpuBlock(gpu1)), PlanOnly: true,
 				ExpectError: wrapped(fmt.Sprintf(`GPU %s on host %s is already configured on virtual machine %s (powered off).`, gpu1, lab.VMHostName(vm), other))},
 			{Config: gpuConfig(lab, uuid, gpuBlock("0000:af:00.0")), PlanOnly: true,

@@ -1,13 +1,14 @@
 package provider
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
-	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -50,8 +51,8 @@ type vmGPUMMIOResource struct {
 type vmGPUMMIOModel struct {
 	ID                  types.String  `tfsdk:"id"`
 	VirtualMachineID    types.String  `tfsdk:"virtual_machine_id"`
-	GPU                 types.Set     `tfsdk:"gpu"`
-	PCIDevice           types.Set     `tfsdk:"pci_device"`
+	GPU                 types.List    `tfsdk:"gpu"`
+	PCIDevice           types.List    `tfsdk:"pci_device"`
 	MMIOSizeGB          types.Int64   `tfsdk:"mmio_size_gb"`
 	TotalGPUMemoryGB    types.Float64 `tfsdk:"total_gpu_memory_gb"`
 	Firmware            types.String  `tfsdk:"firmware"`
@@ -62,9 +63,10 @@ type vmGPUMMIOModel struct {
 }
 
 // gpuBlockModel is a gpu block: one GPU by PCI id, or count GPUs of a model
-// (dynamic DirectPath; count null is one). The blocks are a set, so a VM's
-// GPUs are the same whatever order they are listed or attached in; GPUs of
-// one model are one block, as identical blocks of a set are one.
+// (dynamic DirectPath; count null is one). The blocks are a list compared
+// without regard to order (sameBlocks): a set would hide copies, as
+// Terraform merges identical blocks of a set before the provider sees them,
+// and two identical blocks must be seen to be refused.
 type gpuBlockModel struct {
 	PCIID    types.String `tfsdk:"pci_id"`
 	VendorID types.String `tfsdk:"vendor_id"`
@@ -102,7 +104,9 @@ func countOf(n int) types.Int64 {
 	return types.Int64Value(int64(n))
 }
 
-func (g gpuBlockModel) String() string {
+// key is the GPU a block names, its PCI id, or the model it asks for,
+// vendor:device.
+func (g gpuBlockModel) key() string {
 	if id := g.PCIID.ValueString(); id != "" {
 		return id
 	}
@@ -126,7 +130,7 @@ func (r *vmGPUMMIOResource) IdentitySchema(_ context.Context, _ resource.Identit
 
 func (r *vmGPUMMIOResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	resp.Schema = schema.Schema{
-		Version: 1, // gpu and pci_device became sets (vm_gpu_mmio_upgrade.go)
+		Version: 2, // gpu and pci_device: lists, sets, lists again (vm_gpu_mmio_upgrade.go)
 		MarkdownDescription: "Makes a VM ready for GPU passthrough in one reconfigure: EFI firmware, `pciPassthru.use64bitMMIO = TRUE`, " +
 			"`pciPassthru.64bitMMIOSizeGB` sized for its GPUs, all guest memory reserved, and the GPUs themselves, with any other " +
 			"passthrough devices beside them (InfiniBand VFs or whole ConnectX PFs). One per VM: it manages all of the VM's PCI " +
@@ -182,10 +186,11 @@ func (r *vmGPUMMIOResource) Schema(_ context.Context, _ resource.SchemaRequest, 
 			},
 		},
 		Blocks: map[string]schema.Block{
-			"gpu": schema.SetNestedBlock{
+			"gpu": schema.ListNestedBlock{
 				MarkdownDescription: "A GPU to pass through: a PCI id on the VM's host, or (dynamic DirectPath) a vendor and device id " +
-					"with `count` GPUs of that model. The blocks are a set: their order, and the order the VM has its devices in, " +
-					"make no difference.",
+					"with `count` GPUs of that model. Each GPU and each model is given once: two blocks naming the same GPU, or the " +
+					"same model, are refused. The order of the blocks makes no difference to the VM: the order its devices are in " +
+					"is never drift, and blocks only reordered plan an update that changes nothing on the VM.",
 				NestedObject: schema.NestedBlockObject{Attributes: map[string]schema.Attribute{
 					"pci_id": schema.StringAttribute{
 						Optional: true, MarkdownDescription: "PCI id on the VM's host, e.g. `0000:3b:00.0` (`vspherehpc_host`'s `gpus`).",
@@ -199,21 +204,20 @@ func (r *vmGPUMMIOResource) Schema(_ context.Context, _ resource.SchemaRequest, 
 						Optional: true, MarkdownDescription: "Dynamic DirectPath: PCI device id, four hex digits.",
 						Validators: []validator.String{stringvalidator.RegexMatches(hexIDPattern, "must be four lower-case hex digits, such as 2330")},
 					},
-					// The most passthrough devices a VM takes: 128 (ESXi 8.0 U2,
-					// hardware version 21; Broadcom KB 309986).
 					"count": schema.Int64Attribute{
-						Optional: true, CustomType: wholeNumber(2, 128),
-						MarkdownDescription: "Dynamic DirectPath: how many GPUs of the model, from 2 to 128 (the most passthrough " +
-							"devices a VM takes, on ESXi 8.0 U2); leave it out for one. One block per model.",
-						Validators: []validator.Int64{int64validator.Between(2, 128)},
+						Optional: true, CustomType: wholeNumber(2, maxPassthroughDevices),
+						MarkdownDescription: fmt.Sprintf("Dynamic DirectPath: how many GPUs of the model, from 2 to %d (the most "+
+							"passthrough devices a VM takes, on ESXi 8.0 U2); leave it out for one. One block per model.", maxPassthroughDevices),
+						Validators: []validator.Int64{gpuCountRange{}},
 					},
 				}},
 			},
-			"pci_device": schema.SetNestedBlock{
+			"pci_device": schema.ListNestedBlock{
 				MarkdownDescription: "Another PCI device to pass through beside the GPUs: an InfiniBand virtual function " +
 					"(`vspherehpc_host_sriov`'s `virtual_function_ids`, enabled with `vspherehpc_host_pci_passthrough`) or a whole ConnectX " +
 					"physical function. It must be active for passthrough on the VM's host and used by no other VM. Its memory does not " +
-					"count toward `mmio_size_gb`; with no `gpu` block, give `mmio_size_gb`. The blocks are a set, as `gpu`'s.",
+					"count toward `mmio_size_gb`; with no `gpu` block, give `mmio_size_gb`. Each device is given once, in any order, " +
+					"as `gpu`'s blocks.",
 				NestedObject: schema.NestedBlockObject{Attributes: map[string]schema.Attribute{
 					"pci_id": schema.StringAttribute{
 						Required: true, MarkdownDescription: "PCI id on the VM's host, e.g. `0000:86:00.1` (`vspherehpc_host`'s `pci_devices`).",
@@ -230,7 +234,7 @@ func (r *vmGPUMMIOResource) Configure(_ context.Context, req resource.ConfigureR
 }
 
 // devices lists the PCI ids of pci_device blocks.
-func devices(ctx context.Context, l types.Set, diags *diag.Diagnostics) []string {
+func devices(ctx context.Context, l types.List, diags *diag.Diagnostics) []string {
 	var list []pciDeviceBlockModel
 	if !l.IsNull() && !l.IsUnknown() {
 		diags.Append(l.ElementsAs(ctx, &list, false)...)
@@ -242,7 +246,7 @@ func devices(ctx context.Context, l types.Set, diags *diag.Diagnostics) []string
 	return out
 }
 
-func (r *vmGPUMMIOResource) gpus(ctx context.Context, l types.Set, diags *diag.Diagnostics) []gpuBlockModel {
+func (r *vmGPUMMIOResource) gpus(ctx context.Context, l types.List, diags *diag.Diagnostics) []gpuBlockModel {
 	var list []gpuBlockModel
 	if !l.IsNull() && !l.IsUnknown() {
 		diags.Append(l.ElementsAs(ctx, &list, false)...)
@@ -256,7 +260,7 @@ func (r *vmGPUMMIOResource) spec(ctx context.Context, m *vmGPUMMIOModel, diags *
 }
 
 // requests are the GPUs gpu blocks ask for, a block with count n giving n.
-func (r *vmGPUMMIOResource) requests(ctx context.Context, l types.Set, diags *diag.Diagnostics) []vsphere.GPURequest {
+func (r *vmGPUMMIOResource) requests(ctx context.Context, l types.List, diags *diag.Diagnostics) []vsphere.GPURequest {
 	var out []vsphere.GPURequest
 	for _, g := range r.gpus(ctx, l, diags) {
 		for range g.gpuCount() {
@@ -336,7 +340,9 @@ func (r *vmGPUMMIOResource) read(ctx context.Context, m *vmGPUMMIOModel, state s
 // gpuMMIOToModel sets m from what was read. A device m lists as a GPU or as
 // a pci_device stays where m has it; a device m does not list goes to
 // pci_device when it is among others (by PCI id), else to gpu. Dynamic
-// DirectPath GPUs are one block per model, with their count.
+// DirectPath GPUs are one block per model, with their count. Blocks keep
+// m's order (the order the VM has its devices in is never drift); blocks m
+// does not have follow, in the order of the PCI ids and models.
 func gpuMMIOToModel(ctx context.Context, got *vsphere.GPUMMIO, m *vmGPUMMIOModel, others map[string]bool) diag.Diagnostics {
 	var diags diag.Diagnostics
 	m.ID = types.StringValue(strings.ToLower(got.VM.ID))
@@ -352,24 +358,22 @@ func gpuMMIOToModel(ctx context.Context, got *vsphere.GPUMMIO, m *vmGPUMMIOModel
 			*b = types.BoolValue(false)
 		}
 	}
-	listedAsGPU, listedAsDevice := map[string]bool{}, map[string]bool{}
+	var priorGPUs []gpuBlockModel
+	var priorDevices []pciDeviceBlockModel
 	if !m.GPU.IsNull() && !m.GPU.IsUnknown() {
-		var prior []gpuBlockModel
-		diags.Append(m.GPU.ElementsAs(ctx, &prior, false)...)
-		for _, g := range prior {
-			listedAsGPU[g.PCIID.ValueString()] = true
-		}
+		diags.Append(m.GPU.ElementsAs(ctx, &priorGPUs, false)...)
 	}
 	if !m.PCIDevice.IsNull() && !m.PCIDevice.IsUnknown() {
-		var prior []pciDeviceBlockModel
-		diags.Append(m.PCIDevice.ElementsAs(ctx, &prior, false)...)
-		for _, d := range prior {
-			listedAsDevice[d.PCIID.ValueString()] = true
-		}
+		diags.Append(m.PCIDevice.ElementsAs(ctx, &priorDevices, false)...)
 	}
-	type model struct{ vendor, device string }
-	dynamic := map[model]int{}
-	var models []model
+	listedAsGPU, listedAsDevice := map[string]bool{}, map[string]bool{}
+	for _, g := range priorGPUs {
+		listedAsGPU[g.PCIID.ValueString()] = true
+	}
+	for _, d := range priorDevices {
+		listedAsDevice[d.PCIID.ValueString()] = true
+	}
+	dynamic := map[string]int{} // by model, vendor:device
 	var gpus []gpuBlockModel
 	var devs []pciDeviceBlockModel
 	// A host device given to the VM twice (out of band: vCenter takes it)
@@ -398,9 +402,10 @@ func gpuMMIOToModel(ctx context.Context, got *vsphere.GPUMMIO, m *vmGPUMMIOModel
 					"own (%d), so it takes other host GPUs than a gpu block by model gives it. The plan replaces it with one for the "+
 					"model alone.", got.VM.Name, h.Label, h.Models))
 		case h.Dynamic:
-			key := model{h.VendorID, h.DeviceID}
+			key := h.VendorID + ":" + h.DeviceID
 			if dynamic[key] == 0 {
-				models = append(models, key)
+				gpus = append(gpus, gpuBlockModel{PCIID: types.StringNull(), VendorID: types.StringValue(h.VendorID),
+					DeviceID: types.StringValue(h.DeviceID)})
 			}
 			dynamic[key]++
 		case listedAsDevice[h.PCIID] || (others[h.PCIID] && !listedAsGPU[h.PCIID]):
@@ -410,17 +415,48 @@ func gpuMMIOToModel(ctx context.Context, got *vsphere.GPUMMIO, m *vmGPUMMIOModel
 				Count: types.Int64Null()})
 		}
 	}
-	for _, key := range models {
-		gpus = append(gpus, gpuBlockModel{PCIID: types.StringNull(), VendorID: types.StringValue(key.vendor), DeviceID: types.StringValue(key.device),
-			Count: countOf(dynamic[key])})
+	for i := range gpus {
+		if gpus[i].PCIID.IsNull() {
+			gpus[i].Count = countOf(dynamic[gpus[i].key()])
+		}
 	}
-	set, ds := types.SetValueFrom(ctx, gpuBlockType, gpus)
+	gpus = inPriorOrder(gpus, priorGPUs, gpuBlockModel.key)
+	devs = inPriorOrder(devs, priorDevices, func(d pciDeviceBlockModel) string { return d.PCIID.ValueString() })
+	list, ds := types.ListValueFrom(ctx, gpuBlockType, gpus)
 	diags.Append(ds...)
-	m.GPU = set
-	set, ds = types.SetValueFrom(ctx, pciDeviceBlockType, devs)
+	m.GPU = list
+	list, ds = types.ListValueFrom(ctx, pciDeviceBlockType, devs)
 	diags.Append(ds...)
-	m.PCIDevice = set
+	m.PCIDevice = list
 	return diags
+}
+
+// inPriorOrder orders blocks read from the VM as prior has them; the blocks
+// prior does not have follow, by key, so a VM's devices read without prior
+// (an import, a list) come in the order of their PCI ids and models.
+func inPriorOrder[B any](read, prior []B, key func(B) string) []B {
+	rank := map[string]int{}
+	for i, b := range prior {
+		if _, seen := rank[key(b)]; !seen {
+			rank[key(b)] = i
+		}
+	}
+	out := slices.Clone(read)
+	slices.SortStableFunc(out, func(a, b B) int {
+		ra, aKnown := rank[key(a)]
+		rb, bKnown := rank[key(b)]
+		switch {
+		case aKnown && bKnown:
+			return cmp.Compare(ra, rb)
+		case aKnown != bKnown:
+			if aKnown {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(key(a), key(b))
+	})
+	return out
 }
 
 func (r *vmGPUMMIOResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {

@@ -149,7 +149,7 @@ func TestAccVMGPUMMIO_basic(t *testing.T) {
 					statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("firmware"), knownvalue.StringExact("efi")),
 					statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("use_64bit_mmio"), knownvalue.Bool(true)),
 					statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("memory_reservation_locked_to_max"), knownvalue.Bool(true)),
-					statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("gpu"), knownvalue.SetSizeExact(2)),
+					statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("gpu"), knownvalue.ListSizeExact(2)),
 				},
 			},
 			{
@@ -167,7 +167,7 @@ func TestAccVMGPUMMIO_basic(t *testing.T) {
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("mmio_size_gb"), knownvalue.Int64Exact(1024)),
 					statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("total_gpu_memory_gb"), knownvalue.Float64Exact(memory[1])),
-					statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("gpu"), knownvalue.SetSizeExact(1)),
+					statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("gpu"), knownvalue.ListSizeExact(1)),
 				},
 			},
 		},
@@ -197,7 +197,7 @@ func TestAccVMGPUMMIO_drift(t *testing.T) {
 		statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("use_64bit_mmio"), knownvalue.Bool(true)),
 		statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("mmio_size_gb"), knownvalue.Int64Exact(windowGB(t, lab, 512, memory[0]+memory[1]))),
 		statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("memory_reservation_locked_to_max"), knownvalue.Bool(true)),
-		statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("gpu"), knownvalue.SetSizeExact(2)),
+		statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("gpu"), knownvalue.ListSizeExact(2)),
 	}
 	ctx := context.Background()
 	extra := func(key, value string) func() {
@@ -368,7 +368,7 @@ func TestAccVMGPUMMIO_failedReconfigure(t *testing.T) {
 					plancheck.ExpectResourceAction(gpuAddr, plancheck.ResourceActionCreate),
 				}},
 				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("gpu"), knownvalue.SetSizeExact(2)),
+					statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("gpu"), knownvalue.ListSizeExact(2)),
 				},
 				Check: func(*terraform.State) error {
 					_, _, gpus, err := vmExtraConfig(lab, vm)
@@ -491,7 +491,7 @@ resource "vspherehpc_vm_gpu_mmio" "gpu" {
   }
 }
 `, lab.GPUs()[0], lab.VMUUID(lab.VMNames()[0])),
-			ConfigStateChecks: []statecheck.StateCheck{statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("gpu"), knownvalue.SetSizeExact(1))},
+			ConfigStateChecks: []statecheck.StateCheck{statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("gpu"), knownvalue.ListSizeExact(1))},
 		}},
 	})
 }
@@ -535,7 +535,7 @@ resource "vspherehpc_vm_gpu_mmio" "gpu" {
 					plancheck.ExpectUnknownValue(gpuAddr, tfjsonpath.New("mmio_size_gb")),
 				}},
 				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("gpu"), knownvalue.SetSizeExact(2)),
+					statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("gpu"), knownvalue.ListSizeExact(2)),
 					statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("total_gpu_memory_gb"), knownvalue.Float64Exact(160)),
 					statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("mmio_size_gb"), knownvalue.Int64Exact(512)),
 				},

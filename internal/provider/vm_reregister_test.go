@@ -124,7 +124,7 @@ func TestAccVMReregistered_byUUID(t *testing.T) {
 		statecheck.ExpectKnownValue(nicAddr, tfjsonpath.New("virtual_machine_id"), knownvalue.StringExact(uuid)),
 		statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("virtual_machine_id"), knownvalue.StringExact(uuid)),
 		statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("id"), knownvalue.StringExact(uuid)),
-		statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("gpu"), knownvalue.SetSizeExact(1)),
+		statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("gpu"), knownvalue.ListSizeExact(1)),
 	}
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,

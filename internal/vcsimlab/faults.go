@@ -243,6 +243,12 @@ func (l *Lab) countRequests(next http.Handler) http.Handler {
 	sdk := l.model.Map().Path
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
+		if r.URL.Path == sdk {
+			if lose, answered := l.sdkCall(r); lose {
+				loseConnection(w, r, next, answered)
+				return
+			}
+		}
 		if r.URL.Path != sdk {
 			l.mu.Lock()
 			l.calls[r.Method+" "+r.URL.Path]++
@@ -294,7 +300,7 @@ func (l *Lab) Calls() map[string]int {
 	return out
 }
 
-// ResetCalls clears the call counts and the answer times.
+// ResetCalls clears the call counts, the call log and the answer times.
 func (l *Lab) ResetCalls() {
 	if l.simulatorOnly("ResetCalls") {
 		return
@@ -303,6 +309,7 @@ func (l *Lab) ResetCalls() {
 	defer l.mu.Unlock()
 	l.calls = map[string]int{}
 	l.answers = nil
+	l.callLog = nil
 }
 
 // Sessions returns the keys of the sessions open on the lab, except the

@@ -309,3 +309,65 @@ func TestLatencyDelaysEveryCall(t *testing.T) {
 		t.Errorf("the lab's own read took %v, want no latency", got)
 	}
 }
+
+// LoseConnection loses the answer of one call of a method, counted from
+// now: before vCenter runs the call, or after; CallLog lists the calls, the
+// lost ones among them, and never the lab's own.
+func TestLoseConnection(t *testing.T) {
+	t.Parallel()
+	l := newLab(t)
+	ctx := context.Background()
+	annotation := func(name string) string {
+		var vm mo.VirtualMachine
+		retrieve(t, l.Client(), vmRef(l.Lab, name), []string{"config"}, &vm)
+		return vm.Config.Annotation
+	}
+	l.ResetCalls()
+
+	l.LoseConnection("ReconfigVM_Task", 2, false)
+	if err := l.reconfig("hpc-node-0", types.VirtualMachineConfigSpec{Annotation: "first"}); err != nil {
+		t.Fatalf("first call: %v", err)
+	}
+	if _, err := l.vm("hpc-node-0").Reconfigure(ctx, types.VirtualMachineConfigSpec{Annotation: "lost on its way"}); err == nil {
+		t.Fatal("second call: no error, want its connection lost")
+	}
+	if got := annotation("hpc-node-0"); got != "first" {
+		t.Errorf("a call lost on its way changed the VM: annotation %q", got)
+	}
+
+	l.LoseConnection("ReconfigVM_Task", 1, true)
+	if _, err := l.vm("hpc-node-0").Reconfigure(ctx, types.VirtualMachineConfigSpec{Annotation: "answer lost"}); err == nil {
+		t.Fatal("call whose answer is lost: no error")
+	}
+	// vCenter ran it: its task ends, unseen by the client.
+	deadline := time.Now().Add(30 * time.Second)
+	for annotation("hpc-node-0") != "answer lost" && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := annotation("hpc-node-0"); got != "answer lost" {
+		t.Errorf("a call whose answer was lost did not run: annotation %q", got)
+	}
+	if err := l.reconfig("hpc-node-0", types.VirtualMachineConfigSpec{Annotation: "after"}); err != nil {
+		t.Errorf("the next call: %v", err)
+	}
+
+	// The lab's own client is never lost, nor logged.
+	l.LoseConnection("ReconfigVM_Task", 1, false)
+	own := object.NewVirtualMachine(l.Client().Client, vmRef(l.Lab, "hpc-node-1"))
+	if _, err := own.Reconfigure(ctx, types.VirtualMachineConfigSpec{Annotation: "own"}); err != nil {
+		t.Errorf("lab client: %v", err)
+	}
+	log := l.CallLog()
+	var reconfigures int
+	for _, m := range log {
+		if m == "ReconfigVM_Task" {
+			reconfigures++
+		}
+	}
+	if reconfigures != 4 {
+		t.Errorf("the log has %d ReconfigVM_Task calls, want the client's 4 (lost ones too): %v", reconfigures, log)
+	}
+	if _, err := l.vm("hpc-node-1").Reconfigure(ctx, types.VirtualMachineConfigSpec{Annotation: "still armed"}); err == nil {
+		t.Error("the client's next call went through: the fault armed while only the lab's own client called is gone")
+	}
+}

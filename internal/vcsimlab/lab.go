@@ -365,6 +365,9 @@ type Lab struct {
 	latency    time.Duration
 	callFaults []*callFault
 	taskFaults []*taskFault
+	// lostConnections and callLog: see LoseConnection and CallLog.
+	lostConnections []*lostConnection
+	callLog         []string
 	// unavailable lists simulator-only methods called on a Target.
 	unavailable []string
 	// hiddenConfigs are the configurations of VMs made inaccessible, by
