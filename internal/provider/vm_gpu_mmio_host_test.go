@@ -120,3 +120,36 @@ resource "vspherehpc_vm_gpu_mmio" "newer" {
 		},
 	})
 }
+
+// A setup planned unchanged is still checked when its VM has moved to
+// another host since it was applied (DRS, a cold migration): its GPUs are
+// PCI ids on the host the VM runs on, and there the GPU may be another
+// VM's. Back on its host, the plan is empty again.
+func TestAccVMGPUMMIO_vmMovedToAnotherHost(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	simulatedOnly(t, lab, "moves a VM between the lab's hosts")
+	ctx := context.Background()
+	a, b := vmsOnTwoHosts(t, lab)
+	from, to := lab.VMHostName(a), lab.VMHostName(b)
+	gpu := lab.GPUs()[0]
+	config := gpuConfig(lab, lab.VMUUID(a), gpuBlock(gpu))
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: config},
+			{
+				PreConfig: func() {
+					must(t, lab.AttachGPU(ctx, b, gpu))
+					must(t, lab.MigrateVM(ctx, a, to))
+				},
+				Config: config, PlanOnly: true,
+				ExpectError: wrapped(fmt.Sprintf(`GPU %s on host %s is already configured on virtual machine %s`, gpu, to, b)),
+			},
+			{
+				PreConfig: func() { must(t, lab.MigrateVM(ctx, a, from)) },
+				Config:    config, PlanOnly: true,
+			},
+		},
+	})
+}

@@ -274,6 +274,14 @@ func (r *vmGPUMMIOResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 	planned := devices(ctx, plan.PCIDevice, &resp.Diagnostics)
 	anyGPU := len(r.gpus(ctx, plan.GPU, &resp.Diagnostics)) > 0
 	sameDevices := state != nil && sameBlocks(ctx, plan.GPU, state.GPU) && sameBlocks(ctx, plan.PCIDevice, state.PCIDevice)
+	if from, to := movedSinceChecked(ctx, req.Private, &resp.Diagnostics); sameDevices && from != "" && r.anyByPCIID(ctx, &plan, &resp.Diagnostics) {
+		// Its devices are PCI ids on the host it runs on: checked there,
+		// as for a new setup.
+		resp.Diagnostics.AddWarning("Virtual machine moved to another host",
+			fmt.Sprintf("Virtual machine %s was on host %s when its GPU setup was applied, and is on host %s now (moved by DRS or by "+
+				"hand). Its GPUs and devices are PCI ids on the host the VM runs on, so this plan checks them on %s.", vmID, from, to, to))
+		sameDevices = false
+	}
 	if sameDevices && (!plan.GPU.Equal(state.GPU) || !plan.PCIDevice.Equal(state.PCIDevice)) {
 		resp.Diagnostics.AddWarning("Device blocks reordered",
 			fmt.Sprintf("The gpu or pci_device blocks of the GPU setup of virtual machine %s are in another order than in state, and "+
@@ -333,6 +341,31 @@ func (r *vmGPUMMIOResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("total_gpu_memory_gb"), p.TotalMemoryGB)...)
 		r.planSize(ctx, p.MMIOSizeGB, sizeFinding, resp)
 	}
+}
+
+// movedSinceChecked is where a VM was when its setup was last applied and
+// where the last read found it, when the two differ; "" otherwise (and
+// for state from before the provider recorded them).
+func movedSinceChecked(ctx context.Context, private privateState, diags *diag.Diagnostics) (from, to string) {
+	_, ds := getPrivateJSON(ctx, private, privateCheckedOnHost, &from)
+	diags.Append(ds...)
+	_, ds = getPrivateJSON(ctx, private, privateOnHost, &to)
+	diags.Append(ds...)
+	if from == "" || to == "" || from == to {
+		return "", ""
+	}
+	return from, to
+}
+
+// anyByPCIID reports whether m gives a device by PCI id (a GPU or a
+// pci_device): one that names a device of the VM's host.
+func (r *vmGPUMMIOResource) anyByPCIID(ctx context.Context, m *vmGPUMMIOModel, diags *diag.Diagnostics) bool {
+	for _, g := range r.gpus(ctx, m.GPU, diags) {
+		if !g.PCIID.IsNull() {
+			return true
+		}
+	}
+	return len(devices(ctx, m.PCIDevice, diags)) > 0
 }
 
 // claimSetup claims the GPU setup of a VM, by the id as given and, once the

@@ -39,9 +39,18 @@ var (
 	_ resource.ResourceWithUpgradeState   = (*vmGPUMMIOResource)(nil)
 )
 
-// privateExtraConfig is the private-state key holding the MMIO extraConfig
-// values the VM had before, which destroy puts back.
-const privateExtraConfig = "extra_config_before"
+// Private-state keys of a GPU setup.
+const (
+	// privateExtraConfig holds the MMIO extraConfig values the VM had
+	// before, which destroy puts back.
+	privateExtraConfig = "extra_config_before"
+	// privateCheckedOnHost is the host the VM was on when the setup was last
+	// applied (or imported), and privateOnHost the one the last read found:
+	// a VM moved since (DRS, a cold migration) has its devices checked on
+	// its new host, though the setup is unchanged.
+	privateCheckedOnHost = "checked_on_host"
+	privateOnHost        = "on_host"
+)
 
 type vmGPUMMIOResource struct {
 	client *vsphere.Client
@@ -293,7 +302,7 @@ func (r *vmGPUMMIOResource) Create(ctx context.Context, req resource.CreateReque
 			// Only the power-on after the reconfigure failed: the setup is
 			// made, and tracked.
 			resp.Diagnostics.Append(vsphereErrorDiag("Cannot set up GPU passthrough on virtual machine "+vmID, err))
-			r.read(ctx, &plan, &resp.State, &resp.Diagnostics)
+			r.read(ctx, &plan, &resp.State, resp.Private, &resp.Diagnostics)
 		case errors.Is(err, vsphere.ErrTaskLost) && r.landed(ctx, vmID, spec):
 			// The VM has the setup: recorded, not failed. A failed create
 			// would be tainted, and Terraform gives a tainted object's
@@ -302,14 +311,14 @@ func (r *vmGPUMMIOResource) Create(ctx context.Context, req resource.CreateReque
 			resp.Diagnostics.AddWarning("GPU passthrough set up, its task not seen to end",
 				fmt.Sprintf("The end of the reconfigure of virtual machine %s could not be read (%s), but the VM has the setup: it is "+
 					"recorded.", vmID, errorDetail(err)))
-			r.read(ctx, &plan, &resp.State, &resp.Diagnostics)
+			r.read(ctx, &plan, &resp.State, resp.Private, &resp.Diagnostics)
 		default: // the reconfigure failed, or its task, not seen to end, has not changed the VM yet
 			resp.Diagnostics.Append(vsphereErrorDiag("Cannot set up GPU passthrough on virtual machine "+vmID, err))
 		}
 		return
 	}
 	tflog.Debug(ctx, "Set up GPU passthrough", map[string]any{"virtual_machine_id": vmID, "mmio_size_gb": plan.MMIOSizeGB.ValueInt64()})
-	r.read(ctx, &plan, &resp.State, &resp.Diagnostics)
+	r.read(ctx, &plan, &resp.State, resp.Private, &resp.Diagnostics)
 }
 
 // landed reports whether the VM has the setup spec asks for, as read now:
@@ -326,8 +335,9 @@ func (r *vmGPUMMIOResource) landed(ctx context.Context, vmID string, spec vspher
 // seen to end.
 const landedTimeout = 30 * time.Second
 
-// read reads the VM into m, keeping m's device order, and sets state.
-func (r *vmGPUMMIOResource) read(ctx context.Context, m *vmGPUMMIOModel, state stateSetter, diags *diag.Diagnostics) {
+// read reads the VM just changed into m, keeping m's device order, sets
+// state, and records the host the setup is now applied on.
+func (r *vmGPUMMIOResource) read(ctx context.Context, m *vmGPUMMIOModel, state stateSetter, private privateState, diags *diag.Diagnostics) {
 	got, err := r.client.GPUMMIO(ctx, m.VirtualMachineID.ValueString())
 	if err != nil {
 		diags.Append(vsphereErrorDiag("Cannot read virtual machine "+m.VirtualMachineID.ValueString(), err))
@@ -335,6 +345,16 @@ func (r *vmGPUMMIOResource) read(ctx context.Context, m *vmGPUMMIOModel, state s
 	}
 	diags.Append(gpuMMIOToModel(ctx, got, m, nil)...)
 	diags.Append(state.Set(ctx, m)...)
+	recordHost(ctx, private, got.HostID, true, diags)
+}
+
+// recordHost records the host a read found the VM on, and, when checked,
+// as the host its setup was checked on.
+func recordHost(ctx context.Context, private privateState, hostID string, checked bool, diags *diag.Diagnostics) {
+	diags.Append(setPrivateJSON(ctx, private, privateOnHost, hostID)...)
+	if checked {
+		diags.Append(setPrivateJSON(ctx, private, privateCheckedOnHost, hostID)...)
+	}
 }
 
 // gpuMMIOToModel sets m from what was read. A device m lists as a GPU or as
@@ -488,6 +508,7 @@ func (r *vmGPUMMIOResource) Read(ctx context.Context, req resource.ReadRequest, 
 		return
 	}
 	resp.Diagnostics.Append(setPrivateJSON(ctx, resp.Private, privateVM, got.VM.MOID)...)
+	recordHost(ctx, resp.Private, got.HostID, false, &resp.Diagnostics)
 	state.VirtualMachineID = followVM(state.VirtualMachineID, got.VM)
 	gpus := r.requests(ctx, state.GPU, &resp.Diagnostics)
 	known := vsphere.PassthroughRequests(gpus, devices(ctx, state.PCIDevice, &resp.Diagnostics))
@@ -529,11 +550,11 @@ func (r *vmGPUMMIOResource) Update(ctx context.Context, req resource.UpdateReque
 	if err := r.client.ApplyGPUMMIO(ctx, plan.VirtualMachineID.ValueString(), r.spec(ctx, &plan, &resp.Diagnostics)); err != nil {
 		resp.Diagnostics.Append(vsphereErrorDiag("Cannot change GPU passthrough on virtual machine "+plan.VirtualMachineID.ValueString(), err))
 		if errors.Is(err, vsphere.ErrNotPoweredBackOn) {
-			r.read(ctx, &plan, &resp.State, &resp.Diagnostics)
+			r.read(ctx, &plan, &resp.State, resp.Private, &resp.Diagnostics)
 		}
 		return
 	}
-	r.read(ctx, &plan, &resp.State, &resp.Diagnostics)
+	r.read(ctx, &plan, &resp.State, resp.Private, &resp.Diagnostics)
 }
 
 func (r *vmGPUMMIOResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
@@ -573,6 +594,7 @@ func (r *vmGPUMMIOResource) ImportState(ctx context.Context, req resource.Import
 		return
 	}
 	resp.Diagnostics.Append(setPrivateJSON(ctx, resp.Private, privateExtraConfig, got.ExtraConfig)...)
+	recordHost(ctx, resp.Private, got.HostID, true, &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("virtual_machine_id"), strings.ToLower(got.VM.ID))...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), strings.ToLower(got.VM.ID))...)
 }

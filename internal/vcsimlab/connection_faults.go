@@ -29,14 +29,25 @@ type lostConnection struct {
 // LoseConnection closes, without an answer, the connection of the
 // occurrence-th SOAP call of method from now (1 for the next one), from any
 // session but the lab's own: before vCenter runs the call (answered false)
-// or after (answered true: what the call does is done).
-func (l *Lab) LoseConnection(method string, occurrence int, answered bool) {
+// or after (answered true: what the call does is done). disarm takes the
+// fault back, if it has not hit yet, and reports whether it hit.
+func (l *Lab) LoseConnection(method string, occurrence int, answered bool) (disarm func() (lost bool)) {
 	if l.simulatorOnly("LoseConnection") || occurrence <= 0 {
-		return
+		return func() bool { return false }
 	}
+	c := &lostConnection{method: method, occurrence: occurrence, answered: answered}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.lostConnections = append(l.lostConnections, &lostConnection{method: method, occurrence: occurrence, answered: answered})
+	l.lostConnections = append(l.lostConnections, c)
+	return func() bool {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if i := slices.Index(l.lostConnections, c); i >= 0 {
+			l.lostConnections = slices.Delete(l.lostConnections, i, i+1)
+			return false
+		}
+		return true
+	}
 }
 
 // CallLog returns the SOAP methods called since Start or ResetCalls, in the

@@ -324,7 +324,7 @@ func TestLoseConnection(t *testing.T) {
 	}
 	l.ResetCalls()
 
-	l.LoseConnection("ReconfigVM_Task", 2, false)
+	disarm := l.LoseConnection("ReconfigVM_Task", 2, false)
 	if err := l.reconfig("hpc-node-0", types.VirtualMachineConfigSpec{Annotation: "first"}); err != nil {
 		t.Fatalf("first call: %v", err)
 	}
@@ -334,8 +334,11 @@ func TestLoseConnection(t *testing.T) {
 	if got := annotation("hpc-node-0"); got != "first" {
 		t.Errorf("a call lost on its way changed the VM: annotation %q", got)
 	}
+	if !disarm() {
+		t.Error("disarm says the fault did not hit")
+	}
 
-	l.LoseConnection("ReconfigVM_Task", 1, true)
+	_ = l.LoseConnection("ReconfigVM_Task", 1, true)
 	if _, err := l.vm("hpc-node-0").Reconfigure(ctx, types.VirtualMachineConfigSpec{Annotation: "answer lost"}); err == nil {
 		t.Fatal("call whose answer is lost: no error")
 	}
@@ -352,7 +355,7 @@ func TestLoseConnection(t *testing.T) {
 	}
 
 	// The lab's own client is never lost, nor logged.
-	l.LoseConnection("ReconfigVM_Task", 1, false)
+	disarm = l.LoseConnection("ReconfigVM_Task", 1, false)
 	own := object.NewVirtualMachine(l.Client().Client, vmRef(l.Lab, "hpc-node-1"))
 	if _, err := own.Reconfigure(ctx, types.VirtualMachineConfigSpec{Annotation: "own"}); err != nil {
 		t.Errorf("lab client: %v", err)
@@ -367,7 +370,10 @@ func TestLoseConnection(t *testing.T) {
 	if reconfigures != 4 {
 		t.Errorf("the log has %d ReconfigVM_Task calls, want the client's 4 (lost ones too): %v", reconfigures, log)
 	}
-	if _, err := l.vm("hpc-node-1").Reconfigure(ctx, types.VirtualMachineConfigSpec{Annotation: "still armed"}); err == nil {
-		t.Error("the client's next call went through: the fault armed while only the lab's own client called is gone")
+	if disarm() {
+		t.Error("disarm says a fault hit that only the lab's own client met")
+	}
+	if err := l.reconfig("hpc-node-1", types.VirtualMachineConfigSpec{Annotation: "disarmed"}); err != nil {
+		t.Errorf("a call after the fault was taken back: %v", err)
 	}
 }

@@ -404,3 +404,44 @@ func TestSwapPlacement(t *testing.T) {
 	_, err = create("swap-bad", "elsewhere")
 	wantFault(t, "CreateVM_Task with an unknown swapPlacement", err, &types.InvalidArgument{})
 }
+
+// MigrateVM moves a VM between hosts, both hosts' vm lists with it, and
+// refuses a running VM with a passthrough device.
+func TestMigrateVM(t *testing.T) {
+	t.Parallel()
+	l := newLab(t)
+	ctx := context.Background()
+	vm := "hpc-node-0"
+	var from, to string
+	for _, h := range l.HostNames() {
+		if h == l.VMHostName(vm) {
+			from = h
+		} else if to == "" {
+			to = h
+		}
+	}
+	if err := l.AttachGPU(ctx, vm, l.GPUs()[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.MigrateVM(ctx, vm, to); err != nil {
+		t.Fatalf("cold migration: %v", err)
+	}
+	if got := l.VMHostName(vm); got != to {
+		t.Errorf("the VM is on %s, want %s", got, to)
+	}
+	hostVMs := func(host string) []types.ManagedObjectReference {
+		var h mo.HostSystem
+		retrieve(t, l.Client(), types.ManagedObjectReference{Type: "HostSystem", Value: l.HostID(host)}, []string{"vm"}, &h)
+		return h.Vm
+	}
+	self := vmRef(l.Lab, vm)
+	if !slices.Contains(hostVMs(to), self) || slices.Contains(hostVMs(from), self) {
+		t.Errorf("hosts' vm lists: %s has %v, %s has %v", from, hostVMs(from), to, hostVMs(to))
+	}
+	if err := l.PowerOnVM(ctx, vm); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.MigrateVM(ctx, vm, from); err == nil {
+		t.Error("a running VM with a passthrough device migrated")
+	}
+}

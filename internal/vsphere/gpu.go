@@ -81,6 +81,7 @@ func PassthroughRequests(gpus []GPURequest, devices []string) []GPURequest {
 // GPUMMIO is a VM's GPU passthrough setup as read from vCenter.
 type GPUMMIO struct {
 	VM           VMRef
+	HostID       string // the VM's host; "" when vCenter does not say
 	Firmware     string
 	Use64bitMMIO bool  // pciPassthru.use64bitMMIO is TRUE, in any case
 	MMIOSizeGB   int64 // 0 when unset or not a number
@@ -93,7 +94,7 @@ type GPUMMIO struct {
 }
 
 var gpuMMIOProps = slices.Concat([]string{"name", "config.uuid", "config.firmware", "config.hardware.device",
-	"config.memoryReservationLockedToMax", "runtime.powerState"}, mmioExtraConfig)
+	"config.memoryReservationLockedToMax", "runtime.powerState", "runtime.host"}, mmioExtraConfig)
 
 // gpuChangeProps are what a GPU change reads beyond vmChangeProps.
 var gpuChangeProps = slices.Concat([]string{"config.firmware"}, mmioExtraConfig)
@@ -127,6 +128,7 @@ func (c *Client) GPUMMIO(ctx context.Context, vmID string) (*GPUMMIO, error) {
 func gpuMMIOFromMO(vm *mo.VirtualMachine) *GPUMMIO {
 	out := &GPUMMIO{
 		VM:          vmRefOf(vm),
+		HostID:      hostIDOf(vm),
 		ExtraConfig: map[string]string{mmio.Use64bitMMIOKey: "", mmio.SizeGBKey: ""},
 	}
 	if vm.Config == nil {

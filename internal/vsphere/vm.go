@@ -67,6 +67,14 @@ func (r VMRef) Is(id string) bool {
 	return id != "" && (strings.EqualFold(id, r.ID) || id == r.MOID)
 }
 
+// hostIDOf is the id of a VM's host, "" when vCenter does not say.
+func hostIDOf(vm *mo.VirtualMachine) string {
+	if vm.Runtime.Host == nil {
+		return ""
+	}
+	return vm.Runtime.Host.Value
+}
+
 func vmRefOf(vm *mo.VirtualMachine) VMRef {
 	ref := VMRef{MOID: vm.Self.Value, Name: vm.Name, PowerState: powerStateOf(vm.Runtime.PowerState)}
 	if vm.Config != nil {
@@ -313,10 +321,7 @@ func (c *Client) readVM(ctx context.Context, vc *vim25.Client, op string, ref ty
 }
 
 func vmFromMO(v *mo.VirtualMachine) *VM {
-	out := &VM{MOID: v.Self.Value, Name: v.Name, PowerState: powerStateOf(v.Runtime.PowerState)}
-	if v.Runtime.Host != nil {
-		out.HostID = v.Runtime.Host.Value
-	}
+	out := &VM{MOID: v.Self.Value, Name: v.Name, PowerState: powerStateOf(v.Runtime.PowerState), HostID: hostIDOf(v)}
 	if v.Guest != nil {
 		out.GuestFamily, out.GuestFullName = v.Guest.GuestFamily, v.Guest.GuestFullName
 	}
