@@ -339,3 +339,48 @@ func TestPVRDMANICsConcurrentlyOnOneVM(t *testing.T) {
 		}
 	}
 }
+
+// A reconfigure whose answer is lost (the connection closed after vCenter
+// started the task) is followed to its task, found among the VM's recent
+// tasks: the adapter is created once and returned. One lost on its way
+// fails, with nothing changed.
+func TestPVRDMANICReconfigureAnswerLost(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	ctx := context.Background()
+	c := labClient(lab)
+	pg := labSwitch(t, lab, c, "rdma", "vmnic4", lab.HostNames())
+	vmID := lab.VMUUID("hpc-node-0")
+	adapters := func() int {
+		t.Helper()
+		vm, err := c.VM(ctx, vmID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, a := range vm.NetworkAdapters {
+			if a.Type == "vmxnet3vrdma" {
+				n++
+			}
+		}
+		return n
+	}
+	spec := PVRDMANICSpec{PortGroupID: pg, DeviceProtocol: "rocev2", StartConnected: true, ReserveAllMemory: true}
+
+	lab.LoseConnection("ReconfigVM_Task", 1, false)
+	if _, err := c.CreatePVRDMANIC(ctx, vmID, spec); err == nil || errors.Is(err, ErrTaskLost) {
+		t.Fatalf("a reconfigure lost on its way: %v, want its failure, not a lost task", err)
+	}
+	if n := adapters(); n != 0 {
+		t.Fatalf("a reconfigure lost on its way left %d adapters", n)
+	}
+
+	lab.LoseConnection("ReconfigVM_Task", 1, true)
+	created, err := c.CreatePVRDMANIC(ctx, vmID, spec)
+	if err != nil || created == nil || created.Key == 0 {
+		t.Fatalf("a reconfigure whose answer was lost: %+v, %v; want the adapter its task made", created, err)
+	}
+	if n := adapters(); n != 1 {
+		t.Fatalf("the VM has %d adapters, want 1", n)
+	}
+}

@@ -2,11 +2,18 @@ package vsphere
 
 import (
 	"context"
+	"errors"
+	"io"
+	"net"
+	"net/url"
+	"slices"
 	"time"
 
 	"github.com/vmware/govmomi/object"
 	"github.com/vmware/govmomi/task"
+	"github.com/vmware/govmomi/vim25"
 	"github.com/vmware/govmomi/vim25/mo"
+	"github.com/vmware/govmomi/vim25/soap"
 	"github.com/vmware/govmomi/vim25/types"
 )
 
@@ -49,6 +56,13 @@ func (c *Client) waitTaskReading(ctx context.Context, op string, t *object.Task,
 		} else {
 			err = c.inOneCall(ctx, readTask, also)
 		}
+		if answerLost(err) && ctx.Err() == nil {
+			// The task goes on in vCenter: read it again at the next poll.
+			c.log.Debug(ctx, "Reading a vSphere task failed; reading it again", withField(fields, "error", err.Error()))
+			err = nil
+			tm.Info.State = types.TaskInfoStateRunning
+			tm.Info.Progress = percent
+		}
 		if err != nil {
 			return nil, translate(op, err)
 		}
@@ -83,4 +97,40 @@ func withField(fields map[string]any, key string, value any) map[string]any {
 	}
 	out[key] = value
 	return out
+}
+
+// answerLost reports the error of a call that got no answer from vCenter:
+// the connection failed or closed before one came. It is no fault vCenter
+// sent, nor the caller's cancellation: vCenter may have run the call, and
+// only a read tells.
+func answerLost(err error) bool {
+	if err == nil || soap.IsSoapFault(err) || soap.IsVimFault(err) || errors.Is(err, context.Canceled) ||
+		errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var urlErr *url.Error
+	var netErr net.Error
+	return errors.As(err, &urlErr) || errors.As(err, &netErr) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+// startedTask finds the task that a call which lost its answer (answerLost)
+// started on entity: a task in the entity's recentTask ("the set of recent
+// tasks operating on this managed entity", the vSphere API reference,
+// ManagedEntity) that was not among before, read just before the call. nil
+// when there is none: vCenter did not run the call. The read has time of
+// its own, as the call's may be what ran out.
+func (c *Client) startedTask(ctx context.Context, vc *vim25.Client, entity types.ManagedObjectReference, before []types.ManagedObjectReference) (*object.Task, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lookupAfterFailureTimeout)
+	defer cancel()
+	var e mo.ManagedEntity
+	if err := c.readObjectAs(ctx, vc, entity, []string{"recentTask"}, &e, fresh); err != nil {
+		return nil, err
+	}
+	var started *object.Task
+	for _, t := range e.RecentTask {
+		if !slices.Contains(before, t) {
+			started = object.NewTask(vc, t) // the newest, as vCenter lists them oldest first
+		}
+	}
+	return started, nil
 }

@@ -130,7 +130,7 @@ type vmChange struct {
 
 // vmChangeProps are what every change reads under the lock.
 var vmChangeProps = []string{"name", "config.uuid", "config.hardware.device", "config.memoryReservationLockedToMax",
-	"runtime.powerState", "runtime.host"}
+	"runtime.powerState", "runtime.host", "recentTask"}
 
 // changeVM runs a change serialized with every other change this client
 // makes to the VM: it reads the VM again under the lock, builds the spec
@@ -260,12 +260,20 @@ func (c *Client) reconfigureVM(ctx context.Context, vc *vim25.Client, ch vmChang
 		}
 	}
 	task, err := obj.Reconfigure(ctx, spec)
+	if answerLost(err) {
+		// vCenter may have started the task: wait for it, if it did.
+		if started, ferr := c.startedTask(ctx, vc, vm.Self, vm.RecentTask); ferr != nil {
+			err = &taskLost{translate(ch.op, errors.Join(err, ferr))}
+		} else if started != nil {
+			task, err = started, nil
+		}
+	}
 	if err == nil {
 		var info *types.TaskInfo
 		if info, err = c.waitTaskReading(ctx, ch.op, task, readDone); err != nil && info == nil {
 			err = &taskLost{err}
 		}
-	} else {
+	} else if !errors.As(err, new(*taskLost)) {
 		err = translate(ch.op, err)
 	}
 	if err != nil {
