@@ -327,3 +327,115 @@ func TestAccFaults_vmPVRDMANIC(t *testing.T) {
 		}
 	})
 }
+
+// without drops the provider block of a test configuration: the fault runs
+// name the lab through the environment, as a user's CI does.
+func without(config string, lab *vcsimlab.Lab) string {
+	return strings.Replace(config, providerConfig(lab), "", 1)
+}
+
+func TestAccFaults_rdmaDVS(t *testing.T) {
+	t.Parallel()
+	runFaultMatrix(t, vcsimlab.Options{}, func(lab *vcsimlab.Lab) faultSubject {
+		hosts := lab.HostNames()
+		nic := lab.RDMANICs()[0]
+		return faultSubject{
+			address: dvsAddr,
+			config: [2]string{
+				without(dvsConfig(lab, "rdma", map[string]string{hosts[0]: nic}, ""), lab),
+				without(dvsConfig(lab, "rdma", map[string]string{hosts[0]: nic, hosts[1]: nic}, "  mtu = 4000\n"), lab),
+			},
+		}
+	})
+}
+
+func TestAccFaults_hostPVRDMASettings(t *testing.T) {
+	t.Parallel()
+	runFaultMatrix(t, vcsimlab.Options{}, func(lab *vcsimlab.Lab) faultSubject {
+		host := lab.HostNames()[0]
+		return faultSubject{
+			address: hostSettings,
+			config: [2]string{
+				without(hostSettingsConfig(lab, host, ""), lab),
+				without(hostSettingsConfig(lab, host, `  firewall_allowed_ips = ["192.0.2.0/24"]`), lab),
+			},
+		}
+	})
+}
+
+func TestAccFaults_vmSRIOVNIC(t *testing.T) {
+	t.Parallel()
+	runFaultMatrix(t, vcsimlab.Options{}, func(lab *vcsimlab.Lab) faultSubject {
+		vm := lab.VMNames()[0]
+		must(t, lab.SetVMMemoryReservationLocked(context.Background(), vm, true))
+		base := without(sriovNICHostConfig(lab, vm), lab)
+		nic := func(pf string) string { return strings.TrimPrefix(without(sriovNICConfig(lab, vm, "a", pf, false), lab), base) }
+		return faultSubject{address: sriovNICAddr, base: base, config: [2]string{nic("automatic"), nic(vmnic4PF)}}
+	})
+}
+
+func TestAccFaults_vmGPUMMIO(t *testing.T) {
+	t.Parallel()
+	runFaultMatrix(t, vcsimlab.Options{}, func(lab *vcsimlab.Lab) faultSubject {
+		ctx := context.Background()
+		vm := lab.VMNames()[0]
+		// What destroy leaves by design: EFI, the memory reservation.
+		must(t, lab.SetVMFirmware(ctx, vm, "efi"))
+		must(t, lab.SetVMMemoryReservationLocked(ctx, vm, true))
+		uuid := lab.VMUUID(vm)
+		return faultSubject{
+			address: gpuAddr,
+			config: [2]string{
+				without(gpuConfig(lab, uuid, gpuBlock(lab.GPUs()[0])), lab),
+				without(gpuConfig(lab, uuid, twoGPUs(lab)), lab),
+			},
+		}
+	})
+}
+
+// The host device resources run twice: on hosts that apply a change at
+// once, and on hosts that apply it at their next reboot, which the apply
+// does (reboot_allowed): maintenance mode, the reboot, the wait, leaving
+// maintenance mode, each call lost in turn.
+func TestAccFaults_hostPCIPassthrough(t *testing.T) {
+	t.Parallel()
+	for _, reboot := range []bool{false, true} {
+		t.Run(fmt.Sprintf("reboot=%t", reboot), func(t *testing.T) {
+			t.Parallel()
+			runFaultMatrix(t, vcsimlab.Options{HostsNeedReboot: reboot}, func(lab *vcsimlab.Lab) faultSubject {
+				host := lab.HostWithoutVMs()
+				extra := ""
+				if reboot {
+					extra = "  reboot_allowed = true\n"
+				}
+				return faultSubject{
+					address: passthroughAddr,
+					config: [2]string{
+						without(passthroughConfig(lab, host, fmt.Sprintf("  pci_ids = [%q]\n%s", a100, extra)), lab),
+						without(passthroughConfig(lab, host, fmt.Sprintf("  pci_ids = [%q, %q]\n%s", a100, "0000:87:00.0", extra)), lab),
+					},
+				}
+			})
+		})
+	}
+}
+
+func TestAccFaults_hostSRIOV(t *testing.T) {
+	t.Parallel()
+	for _, reboot := range []bool{false, true} {
+		t.Run(fmt.Sprintf("reboot=%t", reboot), func(t *testing.T) {
+			t.Parallel()
+			runFaultMatrix(t, vcsimlab.Options{HostsNeedReboot: reboot}, func(lab *vcsimlab.Lab) faultSubject {
+				host := lab.HostWithoutVMs()
+				config := func(vfs int) string {
+					c := without(sriovConfig(lab, host, "0000:86:00.0", vfs), lab)
+					if reboot {
+						c = strings.Replace(c, "num_virtual_functions", "reboot_allowed        = true\n  num_virtual_functions", 1)
+					}
+					return c
+				}
+				return faultSubject{address: "vspherehpc_host_sriov.s", config: [2]string{config(4), config(8)}}
+			})
+		})
+	}
+}
