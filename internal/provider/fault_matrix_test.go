@@ -32,6 +32,9 @@ type faultSubject struct {
 	address string
 	base    string
 	config  [2]string
+	// login: the create's faults start at its first call, the login's
+	// included (one subject stands for every operation's login).
+	login bool
 }
 
 // faultedCall is one call of an operation's clean run: the occurrence-th
@@ -47,25 +50,33 @@ func (c faultedCall) String() string { return fmt.Sprintf("%s #%d", c.method, c.
 // the first call after the session's login (a fault before anything
 // changes, standing for the reads that plan the apply again: their loss
 // fails the apply with nothing done), then every call from the first that
-// changes something on. Never the login (the same in every operation,
-// faulted in TestAccFaults_login) nor the session's upkeep (the
-// keep-alive's CurrentTime, the logout the plugin hands over at its exit).
-func faultCalls(log []string) []faultedCall {
-	if i := slices.Index(log, "Login"); i >= 0 {
-		log = log[i+1:]
-	}
+// changes something on. With login, the login's calls too (the same in
+// every operation: one subject stands for all). Never the session's upkeep
+// (the keep-alive's CurrentTime, the logout the plugin hands over at its
+// exit).
+func faultCalls(log []string, login bool) []faultedCall {
 	seen := map[string]int{}
 	var out []faultedCall
-	changed := false
+	loggedIn, first, changed := false, false, false
 	for _, m := range log {
 		if m == "CurrentTime" || m == "Logout" || m == "" {
 			continue
 		}
 		seen[m]++
-		changed = changed || changes(m)
-		if len(out) == 0 || changed {
+		var try bool
+		switch {
+		case !loggedIn:
+			try = login
+		case !first:
+			try, first = true, true
+		default:
+			changed = changed || changes(m)
+			try = changed
+		}
+		if try {
 			out = append(out, faultedCall{m, seen[m]})
 		}
+		loggedIn = loggedIn || m == "Login"
 	}
 	return out
 }
@@ -236,8 +247,8 @@ func runFaultMatrix(t *testing.T, opts vcsimlab.Options, prepare func(*vcsimlab.
 	}
 
 	var rows []faultRow
-	run := func(op string, log []string, before func() string, faulted func(*faultedCall, bool) (string, bool), after func() string) {
-		for _, c := range faultCalls(log) {
+	run := func(op string, log []string, login bool, before func() string, faulted func(*faultedCall, bool) (string, bool), after func() string) {
+		for _, c := range faultCalls(log, login) {
 			for _, answered := range []bool{false, true} {
 				if answered && !changes(c.method) {
 					continue
@@ -263,13 +274,13 @@ func runFaultMatrix(t *testing.T, opts vcsimlab.Options, prepare func(*vcsimlab.
 			return said, lost
 		}
 	}
-	run("create", createLog, func() string { r.use(0); return "" }, faultedApply(), func() string {
+	run("create", createLog, r.subject.login, func() string { r.use(0); return "" }, faultedApply(), func() string {
 		if problem := r.converges(0); problem != "" {
 			return problem
 		}
 		return r.restored()
 	})
-	run("update", updateLog, func() string {
+	run("update", updateLog, false, func() string {
 		problem := r.converges(0)
 		r.use(1)
 		return problem
@@ -279,7 +290,7 @@ func runFaultMatrix(t *testing.T, opts vcsimlab.Options, prepare func(*vcsimlab.
 		}
 		return r.restored()
 	})
-	run("destroy", deleteLog, func() string { return r.converges(1) }, faultedApply("-destroy", "-target="+address), r.restored)
+	run("destroy", deleteLog, false, func() string { return r.converges(1) }, faultedApply("-destroy", "-target="+address), r.restored)
 	reportFaultMatrix(t, address, rows)
 }
 
@@ -355,6 +366,7 @@ func TestAccFaults_hostPVRDMASettings(t *testing.T) {
 		host := lab.HostNames()[0]
 		return faultSubject{
 			address: hostSettings,
+			login:   true,
 			config: [2]string{
 				without(hostSettingsConfig(lab, host, ""), lab),
 				without(hostSettingsConfig(lab, host, `  firewall_allowed_ips = ["192.0.2.0/24"]`), lab),
@@ -437,5 +449,25 @@ func TestAccFaults_hostSRIOV(t *testing.T) {
 				return faultSubject{address: "vspherehpc_host_sriov.s", config: [2]string{config(4), config(8)}}
 			})
 		})
+	}
+}
+
+// The calls a fault is tried at: the login's (when asked), the first after
+// it, then from the first that changes something on, never the upkeep.
+func TestFaultCalls(t *testing.T) {
+	log := []string{"RetrieveServiceContent", "Login", "RetrievePropertiesEx", "CurrentTime", "RetrievePropertiesEx", "ReconfigVM_Task",
+		"RetrievePropertiesEx", "Logout"}
+	describe := func(calls []faultedCall) string {
+		var out []string
+		for _, c := range calls {
+			out = append(out, c.String())
+		}
+		return strings.Join(out, ", ")
+	}
+	if got, want := describe(faultCalls(log, false)), "RetrievePropertiesEx #1, ReconfigVM_Task #1, RetrievePropertiesEx #3"; got != want {
+		t.Errorf("without the login: %s, want %s", got, want)
+	}
+	if got, want := describe(faultCalls(log, true)), "RetrieveServiceContent #1, Login #1, RetrievePropertiesEx #1, ReconfigVM_Task #1, RetrievePropertiesEx #3"; got != want {
+		t.Errorf("with the login: %s, want %s", got, want)
 	}
 }

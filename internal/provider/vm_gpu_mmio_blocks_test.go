@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -185,7 +186,9 @@ resource "vspherehpc_vm_gpu_mmio" "b" {
 			for _, inst := range r["instances"].([]any) {
 				inst := inst.(map[string]any)
 				inst["schema_version"] = version
-				inst["attributes"].(map[string]any)["gpu"] = blocks[r["name"].(string)]
+				attributes := inst["attributes"].(map[string]any)
+				attributes["gpu"] = blocks[r["name"].(string)]
+				delete(attributes, "extra_config_before") // kept in private state then
 			}
 		}
 		out, err := json.Marshal(state)
@@ -376,5 +379,60 @@ func TestDeviceBlocksOrder(t *testing.T) {
 		if got := sameBlocks(ctx, c.a, c.b); got != c.same {
 			t.Errorf("sameBlocks(%s, %s) = %v, want %v", c.a, c.b, got, c.same)
 		}
+	}
+}
+
+// What destroy puts back is kept in state (extra_config_before). State an
+// older release wrote keeps it in private state: a refresh moves it into
+// state, and a destroy without refresh reads it there.
+func TestAccVMGPUMMIO_restoreRecordMovesFromPrivateState(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	simulatedOnly(t, lab, "uses the lab's H100")
+	ctx := context.Background()
+	vm := lab.VMNames()[0]
+	// The VM's own window, set by hand: destroy puts it back.
+	must(t, lab.SetVMExtraConfig(ctx, vm, mmio.SizeGBKey, "64"))
+	d := newTFDir(t, lab, map[string]string{"main.tf": requiredProviders + fmt.Sprintf(`
+resource "vspherehpc_vm_gpu_mmio" "gpu" {
+  virtual_machine_id = %q
+  gpu {
+    pci_id = %q
+  }
+}
+`, lab.VMUUID(vm), lab.GPUs()[0])})
+	d.run("apply", "-auto-approve")
+	if s := d.run("show", "-json"); !strings.Contains(s, fmt.Sprintf(`"extra_config_before":{%q:"64",%q:""}`, mmio.SizeGBKey, mmio.Use64bitMMIOKey)) {
+		t.Fatalf("state must hold what destroy puts back, the VM's own 64 GB and no use64bitMMIO:\n%s", s)
+	}
+	// What an older release wrote: the record in private state only.
+	older := func() {
+		var state map[string]any
+		must(t, json.Unmarshal([]byte(d.read("terraform.tfstate")), &state))
+		inst := state["resources"].([]any)[0].(map[string]any)["instances"].([]any)[0].(map[string]any)
+		delete(inst["attributes"].(map[string]any), "extra_config_before")
+		record, err := json.Marshal(map[string]string{mmio.SizeGBKey: "64", mmio.Use64bitMMIOKey: ""})
+		must(t, err)
+		private, err := json.Marshal(map[string][]byte{"extra_config_before": record})
+		must(t, err)
+		inst["private"] = base64.StdEncoding.EncodeToString(private)
+		b, err := json.Marshal(state)
+		must(t, err)
+		d.write(map[string]string{"terraform.tfstate": string(b)})
+	}
+	older()
+	d.run("apply", "-refresh-only", "-auto-approve")
+	if s := d.run("show", "-json"); !strings.Contains(s, fmt.Sprintf(`"extra_config_before":{%q:"64",%q:""}`, mmio.SizeGBKey, mmio.Use64bitMMIOKey)) {
+		t.Errorf("after a refresh the state must hold what destroy puts back:\n%s", s)
+	}
+	if changes := d.plan(); len(changes) > 0 {
+		t.Errorf("the plan after the refresh must be empty: %+v", changes)
+	}
+	older()
+	d.run("destroy", "-auto-approve", "-refresh=false")
+	got, err := lab.VMSettings(ctx, vm)
+	must(t, err)
+	if got.ExtraConfig[mmio.SizeGBKey] != "64" || got.ExtraConfig[mmio.Use64bitMMIOKey] != "" || len(got.GPUs) != 0 {
+		t.Errorf("after destroy: %v, GPUs %v; want the VM's own 64 GB, no use64bitMMIO and no GPU", got.ExtraConfig, got.GPUs)
 	}
 }

@@ -105,7 +105,7 @@ func TestAccVMGPUMMIO_infinibandDevices(t *testing.T) {
 				Check: vmDevicesAre(lab, vm, gpu, ibVF0, ibWholePF),
 			},
 			{Config: withVM(ibVF0, ibWholePF), ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}}},
-			{ResourceName: gpuAddr, ImportState: true, ImportStateId: uuid, ImportStateVerify: true},
+			{ResourceName: gpuAddr, ImportState: true, ImportStateId: uuid, ImportStateVerify: true, ImportStateVerifyIgnore: []string{"extra_config_before"}},
 			// The VM's setup, the host's SR-IOV and its passthrough: one
 			// read each.
 			refreshReads(lab, 3),

@@ -19,6 +19,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/boolplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/float64planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/mapplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
@@ -41,8 +42,8 @@ var (
 
 // Private-state keys of a GPU setup.
 const (
-	// privateExtraConfig holds the MMIO extraConfig values the VM had
-	// before, which destroy puts back.
+	// privateExtraConfig is where state written before
+	// extra_config_before existed holds that record.
 	privateExtraConfig = "extra_config_before"
 	// privateCheckedOnHost is the host the VM was on when the setup was last
 	// applied (or imported), and privateOnHost the one the last read found:
@@ -69,6 +70,11 @@ type vmGPUMMIOModel struct {
 	MemoryLockedToMax   types.Bool    `tfsdk:"memory_reservation_locked_to_max"`
 	AllowFirmwareChange types.Bool    `tfsdk:"allow_firmware_change"`
 	PowerOffAllowed     types.Bool    `tfsdk:"power_off_allowed"`
+	// ExtraConfigBefore is what destroy puts back. It is kept in state,
+	// not private state: Terraform hands a tainted object's private state
+	// (a create that failed half-way) to neither its destroy nor its
+	// replacement.
+	ExtraConfigBefore types.Map `tfsdk:"extra_config_before"`
 }
 
 // gpuBlockModel is a gpu block: one GPU by PCI id, or count GPUs of a model
@@ -187,6 +193,13 @@ func (r *vmGPUMMIOResource) Schema(_ context.Context, _ resource.SchemaRequest, 
 				MarkdownDescription: "Allow switching a VM that already has a guest OS from BIOS to EFI. Off by default: a guest " +
 					"installed under BIOS does not boot under EFI; install the OS after the switch.",
 			},
+			"extra_config_before": schema.MapAttribute{
+				ElementType: types.StringType, Computed: true,
+				MarkdownDescription: "What destroy puts back: `" + mmio.Use64bitMMIOKey + "` and `" + mmio.SizeGBKey + "` as the VM had " +
+					"them before this resource set them (an empty value: the key was not set, and destroy removes it). Kept in state, so " +
+					"a create that fails half-way, and the apply that replaces it, still restore them.",
+				PlanModifiers: []planmodifier.Map{mapplanmodifier.UseStateForUnknown()},
+			},
 			"power_off_allowed": schema.BoolAttribute{
 				Optional: true, Computed: true, Default: booldefault.StaticBool(false),
 				MarkdownDescription: "Attaching or detaching GPUs and switching to EFI need the VM powered off. With `true` the provider " +
@@ -293,7 +306,7 @@ func (r *vmGPUMMIOResource) Create(ctx context.Context, req resource.CreateReque
 		resp.Diagnostics.Append(vsphereErrorDiag("Cannot read virtual machine "+vmID, err))
 		return
 	}
-	resp.Diagnostics.Append(setPrivateJSON(ctx, resp.Private, privateExtraConfig, before.ExtraConfig)...)
+	plan.ExtraConfigBefore = stringMap(before.ExtraConfig)
 	resp.Diagnostics.Append(setPrivateJSON(ctx, resp.Private, privateVM, before.VM.MOID)...)
 	spec := r.spec(ctx, &plan, &resp.Diagnostics)
 	if err := r.client.ApplyGPUMMIO(ctx, vmID, spec); err != nil {
@@ -302,23 +315,40 @@ func (r *vmGPUMMIOResource) Create(ctx context.Context, req resource.CreateReque
 			// Only the power-on after the reconfigure failed: the setup is
 			// made, and tracked.
 			resp.Diagnostics.Append(vsphereErrorDiag("Cannot set up GPU passthrough on virtual machine "+vmID, err))
-			r.read(ctx, &plan, &resp.State, resp.Private, &resp.Diagnostics)
+			r.recordCreated(ctx, &plan, before.VM, resp)
 		case errors.Is(err, vsphere.ErrTaskLost) && r.landed(ctx, vmID, spec):
-			// The VM has the setup: recorded, not failed. A failed create
-			// would be tainted, and Terraform gives a tainted object's
-			// private state (the MMIO values destroy puts back) to neither
-			// its destroy nor its replacement.
+			// The VM has the setup: recorded, not failed (a failed create
+			// is replaced at the next apply, for nothing).
 			resp.Diagnostics.AddWarning("GPU passthrough set up, its task not seen to end",
 				fmt.Sprintf("The end of the reconfigure of virtual machine %s could not be read (%s), but the VM has the setup: it is "+
 					"recorded.", vmID, errorDetail(err)))
-			r.read(ctx, &plan, &resp.State, resp.Private, &resp.Diagnostics)
+			r.recordCreated(ctx, &plan, before.VM, resp)
 		default: // the reconfigure failed, or its task, not seen to end, has not changed the VM yet
 			resp.Diagnostics.Append(vsphereErrorDiag("Cannot set up GPU passthrough on virtual machine "+vmID, err))
 		}
 		return
 	}
 	tflog.Debug(ctx, "Set up GPU passthrough", map[string]any{"virtual_machine_id": vmID, "mmio_size_gb": plan.MMIOSizeGB.ValueInt64()})
-	r.read(ctx, &plan, &resp.State, resp.Private, &resp.Diagnostics)
+	r.recordCreated(ctx, &plan, before.VM, resp)
+}
+
+// recordCreated reads back a setup the create made into state. vSphere has
+// changed, so a read that fails records the plan, with what destroy
+// restores, and warns: nothing is left untracked, and the next refresh
+// reads the rest.
+func (r *vmGPUMMIOResource) recordCreated(ctx context.Context, plan *vmGPUMMIOModel, vm vsphere.VMRef, resp *resource.CreateResponse) {
+	err := r.read(ctx, plan, &resp.State, resp.Private, &resp.Diagnostics)
+	if err == nil {
+		return
+	}
+	plan.ID = types.StringValue(strings.ToLower(vm.ID))
+	if plan.TotalGPUMemoryGB.IsUnknown() {
+		plan.TotalGPUMemoryGB = types.Float64Value(0) // known at the next plan
+	}
+	resp.Diagnostics.AddWarning("GPU passthrough set up, not read back",
+		fmt.Sprintf("Virtual machine %s was set up for GPU passthrough, but reading it back failed: %s. State records the plan; the "+
+			"next refresh reads the VM.", vm.Name, errorDetail(err)))
+	resp.Diagnostics.Append(setModelState(ctx, &resp.State, plan)...)
 }
 
 // landed reports whether the VM has the setup spec asks for, as read now:
@@ -337,15 +367,37 @@ const landedTimeout = 30 * time.Second
 
 // read reads the VM just changed into m, keeping m's device order, sets
 // state, and records the host the setup is now applied on.
-func (r *vmGPUMMIOResource) read(ctx context.Context, m *vmGPUMMIOModel, state stateSetter, private privateState, diags *diag.Diagnostics) {
+func (r *vmGPUMMIOResource) read(ctx context.Context, m *vmGPUMMIOModel, state stateSetter, private privateState, diags *diag.Diagnostics) error {
 	got, err := r.client.GPUMMIO(ctx, m.VirtualMachineID.ValueString())
 	if err != nil {
-		diags.Append(vsphereErrorDiag("Cannot read virtual machine "+m.VirtualMachineID.ValueString(), err))
-		return
+		return err
 	}
 	diags.Append(gpuMMIOToModel(ctx, got, m, nil)...)
 	diags.Append(state.Set(ctx, m)...)
 	recordHost(ctx, private, got.HostID, true, diags)
+	return nil
+}
+
+// stringMap is m as a map attribute.
+func stringMap(m map[string]string) types.Map {
+	elems := make(map[string]attr.Value, len(m))
+	for k, v := range m {
+		elems[k] = types.StringValue(v)
+	}
+	return types.MapValueMust(types.StringType, elems)
+}
+
+// extraConfigBefore is what destroy puts back: state's record, or, in state
+// an older release wrote, private state's.
+func extraConfigBefore(ctx context.Context, state vmGPUMMIOModel, private privateState, diags *diag.Diagnostics) map[string]string {
+	before := map[string]string{}
+	if !state.ExtraConfigBefore.IsNull() && !state.ExtraConfigBefore.IsUnknown() {
+		diags.Append(state.ExtraConfigBefore.ElementsAs(ctx, &before, false)...)
+		return before
+	}
+	_, ds := getPrivateJSON(ctx, private, privateExtraConfig, &before)
+	diags.Append(ds...)
+	return before
 }
 
 // recordHost records the host a read found the VM on, and, when checked,
@@ -377,6 +429,9 @@ func gpuMMIOToModel(ctx context.Context, got *vsphere.GPUMMIO, m *vmGPUMMIOModel
 		if b.IsNull() || b.IsUnknown() {
 			*b = types.BoolValue(false)
 		}
+	}
+	if m.ExtraConfigBefore.ElementType(ctx) == nil { // a model built from nothing (a list result): nothing recorded
+		m.ExtraConfigBefore = types.MapNull(types.StringType)
 	}
 	var priorGPUs []gpuBlockModel
 	var priorDevices []pciDeviceBlockModel
@@ -509,6 +564,7 @@ func (r *vmGPUMMIOResource) Read(ctx context.Context, req resource.ReadRequest, 
 	}
 	resp.Diagnostics.Append(setPrivateJSON(ctx, resp.Private, privateVM, got.VM.MOID)...)
 	recordHost(ctx, resp.Private, got.HostID, false, &resp.Diagnostics)
+	state.ExtraConfigBefore = stringMap(extraConfigBefore(ctx, state, req.Private, &resp.Diagnostics))
 	state.VirtualMachineID = followVM(state.VirtualMachineID, got.VM)
 	gpus := r.requests(ctx, state.GPU, &resp.Diagnostics)
 	known := vsphere.PassthroughRequests(gpus, devices(ctx, state.PCIDevice, &resp.Diagnostics))
@@ -550,11 +606,19 @@ func (r *vmGPUMMIOResource) Update(ctx context.Context, req resource.UpdateReque
 	if err := r.client.ApplyGPUMMIO(ctx, plan.VirtualMachineID.ValueString(), r.spec(ctx, &plan, &resp.Diagnostics)); err != nil {
 		resp.Diagnostics.Append(vsphereErrorDiag("Cannot change GPU passthrough on virtual machine "+plan.VirtualMachineID.ValueString(), err))
 		if errors.Is(err, vsphere.ErrNotPoweredBackOn) {
-			r.read(ctx, &plan, &resp.State, resp.Private, &resp.Diagnostics)
+			r.readBack(ctx, &plan, resp)
 		}
 		return
 	}
-	r.read(ctx, &plan, &resp.State, resp.Private, &resp.Diagnostics)
+	r.readBack(ctx, &plan, resp)
+}
+
+// readBack reads back a setup an update changed into state; a read that
+// fails leaves state as it was, and the next apply makes the change again.
+func (r *vmGPUMMIOResource) readBack(ctx context.Context, plan *vmGPUMMIOModel, resp *resource.UpdateResponse) {
+	if err := r.read(ctx, plan, &resp.State, resp.Private, &resp.Diagnostics); err != nil {
+		resp.Diagnostics.Append(vsphereErrorDiag("Cannot read virtual machine "+plan.VirtualMachineID.ValueString(), err))
+	}
 }
 
 func (r *vmGPUMMIOResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
@@ -564,9 +628,7 @@ func (r *vmGPUMMIOResource) Delete(ctx context.Context, req resource.DeleteReque
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	before := map[string]string{}
-	_, ds := getPrivateJSON(ctx, req.Private, privateExtraConfig, &before)
-	resp.Diagnostics.Append(ds...)
+	before := extraConfigBefore(ctx, state, req.Private, &resp.Diagnostics)
 	// As an adapter's destroy: a VM registered again since the plan is
 	// followed; one found by no id is gone, and its devices with it.
 	_, err := readVM(ctx, req.Private, state.VirtualMachineID.ValueString(), state.ID, &resp.Diagnostics, func(vmID string) (struct{}, error) {
@@ -593,7 +655,7 @@ func (r *vmGPUMMIOResource) ImportState(ctx context.Context, req resource.Import
 				"Create the resource instead; it sets the VM up.", got.VM.Name, importID, mmio.Use64bitMMIOKey, mmio.SizeGBKey))
 		return
 	}
-	resp.Diagnostics.Append(setPrivateJSON(ctx, resp.Private, privateExtraConfig, got.ExtraConfig)...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("extra_config_before"), stringMap(got.ExtraConfig))...)
 	recordHost(ctx, resp.Private, got.HostID, true, &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("virtual_machine_id"), strings.ToLower(got.VM.ID))...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), strings.ToLower(got.VM.ID))...)

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"maps"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -48,6 +49,10 @@ func (r *vmGPUMMIOResource) UpgradeState(ctx context.Context) map[int64]resource
 		"device_id": schema.StringAttribute{Optional: true},
 	}
 	deviceAttributes := map[string]schema.Attribute{"pci_id": schema.StringAttribute{Required: true}}
+	// Versions 0 and 1 kept what destroy restores in private state.
+	attributes := maps.Clone(current.Schema.Attributes)
+	delete(attributes, "extra_config_before")
+	current.Schema.Attributes = attributes
 	v0 := current.Schema
 	v0.Version = 0
 	v0.Blocks = map[string]schema.Block{
@@ -93,6 +98,7 @@ func upgradeGPUMMIOBefore2(ctx context.Context, req resource.UpgradeStateRequest
 		ID: old.ID, VirtualMachineID: old.VirtualMachineID, MMIOSizeGB: old.MMIOSizeGB, TotalGPUMemoryGB: old.TotalGPUMemoryGB,
 		Firmware: old.Firmware, Use64bitMMIO: old.Use64bitMMIO, MemoryLockedToMax: old.MemoryLockedToMax,
 		AllowFirmwareChange: old.AllowFirmwareChange, PowerOffAllowed: old.PowerOffAllowed,
+		ExtraConfigBefore: types.MapNull(types.StringType), // read from private state at the next refresh or destroy
 	}
 	var gpus []gpuBlockModel
 	at := map[string]int{}

@@ -148,33 +148,10 @@ func (c *Client) CreateDVS(ctx context.Context, spec DVSSpec) (DVSID, string, er
 	if spec.Version != "" {
 		create.ProductInfo = &types.DistributedVirtualSwitchProductSpec{Version: spec.Version}
 	}
-	task, err := object.NewFolder(vc, dc.NetworkFolder).CreateDVS(ctx, create)
+	id, err := c.createSwitch(ctx, vc, op, dc.NetworkFolder, spec, create)
 	if err != nil {
-		return DVSID{}, "", translate(op, err)
+		return id, "", err
 	}
-	info, err := c.waitTask(ctx, op, task)
-	if err != nil {
-		if info == nil {
-			// The task's end was not read (vCenter unreachable, time up):
-			// the switch may exist all the same. Track it, or the next
-			// plan finds its name taken by a switch nobody manages. A task
-			// that reports its failure (info set) made none, and a
-			// same-named switch then is someone else's.
-			if id, found := c.createdDVS(ctx, vc, spec.DatacenterID, spec.Name); found {
-				return id, "", err
-			}
-		}
-		return DVSID{}, "", err
-	}
-	ref, ok := info.Result.(types.ManagedObjectReference)
-	if !ok {
-		return DVSID{}, "", fmt.Errorf("%s: vCenter returned no switch", op)
-	}
-	var s mo.DistributedVirtualSwitch
-	if err := c.readObject(ctx, vc, ref, []string{"uuid"}, &s); err != nil {
-		return DVSID{Ref: ref.String()}, "", translate(op, err)
-	}
-	id := DVSID{UUID: s.Uuid, Ref: ref.String()}
 	c.log.Debug(ctx, "Created distributed switch", map[string]any{"name": spec.Name, "uuid": id.UUID, "ref": id.Ref})
 
 	current, err := c.DVS(ctx, id, "")
@@ -183,6 +160,46 @@ func (c *Client) CreateDVS(ctx context.Context, spec DVSSpec) (DVSID, string, er
 	}
 	key, err := c.applyDVS(ctx, op, current, spec)
 	return id, key, err
+}
+
+// createSwitch creates the switch itself and returns its id. A switch
+// vCenter made though the client did not see it made is tracked, or the
+// next plan finds its name taken by a switch nobody manages: one whose
+// CreateDVS_Task call lost its answer (vCenter may have started the task,
+// which is waited for) is looked for by name and goes on as created; one
+// whose task's end was not read (time up) is returned with the error. A
+// task that reports its failure made none, and a same-named switch then is
+// someone else's.
+func (c *Client) createSwitch(ctx context.Context, vc *vim25.Client, op string, folder types.ManagedObjectReference, spec DVSSpec,
+	create types.DVSCreateSpec) (DVSID, error) {
+	task, err := object.NewFolder(vc, folder).CreateDVS(ctx, create)
+	if answerLost(err) {
+		c.settle(ctx, vc, folder)
+		if id, found := c.createdDVS(ctx, vc, spec.DatacenterID, spec.Name); found {
+			return id, nil
+		}
+	}
+	if err != nil {
+		return DVSID{}, translate(op, err)
+	}
+	info, err := c.waitTask(ctx, op, task)
+	if err != nil {
+		if info == nil {
+			if id, found := c.createdDVS(ctx, vc, spec.DatacenterID, spec.Name); found {
+				return id, err
+			}
+		}
+		return DVSID{}, err
+	}
+	ref, ok := info.Result.(types.ManagedObjectReference)
+	if !ok {
+		return DVSID{}, fmt.Errorf("%s: vCenter returned no switch", op)
+	}
+	var s mo.DistributedVirtualSwitch
+	if err := c.readObject(ctx, vc, ref, []string{"uuid"}, &s); err != nil {
+		return DVSID{Ref: ref.String()}, translate(op, err)
+	}
+	return DVSID{UUID: s.Uuid, Ref: ref.String()}, nil
 }
 
 // createdDVS finds, by its name (unique in the network folder), a switch a

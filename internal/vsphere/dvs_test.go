@@ -156,6 +156,37 @@ func TestCreateDVSUnconfirmedReturnsTheSwitch(t *testing.T) {
 	}
 }
 
+// A create whose CreateDVS_Task call lost its answer goes on with the
+// switch vCenter made, found by its name once its task ended: the port
+// group and hosts are added, with no error. One lost on its way fails, and
+// made nothing.
+func TestCreateDVSAnswerLost(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	ctx := context.Background()
+	c := labClient(lab)
+	lab.LoseConnection("CreateDVS_Task", 1, false)
+	if id, _, err := c.CreateDVS(ctx, labDVSSpec(lab, "lost")); err == nil || id.UUID != "" {
+		t.Fatalf("a create lost on its way: %+v, %v; want no switch and the error", id, err)
+	}
+	vc, err := c.vimClient(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, found := c.createdDVS(ctx, vc, lab.DatacenterID(), "lost"); found {
+		t.Fatal("a create lost on its way made a switch")
+	}
+	lab.LoseConnection("CreateDVS_Task", 1, true)
+	id, key, err := c.CreateDVS(ctx, labDVSSpec(lab, "pvrdma"))
+	if err != nil || id.UUID == "" || key == "" {
+		t.Fatalf("a create whose answer was lost: %+v, %q, %v; want the switch made, with its port group", id, key, err)
+	}
+	got, err := c.DVS(ctx, id, "")
+	if err != nil || got.Name != "pvrdma" || len(got.Hosts) != len(lab.HostNames()) {
+		t.Fatalf("the switch: %+v, %v; want all hosts on it", got, err)
+	}
+}
+
 func TestDVSVersionsAndPaths(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})

@@ -134,3 +134,38 @@ func (c *Client) startedTask(ctx context.Context, vc *vim25.Client, entity types
 	}
 	return started, nil
 }
+
+// settle waits for the tasks on entity that have not ended, on time of its
+// own: after a call whose answer was lost (answerLost), whatever it started
+// ends before the caller looks for what it made. It reads the entity's
+// recentTask and their state in one call per round.
+func (c *Client) settle(ctx context.Context, vc *vim25.Client, entity types.ManagedObjectReference) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lookupAfterFailureTimeout)
+	defer cancel()
+	for i := 0; ; i++ {
+		objs, err := retrieve(ctx, vc, types.PropertyFilterSpec{
+			ObjectSet: []types.ObjectSpec{{Obj: entity, Skip: types.NewBool(true), SelectSet: []types.BaseSelectionSpec{
+				&types.TraversalSpec{Type: entity.Type, Path: "recentTask"},
+			}}},
+			PropSet: []types.PropertySpec{{Type: "Task", PathSet: []string{"info.state"}}},
+		})
+		if err != nil {
+			c.log.Debug(ctx, "Reading the tasks of a call whose answer was lost failed", map[string]any{"entity": entity.Value, "error": err.Error()})
+			return
+		}
+		running := false
+		for _, o := range objs {
+			if t, ok := o.(mo.Task); ok && (t.Info.State == types.TaskInfoStateQueued || t.Info.State == types.TaskInfoStateRunning) {
+				running = true
+			}
+		}
+		if !running {
+			return
+		}
+		select {
+		case <-time.After(taskPolls[min(i, len(taskPolls)-1)]):
+		case <-ctx.Done():
+			return
+		}
+	}
+}
