@@ -90,8 +90,9 @@ func TestAccActions_vmPowerCheckedAtPlan(t *testing.T) {
 		{host, "Not a virtual machine id", fmt.Sprintf("%q is a host's managed object id, not a virtual machine's: %s", host, vmIDs)},
 		{lab.DatacenterID(), "Not a virtual machine id", fmt.Sprintf("%q is a datacenter's managed object id, not a virtual machine's", lab.DatacenterID())},
 		{"domain-c7", "Not a virtual machine id", `"domain-c7" is a cluster's managed object id, not a virtual machine's`},
-		{"not-a-vm", "Not a virtual machine id", `"not-a-vm" looks like a name, not a virtual machine's id: ` + vmIDs +
-			"; use vsphere_virtual_machine's id, or data.vspherehpc_virtual_machine to look one up by name"},
+		{"not-a-vm", "Not a virtual machine id", `"not-a-vm" is neither a virtual machine's BIOS UUID (8-4-4-4-12 hex digits, such as ` +
+			"4223b7a1-5b2c-8d3e-1f40-9c1e2a3b4c5d) nor its managed object id (such as vm-42): it looks like a name; use " +
+			"vsphere_virtual_machine's id, or data.vspherehpc_virtual_machine to look one up by name"},
 	} {
 		d := newTFDir(t, lab, powerActions(c.id))
 		lab.ResetCalls()
