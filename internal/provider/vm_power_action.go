@@ -104,14 +104,23 @@ func (a *vmPowerAction) ModifyPlan(ctx context.Context, req action.ModifyPlanReq
 		resp.Diagnostics.Append(vsphereErrorDiag("Cannot check virtual machine "+vmID, err))
 		return
 	}
+	addPowerActionFinding(&resp.Diagnostics, f)
+}
+
+// addPowerActionFinding words, at plan, what the action will not do to the
+// VM in its power state now.
+func addPowerActionFinding(diags *diag.Diagnostics, f vsphere.Finding) {
 	switch f := f.(type) {
+	case nil:
 	case *vsphere.NotRestarted:
 		state, start := notRestarted(f)
-		resp.Diagnostics.AddAttributeWarning(path.Root("power"), "Virtual machine is "+state,
+		diags.AddAttributeWarning(path.Root("power"), "Virtual machine is "+state,
 			fmt.Sprintf("Virtual machine %s is %s: a restart leaves it %s. %s.", f.VM, state, state, start))
 	case *vsphere.NotShutDownSuspended:
-		resp.Diagnostics.AddAttributeWarning(path.Root("power_off_allowed"), "Virtual machine is suspended",
+		diags.AddAttributeWarning(path.Root("power_off_allowed"), "Virtual machine is suspended",
 			f.Error()+`. The action refuses to power it off unless power_off_allowed = true; power = "on" resumes it.`)
+	default:
+		unexpectedFinding(diags, f)
 	}
 }
 
