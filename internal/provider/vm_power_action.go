@@ -160,13 +160,17 @@ func notRestarted(f *vsphere.NotRestarted) (state, start string) {
 
 // vmIDDiag refuses, naming virtual_machine_id, an id that names no VM or is
 // no VM's id (another kind of object's, a name); ok is false for any other
-// error.
+// error, a fault of a power task among them.
 func vmIDDiag(err error) (d diag.Diagnostic, ok bool) {
+	var e *vsphere.Error
+	if !errors.As(err, &e) || e.Object != vsphere.ObjectVirtualMachine {
+		return nil, false
+	}
 	at := path.Root("virtual_machine_id")
-	switch {
-	case errors.Is(err, vsphere.ErrNotFound):
+	switch e.Kind {
+	case vsphere.ErrNotFound:
 		return notFoundDiag(at, err), true
-	case errors.Is(err, vsphere.ErrInvalidArg):
+	case vsphere.ErrInvalidArg:
 		return diag.NewAttributeErrorDiagnostic(at, "Not a virtual machine id", errorDetail(err)+"; "+idHints[vsphere.ObjectVirtualMachine]+"."), true
 	}
 	return nil, false
