@@ -143,14 +143,27 @@ func vmInaccessible(op, name, moid string) error {
 // ("vm-42") rather than a BIOS UUID.
 func IsVMManagedObjectID(id string) bool { return moidPattern.MatchString(id) }
 
+// vmIDForms says what a VM's id looks like.
+const vmIDForms = "a virtual machine's id is its BIOS UUID (8-4-4-4-12 hex digits, such as 4223b7a1-5b2c-8d3e-1f40-9c1e2a3b4c5d) " +
+	"or its managed object id (such as vm-42)"
+
 // malformedVMID refuses an id that is neither a UUID nor a managed object
-// id before asking vCenter, so the message says what the id should be.
+// id before asking vCenter, so the message says what the id is, and what
+// it should be.
 func malformedVMID(op, id string) error {
 	if moidPattern.MatchString(id) || vmUUIDPattern.MatchString(id) {
 		return nil
 	}
-	return &Error{Op: op, Kind: ErrInvalidArg, Object: ObjectVirtualMachine, ID: id, Message: fmt.Sprintf(
-		"%q is neither a virtual machine's BIOS UUID (8-4-4-4-12 hex digits, such as 4223b7a1-5b2c-8d3e-1f40-9c1e2a3b4c5d) nor its managed object id (such as vm-42)", id)}
+	msg := fmt.Sprintf("%q is neither a virtual machine's BIOS UUID (8-4-4-4-12 hex digits, such as 4223b7a1-5b2c-8d3e-1f40-9c1e2a3b4c5d) "+
+		"nor its managed object id (such as vm-42)", id)
+	switch kind := idKind(id); kind {
+	case "":
+	case "a name":
+		msg += ": it looks like a name"
+	default:
+		msg = fmt.Sprintf("%q is %s, not a virtual machine's: %s", id, kind, vmIDForms)
+	}
+	return &Error{Op: op, Kind: ErrInvalidArg, Object: ObjectVirtualMachine, ID: id, Message: msg}
 }
 
 // VM reads a VM by UUID or managed object id.
