@@ -6,12 +6,14 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/listdefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/objectplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
@@ -30,8 +32,8 @@ var (
 	_ resource.ResourceWithModifyPlan  = (*hostPVRDMASettingsResource)(nil)
 )
 
-// privateBefore is the private-state key holding the host's settings from
-// before Terraform managed them, which destroy restores.
+// privateBefore is where state written before settings_before existed
+// holds that record.
 const privateBefore = "before"
 
 type hostPVRDMASettingsResource struct {
@@ -45,6 +47,27 @@ type hostPVRDMASettingsModel struct {
 	Vmknic             types.String  `tfsdk:"vmknic"`
 	FirewallEnabled    types.Bool    `tfsdk:"firewall_enabled"`
 	FirewallAllowedIPs unorderedList `tfsdk:"firewall_allowed_ips"`
+	// Before is what destroy restores. It is kept in state, not private
+	// state: Terraform hands a tainted object's private state (a create that
+	// failed half-way) to neither its destroy nor its replacement.
+	Before types.Object `tfsdk:"settings_before"`
+}
+
+// settingsBeforeType is the type of settings_before.
+var settingsBeforeType = types.ObjectType{AttrTypes: map[string]attr.Type{
+	"vmknic": types.StringType, "firewall_enabled": types.BoolType, "firewall_allowed_ips": types.ListType{ElemType: types.StringType},
+}}
+
+// settingsBefore is s as settings_before.
+func settingsBefore(s vsphere.PVRDMASettings) types.Object {
+	ips := make([]attr.Value, len(s.AllowedIPs))
+	for i, ip := range s.AllowedIPs {
+		ips[i] = types.StringValue(ip)
+	}
+	return types.ObjectValueMust(settingsBeforeType.AttrTypes, map[string]attr.Value{
+		"vmknic": types.StringValue(s.Vmknic), "firewall_enabled": types.BoolValue(s.FirewallEnabled),
+		"firewall_allowed_ips": types.ListValueMust(types.StringType, ips),
+	})
 }
 
 // NewHostPVRDMASettingsResource is the vspherehpc_host_pvrdma_settings resource.
@@ -104,6 +127,25 @@ func (r *hostPVRDMASettingsResource) Schema(_ context.Context, _ resource.Schema
 					"(state keeps the configuration's order), though reordering the list plans an update that changes nothing.",
 				Validators: []validator.List{uniqueStrings{}, listvalidator.ValueStringsAre(allowedIPValidator{})},
 			},
+			"settings_before": schema.SingleNestedAttribute{
+				Computed: true,
+				MarkdownDescription: "What destroy puts back: the host's settings before this resource set them (an import records " +
+					"them as found, so destroy leaves them so). Kept in state, so a create that fails half-way, and the apply that " +
+					"replaces it, still restore them.",
+				PlanModifiers: []planmodifier.Object{objectplanmodifier.UseStateForUnknown()},
+				Attributes: map[string]schema.Attribute{
+					"vmknic": schema.StringAttribute{
+						Computed: true, MarkdownDescription: "`" + vsphere.PVRDMAVmknicOption + "` before; empty when it was not set.",
+					},
+					"firewall_enabled": schema.BoolAttribute{
+						Computed: true, MarkdownDescription: "Whether the `" + vsphere.PVRDMARuleset + "` ruleset was enabled.",
+					},
+					"firewall_allowed_ips": schema.ListAttribute{
+						ElementType: types.StringType, Computed: true,
+						MarkdownDescription: "The addresses the ruleset admitted; empty: all.",
+					},
+				},
+			},
 		},
 	}
 }
@@ -126,7 +168,7 @@ func (r *hostPVRDMASettingsResource) Create(ctx context.Context, req resource.Cr
 		resp.Diagnostics.Append(vsphereErrorDiag("Cannot read the PVRDMA settings of host "+hostID, err))
 		return
 	}
-	resp.Diagnostics.Append(savePrevious(ctx, resp.Private, before.Settings)...)
+	plan.Before = settingsBefore(before.Settings)
 	tflog.Debug(ctx, "Recorded the host's PVRDMA settings for destroy", map[string]any{"host_system_id": hostID, "vmknic": before.Settings.Vmknic, "firewall_enabled": before.Settings.FirewallEnabled})
 	// Track the host before changing it: if a write fails half-way, the
 	// resource stays in state (tainted) and destroy still restores it.
@@ -199,6 +241,11 @@ func (r *hostPVRDMASettingsResource) Read(ctx context.Context, req resource.Read
 		return
 	}
 	resp.Diagnostics.Append(settingsToModel(ctx, hostID, host.Settings, &state)...)
+	if state.Before.IsNull() || state.Before.IsUnknown() {
+		if before, found, diags := loadPrevious(ctx, req.Private); found && !diags.HasError() {
+			state.Before = settingsBefore(before) // state an older release wrote
+		}
+	}
 	resp.Diagnostics.Append(setModelState(ctx, &resp.State, &state)...)
 }
 
@@ -210,7 +257,7 @@ func (r *hostPVRDMASettingsResource) Delete(ctx context.Context, req resource.De
 		return
 	}
 	hostID := state.HostSystemID.ValueString()
-	before, found, diags := loadPrevious(ctx, req.Private)
+	before, found, diags := settingsToRestore(ctx, state, req.Private)
 	resp.Diagnostics.Append(diags...)
 	if resp.Diagnostics.HasError() {
 		return
@@ -239,7 +286,7 @@ func (r *hostPVRDMASettingsResource) ImportState(ctx context.Context, req resour
 		resp.Diagnostics.Append(vsphereErrorDiag("Cannot import the PVRDMA settings of host "+hostID, err))
 		return
 	}
-	resp.Diagnostics.Append(savePrevious(ctx, resp.Private, host.Settings)...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("settings_before"), settingsBefore(host.Settings))...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("host_system_id"), hostID)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), hostID)...)
 }
@@ -252,6 +299,9 @@ func settingsToModel(ctx context.Context, hostID string, s vsphere.PVRDMASetting
 	m.Vmknic = types.StringValue(s.Vmknic)
 	m.FirewallEnabled = types.BoolValue(s.FirewallEnabled)
 	m.FirewallAllowedIPs = allowed
+	if len(m.Before.AttributeTypes(ctx)) == 0 { // a model built from nothing (a list result): nothing recorded
+		m.Before = types.ObjectNull(settingsBeforeType.AttrTypes)
+	}
 	return diags
 }
 
@@ -262,10 +312,28 @@ func emptyIfNil(s []string) []string {
 	return s
 }
 
-func savePrevious(ctx context.Context, p privateState, s vsphere.PVRDMASettings) diag.Diagnostics {
-	return setPrivateJSON(ctx, p, privateBefore, s)
+// settingsToRestore is what destroy puts back: state's record, or, in state
+// an older release wrote, private state's.
+func settingsToRestore(ctx context.Context, state hostPVRDMASettingsModel, p privateState) (vsphere.PVRDMASettings, bool, diag.Diagnostics) {
+	if state.Before.IsNull() || state.Before.IsUnknown() {
+		return loadPrevious(ctx, p)
+	}
+	var diags diag.Diagnostics
+	attrs := state.Before.Attributes()
+	s := vsphere.PVRDMASettings{}
+	if v, ok := attrs["vmknic"].(types.String); ok {
+		s.Vmknic = v.ValueString()
+	}
+	if v, ok := attrs["firewall_enabled"].(types.Bool); ok {
+		s.FirewallEnabled = v.ValueBool()
+	}
+	if v, ok := attrs["firewall_allowed_ips"].(types.List); ok && !v.IsNull() {
+		diags.Append(v.ElementsAs(ctx, &s.AllowedIPs, false)...)
+	}
+	return s, true, diags
 }
 
+// loadPrevious reads the record an older release kept in private state.
 func loadPrevious(ctx context.Context, p privateState) (vsphere.PVRDMASettings, bool, diag.Diagnostics) {
 	var s vsphere.PVRDMASettings
 	found, diags := getPrivateJSON(ctx, p, privateBefore, &s)

@@ -2,6 +2,8 @@ package provider
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"slices"
@@ -91,14 +93,21 @@ func TestAccHostPVRDMASettings_basic(t *testing.T) {
 					statecheck.ExpectKnownValue(hostSettings, tfjsonpath.New("firewall_allowed_ips"), knownvalue.SetExact([]knownvalue.Check{
 						knownvalue.StringExact("192.0.2.0/24"), knownvalue.StringExact("198.51.100.7"),
 					})),
+					statecheck.ExpectKnownValue(hostSettings, tfjsonpath.New("settings_before"), knownvalue.ObjectExact(map[string]knownvalue.Check{
+						"vmknic": knownvalue.StringExact(original.Vmknic), "firewall_enabled": knownvalue.Bool(original.FirewallEnabled),
+						"firewall_allowed_ips": knownvalue.ListSizeExact(len(original.AllowedIPs)),
+					})),
 				},
 				Check: hostSettingsAre(lab, name, vsphere.PVRDMASettings{Vmknic: vmknic, FirewallEnabled: true, AllowedIPs: []string{"192.0.2.0/24", "198.51.100.7"}}),
 			},
 			{
-				ResourceName:      hostSettings,
-				ImportState:       true,
-				ImportStateId:     lab.HostID(name),
-				ImportStateVerify: true,
+				// An import records the settings as found: destroy then
+				// leaves them so; the created resource recorded the original.
+				ResourceName:            hostSettings,
+				ImportState:             true,
+				ImportStateId:           lab.HostID(name),
+				ImportStateVerify:       true,
+				ImportStateVerifyIgnore: []string{"settings_before"},
 			},
 			{
 				// Import then plan is empty: an import block plans a no-op import.
@@ -450,4 +459,51 @@ func TestAccHostPVRDMASettings_hostDisconnected(t *testing.T) {
 			},
 		},
 	})
+}
+
+// What destroy puts back is kept in state (settings_before). State an older
+// release wrote keeps it in private state: a refresh moves it into state,
+// and a destroy without refresh reads it there.
+func TestAccHostPVRDMASettings_restoreRecordMovesFromPrivateState(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	simulatedOnly(t, lab, "sets a lab host's vmknic option and ruleset by hand")
+	ctx := context.Background()
+	name := lab.HostNames()[1]
+	must(t, lab.SetHostOption(ctx, name, vsphere.PVRDMAVmknicOption, lab.Vmknic()))
+	must(t, lab.SetRuleset(ctx, name, vsphere.PVRDMARuleset, true))
+	d := newTFDir(t, lab, map[string]string{"main.tf": requiredProviders + without(hostSettingsConfig(lab, name, `  firewall_enabled = false`), lab)})
+	d.run("apply", "-auto-approve")
+	recorded := fmt.Sprintf(`"settings_before":{"firewall_allowed_ips":[],"firewall_enabled":true,"vmknic":%q}`, lab.Vmknic())
+	if s := d.run("show", "-json"); !strings.Contains(s, recorded) {
+		t.Fatalf("state must hold what destroy puts back (%s):\n%s", recorded, s)
+	}
+	// What an older release wrote: the record in private state only.
+	older := func() {
+		var state map[string]any
+		must(t, json.Unmarshal([]byte(d.read("terraform.tfstate")), &state))
+		inst := state["resources"].([]any)[0].(map[string]any)["instances"].([]any)[0].(map[string]any)
+		delete(inst["attributes"].(map[string]any), "settings_before")
+		record, err := json.Marshal(vsphere.PVRDMASettings{Vmknic: lab.Vmknic(), FirewallEnabled: true})
+		must(t, err)
+		private, err := json.Marshal(map[string][]byte{"before": record})
+		must(t, err)
+		inst["private"] = base64.StdEncoding.EncodeToString(private)
+		b, err := json.Marshal(state)
+		must(t, err)
+		d.write(map[string]string{"terraform.tfstate": string(b)})
+	}
+	older()
+	d.run("apply", "-refresh-only", "-auto-approve")
+	if s := d.run("show", "-json"); !strings.Contains(s, recorded) {
+		t.Errorf("after a refresh the state must hold what destroy puts back (%s):\n%s", recorded, s)
+	}
+	if changes := d.plan(); len(changes) > 0 {
+		t.Errorf("the plan after the refresh must be empty: %+v", changes)
+	}
+	older()
+	d.run("destroy", "-auto-approve", "-refresh=false")
+	if err := hostSettingsAre(lab, name, vsphere.PVRDMASettings{Vmknic: lab.Vmknic(), FirewallEnabled: true})(nil); err != nil {
+		t.Error(err)
+	}
 }
