@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
@@ -105,5 +106,30 @@ func TestAccList_wrongKindScopes(t *testing.T) {
 				`are managed object ids such as host-12; data.vspherehpc_host looks one up by name`, vmID, host, hostID)},
 		{config: fmt.Sprintf("    host_system_ids = [%q, \"host-9999\"]", hostID),
 			err: "no host has id host-9999; data.vspherehpc_host looks one up by name"},
+	})
+}
+
+// A resource's argument refused at plan says in its summary whether the id
+// has another form ("Not a host id") or names nothing ("No such host").
+func TestAccWrongIDs_resources(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	uuid := lab.VMUUID(lab.VMNames()[0])
+	settings := func(hostID string) string {
+		return providerConfig(lab) + fmt.Sprintf("resource \"vspherehpc_host_pvrdma_settings\" \"h\" {\n  host_system_id = %q\n}\n", hostID)
+	}
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config: settings(uuid), PlanOnly: true,
+				ExpectError: regexp.MustCompile(`Error: Not a host id(?s:.*)` + wrapped(fmt.Sprintf(`no host has id %s (it looks like a `+
+					`virtual machine's BIOS UUID); host ids are managed object ids such as host-12; data.vspherehpc_host looks one up by name.`, uuid)).String()),
+			},
+			{
+				Config: settings("host-9999"), PlanOnly: true,
+				ExpectError: regexp.MustCompile(`Error: No such host(?s:.*)` + wrapped(`no host has id host-9999; data.vspherehpc_host looks one up by name.`).String()),
+			},
+		},
 	})
 }
