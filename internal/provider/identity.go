@@ -84,7 +84,7 @@ func (k identityKind[I]) target(ctx context.Context, req resource.ImportStateReq
 }
 
 // adopted ends an ImportState: it records the identity of what it adopted
-// and marks the import for the plan that follows it (refuseOtherThanImported).
+// and marks the import for the plan that follows it (refuseImportOfOther).
 func (k identityKind[I]) adopted(ctx context.Context, claims *claimBook, resp *resource.ImportStateResponse) {
 	k.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() || resp.State.Raw.IsNull() || claims == nil {
@@ -221,7 +221,7 @@ func checkPCIField(diags *diag.Diagnostics, field, value string) {
 		return
 	}
 	why := "which is not a PCI id"
-	if i := strings.IndexAny(value, ","); i >= 0 {
+	if strings.Contains(value, ",") {
 		why = "with a \",\": one PCI id per element, not a string import id's list"
 	}
 	diags.AddError("Invalid identity", fmt.Sprintf("The identity's %s holds %q, %s; it takes a PCI id such as 0000:3b:00.0 "+
