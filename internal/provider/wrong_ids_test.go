@@ -68,8 +68,8 @@ data "vspherehpc_virtual_machine" "vm" {
   virtual_machine_id = %q
 }
 `, hostID),
-				fmt.Sprintf(`%q is neither a virtual machine's BIOS UUID (8-4-4-4-12 hex digits, such as 4223b7a1-5b2c-8d3e-1f40-9c1e2a3b4c5d) nor `+
-					`its managed object id (such as vm-42); it looks like a host's managed object id`, hostID)),
+				fmt.Sprintf(`%q is a host's managed object id, not a virtual machine's: a virtual machine's id is its BIOS UUID (8-4-4-4-12 hex `+
+					`digits, such as 4223b7a1-5b2c-8d3e-1f40-9c1e2a3b4c5d) or its managed object id (such as vm-42)`, hostID)),
 			step(fmt.Sprintf(`
 data "vspherehpc_max_mtu" "fabric" {
   host_system_ids = [%q, %q, %q]
