@@ -84,9 +84,8 @@ func TestAccActions_vmPowerCheckedAtPlan(t *testing.T) {
 	host := lab.HostID(lab.HostNames()[0])
 	vmIDs := "a virtual machine's id is its BIOS UUID (8-4-4-4-12 hex digits, such as 4223b7a1-5b2c-8d3e-1f40-9c1e2a3b4c5d) or its managed object id (such as vm-42)"
 	for _, c := range []struct{ id, summary, detail string }{
-		{"4200aaaa-0000-0000-0000-000000000000", "No such object in vCenter",
-			"no virtual machine has UUID 4200aaaa-0000-0000-0000-000000000000; " + vmIDs},
-		{"vm-99999", "No such object in vCenter", "no virtual machine has id vm-99999; " + vmIDs},
+		{"4200aaaa-0000-0000-0000-000000000000", "No such virtual machine", "no virtual machine has UUID 4200aaaa-0000-0000-0000-000000000000"},
+		{"vm-99999", "No such virtual machine", "no virtual machine has id vm-99999"},
 		{host, "Not a virtual machine id", fmt.Sprintf("%q is a host's managed object id, not a virtual machine's: %s", host, vmIDs)},
 		{lab.DatacenterID(), "Not a virtual machine id", fmt.Sprintf("%q is a datacenter's managed object id, not a virtual machine's", lab.DatacenterID())},
 		{"domain-c7", "Not a virtual machine id", `"domain-c7" is a cluster's managed object id, not a virtual machine's`},

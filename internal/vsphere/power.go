@@ -2,7 +2,6 @@ package vsphere
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -83,10 +82,6 @@ func (c *Client) PlanVMPowerAction(ctx context.Context, vmID string, action Powe
 	ctx, cancel := c.withTimeout(ctx)
 	defer cancel()
 	vm, err := c.VM(ctx, vmID)
-	var e *Error
-	if errors.As(err, &e) && e.Kind == ErrNotFound && e.Object == ObjectVirtualMachine {
-		return nil, objectNotFound(e.Op, ObjectVirtualMachine, vmID, "%s; %s", e.Message, vmIDForms)
-	}
 	if err != nil {
 		return nil, err
 	}
