@@ -186,6 +186,7 @@ func (c *Client) createSwitch(ctx context.Context, vc *vim25.Client, op string, 
 	info, err := c.waitTask(ctx, op, task)
 	if err != nil {
 		if info == nil {
+			c.settle(ctx, vc, folder)
 			if id, found := c.createdDVS(ctx, vc, spec.DatacenterID, spec.Name); found {
 				return id, err
 			}

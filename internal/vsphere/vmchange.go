@@ -190,6 +190,11 @@ func (c *Client) changeVM(ctx context.Context, ch vmChange) error {
 	if err != nil && !errors.Is(err, ErrNotPoweredBackOn) && !lost {
 		return err
 	}
+	if lost {
+		// A task still running makes its change after a look now would
+		// miss it: whoever looks does so once it has ended.
+		c.settle(ctx, vc, vm.Self)
+	}
 	if ch.after != nil && (done == nil || !ch.after(done, before)) {
 		readCtx := ctx
 		if lost {
