@@ -289,7 +289,7 @@ func (l *Lab) AddSRIOVAdapter(ctx context.Context, vmName, portGroupName, pfID s
 	if err != nil {
 		return err
 	}
-	network, err := l.adminFinder().Network(ctx, portGroupName)
+	network, err := l.adminFinder().Network(ctx, escapeEntityName(portGroupName))
 	if err != nil {
 		return err
 	}

@@ -42,6 +42,7 @@ func (x *extension) CreateDVSTask(ctx *simulator.Context, req *types.CreateDVS_T
 		return body
 	}
 	cs := req.Spec.ConfigSpec.GetDVSConfigSpec()
+	cs.Name = escapeEntityName(cs.Name)
 	var hosts []types.ManagedObjectReference
 	for _, m := range cs.Host {
 		hosts = append(hosts, m.Host)
@@ -211,6 +212,7 @@ func checkAddedHostsRunSwitch(ctx *simulator.Context, s *simulator.DistributedVi
 
 func reconfigureDVS(ctx *simulator.Context, s *simulator.DistributedVirtualSwitch, spec types.BaseDVSConfigSpec) *vimError {
 	cs := spec.GetDVSConfigSpec()
+	cs.Name = escapeEntityName(cs.Name)
 	if s.Config == nil {
 		return refuse(&types.InvalidState{}, "The switch has no configuration.")
 	}

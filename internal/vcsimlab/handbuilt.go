@@ -135,7 +135,7 @@ func (l *Lab) portGroupBacking(ctx context.Context, switchName, portGroupName st
 	if err != nil {
 		return "", "", err
 	}
-	n, err := l.adminFinder().Network(ctx, portGroupName)
+	n, err := l.adminFinder().Network(ctx, escapeEntityName(portGroupName))
 	if err != nil {
 		return "", "", err
 	}

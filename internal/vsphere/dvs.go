@@ -139,7 +139,7 @@ func (c *Client) CreateDVS(ctx context.Context, spec DVSSpec) (DVSID, string, er
 	}
 	create := types.DVSCreateSpec{ConfigSpec: &types.VMwareDVSConfigSpec{
 		DVSConfigSpec: types.DVSConfigSpec{
-			Name:             spec.Name,
+			Name:             storedName(spec.Name),
 			Description:      spec.Description,
 			UplinkPortPolicy: &types.DVSNameArrayUplinkPortPolicy{UplinkPortName: UplinkNames(spec.UplinkCount)},
 		},
@@ -197,7 +197,7 @@ func (c *Client) createdDVS(ctx context.Context, vc *vim25.Client, datacenterID,
 		return DVSID{}, false
 	}
 	for _, s := range switchesOf(objs) {
-		if s.Name == name && s.Uuid != "" {
+		if EntityName(s.Name) == name && s.Uuid != "" {
 			c.log.Debug(ctx, "Found a switch whose creation was not confirmed", map[string]any{"name": name, "uuid": s.Uuid})
 			return DVSID{UUID: s.Uuid, Ref: s.Self.String()}, true
 		}
@@ -308,7 +308,7 @@ func dvsFromMO(id DVSID, s *mo.DistributedVirtualSwitch, pgs []mo.DistributedVir
 		DVSID:         DVSID{UUID: s.Uuid, Ref: id.Ref},
 		MOID:          s.Self.Value,
 		DatacenterID:  dcID,
-		Name:          s.Name,
+		Name:          EntityName(s.Name),
 		Description:   cfg.Description,
 		Version:       cfg.ProductInfo.Version,
 		NIOC:          cfg.NetworkResourceManagementEnabled,
@@ -427,7 +427,7 @@ func configChanges(current *DVS, spec DVSSpec) (*types.VMwareDVSConfigSpec, bool
 	cs := &types.VMwareDVSConfigSpec{}
 	changed := false
 	if spec.Name != current.Name {
-		cs.Name, changed = spec.Name, true
+		cs.Name, changed = storedName(spec.Name), true
 	}
 	if spec.Description != current.Description {
 		cs.Description, changed = spec.Description, true

@@ -569,28 +569,28 @@ func (c *Client) planDVSNames(ctx context.Context, ch DVSNamesChange) ([]Finding
 		if ch.SwitchUUID != "" {
 			return strings.EqualFold(s.Uuid, ch.SwitchUUID)
 		}
-		return s.Name == ch.SwitchName && slices.ContainsFunc(ch.Managed, func(u string) bool { return strings.EqualFold(u, s.Uuid) })
+		return EntityName(s.Name) == ch.SwitchName && slices.ContainsFunc(ch.Managed, func(u string) bool { return strings.EqualFold(u, s.Uuid) })
 	}
 	var out []Finding
 	for _, s := range switches {
-		if s.Name == ch.SwitchName && !ours(s) {
-			out = append(out, NameTaken{Name: s.Name, For: ObjectSwitch, TakenBy: ObjectSwitch, ID: s.Self.Value})
+		if EntityName(s.Name) == ch.SwitchName && !ours(s) {
+			out = append(out, NameTaken{Name: ch.SwitchName, For: ObjectSwitch, TakenBy: ObjectSwitch, ID: s.Self.Value})
 		}
 	}
 	for _, o := range objs {
 		switch v := o.(type) {
 		case mo.DistributedVirtualPortgroup:
-			if v.Name != ch.PortGroup {
+			if EntityName(v.Name) != ch.PortGroup {
 				continue
 			}
 			owner := v.Config.DistributedVirtualSwitch
 			onSwitch := owner != nil && ours(switches[*owner])
 			if !onSwitch || (ch.SwitchUUID != "" && v.Config.Key != ch.PortGroupKey) {
-				out = append(out, NameTaken{Name: v.Name, For: ObjectPortGroup, TakenBy: ObjectPortGroup, ID: v.Self.Value, OnSwitch: onSwitch})
+				out = append(out, NameTaken{Name: ch.PortGroup, For: ObjectPortGroup, TakenBy: ObjectPortGroup, ID: v.Self.Value, OnSwitch: onSwitch})
 			}
 		case mo.Network:
-			if v.Name == ch.PortGroup {
-				out = append(out, NameTaken{Name: v.Name, For: ObjectPortGroup, TakenBy: ObjectNetwork, ID: v.Self.Value})
+			if EntityName(v.Name) == ch.PortGroup {
+				out = append(out, NameTaken{Name: ch.PortGroup, For: ObjectPortGroup, TakenBy: ObjectNetwork, ID: v.Self.Value})
 			}
 		}
 	}
