@@ -344,48 +344,6 @@ func TestAccRDMADVS_numbersNotWhole(t *testing.T) {
 	})
 }
 
-// A "/" in a switch or port group name breaks inventory paths: refused at
-// plan.
-func TestAccRDMADVS_slashInNames(t *testing.T) {
-	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
-	config := dvsConfig(lab, "rdma", allHosts(lab, lab.RDMANICs()[0]), "")
-	resource.UnitTest(t, resource.TestCase{
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		Steps: []resource.TestStep{
-			{
-				Config: strings.Replace(config, dvsNameLine("rdma"), `name          = "rdma/a"`, 1), PlanOnly: true,
-				ExpectError: regexp.MustCompile(`(?s)Attribute name must not contain "/": it separates the parts of\s+inventory\s+paths`),
-			},
-			{
-				Config: strings.Replace(config, portGroupLine("pvrdma-vms"), `name = "pvrdma/vms"`, 1), PlanOnly: true,
-				ExpectError: regexp.MustCompile(`(?s)Attribute port_group.name must not contain "/"`),
-			},
-		},
-	})
-}
-
-// "%" and "\" in names are refused at plan, as "/" is: vCenter stores them
-// escaped, so the name would read back different ("inconsistent result
-// after apply").
-func TestAccRDMADVS_escapedCharsInNames(t *testing.T) {
-	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
-	config := dvsConfig(lab, "rdma", allHosts(lab, lab.RDMANICs()[0]), "")
-	refused := func(attr string) *regexp.Regexp {
-		return regexp.MustCompile(`(?s)Attribute ` + regexp.QuoteMeta(attr) + ` must not contain "%" or "\\": vCenter stores\s+them\s+escaped\s+\(as\s+%25\s+and\s+%5c\)`)
-	}
-	resource.UnitTest(t, resource.TestCase{
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		Steps: []resource.TestStep{
-			{Config: strings.Replace(config, dvsNameLine("rdma"), `name          = "rdma-100%"`, 1), PlanOnly: true, ExpectError: refused("name")},
-			{Config: strings.Replace(config, dvsNameLine("rdma"), `name          = "rdma\\a"`, 1), PlanOnly: true, ExpectError: refused("name")},
-			{Config: strings.Replace(config, portGroupLine("pvrdma-vms"), `name = "pvrdma%vms"`, 1), PlanOnly: true, ExpectError: refused("port_group.name")},
-			{Config: strings.Replace(config, portGroupLine("pvrdma-vms"), `name = "pvrdma\\vms"`, 1), PlanOnly: true, ExpectError: refused("port_group.name")},
-		},
-	})
-}
-
 // repeat is n copies of s, as fmt arguments.
 func repeat(s string, n int) []any {
 	out := make([]any, n)

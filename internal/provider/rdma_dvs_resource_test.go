@@ -686,3 +686,65 @@ resource "vspherehpc_rdma_dvs" "second" {
 		}},
 	})
 }
+
+// Names with '/', '%' and '\' round-trip: vCenter stores them escaped
+// (%2f, %25, %5c; ManagedEntity.name), the provider escapes them on the
+// way and reads them unescaped, so state holds the names as given, the
+// re-plan is empty, import (by UUID, or by the inventory path, where the
+// escaped name is the path's element) reads the same, and a rename to
+// other such names is drift-free too.
+func TestAccRDMADVS_namesWithSlashPercentBackslash(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	ctx := context.Background()
+	hosts := allHosts(lab, lab.RDMANICs()[0])
+	named := func(switchName, portGroup string) string {
+		config := dvsConfig(lab, "rdma", hosts, "")
+		config = strings.Replace(config, dvsNameLine("rdma"), fmt.Sprintf("name          = %q", testName(switchName)), 1)
+		return strings.Replace(config, portGroupLine("pvrdma-vms"), fmt.Sprintf("name = %q", testName(portGroup)), 1)
+	}
+	stored := func(names ...string) resource.TestCheckFunc {
+		return func(*terraform.State) error {
+			for _, n := range names {
+				if got, err := lab.CountNetworks(ctx, n); err != nil || got != 1 {
+					return fmt.Errorf("vCenter holds %d networks stored as %q (%v), want 1", got, n, err)
+				}
+			}
+			return nil
+		}
+	}
+	first, firstPG := `ü/x 100%\y`, `pvrdma/ü 5%\z`
+	second, secondPG := `a\b/c`, `p%2fq`
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config: named(first, firstPG),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(dvsAddr, tfjsonpath.New("name"), knownvalue.StringExact(testName(first))),
+					statecheck.ExpectKnownValue(dvsAddr, tfjsonpath.New("port_group").AtMapKey("name"), knownvalue.StringExact(testName(firstPG))),
+				},
+				Check: stored(testName(`ü%2fx 100%25%5cy`), testName(`pvrdma%2fü 5%25%5cz`)),
+			},
+			{Config: named(first, firstPG), PlanOnly: true}, // no drift
+			{ResourceName: dvsAddr, ImportState: true, ImportStateVerify: true},
+			{
+				ResourceName: dvsAddr, ImportState: true, ImportStateVerify: true,
+				ImportStateId: "/" + lab.DatacenterName() + "/network/" + testName(`ü%2fx 100%25%5cy`),
+			},
+			{
+				// "p%2fq" is a name, not an escape sequence: stored as "p%252fq".
+				Config: named(second, secondPG),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(dvsAddr, plancheck.ResourceActionUpdate),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(dvsAddr, tfjsonpath.New("name"), knownvalue.StringExact(testName(second))),
+					statecheck.ExpectKnownValue(dvsAddr, tfjsonpath.New("port_group").AtMapKey("name"), knownvalue.StringExact(testName(secondPG))),
+				},
+				Check: stored(testName(`a%5cb%2fc`), testName(`p%252fq`)),
+			},
+			{Config: named(second, secondPG), PlanOnly: true},
+		},
+	})
+}

@@ -448,6 +448,20 @@ func (l *Lab) EditPVRDMAAdapters(ctx context.Context, vmName string, edit PVRDMA
 	return nil
 }
 
+// AttachDynamicGPU adds a Dynamic DirectPath device of a GPU model to a VM,
+// as Edit Settings > Add New Device > PCI Device > DirectPath IO: Dynamic
+// in the vSphere Client does (a VirtualPCIPassthrough with a
+// VirtualPCIPassthroughDynamicBackingInfo allowing that vendor and device
+// id; vSphere picks a host device of the model at power on).
+func (l *Lab) AttachDynamicGPU(ctx context.Context, vmName string, vendor, device int32) error {
+	vm, err := l.adminVM(vmName)
+	if err != nil {
+		return err
+	}
+	return vm.AddDevice(ctx, &types.VirtualPCIPassthrough{VirtualDevice: types.VirtualDevice{Key: -1,
+		Backing: &types.VirtualPCIPassthroughDynamicBackingInfo{AllowedDevice: []types.VirtualPCIPassthroughAllowedDevice{{VendorId: vendor, DeviceId: device}}}}})
+}
+
 // NarrowDynamicGPUs edits every Dynamic DirectPath device of a VM, as Edit
 // Settings > PCI device in the vSphere Client does: label sets its hardware
 // label (the VM then takes only host devices with that label), and

@@ -406,18 +406,15 @@ func TestVMsAClientCreatedAreKnownByName(t *testing.T) {
 	}
 }
 
-// TestNarrowDynamicGPUs: a Dynamic DirectPath device's hardware label and
-// allowed models are edited in place, as the vSphere Client edits them.
+// TestNarrowDynamicGPUs: a Dynamic DirectPath device added by hand allows
+// its model; its hardware label and allowed models are edited in place, as
+// the vSphere Client edits them.
 func TestNarrowDynamicGPUs(t *testing.T) {
 	t.Parallel()
 	l := startLab(t)
 	ctx := context.Background()
 	vmName := l.VMNames()[0]
-	obj := object.NewVirtualMachine(l.Client().Client, vmRef(l, vmName))
-	dynamic := &types.VirtualPCIPassthrough{VirtualDevice: types.VirtualDevice{Key: -1, Backing: &types.VirtualPCIPassthroughDynamicBackingInfo{
-		AllowedDevice: []types.VirtualPCIPassthroughAllowedDevice{{VendorId: 0x10de, DeviceId: 0x2330}},
-	}}}
-	if err := obj.AddDevice(ctx, dynamic); err != nil {
+	if err := l.AttachDynamicGPU(ctx, vmName, 0x10de, 0x2330); err != nil {
 		t.Fatal(err)
 	}
 	if err := l.NarrowDynamicGPUs(ctx, vmName, "team-a", 0x10de, 0x20f1); err != nil {
