@@ -111,7 +111,7 @@ func (r *rdmaDVSResource) Schema(_ context.Context, _ resource.SchemaRequest, re
 				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
 			},
 			"name": schema.StringAttribute{
-				Required:            true,
+				Required: true,
 				MarkdownDescription: "Name of the switch, up to 80 characters. Renamed in place. It may hold `/`, `%` and `\\`: vCenter stores them " +
 					"escaped (`%2f`, `%25`, `%5c`), as an inventory path (an import id) names the switch, and the provider reads the name back as given.",
 				Validators: []validator.String{stringvalidator.LengthBetween(1, 80)},
