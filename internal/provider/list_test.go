@@ -256,7 +256,7 @@ func TestAccList_vmGPUMMIO(t *testing.T) {
 	runQueries(t, lab, "vspherehpc_vm_gpu_mmio", append([]query{
 		{config: inDatacenter(lab), checks: []querycheck.QueryResultCheck{
 			querycheck.ExpectLength("vspherehpc_vm_gpu_mmio.q", 2),
-			displayed("vspherehpc_vm_gpu_mmio", vms[0]+": 1 passthrough devices, MMIO window 256 GB"),
+			displayed("vspherehpc_vm_gpu_mmio", vms[0]+": 1 passthrough device, MMIO window 256 GB"),
 			// The window smaller than the rule is left to the rule.
 			querycheck.ExpectResourceKnownValues("vspherehpc_vm_gpu_mmio.q", small, []querycheck.KnownValueCheck{
 				{Path: tfjsonpath.New("mmio_size_gb"), KnownValue: knownvalue.Null()},

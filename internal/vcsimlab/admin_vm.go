@@ -137,6 +137,7 @@ func (l *Lab) CreateVM(ctx context.Context, vmName, hostName string, version int
 		return err
 	}
 	l.vms = append(l.vms, vm)
+	l.setGuest(ref("VirtualMachine", vm.id), false) // a new VM has no guest OS to report, as the lab's own
 	return nil
 }
 

@@ -351,8 +351,8 @@ func TestAdminSRIOVAdapters(t *testing.T) {
 	}
 }
 
-// CreateVM makes a VM of an older hardware version on the named host, and
-// the lab's look-ups know it.
+// CreateVM makes a VM of an older hardware version on the named host, with
+// no guest OS reported (none ever ran), and the lab's look-ups know it.
 func TestAdminCreateVM(t *testing.T) {
 	t.Parallel()
 	l := startLab(t)
@@ -365,9 +365,12 @@ func TestAdminCreateVM(t *testing.T) {
 		t.Fatalf("uuid %q, host %q, names %v", l.VMUUID("esxi51-node"), l.VMHostName("esxi51-node"), l.VMNames())
 	}
 	var vm mo.VirtualMachine
-	retrieve(t, l.Client(), vmRef(l, "esxi51-node"), []string{"config.version", "runtime.powerState"}, &vm)
+	retrieve(t, l.Client(), vmRef(l, "esxi51-node"), []string{"config.version", "runtime.powerState", "guest"}, &vm)
 	if vm.Config.Version != "vmx-09" || vm.Runtime.PowerState != types.VirtualMachinePowerStatePoweredOff {
 		t.Fatalf("version %s, power %s", vm.Config.Version, vm.Runtime.PowerState)
+	}
+	if vm.Guest != nil && (vm.Guest.GuestFamily != "" || vm.Guest.GuestFullName != "") {
+		t.Errorf("a new VM reports a guest OS: %q, %q", vm.Guest.GuestFamily, vm.Guest.GuestFullName)
 	}
 	if err := l.CreateVM(ctx, "nowhere", "no-such-host", 19); err == nil {
 		t.Fatal("a VM on an unknown host: no error")
