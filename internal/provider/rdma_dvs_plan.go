@@ -120,6 +120,9 @@ func (r *rdmaDVSResource) change(ctx context.Context, plan, state *rdmaDVSModel,
 	}
 	if !plan.Hosts.IsUnknown() {
 		ch.Hosts = &vsphere.DVSHostsChange{SwitchName: plan.Name.ValueString(), Planned: dvsHosts(ctx, plan.Hosts, diags), Version: version}
+		if !plan.DatacenterID.IsUnknown() {
+			ch.Hosts.DatacenterID = plan.DatacenterID.ValueString()
+		}
 		if state != nil {
 			ch.Hosts.SwitchUUID, ch.Hosts.Current = state.ID.ValueString(), dvsHosts(ctx, state.Hosts, diags)
 			ch.Hosts.CurrentVersion = state.Version.ValueString()
@@ -262,6 +265,11 @@ func addDVSFinding(diags *diag.Diagnostics, f vsphere.Finding, w dvsWording) {
 				"adapters first (destroy their vspherehpc_vm_pvrdma_nic or vspherehpc_vm_sriov_nic, or remove them in vCenter), or "+
 				"move the VMs to a host that stays, then remove the host.",
 				f.Host, f.HostID, w.switchName, vsphere.DescribeSwitchUsers(f.Users)))
+	case vsphere.HostInOtherDatacenter:
+		diags.AddAttributeError(at, "Host of another datacenter",
+			fmt.Sprintf("Host %s (%s) is in datacenter %s (%s), not in %s, the datacenter of switch %s: a distributed switch takes the "+
+				"hosts of its own datacenter only, and vCenter would refuse the host at apply. Leave the host out of this switch, or give "+
+				"it a switch in datacenter %s.", f.Host, f.HostID, f.Datacenter, f.DatacenterID, f.SwitchDatacenterID, f.SwitchName, f.DatacenterID))
 	case vsphere.VersionNotOffered:
 		diags.AddAttributeError(path.Root("version"), "Switch version not offered",
 			fmt.Sprintf("vCenter offers distributed switch versions %s, not %s.", listOrNone(f.Offered), f.Wanted))

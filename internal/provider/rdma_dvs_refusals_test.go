@@ -352,3 +352,34 @@ func repeat(s string, n int) []any {
 	}
 	return out
 }
+
+// A host of another datacenter cannot join a switch: a distributed switch
+// spans the hosts of its own datacenter. The plan refuses it, naming both
+// datacenters, from the one read it makes of each joining host (its
+// datacenter comes through the host's parents in the same call), so no
+// switch is created, and tainted, by an apply vCenter refuses.
+func TestAccRDMADVS_hostOfAnotherDatacenterRefusedAtPlan(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	simulatedOnly(t, lab, "adds a datacenter and a host")
+	ctx := context.Background()
+	must(t, lab.CreateDatacenter(ctx, "site-b", "dc-b"))
+	other, err := lab.AddStandaloneHost(ctx, "/site-b/dc-b", "esx-b.example.com")
+	must(t, err)
+	hosts := allHosts(lab, lab.RDMANICs()[0])
+	withOther := dvsConfig(lab, "rdma", hosts, fmt.Sprintf("  host {\n    host_system_id = %q\n    vmnic          = \"vmnic0\"\n  }\n", other))
+	refused := wrapped(fmt.Sprintf("Host esx-b.example.com (%s) is in datacenter dc-b (", other))
+	explained := wrapped(fmt.Sprintf("not in %s, the datacenter of switch %s: a distributed switch takes the hosts of its own datacenter only",
+		lab.DatacenterID(), testName("rdma")))
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             noNetworksLeft(lab),
+		Steps: []resource.TestStep{
+			{Config: withOther, PlanOnly: true, ExpectError: refused},
+			{Config: withOther, PlanOnly: true, ExpectError: explained},
+			{Config: dvsConfig(lab, "rdma", hosts, "")},
+			// Joining an existing switch: refused the same way.
+			{Config: withOther, PlanOnly: true, ExpectError: refused},
+		},
+	})
+}

@@ -246,6 +246,48 @@ func (l *Lab) CreateDatacenter(ctx context.Context, folderName, datacenterName s
 	return err
 }
 
+// AddStandaloneHost adds a standalone host to the host folder of the
+// datacenter at datacenterPath ("/site-b/dc-b"), as Add Host in the vSphere
+// Client (govc host.add) does, and returns its managed object id. vcsim
+// makes it from its stock ESXi host, without the lab's hardware; it is not
+// among HostNames.
+func (l *Lab) AddStandaloneHost(ctx context.Context, datacenterPath, hostName string) (string, error) {
+	if l.simulatorOnly("AddStandaloneHost") {
+		return "", ErrNotSimulated
+	}
+	dc, err := govmomifind.NewFinder(l.client.Client).Datacenter(ctx, datacenterPath)
+	if err != nil {
+		return "", err
+	}
+	folders, err := dc.Folders(ctx)
+	if err != nil {
+		return "", err
+	}
+	task, err := folders.HostFolder.AddStandaloneHost(ctx, types.HostConnectSpec{HostName: hostName}, true, nil, nil)
+	if err != nil {
+		return "", err
+	}
+	info, err := task.WaitForResult(ctx)
+	if err != nil {
+		return "", err
+	}
+	cr, ok := info.Result.(types.ManagedObjectReference)
+	if !ok {
+		return "", fmt.Errorf("vcsimlab: adding host %s returned no compute resource", hostName)
+	}
+	if cr.Type == "HostSystem" { // vcsim's result; vCenter's is the compute resource (AddStandaloneHost_Task)
+		return cr.Value, nil
+	}
+	var res mo.ComputeResource
+	if err := l.client.RetrieveOne(ctx, cr, []string{"host"}, &res); err != nil {
+		return "", err
+	}
+	if len(res.Host) != 1 {
+		return "", fmt.Errorf("vcsimlab: compute resource of host %s has %d hosts", hostName, len(res.Host))
+	}
+	return res.Host[0].Value, nil
+}
+
 // Fault is a vSphere fault for the lab to inject, in plain values: its type
 // name in the vSphere API reference ("DvsFault", "InvalidName") and, for the
 // types below that carry one, its descriptive field.

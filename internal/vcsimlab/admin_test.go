@@ -120,6 +120,15 @@ func TestAdminCreateDatacenter(t *testing.T) {
 	if err := l.CreateDatacenter(ctx, "site-b", "x"); err == nil {
 		t.Fatal("a second folder of the same name: no error")
 	}
+	// A host of the second datacenter.
+	id, err := l.AddStandaloneHost(ctx, "/site-b/"+l.DatacenterName(), "esx-b.example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, err := object.NewSearchIndex(l.Client().Client).FindByInventoryPath(ctx, "/site-b/"+l.DatacenterName()+"/host/esx-b.example.com/esx-b.example.com")
+	if err != nil || host == nil || host.Reference().Value != id {
+		t.Fatalf("the second datacenter's host: %v, %v; want %s", host, err, id)
+	}
 }
 
 func TestAdminInjectFaults(t *testing.T) {
