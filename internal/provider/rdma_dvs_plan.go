@@ -26,16 +26,27 @@ func (r *rdmaDVSResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	if !req.State.Raw.IsNull() {
 		state = &rdmaDVSModel{}
 		resp.Diagnostics.Append(getModel(ctx, req.State.Schema, req.State.Raw, state)...)
-		r.claims.noteSwitchRead(state.ID.ValueString())
 	}
 	if req.Plan.Raw.IsNull() {
 		if state != nil {
+			r.claims.noteSwitchRead(state.ID.ValueString())
 			r.checkDestroy(ctx, r.dvsID(ctx, state, req.Private, &resp.Diagnostics), &resp.Diagnostics)
 		}
 		return
 	}
 	var plan rdmaDVSModel
 	resp.Diagnostics.Append(getModel(ctx, req.Plan.Schema, req.Plan.Raw, &plan)...)
+	if state != nil {
+		if !plan.Name.Equal(state.Name) || (plan.PortGroup != nil && state.PortGroup != nil && !plan.PortGroup.Name.Equal(state.PortGroup.Name)) {
+			// A new switch of this plan may take the names it gives up, and
+			// Terraform may apply that create first: the create waits for
+			// this switch's update (in the apply, whose plan also gets here).
+			// Said before the switch is known as this configuration's, which
+			// lets the new switch's plan take its names.
+			r.client.ExpectSwitchRename(state.ID.ValueString())
+		}
+		r.claims.noteSwitchRead(state.ID.ValueString())
+	}
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -282,7 +293,8 @@ func addDVSFinding(diags *diag.Diagnostics, f vsphere.Finding, w dvsWording) {
 			diags.AddAttributeError(path.Root("name"), "Switch name taken",
 				fmt.Sprintf("Datacenter %s already has a distributed switch called %q (%s); vCenter keeps switch names unique in a "+
 					"datacenter. Choose another name, or import that switch (terraform import on this resource with its UUID) to "+
-					"manage it.", w.datacenter, f.Name, f.ID))
+					"manage it. If this configuration renames that switch, make this switch depend on the switch's resource "+
+					"(depends_on): Terraform then plans and applies the rename first.", w.datacenter, f.Name, f.ID))
 			return
 		}
 		if f.OnSwitch {

@@ -748,3 +748,72 @@ func TestAccRDMADVS_namesWithSlashPercentBackslash(t *testing.T) {
 		},
 	})
 }
+
+// A switch renamed while a new switch of the same configuration takes its
+// old names. When the new switch depends on the renamed one (planned and
+// applied after it), the apply renames, then creates; whatever order
+// Terraform applies them in otherwise, the create waits in the provider
+// for the rename (vsphere's TestCreateDVSWaitsForTheSwitchWhoseNamesItTakes).
+// When the renamed switch depends on the new one instead, the new one is
+// planned first, while the old names are still another switch's: refused at
+// plan, saying to make it depend on the renamed switch.
+func TestAccRDMADVS_newSwitchTakesTheNamesOfOneRenamed(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	nics := lab.RDMANICs()
+	switchConfig := func(resourceName, name, portGroup, nic, extra string) string {
+		var b strings.Builder
+		for _, h := range lab.HostNames() {
+			fmt.Fprintf(&b, "  host {\n    host_system_id = %q\n    vmnic          = %q\n  }\n", lab.HostID(h), nic)
+		}
+		return fmt.Sprintf(`
+resource "vspherehpc_rdma_dvs" %q {
+  datacenter_id = %q
+  name          = %q
+  port_group {
+    name = %q
+  }
+%s%s
+}
+`, resourceName, lab.DatacenterID(), testName(name), testName(portGroup), b.String(), extra)
+	}
+	before := providerConfig(lab) + switchConfig("old", "rdma", "pvrdma-vms", nics[0], "")
+	both := func(oldExtra, newExtra string) string {
+		return providerConfig(lab) + switchConfig("old", "rdma-old", "pvrdma-vms-old", nics[0], oldExtra) +
+			switchConfig("new", "rdma", "pvrdma-vms", nics[1], newExtra)
+	}
+	names := func(addr, name, portGroup string) []statecheck.StateCheck {
+		return []statecheck.StateCheck{
+			statecheck.ExpectKnownValue(addr, tfjsonpath.New("name"), knownvalue.StringExact(testName(name))),
+			statecheck.ExpectKnownValue(addr, tfjsonpath.New("port_group").AtMapKey("name"), knownvalue.StringExact(testName(portGroup))),
+		}
+	}
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             noNetworksLeft(lab),
+		Steps: []resource.TestStep{
+			{Config: before},
+			{
+				// The renamed switch depends on the new one: refused at plan.
+				Config: both(`  depends_on = [vspherehpc_rdma_dvs.new]`, ""), PlanOnly: true,
+				ExpectError: wrapped(fmt.Sprintf("already has a distributed switch called %q", testName("rdma")) +
+					" (dvs-" /* its id follows */),
+			},
+			{
+				Config: both(`  depends_on = [vspherehpc_rdma_dvs.new]`, ""), PlanOnly: true,
+				ExpectError: wrapped("If this configuration renames that switch, make this switch depend on the switch's resource (depends_on): " +
+					"Terraform then plans and applies the rename first."),
+			},
+			{
+				// The new switch depends on the renamed one: renamed, then created.
+				Config: both("", `  depends_on = [vspherehpc_rdma_dvs.old]`),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("vspherehpc_rdma_dvs.old", plancheck.ResourceActionUpdate),
+					plancheck.ExpectResourceAction("vspherehpc_rdma_dvs.new", plancheck.ResourceActionCreate),
+				}},
+				ConfigStateChecks: append(names("vspherehpc_rdma_dvs.old", "rdma-old", "pvrdma-vms-old"),
+					names("vspherehpc_rdma_dvs.new", "rdma", "pvrdma-vms")...),
+			},
+		},
+	})
+}

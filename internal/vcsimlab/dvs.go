@@ -261,7 +261,8 @@ func reconfigureDVS(ctx *simulator.Context, s *simulator.DistributedVirtualSwitc
 func applyDVSConfig(s *simulator.DistributedVirtualSwitch, cs *types.DVSConfigSpec, vs *types.VMwareDVSConfigSpec) {
 	cfg := s.Config.GetDVSConfigInfo()
 	if cs.Name != "" {
-		s.Name = cs.Name
+		// The entity's name too, which vcsim's name checks read.
+		s.Name, s.Entity().Name = cs.Name, cs.Name
 		cfg.Name = cs.Name
 		s.Summary.Name = cs.Name
 	}

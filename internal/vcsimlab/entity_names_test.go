@@ -65,3 +65,21 @@ func TestSwitchAndPortGroupNamesStoredEscaped(t *testing.T) {
 		t.Error("AddDVPortgroup_Task stored no port group a%5cb")
 	}
 }
+
+// A switch or port group renamed gives up its old name: a new switch and
+// port group can take it (vcsim's name checks read the entity's name, which
+// the lab's rename sets too).
+func TestRenamedSwitchAndPortGroupNamesAreFree(t *testing.T) {
+	t.Parallel()
+	l := newLab(t)
+	s := l.createDVS("sw")
+	pg := l.createPortgroup(s, "pg")
+	if err := l.reconfigure(s, &types.VMwareDVSConfigSpec{DVSConfigSpec: types.DVSConfigSpec{Name: "sw-old"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.reconfigurePortgroup(pg, types.DVPortgroupConfigSpec{Name: "pg-old"}); err != nil {
+		t.Fatal(err)
+	}
+	again := l.createDVS("sw") // fails the test when the name is still taken
+	l.createPortgroup(again, "pg")
+}

@@ -116,7 +116,8 @@ func reconfigurePortgroup(ctx *simulator.Context, pg *simulator.DistributedVirtu
 func applyPortgroupConfig(pg *simulator.DistributedVirtualPortgroup, spec *types.DVPortgroupConfigSpec) {
 	c := &pg.Config
 	if spec.Name != "" {
-		pg.Name = spec.Name
+		// The entity's name too, which vcsim's name checks read.
+		pg.Name, pg.Entity().Name = spec.Name, spec.Name
 		c.Name = spec.Name
 	}
 	if spec.NumPorts != 0 {

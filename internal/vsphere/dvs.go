@@ -137,6 +137,9 @@ func (c *Client) CreateDVS(ctx context.Context, spec DVSSpec) (DVSID, string, er
 	if err := c.readObject(ctx, vc, datacenterRef(spec.DatacenterID), []string{"networkFolder"}, &dc); err != nil {
 		return DVSID{}, "", datacenterError(op, spec.DatacenterID, err)
 	}
+	if err := c.awaitNames(ctx, op, vc, spec); err != nil {
+		return DVSID{}, "", err
+	}
 	create := types.DVSCreateSpec{ConfigSpec: &types.VMwareDVSConfigSpec{
 		DVSConfigSpec: types.DVSConfigSpec{
 			Name:             storedName(spec.Name),
@@ -366,7 +369,8 @@ func (d *DVS) OnlyPortGroup() {
 // switch configuration with host membership, Network I/O Control, port
 // group. Each step runs only when something in it differs. It returns the
 // key of the port group, which it creates when current has none.
-func (c *Client) UpdateDVS(ctx context.Context, current *DVS, spec DVSSpec) (string, error) {
+func (c *Client) UpdateDVS(ctx context.Context, current *DVS, spec DVSSpec) (key string, err error) {
+	defer func() { c.applies.end(current.UUID, err) }() // a create of this apply may wait for its rename
 	return c.applyDVS(ctx, fmt.Sprintf("updating distributed switch %q", current.Name), current, spec)
 }
 

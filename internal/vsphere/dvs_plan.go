@@ -603,8 +603,11 @@ type DVSNamesChange struct {
 // that the switch's and port group's names are free in its network folder,
 // where vCenter keeps switches, port groups and standard networks under
 // unique names. A new switch may take the names of a switch this
-// configuration manages (DVSNamesChange.Managed): that is a replacement (a
-// tainted or -replace'd switch), destroyed before the new one is created.
+// configuration manages (DVSNamesChange.Managed): a replacement (a tainted
+// or -replace'd switch, destroyed before the new one is created), or a
+// switch the same plan renames (the claims of its new names keep a switch
+// that stays from being named twice; the create waits for the rename, see
+// dvs_order.go).
 func (c *Client) planDVSNames(ctx context.Context, ch DVSNamesChange) ([]Finding, error) {
 	op := fmt.Sprintf("checking the names of distributed switch %q", ch.SwitchName)
 	ctx, cancel := c.withTimeout(ctx)
