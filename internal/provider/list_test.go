@@ -419,3 +419,31 @@ func TestAccList_templatesLeftOut(t *testing.T) {
 		}
 	}
 }
+
+// A powered-on VM whose adopted setup changes (here a window too small for
+// its GPU) needs to be off for the change: the query says so, with the two
+// ways to do it, beside the change itself; one whose setup stays as it is
+// is not said to.
+func TestAccList_gpuSetupChangeOfARunningVMSaysPowerOff(t *testing.T) {
+	t.Parallel()
+	lab := handBuiltLab(t)
+	vms := lab.VMNames()
+	for _, vm := range vms[:2] {
+		must(t, lab.PowerOnVM(context.Background(), vm))
+	}
+	d := newTFDir(t, lab, adoptExample(t))
+	d.env = append(d.env, "TF_VAR_datacenter="+lab.DatacenterName())
+	_, warnings := queryDiagnostics(t, d)
+	for _, want := range []string{
+		fmt.Sprintf("Virtual machine %s has an MMIO window of %d GB for 80 GB of GPU memory: too small to boot", vms[1], vcsimlab.HandBuiltSmallWindow),
+		fmt.Sprintf("Virtual machine %s is powered on, and these changes need it off: power it off before the apply, or set "+
+			"power_off_allowed = true in the generated configuration", vms[1]),
+	} {
+		if !slices.ContainsFunc(warnings, func(w string) bool { return strings.Contains(w, want) }) {
+			t.Errorf("no warning %q; the warnings:\n%s", want, strings.Join(warnings, "\n"))
+		}
+	}
+	if slices.ContainsFunc(warnings, func(w string) bool { return strings.Contains(w, vms[0]+" is powered on") }) {
+		t.Errorf("%s, whose setup does not change, is said to need powering off:\n%s", vms[0], strings.Join(warnings, "\n"))
+	}
+}
