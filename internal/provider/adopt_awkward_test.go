@@ -31,6 +31,7 @@ const (
 	labelledVM    = "labelled-gpu"   // a Dynamic DirectPath GPU with a hardware label
 	dynamicPairVM = "dynamic-pair"   // two Dynamic DirectPath GPUs of one model
 	lostVM        = "lost-files"     // a PVRDMA adapter, its files unreachable (inaccessible)
+	keysOnlyVM    = "keys-only"      // pciPassthru.use64bitMMIO and nothing else: no device, no window
 )
 
 // The InfiniBand card awkwardLab uses on the third host: SR-IOV on its
@@ -76,7 +77,7 @@ func awkwardLab(t *testing.T, needReboot bool) *vcsimlab.Lab {
 	must(t, lab.CreateSwitchByHand(ctx, awkwardSwitch, h0, "vmnic5"))
 	must(t, lab.AddPortGroup(ctx, awkwardSwitch, awkwardPortGroup, 8))
 
-	for name, host := range map[string]string{pfOnlyVM: h2, vfWindowVM: h2, labelledVM: h2, dynamicPairVM: h0, lostVM: h1} {
+	for name, host := range map[string]string{pfOnlyVM: h2, vfWindowVM: h2, labelledVM: h2, dynamicPairVM: h0, lostVM: h1, keysOnlyVM: h1} {
 		must(t, lab.CreateVM(ctx, name, host, 19))
 	}
 	must(t, lab.AttachGPU(ctx, biosGuestVM, lab.GPUs()[0]))
@@ -85,6 +86,7 @@ func awkwardLab(t *testing.T, needReboot bool) *vcsimlab.Lab {
 	must(t, lab.SetVMFirmware(ctx, vfWindowVM, "efi"))
 	must(t, lab.SetVMExtraConfig(ctx, vfWindowVM, "pciPassthru.use64bitMMIO", "TRUE"))
 	must(t, lab.SetVMExtraConfig(ctx, vfWindowVM, "pciPassthru.64bitMMIOSizeGB", "32"))
+	must(t, lab.SetVMExtraConfig(ctx, keysOnlyVM, "pciPassthru.use64bitMMIO", "TRUE"))
 	must(t, lab.AttachDynamicGPU(ctx, labelledVM, 0x10de, 0x2330))
 	must(t, lab.NarrowDynamicGPUs(ctx, labelledVM, "team-b", 0, 0))
 	for range 2 {
@@ -274,7 +276,9 @@ func adoptAwkwardLab(t *testing.T, needReboot bool) {
 		pfOnlyVM + ":": {vmSetup, "has passthrough devices but no GPU, and no MMIO window (pciPassthru.64bitMMIOSizeGB is not set). " +
 			"vspherehpc_vm_gpu_mmio sets a window on every VM it manages, and with no GPU to size it from it takes mmio_size_gb: the " +
 			"generated configuration gives 64 GB"},
-		vfWindowVM + ":":    {[]string{"memory_reservation_locked_to_max"}, "the plan of the generated configuration reserves all its guest memory"},
+		vfWindowVM + ":": {[]string{"memory_reservation_locked_to_max"}, "the plan of the generated configuration reserves all its guest memory"},
+		keysOnlyVM + ":": {[]string{"firmware", "memory_reservation_locked_to_max", "mmio_size_gb"}, "has no passthrough device, and no MMIO " +
+			"window (pciPassthru.64bitMMIOSizeGB is not set)"},
 		labelledVM + ":":    {append([]string{"gpu"}, vmSetup...), `has a hardware label ("team-b")`},
 		dynamicPairVM + ":": {vmSetup, "no MMIO window (pciPassthru.64bitMMIOSizeGB is not set) for 160 GB of GPU memory"},
 	}

@@ -152,7 +152,15 @@ func adoptWindow(s vsphere.ListedGPUMMIO, m *vmGPUMMIOModel) string {
 	valid := mmio.IsPowerOfTwo(window) && window <= mmio.MaxSizeGB
 	if len(s.Sorted.GPUs) > 0 {
 		rule, err := mmio.SizeGB(s.Sorted.GPUMemoryGB)
-		if err != nil || (valid && window >= rule) {
+		switch {
+		case err != nil && valid:
+			return "" // the GPUs' memory is not known: the VM's window stands
+		case err != nil:
+			m.MMIOSizeGB = types.Int64Null()
+			return fmt.Sprintf("Virtual machine %s has %s, and its host does not report the memory of its GPUs, so the rule cannot size "+
+				"one: set mmio_size_gb in the generated configuration (vspherehpc_mmio_size computes it from the GPUs' memory), or its "+
+				"plan is refused.", s.VM.Name, windowOrNone(window))
+		case valid && window >= rule:
 			return ""
 		}
 		m.MMIOSizeGB = types.Int64Null()
@@ -177,10 +185,14 @@ func adoptWindow(s vsphere.ListedGPUMMIO, m *vmGPUMMIOModel) string {
 	}
 	m.MMIOSizeGB = types.Int64Value(size)
 	if window == 0 {
-		return fmt.Sprintf("Virtual machine %s has passthrough devices but no GPU, and no MMIO window (%s is not set). "+
+		devices := "passthrough devices but no GPU"
+		if len(s.Devices) == 0 {
+			devices = "no passthrough device"
+		}
+		return fmt.Sprintf("Virtual machine %s has %s, and no MMIO window (%s is not set). "+
 			"vspherehpc_vm_gpu_mmio sets a window on every VM it manages, and with no GPU to size it from it takes mmio_size_gb: the "+
 			"generated configuration gives %d GB, which holds the devices (a ConnectX function's BARs are megabytes), and its plan sets it.",
-			s.VM.Name, mmio.SizeGBKey, size)
+			s.VM.Name, devices, mmio.SizeGBKey, size)
 	}
 	return fmt.Sprintf("Virtual machine %s has %s, which vSphere does not take: %s. The generated configuration gives %d GB, and its "+
 		"plan sets it.", s.VM.Name, mmioWindowOf(window), windowFault(window), size)
@@ -216,4 +228,12 @@ func mmioWindow(gb int64) string {
 // mmioWindowOf names a window that is set, in a sentence.
 func mmioWindowOf(gb int64) string {
 	return fmt.Sprintf("an MMIO window of %d GB", gb)
+}
+
+// windowOrNone names a window, set or not, in a sentence.
+func windowOrNone(gb int64) string {
+	if gb == 0 {
+		return "no MMIO window"
+	}
+	return mmioWindowOf(gb)
 }

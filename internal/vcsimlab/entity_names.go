@@ -22,13 +22,19 @@ func escapeEntityName(name string) string {
 			b.WriteString("%2f")
 		case c == '\\':
 			b.WriteString("%5c")
-		case c == '%' && !(i+2 < len(name) && isHex(name[i+1]) && isHex(name[i+2])):
+		case c == '%' && !startsEscape(name[i+1:]):
 			b.WriteString("%25")
 		default:
 			b.WriteByte(c)
 		}
 	}
 	return b.String()
+}
+
+// startsEscape reports whether what follows a '%' makes it an escape
+// sequence: two hex digits.
+func startsEscape(rest string) bool {
+	return len(rest) >= 2 && isHex(rest[0]) && isHex(rest[1])
 }
 
 func isHex(c byte) bool {
