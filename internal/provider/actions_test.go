@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
-	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vsphere"
 )
 
 // The host reboot action through terraform apply -invoke (Terraform 1.14):
@@ -98,46 +97,6 @@ action "vspherehpc_host_reboot" "esx" {
 	}
 	if w := lab.MaintenanceWindows(); len(w) != 0 {
 		t.Errorf("maintenance windows %+v, want none", w)
-	}
-}
-
-// The VM power action: on, restart, off, each through -invoke; a VM
-// already on is left alone.
-func TestAccActions_vmPower(t *testing.T) {
-	t.Parallel()
-	needsTerraform114(t)
-	lab := startLab(t, vcsimlab.Options{})
-	vm := lab.VMNames()[0]
-	actions := ""
-	for _, power := range []string{"on", "off", "restart"} {
-		actions += fmt.Sprintf(`
-action "vspherehpc_vm_power" %q {
-  config {
-    virtual_machine_id = %q
-    power              = %q
-    power_off_allowed  = true
-    shutdown_timeout   = "2s"
-  }
-}
-`, power, lab.VMUUID(vm), power)
-	}
-	d := newTFDir(t, lab, map[string]string{"main.tf": requiredProviders + actions})
-	state := func() vsphere.PowerState {
-		v, err := labService(lab).VM(context.Background(), lab.VMUUID(vm))
-		must(t, err)
-		return v.PowerState
-	}
-	if out := d.run("apply", "-invoke=action.vspherehpc_vm_power.on", "-auto-approve"); !strings.Contains(out, "powering "+vm+" on") || state() != vsphere.PoweredOn {
-		t.Errorf("power on: %s\n%s", state(), out)
-	}
-	if out := d.run("apply", "-invoke=action.vspherehpc_vm_power.on", "-auto-approve"); !strings.Contains(out, vm+" is already on") {
-		t.Errorf("power on of a running VM:\n%s", out)
-	}
-	if out := d.run("apply", "-invoke=action.vspherehpc_vm_power.restart", "-auto-approve"); !strings.Contains(out, "powering "+vm+" on") || state() != vsphere.PoweredOn {
-		t.Errorf("restart: %s\n%s", state(), out)
-	}
-	if out := d.run("apply", "-invoke=action.vspherehpc_vm_power.off", "-auto-approve"); state() != vsphere.PoweredOff {
-		t.Errorf("power off: %s\n%s", state(), out)
 	}
 }
 

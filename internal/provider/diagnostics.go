@@ -90,6 +90,7 @@ func errorDetail(err error) string {
 // idHints say where a configuration finds the id of each kind of object.
 var idHints = map[vsphere.Object]string{
 	vsphere.ObjectDatacenter:     "data.vspherehpc_datacenter looks one up by name",
+	vsphere.ObjectCluster:        "data.vspherehpc_cluster looks one up by name",
 	vsphere.ObjectHost:           "data.vspherehpc_host looks one up by name",
 	vsphere.ObjectVirtualMachine: "use vsphere_virtual_machine's id, or data.vspherehpc_virtual_machine to look one up by name",
 	vsphere.ObjectPortGroup:      "use the port_group_id of a vspherehpc_rdma_dvs, or vsphere_distributed_port_group's id",
@@ -156,9 +157,21 @@ func requireVCenter(client *vsphere.Client, diags *diag.Diagnostics) bool {
 }
 
 // notFoundDiag refuses an argument that names an object vCenter does not
-// have, at plan time, with where the right id is found.
+// have, at plan time, with where the right id is found: "Not a host id"
+// when the id given has another form (a name, another object's id), "No
+// such host" when it has the form and its object is not there.
 func notFoundDiag(at path.Path, err error) diag.Diagnostic {
-	return diag.NewAttributeErrorDiagnostic(at, "No such object in vCenter", errorDetail(err)+".")
+	summary := "No such object in vCenter"
+	var e *vsphere.Error
+	if errors.As(err, &e) && e.Object != "" {
+		summary = "No such " + string(e.Object)
+		for _, looks := range e.Looks {
+			if !looks.Fits(e.Object) {
+				summary = "Not a " + string(e.Object) + " id"
+			}
+		}
+	}
+	return diag.NewAttributeErrorDiagnostic(at, summary, errorDetail(err)+".")
 }
 
 // argumentOf is the argument that names the object an error concerns; the

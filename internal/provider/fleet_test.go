@@ -190,6 +190,37 @@ func TestAccFleet_refreshAtScaleWithLatencyIsDeterministic(t *testing.T) {
 		"64 hosts and 256 VMs given by id, 20 ms per call", 3, 3)
 }
 
+// Whether refreshes make the same calls does not depend on the machine's
+// speed. On a slow machine a command runs longer than the sessions'
+// keep-alive interval, and keep-alives (CurrentTime) go out: from clients
+// left idle (those of earlier commands, still alive in the test process),
+// or a refresh's own between Terraform's calls. Here sessions send one
+// whenever they sit idle for 20 ms, as on the slowest machine: the refreshes
+// still make the same calls, and the lab saw keep-alives during them.
+func TestAccFleet_refreshesAlikeWhateverTheKeepAlives(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{Hosts: 2, VMs: 4})
+	simulatedOnly(t, lab, "counts SOAP calls")
+	refreshes := sameRefreshes(t, lab, "2 hosts and 4 VMs found by name, keep-alives every 20 ms idle", 2, 6)
+	keepAlives := 0
+	for i := range refreshes {
+		check := refreshes[i].Check
+		refreshes[i].Check = func(s *terraform.State) error {
+			keepAlives += lab.KeepAlives()
+			return check(s)
+		}
+	}
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: map[string]func() (tfprotov6.ProviderServer, error){
+			"vspherehpc": providerserver.NewProtocol6WithError(&vspherehpcProvider{version: "test", keepAliveIdle: 20 * time.Millisecond}),
+		},
+		Steps: append([]resource.TestStep{{Config: fleetConfig(lab)}}, refreshes...),
+	})
+	if keepAlives == 0 {
+		t.Error("the lab saw no keep-alive during the refreshes: the test did not send what a slow machine does")
+	}
+}
+
 // refreshesAlike applies config on a lab of the given size at full speed,
 // then refreshes it n times, latency added to every call, with
 // sameRefreshes.
@@ -321,6 +352,8 @@ func TestAccFleet_refreshWithLookupsAtScaleWithLatencyIsDeterministic(t *testing
 
 // sameRefreshes is n refresh steps, each counting its calls: every one must
 // make the calls the first made, and at most most RetrievePropertiesEx.
+// Session keep-alives are not among the calls (see vcsimlab's KeepAlives):
+// how many go out depends on the machine's speed.
 func sameRefreshes(t *testing.T, lab *vcsimlab.Lab, what string, n, most int) []resource.TestStep {
 	var first map[string]int
 	var steps []resource.TestStep
@@ -330,7 +363,7 @@ func sameRefreshes(t *testing.T, lab *vcsimlab.Lab, what string, n, most int) []
 			PreConfig:    lab.ResetCalls,
 			Check: func(*terraform.State) error {
 				calls := lab.Calls()
-				t.Logf("refresh %d of %s: %v", i+1, what, calls)
+				t.Logf("refresh %d of %s: %v, and %d keep-alives", i+1, what, calls, lab.KeepAlives())
 				if first == nil {
 					first = calls
 				} else if fmt.Sprint(calls) != fmt.Sprint(first) {

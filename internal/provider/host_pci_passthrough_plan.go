@@ -32,7 +32,8 @@ func (r *hostPCIPassthroughResource) claimDevices(instance planInstance, ch vsph
 // is still in use, and plans each device on; a device not yet active leaves
 // reboot_required unknown.
 func (r *hostPCIPassthroughResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	if !requireVCenter(r.client, &resp.Diagnostics) {
+	if !requireVCenter(r.client, &resp.Diagnostics) ||
+		refuseImportOfOther(ctx, r.claims, req, &resp.Diagnostics, "passthrough", path.Root("host_system_id"), path.Root("pci_ids")) {
 		return
 	}
 	before := map[string]bool{}

@@ -474,34 +474,31 @@ func (r *hostPCIPassthroughResource) Delete(ctx context.Context, req resource.De
 // with passthrough on, "<host id>:<pci id>,<pci id>" those devices. Destroy
 // leaves them on, as they were found.
 func (r *hostPCIPassthroughResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	defer passthroughIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
-	importID := passthroughIdentity.importIDOf(ctx, req, &resp.Diagnostics)
-	hostID, list, listed := strings.Cut(importID, ":")
-	if listed && list == "" {
-		resp.Diagnostics.AddError("Nothing to import",
-			fmt.Sprintf("Import %q names no device. List the devices after the colon (or in the identity's pci_ids), or give the host "+
-				"alone to adopt every device with passthrough on.", importID))
+	defer passthroughIdentity.adopted(ctx, r.claims, resp)
+	target, ok := passthroughIdentity.target(ctx, req, &resp.Diagnostics)
+	if !ok {
 		return
 	}
+	hostID, listed := target.HostSystemID.ValueString(), !target.PCIIDs.IsNull()
 	host, err := r.client.HostPassthrough(ctx, hostID)
 	if err != nil {
-		resp.Diagnostics.Append(vsphereErrorDiag("Cannot import the PCI passthrough of host "+hostID, err))
+		lookupFailed(req, &resp.Diagnostics, "Cannot import the PCI passthrough of host "+hostID, "host_system_id", hostID, err)
 		return
 	}
 	var wanted []string
-	if list != "" {
+	if listed {
 		var problems []string
-		if wanted, problems = importedDevices(host, list); len(problems) > 0 {
+		if wanted, problems = importedDevices(host, listStrings(target.PCIIDs)); len(problems) > 0 {
 			resp.Diagnostics.AddError("Cannot import these devices",
-				fmt.Sprintf("Import %q: %s. Devices of host %s (%s) with passthrough on: %s.",
-					importID, strings.Join(problems, "; "), host.HostName, hostID, listOrNone(enabledDevices(host))))
+				fmt.Sprintf("%s: %s. Devices of host %s (%s) with passthrough on: %s.",
+					importWords(req), strings.Join(problems, "; "), host.HostName, hostID, listOrNone(enabledDevices(host))))
 			return
 		}
 	}
 	before := map[string]bool{}
 	var ids []string
 	for _, d := range host.Devices {
-		if d.Enabled && (list == "" || slices.Contains(wanted, d.PCIID)) {
+		if d.Enabled && (!listed || slices.Contains(wanted, d.PCIID)) {
 			before[d.PCIID], ids = true, append(ids, d.PCIID)
 		}
 	}
@@ -526,12 +523,12 @@ func (r *hostPCIPassthroughResource) ImportState(ctx context.Context, req resour
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("devices"), deviceList)...)
 }
 
-// importedDevices reads an import id's comma-separated PCI ids (spaces and
-// case as people type them) as the host names its devices, and words each
-// entry that cannot be imported: one listed twice, one the host lacks, one
-// with passthrough off.
-func importedDevices(h *vsphere.HostPassthrough, list string) (ids, problems []string) {
-	for _, entry := range strings.Split(list, ",") {
+// importedDevices reads an import's PCI ids (spaces and case as people
+// type them) as the host names its devices, and words each entry that
+// cannot be imported: one listed twice, one the host lacks, one with
+// passthrough off.
+func importedDevices(h *vsphere.HostPassthrough, entries []string) (ids, problems []string) {
+	for _, entry := range entries {
 		id := strings.ToLower(strings.TrimSpace(entry))
 		d := h.Device(id)
 		switch {

@@ -15,7 +15,8 @@ import (
 // ModifyPlan checks the vmknic against the host's adapters while planning,
 // so a typo fails the plan with the adapters listed, not the apply.
 func (r *hostPVRDMASettingsResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	if !requireVCenter(r.client, &resp.Diagnostics) || req.Plan.Raw.IsNull() {
+	if !requireVCenter(r.client, &resp.Diagnostics) || req.Plan.Raw.IsNull() ||
+		refuseImportOfOther(ctx, r.claims, req, &resp.Diagnostics, "PVRDMA settings", path.Root("host_system_id")) {
 		return
 	}
 	var plan hostPVRDMASettingsModel

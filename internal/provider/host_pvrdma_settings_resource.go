@@ -232,11 +232,15 @@ func (r *hostPVRDMASettingsResource) Delete(ctx context.Context, req resource.De
 // ImportState adopts a host's settings as they are, and records them as the
 // values destroy puts back.
 func (r *hostPVRDMASettingsResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	defer hostIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
-	hostID := hostIdentity.importIDOf(ctx, req, &resp.Diagnostics)
+	defer hostIdentity.adopted(ctx, r.claims, resp)
+	target, ok := hostIdentity.target(ctx, req, &resp.Diagnostics)
+	if !ok {
+		return
+	}
+	hostID := target.HostSystemID.ValueString()
 	host, err := r.client.HostPVRDMA(ctx, hostID)
 	if err != nil {
-		resp.Diagnostics.Append(vsphereErrorDiag("Cannot import the PVRDMA settings of host "+hostID, err))
+		lookupFailed(req, &resp.Diagnostics, "Cannot import the PVRDMA settings of host "+hostID, "host_system_id", hostID, err)
 		return
 	}
 	resp.Diagnostics.Append(savePrevious(ctx, resp.Private, host.Settings)...)

@@ -222,7 +222,7 @@ func TestAccHostPVRDMASettings_hostRemoved(t *testing.T) {
 				PreConfig:   func() { must(t, lab.RemoveHost(context.Background(), name)) },
 				Config:      fmt.Sprintf("%s\nresource \"vspherehpc_host_pvrdma_settings\" \"h\" {\n  host_system_id = %q\n}\n", providerConfig(lab), id),
 				PlanOnly:    true,
-				ExpectError: wrapped(fmt.Sprintf("no host has id %s; host ids are managed object ids such as host-12; data.vspherehpc_host looks one up by name.", id)),
+				ExpectError: wrapped(fmt.Sprintf("no host has id %s; data.vspherehpc_host looks one up by name.", id)),
 			},
 		},
 	})

@@ -18,7 +18,8 @@ import (
 // ModifyPlan checks the function and the count when either changes, and a
 // destroy's restore against the VMs' use of the virtual functions.
 func (r *hostSRIOVResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	if !requireVCenter(r.client, &resp.Diagnostics) {
+	if !requireVCenter(r.client, &resp.Diagnostics) ||
+		refuseImportOfOther(ctx, r.claims, req, &resp.Diagnostics, "SR-IOV function", path.Root("host_system_id"), path.Root("pci_id")) {
 		return
 	}
 	if req.Plan.Raw.IsNull() {

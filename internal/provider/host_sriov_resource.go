@@ -324,16 +324,16 @@ func (r *hostSRIOVResource) Delete(ctx context.Context, req resource.DeleteReque
 
 // ImportState takes "<host id>:<PCI id>"; destroy then leaves SR-IOV as found.
 func (r *hostSRIOVResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	defer hostDeviceIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
-	importID := hostDeviceIdentity.importIDOf(ctx, req, &resp.Diagnostics)
-	hostID, pciID, ok := strings.Cut(importID, ":")
-	if !ok || !pciIDPattern.MatchString(pciID) {
-		resp.Diagnostics.AddError("Invalid import id", fmt.Sprintf("Import SR-IOV as <host id>:<PCI id>, e.g. host-12:0000:86:00.0, not %q.", importID))
+	defer hostDeviceIdentity.adopted(ctx, r.claims, resp)
+	target, ok := hostDeviceIdentity.target(ctx, req, &resp.Diagnostics)
+	if !ok {
 		return
 	}
+	hostID, pciID := target.HostSystemID.ValueString(), strings.ToLower(target.PCIID.ValueString())
+	importID := hostID + ":" + pciID // in messages only
 	h, err := r.client.HostPassthrough(ctx, hostID)
 	if err != nil {
-		resp.Diagnostics.Append(vsphereErrorDiag("Cannot import SR-IOV "+importID, err))
+		lookupFailed(req, &resp.Diagnostics, "Cannot import SR-IOV "+importID, "host_system_id", hostID, err)
 		return
 	}
 	m := hostSRIOVModel{HostSystemID: types.StringValue(hostID), PCIID: types.StringValue(pciID)}

@@ -66,8 +66,8 @@ list %q "q" {
 // clear error, and a host filter keeps out everything not on that host.
 func scopeErrors(lab *vcsimlab.Lab) []query {
 	return []query{
-		{config: `    datacenter_id = "datacenter-999"`, err: "datacenter datacenter-999 does not exist"},
-		{config: `    cluster_id = "domain-c999"`, err: "cluster domain-c999 does not exist"},
+		{config: `    datacenter_id = "datacenter-999"`, err: "no datacenter has id datacenter-999"},
+		{config: `    cluster_id = "domain-c999"`, err: "no cluster has id domain-c999"},
 		{config: fmt.Sprintf("    datacenter_id = %q\n    cluster_id = \"domain-c1\"", lab.DatacenterID()), err: "cluster_id"},
 	}
 }

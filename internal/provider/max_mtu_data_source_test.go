@@ -260,7 +260,7 @@ data "vspherehpc_max_mtu" "fabric" {
   vmknic          = %q
 }
 `, existing, lab.Vmknic()), PlanOnly: true,
-				ExpectError: wrapped(`hosts host-9999, host-9998 do not exist; host ids are managed object ids such as host-12; ` +
+				ExpectError: wrapped(`hosts host-9999, host-9998 do not exist; ` +
 					`data.vspherehpc_host looks one up by name, and data.vspherehpc_cluster lists a cluster's in host_system_ids.`)},
 			{Config: maxMTUConfig(lab, "  min_mtu = 1400.5\n"), PlanOnly: true,
 				ExpectError: wrapped(`min_mtu must be a whole number from 576 to 9000; 1400.5 is not.`)},

@@ -55,6 +55,9 @@ type vspherehpcProvider struct {
 	// clients, when set, keeps every client Configure makes, so that main
 	// can log them out when Terraform stops the plugin.
 	clients *vsphere.Clients
+	// keepAliveIdle, when set, is the clients' vsphere.Config.KeepAliveIdle:
+	// tests make sessions send keep-alives as a slow machine would.
+	keepAliveIdle time.Duration
 }
 
 type providerModel struct {
@@ -189,12 +192,13 @@ func (p *vspherehpcProvider) Configure(ctx context.Context, req provider.Configu
 	}
 
 	vc := vsphere.Config{
-		Server:     stringOrEnv(cfg.VSphereServer, envServer),
-		User:       stringOrEnv(cfg.User, envUser),
-		Password:   stringOrEnv(cfg.Password, envPassword),
-		CAFile:     stringOrEnv(cfg.CAFile, envCAFile),
-		Thumbprint: cfg.Thumbprint.ValueString(),
-		UserAgent:  "terraform-provider-vspherehpc/" + p.version,
+		Server:        stringOrEnv(cfg.VSphereServer, envServer),
+		User:          stringOrEnv(cfg.User, envUser),
+		Password:      stringOrEnv(cfg.Password, envPassword),
+		CAFile:        stringOrEnv(cfg.CAFile, envCAFile),
+		Thumbprint:    cfg.Thumbprint.ValueString(),
+		UserAgent:     "terraform-provider-vspherehpc/" + p.version,
+		KeepAliveIdle: p.keepAliveIdle,
 	}
 	vc.Logger = newTFLogger(vc.Password)
 

@@ -19,7 +19,8 @@ import (
 // offer (and never a downgrade), each host's NIC, and each host's ESXi
 // version against the switch's.
 func (r *rdmaDVSResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	if !requireVCenter(r.client, &resp.Diagnostics) {
+	if !requireVCenter(r.client, &resp.Diagnostics) || refuseImportOfOther(ctx, r.claims, req, &resp.Diagnostics, "distributed switch",
+		path.Root("datacenter_id"), path.Root("name"), path.Root("port_group").AtName("name")) {
 		return
 	}
 	var state *rdmaDVSModel

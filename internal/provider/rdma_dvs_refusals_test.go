@@ -216,17 +216,19 @@ func TestAccRDMADVS_refusedAtPlan(t *testing.T) {
 	steps := []resource.TestStep{
 		{
 			Config: withHostID("host-99999"), PlanOnly: true,
-			ExpectError: wrapped("no host has id host-99999; host ids are managed object ids such as host-12; data.vspherehpc_host looks one up by name."),
+			ExpectError: wrapped("no host has id host-99999; data.vspherehpc_host looks one up by name."),
 		},
 		// A host's name where its id belongs.
 		{
 			Config: withHostID(first), PlanOnly: true,
-			ExpectError: wrapped(fmt.Sprintf("no host has id %s; host ids are managed object ids such as host-12", first)),
+			ExpectError: wrapped(fmt.Sprintf(`no host has id %q (the name of host %s); host ids are managed object ids such as host-12; `+
+				`data.vspherehpc_host looks one up by name.`, first, lab.HostID(first))),
 		},
 		// The datacenter's name where its id belongs.
 		{
 			Config: strings.Replace(config, fmt.Sprintf("datacenter_id = %q", lab.DatacenterID()), fmt.Sprintf("datacenter_id = %q", lab.DatacenterName()), 1), PlanOnly: true,
-			ExpectError: wrapped(fmt.Sprintf(`no datacenter has id %q; a datacenter id is a managed object id such as datacenter-3, not a name; data.vspherehpc_datacenter looks one up by name.`, lab.DatacenterName())),
+			ExpectError: wrapped(fmt.Sprintf(`no datacenter has id %q (the name of datacenter %s); datacenter ids are managed object ids such as `+
+				`datacenter-3; data.vspherehpc_datacenter looks one up by name.`, lab.DatacenterName(), lab.DatacenterID())),
 		},
 	}
 	// "VM Network" is a standard port group of every lab host (and of an

@@ -468,16 +468,12 @@ func (r *rdmaDVSResource) Delete(ctx context.Context, req resource.DeleteRequest
 // or key) when the switch has more than one port group, or by ":" alone to
 // adopt the switch without one: its next apply creates the configuration's.
 func (r *rdmaDVSResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	defer switchIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
-	importID := switchIdentity.importIDOf(ctx, req, &resp.Diagnostics)
-	switchID, portGroup, named := importID, "", false
-	if uuid, rest, ok := strings.Cut(importID, ":"); ok && vsphere.LooksLikeDVSUUID(uuid) {
-		// A UUID has no ":": the port group's name (which may) is all
-		// after the first.
-		switchID, portGroup, named = uuid, rest, true
-	} else if i := strings.LastIndex(importID, ":"); i > 0 {
-		switchID, portGroup, named = importID[:i], importID[i+1:], true
+	defer switchIdentity.adopted(ctx, r.claims, resp)
+	target, ok := switchIdentity.target(ctx, req, &resp.Diagnostics)
+	if !ok {
+		return
 	}
+	switchID, portGroup, named := target.ID.ValueString(), target.PortGroupKey.ValueString(), !target.PortGroupKey.IsNull()
 	id := vsphere.DVSID{UUID: strings.ToLower(switchID)}
 	if !vsphere.LooksLikeDVSUUID(switchID) {
 		found, err := r.client.FindDVSByPath(ctx, switchID)
@@ -489,23 +485,34 @@ func (r *rdmaDVSResource) ImportState(ctx context.Context, req resource.ImportSt
 	}
 	dvs, err := r.client.DVS(ctx, id, "")
 	if err != nil {
-		resp.Diagnostics.Append(vsphereErrorDiag("Cannot import distributed switch "+switchID, err))
+		lookupFailed(req, &resp.Diagnostics, "Cannot import distributed switch "+switchID, "id", switchID, err)
 		return
 	}
 	if !named {
 		dvs.OnlyPortGroup()
 	}
-	var names []string
+	// An identity names its port group by key; a string id by name or key.
+	var names, keyed []string
 	for _, pg := range dvs.PortGroups {
-		names = append(names, pg.Name)
-		if portGroup != "" && (pg.Name == portGroup || pg.Key == portGroup) {
+		names, keyed = append(names, pg.Name), append(keyed, fmt.Sprintf("%s (%s)", pg.Name, pg.Key))
+		if portGroup != "" && (pg.Key == portGroup || !byIdentity(req) && pg.Name == portGroup) {
 			dvs.PortGroup = &pg
 		}
 	}
 	switch {
+	case portGroup != "" && dvs.PortGroup == nil && byIdentity(req):
+		resp.Diagnostics.AddError("No such port group",
+			fmt.Sprintf("The identity's port_group_key, %q, is the key of none of switch %s's port groups: %s.", portGroup, dvs.Name, strings.Join(keyed, ", ")))
+		return
 	case portGroup != "" && dvs.PortGroup == nil:
 		resp.Diagnostics.AddError("No such port group",
 			fmt.Sprintf("Switch %s has no port group %q; its port groups are %s.", dvs.Name, portGroup, strings.Join(names, ", ")))
+		return
+	case !named && dvs.PortGroup == nil && len(names) > 1 && byIdentity(req):
+		resp.Diagnostics.AddError("Which port group?",
+			fmt.Sprintf("Switch %s has %d port groups (%s). Give the key of the one this resource manages in the identity's "+
+				"port_group_key, or \"\" to adopt the switch without one (the next apply creates the configuration's).",
+				dvs.Name, len(names), strings.Join(keyed, ", ")))
 		return
 	case !named && dvs.PortGroup == nil && len(names) > 1:
 		resp.Diagnostics.AddError("Which port group?",

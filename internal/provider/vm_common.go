@@ -74,10 +74,16 @@ func followVM(id types.String, vm vsphere.VMRef) types.String {
 
 // replaceOnOtherVM plans a replacement when virtual_machine_id names another
 // VM, and reports whether it did. The same VM's UUID and managed object id
-// swapped for each other replace nothing.
-func replaceOnOtherVM(ctx context.Context, client *vsphere.Client, state, plan types.String, resp *resource.ModifyPlanResponse) bool {
+// swapped for each other replace nothing. In the plan that follows an
+// import of this command, another VM is refused instead (what the import
+// adopts is the resource's what, say "GPU setup"): the import named the VM.
+func replaceOnOtherVM(ctx context.Context, client *vsphere.Client, claims *claimBook, req resource.ModifyPlanRequest, what string,
+	state, plan types.String, resp *resource.ModifyPlanResponse) bool {
 	if plan.Equal(state) || (!plan.IsUnknown() && sameVM(ctx, client, state.ValueString(), plan.ValueString())) {
 		return false
+	}
+	if !plan.IsUnknown() && importedHere(ctx, claims, req) {
+		refuseOther(&resp.Diagnostics, what, []importedOther{{"virtual_machine_id", state.String(), plan.String()}})
 	}
 	resp.RequiresReplace = append(resp.RequiresReplace, path.Root("virtual_machine_id"))
 	return true
@@ -152,19 +158,17 @@ func notAnAdapterOf(vm *vsphere.VM, key int64, adapterType, label string) string
 }
 
 // importAdapter imports a VM's network adapter of adapterType (label names
-// the type to a reader) from "<VM UUID or moid>:<device key>".
-func importAdapter(ctx context.Context, client *vsphere.Client, importID string, resp *resource.ImportStateResponse, adapterType, label string) {
-	i := strings.LastIndex(importID, ":")
-	key, err := strconv.ParseInt(importID[i+1:], 10, 32)
-	if i <= 0 || err != nil {
-		resp.Diagnostics.AddError("Invalid import id",
-			fmt.Sprintf("Import the %s adapter as <VM UUID>:<device key>, e.g. 4223b7a1-...-9c1e:4000, not %q. "+
-				"vspherehpc_virtual_machine lists a VM's adapters with their keys.", label, importID))
+// the type to a reader) from "<VM UUID or moid>:<device key>" or an identity.
+func importAdapter(ctx context.Context, client *vsphere.Client, req resource.ImportStateRequest, resp *resource.ImportStateResponse, adapterType, label string) {
+	target, ok := vmDeviceIdentity.target(ctx, req, &resp.Diagnostics)
+	if !ok {
 		return
 	}
-	vm, err := client.VM(ctx, importID[:i])
+	vmID, key := target.VirtualMachineID.ValueString(), target.DeviceKey.ValueInt64()
+	importID := vmID + ":" + strconv.FormatInt(key, 10) // in messages only
+	vm, err := client.VM(ctx, vmID)
 	if err != nil {
-		resp.Diagnostics.Append(vsphereErrorDiag("Cannot import "+label+" adapter "+importID, err))
+		lookupFailed(req, &resp.Diagnostics, "Cannot import "+label+" adapter "+importID, "virtual_machine_id", vmID, err)
 		return
 	}
 	if detail := notAnAdapterOf(vm, key, adapterType, label); detail != "" {
@@ -290,7 +294,10 @@ func planAdapter[M any, PM interface {
 	if resp.Diagnostics.HasError() {
 		return nil, nil, nil, false
 	}
-	if state != nil && replaceOnOtherVM(ctx, client, state.vm(), plan.vm(), resp) {
+	if state != nil && replaceOnOtherVM(ctx, client, claims, req, "adapter", state.vm(), plan.vm(), resp) {
+		if resp.Diagnostics.HasError() {
+			return nil, nil, nil, false
+		}
 		// The adapter leaves its VM as a destroy would: it frees what it
 		// used there, and its VM's power must allow the removal.
 		claims.leave(state.leaving())

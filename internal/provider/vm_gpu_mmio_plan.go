@@ -146,7 +146,7 @@ func (r *vmGPUMMIOResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	if state != nil && replaceOnOtherVM(ctx, r.client, state.VirtualMachineID, plan.VirtualMachineID, resp) {
+	if state != nil && replaceOnOtherVM(ctx, r.client, r.claims, req, "GPU setup", state.VirtualMachineID, plan.VirtualMachineID, resp) {
 		r.leaveVM(ctx, state, resp)
 		state = nil // planned as a setup of the other VM
 	}

@@ -523,11 +523,15 @@ func (r *vmGPUMMIOResource) Delete(ctx context.Context, req resource.DeleteReque
 // ImportState adopts a VM's GPU setup by its UUID; the MMIO values found
 // are the ones destroy leaves.
 func (r *vmGPUMMIOResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	defer vmIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
-	importID := vmIdentity.importIDOf(ctx, req, &resp.Diagnostics)
+	defer vmIdentity.adopted(ctx, r.claims, resp)
+	target, ok := vmIdentity.target(ctx, req, &resp.Diagnostics)
+	if !ok {
+		return
+	}
+	importID := target.VirtualMachineID.ValueString()
 	got, err := r.client.GPUMMIO(ctx, importID)
 	if err != nil {
-		resp.Diagnostics.Append(vsphereErrorDiag("Cannot import the GPU setup of virtual machine "+importID, err))
+		lookupFailed(req, &resp.Diagnostics, "Cannot import the GPU setup of virtual machine "+importID, "virtual_machine_id", importID, err)
 		return
 	}
 	if got.Empty() {

@@ -314,7 +314,6 @@ func (r *vmPVRDMANICResource) Delete(ctx context.Context, req resource.DeleteReq
 
 // ImportState takes "<VM UUID or moid>:<device key>".
 func (r *vmPVRDMANICResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	defer vmDeviceIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
-	importID := vmDeviceIdentity.importIDOf(ctx, req, &resp.Diagnostics)
-	importAdapter(ctx, r.client, importID, resp, "vmxnet3vrdma", "PVRDMA")
+	defer vmDeviceIdentity.adopted(ctx, r.claims, resp)
+	importAdapter(ctx, r.client, req, resp, "vmxnet3vrdma", "PVRDMA")
 }

@@ -287,7 +287,6 @@ func (r *vmSRIOVNICResource) Delete(ctx context.Context, req resource.DeleteRequ
 
 // ImportState takes "<VM UUID or moid>:<device key>".
 func (r *vmSRIOVNICResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	defer vmDeviceIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
-	importID := vmDeviceIdentity.importIDOf(ctx, req, &resp.Diagnostics)
-	importAdapter(ctx, r.client, importID, resp, "sriov", "SR-IOV")
+	defer vmDeviceIdentity.adopted(ctx, r.claims, resp)
+	importAdapter(ctx, r.client, req, resp, "sriov", "SR-IOV")
 }

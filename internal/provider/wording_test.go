@@ -33,6 +33,7 @@ func TestWordingCoversEveryFinding(t *testing.T) {
 		}},
 		{"vspherehpc_vm_pvrdma_nic", withPower(vsphere.PVRDMANICFindings), addPVRDMANICFinding},
 		{"vspherehpc_vm_sriov_nic", withPower(vsphere.SRIOVNICFindings), addSRIOVNICFinding},
+		{"vspherehpc_vm_power", vsphere.PowerActionFindings, addPowerActionFinding},
 	}
 	foreign := vsphere.NoSuchVmknic{} // a host settings' finding: no VM or switch resource words it
 	for _, r := range resources {

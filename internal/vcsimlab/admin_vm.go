@@ -75,6 +75,19 @@ func (l *Lab) PowerOffVM(ctx context.Context, vmName string) error {
 	return adminWait(ctx)(vm.PowerOff(ctx))
 }
 
+// SuspendVM suspends a running VM, as Power > Suspend in the vSphere Client
+// (govc vm.power -suspend) does. Stock vcsim already keeps suspended a state
+// of its own, as vSphere documents it (TestSuspendedVM): only a running VM
+// suspends; a guest shutdown needs it running; it powers off, and powers on
+// by resuming.
+func (l *Lab) SuspendVM(ctx context.Context, vmName string) error {
+	vm, err := l.adminVM(vmName)
+	if err != nil {
+		return err
+	}
+	return adminWait(ctx)(vm.Suspend(ctx))
+}
+
 // DestroyVM deletes a powered-off VM from disk, as Delete from Disk in the
 // vSphere Client (govc vm.destroy) does.
 func (l *Lab) DestroyVM(ctx context.Context, vmName string) error {

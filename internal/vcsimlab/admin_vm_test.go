@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/vmware/govmomi/fault"
 	"github.com/vmware/govmomi/object"
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
@@ -437,4 +438,48 @@ func TestNarrowDynamicGPUs(t *testing.T) {
 		return
 	}
 	t.Fatal("the VM has no passthrough device")
+}
+
+// A suspended VM is a power state of its own, as vSphere documents it, and
+// stock vcsim already behaves so: only a running VM suspends (the vSphere
+// Automation API's power suspend: "Suspends a powered-on virtual machine",
+// NotAllowedInCurrentState when it is off); a guest shutdown needs the VM
+// running (ShutdownGuest: InvalidPowerState otherwise); a suspended VM powers
+// off (power stop: "Powers off a powered-on or suspended virtual machine"),
+// and powers on by resuming (the vSphere Web Services SDK Programming Guide,
+// Performing Virtual Machine Power Operations: PowerOnVM_Task "If the virtual
+// machine is suspended, this method resumes execution from the suspend
+// point").
+func TestSuspendedVM(t *testing.T) {
+	t.Parallel()
+	l := newLab(t)
+	ctx := context.Background()
+	name := l.VMNames()[0]
+	state := func() types.VirtualMachinePowerState {
+		var vm mo.VirtualMachine
+		retrieve(t, l.Client(), vmRef(l.Lab, name), []string{"runtime.powerState"}, &vm)
+		return vm.Runtime.PowerState
+	}
+	vm := object.NewVirtualMachine(l.c.Client, vmRef(l.Lab, name))
+	if err := l.SuspendVM(ctx, name); !fault.Is(err, &types.InvalidPowerState{}) || state() != types.VirtualMachinePowerStatePoweredOff {
+		t.Fatalf("suspending a VM that is off: %v, %s; want InvalidPowerState, off", err, state())
+	}
+	suspend := func() {
+		t.Helper()
+		if err := l.PowerOnVM(ctx, name); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.SuspendVM(ctx, name); err != nil || state() != types.VirtualMachinePowerStateSuspended {
+			t.Fatalf("SuspendVM of a running VM: %v, %s; want suspended", err, state())
+		}
+	}
+	suspend()
+	wantFault(t, "a guest shutdown of a suspended VM", vm.ShutdownGuest(ctx), &types.InvalidPowerState{})
+	if err := adminWait(ctx)(vm.PowerOff(ctx)); err != nil || state() != types.VirtualMachinePowerStatePoweredOff {
+		t.Fatalf("powering a suspended VM off: %v, %s; want off", err, state())
+	}
+	suspend()
+	if err := adminWait(ctx)(vm.PowerOn(ctx)); err != nil || state() != types.VirtualMachinePowerStatePoweredOn {
+		t.Fatalf("powering a suspended VM on: %v, %s; want on (resumed)", err, state())
+	}
 }

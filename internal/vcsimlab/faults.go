@@ -43,7 +43,11 @@ func (l *Lab) intercept(ctx *simulator.Context, m *simulator.Method) (time.Durat
 		l.mu.Unlock()
 		return 0, nil, nil, nil
 	}
-	l.calls[m.Name]++
+	if m.Name == "CurrentTime" {
+		l.keepAlives++
+	} else {
+		l.calls[m.Name]++
+	}
 	delay, hold := l.delays[m.Name]+l.latency, l.holds[m.Name]
 	faulty := len(l.callFaults) > 0 || len(l.taskFaults) > 0
 	l.mu.Unlock()
@@ -280,7 +284,9 @@ func (l *Lab) AnswerTimes() []time.Duration {
 
 // Calls returns the calls seen since Start or ResetCalls: SOAP calls to
 // /sdk by method name, from every session but the lab's own client, and
-// every other request by "METHOD /path" (see countRequests).
+// every other request by "METHOD /path" (see countRequests). Session
+// keep-alives are counted apart (KeepAlives): the calls left are those the
+// work asked makes, the same on a slow machine as on a fast one.
 func (l *Lab) Calls() map[string]int {
 	if l.simulatorOnly("Calls") {
 		return map[string]int{}
@@ -294,6 +300,21 @@ func (l *Lab) Calls() map[string]int {
 	return out
 }
 
+// KeepAlives returns how many session keep-alives (CurrentTime calls) the
+// lab saw since Start or ResetCalls, from every session but the lab's own.
+// Calls leaves them out: a client sends one when its session has sat idle
+// for a while, so how many depends on the machine's speed (and on clients
+// of earlier commands still alive in the test process), not on the work
+// asked. Nothing but a keep-alive calls CurrentTime.
+func (l *Lab) KeepAlives() int {
+	if l.simulatorOnly("KeepAlives") {
+		return 0
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.keepAlives
+}
+
 // ResetCalls clears the call counts and the answer times.
 func (l *Lab) ResetCalls() {
 	if l.simulatorOnly("ResetCalls") {
@@ -302,6 +323,7 @@ func (l *Lab) ResetCalls() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.calls = map[string]int{}
+	l.keepAlives = 0
 	l.answers = nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/vmware/govmomi/fault"
 	"github.com/vmware/govmomi/object"
 	"github.com/vmware/govmomi/property"
+	"github.com/vmware/govmomi/vim25/methods"
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/soap"
 	"github.com/vmware/govmomi/vim25/types"
@@ -283,6 +284,32 @@ func TestCalls(t *testing.T) {
 	l.ResetCalls()
 	if calls := l.Calls(); len(calls) != 0 {
 		t.Errorf("after reset: %v", calls)
+	}
+}
+
+// A session keep-alive (CurrentTime, which govmomi's keepalive and the
+// provider send) is counted apart from the other calls: how many a client
+// sends depends on how long it sits idle, so on the machine's speed, and a
+// count of calls that compares two runs must not change with it.
+func TestKeepAlivesAreCountedApart(t *testing.T) {
+	t.Parallel()
+	l := newLab(t)
+	l.ResetCalls()
+	ctx := context.Background()
+	if _, err := methods.GetCurrentTime(ctx, l.c.Client); err != nil {
+		t.Fatal(err)
+	}
+	var vm mo.VirtualMachine
+	retrieve(t, l.c, vmRef(l.Lab, "hpc-node-0"), []string{"name"}, &vm)
+	if _, err := methods.GetCurrentTime(ctx, l.Client().Client); err != nil { // the lab's client: not counted
+		t.Fatal(err)
+	}
+	if calls, n := l.Calls(), l.KeepAlives(); len(calls) != 1 || calls["RetrievePropertiesEx"] != 1 || n != 1 {
+		t.Errorf("calls = %v, keep-alives %d; want one RetrievePropertiesEx, one keep-alive", calls, n)
+	}
+	l.ResetCalls()
+	if n := l.KeepAlives(); n != 0 {
+		t.Errorf("keep-alives after reset: %d", n)
 	}
 }
 

@@ -359,6 +359,7 @@ type Lab struct {
 
 	mu         sync.Mutex
 	calls      map[string]int
+	keepAlives int // CurrentTime calls, counted apart from calls: see KeepAlives
 	delays     map[string]time.Duration
 	holds      map[string]chan struct{} // see Hold
 	answers    []time.Duration          // see AnswerTimes

@@ -20,7 +20,6 @@ import (
 
 	"github.com/vmware/govmomi/fault"
 	"github.com/vmware/govmomi/session"
-	"github.com/vmware/govmomi/session/keepalive"
 	"github.com/vmware/govmomi/vim25"
 	"github.com/vmware/govmomi/vim25/methods"
 	"github.com/vmware/govmomi/vim25/soap"
@@ -37,13 +36,14 @@ type Config struct {
 	Thumbprint         string // pins the one certificate to trust, as NormalizeThumbprint returns it
 	APITimeout         time.Duration
 	Logger             Logger
-	SessionDir         string // keeps the session between processes there (see session_file.go); "" logs out at the end
-	UserAgent          string // what vCenter's session list shows; "terraform-provider-vspherehpc" when empty
+	SessionDir         string        // keeps the session between processes there (see session_file.go); "" logs out at the end
+	UserAgent          string        // what vCenter's session list shows; "terraform-provider-vspherehpc" when empty
+	KeepAliveIdle      time.Duration // how long the session may sit unused before a keep-alive call; 5 minutes when zero
 }
 
-// keepAliveIdle is how long a session may sit unused before a cheap call
-// keeps it from expiring (vCenter's default idle timeout is 30 minutes).
-const keepAliveIdle = 5 * time.Minute
+// defaultKeepAliveIdle is how long a session may sit unused before a cheap
+// call keeps it from expiring (vCenter's default idle timeout is 30 minutes).
+const defaultKeepAliveIdle = 5 * time.Minute
 
 // DefaultAPITimeout bounds each vSphere operation when Config gives none.
 const DefaultAPITimeout = 5 * time.Minute
@@ -81,12 +81,17 @@ type Client struct {
 	backings       sync.Map // port group id -> types.DistributedVirtualSwitchPortConnection, see portGroupBacking
 	configManagers sync.Map // host id -> *types.HostConfigManager, see hostConfigManager
 	applies        switchApplies
+
+	keepAliveChecked func(at time.Time, sent bool) // test hook: see keepAlive.checked
 }
 
 // New returns a client that has not connected yet.
 func New(cfg Config) *Client {
 	if cfg.APITimeout <= 0 {
 		cfg.APITimeout = DefaultAPITimeout
+	}
+	if cfg.KeepAliveIdle <= 0 {
+		cfg.KeepAliveIdle = defaultKeepAliveIdle
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -291,7 +296,8 @@ func (c *Client) connect(ctx context.Context, trust Trust) (*vim25.Client, error
 	u := sc.URL()
 	sc.Client.Transport = &bodyTracer{next: sc.Client.Transport, log: c.log}
 
-	rt := &sessionRoundTripper{next: keepalive.NewHandlerSOAP(sc, keepAliveIdle, nil), client: c}
+	alive := &keepAlive{next: sc, idle: c.cfg.KeepAliveIdle, timeout: c.apiTimeout(), checked: c.keepAliveChecked}
+	rt := &sessionRoundTripper{next: alive, client: c}
 	if c.cfg.SessionDir != "" {
 		if kept := c.keptSession(ctx); kept != nil {
 			vc := resume(sc, rt, kept)

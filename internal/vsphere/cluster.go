@@ -47,7 +47,7 @@ func (c *Client) ClusterByName(ctx context.Context, datacenterID, name string) (
 		},
 	})
 	if err != nil {
-		return nil, datacenterError(op, datacenterID, err)
+		return nil, c.datacenterError(ctx, vc, op, datacenterID, err)
 	}
 
 	hostNames := map[string]string{}

@@ -62,7 +62,7 @@ func TestClusterByName(t *testing.T) {
 		t.Fatalf("missing cluster error = %v, want ErrNotFound listing the clusters", err)
 	}
 	_, err = c.ClusterByName(ctx, lab.DatacenterName(), lab.ClusterName())
-	if !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "not a name") {
+	if !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), `"`+lab.DatacenterName()+`" (the name of datacenter `+lab.DatacenterID()+`)`) {
 		t.Fatalf("datacenter name for its id: error = %v, want ErrNotFound explaining datacenter_id", err)
 	}
 

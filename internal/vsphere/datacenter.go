@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/vmware/govmomi/vim25"
 	"github.com/vmware/govmomi/vim25/types"
 )
 
@@ -67,11 +68,12 @@ func datacenterRef(id string) types.ManagedObjectReference {
 }
 
 // datacenterError explains a search below a datacenter that does not exist,
-// usually a datacenter name given where its id belongs.
-func datacenterError(op, datacenterID string, err error) error {
+// often a datacenter's name, or another object's id, given where its id
+// belongs.
+func (c *Client) datacenterError(ctx context.Context, vc *vim25.Client, op, datacenterID string, err error) error {
 	err = translate(op, err)
 	if errors.Is(err, ErrNotFound) {
-		return objectNotFound(op, ObjectDatacenter, datacenterID, "no datacenter has id %q; a datacenter id is a managed object id such as datacenter-3, not a name", datacenterID)
+		return c.notFoundError(ctx, vc, op, ObjectDatacenter, datacenterID)
 	}
 	return err
 }

@@ -1,6 +1,7 @@
 package vsphere
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -135,7 +136,7 @@ func (c *Client) CreateDVS(ctx context.Context, spec DVSSpec) (DVSID, string, er
 	}
 	var dc mo.Datacenter
 	if err := c.readObject(ctx, vc, datacenterRef(spec.DatacenterID), []string{"networkFolder"}, &dc); err != nil {
-		return DVSID{}, "", datacenterError(op, spec.DatacenterID, err)
+		return DVSID{}, "", c.datacenterError(ctx, vc, op, spec.DatacenterID, err)
 	}
 	if err := c.awaitNames(ctx, op, vc, spec); err != nil {
 		return DVSID{}, "", err
@@ -214,6 +215,13 @@ var dvsProps = []string{"name", "uuid", "config", "parent"}
 // trip. portGroupKey picks the managed port group; "" picks none (see
 // OnlyPortGroup).
 func (c *Client) DVS(ctx context.Context, id DVSID, portGroupKey string) (*DVS, error) {
+	return c.dvs(ctx, id, portGroupKey, false)
+}
+
+// dvs is DVS; again tells the look-up by UUID of a switch whose remembered
+// reference failed, which may simply be gone: its error is not worded with
+// reads (see notFoundError).
+func (c *Client) dvs(ctx context.Context, id DVSID, portGroupKey string, again bool) (*DVS, error) {
 	op := "reading distributed switch " + id.UUID
 	ctx, cancel := c.withTimeout(ctx)
 	defer cancel()
@@ -224,8 +232,14 @@ func (c *Client) DVS(ctx context.Context, id DVSID, portGroupKey string) (*DVS, 
 	ref, ok := id.ref()
 	if !ok {
 		found, err := c.dvsRef(ctx, vc, id.UUID)
+		if err = translate(op, err); errors.Is(err, ErrNotFound) {
+			if again {
+				return nil, idNotFound(op, ObjectSwitch, id.UUID)
+			}
+			return nil, c.notFoundError(ctx, vc, op, ObjectSwitch, id.UUID)
+		}
 		if err != nil {
-			return nil, translate(op, err)
+			return nil, err
 		}
 		ref, id.Ref = found, found.String()
 	}
@@ -233,7 +247,7 @@ func (c *Client) DVS(ctx context.Context, id DVSID, portGroupKey string) (*DVS, 
 	if ok && id.UUID != "" && (errors.Is(err, ErrNotFound) || errors.Is(err, errOtherSwitch)) {
 		// The remembered reference is stale (say, a restored vCenter): look
 		// the switch up by UUID, once.
-		return c.DVS(ctx, DVSID{UUID: id.UUID}, portGroupKey)
+		return c.dvs(ctx, DVSID{UUID: id.UUID}, portGroupKey, true)
 	}
 	return d, err
 }
@@ -260,7 +274,7 @@ func (c *Client) readDVS(ctx context.Context, vc *vim25.Client, op string, id DV
 		},
 	})
 	if errors.Is(translate(op, err), ErrNotFound) {
-		return nil, objectNotFound(op, ObjectSwitch, id.UUID, "no distributed switch has UUID %s", id.UUID)
+		return nil, idNotFound(op, ObjectSwitch, cmp.Or(id.UUID, ref.Value))
 	}
 	if err != nil {
 		return nil, translate(op, err)
@@ -283,7 +297,7 @@ func (c *Client) readDVS(ctx context.Context, vc *vim25.Client, op string, id DV
 		}
 	}
 	if s == nil || s.Config == nil {
-		return nil, objectNotFound(op, ObjectSwitch, id.UUID, "no distributed switch has UUID %s", id.UUID)
+		return nil, idNotFound(op, ObjectSwitch, cmp.Or(id.UUID, ref.Value))
 	}
 	if id.UUID != "" && !strings.EqualFold(s.Uuid, id.UUID) {
 		return nil, errOtherSwitch

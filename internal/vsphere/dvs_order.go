@@ -118,7 +118,7 @@ func (c *Client) awaitNames(ctx context.Context, op string, vc *vim25.Client, sp
 	}
 	objs, err := networkFolderNames(ctx, vc, spec.DatacenterID)
 	if err != nil {
-		return datacenterError(op, spec.DatacenterID, err)
+		return c.datacenterError(ctx, vc, op, spec.DatacenterID, err)
 	}
 	switches := switchesOf(objs)
 	holders := map[string]bool{}

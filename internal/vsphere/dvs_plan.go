@@ -306,7 +306,7 @@ func (c *Client) planHost(ctx context.Context, id string) (*Host, hostProduct, n
 	})
 	oc, ok := objs[hostRef(id)]
 	if errors.Is(translate(op, err), ErrNotFound) || (err == nil && !ok) {
-		return nil, hostProduct{}, namedRef{}, objectNotFound(op, ObjectHost, id, "no host has id %s; host ids are managed object ids such as host-12", id)
+		return nil, hostProduct{}, namedRef{}, c.notFoundError(ctx, vc, op, ObjectHost, id)
 	}
 	if err != nil {
 		return nil, hostProduct{}, namedRef{}, translate(op, err)
@@ -618,7 +618,7 @@ func (c *Client) planDVSNames(ctx context.Context, ch DVSNamesChange) ([]Finding
 	}
 	objs, err := networkFolderNames(ctx, vc, ch.DatacenterID)
 	if err != nil {
-		return nil, datacenterError(op, ch.DatacenterID, err)
+		return nil, c.datacenterError(ctx, vc, op, ch.DatacenterID, err)
 	}
 	switches := switchesOf(objs)
 	// ours tells whether a switch is this one, or the one this one replaces.

@@ -63,12 +63,14 @@ var faultKinds = []struct {
 // failure, what it concerns and what was said about it, in vSphere's terms.
 // The provider adds how to fix it in Terraform's terms.
 type Error struct {
-	Op      string // e.g. "reading host host-21"
-	Kind    error  // one of the Err* values
-	Message string // vCenter's localized message (the fault type when it gave none), or this package's own
-	Object  Object // the kind of object it concerns, when known
-	ID      string // that object's id as it was given
-	Cause   error  // a finer reason callers may match, e.g. mtu.ErrBelowMin; not printed
+	Op      string   // e.g. "reading host host-21"
+	Kind    error    // one of the Err* values
+	Message string   // vCenter's localized message (the fault type when it gave none), or this package's own
+	Object  Object   // the kind of object it concerns, when known
+	ID      string   // that object's id as it was given (ids, comma-separated)
+	IDs     []string // on ErrNotFound for ids given: each id that names nothing
+	Looks   []Shape  // what each of IDs looks like
+	Cause   error    // a finer reason callers may match, e.g. mtu.ErrBelowMin; not printed
 }
 
 // Object is a kind of vSphere object named in an error.
@@ -196,11 +198,6 @@ func faultName(err error) string {
 
 func notFound(op, format string, args ...any) error {
 	return &Error{Op: op, Kind: ErrNotFound, Message: fmt.Sprintf(format, args...)}
-}
-
-// objectNotFound is notFound for an object given by id.
-func objectNotFound(op string, object Object, id, format string, args ...any) error {
-	return &Error{Op: op, Kind: ErrNotFound, Object: object, ID: id, Message: fmt.Sprintf(format, args...)}
 }
 
 // errNeedsVCenter is the error for what a standalone ESXi host cannot do.

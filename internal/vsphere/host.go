@@ -142,7 +142,7 @@ func (c *Client) readHost(ctx context.Context, op, id string, f freshness) (*mo.
 		},
 	})
 	if errors.Is(translate(op, err), ErrNotFound) {
-		return nil, nil, nil, objectNotFound(op, ObjectHost, id, "no host has id %s; host ids are managed object ids such as host-12", id)
+		return nil, nil, nil, c.notFoundError(ctx, vc, op, ObjectHost, id)
 	}
 	if err != nil {
 		return nil, nil, nil, translate(op, err)
@@ -150,7 +150,7 @@ func (c *Client) readHost(ctx context.Context, op, id string, f freshness) (*mo.
 	// The call may carry other reads' objects: take the host's own.
 	oc, ok := objs[host]
 	if !ok {
-		return nil, nil, nil, objectNotFound(op, ObjectHost, id, "host %s does not exist", id)
+		return nil, nil, nil, c.notFoundError(ctx, vc, op, ObjectHost, id)
 	}
 	var h mo.HostSystem
 	if err := mo.LoadObjectContent([]types.ObjectContent{oc}, &h); err != nil {
@@ -228,7 +228,7 @@ func (c *Client) HostByName(ctx context.Context, datacenterID, name string) (*Ho
 	}
 	refs, err := c.byName(ctx, vc, datacenterRef(datacenterID), "HostSystem", name)
 	if err != nil {
-		return nil, datacenterError(op, datacenterID, err)
+		return nil, c.datacenterError(ctx, vc, op, datacenterID, err)
 	}
 	switch len(refs) {
 	case 0:

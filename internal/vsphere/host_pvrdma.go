@@ -176,7 +176,7 @@ func (c *Client) readHostProps(ctx context.Context, op, hostID string, props []s
 	var h mo.HostSystem
 	if err := c.readObjectAs(ctx, vc, types.ManagedObjectReference{Type: "HostSystem", Value: hostID}, props, &h, refresh); err != nil {
 		if err = translate(op, err); errors.Is(err, ErrNotFound) {
-			return nil, objectNotFound(op, ObjectHost, hostID, "no host has id %s; host ids are managed object ids such as host-12", hostID)
+			return nil, c.notFoundError(ctx, vc, op, ObjectHost, hostID)
 		}
 		return nil, err
 	}

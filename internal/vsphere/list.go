@@ -153,7 +153,10 @@ func (c *Client) readInventory(ctx context.Context, op string, scope Scope, host
 	if vmProps != nil {
 		props = append(props, types.PropertySpec{Type: "VirtualMachine", PathSet: vmProps})
 	}
-	specs := []types.PropertyFilterSpec{{ObjectSet: hostObjects, PropSet: props}}
+	// Hosts given that do not exist are left out of the result instead of
+	// failing the call with the first one, so each can be named
+	// (PropertyFilterSpec.reportMissingObjectsInResults, vSphere API 4.1).
+	specs := []types.PropertyFilterSpec{{ObjectSet: hostObjects, PropSet: props, ReportMissingObjectsInResults: types.NewBool(len(scope.HostIDs) > 0)}}
 	if switches {
 		// A second filter in the same call: the switches of the datacenter
 		// (or of every datacenter), with their port groups.
@@ -174,14 +177,12 @@ func (c *Client) readInventory(ctx context.Context, op string, scope Scope, host
 		})
 	}
 	objs, err := retrieve(ctx, vc, specs...)
-	if err != nil {
-		if err = translate(op, err); errors.Is(err, ErrNotFound) {
-			if len(scope.HostIDs) > 1 {
-				return nil, notFound(op, "one of the hosts %s does not exist; host ids are managed object ids such as host-12",
-					strings.Join(scope.HostIDs, ", "))
-			}
-			return nil, notFound(op, "%s does not exist", scope)
-		}
+	switch err = translate(op, err); {
+	case errors.Is(err, ErrNotFound) && scope.ClusterID != "":
+		return nil, c.notFoundError(ctx, vc, op, ObjectCluster, scope.ClusterID)
+	case errors.Is(err, ErrNotFound) && scope.DatacenterID != "":
+		return nil, c.notFoundError(ctx, vc, op, ObjectDatacenter, scope.DatacenterID)
+	case err != nil:
 		return nil, err
 	}
 	inv := &inventory{parents: map[types.ManagedObjectReference]types.ManagedObjectReference{}}
@@ -202,6 +203,15 @@ func (c *Client) readInventory(ctx context.Context, op string, scope Scope, host
 				inv.parents[v.Self] = *v.Parent
 			}
 		}
+	}
+	var missing []string
+	for _, id := range scope.HostIDs {
+		if !slices.ContainsFunc(inv.hosts, func(h mo.HostSystem) bool { return h.Self.Value == id }) {
+			missing = append(missing, id)
+		}
+	}
+	if len(missing) > 0 {
+		return nil, c.notFoundError(ctx, vc, op, ObjectHost, missing...)
 	}
 	slices.SortFunc(inv.hosts, func(a, b mo.HostSystem) int { return strings.Compare(a.Name, b.Name) })
 	slices.SortFunc(inv.vms, func(a, b mo.VirtualMachine) int { return strings.Compare(a.Name, b.Name) })

@@ -3,6 +3,7 @@ package vsphere
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -74,14 +75,30 @@ func TestListScopes(t *testing.T) {
 	if err != nil || len(hosts) != len(lab.HostNames()) {
 		t.Fatalf("the cluster's hosts: %+v, %v", hosts, err)
 	}
+	// Each id that names nothing is named, with what it looks like when
+	// that is another kind, and whose name it is when it is a name.
+	host := lab.HostNames()[0]
+	hostID := lab.HostID(host)
+	vmID := lab.VMID(vm)
 	for scope, want := range map[*Scope]string{
-		{DatacenterID: "datacenter-999"}:                         "datacenter datacenter-999 does not exist",
-		{ClusterID: "domain-c999"}:                               "cluster domain-c999 does not exist",
-		{HostIDs: []string{"host-999"}}:                          "host host-999 does not exist",
-		{HostIDs: []string{lab.HostID(lab.HostNames()[0]), "x"}}: "one of the hosts " + lab.HostID(lab.HostNames()[0]) + ", x does not exist",
+		{DatacenterID: "datacenter-999"}:     "no datacenter has id datacenter-999",
+		{DatacenterID: lab.DatacenterName()}: `no datacenter has id "` + lab.DatacenterName() + `" (the name of datacenter ` + lab.DatacenterID() + `)`,
+		{DatacenterID: cluster.ID}: "no datacenter has id " + cluster.ID + " (it looks like a cluster's managed object id); " +
+			"datacenter ids are managed object ids such as datacenter-3",
+		{ClusterID: "domain-c999"}:               "no cluster has id domain-c999",
+		{ClusterID: hostID}:                      "no cluster has id " + hostID + " (it looks like a host's managed object id); cluster ids are managed object ids such as domain-c7",
+		{HostIDs: []string{"host-999"}}:          "no host has id host-999",
+		{HostIDs: []string{hostID, "host-9999"}}: "no host has id host-9999",
+		{HostIDs: []string{hostID, "x"}}:         `no host has id "x" (it looks like a name, not an id)`,
+		{HostIDs: []string{hostID, vmID, host}}: "hosts " + vmID + ` (it looks like a virtual machine's managed object id), "` + host +
+			`" (the name of host ` + hostID + `) do not exist; host ids are managed object ids such as host-12`,
 	} {
-		if _, err := c.ListHostPassthrough(ctx, *scope); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), want) {
+		_, err := c.ListHostPassthrough(ctx, *scope)
+		var e *Error
+		if !errors.As(err, &e) || e.Kind != ErrNotFound || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want ErrNotFound saying %q", scope, err, want)
+		} else if len(scope.HostIDs) > 0 && slices.Contains(e.IDs, hostID) {
+			t.Errorf("%s: %v names host %s, which exists", scope, err, hostID)
 		}
 	}
 }

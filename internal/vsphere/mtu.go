@@ -166,13 +166,8 @@ func (c *Client) pathEnds(ctx context.Context, hostIDs []string, vmknic string) 
 			missing = append(missing, id)
 		}
 	}
-	switch len(missing) {
-	case 0:
-	case 1:
-		return nil, nil, objectNotFound(op, ObjectHost, missing[0], "host %s does not exist; host ids are managed object ids such as host-12", missing[0])
-	default:
-		return nil, nil, objectNotFound(op, ObjectHost, strings.Join(missing, ", "),
-			"hosts %s do not exist; host ids are managed object ids such as host-12", strings.Join(missing, ", "))
+	if len(missing) > 0 {
+		return nil, nil, c.notFoundError(rctx, vc, op, ObjectHost, missing...)
 	}
 	ends := make([]pathEnd, 0, len(hostIDs))
 	for _, id := range hostIDs {

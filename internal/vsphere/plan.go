@@ -87,6 +87,8 @@ var (
 	HostSRIOVFindings = []Finding{DeviceNotOnHost{}, NotSRIOVCapable{}, TooManyVFs{}, PassedThroughWhole{}, VFsInUse{}}
 	// PowerFindings: PlanPower, part of every VM planner's.
 	PowerFindings = []Finding{&PowerOffNeeded{}, &VMSuspended{}}
+	// PowerActionFindings: PlanVMPowerAction.
+	PowerActionFindings = []Finding{&NotRestarted{}, &NotShutDownSuspended{}}
 	// GPUMMIOFindings: PlanGPUMMIO and PlanMMIOSize, beside PowerFindings.
 	GPUMMIOFindings = []Finding{NoDynamicGPU{}, TooFewGPUs{}, GPUNotActive{}, GPUInUse{}, GPUNotOnHost{},
 		DeviceNotOnVMHost{}, DeviceNotActive{}, DeviceInUse{}, DeviceIsGPU{}, FirmwareChangeRefused{},

@@ -37,7 +37,7 @@ func TestFindingsListed(t *testing.T) {
 	}
 	var listed []string
 	for _, list := range [][]Finding{DVSFindings, HostPVRDMAFindings, PassthroughFindings, HostSRIOVFindings, PowerFindings,
-		GPUMMIOFindings, PVRDMANICFindings, SRIOVNICFindings} {
+		PowerActionFindings, GPUMMIOFindings, PVRDMANICFindings, SRIOVNICFindings} {
 		for _, f := range list {
 			ty := reflect.TypeOf(f)
 			if ty.Kind() == reflect.Pointer {

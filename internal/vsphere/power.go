@@ -23,75 +23,175 @@ const (
 // down in time when a hard power off is not allowed.
 var ErrGuestDidNotShutDown = fmt.Errorf("the guest did not shut down")
 
-// SetVMPower powers a VM on, off (the guest shut down, waiting up to
-// shutdownTimeout, then off hard only if hardOffAllowed), or restarts it
-// (off, then on). It waits for other changes the client makes to the VM.
-// progress is told each step; a VM already in the state asked is told so.
-func (c *Client) SetVMPower(ctx context.Context, vmID string, action PowerAction, shutdownTimeout time.Duration, hardOffAllowed bool, progress func(string)) error {
+// What an action does to a VM in each power state, from what vSphere does:
+//   - on: powers on a VM that is off, and resumes one that is suspended
+//     (PowerOnVM_Task "If the virtual machine is suspended, this method
+//     resumes execution from the suspend point": vSphere Web Services SDK
+//     Programming Guide, Performing Virtual Machine Power Operations).
+//   - off: shuts the guest of a running VM down (a hard power off only with
+//     leave). A suspended VM's guest does not run, so cannot shut down, and
+//     powering the VM off (PowerOffVM_Task; the vSphere Automation API's
+//     power stop "Powers off a powered-on or suspended virtual machine")
+//     discards the state its suspend kept, as a hard power off discards a
+//     running guest's: it takes the same leave (NotShutDownSuspended).
+//   - restart: restarts a running VM (its guest shut down, then powered
+//     on). A VM that is off or suspended is left as it is (NotRestarted):
+//     starting it is not restarting it, and vSphere's own restarts need it
+//     running (RebootGuest; the Automation API's power reset "Resets a
+//     powered-on virtual machine").
+
+// NotRestarted is a restart of a VM that is not running: it is left off or
+// suspended, never powered on or resumed.
+type NotRestarted struct {
+	VM    string
+	State PowerState // PoweredOff or Suspended
+}
+
+func (*NotRestarted) finding() {}
+
+// NotShutDownSuspended is an "off" of a suspended VM without leave to power
+// it off hard.
+type NotShutDownSuspended struct {
+	VM string
+}
+
+func (*NotShutDownSuspended) finding() {}
+
+func (e *NotShutDownSuspended) Error() string {
+	return fmt.Sprintf("virtual machine %s is suspended: its guest cannot shut down, and powering it off discards the state its suspend kept", e.VM)
+}
+
+func (*NotShutDownSuspended) Unwrap() error { return ErrInvalidState }
+
+// PlanPowerAction is the rule of a power action on a VM (named vm) in
+// state: the finding when it will not do what it asks, or nil.
+func PlanPowerAction(vm string, state PowerState, action PowerAction, hardOffAllowed bool) Finding {
+	switch {
+	case action == PowerActionRestart && (state == PoweredOff || state == Suspended):
+		return &NotRestarted{VM: vm, State: state}
+	case action == PowerActionOff && state == Suspended && !hardOffAllowed:
+		return &NotShutDownSuspended{VM: vm}
+	}
+	return nil
+}
+
+// PlanVMPowerAction checks a power action at plan time: the VM exists (an
+// error says what a VM's id looks like), and PlanPowerAction's finding for
+// its power state now.
+func (c *Client) PlanVMPowerAction(ctx context.Context, vmID string, action PowerAction, hardOffAllowed bool) (Finding, error) {
+	ctx, cancel := c.withTimeout(ctx)
+	defer cancel()
+	vm, err := c.VM(ctx, vmID)
+	if err != nil {
+		return nil, err
+	}
+	return PlanPowerAction(fmt.Sprintf("%s (%s)", vm.Name, vmID), vm.PowerState, action, hardOffAllowed), nil
+}
+
+// SetVMPower powers a VM on (resuming a suspended one), off (the guest shut
+// down, waiting up to shutdownTimeout, then off hard only if
+// hardOffAllowed; a suspended VM off only if hardOffAllowed), or restarts a
+// running one (off, then on). It waits for other changes the client makes
+// to the VM. progress is told each step; a VM already in the state asked is
+// told so. A restart of a VM that is not running returns NotRestarted, and
+// does nothing.
+func (c *Client) SetVMPower(ctx context.Context, vmID string, action PowerAction, shutdownTimeout time.Duration, hardOffAllowed bool, progress func(string)) (Finding, error) {
 	op := fmt.Sprintf("powering virtual machine %s %s", vmID, action)
 	if err := malformedVMID(op, vmID); err != nil {
-		return err
+		return nil, err
 	}
 	vc, err := c.vimClient(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	first, err := c.readVMPropsAs(ctx, vc, op, vmID, []string{"name"}, fresh)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	unlock, err := c.vms.lock(ctx, first.Self.Value)
 	if err != nil {
-		return translate(op, err)
+		return nil, translate(op, err)
 	}
 	defer unlock()
 	vm, err := c.readVMPropsAs(ctx, vc, op, first.Self.Value, []string{"name", "runtime.powerState"}, fresh)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	obj := object.NewVirtualMachine(vc, vm.Self)
-	on := vm.Runtime.PowerState == types.VirtualMachinePowerStatePoweredOn
-	if on && action != PowerActionOn {
-		progress("shutting the guest of " + vm.Name + " down")
-		why := ""
-		err := obj.ShutdownGuest(ctx)
-		if err == nil {
-			wait, cancel := context.WithTimeout(ctx, shutdownTimeout)
-			err = obj.WaitForPowerState(wait, types.VirtualMachinePowerStatePoweredOff)
-			cancel()
-			why = "did not shut down within " + shutdownTimeout.String()
-		} else {
-			// vCenter refused the shutdown at once: no VMware Tools, for one.
-			why = "could not be shut down: " + messageOf(translate(op, err))
-		}
-		if err != nil {
-			if !hardOffAllowed {
-				return &Error{Op: op, Kind: ErrInvalidState, Cause: ErrGuestDidNotShutDown, Message: fmt.Sprintf(
-					"the guest of %s %s", vm.Name, why)}
-			}
-			progress("the guest did not shut down; powering " + vm.Name + " off")
-			task, err := obj.PowerOff(ctx)
-			if err == nil {
-				_, err = c.waitTask(ctx, op, task)
-			}
-			if err != nil {
-				return translate(op, err)
-			}
-		}
-		on = false
+	state := powerStateOf(vm.Runtime.PowerState)
+	switch f := PlanPowerAction(vm.Name, state, action, hardOffAllowed).(type) {
+	case *NotRestarted:
+		return f, nil
+	case *NotShutDownSuspended:
+		return nil, f
 	}
-	if action == PowerActionOff {
-		if !on {
+	switch state {
+	case PoweredOn:
+		if action == PowerActionOn {
+			progress(vm.Name + " is already on")
+			return nil, nil
+		}
+		if err := c.shutDown(ctx, op, obj, vm.Name, shutdownTimeout, hardOffAllowed, progress); err != nil {
+			return nil, err
+		}
+		if action == PowerActionOff {
 			progress(vm.Name + " is off")
+			return nil, nil
 		}
-		return nil
+	case PoweredOff:
+		if action == PowerActionOff {
+			progress(vm.Name + " is already off")
+			return nil, nil
+		}
+	case Suspended:
+		if action == PowerActionOff {
+			progress("powering " + vm.Name + " off; it was suspended, and the state its suspend kept is discarded")
+			return nil, c.hardPowerOff(ctx, op, obj)
+		}
+	default:
+		return nil, &Error{Op: op, Kind: ErrInvalidState, Object: ObjectVirtualMachine, ID: vmID, Message: fmt.Sprintf(
+			"vCenter gives virtual machine %s the power state %q, neither on, off nor suspended", vm.Name, state)}
 	}
-	if on {
-		progress(vm.Name + " is already on")
-		return nil
+	if state == Suspended {
+		progress("resuming " + vm.Name + ", which is suspended")
+	} else {
+		progress("powering " + vm.Name + " on")
 	}
-	progress("powering " + vm.Name + " on")
 	task, err := obj.PowerOn(ctx)
+	if err == nil {
+		_, err = c.waitTask(ctx, op, task)
+	}
+	return nil, translate(op, err)
+}
+
+// shutDown shuts a running VM's guest down, waiting up to timeout, and
+// powers the VM off hard if that did not work and hardOffAllowed.
+func (c *Client) shutDown(ctx context.Context, op string, obj *object.VirtualMachine, name string, timeout time.Duration, hardOffAllowed bool, progress func(string)) error {
+	progress("shutting the guest of " + name + " down")
+	why := ""
+	err := obj.ShutdownGuest(ctx)
+	if err == nil {
+		wait, cancel := context.WithTimeout(ctx, timeout)
+		err = obj.WaitForPowerState(wait, types.VirtualMachinePowerStatePoweredOff)
+		cancel()
+		why = "did not shut down within " + timeout.String()
+	} else {
+		// vCenter refused the shutdown at once: no VMware Tools, for one.
+		why = "could not be shut down: " + messageOf(translate(op, err))
+	}
+	if err == nil {
+		return nil
+	}
+	if !hardOffAllowed {
+		return &Error{Op: op, Kind: ErrInvalidState, Cause: ErrGuestDidNotShutDown, Message: fmt.Sprintf("the guest of %s %s", name, why)}
+	}
+	progress("the guest did not shut down; powering " + name + " off")
+	return c.hardPowerOff(ctx, op, obj)
+}
+
+// hardPowerOff powers a VM off, without a guest shutdown.
+func (c *Client) hardPowerOff(ctx context.Context, op string, obj *object.VirtualMachine) error {
+	task, err := obj.PowerOff(ctx)
 	if err == nil {
 		_, err = c.waitTask(ctx, op, task)
 	}

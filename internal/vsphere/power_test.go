@@ -3,6 +3,7 @@ package vsphere
 import (
 	"context"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -24,7 +25,7 @@ func TestSetVMPowerShutdownRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	lab.FailCall("ShutdownGuest", name, &types.ToolsUnavailable{}, 1)
-	err := labClient(lab).SetVMPower(ctx, lab.VMID(name), PowerActionOff, time.Minute, false, func(string) {})
+	_, err := labClient(lab).SetVMPower(ctx, lab.VMID(name), PowerActionOff, time.Minute, false, func(string) {})
 	var e *Error
 	if !errors.Is(err, ErrGuestDidNotShutDown) || !errors.As(err, &e) ||
 		!strings.Contains(e.Message, "the guest of "+name+" could not be shut down: vCenter refused the request (ToolsUnavailable)") {
@@ -32,5 +33,33 @@ func TestSetVMPowerShutdownRefused(t *testing.T) {
 	}
 	if calls := lab.Calls()["PowerOffVM_Task"]; calls != 0 {
 		t.Errorf("%d hard power-offs; want none without hardOffAllowed", calls)
+	}
+}
+
+// What a power action does not do, by the VM's power state: a restart never
+// starts a VM that is off or suspended, and an off of a suspended VM needs
+// leave to power it off hard; everything else runs.
+func TestPlanPowerAction(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		state   PowerState
+		action  PowerAction
+		allowed bool
+		want    Finding
+	}{
+		{PoweredOn, PowerActionOn, false, nil},
+		{PoweredOn, PowerActionOff, false, nil},
+		{PoweredOn, PowerActionRestart, false, nil},
+		{PoweredOff, PowerActionOn, false, nil},
+		{PoweredOff, PowerActionOff, false, nil},
+		{PoweredOff, PowerActionRestart, true, &NotRestarted{VM: "vm", State: PoweredOff}},
+		{Suspended, PowerActionOn, false, nil},
+		{Suspended, PowerActionOff, false, &NotShutDownSuspended{VM: "vm"}},
+		{Suspended, PowerActionOff, true, nil},
+		{Suspended, PowerActionRestart, true, &NotRestarted{VM: "vm", State: Suspended}},
+	} {
+		if got := PlanPowerAction("vm", c.state, c.action, c.allowed); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s of a VM %s (power off allowed: %t): %#v, want %#v", c.action, c.state, c.allowed, got, c.want)
+		}
 	}
 }

@@ -317,7 +317,7 @@ func (c *Client) readPortGroupOnly(ctx context.Context, vc *vim25.Client, op, po
 		if nerr := c.readObject(ctx, vc, types.ManagedObjectReference{Type: "Network", Value: portGroupID}, []string{"name"}, &n); nerr == nil {
 			return &portGroupInfo{name: EntityName(n.Name), standard: true}, nil
 		}
-		return nil, objectNotFound(op, ObjectPortGroup, portGroupID, "no distributed port group has id %s", portGroupID)
+		return nil, c.notFoundError(ctx, vc, op, ObjectPortGroup, portGroupID)
 	}
 	if err != nil {
 		return nil, translate(op, err)

@@ -68,7 +68,7 @@ func (c *Client) PlanHostReboot(ctx context.Context, hostID string) (*HostReboot
 		},
 	})
 	if errors.Is(translate(op, err), ErrNotFound) {
-		return nil, objectNotFound(op, ObjectHost, hostID, "no host has id %s; host ids are managed object ids such as host-12", hostID)
+		return nil, c.notFoundError(ctx, vc, op, ObjectHost, hostID)
 	}
 	if err != nil {
 		return nil, translate(op, err)
@@ -94,7 +94,7 @@ func (c *Client) PlanHostReboot(ctx context.Context, hostID string) (*HostReboot
 		}
 	}
 	if self == nil {
-		return nil, objectNotFound(op, ObjectHost, hostID, "no host has id %s; host ids are managed object ids such as host-12", hostID)
+		return nil, c.notFoundError(ctx, vc, op, ObjectHost, hostID)
 	}
 	out := &HostReboot{HostID: hostID, HostName: self.Name, Needed: true,
 		InMaintenanceMode: self.Runtime.InMaintenanceMode, BootTime: self.Runtime.BootTime}

@@ -135,14 +135,30 @@ func vmInaccessible(op, name, moid string) error {
 // ("vm-42") rather than a BIOS UUID.
 func IsVMManagedObjectID(id string) bool { return moidPattern.MatchString(id) }
 
+// notHex finds what no id of hex digits and dashes (a UUID, cut short or
+// mistyped) has.
+var notHex = regexp.MustCompile(`[^0-9a-fA-F-]`)
+
+// vmIDForms says what a VM's id looks like.
+const vmIDForms = "a virtual machine's id is its BIOS UUID (8-4-4-4-12 hex digits, such as 4223b7a1-5b2c-8d3e-1f40-9c1e2a3b4c5d) " +
+	"or its managed object id (such as vm-42)"
+
 // malformedVMID refuses an id that is neither a UUID nor a managed object
-// id before asking vCenter, so the message says what the id should be.
+// id before asking vCenter, so the message says what the id is, and what
+// it should be.
 func malformedVMID(op, id string) error {
 	if moidPattern.MatchString(id) || vmUUIDPattern.MatchString(id) {
 		return nil
 	}
-	return &Error{Op: op, Kind: ErrInvalidArg, Object: ObjectVirtualMachine, ID: id, Message: fmt.Sprintf(
-		"%q is neither a virtual machine's BIOS UUID (8-4-4-4-12 hex digits, such as 4223b7a1-5b2c-8d3e-1f40-9c1e2a3b4c5d) nor its managed object id (such as vm-42)", id)}
+	msg := fmt.Sprintf("%q is neither a virtual machine's BIOS UUID (8-4-4-4-12 hex digits, such as 4223b7a1-5b2c-8d3e-1f40-9c1e2a3b4c5d) "+
+		"nor its managed object id (such as vm-42)", id)
+	switch looks := ShapeOf(id); {
+	case !looks.IsName():
+		msg = fmt.Sprintf("%q is %s, not a virtual machine's: %s", id, looks, vmIDForms)
+	case notHex.MatchString(id): // not a UUID cut short or mistyped
+		msg += ": it looks like a name"
+	}
+	return &Error{Op: op, Kind: ErrInvalidArg, Object: ObjectVirtualMachine, ID: id, IDs: []string{id}, Looks: []Shape{ShapeOf(id)}, Message: msg}
 }
 
 // VM reads a VM by UUID or managed object id.
@@ -162,7 +178,7 @@ func (c *Client) VM(ctx context.Context, id string) (*VM, error) {
 		return nil, translate(op, err)
 	}
 	if ref == nil {
-		return nil, objectNotFound(op, ObjectVirtualMachine, id, "no virtual machine has UUID %s", id)
+		return nil, idNotFound(op, ObjectVirtualMachine, id)
 	}
 	vm, err := c.readVM(ctx, vc, op, *ref)
 	if errors.Is(err, ErrNotFound) {
@@ -184,7 +200,7 @@ func (c *Client) VMByName(ctx context.Context, datacenterID, name string) (*VM, 
 	}
 	refs, err := c.byName(ctx, vc, datacenterRef(datacenterID), "VirtualMachine", name)
 	if err != nil {
-		return nil, datacenterError(op, datacenterID, err)
+		return nil, c.datacenterError(ctx, vc, op, datacenterID, err)
 	}
 	switch len(refs) {
 	case 0:
@@ -277,7 +293,7 @@ func (c *Client) readVMPropsAs(ctx context.Context, vc *vim25.Client, op, vmID s
 			if again := c.refound(ctx, vc, vmID, *ref); again != nil && c.readObjectAs(ctx, vc, *again, props, &vm, f) == nil {
 				return &vm, nil
 			}
-			return nil, objectNotFound(op, ObjectVirtualMachine, vmID, "no virtual machine has id %s", ref.Value)
+			return nil, idNotFound(op, ObjectVirtualMachine, ref.Value)
 		}
 		return nil, translate(op, err)
 	}
@@ -295,7 +311,7 @@ func (c *Client) resolveVM(ctx context.Context, vc *vim25.Client, op, vmID strin
 		return nil, translate(op, err)
 	}
 	if ref == nil {
-		return nil, objectNotFound(op, ObjectVirtualMachine, vmID, "no virtual machine has UUID %s", vmID)
+		return nil, idNotFound(op, ObjectVirtualMachine, vmID)
 	}
 	return ref, nil
 }
@@ -304,7 +320,7 @@ func (c *Client) readVM(ctx context.Context, vc *vim25.Client, op string, ref ty
 	var vm mo.VirtualMachine
 	err := c.readObjectAs(ctx, vc, ref, vmProps, &vm, refresh)
 	if errors.Is(translate(op, err), ErrNotFound) {
-		return nil, objectNotFound(op, ObjectVirtualMachine, ref.Value, "no virtual machine has id %s", ref.Value)
+		return nil, idNotFound(op, ObjectVirtualMachine, ref.Value)
 	}
 	if err != nil {
 		return nil, translate(op, err)
