@@ -25,6 +25,14 @@ const (
 // Limits for ESXi"). A window no host can map does not boot the VM.
 const MaxSizeGB = int64(1) << 20
 
+// DevicesOnlySizeGB is the window suggested where no GPU sizes one: for a
+// size that is not a power of two and no GPU, and for passthrough devices
+// without a GPU (an InfiniBand VF or ConnectX PF, whose BARs are megabytes)
+// on a VM that has no window yet. 64 GB holds devices that map up to 16 GB,
+// the most a device maps without needing the 64-bit window at all (the
+// VMware KB on VMDirectPath I/O of large-BAR devices, 2142307).
+const DevicesOnlySizeGB = 64
+
 // MaxGPUMemoryGB bounds one GPU's framebuffer memory. The most shipping
 // today is 288 GB (NVIDIA B300, AMD Instinct MI355X) and NVIDIA has announced
 // 1 TB for Rubin Ultra; 2048 GB leaves room beyond that, yet still catches

@@ -92,8 +92,8 @@ func TestAccAdopt_handBuiltLab(t *testing.T) {
 		"list.vspherehpc_host_sriov.pf": {fmt.Sprintf("%s %s MT2892 Family [ConnectX-6 Dx] (4 virtual functions)",
 			hosts[0], vcsimlab.HandBuiltSRIOVPF)},
 		"list.vspherehpc_vm_gpu_mmio.vm": {
-			fmt.Sprintf("%s: 1 passthrough devices, MMIO window 256 GB", vms[0]),
-			fmt.Sprintf("%s: 1 passthrough devices, MMIO window %d GB", vms[1], vcsimlab.HandBuiltSmallWindow),
+			fmt.Sprintf("%s: 1 passthrough device, MMIO window 256 GB", vms[0]),
+			fmt.Sprintf("%s: 1 passthrough device, MMIO window %d GB", vms[1], vcsimlab.HandBuiltSmallWindow),
 		},
 	}
 	for _, h := range hosts {

@@ -256,7 +256,7 @@ func TestAccList_vmGPUMMIO(t *testing.T) {
 	runQueries(t, lab, "vspherehpc_vm_gpu_mmio", append([]query{
 		{config: inDatacenter(lab), checks: []querycheck.QueryResultCheck{
 			querycheck.ExpectLength("vspherehpc_vm_gpu_mmio.q", 2),
-			displayed("vspherehpc_vm_gpu_mmio", vms[0]+": 1 passthrough devices, MMIO window 256 GB"),
+			displayed("vspherehpc_vm_gpu_mmio", vms[0]+": 1 passthrough device, MMIO window 256 GB"),
 			// The window smaller than the rule is left to the rule.
 			querycheck.ExpectResourceKnownValues("vspherehpc_vm_gpu_mmio.q", small, []querycheck.KnownValueCheck{
 				{Path: tfjsonpath.New("mmio_size_gb"), KnownValue: knownvalue.Null()},
@@ -417,5 +417,33 @@ func TestAccList_templatesLeftOut(t *testing.T) {
 		if !slices.ContainsFunc(others, func(n string) bool { return strings.HasPrefix(n, vms[0]) }) {
 			t.Errorf("%s does not list %s: %q", address, vms[0], found[address])
 		}
+	}
+}
+
+// A powered-on VM whose adopted setup changes (here a window too small for
+// its GPU) needs to be off for the change: the query says so, with the two
+// ways to do it, beside the change itself; one whose setup stays as it is
+// is not said to.
+func TestAccList_gpuSetupChangeOfARunningVMSaysPowerOff(t *testing.T) {
+	t.Parallel()
+	lab := handBuiltLab(t)
+	vms := lab.VMNames()
+	for _, vm := range vms[:2] {
+		must(t, lab.PowerOnVM(context.Background(), vm))
+	}
+	d := newTFDir(t, lab, adoptExample(t))
+	d.env = append(d.env, "TF_VAR_datacenter="+lab.DatacenterName())
+	_, warnings := queryDiagnostics(t, d)
+	for _, want := range []string{
+		fmt.Sprintf("Virtual machine %s has an MMIO window of %d GB for 80 GB of GPU memory: too small to boot", vms[1], vcsimlab.HandBuiltSmallWindow),
+		fmt.Sprintf("Virtual machine %s is powered on, and these changes need it off: power it off before the apply, or set "+
+			"power_off_allowed = true in the generated configuration", vms[1]),
+	} {
+		if !slices.ContainsFunc(warnings, func(w string) bool { return strings.Contains(w, want) }) {
+			t.Errorf("no warning %q; the warnings:\n%s", want, strings.Join(warnings, "\n"))
+		}
+	}
+	if slices.ContainsFunc(warnings, func(w string) bool { return strings.Contains(w, vms[0]+" is powered on") }) {
+		t.Errorf("%s, whose setup does not change, is said to need powering off:\n%s", vms[0], strings.Join(warnings, "\n"))
 	}
 }

@@ -27,16 +27,27 @@ func (r *rdmaDVSResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	if !req.State.Raw.IsNull() {
 		state = &rdmaDVSModel{}
 		resp.Diagnostics.Append(getModel(ctx, req.State.Schema, req.State.Raw, state)...)
-		r.claims.noteSwitchRead(state.ID.ValueString())
 	}
 	if req.Plan.Raw.IsNull() {
 		if state != nil {
+			r.claims.noteSwitchRead(state.ID.ValueString())
 			r.checkDestroy(ctx, r.dvsID(ctx, state, req.Private, &resp.Diagnostics), &resp.Diagnostics)
 		}
 		return
 	}
 	var plan rdmaDVSModel
 	resp.Diagnostics.Append(getModel(ctx, req.Plan.Schema, req.Plan.Raw, &plan)...)
+	if state != nil {
+		if !plan.Name.Equal(state.Name) || (plan.PortGroup != nil && state.PortGroup != nil && !plan.PortGroup.Name.Equal(state.PortGroup.Name)) {
+			// A new switch of this plan may take the names it gives up, and
+			// Terraform may apply that create first: the create waits for
+			// this switch's update (in the apply, whose plan also gets here).
+			// Said before the switch is known as this configuration's, which
+			// lets the new switch's plan take its names.
+			r.client.ExpectSwitchRename(state.ID.ValueString())
+		}
+		r.claims.noteSwitchRead(state.ID.ValueString())
+	}
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -121,6 +132,9 @@ func (r *rdmaDVSResource) change(ctx context.Context, plan, state *rdmaDVSModel,
 	}
 	if !plan.Hosts.IsUnknown() {
 		ch.Hosts = &vsphere.DVSHostsChange{SwitchName: plan.Name.ValueString(), Planned: dvsHosts(ctx, plan.Hosts, diags), Version: version}
+		if !plan.DatacenterID.IsUnknown() {
+			ch.Hosts.DatacenterID = plan.DatacenterID.ValueString()
+		}
 		if state != nil {
 			ch.Hosts.SwitchUUID, ch.Hosts.Current = state.ID.ValueString(), dvsHosts(ctx, state.Hosts, diags)
 			ch.Hosts.CurrentVersion = state.Version.ValueString()
@@ -263,6 +277,11 @@ func addDVSFinding(diags *diag.Diagnostics, f vsphere.Finding, w dvsWording) {
 				"adapters first (destroy their vspherehpc_vm_pvrdma_nic or vspherehpc_vm_sriov_nic, or remove them in vCenter), or "+
 				"move the VMs to a host that stays, then remove the host.",
 				f.Host, f.HostID, w.switchName, vsphere.DescribeSwitchUsers(f.Users)))
+	case vsphere.HostInOtherDatacenter:
+		diags.AddAttributeError(at, "Host of another datacenter",
+			fmt.Sprintf("Host %s (%s) is in datacenter %s (%s), not in %s, the datacenter of switch %s: a distributed switch takes the "+
+				"hosts of its own datacenter only, and vCenter would refuse the host at apply. Leave the host out of this switch, or give "+
+				"it a switch in datacenter %s.", f.Host, f.HostID, f.Datacenter, f.DatacenterID, f.SwitchDatacenterID, f.SwitchName, f.DatacenterID))
 	case vsphere.VersionNotOffered:
 		diags.AddAttributeError(path.Root("version"), "Switch version not offered",
 			fmt.Sprintf("vCenter offers distributed switch versions %s, not %s.", listOrNone(f.Offered), f.Wanted))
@@ -275,7 +294,8 @@ func addDVSFinding(diags *diag.Diagnostics, f vsphere.Finding, w dvsWording) {
 			diags.AddAttributeError(path.Root("name"), "Switch name taken",
 				fmt.Sprintf("Datacenter %s already has a distributed switch called %q (%s); vCenter keeps switch names unique in a "+
 					"datacenter. Choose another name, or import that switch (terraform import on this resource with its UUID) to "+
-					"manage it.", w.datacenter, f.Name, f.ID))
+					"manage it. If this configuration renames that switch, make this switch depend on the switch's resource "+
+					"(depends_on): Terraform then plans and applies the rename first.", w.datacenter, f.Name, f.ID))
 			return
 		}
 		if f.OnSwitch {

@@ -346,48 +346,6 @@ func TestAccRDMADVS_numbersNotWhole(t *testing.T) {
 	})
 }
 
-// A "/" in a switch or port group name breaks inventory paths: refused at
-// plan.
-func TestAccRDMADVS_slashInNames(t *testing.T) {
-	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
-	config := dvsConfig(lab, "rdma", allHosts(lab, lab.RDMANICs()[0]), "")
-	resource.UnitTest(t, resource.TestCase{
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		Steps: []resource.TestStep{
-			{
-				Config: strings.Replace(config, dvsNameLine("rdma"), `name          = "rdma/a"`, 1), PlanOnly: true,
-				ExpectError: regexp.MustCompile(`(?s)Attribute name must not contain "/": it separates the parts of\s+inventory\s+paths`),
-			},
-			{
-				Config: strings.Replace(config, portGroupLine("pvrdma-vms"), `name = "pvrdma/vms"`, 1), PlanOnly: true,
-				ExpectError: regexp.MustCompile(`(?s)Attribute port_group.name must not contain "/"`),
-			},
-		},
-	})
-}
-
-// "%" and "\" in names are refused at plan, as "/" is: vCenter stores them
-// escaped, so the name would read back different ("inconsistent result
-// after apply").
-func TestAccRDMADVS_escapedCharsInNames(t *testing.T) {
-	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
-	config := dvsConfig(lab, "rdma", allHosts(lab, lab.RDMANICs()[0]), "")
-	refused := func(attr string) *regexp.Regexp {
-		return regexp.MustCompile(`(?s)Attribute ` + regexp.QuoteMeta(attr) + ` must not contain "%" or "\\": vCenter stores\s+them\s+escaped\s+\(as\s+%25\s+and\s+%5c\)`)
-	}
-	resource.UnitTest(t, resource.TestCase{
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		Steps: []resource.TestStep{
-			{Config: strings.Replace(config, dvsNameLine("rdma"), `name          = "rdma-100%"`, 1), PlanOnly: true, ExpectError: refused("name")},
-			{Config: strings.Replace(config, dvsNameLine("rdma"), `name          = "rdma\\a"`, 1), PlanOnly: true, ExpectError: refused("name")},
-			{Config: strings.Replace(config, portGroupLine("pvrdma-vms"), `name = "pvrdma%vms"`, 1), PlanOnly: true, ExpectError: refused("port_group.name")},
-			{Config: strings.Replace(config, portGroupLine("pvrdma-vms"), `name = "pvrdma\\vms"`, 1), PlanOnly: true, ExpectError: refused("port_group.name")},
-		},
-	})
-}
-
 // repeat is n copies of s, as fmt arguments.
 func repeat(s string, n int) []any {
 	out := make([]any, n)
@@ -395,4 +353,35 @@ func repeat(s string, n int) []any {
 		out[i] = s
 	}
 	return out
+}
+
+// A host of another datacenter cannot join a switch: a distributed switch
+// spans the hosts of its own datacenter. The plan refuses it, naming both
+// datacenters, from the one read it makes of each joining host (its
+// datacenter comes through the host's parents in the same call), so no
+// switch is created, and tainted, by an apply vCenter refuses.
+func TestAccRDMADVS_hostOfAnotherDatacenterRefusedAtPlan(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	simulatedOnly(t, lab, "adds a datacenter and a host")
+	ctx := context.Background()
+	must(t, lab.CreateDatacenter(ctx, "site-b", "dc-b"))
+	other, err := lab.AddStandaloneHost(ctx, "/site-b/dc-b", "esx-b.example.com")
+	must(t, err)
+	hosts := allHosts(lab, lab.RDMANICs()[0])
+	withOther := dvsConfig(lab, "rdma", hosts, fmt.Sprintf("  host {\n    host_system_id = %q\n    vmnic          = \"vmnic0\"\n  }\n", other))
+	refused := wrapped(fmt.Sprintf("Host esx-b.example.com (%s) is in datacenter dc-b (", other))
+	explained := wrapped(fmt.Sprintf("not in %s, the datacenter of switch %s: a distributed switch takes the hosts of its own datacenter only",
+		lab.DatacenterID(), testName("rdma")))
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             noNetworksLeft(lab),
+		Steps: []resource.TestStep{
+			{Config: withOther, PlanOnly: true, ExpectError: refused},
+			{Config: withOther, PlanOnly: true, ExpectError: explained},
+			{Config: dvsConfig(lab, "rdma", hosts, "")},
+			// Joining an existing switch: refused the same way.
+			{Config: withOther, PlanOnly: true, ExpectError: refused},
+		},
+	})
 }

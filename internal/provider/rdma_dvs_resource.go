@@ -111,9 +111,10 @@ func (r *rdmaDVSResource) Schema(_ context.Context, _ resource.SchemaRequest, re
 				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
 			},
 			"name": schema.StringAttribute{
-				Required:            true,
-				MarkdownDescription: "Name of the switch, without `/` (it separates the parts of inventory paths), `%` or `\\` (vCenter stores them escaped). Renamed in place.",
-				Validators:          []validator.String{stringvalidator.LengthBetween(1, 80), noSlash, noEscaped},
+				Required: true,
+				MarkdownDescription: "Name of the switch, up to 80 characters. Renamed in place. It may hold `/`, `%` and `\\`: vCenter stores them " +
+					"escaped (`%2f`, `%25`, `%5c`), as an inventory path (an import id) names the switch, and the provider reads the name back as given.",
+				Validators: []validator.String{stringvalidator.LengthBetween(1, 80)},
 			},
 			"description": schema.StringAttribute{
 				Optional: true, Computed: true,
@@ -167,8 +168,9 @@ func (r *rdmaDVSResource) Schema(_ context.Context, _ resource.SchemaRequest, re
 				Validators:          []validator.Object{objectvalidator.IsRequired()},
 				Attributes: map[string]schema.Attribute{
 					"name": schema.StringAttribute{
-						Required: true, MarkdownDescription: "Name of the port group, without `/`, `%` or `\\`; free in the datacenter, where standard port groups such as `VM Network` count.",
-						Validators: []validator.String{stringvalidator.LengthBetween(1, 80), noSlash, noEscaped},
+						Required: true, MarkdownDescription: "Name of the port group, up to 80 characters; free in the datacenter, where standard port " +
+							"groups such as `VM Network` count. `/`, `%` and `\\` are stored escaped by vCenter and read back as given, as in the switch's name.",
+						Validators: []validator.String{stringvalidator.LengthBetween(1, 80)},
 					},
 					"vlan_id": schema.Int64Attribute{
 						Optional: true, Computed: true, Default: int64default.StaticInt64(0),

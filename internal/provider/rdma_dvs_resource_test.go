@@ -686,3 +686,134 @@ resource "vspherehpc_rdma_dvs" "second" {
 		}},
 	})
 }
+
+// Names with '/', '%' and '\' round-trip: vCenter stores them escaped
+// (%2f, %25, %5c; ManagedEntity.name), the provider escapes them on the
+// way and reads them unescaped, so state holds the names as given, the
+// re-plan is empty, import (by UUID, or by the inventory path, where the
+// escaped name is the path's element) reads the same, and a rename to
+// other such names is drift-free too.
+func TestAccRDMADVS_namesWithSlashPercentBackslash(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	ctx := context.Background()
+	hosts := allHosts(lab, lab.RDMANICs()[0])
+	named := func(switchName, portGroup string) string {
+		config := dvsConfig(lab, "rdma", hosts, "")
+		config = strings.Replace(config, dvsNameLine("rdma"), fmt.Sprintf("name          = %q", testName(switchName)), 1)
+		return strings.Replace(config, portGroupLine("pvrdma-vms"), fmt.Sprintf("name = %q", testName(portGroup)), 1)
+	}
+	stored := func(names ...string) resource.TestCheckFunc {
+		return func(*terraform.State) error {
+			for _, n := range names {
+				if got, err := lab.CountNetworks(ctx, n); err != nil || got != 1 {
+					return fmt.Errorf("vCenter holds %d networks stored as %q (%v), want 1", got, n, err)
+				}
+			}
+			return nil
+		}
+	}
+	first, firstPG := `ü/x 100%\y`, `pvrdma/ü 5%\z`
+	second, secondPG := `a\b/c`, `p%2fq`
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config: named(first, firstPG),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(dvsAddr, tfjsonpath.New("name"), knownvalue.StringExact(testName(first))),
+					statecheck.ExpectKnownValue(dvsAddr, tfjsonpath.New("port_group").AtMapKey("name"), knownvalue.StringExact(testName(firstPG))),
+				},
+				Check: stored(testName(`ü%2fx 100%25%5cy`), testName(`pvrdma%2fü 5%25%5cz`)),
+			},
+			{Config: named(first, firstPG), PlanOnly: true}, // no drift
+			{ResourceName: dvsAddr, ImportState: true, ImportStateVerify: true},
+			{
+				ResourceName: dvsAddr, ImportState: true, ImportStateVerify: true,
+				ImportStateId: "/" + lab.DatacenterName() + "/network/" + testName(`ü%2fx 100%25%5cy`),
+			},
+			{
+				// "p%2fq" is a name, not an escape sequence: stored as "p%252fq".
+				Config: named(second, secondPG),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(dvsAddr, plancheck.ResourceActionUpdate),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(dvsAddr, tfjsonpath.New("name"), knownvalue.StringExact(testName(second))),
+					statecheck.ExpectKnownValue(dvsAddr, tfjsonpath.New("port_group").AtMapKey("name"), knownvalue.StringExact(testName(secondPG))),
+				},
+				Check: stored(testName(`a%5cb%2fc`), testName(`p%252fq`)),
+			},
+			{Config: named(second, secondPG), PlanOnly: true},
+		},
+	})
+}
+
+// A switch renamed while a new switch of the same configuration takes its
+// old names. When the new switch depends on the renamed one (planned and
+// applied after it), the apply renames, then creates; whatever order
+// Terraform applies them in otherwise, the create waits in the provider
+// for the rename (vsphere's TestCreateDVSWaitsForTheSwitchWhoseNamesItTakes).
+// When the renamed switch depends on the new one instead, the new one is
+// planned first, while the old names are still another switch's: refused at
+// plan, saying to make it depend on the renamed switch.
+func TestAccRDMADVS_newSwitchTakesTheNamesOfOneRenamed(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	nics := lab.RDMANICs()
+	switchConfig := func(resourceName, name, portGroup, nic, extra string) string {
+		var b strings.Builder
+		for _, h := range lab.HostNames() {
+			fmt.Fprintf(&b, "  host {\n    host_system_id = %q\n    vmnic          = %q\n  }\n", lab.HostID(h), nic)
+		}
+		return fmt.Sprintf(`
+resource "vspherehpc_rdma_dvs" %q {
+  datacenter_id = %q
+  name          = %q
+  port_group {
+    name = %q
+  }
+%s%s
+}
+`, resourceName, lab.DatacenterID(), testName(name), testName(portGroup), b.String(), extra)
+	}
+	before := providerConfig(lab) + switchConfig("old", "rdma", "pvrdma-vms", nics[0], "")
+	both := func(oldExtra, newExtra string) string {
+		return providerConfig(lab) + switchConfig("old", "rdma-old", "pvrdma-vms-old", nics[0], oldExtra) +
+			switchConfig("new", "rdma", "pvrdma-vms", nics[1], newExtra)
+	}
+	names := func(addr, name, portGroup string) []statecheck.StateCheck {
+		return []statecheck.StateCheck{
+			statecheck.ExpectKnownValue(addr, tfjsonpath.New("name"), knownvalue.StringExact(testName(name))),
+			statecheck.ExpectKnownValue(addr, tfjsonpath.New("port_group").AtMapKey("name"), knownvalue.StringExact(testName(portGroup))),
+		}
+	}
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             noNetworksLeft(lab),
+		Steps: []resource.TestStep{
+			{Config: before},
+			{
+				// The renamed switch depends on the new one: refused at plan.
+				Config: both(`  depends_on = [vspherehpc_rdma_dvs.new]`, ""), PlanOnly: true,
+				ExpectError: wrapped(fmt.Sprintf("already has a distributed switch called %q", testName("rdma")) +
+					" (dvs-" /* its id follows */),
+			},
+			{
+				Config: both(`  depends_on = [vspherehpc_rdma_dvs.new]`, ""), PlanOnly: true,
+				ExpectError: wrapped("If this configuration renames that switch, make this switch depend on the switch's resource (depends_on): " +
+					"Terraform then plans and applies the rename first."),
+			},
+			{
+				// The new switch depends on the renamed one: renamed, then created.
+				Config: both("", `  depends_on = [vspherehpc_rdma_dvs.old]`),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("vspherehpc_rdma_dvs.old", plancheck.ResourceActionUpdate),
+					plancheck.ExpectResourceAction("vspherehpc_rdma_dvs.new", plancheck.ResourceActionCreate),
+				}},
+				ConfigStateChecks: append(names("vspherehpc_rdma_dvs.old", "rdma-old", "pvrdma-vms-old"),
+					names("vspherehpc_rdma_dvs.new", "rdma", "pvrdma-vms")...),
+			},
+		},
+	})
+}

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/attr/xattr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -438,18 +437,6 @@ var (
 	hexIDPattern  = regexp.MustCompile(`^[0-9a-f]{4}$`)                                // a PCI vendor or device id
 	macPattern    = regexp.MustCompile(`^([0-9a-f]{2}:){5}[0-9a-f]{2}$`)
 )
-
-// noSlash refuses names with "/": vCenter stores it escaped as %2f, and
-// inventory paths (/<datacenter>/network/<switch>), which import and
-// govc use, no longer find the object by the name given.
-var noSlash = stringvalidator.RegexMatches(regexp.MustCompile(`^[^/]*$`),
-	`must not contain "/": it separates the parts of inventory paths such as /DC0/network/rdma`)
-
-// noEscaped refuses names with "%" or "\": vCenter stores them escaped
-// (ManagedEntity.name: "%" as %25, "\" as %5c), so the name reads back
-// different from the one given and every apply would see a change.
-var noEscaped = stringvalidator.RegexMatches(regexp.MustCompile(`^[^%\\]*$`),
-	`must not contain "%" or "\": vCenter stores them escaped (as %25 and %5c), so the name would read back different from the one given`)
 
 // notEmpty refuses "" where a look-up expects a name or an id, saying what to
 // give (fix). Left to the look-up, "" reads as "not given" (the only

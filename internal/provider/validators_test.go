@@ -7,10 +7,8 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
-	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/provider"
 	fwresource "github.com/hashicorp/terraform-plugin-framework/resource"
-	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-framework/types/basetypes"
 )
@@ -35,20 +33,6 @@ func TestStaticMACProblem(t *testing.T) {
 		got := staticMACProblem(mac)
 		if (want == "") != (got == "") || !strings.Contains(got, want) {
 			t.Errorf("staticMACProblem(%q) = %q, want %q", mac, got, want)
-		}
-	}
-}
-
-// Names vCenter stores escaped ("%", "\\") are refused; others pass.
-func TestNoEscaped(t *testing.T) {
-	t.Parallel()
-	for name, ok := range map[string]bool{
-		"rdma": true, "pvrdma-vms 1": true, "100%": false, "a%25b": false, `a\b`: false, `\`: false,
-	} {
-		resp := &validator.StringResponse{}
-		noEscaped.ValidateString(context.Background(), validator.StringRequest{Path: path.Root("name"), ConfigValue: types.StringValue(name)}, resp)
-		if resp.Diagnostics.HasError() == ok {
-			t.Errorf("noEscaped(%q): %v, want accepted %v", name, resp.Diagnostics, ok)
 		}
 	}
 }

@@ -21,11 +21,11 @@ func NewVMPVRDMANICListResource() list.ListResource {
 // adapter keeps the one it has, and a generated MAC is never written into
 // configuration as if an administrator chose it.
 func listPVRDMANICs(ctx context.Context, c *vsphere.Client, scope vsphere.Scope, _ string) ([]listed, error) {
-	nics, err := c.ListPVRDMANICs(ctx, scope)
+	nics, unreadable, err := c.ListPVRDMANICs(ctx, scope)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]listed, 0, len(nics))
+	out := leftOutVMs(unreadable, "The PVRDMA adapters")
 	for _, nic := range nics {
 		uuid := strings.ToLower(nic.VM.ID)
 		m := vmPVRDMANICModel{VirtualMachineID: types.StringValue(uuid), ReserveAllMemory: types.BoolNull(), PowerOffAllowed: types.BoolNull()}
@@ -34,6 +34,16 @@ func listPVRDMANICs(ctx context.Context, c *vsphere.Client, scope vsphere.Scope,
 		out = append(out, listedAdapter(nic.VM, nic.Key, nic.MAC, m))
 	}
 	return out, nil
+}
+
+// leftOutVMs warns of the VMs a VM list could not read, what says what of
+// them is not listed.
+func leftOutVMs(vms []vsphere.LeftOutVM, what string) []listed {
+	var out []listed
+	for _, vm := range vms {
+		out = append(out, leftOutOf("Virtual machine "+vm.VM.Name, what+" of virtual machine "+vm.VM.Name+" are not listed: "+vm.Why))
+	}
+	return out
 }
 
 // listedAdapter is a VM's network adapter as a list result: named by its

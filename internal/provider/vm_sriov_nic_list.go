@@ -19,11 +19,11 @@ func NewVMSRIOVNICListResource() list.ListResource {
 // listSRIOVNICs lists adapters with their MAC address left to vCenter, as
 // listPVRDMANICs does.
 func listSRIOVNICs(ctx context.Context, c *vsphere.Client, scope vsphere.Scope, _ string) ([]listed, error) {
-	nics, err := c.ListSRIOVNICs(ctx, scope)
+	nics, unreadable, err := c.ListSRIOVNICs(ctx, scope)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]listed, 0, len(nics))
+	out := leftOutVMs(unreadable, "The SR-IOV adapters")
 	for _, nic := range nics {
 		uuid := strings.ToLower(nic.VM.ID)
 		m := vmSRIOVNICModel{VirtualMachineID: types.StringValue(uuid), PowerOffAllowed: types.BoolNull()}

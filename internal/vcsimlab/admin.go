@@ -60,6 +60,45 @@ func (l *Lab) SetRuleset(ctx context.Context, hostName, ruleset string, enabled 
 // change takes effect as UpdatePassthruConfig says: at once, or at the
 // host's next reboot.
 func (l *Lab) SetHostSRIOV(ctx context.Context, hostName, pfID string, numVFs int) error {
+	return l.setHostSRIOV(ctx, hostName, pfID, numVFs, nil)
+}
+
+// SetHostSRIOVAtNextReboot is SetHostSRIOV with applyNow false: the change
+// waits for the host's next reboot even on a host that could apply it at
+// once (HostPciPassthruConfig.applyNow), as an administrator who defers it
+// to a maintenance window leaves it.
+func (l *Lab) SetHostSRIOVAtNextReboot(ctx context.Context, hostName, pfID string, numVFs int) error {
+	return l.setHostSRIOV(ctx, hostName, pfID, numVFs, types.NewBool(false))
+}
+
+func (l *Lab) setHostSRIOV(ctx context.Context, hostName, pfID string, numVFs int, applyNow *bool) error {
+	return l.updatePassthru(ctx, hostName, func(current []types.BaseHostPciPassthruInfo) types.BaseHostPciPassthruConfig {
+		cfg := &types.HostSriovConfig{HostPciPassthruConfig: types.HostPciPassthruConfig{Id: pfID, ApplyNow: applyNow}, SriovEnabled: numVFs > 0,
+			NumVirtualFunction: int32(numVFs)}
+		for _, p := range current {
+			if info := p.GetHostPciPassthruInfo(); info.Id == pfID {
+				cfg.PassthruEnabled = info.PassthruEnabled
+			}
+		}
+		return cfg
+	})
+}
+
+// SetHostPassthroughAtNextReboot turns passthrough of a host's PCI device
+// on or off with applyNow false, as Configure > Hardware > PCI Devices does
+// for an administrator who defers the change to the host's next reboot
+// (HostPciPassthruConfig.applyNow): it waits for that reboot even on a host
+// that could apply it at once.
+func (l *Lab) SetHostPassthroughAtNextReboot(ctx context.Context, hostName, pciID string, enabled bool) error {
+	return l.updatePassthru(ctx, hostName, func([]types.BaseHostPciPassthruInfo) types.BaseHostPciPassthruConfig {
+		return &types.HostPciPassthruConfig{Id: pciID, PassthruEnabled: enabled, ApplyNow: types.NewBool(false)}
+	})
+}
+
+// updatePassthru sends one device's passthrough configuration, which
+// config builds from the host's current passthrough state, to the host's
+// HostPciPassthruSystem (UpdatePassthruConfig).
+func (l *Lab) updatePassthru(ctx context.Context, hostName string, config func([]types.BaseHostPciPassthruInfo) types.BaseHostPciPassthruConfig) error {
 	host, err := l.adminHost(hostName)
 	if err != nil {
 		return err
@@ -76,13 +115,8 @@ func (l *Lab) SetHostSRIOV(ctx context.Context, hostName, pfID string, numVFs in
 	if err := host.Properties(ctx, *ps, []string{"pciPassthruInfo"}, &sys); err != nil {
 		return err
 	}
-	cfg := &types.HostSriovConfig{HostPciPassthruConfig: types.HostPciPassthruConfig{Id: pfID}, SriovEnabled: numVFs > 0, NumVirtualFunction: int32(numVFs)}
-	for _, p := range sys.PciPassthruInfo {
-		if info := p.GetHostPciPassthruInfo(); info.Id == pfID {
-			cfg.PassthruEnabled = info.PassthruEnabled
-		}
-	}
-	_, err = methods.UpdatePassthruConfig(ctx, l.client.Client, &types.UpdatePassthruConfig{This: *ps, Config: []types.BaseHostPciPassthruConfig{cfg}})
+	_, err = methods.UpdatePassthruConfig(ctx, l.client.Client, &types.UpdatePassthruConfig{This: *ps,
+		Config: []types.BaseHostPciPassthruConfig{config(sys.PciPassthruInfo)}})
 	return err
 }
 
@@ -210,6 +244,48 @@ func (l *Lab) CreateDatacenter(ctx context.Context, folderName, datacenterName s
 	}
 	_, err = folder.CreateDatacenter(ctx, datacenterName)
 	return err
+}
+
+// AddStandaloneHost adds a standalone host to the host folder of the
+// datacenter at datacenterPath ("/site-b/dc-b"), as Add Host in the vSphere
+// Client (govc host.add) does, and returns its managed object id. vcsim
+// makes it from its stock ESXi host, without the lab's hardware; it is not
+// among HostNames.
+func (l *Lab) AddStandaloneHost(ctx context.Context, datacenterPath, hostName string) (string, error) {
+	if l.simulatorOnly("AddStandaloneHost") {
+		return "", ErrNotSimulated
+	}
+	dc, err := govmomifind.NewFinder(l.client.Client).Datacenter(ctx, datacenterPath)
+	if err != nil {
+		return "", err
+	}
+	folders, err := dc.Folders(ctx)
+	if err != nil {
+		return "", err
+	}
+	task, err := folders.HostFolder.AddStandaloneHost(ctx, types.HostConnectSpec{HostName: hostName}, true, nil, nil)
+	if err != nil {
+		return "", err
+	}
+	info, err := task.WaitForResult(ctx)
+	if err != nil {
+		return "", err
+	}
+	cr, ok := info.Result.(types.ManagedObjectReference)
+	if !ok {
+		return "", fmt.Errorf("vcsimlab: adding host %s returned no compute resource", hostName)
+	}
+	if cr.Type == "HostSystem" { // vcsim's result; vCenter's is the compute resource (AddStandaloneHost_Task)
+		return cr.Value, nil
+	}
+	var res mo.ComputeResource
+	if err := l.client.RetrieveOne(ctx, cr, []string{"host"}, &res); err != nil {
+		return "", err
+	}
+	if len(res.Host) != 1 {
+		return "", fmt.Errorf("vcsimlab: compute resource of host %s has %d hosts", hostName, len(res.Host))
+	}
+	return res.Host[0].Value, nil
 }
 
 // Fault is a vSphere fault for the lab to inject, in plain values: its type

@@ -189,7 +189,7 @@ func (l *Lab) CountNetworks(ctx context.Context, pattern string) (int, error) {
 
 // adminPortGroup finds a distributed port group of the datacenter by name.
 func (l *Lab) adminPortGroup(ctx context.Context, portGroupName string) (*object.DistributedVirtualPortgroup, error) {
-	n, err := l.adminFinder().Network(ctx, portGroupName)
+	n, err := l.adminFinder().Network(ctx, escapeEntityName(portGroupName)) // an inventory path names it as stored
 	if err != nil {
 		return nil, err
 	}
@@ -202,7 +202,7 @@ func (l *Lab) adminPortGroup(ctx context.Context, portGroupName string) (*object
 
 // adminSwitch finds a distributed switch of the datacenter by name.
 func (l *Lab) adminSwitch(ctx context.Context, switchName string) (*object.DistributedVirtualSwitch, error) {
-	n, err := l.adminFinder().Network(ctx, switchName)
+	n, err := l.adminFinder().Network(ctx, escapeEntityName(switchName)) // an inventory path names it as stored
 	if err != nil {
 		return nil, err
 	}

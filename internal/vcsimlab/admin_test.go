@@ -120,6 +120,15 @@ func TestAdminCreateDatacenter(t *testing.T) {
 	if err := l.CreateDatacenter(ctx, "site-b", "x"); err == nil {
 		t.Fatal("a second folder of the same name: no error")
 	}
+	// A host of the second datacenter.
+	id, err := l.AddStandaloneHost(ctx, "/site-b/"+l.DatacenterName(), "esx-b.example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, err := object.NewSearchIndex(l.Client().Client).FindByInventoryPath(ctx, "/site-b/"+l.DatacenterName()+"/host/esx-b.example.com/esx-b.example.com")
+	if err != nil || host == nil || host.Reference().Value != id {
+		t.Fatalf("the second datacenter's host: %v, %v; want %s", host, err, id)
+	}
 }
 
 func TestAdminInjectFaults(t *testing.T) {
@@ -258,6 +267,37 @@ func TestAdminHostSRIOVAndUplinks(t *testing.T) {
 	}
 	if err := l.SetHostSRIOV(ctx, name, pf, 17); err == nil {
 		t.Error("17 VFs: no error")
+	}
+	// Deferred to the next reboot, on a host that could apply it at once.
+	if err := l.SetHostSRIOVAtNextReboot(ctx, name, pf, 2); err != nil {
+		t.Fatal(err)
+	}
+	if sr := state(); !sr.SriovEnabled || sr.SriovActive || sr.NumVirtualFunctionRequested != 2 || sr.NumVirtualFunction != 0 {
+		t.Errorf("after SetHostSRIOVAtNextReboot(2): %+v, want 2 VFs requested, none active", sr)
+	}
+	if err := l.SetHostPassthroughAtNextReboot(ctx, name, gpus[2].id, true); err != nil {
+		t.Fatal(err)
+	}
+	a100 := func() types.HostPciPassthruInfo {
+		t.Helper()
+		var sys mo.HostPciPassthruSystem
+		retrieve(t, l.Client(), ps, []string{"pciPassthruInfo"}, &sys)
+		for _, p := range sys.PciPassthruInfo {
+			if info := p.GetHostPciPassthruInfo(); info.Id == gpus[2].id {
+				return *info
+			}
+		}
+		t.Fatalf("no %s", gpus[2].id)
+		return types.HostPciPassthruInfo{}
+	}
+	if p := a100(); !p.PassthruEnabled || p.PassthruActive {
+		t.Errorf("after SetHostPassthroughAtNextReboot: %+v, want enabled, not active", p)
+	}
+	if err := l.RebootHost(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	if sr, p := state(), a100(); !sr.SriovActive || sr.NumVirtualFunction != 2 || !p.PassthruActive {
+		t.Errorf("after the reboot: %+v and %+v, want 2 VFs and passthrough active", sr, p)
 	}
 
 	uplinks := func(vswitch string) []string {

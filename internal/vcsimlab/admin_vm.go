@@ -150,6 +150,7 @@ func (l *Lab) CreateVM(ctx context.Context, vmName, hostName string, version int
 		return err
 	}
 	l.vms = append(l.vms, vm)
+	l.setGuest(ref("VirtualMachine", vm.id), false) // a new VM has no guest OS to report, as the lab's own
 	return nil
 }
 
@@ -302,7 +303,7 @@ func (l *Lab) AddSRIOVAdapter(ctx context.Context, vmName, portGroupName, pfID s
 	if err != nil {
 		return err
 	}
-	network, err := l.adminFinder().Network(ctx, portGroupName)
+	network, err := l.adminFinder().Network(ctx, escapeEntityName(portGroupName))
 	if err != nil {
 		return err
 	}
@@ -459,6 +460,20 @@ func (l *Lab) EditPVRDMAAdapters(ctx context.Context, vmName string, edit PVRDMA
 		}
 	}
 	return nil
+}
+
+// AttachDynamicGPU adds a Dynamic DirectPath device of a GPU model to a VM,
+// as Edit Settings > Add New Device > PCI Device > DirectPath IO: Dynamic
+// in the vSphere Client does (a VirtualPCIPassthrough with a
+// VirtualPCIPassthroughDynamicBackingInfo allowing that vendor and device
+// id; vSphere picks a host device of the model at power on).
+func (l *Lab) AttachDynamicGPU(ctx context.Context, vmName string, vendor, device int32) error {
+	vm, err := l.adminVM(vmName)
+	if err != nil {
+		return err
+	}
+	return vm.AddDevice(ctx, &types.VirtualPCIPassthrough{VirtualDevice: types.VirtualDevice{Key: -1,
+		Backing: &types.VirtualPCIPassthroughDynamicBackingInfo{AllowedDevice: []types.VirtualPCIPassthroughAllowedDevice{{VendorId: vendor, DeviceId: device}}}}})
 }
 
 // NarrowDynamicGPUs edits every Dynamic DirectPath device of a VM, as Edit

@@ -352,8 +352,8 @@ func TestAdminSRIOVAdapters(t *testing.T) {
 	}
 }
 
-// CreateVM makes a VM of an older hardware version on the named host, and
-// the lab's look-ups know it.
+// CreateVM makes a VM of an older hardware version on the named host, with
+// no guest OS reported (none ever ran), and the lab's look-ups know it.
 func TestAdminCreateVM(t *testing.T) {
 	t.Parallel()
 	l := startLab(t)
@@ -366,9 +366,12 @@ func TestAdminCreateVM(t *testing.T) {
 		t.Fatalf("uuid %q, host %q, names %v", l.VMUUID("esxi51-node"), l.VMHostName("esxi51-node"), l.VMNames())
 	}
 	var vm mo.VirtualMachine
-	retrieve(t, l.Client(), vmRef(l, "esxi51-node"), []string{"config.version", "runtime.powerState"}, &vm)
+	retrieve(t, l.Client(), vmRef(l, "esxi51-node"), []string{"config.version", "runtime.powerState", "guest"}, &vm)
 	if vm.Config.Version != "vmx-09" || vm.Runtime.PowerState != types.VirtualMachinePowerStatePoweredOff {
 		t.Fatalf("version %s, power %s", vm.Config.Version, vm.Runtime.PowerState)
+	}
+	if vm.Guest != nil && (vm.Guest.GuestFamily != "" || vm.Guest.GuestFullName != "") {
+		t.Errorf("a new VM reports a guest OS: %q, %q", vm.Guest.GuestFamily, vm.Guest.GuestFullName)
 	}
 	if err := l.CreateVM(ctx, "nowhere", "no-such-host", 19); err == nil {
 		t.Fatal("a VM on an unknown host: no error")
@@ -407,18 +410,15 @@ func TestVMsAClientCreatedAreKnownByName(t *testing.T) {
 	}
 }
 
-// TestNarrowDynamicGPUs: a Dynamic DirectPath device's hardware label and
-// allowed models are edited in place, as the vSphere Client edits them.
+// TestNarrowDynamicGPUs: a Dynamic DirectPath device added by hand allows
+// its model; its hardware label and allowed models are edited in place, as
+// the vSphere Client edits them.
 func TestNarrowDynamicGPUs(t *testing.T) {
 	t.Parallel()
 	l := startLab(t)
 	ctx := context.Background()
 	vmName := l.VMNames()[0]
-	obj := object.NewVirtualMachine(l.Client().Client, vmRef(l, vmName))
-	dynamic := &types.VirtualPCIPassthrough{VirtualDevice: types.VirtualDevice{Key: -1, Backing: &types.VirtualPCIPassthroughDynamicBackingInfo{
-		AllowedDevice: []types.VirtualPCIPassthroughAllowedDevice{{VendorId: 0x10de, DeviceId: 0x2330}},
-	}}}
-	if err := obj.AddDevice(ctx, dynamic); err != nil {
+	if err := l.AttachDynamicGPU(ctx, vmName, 0x10de, 0x2330); err != nil {
 		t.Fatal(err)
 	}
 	if err := l.NarrowDynamicGPUs(ctx, vmName, "team-a", 0x10de, 0x20f1); err != nil {

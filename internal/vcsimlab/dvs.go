@@ -42,6 +42,7 @@ func (x *extension) CreateDVSTask(ctx *simulator.Context, req *types.CreateDVS_T
 		return body
 	}
 	cs := req.Spec.ConfigSpec.GetDVSConfigSpec()
+	cs.Name = escapeEntityName(cs.Name)
 	var hosts []types.ManagedObjectReference
 	for _, m := range cs.Host {
 		hosts = append(hosts, m.Host)
@@ -211,6 +212,7 @@ func checkAddedHostsRunSwitch(ctx *simulator.Context, s *simulator.DistributedVi
 
 func reconfigureDVS(ctx *simulator.Context, s *simulator.DistributedVirtualSwitch, spec types.BaseDVSConfigSpec) *vimError {
 	cs := spec.GetDVSConfigSpec()
+	cs.Name = escapeEntityName(cs.Name)
 	if s.Config == nil {
 		return refuse(&types.InvalidState{}, "The switch has no configuration.")
 	}
@@ -259,7 +261,8 @@ func reconfigureDVS(ctx *simulator.Context, s *simulator.DistributedVirtualSwitc
 func applyDVSConfig(s *simulator.DistributedVirtualSwitch, cs *types.DVSConfigSpec, vs *types.VMwareDVSConfigSpec) {
 	cfg := s.Config.GetDVSConfigInfo()
 	if cs.Name != "" {
-		s.Name = cs.Name
+		// The entity's name too, which vcsim's name checks read.
+		s.Name, s.Entity().Name = cs.Name, cs.Name
 		cfg.Name = cs.Name
 		s.Summary.Name = cs.Name
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/simulator"
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
 )
@@ -48,13 +49,14 @@ func (l *Lab) BuildByHand(ctx context.Context) error {
 	}
 	last := hosts[len(hosts)-1]
 	steps := []func() error{
-		func() error { return l.createSwitchByHand(ctx, HandBuiltSwitch, hosts[0], "vmnic4") },
+		func() error { return l.CreateSwitchByHand(ctx, HandBuiltSwitch, hosts[0], "vmnic4") },
 		func() error { return l.AddPortGroup(ctx, HandBuiltSwitch, HandBuiltPortGroup, 128) },
-		func() error { return l.createSwitchByHand(ctx, HandBuiltTeamedSwitch, last, "vmnic5") },
+		func() error { return l.CreateSwitchByHand(ctx, HandBuiltTeamedSwitch, last, "vmnic5") },
 		func() error { return l.AddPortGroup(ctx, HandBuiltTeamedSwitch, HandBuiltTeamedSwitch+"-vms", 8) },
 		func() error { return l.AddPortGroup(ctx, HandBuiltTeamedSwitch, HandBuiltTeamedSwitch+"-storage", 8) },
 		func() error { return l.teamUplinks(ctx, HandBuiltTeamedSwitch, last, "vmnic5", "vmnic1") },
 		func() error { return l.SetHostSRIOV(ctx, hosts[0], HandBuiltSRIOVPF, 4) },
+		func() error { return l.rebootIfNeeded(ctx, hosts[0]) },
 	}
 	for _, h := range hosts[1:] {
 		steps = append(steps, func() error { return l.AddSwitchHost(ctx, HandBuiltSwitch, h, "vmnic4") })
@@ -69,7 +71,7 @@ func (l *Lab) BuildByHand(ctx context.Context) error {
 			return fmt.Errorf("vcsimlab: building the lab by hand: %w", err)
 		}
 	}
-	uuid, key, err := l.portGroupBacking(ctx, HandBuiltSwitch, HandBuiltPortGroup)
+	uuid, key, err := l.PortGroupBacking(ctx, HandBuiltSwitch, HandBuiltPortGroup)
 	if err != nil {
 		return err
 	}
@@ -97,12 +99,30 @@ func (l *Lab) BuildByHand(ctx context.Context) error {
 	return nil
 }
 
-// createSwitchByHand creates a distributed switch with one host and its
+// rebootIfNeeded reboots a host that applies passthrough and SR-IOV changes
+// only at its next reboot (Options.HostsNeedReboot), as the SR-IOV articles
+// tell the administrator to, so that the virtual functions exist.
+func (l *Lab) rebootIfNeeded(ctx context.Context, hostName string) error {
+	h, ok := l.model.Map().Get(ref("HostSystem", l.HostID(hostName))).(*simulator.HostSystem)
+	if !ok {
+		return fmt.Errorf("vcsimlab: no host %q", hostName)
+	}
+	var rebind bool
+	newContext(l.model.Map()).WithLock(h, func() {
+		rebind = h.Capability != nil && h.Capability.DeviceRebindWithoutRebootSupported != nil && *h.Capability.DeviceRebindWithoutRebootSupported
+	})
+	if rebind {
+		return nil
+	}
+	return l.RebootHost(ctx, hostName)
+}
+
+// CreateSwitchByHand creates a distributed switch with one host and its
 // uplink as the vSphere Client's New Distributed Switch wizard does for an
 // administrator following the PVRDMA articles: four uplinks named "Uplink 1"
 // to "Uplink 4" (the wizard's default), MTU 9000 (the articles' value),
 // Network I/O Control off.
-func (l *Lab) createSwitchByHand(ctx context.Context, switchName, hostName, vmnic string) error {
+func (l *Lab) CreateSwitchByHand(ctx context.Context, switchName, hostName, vmnic string) error {
 	return l.createSwitch(ctx, &types.VMwareDVSConfigSpec{MaxMtu: 9000, DVSConfigSpec: types.DVSConfigSpec{
 		Name:             switchName,
 		UplinkPortPolicy: &types.DVSNameArrayUplinkPortPolicy{UplinkPortName: []string{"Uplink 1", "Uplink 2", "Uplink 3", "Uplink 4"}},
@@ -128,14 +148,14 @@ func (l *Lab) teamUplinks(ctx context.Context, switchName, hostName string, vmni
 	})
 }
 
-// portGroupBacking is a port group's switch UUID and key, as a VM's network
+// PortGroupBacking is a port group's switch UUID and key, as a VM's network
 // backing names them.
-func (l *Lab) portGroupBacking(ctx context.Context, switchName, portGroupName string) (string, string, error) {
+func (l *Lab) PortGroupBacking(ctx context.Context, switchName, portGroupName string) (string, string, error) {
 	s, err := l.adminSwitch(ctx, switchName)
 	if err != nil {
 		return "", "", err
 	}
-	n, err := l.adminFinder().Network(ctx, portGroupName)
+	n, err := l.adminFinder().Network(ctx, escapeEntityName(portGroupName))
 	if err != nil {
 		return "", "", err
 	}

@@ -82,3 +82,26 @@ func TestBuildByHand(t *testing.T) {
 		t.Errorf("%s's SR-IOV adapters: %+v, %v; want one on %s", vms[0], sriov, err, HandBuiltSRIOVPF)
 	}
 }
+
+// On hosts that apply SR-IOV only at their next reboot, BuildByHand reboots
+// the first host after turning SR-IOV on, as the articles say to: the
+// virtual functions exist, and the VM's SR-IOV adapter can be added.
+func TestBuildByHandOnHostsThatNeedReboot(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	l, err := Start(ctx, Options{HostsNeedReboot: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if err := l.BuildByHand(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var host mo.HostSystem
+	retrieve(t, l.Client(), ref("HostSystem", l.HostID(l.HostNames()[0])), []string{"config.pciPassthruInfo"}, &host)
+	for _, p := range host.Config.PciPassthruInfo {
+		if s, ok := p.(*types.HostSriovInfo); ok && s.Id == HandBuiltSRIOVPF && (!s.SriovActive || s.NumVirtualFunction != 4) {
+			t.Errorf("SR-IOV of %s: %+v, want active with 4 virtual functions", HandBuiltSRIOVPF, s)
+		}
+	}
+}

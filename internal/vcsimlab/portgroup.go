@@ -17,11 +17,13 @@ import (
 // AddDVPortgroup_Task gives new ones.
 
 // setPortgroupVersion starts new port groups at configVersion "1", which
-// vSphere ignores in a create spec and vcsim copies from it.
+// vSphere ignores in a create spec and vcsim copies from it, and stores
+// their names escaped (entity_names.go).
 func setPortgroupVersion(_ *extension, _ *simulator.Context, m *simulator.Method) types.BaseMethodFault {
 	if req, ok := m.Body.(*types.AddDVPortgroup_Task); ok {
 		for i := range req.Spec {
 			req.Spec[i].ConfigVersion = "1"
+			req.Spec[i].Name = escapeEntityName(req.Spec[i].Name)
 		}
 	}
 	return nil
@@ -38,6 +40,7 @@ func (x *extension) CreateDVPortgroupTask(ctx *simulator.Context, req *types.Cre
 	ctx.WithLock(s, func() {
 		spec := req.Spec
 		spec.ConfigVersion = "1"
+		spec.Name = escapeEntityName(spec.Name)
 		res := s.AddDVPortgroupTask(ctx, &types.AddDVPortgroup_Task{This: s.Self, Spec: []types.DVPortgroupConfigSpec{spec}})
 		var result types.AnyType
 		var err *vimError
@@ -85,6 +88,7 @@ func (x *extension) ReconfigureDVPortgroupTask(ctx *simulator.Context, req *type
 
 func reconfigurePortgroup(ctx *simulator.Context, pg *simulator.DistributedVirtualPortgroup, spec *types.DVPortgroupConfigSpec) *vimError {
 	c := &pg.Config
+	spec.Name = escapeEntityName(spec.Name)
 	if err := checkConfigVersion(spec.ConfigVersion, c.ConfigVersion); err != nil {
 		return err
 	}
@@ -112,7 +116,8 @@ func reconfigurePortgroup(ctx *simulator.Context, pg *simulator.DistributedVirtu
 func applyPortgroupConfig(pg *simulator.DistributedVirtualPortgroup, spec *types.DVPortgroupConfigSpec) {
 	c := &pg.Config
 	if spec.Name != "" {
-		pg.Name = spec.Name
+		// The entity's name too, which vcsim's name checks read.
+		pg.Name, pg.Entity().Name = spec.Name, spec.Name
 		c.Name = spec.Name
 	}
 	if spec.NumPorts != 0 {

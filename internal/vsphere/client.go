@@ -80,6 +80,7 @@ type Client struct {
 	protocols      sync.Map // hardware version ("vmx-19") -> *protocolsRead, see pvrdmaOption
 	backings       sync.Map // port group id -> types.DistributedVirtualSwitchPortConnection, see portGroupBacking
 	configManagers sync.Map // host id -> *types.HostConfigManager, see hostConfigManager
+	applies        switchApplies
 
 	keepAliveChecked func(at time.Time, sent bool) // test hook: see keepAlive.checked
 }

@@ -138,9 +138,12 @@ func (c *Client) CreateDVS(ctx context.Context, spec DVSSpec) (DVSID, string, er
 	if err := c.readObject(ctx, vc, datacenterRef(spec.DatacenterID), []string{"networkFolder"}, &dc); err != nil {
 		return DVSID{}, "", c.datacenterError(ctx, vc, op, spec.DatacenterID, err)
 	}
+	if err := c.awaitNames(ctx, op, vc, spec); err != nil {
+		return DVSID{}, "", err
+	}
 	create := types.DVSCreateSpec{ConfigSpec: &types.VMwareDVSConfigSpec{
 		DVSConfigSpec: types.DVSConfigSpec{
-			Name:             spec.Name,
+			Name:             storedName(spec.Name),
 			Description:      spec.Description,
 			UplinkPortPolicy: &types.DVSNameArrayUplinkPortPolicy{UplinkPortName: UplinkNames(spec.UplinkCount)},
 		},
@@ -216,7 +219,7 @@ func (c *Client) createdDVS(ctx context.Context, vc *vim25.Client, datacenterID,
 		return DVSID{}, false
 	}
 	for _, s := range switchesOf(objs) {
-		if s.Name == name && s.Uuid != "" {
+		if EntityName(s.Name) == name && s.Uuid != "" {
 			c.log.Debug(ctx, "Found a switch whose creation was not confirmed", map[string]any{"name": name, "uuid": s.Uuid})
 			return DVSID{UUID: s.Uuid, Ref: s.Self.String()}, true
 		}
@@ -340,7 +343,7 @@ func dvsFromMO(id DVSID, s *mo.DistributedVirtualSwitch, pgs []mo.DistributedVir
 		DVSID:         DVSID{UUID: s.Uuid, Ref: id.Ref},
 		MOID:          s.Self.Value,
 		DatacenterID:  dcID,
-		Name:          s.Name,
+		Name:          EntityName(s.Name),
 		Description:   cfg.Description,
 		Version:       cfg.ProductInfo.Version,
 		NIOC:          cfg.NetworkResourceManagementEnabled,
@@ -398,7 +401,8 @@ func (d *DVS) OnlyPortGroup() {
 // switch configuration with host membership, Network I/O Control, port
 // group. Each step runs only when something in it differs. It returns the
 // key of the port group, which it creates when current has none.
-func (c *Client) UpdateDVS(ctx context.Context, current *DVS, spec DVSSpec) (string, error) {
+func (c *Client) UpdateDVS(ctx context.Context, current *DVS, spec DVSSpec) (key string, err error) {
+	defer func() { c.applies.end(current.UUID, err) }() // a create of this apply may wait for its rename
 	return c.applyDVS(ctx, fmt.Sprintf("updating distributed switch %q", current.Name), current, spec)
 }
 
@@ -459,7 +463,7 @@ func configChanges(current *DVS, spec DVSSpec) (*types.VMwareDVSConfigSpec, bool
 	cs := &types.VMwareDVSConfigSpec{}
 	changed := false
 	if spec.Name != current.Name {
-		cs.Name, changed = spec.Name, true
+		cs.Name, changed = storedName(spec.Name), true
 	}
 	if spec.Description != current.Description {
 		cs.Description, changed = spec.Description, true

@@ -76,6 +76,15 @@ type (
 		HostID, Host string
 		Users        []SwitchUser
 	}
+	// HostInOtherDatacenter: a joining host is in another datacenter than
+	// the switch; a distributed switch spans the hosts of its own datacenter
+	// (vSphere Networking, "vSphere Distributed Switch Architecture": a
+	// distributed switch is set up at the data center level).
+	HostInOtherDatacenter struct {
+		HostID, Host                   string
+		DatacenterID, Datacenter       string // the host's
+		SwitchDatacenterID, SwitchName string
+	}
 )
 
 // NICChoice is a host's NIC named for a switch, with what the host offers
@@ -85,15 +94,16 @@ type NICChoice struct {
 	FreeRDMA          []string
 }
 
-func (VersionNotOffered) finding() {}
-func (DowngradeRefused) finding()  {}
-func (HostNotChecked) finding()    {}
-func (NICNotOnHost) finding()      {}
-func (NICInUse) finding()          {}
-func (NICWithoutRDMA) finding()    {}
-func (NICLinkDown) finding()       {}
-func (HostTooOld) finding()        {}
-func (HostInUse) finding()         {}
+func (VersionNotOffered) finding()     {}
+func (DowngradeRefused) finding()      {}
+func (HostNotChecked) finding()        {}
+func (NICNotOnHost) finding()          {}
+func (NICInUse) finding()              {}
+func (NICWithoutRDMA) finding()        {}
+func (NICLinkDown) finding()           {}
+func (HostTooOld) finding()            {}
+func (HostInUse) finding()             {}
+func (HostInOtherDatacenter) finding() {}
 
 // DVSChange is a planned switch: each part that changes, to check; nil for
 // a part that stays as it is or is not known yet.
@@ -173,10 +183,13 @@ func (c *Client) planDVSVersion(ctx context.Context, want, current string) (stri
 
 // DVSHostsChange is a switch's planned membership.
 type DVSHostsChange struct {
-	SwitchName string    // as planned
-	SwitchUUID string    // the existing switch; "" for a new one
-	Current    []DVSHost // members as they are; only other members are checked
-	Planned    []DVSHost
+	SwitchName string // as planned
+	// DatacenterID is the switch's datacenter: a joining host must be in it.
+	// "" when not known yet: not checked.
+	DatacenterID string
+	SwitchUUID   string    // the existing switch; "" for a new one
+	Current      []DVSHost // members as they are; only other members are checked
+	Planned      []DVSHost
 	// Version is the planned switch version; "" (not known yet) checks no
 	// host's ESXi version. CurrentVersion is the existing switch's, "" for
 	// a new one.
@@ -200,9 +213,15 @@ func (c *Client) planDVSHosts(ctx context.Context, ch DVSHostsChange) []Finding 
 		if slices.Contains(ch.Current, h) {
 			continue
 		}
-		host, product, err := c.planHost(ctx, h.HostID)
+		host, product, dc, err := c.planHost(ctx, h.HostID)
 		if err != nil {
 			out = append(out, HostNotChecked{HostID: h.HostID, Err: err})
+			continue
+		}
+		if ch.DatacenterID != "" && dc.Value != "" && dc.Value != ch.DatacenterID {
+			// Nothing else of it matters: it cannot join.
+			out = append(out, HostInOtherDatacenter{HostID: h.HostID, Host: product.name, DatacenterID: dc.Value, Datacenter: dc.name,
+				SwitchDatacenterID: ch.DatacenterID, SwitchName: ch.SwitchName})
 			continue
 		}
 		products[h.HostID] = product
@@ -260,31 +279,66 @@ func (c *Client) checkHostsLeaving(ctx context.Context, ch DVSHostsChange) []Fin
 }
 
 // planHost reads a host as the NIC check needs it (its NICs and the switches
-// that use them) with its name and ESXi product, in the one round trip the
-// check makes per host.
-func (c *Client) planHost(ctx context.Context, id string) (*Host, hostProduct, error) {
+// that use them) with its name, ESXi product and datacenter (through its
+// parents: compute resource, host folders), in the one round trip the check
+// makes per host.
+func (c *Client) planHost(ctx context.Context, id string) (*Host, hostProduct, namedRef, error) {
 	op := "reading host " + id
 	vc, err := c.vimClient(ctx)
 	if err != nil {
-		return nil, hostProduct{}, err
+		return nil, hostProduct{}, namedRef{}, err
 	}
 	// A shared read, as Host's: no prefetch of every host for a plan.
 	objs, err := c.readShared(ctx, vc, types.PropertyFilterSpec{
-		ObjectSet: []types.ObjectSpec{{Obj: hostRef(id)}},
-		PropSet:   []types.PropertySpec{{Type: "HostSystem", PathSet: append(slices.Clone(hostProps), productProps...)}},
+		ObjectSet: []types.ObjectSpec{{Obj: hostRef(id), SelectSet: []types.BaseSelectionSpec{
+			&types.TraversalSpec{Type: "HostSystem", Path: "parent", SelectSet: []types.BaseSelectionSpec{
+				&types.TraversalSpec{Type: "ComputeResource", Path: "parent", SelectSet: []types.BaseSelectionSpec{&types.SelectionSpec{Name: "hostFolders"}}},
+			}},
+			&types.TraversalSpec{SelectionSpec: types.SelectionSpec{Name: "hostFolders"}, Type: "Folder", Path: "parent",
+				SelectSet: []types.BaseSelectionSpec{&types.SelectionSpec{Name: "hostFolders"}}},
+		}}},
+		PropSet: []types.PropertySpec{
+			{Type: "HostSystem", PathSet: append(slices.Clone(hostProps), productProps...)},
+			{Type: "ComputeResource", PathSet: []string{"parent"}},
+			{Type: "Folder", PathSet: []string{"parent"}},
+			{Type: "Datacenter", PathSet: []string{"name"}},
+		},
 	})
 	oc, ok := objs[hostRef(id)]
 	if errors.Is(translate(op, err), ErrNotFound) || (err == nil && !ok) {
-		return nil, hostProduct{}, c.notFoundError(ctx, vc, op, ObjectHost, id)
+		return nil, hostProduct{}, namedRef{}, c.notFoundError(ctx, vc, op, ObjectHost, id)
 	}
 	if err != nil {
-		return nil, hostProduct{}, translate(op, err)
+		return nil, hostProduct{}, namedRef{}, translate(op, err)
 	}
 	var h mo.HostSystem
 	if err := mo.LoadObjectContent([]types.ObjectContent{oc}, &h); err != nil {
-		return nil, hostProduct{}, translate(op, err)
+		return nil, hostProduct{}, namedRef{}, translate(op, err)
 	}
-	return hostFromMO(&h, nil, nil), hostProduct{name: h.Name, about: h.Summary.Config.Product}, nil
+	return hostFromMO(&h, nil, nil), hostProduct{name: h.Name, about: h.Summary.Config.Product}, datacenterAbove(objs, h.Parent), nil
+}
+
+// namedRef is a managed object's id and name.
+type namedRef struct{ Value, name string }
+
+// datacenterAbove follows parents read in objs from ref up to a datacenter;
+// empty when the chain was not read (a parent the user may not see).
+func datacenterAbove(objs map[types.ManagedObjectReference]types.ObjectContent, ref *types.ManagedObjectReference) namedRef {
+	for seen := 0; ref != nil && seen < 32; seen++ {
+		oc, ok := objs[*ref]
+		if !ok {
+			return namedRef{}
+		}
+		var e mo.ManagedEntity
+		if err := mo.LoadObjectContent([]types.ObjectContent{oc}, &e); err != nil {
+			return namedRef{}
+		}
+		if ref.Type == "Datacenter" {
+			return namedRef{Value: ref.Value, name: EntityName(e.Name)}
+		}
+		ref = e.Parent
+	}
+	return namedRef{}
 }
 
 // checkESXiVersions checks that each host that joins the switch, and every
@@ -549,8 +603,11 @@ type DVSNamesChange struct {
 // that the switch's and port group's names are free in its network folder,
 // where vCenter keeps switches, port groups and standard networks under
 // unique names. A new switch may take the names of a switch this
-// configuration manages (DVSNamesChange.Managed): that is a replacement (a
-// tainted or -replace'd switch), destroyed before the new one is created.
+// configuration manages (DVSNamesChange.Managed): a replacement (a tainted
+// or -replace'd switch, destroyed before the new one is created), or a
+// switch the same plan renames (the claims of its new names keep a switch
+// that stays from being named twice; the create waits for the rename, see
+// dvs_order.go).
 func (c *Client) planDVSNames(ctx context.Context, ch DVSNamesChange) ([]Finding, error) {
 	op := fmt.Sprintf("checking the names of distributed switch %q", ch.SwitchName)
 	ctx, cancel := c.withTimeout(ctx)
@@ -569,28 +626,28 @@ func (c *Client) planDVSNames(ctx context.Context, ch DVSNamesChange) ([]Finding
 		if ch.SwitchUUID != "" {
 			return strings.EqualFold(s.Uuid, ch.SwitchUUID)
 		}
-		return s.Name == ch.SwitchName && slices.ContainsFunc(ch.Managed, func(u string) bool { return strings.EqualFold(u, s.Uuid) })
+		return EntityName(s.Name) == ch.SwitchName && slices.ContainsFunc(ch.Managed, func(u string) bool { return strings.EqualFold(u, s.Uuid) })
 	}
 	var out []Finding
 	for _, s := range switches {
-		if s.Name == ch.SwitchName && !ours(s) {
-			out = append(out, NameTaken{Name: s.Name, For: ObjectSwitch, TakenBy: ObjectSwitch, ID: s.Self.Value})
+		if EntityName(s.Name) == ch.SwitchName && !ours(s) {
+			out = append(out, NameTaken{Name: ch.SwitchName, For: ObjectSwitch, TakenBy: ObjectSwitch, ID: s.Self.Value})
 		}
 	}
 	for _, o := range objs {
 		switch v := o.(type) {
 		case mo.DistributedVirtualPortgroup:
-			if v.Name != ch.PortGroup {
+			if EntityName(v.Name) != ch.PortGroup {
 				continue
 			}
 			owner := v.Config.DistributedVirtualSwitch
 			onSwitch := owner != nil && ours(switches[*owner])
 			if !onSwitch || (ch.SwitchUUID != "" && v.Config.Key != ch.PortGroupKey) {
-				out = append(out, NameTaken{Name: v.Name, For: ObjectPortGroup, TakenBy: ObjectPortGroup, ID: v.Self.Value, OnSwitch: onSwitch})
+				out = append(out, NameTaken{Name: ch.PortGroup, For: ObjectPortGroup, TakenBy: ObjectPortGroup, ID: v.Self.Value, OnSwitch: onSwitch})
 			}
 		case mo.Network:
-			if v.Name == ch.PortGroup {
-				out = append(out, NameTaken{Name: v.Name, For: ObjectPortGroup, TakenBy: ObjectNetwork, ID: v.Self.Value})
+			if EntityName(v.Name) == ch.PortGroup {
+				out = append(out, NameTaken{Name: ch.PortGroup, For: ObjectPortGroup, TakenBy: ObjectNetwork, ID: v.Self.Value})
 			}
 		}
 	}

@@ -449,3 +449,77 @@ func TestRunsSwitch(t *testing.T) {
 		}
 	}
 }
+
+// A switch created with the names of a switch that this process renames
+// (its plan said so) waits for that switch's update to end, whatever order
+// the two are applied in: created first, it would be refused with
+// DuplicateName. A failed update fails the create, naming the switch.
+func TestCreateDVSWaitsForTheSwitchWhoseNamesItTakes(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	ctx := context.Background()
+	c := labClient(lab)
+	createTaking := func(spec DVSSpec, holder DVSID) <-chan error {
+		t.Helper()
+		c.ExpectSwitchRename(holder.UUID) // as the holder's plan does
+		for i := range spec.Hosts {
+			spec.Hosts[i].Vmnic = "vmnic5"
+		}
+		created := make(chan error, 1)
+		go func() { _, _, err := c.CreateDVS(ctx, spec); created <- err }()
+		// Until the create waits (or, without waiting, ends): no timing.
+		for c.applies.waiting(holder.UUID) == 0 {
+			select {
+			case err := <-created:
+				t.Fatalf("the create of %s did not wait for switch %s: %v", spec.Name, holder.UUID, err)
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+		return created
+	}
+	rename := func(id DVSID, spec DVSSpec, name string) error {
+		t.Helper()
+		current, err := c.DVS(ctx, id, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		current.OnlyPortGroup()
+		spec.Name, spec.PortGroup.Name = name, name+"-vms"
+		_, err = c.UpdateDVS(ctx, current, spec)
+		return err
+	}
+
+	spec := labDVSSpec(lab, "rdma")
+	id, _, err := c.CreateDVS(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	created := createTaking(spec, id)
+	if err := rename(id, spec, "rdma-old"); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-created; err != nil {
+		t.Fatalf("the create waiting for the rename: %v", err)
+	}
+	for name, want := range map[string]int{"rdma": 1, "rdma-old": 1, "rdma-vms": 1, "rdma-old-vms": 1} {
+		if got, err := lab.CountNetworks(ctx, name); err != nil || got != want {
+			t.Errorf("%d networks named %s (%v), want %d", got, name, err, want)
+		}
+	}
+
+	// The holder's update fails: so does the create, naming it.
+	spec = labDVSSpec(lab, "other")
+	spec.Hosts = nil
+	other, _, err := c.CreateDVS(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	created = createTaking(spec, other)
+	lab.FailTaskOnce("ReconfigureDvs_Task", "other", &types.DvsFault{})
+	if err := rename(other, spec, "other-old"); err == nil {
+		t.Fatal("the failing rename: no error")
+	}
+	if err := <-created; err == nil || !strings.Contains(err.Error(), "switch "+other.UUID+", whose name (or port group name) this switch takes, was not renamed: its update failed") {
+		t.Fatalf("the create after a failed rename: %v", err)
+	}
+}

@@ -203,7 +203,7 @@ func PlanMMIOSize(given *int64, totalGB float64, known, anyGPU bool) (int64, Fin
 	case given == nil:
 		return rule, nil
 	case !mmio.IsPowerOfTwo(*given):
-		return *given, MMIONotPowerOfTwo{Given: *given, Suggested: max(rule, 64)}
+		return *given, MMIONotPowerOfTwo{Given: *given, Suggested: max(rule, mmio.DevicesOnlySizeGB)}
 	case *given < rule:
 		return *given, MMIOTooSmall{Given: *given, Rule: rule, TotalGB: totalGB}
 	}

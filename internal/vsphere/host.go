@@ -279,7 +279,7 @@ func physicalNICs(n *types.HostNetworkInfo) []PhysicalNIC {
 	}
 	for _, ps := range n.ProxySwitch {
 		for _, key := range ps.Pnic {
-			claimedBy[key] = [2]string{ps.DvsName, ps.DvsUuid}
+			claimedBy[key] = [2]string{EntityName(ps.DvsName), ps.DvsUuid}
 		}
 	}
 	rdma := map[string]types.HostRdmaDevice{} // RDMA device key -> device

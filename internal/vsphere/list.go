@@ -1,6 +1,7 @@
 package vsphere
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -46,7 +47,8 @@ type inventory struct {
 // What each list reads of hosts and VMs.
 var (
 	listVMProps = slices.Concat([]string{"name", "config.uuid", "config.template", "config.firmware", "config.hardware.device",
-		"config.memoryReservationLockedToMax", "runtime.powerState", "runtime.host"}, mmioExtraConfig)
+		"config.memoryReservationLockedToMax", "runtime.powerState", "runtime.host", "runtime.connectionState",
+		"guest.guestFamily", "guest.guestFullName"}, mmioExtraConfig)
 )
 
 // hostUnreadable says why a list cannot read a host correctly: vCenter
@@ -64,6 +66,35 @@ func hostUnreadable(h *mo.HostSystem, hardware bool) string {
 	}
 	return fmt.Sprintf("vCenter returns no configuration for host %s (%s, connection state: %s); reconnect it in vCenter "+
 		"(right-click it > Connection > Connect) to list it", h.Name, h.Self.Value, state)
+}
+
+// LeftOutVM is a VM a VM list leaves out, and why.
+type LeftOutVM struct {
+	VM  VMRef
+	Why string
+}
+
+// vmUnreadable says why a list cannot read a VM: vCenter returns no
+// configuration for an inaccessible, invalid or orphaned VM (vSphere API
+// reference, VirtualMachineConnectionState: "no configuration can be
+// returned for a virtual machine"), so its devices are unknown, not absent.
+// "" when it can.
+func vmUnreadable(vm *mo.VirtualMachine) string {
+	if vm.Config != nil {
+		return ""
+	}
+	return fmt.Sprintf("vCenter returns no configuration for virtual machine %s (%s, connection state: %s): its files cannot be read, "+
+		"or it is no longer registered on its host; make it accessible in vCenter (reconnect its datastore or host, or register it "+
+		"again) to list it", vm.Name, vm.Self.Value, cmp.Or(string(vm.Runtime.ConnectionState), "not read"))
+}
+
+// guestOf is the guest OS VMware Tools reported for a VM, by its full name
+// where there is one; "" when none was reported.
+func guestOf(vm *mo.VirtualMachine) string {
+	if vm.Guest == nil {
+		return ""
+	}
+	return cmp.Or(vm.Guest.GuestFullName, vm.Guest.GuestFamily)
 }
 
 // isTemplate reports whether a VM is a template: a template cannot be
@@ -307,8 +338,8 @@ func (c *Client) ListHostPassthrough(ctx context.Context, scope Scope) ([]Listed
 }
 
 // ListPVRDMANICs lists the PVRDMA adapters of the VMs of a scope, in one
-// round trip.
-func (c *Client) ListPVRDMANICs(ctx context.Context, scope Scope) ([]*PVRDMANIC, error) {
+// round trip, and the VMs it cannot read.
+func (c *Client) ListPVRDMANICs(ctx context.Context, scope Scope) ([]*PVRDMANIC, []LeftOutVM, error) {
 	return listAdapters(ctx, c, "PVRDMA", scope, pvrdmaNIC, func(d types.BaseVirtualDevice) bool {
 		_, ok := d.(*types.VirtualVmxnet3Vrdma)
 		return ok
@@ -316,24 +347,29 @@ func (c *Client) ListPVRDMANICs(ctx context.Context, scope Scope) ([]*PVRDMANIC,
 }
 
 // ListSRIOVNICs lists the SR-IOV adapters of the VMs of a scope, in one
-// round trip.
-func (c *Client) ListSRIOVNICs(ctx context.Context, scope Scope) ([]*SRIOVNIC, error) {
+// round trip, and the VMs it cannot read.
+func (c *Client) ListSRIOVNICs(ctx context.Context, scope Scope) ([]*SRIOVNIC, []LeftOutVM, error) {
 	return listAdapters(ctx, c, "SR-IOV", scope, sriovNICOf, func(d types.BaseVirtualDevice) bool {
 		_, ok := d.(*types.VirtualSriovEthernetCard)
 		return ok
 	})
 }
 
-func listAdapters[N any](ctx context.Context, c *Client, kind string, scope Scope, of func(vm *mo.VirtualMachine, key int32, op string) (*N, error), is func(types.BaseVirtualDevice) bool) ([]*N, error) {
+func listAdapters[N any](ctx context.Context, c *Client, kind string, scope Scope, of func(vm *mo.VirtualMachine, key int32, op string) (*N, error), is func(types.BaseVirtualDevice) bool) ([]*N, []LeftOutVM, error) {
 	op := fmt.Sprintf("listing the %s adapters of VMs in %s", kind, scope)
 	inv, err := c.readInventory(ctx, op, scope, []string{"name"}, listVMProps, false)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var out []*N
+	var leftOut []LeftOutVM
 	for i := range inv.vms {
 		vm := &inv.vms[i]
-		if vm.Config == nil || isTemplate(vm) {
+		if why := vmUnreadable(vm); why != "" {
+			leftOut = append(leftOut, LeftOutVM{VM: vmRefOf(vm), Why: why})
+			continue
+		}
+		if isTemplate(vm) {
 			continue
 		}
 		for _, dev := range sortedDevices(vm.Config.Hardware.Device) {
@@ -345,7 +381,7 @@ func listAdapters[N any](ctx context.Context, c *Client, kind string, scope Scop
 			}
 		}
 	}
-	return out, nil
+	return out, leftOut, nil
 }
 
 // ListedGPUMMIO is a VM's GPU setup, as a list finds it, with its devices
@@ -353,6 +389,9 @@ func listAdapters[N any](ctx context.Context, c *Client, kind string, scope Scop
 type ListedGPUMMIO struct {
 	*GPUMMIO
 	Sorted *SortedPassthrough
+	// Guest is the guest OS VMware Tools reported ("" when none did): a
+	// guest installed under BIOS does not boot after the switch to EFI.
+	Guest string
 	// Unreadable, when set, says why the setup cannot be read correctly:
 	// the list leaves it out and says so.
 	Unreadable string
@@ -375,6 +414,10 @@ func (c *Client) ListGPUMMIO(ctx context.Context, scope Scope) ([]ListedGPUMMIO,
 	var out []ListedGPUMMIO
 	for i := range inv.vms {
 		vm := &inv.vms[i]
+		if why := vmUnreadable(vm); why != "" {
+			out = append(out, ListedGPUMMIO{GPUMMIO: gpuMMIOFromMO(vm), Unreadable: why})
+			continue
+		}
 		if isTemplate(vm) {
 			continue
 		}
@@ -382,7 +425,7 @@ func (c *Client) ListGPUMMIO(ctx context.Context, scope Scope) ([]ListedGPUMMIO,
 		if got.Empty() {
 			continue
 		}
-		listed := ListedGPUMMIO{GPUMMIO: got}
+		listed := ListedGPUMMIO{GPUMMIO: got, Guest: guestOf(vm)}
 		if vm.Runtime.Host != nil && hosts[*vm.Runtime.Host] != nil {
 			// Without its host's devices, a GPU would pass for another
 			// PCI device: the VM cannot be listed as it is.

@@ -33,8 +33,8 @@ func TestListsAreOneCallAtFleetSize(t *testing.T) {
 		{"switches", func() (int, error) { l, err := c.ListDVS(ctx, scope, ""); return len(l), err }, 2},
 		{"host settings", func() (int, error) { l, err := c.ListHostPVRDMA(ctx, scope); return len(l), err }, 16},
 		{"host devices", func() (int, error) { l, err := c.ListHostPassthrough(ctx, scope); return len(l), err }, 16},
-		{"PVRDMA adapters", func() (int, error) { l, err := c.ListPVRDMANICs(ctx, scope); return len(l), err }, 2},
-		{"SR-IOV adapters", func() (int, error) { l, err := c.ListSRIOVNICs(ctx, scope); return len(l), err }, 1},
+		{"PVRDMA adapters", func() (int, error) { l, _, err := c.ListPVRDMANICs(ctx, scope); return len(l), err }, 2},
+		{"SR-IOV adapters", func() (int, error) { l, _, err := c.ListSRIOVNICs(ctx, scope); return len(l), err }, 1},
 		{"GPU setups", func() (int, error) { l, err := c.ListGPUMMIO(ctx, scope); return len(l), err }, 2},
 	}
 	for _, l := range lists {
@@ -63,7 +63,7 @@ func TestListScopes(t *testing.T) {
 	}
 	c := labClient(lab)
 	vm := lab.VMNames()[0]
-	nics, err := c.ListPVRDMANICs(ctx, Scope{HostIDs: []string{lab.HostID(lab.VMHostName(vm))}})
+	nics, _, err := c.ListPVRDMANICs(ctx, Scope{HostIDs: []string{lab.HostID(lab.VMHostName(vm))}})
 	if err != nil || len(nics) != 1 || nics[0].VM.Name != vm {
 		t.Fatalf("adapters on %s's host: %+v, %v; want %s's one", vm, nics, err, vm)
 	}

@@ -77,7 +77,7 @@ func staying(refs []VMRef, leaves func(VMRef) bool) []VMRef {
 var (
 	// DVSFindings: PlanDVS and PlanDVSDelete.
 	DVSFindings = []Finding{VersionNotOffered{}, DowngradeRefused{}, NameTaken{}, SwitchInUse{}, HostNotChecked{},
-		NICNotOnHost{}, NICInUse{}, NICWithoutRDMA{}, NICLinkDown{}, HostTooOld{}, HostInUse{}}
+		NICNotOnHost{}, NICInUse{}, NICWithoutRDMA{}, NICLinkDown{}, HostTooOld{}, HostInUse{}, HostInOtherDatacenter{}}
 	// HostPVRDMAFindings: PlanHostPVRDMA.
 	HostPVRDMAFindings = []Finding{NoSuchVmknic{}}
 	// PassthroughFindings: PlanHostPassthrough.

@@ -42,7 +42,7 @@ func portGroupFromMO(pg *mo.DistributedVirtualPortgroup) PortGroup {
 	c := pg.Config
 	out := PortGroup{
 		ID: pg.Self.Value, Key: c.Key, configVersion: c.ConfigVersion,
-		PortGroupSpec: PortGroupSpec{Name: c.Name, Ports: int(c.NumPorts)},
+		PortGroupSpec: PortGroupSpec{Name: EntityName(c.Name), Ports: int(c.NumPorts)},
 	}
 	if out.Key == "" {
 		out.Key = pg.Key
@@ -68,7 +68,7 @@ func keyOf(pg *PortGroup) string {
 
 func portGroupConfig(spec PortGroupSpec) types.DVPortgroupConfigSpec {
 	return types.DVPortgroupConfigSpec{
-		Name:       spec.Name,
+		Name:       storedName(spec.Name),
 		Type:       string(types.DistributedVirtualPortgroupPortgroupTypeEarlyBinding),
 		NumPorts:   int32(spec.Ports),
 		AutoExpand: types.NewBool(spec.AutoExpand),
@@ -181,7 +181,7 @@ func (c *Client) portGroupUsers(ctx context.Context, vc *vim25.Client, pgs []Por
 	for _, o := range objs {
 		switch v := o.(type) {
 		case mo.DistributedVirtualPortgroup:
-			names[v.Key] = v.Name
+			names[v.Key] = EntityName(v.Name)
 		case mo.VirtualMachine:
 			if v.Config == nil {
 				continue

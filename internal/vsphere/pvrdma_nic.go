@@ -315,14 +315,14 @@ func (c *Client) readPortGroupOnly(ctx context.Context, vc *vim25.Client, op, po
 	if errors.Is(translate(op, err), ErrNotFound) {
 		var n mo.Network
 		if nerr := c.readObject(ctx, vc, types.ManagedObjectReference{Type: "Network", Value: portGroupID}, []string{"name"}, &n); nerr == nil {
-			return &portGroupInfo{name: n.Name, standard: true}, nil
+			return &portGroupInfo{name: EntityName(n.Name), standard: true}, nil
 		}
 		return nil, c.notFoundError(ctx, vc, op, ObjectPortGroup, portGroupID)
 	}
 	if err != nil {
 		return nil, translate(op, err)
 	}
-	return &portGroupInfo{name: pg.Name, key: pg.Key, dvs: pg.Config.DistributedVirtualSwitch}, nil
+	return &portGroupInfo{name: EntityName(pg.Name), key: pg.Key, dvs: pg.Config.DistributedVirtualSwitch}, nil
 }
 
 // readPortGroupSwitch reads the switch of a distributed port group read
@@ -335,7 +335,7 @@ func (c *Client) readPortGroupSwitch(ctx context.Context, vc *vim25.Client, op, 
 	if err := c.readObject(ctx, vc, *pg.dvs, []string{"name", "uuid", "summary.hostMember"}, &s); err != nil {
 		return translate(op, err)
 	}
-	pg.switchName, pg.members = s.Name, s.Summary.HostMember
+	pg.switchName, pg.members = EntityName(s.Name), s.Summary.HostMember
 	c.rememberBacking(portGroupID, pg.key, s.Uuid)
 	return nil
 }

@@ -97,6 +97,16 @@ var nameUnescaper = strings.NewReplacer(`%25`, `%`, `%2f`, `/`, `%2F`, `/`, `%5c
 // EntityName is the name of an entity as vCenter returns it, unescaped.
 func EntityName(stored string) string { return nameUnescaper.Replace(stored) }
 
+// nameEscaper escapes a name as vCenter stores it. vCenter escapes '/' and
+// '\' itself, and '%' unless it starts an escape sequence (ManagedEntity.name),
+// so a name given as "a%2fb" would be stored as is and read back as "a/b":
+// escaping every '%' first makes every name read back as given.
+var nameEscaper = strings.NewReplacer(`%`, `%25`, `/`, `%2f`, `\`, `%5c`)
+
+// storedName is a name as sent to vCenter for an entity a person calls
+// name: EntityName(storedName(name)) == name.
+func storedName(name string) string { return nameEscaper.Replace(name) }
+
 // nameIndexes holds, per datacenter, its hosts' and VMs' names.
 type nameIndexes struct {
 	mu sync.Mutex
