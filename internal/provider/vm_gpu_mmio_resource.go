@@ -472,10 +472,16 @@ func gpuMMIOToModel(ctx context.Context, got *vsphere.GPUMMIO, m *vmGPUMMIOModel
 		case h.Narrowed():
 			// Not what a gpu block by model asks for: left out, so the plan
 			// adds one, and the apply replaces it.
+			var how []string
+			if h.Label != "" {
+				how = append(how, fmt.Sprintf("has a hardware label (%q)", h.Label))
+			}
+			if h.Models > 1 {
+				how = append(how, fmt.Sprintf("takes %d models, not its own alone", h.Models))
+			}
 			diags.AddWarning("Dynamic DirectPath GPU narrowed",
-				fmt.Sprintf("A Dynamic DirectPath GPU of virtual machine %s has a hardware label (%q) or takes more models than its "+
-					"own (%d), so it takes other host GPUs than a gpu block by model gives it. The plan replaces it with one for the "+
-					"model alone.", got.VM.Name, h.Label, h.Models))
+				fmt.Sprintf("A Dynamic DirectPath GPU of virtual machine %s %s, so it takes other host GPUs than a gpu block by model "+
+					"gives it. The plan replaces it with one for the model alone.", got.VM.Name, strings.Join(how, " and ")))
 		case h.Dynamic:
 			key := h.VendorID + ":" + h.DeviceID
 			if dynamic[key] == 0 {
