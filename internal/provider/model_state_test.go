@@ -84,6 +84,9 @@ func sampleGPUMMIOModel() vmGPUMMIOModel {
 		MMIOSizeGB: types.Int64Value(512), TotalGPUMemoryGB: types.Float64Value(240), Firmware: types.StringValue("efi"),
 		Use64bitMMIO: types.BoolValue(true), MemoryLockedToMax: types.BoolValue(true), AllowFirmwareChange: types.BoolValue(false),
 		PowerOffAllowed: types.BoolValue(true),
+		ExtraConfigBefore: types.MapValueMust(types.StringType, map[string]attr.Value{
+			"pciPassthru.use64bitMMIO": types.StringValue(""), "pciPassthru.64bitMMIOSizeGB": types.StringValue("64"),
+		}),
 	}
 }
 
