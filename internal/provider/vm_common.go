@@ -195,6 +195,25 @@ func claimStaticMAC(ctx context.Context, claims *claimBook, req resource.ModifyP
 	addClaimConflict(&resp.Diagnostics, path.Root("mac_address"), claims.claim(instance, macClaim(mac.ValueString(), adapter)))
 }
 
+// noteReplaced warns, in the plan of an adapter of kind that moves to
+// another VM with its static MAC, that the old adapter must go first: with
+// create_before_destroy Terraform adds the new adapter while the old one
+// still holds the MAC, and two adapters with one MAC break each other's
+// traffic. Terraform tells a provider neither at plan nor at create whether
+// a replacement creates first (the framework gives a create no private
+// state, and the apply's plan of the new adapter has no prior object), and
+// vCenter takes one static MAC on two VMs; so the plan can only warn.
+func noteReplaced(resp *resource.ModifyPlanResponse, kind string, movedFrom *vsphere.AdapterAt, mac, vm types.String) {
+	if movedFrom == nil || mac.IsNull() || mac.IsUnknown() {
+		return
+	}
+	resp.Diagnostics.AddAttributeWarning(path.Root("mac_address"), kind+" adapter moves with its MAC address",
+		fmt.Sprintf("The %s adapter moves from virtual machine %s to %s and keeps MAC address %s, so the old adapter must be removed "+
+			"before the new one is added, as Terraform replaces a resource by default. Do not set create_before_destroy on this "+
+			"resource: Terraform would add the new adapter first, and for a moment two adapters would have the one MAC.",
+			kind, movedFrom.VMID, vm.ValueString(), mac.ValueString()))
+}
+
 // readAdapter is the Read of a VM's network adapter resource (kind "PVRDMA"
 // or "SR-IOV"): the adapter by the VM's id, following a re-registered VM,
 // or nil once the adapter or its VM is gone (removed from state).

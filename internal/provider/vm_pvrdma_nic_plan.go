@@ -26,6 +26,7 @@ func (r *vmPVRDMANICResource) ModifyPlan(ctx context.Context, req resource.Modif
 	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("mac_address"), &configMAC)...)
 	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("device_protocol"), &configProtocol)...)
 	claimStaticMAC(ctx, r.claims, req, resp, configMAC, "PVRDMA", plan.VirtualMachineID)
+	noteReplaced(resp, "PVRDMA", movedFrom, configMAC, plan.VirtualMachineID)
 	// An unset device_protocol is planned from the VM's protocol choice. A
 	// new adapter takes it from the checks below, which read it anyway; an
 	// existing one whose protocol it may change reads it first, as whether

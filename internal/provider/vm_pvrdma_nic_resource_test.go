@@ -469,3 +469,22 @@ func TestAccVMPVRDMANIC_movesWithItsMAC(t *testing.T) {
 		},
 	})
 }
+
+// Moved with its static MAC, the plan says the old adapter must go first:
+// with create_before_destroy the new one would be added while the old one
+// still has the MAC (Terraform tells the provider neither at plan nor at
+// create, so a warning is what it can give).
+func TestAccVMPVRDMANIC_movesWithItsMACWarnsOfCreateBeforeDestroy(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	from, to := lab.VMUUID(lab.VMNames()[0]), lab.VMUUID(lab.VMNames()[1])
+	mac := `  mac_address = "00:50:56:2a:bb:ce"`
+	d := newTFDir(t, lab, map[string]string{"main.tf": requiredProviders + without(nicConfig(lab, from, "a", mac), lab)})
+	d.run("apply", "-auto-approve")
+	d.write(map[string]string{"main.tf": requiredProviders + without(nicConfig(lab, to, "a", mac), lab)})
+	out := d.run("plan")
+	if !wrapped(fmt.Sprintf("The PVRDMA adapter moves from virtual machine %s to %s and keeps MAC address 00:50:56:2a:bb:ce", from, to)).MatchString(out) ||
+		!wrapped("Do not set create_before_destroy on this resource").MatchString(out) {
+		t.Errorf("the plan of an adapter moved with its static MAC must warn of create_before_destroy:\n%s", out)
+	}
+}

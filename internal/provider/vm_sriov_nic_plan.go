@@ -31,6 +31,7 @@ func (r *vmSRIOVNICResource) ModifyPlan(ctx context.Context, req resource.Modify
 	var configMAC types.String
 	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("mac_address"), &configMAC)...)
 	claimStaticMAC(ctx, r.claims, req, resp, configMAC, "SR-IOV", plan.VirtualMachineID)
+	noteReplaced(resp, "SR-IOV", movedFrom, configMAC, plan.VirtualMachineID)
 	if plan.VirtualMachineID.IsUnknown() || plan.PortGroupID.IsUnknown() || plan.PhysicalFunction.IsUnknown() {
 		return
 	}
