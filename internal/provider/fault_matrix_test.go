@@ -416,7 +416,7 @@ func TestAccFaults_hostPCIPassthrough(t *testing.T) {
 		t.Run(fmt.Sprintf("reboot=%t", reboot), func(t *testing.T) {
 			t.Parallel()
 			runFaultMatrix(t, vcsimlab.Options{HostsNeedReboot: reboot}, func(lab *vcsimlab.Lab) faultSubject {
-				host := lab.HostWithoutVMs()
+				host := lab.HostNames()[0]
 				extra := ""
 				if reboot {
 					extra = "  reboot_allowed = true\n"
@@ -439,7 +439,7 @@ func TestAccFaults_hostSRIOV(t *testing.T) {
 		t.Run(fmt.Sprintf("reboot=%t", reboot), func(t *testing.T) {
 			t.Parallel()
 			runFaultMatrix(t, vcsimlab.Options{HostsNeedReboot: reboot}, func(lab *vcsimlab.Lab) faultSubject {
-				host := lab.HostWithoutVMs()
+				host := lab.HostNames()[0]
 				config := func(vfs int) string {
 					c := without(sriovConfig(lab, host, "0000:86:00.0", vfs), lab)
 					if reboot {
@@ -547,7 +547,7 @@ func TestAccFaults_hostRebootAction(t *testing.T) {
 	t.Parallel()
 	runActionFaults(t, vcsimlab.Options{HostsNeedReboot: true}, func(lab *vcsimlab.Lab) faultAction {
 		ctx := context.Background()
-		host := lab.HostWithoutVMs()
+		host := lab.HostNames()[0]
 		vfs := 2
 		return faultAction{
 			address: "vspherehpc_host_reboot.esx",
