@@ -114,8 +114,9 @@ type claimBook struct {
 	// plans (and applies) a destroy before the destroys of what it depends
 	// on, so a switch's or host's destroy sees its VMs' adapters go.
 	leaving vsphere.Leaving
-	// vfTakers are the instances adding an SR-IOV adapter on a physical
-	// function ("host-id pci-id"), with the adapter in words.
+	// vfTakers are what takes a physical function's ("host-id pci-id")
+	// virtual functions, in words: the instances adding an SR-IOV adapter on
+	// it, and the VFs of it instances pass through.
 	vfTakers map[string]map[string]string
 	// rebooting are the hosts a host resource of this walk reboots (by id).
 	rebooting map[string]bool
@@ -210,6 +211,18 @@ func (b *claimBook) turnedOn(use deviceUse) map[string]bool {
 // function, and returns every instance's adapter on it so far, sorted: each
 // takes a virtual function of its own at power on.
 func (b *claimBook) takeVF(instance planInstance, key, adapter string) []string {
+	return b.takeVFAs(instance.token, key, adapter)
+}
+
+// passVF records that an instance passes virtual function vf of physical
+// function key through (with the VF in words: it leaves the function's
+// adapters one fewer), and returns everything that takes the function's
+// VFs, as takeVF.
+func (b *claimBook) passVF(instance planInstance, key, vf, words string) []string {
+	return b.takeVFAs(instance.token+" "+vf, key, words)
+}
+
+func (b *claimBook) takeVFAs(taker, key, words string) []string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.vfTakers == nil {
@@ -218,7 +231,7 @@ func (b *claimBook) takeVF(instance planInstance, key, adapter string) []string 
 	if b.vfTakers[key] == nil {
 		b.vfTakers[key] = map[string]string{}
 	}
-	b.vfTakers[key][instance.token] = adapter
+	b.vfTakers[key][taker] = words
 	out := make([]string, 0, len(b.vfTakers[key]))
 	for _, a := range b.vfTakers[key] {
 		out = append(out, a)

@@ -392,6 +392,11 @@ func (r *vmGPUMMIOResource) claimTaken(instance planInstance, p *vsphere.GPUMMIO
 			kind: claimVMDevice, key: vsphere.HostDeviceKey(d.HostID, d.PCIID), what: fmt.Sprintf("%s %s on host %s", what, d.PCIID, d.HostName),
 			owner: "the vspherehpc_vm_gpu_mmio of virtual machine " + label,
 		}))
+		if f := d.VFOf; f != nil {
+			takers := r.claims.passVF(instance, vsphere.HostDeviceKey(f.HostID, f.PCIID), d.PCIID,
+				fmt.Sprintf("virtual function %s passed through to virtual machine %s", d.PCIID, label))
+			addTooFewVFs(diags, path.Root("pci_device"), *f, takers)
+		}
 	}
 }
 

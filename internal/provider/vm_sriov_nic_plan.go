@@ -67,10 +67,17 @@ func (r *vmSRIOVNICResource) ModifyPlan(ctx context.Context, req resource.Modify
 	}
 }
 
-// takeVF counts the new adapters of this plan on a physical function against
-// its free virtual functions: one VM more than there are does not power on.
+// takeVF counts the new adapters of this plan on a physical function, and
+// its virtual functions the plan passes through, against its free virtual
+// functions: one VM more than there are does not power on.
 func (r *vmSRIOVNICResource) takeVF(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse, vm types.String, f vsphere.FreeVFs) {
-	takers := r.claims.takeVF(r.claims.instance(ctx, req, resp), vsphere.HostDeviceKey(f.HostID, f.PCIID), "virtual machine "+vm.ValueString())
+	takers := r.claims.takeVF(r.claims.instance(ctx, req, resp), vsphere.HostDeviceKey(f.HostID, f.PCIID), "an adapter of virtual machine "+vm.ValueString())
+	addTooFewVFs(&resp.Diagnostics, path.Root("physical_function"), f, takers)
+}
+
+// addTooFewVFs refuses more takers of a physical function's virtual
+// functions (SR-IOV adapters, VFs passed through) than it has free.
+func addTooFewVFs(diags *diag.Diagnostics, at path.Path, f vsphere.FreeVFs, takers []string) {
 	if len(takers) <= f.Free {
 		return
 	}
@@ -78,11 +85,11 @@ func (r *vmSRIOVNICResource) takeVF(ctx context.Context, req resource.ModifyPlan
 	if f.Planned {
 		has = "gets, as this configuration's vspherehpc_host_sriov sets it,"
 	}
-	resp.Diagnostics.AddAttributeError(path.Root("physical_function"), "Not enough free virtual functions",
-		fmt.Sprintf("Physical function %s (%s) of host %s %s %d virtual functions, %d of them free, and this configuration adds %d "+
-			"SR-IOV adapters on it (%s). Each takes a virtual function of its own at power on, so a VM would not power on: raise "+
-			"num_virtual_functions of its vspherehpc_host_sriov, or put an adapter on another function.",
-			f.PCIID, f.NIC, f.Host, has, f.VFs, f.Free, len(takers), strings.Join(takers, ", ")))
+	diags.AddAttributeError(at, "Not enough free virtual functions",
+		fmt.Sprintf("Physical function %s (%s) of host %s %s %d virtual functions, %d of them free, and this configuration takes %d "+
+			"of them: %s. Each SR-IOV adapter takes a virtual function of its own at power on, and a VF passed through is one, so a "+
+			"VM would not power on: raise num_virtual_functions of its vspherehpc_host_sriov, or put an adapter on another function.",
+			f.PCIID, cmpOr(f.NIC, "no vmnic"), f.Host, has, f.VFs, f.Free, len(takers), strings.Join(takers, ", ")))
 }
 
 // addSRIOVNICFinding words one finding of the adapter's planner.

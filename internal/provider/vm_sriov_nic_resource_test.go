@@ -314,12 +314,12 @@ func TestAccVMSRIOVNIC_moreAdaptersThanFreeVFs(t *testing.T) {
 				// adapters count on.
 				Config: oneVF + pinnedAdapter(lab, "first", vm) + pinnedAdapter(lab, "second", other), PlanOnly: true,
 				ExpectError: regexp.MustCompile(`(?s)Not enough free virtual functions.*` + regexp.QuoteMeta(vmnic4PF) +
-					`.*gets,\s+as\s+this\s+configuration's\s+vspherehpc_host_sriov\s+sets\s+it,\s+1\s+virtual\s+functions,\s+1\s+of\s+them\s+free.*adds\s+2\s+SR-IOV\s+adapters`),
+					`.*gets,\s+as\s+this\s+configuration's\s+vspherehpc_host_sriov\s+sets\s+it,\s+1\s+virtual\s+functions,\s+1\s+of\s+them\s+free.*takes\s+2\s+of\s+them`),
 			},
 			{Config: oneVF},
 			{
 				Config: oneVF + pinnedAdapter(lab, "first", vm) + pinnedAdapter(lab, "second", other), PlanOnly: true,
-				ExpectError: regexp.MustCompile(`(?s)Not enough free virtual functions.*` + regexp.QuoteMeta(vmnic4PF) + `.*1\s+virtual\s+functions,\s+1\s+of\s+them\s+free.*adds\s+2\s+SR-IOV\s+adapters`),
+				ExpectError: regexp.MustCompile(`(?s)Not enough free virtual functions.*` + regexp.QuoteMeta(vmnic4PF) + `.*1\s+virtual\s+functions,\s+1\s+of\s+them\s+free.*takes\s+2\s+of\s+them`),
 			},
 			{Config: oneVF + pinnedAdapter(lab, "first", vm)},
 		},
@@ -362,7 +362,7 @@ func TestAccVMSRIOVNIC_freeVFsWaitingForAReboot(t *testing.T) {
 			{Config: switchesConfig(lab)},
 			{
 				Config: sriovNICHostConfig(lab, vm) + pinnedAdapter(lab, "first", vm) + pinnedAdapter(lab, "second", other), PlanOnly: true,
-				ExpectError: regexp.MustCompile(`(?s)Not enough free virtual functions.*` + regexp.QuoteMeta(vmnic4PF) + `.*\shas\s+1\s+virtual\s+functions,\s+1\s+of\s+them\s+free.*adds\s+2\s+SR-IOV\s+adapters`),
+				ExpectError: regexp.MustCompile(`(?s)Not enough free virtual functions.*` + regexp.QuoteMeta(vmnic4PF) + `.*\shas\s+1\s+virtual\s+functions,\s+1\s+of\s+them\s+free.*takes\s+2\s+of\s+them`),
 			},
 		},
 	})
@@ -390,4 +390,47 @@ resource "vspherehpc_vm_sriov_nic" %q {
   depends_on                = [vspherehpc_host_sriov.vmnic4]
 }
 `, name, lab.VMUUID(vm), vmnic4PF)
+}
+
+// A virtual function a GPU setup of the same plan passes through is one
+// fewer for the SR-IOV adapters of its function: one VF, passed through and
+// wanted by an adapter, is refused whichever Terraform plans first.
+func TestAccVMSRIOVNIC_freeVFsTakenByPassthrough(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	simulatedOnly(t, lab, "uses the lab's SR-IOV NICs")
+	vm := lab.VMNames()[0]
+	other := otherVMOnHost(lab, vm)
+	oneVF := strings.Replace(sriovNICHostConfig(lab, vm), "num_virtual_functions = 4", "num_virtual_functions = 1", 1) + fmt.Sprintf(`
+resource "vspherehpc_host_pci_passthrough" "vf" {
+  host_system_id = %q
+  pci_ids        = [vspherehpc_host_sriov.vmnic4.virtual_function_ids[0]]
+}
+`, lab.HostID(lab.VMHostName(vm)))
+	passedThrough := func(dependsOn string) string {
+		return fmt.Sprintf(`
+resource "vspherehpc_vm_gpu_mmio" "vf" {
+  virtual_machine_id = %q
+  mmio_size_gb       = 64
+  pci_device {
+    pci_id = vspherehpc_host_sriov.vmnic4.virtual_function_ids[0]
+  }
+  depends_on = [vspherehpc_host_pci_passthrough.vf%s]
+}
+`, lab.VMUUID(other), dependsOn)
+	}
+	refused := regexp.MustCompile(`(?s)Not enough free virtual functions.*` + regexp.QuoteMeta(vmnic4PF) +
+		`.*1\s+virtual\s+functions,\s+1\s+of\s+them\s+free.*takes\s+2\s+of\s+them:.*virtual\s+function\s+\S+\s+passed\s+through\s+to\s+virtual\s+machine`)
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: oneVF},
+			// The GPU setup planned after the adapter, then before it.
+			{Config: oneVF + pinnedAdapter(lab, "first", vm) + passedThrough(", vspherehpc_vm_sriov_nic.first"), PlanOnly: true, ExpectError: refused},
+			{Config: oneVF + strings.Replace(pinnedAdapter(lab, "first", vm), "[vspherehpc_host_sriov.vmnic4]",
+				"[vspherehpc_host_sriov.vmnic4, vspherehpc_vm_gpu_mmio.vf]", 1) + passedThrough(""), PlanOnly: true, ExpectError: refused},
+			// Either alone fits.
+			{Config: oneVF + passedThrough("")},
+		},
+	})
 }

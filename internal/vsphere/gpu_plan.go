@@ -41,6 +41,10 @@ type GPUMMIOChange struct {
 type TakenDevice struct {
 	HostID, HostName, PCIID string
 	GPU                     bool
+	// VFOf is the physical function of a device that is one of its
+	// virtual functions, passed through by no VM now: taking it leaves one
+	// fewer for the SR-IOV adapters of the function (nil otherwise).
+	VFOf *FreeVFs
 }
 
 // GPUMMIOPlan is a checked setup: its findings and, once its GPUs passed
@@ -445,7 +449,26 @@ func takenDevices(host *Host, ch GPUMMIOChange) []TakenDevice {
 		}
 	}
 	for _, id := range ch.Devices {
-		out = append(out, TakenDevice{HostID: host.ID, HostName: host.Name, PCIID: id})
+		d := TakenDevice{HostID: host.ID, HostName: host.Name, PCIID: id}
+		if pf, free := virtualFunctionOf(host, id); pf != "" && free {
+			d.VFOf = pfFreeVFs(host, pf, ch.Planned)
+		}
+		out = append(out, d)
 	}
 	return out
+}
+
+// virtualFunctionOf is the physical function whose virtual function id is,
+// and whether no VM has the VF passed through; "" for a device that is no
+// VF.
+func virtualFunctionOf(host *Host, id string) (pf string, free bool) {
+	for _, d := range host.PCIDevices {
+		if d.SRIOV != nil && slices.ContainsFunc(d.SRIOV.VFIDs, func(vf string) bool { return strings.EqualFold(vf, id) }) {
+			pf = d.PCIID
+		}
+		if strings.EqualFold(d.PCIID, id) {
+			free = len(d.passedThroughBy) == 0
+		}
+	}
+	return pf, free
 }

@@ -328,19 +328,26 @@ type FreeVFs struct {
 }
 
 // freeVFs counts the virtual functions of a new adapter's physical function
-// that no VM takes yet, when it serves some (nil otherwise): as many as a
-// host resource of the plan gives it, else as many as it has.
+// that no VM takes yet, when it serves some (nil otherwise).
 func freeVFs(host *Host, ch SRIOVNICChange) *FreeVFs {
 	if ch.PhysicalFunction == "" || (ch.Key != 0 && !ch.NewPF) {
 		return nil
 	}
-	i := slices.IndexFunc(host.PCIDevices, func(d PassthroughDevice) bool { return strings.EqualFold(d.PCIID, ch.PhysicalFunction) })
+	return pfFreeVFs(host, ch.PhysicalFunction, ch.Planned)
+}
+
+// pfFreeVFs counts the virtual functions of physical function pfID that no
+// VM takes yet (nil when it serves none): as many as a host resource of the
+// plan gives it, else as many as it has, less the SR-IOV adapters on it and
+// its VFs passed through.
+func pfFreeVFs(host *Host, pfID string, planned PlannedHostDevices) *FreeVFs {
+	i := slices.IndexFunc(host.PCIDevices, func(d PassthroughDevice) bool { return strings.EqualFold(d.PCIID, pfID) })
 	if i < 0 || host.PCIDevices[i].SRIOV == nil {
 		return nil
 	}
 	pf := host.PCIDevices[i]
-	vfs, planned := ch.Planned.VFs[HostDeviceKey(host.ID, pf.PCIID)]
-	if !planned {
+	vfs, inPlan := planned.VFs[HostDeviceKey(host.ID, pf.PCIID)]
+	if !inPlan {
 		if !pf.SRIOV.Active || pf.SRIOV.VFs == 0 {
 			return nil
 		}
@@ -353,7 +360,7 @@ func freeVFs(host *Host, ch SRIOVNICChange) *FreeVFs {
 		}
 	}
 	return &FreeVFs{Host: fmt.Sprintf("%s (%s)", host.Name, host.ID), HostID: host.ID, PCIID: pf.PCIID, NIC: pf.NIC,
-		VFs: vfs, Free: max(vfs-used, 0), Planned: planned}
+		VFs: vfs, Free: max(vfs-used, 0), Planned: inPlan}
 }
 
 // planPhysicalFunction checks the adapter's PF (or, for the automatic
