@@ -152,7 +152,7 @@ func firstError(out string) string {
 	for i, l := range lines {
 		if strings.HasPrefix(strings.TrimSpace(l), "Error: ") {
 			var b []string
-			for _, more := range lines[i : min(i+6, len(lines))] {
+			for _, more := range lines[i:min(i+6, len(lines))] {
 				if more = strings.TrimSpace(more); more != "" {
 					b = append(b, more)
 				}
@@ -382,7 +382,9 @@ func TestAccFaults_vmSRIOVNIC(t *testing.T) {
 		vm := lab.VMNames()[0]
 		must(t, lab.SetVMMemoryReservationLocked(context.Background(), vm, true))
 		base := without(sriovNICHostConfig(lab, vm), lab)
-		nic := func(pf string) string { return strings.TrimPrefix(without(sriovNICConfig(lab, vm, "a", pf, false), lab), base) }
+		nic := func(pf string) string {
+			return strings.TrimPrefix(without(sriovNICConfig(lab, vm, "a", pf, false), lab), base)
+		}
 		return faultSubject{address: sriovNICAddr, base: base, config: [2]string{nic("automatic"), nic(vmnic4PF)}}
 	})
 }
