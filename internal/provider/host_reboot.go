@@ -113,6 +113,28 @@ func rebootDefaults(allowed *types.Bool, timeout *types.String) {
 // only on a host that needs it. It refuses a host whose running VMs could
 // not be moved, and warns naming the host it will reboot.
 func planReboot(ctx context.Context, client *vsphere.Client, hostID, what string, diags *diag.Diagnostics) bool {
+	return planRebootFor(ctx, client, hostID, diags, func(r *vsphere.HostReboot) string {
+		return fmt.Sprintf("This apply would reboot host %s (%s) to apply %s, but its running virtual machines %s would keep it from "+
+			"entering maintenance mode: %s. Power them off or move them first, or set reboot_allowed = false and reboot the "+
+			"host yourself.", r.HostName, hostID, what, stuckNames(r), r.Why)
+	}, fmt.Sprintf("applies %s only when it reboots", what))
+}
+
+// planDestroyReboot is planReboot for a destroy that puts back what it
+// changed (what: "the passthrough"). Its advice works with the command
+// that destroys: terraform destroy takes reboot_allowed from state, so
+// setting it in the configuration alone changes nothing.
+func planDestroyReboot(ctx context.Context, client *vsphere.Client, hostID, what string, diags *diag.Diagnostics) bool {
+	return planRebootFor(ctx, client, hostID, diags, func(r *vsphere.HostReboot) string {
+		return fmt.Sprintf("Destroying this resource would reboot host %s (%s) to put back %s it changed, but its running virtual machines %s "+
+			"would keep it from entering maintenance mode: %s. Power them off or move them, then run the destroy again. To put %s "+
+			"back without a reboot instead, set reboot_allowed = false and run terraform apply first (terraform destroy uses the "+
+			"value in state), then destroy: the host then waits for a reboot.", r.HostName, hostID, what, stuckNames(r), r.Why, what)
+	}, fmt.Sprintf("puts back %s only when it reboots", what))
+}
+
+func planRebootFor(ctx context.Context, client *vsphere.Client, hostID string, diags *diag.Diagnostics, stuck func(*vsphere.HostReboot) string,
+	needs string) bool {
 	r, err := client.PlanHostReboot(ctx, hostID)
 	if err != nil {
 		diags.Append(vsphereErrorDiag("Cannot check a reboot of host "+hostID, err))
@@ -122,15 +144,12 @@ func planReboot(ctx context.Context, client *vsphere.Client, hostID, what string
 		return false
 	}
 	if len(r.Stuck) > 0 {
-		diags.AddAttributeError(path.Root("reboot_allowed"), "Host cannot enter maintenance mode",
-			fmt.Sprintf("This apply would reboot host %s (%s) to apply %s, but its running virtual machines %s would keep it from "+
-				"entering maintenance mode: %s. Power them off or move them first, or set reboot_allowed = false and reboot the "+
-				"host yourself.", r.HostName, hostID, what, stuckNames(r), r.Why))
+		diags.AddAttributeError(path.Root("reboot_allowed"), "Host cannot enter maintenance mode", stuck(r))
 		return false
 	}
 	diags.AddAttributeWarning(path.Root("reboot_allowed"), "Host rebooted by this apply",
-		fmt.Sprintf("Host %s (%s) applies %s only when it reboots: this apply puts it in maintenance mode, reboots it, waits for "+
-			"it and takes it out of maintenance mode. Hosts of one cluster reboot one at a time.", r.HostName, hostID, what))
+		fmt.Sprintf("Host %s (%s) %s: this apply puts it in maintenance mode, reboots it, waits for "+
+			"it and takes it out of maintenance mode. Hosts of one cluster reboot one at a time.", r.HostName, hostID, needs))
 	return true
 }
 

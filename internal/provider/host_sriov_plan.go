@@ -164,7 +164,7 @@ func (r *hostSRIOVResource) checkDestroy(ctx context.Context, req resource.Modif
 		return
 	}
 	if err == nil && state.RebootAllowed.ValueBool() && int64(before) != state.VFs.ValueInt64() {
-		planReboot(ctx, r.client, state.HostSystemID.ValueString(), fmt.Sprintf("the SR-IOV that destroy puts back on %s", state.PCIID.ValueString()), &resp.Diagnostics)
+		planDestroyReboot(ctx, r.client, state.HostSystemID.ValueString(), "SR-IOV of "+state.PCIID.ValueString(), &resp.Diagnostics)
 	}
 }
 
