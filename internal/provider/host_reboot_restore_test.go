@@ -2,6 +2,8 @@ package provider
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
@@ -179,4 +181,65 @@ func wrappedInOrder(texts ...string) *regexp.Regexp {
 		parts[i] = wrapped(text).String()
 	}
 	return regexp.MustCompile(strings.Join(parts, `[\s\S]*`))
+}
+
+// State written before passthrough_before and virtual_functions_before
+// existed keeps what destroy restores in private state: a refresh moves it
+// into state, and a destroy without refresh reads it there.
+func TestAccHostDevices_restoreRecordMovesFromPrivateState(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	simulatedOnly(t, lab, "uses the lab's A100 and ConnectX-7")
+	host := lab.HostNames()[0]
+	d := newTFDir(t, lab, map[string]string{"main.tf": requiredProviders + fmt.Sprintf(`
+resource "vspherehpc_host_pci_passthrough" "p" {
+  host_system_id = %[1]q
+  pci_ids        = [%[2]q]
+}
+
+resource "vspherehpc_host_sriov" "s" {
+  host_system_id        = %[1]q
+  pci_id                = %[3]q
+  num_virtual_functions = 4
+}
+`, lab.HostID(host), a100, ibPF)})
+	d.run("apply", "-auto-approve")
+	// What an older release wrote: the record in private state only.
+	older := func() {
+		var state map[string]any
+		must(t, json.Unmarshal([]byte(d.read("terraform.tfstate")), &state))
+		for _, r := range state["resources"].([]any) {
+			r := r.(map[string]any)
+			inst := r["instances"].([]any)[0].(map[string]any)
+			attrs := inst["attributes"].(map[string]any)
+			key, value := "sriov_before", []byte("2") // as if it had 2 before
+			if r["type"] == "vspherehpc_host_pci_passthrough" {
+				key, value = "passthrough_before", []byte(fmt.Sprintf(`{%q:false}`, a100))
+			}
+			delete(attrs, key)
+			delete(attrs, "virtual_functions_before")
+			private, err := json.Marshal(map[string][]byte{key: value})
+			must(t, err)
+			inst["private"] = base64.StdEncoding.EncodeToString(private)
+		}
+		b, err := json.Marshal(state)
+		must(t, err)
+		d.write(map[string]string{"terraform.tfstate": string(b)})
+	}
+	older()
+	d.run("apply", "-refresh-only", "-auto-approve")
+	if s := d.run("show", "-json"); !strings.Contains(s, fmt.Sprintf(`"passthrough_before":{%q:false}`, a100)) ||
+		!strings.Contains(s, `"virtual_functions_before":2`) {
+		t.Errorf("after a refresh the state must hold what destroy restores:\n%s", s)
+	}
+	if changes := d.plan(); len(changes) > 0 {
+		t.Errorf("the plan after the refresh must be empty: %+v", changes)
+	}
+	older()
+	d.run("destroy", "-auto-approve", "-refresh=false")
+	for _, check := range []resource.TestCheckFunc{passthroughIs(lab, host, a100, false), sriovIs(lab, host, ibPF, 2)} {
+		if err := check(nil); err != nil {
+			t.Error(err)
+		}
+	}
 }
