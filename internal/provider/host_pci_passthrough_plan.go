@@ -45,7 +45,9 @@ func (r *hostPCIPassthroughResource) ModifyPlan(ctx context.Context, req resourc
 		if p, err := r.client.PlanHostPassthrough(ctx, ch); err == nil {
 			addPassthroughFindings(&resp.Diagnostics, p.Findings)
 			if !resp.Diagnostics.HasError() && state.RebootAllowed.ValueBool() && len(ch.Disabling) > 0 {
-				planDestroyReboot(ctx, r.client, ch.HostID, "the passthrough", &resp.Diagnostics)
+				if hr := planDestroyReboot(ctx, r.client, ch.HostID, "the passthrough", &resp.Diagnostics); hr != nil {
+					r.claims.rebootBesideVMChanges(passthroughType, ch.Disabling, hr, state.RebootTimeout, true, &resp.Diagnostics)
+				}
 			}
 		}
 		return
@@ -116,10 +118,9 @@ func (r *hostPCIPassthroughResource) ModifyPlan(ctx context.Context, req resourc
 			puttingBack = true
 		}
 	}
-	if (turningOn || pendingReboot || puttingBack) && plan.RebootAllowed.ValueBool() &&
-		planReboot(ctx, r.client, ch.HostID, "passthrough changes", &resp.Diagnostics) {
+	if (turningOn || pendingReboot || puttingBack) && plan.RebootAllowed.ValueBool() && !resp.Diagnostics.HasError() &&
+		r.rebootPlanned(ids, planReboot(ctx, r.client, ch.HostID, "passthrough changes", &resp.Diagnostics), plan.RebootTimeout, &resp.Diagnostics) {
 		// This apply reboots the host: what it turns on is active after it.
-		r.claims.rebootPlanned(ch.HostID)
 		reboot = types.BoolValue(false)
 		for i := range planned {
 			planned[i].Active = types.BoolValue(true)
@@ -133,6 +134,16 @@ func (r *hostPCIPassthroughResource) ModifyPlan(ctx context.Context, req resourc
 	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("devices"), devices)...)
 	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("reboot_required"), reboot)...)
 	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("id"), ch.HostID)...)
+}
+
+// passthroughType is the resource's type name, for messages.
+const passthroughType = "vspherehpc_host_pci_passthrough"
+
+// rebootPlanned records a reboot planReboot decided (hr, nil for none) for
+// the devices (by PCI id, sorted) beside the VM changes of the plan, and
+// reports whether it stands.
+func (r *hostPCIPassthroughResource) rebootPlanned(devices []string, hr *vsphere.HostReboot, timeout types.String, diags *diag.Diagnostics) bool {
+	return hr != nil && r.claims.rebootBesideVMChanges(passthroughType, devices, hr, timeout, false, diags)
 }
 
 // planBefore plans what destroy restores after an update that manages

@@ -205,6 +205,8 @@ func (r *hostPCIPassthroughResource) Create(ctx context.Context, req resource.Cr
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	end := r.claims.applyingReboot(passthroughType, plan.HostSystemID.ValueString(), plannedDevices(ctx, plan))
+	defer func() { end(resp.Diagnostics) }()
 	r.apply(ctx, &plan, map[string]bool{}, true, &resp.State, &resp.Diagnostics)
 }
 
@@ -220,7 +222,20 @@ func (r *hostPCIPassthroughResource) Update(ctx context.Context, req resource.Up
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	end := r.claims.applyingReboot(passthroughType, plan.HostSystemID.ValueString(), plannedDevices(ctx, plan))
+	defer func() { end(resp.Diagnostics) }()
 	r.apply(ctx, &plan, before, false, &resp.State, &resp.Diagnostics)
+}
+
+// plannedDevices are the PCI ids of the devices a plan manages, sorted.
+func plannedDevices(ctx context.Context, m hostPCIPassthroughModel) []string {
+	var devices []passthroughDeviceModel
+	_ = m.Devices.ElementsAs(ctx, &devices, true) // a plan without them records no reboot
+	ids := make([]string, 0, len(devices))
+	for _, d := range devices {
+		ids = append(ids, d.PCIID.ValueString())
+	}
+	return ids
 }
 
 // passthroughStateSetter is resp.State of create and update.

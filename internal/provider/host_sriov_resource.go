@@ -142,6 +142,8 @@ func (r *hostSRIOVResource) Create(ctx context.Context, req resource.CreateReque
 		return
 	}
 	hostID, pciID := plan.HostSystemID.ValueString(), plan.PCIID.ValueString()
+	end := r.claims.applyingReboot(sriovType, hostID, []string{pciID})
+	defer func() { end(resp.Diagnostics) }()
 	p, err := r.client.PlanHostSRIOV(ctx, hostID, pciID, int(plan.VFs.ValueInt64()))
 	var d *vsphere.PassthroughDevice
 	if err == nil {
@@ -172,6 +174,8 @@ func (r *hostSRIOVResource) Update(ctx context.Context, req resource.UpdateReque
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	end := r.claims.applyingReboot(sriovType, plan.HostSystemID.ValueString(), []string{plan.PCIID.ValueString()})
+	defer func() { end(resp.Diagnostics) }()
 	if sriovSettled(plan, state) && !plan.ActiveVFs.IsUnknown() && !plan.VFIDs.IsUnknown() && !plan.RebootRequired.IsUnknown() {
 		// Only reboot_allowed or reboot_timeout change: the plan kept the
 		// rest from state (ModifyPlan), and the host needs no call.

@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/vmware/govmomi/fault"
@@ -231,6 +232,13 @@ func (c *Client) RebootHost(ctx context.Context, hostID string, timeout time.Dur
 		return translate(op, err)
 	}
 	defer unlock()
+	// From here until the host is out of maintenance mode, no change of
+	// this client to the host's VMs runs.
+	releaseGate, err := c.hostGates.hold(ctx, hostID)
+	if err != nil {
+		return translate(op, err)
+	}
+	defer releaseGate()
 	if pending != nil {
 		still, err := c.PendingDeviceChanges(ForChange(ctx), hostID)
 		if err != nil {
@@ -468,4 +476,97 @@ func (c *Client) readHostForReboot(ctx context.Context, vc *vim25.Client, ref ty
 func deadlineOf(ctx context.Context) time.Time {
 	d, _ := ctx.Deadline()
 	return d
+}
+
+// hostGates keep a host's reboot and this client's changes to its VMs
+// apart: a VM's change fails while its host is in maintenance mode or down,
+// and one under way when maintenance mode starts keeps the host from it (a
+// VM being powered back on) or is cut off. Changes share a host's gate; a
+// reboot holds it alone, from before maintenance mode until the host is out
+// of it, and once a reboot waits for it no new change starts.
+type hostGates struct {
+	mu    sync.Mutex
+	gates map[string]*hostGate
+}
+
+type hostGate struct {
+	changes int  // VM changes under way
+	reboot  bool // a reboot holds the gate
+	queued  int  // reboots waiting for it
+	changed chan struct{}
+}
+
+func (g *hostGates) gate(hostID string) *hostGate {
+	if g.gates == nil {
+		g.gates = map[string]*hostGate{}
+	}
+	gt := g.gates[hostID]
+	if gt == nil {
+		gt = &hostGate{changed: make(chan struct{})}
+		g.gates[hostID] = gt
+	}
+	return gt
+}
+
+// wake tells the waiters that the gate changed; g.mu is held.
+func (gt *hostGate) wake() {
+	close(gt.changed)
+	gt.changed = make(chan struct{})
+}
+
+// share waits until no reboot of the host holds the gate or waits for it,
+// or ctx ends, and takes a share; waited says whether it had to wait.
+func (g *hostGates) share(ctx context.Context, hostID string) (release func(), waited bool, err error) {
+	g.mu.Lock()
+	gt := g.gate(hostID)
+	for gt.reboot || gt.queued > 0 {
+		ch := gt.changed
+		g.mu.Unlock()
+		waited = true
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil, waited, ctx.Err()
+		}
+		g.mu.Lock()
+	}
+	gt.changes++
+	g.mu.Unlock()
+	return func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		gt.changes--
+		gt.wake()
+	}, waited, nil
+}
+
+// hold waits for the changes under way, keeping new ones out, then holds
+// the gate alone, or gives up when ctx ends.
+func (g *hostGates) hold(ctx context.Context, hostID string) (release func(), err error) {
+	g.mu.Lock()
+	gt := g.gate(hostID)
+	gt.queued++
+	for gt.reboot || gt.changes > 0 {
+		ch := gt.changed
+		g.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			g.mu.Lock()
+			gt.queued--
+			gt.wake()
+			g.mu.Unlock()
+			return nil, ctx.Err()
+		}
+		g.mu.Lock()
+	}
+	gt.queued--
+	gt.reboot = true
+	g.mu.Unlock()
+	return func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		gt.reboot = false
+		gt.wake()
+	}, nil
 }
