@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/property"
+	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
@@ -406,6 +409,105 @@ func TestMaintenanceTimeout(t *testing.T) {
 	} {
 		if got := maintenanceTimeout(left); got != want {
 			t.Errorf("maintenanceTimeout(%s) = %d, want %d", left, got, want)
+		}
+	}
+}
+
+// A host's gate keeps its reboot and the client's VM changes on it apart:
+// a reboot waits for the changes under way, and once it waits, and while
+// it runs, no new change starts; when it ends they do.
+func TestHostGates(t *testing.T) {
+	var g hostGates
+	ctx := context.Background()
+	releaseChange, waited, err := g.share(ctx, "host-1")
+	if err != nil || waited {
+		t.Fatalf("a change on a host no reboot holds: waited %v, %v", waited, err)
+	}
+	rebooting := make(chan func())
+	go func() {
+		release, err := g.hold(ctx, "host-1")
+		if err != nil {
+			t.Error(err)
+		}
+		rebooting <- release
+	}()
+	queued := func() bool {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return g.gate("host-1").queued == 1
+	}
+	for !queued() {
+		runtime.Gosched()
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, _, err := g.share(cancelled, "host-1"); err == nil {
+		t.Error("a new change started while a reboot waited")
+	}
+	if release, waited, err := g.share(ctx, "host-2"); err != nil || waited {
+		t.Errorf("a change on another host waited: %v %v", waited, err)
+	} else {
+		release()
+	}
+	releaseChange()
+	releaseReboot := <-rebooting
+	if _, _, err := g.share(cancelled, "host-1"); err == nil {
+		t.Error("a change started while the host rebooted")
+	}
+	if _, err := g.hold(cancelled, "host-1"); err == nil {
+		t.Error("a second reboot of the host held the gate")
+	}
+	releaseReboot()
+	if release, waited, err := g.share(cancelled, "host-1"); err != nil || waited {
+		t.Errorf("a change after the reboot: waited %v, %v", waited, err)
+	} else {
+		release()
+	}
+}
+
+// A change to a VM of a host the client is rebooting waits for the reboot
+// to end (the host back and out of maintenance mode), then is made.
+func TestRebootKeepsVMChangesOut(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{HostsNeedReboot: true})
+	c := labClient(lab)
+	ctx := context.Background()
+	vm := lab.VMNames()[0]
+	host := lab.VMHostName(vm)
+	releaseReboot := lab.Hold("RebootHost_Task")
+	defer releaseReboot()
+	rebooted := make(chan error, 1)
+	go func() { rebooted <- c.RebootHost(ctx, lab.HostID(host), time.Minute, nil, func(string) {}) }()
+	for len(lab.MaintenanceWindows()) == 0 {
+		time.Sleep(10 * time.Millisecond) // until the host is in maintenance mode, however long that takes
+	}
+	changed := make(chan error, 1)
+	go func() {
+		changed <- c.ApplyGPUMMIO(ctx, lab.VMUUID(vm), GPUMMIOSpec{GPUs: []GPURequest{{PCIID: lab.GPUs()[0]}}, MMIOSizeGB: 256})
+	}()
+	releaseReboot()
+	if err := <-rebooted; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-changed; err != nil {
+		t.Fatal(err)
+	}
+	windows := lab.MaintenanceWindows()
+	vc, err := c.vimClient(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v mo.VirtualMachine
+	if err := c.readObjectAs(ctx, vc, types.ManagedObjectReference{Type: "VirtualMachine", Value: lab.VMID(vm)}, []string{"recentTask"}, &v, fresh); err != nil {
+		t.Fatal(err)
+	}
+	var tasks []mo.Task
+	if err := property.DefaultCollector(vc).Retrieve(ctx, v.RecentTask, []string{"info"}, &tasks); err != nil {
+		t.Fatal(err)
+	}
+	for _, task := range tasks {
+		if strings.Contains(strings.ToLower(task.Info.DescriptionId), "reconfig") && task.Info.QueueTime.Before(windows[0].End) {
+			t.Errorf("the VM was reconfigured at %s, before its host left maintenance mode at %s", task.Info.QueueTime, windows[0].End)
 		}
 	}
 }
