@@ -620,7 +620,9 @@ func TestRebootGivesWayToAnEarlierTask(t *testing.T) {
 	steps := []chan string{make(chan string), make(chan string)}
 	done := []chan error{make(chan error, 1), make(chan error, 1)}
 	for i, h := range hosts {
-		go func() { done[i] <- labClient(lab).RebootHost(ctx, lab.HostID(h), time.Minute, nil, progressTo(steps[i])) }()
+		go func() {
+			done[i] <- labClient(lab).RebootHost(ctx, lab.HostID(h), time.Minute, nil, progressTo(steps[i]))
+		}()
 		go func() {
 			for step := range steps[i] {
 				if strings.Contains(step, "started entering maintenance mode first") {
