@@ -84,16 +84,25 @@ func rebootAttributes(what string) map[string]schema.Attribute {
 				"passthrough or SR-IOV devices, or DRS not fully automated for the cluster or, in its VM Overrides, for the VM; " +
 				"vSphere Cluster Services and other ESX Agent Manager VMs, which vCenter stops itself, do not count); " +
 				"the apply checks again when the host's turn comes, and fails naming the VMs before maintenance mode. " +
-				"Hosts of one cluster reboot one at a time; a host " +
+				"Hosts of one cluster reboot one at a time, whichever Terraform run, provider alias or vSphere client takes them " +
+				"down: before maintenance mode the apply waits until no other host of the cluster is in it or entering it, as " +
+				"vCenter shows, and logs (INFO) which host it waits for. A host " +
 				"whose change another resource's reboot in the same apply has made active is not rebooted again, and a host " +
-				"in maintenance mode before stays in it. With `false` (default), `reboot_required` says the host waits for a reboot.",
+				"in maintenance mode before stays in it. Changes of the same plan to the host's VMs (`vspherehpc_vm_gpu_mmio`, " +
+				"`vspherehpc_vm_pvrdma_nic`, `vspherehpc_vm_sriov_nic`) are applied after the reboot: give their resources " +
+				"`depends_on` this one (or refer to it), as a change Terraform plans before this resource is refused; one planned " +
+				"after it waits for its apply, and fails if the reboot fails. A VM left running with passthrough or SR-IOV " +
+				"devices of the host by a change of the same plan is refused: maintenance mode could not move it. " +
+				"With `false` (default), `reboot_required` says the host waits for a reboot.",
 		},
 		"reboot_timeout": schema.StringAttribute{
 			Optional: true, Computed: true, Default: stringdefault.StaticString(defaultRebootTimeout),
 			MarkdownDescription: "How long a reboot may take, from entering maintenance mode to the host back, as a duration " +
-				"(`\"45m\"`), from `\"1m\"` to `\"24h\"`; default `\"" + defaultRebootTimeout + "\"`. The wait for the other reboots of the host's cluster does " +
-				"not count. A host not back by then fails the apply, naming it; it stays in maintenance mode, and state records " +
-				"what was applied. A reboot that fails once the host is in maintenance mode takes it out again, or says it could not.",
+				"(`\"45m\"`), from `\"1m\"` to `\"24h\"`; default `\"" + defaultRebootTimeout + "\"`. It also bounds, separately, the wait for the " +
+				"host's turn in its cluster (another host in maintenance mode, for as long as it stays there); the reboot's own time " +
+				"starts once its turn has come. A host not back by then fails the apply, naming it; it stays in maintenance mode, and " +
+				"state records what was applied. A reboot that fails once the host is in maintenance mode takes it out again, or says " +
+				"it could not.",
 			Validators: []validator.String{rebootTimeoutRange{}},
 		},
 	}
@@ -204,6 +213,11 @@ func rebootHost(ctx context.Context, client *vsphere.Client, hostID string, time
 // the argument that gave it (argument), not api_timeout, which bounds each
 // call to vCenter.
 func rebootErrorDiag(hostID, argument string, err error) diag.Diagnostic {
+	if errors.Is(err, vsphere.ErrRebootTurnTimedOut) {
+		return diag.NewErrorDiagnostic("Cannot reboot host "+hostID, err.Error()+". "+argument+" bounds this wait too: take that host "+
+			"out of maintenance mode once what put it there is done (in vCenter, right-click the host > Maintenance Mode > Exit "+
+			"Maintenance Mode), or raise "+argument+" to wait longer, then apply again.")
+	}
 	if errors.Is(err, vsphere.ErrRebootTimedOut) {
 		return diag.NewErrorDiagnostic("Cannot reboot host "+hostID, err.Error()+". "+argument+" bounds the reboot, from "+
 			"maintenance mode to the host back: raise it if the host needs longer (a server with GPUs and large memory takes 5 to "+

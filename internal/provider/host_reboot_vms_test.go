@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/vmware/govmomi/object"
 	"github.com/vmware/govmomi/property"
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
@@ -255,6 +256,101 @@ func TestAccHostReboot_failedRebootFailsTheWaitingVMChange(t *testing.T) {
 				Config: hostOnly,
 				Check:  passthroughActive(lab, host, a100, true),
 			},
+		},
+	})
+}
+
+// Two Terraform runs at once (two working directories, each with its own
+// provider process, as two workspaces have) reboot two hosts of one
+// cluster (issue 37, item 3): the second waits before maintenance mode,
+// saying at INFO which host it waits for, until the first host is back and
+// out of maintenance mode; the lab never has both in maintenance mode.
+func TestAccHostReboot_twoRunsTakeTurns(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{HostsNeedReboot: true})
+	simulatedOnly(t, lab, "keeps a host down")
+	a, b := lab.HostNames()[0], lab.HostNames()[1]
+	run := func(host string) *tfDir {
+		return newTFDir(t, lab, map[string]string{"main.tf": requiredProviders + rebootA100Config(lab, host, "")})
+	}
+	first, second := run(a), run(b)
+	logFile := filepath.Join(t.TempDir(), "terraform.log")
+	second.env = append(second.env, "TF_LOG=INFO", "TF_LOG_PATH="+logFile)
+	lab.KeepHostDown(a) // the first run's host stays down until the second is seen waiting
+	type result struct {
+		out string
+		err error
+	}
+	apply := func(d *tfDir) <-chan result {
+		ch := make(chan result, 1)
+		go func() {
+			out, err := d.try("apply", "-auto-approve")
+			ch <- result{out, err}
+		}()
+		return ch
+	}
+	firstDone := apply(first)
+	for len(lab.MaintenanceWindows()) == 0 {
+		time.Sleep(20 * time.Millisecond) // until a is in maintenance mode, however long that takes
+	}
+	secondDone := apply(second)
+	waiting := fmt.Sprintf("waiting for host %s (%s) of its cluster to leave maintenance mode", a, lab.HostID(a))
+	for {
+		log, _ := os.ReadFile(logFile)
+		if strings.Contains(string(log), waiting) {
+			if !strings.Contains(string(log), "[INFO]") {
+				t.Errorf("the wait is not logged at INFO:\n%s", log)
+			}
+			break
+		}
+		select {
+		case r := <-secondDone:
+			t.Fatalf("the second run ended (%v) without waiting for %s:\n%s", r.err, a, r.out)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	if windows := lab.MaintenanceWindows(); len(windows) != 1 {
+		t.Errorf("host %s entered maintenance mode while %s was in it: %+v", b, a, windows)
+	}
+	must(t, lab.BringHostUp(a))
+	for _, done := range []<-chan result{firstDone, secondDone} {
+		if r := <-done; r.err != nil {
+			t.Fatalf("terraform apply: %v\n%s", r.err, r.out)
+		}
+	}
+	if err := rebootWindows(lab, a, b)(nil); err != nil {
+		t.Error(err)
+	}
+}
+
+// A host of the cluster left in maintenance mode holds a reboot for at most
+// reboot_timeout: the apply then fails naming it, with what to do, before
+// the resource's own host is touched. reboot_timeout is at least a minute:
+// the test waits that long.
+func TestAccHostReboot_turnWaitIsBounded(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{HostsNeedReboot: true})
+	simulatedOnly(t, lab, "puts a host in maintenance mode")
+	ctx := context.Background()
+	a, b := lab.HostNames()[0], lab.HostNames()[1]
+	task, err := object.NewHostSystem(lab.Client().Client, types.ManagedObjectReference{Type: "HostSystem", Value: lab.HostID(a)}).
+		EnterMaintenanceMode(ctx, 0, false, nil)
+	must(t, err)
+	must(t, task.Wait(ctx))
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config: providerConfig(lab) + rebootA100Config(lab, b, `  reboot_timeout = "1m"`),
+			ExpectError: wrapped(fmt.Sprintf("host %s was not rebooted: host %s (%s) of its cluster was in maintenance mode, or entering it, "+
+				"for the 1m0s its reboot may wait for its turn (hosts of a cluster reboot one at a time, whichever run or client takes them "+
+				"there). reboot_timeout bounds this wait too: take that host out of maintenance mode once what put it there is done", b, a,
+				lab.HostID(a))),
+		}},
+		CheckDestroy: func(*terraform.State) error {
+			if windows := lab.MaintenanceWindows(); len(windows) != 1 || windows[0].Host != a {
+				return fmt.Errorf("maintenance windows %+v, want only %s's", windows, a)
+			}
+			return passthroughIs(lab, b, a100, false)(nil)
 		},
 	})
 }
