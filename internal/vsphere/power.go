@@ -45,10 +45,11 @@ func (c *Client) SetVMPower(ctx context.Context, vmID string, action PowerAction
 		return translate(op, err)
 	}
 	defer unlock()
-	vm, err := c.readVMPropsAs(ctx, vc, op, first.Self.Value, []string{"name", "runtime.powerState"}, fresh)
+	vm, release, err := c.readVMBesideReboots(ctx, vc, op, first.Self.Value, []string{"name", "runtime.powerState", "runtime.host"})
 	if err != nil {
 		return err
 	}
+	defer release()
 	obj := object.NewVirtualMachine(vc, vm.Self)
 	on := vm.Runtime.PowerState == types.VirtualMachinePowerStatePoweredOn
 	if on && action != PowerActionOn {

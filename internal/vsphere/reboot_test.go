@@ -668,3 +668,29 @@ func TestRebootGivesWayToAnEarlierTask(t *testing.T) {
 		t.Errorf("maintenance windows of %s, which went first: %+v; of %s, which gave way: %+v", hosts[winner], won, hosts[loser], lost)
 	}
 }
+
+// The same for a power operation (the vspherehpc_vm_power action, which
+// Terraform plans in the plan walk only): powering on a VM of a host the
+// client is rebooting waits for the host to be out of maintenance mode,
+// where vCenter would refuse it.
+func TestRebootKeepsPowerOperationsOut(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{HostsNeedReboot: true})
+	c := labClient(lab)
+	ctx := context.Background()
+	vm := lab.VMNames()[0]
+	host := lab.VMHostName(vm)
+	releaseReboot := lab.Hold("RebootHost_Task")
+	defer releaseReboot()
+	rebooted := make(chan error, 1)
+	go func() { rebooted <- c.RebootHost(ctx, lab.HostID(host), time.Minute, nil, func(string) {}) }()
+	for len(lab.MaintenanceWindows()) == 0 {
+		time.Sleep(10 * time.Millisecond) // until the host is in maintenance mode, however long that takes
+	}
+	powered := make(chan error, 1)
+	go func() { powered <- c.SetVMPower(ctx, lab.VMUUID(vm), PowerActionOn, time.Minute, false, func(string) {}) }()
+	releaseReboot()
+	if err := errors.Join(<-rebooted, <-powered); err != nil {
+		t.Fatal(err)
+	}
+}

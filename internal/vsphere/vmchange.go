@@ -155,7 +155,7 @@ func (c *Client) changeVM(ctx context.Context, ch vmChange) error {
 		return fmt.Errorf("%s: waiting for another change to %s: %w", ch.op, ch.vmID, err)
 	}
 	defer unlock()
-	vm, release, err := c.readVMBesideReboots(ctx, vc, ch)
+	vm, release, err := c.readVMBesideReboots(ctx, vc, ch.op, ch.vmID, append(slices.Clone(vmChangeProps), ch.props...))
 	if err != nil {
 		return err
 	}
@@ -209,23 +209,23 @@ func (c *Client) changeVM(ctx context.Context, ch vmChange) error {
 	return err
 }
 
-// readVMBesideReboots reads the VM for a change and takes a share of its
-// host's gate (see hostGates): a reboot of the host by this client, under
-// way, is waited for (its time does not count against the change's), and
-// the VM read again after it, as DRS may have moved it. release gives the
-// share back.
-func (c *Client) readVMBesideReboots(ctx context.Context, vc *vim25.Client, ch vmChange) (*mo.VirtualMachine, func(), error) {
+// readVMBesideReboots reads the VM (props, with runtime.host) for a change
+// and takes a share of its host's gate (see hostGates): a reboot of the
+// host by this client, under way, is waited for (its time does not count
+// against the change's), and the VM read again after it, as DRS may have
+// moved it. release gives the share back.
+func (c *Client) readVMBesideReboots(ctx context.Context, vc *vim25.Client, op, vmID string, props []string) (*mo.VirtualMachine, func(), error) {
 	read := func() (*mo.VirtualMachine, error) {
 		ctx, cancel := c.withTimeout(ctx)
 		defer cancel()
-		return c.readVMPropsAs(ctx, vc, ch.op, ch.vmID, append(slices.Clone(vmChangeProps), ch.props...), fresh)
+		return c.readVMPropsAs(ctx, vc, op, vmID, props, fresh)
 	}
 	vm, err := read()
 	for err == nil && vm.Runtime.Host != nil {
 		host := vm.Runtime.Host.Value
 		release, waited, gateErr := c.hostGates.share(ctx, host)
 		if gateErr != nil {
-			return nil, nil, fmt.Errorf("%s: waiting for the reboot of host %s: %w", ch.op, host, gateErr)
+			return nil, nil, fmt.Errorf("%s: waiting for the reboot of host %s: %w", op, host, gateErr)
 		}
 		if !waited {
 			return vm, release, nil
