@@ -688,7 +688,9 @@ func TestRebootKeepsPowerOperationsOut(t *testing.T) {
 		time.Sleep(10 * time.Millisecond) // until the host is in maintenance mode, however long that takes
 	}
 	powered := make(chan error, 1)
-	go func() { powered <- c.SetVMPower(ctx, lab.VMUUID(vm), PowerActionOn, time.Minute, false, func(string) {}) }()
+	go func() {
+		powered <- c.SetVMPower(ctx, lab.VMUUID(vm), PowerActionOn, time.Minute, false, func(string) {})
+	}()
 	releaseReboot()
 	if err := errors.Join(<-rebooted, <-powered); err != nil {
 		t.Fatal(err)
