@@ -96,7 +96,8 @@ func (r *hostPCIPassthroughResource) Schema(_ context.Context, _ resource.Schema
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "PCI passthrough turned on for devices of one ESXi host, as Host > Configure > Hardware > PCI Devices > " +
 			"Toggle passthrough does: devices given by PCI id, or every device of a vendor and device id (e.g. every H100 of the host). " +
-			"Devices not listed are left alone. Destroy, and dropping a device, put back what the host had before.",
+			"Devices not listed are left alone. Destroy, and dropping a device, put back what the host had in effect before " +
+			"(`passthrough_before`).",
 		Attributes: map[string]schema.Attribute{
 			"id": schema.StringAttribute{
 				Computed: true, MarkdownDescription: "The host's managed object id.",

@@ -77,7 +77,7 @@ func (r *hostSRIOVResource) Schema(_ context.Context, _ resource.SchemaRequest, 
 		MarkdownDescription: "SR-IOV on one physical function of an ESXi host (a ConnectX card, for InfiniBand or Ethernet virtual " +
 			"functions), with a number of virtual functions, as Host > Configure > Hardware > PCI Devices > Configure SR-IOV does. " +
 			"The card's firmware must allow SR-IOV first (`mlxconfig ... SRIOV_EN=1 NUM_OF_VFS=<n>`); that step is outside vCenter. " +
-			"Destroy puts back what the function had before.",
+			"Destroy puts back what the function had in effect before (`virtual_functions_before`).",
 		Attributes: map[string]schema.Attribute{
 			"id": schema.StringAttribute{
 				Computed: true, MarkdownDescription: "`<host id>:<PCI id>`.",
