@@ -337,6 +337,12 @@ func (b *claimBook) planVFs(key string, vfs int) {
 func (b *claimBook) rebootPlanned(hostID string, r *plannedReboot) []plannedVMChange {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if slices.ContainsFunc(b.reboots[hostID], func(o *plannedReboot) bool { return o.key == r.key }) {
+		// Planned again, as Terraform plans a replacement twice in a row:
+		// the VM changes planned since wait for the reboot already
+		// recorded, and stood beside it.
+		return nil
+	}
 	var before []plannedVMChange
 	for _, c := range b.vmChanges[hostID] {
 		if !r.destroy || c.stuck() {
@@ -349,9 +355,7 @@ func (b *claimBook) rebootPlanned(hostID string, r *plannedReboot) []plannedVMCh
 	if b.reboots == nil {
 		b.reboots = map[string][]*plannedReboot{}
 	}
-	// A replacement plans its instance twice, and the apply walk plans it
-	// again: the last plan stands.
-	b.reboots[hostID] = append(slices.DeleteFunc(b.reboots[hostID], func(o *plannedReboot) bool { return o.key == r.key }), r)
+	b.reboots[hostID] = append(b.reboots[hostID], r)
 	return nil
 }
 

@@ -320,7 +320,11 @@ func (b *claimBook) rebootBesideVMChanges(resourceType string, devices []string,
 	if err != nil {
 		bound, _ = time.ParseDuration(defaultRebootTimeout)
 	}
-	reboot := &plannedReboot{key: rebootKey(resourceType, r.HostID, devices), owner: fmt.Sprintf("the %s of host %s (%s)", resourceType, r.HostName, r.HostID),
+	key := rebootKey(resourceType, r.HostID, devices)
+	if destroy {
+		key += " destroyed" // not the reboot of a resource created with those devices
+	}
+	reboot := &plannedReboot{key: key, owner: fmt.Sprintf("the %s of host %s (%s)", resourceType, r.HostName, r.HostID),
 		bound: bound, destroy: destroy, started: make(chan struct{}), done: make(chan struct{})}
 	before := b.rebootPlanned(r.HostID, reboot)
 	for _, c := range before {

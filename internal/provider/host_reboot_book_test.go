@@ -98,3 +98,18 @@ func TestRebootBesideVMChanges_afterIsNotRecorded(t *testing.T) {
 		t.Errorf("a destroy's reboot: diagnostics %v, rebooting %v", diags, b.deviceInputs().Rebooting)
 	}
 }
+
+// A host resource planned twice in a row (a replacement's two halves) is
+// one reboot: a VM change planned between the two waits for it, and the
+// second is not refused for that change.
+func TestRebootBesideVMChanges_plannedTwice(t *testing.T) {
+	b, first := bookWithReboot(t)
+	var diags diag.Diagnostics
+	hr := &vsphere.HostReboot{HostID: "host-1", HostName: "esx-1"}
+	if !b.rebootBesideVMChanges(passthroughType, []string{a100}, hr, types.StringValue("1m"), false, &diags) || diags.HasError() {
+		t.Fatalf("the second plan was refused: %v", diags)
+	}
+	if got := b.plannedRebootOf(rebootKey(passthroughType, "host-1", []string{a100})); got != first || len(b.rebootsBefore("vm-1")) != 1 {
+		t.Errorf("the second plan made another reboot: %p, want %p", got, first)
+	}
+}
