@@ -28,7 +28,8 @@ import (
 
 // enterMaintenanceTask is the description id of EnterMaintenanceMode_Task,
 // as vCenter names it (TaskInfo.descriptionId, "an identifier for this
-// operation", the type and method: vcsim's own HostSystem task has it too).
+// operation": a key of TaskManager.description.methodInfo, which govmomi's
+// simulator/vpx/task_manager.go records from a vCenter).
 // The lab's task has it, though it runs on the extension (see
 // EnterMaintenanceModeTask), and every host's is the lab's.
 const enterMaintenanceTask = "HostSystem.enterMaintenanceMode"

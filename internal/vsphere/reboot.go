@@ -643,7 +643,9 @@ type hostMaintenance struct {
 	entered       *enterTask  // the last of them that succeeded, when still listed
 }
 
-// enterMaintenanceID is EnterMaintenanceMode_Task's TaskInfo.descriptionId.
+// enterMaintenanceID is EnterMaintenanceMode_Task's TaskInfo.descriptionId,
+// a key of vCenter's TaskManager.description.methodInfo (as govmomi's
+// simulator/vpx/task_manager.go records a vCenter's).
 const enterMaintenanceID = "HostSystem.enterMaintenanceMode"
 
 // clusterMaintenance reads the cluster's hosts and their EnterMaintenanceMode
