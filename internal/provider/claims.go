@@ -57,7 +57,8 @@ import (
 // refers to (by value or depends_on), so a VM's resource that refers to the
 // host resource turning its GPU on always sees that claim. One that does not
 // refer to it has no order at plan nor at apply (its apply could run before
-// the host's), so its wording asks for the reference.
+// the host's), so its wording asks for the reference. A host reboot and the
+// VM changes of the same plan follow the rule host_reboot.go sets out.
 
 // claimKind is what kind of thing is claimed.
 type claimKind string

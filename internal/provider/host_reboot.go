@@ -240,13 +240,14 @@ func rebootErrorDiag(hostID, argument string, err error) diag.Diagnostic {
 //     reboot first.
 //   - A VM change planned after the reboot: at apply it waits for that host
 //     resource's apply to end, in this process (one per provider
-//     configuration), and fails if it failed. Terraform plans each resource
-//     again just before applying it, in the apply walk's book, and the plan
-//     walk's private state never reaches the apply (nor does any private
-//     state reach a create), so the apply finds the reboots to wait for in
-//     the apply walk's book: those of the VM's host recorded there, all
-//     recorded before the VM's change was (a later one is refused, above).
-//     With a reference the host's apply has ended by then.
+//     configuration), and fails if it failed. The plan walk's private state
+//     never reaches the apply: Terraform plans each resource again just
+//     before applying it, in the apply walk (so in the apply walk's book),
+//     with the prior state's private state, and the framework gives a
+//     create none at all. So the apply finds the reboots to wait for in the
+//     apply walk's book: those of the VM's host recorded there, all recorded
+//     before the VM's change was (a later one is refused, above). With a
+//     reference the host's apply has ended by then.
 //   - Whatever the order, a VM running on the host with passthrough or
 //     SR-IOV devices once changed: maintenance mode cannot move it (or, the
 //     reboot first, moves it off before the change gives it the host's
