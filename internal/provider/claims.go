@@ -57,7 +57,8 @@ import (
 // refers to (by value or depends_on), so a VM's resource that refers to the
 // host resource turning its GPU on always sees that claim. One that does not
 // refer to it has no order at plan nor at apply (its apply could run before
-// the host's), so its wording asks for the reference.
+// the host's), so its wording asks for the reference. A host reboot and the
+// VM changes of the same plan follow the rule host_reboot.go sets out.
 
 // claimKind is what kind of thing is claimed.
 type claimKind string
@@ -118,8 +119,11 @@ type claimBook struct {
 	// virtual functions, in words: the instances adding an SR-IOV adapter on
 	// it, and the VFs of it instances pass through.
 	vfTakers map[string]map[string]string
-	// rebooting are the hosts a host resource of this walk reboots (by id).
-	rebooting map[string]bool
+	// reboots are the host reboots host resources of this walk plan, and
+	// vmChanges the changes VM resources plan, both by the host's id (see
+	// host_reboot.go).
+	reboots   map[string][]*plannedReboot
+	vmChanges map[string][]plannedVMChange
 	// plannedVFs are the virtual functions host resources of this walk
 	// give physical functions ("host-id pci-id").
 	plannedVFs map[string]int
@@ -319,7 +323,11 @@ func addClaimConflict(diags *diag.Diagnostics, at path.Path, c *claimConflict) b
 // deviceInputs hands the planners what the instances planned so far turn on.
 func (b *claimBook) deviceInputs() vsphere.PlannedHostDevices {
 	b.mu.Lock()
-	rebooting, vfs := maps.Clone(b.rebooting), maps.Clone(b.plannedVFs)
+	rebooting, vfs := map[string]bool{}, maps.Clone(b.plannedVFs)
+	for hostID, reboots := range b.reboots {
+		// A destroy's reboot puts devices back; it turns none on.
+		rebooting[hostID] = slices.ContainsFunc(reboots, func(r *plannedReboot) bool { return !r.destroy })
+	}
 	b.mu.Unlock()
 	return vsphere.PlannedHostDevices{Passthrough: b.turnedOn(usePassthrough), SRIOV: b.turnedOn(useSRIOV), Rebooting: rebooting, VFs: vfs}
 }
@@ -335,15 +343,83 @@ func (b *claimBook) planVFs(key string, vfs int) {
 	b.plannedVFs[key] = vfs
 }
 
-// rebootPlanned records that a host resource of this plan reboots the host
-// (reboot_allowed) to make its change active within the apply.
-func (b *claimBook) rebootPlanned(hostID string) {
+// rebootPlanned records that a host resource instance of this walk reboots
+// its host (reboot_allowed), unless VM changes on the host planned before it
+// stand in its way (all of them for a change, those whose VM runs with
+// passthrough devices for a destroy, see host_reboot.go), which it returns
+// instead.
+func (b *claimBook) rebootPlanned(hostID string, r *plannedReboot) []plannedVMChange {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.rebooting == nil {
-		b.rebooting = map[string]bool{}
+	if slices.ContainsFunc(b.reboots[hostID], func(o *plannedReboot) bool { return o.key == r.key }) {
+		// Planned again, as Terraform plans a replacement twice in a row:
+		// the VM changes planned since wait for the reboot already
+		// recorded, and stood beside it.
+		return nil
 	}
-	b.rebooting[hostID] = true
+	var before []plannedVMChange
+	for _, c := range b.vmChanges[hostID] {
+		if !r.destroy || c.stuck() {
+			before = append(before, c)
+		}
+	}
+	if len(before) > 0 {
+		return before
+	}
+	if b.reboots == nil {
+		b.reboots = map[string][]*plannedReboot{}
+	}
+	b.reboots[hostID] = append(b.reboots[hostID], r)
+	return nil
+}
+
+// vmChangePlanned records a VM change an instance of this walk plans and
+// returns the reboots of the VM's host planned before it.
+func (b *claimBook) vmChangePlanned(c plannedVMChange) []*plannedReboot {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.vmChanges == nil {
+		b.vmChanges = map[string][]plannedVMChange{}
+	}
+	b.vmChanges[c.HostID] = append(slices.DeleteFunc(b.vmChanges[c.HostID], func(o plannedVMChange) bool { return o.token == c.token }), c)
+	return slices.Clone(b.reboots[c.HostID])
+}
+
+// rebootsBefore are the reboots of this walk, not destroys', of the host of
+// a VM (as the resource names it) whose change an instance planned: all
+// planned before that change (rebootPlanned refuses the later ones).
+func (b *claimBook) rebootsBefore(vmID string) []*plannedReboot {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []*plannedReboot
+	for hostID, changes := range b.vmChanges {
+		if slices.ContainsFunc(changes, func(c plannedVMChange) bool { return c.vmID == vmID }) {
+			for _, r := range b.reboots[hostID] {
+				if !r.destroy {
+					out = append(out, r)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// plannedRebootOf is the reboot a host resource of this walk planned, by
+// its key; nil when none did.
+func (b *claimBook) plannedRebootOf(key string) *plannedReboot {
+	if b == nil {
+		return nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, reboots := range b.reboots {
+		for _, r := range reboots {
+			if r.key == key {
+				return r
+			}
+		}
+	}
+	return nil
 }
 
 // resourceData is what Configure hands resources: the vCenter client and

@@ -36,17 +36,19 @@ func (r *hostPCIPassthroughResource) ModifyPlan(ctx context.Context, req resourc
 		refuseImportOfOther(ctx, r.claims, req, &resp.Diagnostics, "passthrough", path.Root("host_system_id"), path.Root("pci_ids")) {
 		return
 	}
-	before := map[string]bool{}
-	_, ds := getPrivateJSON(ctx, req.Private, privatePassthroughBefore, &before)
-	resp.Diagnostics.Append(ds...)
-	if req.Plan.Raw.IsNull() {
-		var state hostPCIPassthroughModel
+	var state hostPCIPassthroughModel
+	if !req.State.Raw.IsNull() {
 		resp.Diagnostics.Append(getModel(ctx, req.State.Schema, req.State.Raw, &state)...)
+	}
+	before := passthroughBefore(ctx, state, req.Private, &resp.Diagnostics)
+	if req.Plan.Raw.IsNull() {
 		ch := vsphere.PassthroughChange{HostID: state.HostSystemID.ValueString(), Disabling: turnedBackOff(before), Leaving: r.claims.leavingUses()}
 		if p, err := r.client.PlanHostPassthrough(ctx, ch); err == nil {
 			addPassthroughFindings(&resp.Diagnostics, p.Findings)
 			if !resp.Diagnostics.HasError() && state.RebootAllowed.ValueBool() && len(ch.Disabling) > 0 {
-				planReboot(ctx, r.client, ch.HostID, "the passthrough that destroy puts back", &resp.Diagnostics)
+				if hr := planDestroyReboot(ctx, r.client, ch.HostID, "the passthrough", &resp.Diagnostics); hr != nil {
+					r.claims.rebootBesideVMChanges(passthroughType, ch.Disabling, hr, state.RebootTimeout, true, &resp.Diagnostics)
+				}
 			}
 		}
 		return
@@ -63,6 +65,7 @@ func (r *hostPCIPassthroughResource) ModifyPlan(ctx context.Context, req resourc
 		// Like every plan-time check, ask vCenter only about what changes;
 		// the devices are still this resource's claim.
 		r.claimDevices(instance, r.change(ctx, &plan, nil, &resp.Diagnostics), devices, &resp.Diagnostics)
+		planBefore(ctx, before, devices, resp)
 		return
 	}
 	ch := r.change(ctx, &plan, before, &resp.Diagnostics)
@@ -116,20 +119,48 @@ func (r *hostPCIPassthroughResource) ModifyPlan(ctx context.Context, req resourc
 			puttingBack = true
 		}
 	}
-	if (turningOn || pendingReboot || puttingBack) && plan.RebootAllowed.ValueBool() &&
-		planReboot(ctx, r.client, ch.HostID, "passthrough changes", &resp.Diagnostics) {
+	if (turningOn || pendingReboot || puttingBack) && plan.RebootAllowed.ValueBool() && !resp.Diagnostics.HasError() &&
+		r.rebootPlanned(ids, planReboot(ctx, r.client, ch.HostID, "passthrough changes", &resp.Diagnostics), plan.RebootTimeout, &resp.Diagnostics) {
 		// This apply reboots the host: what it turns on is active after it.
-		r.claims.rebootPlanned(ch.HostID)
 		reboot = types.BoolValue(false)
 		for i := range planned {
 			planned[i].Active = types.BoolValue(true)
 		}
+	}
+	if !req.State.Raw.IsNull() { // a new resource's record is read at apply, from what is in effect then
+		planBefore(ctx, before, ids, resp)
 	}
 	devices, ds := types.ListValueFrom(ctx, passthroughDeviceType, planned)
 	resp.Diagnostics.Append(ds...)
 	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("devices"), devices)...)
 	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("reboot_required"), reboot)...)
 	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("id"), ch.HostID)...)
+}
+
+// passthroughType is the resource's type name, for messages.
+const passthroughType = "vspherehpc_host_pci_passthrough"
+
+// rebootPlanned records a reboot planReboot decided (hr, nil for none) for
+// the devices (by PCI id, sorted) beside the VM changes of the plan, and
+// reports whether it stands.
+func (r *hostPCIPassthroughResource) rebootPlanned(devices []string, hr *vsphere.HostReboot, timeout types.String, diags *diag.Diagnostics) bool {
+	return hr != nil && r.claims.rebootBesideVMChanges(passthroughType, devices, hr, timeout, false, diags)
+}
+
+// planBefore plans what destroy restores after an update that manages
+// devices: known when they are all recorded already (the devices dropped
+// leave the record), else read at apply, from what is in effect then.
+func planBefore(ctx context.Context, before map[string]bool, devices []string, resp *resource.ModifyPlanResponse) {
+	after := map[string]bool{}
+	for _, id := range devices {
+		was, ok := before[id]
+		if !ok {
+			resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("passthrough_before"), types.MapUnknown(types.BoolType))...)
+			return
+		}
+		after[id] = was
+	}
+	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("passthrough_before"), boolMap(after))...)
 }
 
 // unchanged reports whether the configuration is as in state and every

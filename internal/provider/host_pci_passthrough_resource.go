@@ -32,9 +32,8 @@ var (
 	_ resource.ResourceWithModifyPlan  = (*hostPCIPassthroughResource)(nil)
 )
 
-// privatePassthroughBefore is the private-state key holding, per managed
-// device, whether passthrough was on before this resource took it; destroy
-// and dropping a device from the configuration put that back.
+// privatePassthroughBefore is the private-state key where state written
+// before passthrough_before existed holds that record.
 const privatePassthroughBefore = "passthrough_before"
 
 type hostPCIPassthroughResource struct {
@@ -51,6 +50,10 @@ type hostPCIPassthroughModel struct {
 	RebootRequired types.Bool   `tfsdk:"reboot_required"`
 	RebootAllowed  types.Bool   `tfsdk:"reboot_allowed"`
 	RebootTimeout  types.String `tfsdk:"reboot_timeout"`
+	// Before is what destroy restores. It is kept in state, not private
+	// state: Terraform hands a tainted object's private state (a create
+	// whose reboot failed) to neither its destroy nor its replacement.
+	Before types.Map `tfsdk:"passthrough_before"`
 }
 
 type passthroughMatchModel struct {
@@ -93,7 +96,8 @@ func (r *hostPCIPassthroughResource) Schema(_ context.Context, _ resource.Schema
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "PCI passthrough turned on for devices of one ESXi host, as Host > Configure > Hardware > PCI Devices > " +
 			"Toggle passthrough does: devices given by PCI id, or every device of a vendor and device id (e.g. every H100 of the host). " +
-			"Devices not listed are left alone. Destroy, and dropping a device, put back what the host had before.",
+			"Devices not listed are left alone. Destroy, and dropping a device, put back what the host had in effect before " +
+			"(`passthrough_before`).",
 		Attributes: map[string]schema.Attribute{
 			"id": schema.StringAttribute{
 				Computed: true, MarkdownDescription: "The host's managed object id.",
@@ -129,6 +133,13 @@ func (r *hostPCIPassthroughResource) Schema(_ context.Context, _ resource.Schema
 				Computed: true,
 				MarkdownDescription: "Whether a managed device is enabled but not active yet: the host must reboot before VMs can use it " +
 					"(older ESXi, and some devices). Unknown in a plan that turns passthrough on.",
+			},
+			"passthrough_before": schema.MapAttribute{
+				ElementType: types.BoolType, Computed: true,
+				MarkdownDescription: "What destroy, and dropping a device from the configuration, put back: for each managed device (by " +
+					"PCI id), whether passthrough was on before this resource took it. That is the state in effect then, never a change " +
+					"still waiting for a reboot; an imported device records on, so destroy leaves it as found. Kept in state, so a create " +
+					"that fails (a reboot that fails, for one) and the apply that replaces it still restore it.",
 			},
 		},
 		Blocks: map[string]schema.Block{
@@ -195,8 +206,9 @@ func (r *hostPCIPassthroughResource) Create(ctx context.Context, req resource.Cr
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	before := map[string]bool{}
-	r.apply(ctx, &plan, before, true, resp.Private, &resp.State, &resp.Diagnostics)
+	end := r.claims.applyingReboot(passthroughType, plan.HostSystemID.ValueString(), plannedDevices(ctx, plan))
+	defer func() { end(resp.Diagnostics) }()
+	r.apply(ctx, &plan, map[string]bool{}, true, &resp.State, &resp.Diagnostics)
 }
 
 func (r *hostPCIPassthroughResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
@@ -205,20 +217,39 @@ func (r *hostPCIPassthroughResource) Update(ctx context.Context, req resource.Up
 	var plan hostPCIPassthroughModel
 	resp.Diagnostics.Append(getModel(ctx, req.Plan.Schema, req.Plan.Raw, &plan)...)
 	resp.State.Raw = req.State.Raw.Copy() // until read back: a failure must not record the plan
-	before := map[string]bool{}
-	_, ds := getPrivateJSON(ctx, req.Private, privatePassthroughBefore, &before)
-	resp.Diagnostics.Append(ds...)
+	var state hostPCIPassthroughModel
+	resp.Diagnostics.Append(getModel(ctx, req.State.Schema, req.State.Raw, &state)...)
+	before := passthroughBefore(ctx, state, req.Private, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	r.apply(ctx, &plan, before, false, resp.Private, &resp.State, &resp.Diagnostics)
+	end := r.claims.applyingReboot(passthroughType, plan.HostSystemID.ValueString(), plannedDevices(ctx, plan))
+	defer func() { end(resp.Diagnostics) }()
+	r.apply(ctx, &plan, before, false, &resp.State, &resp.Diagnostics)
+}
+
+// plannedDevices are the PCI ids of the devices a plan manages, sorted.
+func plannedDevices(ctx context.Context, m hostPCIPassthroughModel) []string {
+	var devices []passthroughDeviceModel
+	_ = m.Devices.ElementsAs(ctx, &devices, true) // a plan without them records no reboot
+	ids := make([]string, 0, len(devices))
+	for _, d := range devices {
+		ids = append(ids, d.PCIID.ValueString())
+	}
+	return ids
+}
+
+// passthroughStateSetter is resp.State of create and update.
+type passthroughStateSetter interface {
+	stateSetter
+	SetAttribute(ctx context.Context, p path.Path, val any) diag.Diagnostics
 }
 
 // apply turns passthrough on for the planned devices and puts back the
 // earlier state of devices no longer listed, recording what each newly
-// managed device had before; then it reads the result into state.
-func (r *hostPCIPassthroughResource) apply(ctx context.Context, m *hostPCIPassthroughModel, before map[string]bool, creating bool, p privateState,
-	state stateSetter, diags *diag.Diagnostics) {
+// managed device had in effect before; then it reads the result into state.
+func (r *hostPCIPassthroughResource) apply(ctx context.Context, m *hostPCIPassthroughModel, before map[string]bool, creating bool,
+	state passthroughStateSetter, diags *diag.Diagnostics) {
 	hostID := m.HostSystemID.ValueString()
 	checked, err := r.client.PlanHostPassthrough(ctx, r.change(ctx, m, before, diags))
 	if err != nil {
@@ -234,7 +265,9 @@ func (r *hostPCIPassthroughResource) apply(ctx context.Context, m *hostPCIPassth
 	for _, d := range want {
 		managed[d.PCIID] = true
 		if _, known := before[d.PCIID]; !known {
-			before[d.PCIID] = d.Enabled
+			// What is in effect: a change waiting for a reboot (this
+			// resource's own, left by a create that failed) is no original.
+			before[d.PCIID] = d.Active
 		}
 		if !d.Enabled {
 			set[d.PCIID] = true
@@ -253,9 +286,13 @@ func (r *hostPCIPassthroughResource) apply(ctx context.Context, m *hostPCIPassth
 	}
 	// Recorded before the change, what each device had: the dropped
 	// devices leave the record only once they are put back, so a failed
-	// change leaves destroy what it must restore.
-	if diags.Append(setPrivateJSON(ctx, p, privatePassthroughBefore, before)...); diags.HasError() {
-		return
+	// change leaves destroy what it must restore. (A create has no state
+	// yet: one whose change fails has made nothing.)
+	m.Before = boolMap(before)
+	if !creating {
+		if diags.Append(state.SetAttribute(ctx, path.Root("passthrough_before"), m.Before)...); diags.HasError() {
+			return
+		}
 	}
 	if err := r.client.SetHostPassthrough(ctx, hostID, set); err != nil {
 		diags.Append(vsphereErrorDiag("Cannot set PCI passthrough on host "+hostID, err))
@@ -264,7 +301,7 @@ func (r *hostPCIPassthroughResource) apply(ctx context.Context, m *hostPCIPassth
 	for _, id := range dropped {
 		delete(before, id)
 	}
-	diags.Append(setPrivateJSON(ctx, p, privatePassthroughBefore, before)...)
+	m.Before = boolMap(before)
 	tflog.Debug(ctx, "Set PCI passthrough", map[string]any{"host_system_id": hostID, "devices": len(want)})
 	// vSphere has changed: until it is read back, state records the plan,
 	// so a failed read leaves no orphan.
@@ -272,10 +309,8 @@ func (r *hostPCIPassthroughResource) apply(ctx context.Context, m *hostPCIPassth
 	diags.Append(state.Set(ctx, m)...)
 	now, err := r.read(ctx, m, keysOf(managed), state, diags)
 	if err != nil {
-		// A create that fails now would be tainted, and Terraform hands a
-		// tainted object's private state neither to Delete nor to its
-		// replacement: what destroy must restore would be lost. The change
-		// is made and state records it; the next refresh reads the rest.
+		// The change is made and state records it (what destroy restores
+		// with it); the next refresh reads the rest.
 		if creating {
 			diags.AddWarning("PCI passthrough set, not read back", fmt.Sprintf("Passthrough was set on host %s, but reading it "+
 				"back failed: %s. State records the planned devices; the next plan reads them from the host.", hostID, errorDetail(err)))
@@ -391,6 +426,9 @@ func fillPassthrough(ctx context.Context, m *hostPCIPassthroughModel, host *vsph
 	list, ds := types.ListValueFrom(ctx, passthroughDeviceType, devices)
 	diags.Append(ds...)
 	m.ID, m.Devices, m.RebootRequired = types.StringValue(host.HostID), list, types.BoolValue(reboot)
+	if m.Before.ElementType(ctx) == nil { // a model built from nothing (a list result): nothing recorded
+		m.Before = types.MapNull(types.BoolType)
+	}
 	rebootDefaults(&m.RebootAllowed, &m.RebootTimeout)
 }
 
@@ -431,16 +469,42 @@ func (r *hostPCIPassthroughResource) Read(ctx context.Context, req resource.Read
 	// host, which the plan then refuses, naming it. The resource is gone
 	// only with its host.
 	fillPassthrough(ctx, &state, host, managed, prior, &resp.Diagnostics)
+	if state.Before.IsNull() {
+		// State written before passthrough_before existed: the record moves
+		// from private state into it.
+		state.Before = boolMap(passthroughBefore(ctx, state, req.Private, &resp.Diagnostics))
+		resp.Diagnostics.Append(resp.Private.SetKey(ctx, privatePassthroughBefore, nil)...)
+	}
 	resp.Diagnostics.Append(setModelState(ctx, &resp.State, &state)...)
+}
+
+// passthroughBefore is what destroy restores: passthrough_before, or for
+// state written before it existed, the record in private state.
+func passthroughBefore(ctx context.Context, m hostPCIPassthroughModel, p privateState, diags *diag.Diagnostics) map[string]bool {
+	before := map[string]bool{}
+	if !m.Before.IsNull() && !m.Before.IsUnknown() {
+		diags.Append(m.Before.ElementsAs(ctx, &before, false)...)
+		return before
+	}
+	_, ds := getPrivateJSON(ctx, p, privatePassthroughBefore, &before)
+	diags.Append(ds...)
+	return before
+}
+
+// boolMap is a map(bool) value.
+func boolMap(m map[string]bool) types.Map {
+	elems := make(map[string]attr.Value, len(m))
+	for k, v := range m {
+		elems[k] = types.BoolValue(v)
+	}
+	return types.MapValueMust(types.BoolType, elems)
 }
 
 func (r *hostPCIPassthroughResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
 	ctx = vsphere.ForChange(ctx)
 	var state hostPCIPassthroughModel
 	resp.Diagnostics.Append(getModel(ctx, req.State.Schema, req.State.Raw, &state)...)
-	before := map[string]bool{}
-	_, ds := getPrivateJSON(ctx, req.Private, privatePassthroughBefore, &before)
-	resp.Diagnostics.Append(ds...)
+	before := passthroughBefore(ctx, state, req.Private, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -507,7 +571,6 @@ func (r *hostPCIPassthroughResource) ImportState(ctx context.Context, req resour
 			fmt.Sprintf("Host %s (%s) has passthrough on for no PCI device. Create the resource instead.", host.HostName, hostID))
 		return
 	}
-	resp.Diagnostics.Append(setPrivateJSON(ctx, resp.Private, privatePassthroughBefore, before)...)
 	pciIDs, ds := types.SetValueFrom(ctx, types.StringType, ids)
 	resp.Diagnostics.Append(ds...)
 	devices := make([]passthroughDeviceModel, 0, len(ids))
@@ -521,6 +584,7 @@ func (r *hostPCIPassthroughResource) ImportState(ctx context.Context, req resour
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("host_system_id"), host.HostID)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("pci_ids"), pciIDs)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("devices"), deviceList)...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("passthrough_before"), boolMap(before))...)
 }
 
 // importedDevices reads an import's PCI ids (spaces and case as people

@@ -48,7 +48,9 @@ func (a *hostRebootAction) Schema(_ context.Context, _ action.SchemaRequest, res
 		MarkdownDescription: "Reboots an ESXi host the way an administrator does for a passthrough or SR-IOV change that waits for " +
 			"it: maintenance mode (the cluster's fully automated DRS moves the running VMs), reboot, wait for the host, leave " +
 			"maintenance mode (a host in it before stays in it), with progress messages. Hosts of one cluster reboot one at a " +
-			"time, and the wait for one's turn does not count against `timeout`. With nothing pending it does " +
+			"time, whichever Terraform run or vSphere client takes them down: it first waits, saying for which host, until no other " +
+			"host of the cluster is in maintenance mode or entering it, as vCenter shows, for at most `timeout`, which then starts " +
+			"again for the reboot itself. With nothing pending it does " +
 			"nothing and says so, unless `force`. Running VMs that could not move (passthrough or SR-IOV devices, DRS not fully " +
 			"automated) are refused, named. Terraform 1.14+: `terraform apply -invoke=action.vspherehpc_host_reboot.NAME`, or from " +
 			"`lifecycle.action_trigger`.",

@@ -74,11 +74,10 @@ func (r *hostSRIOVResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("max_virtual_functions"), int64(d.SRIOV.MaxVFs))...)
 	}
 	appliesNow := p.AppliesNow
-	if !appliesNow && plan.RebootAllowed.ValueBool() && !resp.Diagnostics.HasError() &&
-		planReboot(ctx, r.client, hostID, fmt.Sprintf("SR-IOV of %s with %d virtual functions", pciID, plan.VFs.ValueInt64()), &resp.Diagnostics) {
+	if !appliesNow && plan.RebootAllowed.ValueBool() && !resp.Diagnostics.HasError() {
+		hr := planReboot(ctx, r.client, hostID, fmt.Sprintf("SR-IOV of %s with %d virtual functions", pciID, plan.VFs.ValueInt64()), &resp.Diagnostics)
 		// This apply reboots the host: the virtual functions exist after it.
-		r.claims.rebootPlanned(hostID)
-		appliesNow = true
+		appliesNow = hr != nil && r.claims.rebootBesideVMChanges(sriovType, []string{pciID}, hr, plan.RebootTimeout, false, &resp.Diagnostics)
 	}
 	if appliesNow && !resp.Diagnostics.HasError() {
 		inEffect()
@@ -94,6 +93,9 @@ func (r *hostSRIOVResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("reboot_required"), false)...)
 	}
 }
+
+// sriovType is the resource's type name, for messages.
+const sriovType = "vspherehpc_host_sriov"
 
 // sriovSettled: the plan asks the count state has, and the host has it in
 // effect, with no reboot pending: applying it changes nothing on the host.
@@ -165,7 +167,9 @@ func (r *hostSRIOVResource) checkDestroy(ctx context.Context, req resource.Modif
 		return
 	}
 	if err == nil && state.RebootAllowed.ValueBool() && int64(before) != state.VFs.ValueInt64() {
-		planReboot(ctx, r.client, state.HostSystemID.ValueString(), fmt.Sprintf("the SR-IOV that destroy puts back on %s", state.PCIID.ValueString()), &resp.Diagnostics)
+		if hr := planDestroyReboot(ctx, r.client, state.HostSystemID.ValueString(), "SR-IOV of "+state.PCIID.ValueString(), &resp.Diagnostics); hr != nil {
+			r.claims.rebootBesideVMChanges(sriovType, []string{state.PCIID.ValueString()}, hr, state.RebootTimeout, true, &resp.Diagnostics)
+		}
 	}
 }
 

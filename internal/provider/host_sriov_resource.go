@@ -33,8 +33,8 @@ var (
 	_ resource.ResourceWithModifyPlan  = (*hostSRIOVResource)(nil)
 )
 
-// privateSRIOVBefore is the private-state key holding how many virtual
-// functions the function had before (0: SR-IOV off), which destroy restores.
+// privateSRIOVBefore is the private-state key where state written before
+// virtual_functions_before existed holds that record.
 const privateSRIOVBefore = "sriov_before"
 
 type hostSRIOVResource struct {
@@ -53,6 +53,9 @@ type hostSRIOVModel struct {
 	RebootRequired types.Bool   `tfsdk:"reboot_required"`
 	RebootAllowed  types.Bool   `tfsdk:"reboot_allowed"`
 	RebootTimeout  types.String `tfsdk:"reboot_timeout"`
+	// VFsBefore is what destroy restores, kept in state as
+	// hostPCIPassthroughModel.Before is, and for the same reason.
+	VFsBefore types.Int64 `tfsdk:"virtual_functions_before"`
 }
 
 // NewHostSRIOVResource is the vspherehpc_host_sriov resource.
@@ -74,7 +77,7 @@ func (r *hostSRIOVResource) Schema(_ context.Context, _ resource.SchemaRequest, 
 		MarkdownDescription: "SR-IOV on one physical function of an ESXi host (a ConnectX card, for InfiniBand or Ethernet virtual " +
 			"functions), with a number of virtual functions, as Host > Configure > Hardware > PCI Devices > Configure SR-IOV does. " +
 			"The card's firmware must allow SR-IOV first (`mlxconfig ... SRIOV_EN=1 NUM_OF_VFS=<n>`); that step is outside vCenter. " +
-			"Destroy puts back what the function had before.",
+			"Destroy puts back what the function had in effect before (`virtual_functions_before`).",
 		Attributes: map[string]schema.Attribute{
 			"id": schema.StringAttribute{
 				Computed: true, MarkdownDescription: "`<host id>:<PCI id>`.",
@@ -114,6 +117,14 @@ func (r *hostSRIOVResource) Schema(_ context.Context, _ resource.SchemaRequest, 
 			"reboot_required": schema.BoolAttribute{
 				Computed: true, MarkdownDescription: "Whether the change waits for a host reboot: the virtual functions appear only then.",
 			},
+			"virtual_functions_before": schema.Int64Attribute{
+				Computed: true,
+				MarkdownDescription: "What destroy puts back: the virtual functions the function had in effect before this resource " +
+					"(0: SR-IOV off), never a change still waiting for a reboot; an import records the count found, so destroy leaves " +
+					"it as found. Kept in state, so a create that fails (a reboot that fails, for one) and the apply that replaces it " +
+					"still restore it.",
+				PlanModifiers: []planmodifier.Int64{int64planmodifier.UseStateForUnknown()},
+			},
 		},
 	}
 }
@@ -131,6 +142,8 @@ func (r *hostSRIOVResource) Create(ctx context.Context, req resource.CreateReque
 		return
 	}
 	hostID, pciID := plan.HostSystemID.ValueString(), plan.PCIID.ValueString()
+	end := r.claims.applyingReboot(sriovType, hostID, []string{pciID})
+	defer func() { end(resp.Diagnostics) }()
 	p, err := r.client.PlanHostSRIOV(ctx, hostID, pciID, int(plan.VFs.ValueInt64()))
 	var d *vsphere.PassthroughDevice
 	if err == nil {
@@ -140,11 +153,13 @@ func (r *hostSRIOVResource) Create(ctx context.Context, req resource.CreateReque
 		resp.Diagnostics.Append(vsphereErrorDiag("Cannot set SR-IOV of "+pciID+" on host "+hostID, cmpErr(err, "the device has no SR-IOV state")))
 		return
 	}
+	// What is in effect: a change waiting for a reboot (this resource's
+	// own, left by a create that failed) is no original.
 	before := 0
-	if d.SRIOV.Enabled {
-		before = d.SRIOV.VFsRequested
+	if d.SRIOV.Active {
+		before = d.SRIOV.VFs
 	}
-	resp.Diagnostics.Append(setPrivateJSON(ctx, resp.Private, privateSRIOVBefore, before)...)
+	plan.VFsBefore = types.Int64Value(int64(before))
 	r.apply(ctx, &plan, &resp.State, &resp.Diagnostics, true)
 }
 
@@ -159,6 +174,8 @@ func (r *hostSRIOVResource) Update(ctx context.Context, req resource.UpdateReque
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	end := r.claims.applyingReboot(sriovType, plan.HostSystemID.ValueString(), []string{plan.PCIID.ValueString()})
+	defer func() { end(resp.Diagnostics) }()
 	if sriovSettled(plan, state) && !plan.ActiveVFs.IsUnknown() && !plan.VFIDs.IsUnknown() && !plan.RebootRequired.IsUnknown() {
 		// Only reboot_allowed or reboot_timeout change: the plan kept the
 		// rest from state (ModifyPlan), and the host needs no call.
@@ -178,11 +195,9 @@ func (r *hostSRIOVResource) apply(ctx context.Context, m *hostSRIOVModel, state 
 	}
 	tflog.Debug(ctx, "Set SR-IOV", map[string]any{"host_system_id": hostID, "pci_id": pciID, "virtual_functions": m.VFs.ValueInt64()})
 	if creating {
-		// The host has changed: record the resource now, so a failed read
-		// back leaves no orphan whose re-create takes its own VFs as
-		// "before". That failure is a warning: a failed create is tainted,
-		// and Terraform gives a tainted object's private state (the count
-		// destroy restores) to neither its destroy nor its replacement.
+		// The host has changed: record the resource now, with what destroy
+		// restores, so a failed read back leaves no orphan. That failure is
+		// a warning: the change is made and recorded.
 		recorded := *m
 		recorded.ID = types.StringValue(hostID + ":" + pciID)
 		sriovKnownOrNull(&recorded)
@@ -254,6 +269,19 @@ func sriovToModel(ctx context.Context, h *vsphere.HostPassthrough, m *hostSRIOVM
 	return true
 }
 
+// sriovBefore is what destroy restores: virtual_functions_before, or for
+// state written before it existed, the record in private state (0 when it
+// has none: SR-IOV off).
+func sriovBefore(ctx context.Context, m hostSRIOVModel, p privateState, diags *diag.Diagnostics) int {
+	if !m.VFsBefore.IsNull() && !m.VFsBefore.IsUnknown() {
+		return int(m.VFsBefore.ValueInt64())
+	}
+	before := 0
+	_, ds := getPrivateJSON(ctx, p, privateSRIOVBefore, &before)
+	diags.Append(ds...)
+	return before
+}
+
 func (r *hostSRIOVResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
 	hostDeviceIdentity.record(ctx, &req.State, resp.Identity, &resp.Diagnostics)
 	var state hostSRIOVModel
@@ -279,6 +307,12 @@ func (r *hostSRIOVResource) Read(ctx context.Context, req resource.ReadRequest, 
 		resp.State.RemoveResource(ctx)
 		return
 	}
+	if state.VFsBefore.IsNull() {
+		// State written before virtual_functions_before existed: the record
+		// moves from private state into it.
+		state.VFsBefore = types.Int64Value(int64(sriovBefore(ctx, state, req.Private, &resp.Diagnostics)))
+		resp.Diagnostics.Append(resp.Private.SetKey(ctx, privateSRIOVBefore, nil)...)
+	}
 	resp.Diagnostics.Append(setModelState(ctx, &resp.State, &state)...)
 }
 
@@ -287,10 +321,7 @@ func (r *hostSRIOVResource) Read(ctx context.Context, req resource.ReadRequest, 
 func restoreOf(ctx context.Context, state tfsdk.State, p privateState, diags *diag.Diagnostics) (hostSRIOVModel, int) {
 	var m hostSRIOVModel
 	diags.Append(getModel(ctx, state.Schema, state.Raw, &m)...)
-	before := 0
-	_, ds := getPrivateJSON(ctx, p, privateSRIOVBefore, &before)
-	diags.Append(ds...)
-	return m, before
+	return m, sriovBefore(ctx, m, p, diags)
 }
 
 func (r *hostSRIOVResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
@@ -375,7 +406,7 @@ func (r *hostSRIOVResource) ImportState(ctx context.Context, req resource.Import
 			"instead, which turns it on.", pciID, h.HostName, hostID))
 		return
 	}
-	resp.Diagnostics.Append(setPrivateJSON(ctx, resp.Private, privateSRIOVBefore, int(m.VFs.ValueInt64()))...)
+	m.VFsBefore = m.VFs
 	resp.Diagnostics.Append(setModelState(ctx, &resp.State, &m)...)
 }
 

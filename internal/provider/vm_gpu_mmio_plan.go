@@ -329,6 +329,7 @@ func (r *vmGPUMMIOResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 		return
 	}
 	r.claimTaken(instance, p, &resp.Diagnostics)
+	r.claims.besideReboots(ctx, req, resp, "vspherehpc_vm_gpu_mmio", plan.VirtualMachineID, p.OnHost)
 	var sizeFinding vsphere.Finding
 	for _, f := range p.Findings {
 		if isSizeFinding(f) {

@@ -297,7 +297,7 @@ func (r *vmGPUMMIOResource) Create(ctx context.Context, req resource.CreateReque
 	defer vmIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	var plan vmGPUMMIOModel
 	resp.Diagnostics.Append(getModel(ctx, req.Plan.Schema, req.Plan.Raw, &plan)...)
-	if resp.Diagnostics.HasError() {
+	if resp.Diagnostics.HasError() || !r.claims.awaitReboots(ctx, plan.VirtualMachineID.ValueString(), &resp.Diagnostics) {
 		return
 	}
 	vmID := plan.VirtualMachineID.ValueString()
@@ -606,7 +606,7 @@ func (r *vmGPUMMIOResource) Update(ctx context.Context, req resource.UpdateReque
 	var plan vmGPUMMIOModel
 	resp.Diagnostics.Append(getModel(ctx, req.Plan.Schema, req.Plan.Raw, &plan)...)
 	resp.State.Raw = req.State.Raw.Copy() // until read back: a failure must not record the plan
-	if resp.Diagnostics.HasError() {
+	if resp.Diagnostics.HasError() || !r.claims.awaitReboots(ctx, plan.VirtualMachineID.ValueString(), &resp.Diagnostics) {
 		return
 	}
 	if err := r.client.ApplyGPUMMIO(ctx, plan.VirtualMachineID.ValueString(), r.spec(ctx, &plan, &resp.Diagnostics)); err != nil {

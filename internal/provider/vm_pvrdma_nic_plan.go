@@ -65,6 +65,7 @@ func (r *vmPVRDMANICResource) ModifyPlan(ctx context.Context, req resource.Modif
 	for _, f := range checked.Findings {
 		addPVRDMANICFinding(&resp.Diagnostics, f)
 	}
+	r.claims.besideReboots(ctx, req, resp, "vspherehpc_vm_pvrdma_nic", plan.VirtualMachineID, checked.OnHost)
 }
 
 // pvrdmaNICChange is what the planner checks; nil when nothing vCenter

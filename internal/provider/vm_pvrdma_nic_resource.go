@@ -170,7 +170,7 @@ func (r *vmPVRDMANICResource) Create(ctx context.Context, req resource.CreateReq
 	defer vmDeviceIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	var plan vmPVRDMANICModel
 	resp.Diagnostics.Append(getModel(ctx, req.Plan.Schema, req.Plan.Raw, &plan)...)
-	if resp.Diagnostics.HasError() {
+	if resp.Diagnostics.HasError() || !r.claims.awaitReboots(ctx, plan.VirtualMachineID.ValueString(), &resp.Diagnostics) {
 		return
 	}
 	vmID := plan.VirtualMachineID.ValueString()
@@ -266,7 +266,7 @@ func (r *vmPVRDMANICResource) Update(ctx context.Context, req resource.UpdateReq
 	resp.Diagnostics.Append(getModel(ctx, req.Plan.Schema, req.Plan.Raw, &plan)...)
 	resp.Diagnostics.Append(getModel(ctx, req.State.Schema, req.State.Raw, &state)...)
 	resp.State.Raw = req.State.Raw.Copy() // until read back: a failure must not record the plan
-	if resp.Diagnostics.HasError() {
+	if resp.Diagnostics.HasError() || !r.claims.awaitReboots(ctx, plan.VirtualMachineID.ValueString(), &resp.Diagnostics) {
 		return
 	}
 	vmID := vmRef(ctx, req.Private, state.VirtualMachineID.ValueString(), &resp.Diagnostics)

@@ -62,6 +62,7 @@ func (r *vmSRIOVNICResource) ModifyPlan(ctx context.Context, req resource.Modify
 	for _, f := range p.Findings {
 		addSRIOVNICFinding(&resp.Diagnostics, f)
 	}
+	r.claims.besideReboots(ctx, req, resp, "vspherehpc_vm_sriov_nic", plan.VirtualMachineID, p.OnHost)
 	if p.FreeVFs != nil {
 		r.takeVF(ctx, req, resp, plan.VirtualMachineID, *p.FreeVFs)
 	}

@@ -164,7 +164,7 @@ func (r *vmSRIOVNICResource) Create(ctx context.Context, req resource.CreateRequ
 	defer vmDeviceIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	var plan vmSRIOVNICModel
 	resp.Diagnostics.Append(getModel(ctx, req.Plan.Schema, req.Plan.Raw, &plan)...)
-	if resp.Diagnostics.HasError() {
+	if resp.Diagnostics.HasError() || !r.claims.awaitReboots(ctx, plan.VirtualMachineID.ValueString(), &resp.Diagnostics) {
 		return
 	}
 	vmID := plan.VirtualMachineID.ValueString()
@@ -243,7 +243,7 @@ func (r *vmSRIOVNICResource) Update(ctx context.Context, req resource.UpdateRequ
 	resp.Diagnostics.Append(getModel(ctx, req.Plan.Schema, req.Plan.Raw, &plan)...)
 	resp.Diagnostics.Append(getModel(ctx, req.State.Schema, req.State.Raw, &state)...)
 	resp.State.Raw = req.State.Raw.Copy() // until read back: a failure must not record the plan
-	if resp.Diagnostics.HasError() {
+	if resp.Diagnostics.HasError() || !r.claims.awaitReboots(ctx, plan.VirtualMachineID.ValueString(), &resp.Diagnostics) {
 		return
 	}
 	vmID := vmRef(ctx, req.Private, state.VirtualMachineID.ValueString(), &resp.Diagnostics)

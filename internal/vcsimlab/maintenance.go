@@ -157,9 +157,21 @@ func (x *extension) EnterMaintenanceModeTask(ctx *simulator.Context, req *types.
 			time.Sleep(50 * time.Millisecond)
 		}
 	})
+	// The task is the host's, as vCenter names it, though it runs on the
+	// extension: set before the task is registered.
+	task.Info.DescriptionId = enterMaintenanceTask
 	ref := task.Run(ctx)
 	ctx.Map.AtomicUpdate(ctx, task, []types.PropertyChange{{Name: "info.entity", Val: h.Self}, {Name: "info.entityName", Val: h.Name},
 		{Name: "info.cancelable", Val: true}})
+	// vcsim lists a task in its entity's recentTask when it registers it,
+	// and this one's entity was then the extension: listed here, as
+	// vCenter lists every task on the host ("recentTask: The set of recent
+	// tasks operating on this managed entity. This is a subset of
+	// TaskManager.recentTask belonging to this entity", vSphere API
+	// reference, ManagedEntity), for every session to see.
+	ctx.WithLock(h, func() {
+		ctx.Update(h, []types.PropertyChange{{Name: "recentTask", Val: append(slices.Clone(h.RecentTask), ref)}})
+	})
 	body.Res = &types.EnterMaintenanceMode_TaskResponse{Returnval: ref}
 	return body
 }

@@ -26,10 +26,13 @@ import (
 //     mode, and only then is in state error. A task that got the host into
 //     maintenance mode before seeing the request succeeds.
 
-// enterMaintenanceTask is the description id of the lab's
-// EnterMaintenanceMode_Task (created on the extension, see
-// EnterMaintenanceModeTask).
-const enterMaintenanceTask = "VcsimLabExtension.enterMaintenanceMode"
+// enterMaintenanceTask is the description id of EnterMaintenanceMode_Task,
+// as vCenter names it (TaskInfo.descriptionId, "an identifier for this
+// operation": a key of TaskManager.description.methodInfo, which govmomi's
+// simulator/vpx/task_manager.go records from a vCenter).
+// The lab's task has it, though it runs on the extension (see
+// EnterMaintenanceModeTask), and every host's is the lab's.
+const enterMaintenanceTask = "HostSystem.enterMaintenanceMode"
 
 // cancelsMaintenance reports whether a CancelTask call is for one of the
 // lab's EnterMaintenanceMode_Task tasks. DescriptionId is set before the

@@ -2,6 +2,7 @@ package vcsimlab
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/vmware/govmomi/fault"
@@ -64,4 +65,49 @@ func TestEnterMaintenanceModeCancel(t *testing.T) {
 	if !hostRuntime(t, l, host).InMaintenanceMode {
 		t.Errorf("%s not in maintenance mode after its task succeeded", host)
 	}
+}
+
+// An EnterMaintenanceMode_Task under way is one of the host's recent tasks
+// and of the task manager's, as vCenter lists them, with the host's
+// description id, for every session to see: another client can tell that
+// the host is entering maintenance mode.
+func TestEnterMaintenanceModeTaskIsListed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	l, err := Start(ctx, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	vm := l.VMNames()[0]
+	host := l.VMHostName(vm)
+	must(l.SetVMDRSOverride(ctx, vm, true, types.DrsBehaviorManual)) // the task waits for it
+	must(l.PowerOnVM(ctx, vm))
+	task, err := object.NewHostSystem(l.Client().Client, ref("HostSystem", l.HostID(host))).EnterMaintenanceMode(ctx, 0, false, nil)
+	must(err)
+	other, err := l.NewClient(ctx)
+	must(err)
+	var h mo.HostSystem
+	retrieve(t, other, ref("HostSystem", l.HostID(host)), []string{"recentTask"}, &h)
+	var tm mo.TaskManager
+	retrieve(t, other, *other.ServiceContent.TaskManager, []string{"recentTask"}, &tm)
+	for what, list := range map[string][]types.ManagedObjectReference{"the host's": h.RecentTask, "the task manager's": tm.RecentTask} {
+		if !slices.Contains(list, task.Reference()) {
+			t.Errorf("%s recent tasks %v lack the EnterMaintenanceMode_Task %v", what, list, task.Reference())
+		}
+	}
+	var info mo.Task
+	retrieve(t, other, task.Reference(), []string{"info"}, &info)
+	if info.Info.DescriptionId != "HostSystem.enterMaintenanceMode" || info.Info.State != types.TaskInfoStateRunning ||
+		info.Info.Entity == nil || info.Info.Entity.Value != l.HostID(host) {
+		t.Errorf("the task as another session sees it: %+v", info.Info)
+	}
+	must(task.Cancel(ctx))
+	_ = task.Wait(ctx)
 }

@@ -72,6 +72,7 @@ type Client struct {
 	vms            objectLocks
 	hosts          objectLocks
 	reboots        objectLocks // by cluster: one host of a cluster reboots at a time
+	hostGates      hostGates   // a host's reboot apart from the changes to its VMs
 	batch          readBatch
 	prefetch       prefetcher
 	names          nameIndexes

@@ -51,6 +51,7 @@ type TakenDevice struct {
 // their checks (Sized), their memory and the MMIO window they get.
 type GPUMMIOPlan struct {
 	VMUUID, VMName string        // the VM, however it was given
+	OnHost         VMOnHost      // where the change runs
 	Takes          []TakenDevice // the GPUs by PCI id and the other devices
 	Findings       []Finding
 	Sized          bool
@@ -224,7 +225,9 @@ func (c *Client) PlanGPUMMIO(ctx context.Context, ch GPUMMIOChange) (*GPUMMIOPla
 		return nil, err
 	}
 	label := fmt.Sprintf("%s (%s)", vm.Name, ch.VMID)
-	out := &GPUMMIOPlan{VMUUID: vm.ID, VMName: vm.Name, Takes: takenDevices(host, ch)}
+	out := &GPUMMIOPlan{VMUUID: vm.ID, VMName: vm.Name, Takes: takenDevices(host, ch), OnHost: VMOnHost{
+		VM: label, HostID: vm.HostID, Running: vm.PowerState == PoweredOn, Passthrough: len(ch.GPUs)+len(ch.Devices) > 0,
+	}}
 	total, known := 0.0, true
 	for i, g := range ch.GPUs {
 		gb, findings, err := c.planGPU(ctx, vm, host, label, i, g, ch.Planned, ch.Releasing)

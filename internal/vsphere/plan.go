@@ -31,6 +31,17 @@ type PlannedHostDevices struct {
 	VFs map[string]int
 }
 
+// VMOnHost is where a planned VM change runs, for the provider to set it
+// beside the host reboots of the same plan: maintenance mode moves no
+// running VM that has passthrough or SR-IOV devices, and a VM's change fails
+// while its host is in maintenance mode or rebooting.
+type VMOnHost struct {
+	VM          string // "name (id as given)"
+	HostID      string // "" for a VM without a host
+	Running     bool   // powered on now: a change that needs it off powers it back on
+	Passthrough bool   // it has DirectPath I/O or SR-IOV devices once changed
+}
+
 // HostDeviceKey is the key of a host's device in PlannedHostDevices.
 func HostDeviceKey(hostID, pciID string) string { return hostID + " " + strings.ToLower(pciID) }
 

@@ -113,10 +113,11 @@ func (c *Client) SetVMPower(ctx context.Context, vmID string, action PowerAction
 		return nil, translate(op, err)
 	}
 	defer unlock()
-	vm, err := c.readVMPropsAs(ctx, vc, op, first.Self.Value, []string{"name", "runtime.powerState"}, fresh)
+	vm, release, err := c.readVMBesideReboots(ctx, vc, op, first.Self.Value, []string{"name", "runtime.powerState", "runtime.host"})
 	if err != nil {
 		return nil, err
 	}
+	defer release()
 	obj := object.NewVirtualMachine(vc, vm.Self)
 	state := powerStateOf(vm.Runtime.PowerState)
 	switch f := PlanPowerAction(vm.Name, state, action, hardOffAllowed).(type) {

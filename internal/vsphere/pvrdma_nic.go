@@ -138,6 +138,7 @@ type pvrdmaFacts struct {
 type PVRDMANICPlan struct {
 	Findings       []Finding
 	ProtocolChoice bool
+	OnHost         VMOnHost // where the change runs
 }
 
 // PlanPVRDMANIC checks a planned adapter against its VM and the port group's
@@ -176,7 +177,13 @@ func (c *Client) PlanPVRDMANIC(ctx context.Context, ch PVRDMANICChange) (*PVRDMA
 	if p := PlanPower(vm, powerStateOf(f.vm.Runtime.PowerState), ch.Key == 0 || ch.ProtocolChange, ch.PowerOffAllowed, WhatPVRDMANeedsOff); p != nil {
 		out = append(out, p)
 	}
-	return &PVRDMANICPlan{Findings: out, ProtocolChoice: f.hardwareVersion < MinPVRDMAHardwareVersion || !f.browser || len(f.protocols) > 0}, nil
+	on := VMOnHost{VM: vm, Running: f.vm.Runtime.PowerState == types.VirtualMachinePowerStatePoweredOn,
+		Passthrough: hasPassthrough(f.vm.Config.Hardware.Device)}
+	if f.vm.Runtime.Host != nil {
+		on.HostID = f.vm.Runtime.Host.Value
+	}
+	return &PVRDMANICPlan{Findings: out, ProtocolChoice: f.hardwareVersion < MinPVRDMAHardwareVersion || !f.browser || len(f.protocols) > 0,
+		OnHost: on}, nil
 }
 
 // pvrdmaFacts reads the VM and the port group in one call, then the

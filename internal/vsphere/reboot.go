@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/vmware/govmomi/fault"
@@ -206,7 +207,9 @@ var ErrRebootTimedOut = errors.New("the reboot ran out of time")
 // RebootHost puts a host in maintenance mode, reboots it, waits up to
 // timeout for it to be connected again with a new boot time, and takes it
 // out of maintenance mode unless it was in it already. Reboots of one
-// cluster's hosts wait for each other, and timeout starts once this one's
+// cluster's hosts wait for each other: this client's, and, through what
+// vCenter shows, every other's (see clusterMaintenance); the wait for its
+// turn is bounded by timeout too, and the reboot's timeout starts once its
 // turn has come. With pending set (the PCI ids of a change waiting for the
 // reboot), a host whose reboot by another resource of the apply has made
 // them active already is not rebooted again. progress is told each step.
@@ -222,8 +225,9 @@ func (c *Client) RebootHost(ctx context.Context, hostID string, timeout time.Dur
 		return translate(op, err)
 	}
 	group := hostID
+	var cluster *types.ManagedObjectReference
 	if h.Parent != nil && h.Parent.Type == "ClusterComputeResource" {
-		group = h.Parent.Value
+		group, cluster = h.Parent.Value, h.Parent
 	}
 	progress(fmt.Sprintf("waiting for the other reboots of %s", group))
 	unlock, err := c.reboots.lock(ctx, group)
@@ -231,6 +235,31 @@ func (c *Client) RebootHost(ctx context.Context, hostID string, timeout time.Dur
 		return translate(op, err)
 	}
 	defer unlock()
+	for {
+		if cluster != nil {
+			if err := c.waitClusterTurn(ctx, vc, op, h.Name, *cluster, ref, timeout, progress); err != nil {
+				return err
+			}
+		}
+		err := c.rebootInTurn(ctx, vc, op, h.Name, ref, cluster, timeout, pending, progress)
+		if err != errGaveWay { // itself: one wrapped in a failure to leave maintenance mode is a failure
+			return err
+		}
+		progress("another host of its cluster started entering maintenance mode first: out of maintenance mode, waiting for it")
+	}
+}
+
+// rebootInTurn is RebootHost once the host's turn in its cluster has come.
+func (c *Client) rebootInTurn(ctx context.Context, vc *vim25.Client, op, name string, ref types.ManagedObjectReference,
+	cluster *types.ManagedObjectReference, timeout time.Duration, pending []string, progress func(string)) error {
+	hostID := ref.Value
+	// From here until the host is out of maintenance mode, no change of
+	// this client to the host's VMs runs.
+	releaseGate, err := c.hostGates.hold(ctx, hostID)
+	if err != nil {
+		return translate(op, err)
+	}
+	defer releaseGate()
 	if pending != nil {
 		still, err := c.PendingDeviceChanges(ForChange(ctx), hostID)
 		if err != nil {
@@ -252,9 +281,9 @@ func (c *Client) RebootHost(ctx context.Context, hostID string, timeout time.Dur
 	if !current.InMaintenanceMode && len(current.Stuck) > 0 {
 		return &Error{Op: op, Kind: ErrInvalidState, Object: ObjectHost, ID: hostID, Message: fmt.Sprintf(
 			"host %s was not rebooted: its running virtual machines %s would keep it from entering maintenance mode (%s)",
-			h.Name, strings.Join(vmNames(current.Stuck), ", "), current.Why)}
+			name, strings.Join(vmNames(current.Stuck), ", "), current.Why)}
 	}
-	r := &reboot{c: c, ctx: ctx, op: op, name: h.Name, timeout: timeout, start: time.Now(), host: object.NewHostSystem(vc, ref)}
+	r := &reboot{c: c, ctx: ctx, op: op, name: name, timeout: timeout, start: time.Now(), host: object.NewHostSystem(vc, ref), cluster: cluster}
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	entered := false
@@ -274,7 +303,7 @@ func (c *Client) RebootHost(ctx context.Context, hostID string, timeout time.Dur
 	progress("rebooting")
 	res, err := methods.RebootHost_Task(rctx, vc, &types.RebootHost_Task{This: ref})
 	if err == nil {
-		_, err = c.waitTask(rctx, "rebooting host "+h.Name, object.NewTask(vc, res.Returnval))
+		_, err = c.waitTask(rctx, "rebooting host "+name, object.NewTask(vc, res.Returnval))
 	}
 	if err != nil {
 		cause := r.failed(rctx, "rebooting", err)
@@ -301,10 +330,10 @@ func (c *Client) RebootHost(ctx context.Context, hostID string, timeout time.Dur
 			if ctx.Err() != nil { // the apply was cancelled, not out of time
 				return &Error{Op: op, Kind: ErrInvalidState, Cause: ctx.Err(), Message: fmt.Sprintf(
 					"the wait for host %s to come back from its reboot was interrupted after %s (connection state: %s); it stays in "+
-						"maintenance mode", h.Name, r.elapsed(), state)}
+						"maintenance mode", name, r.elapsed(), state)}
 			}
 			return &Error{Op: op, Kind: ErrInvalidState, Cause: ErrRebootTimedOut, Message: fmt.Sprintf(
-				"host %s was rebooted and is not back after %s (connection state: %s); it stays in maintenance mode", h.Name, timeout, state)}
+				"host %s was rebooted and is not back after %s (connection state: %s); it stays in maintenance mode", name, timeout, state)}
 		}
 	}
 	if !entered {
@@ -323,6 +352,7 @@ type reboot struct {
 	timeout time.Duration
 	start   time.Time
 	host    *object.HostSystem
+	cluster *types.ManagedObjectReference // nil for a host outside a cluster
 }
 
 func (r *reboot) elapsed() time.Duration { return time.Since(r.start).Round(time.Second) }
@@ -347,6 +377,13 @@ func (r *reboot) enterMaintenance(rctx context.Context) error {
 		// The call may have reached vCenter: a task may run that no one
 		// has a reference to.
 		return r.leaveMaintenance(cause, true)
+	}
+	if r.cluster != nil {
+		// Another reboot may have looked at the cluster when this one did.
+		hosts, mine, err := r.c.clusterMaintenance(rctx, r.host.Client(), *r.cluster, types.NewReference(t.Reference()))
+		if err == nil && mine != nil && len(aheadOf(hosts, r.host.Reference(), mine)) > 0 {
+			return r.leaveMaintenance(errGaveWay, !r.cancelTask(t))
+		}
 	}
 	info, err := r.c.waitTask(rctx, step+" on host "+r.name, t)
 	if err == nil {
@@ -468,4 +505,261 @@ func (c *Client) readHostForReboot(ctx context.Context, vc *vim25.Client, ref ty
 func deadlineOf(ctx context.Context) time.Time {
 	d, _ := ctx.Deadline()
 	return d
+}
+
+// hostGates keep a host's reboot and this client's changes to its VMs
+// apart: a VM's change fails while its host is in maintenance mode or down,
+// and one under way when maintenance mode starts keeps the host from it (a
+// VM being powered back on) or is cut off. Changes share a host's gate; a
+// reboot holds it alone, from before maintenance mode until the host is out
+// of it, and once a reboot waits for it no new change starts.
+type hostGates struct {
+	mu    sync.Mutex
+	gates map[string]*hostGate
+}
+
+type hostGate struct {
+	changes int  // VM changes under way
+	reboot  bool // a reboot holds the gate
+	queued  int  // reboots waiting for it
+	changed chan struct{}
+}
+
+func (g *hostGates) gate(hostID string) *hostGate {
+	if g.gates == nil {
+		g.gates = map[string]*hostGate{}
+	}
+	gt := g.gates[hostID]
+	if gt == nil {
+		gt = &hostGate{changed: make(chan struct{})}
+		g.gates[hostID] = gt
+	}
+	return gt
+}
+
+// wake tells the waiters that the gate changed; g.mu is held.
+func (gt *hostGate) wake() {
+	close(gt.changed)
+	gt.changed = make(chan struct{})
+}
+
+// share waits until no reboot of the host holds the gate or waits for it,
+// or ctx ends, and takes a share; waited says whether it had to wait.
+func (g *hostGates) share(ctx context.Context, hostID string) (release func(), waited bool, err error) {
+	g.mu.Lock()
+	gt := g.gate(hostID)
+	for gt.reboot || gt.queued > 0 {
+		ch := gt.changed
+		g.mu.Unlock()
+		waited = true
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil, waited, ctx.Err()
+		}
+		g.mu.Lock()
+	}
+	gt.changes++
+	g.mu.Unlock()
+	return func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		gt.changes--
+		gt.wake()
+	}, waited, nil
+}
+
+// hold waits for the changes under way, keeping new ones out, then holds
+// the gate alone, or gives up when ctx ends.
+func (g *hostGates) hold(ctx context.Context, hostID string) (release func(), err error) {
+	g.mu.Lock()
+	gt := g.gate(hostID)
+	gt.queued++
+	for gt.reboot || gt.changes > 0 {
+		ch := gt.changed
+		g.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			g.mu.Lock()
+			gt.queued--
+			gt.wake()
+			g.mu.Unlock()
+			return nil, ctx.Err()
+		}
+		g.mu.Lock()
+	}
+	gt.queued--
+	gt.reboot = true
+	g.mu.Unlock()
+	return func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		gt.reboot = false
+		gt.wake()
+	}, nil
+}
+
+// Hosts of one cluster reboot one at a time across every run, not only
+// within this client: separate workspaces, and aliases of one provider,
+// have clients of their own. vSphere has no cluster-wide lock, but what a
+// queue needs every session sees: each host's runtime.inMaintenanceMode,
+// and its EnterMaintenanceMode tasks in its recentTask ("The set of recent
+// tasks operating on this managed entity", vSphere API reference,
+// ManagedEntity; a task's queueTime from vCenter's one clock). A reboot
+// waits, before maintenance mode, until no other host of its cluster is in
+// it or entering it. Once its own task is queued it looks again: of two
+// reboots that looked at once, the later task (by queueTime, then key)
+// gives way, cancelling its task and leaving maintenance mode if it got
+// there, and waits again. Only that later host can have been in
+// maintenance mode beside the other, for as long as it took to see it.
+
+// errGaveWay is what a reboot that gave way to an earlier host of its
+// cluster returns, once back out of maintenance mode: it waits again.
+var errGaveWay = errors.New("another host of the cluster started entering maintenance mode first")
+
+// ErrRebootTurnTimedOut is the Cause of a reboot that did not get its turn
+// in its cluster within the time it was given.
+var ErrRebootTurnTimedOut = errors.New("the reboot's turn did not come in time")
+
+// enterTask is an EnterMaintenanceMode task of a host of the cluster.
+type enterTask struct {
+	ref    types.ManagedObjectReference
+	queued time.Time
+}
+
+// before orders tasks as every client of the cluster orders them.
+func (t enterTask) before(o enterTask) bool {
+	return t.queued.Before(o.queued) || (t.queued.Equal(o.queued) && t.ref.Value < o.ref.Value)
+}
+
+// hostMaintenance is a host of a cluster as a reboot waiting for its turn
+// sees it.
+type hostMaintenance struct {
+	ref           types.ManagedObjectReference
+	name          string
+	inMaintenance bool
+	entering      []enterTask // its EnterMaintenanceMode tasks queued or running
+	entered       *enterTask  // the last of them that succeeded, when still listed
+}
+
+// enterMaintenanceID is EnterMaintenanceMode_Task's TaskInfo.descriptionId,
+// a key of vCenter's TaskManager.description.methodInfo (as govmomi's
+// simulator/vpx/task_manager.go records a vCenter's).
+const enterMaintenanceID = "HostSystem.enterMaintenanceMode"
+
+// clusterMaintenance reads the cluster's hosts and their EnterMaintenanceMode
+// tasks in one round trip, and the task mine (nil: none) with them.
+func (c *Client) clusterMaintenance(ctx context.Context, vc *vim25.Client, cluster types.ManagedObjectReference, mine *types.ManagedObjectReference) (map[types.ManagedObjectReference]*hostMaintenance, *enterTask, error) {
+	ctx, cancel := c.withTimeout(ctx)
+	defer cancel()
+	spec := types.PropertyFilterSpec{
+		ObjectSet: []types.ObjectSpec{{Obj: cluster, Skip: types.NewBool(true), SelectSet: []types.BaseSelectionSpec{
+			&types.TraversalSpec{Type: "ComputeResource", Path: "host", SelectSet: []types.BaseSelectionSpec{
+				&types.TraversalSpec{Type: "HostSystem", Path: "recentTask"},
+			}},
+		}}},
+		PropSet: []types.PropertySpec{
+			{Type: "HostSystem", PathSet: []string{"name", "runtime.inMaintenanceMode"}},
+			{Type: "Task", PathSet: []string{"info"}},
+		},
+	}
+	if mine != nil {
+		spec.ObjectSet = append(spec.ObjectSet, types.ObjectSpec{Obj: *mine})
+	}
+	objs, err := retrieve(ctx, vc, spec)
+	if err != nil {
+		return nil, nil, err
+	}
+	hosts := map[types.ManagedObjectReference]*hostMaintenance{}
+	var tasks []types.TaskInfo
+	for _, o := range objs {
+		switch v := o.(type) {
+		case mo.HostSystem:
+			hosts[v.Self] = &hostMaintenance{ref: v.Self, name: v.Name, inMaintenance: v.Runtime.InMaintenanceMode}
+		case mo.Task:
+			tasks = append(tasks, v.Info)
+		}
+	}
+	var own *enterTask
+	for _, info := range tasks {
+		if info.DescriptionId != enterMaintenanceID || info.Entity == nil {
+			continue
+		}
+		t := enterTask{ref: info.Task, queued: info.QueueTime}
+		if mine != nil && info.Task == *mine {
+			own = &t
+		}
+		h := hosts[*info.Entity]
+		switch {
+		case h == nil:
+		case info.State == types.TaskInfoStateQueued || info.State == types.TaskInfoStateRunning:
+			h.entering = append(h.entering, t)
+		case info.State == types.TaskInfoStateSuccess && (h.entered == nil || h.entered.before(t)):
+			h.entered = &t
+		}
+	}
+	return hosts, own, nil
+}
+
+// aheadOf lists, by name, the hosts of the cluster other than self whose
+// maintenance mode comes before self's: in it, or entering it, before mine
+// (self's own task, nil before it has one). Nothing comes before a host in
+// maintenance mode already: its reboot takes nothing more down.
+func aheadOf(hosts map[types.ManagedObjectReference]*hostMaintenance, self types.ManagedObjectReference, mine *enterTask) []string {
+	if h := hosts[self]; h != nil && h.inMaintenance && mine == nil {
+		return nil
+	}
+	var out []string
+	for ref, h := range hosts {
+		if ref == self {
+			continue
+		}
+		earlier := func(t enterTask) bool { return mine == nil || t.before(*mine) }
+		ahead := slices.ContainsFunc(h.entering, earlier)
+		// In maintenance mode by a task after mine: it gives way to this
+		// one. Without a task listed, it was there before.
+		ahead = ahead || (h.inMaintenance && (h.entered == nil || earlier(*h.entered)))
+		if ahead {
+			out = append(out, fmt.Sprintf("%s (%s)", h.name, ref.Value))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// waitClusterTurn waits, polling vCenter, until no other host of the
+// cluster is in maintenance mode or entering it, for at most bound; progress
+// is told which hosts it waits for.
+func (c *Client) waitClusterTurn(ctx context.Context, vc *vim25.Client, op, name string, cluster, self types.ManagedObjectReference,
+	bound time.Duration, progress func(string)) error {
+	deadline := time.Now().Add(bound)
+	said := ""
+	for i := 0; ; i++ {
+		hosts, _, err := c.clusterMaintenance(ctx, vc, cluster, nil)
+		if err != nil {
+			return translate(op+": reading the maintenance mode of its cluster's hosts", err)
+		}
+		ahead := aheadOf(hosts, self, nil)
+		if len(ahead) == 0 {
+			return nil
+		}
+		waiting := strings.Join(ahead, ", ")
+		if waiting != said {
+			progress(fmt.Sprintf("waiting for host %s of its cluster to leave maintenance mode: hosts of a cluster reboot one at a time", waiting))
+			said = waiting
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return &Error{Op: op, Kind: ErrInvalidState, Object: ObjectHost, ID: self.Value, Cause: ErrRebootTurnTimedOut, Message: fmt.Sprintf(
+				"host %s was not rebooted: host %s of its cluster was in maintenance mode, or entering it, for the %s its reboot may wait "+
+					"for its turn (hosts of a cluster reboot one at a time, whichever run or client takes them there)", name, waiting, bound)}
+		}
+		select {
+		case <-time.After(min(250*time.Millisecond<<min(i, 6), 15*time.Second, left)):
+		case <-ctx.Done():
+			return &Error{Op: op, Kind: ErrInvalidState, Cause: ctx.Err(), Message: fmt.Sprintf(
+				"the reboot of host %s was interrupted while it waited for host %s of its cluster to leave maintenance mode", name, waiting)}
+		}
+	}
 }

@@ -264,6 +264,7 @@ func (VMHostNotOnSwitch) finding() {}
 type SRIOVNICPlan struct {
 	Findings []Finding
 	FreeVFs  *FreeVFs
+	OnHost   VMOnHost // where the change runs
 }
 
 // PlanSRIOVNIC checks a planned SR-IOV adapter against its VM, the VM's
@@ -314,7 +315,8 @@ func (c *Client) PlanSRIOVNIC(ctx context.Context, ch SRIOVNICChange) (*SRIOVNIC
 	if p := PlanPower(label, vm.PowerState, ch.Key == 0 || ch.NewPF, ch.PowerOffAllowed, WhatSRIOVNeedsOff); p != nil {
 		out = append(out, p)
 	}
-	return &SRIOVNICPlan{Findings: out, FreeVFs: free}, nil
+	return &SRIOVNICPlan{Findings: out, FreeVFs: free,
+		OnHost: VMOnHost{VM: label, HostID: vm.HostID, Running: vm.PowerState == PoweredOn, Passthrough: true}}, nil
 }
 
 // FreeVFs is a new adapter's physical function, when it serves virtual

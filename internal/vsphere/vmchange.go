@@ -155,12 +155,13 @@ func (c *Client) changeVM(ctx context.Context, ch vmChange) error {
 		return fmt.Errorf("%s: waiting for another change to %s: %w", ch.op, ch.vmID, err)
 	}
 	defer unlock()
-	ctx, cancel := c.withTimeout(ctx)
-	defer cancel()
-	vm, err := c.readVMPropsAs(ctx, vc, ch.op, ch.vmID, append(slices.Clone(vmChangeProps), ch.props...), fresh)
+	vm, release, err := c.readVMBesideReboots(ctx, vc, ch.op, ch.vmID, append(slices.Clone(vmChangeProps), ch.props...))
 	if err != nil {
 		return err
 	}
+	defer release()
+	ctx, cancel := c.withTimeout(ctx)
+	defer cancel()
 	if vm.Config == nil {
 		return vmInaccessible(ch.op, vm.Name, vm.Self.Value)
 	}
@@ -211,6 +212,39 @@ func (c *Client) changeVM(ctx context.Context, ch vmChange) error {
 		ch.after(&again, before)
 	}
 	return err
+}
+
+// readVMBesideReboots reads the VM (props, with runtime.host) for a change
+// and takes a share of its host's gate (see hostGates): a reboot of the
+// host by this client, under way, is waited for (its time does not count
+// against the change's), and the VM read again after it, as DRS may have
+// moved it. release gives the share back.
+func (c *Client) readVMBesideReboots(ctx context.Context, vc *vim25.Client, op, vmID string, props []string) (*mo.VirtualMachine, func(), error) {
+	read := func() (*mo.VirtualMachine, error) {
+		ctx, cancel := c.withTimeout(ctx)
+		defer cancel()
+		return c.readVMPropsAs(ctx, vc, op, vmID, props, fresh)
+	}
+	vm, err := read()
+	for err == nil && vm.Runtime.Host != nil {
+		host := vm.Runtime.Host.Value
+		release, waited, gateErr := c.hostGates.share(ctx, host)
+		if gateErr != nil {
+			return nil, nil, fmt.Errorf("%s: waiting for the reboot of host %s: %w", op, host, gateErr)
+		}
+		if !waited {
+			return vm, release, nil
+		}
+		c.log.Debug(ctx, "Waited for the reboot of the VM's host", map[string]any{"vm": vm.Name, "host_system_id": host})
+		if vm, err = read(); err == nil && (vm.Runtime.Host == nil || vm.Runtime.Host.Value == host) {
+			return vm, release, nil
+		}
+		release() // moved to another host while this one rebooted: that one's gate
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return vm, func() {}, nil
 }
 
 // ErrTaskLost is the Cause of a change whose task's end could not be read
