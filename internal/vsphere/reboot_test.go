@@ -689,7 +689,8 @@ func TestRebootKeepsPowerOperationsOut(t *testing.T) {
 	}
 	powered := make(chan error, 1)
 	go func() {
-		powered <- c.SetVMPower(ctx, lab.VMUUID(vm), PowerActionOn, time.Minute, false, func(string) {})
+		_, err := c.SetVMPower(ctx, lab.VMUUID(vm), PowerActionOn, time.Minute, false, func(string) {})
+		powered <- err
 	}()
 	releaseReboot()
 	if err := errors.Join(<-rebooted, <-powered); err != nil {
