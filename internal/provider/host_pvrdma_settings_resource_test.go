@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -479,19 +478,13 @@ func TestAccHostPVRDMASettings_restoreRecordMovesFromPrivateState(t *testing.T) 
 		t.Fatalf("state must hold what destroy puts back (%s):\n%s", recorded, s)
 	}
 	// What an older release wrote: the record in private state only.
+	record, err := json.Marshal(vsphere.PVRDMASettings{Vmknic: lab.Vmknic(), FirewallEnabled: true})
+	must(t, err)
 	older := func() {
-		var state map[string]any
-		must(t, json.Unmarshal([]byte(d.read("terraform.tfstate")), &state))
-		inst := state["resources"].([]any)[0].(map[string]any)["instances"].([]any)[0].(map[string]any)
-		delete(inst["attributes"].(map[string]any), "settings_before")
-		record, err := json.Marshal(vsphere.PVRDMASettings{Vmknic: lab.Vmknic(), FirewallEnabled: true})
-		must(t, err)
-		private, err := json.Marshal(map[string][]byte{"before": record})
-		must(t, err)
-		inst["private"] = base64.StdEncoding.EncodeToString(private)
-		b, err := json.Marshal(state)
-		must(t, err)
-		d.write(map[string]string{"terraform.tfstate": string(b)})
+		d.editState(func(_ string, inst map[string]any) {
+			delete(inst["attributes"].(map[string]any), "settings_before")
+			setPrivate(t, inst, map[string][]byte{"before": record})
+		})
 	}
 	older()
 	d.run("apply", "-refresh-only", "-auto-approve")

@@ -2,8 +2,6 @@ package provider
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
@@ -206,25 +204,16 @@ resource "vspherehpc_host_sriov" "s" {
 	d.run("apply", "-auto-approve")
 	// What an older release wrote: the record in private state only.
 	older := func() {
-		var state map[string]any
-		must(t, json.Unmarshal([]byte(d.read("terraform.tfstate")), &state))
-		for _, r := range state["resources"].([]any) {
-			r := r.(map[string]any)
-			inst := r["instances"].([]any)[0].(map[string]any)
+		d.editState(func(address string, inst map[string]any) {
 			attrs := inst["attributes"].(map[string]any)
 			key, value := "sriov_before", []byte("2") // as if it had 2 before
-			if r["type"] == "vspherehpc_host_pci_passthrough" {
+			if strings.HasPrefix(address, "vspherehpc_host_pci_passthrough.") {
 				key, value = "passthrough_before", []byte(fmt.Sprintf(`{%q:false}`, a100))
 			}
 			delete(attrs, key)
 			delete(attrs, "virtual_functions_before")
-			private, err := json.Marshal(map[string][]byte{key: value})
-			must(t, err)
-			inst["private"] = base64.StdEncoding.EncodeToString(private)
-		}
-		b, err := json.Marshal(state)
-		must(t, err)
-		d.write(map[string]string{"terraform.tfstate": string(b)})
+			setPrivate(t, inst, map[string][]byte{key: value})
+		})
 	}
 	older()
 	d.run("apply", "-refresh-only", "-auto-approve")

@@ -7,6 +7,7 @@ package provider
 // process, on 127.0.0.1.
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -186,6 +187,34 @@ func (d *tfDir) plan(args ...string) []plannedChange {
 func (d *tfDir) output(name string, v any) {
 	d.t.Helper()
 	must(d.t, json.Unmarshal([]byte(d.run("output", "-json", name)), v))
+}
+
+// editState rewrites the working directory's state, as an older release
+// would have written it: edit sees each resource's address (type.name) and
+// each of its instances (attributes, private, schema_version, ...), as
+// decoded JSON.
+func (d *tfDir) editState(edit func(address string, instance map[string]any)) {
+	d.t.Helper()
+	var state map[string]any
+	must(d.t, json.Unmarshal([]byte(d.read("terraform.tfstate")), &state))
+	for _, r := range state["resources"].([]any) {
+		r := r.(map[string]any)
+		for _, inst := range r["instances"].([]any) {
+			edit(r["type"].(string)+"."+r["name"].(string), inst.(map[string]any))
+		}
+	}
+	b, err := json.Marshal(state)
+	must(d.t, err)
+	d.write(map[string]string{"terraform.tfstate": string(b)})
+}
+
+// setPrivate sets an instance's private state to keys, as the framework
+// stores its provider's: a JSON object of base64 values.
+func setPrivate(t *testing.T, instance map[string]any, keys map[string][]byte) {
+	t.Helper()
+	private, err := json.Marshal(keys)
+	must(t, err)
+	instance["private"] = base64.StdEncoding.EncodeToString(private)
 }
 
 // read is the content of a file of the working directory.

@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -179,21 +178,12 @@ resource "vspherehpc_vm_gpu_mmio" "b" {
 
 	// The state as an earlier release wrote it: version and blocks.
 	rewrite := func(version int, blocks map[string][]map[string]any) {
-		var state map[string]any
-		must(t, json.Unmarshal([]byte(d.read("terraform.tfstate")), &state))
-		for _, r := range state["resources"].([]any) {
-			r := r.(map[string]any)
-			for _, inst := range r["instances"].([]any) {
-				inst := inst.(map[string]any)
-				inst["schema_version"] = version
-				attributes := inst["attributes"].(map[string]any)
-				attributes["gpu"] = blocks[r["name"].(string)]
-				delete(attributes, "extra_config_before") // kept in private state then
-			}
-		}
-		out, err := json.Marshal(state)
-		must(t, err)
-		d.write(map[string]string{"terraform.tfstate": string(out)})
+		d.editState(func(address string, inst map[string]any) {
+			inst["schema_version"] = version
+			attributes := inst["attributes"].(map[string]any)
+			attributes["gpu"] = blocks[strings.TrimPrefix(address, "vspherehpc_vm_gpu_mmio.")]
+			delete(attributes, "extra_config_before") // kept in private state then
+		})
 	}
 	static := map[string]any{"pci_id": gpu, "vendor_id": nil, "device_id": nil}
 	dyn := map[string]any{"pci_id": nil, "vendor_id": "10de", "device_id": "2330"}
@@ -406,19 +396,13 @@ resource "vspherehpc_vm_gpu_mmio" "gpu" {
 		t.Fatalf("state must hold what destroy puts back, the VM's own 64 GB and no use64bitMMIO:\n%s", s)
 	}
 	// What an older release wrote: the record in private state only.
+	record, err := json.Marshal(map[string]string{mmio.SizeGBKey: "64", mmio.Use64bitMMIOKey: ""})
+	must(t, err)
 	older := func() {
-		var state map[string]any
-		must(t, json.Unmarshal([]byte(d.read("terraform.tfstate")), &state))
-		inst := state["resources"].([]any)[0].(map[string]any)["instances"].([]any)[0].(map[string]any)
-		delete(inst["attributes"].(map[string]any), "extra_config_before")
-		record, err := json.Marshal(map[string]string{mmio.SizeGBKey: "64", mmio.Use64bitMMIOKey: ""})
-		must(t, err)
-		private, err := json.Marshal(map[string][]byte{"extra_config_before": record})
-		must(t, err)
-		inst["private"] = base64.StdEncoding.EncodeToString(private)
-		b, err := json.Marshal(state)
-		must(t, err)
-		d.write(map[string]string{"terraform.tfstate": string(b)})
+		d.editState(func(_ string, inst map[string]any) {
+			delete(inst["attributes"].(map[string]any), "extra_config_before")
+			setPrivate(t, inst, map[string][]byte{"extra_config_before": record})
+		})
 	}
 	older()
 	d.run("apply", "-refresh-only", "-auto-approve")
