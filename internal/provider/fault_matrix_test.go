@@ -412,67 +412,47 @@ func TestAccFaults_vmGPUMMIO(t *testing.T) {
 // once, and on hosts that apply it at their next reboot, which the apply
 // does (reboot_allowed): maintenance mode, the reboot, the wait, leaving
 // maintenance mode, each call lost in turn.
-func TestAccFaults_hostPCIPassthrough(t *testing.T) {
-	t.Parallel()
+func onBothKindsOfHost(t *testing.T, subject func(lab *vcsimlab.Lab, reboot bool) faultSubject) {
+	t.Helper()
 	for _, reboot := range []bool{false, true} {
 		t.Run(fmt.Sprintf("reboot=%t", reboot), func(t *testing.T) {
 			t.Parallel()
-			runFaultMatrix(t, vcsimlab.Options{HostsNeedReboot: reboot}, func(lab *vcsimlab.Lab) faultSubject {
-				host := lab.HostNames()[0]
-				extra := ""
-				if reboot {
-					extra = "  reboot_allowed = true\n"
-				}
-				return faultSubject{
-					address: passthroughAddr,
-					config: [2]string{
-						without(passthroughConfig(lab, host, fmt.Sprintf("  pci_ids = [%q]\n%s", a100, extra)), lab),
-						without(passthroughConfig(lab, host, fmt.Sprintf("  pci_ids = [%q, %q]\n%s", a100, "0000:87:00.0", extra)), lab),
-					},
-				}
-			})
+			runFaultMatrix(t, vcsimlab.Options{HostsNeedReboot: reboot}, func(lab *vcsimlab.Lab) faultSubject { return subject(lab, reboot) })
 		})
 	}
+}
+
+func TestAccFaults_hostPCIPassthrough(t *testing.T) {
+	t.Parallel()
+	onBothKindsOfHost(t, func(lab *vcsimlab.Lab, reboot bool) faultSubject {
+		host := lab.HostNames()[0]
+		extra := ""
+		if reboot {
+			extra = "  reboot_allowed = true\n"
+		}
+		return faultSubject{
+			address: passthroughAddr,
+			config: [2]string{
+				without(passthroughConfig(lab, host, fmt.Sprintf("  pci_ids = [%q]\n%s", a100, extra)), lab),
+				without(passthroughConfig(lab, host, fmt.Sprintf("  pci_ids = [%q, %q]\n%s", a100, "0000:87:00.0", extra)), lab),
+			},
+		}
+	})
 }
 
 func TestAccFaults_hostSRIOV(t *testing.T) {
 	t.Parallel()
-	for _, reboot := range []bool{false, true} {
-		t.Run(fmt.Sprintf("reboot=%t", reboot), func(t *testing.T) {
-			t.Parallel()
-			runFaultMatrix(t, vcsimlab.Options{HostsNeedReboot: reboot}, func(lab *vcsimlab.Lab) faultSubject {
-				host := lab.HostNames()[0]
-				config := func(vfs int) string {
-					c := without(sriovConfig(lab, host, "0000:86:00.0", vfs), lab)
-					if reboot {
-						c = strings.Replace(c, "num_virtual_functions", "reboot_allowed        = true\n  num_virtual_functions", 1)
-					}
-					return c
-				}
-				return faultSubject{address: "vspherehpc_host_sriov.s", config: [2]string{config(4), config(8)}}
-			})
-		})
-	}
-}
-
-// The calls a fault is tried at: the login's (when asked), the first after
-// it, then from the first that changes something on, never the upkeep.
-func TestFaultCalls(t *testing.T) {
-	log := []string{"RetrieveServiceContent", "Login", "RetrievePropertiesEx", "CurrentTime", "RetrievePropertiesEx", "ReconfigVM_Task",
-		"RetrievePropertiesEx", "Logout"}
-	describe := func(calls []faultedCall) string {
-		var out []string
-		for _, c := range calls {
-			out = append(out, c.String())
+	onBothKindsOfHost(t, func(lab *vcsimlab.Lab, reboot bool) faultSubject {
+		host := lab.HostNames()[0]
+		config := func(vfs int) string {
+			c := without(sriovConfig(lab, host, ibPF, vfs), lab)
+			if reboot {
+				c = strings.Replace(c, "num_virtual_functions", "reboot_allowed        = true\n  num_virtual_functions", 1)
+			}
+			return c
 		}
-		return strings.Join(out, ", ")
-	}
-	if got, want := describe(faultCalls(log, false)), "RetrievePropertiesEx #1, ReconfigVM_Task #1, RetrievePropertiesEx #3"; got != want {
-		t.Errorf("without the login: %s, want %s", got, want)
-	}
-	if got, want := describe(faultCalls(log, true)), "RetrieveServiceContent #1, Login #1, RetrievePropertiesEx #1, ReconfigVM_Task #1, RetrievePropertiesEx #3"; got != want {
-		t.Errorf("with the login: %s, want %s", got, want)
-	}
+		return faultSubject{address: "vspherehpc_host_sriov.s", config: [2]string{config(4), config(8)}}
+	})
 }
 
 // faultAction is an action invoked under faults: before gives it something
