@@ -541,12 +541,14 @@ action "vspherehpc_host_reboot" "esx" {
 }
 `, lab.HostID(host)),
 			before: func() {
+				// A change waiting for the reboot: 2, then 4, then 2... (one a
+				// faulted invoke left waiting is asked again).
 				h, err := labService(lab).HostPassthrough(ctx, lab.HostID(host))
 				must(t, err)
 				if d := h.Device(ibPF); d != nil && d.SRIOV != nil && d.SRIOV.Active && d.SRIOV.VFs == vfs {
-					vfs = 6 - vfs // a change waiting for the reboot: 2, then 4, then 2...
-					must(t, lab.SetHostSRIOV(ctx, host, ibPF, vfs))
+					vfs = 6 - vfs
 				}
+				must(t, lab.SetHostSRIOV(ctx, host, ibPF, vfs))
 			},
 			settled: func() string {
 				for _, w := range lab.MaintenanceWindows() {

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/vmware/govmomi/vim25"
 	"github.com/vmware/govmomi/vim25/methods"
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
@@ -186,7 +187,45 @@ func (c *Client) updatePassthru(ctx context.Context, op, hostID string, cfg []ty
 		return &Error{Op: op, Kind: ErrNotImplemented, Message: "the host has no PCI passthrough system"}
 	}
 	_, err = methods.UpdatePassthruConfig(ctx, vc, &types.UpdatePassthruConfig{This: *managers.PciPassthruSystem, Config: cfg})
+	if answerLost(err) && c.passthruApplied(ctx, vc, hostID, cfg) {
+		// Its answer was lost, and the host has the configuration: done.
+		c.log.Debug(ctx, "UpdatePassthruConfig's answer was lost; the host has the configuration", map[string]any{"host_system_id": hostID})
+		return nil
+	}
 	return translate(op, err)
+}
+
+// passthruApplied reports whether the host has cfg, as a read now shows it
+// (on time of its own: ctx's may be what ran out). UpdatePassthruConfig
+// answers once the host has recorded the configuration, so a call whose
+// answer was lost has either made it or not.
+func (c *Client) passthruApplied(ctx context.Context, vc *vim25.Client, hostID string, cfg []types.BaseHostPciPassthruConfig) bool {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lookupAfterFailureTimeout)
+	defer cancel()
+	var h mo.HostSystem
+	if err := c.readObjectAs(ctx, vc, types.ManagedObjectReference{Type: "HostSystem", Value: hostID}, []string{"config.pciPassthruInfo"}, &h, fresh); err != nil || h.Config == nil {
+		return false
+	}
+	for _, want := range cfg {
+		w := want.GetHostPciPassthruConfig()
+		i := slices.IndexFunc(h.Config.PciPassthruInfo, func(p types.BaseHostPciPassthruInfo) bool { return p.GetHostPciPassthruInfo().Id == w.Id })
+		if i < 0 {
+			return false
+		}
+		got := h.Config.PciPassthruInfo[i]
+		switch want := want.(type) {
+		case *types.HostSriovConfig:
+			info, ok := got.(*types.HostSriovInfo)
+			if !ok || info.SriovEnabled != want.SriovEnabled || (want.SriovEnabled && info.NumVirtualFunctionRequested != want.NumVirtualFunction) {
+				return false
+			}
+		default:
+			if got.GetHostPciPassthruInfo().PassthruEnabled != w.PassthruEnabled {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // The findings of PlanHostPassthrough. Host names the host as "name (id)".

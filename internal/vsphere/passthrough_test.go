@@ -59,3 +59,45 @@ func TestPlanHostPassthrough(t *testing.T) {
 		t.Fatalf("uplink: %#v, want DeviceUsedByHost naming vSwitch0", f[1])
 	}
 }
+
+// An UpdatePassthruConfig whose answer is lost (the connection closed after
+// the host recorded it) is done when the host has the configuration: a read
+// tells, and the change is not reported failed (a create would record
+// nothing of a change it made). One lost on its way fails.
+func TestUpdatePassthruConfigAnswerLost(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	ctx := context.Background()
+	c := labClient(lab)
+	host := lab.HostID(lab.HostNames()[0])
+	const a100, ib = "0000:af:00.0", "0000:86:00.0"
+	state := func() (passthrough bool, vfs int) {
+		t.Helper()
+		h, err := c.HostPassthrough(ctx, host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := h.Device(ib); d != nil && d.SRIOV != nil && d.SRIOV.Enabled {
+			vfs = d.SRIOV.VFsRequested
+		}
+		return h.Device(a100).Enabled, vfs
+	}
+	lab.LoseConnection("UpdatePassthruConfig", 1, false)
+	if err := c.SetHostPassthrough(ctx, host, map[string]bool{a100: true}); err == nil {
+		t.Fatal("a change lost on its way: no error")
+	}
+	if on, _ := state(); on {
+		t.Fatal("a change lost on its way was made")
+	}
+	lab.LoseConnection("UpdatePassthruConfig", 1, true)
+	if err := c.SetHostPassthrough(ctx, host, map[string]bool{a100: true}); err != nil {
+		t.Fatalf("passthrough whose answer was lost: %v, want it done", err)
+	}
+	lab.LoseConnection("UpdatePassthruConfig", 1, true)
+	if err := c.SetHostSRIOV(ctx, host, ib, 4); err != nil {
+		t.Fatalf("SR-IOV whose answer was lost: %v, want it done", err)
+	}
+	if on, vfs := state(); !on || vfs != 4 {
+		t.Fatalf("after the changes whose answers were lost: passthrough %t, %d virtual functions; want on and 4", on, vfs)
+	}
+}
