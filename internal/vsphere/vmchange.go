@@ -130,7 +130,7 @@ type vmChange struct {
 
 // vmChangeProps are what every change reads under the lock.
 var vmChangeProps = []string{"name", "config.uuid", "config.hardware.device", "config.memoryReservationLockedToMax",
-	"runtime.powerState", "runtime.host", "recentTask"}
+	"runtime.powerState", "runtime.host"}
 
 // changeVM runs a change serialized with every other change this client
 // makes to the VM: it reads the VM again under the lock, builds the spec
@@ -155,7 +155,10 @@ func (c *Client) changeVM(ctx context.Context, ch vmChange) error {
 		return fmt.Errorf("%s: waiting for another change to %s: %w", ch.op, ch.vmID, err)
 	}
 	defer unlock()
-	vm, release, err := c.readVMBesideReboots(ctx, vc, ch.op, ch.vmID, append(slices.Clone(vmChangeProps), ch.props...))
+	// With the VM's recent tasks: those before the change tell the one a
+	// reconfigure whose answer is lost started (startedTask). Not in
+	// vmChangeProps: an adapter's refresh reads those, with every VM's.
+	vm, release, err := c.readVMBesideReboots(ctx, vc, ch.op, ch.vmID, append(slices.Concat(vmChangeProps, []string{"recentTask"}), ch.props...))
 	if err != nil {
 		return err
 	}
