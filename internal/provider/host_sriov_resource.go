@@ -251,20 +251,27 @@ func sriovKnownOrNull(m *hostSRIOVModel) {
 }
 
 // sriovToModel fills m from the host; false when the function has no
-// SR-IOV state or SR-IOV is off.
+// SR-IOV state, or SR-IOV is off with no virtual function left. Turned off
+// with its virtual functions still there (the change waits for the host's
+// reboot), it is not gone but asks for none: drift the plan turns back on,
+// and what a destroy that failed before its reboot finishes, rebooting.
 func sriovToModel(ctx context.Context, h *vsphere.HostPassthrough, m *hostSRIOVModel, diags *diag.Diagnostics) bool {
 	d := h.Device(m.PCIID.ValueString())
-	if d == nil || d.SRIOV == nil || !d.SRIOV.Enabled {
+	if d == nil || d.SRIOV == nil || !(d.SRIOV.Enabled || d.SRIOV.Active) {
 		return false
 	}
+	asked := 0
+	if d.SRIOV.Enabled {
+		asked = d.SRIOV.VFsRequested
+	}
 	m.ID = types.StringValue(h.HostID + ":" + d.PCIID)
-	m.VFs = types.Int64Value(int64(d.SRIOV.VFsRequested))
+	m.VFs = types.Int64Value(int64(asked))
 	m.ActiveVFs = types.Int64Value(int64(d.SRIOV.VFs))
 	m.MaxVFs = types.Int64Value(int64(d.SRIOV.MaxVFs))
 	ids, ds := types.ListValueFrom(ctx, types.StringType, append([]string{}, d.SRIOV.VFIDs...)) // none: empty, not null
 	diags.Append(ds...)
 	m.VFIDs = ids
-	m.RebootRequired = types.BoolValue(!d.SRIOV.Active || d.SRIOV.VFs != d.SRIOV.VFsRequested)
+	m.RebootRequired = types.BoolValue(d.SRIOV.Enabled != d.SRIOV.Active || d.SRIOV.VFs != asked)
 	rebootDefaults(&m.RebootAllowed, &m.RebootTimeout)
 	return true
 }
@@ -368,7 +375,7 @@ func (r *hostSRIOVResource) ImportState(ctx context.Context, req resource.Import
 		return
 	}
 	m := hostSRIOVModel{HostSystemID: types.StringValue(hostID), PCIID: types.StringValue(pciID)}
-	if !sriovToModel(ctx, h, &m, &resp.Diagnostics) {
+	if !sriovToModel(ctx, h, &m, &resp.Diagnostics) || m.VFs.ValueInt64() == 0 {
 		// Creating the resource is the fix only for an SR-IOV function with
 		// SR-IOV off; the planner tells the other cases apart.
 		p, err := r.client.PlanHostSRIOV(ctx, hostID, pciID, 0)

@@ -208,6 +208,68 @@ func TestAccHostSRIOV_rebootRequired(t *testing.T) {
 	})
 }
 
+// SR-IOV turned off with its virtual functions still there (the change
+// waits for the host's reboot, as a destroy that failed before its reboot
+// leaves it) is drift, not a resource gone: the plan turns it back on, and
+// a destroy finishes the turn-off with the reboot. Removed from state
+// instead, a destroy would have nothing to do and leave the host with its
+// change waiting.
+func TestAccHostSRIOV_turnOffWaitingForReboot(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{HostsNeedReboot: true})
+	simulatedOnly(t, lab, "uses the lab's SR-IOV capable InfiniBand card and reboots a host")
+	name := lab.HostNames()[0]
+	pf, _ := sriovPF(t, lab, name)
+	config := strings.Replace(sriovConfig(lab, name, pf, 4), "num_virtual_functions", "reboot_allowed        = true\n  num_virtual_functions", 1)
+	turnOff := func() { must(t, labService(lab).SetHostSRIOV(context.Background(), lab.HostID(name), pf, 0)) }
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy: func(*terraform.State) error {
+			h, err := labService(lab).HostPassthrough(context.Background(), lab.HostID(name))
+			if err != nil {
+				return err
+			}
+			if d := h.Device(pf); d == nil || d.SRIOV == nil || d.SRIOV.Enabled || d.SRIOV.Active || len(d.SRIOV.VFIDs) > 0 {
+				return fmt.Errorf("after destroy, SR-IOV of %s is %+v; want off, with no virtual function (the destroy reboots)", pf, d)
+			}
+			return nil
+		},
+		Steps: []resource.TestStep{
+			{
+				Config: config,
+				Check:  func(*terraform.State) error { turnOff(); return nil },
+				ConfigPlanChecks: resource.ConfigPlanChecks{PostApplyPostRefresh: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(sriovAddr, plancheck.ResourceActionUpdate),
+				}},
+				ExpectNonEmptyPlan: true,
+			},
+			{
+				RefreshState: true,
+				Check: resource.ComposeTestCheckFunc(
+					resource.TestCheckResourceAttr(sriovAddr, "num_virtual_functions", "0"),
+					resource.TestCheckResourceAttr(sriovAddr, "active_virtual_functions", "4"),
+					resource.TestCheckResourceAttr(sriovAddr, "reboot_required", "true"),
+				),
+				ExpectNonEmptyPlan: true,
+			},
+			{
+				// Turned back on: the functions are there, no reboot.
+				Config: config,
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(sriovAddr, tfjsonpath.New("num_virtual_functions"), knownvalue.Int64Exact(4)),
+					statecheck.ExpectKnownValue(sriovAddr, tfjsonpath.New("reboot_required"), knownvalue.Bool(false)),
+				},
+			},
+			{
+				// Off again, and destroyed as it is: the destroy reboots.
+				PreConfig: turnOff,
+				Config:    config,
+				Destroy:   true,
+			},
+		},
+	})
+}
+
 // vfIDs is the list of the first n VF ids of the lab's ConnectX-7 PF
 // 0000:86:00.0: VF k is 0000:86:00.(k+1), carrying into slot 01.
 func vfIDs(pf string, n int) knownvalue.Check {

@@ -301,9 +301,25 @@ func (c *Client) rebootInTurn(ctx context.Context, vc *vim25.Client, op, name st
 		booted = *current.BootTime
 	}
 	progress("rebooting")
-	res, err := methods.RebootHost_Task(rctx, vc, &types.RebootHost_Task{This: ref})
+	// The host's tasks before the call: one whose answer is lost finds the
+	// reboot it started, if it did, among those not listed here.
+	var before mo.ManagedEntity
+	err = c.readObjectAs(rctx, vc, ref, []string{"recentTask"}, &before, fresh)
+	var task *object.Task
 	if err == nil {
-		_, err = c.waitTask(rctx, "rebooting host "+name, object.NewTask(vc, res.Returnval))
+		var res *types.RebootHost_TaskResponse
+		if res, err = methods.RebootHost_Task(rctx, vc, &types.RebootHost_Task{This: ref}); err == nil {
+			task = object.NewTask(vc, res.Returnval)
+		} else if answerLost(err) {
+			// The host may be going down, and would refuse to leave
+			// maintenance mode: the reboot's task says.
+			if started, ferr := c.startedTask(rctx, vc, ref, before.RecentTask); ferr == nil && started != nil {
+				task, err = started, nil
+			}
+		}
+	}
+	if err == nil {
+		_, err = c.waitTask(rctx, "rebooting host "+name, task)
 	}
 	if err != nil {
 		cause := r.failed(rctx, "rebooting", err)
