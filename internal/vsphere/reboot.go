@@ -478,9 +478,25 @@ func (r *reboot) leaveMaintenance(cause error, mayEnter bool) error {
 			return cause
 		}
 	}
-	t, err := r.host.ExitMaintenanceMode(ctx, 0)
-	if err == nil {
-		_, err = r.c.waitTask(ctx, "leaving maintenance mode on host "+r.name, t)
+	exit := func() error {
+		t, err := r.host.ExitMaintenanceMode(ctx, 0)
+		if err == nil {
+			_, err = r.c.waitTask(ctx, "leaving maintenance mode on host "+r.name, t)
+		}
+		return err
+	}
+	err := exit()
+	if answerLost(err) {
+		// The call may not have reached vCenter, or its task may run: once
+		// the host's tasks have ended, the host is out, or is asked again.
+		r.c.settle(ctx, r.host.Client(), r.host.Reference())
+		var now mo.HostSystem
+		if rerr := r.c.readObjectAs(ctx, r.host.Client(), r.host.Reference(), []string{"runtime.inMaintenanceMode"}, &now, fresh); rerr == nil {
+			err = nil
+			if now.Runtime.InMaintenanceMode {
+				err = exit()
+			}
+		}
 	}
 	switch {
 	case err != nil && mayEnter:

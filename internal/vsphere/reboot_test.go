@@ -407,35 +407,43 @@ func TestRebootInterruptedWhileWaitingForHost(t *testing.T) {
 // A reboot whose call is lost on its way fails, and the host leaves
 // maintenance mode; one whose answer is lost has started: the reboot waits
 // for the host to be back (taking it out of maintenance mode while it is
-// down would fail) and ends as one that was answered.
+// down would fail) and ends as one that was answered. Leaving maintenance
+// mode, lost either way, is done all the same: the call is made again when
+// the host is still in maintenance mode once its tasks have ended.
 func TestRebootCallLost(t *testing.T) {
 	t.Parallel()
-	for _, answered := range []bool{false, true} {
-		t.Run(fmt.Sprintf("answered=%t", answered), func(t *testing.T) {
+	for _, c := range []struct {
+		method           string
+		answered, reboot bool
+	}{
+		{"RebootHost_Task", false, false}, {"RebootHost_Task", true, true},
+		{"ExitMaintenanceMode_Task", false, true}, {"ExitMaintenanceMode_Task", true, true},
+	} {
+		t.Run(fmt.Sprintf("%s answered=%t", c.method, c.answered), func(t *testing.T) {
 			t.Parallel()
 			lab := startLab(t, vcsimlab.Options{HostsNeedReboot: true, RebootTime: 100 * time.Millisecond})
 			host := lab.HostNames()[0]
-			c := labClient(lab)
+			cl := labClient(lab)
 			ctx := context.Background()
-			booted, err := c.PlanHostReboot(ctx, lab.HostID(host))
+			booted, err := cl.PlanHostReboot(ctx, lab.HostID(host))
 			if err != nil {
 				t.Fatal(err)
 			}
-			disarm := lab.LoseConnection("RebootHost_Task", 1, answered)
-			err = c.RebootHost(ctx, lab.HostID(host), time.Minute, nil, func(string) {})
+			disarm := lab.LoseConnection(c.method, 1, c.answered)
+			err = cl.RebootHost(ctx, lab.HostID(host), time.Minute, nil, func(string) {})
 			if !disarm() {
-				t.Fatal("the reboot made no RebootHost_Task call")
+				t.Fatalf("the reboot made no %s call", c.method)
 			}
-			now, perr := c.PlanHostReboot(ctx, lab.HostID(host))
+			now, perr := cl.PlanHostReboot(ctx, lab.HostID(host))
 			if perr != nil {
 				t.Fatal(perr)
 			}
 			rebooted := now.BootTime != nil && booted.BootTime != nil && now.BootTime.After(*booted.BootTime)
 			switch {
-			case answered && (err != nil || !rebooted):
-				t.Errorf("reboot with its answer lost: %v, rebooted %t; want it waited for and done", err, rebooted)
-			case !answered && (err == nil || rebooted):
-				t.Errorf("reboot lost on its way: %v, rebooted %t; want an error, no reboot", err, rebooted)
+			case c.reboot && (err != nil || !rebooted):
+				t.Errorf("reboot: %v, rebooted %t; want it done", err, rebooted)
+			case !c.reboot && (err == nil || rebooted):
+				t.Errorf("reboot: %v, rebooted %t; want an error, no reboot", err, rebooted)
 			}
 			if now.InMaintenanceMode {
 				t.Errorf("host %s left in maintenance mode (the reboot said %v)", host, err)
