@@ -79,6 +79,9 @@ func errorDetail(err error) string {
 	case timedOut(err):
 		return err.Error() + ". " + apiTimeoutSpent + ", the bound of each operation: raise api_timeout in the provider block " +
 			"if vCenter is slow, or check that it is healthy."
+	case errors.Is(err, vsphere.ErrConnectionLost):
+		return err.Error() + ". vCenter may or may not have done what was asked: run the command again, which reads what " +
+			"vCenter has now and does what is left."
 	case errors.Is(err, vsphere.ErrNeedsVCenter):
 		return err.Error() + ": point vsphere_server at the vCenter that manages the host."
 	case errors.As(err, &e) && e.Kind == vsphere.ErrNotFound && idHints[e.Object] != "":

@@ -3,6 +3,7 @@ package vsphere
 import (
 	"errors"
 	"fmt"
+	"net"
 	"reflect"
 	"strings"
 
@@ -14,18 +15,21 @@ import (
 // Errors callers branch on. Every error from this package that stems from a
 // vSphere fault wraps one of these, so the provider never has to know govmomi.
 var (
-	ErrNotFound       = errors.New("not found")
-	ErrAmbiguous      = errors.New("more than one object matches")
-	ErrInvalidState   = errors.New("invalid state")
-	ErrInUse          = errors.New("in use")
-	ErrAlreadyExists  = errors.New("already exists")
-	ErrConcurrent     = errors.New("changed concurrently")
-	ErrInvalidArg     = errors.New("invalid argument")
-	ErrNoPermission   = errors.New("permission denied")
-	ErrNotConfigured  = errors.New("no vCenter connection configured")
-	ErrLogin          = errors.New("login failed")
-	ErrUntrustedCert  = errors.New("certificate not trusted")
-	ErrUnreachable    = errors.New("vCenter unreachable")
+	ErrNotFound      = errors.New("not found")
+	ErrAmbiguous     = errors.New("more than one object matches")
+	ErrInvalidState  = errors.New("invalid state")
+	ErrInUse         = errors.New("in use")
+	ErrAlreadyExists = errors.New("already exists")
+	ErrConcurrent    = errors.New("changed concurrently")
+	ErrInvalidArg    = errors.New("invalid argument")
+	ErrNoPermission  = errors.New("permission denied")
+	ErrNotConfigured = errors.New("no vCenter connection configured")
+	ErrLogin         = errors.New("login failed")
+	ErrUntrustedCert = errors.New("certificate not trusted")
+	ErrUnreachable   = errors.New("vCenter unreachable")
+	// ErrConnectionLost: the connection closed before vCenter's answer
+	// came, so what it did of the request is not known.
+	ErrConnectionLost = errors.New("connection to vCenter lost")
 	ErrNotImplemented = errors.New("not supported by this vCenter")
 	ErrNeedsVCenter   = errors.New("needs vCenter, not a standalone ESXi host")
 	// ErrNoSuchVmknic is the Cause of an ErrNotFound for a host's VMkernel
@@ -125,6 +129,11 @@ func translate(op string, err error) error {
 	}
 	if isFault(err) { // one with no kind of its own: vCenter's words, not govmomi's "ServerFaultCode: ..."
 		return &faultError{op: op, msg: faultMessage(err), err: err}
+	}
+	var netErr net.Error
+	if answerLost(err) && !(errors.As(err, &netErr) && netErr.Timeout()) {
+		return &Error{Op: op, Kind: ErrConnectionLost, Cause: err, Message: fmt.Sprintf(
+			"the connection to vCenter closed before its answer came (%v)", err)}
 	}
 	return fmt.Errorf("%s: %w", op, err)
 }

@@ -2,6 +2,10 @@ package vsphere
 
 import (
 	"errors"
+	"io"
+	"net"
+	"net/url"
+	"os"
 	"strings"
 	"testing"
 
@@ -47,5 +51,21 @@ func TestTranslateFaultOfNoKind(t *testing.T) {
 		if !errors.As(err, &kept) {
 			t.Errorf("vCenter's message %q: the fault is not kept in %#v", localized, err)
 		}
+	}
+}
+
+// A connection closed before vCenter's answer came is said as such, keeping
+// the transport's error for callers; a network timeout is not (the provider
+// names api_timeout for it).
+func TestTranslateConnectionLost(t *testing.T) {
+	lost := &url.Error{Op: "Post", URL: "https://vc/sdk", Err: io.EOF}
+	err := translate("setting SR-IOV", lost)
+	if !errors.Is(err, ErrConnectionLost) || !errors.Is(err, io.EOF) ||
+		err.Error() != `setting SR-IOV: the connection to vCenter closed before its answer came (Post "https://vc/sdk": EOF)` {
+		t.Errorf("translate(%v) = %q (%#v); want ErrConnectionLost, worded, keeping the EOF", lost, err, err)
+	}
+	timeout := &url.Error{Op: "Post", URL: "https://vc/sdk", Err: &net.OpError{Op: "read", Err: os.ErrDeadlineExceeded}}
+	if err := translate("setting SR-IOV", timeout); errors.Is(err, ErrConnectionLost) {
+		t.Errorf("translate(%v) = %q: a timeout taken for a lost connection", timeout, err)
 	}
 }

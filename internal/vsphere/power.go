@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/vmware/govmomi/object"
+	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
 )
 
@@ -162,6 +163,9 @@ func (c *Client) SetVMPower(ctx context.Context, vmID string, action PowerAction
 	if err == nil {
 		_, err = c.waitTask(ctx, op, task)
 	}
+	if err != nil && c.inPowerState(ctx, obj, types.VirtualMachinePowerStatePoweredOn) {
+		return nil, nil
+	}
 	return nil, translate(op, err)
 }
 
@@ -171,9 +175,16 @@ func (c *Client) shutDown(ctx context.Context, op string, obj *object.VirtualMac
 	progress("shutting the guest of " + name + " down")
 	why := ""
 	err := obj.ShutdownGuest(ctx)
-	if err == nil {
+	if err == nil || answerLost(err) { // lost, the shutdown may have started: the wait tells
 		wait, cancel := context.WithTimeout(ctx, timeout)
-		err = obj.WaitForPowerState(wait, types.VirtualMachinePowerStatePoweredOff)
+		for {
+			// A wait whose connection is lost is waited again: the guest
+			// goes on shutting down.
+			err = obj.WaitForPowerState(wait, types.VirtualMachinePowerStatePoweredOff)
+			if !answerLost(err) || wait.Err() != nil {
+				break
+			}
+		}
 		cancel()
 		why = "did not shut down within " + timeout.String()
 	} else {
@@ -196,7 +207,24 @@ func (c *Client) hardPowerOff(ctx context.Context, op string, obj *object.Virtua
 	if err == nil {
 		_, err = c.waitTask(ctx, op, task)
 	}
+	if err != nil && c.inPowerState(ctx, obj, types.VirtualMachinePowerStatePoweredOff) {
+		return nil
+	}
 	return translate(op, err)
+}
+
+// inPowerState reports whether a VM whose power call failed is in the state
+// asked all the same, once its tasks have ended: the call's answer was lost,
+// or vCenter refused it (InvalidPowerState) because the VM got there another
+// way, as a guest whose shutdown ends while it is powered off hard.
+func (c *Client) inPowerState(ctx context.Context, obj *object.VirtualMachine, want types.VirtualMachinePowerState) bool {
+	vc := obj.Client()
+	c.settle(ctx, vc, obj.Reference())
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lookupAfterFailureTimeout)
+	defer cancel()
+	var vm mo.VirtualMachine
+	err := c.readObjectAs(ctx, vc, obj.Reference(), []string{"runtime.powerState"}, &vm, fresh)
+	return err == nil && vm.Runtime.PowerState == want
 }
 
 // PendingDeviceChanges lists a host's devices whose passthrough or SR-IOV

@@ -3,6 +3,7 @@ package vsphere
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -33,6 +34,58 @@ func TestSetVMPowerShutdownRefused(t *testing.T) {
 	}
 	if calls := lab.Calls()["PowerOffVM_Task"]; calls != 0 {
 		t.Errorf("%d hard power-offs; want none without hardOffAllowed", calls)
+	}
+}
+
+// A power call lost on its way, or whose answer is lost, and a lost wait
+// for the guest's shutdown, still get the VM where it was asked: a lost
+// shutdown is waited for (it may have started; a hard power-off then found
+// the VM off already and failed with InvalidPowerState), a lost power-on or
+// power-off is checked against the VM's power state, and the wait is
+// waited again. Only a power-on lost on its way, which vCenter never ran,
+// fails (the next invoke does it).
+func TestSetVMPowerCallLost(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		action     PowerAction
+		method     string
+		occurrence int
+		answered   bool
+		fails      bool
+	}{
+		{PowerActionOff, "ShutdownGuest", 1, false, false}, {PowerActionOff, "ShutdownGuest", 1, true, false},
+		{PowerActionOff, "CreateFilter", 1, false, false}, {PowerActionOff, "WaitForUpdatesEx", 1, false, false},
+		{PowerActionOn, "PowerOnVM_Task", 1, false, true}, {PowerActionOn, "PowerOnVM_Task", 1, true, false},
+	} {
+		t.Run(fmt.Sprintf("%s %s#%d answered=%t", c.action, c.method, c.occurrence, c.answered), func(t *testing.T) {
+			t.Parallel()
+			lab := startLab(t, vcsimlab.Options{})
+			ctx := context.Background()
+			name := lab.VMNames()[0]
+			want := PoweredOn
+			if c.action == PowerActionOff {
+				want = PoweredOff
+				if err := lab.PowerOnVM(ctx, name); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cl := labClient(lab)
+			disarm := lab.LoseConnection(c.method, c.occurrence, c.answered)
+			_, err := cl.SetVMPower(ctx, lab.VMID(name), c.action, 2*time.Second, true, func(string) {})
+			if !disarm() {
+				t.Fatalf("no %s #%d call", c.method, c.occurrence)
+			}
+			vm, verr := cl.VM(ctx, lab.VMID(name))
+			if verr != nil {
+				t.Fatal(verr)
+			}
+			switch {
+			case c.fails && (err == nil || vm.PowerState == want):
+				t.Errorf("power %s: %v, the VM is %s; want an error, the VM not %s", c.action, err, vm.PowerState, want)
+			case !c.fails && (err != nil || vm.PowerState != want):
+				t.Errorf("power %s: %v, the VM is %s; want it %s, without an error", c.action, err, vm.PowerState, want)
+			}
+		})
 	}
 }
 
