@@ -257,7 +257,7 @@ func sriovKnownOrNull(m *hostSRIOVModel) {
 // and what a destroy that failed before its reboot finishes, rebooting.
 func sriovToModel(ctx context.Context, h *vsphere.HostPassthrough, m *hostSRIOVModel, diags *diag.Diagnostics) bool {
 	d := h.Device(m.PCIID.ValueString())
-	if d == nil || d.SRIOV == nil || !(d.SRIOV.Enabled || d.SRIOV.Active) {
+	if d == nil || d.SRIOV == nil || !d.SRIOV.Enabled && !d.SRIOV.Active {
 		return false
 	}
 	asked := 0

@@ -131,7 +131,7 @@ func translate(op string, err error) error {
 		return &faultError{op: op, msg: faultMessage(err), err: err}
 	}
 	var netErr net.Error
-	if answerLost(err) && !(errors.As(err, &netErr) && netErr.Timeout()) {
+	if answerLost(err) && (!errors.As(err, &netErr) || !netErr.Timeout()) {
 		return &Error{Op: op, Kind: ErrConnectionLost, Cause: err, Message: fmt.Sprintf(
 			"the connection to vCenter closed before its answer came (%v)", err)}
 	}
