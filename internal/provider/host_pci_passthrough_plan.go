@@ -29,8 +29,9 @@ func (r *hostPCIPassthroughResource) claimDevices(instance planInstance, ch vsph
 }
 
 // ModifyPlan resolves the devices, refuses what cannot be passed through or
-// is still in use, and plans each device on; a device not yet active leaves
-// reboot_required unknown.
+// is still in use, and plans each device on; a device turned on now leaves
+// reboot_required unknown, unless this apply reboots the host: then it is
+// planned false and the devices active.
 func (r *hostPCIPassthroughResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
 	if !requireVCenter(r.client, &resp.Diagnostics) ||
 		refuseImportOfOther(ctx, r.claims, req, &resp.Diagnostics, "passthrough", path.Root("host_system_id"), path.Root("pci_ids")) {

@@ -132,7 +132,9 @@ func (r *hostPCIPassthroughResource) Schema(_ context.Context, _ resource.Schema
 			"reboot_required": schema.BoolAttribute{
 				Computed: true,
 				MarkdownDescription: "Whether a managed device is enabled but not active yet: the host must reboot before VMs can use it " +
-					"(older ESXi, and some devices). Unknown in a plan that turns passthrough on.",
+					"(older ESXi, and some devices). A plan that turns passthrough on leaves it unknown, unless the apply reboots the " +
+					"host (`reboot_allowed` on a host that applies the change only when it reboots; the plan warns, naming the host): " +
+					"then it is planned `false`, and the devices `active`.",
 			},
 			"passthrough_before": schema.MapAttribute{
 				ElementType: types.BoolType, Computed: true,

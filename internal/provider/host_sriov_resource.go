@@ -115,7 +115,12 @@ func (r *hostSRIOVResource) Schema(_ context.Context, _ resource.SchemaRequest, 
 					"`pci_device` takes. Empty until the host reboots when it must. " + vfIDsCaveat,
 			},
 			"reboot_required": schema.BoolAttribute{
-				Computed: true, MarkdownDescription: "Whether the change waits for a host reboot: the virtual functions appear only then.",
+				Computed: true,
+				MarkdownDescription: "Whether the change waits for a host reboot: the virtual functions appear only then. Planned " +
+					"`false` when the change takes effect in the apply: on a host that applies it at once, or when the apply reboots the " +
+					"host (`reboot_allowed`; the plan warns, naming the host). A change that waits for a reboot plans it `true` on an " +
+					"existing resource and leaves it unknown on a new one. An existing resource's plan leaves it unknown too when the " +
+					"provider cannot link the virtual functions to the function by PCI order (see `virtual_function_ids`).",
 			},
 			"virtual_functions_before": schema.Int64Attribute{
 				Computed: true,

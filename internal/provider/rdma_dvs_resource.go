@@ -131,8 +131,8 @@ func (r *rdmaDVSResource) Schema(_ context.Context, _ resource.SchemaRequest, re
 			},
 			"uplink_count": schema.Int64Attribute{
 				Optional: true, Computed: true, Default: int64default.StaticInt64(4),
-				MarkdownDescription: "Number of uplink ports per host, 1 to 32, as in the walkthroughs (4). Only one carries traffic: each host " +
-					"gives the switch one NIC.",
+				MarkdownDescription: "Number of uplink ports per host, 1 to 32; 4 by default, as the public PVRDMA setup guides use. " +
+					"Only one carries traffic: each host gives the switch one NIC.",
 				CustomType: wholeNumber(1, 32),
 				Validators: []validator.Int64{int64validator.Between(1, 32)},
 			},
@@ -149,7 +149,7 @@ func (r *rdmaDVSResource) Schema(_ context.Context, _ resource.SchemaRequest, re
 			},
 			"network_io_control_enabled": schema.BoolAttribute{
 				Optional: true, Computed: true, Default: booldefault.StaticBool(false),
-				MarkdownDescription: "Network I/O Control. Off by default, as the PVRDMA walkthroughs set it.",
+				MarkdownDescription: "Network I/O Control. Off by default, as the public PVRDMA setup guides set it.",
 			},
 			"port_group_id": schema.StringAttribute{
 				Computed:            true,

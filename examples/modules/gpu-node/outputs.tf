@@ -14,7 +14,7 @@ output "total_gpu_memory_gb" {
 }
 
 output "guest_setup" {
-  description = "What to run inside the guest (Ubuntu) once it boots: the seeds' packages, module load order and checks."
+  description = "What to run inside the guest (Ubuntu) once it boots: the packages, module load order and checks of the guide Guest configuration and troubleshooting."
   value = join("\n", compact([
     length(var.gpu_pci_ids) == 0 ? "" : <<-EOT
       # GPUs: ${length(var.gpu_pci_ids)} passed through, MMIO window ${one(vspherehpc_vm_gpu_mmio.this[*].mmio_size_gb)} GB, EFI firmware.

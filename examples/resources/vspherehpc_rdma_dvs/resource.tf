@@ -15,7 +15,7 @@ data "vspherehpc_host" "esx" {
   name          = each.value
 }
 
-# The switch of the PVRDMA walkthroughs: 4 uplink ports, NIOC off, MTU 9000,
+# The PVRDMA switch as it is built by hand: 4 uplink ports, NIOC off, MTU 9000,
 # one port group for the VMs, and on each host its 100 GbE RDMA NIC as the
 # only uplink.
 resource "vspherehpc_rdma_dvs" "pvrdma" {
