@@ -159,14 +159,19 @@ func (c *Client) SetVMPower(ctx context.Context, vmID string, action PowerAction
 	} else {
 		progress("powering " + vm.Name + " on")
 	}
+	return nil, c.startVM(ctx, op, obj)
+}
+
+// startVM powers a VM on, or resumes it, and waits.
+func (c *Client) startVM(ctx context.Context, op string, obj *object.VirtualMachine) error {
 	task, err := obj.PowerOn(ctx)
 	if err == nil {
 		_, err = c.waitTask(ctx, op, task)
 	}
 	if err != nil && c.inPowerState(ctx, obj, types.VirtualMachinePowerStatePoweredOn) {
-		return nil, nil
+		return nil
 	}
-	return nil, translate(op, err)
+	return translate(op, err)
 }
 
 // shutDown shuts a running VM's guest down, waiting up to timeout, and

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/vmware/govmomi/fault"
 	"github.com/vmware/govmomi/object"
 	"github.com/vmware/govmomi/vim25"
 	"github.com/vmware/govmomi/vim25/mo"
@@ -282,7 +281,12 @@ func (c *Client) reconfigureVM(ctx context.Context, vc *vim25.Client, ch vmChang
 	}
 	cycled := needsOff && state == PoweredOn
 	if cycled {
-		if err := c.powerOff(ctx, ch.op, obj, vm.Name); err != nil {
+		// The guest shut down, bounded; then off hard: power_off_allowed
+		// allows both.
+		progress := func(step string) {
+			c.log.Debug(ctx, "Powering the VM off for a change that needs it off", map[string]any{"vm": vm.Name, "step": step})
+		}
+		if err := c.shutDown(ctx, ch.op, obj, vm.Name, GuestShutdownTimeout, true, progress); err != nil {
 			return nil, err
 		}
 	}
@@ -332,42 +336,13 @@ func (c *Client) reconfigureVM(ctx context.Context, vc *vim25.Client, ch vmChang
 	return done, err
 }
 
-// powerOff shuts the guest down and waits, bounded; then powers off hard.
-func (c *Client) powerOff(ctx context.Context, op string, vm *object.VirtualMachine, name string) error {
-	c.log.Debug(ctx, "Shutting the guest down for a change that needs the VM off", map[string]any{"vm": name})
-	err := vm.ShutdownGuest(ctx)
-	if err == nil {
-		wait, cancel := context.WithTimeout(ctx, GuestShutdownTimeout)
-		err = vm.WaitForPowerState(wait, types.VirtualMachinePowerStatePoweredOff)
-		cancel()
-	}
-	if err == nil {
-		return nil
-	}
-	c.log.Debug(ctx, "Guest shutdown failed or timed out; powering off hard", map[string]any{"vm": name, "reason": err.Error()})
-	task, err := vm.PowerOff(ctx)
-	if err == nil {
-		_, err = c.waitTask(ctx, op+": powering "+name+" off", task)
-	}
-	if err != nil && !fault.IsAlreadyPoweredOffError(err) {
-		return err
-	}
-	return nil
-}
-
 // powerOn powers a VM back on that a change powered off, whatever happened
 // to the change and even past its deadline: the VM was running before.
 func (c *Client) powerOn(ctx context.Context, op string, vm *object.VirtualMachine, name string) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.apiTimeout())
 	defer cancel()
-	op += ": powering " + name + " back on"
 	c.log.Debug(ctx, "Powering the VM back on", map[string]any{"vm": name})
-	task, err := vm.PowerOn(ctx)
-	if err != nil {
-		return translate(op, err)
-	}
-	_, err = c.waitTask(ctx, op, task)
-	return translate(op, err)
+	return c.startVM(ctx, op+": powering "+name+" back on", vm)
 }
 
 // PlanVMPower reads a VM's power state and applies PlanPower to a change of
