@@ -1,11 +1,9 @@
 package provider
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -378,15 +376,6 @@ func (r *vmGPUMMIOResource) read(ctx context.Context, m *vmGPUMMIOModel, state s
 	return nil
 }
 
-// stringMap is m as a map attribute.
-func stringMap(m map[string]string) types.Map {
-	elems := make(map[string]attr.Value, len(m))
-	for k, v := range m {
-		elems[k] = types.StringValue(v)
-	}
-	return types.MapValueMust(types.StringType, elems)
-}
-
 // extraConfigBefore is what destroy puts back: state's record, or, in state
 // an older release wrote, private state's.
 func extraConfigBefore(ctx context.Context, state vmGPUMMIOModel, private privateState, diags *diag.Diagnostics) map[string]string {
@@ -407,137 +396,6 @@ func recordHost(ctx context.Context, private privateState, hostID string, checke
 	if checked {
 		diags.Append(setPrivateJSON(ctx, private, privateCheckedOnHost, hostID)...)
 	}
-}
-
-// gpuMMIOToModel sets m from what was read. A device m lists as a GPU or as
-// a pci_device stays where m has it; a device m does not list goes to
-// pci_device when it is among others (by PCI id), else to gpu. Dynamic
-// DirectPath GPUs are one block per model, with their count. Blocks keep
-// m's order (the order the VM has its devices in is never drift); blocks m
-// does not have follow, in the order of the PCI ids and models.
-func gpuMMIOToModel(ctx context.Context, got *vsphere.GPUMMIO, m *vmGPUMMIOModel, others map[string]bool) diag.Diagnostics {
-	var diags diag.Diagnostics
-	m.ID = types.StringValue(strings.ToLower(got.VM.ID))
-	m.Firmware = types.StringValue(got.Firmware)
-	m.Use64bitMMIO = types.BoolValue(got.Use64bitMMIO)
-	m.MemoryLockedToMax = types.BoolValue(got.MemoryLocked)
-	m.MMIOSizeGB = types.Int64Value(got.MMIOSizeGB)
-	if m.TotalGPUMemoryGB.IsUnknown() || m.TotalGPUMemoryGB.IsNull() {
-		m.TotalGPUMemoryGB = types.Float64Value(0) // known at the next plan
-	}
-	for _, b := range []*types.Bool{&m.AllowFirmwareChange, &m.PowerOffAllowed} {
-		if b.IsNull() || b.IsUnknown() {
-			*b = types.BoolValue(false)
-		}
-	}
-	if m.ExtraConfigBefore.ElementType(ctx) == nil { // a model built from nothing (a list result): nothing recorded
-		m.ExtraConfigBefore = types.MapNull(types.StringType)
-	}
-	var priorGPUs []gpuBlockModel
-	var priorDevices []pciDeviceBlockModel
-	if !m.GPU.IsNull() && !m.GPU.IsUnknown() {
-		diags.Append(m.GPU.ElementsAs(ctx, &priorGPUs, false)...)
-	}
-	if !m.PCIDevice.IsNull() && !m.PCIDevice.IsUnknown() {
-		diags.Append(m.PCIDevice.ElementsAs(ctx, &priorDevices, false)...)
-	}
-	listedAsGPU, listedAsDevice := map[string]bool{}, map[string]bool{}
-	for _, g := range priorGPUs {
-		listedAsGPU[g.PCIID.ValueString()] = true
-	}
-	for _, d := range priorDevices {
-		listedAsDevice[d.PCIID.ValueString()] = true
-	}
-	dynamic := map[string]int{} // by model, vendor:device
-	var gpus []gpuBlockModel
-	var devs []pciDeviceBlockModel
-	// A host device given to the VM twice (out of band: vCenter takes it)
-	// keeps the VM from powering on. It is left out, so the plan adds it
-	// once, and the apply removes the extra.
-	times, warned := map[string]int{}, map[string]bool{}
-	for _, h := range got.Devices {
-		if !h.Dynamic {
-			times[h.PCIID]++
-		}
-	}
-	for _, h := range got.Devices {
-		switch {
-		case !h.Dynamic && times[h.PCIID] > 1:
-			if !warned[h.PCIID] {
-				diags.AddWarning("PCI device passed through twice",
-					fmt.Sprintf("Virtual machine %s has host PCI device %s passed through %d times, and does not power on so. "+
-						"The plan gives it the device once.", got.VM.Name, h.PCIID, times[h.PCIID]))
-				warned[h.PCIID] = true
-			}
-		case h.Narrowed():
-			// Not what a gpu block by model asks for: left out, so the plan
-			// adds one, and the apply replaces it.
-			var how []string
-			if h.Label != "" {
-				how = append(how, fmt.Sprintf("has a hardware label (%q)", h.Label))
-			}
-			if h.Models > 1 {
-				how = append(how, fmt.Sprintf("takes %d models, not its own alone", h.Models))
-			}
-			diags.AddWarning("Dynamic DirectPath GPU narrowed",
-				fmt.Sprintf("A Dynamic DirectPath GPU of virtual machine %s %s, so it takes other host GPUs than a gpu block by model "+
-					"gives it. The plan replaces it with one for the model alone.", got.VM.Name, strings.Join(how, " and ")))
-		case h.Dynamic:
-			key := h.VendorID + ":" + h.DeviceID
-			if dynamic[key] == 0 {
-				gpus = append(gpus, gpuBlockModel{PCIID: types.StringNull(), VendorID: types.StringValue(h.VendorID),
-					DeviceID: types.StringValue(h.DeviceID)})
-			}
-			dynamic[key]++
-		case listedAsDevice[h.PCIID] || (others[h.PCIID] && !listedAsGPU[h.PCIID]):
-			devs = append(devs, pciDeviceBlockModel{PCIID: types.StringValue(h.PCIID)})
-		default:
-			gpus = append(gpus, gpuBlockModel{PCIID: types.StringValue(h.PCIID), VendorID: types.StringNull(), DeviceID: types.StringNull(),
-				Count: types.Int64Null()})
-		}
-	}
-	for i := range gpus {
-		if gpus[i].PCIID.IsNull() {
-			gpus[i].Count = countOf(dynamic[gpus[i].key()])
-		}
-	}
-	gpus = inPriorOrder(gpus, priorGPUs, gpuBlockModel.key)
-	devs = inPriorOrder(devs, priorDevices, func(d pciDeviceBlockModel) string { return d.PCIID.ValueString() })
-	list, ds := types.ListValueFrom(ctx, gpuBlockType, gpus)
-	diags.Append(ds...)
-	m.GPU = list
-	list, ds = types.ListValueFrom(ctx, pciDeviceBlockType, devs)
-	diags.Append(ds...)
-	m.PCIDevice = list
-	return diags
-}
-
-// inPriorOrder orders blocks read from the VM as prior has them; the blocks
-// prior does not have follow, by key, so a VM's devices read without prior
-// (an import, a list) come in the order of their PCI ids and models.
-func inPriorOrder[B any](read, prior []B, key func(B) string) []B {
-	rank := map[string]int{}
-	for i, b := range prior {
-		if _, seen := rank[key(b)]; !seen {
-			rank[key(b)] = i
-		}
-	}
-	out := slices.Clone(read)
-	slices.SortStableFunc(out, func(a, b B) int {
-		ra, aKnown := rank[key(a)]
-		rb, bKnown := rank[key(b)]
-		switch {
-		case aKnown && bKnown:
-			return cmp.Compare(ra, rb)
-		case aKnown != bKnown:
-			if aKnown {
-				return -1
-			}
-			return 1
-		}
-		return strings.Compare(key(a), key(b))
-	})
-	return out
 }
 
 func (r *vmGPUMMIOResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {

@@ -6,6 +6,7 @@ package vsphere
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -276,4 +277,57 @@ func (c *Client) rememberBacking(portGroupID, key, switchUUID string) {
 
 func backingInfo(port types.DistributedVirtualSwitchPortConnection) *types.VirtualEthernetCardDistributedVirtualPortBackingInfo {
 	return &types.VirtualEthernetCardDistributedVirtualPortBackingInfo{Port: port}
+}
+
+// portGroupInfo is a network an adapter is planned on.
+type portGroupInfo struct {
+	name       string
+	key        string
+	standard   bool // a standard network, not a distributed port group
+	dvs        *types.ManagedObjectReference
+	switchName string
+	members    []types.ManagedObjectReference // the switch's hosts
+}
+
+// readPortGroup reads a distributed port group and its switch, in shared
+// reads; an id that names a standard network reads as one.
+func (c *Client) readPortGroup(ctx context.Context, vc *vim25.Client, op, portGroupID string) (*portGroupInfo, error) {
+	pg, err := c.readPortGroupOnly(ctx, vc, op, portGroupID)
+	if err != nil || pg.standard {
+		return pg, err
+	}
+	return pg, c.readPortGroupSwitch(ctx, vc, op, portGroupID, pg)
+}
+
+// readPortGroupOnly reads a distributed port group (a standard network's
+// id reads as one) without its switch.
+func (c *Client) readPortGroupOnly(ctx context.Context, vc *vim25.Client, op, portGroupID string) (*portGroupInfo, error) {
+	var pg mo.DistributedVirtualPortgroup
+	err := c.readObject(ctx, vc, types.ManagedObjectReference{Type: "DistributedVirtualPortgroup", Value: portGroupID}, []string{"name", "key", "config.distributedVirtualSwitch"}, &pg)
+	if errors.Is(translate(op, err), ErrNotFound) {
+		var n mo.Network
+		if nerr := c.readObject(ctx, vc, types.ManagedObjectReference{Type: "Network", Value: portGroupID}, []string{"name"}, &n); nerr == nil {
+			return &portGroupInfo{name: EntityName(n.Name), standard: true}, nil
+		}
+		return nil, c.notFoundError(ctx, vc, op, ObjectPortGroup, portGroupID)
+	}
+	if err != nil {
+		return nil, translate(op, err)
+	}
+	return &portGroupInfo{name: EntityName(pg.Name), key: pg.Key, dvs: pg.Config.DistributedVirtualSwitch}, nil
+}
+
+// readPortGroupSwitch reads the switch of a distributed port group read
+// by readPortGroupOnly into pg: its name and member hosts.
+func (c *Client) readPortGroupSwitch(ctx context.Context, vc *vim25.Client, op, portGroupID string, pg *portGroupInfo) error {
+	if pg.dvs == nil {
+		return nil
+	}
+	var s mo.DistributedVirtualSwitch
+	if err := c.readObject(ctx, vc, *pg.dvs, []string{"name", "uuid", "summary.hostMember"}, &s); err != nil {
+		return translate(op, err)
+	}
+	pg.switchName, pg.members = EntityName(s.Name), s.Summary.HostMember
+	c.rememberBacking(portGroupID, pg.key, s.Uuid)
+	return nil
 }

@@ -1,0 +1,107 @@
+package provider
+
+import (
+	"context"
+	"maps"
+	"slices"
+
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vsphere"
+)
+
+// planned sets m's computed values that the plan left unknown to null
+// (whether a device just turned on is active, so whether the host waits for
+// a reboot): state as the plan has it, before the host is read back.
+func planned(m *hostPCIPassthroughModel, want []vsphere.PassthroughDevice) {
+	m.ID = m.HostSystemID
+	if m.RebootRequired.IsUnknown() {
+		m.RebootRequired = types.BoolNull()
+	}
+	var devices []attr.Value
+	if !m.Devices.IsUnknown() && !m.Devices.IsNull() {
+		devices = m.Devices.Elements()
+	} else { // not planned (an unknown input then): the devices as wanted
+		for _, d := range want {
+			devices = append(devices, types.ObjectValueMust(passthroughDeviceType.AttrTypes, map[string]attr.Value{
+				"pci_id": types.StringValue(d.PCIID), "vendor_id": types.StringValue(d.VendorID), "device_id": types.StringValue(d.DeviceID),
+				"device_name": types.StringValue(d.DeviceName), "enabled": types.BoolValue(true), "active": types.BoolUnknown(),
+			}))
+		}
+	}
+	known := make([]attr.Value, 0, len(devices))
+	for _, d := range devices {
+		attrs := maps.Clone(d.(types.Object).Attributes())
+		for k, v := range attrs {
+			if v.IsUnknown() {
+				attrs[k] = nullOf(v)
+			}
+		}
+		known = append(known, types.ObjectValueMust(passthroughDeviceType.AttrTypes, attrs))
+	}
+	m.Devices = types.ListValueMust(passthroughDeviceType, known)
+	rebootDefaults(&m.RebootAllowed, &m.RebootTimeout)
+}
+
+// nullOf is the null of v's type (a device's string or bool).
+func nullOf(v attr.Value) attr.Value {
+	if _, ok := v.(types.Bool); ok {
+		return types.BoolNull()
+	}
+	return types.StringNull()
+}
+
+func keysOf(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// fillPassthrough fills m's computed values from the host for the managed
+// devices. A managed device the host no longer has stays listed, with
+// passthrough off (and what prior says of it otherwise), so the plan shows
+// it: gone, or back without passthrough, it is drift, never dropped silently.
+func fillPassthrough(ctx context.Context, m *hostPCIPassthroughModel, host *vsphere.HostPassthrough, managed []string,
+	prior map[string]passthroughDeviceModel, diags *diag.Diagnostics) {
+	var devices []passthroughDeviceModel
+	reboot := false
+	for _, id := range managed {
+		d := host.Device(id)
+		if d == nil {
+			gone, ok := prior[id]
+			if !ok {
+				gone = passthroughDeviceModel{PCIID: types.StringValue(id), VendorID: types.StringNull(), DeviceID: types.StringNull(),
+					DeviceName: types.StringNull()}
+			}
+			gone.Enabled, gone.Active = types.BoolValue(false), types.BoolValue(false)
+			devices = append(devices, gone)
+			continue
+		}
+		reboot = reboot || (d.Enabled && !d.Active)
+		devices = append(devices, passthroughDeviceModel{
+			PCIID: types.StringValue(d.PCIID), VendorID: types.StringValue(d.VendorID), DeviceID: types.StringValue(d.DeviceID),
+			DeviceName: types.StringValue(d.DeviceName), Enabled: types.BoolValue(d.Enabled), Active: types.BoolValue(d.Active),
+		})
+	}
+	list, ds := types.ListValueFrom(ctx, passthroughDeviceType, devices)
+	diags.Append(ds...)
+	m.ID, m.Devices, m.RebootRequired = types.StringValue(host.HostID), list, types.BoolValue(reboot)
+	if m.Before.ElementType(ctx) == nil { // a model built from nothing (a list result): nothing recorded
+		m.Before = types.MapNull(types.BoolType)
+	}
+	rebootDefaults(&m.RebootAllowed, &m.RebootTimeout)
+}
+
+// boolMap is a map(bool) value.
+func boolMap(m map[string]bool) types.Map {
+	elems := make(map[string]attr.Value, len(m))
+	for k, v := range m {
+		elems[k] = types.BoolValue(v)
+	}
+	return types.MapValueMust(types.BoolType, elems)
+}
