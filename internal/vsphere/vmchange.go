@@ -281,8 +281,8 @@ func (c *Client) reconfigureVM(ctx context.Context, vc *vim25.Client, ch vmChang
 	}
 	cycled := needsOff && state == PoweredOn
 	if cycled {
-		// The guest shut down, bounded; then off hard: power_off_allowed
-		// allows both.
+		// The guest shut down, bounded; then off hard: the leave to power the
+		// VM off (ch.powerOffAllowed) allows both.
 		progress := func(step string) {
 			c.log.Debug(ctx, "Powering the VM off for a change that needs it off", map[string]any{"vm": vm.Name, "step": step})
 		}
