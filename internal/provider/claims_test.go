@@ -1,8 +1,11 @@
 package provider
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -158,4 +161,156 @@ resource "vspherehpc_rdma_dvs" %q {
 	}
 	d.write(map[string]string{"main.tf": first}) // a refused configuration would stop a plain destroy at its plan
 	d.run("destroy", "-auto-approve")
+}
+
+// The replacement pairing (the rule at the top of claims.go) run through the
+// Terraform binary under test as a user runs it, so that `make test-pairing`
+// proves it on Terraform 1.5.7 and OpenTofu as make test and make test-newest
+// do on the Terraform of PATH and 1.16: a GPU setup moved to another VM, the
+// same with create_before_destroy, and an adapter moved with its static MAC
+// each plan as one instance replaced (no claim against itself), apply, and
+// plan nothing after.
+func TestAccClaims_replacementPairing(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{VMs: 4}) // two modern VMs on one host
+	simulatedOnly(t, lab, "moves a GPU and an adapter between the lab's VMs")
+	vms := lab.VMNames()
+	var from, to string
+	for _, a := range vms {
+		for _, b := range vms {
+			// Modern VMs only: legacy-node is too old for PVRDMA, installed-node has a BIOS guest.
+			modern := strings.HasPrefix(a, "hpc-node-") && strings.HasPrefix(b, "hpc-node-")
+			if a != b && modern && lab.VMHostName(a) == lab.VMHostName(b) && from == "" {
+				from, to = a, b
+			}
+		}
+	}
+	if from == "" {
+		t.Fatal("no two VMs on one host in the lab")
+	}
+	gpu := lab.GPUs()[0]
+	gpuSetup := func(vm, lifecycle string) string {
+		return fmt.Sprintf(`
+resource "vspherehpc_vm_gpu_mmio" "gpu" {
+  virtual_machine_id = %q
+  gpu {
+    pci_id = %q
+  }
+%s}
+`, lab.VMUUID(vm), gpu, lifecycle)
+	}
+	const mac = "00:50:56:2a:bb:cf"
+	adapter := func(vm string) string {
+		return without(nicConfig(lab, lab.VMUUID(vm), "a", fmt.Sprintf("  mac_address = %q", mac)), lab)
+	}
+	gpusOf := func(vm string) []string {
+		s, err := lab.VMSettings(context.Background(), vm)
+		must(t, err)
+		return s.GPUs
+	}
+	const createBeforeDestroy = "  lifecycle {\n    create_before_destroy = true\n  }\n"
+	cases := []struct {
+		name      string
+		before    string
+		after     string
+		actions   []string
+		addresses []string
+		planSays  string // a warning of the plan after the move
+		// applyFails: the apply of that plan fails saying this, and then
+		// plans the same again; then is the configuration that moves.
+		applyFails, then string
+		check            func(d *tfDir)
+	}{
+		{
+			name: "GPU setup moved", before: gpuSetup(from, ""), after: gpuSetup(to, ""),
+			actions: []string{"delete", "create"}, addresses: []string{gpuAddr},
+			planSays: "The GPU setup moves from virtual machine " + lab.VMUUID(from) + " to " + lab.VMUUID(to) + " and names devices " + gpu,
+		},
+		{
+			// Refused at apply, the plan having warned: nothing is lost, and
+			// the move without create_before_destroy then goes through.
+			name:    "GPU setup moved with create_before_destroy",
+			before:  gpuSetup(from, createBeforeDestroy),
+			after:   gpuSetup(to, createBeforeDestroy),
+			actions: []string{"create", "delete"}, addresses: []string{gpuAddr},
+			planSays:   "GPU setup moves with its devices",
+			applyFails: "If this is a GPU setup moved from " + from + " with create_before_destroy, remove create_before_destroy " +
+				"and run terraform destroy -refresh=false -target on this resource once",
+			then:       gpuSetup(to, ""),
+		},
+		{
+			name: "adapter moved with its static MAC", before: adapter(from), after: adapter(to),
+			actions: []string{"delete", "create"}, addresses: []string{nicAddr},
+			planSays: "The PVRDMA adapter moves from virtual machine " + lab.VMUUID(from) + " to " + lab.VMUUID(to) + " and keeps MAC address " + mac,
+			check: func(d *tfDir) {
+				var state struct {
+					Values struct {
+						RootModule struct {
+							Resources []struct {
+								Address string         `json:"address"`
+								Values  map[string]any `json:"values"`
+							} `json:"resources"`
+						} `json:"root_module"`
+					} `json:"values"`
+				}
+				must(t, json.Unmarshal([]byte(d.run("show", "-json")), &state))
+				for _, r := range state.Values.RootModule.Resources {
+					if r.Address == nicAddr && (r.Values["virtual_machine_id"] != lab.VMUUID(to) || r.Values["mac_address"] != mac) {
+						t.Errorf("the moved adapter is on %v with MAC %v, want %s and %s", r.Values["virtual_machine_id"], r.Values["mac_address"], lab.VMUUID(to), mac)
+					}
+				}
+			},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			d := newTFDir(t, lab, map[string]string{"main.tf": requiredProviders + c.before})
+			d.run("apply", "-auto-approve")
+			d.write(map[string]string{"main.tf": requiredProviders + c.after})
+			planned := func() {
+				t.Helper()
+				changes, out := d.planSaying()
+				if len(changes) != 1 || changes[0].Address != c.addresses[0] || !slices.Equal(changes[0].Actions, c.actions) {
+					t.Fatalf("the plan after the move: %v, want %s %v", changes, c.addresses[0], c.actions)
+				}
+				if !wrapped(c.planSays).MatchString(out) {
+					t.Errorf("the plan after the move does not say %q:\n%s", c.planSays, out)
+				}
+			}
+			planned()
+			if c.applyFails != "" {
+				if out, err := d.try("apply", "tfplan"); err == nil || !wrapped(c.applyFails).MatchString(out) {
+					t.Fatalf("the apply: %v, want it to fail saying %q:\n%s", err, c.applyFails, out)
+				}
+				// Terraform keeps the old setup as a deposed object when the
+				// apply's own plan of the new one fails (it restores one only
+				// when the create itself fails), and any plan, the one a
+				// destroy refreshes with too, then sees its GPU still taken:
+				// the error says to destroy it without that refresh, which
+				// restores its VM.
+				d.run("destroy", "-auto-approve", "-refresh=false", "-target="+c.addresses[0])
+				if got := gpusOf(from); len(got) != 0 {
+					t.Errorf("%s keeps GPUs %q after the deposed setup's destroy", from, got)
+				}
+				d.write(map[string]string{"main.tf": requiredProviders + c.then})
+				d.plan()
+			}
+			d.run("apply", "tfplan")
+			if c.check != nil {
+				c.check(d)
+			}
+			if strings.HasPrefix(c.name, "GPU") {
+				if got := gpusOf(to); !slices.Equal(got, []string{gpu}) {
+					t.Errorf("%s has GPUs %q after the move, want [%s]", to, got, gpu)
+				}
+				if got := gpusOf(from); len(got) != 0 {
+					t.Errorf("%s keeps GPUs %q after the move", from, got)
+				}
+			}
+			if changes := d.plan(); len(changes) != 0 {
+				t.Errorf("the plan after the apply: %v, want none", changes)
+			}
+			d.run("destroy", "-auto-approve")
+		})
+	}
 }

@@ -45,8 +45,8 @@ var terraformVersion = sync.OnceValues(func() (*version.Version, error) {
 })
 
 // needsTerraform114 skips a test of identity, list resources or actions
-// under an older Terraform, which has none of them. `make test-adopt` runs these tests
-// with Terraform 1.14 and sets VSPHEREHPC_TEST_ADOPT, which turns the skip
+// under an older Terraform, which has none of them. `make test-newest` runs these
+// tests with Terraform 1.16 and sets VSPHEREHPC_TEST_ADOPT, which turns the skip
 // into a failure: in CI they run, never skip.
 func needsTerraform114(t *testing.T) {
 	t.Helper()
@@ -58,9 +58,9 @@ func needsTerraform114(t *testing.T) {
 		return
 	}
 	if os.Getenv("VSPHEREHPC_TEST_ADOPT") != "" {
-		t.Fatalf("terraform %s has no list resources or actions; make test-adopt runs Terraform 1.14 (make terraform-query builds it)", v)
+		t.Fatalf("terraform %s has no list resources or actions; make test-newest runs Terraform 1.16 (make terraform-newest builds it)", v)
 	}
-	t.Skipf("terraform %s has no identity, list resources or actions; make test-adopt runs this test with Terraform 1.14", v)
+	t.Skipf("terraform %s has no identity, list resources or actions; make test-newest runs this test with Terraform 1.16", v)
 }
 
 // identitySteps creates a resource, checks the identity it records, and

@@ -67,9 +67,12 @@ func newTFDir(t *testing.T, lab *vcsimlab.Lab, files map[string]string) *tfDir {
 	}
 	dir := t.TempDir()
 	rc := filepath.Join(dir, ".terraformrc")
+	// Both addresses: test configurations name registry.terraform.io, where
+	// OpenTofu reads "vspherehpc/vspherehpc" as registry.opentofu.org's.
 	must(t, os.WriteFile(rc, []byte(`provider_installation {
   dev_overrides {
     "vspherehpc/vspherehpc" = "`+providers+`"
+    "registry.terraform.io/vspherehpc/vspherehpc" = "`+providers+`"
   }
   direct {}
 }
@@ -163,7 +166,15 @@ type plannedChange struct {
 // something (no no-ops, no data source reads).
 func (d *tfDir) plan(args ...string) []plannedChange {
 	d.t.Helper()
-	d.run(append([]string{"plan", "-out=tfplan"}, args...)...)
+	changes, _ := d.planSaying(args...)
+	return changes
+}
+
+// planSaying is plan, also returning what the plan said (its warnings are
+// not in the saved plan).
+func (d *tfDir) planSaying(args ...string) ([]plannedChange, string) {
+	d.t.Helper()
+	said := d.run(append([]string{"plan", "-out=tfplan"}, args...)...)
 	var p struct {
 		ResourceChanges []struct {
 			Address string `json:"address"`
@@ -180,7 +191,7 @@ func (d *tfDir) plan(args ...string) []plannedChange {
 			out = append(out, plannedChange{Address: rc.Address, Actions: rc.Change.Actions})
 		}
 	}
-	return out
+	return out, said
 }
 
 // output is an output value, decoded from terraform output -json.

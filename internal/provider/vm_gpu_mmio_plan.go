@@ -239,6 +239,7 @@ func (r *vmGPUMMIOResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 		return
 	}
 	if state != nil && replaceOnOtherVM(ctx, r.client, r.claims, req, "GPU setup", state.VirtualMachineID, plan.VirtualMachineID, resp) {
+		r.noteMovedWithDevices(ctx, state, &plan, &resp.Diagnostics)
 		r.leaveVM(ctx, state, resp)
 		state = nil // planned as a setup of the other VM
 	}
@@ -367,6 +368,46 @@ func (r *vmGPUMMIOResource) anyByPCIID(ctx context.Context, m *vmGPUMMIOModel, d
 		}
 	}
 	return len(devices(ctx, m.PCIDevice, diags)) > 0
+}
+
+// pciIDs are the devices a setup names by PCI id: its gpu blocks' pci_id and
+// its pci_device blocks.
+func (r *vmGPUMMIOResource) pciIDs(ctx context.Context, m *vmGPUMMIOModel, diags *diag.Diagnostics) []string {
+	var out []string
+	for _, g := range r.gpus(ctx, m.GPU, diags) {
+		if !g.PCIID.IsNull() && !g.PCIID.IsUnknown() {
+			out = append(out, g.PCIID.ValueString())
+		}
+	}
+	return append(out, devices(ctx, m.PCIDevice, diags)...)
+}
+
+// noteMovedWithDevices warns, in the plan of a setup that moves to another
+// VM keeping devices it names by PCI id, that the old setup must go first,
+// as the adapters' noteReplaced does for a static MAC: with
+// create_before_destroy Terraform would configure the devices on the new VM
+// while the old one still has them, which the apply refuses (GPU in use by
+// another VM) when both VMs are on one host. Terraform does not tell the
+// provider whether a replacement creates first, so the plan can only warn.
+// It is said in the first of the replacement's two plan calls: Terraform
+// drops the second call's warnings.
+func (r *vmGPUMMIOResource) noteMovedWithDevices(ctx context.Context, state, plan *vmGPUMMIOModel, diags *diag.Diagnostics) {
+	before := r.pciIDs(ctx, state, diags)
+	var kept []string
+	for _, id := range r.pciIDs(ctx, plan, diags) {
+		if slices.Contains(before, id) && !slices.Contains(kept, id) {
+			kept = append(kept, id)
+		}
+	}
+	if len(kept) == 0 || plan.VirtualMachineID.IsUnknown() {
+		return
+	}
+	diags.AddAttributeWarning(path.Root("virtual_machine_id"), "GPU setup moves with its devices",
+		fmt.Sprintf("The GPU setup moves from virtual machine %s to %s and names devices %s by PCI id, so where both VMs are on one "+
+			"host the old setup must be removed before the new one is made, as Terraform replaces a resource by default. Do not set "+
+			"create_before_destroy on this resource: Terraform would configure the devices on %[2]s while %[1]s still has them, and "+
+			"the apply would stop with \"GPU in use by another VM\".",
+			state.VirtualMachineID.ValueString(), plan.VirtualMachineID.ValueString(), strings.Join(kept, ", ")))
 }
 
 // claimSetup claims the GPU setup of a VM, by the id as given and, once the
@@ -505,7 +546,11 @@ func addGPUMMIOFinding(diags *diag.Diagnostics, f vsphere.Finding, paths blockPa
 		}
 		diags.AddAttributeError(gpuPath(f.Index), "GPU in use by another VM",
 			fmt.Sprintf("GPU %s on host %s is already configured on virtual machine %s (%s). Two VMs with the same GPU cannot "+
-				"both run, and the second does not boot, with no error: remove it there or choose another GPU.", f.PCIID, f.Host, f.Other.Name, power))
+				"both run, and the second does not boot, with no error: remove it there or choose another GPU. If this is a GPU setup "+
+				"moved from %[3]s with create_before_destroy, remove create_before_destroy and run terraform destroy -refresh=false "+
+				"-target on this resource once (Terraform keeps the old setup after this error, and a plan would see its GPU on %[3]s "+
+				"still; the destroy gives %[3]s its settings back), then apply again.",
+				f.PCIID, f.Host, f.Other.Name, power))
 	case vsphere.GPUNotOnHost:
 		where := "no host of its cluster has it"
 		if f.OnHost != "" {
