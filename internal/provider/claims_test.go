@@ -233,10 +233,10 @@ resource "vspherehpc_vm_gpu_mmio" "gpu" {
 			before:  gpuSetup(from, createBeforeDestroy),
 			after:   gpuSetup(to, createBeforeDestroy),
 			actions: []string{"create", "delete"}, addresses: []string{gpuAddr},
-			planSays:   "GPU setup moves with its devices",
+			planSays: "GPU setup moves with its devices",
 			applyFails: "If this is a GPU setup moved from " + from + " with create_before_destroy, remove create_before_destroy " +
 				"and run terraform destroy -refresh=false -target on this resource once",
-			then:       gpuSetup(to, ""),
+			then: gpuSetup(to, ""),
 		},
 		{
 			name: "adapter moved with its static MAC", before: adapter(from), after: adapter(to),
