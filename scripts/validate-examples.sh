@@ -38,13 +38,15 @@ needs_vsphere_provider() {
 }
 
 # Provider functions (examples/functions) exist from Terraform 1.8, import blocks by identity from 1.12, list
-# resources, query files and actions from 1.14: an older terraform leaves those out.
+# resources, query files and actions from 1.14, an action trigger's on_failure and destroy events from 1.16: an older
+# terraform leaves those out. (Query files are formatted by terraform fmt from 1.15.)
 tf_version="$("$TERRAFORM" version -json | sed -n 's/.*"terraform_version": *"\([0-9.]*\).*/\1/p')"
 at_least() { [[ "$(printf '%s\n%s\n' "$tf_version" "$1" | sort -V | head -n1)" == "$1" ]]; }
-functions_ok=true identity_ok=true query_ok=true
+functions_ok=true identity_ok=true query_ok=true actions116_ok=true
 at_least 1.8.0 || functions_ok=false
 at_least 1.12.0 || identity_ok=false
 at_least 1.14.0 || query_ok=false
+at_least 1.16.0 || actions116_ok=false
 too_new=()
 
 # An identity import block targets the resource its directory's import-by-string-id.tf imports too: it is
@@ -73,6 +75,10 @@ while IFS= read -r dir; do
     too_new+=("$rel") # query files and actions ask for Terraform 1.14
     continue
   fi
+  if [[ $actions116_ok == false ]] && grep -qsE '^[[:space:]]*on_failure[[:space:]]*=|(before|after)_destroy' "$dir"/*.tf; then
+    too_new+=("$rel") # an action trigger's on_failure and destroy events ask for Terraform 1.16
+    continue
+  fi
   "$TERRAFORM" fmt -check -diff "$dir" >&2 || { echo "terraform fmt: $rel is not formatted (run make fmt)" >&2; exit 1; }
   if needs_vsphere_provider "$dir"; then
     formatted_only+=("$rel")
@@ -99,5 +105,5 @@ if ((${#formatted_only[@]})); then
   echo "formatted only (they need the vmware/vsphere provider, which cannot be installed offline): ${formatted_only[*]}"
 fi
 if ((${#too_new[@]})); then
-  echo "neither formatted nor validated (provider functions, identity imports, query files or actions, newer than Terraform $tf_version): ${too_new[*]}"
+  echo "neither formatted nor validated (provider functions, identity imports, query files, actions or their 1.16 triggers, newer than Terraform $tf_version): ${too_new[*]}"
 fi

@@ -351,7 +351,7 @@ output "node" {
 
 // gpu-node given devices without GPUs refuses at plan instead of dropping
 // them silently (issue 22, item 3).
-func TestAccGPUNodeModule_devicesWithoutGPUs(t *testing.T) {
+func TestAccModuleGPUNode_devicesWithoutGPUs(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
 	d := newTFDir(t, lab, map[string]string{"main.tf": `

@@ -19,7 +19,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
-	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
@@ -45,22 +44,36 @@ var terraformVersion = sync.OnceValues(func() (*version.Version, error) {
 })
 
 // needsTerraform114 skips a test of identity, list resources or actions
-// under an older Terraform, which has none of them. `make test-newest` runs these
-// tests with Terraform 1.16 and sets VSPHEREHPC_TEST_ADOPT, which turns the skip
-// into a failure: in CI they run, never skip.
+// under an older Terraform, which has none of them.
 func needsTerraform114(t *testing.T) {
+	t.Helper()
+	needsTerraform(t, "1.14.0", "identity, list resources or actions")
+}
+
+// needsTerraform116 skips a test of what actions gained in Terraform 1.16:
+// on_failure, before_destroy and after_destroy.
+func needsTerraform116(t *testing.T) {
+	t.Helper()
+	needsTerraform(t, "1.16.0", "on_failure or destroy events for actions")
+}
+
+// needsTerraform skips a test of what Terraform has from version least on
+// under an older one. `make test-newest` runs every test with Terraform 1.16
+// and sets VSPHEREHPC_TEST_ADOPT, which turns the skip into a failure: in CI
+// they run, never skip.
+func needsTerraform(t *testing.T, least, what string) {
 	t.Helper()
 	v, err := terraformVersion()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v.Core().GreaterThanOrEqual(version.Must(version.NewVersion("1.14.0"))) {
+	if v.Core().GreaterThanOrEqual(version.Must(version.NewVersion(least))) {
 		return
 	}
 	if os.Getenv("VSPHEREHPC_TEST_ADOPT") != "" {
-		t.Fatalf("terraform %s has no list resources or actions; make test-newest runs Terraform 1.16 (make terraform-newest builds it)", v)
+		t.Fatalf("terraform %s has no %s; make test-newest runs Terraform 1.16 (make terraform-newest builds it)", v, what)
 	}
-	t.Skipf("terraform %s has no identity, list resources or actions; make test-newest runs this test with Terraform 1.16", v)
+	t.Skipf("terraform %s has no %s; make test-newest runs this test with Terraform 1.16", v, what)
 }
 
 // identitySteps creates a resource, checks the identity it records, and
@@ -77,115 +90,6 @@ func identitySteps(addr, config string, identity map[string]knownvalue.Check, ch
 			ResourceName: addr, ImportState: true, ImportStateKind: resource.ImportBlockWithResourceIdentity,
 		},
 	}
-}
-
-// A switch's identity names its port group: with a second port group on the
-// switch, the import by identity adopts the one the resource manages, and
-// plans no change.
-func TestAccIdentity_rdmaDVS(t *testing.T) {
-	t.Parallel()
-	needsTerraform114(t)
-	lab := startLab(t, vcsimlab.Options{})
-	steps := identitySteps(dvsAddr, dvsConfig(lab, "rdma", allHosts(lab, lab.RDMANICs()[0]), ""), map[string]knownvalue.Check{
-		"id":             knownvalue.NotNull(),
-		"port_group_key": knownvalue.NotNull(),
-	}, statecheck.ExpectIdentityValueMatchesState(dvsAddr, tfjsonpath.New("id")),
-		statecheck.ExpectIdentityValueMatchesState(dvsAddr, tfjsonpath.New("port_group_key")))
-	steps[0].Check = func(*terraform.State) error {
-		return lab.AddPortGroup(context.Background(), testName("rdma"), testName("storage"), 8)
-	}
-	resource.UnitTest(t, resource.TestCase{ProtoV6ProviderFactories: testAccProtoV6ProviderFactories, Steps: steps})
-}
-
-func TestAccIdentity_hostPVRDMASettings(t *testing.T) {
-	t.Parallel()
-	needsTerraform114(t)
-	lab := startLab(t, vcsimlab.Options{})
-	name := lab.HostNames()[0]
-	needsVmk0(t, lab, name)
-	resource.UnitTest(t, resource.TestCase{
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		Steps: identitySteps(hostSettings, hostSettingsConfig(lab, name, fmt.Sprintf("  vmknic = %q", lab.Vmknic())), map[string]knownvalue.Check{
-			"host_system_id": knownvalue.StringExact(lab.HostID(name)),
-		}),
-	})
-}
-
-// A passthrough's identity names its devices: a resource that manages one
-// of the host's two H100s imports by identity with that one, and plans no
-// change, though the other has passthrough on too.
-func TestAccIdentity_hostPCIPassthrough(t *testing.T) {
-	t.Parallel()
-	needsTerraform114(t)
-	lab := startLab(t, vcsimlab.Options{})
-	simulatedOnly(t, lab, "uses the lab's H100s, which start with passthrough on")
-	name := lab.HostNames()[0]
-	gpu := lab.GPUs()[0]
-	resource.UnitTest(t, resource.TestCase{
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		Steps: identitySteps(passthroughAddr, passthroughConfig(lab, name, "  pci_ids = "+hclList([]string{gpu})), map[string]knownvalue.Check{
-			"host_system_id": knownvalue.StringExact(lab.HostID(name)),
-			"pci_ids":        knownvalue.ListExact([]knownvalue.Check{knownvalue.StringExact(gpu)}),
-		}),
-	})
-}
-
-func TestAccIdentity_hostSRIOV(t *testing.T) {
-	t.Parallel()
-	needsTerraform114(t)
-	lab := startLab(t, vcsimlab.Options{})
-	simulatedOnly(t, lab, "uses the lab's SR-IOV NICs")
-	name := lab.HostNames()[0]
-	pf, _ := sriovPF(t, lab, name)
-	resource.UnitTest(t, resource.TestCase{
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		Steps: identitySteps(sriovAddr, sriovConfig(lab, name, pf, 4), map[string]knownvalue.Check{
-			"host_system_id": knownvalue.StringExact(lab.HostID(name)),
-			"pci_id":         knownvalue.StringExact(pf),
-		}),
-	})
-}
-
-func TestAccIdentity_vmPVRDMANIC(t *testing.T) {
-	t.Parallel()
-	needsTerraform114(t)
-	lab := startLab(t, vcsimlab.Options{})
-	uuid := lab.VMUUID(lab.VMNames()[0])
-	resource.UnitTest(t, resource.TestCase{
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		Steps: identitySteps(nicAddr, nicConfig(lab, uuid, "a", ""), map[string]knownvalue.Check{
-			"virtual_machine_id": knownvalue.StringExact(uuid),
-			"device_key":         knownvalue.NotNull(),
-		}, statecheck.ExpectIdentityValueMatchesState(nicAddr, tfjsonpath.New("device_key"))),
-	})
-}
-
-func TestAccIdentity_vmSRIOVNIC(t *testing.T) {
-	t.Parallel()
-	needsTerraform114(t)
-	lab := startLab(t, vcsimlab.Options{})
-	simulatedOnly(t, lab, "uses the lab's SR-IOV NICs")
-	vm := lab.VMNames()[0]
-	resource.UnitTest(t, resource.TestCase{
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		Steps: identitySteps(sriovNICAddr, sriovNICConfig(lab, vm, "a", vmnic4PF, false), map[string]knownvalue.Check{
-			"virtual_machine_id": knownvalue.StringExact(lab.VMUUID(vm)),
-			"device_key":         knownvalue.NotNull(),
-		}, statecheck.ExpectIdentityValueMatchesState(sriovNICAddr, tfjsonpath.New("device_key"))),
-	})
-}
-
-func TestAccIdentity_vmGPUMMIO(t *testing.T) {
-	t.Parallel()
-	needsTerraform114(t)
-	lab := startLab(t, vcsimlab.Options{})
-	uuid := lab.VMUUID(lab.VMNames()[0])
-	resource.UnitTest(t, resource.TestCase{
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		Steps: identitySteps(gpuAddr, gpuConfig(lab, uuid, twoGPUs(lab)), map[string]knownvalue.Check{
-			"virtual_machine_id": knownvalue.StringExact(uuid),
-		}),
-	})
 }
 
 // A string import id is read by its syntax, where ":" and "," separate its

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -14,7 +13,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/querycheck"
 	"github.com/hashicorp/terraform-plugin-testing/querycheck/queryfilter"
-	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 	"github.com/vmware/govmomi/object"
 	"github.com/vmware/govmomi/vim25/types"
 
@@ -99,178 +97,6 @@ func hostWithoutAdapters(lab *vcsimlab.Lab) string {
 		}
 	}
 	return ""
-}
-
-func TestAccList_rdmaDVS(t *testing.T) {
-	t.Parallel()
-	lab := handBuiltLab(t)
-	hosts := lab.HostNames()
-	last := hosts[len(hosts)-1]
-	teamed := queryfilter.ByDisplayName(knownvalue.StringExact(vcsimlab.HandBuiltTeamedSwitch))
-	runQueries(t, lab, "vspherehpc_rdma_dvs", append([]query{
-		{config: inDatacenter(lab), checks: []querycheck.QueryResultCheck{
-			querycheck.ExpectLength("vspherehpc_rdma_dvs.q", 2),
-			displayed("vspherehpc_rdma_dvs", vcsimlab.HandBuiltSwitch),
-			// The teamed host keeps its first uplink in the result.
-			querycheck.ExpectResourceKnownValues("vspherehpc_rdma_dvs.q", teamed, []querycheck.KnownValueCheck{
-				{Path: tfjsonpath.New("host"), KnownValue: knownvalue.SetExact([]knownvalue.Check{knownvalue.ObjectExact(map[string]knownvalue.Check{
-					"host_system_id": knownvalue.StringExact(lab.HostID(last)), "vmnic": knownvalue.StringExact("vmnic5"),
-				})})},
-				{Path: tfjsonpath.New("mtu"), KnownValue: knownvalue.Int64Exact(9000)},
-			}),
-		}},
-		{config: `    name = "` + vcsimlab.HandBuiltTeamedSwitch + `"`, checks: []querycheck.QueryResultCheck{
-			querycheck.ExpectLength("vspherehpc_rdma_dvs.q", 1), displayed("vspherehpc_rdma_dvs", vcsimlab.HandBuiltTeamedSwitch),
-		}},
-		// Only the switch the first host is a member of.
-		{config: onHosts(lab, hosts[0]), checks: []querycheck.QueryResultCheck{
-			querycheck.ExpectLength("vspherehpc_rdma_dvs.q", 1), displayed("vspherehpc_rdma_dvs", vcsimlab.HandBuiltSwitch),
-		}},
-		{config: `    name = "no-such-switch"`, checks: []querycheck.QueryResultCheck{querycheck.ExpectLength("vspherehpc_rdma_dvs.q", 0)}},
-	}, scopeErrors(lab)...))
-}
-
-func TestAccList_hostPVRDMASettings(t *testing.T) {
-	t.Parallel()
-	lab := handBuiltLab(t)
-	hosts := lab.HostNames()
-	// A host an administrator turned PVRDMA back off on is not listed.
-	must(t, lab.SetHostOption(context.Background(), hosts[1], "Net.PVRDMAVmknic", ""))
-	must(t, lab.SetRuleset(context.Background(), hosts[1], "pvrdma", false))
-	runQueries(t, lab, "vspherehpc_host_pvrdma_settings", append([]query{
-		{config: inDatacenter(lab), checks: []querycheck.QueryResultCheck{
-			querycheck.ExpectLength("vspherehpc_host_pvrdma_settings.q", len(hosts)-1),
-			displayed("vspherehpc_host_pvrdma_settings", hosts[0]+" (vmknic vmk1, firewall on)"),
-			querycheck.ExpectIdentity("vspherehpc_host_pvrdma_settings.q", map[string]knownvalue.Check{
-				"host_system_id": knownvalue.StringExact(lab.HostID(hosts[0])),
-			}),
-		}},
-		{config: onHosts(lab, hosts[0]), checks: []querycheck.QueryResultCheck{
-			querycheck.ExpectLength("vspherehpc_host_pvrdma_settings.q", 1),
-			querycheck.ExpectResourceKnownValues("vspherehpc_host_pvrdma_settings.q", queryfilter.ByDisplayName(knownvalue.StringRegexp(regexp.MustCompile("^"+hosts[0]))),
-				[]querycheck.KnownValueCheck{
-					{Path: tfjsonpath.New("vmknic"), KnownValue: knownvalue.StringExact("vmk1")},
-					{Path: tfjsonpath.New("firewall_enabled"), KnownValue: knownvalue.Bool(true)},
-				}),
-		}},
-		{config: onHosts(lab, hosts[1]), checks: []querycheck.QueryResultCheck{querycheck.ExpectLength("vspherehpc_host_pvrdma_settings.q", 0)}},
-	}, scopeErrors(lab)...))
-}
-
-func TestAccList_hostPCIPassthrough(t *testing.T) {
-	t.Parallel()
-	lab := handBuiltLab(t)
-	hosts := lab.HostNames()
-	// Passthrough turned off for both H100s of the last host: not listed.
-	ctx := context.Background()
-	must(t, labService(lab).SetHostPassthrough(ctx, lab.HostID(hosts[len(hosts)-1]), map[string]bool{lab.GPUs()[0]: false, lab.GPUs()[1]: false}))
-	cluster, err := labService(lab).ClusterByName(ctx, lab.DatacenterID(), lab.ClusterName())
-	must(t, err)
-	runQueries(t, lab, "vspherehpc_host_pci_passthrough", append([]query{
-		{config: inDatacenter(lab), checks: []querycheck.QueryResultCheck{
-			querycheck.ExpectLength("vspherehpc_host_pci_passthrough.q", len(hosts)-1),
-			displayed("vspherehpc_host_pci_passthrough", fmt.Sprintf("%s: %s GH100 [H100 SXM5 80GB], %s GH100 [H100 SXM5 80GB]", hosts[0], lab.GPUs()[0], lab.GPUs()[1])),
-		}},
-		{config: fmt.Sprintf("    cluster_id = %q", cluster.ID), checks: []querycheck.QueryResultCheck{
-			querycheck.ExpectLength("vspherehpc_host_pci_passthrough.q", len(hosts)-1),
-			querycheck.ExpectResourceKnownValues("vspherehpc_host_pci_passthrough.q", queryfilter.ByResourceIdentity(map[string]knownvalue.Check{
-				"host_system_id": knownvalue.StringExact(lab.HostID(hosts[0])),
-				// sorted, as the lab's H100s are
-				"pci_ids": knownvalue.ListExact([]knownvalue.Check{knownvalue.StringExact(lab.GPUs()[0]), knownvalue.StringExact(lab.GPUs()[1])}),
-			}), []querycheck.KnownValueCheck{
-				{Path: tfjsonpath.New("pci_ids"), KnownValue: knownvalue.SetExact([]knownvalue.Check{
-					knownvalue.StringExact(lab.GPUs()[0]), knownvalue.StringExact(lab.GPUs()[1]),
-				})},
-			}),
-		}},
-		{config: onHosts(lab, hosts[len(hosts)-1]), checks: []querycheck.QueryResultCheck{querycheck.ExpectLength("vspherehpc_host_pci_passthrough.q", 0)}},
-	}, scopeErrors(lab)...))
-}
-
-func TestAccList_hostSRIOV(t *testing.T) {
-	t.Parallel()
-	lab := handBuiltLab(t)
-	hosts := lab.HostNames()
-	runQueries(t, lab, "vspherehpc_host_sriov", append([]query{
-		{config: inDatacenter(lab), checks: []querycheck.QueryResultCheck{
-			querycheck.ExpectLength("vspherehpc_host_sriov.q", 1),
-			querycheck.ExpectIdentity("vspherehpc_host_sriov.q", map[string]knownvalue.Check{
-				"host_system_id": knownvalue.StringExact(lab.HostID(hosts[0])),
-				"pci_id":         knownvalue.StringExact(vcsimlab.HandBuiltSRIOVPF),
-			}),
-			querycheck.ExpectResourceKnownValues("vspherehpc_host_sriov.q", queryfilter.ByDisplayName(knownvalue.StringRegexp(regexp.MustCompile("^"+hosts[0]))),
-				[]querycheck.KnownValueCheck{{Path: tfjsonpath.New("num_virtual_functions"), KnownValue: knownvalue.Int64Exact(4)}}),
-		}},
-		{config: onHosts(lab, hosts[1:]...), checks: []querycheck.QueryResultCheck{querycheck.ExpectLength("vspherehpc_host_sriov.q", 0)}},
-	}, scopeErrors(lab)...))
-}
-
-func TestAccList_vmPVRDMANIC(t *testing.T) {
-	t.Parallel()
-	lab := handBuiltLab(t)
-	vms := lab.VMNames()
-	runQueries(t, lab, "vspherehpc_vm_pvrdma_nic", append([]query{
-		{config: inDatacenter(lab), checks: []querycheck.QueryResultCheck{
-			querycheck.ExpectLength("vspherehpc_vm_pvrdma_nic.q", 2),
-			// Named by VM and MAC; the MAC is left to vCenter in the result.
-			querycheck.ExpectResourceKnownValues("vspherehpc_vm_pvrdma_nic.q", queryfilter.ByDisplayName(knownvalue.StringRegexp(regexp.MustCompile("^"+vms[0]+` ([0-9a-f]{2}:){5}[0-9a-f]{2}$`))),
-				[]querycheck.KnownValueCheck{
-					{Path: tfjsonpath.New("virtual_machine_id"), KnownValue: knownvalue.StringExact(lab.VMUUID(vms[0]))},
-					{Path: tfjsonpath.New("device_protocol"), KnownValue: knownvalue.StringExact("rocev2")},
-					{Path: tfjsonpath.New("mac_address"), KnownValue: knownvalue.Null()},
-				}),
-		}},
-		// Only the VMs on the first VM's host.
-		{config: onHosts(lab, lab.VMHostName(vms[0])), checks: []querycheck.QueryResultCheck{
-			querycheck.ExpectLength("vspherehpc_vm_pvrdma_nic.q", 1),
-			querycheck.ExpectIdentity("vspherehpc_vm_pvrdma_nic.q", map[string]knownvalue.Check{
-				"virtual_machine_id": knownvalue.StringExact(lab.VMUUID(vms[0])), "device_key": knownvalue.NotNull(),
-			}),
-		}},
-		{config: onHosts(lab, hostWithoutAdapters(lab)), checks: []querycheck.QueryResultCheck{querycheck.ExpectLength("vspherehpc_vm_pvrdma_nic.q", 0)}},
-	}, scopeErrors(lab)...))
-}
-
-func TestAccList_vmSRIOVNIC(t *testing.T) {
-	t.Parallel()
-	lab := handBuiltLab(t)
-	vms := lab.VMNames()
-	runQueries(t, lab, "vspherehpc_vm_sriov_nic", append([]query{
-		{config: inDatacenter(lab), checks: []querycheck.QueryResultCheck{
-			querycheck.ExpectLength("vspherehpc_vm_sriov_nic.q", 1),
-			querycheck.ExpectResourceKnownValues("vspherehpc_vm_sriov_nic.q", queryfilter.ByDisplayName(knownvalue.StringRegexp(regexp.MustCompile("^"+vms[0]+" "))),
-				[]querycheck.KnownValueCheck{
-					{Path: tfjsonpath.New("physical_function"), KnownValue: knownvalue.StringExact(vcsimlab.HandBuiltSRIOVPF)},
-					{Path: tfjsonpath.New("mac_address"), KnownValue: knownvalue.Null()},
-				}),
-		}},
-		{config: onHosts(lab, lab.VMHostName(vms[1])), checks: []querycheck.QueryResultCheck{querycheck.ExpectLength("vspherehpc_vm_sriov_nic.q", 0)}},
-	}, scopeErrors(lab)...))
-}
-
-func TestAccList_vmGPUMMIO(t *testing.T) {
-	t.Parallel()
-	lab := handBuiltLab(t)
-	vms := lab.VMNames()
-	small := queryfilter.ByDisplayName(knownvalue.StringRegexp(regexp.MustCompile("^" + vms[1] + ":")))
-	runQueries(t, lab, "vspherehpc_vm_gpu_mmio", append([]query{
-		{config: inDatacenter(lab), checks: []querycheck.QueryResultCheck{
-			querycheck.ExpectLength("vspherehpc_vm_gpu_mmio.q", 2),
-			displayed("vspherehpc_vm_gpu_mmio", vms[0]+": 1 passthrough device, MMIO window 256 GB"),
-			// The window smaller than the rule is left to the rule.
-			querycheck.ExpectResourceKnownValues("vspherehpc_vm_gpu_mmio.q", small, []querycheck.KnownValueCheck{
-				{Path: tfjsonpath.New("mmio_size_gb"), KnownValue: knownvalue.Null()},
-				{Path: tfjsonpath.New("gpu"), KnownValue: knownvalue.ListExact([]knownvalue.Check{knownvalue.ObjectExact(map[string]knownvalue.Check{
-					"pci_id": knownvalue.StringExact(lab.GPUs()[1]), "vendor_id": knownvalue.Null(), "device_id": knownvalue.Null(), "count": knownvalue.Null(),
-				})})},
-			}),
-		}},
-		{config: onHosts(lab, lab.VMHostName(vms[0])), checks: []querycheck.QueryResultCheck{
-			querycheck.ExpectLength("vspherehpc_vm_gpu_mmio.q", 1),
-			querycheck.ExpectIdentity("vspherehpc_vm_gpu_mmio.q", map[string]knownvalue.Check{"virtual_machine_id": knownvalue.StringExact(lab.VMUUID(vms[0]))}),
-		}},
-		{config: onHosts(lab, hostWithoutAdapters(lab)), checks: []querycheck.QueryResultCheck{querycheck.ExpectLength("vspherehpc_vm_gpu_mmio.q", 0)}},
-	}, scopeErrors(lab)...))
 }
 
 // Two VMs sharing one BIOS UUID (vCenter allows it) are both listed, each
@@ -417,33 +243,5 @@ func TestAccList_templatesLeftOut(t *testing.T) {
 		if !slices.ContainsFunc(others, func(n string) bool { return strings.HasPrefix(n, vms[0]) }) {
 			t.Errorf("%s does not list %s: %q", address, vms[0], found[address])
 		}
-	}
-}
-
-// A powered-on VM whose adopted setup changes (here a window too small for
-// its GPU) needs to be off for the change: the query says so, with the two
-// ways to do it, beside the change itself; one whose setup stays as it is
-// is not said to.
-func TestAccList_gpuSetupChangeOfARunningVMSaysPowerOff(t *testing.T) {
-	t.Parallel()
-	lab := handBuiltLab(t)
-	vms := lab.VMNames()
-	for _, vm := range vms[:2] {
-		must(t, lab.PowerOnVM(context.Background(), vm))
-	}
-	d := newTFDir(t, lab, adoptExample(t))
-	d.env = append(d.env, "TF_VAR_datacenter="+lab.DatacenterName())
-	_, warnings := queryDiagnostics(t, d)
-	for _, want := range []string{
-		fmt.Sprintf("Virtual machine %s has an MMIO window of %d GB for 80 GB of GPU memory: too small to boot", vms[1], vcsimlab.HandBuiltSmallWindow),
-		fmt.Sprintf("Virtual machine %s is powered on, and these changes need it off: power it off before the apply, or set "+
-			"power_off_allowed = true in the generated configuration", vms[1]),
-	} {
-		if !slices.ContainsFunc(warnings, func(w string) bool { return strings.Contains(w, want) }) {
-			t.Errorf("no warning %q; the warnings:\n%s", want, strings.Join(warnings, "\n"))
-		}
-	}
-	if slices.ContainsFunc(warnings, func(w string) bool { return strings.Contains(w, vms[0]+" is powered on") }) {
-		t.Errorf("%s, whose setup does not change, is said to need powering off:\n%s", vms[0], strings.Join(warnings, "\n"))
 	}
 }

@@ -48,7 +48,7 @@ func powerCalls(lab *vcsimlab.Lab) int {
 
 // The VM power action: on, restart, off, each through -invoke; a VM
 // already on is left alone.
-func TestAccActions_vmPower(t *testing.T) {
+func TestAccVMPower_invoke(t *testing.T) {
 	t.Parallel()
 	needsTerraform114(t)
 	lab := startLab(t, vcsimlab.Options{})
@@ -77,7 +77,7 @@ func TestAccActions_vmPower(t *testing.T) {
 // and an id of another kind of object (a host's, a datacenter's, a
 // cluster's, a name), are refused before anything runs, naming the argument,
 // what the id is and what a VM's id looks like.
-func TestAccActions_vmPowerCheckedAtPlan(t *testing.T) {
+func TestAccVMPower_checkedAtPlan(t *testing.T) {
 	t.Parallel()
 	needsTerraform114(t)
 	lab := startLab(t, vcsimlab.Options{})
@@ -107,7 +107,7 @@ func TestAccActions_vmPowerCheckedAtPlan(t *testing.T) {
 
 // A restart of a VM that is off leaves it off and says so, at plan and
 // when invoked: a restart restarts a running guest, it never powers a VM on.
-func TestAccActions_vmPowerRestartOfAnOffVM(t *testing.T) {
+func TestAccVMPower_restartOfAnOffVM(t *testing.T) {
 	t.Parallel()
 	needsTerraform114(t)
 	lab := startLab(t, vcsimlab.Options{})
@@ -132,7 +132,7 @@ func TestAccActions_vmPowerRestartOfAnOffVM(t *testing.T) {
 // cannot shut down, and powering it off discards what its suspend kept),
 // and with it powers it off, saying so; on resumes it, saying so. None says
 // a suspended VM "is off".
-func TestAccActions_vmPowerSuspended(t *testing.T) {
+func TestAccVMPower_suspended(t *testing.T) {
 	t.Parallel()
 	needsTerraform114(t)
 	lab := startLab(t, vcsimlab.Options{})

@@ -227,35 +227,3 @@ type reregisterBeforeApply struct {
 func (r reregisterBeforeApply) CheckPlan(ctx context.Context, _ plancheck.CheckPlanRequest, resp *plancheck.CheckPlanResponse) {
 	resp.Error = r.lab.ReregisterVM(ctx, r.vm)
 }
-
-// An adapter and a GPU setup destroyed by a plan made before their VM was
-// registered again are removed from the VM under its new id, not taken for
-// gone with the old id and left behind.
-func TestAccVMDevices_destroyAfterReregister(t *testing.T) {
-	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
-	simulatedOnly(t, lab, "registers a VM again")
-	vm := lab.VMNames()[0]
-	resource.UnitTest(t, resource.TestCase{
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		Steps: []resource.TestStep{
-			{Config: reregisterConfig(lab, fmt.Sprintf("%q", lab.VMID(vm)), "")},
-			{
-				Config: switchesConfig(lab),
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction(nicAddr, plancheck.ResourceActionDestroy),
-					plancheck.ExpectResourceAction("vspherehpc_vm_gpu_mmio.gpu", plancheck.ResourceActionDestroy),
-					reregisterBeforeApply{lab: lab, vm: vm},
-				}},
-				Check: func(*terraform.State) error {
-					nics, v, err := pvrdmaAdapters(lab, vm)
-					if err != nil || len(nics) != 0 || len(v.PCIPassthroughs) != 0 {
-						return fmt.Errorf("%s has PVRDMA adapters %+v and passthrough devices %+v (%v) after their destroy, want none",
-							vm, nics, v.PCIPassthroughs, err)
-					}
-					return nil
-				},
-			},
-		},
-	})
-}

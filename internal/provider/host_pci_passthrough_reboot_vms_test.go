@@ -55,7 +55,7 @@ resource "vspherehpc_vm_gpu_mmio" "node" {
 // it depends on the VM's resource) is refused: the VM's resource cannot
 // refer to it, so the two would run in any order, at once. The message
 // names both and the fix.
-func TestAccHostReboot_plannedAfterAVMChangeIsRefused(t *testing.T) {
+func TestAccHostPCIPassthrough_rebootPlannedAfterAVMChangeIsRefused(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{HostsNeedReboot: true})
 	simulatedOnly(t, lab, "reboots hosts")
@@ -80,7 +80,7 @@ func TestAccHostReboot_plannedAfterAVMChangeIsRefused(t *testing.T) {
 // A running VM given a GPU of the host that the same plan reboots is
 // refused, in whichever order Terraform plans the two: maintenance mode
 // could not move it. The fix works with the command being run.
-func TestAccHostReboot_runningVMTakingHostDevicesIsRefused(t *testing.T) {
+func TestAccHostPCIPassthrough_rebootUnderARunningVMTakingItsDevicesIsRefused(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{HostsNeedReboot: true})
 	simulatedOnly(t, lab, "reboots hosts")
@@ -199,7 +199,7 @@ func vmReconfiguredAfterReboot(lab *vcsimlab.Lab, vm, host string) resource.Test
 // apply to end: the VM gets the A100 the reboot makes active, and its
 // reconfiguration comes after the host left maintenance mode. The VM's
 // resource is planned again at apply while the host is in maintenance mode.
-func TestAccHostReboot_vmChangeWaitsForTheReboot(t *testing.T) {
+func TestAccHostPCIPassthrough_rebootWaitedForByTheVMChange(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{HostsNeedReboot: true})
 	simulatedOnly(t, lab, "reboots hosts")
@@ -224,7 +224,7 @@ func TestAccHostReboot_vmChangeWaitsForTheReboot(t *testing.T) {
 
 // The same, with the reboot failing: the VM's change, waiting for it, fails
 // naming the host's resource and its failure, and changes nothing.
-func TestAccHostReboot_failedRebootFailsTheWaitingVMChange(t *testing.T) {
+func TestAccHostPCIPassthrough_rebootFailedFailsTheWaitingVMChange(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{HostsNeedReboot: true})
 	simulatedOnly(t, lab, "reboots hosts")
@@ -265,7 +265,7 @@ func TestAccHostReboot_failedRebootFailsTheWaitingVMChange(t *testing.T) {
 // cluster (issue 37, item 3): the second waits before maintenance mode,
 // saying at INFO which host it waits for, until the first host is back and
 // out of maintenance mode; the lab never has both in maintenance mode.
-func TestAccHostReboot_twoRunsTakeTurns(t *testing.T) {
+func TestAccHostPCIPassthrough_rebootsOfTwoRunsTakeTurns(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{HostsNeedReboot: true})
 	simulatedOnly(t, lab, "keeps a host down")
@@ -327,7 +327,7 @@ func TestAccHostReboot_twoRunsTakeTurns(t *testing.T) {
 // reboot_timeout: the apply then fails naming it, with what to do, before
 // the resource's own host is touched. reboot_timeout is at least a minute:
 // the test waits that long.
-func TestAccHostReboot_turnWaitIsBounded(t *testing.T) {
+func TestAccHostPCIPassthrough_rebootTurnWaitIsBounded(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{HostsNeedReboot: true})
 	simulatedOnly(t, lab, "puts a host in maintenance mode")

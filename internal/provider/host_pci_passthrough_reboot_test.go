@@ -193,7 +193,7 @@ func TestAccHostPCIPassthrough_rebootTimeoutRange(t *testing.T) {
 // VF, whose id is known only after that reboot (another reboot), then the
 // VM with both. The plan reboots the host twice, one reboot at a time, and
 // the next plan is empty.
-func TestAccHostReboot_oneApplyToAGPUAndInfiniBandVM(t *testing.T) {
+func TestAccHostPCIPassthrough_rebootInsideOneApplyToAGPUAndInfiniBandVM(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{HostsNeedReboot: true})
 	simulatedOnly(t, lab, "reboots hosts")
@@ -253,7 +253,7 @@ resource "vspherehpc_vm_gpu_mmio" "node" {
 // that resource reboots the host for it: the VM gets the A100 in the same
 // apply. Without the opt-in the same configuration is refused at plan,
 // saying the host must reboot first.
-func TestAccHostReboot_gpuInTheSameApply(t *testing.T) {
+func TestAccHostPCIPassthrough_rebootBeforeTheGPUSetupOfTheSameApply(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{HostsNeedReboot: true})
 	simulatedOnly(t, lab, "reboots hosts")
@@ -288,7 +288,7 @@ resource "vspherehpc_vm_gpu_mmio" "node" {
 // A host resource already applied whose device only waits for the host's
 // reboot is not "turned on by this configuration": the VM's plan says the
 // device waits for a reboot, and how to give it one (issue 24, item 5).
-func TestAccHostReboot_appliedAndWaitingWording(t *testing.T) {
+func TestAccHostPCIPassthrough_rebootAppliedAndWaitingWording(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{HostsNeedReboot: true})
 	simulatedOnly(t, lab, "reboots hosts")
@@ -315,48 +315,6 @@ resource "vspherehpc_vm_gpu_mmio" "node" {
 `, lab.VMUUID(vm), a100),
 				PlanOnly:    true,
 				ExpectError: wrapped("is enabled but not active yet: the host must reboot first (vspherehpc_host_pci_passthrough shows reboot_required). Set reboot_allowed = true on that resource"),
-			},
-		},
-	})
-}
-
-// A VF count changed out of band plans the SR-IOV resource alone (issue 24,
-// item 5): the VFs that exist keep their ids in the plan, so the passthrough
-// on VF 0 and the VM that has it plan nothing.
-func TestAccHostSRIOV_countDriftPlansOnlyItself(t *testing.T) {
-	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
-	simulatedOnly(t, lab, "uses the lab's InfiniBand cards")
-	vm := lab.VMNames()[0]
-	host := lab.VMHostName(vm)
-	config := providerConfig(lab) + ibSRIOVConfig(lab, vm) + fmt.Sprintf(`
-resource "vspherehpc_host_pci_passthrough" "vf" {
-  host_system_id = %q
-  pci_ids        = [vspherehpc_host_sriov.ib.virtual_function_ids[0]]
-}
-
-resource "vspherehpc_vm_gpu_mmio" "node" {
-  virtual_machine_id = %q
-  mmio_size_gb       = 64
-  pci_device {
-    pci_id = vspherehpc_host_sriov.ib.virtual_function_ids[0]
-  }
-  depends_on = [vspherehpc_host_pci_passthrough.vf]
-}
-`, lab.HostID(host), lab.VMUUID(vm))
-	resource.UnitTest(t, resource.TestCase{
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		Steps: []resource.TestStep{
-			{Config: config, Check: vmDevicesAre(lab, vm, ibVF0)},
-			{
-				PreConfig: func() { must(t, lab.SetHostSRIOV(context.Background(), host, ibPF, 2)) },
-				Config:    config,
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction("vspherehpc_host_sriov.ib", plancheck.ResourceActionUpdate),
-					plancheck.ExpectResourceAction("vspherehpc_host_pci_passthrough.vf", plancheck.ResourceActionNoop),
-					plancheck.ExpectResourceAction("vspherehpc_vm_gpu_mmio.node", plancheck.ResourceActionNoop),
-				}},
-				Check: sriovIs(lab, host, ibPF, 4),
 			},
 		},
 	})

@@ -75,47 +75,6 @@ func TestAccHostPCIPassthrough_beforeIsWhatIsInEffect(t *testing.T) {
 	})
 }
 
-// The same for SR-IOV: the function had 2 virtual functions; a create of 4
-// whose reboot fails, a reboot by hand, the apply that replaces the tainted
-// object: its destroy puts back 2 (not "off", the private state's default),
-// the new object records 2, and the last destroy leaves 2.
-func TestAccHostSRIOV_failedRebootKeepsWhatDestroyRestores(t *testing.T) {
-	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{HostsNeedReboot: true})
-	simulatedOnly(t, lab, "reboots hosts")
-	host := lab.HostNames()[0]
-	ctx := context.Background()
-	must(t, lab.SetHostSRIOV(ctx, host, ibPF, 2))
-	must(t, lab.RebootHost(ctx, host))
-	config := providerConfig(lab) + fmt.Sprintf(`
-resource "vspherehpc_host_sriov" "s" {
-  host_system_id        = %q
-  pci_id                = %q
-  num_virtual_functions = 4
-  reboot_allowed        = true
-}
-`, lab.HostID(host), ibPF)
-	resource.UnitTest(t, resource.TestCase{
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		CheckDestroy:             sriovInEffect(lab, host, ibPF, 2),
-		Steps: []resource.TestStep{
-			{
-				PreConfig:   func() { lab.FailTaskOnce("RebootHost_Task", host, &types.HostConfigFault{}) },
-				Config:      config,
-				ExpectError: wrapped("Cannot reboot host " + lab.HostID(host)),
-			},
-			{
-				PreConfig: func() { must(t, lab.RebootHost(ctx, host)) },
-				Config:    config,
-				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue("vspherehpc_host_sriov.s", tfjsonpath.New("virtual_functions_before"), knownvalue.Int64Exact(2)),
-				},
-				Check: sriovInEffect(lab, host, ibPF, 4),
-			},
-		},
-	})
-}
-
 // sriovInEffect checks the host itself: how many virtual functions a
 // function has in effect, none waiting for a reboot.
 func sriovInEffect(lab *vcsimlab.Lab, hostName, pciID string, want int) resource.TestCheckFunc {
@@ -184,7 +143,7 @@ func wrappedInOrder(texts ...string) *regexp.Regexp {
 // State written before passthrough_before and virtual_functions_before
 // existed keeps what destroy restores in private state: a refresh moves it
 // into state, and a destroy without refresh reads it there.
-func TestAccHostDevices_restoreRecordMovesFromPrivateState(t *testing.T) {
+func TestAccHostPCIPassthrough_restoreRecordMovesFromPrivateState(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
 	simulatedOnly(t, lab, "uses the lab's A100 and ConnectX-7")

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
-
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
 
@@ -15,7 +14,7 @@ import (
 // never both (issue 22, item 3). SR-IOV on a function passed through whole
 // to a VM is refused at plan, naming the card and the VM, in the same plan
 // as its passthrough resource or after it; the VM keeps the card.
-func TestAccCardUses_sriovOnPassedThroughCard(t *testing.T) {
+func TestAccHostSRIOV_onACardPassedThroughRefused(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
 	simulatedOnly(t, lab, "uses the lab's SR-IOV capable InfiniBand card")
@@ -50,36 +49,6 @@ func TestAccCardUses_sriovOnPassedThroughCard(t *testing.T) {
 				Config:    passthrough,
 				Check:     resource.ComposeTestCheckFunc(passthroughIs(lab, host, pf, true), sriovIs(lab, host, pf, 0)),
 			},
-		},
-	})
-}
-
-// Passing through whole a function that serves virtual functions is refused
-// at plan, beside its SR-IOV resource or in place of it.
-func TestAccCardUses_passthroughOfFunctionServingVFs(t *testing.T) {
-	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
-	simulatedOnly(t, lab, "uses the lab's SR-IOV capable InfiniBand card")
-	host := lab.HostNames()[0]
-	pf, _ := sriovPF(t, lab, host)
-	sriov := sriovConfig(lab, host, pf, 2)
-	passthrough := strings.Replace(passthroughConfig(lab, host, `  pci_ids = ["`+pf+`"]`), providerConfig(lab), "", 1)
-	resource.UnitTest(t, resource.TestCase{
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		Steps: []resource.TestStep{
-			{Config: sriov, Check: sriovIs(lab, host, pf, 2)},
-			{
-				// vCenter's state already refuses it: SR-IOV is on.
-				Config: sriov + passthrough, PlanOnly: true,
-				ExpectError: regexp.MustCompile(`(?s)Device serves SR-IOV virtual functions.*PCI\s+device\s+` + regexp.QuoteMeta(pf)),
-			},
-			{
-				// SR-IOV let go in the same plan: the host still serves the VFs.
-				Config: providerConfig(lab) + passthrough, PlanOnly: true,
-				ExpectError: regexp.MustCompile(`(?s)Device serves SR-IOV virtual functions.*PCI\s+device\s+` + regexp.QuoteMeta(pf) +
-					`.*SR-IOV\s+on\s+with\s+2\s+virtual\s+functions.*turn\s+SR-IOV\s+off\s+first`),
-			},
-			{Config: sriov, Check: resource.ComposeTestCheckFunc(sriovIs(lab, host, pf, 2), passthroughIs(lab, host, pf, false))},
 		},
 	})
 }
