@@ -49,6 +49,7 @@ func startLab(t *testing.T, opts vcsimlab.Options) *vcsimlab.Lab {
 		t.Fatalf("starting lab: %v", err)
 	}
 	t.Cleanup(lab.Close)
+	t.Cleanup(func() { recordCalls(t.Name(), lab) })
 	return lab
 }
 

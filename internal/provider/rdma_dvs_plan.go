@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -99,6 +100,37 @@ func warnTeamingUndone(ctx context.Context, state, plan *rdmaDVSModel, diags *di
 			}
 		}
 	}
+}
+
+// refuseHostsInUse refuses, at apply, an update that takes a host off the
+// switch while VMs on it still have adapters on its port groups (those a
+// destroy of the same apply removed are gone by now: Terraform applies it
+// first). It reports whether the update may go on.
+func (r *rdmaDVSResource) refuseHostsInUse(ctx context.Context, plan, state *rdmaDVSModel, diags *diag.Diagnostics) bool {
+	staying := dvsHosts(ctx, plan.Hosts, diags)
+	leaves := slices.ContainsFunc(dvsHosts(ctx, state.Hosts, diags), func(h vsphere.DVSHost) bool {
+		return !slices.ContainsFunc(staying, func(s vsphere.DVSHost) bool { return s.HostID == h.HostID })
+	})
+	if !leaves || diags.HasError() {
+		return !diags.HasError()
+	}
+	ch := r.change(ctx, plan, state, types.StringNull(), diags)
+	if ch.Hosts == nil || diags.HasError() {
+		return !diags.HasError()
+	}
+	ch.Hosts.Leaving = nil
+	p, err := r.client.PlanDVS(ctx, vsphere.DVSChange{Hosts: ch.Hosts})
+	if err != nil {
+		diags.Append(vsphereErrorDiag("Cannot check distributed switch "+plan.Name.ValueString(), err))
+		return false
+	}
+	w := dvsWording{switchName: plan.Name.ValueString(), datacenter: plan.DatacenterID.ValueString(), existing: true, atApply: true}
+	for _, f := range p.Findings {
+		if _, inUse := f.(vsphere.HostInUse); inUse {
+			addDVSFinding(diags, f, w)
+		}
+	}
+	return !diags.HasError()
 }
 
 // change is what the plan changes of the switch, for its planner to check:
@@ -232,6 +264,11 @@ func addHostTooOld(diags *diag.Diagnostics, f vsphere.HostTooOld, switchName str
 type dvsWording struct {
 	switchName, datacenter string
 	existing               bool // the switch exists (it cannot be downgraded)
+	// atApply: worded for the update itself, not its plan. A host in use is
+	// a warning at plan: Terraform gives no order between the plan of this
+	// switch and that of a destroy of the adapters that use the host (it
+	// applies that destroy first), so the plan may not know yet that they go.
+	atApply bool
 }
 
 // addDVSFinding words one finding of the switch's planners.
@@ -271,6 +308,15 @@ func addDVSFinding(diags *diag.Diagnostics, f vsphere.Finding, w dvsWording) {
 	case vsphere.HostTooOld:
 		addHostTooOld(diags, f, w.switchName, w.existing)
 	case vsphere.HostInUse:
+		if !w.atApply {
+			diags.AddAttributeWarning(at, "Host in use",
+				fmt.Sprintf("Host %s (%s) leaves switch %s, but virtual machines on it have adapters on the switch's port groups: %s. "+
+					"Unless a resource of this plan removes them (Terraform removes them before it changes the switch), the apply "+
+					"refuses, as vCenter would: remove those adapters first (destroy their vspherehpc_vm_pvrdma_nic or "+
+					"vspherehpc_vm_sriov_nic, or remove them in vCenter), or move the VMs to a host that stays.",
+					f.Host, f.HostID, w.switchName, vsphere.DescribeSwitchUsers(f.Users)))
+			return
+		}
 		diags.AddAttributeError(at, "Host still in use",
 			fmt.Sprintf("Host %s (%s) cannot leave switch %s: virtual machines on it have adapters that this configuration does not "+
 				"remove on the switch's port groups: %s. vCenter refuses to remove a host from a switch while they do: remove those "+

@@ -433,6 +433,9 @@ func (r *rdmaDVSResource) Update(ctx context.Context, req resource.UpdateRequest
 		resp.Diagnostics.Append(vsphereErrorDiag("Cannot read distributed switch "+id.UUID, err))
 		return
 	}
+	if !r.refuseHostsInUse(ctx, &plan, &state, &resp.Diagnostics) {
+		return
+	}
 	spec := r.spec(ctx, &plan, &resp.Diagnostics)
 	key, err := r.client.UpdateDVS(ctx, current, spec)
 	if err != nil {

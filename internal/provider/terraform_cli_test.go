@@ -42,6 +42,12 @@ var builtProviderDir atomic.Value // string
 
 func TestMain(m *testing.M) {
 	code := runExternal(m)
+	if code == 0 {
+		if err := checkPrivilegesGuide(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			code = 1
+		}
+	}
 	if dir, ok := builtProviderDir.Load().(string); ok {
 		_ = os.RemoveAll(dir)
 	}

@@ -40,6 +40,7 @@ func withVSphereProvider(t *testing.T, lab *vcsimlab.Lab, examples []string, fil
 		t.Fatalf("%s: %v", vsphereProviderEnv, err)
 	}
 	simulatedOnly(t, lab, "creates VMs and needs the lab's datastore and VM Network")
+	notProviderCalls(lab)
 	if files == nil {
 		files = map[string]string{}
 	}
