@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/provider"
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/sessionender"
 )
 
 // version is set by the release build: -ldflags "-X main.version=1.2.3".
@@ -29,11 +30,11 @@ const gcPercent = 400
 func main() {
 	var debug, endSessions bool
 	flag.BoolVar(&debug, "debug", false, "run the provider with support for debuggers such as delve")
-	flag.BoolVar(&endSessions, endSessionsFlag, false,
+	flag.BoolVar(&endSessions, sessionender.Flag, false,
 		"log out the vCenter sessions a provider process hands over on standard input, as it does when it stops")
 	flag.Parse()
 	if endSessions {
-		os.Exit(runSessionEnder(os.Stdin, os.Stdout, enderLog(os.Getenv, os.Args[0])))
+		os.Exit(sessionender.Run(os.Stdin, os.Stdout, sessionender.Log(os.Getenv, os.Args[0])))
 	}
 	if !logsAsked(os.Environ()) {
 		// Terraform drops a provider's logs unless a TF_LOG variable asks for
@@ -56,7 +57,7 @@ func main() {
 	})
 	// Serve returns when Terraform closes the plugin (go-plugin's Shutdown) or,
 	// with -debug, on an interrupt.
-	endSessionsOnExit(sessions, debug)
+	sessionender.OnExit(sessions, debug)
 	if err != nil {
 		log.Fatal(err)
 	}

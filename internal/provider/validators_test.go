@@ -6,11 +6,12 @@ import (
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
-	"github.com/hashicorp/terraform-plugin-framework/datasource"
-	"github.com/hashicorp/terraform-plugin-framework/provider"
-	fwresource "github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-framework/types/basetypes"
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/mmio"
 )
 
 func TestStaticMACProblem(t *testing.T) {
@@ -34,76 +35,6 @@ func TestStaticMACProblem(t *testing.T) {
 		if (want == "") != (got == "") || !strings.Contains(got, want) {
 			t.Errorf("staticMACProblem(%q) = %q, want %q", mac, got, want)
 		}
-	}
-}
-
-func TestUnorderedListSemanticEquals(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	list := func(items ...string) unorderedList {
-		l, diags := newUnorderedList(ctx, append([]string{}, items...))
-		if diags.HasError() {
-			t.Fatal(diags)
-		}
-		return l
-	}
-	for _, tc := range []struct {
-		a, b unorderedList
-		want bool
-	}{
-		{list("10.0.0.2", "10.0.0.1"), list("10.0.0.1", "10.0.0.2"), true},
-		{list(), list(), true},
-		{list("10.0.0.1", "10.0.0.1"), list("10.0.0.1", "10.0.0.2"), false},
-		{list("10.0.0.1"), list("10.0.0.1", "10.0.0.2"), false},
-		{list("10.0.0.1"), unorderedList{types.ListNull(types.StringType)}, false},
-	} {
-		got, diags := tc.a.ListSemanticEquals(ctx, tc.b)
-		if diags.HasError() || got != tc.want {
-			t.Errorf("%s semantically equals %s = %v (%v), want %v", tc.a, tc.b, got, diags, tc.want)
-		}
-	}
-}
-
-// TestEveryConfigurableNumberHasAProviderType guards the class of issue 12's
-// "1500.5 reaches the user as an error in the provider": every number a
-// configuration can set, in attributes, list elements and blocks, has the
-// provider's int64Type or float64Type, which word such values for the user.
-func TestEveryConfigurableNumberHasAProviderType(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	p := New("test")()
-	check := func(where string, attrs map[string]configurable, blocks map[string]attr.Type) {
-		for name, a := range attrs {
-			if a.IsOptional() || a.IsRequired() {
-				if plain := plainNumber(a.GetType()); plain != "" {
-					t.Errorf("%s.%s: configurable %s without the provider's number type", where, name, plain)
-				}
-			}
-		}
-		for name, typ := range blocks {
-			if plain := plainNumber(typ); plain != "" {
-				t.Errorf("%s block %s: %s without the provider's number type", where, name, plain)
-			}
-		}
-	}
-	var presp provider.SchemaResponse
-	p.Schema(ctx, provider.SchemaRequest{}, &presp)
-	check("provider", configurables(presp.Schema.Attributes), nil)
-	for _, newDS := range p.DataSources(ctx) {
-		ds := newDS()
-		var meta datasource.MetadataResponse
-		ds.Metadata(ctx, datasource.MetadataRequest{ProviderTypeName: "vspherehpc"}, &meta)
-		var resp datasource.SchemaResponse
-		ds.Schema(ctx, datasource.SchemaRequest{}, &resp)
-		check(meta.TypeName, configurables(resp.Schema.Attributes), blockTypes(resp.Schema.Blocks))
-	}
-	for _, newRes := range p.Resources(ctx) {
-		r := newRes()
-		var meta fwresource.MetadataResponse
-		r.Metadata(ctx, fwresource.MetadataRequest{ProviderTypeName: "vspherehpc"}, &meta)
-		var resp fwresource.SchemaResponse
-		r.Schema(ctx, fwresource.SchemaRequest{}, &resp)
-		check(meta.TypeName, configurables(resp.Schema.Attributes), blockTypes(resp.Schema.Blocks))
 	}
 }
 
@@ -150,4 +81,58 @@ func plainNumber(typ attr.Type) string {
 		}
 	}
 	return ""
+}
+
+// Each validator refuses what it should, names the attribute, and leaves
+// null and unknown values alone (checked once known).
+func TestValidators(t *testing.T) {
+	ctx := context.Background()
+	at := path.Root("arg")
+	str := func(v validator.String, val types.String) diag.Diagnostics {
+		resp := &validator.StringResponse{}
+		v.ValidateString(ctx, validator.StringRequest{Path: at, ConfigValue: val}, resp)
+		return resp.Diagnostics
+	}
+	list := func(items ...string) diag.Diagnostics {
+		elems := make([]attr.Value, len(items))
+		for i, s := range items {
+			elems[i] = types.StringValue(s)
+		}
+		resp := &validator.ListResponse{}
+		uniqueStrings{}.ValidateList(ctx, validator.ListRequest{Path: at, ConfigValue: types.ListValueMust(types.StringType, elems)}, resp)
+		return resp.Diagnostics
+	}
+	size := func(gb int64) diag.Diagnostics {
+		resp := &validator.Int64Response{}
+		mmioSizeBound{}.ValidateInt64(ctx, validator.Int64Request{Path: at, ConfigValue: types.Int64Value(gb)}, resp)
+		return resp.Diagnostics
+	}
+	for _, c := range []struct {
+		name    string
+		diags   diag.Diagnostics
+		refused bool
+	}{
+		{"duration 90s", str(positiveDuration{}, types.StringValue("90s")), false},
+		{"duration 0s", str(positiveDuration{}, types.StringValue("0s")), true},
+		{"duration -1m", str(positiveDuration{}, types.StringValue("-1m")), true},
+		{"duration ten", str(positiveDuration{}, types.StringValue("ten")), true},
+		{"duration unknown", str(positiveDuration{}, types.StringUnknown()), false},
+		{"not empty", str(notEmpty("give a name"), types.StringValue("dc")), false},
+		{"empty", str(notEmpty("give a name"), types.StringValue("")), true},
+		{"empty null", str(notEmpty("give a name"), types.StringNull()), false},
+		{"unique", list("a", "b"), false},
+		{"repeated", list("a", "b", "a"), true},
+		{"mmio 1", size(1), false},
+		{"mmio 0", size(0), true},
+		{"mmio above the bound", size(mmio.MaxSizeGB + 1), true},
+	} {
+		if c.diags.HasError() != c.refused {
+			t.Errorf("%s: refused %t, want %t: %v", c.name, c.diags.HasError(), c.refused, c.diags)
+		}
+		for _, d := range c.diags {
+			if dp, ok := d.(diag.DiagnosticWithPath); !ok || !dp.Path().Equal(at) && !dp.Path().Equal(at.AtListIndex(2)) {
+				t.Errorf("%s: %q does not name the attribute", c.name, d.Summary())
+			}
+		}
+	}
 }

@@ -29,6 +29,11 @@ import (
 // kept session vCenter has ended is found at the first call
 // (NotAuthenticated): the client logs in, retries, and keeps the new one.
 // govc's session cache and the vSphere provider's kept sessions work so.
+// Not govmomi's session/cache itself, which govc uses: it checks a kept
+// session with a call before each use (soapSessionValid reads the
+// UserSession), the very round trip a kept session is to save, and it
+// trusts whatever file it finds, where readOwnerOnly checks the file and its
+// directory belong to the user alone.
 
 type keptSession struct {
 	Cookie         string               `json:"cookie"`

@@ -1,4 +1,12 @@
-package main
+// Package sessionender ends the provider's vCenter sessions when Terraform
+// stops it, rather than leave them to vCenter's idle timeout: sessions that
+// pile up lock vCenter out (the vSphere provider never logs out, its issues
+// #618 and #2331). Terraform waits for a plugin to exit before it goes on
+// (go-plugin's Kill), so a logout there would cost every command that used
+// vCenter one more round trip. The plugin hands its sessions to a process
+// of the same binary (-end-sessions) and exits once that process has read
+// them; it logs them out while Terraform goes on.
+package sessionender
 
 import (
 	"context"
@@ -19,18 +27,9 @@ import (
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vsphere"
 )
 
-// The provider ends its vCenter sessions when Terraform stops it, rather
-// than leave them to vCenter's idle timeout: sessions that pile up lock
-// vCenter out (the vSphere provider never logs out, its issues #618 and
-// #2331). Terraform waits for a plugin to exit before it goes on
-// (go-plugin's Kill), so a logout there would cost every command that used
-// vCenter one more round trip. The plugin hands its sessions to a process
-// of the same binary (-end-sessions) and exits once that process has read
-// them; it logs them out while Terraform goes on.
-
-// endSessionsFlag runs the binary as the process that ends the sessions
+// Flag runs the binary as the process that ends the sessions
 // another handed over, as JSON on standard input.
-const endSessionsFlag = "end-sessions"
+const Flag = "end-sessions"
 
 // stopTimeout bounds what the plugin does once Terraform is done with it:
 // go-plugin kills a plugin that has not exited 2 seconds after it was asked
@@ -46,13 +45,13 @@ const (
 // timeout.
 const enderTimeout = 30 * time.Second
 
-// endSessionsOnExit hands the sessions over to a session ender, and
+// OnExit hands the sessions over to a session ender, and
 // returns its process id; or logs them out itself, and returns 0: under a
 // debugger (-debug: Serve returned on an interrupt, and nobody waits), when
 // Terraform is the first process of its PID namespace (a container's entry
 // point: when it exits, every process left in the container is killed, the
 // ender too), or when the ender cannot start.
-func endSessionsOnExit(sessions *vsphere.Clients, debug bool) (ender int) {
+func OnExit(sessions *vsphere.Clients, debug bool) (ender int) {
 	stop, cancel := context.WithTimeout(context.Background(), stopTimeout)
 	defer cancel()
 	if debug || os.Getppid() == 1 {
@@ -104,7 +103,7 @@ func startSessionEnder(ctx context.Context, exe string, ends []vsphere.SessionEn
 		toEnder.Close()
 		return 0, err
 	}
-	cmd := exec.Command(exe, "-"+endSessionsFlag)
+	cmd := exec.Command(exe, "-"+Flag)
 	if name, err := os.Executable(); err == nil {
 		cmd.Args[0] = name // what ps shows, rather than /proc/self/exe
 	}
@@ -147,7 +146,7 @@ func startSessionEnder(ctx context.Context, exe string, ends []vsphere.SessionEn
 
 // enderEnv is what a session ender keeps of the plugin's environment: what
 // reaching vCenter takes (proxies, the system's CA locations, Windows' own
-// variables) and Terraform's log settings (see enderLog), not the
+// variables) and Terraform's log settings (see Log), not the
 // credentials the plugin was given.
 func enderEnv(environ []string) []string {
 	var keep []string
@@ -163,11 +162,11 @@ func enderEnv(environ []string) []string {
 	return keep
 }
 
-// runSessionEnder logs out the sessions read from in, once it has said on
+// Run logs out the sessions read from in, once it has said on
 // ack that it read them, and closed ack (the plugin stops reading it: a
 // write after would fail, not kill the ender with SIGPIPE): the exit
 // status of a session ender.
-func runSessionEnder(in io.Reader, ack io.WriteCloser, report hclog.Logger) int {
+func Run(in io.Reader, ack io.WriteCloser, report hclog.Logger) int {
 	var ends []vsphere.SessionEnd
 	if err := json.NewDecoder(in).Decode(&ends); err != nil {
 		return 2
@@ -197,7 +196,7 @@ func unjoin(err error) []error {
 	return []error{err}
 }
 
-// enderLog is where a session ender reports: once the plugin has exited,
+// Log is where a session ender reports: once the plugin has exited,
 // its standard error reaches nobody, so it writes to Terraform's log file
 // (TF_LOG_PATH, opened for appending as Terraform opens it, so its lines
 // and Terraform's interleave whole), at the level Terraform logs providers
@@ -205,7 +204,7 @@ func unjoin(err error) []error {
 // (TF_LOG=JSON), under the name Terraform gives the plugin's lines.
 // Without a log file it reports nothing. Terraform's internal/logging
 // (v1.14) is the model.
-func enderLog(getenv func(string) string, binary string) hclog.Logger {
+func Log(getenv func(string) string, binary string) hclog.Logger {
 	path := getenv("TF_LOG_PATH")
 	level := strings.ToUpper(getenv("TF_LOG_PROVIDER"))
 	if level == "" {
