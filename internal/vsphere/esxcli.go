@@ -100,7 +100,7 @@ type (
 	retrieveMMEBody struct {
 		Req    *retrieveMMERequest  `xml:"urn:vim25 RetrieveManagedMethodExecuter,omitempty"`
 		Res    *retrieveMMEResponse `xml:"urn:vim25 RetrieveManagedMethodExecuterResponse,omitempty"`
-		Fault_ *soap.Fault          `xml:"http://schemas.xmlsoap.org/soap/envelope/ Fault,omitempty"`
+		Fault_ *soap.Fault          `xml:"http://schemas.xmlsoap.org/soap/envelope/ Fault,omitempty"` //nolint:revive // as govmomi's methods name it, beside Fault()
 	}
 
 	esxcliSoapArgument struct {
@@ -127,7 +127,7 @@ type (
 	executeSoapBody struct {
 		Req    *executeSoapRequest  `xml:"urn:vim25 ExecuteSoap,omitempty"`
 		Res    *executeSoapResponse `xml:"urn:vim25 ExecuteSoapResponse,omitempty"`
-		Fault_ *soap.Fault          `xml:"http://schemas.xmlsoap.org/soap/envelope/ Fault,omitempty"`
+		Fault_ *soap.Fault          `xml:"http://schemas.xmlsoap.org/soap/envelope/ Fault,omitempty"` //nolint:revive // as govmomi's methods name it, beside Fault()
 	}
 )
 
