@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
-	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
@@ -197,27 +196,24 @@ func (r *vmPVRDMANICResource) Create(ctx context.Context, req resource.CreateReq
 	}
 }
 
-// readInto reads the adapter back into m and sets state.
-func (r *vmPVRDMANICResource) readInto(ctx context.Context, m *vmPVRDMANICModel, vmID string, p privateState, state stateSetter, diags *diag.Diagnostics) {
-	nic, err := r.client.PVRDMANIC(ctx, vmID, int32(m.DeviceKey.ValueInt64()))
-	if err != nil {
-		diags.Append(vsphereErrorDiag("Cannot read back the PVRDMA adapter of virtual machine "+vmID, err))
-		m.ID = types.StringValue(vmID + ":" + strconv.FormatInt(m.DeviceKey.ValueInt64(), 10))
-		if m.MACAddress.IsUnknown() {
-			m.MACAddress = types.StringNull()
-		}
-		if m.AdapterIndex.IsUnknown() {
-			m.AdapterIndex = types.Int64Null()
-		}
-		if m.DeviceProtocol.IsUnknown() {
-			m.DeviceProtocol = types.StringNull()
-		}
-		diags.Append(state.Set(ctx, m)...)
-		return
+// adapter is what the PVRDMA adapter's Read and Update share with
+// the SR-IOV adapter's.
+func (r *vmPVRDMANICResource) adapter() adapterKind[*vmPVRDMANICModel, vsphere.PVRDMANIC] {
+	return adapterKind[*vmPVRDMANICModel, vsphere.PVRDMANIC]{
+		name: "PVRDMA", read: r.client.PVRDMANIC, vmOf: func(nic *vsphere.PVRDMANIC) vsphere.VMRef { return nic.VM }, toModel: nicToModel,
+		ids: func(m *vmPVRDMANICModel) (*types.String, *types.String) { return &m.ID, &m.VirtualMachineID },
+		unknownToNull: func(m *vmPVRDMANICModel) {
+			if m.MACAddress.IsUnknown() {
+				m.MACAddress = types.StringNull()
+			}
+			if m.AdapterIndex.IsUnknown() {
+				m.AdapterIndex = types.Int64Null()
+			}
+			if m.DeviceProtocol.IsUnknown() {
+				m.DeviceProtocol = types.StringNull()
+			}
+		},
 	}
-	diags.Append(setPrivateJSON(ctx, p, privateVM, nic.VM.MOID)...)
-	nicToModel(nic, m)
-	diags.Append(state.Set(ctx, m)...)
 }
 
 func nicToModel(nic *vsphere.PVRDMANIC, m *vmPVRDMANICModel) {
@@ -242,21 +238,8 @@ func nicToModel(nic *vsphere.PVRDMANIC, m *vmPVRDMANICModel) {
 }
 
 func (r *vmPVRDMANICResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
-	vmDeviceIdentity.record(ctx, &req.State, resp.Identity, &resp.Diagnostics)
-	defer vmDeviceIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	var state vmPVRDMANICModel
-	resp.Diagnostics.Append(getModel(ctx, req.State.Schema, req.State.Raw, &state)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	nic := readAdapter(ctx, req, resp, "PVRDMA", state.ID, &state.VirtualMachineID, func(vmID string) (*vsphere.PVRDMANIC, error) {
-		return r.client.PVRDMANIC(ctx, vmID, int32(state.DeviceKey.ValueInt64()))
-	}, func(nic *vsphere.PVRDMANIC) vsphere.VMRef { return nic.VM })
-	if nic == nil {
-		return
-	}
-	nicToModel(nic, &state)
-	resp.Diagnostics.Append(setModelState(ctx, &resp.State, &state)...)
+	r.adapter().readState(ctx, req, resp, &state)
 }
 
 func (r *vmPVRDMANICResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
@@ -289,15 +272,10 @@ func (r *vmPVRDMANICResource) Update(ctx context.Context, req resource.UpdateReq
 		return
 	}
 	if err := r.client.UpdatePVRDMANIC(ctx, vmID, key, spec, needsOff); err != nil {
-		resp.Diagnostics.Append(vsphereErrorDiag("Cannot change PVRDMA adapter "+state.ID.ValueString(), err))
-		// Record what the adapter is now, if it can be read; else keep the prior state.
-		if nic, rerr := r.client.PVRDMANIC(ctx, vmID, key); rerr == nil {
-			nicToModel(nic, &plan)
-			resp.Diagnostics.Append(setModelState(ctx, &resp.State, &plan)...)
-		}
+		r.adapter().failedUpdate(ctx, &plan, state.ID, vmID, err, resp)
 		return
 	}
-	r.readInto(ctx, &plan, vmID, resp.Private, &resp.State, &resp.Diagnostics)
+	r.adapter().readInto(ctx, &plan, vmID, resp.Private, &resp.State, &resp.Diagnostics)
 }
 
 func (r *vmPVRDMANICResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {

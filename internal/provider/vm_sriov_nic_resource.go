@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
-	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
@@ -181,24 +180,20 @@ func (r *vmSRIOVNICResource) Create(ctx context.Context, req resource.CreateRequ
 	}
 }
 
-// readInto reads the adapter back into m and sets state; when it cannot,
-// it records the adapter by key so it is not lost.
-func (r *vmSRIOVNICResource) readInto(ctx context.Context, m *vmSRIOVNICModel, vmID string, p privateState, state stateSetter, diags *diag.Diagnostics) {
-	nic, err := r.client.SRIOVNIC(ctx, vmID, int32(m.DeviceKey.ValueInt64()))
-	if err != nil {
-		diags.Append(vsphereErrorDiag("Cannot read back the SR-IOV adapter of virtual machine "+vmID, err))
-		m.ID = types.StringValue(vmID + ":" + strconv.FormatInt(m.DeviceKey.ValueInt64(), 10))
-		for _, s := range []*types.String{&m.MACAddress, &m.AssignedPhysicalFunction, &m.VirtualFunction} {
-			if s.IsUnknown() {
-				*s = types.StringNull()
+// adapter is what the SR-IOV adapter's Read and Update share with the PVRDMA
+// adapter's.
+func (r *vmSRIOVNICResource) adapter() adapterKind[*vmSRIOVNICModel, vsphere.SRIOVNIC] {
+	return adapterKind[*vmSRIOVNICModel, vsphere.SRIOVNIC]{
+		name: "SR-IOV", read: r.client.SRIOVNIC, vmOf: func(nic *vsphere.SRIOVNIC) vsphere.VMRef { return nic.VM }, toModel: sriovNICToModel,
+		ids: func(m *vmSRIOVNICModel) (*types.String, *types.String) { return &m.ID, &m.VirtualMachineID },
+		unknownToNull: func(m *vmSRIOVNICModel) {
+			for _, s := range []*types.String{&m.MACAddress, &m.AssignedPhysicalFunction, &m.VirtualFunction} {
+				if s.IsUnknown() {
+					*s = types.StringNull()
+				}
 			}
-		}
-		diags.Append(state.Set(ctx, m)...)
-		return
+		},
 	}
-	diags.Append(setPrivateJSON(ctx, p, privateVM, nic.VM.MOID)...)
-	sriovNICToModel(nic, m)
-	diags.Append(state.Set(ctx, m)...)
 }
 
 func sriovNICToModel(nic *vsphere.SRIOVNIC, m *vmSRIOVNICModel) {
@@ -219,21 +214,8 @@ func sriovNICToModel(nic *vsphere.SRIOVNIC, m *vmSRIOVNICModel) {
 }
 
 func (r *vmSRIOVNICResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
-	vmDeviceIdentity.record(ctx, &req.State, resp.Identity, &resp.Diagnostics)
-	defer vmDeviceIdentity.record(ctx, &resp.State, resp.Identity, &resp.Diagnostics)
 	var state vmSRIOVNICModel
-	resp.Diagnostics.Append(getModel(ctx, req.State.Schema, req.State.Raw, &state)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	nic := readAdapter(ctx, req, resp, "SR-IOV", state.ID, &state.VirtualMachineID, func(vmID string) (*vsphere.SRIOVNIC, error) {
-		return r.client.SRIOVNIC(ctx, vmID, int32(state.DeviceKey.ValueInt64()))
-	}, func(nic *vsphere.SRIOVNIC) vsphere.VMRef { return nic.VM })
-	if nic == nil {
-		return
-	}
-	sriovNICToModel(nic, &state)
-	resp.Diagnostics.Append(setModelState(ctx, &resp.State, &state)...)
+	r.adapter().readState(ctx, req, resp, &state)
 }
 
 func (r *vmSRIOVNICResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
@@ -263,14 +245,10 @@ func (r *vmSRIOVNICResource) Update(ctx context.Context, req resource.UpdateRequ
 		return
 	}
 	if err := r.client.UpdateSRIOVNIC(ctx, vmID, key, spec); err != nil {
-		resp.Diagnostics.Append(vsphereErrorDiag("Cannot change SR-IOV adapter "+state.ID.ValueString(), err))
-		if nic, rerr := r.client.SRIOVNIC(ctx, vmID, key); rerr == nil {
-			sriovNICToModel(nic, &plan)
-			resp.Diagnostics.Append(setModelState(ctx, &resp.State, &plan)...)
-		}
+		r.adapter().failedUpdate(ctx, &plan, state.ID, vmID, err, resp)
 		return
 	}
-	r.readInto(ctx, &plan, vmID, resp.Private, &resp.State, &resp.Diagnostics)
+	r.adapter().readInto(ctx, &plan, vmID, resp.Private, &resp.State, &resp.Diagnostics)
 }
 
 func (r *vmSRIOVNICResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {

@@ -230,7 +230,7 @@ func (c *Client) PlanGPUMMIO(ctx context.Context, ch GPUMMIOChange) (*GPUMMIOPla
 	}}
 	total, known := 0.0, true
 	for i, g := range ch.GPUs {
-		gb, findings, err := c.planGPU(ctx, vm, host, label, i, g, ch.Planned, ch.Releasing)
+		gb, findings, err := c.planGPU(ctx, deviceCheck{vm: vm, host: host, label: label, index: i, planned: ch.Planned, releasing: ch.Releasing}, g)
 		if err != nil {
 			return nil, err
 		}
@@ -241,7 +241,7 @@ func (c *Client) PlanGPUMMIO(ctx context.Context, ch GPUMMIOChange) (*GPUMMIOPla
 	out.Findings = append(out.Findings, planGPUCounts(label, host, ch.GPUs)...)
 	refusedGPUs := len(out.Findings) > 0
 	for i, id := range ch.Devices {
-		findings, err := c.planDevice(ctx, vm, host, label, i, id, ch.Planned, ch.Releasing)
+		findings, err := c.planDevice(ctx, deviceCheck{vm: vm, host: host, label: label, index: i, planned: ch.Planned, releasing: ch.Releasing}, id)
 		if err != nil {
 			return nil, err
 		}
@@ -269,9 +269,23 @@ func (c *Client) PlanGPUMMIO(ctx context.Context, ch GPUMMIOChange) (*GPUMMIOPla
 	return out, nil
 }
 
+// deviceCheck is what the check of one requested device needs: the VM (and
+// label, its words in findings) and its host, the device's place in its
+// list (index), what host resources of the same plan turn on (planned), and
+// the VM whose setup this one replaces (releasing, "" for none).
+type deviceCheck struct {
+	vm        *VM
+	host      *Host
+	label     string
+	index     int
+	planned   PlannedHostDevices
+	releasing string
+}
+
 // planGPU checks one requested GPU against the VM's host and returns its
 // memory, 0 when unknown.
-func (c *Client) planGPU(ctx context.Context, vm *VM, host *Host, label string, index int, g GPURequest, planned PlannedHostDevices, releasing string) (float64, []Finding, error) {
+func (c *Client) planGPU(ctx context.Context, in deviceCheck, g GPURequest) (float64, []Finding, error) {
+	vm, host, label, index, planned, releasing := in.vm, in.host, in.label, in.index, in.planned, in.releasing
 	if g.Dynamic() {
 		for _, h := range host.GPUs {
 			if h.VendorID == g.VendorID && h.DeviceID == g.DeviceID && h.PassthroughActive {
@@ -304,7 +318,8 @@ func (c *Client) planGPU(ctx context.Context, vm *VM, host *Host, label string, 
 
 // planDevice checks one requested non-GPU device (an InfiniBand VF or PF)
 // against the VM's host.
-func (c *Client) planDevice(ctx context.Context, vm *VM, host *Host, label string, index int, pciID string, planned PlannedHostDevices, releasing string) ([]Finding, error) {
+func (c *Client) planDevice(ctx context.Context, in deviceCheck, pciID string) ([]Finding, error) {
+	vm, host, label, index, planned, releasing := in.vm, in.host, in.label, in.index, in.planned, in.releasing
 	for _, g := range host.GPUs {
 		if g.PCIID == pciID {
 			return []Finding{DeviceIsGPU{Index: index, PCIID: pciID, Name: g.DeviceName}}, nil

@@ -28,9 +28,10 @@ resource "vspherehpc_host_pci_passthrough" "a100" {
       actions = [action.vspherehpc_host_reboot.esx]
       # halt (the default, said here for the reader): a failed reboot stops the
       # apply before what depends on this resource, which stays in state as it
-      # is. Not taint: the next apply would replace the resource, turning
-      # passthrough off and on again (two more reboots). Not continue: the GPU
-      # VMs that depend on it would be changed while the devices are not active.
+      # is. Not taint: the next apply would replace a resource just created,
+      # turning passthrough off and on again (two more reboots). Not continue:
+      # the GPU VMs that depend on it would change while the devices are not
+      # active.
       on_failure = halt
     }
   }
