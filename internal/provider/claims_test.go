@@ -224,7 +224,7 @@ resource "vspherehpc_vm_gpu_mmio" "gpu" {
 		{
 			name: "GPU setup moved", before: gpuSetup(from, ""), after: gpuSetup(to, ""),
 			actions: []string{"delete", "create"}, addresses: []string{gpuAddr},
-			planSays: "The GPU setup moves from virtual machine " + lab.VMUUID(from) + " to " + lab.VMUUID(to) + " and names devices " + gpu,
+			planSays: "The GPU setup moves from virtual machine " + lab.VMUUID(from) + " to " + lab.VMUUID(to) + " on the same host and names devices " + gpu,
 		},
 		{
 			// Refused at apply, the plan having warned: nothing is lost, and

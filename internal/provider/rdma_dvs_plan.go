@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -105,30 +104,17 @@ func warnTeamingUndone(ctx context.Context, state, plan *rdmaDVSModel, diags *di
 // refuseHostsInUse refuses, at apply, an update that takes a host off the
 // switch while VMs on it still have adapters on its port groups (those a
 // destroy of the same apply removed are gone by now: Terraform applies it
-// first). It reports whether the update may go on.
+// first). It reports whether the update may go on; it reads vCenter only
+// when a host leaves.
 func (r *rdmaDVSResource) refuseHostsInUse(ctx context.Context, plan, state *rdmaDVSModel, diags *diag.Diagnostics) bool {
-	staying := dvsHosts(ctx, plan.Hosts, diags)
-	leaves := slices.ContainsFunc(dvsHosts(ctx, state.Hosts, diags), func(h vsphere.DVSHost) bool {
-		return !slices.ContainsFunc(staying, func(s vsphere.DVSHost) bool { return s.HostID == h.HostID })
-	})
-	if !leaves || diags.HasError() {
-		return !diags.HasError()
-	}
-	ch := r.change(ctx, plan, state, types.StringNull(), diags)
-	if ch.Hosts == nil || diags.HasError() {
-		return !diags.HasError()
-	}
-	ch.Hosts.Leaving = nil
-	p, err := r.client.PlanDVS(ctx, vsphere.DVSChange{Hosts: ch.Hosts})
-	if err != nil {
-		diags.Append(vsphereErrorDiag("Cannot check distributed switch "+plan.Name.ValueString(), err))
+	ch := vsphere.DVSHostsChange{SwitchName: plan.Name.ValueString(), SwitchUUID: state.ID.ValueString(),
+		Current: dvsHosts(ctx, state.Hosts, diags), Planned: dvsHosts(ctx, plan.Hosts, diags)}
+	if diags.HasError() {
 		return false
 	}
 	w := dvsWording{switchName: plan.Name.ValueString(), datacenter: plan.DatacenterID.ValueString(), existing: true, atApply: true}
-	for _, f := range p.Findings {
-		if _, inUse := f.(vsphere.HostInUse); inUse {
-			addDVSFinding(diags, f, w)
-		}
+	for _, f := range r.client.HostsInUse(ctx, ch) {
+		addDVSFinding(diags, f, w)
 	}
 	return !diags.HasError()
 }

@@ -241,11 +241,11 @@ func (r *vmGPUMMIOResource) pciIDs(ctx context.Context, m *vmGPUMMIOModel, diags
 }
 
 // noteMovedWithDevices warns, in the plan of a setup that moves to another
-// VM keeping devices it names by PCI id, that the old setup must go first,
-// as the adapters' noteReplaced does for a static MAC: with
+// VM on the same host keeping devices it names by PCI id, that the old setup
+// must go first, as the adapters' noteReplaced does for a static MAC: with
 // create_before_destroy Terraform would configure the devices on the new VM
 // while the old one still has them, which the apply refuses (GPU in use by
-// another VM) when both VMs are on one host. Terraform does not tell the
+// another VM). Terraform does not tell the
 // provider whether a replacement creates first, so the plan can only warn.
 // It is said in the first of the replacement's two plan calls: Terraform
 // drops the second call's warnings.
@@ -260,9 +260,15 @@ func (r *vmGPUMMIOResource) noteMovedWithDevices(ctx context.Context, state, pla
 	if len(kept) == 0 || plan.VirtualMachineID.IsUnknown() {
 		return
 	}
+	// On two hosts the same PCI id is two devices: either order works.
+	from, errFrom := r.client.VM(ctx, state.VirtualMachineID.ValueString())
+	to, errTo := r.client.VM(ctx, plan.VirtualMachineID.ValueString())
+	if errFrom == nil && errTo == nil && from.HostID != to.HostID {
+		return
+	}
 	diags.AddAttributeWarning(path.Root("virtual_machine_id"), "GPU setup moves with its devices",
-		fmt.Sprintf("The GPU setup moves from virtual machine %s to %s and names devices %s by PCI id, so where both VMs are on one "+
-			"host the old setup must be removed before the new one is made, as Terraform replaces a resource by default. Do not set "+
+		fmt.Sprintf("The GPU setup moves from virtual machine %s to %s on the same host and names devices %s by PCI id, so the "+
+			"old setup must be removed before the new one is made, as Terraform replaces a resource by default. Do not set "+
 			"create_before_destroy on this resource: Terraform would configure the devices on %[2]s while %[1]s still has them, and "+
 			"the apply would stop with \"GPU in use by another VM\".",
 			state.VirtualMachineID.ValueString(), plan.VirtualMachineID.ValueString(), strings.Join(kept, ", ")))

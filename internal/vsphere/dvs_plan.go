@@ -229,6 +229,15 @@ func (c *Client) planDVSHosts(ctx context.Context, ch DVSHostsChange) []Finding 
 	return append(out, c.checkESXiVersions(ctx, ch, products)...)
 }
 
+// HostsInUse is PlanDVS's check of the members a change removes, for an
+// update to run again before it reconfigures the switch: what a plan could
+// not know (a destroy of adapters it planned later) is settled by then.
+func (c *Client) HostsInUse(ctx context.Context, ch DVSHostsChange) []Finding {
+	ctx, cancel := c.withTimeout(ctx)
+	defer cancel()
+	return c.checkHostsLeaving(ctx, ch)
+}
+
 // checkHostsLeaving refuses to remove a member whose VMs have adapters on
 // the switch's port groups (but those the plan removes): vCenter would
 // refuse the reconfigure with "The resource is in use", naming neither the

@@ -285,76 +285,74 @@ type deviceCheck struct {
 // planGPU checks one requested GPU against the VM's host and returns its
 // memory, 0 when unknown.
 func (c *Client) planGPU(ctx context.Context, in deviceCheck, g GPURequest) (float64, []Finding, error) {
-	vm, host, label, index, planned, releasing := in.vm, in.host, in.label, in.index, in.planned, in.releasing
 	if g.Dynamic() {
-		for _, h := range host.GPUs {
+		for _, h := range in.host.GPUs {
 			if h.VendorID == g.VendorID && h.DeviceID == g.DeviceID && h.PassthroughActive {
 				return h.MemoryGB, nil, nil
 			}
 		}
-		return 0, []Finding{NoDynamicGPU{Index: index, VM: label, Host: host.Name, Vendor: g.VendorID, Device: g.DeviceID}}, nil
+		return 0, []Finding{NoDynamicGPU{Index: in.index, VM: in.label, Host: in.host.Name, Vendor: g.VendorID, Device: g.DeviceID}}, nil
 	}
-	for _, h := range host.GPUs {
+	for _, h := range in.host.GPUs {
 		if h.PCIID != g.PCIID {
 			continue
 		}
 		var out []Finding
-		if !h.PassthroughActive && !planned.activeOnceApplied(host, g.PCIID) {
-			out = append(out, GPUNotActive{Index: index, PCIID: g.PCIID, Device: h.DeviceName, Host: host.Name, Enabled: h.PassthroughEnabled,
-				TurnedOnAtReboot: !h.PassthroughEnabled && planned.Passthrough[HostDeviceKey(host.ID, g.PCIID)]})
+		if !h.PassthroughActive && !in.planned.activeOnceApplied(in.host, g.PCIID) {
+			out = append(out, GPUNotActive{Index: in.index, PCIID: g.PCIID, Device: h.DeviceName, Host: in.host.Name, Enabled: h.PassthroughEnabled,
+				TurnedOnAtReboot: !h.PassthroughEnabled && in.planned.Passthrough[HostDeviceKey(in.host.ID, g.PCIID)]})
 		}
 		for _, u := range h.VMs {
-			if u.MOID != vm.MOID && !u.Is(releasing) {
-				out = append(out, GPUInUse{Index: index, PCIID: g.PCIID, Host: host.Name, Other: u})
+			if u.MOID != in.vm.MOID && !u.Is(in.releasing) {
+				out = append(out, GPUInUse{Index: in.index, PCIID: g.PCIID, Host: in.host.Name, Other: u})
 			}
 		}
 		return h.MemoryGB, out, nil
 	}
-	onHost := c.hostWith(ctx, vm.HostID, func(h *Host) bool {
+	onHost := c.hostWith(ctx, in.vm.HostID, func(h *Host) bool {
 		return slices.ContainsFunc(h.GPUs, func(o GPU) bool { return o.PCIID == g.PCIID })
 	})
-	return 0, []Finding{GPUNotOnHost{Index: index, VM: label, Host: host.Name, PCIID: g.PCIID, OnHost: onHost}}, nil
+	return 0, []Finding{GPUNotOnHost{Index: in.index, VM: in.label, Host: in.host.Name, PCIID: g.PCIID, OnHost: onHost}}, nil
 }
 
 // planDevice checks one requested non-GPU device (an InfiniBand VF or PF)
 // against the VM's host.
 func (c *Client) planDevice(ctx context.Context, in deviceCheck, pciID string) ([]Finding, error) {
-	vm, host, label, index, planned, releasing := in.vm, in.host, in.label, in.index, in.planned, in.releasing
-	for _, g := range host.GPUs {
+	for _, g := range in.host.GPUs {
 		if g.PCIID == pciID {
-			return []Finding{DeviceIsGPU{Index: index, PCIID: pciID, Name: g.DeviceName}}, nil
+			return []Finding{DeviceIsGPU{Index: in.index, PCIID: pciID, Name: g.DeviceName}}, nil
 		}
 	}
-	for _, d := range host.PCIDevices {
+	for _, d := range in.host.PCIDevices {
 		if d.PCIID != pciID {
 			continue
 		}
 		var out []Finding
-		if !d.Active && !planned.activeOnceApplied(host, pciID) {
-			f := DeviceNotActive{Index: index, PCIID: pciID, Name: strings.TrimSpace(d.DeviceName), Host: host.Name, Enabled: d.Enabled,
-				TurnedOnAtReboot: !d.Enabled && planned.Passthrough[HostDeviceKey(host.ID, pciID)], UplinkOf: d.UplinkOf}
+		if !d.Active && !in.planned.activeOnceApplied(in.host, pciID) {
+			f := DeviceNotActive{Index: in.index, PCIID: pciID, Name: strings.TrimSpace(d.DeviceName), Host: in.host.Name, Enabled: d.Enabled,
+				TurnedOnAtReboot: !d.Enabled && in.planned.Passthrough[HostDeviceKey(in.host.ID, pciID)], UplinkOf: d.UplinkOf}
 			if d.servesVFs() {
 				f.ServesVFs = max(d.SRIOV.VFsRequested, 1)
 			}
 			out = append(out, f)
 		}
 		for _, u := range d.VMs {
-			if u.MOID != vm.MOID && !u.Is(releasing) {
-				out = append(out, DeviceInUse{Index: index, PCIID: pciID, Host: host.Name, Other: u})
+			if u.MOID != in.vm.MOID && !u.Is(in.releasing) {
+				out = append(out, DeviceInUse{Index: in.index, PCIID: pciID, Host: in.host.Name, Other: u})
 			}
 		}
 		return out, nil
 	}
 	var pending []string
-	for _, d := range host.PCIDevices {
+	for _, d := range in.host.PCIDevices {
 		if d.SRIOV != nil && (d.SRIOV.Enabled != d.SRIOV.Active || d.SRIOV.VFsRequested != d.SRIOV.VFs) {
 			pending = append(pending, d.PCIID)
 		}
 	}
-	onHost := c.hostWith(ctx, vm.HostID, func(h *Host) bool {
+	onHost := c.hostWith(ctx, in.vm.HostID, func(h *Host) bool {
 		return slices.ContainsFunc(h.PCIDevices, func(d PassthroughDevice) bool { return d.PCIID == pciID })
 	})
-	return []Finding{DeviceNotOnVMHost{Index: index, VM: label, Host: host.Name, PCIID: pciID, OnHost: onHost, Pending: pending}}, nil
+	return []Finding{DeviceNotOnVMHost{Index: in.index, VM: in.label, Host: in.host.Name, PCIID: pciID, OnHost: onHost, Pending: pending}}, nil
 }
 
 // activeOnceApplied reports whether a host resource of this plan turns the
