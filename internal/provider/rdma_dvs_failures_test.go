@@ -137,7 +137,7 @@ func TestAccRDMADVS_switchCreatedUnconfirmed(t *testing.T) {
 		Steps: []resource.TestStep{
 			{
 				// The read that would see the switch's creation end.
-				PreConfig:   func() { lab.FailTaskEndRead(&types.HostNotConnected{}, 1) },
+				PreConfig:   func() { lab.FailTaskEndRead(&types.HostNotConnected{}) },
 				Config:      config,
 				ExpectError: wrapped("HostNotConnected"),
 			},

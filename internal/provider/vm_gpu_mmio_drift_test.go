@@ -167,7 +167,7 @@ func TestAccVMGPUMMIO_createTaskEndLost(t *testing.T) {
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{{
-			PreConfig: func() { lab.FailTaskEndRead(&types.HostNotConnected{}, 1) },
+			PreConfig: func() { lab.FailTaskEndRead(&types.HostNotConnected{}) },
 			Config:    gpuConfig(lab, lab.VMUUID(vm), twoGPUs(lab)),
 			ConfigStateChecks: []statecheck.StateCheck{
 				statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("mmio_size_gb"), knownvalue.Int64Exact(512)),

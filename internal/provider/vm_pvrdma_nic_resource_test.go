@@ -429,8 +429,7 @@ func TestAccVMPVRDMANIC_taskEndLost(t *testing.T) {
 		Steps: []resource.TestStep{
 			{Config: switchesConfig(lab)},
 			{
-				// Two: the shared reads try a failed read once more.
-				PreConfig:   func() { lab.FailTaskEndRead(&types.HostNotConnected{}, 2) },
+				PreConfig:   func() { lab.FailTaskEndRead(&types.HostNotConnected{}) },
 				Config:      config,
 				ExpectError: wrapped(`vCenter refused the request (HostNotConnected)`),
 			},

@@ -26,8 +26,9 @@ type callFault struct {
 	method, object string
 	fault          types.BaseMethodFault
 	remaining      int
-	read           bool // object is a type whose properties a read asks for, not the call's this
-	taskEnd        bool // the read of a task that has ended (see FailTaskEndRead)
+	read           bool            // object is a type whose properties a read asks for, not the call's this
+	taskEnd        bool            // the reads of the next task read (see FailTaskEndRead)
+	task           *simulator.Task // that task, once read
 }
 
 type taskFault struct {
@@ -55,15 +56,18 @@ func (l *Lab) intercept(ctx *simulator.Context, m *simulator.Method) (time.Durat
 		return delay, hold, nil, nil
 	}
 
-	// Outside l.mu: objectName and readsEndedTask take objects' locks.
-	name, ended := objectName(ctx, m.This), readsEndedTask(ctx, m)
+	if f := l.taskEndFault(ctx, m); f != nil {
+		return delay, hold, f, nil
+	}
+	// Outside l.mu: objectName takes the object's lock.
+	name := objectName(ctx, m.This)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for i, f := range l.callFaults {
 		match := f.method == m.Name && (f.object == "" || f.object == name)
 		switch {
 		case f.taskEnd:
-			match = ended
+			continue // taskEndFault
 		case f.read:
 			match = readsType(m, f.object)
 		}
@@ -123,18 +127,56 @@ func (l *Lab) FailRead(typ string, fault types.BaseMethodFault, count int) {
 	l.addCallFault("FailRead", &callFault{object: typ, fault: fault, remaining: count, read: true})
 }
 
-// FailTaskEndRead makes the next count property reads of a task that has
-// ended (succeeded or failed) fail with fault as a SOAP fault: a client
-// loses sight of a task just as it ends, as when vCenter is briefly
-// unreachable then, and whatever the task made exists by the time the
-// client looks for it.
-func (l *Lab) FailTaskEndRead(fault types.BaseMethodFault, count int) {
-	l.addCallFault("FailTaskEndRead", &callFault{fault: fault, remaining: count, taskEnd: true})
+// FailTaskEndRead makes the property reads of the next task a client reads
+// fail with fault as a SOAP fault, each once the task has ended (succeeded or
+// failed): a client loses sight of a task just as it ends, as when vCenter
+// is briefly unreachable then, and whatever the task made exists by the
+// time the client looks for it. A read of that task is answered only after
+// it ends, and every read of it fails, however the client's reads are
+// grouped into calls: what a test sees does not depend on how fast the task
+// ran or which reads met in one call. Reads of other objects go through.
+func (l *Lab) FailTaskEndRead(fault types.BaseMethodFault) {
+	l.addCallFault("FailTaskEndRead", &callFault{fault: fault, remaining: 1, taskEnd: true})
 }
 
-// readsEndedTask reports whether m is a property read of a task that has
-// ended.
-func readsEndedTask(ctx *simulator.Context, m *simulator.Method) bool {
+// taskEndFault is the fault of FailTaskEndRead for the property read m, nil
+// when none applies; it returns once the task has ended.
+func (l *Lab) taskEndFault(ctx *simulator.Context, m *simulator.Method) types.BaseMethodFault {
+	tasks := tasksRead(ctx, m)
+	if len(tasks) == 0 {
+		return nil
+	}
+	var task *simulator.Task
+	var fault types.BaseMethodFault
+	l.mu.Lock()
+	for _, f := range l.callFaults {
+		if !f.taskEnd {
+			continue
+		}
+		if f.task == nil {
+			f.task = tasks[0] // kept: the task's later reads fail too
+		}
+		if slices.Contains(tasks, f.task) {
+			task, fault = f.task, f.fault
+			break
+		}
+	}
+	l.mu.Unlock()
+	if task == nil {
+		return nil
+	}
+	for {
+		var state types.TaskInfoState
+		ctx.WithLock(task, func() { state = task.Info.State })
+		if state == types.TaskInfoStateSuccess || state == types.TaskInfoStateError {
+			return fault
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// tasksRead is the tasks among the objects a property read m asks for.
+func tasksRead(ctx *simulator.Context, m *simulator.Method) []*simulator.Task {
 	var specs []types.PropertyFilterSpec
 	switch req := m.Body.(type) {
 	case *types.RetrievePropertiesEx:
@@ -142,20 +184,15 @@ func readsEndedTask(ctx *simulator.Context, m *simulator.Method) bool {
 	case *types.RetrieveProperties:
 		specs = req.SpecSet
 	}
+	var tasks []*simulator.Task
 	for _, spec := range specs {
 		for _, o := range spec.ObjectSet {
-			t, ok := ctx.Map.Get(o.Obj).(*simulator.Task)
-			if !ok {
-				continue
-			}
-			var state types.TaskInfoState
-			ctx.WithLock(t, func() { state = t.Info.State })
-			if state == types.TaskInfoStateSuccess || state == types.TaskInfoStateError {
-				return true
+			if t, ok := ctx.Map.Get(o.Obj).(*simulator.Task); ok {
+				tasks = append(tasks, t)
 			}
 		}
 	}
-	return false
+	return tasks
 }
 
 // addCallFault keeps f for intercept, unless it fails no call.

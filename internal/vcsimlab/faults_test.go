@@ -91,14 +91,14 @@ func TestFailRead(t *testing.T) {
 	}
 }
 
-// TestFailTaskEndRead: the read of a task that has ended fails, once;
-// other reads go through.
+// TestFailTaskEndRead: every read of the next task read fails; reads of
+// other objects, and of a later task, go through.
 func TestFailTaskEndRead(t *testing.T) {
 	t.Parallel()
 	l := newLab(t)
 	ctx := context.Background()
 	vm := l.vm(l.VMNames()[0])
-	l.FailTaskEndRead(&types.HostNotConnected{}, 1)
+	l.FailTaskEndRead(&types.HostNotConnected{})
 	task, err := vm.Reconfigure(ctx, types.VirtualMachineConfigSpec{Annotation: "lab"})
 	if err != nil {
 		t.Fatal(err)
@@ -115,8 +115,17 @@ func TestFailTaskEndRead(t *testing.T) {
 		return tryRetrieve(l.c, task.Reference(), []string{"info"}, &mt)
 	}
 	wantFault(t, "read of an ended task", readTask(), &types.HostNotConnected{})
-	if err := readTask(); err != nil {
-		t.Errorf("second read of the ended task: %v", err)
+	wantFault(t, "second read of the ended task", readTask(), &types.HostNotConnected{})
+	later, err := vm.Reconfigure(ctx, types.VirtualMachineConfigSpec{Annotation: "lab again"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := later.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var mt mo.Task
+	if err := tryRetrieve(l.c, later.Reference(), []string{"info"}, &mt); err != nil {
+		t.Errorf("read of a task that ended later: %v", err)
 	}
 }
 
