@@ -165,8 +165,8 @@ resource "vspherehpc_rdma_dvs" %q {
 
 // The replacement pairing (the rule at the top of claims.go) run through the
 // Terraform binary under test as a user runs it, so that `make test-pairing`
-// proves it on Terraform 1.5.7 and OpenTofu as make test and make test-newest
-// do on the Terraform of PATH and 1.16: a GPU setup moved to another VM, the
+// proves it on Terraform 1.5.7, OpenTofu and the Terraform of PATH as make
+// test NEWEST=1 does on 1.16: a GPU setup moved to another VM, the
 // same with create_before_destroy, and an adapter moved with its static MAC
 // each plan as one instance replaced (no claim against itself), apply, and
 // plan nothing after.

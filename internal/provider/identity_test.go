@@ -58,7 +58,7 @@ func needsTerraform116(t *testing.T) {
 }
 
 // needsTerraform skips a test of what Terraform has from version least on
-// under an older one. `make test-newest` runs every test with Terraform 1.16
+// under an older one. `make test NEWEST=1` runs every test with Terraform 1.16
 // and sets VSPHEREHPC_TEST_ADOPT, which turns the skip into a failure: in CI
 // they run, never skip.
 func needsTerraform(t *testing.T, least, what string) {
@@ -71,9 +71,9 @@ func needsTerraform(t *testing.T, least, what string) {
 		return
 	}
 	if os.Getenv("VSPHEREHPC_TEST_ADOPT") != "" {
-		t.Fatalf("terraform %s has no %s; make test-newest runs Terraform 1.16 (make terraform-newest builds it)", v, what)
+		t.Fatalf("terraform %s has no %s; make test NEWEST=1 runs Terraform 1.16, built into .cache/bin", v, what)
 	}
-	t.Skipf("terraform %s has no %s; make test-newest runs this test with Terraform 1.16", v, what)
+	t.Skipf("terraform %s has no %s; make test NEWEST=1 runs this test with Terraform 1.16", v, what)
 }
 
 // identitySteps creates a resource, checks the identity it records, and

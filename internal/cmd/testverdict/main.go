@@ -1,8 +1,8 @@
 // Command testverdict reads `go test -json` on stdin and prints what a plain
 // `go test` would (each package's verdict, the output of a test that failed)
 // plus the output of every test that skipped, and exits non-zero when any test
-// failed or skipped, or a package did not build. `make test-newest` runs the
-// whole acceptance suite with the newest Terraform through it: a test that
+// failed or skipped, or a package did not build. `make test NEWEST=1` runs
+// the whole acceptance suite with the newest Terraform through it: a test that
 // skips there (a feature missing, a version check gone wrong) is a test that
 // did not run, and CI must not count it as passing.
 //
