@@ -25,22 +25,15 @@ func TestTerraformStopLogsOut(t *testing.T) {
 	if os.Getenv("TF_ACC") == "" {
 		t.Skip("TF_ACC not set: this test builds the provider and runs terraform as a separate process")
 	}
-	tf := os.Getenv("TF_ACC_TERRAFORM_PATH")
-	if tf == "" {
-		var err error
-		if tf, err = exec.LookPath("terraform"); err != nil {
-			if os.Getenv("CI") != "" {
-				t.Fatal("no terraform on CI: make test sets TF_ACC_TERRAFORM_PATH")
-			}
-			t.Skip("no terraform: set TF_ACC_TERRAFORM_PATH or put terraform on PATH")
+	tf, err := acctest.TerraformPath()
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("no terraform on CI: make test sets TF_ACC_TERRAFORM_PATH")
 		}
+		t.Skip("no terraform: set TF_ACC_TERRAFORM_PATH or put terraform on PATH")
 	}
 	ctx := context.Background()
-	lab, err := vcsimlab.Start(ctx, vcsimlab.Options{})
-	if err != nil {
-		t.Fatalf("starting lab: %v", err)
-	}
-	t.Cleanup(lab.Close)
+	lab := acctest.StartLab(t, vcsimlab.Options{})
 
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "providers", "terraform-provider-vspherehpc")

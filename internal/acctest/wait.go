@@ -1,4 +1,3 @@
-// Package acctest holds helpers the test packages share.
 package acctest
 
 import (

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
 
@@ -54,48 +55,48 @@ func awkwardLab(t *testing.T, needReboot bool) *vcsimlab.Lab {
 	lab := startLab(t, vcsimlab.Options{HostsNeedReboot: needReboot})
 	simulatedOnly(t, lab, "builds the lab by hand")
 	ctx := context.Background()
-	must(t, lab.BuildByHand(ctx))
+	acctest.Must(t, lab.BuildByHand(ctx))
 	hosts := lab.HostNames()
 	h0, h1, h2 := hosts[0], hosts[1], hosts[2]
-	svc := labService(lab)
-	must(t, lab.SetHostSRIOV(ctx, h2, awkwardIBPF, 2))
-	must(t, svc.SetHostPassthrough(ctx, lab.HostID(h2), map[string]bool{awkwardWholePF: true}))
-	must(t, lab.RebootHost(ctx, h2))
-	must(t, svc.SetHostPassthrough(ctx, lab.HostID(h2), map[string]bool{awkwardVF0: true}))
-	must(t, lab.RebootHost(ctx, h2))
+	svc := acctest.LabClient(lab)
+	acctest.Must(t, lab.SetHostSRIOV(ctx, h2, awkwardIBPF, 2))
+	acctest.Must(t, svc.SetHostPassthrough(ctx, lab.HostID(h2), map[string]bool{awkwardWholePF: true}))
+	acctest.Must(t, lab.RebootHost(ctx, h2))
+	acctest.Must(t, svc.SetHostPassthrough(ctx, lab.HostID(h2), map[string]bool{awkwardVF0: true}))
+	acctest.Must(t, lab.RebootHost(ctx, h2))
 	// Waiting for the next reboot.
 	if needReboot {
-		must(t, lab.SetHostSRIOV(ctx, h2, awkwardIBPF, 4))
-		must(t, lab.SetHostSRIOV(ctx, h0, vcsimlab.HandBuiltSRIOVPF, 6))
-		must(t, svc.SetHostPassthrough(ctx, lab.HostID(h1), map[string]bool{awkwardA100: true}))
+		acctest.Must(t, lab.SetHostSRIOV(ctx, h2, awkwardIBPF, 4))
+		acctest.Must(t, lab.SetHostSRIOV(ctx, h0, vcsimlab.HandBuiltSRIOVPF, 6))
+		acctest.Must(t, svc.SetHostPassthrough(ctx, lab.HostID(h1), map[string]bool{awkwardA100: true}))
 	} else {
-		must(t, lab.SetHostSRIOVAtNextReboot(ctx, h2, awkwardIBPF, 4))
-		must(t, lab.SetHostSRIOVAtNextReboot(ctx, h0, vcsimlab.HandBuiltSRIOVPF, 6))
-		must(t, lab.SetHostPassthroughAtNextReboot(ctx, h1, awkwardA100, true))
+		acctest.Must(t, lab.SetHostSRIOVAtNextReboot(ctx, h2, awkwardIBPF, 4))
+		acctest.Must(t, lab.SetHostSRIOVAtNextReboot(ctx, h0, vcsimlab.HandBuiltSRIOVPF, 6))
+		acctest.Must(t, lab.SetHostPassthroughAtNextReboot(ctx, h1, awkwardA100, true))
 	}
 
-	must(t, lab.CreateSwitchByHand(ctx, awkwardSwitch, h0, "vmnic5"))
-	must(t, lab.AddPortGroup(ctx, awkwardSwitch, awkwardPortGroup, 8))
+	acctest.Must(t, lab.CreateSwitchByHand(ctx, awkwardSwitch, h0, "vmnic5"))
+	acctest.Must(t, lab.AddPortGroup(ctx, awkwardSwitch, awkwardPortGroup, 8))
 
 	for name, host := range map[string]string{pfOnlyVM: h2, vfWindowVM: h2, labelledVM: h2, dynamicPairVM: h0, lostVM: h1, keysOnlyVM: h1} {
-		must(t, lab.CreateVM(ctx, name, host, 19))
+		acctest.Must(t, lab.CreateVM(ctx, name, host, 19))
 	}
-	must(t, lab.AttachGPU(ctx, biosGuestVM, lab.GPUs()[0]))
-	must(t, lab.AttachGPU(ctx, pfOnlyVM, awkwardWholePF))
-	must(t, lab.AttachGPU(ctx, vfWindowVM, awkwardVF0))
-	must(t, lab.SetVMFirmware(ctx, vfWindowVM, "efi"))
-	must(t, lab.SetVMExtraConfig(ctx, vfWindowVM, "pciPassthru.use64bitMMIO", "TRUE"))
-	must(t, lab.SetVMExtraConfig(ctx, vfWindowVM, "pciPassthru.64bitMMIOSizeGB", "32"))
-	must(t, lab.SetVMExtraConfig(ctx, keysOnlyVM, "pciPassthru.use64bitMMIO", "TRUE"))
-	must(t, lab.AttachDynamicGPU(ctx, labelledVM, 0x10de, 0x2330))
-	must(t, lab.NarrowDynamicGPUs(ctx, labelledVM, "team-b", 0, 0))
+	acctest.Must(t, lab.AttachGPU(ctx, biosGuestVM, lab.GPUs()[0]))
+	acctest.Must(t, lab.AttachGPU(ctx, pfOnlyVM, awkwardWholePF))
+	acctest.Must(t, lab.AttachGPU(ctx, vfWindowVM, awkwardVF0))
+	acctest.Must(t, lab.SetVMFirmware(ctx, vfWindowVM, "efi"))
+	acctest.Must(t, lab.SetVMExtraConfig(ctx, vfWindowVM, "pciPassthru.use64bitMMIO", "TRUE"))
+	acctest.Must(t, lab.SetVMExtraConfig(ctx, vfWindowVM, "pciPassthru.64bitMMIOSizeGB", "32"))
+	acctest.Must(t, lab.SetVMExtraConfig(ctx, keysOnlyVM, "pciPassthru.use64bitMMIO", "TRUE"))
+	acctest.Must(t, lab.AttachDynamicGPU(ctx, labelledVM, 0x10de, 0x2330))
+	acctest.Must(t, lab.NarrowDynamicGPUs(ctx, labelledVM, "team-b", 0, 0))
 	for range 2 {
-		must(t, lab.AttachDynamicGPU(ctx, dynamicPairVM, 0x10de, 0x2330))
+		acctest.Must(t, lab.AttachDynamicGPU(ctx, dynamicPairVM, 0x10de, 0x2330))
 	}
 	uuid, key, err := lab.PortGroupBacking(ctx, vcsimlab.HandBuiltSwitch, vcsimlab.HandBuiltPortGroup)
-	must(t, err)
-	must(t, lab.AddPVRDMAAdapter(ctx, lostVM, uuid, key))
-	must(t, lab.SetVMAccessible(ctx, lostVM, false))
+	acctest.Must(t, err)
+	acctest.Must(t, lab.AddPVRDMAAdapter(ctx, lostVM, uuid, key))
+	acctest.Must(t, lab.SetVMAccessible(ctx, lostVM, false))
 	return lab
 }
 
@@ -137,7 +138,7 @@ func queryAll(t *testing.T, d *tfDir) queried {
 		switch {
 		case m.Type == "list_resource_found":
 			id, err := json.Marshal(m.Found.Identity)
-			must(t, err)
+			acctest.Must(t, err)
 			out.results = append(out.results, queryResult{address: m.Found.Address, display: m.Found.DisplayName, identity: string(id)})
 		case m.Type == "diagnostic" && m.Diagnostic.Severity == "warning":
 			out.warnings[m.Diagnostic.Summary] = append(out.warnings[m.Diagnostic.Summary], m.Diagnostic.Detail)
@@ -151,7 +152,7 @@ func queryAll(t *testing.T, d *tfDir) queried {
 func (q queried) byIdentity(t *testing.T, identity map[string]any) (queryResult, bool) {
 	t.Helper()
 	id, err := json.Marshal(identity)
-	must(t, err)
+	acctest.Must(t, err)
 	for _, r := range q.results {
 		if r.identity == string(id) {
 			return r, true
@@ -233,7 +234,7 @@ func adoptAwkwardLab(t *testing.T, needReboot bool) {
 			} `json:"change"`
 		} `json:"resource_changes"`
 	}
-	must(t, json.Unmarshal([]byte(d.run("show", "-json", "tfplan")), &p))
+	acctest.Must(t, json.Unmarshal([]byte(d.run("show", "-json", "tfplan")), &p))
 	// What each changed result's plan changes, by display name.
 	changed := map[string][]string{}
 	for _, rc := range p.ResourceChanges {
@@ -302,7 +303,7 @@ func adoptAwkwardLab(t *testing.T, needReboot bool) {
 		if !slices.Equal(changed[display], w.attrs) {
 			t.Errorf("the plan changes %v of %s, want %v", changed[display], display, w.attrs)
 		}
-		if !slices.ContainsFunc(q.warnings[display], func(s string) bool { return wrapped(w.reason).MatchString(s) }) {
+		if !slices.ContainsFunc(q.warnings[display], func(s string) bool { return acctest.Wording(w.reason).MatchString(s) }) {
 			t.Errorf("the query's warnings on %s do not say %q: %q", display, w.reason, q.warnings[display])
 		}
 		delete(changed, display)

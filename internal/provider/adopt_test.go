@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
 
@@ -28,7 +29,7 @@ func adoptExample(t *testing.T) map[string]string {
 	files := map[string]string{}
 	for _, name := range []string{"main.tf", "adopt.tfquery.hcl"} {
 		b, err := os.ReadFile(filepath.Join("../../examples/adopt", name))
-		must(t, err)
+		acctest.Must(t, err)
 		files[name] = string(b)
 	}
 	return files
@@ -68,7 +69,7 @@ func TestAccAdopt_handBuiltLab(t *testing.T) {
 	needsTerraform114(t)
 	lab := startLab(t, vcsimlab.Options{})
 	simulatedOnly(t, lab, "builds the lab by hand")
-	must(t, lab.BuildByHand(context.Background()))
+	acctest.Must(t, lab.BuildByHand(context.Background()))
 	hosts, vms := lab.HostNames(), lab.VMNames()
 	d := newTFDir(t, lab, adoptExample(t))
 	d.env = append(d.env, "TF_VAR_datacenter="+lab.DatacenterName())
@@ -124,7 +125,7 @@ func TestAccAdopt_handBuiltLab(t *testing.T) {
 		fmt.Sprintf("Host %s is joined to switch %s with the uplinks vmnic5,vmnic1. PVRDMA supports no NIC teaming", lab.HostID(hosts[len(hosts)-1]), vcsimlab.HandBuiltTeamedSwitch),
 		fmt.Sprintf("has an MMIO window of %d GB for 80 GB of GPU memory: too small to boot, with no error. This plan grows it to 256 GB", vcsimlab.HandBuiltSmallWindow),
 	} {
-		if !wrapped(why).MatchString(out) {
+		if !acctest.Wording(why).MatchString(out) {
 			t.Errorf("the plan of the generated configuration does not say %q:\n%s", why, out)
 		}
 	}
@@ -137,7 +138,7 @@ func TestAccAdopt_handBuiltLab(t *testing.T) {
 			} `json:"change"`
 		} `json:"resource_changes"`
 	}
-	must(t, json.Unmarshal([]byte(d.run("show", "-json", "tfplan")), &p))
+	acctest.Must(t, json.Unmarshal([]byte(d.run("show", "-json", "tfplan")), &p))
 	var imported int
 	var changed []string
 	for _, rc := range p.ResourceChanges {

@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
 
@@ -73,7 +74,7 @@ func TestAccClaims_identicalInstances(t *testing.T) {
 		},
 		{
 			name: "static MAC of SR-IOV adapters", resourceType: "vspherehpc_vm_sriov_nic", object: fmt.Sprintf("%q", lab.VMUUID(vm)),
-			prelude: strings.Replace(sriovNICHostConfig(lab, vm), providerConfig(lab), "", 1),
+			prelude: strings.Replace(sriovNICHostConfig(lab, vm), acctest.ProviderConfig(lab), "", 1),
 			body: fmt.Sprintf("  virtual_machine_id        = %%s\n  distributed_port_group_id = vspherehpc_rdma_dvs.a.port_group_id\n"+
 				"  physical_function         = %q\n  mac_address               = \"00:50:56:0a:0b:0c\"\n", vmnic4PF),
 			want: `MAC\s+address\s+00:50:56:0a:0b:0c`,
@@ -83,7 +84,7 @@ func TestAccClaims_identicalInstances(t *testing.T) {
 	for _, c := range cases {
 		for _, hcl := range copies(c.resourceType, c.object, c.body) {
 			steps = append(steps, resource.TestStep{
-				Config: providerConfig(lab) + c.prelude + hcl, PlanOnly: true,
+				Config: acctest.ProviderConfig(lab) + c.prelude + hcl, PlanOnly: true,
 				ExpectError: regexp.MustCompile(`(?s)Claimed twice in this configuration.*Two\s+resource\s+instances.*claim\s+` + c.want),
 			})
 		}
@@ -151,7 +152,7 @@ resource "vspherehpc_rdma_dvs" %q {
 }
 `, resourceName, provider, lab.DatacenterID(), testName("twin"), testName(resourceName+"-vms"))
 	}
-	first := requiredProviders + "provider \"vspherehpc\" {}\n\nprovider \"vspherehpc\" {\n  alias = \"second\"\n}\n" + sw("first", "vspherehpc")
+	first := acctest.RequiredProviders + "provider \"vspherehpc\" {}\n\nprovider \"vspherehpc\" {\n  alias = \"second\"\n}\n" + sw("first", "vspherehpc")
 	d := newTFDir(t, lab, map[string]string{"main.tf": first})
 	d.run("apply", "-auto-approve")
 	d.write(map[string]string{"main.tf": first + sw("other", "vspherehpc.second")})
@@ -205,7 +206,7 @@ resource "vspherehpc_vm_gpu_mmio" "gpu" {
 	}
 	gpusOf := func(vm string) []string {
 		s, err := lab.VMSettings(context.Background(), vm)
-		must(t, err)
+		acctest.Must(t, err)
 		return s.GPUs
 	}
 	const createBeforeDestroy = "  lifecycle {\n    create_before_destroy = true\n  }\n"
@@ -253,7 +254,7 @@ resource "vspherehpc_vm_gpu_mmio" "gpu" {
 						} `json:"root_module"`
 					} `json:"values"`
 				}
-				must(t, json.Unmarshal([]byte(d.run("show", "-json")), &state))
+				acctest.Must(t, json.Unmarshal([]byte(d.run("show", "-json")), &state))
 				for _, r := range state.Values.RootModule.Resources {
 					if r.Address == nicAddr && (r.Values["virtual_machine_id"] != lab.VMUUID(to) || r.Values["mac_address"] != mac) {
 						t.Errorf("the moved adapter is on %v with MAC %v, want %s and %s", r.Values["virtual_machine_id"], r.Values["mac_address"], lab.VMUUID(to), mac)
@@ -264,22 +265,22 @@ resource "vspherehpc_vm_gpu_mmio" "gpu" {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			d := newTFDir(t, lab, map[string]string{"main.tf": requiredProviders + c.before})
+			d := newTFDir(t, lab, map[string]string{"main.tf": acctest.RequiredProviders + c.before})
 			d.run("apply", "-auto-approve")
-			d.write(map[string]string{"main.tf": requiredProviders + c.after})
+			d.write(map[string]string{"main.tf": acctest.RequiredProviders + c.after})
 			planned := func() {
 				t.Helper()
 				changes, out := d.planSaying()
 				if len(changes) != 1 || changes[0].Address != c.addresses[0] || !slices.Equal(changes[0].Actions, c.actions) {
 					t.Fatalf("the plan after the move: %v, want %s %v", changes, c.addresses[0], c.actions)
 				}
-				if !wrapped(c.planSays).MatchString(out) {
+				if !acctest.Wording(c.planSays).MatchString(out) {
 					t.Errorf("the plan after the move does not say %q:\n%s", c.planSays, out)
 				}
 			}
 			planned()
 			if c.applyFails != "" {
-				if out, err := d.try("apply", "tfplan"); err == nil || !wrapped(c.applyFails).MatchString(out) {
+				if out, err := d.try("apply", "tfplan"); err == nil || !acctest.Wording(c.applyFails).MatchString(out) {
 					t.Fatalf("the apply: %v, want it to fail saying %q:\n%s", err, c.applyFails, out)
 				}
 				// Terraform keeps the old setup as a deposed object when the
@@ -292,7 +293,7 @@ resource "vspherehpc_vm_gpu_mmio" "gpu" {
 				if got := gpusOf(from); len(got) != 0 {
 					t.Errorf("%s keeps GPUs %q after the deposed setup's destroy", from, got)
 				}
-				d.write(map[string]string{"main.tf": requiredProviders + c.then})
+				d.write(map[string]string{"main.tf": acctest.RequiredProviders + c.then})
 				d.plan()
 			}
 			d.run("apply", "tfplan")

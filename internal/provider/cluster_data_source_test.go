@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
 
@@ -30,19 +31,19 @@ func TestAccClusterDataSource(t *testing.T) {
 		statecheck.ExpectKnownValue("data.vspherehpc_cluster.hpc", tfjsonpath.New("host_system_ids"), knownvalue.ListExact(wantIDs)),
 	}
 	var hostCheck resource.TestCheckFunc
-	notFound := wrapped(`has no cluster called "no-such-cluster"; it has "` + lab.ClusterName() + `" (domain-c`)
+	notFound := acctest.Wording(`has no cluster called "no-such-cluster"; it has "` + lab.ClusterName() + `" (domain-c`)
 	if !lab.Simulated() {
 		// An external cluster may hold more hosts than the test was lent,
 		// and its datacenter more clusters.
 		hostChecks, hostCheck = nil, clusterListsHosts(lab, "data.vspherehpc_cluster.hpc")
-		notFound = regexp.MustCompile(`(?s)` + wrapped(`has no cluster called "no-such-cluster"; it has`).String() +
-			`.*` + wrapped(`"`+lab.ClusterName()+`" (domain-c`).String())
+		notFound = regexp.MustCompile(`(?s)` + acctest.Wording(`has no cluster called "no-such-cluster"; it has`).String() +
+			`.*` + acctest.Wording(`"`+lab.ClusterName()+`" (domain-c`).String())
 	}
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
-				Config: providerConfig(lab) + `
+				Config: acctest.ProviderConfig(lab) + `
 data "vspherehpc_cluster" "hpc" {
   datacenter_id = "` + lab.DatacenterID() + `"
   name          = "` + lab.ClusterName() + `"
@@ -54,7 +55,7 @@ data "vspherehpc_cluster" "hpc" {
 				Check: hostCheck,
 			},
 			{
-				Config: providerConfig(lab) + `
+				Config: acctest.ProviderConfig(lab) + `
 data "vspherehpc_cluster" "hpc" {
   datacenter_id = "` + lab.DatacenterID() + `"
   name          = "no-such-cluster"

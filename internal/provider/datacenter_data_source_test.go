@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
 
@@ -21,7 +22,7 @@ func TestAccDatacenterDataSource(t *testing.T) {
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
-				Config: providerConfig(lab) + `
+				Config: acctest.ProviderConfig(lab) + `
 data "vspherehpc_datacenter" "by_name" {
   name = "` + lab.DatacenterName() + `"
 }
@@ -35,22 +36,22 @@ data "vspherehpc_datacenter" "only_one" {}
 				},
 			},
 			{
-				Config: providerConfig(lab) + `
+				Config: acctest.ProviderConfig(lab) + `
 data "vspherehpc_datacenter" "dc" {
   name = "no-such-dc"
 }
 `,
-				ExpectError: wrapped(`no datacenter is called "no-such-dc"; vCenter has "` + lab.DatacenterName() + `" (` + lab.DatacenterID() + `)`),
+				ExpectError: acctest.Wording(`no datacenter is called "no-such-dc"; vCenter has "` + lab.DatacenterName() + `" (` + lab.DatacenterID() + `)`),
 			},
 			{
 				// vCenter allows two datacenters of one name in different folders.
-				PreConfig: func() { must(t, lab.CreateDatacenter(context.Background(), "site-b", lab.DatacenterName())) },
-				Config: providerConfig(lab) + `
+				PreConfig: func() { acctest.Must(t, lab.CreateDatacenter(context.Background(), "site-b", lab.DatacenterName())) },
+				Config: acctest.ProviderConfig(lab) + `
 data "vspherehpc_datacenter" "dc" {
   name = "` + lab.DatacenterName() + `"
 }
 `,
-				ExpectError: wrapped(`2 datacenters are called "` + lab.DatacenterName() + `"`),
+				ExpectError: acctest.Wording(`2 datacenters are called "` + lab.DatacenterName() + `"`),
 			},
 		},
 	})
@@ -103,7 +104,7 @@ data "vspherehpc_datacenter" "x" { name = terraform_data.name.output }`,
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
 			resource.UnitTest(t, resource.TestCase{
 				ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-				Steps:                    []resource.TestStep{{Config: providerConfig(lab) + tc.config + "\n", ExpectError: wrapped(tc.want)}},
+				Steps:                    []resource.TestStep{{Config: acctest.ProviderConfig(lab) + tc.config + "\n", ExpectError: acctest.Wording(tc.want)}},
 			})
 		})
 	}

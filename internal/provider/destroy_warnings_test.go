@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
 
@@ -27,10 +28,10 @@ func TestAccDestroyWarnings_onlyWhatHappens(t *testing.T) {
 		}
 	}
 	config := sriovNICConfig(lab, vm, "a", vmnic4PF, false)
-	d := newTFDir(t, lab, map[string]string{"main.tf": requiredProviders + strings.Replace(config, providerConfig(lab), "", 1)})
+	d := newTFDir(t, lab, map[string]string{"main.tf": acctest.RequiredProviders + strings.Replace(config, acctest.ProviderConfig(lab), "", 1)})
 	d.run("apply", "-auto-approve")
 
-	must(t, lab.AddSRIOVAdapter(ctx, other, testName("pvrdma-a"), vmnic4PF))
+	acctest.Must(t, lab.AddSRIOVAdapter(ctx, other, testName("pvrdma-a"), vmnic4PF))
 	out, err := d.try("destroy", "-auto-approve")
 	// Both refusals, each naming only the adapter this destroy leaves.
 	if err == nil || !strings.Contains(out, "Switch still in use") || !strings.Contains(out, other+" (SR-IOV)") ||
@@ -39,7 +40,7 @@ func TestAccDestroyWarnings_onlyWhatHappens(t *testing.T) {
 		t.Fatalf("destroy with an unmanaged SR-IOV adapter on the switch: %v; want plan errors naming only %s, nothing destroyed:\n%s", err, other, out)
 	}
 
-	must(t, lab.RemoveSRIOVAdapters(ctx, other))
+	acctest.Must(t, lab.RemoveSRIOVAdapters(ctx, other))
 	out = d.run("destroy", "-auto-approve")
 	for _, said := range []string{"still in use", "still used", "Warning: Device", "Warning: Switch"} {
 		if strings.Contains(out, said) {

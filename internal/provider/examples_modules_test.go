@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vsphere"
 )
@@ -90,8 +91,8 @@ func switchHosts(t *testing.T, lab *vcsimlab.Lab, d *tfDir) []string {
 	t.Helper()
 	var uuid string
 	d.output("switch_id", &uuid)
-	s, err := labService(lab).DVS(context.Background(), vsphere.DVSID{UUID: uuid}, "")
-	must(t, err)
+	s, err := acctest.LabClient(lab).DVS(context.Background(), vsphere.DVSID{UUID: uuid}, "")
+	acctest.Must(t, err)
 	var names []string
 	for _, h := range s.Hosts {
 		for _, n := range lab.HostNames() {
@@ -107,8 +108,8 @@ func switchHosts(t *testing.T, lab *vcsimlab.Lab, d *tfDir) []string {
 // pvrdmaSettingsOf is the host's PVRDMA settings, read from vCenter.
 func pvrdmaSettingsOf(t *testing.T, lab *vcsimlab.Lab, host string) vsphere.PVRDMASettings {
 	t.Helper()
-	h, err := labService(lab).HostPVRDMA(context.Background(), lab.HostID(host))
-	must(t, err)
+	h, err := acctest.LabClient(lab).HostPVRDMA(context.Background(), lab.HostID(host))
+	acctest.Must(t, err)
 	return h.Settings
 }
 
@@ -185,10 +186,10 @@ func TestAccModulePVRDMACluster(t *testing.T) {
 	expectFailure(t, d, regexp.MustCompile(`Give either host_names or cluster_name, not both and not neither`), dc, all, "-var=cluster_name="+lab.ClusterName())
 	expectFailure(t, d, regexp.MustCompile(`Give either host_names or cluster_name, not both and not neither`), dc)
 	expectFailure(t, d, regexp.MustCompile(`PVRDMA connects VMs across hosts, and the switch would have 1: list two or\s+more hosts in host_names`), dc, hostsVar(hosts[0]))
-	expectFailure(t, d, wrapped("cluster_name is empty: name the cluster, or leave it null and list host_names."), dc, "-var=cluster_name= ")
+	expectFailure(t, d, acctest.Wording("cluster_name is empty: name the cluster, or leave it null and list host_names."), dc, "-var=cluster_name= ")
 	expectFailure(t, d, regexp.MustCompile(`host_names lists `+regexp.QuoteMeta(hosts[0])+` more than once`), dc, hostsVar(hosts[0], hosts[0]))
 	// vmk0 is at 1500 on every host: the hosts, not the fabric, fall short.
-	expectFailure(t, d, wrapped("The fabric carries 1500-byte packets, not the switch MTU 9000. The hosts allow less themselves: vmk0 MTU "), dc, all, "-var=vmknic=vmk0")
+	expectFailure(t, d, acctest.Wording("The fabric carries 1500-byte packets, not the switch MTU 9000. The hosts allow less themselves: vmk0 MTU "), dc, all, "-var=vmknic=vmk0")
 	// A 1500 link between two hosts stops the plan, naming the paths.
 	lab.SetLinkMTU(hosts[1], hosts[2], 1500)
 	expectFailure(t, d, regexp.MustCompile(`(?s)The fabric carries 1500-byte packets, not the switch MTU 9000.*`+
@@ -258,7 +259,7 @@ func TestAccModulePVRDMACluster_migrationFromCount(t *testing.T) {
 	old := map[string]string{}
 	for _, f := range []string{"main.tf", "outputs.tf", "variables.tf", "versions.tf"} {
 		b, err := os.ReadFile(filepath.Join("testdata/pvrdma-cluster-count", f))
-		must(t, err)
+		acctest.Must(t, err)
 		old[filepath.Join("modules/pvrdma-cluster", f)] = string(b)
 	}
 	d.write(old)
@@ -291,8 +292,8 @@ func TestAccModuleGPUNode(t *testing.T) {
 	for _, h := range lab.HostNames() {
 		spec.Hosts = append(spec.Hosts, vsphere.DVSHost{HostID: lab.HostID(h), Vmnic: lab.RDMANICs()[0]})
 	}
-	_, portGroup, err := labService(lab).CreateDVS(context.Background(), spec)
-	must(t, err)
+	_, portGroup, err := acctest.LabClient(lab).CreateDVS(context.Background(), spec)
+	acctest.Must(t, err)
 	destroySwitchAfter(t, lab, spec.Name)
 	vm := lab.VMNames()[1]
 	// The GPUs' memory and MMIO window: two H100 80GB in the lab.
@@ -340,7 +341,7 @@ output "node" {
 		t.Fatalf("outputs %+v", node)
 	}
 	settings, err := lab.VMSettings(context.Background(), vm)
-	must(t, err)
+	acctest.Must(t, err)
 	if settings.Firmware != "efi" || len(settings.GPUs) != 2 {
 		t.Fatalf("VM %s: %+v, want EFI and 2 GPUs", vm, settings)
 	}

@@ -22,6 +22,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vsphere"
 )
@@ -236,7 +237,7 @@ func restoreVMs(t *testing.T, lab *vcsimlab.Lab) {
 		return was{v, settings}, err
 	}
 	before := map[string]was{}
-	service := labService(lab)
+	service := acctest.LabClient(lab)
 	for _, name := range lab.VMNames() {
 		b, err := read(service, name)
 		if err != nil {
@@ -246,7 +247,7 @@ func restoreVMs(t *testing.T, lab *vcsimlab.Lab) {
 	}
 	_ = service.Logout(ctx)
 	t.Cleanup(func() {
-		service := labService(lab)
+		service := acctest.LabClient(lab)
 		defer func() { _ = service.Logout(ctx) }()
 		for name, b := range before {
 			now, err := read(service, name)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vsphere"
 )
@@ -32,7 +33,7 @@ func runActionFaults(t *testing.T, opts vcsimlab.Options, prepare func(*vcsimlab
 	lab := startLab(t, opts)
 	simulatedOnly(t, lab, "loses connections to the lab")
 	a := prepare(lab)
-	d := newTFDir(t, lab, map[string]string{"main.tf": requiredProviders + a.config})
+	d := newTFDir(t, lab, map[string]string{"main.tf": acctest.RequiredProviders + a.config})
 	invoke := func(c *faultedCall, answered bool) (string, bool) {
 		a.before()
 		lab.ResetCalls()
@@ -98,12 +99,12 @@ action "vspherehpc_host_reboot" "esx" {
 			before: func() {
 				// A change waiting for the reboot: 2, then 4, then 2... (one a
 				// faulted invoke left waiting is asked again).
-				h, err := labService(lab).HostPassthrough(ctx, lab.HostID(host))
-				must(t, err)
+				h, err := acctest.LabClient(lab).HostPassthrough(ctx, lab.HostID(host))
+				acctest.Must(t, err)
 				if d := h.Device(ibPF); d != nil && d.SRIOV != nil && d.SRIOV.Active && d.SRIOV.VFs == vfs {
 					vfs = 6 - vfs
 				}
-				must(t, lab.SetHostSRIOV(ctx, host, ibPF, vfs))
+				acctest.Must(t, lab.SetHostSRIOV(ctx, host, ibPF, vfs))
 			},
 			settled: func() string {
 				for _, w := range lab.MaintenanceWindows() {
@@ -111,7 +112,7 @@ action "vspherehpc_host_reboot" "esx" {
 						return "host " + w.Host + " is still in maintenance mode"
 					}
 				}
-				h, err := labService(lab).HostPassthrough(ctx, lab.HostID(host))
+				h, err := acctest.LabClient(lab).HostPassthrough(ctx, lab.HostID(host))
 				if err != nil {
 					return err.Error()
 				}
@@ -135,7 +136,7 @@ func TestAccFaults_vmPowerAction(t *testing.T) {
 				ctx := context.Background()
 				vm := lab.VMNames()[0]
 				if power == vsphere.PoweredOff {
-					must(t, lab.PowerOnVM(ctx, vm)) // the lab as found: on, and off is asked
+					acctest.Must(t, lab.PowerOnVM(ctx, vm)) // the lab as found: on, and off is asked
 				}
 				return faultAction{
 					address: "vspherehpc_vm_power.p",
@@ -152,9 +153,9 @@ action "vspherehpc_vm_power" "p" {
 					before: func() {
 						if vmPowerState(t, lab, vm) == power {
 							if power == vsphere.PoweredOn {
-								must(t, lab.PowerOffVM(ctx, vm))
+								acctest.Must(t, lab.PowerOffVM(ctx, vm))
 							} else {
-								must(t, lab.PowerOnVM(ctx, vm))
+								acctest.Must(t, lab.PowerOnVM(ctx, vm))
 							}
 						}
 					},

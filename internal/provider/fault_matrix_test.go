@@ -19,6 +19,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
 
@@ -117,7 +118,7 @@ type faultRun struct {
 // files is the working directory's configuration: base and the subject as
 // config i (-1: none).
 func (r *faultRun) use(i int) {
-	main := requiredProviders + r.subject.base
+	main := acctest.RequiredProviders + r.subject.base
 	if i >= 0 {
 		main += r.subject.config[i]
 	}
@@ -217,7 +218,7 @@ func newFaultRun(t *testing.T, opts vcsimlab.Options, prepare func(*vcsimlab.Lab
 		r.d.run("apply", "-auto-approve")
 	}
 	original, err := lab.Footprint(context.Background())
-	must(t, err)
+	acctest.Must(t, err)
 	r.original = original
 	return r
 }
@@ -315,10 +316,10 @@ func reportFaultMatrix(t *testing.T, address string, rows []faultRow) {
 	t.Logf("fault matrix of %s:\n%s", address, b.String())
 	if path := os.Getenv("VSPHEREHPC_FAULT_MATRIX"); path != "" {
 		f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-		must(t, err)
-		defer func() { must(t, f.Close()) }()
+		acctest.Must(t, err)
+		defer func() { acctest.Must(t, f.Close()) }()
 		_, err = f.WriteString(b.String())
-		must(t, err)
+		acctest.Must(t, err)
 	}
 }
 
@@ -326,11 +327,11 @@ func TestAccFaults_vmPVRDMANIC(t *testing.T) {
 	t.Parallel()
 	runFaultMatrix(t, vcsimlab.Options{}, func(lab *vcsimlab.Lab) faultSubject {
 		vm := lab.VMNames()[0]
-		must(t, lab.SetVMMemoryReservationLocked(context.Background(), vm, true))
+		acctest.Must(t, lab.SetVMMemoryReservationLocked(context.Background(), vm, true))
 		uuid := lab.VMUUID(vm)
 		return faultSubject{
 			address: nicAddr,
-			base:    strings.TrimPrefix(switchesConfig(lab), providerConfig(lab)),
+			base:    strings.TrimPrefix(switchesConfig(lab), acctest.ProviderConfig(lab)),
 			config: [2]string{
 				nicOn(uuid, "vspherehpc_rdma_dvs.a.port_group_id", ""),
 				nicOn(uuid, "vspherehpc_rdma_dvs.b.port_group_id", "  device_protocol = \"rocev1\"\n"),
@@ -342,7 +343,7 @@ func TestAccFaults_vmPVRDMANIC(t *testing.T) {
 // without drops the provider block of a test configuration: the fault runs
 // name the lab through the environment, as a user's CI does.
 func without(config string, lab *vcsimlab.Lab) string {
-	return strings.Replace(config, providerConfig(lab), "", 1)
+	return strings.Replace(config, acctest.ProviderConfig(lab), "", 1)
 }
 
 func TestAccFaults_rdmaDVS(t *testing.T) {
@@ -379,7 +380,7 @@ func TestAccFaults_vmSRIOVNIC(t *testing.T) {
 	t.Parallel()
 	runFaultMatrix(t, vcsimlab.Options{}, func(lab *vcsimlab.Lab) faultSubject {
 		vm := lab.VMNames()[0]
-		must(t, lab.SetVMMemoryReservationLocked(context.Background(), vm, true))
+		acctest.Must(t, lab.SetVMMemoryReservationLocked(context.Background(), vm, true))
 		base := without(sriovNICHostConfig(lab, vm), lab)
 		nic := func(pf string) string {
 			return strings.TrimPrefix(without(sriovNICConfig(lab, vm, "a", pf, false), lab), base)
@@ -394,8 +395,8 @@ func TestAccFaults_vmGPUMMIO(t *testing.T) {
 		ctx := context.Background()
 		vm := lab.VMNames()[0]
 		// What destroy leaves by design: EFI, the memory reservation.
-		must(t, lab.SetVMFirmware(ctx, vm, "efi"))
-		must(t, lab.SetVMMemoryReservationLocked(ctx, vm, true))
+		acctest.Must(t, lab.SetVMFirmware(ctx, vm, "efi"))
+		acctest.Must(t, lab.SetVMMemoryReservationLocked(ctx, vm, true))
 		uuid := lab.VMUUID(vm)
 		return faultSubject{
 			address: gpuAddr,

@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vsphere"
 )
@@ -27,7 +28,7 @@ func fleetConfig(lab *vcsimlab.Lab) string {
 			vms = append(vms, n)
 		}
 	}
-	return providerConfig(lab) + fmt.Sprintf(`
+	return acctest.ProviderConfig(lab) + fmt.Sprintf(`
 data "vspherehpc_datacenter" "dc" {
   name = %q
 }
@@ -290,7 +291,7 @@ locals {
 		}
 		return ids
 	}()))
-	return providerConfig(lab) + fmt.Sprintf(`
+	return acctest.ProviderConfig(lab) + fmt.Sprintf(`
 resource "vspherehpc_rdma_dvs" "fabric" {
   datacenter_id = %q
   name          = %q
@@ -325,7 +326,7 @@ func vmsByIDConfig(t *testing.T) func(*vcsimlab.Lab) string {
 				uuids = append(uuids, lab.VMUUID(n))
 			}
 		}
-		return providerConfig(lab) + fmt.Sprintf(`
+		return acctest.ProviderConfig(lab) + fmt.Sprintf(`
 locals {
   vms = %s
 }

@@ -12,11 +12,12 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
 
 func hostConfig(lab *vcsimlab.Lab, name string) string {
-	return providerConfig(lab) + fmt.Sprintf(`
+	return acctest.ProviderConfig(lab) + fmt.Sprintf(`
 data "vspherehpc_host" "h" {
   datacenter_id = %q
   name          = %q
@@ -71,7 +72,7 @@ func TestAccHostDataSource(t *testing.T) {
 				// A GPU passed through out of band shows who uses it. A second VM
 				// given the same GPU fails silently: it does not boot, and vCenter
 				// shows no error (docs/guides/gpu-passthrough.md).
-				PreConfig: func() { must(t, lab.AttachGPU(context.Background(), vmName, lab.GPUs()[0])) },
+				PreConfig: func() { acctest.Must(t, lab.AttachGPU(context.Background(), vmName, lab.GPUs()[0])) },
 				Config:    hostConfig(lab, lab.VMHostName(vmName)),
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(h, gpu(0, "used_by"), knownvalue.ListExact([]knownvalue.Check{
@@ -86,11 +87,11 @@ func TestAccHostDataSource(t *testing.T) {
 			},
 			{
 				Config:      hostConfig(lab, "esx-404.example.com"),
-				ExpectError: wrapped(`has no host called "esx-404.example.com"`),
+				ExpectError: acctest.Wording(`has no host called "esx-404.example.com"`),
 			},
 			{
 				// A host is named by id, or by name in a datacenter: not both.
-				Config: providerConfig(lab) + `
+				Config: acctest.ProviderConfig(lab) + `
 data "vspherehpc_host" "h" {
   host_system_id = "` + lab.HostID(name) + `"
   datacenter_id  = "` + lab.DatacenterID() + `"
@@ -100,7 +101,7 @@ data "vspherehpc_host" "h" {
 				ExpectError: regexp.MustCompile(`(?s)Invalid Attribute Combination.*Exactly one of these attributes must be configured: \[host_system_id,name\]`),
 			},
 			{
-				Config: providerConfig(lab) + `
+				Config: acctest.ProviderConfig(lab) + `
 data "vspherehpc_host" "h" {
   name = "` + name + `"
 }
@@ -109,7 +110,7 @@ data "vspherehpc_host" "h" {
 			},
 			{
 				// By id, as vsphere_virtual_machine.host_system_id gives it.
-				Config: providerConfig(lab) + `
+				Config: acctest.ProviderConfig(lab) + `
 data "vspherehpc_host" "h" {
   host_system_id = "` + lab.HostID(name) + `"
 }
@@ -122,12 +123,12 @@ data "vspherehpc_host" "h" {
 				},
 			},
 			{
-				Config: providerConfig(lab) + `
+				Config: acctest.ProviderConfig(lab) + `
 data "vspherehpc_host" "h" {
   host_system_id = "host-404"
 }
 `,
-				ExpectError: wrapped(`no host has id host-404`),
+				ExpectError: acctest.Wording(`no host has id host-404`),
 			},
 		},
 	})
@@ -170,7 +171,7 @@ func TestAccHostDataSource_pciDevices(t *testing.T) {
 		}, {
 			// Each PF's VFs, and each VF's PF, once SR-IOV is on.
 			PreConfig: func() {
-				must(t, labService(lab).SetHostSRIOV(context.Background(), lab.HostID(name), ibPF, 2))
+				acctest.Must(t, acctest.LabClient(lab).SetHostSRIOV(context.Background(), lab.HostID(name), ibPF, 2))
 			},
 			Config: hostConfig(lab, name),
 			Check: resource.ComposeAggregateTestCheckFunc(
@@ -194,7 +195,7 @@ func TestAccHostDataSource_disconnectedWarns(t *testing.T) {
 	lab := startLab(t, vcsimlab.Options{})
 	simulatedOnly(t, lab, "disconnects a host")
 	name := lab.HostNames()[0]
-	d := newTFDir(t, lab, map[string]string{"main.tf": requiredProviders + fmt.Sprintf(`
+	d := newTFDir(t, lab, map[string]string{"main.tf": acctest.RequiredProviders + fmt.Sprintf(`
 provider "vspherehpc" {}
 data "vspherehpc_host" "h" {
   host_system_id = %q
@@ -205,11 +206,11 @@ output "state" {
 `, lab.HostID(name))})
 	warning := regexp.MustCompile(`(?s)Warning: Host not connected.*Host\s+` + regexp.QuoteMeta(name) + `\s+\(` + lab.HostID(name) +
 		`\)\s+is\s+disconnected\s+in\s+vCenter`)
-	must(t, lab.SetHostConnected(context.Background(), name, false))
+	acctest.Must(t, lab.SetHostConnected(context.Background(), name, false))
 	if out := d.run("plan"); !warning.MatchString(out) || !strings.Contains(out, `state = "disconnected"`) {
 		t.Errorf("plan with the host disconnected: want the warning %q and its state:\n%s", warning, out)
 	}
-	must(t, lab.SetHostConnected(context.Background(), name, true))
+	acctest.Must(t, lab.SetHostConnected(context.Background(), name, true))
 	if out := d.run("plan"); strings.Contains(out, "Host not connected") {
 		t.Errorf("plan with the host connected again warns:\n%s", out)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/querycheck"
 	"github.com/hashicorp/terraform-plugin-testing/querycheck/queryfilter"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
 
@@ -38,9 +39,9 @@ func TestAccHostPCIPassthrough_list(t *testing.T) {
 	hosts := lab.HostNames()
 	// Passthrough turned off for both H100s of the last host: not listed.
 	ctx := context.Background()
-	must(t, labService(lab).SetHostPassthrough(ctx, lab.HostID(hosts[len(hosts)-1]), map[string]bool{lab.GPUs()[0]: false, lab.GPUs()[1]: false}))
-	cluster, err := labService(lab).ClusterByName(ctx, lab.DatacenterID(), lab.ClusterName())
-	must(t, err)
+	acctest.Must(t, acctest.LabClient(lab).SetHostPassthrough(ctx, lab.HostID(hosts[len(hosts)-1]), map[string]bool{lab.GPUs()[0]: false, lab.GPUs()[1]: false}))
+	cluster, err := acctest.LabClient(lab).ClusterByName(ctx, lab.DatacenterID(), lab.ClusterName())
+	acctest.Must(t, err)
 	runQueries(t, lab, "vspherehpc_host_pci_passthrough", append([]query{
 		{config: inDatacenter(lab), checks: []querycheck.QueryResultCheck{
 			querycheck.ExpectLength("vspherehpc_host_pci_passthrough.q", len(hosts)-1),

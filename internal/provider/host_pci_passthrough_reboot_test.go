@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
 
@@ -55,7 +56,7 @@ func TestAccHostPCIPassthrough_rebootInsideApply(t *testing.T) {
 	simulatedOnly(t, lab, "reboots hosts")
 	hosts := lab.HostNames()
 	active := tfjsonpath.New("devices").AtSliceIndex(0).AtMapKey("active")
-	config := providerConfig(lab)
+	config := acctest.ProviderConfig(lab)
 	for i, h := range hosts[:2] {
 		config += fmt.Sprintf(`
 resource "vspherehpc_host_pci_passthrough" "p%d" {
@@ -99,35 +100,35 @@ func TestAccHostPCIPassthrough_rebootRefused(t *testing.T) {
 	ctx := context.Background()
 	vm := lab.VMNames()[0]
 	host := lab.VMHostName(vm)
-	must(t, lab.AttachGPU(ctx, vm, lab.GPUs()[0]))
-	must(t, lab.PowerOnVM(ctx, vm))
+	acctest.Must(t, lab.AttachGPU(ctx, vm, lab.GPUs()[0]))
+	acctest.Must(t, lab.PowerOnVM(ctx, vm))
 	config := passthroughConfig(lab, host, fmt.Sprintf("  pci_ids = [%q]\n  reboot_allowed = true", a100))
 	other := lab.VMNames()[1]
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
-			{Config: config, PlanOnly: true, ExpectError: wrapped(fmt.Sprintf("This apply would reboot host %s (%s) to apply passthrough "+
+			{Config: config, PlanOnly: true, ExpectError: acctest.Wording(fmt.Sprintf("This apply would reboot host %s (%s) to apply passthrough "+
 				"changes, but its running virtual machines %s would keep it from entering maintenance mode: a VM with a PCI passthrough "+
 				"or SR-IOV device cannot be migrated.", host, lab.HostID(host), vm))},
 			{
 				PreConfig: func() {
-					must(t, lab.PowerOffVM(ctx, vm))
-					must(t, lab.SetClusterDRS(ctx, true, "manual"))
-					must(t, lab.PowerOnVM(ctx, other))
+					acctest.Must(t, lab.PowerOffVM(ctx, vm))
+					acctest.Must(t, lab.SetClusterDRS(ctx, true, "manual"))
+					acctest.Must(t, lab.PowerOnVM(ctx, other))
 				},
 				Config:      passthroughConfig(lab, lab.VMHostName(other), fmt.Sprintf("  pci_ids = [%q]\n  reboot_allowed = true", a100)),
 				PlanOnly:    true,
-				ExpectError: wrapped("the cluster's DRS is not fully automated, so maintenance mode moves no VM"),
+				ExpectError: acctest.Wording("the cluster's DRS is not fully automated, so maintenance mode moves no VM"),
 			},
 			{
 				// The VM's own override counts, as the cluster's VM Overrides set it.
 				PreConfig: func() {
-					must(t, lab.SetClusterDRS(ctx, true, "fullyAutomated"))
-					must(t, lab.SetVMDRSOverride(ctx, other, true, "manual"))
+					acctest.Must(t, lab.SetClusterDRS(ctx, true, "fullyAutomated"))
+					acctest.Must(t, lab.SetVMDRSOverride(ctx, other, true, "manual"))
 				},
 				Config:      passthroughConfig(lab, lab.VMHostName(other), fmt.Sprintf("  pci_ids = [%q]\n  reboot_allowed = true", a100)),
 				PlanOnly:    true,
-				ExpectError: wrapped(fmt.Sprintf("its running virtual machines %s would keep it from entering maintenance mode: DRS moves no VM whose automation level is not fully automated", other)),
+				ExpectError: acctest.Wording(fmt.Sprintf("its running virtual machines %s would keep it from entering maintenance mode: DRS moves no VM whose automation level is not fully automated", other)),
 			},
 			{
 				Config: passthroughConfig(lab, lab.VMHostName(other), fmt.Sprintf("  pci_ids = [%q]", a100)),
@@ -156,12 +157,12 @@ func TestAccHostPCIPassthrough_hostNotBack(t *testing.T) {
 		Steps: []resource.TestStep{
 			{
 				Config: passthroughConfig(lab, host, fmt.Sprintf("  pci_ids = [%q]\n  reboot_allowed = true\n  reboot_timeout = \"1m\"", a100)),
-				ExpectError: wrapped(fmt.Sprintf("host %s was rebooted and is not back after 1m0s (connection state: notResponding); it stays in "+
+				ExpectError: acctest.Wording(fmt.Sprintf("host %s was rebooted and is not back after 1m0s (connection state: notResponding); it stays in "+
 					"maintenance mode. reboot_timeout bounds the reboot, from maintenance mode to the host back: raise it", host)),
 			},
 			{
 				// Back: the failed create is tainted, and replaced.
-				PreConfig:          func() { must(t, lab.BringHostUp(host)) },
+				PreConfig:          func() { acctest.Must(t, lab.BringHostUp(host)) },
 				Config:             passthroughConfig(lab, host, fmt.Sprintf("  pci_ids = [%q]\n  reboot_allowed = true\n  reboot_timeout = \"1m\"", a100)),
 				PlanOnly:           true,
 				ExpectNonEmptyPlan: true,
@@ -182,7 +183,7 @@ func TestAccHostPCIPassthrough_rebootTimeoutRange(t *testing.T) {
 		steps = append(steps, resource.TestStep{
 			Config:      passthroughConfig(lab, host, fmt.Sprintf("  pci_ids = [%q]\n  reboot_allowed = true\n  reboot_timeout = %q", a100, timeout)),
 			PlanOnly:    true,
-			ExpectError: wrapped(fmt.Sprintf(`reboot_timeout must be a duration from "1m" to "24h", such as "45m", not %q`, timeout)),
+			ExpectError: acctest.Wording(fmt.Sprintf(`reboot_timeout must be a duration from "1m" to "24h", such as "45m", not %q`, timeout)),
 		})
 	}
 	resource.UnitTest(t, resource.TestCase{ProtoV6ProviderFactories: testAccProtoV6ProviderFactories, Steps: steps})
@@ -199,7 +200,7 @@ func TestAccHostPCIPassthrough_rebootInsideOneApplyToAGPUAndInfiniBandVM(t *test
 	simulatedOnly(t, lab, "reboots hosts")
 	vm := lab.VMNames()[0]
 	host := lab.HostID(lab.VMHostName(vm))
-	config := providerConfig(lab) + fmt.Sprintf(`
+	config := acctest.ProviderConfig(lab) + fmt.Sprintf(`
 resource "vspherehpc_host_sriov" "ib" {
   host_system_id        = %[1]q
   pci_id                = %[2]q
@@ -259,7 +260,7 @@ func TestAccHostPCIPassthrough_rebootBeforeTheGPUSetupOfTheSameApply(t *testing.
 	simulatedOnly(t, lab, "reboots hosts")
 	vm := lab.VMNames()[0]
 	config := func(allowed bool) string {
-		return providerConfig(lab) + fmt.Sprintf(`
+		return acctest.ProviderConfig(lab) + fmt.Sprintf(`
 resource "vspherehpc_host_pci_passthrough" "a100" {
   host_system_id = %q
   pci_ids        = [%q]
@@ -278,7 +279,7 @@ resource "vspherehpc_vm_gpu_mmio" "node" {
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
-			{Config: config(false), PlanOnly: true, ExpectError: wrapped("is turned on by this configuration, but the host applies that only at its next reboot")},
+			{Config: config(false), PlanOnly: true, ExpectError: acctest.Wording("is turned on by this configuration, but the host applies that only at its next reboot")},
 			{Config: config(true), Check: resource.ComposeTestCheckFunc(vmDevicesAre(lab, vm, a100), rebootWindows(lab, lab.VMHostName(vm)))},
 			{Config: config(true), PlanOnly: true},
 		},
@@ -293,7 +294,7 @@ func TestAccHostPCIPassthrough_rebootAppliedAndWaitingWording(t *testing.T) {
 	lab := startLab(t, vcsimlab.Options{HostsNeedReboot: true})
 	simulatedOnly(t, lab, "reboots hosts")
 	vm := lab.VMNames()[0]
-	host := providerConfig(lab) + fmt.Sprintf(`
+	host := acctest.ProviderConfig(lab) + fmt.Sprintf(`
 resource "vspherehpc_host_pci_passthrough" "a100" {
   host_system_id = %q
   pci_ids        = [%q]
@@ -314,7 +315,7 @@ resource "vspherehpc_vm_gpu_mmio" "node" {
 }
 `, lab.VMUUID(vm), a100),
 				PlanOnly:    true,
-				ExpectError: wrapped("is enabled but not active yet: the host must reboot first (vspherehpc_host_pci_passthrough shows reboot_required). Set reboot_allowed = true on that resource"),
+				ExpectError: acctest.Wording("is enabled but not active yet: the host must reboot first (vspherehpc_host_pci_passthrough shows reboot_required). Set reboot_allowed = true on that resource"),
 			},
 		},
 	})

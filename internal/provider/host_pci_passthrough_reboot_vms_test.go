@@ -16,6 +16,7 @@ import (
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
 
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
 
@@ -61,7 +62,7 @@ func TestAccHostPCIPassthrough_rebootPlannedAfterAVMChangeIsRefused(t *testing.T
 	simulatedOnly(t, lab, "reboots hosts")
 	vm := lab.VMNames()[0]
 	host := lab.VMHostName(vm)
-	config := providerConfig(lab) + gpuSetupConfig(fmt.Sprintf("%q", lab.VMUUID(vm)), lab.GPUs()[0], "") +
+	config := acctest.ProviderConfig(lab) + gpuSetupConfig(fmt.Sprintf("%q", lab.VMUUID(vm)), lab.GPUs()[0], "") +
 		rebootA100Config(lab, host, "  depends_on = [vspherehpc_vm_gpu_mmio.node]")
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
@@ -86,7 +87,7 @@ func TestAccHostPCIPassthrough_rebootUnderARunningVMTakingItsDevicesIsRefused(t 
 	simulatedOnly(t, lab, "reboots hosts")
 	vm := lab.VMNames()[0]
 	host := lab.VMHostName(vm)
-	must(t, lab.PowerOnVM(context.Background(), vm))
+	acctest.Must(t, lab.PowerOnVM(context.Background(), vm))
 	refusal := wrappedInOrder(fmt.Sprintf("This apply reboots the host of virtual machine %s (%s), for the "+
 		"vspherehpc_host_pci_passthrough of host %s (%s), and the vspherehpc_vm_gpu_mmio of virtual machine %s (%s) leaves the VM running "+
 		"with passthrough or SR-IOV devices of that host.", vm, lab.VMUUID(vm), host, lab.HostID(host), vm, lab.VMUUID(vm)),
@@ -98,14 +99,14 @@ func TestAccHostPCIPassthrough_rebootUnderARunningVMTakingItsDevicesIsRefused(t 
 		Steps: []resource.TestStep{
 			{
 				// The VM's resource planned after the host's.
-				Config: providerConfig(lab) + rebootA100Config(lab, host, "") +
+				Config: acctest.ProviderConfig(lab) + rebootA100Config(lab, host, "") +
 					gpuSetupConfig(vmID, lab.GPUs()[0], "  depends_on = [vspherehpc_host_pci_passthrough.a100]"),
 				PlanOnly:    true,
 				ExpectError: refusal,
 			},
 			{
 				// The host's planned after the VM's.
-				Config: providerConfig(lab) + gpuSetupConfig(vmID, lab.GPUs()[0], "") +
+				Config: acctest.ProviderConfig(lab) + gpuSetupConfig(vmID, lab.GPUs()[0], "") +
 					rebootA100Config(lab, host, "  depends_on = [vspherehpc_vm_gpu_mmio.node]"),
 				PlanOnly:    true,
 				ExpectError: refusal,
@@ -206,7 +207,7 @@ func TestAccHostPCIPassthrough_rebootWaitedForByTheVMChange(t *testing.T) {
 	vm := lab.VMNames()[0]
 	host := lab.VMHostName(vm)
 	gate, open := gatedVMID(t, lab.VMUUID(vm))
-	hostOnly := providerConfig(lab) + rebootA100Config(lab, host, "") + gate
+	hostOnly := acctest.ProviderConfig(lab) + rebootA100Config(lab, host, "") + gate
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
@@ -231,7 +232,7 @@ func TestAccHostPCIPassthrough_rebootFailedFailsTheWaitingVMChange(t *testing.T)
 	vm := lab.VMNames()[0]
 	host := lab.VMHostName(vm)
 	gate, open := gatedVMID(t, lab.VMUUID(vm))
-	hostOnly := providerConfig(lab) + rebootA100Config(lab, host, "") + gate
+	hostOnly := acctest.ProviderConfig(lab) + rebootA100Config(lab, host, "") + gate
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
@@ -241,7 +242,7 @@ func TestAccHostPCIPassthrough_rebootFailedFailsTheWaitingVMChange(t *testing.T)
 					openWhenInMaintenance(t, lab, host, open)
 				},
 				Config: hostOnly + gpuSetupConfig("terraform_data.gate.output", a100, ""),
-				ExpectError: wrapped(fmt.Sprintf("Virtual machine %s was not changed: its change waits for the host reboot planned by the "+
+				ExpectError: acctest.Wording(fmt.Sprintf("Virtual machine %s was not changed: its change waits for the host reboot planned by the "+
 					"vspherehpc_host_pci_passthrough of host %s (%s), and that apply failed: Cannot reboot host %s", lab.VMUUID(vm), host,
 					lab.HostID(host), lab.HostID(host))),
 			},
@@ -271,7 +272,7 @@ func TestAccHostPCIPassthrough_rebootsOfTwoRunsTakeTurns(t *testing.T) {
 	simulatedOnly(t, lab, "keeps a host down")
 	a, b := lab.HostNames()[0], lab.HostNames()[1]
 	run := func(host string) *tfDir {
-		return newTFDir(t, lab, map[string]string{"main.tf": requiredProviders + rebootA100Config(lab, host, "")})
+		return newTFDir(t, lab, map[string]string{"main.tf": acctest.RequiredProviders + rebootA100Config(lab, host, "")})
 	}
 	first, second := run(a), run(b)
 	logFile := filepath.Join(t.TempDir(), "terraform.log")
@@ -312,7 +313,7 @@ func TestAccHostPCIPassthrough_rebootsOfTwoRunsTakeTurns(t *testing.T) {
 	if windows := lab.MaintenanceWindows(); len(windows) != 1 {
 		t.Errorf("host %s entered maintenance mode while %s was in it: %+v", b, a, windows)
 	}
-	must(t, lab.BringHostUp(a))
+	acctest.Must(t, lab.BringHostUp(a))
 	for _, done := range []<-chan result{firstDone, secondDone} {
 		if r := <-done; r.err != nil {
 			t.Fatalf("terraform apply: %v\n%s", r.err, r.out)
@@ -335,13 +336,13 @@ func TestAccHostPCIPassthrough_rebootTurnWaitIsBounded(t *testing.T) {
 	a, b := lab.HostNames()[0], lab.HostNames()[1]
 	task, err := object.NewHostSystem(lab.Client().Client, types.ManagedObjectReference{Type: "HostSystem", Value: lab.HostID(a)}).
 		EnterMaintenanceMode(ctx, 0, false, nil)
-	must(t, err)
-	must(t, task.Wait(ctx))
+	acctest.Must(t, err)
+	acctest.Must(t, task.Wait(ctx))
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{{
-			Config: providerConfig(lab) + rebootA100Config(lab, b, `  reboot_timeout = "1m"`),
-			ExpectError: wrapped(fmt.Sprintf("host %s was not rebooted: host %s (%s) of its cluster was in maintenance mode, or entering it, "+
+			Config: acctest.ProviderConfig(lab) + rebootA100Config(lab, b, `  reboot_timeout = "1m"`),
+			ExpectError: acctest.Wording(fmt.Sprintf("host %s was not rebooted: host %s (%s) of its cluster was in maintenance mode, or entering it, "+
 				"for the 1m0s its reboot may wait for its turn (hosts of a cluster reboot one at a time, whichever run or client takes them "+
 				"there). reboot_timeout bounds this wait too: take that host out of maintenance mode once what put it there is done", b, a,
 				lab.HostID(a))),

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
 
@@ -19,7 +20,7 @@ func TestAccHostPCIPassthrough_ofAFunctionServingVFsRefused(t *testing.T) {
 	host := lab.HostNames()[0]
 	pf, _ := sriovPF(t, lab, host)
 	sriov := sriovConfig(lab, host, pf, 2)
-	passthrough := strings.Replace(passthroughConfig(lab, host, `  pci_ids = ["`+pf+`"]`), providerConfig(lab), "", 1)
+	passthrough := strings.Replace(passthroughConfig(lab, host, `  pci_ids = ["`+pf+`"]`), acctest.ProviderConfig(lab), "", 1)
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
@@ -31,7 +32,7 @@ func TestAccHostPCIPassthrough_ofAFunctionServingVFsRefused(t *testing.T) {
 			},
 			{
 				// SR-IOV let go in the same plan: the host still serves the VFs.
-				Config: providerConfig(lab) + passthrough, PlanOnly: true,
+				Config: acctest.ProviderConfig(lab) + passthrough, PlanOnly: true,
 				ExpectError: regexp.MustCompile(`(?s)Device serves SR-IOV virtual functions.*PCI\s+device\s+` + regexp.QuoteMeta(pf) +
 					`.*SR-IOV\s+on\s+with\s+2\s+virtual\s+functions.*turn\s+SR-IOV\s+off\s+first`),
 			},

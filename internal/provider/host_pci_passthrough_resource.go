@@ -329,8 +329,8 @@ func (r *hostPCIPassthroughResource) apply(ctx context.Context, m *hostPCIPassth
 			pending = true
 		}
 	}
-	changed := append(keysOf(managed), restored...)
-	if !diags.HasError() && m.RebootAllowed.ValueBool() && pending && rebootHost(ctx, r.client, hostID, m.RebootTimeout, changed, diags) {
+	reboot := deviceReboot{hostID: hostID, allowed: m.RebootAllowed, timeout: m.RebootTimeout, pciIDs: append(keysOf(managed), restored...)}
+	if !diags.HasError() && m.RebootAllowed.ValueBool() && pending && reboot.run(ctx, r.client, diags) {
 		if _, err := r.read(ctx, m, keysOf(managed), state, diags); err != nil {
 			diags.Append(vsphereErrorDiag("Cannot read the PCI passthrough of host "+hostID, err))
 		}
@@ -438,7 +438,7 @@ func (r *hostPCIPassthroughResource) Delete(ctx context.Context, req resource.De
 		return
 	}
 	if err == nil {
-		rebootIfPending(ctx, r.client, ch.HostID, state.RebootAllowed, state.RebootTimeout, ch.Disabling, &resp.Diagnostics)
+		deviceReboot{hostID: ch.HostID, allowed: state.RebootAllowed, timeout: state.RebootTimeout, pciIDs: ch.Disabling}.ifPending(ctx, r.client, &resp.Diagnostics)
 	}
 }
 

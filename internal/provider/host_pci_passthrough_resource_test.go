@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 	"github.com/vmware/govmomi/vim25/types"
 
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vsphere"
 )
@@ -27,7 +28,7 @@ const passthroughAddr = "vspherehpc_host_pci_passthrough.p"
 const a100 = "0000:af:00.0"
 
 func passthroughConfig(lab *vcsimlab.Lab, hostName, body string) string {
-	return providerConfig(lab) + fmt.Sprintf(`
+	return acctest.ProviderConfig(lab) + fmt.Sprintf(`
 resource "vspherehpc_host_pci_passthrough" "p" {
   host_system_id = %q
 %s
@@ -48,7 +49,7 @@ func passthroughActive(lab *vcsimlab.Lab, hostName, pciID string, want bool) fun
 
 func passthroughState(lab *vcsimlab.Lab, hostName, pciID, what string, want bool, state func(*vsphere.PassthroughDevice) bool) func(*terraform.State) error {
 	return func(*terraform.State) error {
-		h, err := labService(lab).HostPassthrough(context.Background(), lab.HostID(hostName))
+		h, err := acctest.LabClient(lab).HostPassthrough(context.Background(), lab.HostID(hostName))
 		if err != nil {
 			return err
 		}
@@ -98,7 +99,7 @@ func TestAccHostPCIPassthrough_basic(t *testing.T) {
 				// that cannot be imported is named.
 				ResourceName: passthroughAddr, ImportState: true,
 				ImportStateId: lab.HostID(name) + ":" + strings.ToUpper(a100) + ", 0000:99:00.0, " + a100,
-				ExpectError:   wrapped(fmt.Sprintf("0000:99:00.0 is no PCI device of the host; %s is listed twice. Devices of host %s", a100, name)),
+				ExpectError:   acctest.Wording(fmt.Sprintf("0000:99:00.0 is no PCI device of the host; %s is listed twice. Devices of host %s", a100, name)),
 			},
 			// Every A100 of the host by vendor and device id: the same device, nothing to do.
 			{
@@ -145,7 +146,7 @@ func TestAccHostPCIPassthrough_driftAndDisappears(t *testing.T) {
 	name := lab.HostNames()[0]
 	off := func(pciID string) func(*terraform.State) error {
 		return func(*terraform.State) error {
-			return labService(lab).SetHostPassthrough(context.Background(), lab.HostID(name), map[string]bool{pciID: false})
+			return acctest.LabClient(lab).SetHostPassthrough(context.Background(), lab.HostID(name), map[string]bool{pciID: false})
 		}
 	}
 	resource.UnitTest(t, resource.TestCase{
@@ -192,16 +193,16 @@ func TestAccHostPCIPassthrough_refusals(t *testing.T) {
     vendor_id = "10de"
     device_id = "ffff"
   }`), PlanOnly: true,
-				ExpectError: wrapped(fmt.Sprintf("Host %s (%s) has no device with vendor id 10de and device id ffff that can be passed through", name, id)),
+				ExpectError: acctest.Wording(fmt.Sprintf("Host %s (%s) has no device with vendor id 10de and device id ffff that can be passed through", name, id)),
 			},
 			// vmnic0 is the uplink of vSwitch0 on every lab host.
 			{
 				Config: passthroughConfig(lab, name, `  pci_ids = ["0000:0b:00.0"]`), PlanOnly: true,
-				ExpectError: wrapped(fmt.Sprintf(`PCI device 0000:0b:00.0 of host %s (%s) is vmnic0, an uplink of switch "vSwitch0": passing it through takes it from the host's network.`, name, id)),
+				ExpectError: acctest.Wording(fmt.Sprintf(`PCI device 0000:0b:00.0 of host %s (%s) is vmnic0, an uplink of switch "vSwitch0": passing it through takes it from the host's network.`, name, id)),
 			},
 			{
 				Config: passthroughConfig(lab, name, ""), PlanOnly: true,
-				ExpectError: wrapped("Give the devices to pass through in pci_ids, or select them with match blocks."),
+				ExpectError: acctest.Wording("Give the devices to pass through in pci_ids, or select them with match blocks."),
 			},
 			{
 				Config: passthroughConfig(lab, name, `  pci_ids = ["0000:af:00.0"]`) + fmt.Sprintf(`
@@ -230,12 +231,12 @@ func TestAccHostPCIPassthrough_destroyRefusedWhileAVMUsesIt(t *testing.T) {
 		Steps: []resource.TestStep{
 			{Config: config},
 			{
-				PreConfig: func() { must(t, lab.AttachGPU(context.Background(), vm, a100)) },
+				PreConfig: func() { acctest.Must(t, lab.AttachGPU(context.Background(), vm, a100)) },
 				Config:    config, Destroy: true,
-				ExpectError: wrapped(fmt.Sprintf("Passthrough of PCI device %s of host %s (%s) would go back off, but virtual machines %s are configured with it", a100, name, lab.HostID(name), vm)),
+				ExpectError: acctest.Wording(fmt.Sprintf("Passthrough of PCI device %s of host %s (%s) would go back off, but virtual machines %s are configured with it", a100, name, lab.HostID(name), vm)),
 			},
 			{
-				PreConfig: func() { must(t, lab.DetachGPU(context.Background(), vm, a100)) },
+				PreConfig: func() { acctest.Must(t, lab.DetachGPU(context.Background(), vm, a100)) },
 				Config:    config,
 			},
 		},
@@ -300,7 +301,7 @@ func TestAccHostPCIPassthrough_rebootRequired(t *testing.T) {
 			},
 			{Config: config, ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}}},
 			{
-				PreConfig: func() { must(t, lab.RebootHost(context.Background(), name)) },
+				PreConfig: func() { acctest.Must(t, lab.RebootHost(context.Background(), name)) },
 				Config:    config,
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(passthroughAddr, active, knownvalue.Bool(true)),
@@ -323,7 +324,7 @@ func TestAccHostPCIPassthrough_notCapable(t *testing.T) {
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{{
 			Config: passthroughConfig(lab, name, `  pci_ids = ["0000:00:00.0"]`), PlanOnly: true,
-			ExpectError: wrapped(fmt.Sprintf("PCI device 0000:00:00.0 (Virtual Machine Chipset) on host %s (%s) cannot be passed through "+
+			ExpectError: acctest.Wording(fmt.Sprintf("PCI device 0000:00:00.0 (Virtual Machine Chipset) on host %s (%s) cannot be passed through "+
 				"(ESXi reports it not passthrough-capable).", name, lab.HostID(name))),
 		}},
 	})
@@ -354,8 +355,8 @@ func TestAccHostPCIPassthrough_addingAnActiveDeviceNeedsNoReboot(t *testing.T) {
 			{Config: passthroughConfig(lab, host, fmt.Sprintf("  pci_ids = [%q]\n  reboot_allowed = true", a100)), Check: rebootWindows(lab, host)},
 			{
 				PreConfig: func() {
-					must(t, lab.AttachGPU(ctx, vm, gpus[0]))
-					must(t, lab.PowerOnVM(ctx, vm))
+					acctest.Must(t, lab.AttachGPU(ctx, vm, gpus[0]))
+					acctest.Must(t, lab.PowerOnVM(ctx, vm))
 				},
 				Config: passthroughConfig(lab, host, fmt.Sprintf("  pci_ids = [%q, %q]\n  reboot_allowed = true", a100, gpus[1])),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
@@ -365,7 +366,7 @@ func TestAccHostPCIPassthrough_addingAnActiveDeviceNeedsNoReboot(t *testing.T) {
 				Check: rebootWindows(lab, host),
 			},
 			// Destroy turns the A100 back off, a reboot the GPU VM would refuse.
-			{PreConfig: func() { must(t, lab.PowerOffVM(ctx, vm)) }, Config: passthroughConfig(lab, host,
+			{PreConfig: func() { acctest.Must(t, lab.PowerOffVM(ctx, vm)) }, Config: passthroughConfig(lab, host,
 				fmt.Sprintf("  pci_ids = [%q, %q]\n  reboot_allowed = true", a100, gpus[1])), PlanOnly: true},
 		},
 	})
@@ -454,7 +455,7 @@ func TestAccHostPCIPassthrough_failedReadBackKeepsState(t *testing.T) {
 				// this step (the one without a refresh sees only the planned
 				// values) both show a change.
 				Check: resource.ComposeTestCheckFunc(passthroughIs(lab, host, a100, true), func(*terraform.State) error {
-					return labService(lab).SetHostPassthrough(context.Background(), lab.HostID(host), map[string]bool{a100: false})
+					return acctest.LabClient(lab).SetHostPassthrough(context.Background(), lab.HostID(host), map[string]bool{a100: false})
 				}),
 				ExpectNonEmptyPlan: true,
 			},
@@ -476,20 +477,20 @@ func TestAccHostPCIPassthrough_listedDeviceGone(t *testing.T) {
 	ctx := context.Background()
 	host := lab.HostNames()[0]
 	const pf, vf = "0000:86:00.0", "0000:86:00.1"
-	must(t, lab.SetHostSRIOV(ctx, host, pf, 2))
+	acctest.Must(t, lab.SetHostSRIOV(ctx, host, pf, 2))
 	config := passthroughConfig(lab, host, fmt.Sprintf(`  pci_ids = [%q, %q]`, a100, vf))
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{Config: config, Check: passthroughIs(lab, host, vf, true)},
 			{
-				PreConfig:   func() { must(t, lab.SetHostSRIOV(ctx, host, pf, 0)) },
+				PreConfig:   func() { acctest.Must(t, lab.SetHostSRIOV(ctx, host, pf, 0)) },
 				Config:      config,
 				PlanOnly:    true,
-				ExpectError: wrapped(fmt.Sprintf("has no PCI device %s", vf)),
+				ExpectError: acctest.Wording(fmt.Sprintf("has no PCI device %s", vf)),
 			},
 			{
-				PreConfig: func() { must(t, lab.SetHostSRIOV(ctx, host, pf, 2)) },
+				PreConfig: func() { acctest.Must(t, lab.SetHostSRIOV(ctx, host, pf, 2)) },
 				Config:    config,
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(passthroughAddr, plancheck.ResourceActionUpdate),
@@ -516,16 +517,16 @@ func TestAccHostPCIPassthrough_hostDisconnected(t *testing.T) {
 		Steps: []resource.TestStep{
 			{Config: config},
 			{
-				PreConfig: func() { must(t, lab.SetHostConnected(ctx, name, false)) },
+				PreConfig: func() { acctest.Must(t, lab.SetHostConnected(ctx, name, false)) },
 				Config:    config,
 				PlanOnly:  true,
 			},
 			{
 				Config:      passthroughConfig(lab, name, fmt.Sprintf(`  pci_ids = [%q, %q]`, a100, lab.GPUs()[0])),
-				ExpectError: wrapped(fmt.Sprintf("vCenter returns no configuration for host %s (connection state: disconnected)", name)),
+				ExpectError: acctest.Wording(fmt.Sprintf("vCenter returns no configuration for host %s (connection state: disconnected)", name)),
 			},
 			{
-				PreConfig: func() { must(t, lab.SetHostConnected(ctx, name, true)) },
+				PreConfig: func() { acctest.Must(t, lab.SetHostConnected(ctx, name, true)) },
 				Config:    config,
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(passthroughAddr, plancheck.ResourceActionNoop),

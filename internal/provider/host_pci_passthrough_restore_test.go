@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 	"github.com/vmware/govmomi/vim25/types"
 
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
 
@@ -37,10 +38,10 @@ func TestAccHostPCIPassthrough_failedRebootKeepsWhatDestroyRestores(t *testing.T
 			{
 				PreConfig:   func() { lab.FailTaskOnce("RebootHost_Task", host, &types.HostConfigFault{}) },
 				Config:      config,
-				ExpectError: wrapped("Cannot reboot host " + lab.HostID(host)),
+				ExpectError: acctest.Wording("Cannot reboot host " + lab.HostID(host)),
 			},
 			{
-				PreConfig: func() { must(t, lab.RebootHost(context.Background(), host)) },
+				PreConfig: func() { acctest.Must(t, lab.RebootHost(context.Background(), host)) },
 				Config:    config,
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(passthroughAddr, tfjsonpath.New("passthrough_before"),
@@ -60,7 +61,7 @@ func TestAccHostPCIPassthrough_beforeIsWhatIsInEffect(t *testing.T) {
 	lab := startLab(t, vcsimlab.Options{HostsNeedReboot: true})
 	simulatedOnly(t, lab, "reboots hosts")
 	host := lab.HostNames()[0]
-	must(t, labService(lab).SetHostPassthrough(context.Background(), lab.HostID(host), map[string]bool{a100: true}))
+	acctest.Must(t, acctest.LabClient(lab).SetHostPassthrough(context.Background(), lab.HostID(host), map[string]bool{a100: true}))
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		CheckDestroy:             resource.ComposeTestCheckFunc(passthroughIs(lab, host, a100, false), passthroughActive(lab, host, a100, false)),
@@ -82,7 +83,7 @@ func sriovInEffect(lab *vcsimlab.Lab, hostName, pciID string, want int) resource
 		if err := sriovIs(lab, hostName, pciID, want)(s); err != nil {
 			return err
 		}
-		h, err := labService(lab).HostPassthrough(context.Background(), lab.HostID(hostName))
+		h, err := acctest.LabClient(lab).HostPassthrough(context.Background(), lab.HostID(hostName))
 		if err != nil {
 			return err
 		}
@@ -112,8 +113,8 @@ func TestAccHostPCIPassthrough_destroyRefusalAdvice(t *testing.T) {
 			{Config: config},
 			{
 				PreConfig: func() {
-					must(t, lab.AttachGPU(ctx, vm, lab.GPUs()[0]))
-					must(t, lab.PowerOnVM(ctx, vm))
+					acctest.Must(t, lab.AttachGPU(ctx, vm, lab.GPUs()[0]))
+					acctest.Must(t, lab.PowerOnVM(ctx, vm))
 				},
 				Config:  config,
 				Destroy: true,
@@ -124,7 +125,7 @@ func TestAccHostPCIPassthrough_destroyRefusalAdvice(t *testing.T) {
 						"the host then waits for a reboot."),
 			},
 			{
-				PreConfig: func() { must(t, lab.PowerOffVM(ctx, vm)) },
+				PreConfig: func() { acctest.Must(t, lab.PowerOffVM(ctx, vm)) },
 				Config:    config,
 			},
 		},
@@ -135,7 +136,7 @@ func TestAccHostPCIPassthrough_destroyRefusalAdvice(t *testing.T) {
 func wrappedInOrder(texts ...string) *regexp.Regexp {
 	parts := make([]string, len(texts))
 	for i, text := range texts {
-		parts[i] = wrapped(text).String()
+		parts[i] = acctest.Wording(text).String()
 	}
 	return regexp.MustCompile(strings.Join(parts, `[\s\S]*`))
 }
@@ -148,7 +149,7 @@ func TestAccHostPCIPassthrough_restoreRecordMovesFromPrivateState(t *testing.T) 
 	lab := startLab(t, vcsimlab.Options{})
 	simulatedOnly(t, lab, "uses the lab's A100 and ConnectX-7")
 	host := lab.HostNames()[0]
-	d := newTFDir(t, lab, map[string]string{"main.tf": requiredProviders + fmt.Sprintf(`
+	d := newTFDir(t, lab, map[string]string{"main.tf": acctest.RequiredProviders + fmt.Sprintf(`
 resource "vspherehpc_host_pci_passthrough" "p" {
   host_system_id = %[1]q
   pci_ids        = [%[2]q]

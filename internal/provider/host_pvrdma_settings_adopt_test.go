@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/querycheck"
 	"github.com/hashicorp/terraform-plugin-testing/querycheck/queryfilter"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
 
@@ -33,8 +34,8 @@ func TestAccHostPVRDMASettings_list(t *testing.T) {
 	lab := handBuiltLab(t)
 	hosts := lab.HostNames()
 	// A host an administrator turned PVRDMA back off on is not listed.
-	must(t, lab.SetHostOption(context.Background(), hosts[1], "Net.PVRDMAVmknic", ""))
-	must(t, lab.SetRuleset(context.Background(), hosts[1], "pvrdma", false))
+	acctest.Must(t, lab.SetHostOption(context.Background(), hosts[1], "Net.PVRDMAVmknic", ""))
+	acctest.Must(t, lab.SetRuleset(context.Background(), hosts[1], "pvrdma", false))
 	runQueries(t, lab, "vspherehpc_host_pvrdma_settings", append([]query{
 		{config: inDatacenter(lab), checks: []querycheck.QueryResultCheck{
 			querycheck.ExpectLength("vspherehpc_host_pvrdma_settings.q", len(hosts)-1),

@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vsphere"
 )
@@ -49,7 +50,7 @@ func pvrdmaRulesetShows(lab *vcsimlab.Lab, hostName string, enabled bool, allowe
 func esxcliChange(t *testing.T, lab *vcsimlab.Lab, hostName string, args ...string) func() {
 	return func() {
 		_, err := lab.Esxcli(context.Background(), hostName, args...)
-		must(t, err)
+		acctest.Must(t, err)
 	}
 }
 

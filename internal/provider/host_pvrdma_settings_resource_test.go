@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vsphere"
 )
@@ -23,7 +24,7 @@ import (
 const hostSettings = "vspherehpc_host_pvrdma_settings.h"
 
 func hostSettingsConfig(lab *vcsimlab.Lab, hostName, body string) string {
-	return providerConfig(lab) + fmt.Sprintf(`
+	return acctest.ProviderConfig(lab) + fmt.Sprintf(`
 resource "vspherehpc_host_pvrdma_settings" "h" {
   host_system_id = %q
 %s
@@ -34,7 +35,7 @@ resource "vspherehpc_host_pvrdma_settings" "h" {
 // hostSettingsAre checks the host itself, not just state.
 func hostSettingsAre(lab *vcsimlab.Lab, hostName string, want vsphere.PVRDMASettings) func(*terraform.State) error {
 	return func(*terraform.State) error {
-		got, err := labService(lab).HostPVRDMA(context.Background(), lab.HostID(hostName))
+		got, err := acctest.LabClient(lab).HostPVRDMA(context.Background(), lab.HostID(hostName))
 		if err != nil {
 			return err
 		}
@@ -54,8 +55,8 @@ func needsVmk0(t *testing.T, lab *vcsimlab.Lab, hostName string) {
 	if lab.Simulated() {
 		return
 	}
-	h, err := labService(lab).HostPVRDMA(context.Background(), lab.HostID(hostName))
-	must(t, err)
+	h, err := acctest.LabClient(lab).HostPVRDMA(context.Background(), lab.HostID(hostName))
+	acctest.Must(t, err)
 	if !slices.Contains(h.Vmknics, "vmk0") {
 		t.Skipf("host %s has no vmk0, which the test sets (the default vmknic); its vmknics are %s", hostName, strings.Join(h.Vmknics, ", "))
 	}
@@ -110,7 +111,7 @@ func TestAccHostPVRDMASettings_basic(t *testing.T) {
 			},
 			{
 				// Import then plan is empty: an import block plans a no-op import.
-				Config:          requiredProviders + hostSettingsConfig(lab, name, settings),
+				Config:          acctest.RequiredProviders + hostSettingsConfig(lab, name, settings),
 				ResourceName:    hostSettings,
 				ImportState:     true,
 				ImportStateKind: resource.ImportBlockWithID,
@@ -159,8 +160,8 @@ func TestAccHostPVRDMASettings_restoresOnDestroy(t *testing.T) {
 			}
 		})
 	}
-	must(t, lab.SetHostOption(ctx, name, vsphere.PVRDMAVmknicOption, lab.Vmknic()))
-	must(t, lab.SetRuleset(ctx, name, vsphere.PVRDMARuleset, true))
+	acctest.Must(t, lab.SetHostOption(ctx, name, vsphere.PVRDMAVmknicOption, lab.Vmknic()))
+	acctest.Must(t, lab.SetRuleset(ctx, name, vsphere.PVRDMARuleset, true))
 	// The addresses the ruleset admits stay as they were: all in the lab.
 	original := vsphere.PVRDMASettings{Vmknic: lab.Vmknic(), FirewallEnabled: true, AllowedIPs: before.AllowedIPs}
 	resource.UnitTest(t, resource.TestCase{
@@ -197,14 +198,14 @@ func TestAccHostPVRDMASettings_drift(t *testing.T) {
 			{Config: config},
 			{
 				// Someone points PVRDMA at vmk0 by hand: the plan puts vmknic back.
-				PreConfig:        func() { must(t, lab.SetHostOption(ctx, name, vsphere.PVRDMAVmknicOption, other)) },
+				PreConfig:        func() { acctest.Must(t, lab.SetHostOption(ctx, name, vsphere.PVRDMAVmknicOption, other)) },
 				Config:           config,
 				ConfigPlanChecks: driftPlan,
 				Check:            hostSettingsAre(lab, name, vsphere.PVRDMASettings{Vmknic: vmknic, FirewallEnabled: true}),
 			},
 			{
 				// Someone turns the ruleset off: the plan turns it on again.
-				PreConfig:        func() { must(t, lab.SetRuleset(ctx, name, vsphere.PVRDMARuleset, false)) },
+				PreConfig:        func() { acctest.Must(t, lab.SetRuleset(ctx, name, vsphere.PVRDMARuleset, false)) },
 				Config:           config,
 				ConfigPlanChecks: driftPlan,
 				Check:            hostSettingsAre(lab, name, vsphere.PVRDMASettings{Vmknic: vmknic, FirewallEnabled: true}),
@@ -227,10 +228,10 @@ func TestAccHostPVRDMASettings_hostRemoved(t *testing.T) {
 		Steps: []resource.TestStep{
 			{Config: hostSettingsConfig(lab, name, "")},
 			{
-				PreConfig:   func() { must(t, lab.RemoveHost(context.Background(), name)) },
-				Config:      fmt.Sprintf("%s\nresource \"vspherehpc_host_pvrdma_settings\" \"h\" {\n  host_system_id = %q\n}\n", providerConfig(lab), id),
+				PreConfig:   func() { acctest.Must(t, lab.RemoveHost(context.Background(), name)) },
+				Config:      fmt.Sprintf("%s\nresource \"vspherehpc_host_pvrdma_settings\" \"h\" {\n  host_system_id = %q\n}\n", acctest.ProviderConfig(lab), id),
 				PlanOnly:    true,
-				ExpectError: wrapped(fmt.Sprintf("no host has id %s; data.vspherehpc_host looks one up by name.", id)),
+				ExpectError: acctest.Wording(fmt.Sprintf("no host has id %s; data.vspherehpc_host looks one up by name.", id)),
 			},
 		},
 	})
@@ -244,8 +245,8 @@ func TestAccHostPVRDMASettings_refusals(t *testing.T) {
 	// an external host's.
 	missing, vmknics := "vmk7", "vmk0, vmk1"
 	if !lab.Simulated() {
-		h, err := labService(lab).HostPVRDMA(context.Background(), lab.HostID(name))
-		must(t, err)
+		h, err := acctest.LabClient(lab).HostPVRDMA(context.Background(), lab.HostID(name))
+		acctest.Must(t, err)
 		for slices.Contains(h.Vmknics, missing) {
 			missing += "7"
 		}
@@ -257,22 +258,22 @@ func TestAccHostPVRDMASettings_refusals(t *testing.T) {
 			{
 				Config:      hostSettingsConfig(lab, name, fmt.Sprintf(`  vmknic = %q`, missing)),
 				PlanOnly:    true,
-				ExpectError: wrapped(fmt.Sprintf("Host %s (%s) has no VMkernel adapter %s; its adapters are %s.", name, lab.HostID(name), missing, vmknics)),
+				ExpectError: acctest.Wording(fmt.Sprintf("Host %s (%s) has no VMkernel adapter %s; its adapters are %s.", name, lab.HostID(name), missing, vmknics)),
 			},
 			{
 				Config:      hostSettingsConfig(lab, name, `  vmknic = "eth0"`),
 				PlanOnly:    true,
-				ExpectError: wrapped(`must name a VMkernel adapter such as vmk0 or vmk1`),
+				ExpectError: acctest.Wording(`must name a VMkernel adapter such as vmk0 or vmk1`),
 			},
 			{
 				Config:      hostSettingsConfig(lab, name, `  firewall_allowed_ips = ["192.0.2.7/24"]`),
 				PlanOnly:    true,
-				ExpectError: wrapped(`"192.0.2.7/24" is not a network address: write 192.0.2.0/24`),
+				ExpectError: acctest.Wording(`"192.0.2.7/24" is not a network address: write 192.0.2.0/24`),
 			},
 			{
 				// Warned about at plan time, refused at apply.
 				Config:      strings.Replace(hostSettingsConfig(lab, name, ""), lab.HostID(name), "host-99999", 1),
-				ExpectError: wrapped(`no host has id host-99999`),
+				ExpectError: acctest.Wording(`no host has id host-99999`),
 			},
 		},
 	})
@@ -284,7 +285,7 @@ func TestAccHostPVRDMASettings_optionRefused(t *testing.T) {
 	lab := startLab(t, vcsimlab.Options{})
 	simulatedOnly(t, lab, "injects a call fault")
 	name := lab.HostNames()[0]
-	must(t, lab.InjectCallFault("UpdateOptions", "", vcsimlab.Fault{Type: "InvalidName", Detail: vsphere.PVRDMAVmknicOption}, 1))
+	acctest.Must(t, lab.InjectCallFault("UpdateOptions", "", vcsimlab.Fault{Type: "InvalidName", Detail: vsphere.PVRDMAVmknicOption}, 1))
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{{
@@ -300,7 +301,7 @@ func TestAccHostPVRDMASettings_manyHosts(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{Hosts: 8})
 	hosts := `["` + strings.Join(lab.HostNames(), `", "`) + `"]`
-	config := providerConfig(lab) + fmt.Sprintf(`
+	config := acctest.ProviderConfig(lab) + fmt.Sprintf(`
 locals {
   hosts = %s
 }
@@ -345,17 +346,17 @@ func TestAccHostPVRDMASettings_failedCreateIsRestored(t *testing.T) {
 	lab := startLab(t, vcsimlab.Options{})
 	simulatedOnly(t, lab, "injects a call fault")
 	name := lab.HostNames()[0]
-	must(t, lab.InjectCallFault("UpdateRuleset", "", vcsimlab.Fault{Type: "InvalidArgument", Detail: "spec.allowedHosts"}, 1))
+	acctest.Must(t, lab.InjectCallFault("UpdateRuleset", "", vcsimlab.Fault{Type: "InvalidArgument", Detail: "spec.allowedHosts"}, 1))
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
 				Config:      hostSettingsConfig(lab, name, fmt.Sprintf(`  vmknic = %q`, lab.Vmknic())),
-				ExpectError: wrapped(`Cannot set PVRDMA on host`),
+				ExpectError: acctest.Wording(`Cannot set PVRDMA on host`),
 			},
 			{
 				// Dropping the resource destroys the tracked (tainted) one.
-				Config: providerConfig(lab),
+				Config: acctest.ProviderConfig(lab),
 				Check:  hostSettingsAre(lab, name, vsphere.PVRDMASettings{}),
 			},
 		},
@@ -400,7 +401,7 @@ func TestAccHostPVRDMASettings_allowedIPsAsASet(t *testing.T) {
 			{
 				Config:      hostSettingsConfig(lab, name, `  firewall_allowed_ips = ["192.0.2.7", "198.51.100.0/24", "192.0.2.7"]`),
 				PlanOnly:    true,
-				ExpectError: wrapped(`firewall_allowed_ips lists "192.0.2.7" more than once: list each value once (distinct() drops repeats).`),
+				ExpectError: acctest.Wording(`firewall_allowed_ips lists "192.0.2.7" more than once: list each value once (distinct() drops repeats).`),
 			},
 			{
 				// Not in the host's order: the apply keeps it, and the next
@@ -441,16 +442,16 @@ func TestAccHostPVRDMASettings_hostDisconnected(t *testing.T) {
 		Steps: []resource.TestStep{
 			{Config: config},
 			{
-				PreConfig: func() { must(t, lab.SetHostConnected(ctx, name, false)) },
+				PreConfig: func() { acctest.Must(t, lab.SetHostConnected(ctx, name, false)) },
 				Config:    config,
 				PlanOnly:  true,
 			},
 			{
 				Config:      hostSettingsConfig(lab, name, `  firewall_enabled = false`),
-				ExpectError: wrapped(fmt.Sprintf("vCenter returns no configuration for host %s (connection state: disconnected)", name)),
+				ExpectError: acctest.Wording(fmt.Sprintf("vCenter returns no configuration for host %s (connection state: disconnected)", name)),
 			},
 			{
-				PreConfig: func() { must(t, lab.SetHostConnected(ctx, name, true)) },
+				PreConfig: func() { acctest.Must(t, lab.SetHostConnected(ctx, name, true)) },
 				Config:    config,
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(hostSettings, plancheck.ResourceActionNoop),
@@ -469,9 +470,9 @@ func TestAccHostPVRDMASettings_restoreRecordMovesFromPrivateState(t *testing.T) 
 	simulatedOnly(t, lab, "sets a lab host's vmknic option and ruleset by hand")
 	ctx := context.Background()
 	name := lab.HostNames()[1]
-	must(t, lab.SetHostOption(ctx, name, vsphere.PVRDMAVmknicOption, lab.Vmknic()))
-	must(t, lab.SetRuleset(ctx, name, vsphere.PVRDMARuleset, true))
-	d := newTFDir(t, lab, map[string]string{"main.tf": requiredProviders + without(hostSettingsConfig(lab, name, `  firewall_enabled = false`), lab)})
+	acctest.Must(t, lab.SetHostOption(ctx, name, vsphere.PVRDMAVmknicOption, lab.Vmknic()))
+	acctest.Must(t, lab.SetRuleset(ctx, name, vsphere.PVRDMARuleset, true))
+	d := newTFDir(t, lab, map[string]string{"main.tf": acctest.RequiredProviders + without(hostSettingsConfig(lab, name, `  firewall_enabled = false`), lab)})
 	d.run("apply", "-auto-approve")
 	recorded := fmt.Sprintf(`"settings_before":{"firewall_allowed_ips":[],"firewall_enabled":true,"vmknic":%q}`, lab.Vmknic())
 	if s := d.run("show", "-json"); !strings.Contains(s, recorded) {
@@ -479,7 +480,7 @@ func TestAccHostPVRDMASettings_restoreRecordMovesFromPrivateState(t *testing.T) 
 	}
 	// What an older release wrote: the record in private state only.
 	record, err := json.Marshal(vsphere.PVRDMASettings{Vmknic: lab.Vmknic(), FirewallEnabled: true})
-	must(t, err)
+	acctest.Must(t, err)
 	older := func() {
 		d.editState(func(_ string, inst map[string]any) {
 			delete(inst["attributes"].(map[string]any), "settings_before")

@@ -175,35 +175,42 @@ func stuckNames(r *vsphere.HostReboot) string {
 	return strings.Join(names, ", ")
 }
 
-// rebootIfPending reboots a host, with the opt-in, when a change to any of
-// the devices waits for its reboot: what destroy restores.
-func rebootIfPending(ctx context.Context, client *vsphere.Client, hostID string, allowed types.Bool, timeout types.String, pciIDs []string, diags *diag.Diagnostics) {
-	if !allowed.ValueBool() {
+// deviceReboot is a host's reboot for a change to its devices pciIDs, as
+// the reboot_allowed and reboot_timeout of the resource that made it allow.
+type deviceReboot struct {
+	hostID  string
+	allowed types.Bool
+	timeout types.String
+	pciIDs  []string
+}
+
+// ifPending reboots the host, with the opt-in, when a change to any of the
+// devices waits for its reboot: what destroy restores.
+func (r deviceReboot) ifPending(ctx context.Context, client *vsphere.Client, diags *diag.Diagnostics) {
+	if !r.allowed.ValueBool() {
 		return
 	}
-	pending, err := client.PendingDeviceChanges(ctx, hostID)
+	pending, err := client.PendingDeviceChanges(ctx, r.hostID)
 	if err != nil {
-		diags.Append(vsphereErrorDiag("Cannot read host "+hostID, err))
+		diags.Append(vsphereErrorDiag("Cannot read host "+r.hostID, err))
 		return
 	}
-	for _, id := range pciIDs {
-		if slices.Contains(pending, id) {
-			rebootHost(ctx, client, hostID, timeout, pciIDs, diags)
-			return
-		}
+	if slices.ContainsFunc(r.pciIDs, func(id string) bool { return slices.Contains(pending, id) }) {
+		r.run(ctx, client, diags)
 	}
 }
 
-// rebootHost reboots a host after a change to the devices pciIDs that waits
-// for it, logging the steps; a host another resource's reboot of the apply
-// has made the change active on is not rebooted again.
-func rebootHost(ctx context.Context, client *vsphere.Client, hostID string, timeout types.String, pciIDs []string, diags *diag.Diagnostics) bool {
-	bound, _ := time.ParseDuration(timeout.ValueString()) // validated by rebootTimeoutRange
+// run reboots the host after the change that waits for it, logging the
+// steps; a host another resource's reboot of the apply has made the change
+// active on is not rebooted again. It reports whether the reboot went
+// through.
+func (r deviceReboot) run(ctx context.Context, client *vsphere.Client, diags *diag.Diagnostics) bool {
+	bound, _ := time.ParseDuration(r.timeout.ValueString()) // validated by rebootTimeoutRange
 	progress := func(step string) {
-		tflog.Info(ctx, "Rebooting host", map[string]any{"host_system_id": hostID, "step": step})
+		tflog.Info(ctx, "Rebooting host", map[string]any{"host_system_id": r.hostID, "step": step})
 	}
-	if err := client.RebootHost(ctx, hostID, bound, pciIDs, progress); err != nil {
-		diags.Append(rebootErrorDiag(hostID, "reboot_timeout", err))
+	if err := client.RebootHost(ctx, r.hostID, bound, r.pciIDs, progress); err != nil {
+		diags.Append(rebootErrorDiag(r.hostID, "reboot_timeout", err))
 		return false
 	}
 	return true

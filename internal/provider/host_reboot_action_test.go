@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/vmware/govmomi/vim25/types"
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
 
@@ -22,8 +23,8 @@ func TestAccHostReboot_invoke(t *testing.T) {
 	simulatedOnly(t, lab, "reboots a host")
 	ctx := context.Background()
 	host := lab.HostNames()[0]
-	must(t, lab.SetHostSRIOV(ctx, host, ibPF, 4))
-	d := newTFDir(t, lab, map[string]string{"main.tf": requiredProviders + fmt.Sprintf(`
+	acctest.Must(t, lab.SetHostSRIOV(ctx, host, ibPF, 4))
+	d := newTFDir(t, lab, map[string]string{"main.tf": acctest.RequiredProviders + fmt.Sprintf(`
 action "vspherehpc_host_reboot" "esx" {
   config {
     host_system_id = %q
@@ -43,13 +44,13 @@ action "vspherehpc_host_reboot" "esx" {
 	if err := sriovIs(lab, host, ibPF, 4)(nil); err != nil {
 		t.Error(err)
 	}
-	h, err := labService(lab).HostPassthrough(ctx, lab.HostID(host))
-	must(t, err)
+	h, err := acctest.LabClient(lab).HostPassthrough(ctx, lab.HostID(host))
+	acctest.Must(t, err)
 	if d := h.Device(ibPF); d == nil || d.SRIOV == nil || !d.SRIOV.Active || d.SRIOV.VFs != 4 {
 		t.Errorf("SR-IOV of %s after the reboot: %+v, want active with 4 virtual functions", ibPF, d)
 	}
 	out = d.run("apply", "-invoke=action.vspherehpc_host_reboot.esx", "-auto-approve")
-	if !wrapped("has no passthrough or SR-IOV change waiting for a reboot: not rebooted").MatchString(out) || len(lab.MaintenanceWindows()) != 1 {
+	if !acctest.Wording("has no passthrough or SR-IOV change waiting for a reboot: not rebooted").MatchString(out) || len(lab.MaintenanceWindows()) != 1 {
 		t.Errorf("with nothing pending the action must do nothing and say so; windows %+v:\n%s", lab.MaintenanceWindows(), out)
 	}
 }
@@ -73,7 +74,7 @@ func TestAccHostReboot_checkedAtPlan(t *testing.T) {
 		}
 	}
 	action := func(hostID string) map[string]string {
-		return map[string]string{"main.tf": requiredProviders + fmt.Sprintf(`
+		return map[string]string{"main.tf": acctest.RequiredProviders + fmt.Sprintf(`
 action "vspherehpc_host_reboot" "esx" {
   config {
     host_system_id = %q
@@ -83,18 +84,18 @@ action "vspherehpc_host_reboot" "esx" {
 `, hostID)}
 	}
 	d := newTFDir(t, lab, action("host-9999"))
-	if out, err := d.try("plan", "-invoke=action.vspherehpc_host_reboot.esx"); err == nil || !wrapped("no host has id host-9999").MatchString(out) {
+	if out, err := d.try("plan", "-invoke=action.vspherehpc_host_reboot.esx"); err == nil || !acctest.Wording("no host has id host-9999").MatchString(out) {
 		t.Errorf("a reboot of a host that does not exist planned (%v):\n%s", err, out)
 	}
-	must(t, lab.AttachGPU(ctx, vm, lab.GPUs()[0]))
-	must(t, lab.PowerOnVM(ctx, vm))
+	acctest.Must(t, lab.AttachGPU(ctx, vm, lab.GPUs()[0]))
+	acctest.Must(t, lab.PowerOnVM(ctx, vm))
 	d.write(action(lab.HostID(host)))
 	out := d.run("plan", "-invoke=action.vspherehpc_host_reboot.esx")
-	if !wrapped("Host cannot enter maintenance mode now").MatchString(out) || !strings.Contains(out, vm) {
+	if !acctest.Wording("Host cannot enter maintenance mode now").MatchString(out) || !strings.Contains(out, vm) {
 		t.Errorf("the plan does not warn of %s, which keeps %s from maintenance mode:\n%s", vm, host, out)
 	}
 	if out, err := d.try("apply", "-invoke=action.vspherehpc_host_reboot.esx", "-auto-approve"); err == nil ||
-		!wrapped("Host cannot enter maintenance mode").MatchString(out) {
+		!acctest.Wording("Host cannot enter maintenance mode").MatchString(out) {
 		t.Errorf("the reboot was not refused (%v):\n%s", err, out)
 	}
 	if w := lab.MaintenanceWindows(); len(w) != 0 {
@@ -111,7 +112,7 @@ func TestAccHostReboot_triggeredByAChange(t *testing.T) {
 	lab := startLab(t, vcsimlab.Options{HostsNeedReboot: true})
 	simulatedOnly(t, lab, "reboots a host")
 	host := lab.HostNames()[0]
-	d := newTFDir(t, lab, map[string]string{"main.tf": requiredProviders + fmt.Sprintf(`
+	d := newTFDir(t, lab, map[string]string{"main.tf": acctest.RequiredProviders + fmt.Sprintf(`
 action "vspherehpc_host_reboot" "esx" {
   config {
     host_system_id = vspherehpc_host_pci_passthrough.a100.host_system_id
@@ -142,7 +143,7 @@ resource "vspherehpc_host_pci_passthrough" "a100" {
 // triggers the reboot action on events with on_failure, and a dependent
 // standing for what needs the device active (a VM's GPU setup).
 func rebootTriggered(lab *vcsimlab.Lab, host, events, onFailure string) string {
-	return requiredProviders + fmt.Sprintf(`
+	return acctest.RequiredProviders + fmt.Sprintf(`
 action "vspherehpc_host_reboot" "esx" {
   config {
     host_system_id = %[1]q
@@ -181,7 +182,7 @@ func TestAccHostReboot_triggerHaltsOnFailure(t *testing.T) {
 	d := newTFDir(t, lab, map[string]string{"main.tf": rebootTriggered(lab, host, "after_create, after_update", "halt")})
 	lab.FailTaskOnce("RebootHost_Task", host, &types.HostConfigFault{})
 	out, err := d.try("apply", "-auto-approve")
-	if err == nil || !wrapped("Cannot reboot host").MatchString(out) {
+	if err == nil || !acctest.Wording("Cannot reboot host").MatchString(out) {
 		t.Fatalf("the apply whose triggered reboot fails: %v, want it to fail on the reboot:\n%s", err, out)
 	}
 	if strings.Contains(d.run("state", "list"), "terraform_data.gpu_node") {

@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 	"github.com/vmware/govmomi/vim25/types"
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
 
@@ -23,7 +24,7 @@ func TestAccHostSRIOV_countDriftPlansOnlyItself(t *testing.T) {
 	simulatedOnly(t, lab, "uses the lab's InfiniBand cards")
 	vm := lab.VMNames()[0]
 	host := lab.VMHostName(vm)
-	config := providerConfig(lab) + ibSRIOVConfig(lab, vm) + fmt.Sprintf(`
+	config := acctest.ProviderConfig(lab) + ibSRIOVConfig(lab, vm) + fmt.Sprintf(`
 resource "vspherehpc_host_pci_passthrough" "vf" {
   host_system_id = %q
   pci_ids        = [vspherehpc_host_sriov.ib.virtual_function_ids[0]]
@@ -43,7 +44,7 @@ resource "vspherehpc_vm_gpu_mmio" "node" {
 		Steps: []resource.TestStep{
 			{Config: config, Check: vmDevicesAre(lab, vm, ibVF0)},
 			{
-				PreConfig: func() { must(t, lab.SetHostSRIOV(context.Background(), host, ibPF, 2)) },
+				PreConfig: func() { acctest.Must(t, lab.SetHostSRIOV(context.Background(), host, ibPF, 2)) },
 				Config:    config,
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction("vspherehpc_host_sriov.ib", plancheck.ResourceActionUpdate),
@@ -66,9 +67,9 @@ func TestAccHostSRIOV_failedRebootKeepsWhatDestroyRestores(t *testing.T) {
 	simulatedOnly(t, lab, "reboots hosts")
 	host := lab.HostNames()[0]
 	ctx := context.Background()
-	must(t, lab.SetHostSRIOV(ctx, host, ibPF, 2))
-	must(t, lab.RebootHost(ctx, host))
-	config := providerConfig(lab) + fmt.Sprintf(`
+	acctest.Must(t, lab.SetHostSRIOV(ctx, host, ibPF, 2))
+	acctest.Must(t, lab.RebootHost(ctx, host))
+	config := acctest.ProviderConfig(lab) + fmt.Sprintf(`
 resource "vspherehpc_host_sriov" "s" {
   host_system_id        = %q
   pci_id                = %q
@@ -83,10 +84,10 @@ resource "vspherehpc_host_sriov" "s" {
 			{
 				PreConfig:   func() { lab.FailTaskOnce("RebootHost_Task", host, &types.HostConfigFault{}) },
 				Config:      config,
-				ExpectError: wrapped("Cannot reboot host " + lab.HostID(host)),
+				ExpectError: acctest.Wording("Cannot reboot host " + lab.HostID(host)),
 			},
 			{
-				PreConfig: func() { must(t, lab.RebootHost(ctx, host)) },
+				PreConfig: func() { acctest.Must(t, lab.RebootHost(ctx, host)) },
 				Config:    config,
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue("vspherehpc_host_sriov.s", tfjsonpath.New("virtual_functions_before"), knownvalue.Int64Exact(2)),

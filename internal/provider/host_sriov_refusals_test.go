@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
 
@@ -27,25 +28,25 @@ func TestAccHostSRIOV_onACardPassedThroughRefused(t *testing.T) {
 		}
 	}
 	passthrough := passthroughConfig(lab, host, `  pci_ids = ["`+pf+`"]`)
-	sriov := strings.Replace(sriovConfig(lab, host, pf, 2), providerConfig(lab), "", 1)
+	sriov := strings.Replace(sriovConfig(lab, host, pf, 2), acctest.ProviderConfig(lab), "", 1)
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{Config: passthrough, Check: passthroughIs(lab, host, pf, true)},
 			{
-				PreConfig: func() { must(t, lab.AttachGPU(context.Background(), vm, pf)) },
+				PreConfig: func() { acctest.Must(t, lab.AttachGPU(context.Background(), vm, pf)) },
 				Config:    passthrough + sriov, PlanOnly: true,
 				ExpectError: regexp.MustCompile(`(?s)One card, two uses.*PCI\s+device\s+` + regexp.QuoteMeta(pf) + `.*passed\s+through\s+whole.*or\s+split`),
 			},
 			{
 				// The passthrough resource let go in the same plan: vCenter
 				// still has the card passed through to the VM.
-				Config: providerConfig(lab) + sriov, PlanOnly: true,
+				Config: acctest.ProviderConfig(lab) + sriov, PlanOnly: true,
 				ExpectError: regexp.MustCompile(`(?s)Device passed through whole.*PCI\s+device\s+` + regexp.QuoteMeta(pf) + `.*Virtual\s+machines\s+` +
 					regexp.QuoteMeta(vm) + `\s+are\s+configured\s+with\s+it`),
 			},
 			{
-				PreConfig: func() { must(t, lab.DetachGPU(context.Background(), vm, pf)) },
+				PreConfig: func() { acctest.Must(t, lab.DetachGPU(context.Background(), vm, pf)) },
 				Config:    passthrough,
 				Check:     resource.ComposeTestCheckFunc(passthroughIs(lab, host, pf, true), sriovIs(lab, host, pf, 0)),
 			},

@@ -217,7 +217,8 @@ func (r *hostSRIOVResource) apply(ctx context.Context, m *hostSRIOVModel, state 
 	} else {
 		r.readInto(ctx, m, state, diags)
 	}
-	if !diags.HasError() && m.RebootAllowed.ValueBool() && m.RebootRequired.ValueBool() && rebootHost(ctx, r.client, hostID, m.RebootTimeout, []string{pciID}, diags) {
+	reboot := deviceReboot{hostID: hostID, allowed: m.RebootAllowed, timeout: m.RebootTimeout, pciIDs: []string{pciID}}
+	if !diags.HasError() && m.RebootAllowed.ValueBool() && m.RebootRequired.ValueBool() && reboot.run(ctx, r.client, diags) {
 		r.readInto(ctx, m, state, diags)
 	}
 }
@@ -361,7 +362,8 @@ func (r *hostSRIOVResource) Delete(ctx context.Context, req resource.DeleteReque
 		return
 	}
 	if err == nil {
-		rebootIfPending(ctx, r.client, state.HostSystemID.ValueString(), state.RebootAllowed, state.RebootTimeout, []string{state.PCIID.ValueString()}, &resp.Diagnostics)
+		deviceReboot{hostID: state.HostSystemID.ValueString(), allowed: state.RebootAllowed, timeout: state.RebootTimeout,
+			pciIDs: []string{state.PCIID.ValueString()}}.ifPending(ctx, r.client, &resp.Diagnostics)
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 	"github.com/vmware/govmomi/vim25/types"
 
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
 
@@ -25,7 +26,7 @@ const sriovAddr = "vspherehpc_host_sriov.s"
 // sriovPF is the first SR-IOV capable function of a lab host and its maximum.
 func sriovPF(t *testing.T, lab *vcsimlab.Lab, hostName string) (string, int) {
 	t.Helper()
-	h, err := labService(lab).HostPassthrough(context.Background(), lab.HostID(hostName))
+	h, err := acctest.LabClient(lab).HostPassthrough(context.Background(), lab.HostID(hostName))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +40,7 @@ func sriovPF(t *testing.T, lab *vcsimlab.Lab, hostName string) (string, int) {
 }
 
 func sriovConfig(lab *vcsimlab.Lab, hostName, pciID string, vfs int) string {
-	return providerConfig(lab) + fmt.Sprintf(`
+	return acctest.ProviderConfig(lab) + fmt.Sprintf(`
 resource "vspherehpc_host_sriov" "s" {
   host_system_id        = %q
   pci_id                = %q
@@ -51,7 +52,7 @@ resource "vspherehpc_host_sriov" "s" {
 // sriovIs checks the host itself: how many virtual functions are requested.
 func sriovIs(lab *vcsimlab.Lab, hostName, pciID string, want int) func(*terraform.State) error {
 	return func(*terraform.State) error {
-		h, err := labService(lab).HostPassthrough(context.Background(), lab.HostID(hostName))
+		h, err := acctest.LabClient(lab).HostPassthrough(context.Background(), lab.HostID(hostName))
 		if err != nil {
 			return err
 		}
@@ -125,7 +126,7 @@ func TestAccHostSRIOV_driftAndDisappears(t *testing.T) {
 	pf, _ := sriovPF(t, lab, name)
 	set := func(vfs int) func(*terraform.State) error {
 		return func(*terraform.State) error {
-			return labService(lab).SetHostSRIOV(context.Background(), lab.HostID(name), pf, vfs)
+			return acctest.LabClient(lab).SetHostSRIOV(context.Background(), lab.HostID(name), pf, vfs)
 		}
 	}
 	resource.UnitTest(t, resource.TestCase{
@@ -161,7 +162,7 @@ func TestAccHostSRIOV_refusals(t *testing.T) {
 		Steps: []resource.TestStep{
 			{
 				Config: sriovConfig(lab, name, pf, maxVFs+1), PlanOnly: true,
-				ExpectError: wrapped(fmt.Sprintf("PCI device %s of host %s (%s) supports at most %d virtual functions, not %d.", pf, name, id, maxVFs, maxVFs+1)),
+				ExpectError: acctest.Wording(fmt.Sprintf("PCI device %s of host %s (%s) supports at most %d virtual functions, not %d.", pf, name, id, maxVFs, maxVFs+1)),
 			},
 			{
 				Config: sriovConfig(lab, name, "0000:af:00.0", 4), PlanOnly: true,
@@ -196,7 +197,7 @@ func TestAccHostSRIOV_rebootRequired(t *testing.T) {
 				},
 			},
 			{
-				PreConfig: func() { must(t, lab.RebootHost(context.Background(), name)) },
+				PreConfig: func() { acctest.Must(t, lab.RebootHost(context.Background(), name)) },
 				Config:    config,
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(sriovAddr, tfjsonpath.New("active_virtual_functions"), knownvalue.Int64Exact(4)),
@@ -221,11 +222,13 @@ func TestAccHostSRIOV_turnOffWaitingForReboot(t *testing.T) {
 	name := lab.HostNames()[0]
 	pf, _ := sriovPF(t, lab, name)
 	config := strings.Replace(sriovConfig(lab, name, pf, 4), "num_virtual_functions", "reboot_allowed        = true\n  num_virtual_functions", 1)
-	turnOff := func() { must(t, labService(lab).SetHostSRIOV(context.Background(), lab.HostID(name), pf, 0)) }
+	turnOff := func() {
+		acctest.Must(t, acctest.LabClient(lab).SetHostSRIOV(context.Background(), lab.HostID(name), pf, 0))
+	}
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		CheckDestroy: func(*terraform.State) error {
-			h, err := labService(lab).HostPassthrough(context.Background(), lab.HostID(name))
+			h, err := acctest.LabClient(lab).HostPassthrough(context.Background(), lab.HostID(name))
 			if err != nil {
 				return err
 			}
@@ -325,7 +328,7 @@ resource "vspherehpc_host_pci_passthrough" "ib" {
 			},
 			{
 				Config: config(3), PlanOnly: true,
-				ExpectError: wrapped(fmt.Sprintf("Physical function %s of host %s (%s) serves virtual function 3 (%s), passed through to %s. 3 virtual functions would leave some VM without its own",
+				ExpectError: acctest.Wording(fmt.Sprintf("Physical function %s of host %s (%s) serves virtual function 3 (%s), passed through to %s. 3 virtual functions would leave some VM without its own",
 					ibPF, host, lab.HostID(host), vf3, vm)),
 			},
 		},
@@ -347,7 +350,7 @@ func TestAccHostSRIOV_claimedByPassthrough(t *testing.T) {
 		Steps: []resource.TestStep{
 			{Config: passthrough},
 			{
-				Config: passthrough + strings.Replace(sriovConfig(lab, name, pf, 4), providerConfig(lab), "", 1), PlanOnly: true,
+				Config: passthrough + strings.Replace(sriovConfig(lab, name, pf, 4), acctest.ProviderConfig(lab), "", 1), PlanOnly: true,
 				ExpectError: regexp.MustCompile(`(?s)One card, two uses.*PCI\s+device\s+` + regexp.QuoteMeta(pf) + `\s+of\s+host\s+` + lab.HostID(name) +
 					`\s+is\s+claimed\s+for\s+(passthrough|SR-IOV).*passed\s+through\s+whole.*or\s+split`),
 			},
@@ -383,21 +386,21 @@ func TestAccHostSRIOV_vfsInUse(t *testing.T) {
 			{Config: config},
 			{
 				PreConfig: func() {
-					must(t, lab.AddSRIOVAdapter(ctx, vm, "VM Network", vmnic4))
-					must(t, lab.AddSRIOVAdapter(ctx, other, "VM Network", vmnic4))
+					acctest.Must(t, lab.AddSRIOVAdapter(ctx, vm, "VM Network", vmnic4))
+					acctest.Must(t, lab.AddSRIOVAdapter(ctx, other, "VM Network", vmnic4))
 				},
 				Config: sriovConfig(lab, host, vmnic4, 1), PlanOnly: true,
-				ExpectError: wrapped(fmt.Sprintf("Physical function %s of host %s serves 2 SR-IOV adapters of virtual machines %s, each needing a virtual function of its own at power on. 1 virtual functions would leave some VM without its own",
+				ExpectError: acctest.Wording(fmt.Sprintf("Physical function %s of host %s serves 2 SR-IOV adapters of virtual machines %s, each needing a virtual function of its own at power on. 1 virtual functions would leave some VM without its own",
 					vmnic4, label, strings.Join(slices.Sorted(slices.Values([]string{vm, other})), ", "))),
 			},
 			{
 				Config: config, Destroy: true,
-				ExpectError: wrapped("Destroy puts back what the function had before this resource: remove the VMs' use of its virtual functions first."),
+				ExpectError: acctest.Wording("Destroy puts back what the function had before this resource: remove the VMs' use of its virtual functions first."),
 			},
 			{
 				PreConfig: func() {
-					must(t, lab.RemoveSRIOVAdapters(ctx, vm))
-					must(t, lab.RemoveSRIOVAdapters(ctx, other))
+					acctest.Must(t, lab.RemoveSRIOVAdapters(ctx, vm))
+					acctest.Must(t, lab.RemoveSRIOVAdapters(ctx, other))
 				},
 				Check:  sriovIs(lab, host, vmnic4, 4),
 				Config: config, ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
@@ -421,27 +424,27 @@ func TestAccHostSRIOV_importRefusals(t *testing.T) {
 	pf, _ := sriovPF(t, lab, name)
 	importStep := func(pciID string, want *regexp.Regexp) resource.TestStep {
 		return resource.TestStep{
-			Config: requiredProviders + sriovConfig(lab, name, pf, 4), ResourceName: sriovAddr, ImportState: true, ImportStateId: id + ":" + pciID,
+			Config: acctest.RequiredProviders + sriovConfig(lab, name, pf, 4), ResourceName: sriovAddr, ImportState: true, ImportStateId: id + ":" + pciID,
 			ExpectError: want,
 		}
 	}
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
-			importStep("0000:af:00.0", regexp.MustCompile(`(?s)Not an SR-IOV function.*`+wrapped(
+			importStep("0000:af:00.0", regexp.MustCompile(`(?s)Not an SR-IOV function.*`+acctest.Wording(
 				fmt.Sprintf("PCI device 0000:af:00.0 (GA100 [A100 PCIe 40GB]) of host %s (%s) is not SR-IOV capable, so vspherehpc_host_sriov cannot manage it", name, id)).String()+
 				`.*vspherehpc_host_pci_passthrough`)),
-			importStep("0000:99:00.0", regexp.MustCompile(`(?s)No such PCI device.*`+wrapped(
+			importStep("0000:99:00.0", regexp.MustCompile(`(?s)No such PCI device.*`+acctest.Wording(
 				fmt.Sprintf("Host %s (%s) has no PCI device 0000:99:00.0. Its SR-IOV capable devices: %s", name, id, pf)).String())),
-			importStep(pf, regexp.MustCompile(`(?s)Nothing to import.*`+wrapped(
-				fmt.Sprintf("SR-IOV is off for PCI device %s", pf)).String()+`.*`+wrapped("create the resource instead").String())),
+			importStep(pf, regexp.MustCompile(`(?s)Nothing to import.*`+acctest.Wording(
+				fmt.Sprintf("SR-IOV is off for PCI device %s", pf)).String()+`.*`+acctest.Wording("create the resource instead").String())),
 			// Passed through whole, the card is not one to create either.
 			func() resource.TestStep {
-				step := importStep(pf, regexp.MustCompile(`(?s)Nothing to import.*`+wrapped(
+				step := importStep(pf, regexp.MustCompile(`(?s)Nothing to import.*`+acctest.Wording(
 					fmt.Sprintf("SR-IOV is off for PCI device %s (MT2910 Family [ConnectX-7]) of host %s (%s), which is passed through whole.", pf, name, id)).String()+
-					`.*`+wrapped("turn its passthrough off first").String()))
+					`.*`+acctest.Wording("turn its passthrough off first").String()))
 				step.PreConfig = func() {
-					must(t, labService(lab).SetHostPassthrough(context.Background(), id, map[string]bool{pf: true}))
+					acctest.Must(t, acctest.LabClient(lab).SetHostPassthrough(context.Background(), id, map[string]bool{pf: true}))
 				}
 				return step
 			}(),
@@ -487,7 +490,7 @@ func TestAccHostSRIOV_readBackFails(t *testing.T) {
 		Steps: []resource.TestStep{
 			{
 				PreConfig: func() {
-					must(t, lab.SetHostSRIOV(context.Background(), name, pf, 2))
+					acctest.Must(t, lab.SetHostSRIOV(context.Background(), name, pf, 2))
 					whileHeld(t, lab, "UpdatePassthruConfig", func() {
 						lab.FailRead("HostSystem", &types.SystemError{Reason: "read fails"}, 1)
 					})
@@ -517,7 +520,7 @@ func TestAccHostSRIOV_rebootSettingsOnly(t *testing.T) {
 	pf, _ := sriovPF(t, lab, name)
 	config := func(settings string) string {
 		return strings.Replace(sriovConfig(lab, name, pf, 4), "num_virtual_functions = 4\n", "num_virtual_functions = 4\n"+settings, 1) +
-			strings.Replace(passthroughConfig(lab, name, `  pci_ids = [vspherehpc_host_sriov.s.virtual_function_ids[3]]`), providerConfig(lab), "", 1)
+			strings.Replace(passthroughConfig(lab, name, `  pci_ids = [vspherehpc_host_sriov.s.virtual_function_ids[3]]`), acctest.ProviderConfig(lab), "", 1)
 	}
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
@@ -560,21 +563,21 @@ func TestAccHostSRIOV_hostDisconnected(t *testing.T) {
 		Steps: []resource.TestStep{
 			{Config: sriovConfig(lab, name, pf, 4)},
 			{
-				PreConfig: func() { must(t, lab.SetHostConnected(ctx, name, false)) },
+				PreConfig: func() { acctest.Must(t, lab.SetHostConnected(ctx, name, false)) },
 				Config:    sriovConfig(lab, name, pf, 4),
 				PlanOnly:  true,
 			},
 			{
 				Config:      sriovConfig(lab, name, pf, 2),
-				ExpectError: wrapped(fmt.Sprintf("vCenter returns no configuration for host %s (connection state: disconnected)", name)),
+				ExpectError: acctest.Wording(fmt.Sprintf("vCenter returns no configuration for host %s (connection state: disconnected)", name)),
 			},
 			{
 				// Its destroy says why, rather than vCenter's refusal of the change.
-				Config:      providerConfig(lab),
-				ExpectError: wrapped(fmt.Sprintf("vCenter returns no configuration for host %s (connection state: disconnected)", name)),
+				Config:      acctest.ProviderConfig(lab),
+				ExpectError: acctest.Wording(fmt.Sprintf("vCenter returns no configuration for host %s (connection state: disconnected)", name)),
 			},
 			{
-				PreConfig: func() { must(t, lab.SetHostConnected(ctx, name, true)) },
+				PreConfig: func() { acctest.Must(t, lab.SetHostConnected(ctx, name, true)) },
 				Config:    sriovConfig(lab, name, pf, 4),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(sriovAddr, plancheck.ResourceActionNoop),

@@ -21,14 +21,15 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
 
 // terraformVersion is the version of the terraform the tests run.
 var terraformVersion = sync.OnceValues(func() (*version.Version, error) {
-	tf := os.Getenv("TF_ACC_TERRAFORM_PATH")
-	if tf == "" {
-		tf = "terraform"
+	tf, err := acctest.TerraformPath()
+	if err != nil {
+		return nil, err
 	}
 	out, err := exec.Command(tf, "version", "-json").Output()
 	if err != nil {
@@ -86,7 +87,7 @@ func identitySteps(addr, config string, identity map[string]knownvalue.Check, ch
 			ConfigStateChecks: append(checks, statecheck.ExpectIdentity(addr, identity)),
 		},
 		{
-			Config:       requiredProviders + config,
+			Config:       acctest.RequiredProviders + config,
 			ResourceName: addr, ImportState: true, ImportStateKind: resource.ImportBlockWithResourceIdentity,
 		},
 	}
@@ -165,7 +166,7 @@ func TestAccIdentity_olderStateGainsNewAttributes(t *testing.T) {
 	lab := startLab(t, vcsimlab.Options{})
 	simulatedOnly(t, lab, "uses the lab's H100s, which start with passthrough on")
 	gpu := lab.GPUs()[0]
-	d := newTFDir(t, lab, map[string]string{"main.tf": requiredProviders + dvsConfig(lab, "rdma", allHosts(lab, lab.RDMANICs()[0]), "") +
+	d := newTFDir(t, lab, map[string]string{"main.tf": acctest.RequiredProviders + dvsConfig(lab, "rdma", allHosts(lab, lab.RDMANICs()[0]), "") +
 		fmt.Sprintf(`
 resource "vspherehpc_host_pci_passthrough" "p" {
   host_system_id = %q
@@ -178,7 +179,7 @@ resource "vspherehpc_host_pci_passthrough" "p" {
 	dropped := map[string]string{"vspherehpc_rdma_dvs": "port_group_key", "vspherehpc_host_pci_passthrough": "pci_ids"}
 	identities := func(edit bool) map[string]map[string]any {
 		var state map[string]any
-		must(t, json.Unmarshal([]byte(d.read("terraform.tfstate")), &state))
+		acctest.Must(t, json.Unmarshal([]byte(d.read("terraform.tfstate")), &state))
 		out := map[string]map[string]any{}
 		for _, r := range state["resources"].([]any) {
 			r := r.(map[string]any)
@@ -192,7 +193,7 @@ resource "vspherehpc_host_pci_passthrough" "p" {
 		}
 		if edit {
 			b, err := json.Marshal(state)
-			must(t, err)
+			acctest.Must(t, err)
 			d.write(map[string]string{"terraform.tfstate": string(b)})
 		}
 		return out
@@ -228,7 +229,7 @@ func TestAccIdentity_followsTheRead(t *testing.T) {
 	simulatedOnly(t, lab, "uses the lab's A100")
 	ctx := context.Background()
 	host := lab.HostID(lab.HostNames()[0])
-	d := newTFDir(t, lab, map[string]string{"main.tf": requiredProviders + dvsConfig(lab, "rdma", allHosts(lab, lab.RDMANICs()[0]), "") +
+	d := newTFDir(t, lab, map[string]string{"main.tf": acctest.RequiredProviders + dvsConfig(lab, "rdma", allHosts(lab, lab.RDMANICs()[0]), "") +
 		fmt.Sprintf(`
 resource "vspherehpc_host_pci_passthrough" "p" {
   host_system_id = %q
@@ -250,7 +251,7 @@ resource "vspherehpc_host_pci_passthrough" "p" {
 				Instances []instance `json:"instances"`
 			} `json:"resources"`
 		}
-		must(t, json.Unmarshal([]byte(d.read("terraform.tfstate")), &state))
+		acctest.Must(t, json.Unmarshal([]byte(d.read("terraform.tfstate")), &state))
 		out := map[string]instance{}
 		for _, r := range state.Resources {
 			out[r.Type] = r.Instances[0]
@@ -262,7 +263,7 @@ resource "vspherehpc_host_pci_passthrough" "p" {
 		t.Errorf("identity of a passthrough by match: %v, want pci_ids [%s]", got["vspherehpc_host_pci_passthrough"].Identity, a100)
 	}
 
-	must(t, lab.DestroyPortGroup(ctx, testName("pvrdma-vms")))
+	acctest.Must(t, lab.DestroyPortGroup(ctx, testName("pvrdma-vms")))
 	d.run("apply", "-refresh-only", "-auto-approve")
 	sw := read()["vspherehpc_rdma_dvs"]
 	if sw.Attributes["port_group_key"] != nil || sw.Identity["port_group_key"] != "" {
@@ -287,10 +288,10 @@ resource "vspherehpc_host_pci_passthrough" "other" {
 }
 `, host, host, lab.GPUs()[0])})
 	out, err := d.try("plan")
-	if err == nil || !wrapped("The identity's pci_ids is empty: it names no device.").MatchString(out) {
+	if err == nil || !acctest.Wording("The identity's pci_ids is empty: it names no device.").MatchString(out) {
 		t.Errorf("import by an identity with no device: %v\n%s", err, out)
 	}
-	must(t, os.Remove(filepath.Join(d.dir, "import.tf")))
+	acctest.Must(t, os.Remove(filepath.Join(d.dir, "import.tf")))
 	d.run("destroy", "-auto-approve")
 }
 
@@ -311,7 +312,7 @@ func TestAccIdentity_vmUUIDChanged(t *testing.T) {
 		Steps: []resource.TestStep{
 			{Config: config("")},
 			{
-				PreConfig: func() { must(t, lab.SetVMUUID(context.Background(), vm, newUUID)) },
+				PreConfig: func() { acctest.Must(t, lab.SetVMUUID(context.Background(), vm, newUUID)) },
 				Config:    config(""),
 			},
 			{
@@ -341,7 +342,7 @@ type handBuiltIDs struct {
 func handBuilt(t *testing.T, lab *vcsimlab.Lab) handBuiltIDs {
 	t.Helper()
 	ctx := context.Background()
-	c := labService(lab)
+	c := acctest.LabClient(lab)
 	var ids handBuiltIDs
 	for _, h := range lab.HostNames() {
 		ids.hosts = append(ids.hosts, lab.HostID(h))
@@ -350,19 +351,19 @@ func handBuilt(t *testing.T, lab *vcsimlab.Lab) handBuiltIDs {
 		ids.vms, ids.vmMOIDs = append(ids.vms, lab.VMUUID(vm)), append(ids.vmMOIDs, lab.VMID(vm))
 	}
 	sw, err := c.FindDVSByPath(ctx, "/"+lab.DatacenterName()+"/network/"+vcsimlab.HandBuiltSwitch)
-	must(t, err)
+	acctest.Must(t, err)
 	ids.switchUUID = sw.UUID
 	ids.portGroupID, err = lab.PortGroupID(ctx, vcsimlab.HandBuiltPortGroup)
-	must(t, err)
+	acctest.Must(t, err)
 	vm, err := c.VM(ctx, ids.vms[0])
-	must(t, err)
+	acctest.Must(t, err)
 	for _, n := range vm.NetworkAdapters {
 		if n.Type == "vmxnet3vrdma" {
 			ids.nicKey = n.Key
 		}
 	}
 	setup, err := c.GPUMMIO(ctx, ids.vms[0])
-	must(t, err)
+	acctest.Must(t, err)
 	if ids.nicKey == 0 || len(setup.Devices) != 1 {
 		t.Fatalf("the hand-built VM %s has no PVRDMA adapter or not one GPU: %+v", ids.vms[0], setup)
 	}
@@ -388,7 +389,7 @@ func TestAccIdentity_fieldsAreFields(t *testing.T) {
 	host, gpus := ids.hosts[0], lab.GPUs()
 	passthrough := passthroughConfig(lab, lab.HostNames()[0], "  pci_ids = "+hclList(gpus[:1]))
 	step := func(config, want string) resource.TestStep {
-		return resource.TestStep{Config: config, PlanOnly: true, ExpectError: wrapped(want)}
+		return resource.TestStep{Config: config, PlanOnly: true, ExpectError: acctest.Wording(want)}
 	}
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
@@ -426,7 +427,7 @@ func TestAccIdentity_importOfAnotherObjectRefused(t *testing.T) {
 	hosts, gpus := lab.HostNames(), lab.GPUs()
 	refused := func(config, imported, configured string) resource.TestStep {
 		return resource.TestStep{Config: config, PlanOnly: true, ExpectError: regexp.MustCompile(`Import does not match the configuration(?s:.*)` +
-			wrapped(fmt.Sprintf("with %s, and the configuration gives %s: applied, the import would be followed by destroying or changing "+
+			acctest.Wording(fmt.Sprintf("with %s, and the configuration gives %s: applied, the import would be followed by destroying or changing "+
 				"what it adopts to make it the configured one. Import what the configuration names (its id or identity in the import "+
 				"block), or set", imported, configured)).String())}
 	}
@@ -448,7 +449,7 @@ resource "vspherehpc_vm_pvrdma_nic" "nic" {
 			// The same by string id.
 			refused(gpuSetup+fmt.Sprintf("\nimport {\n  to = %s\n  id = %q\n}\n", gpuAddr, ids.vms[1]),
 				fmt.Sprintf("virtual_machine_id %q", ids.vms[1]), fmt.Sprintf("virtual_machine_id = %q", ids.vms[0])),
-			refused(providerConfig(lab)+nic+importBlock(nicAddr, fmt.Sprintf("virtual_machine_id = %q, device_key = %d", ids.vms[0], ids.nicKey)),
+			refused(acctest.ProviderConfig(lab)+nic+importBlock(nicAddr, fmt.Sprintf("virtual_machine_id = %q, device_key = %d", ids.vms[0], ids.nicKey)),
 				fmt.Sprintf("virtual_machine_id %q", ids.vms[0]), fmt.Sprintf("virtual_machine_id = %q", ids.vms[1])),
 			refused(hostSettingsConfig(lab, hosts[1], `  vmknic = "vmk1"`)+importBlock(hostSettings, fmt.Sprintf("host_system_id = %q", ids.hosts[0])),
 				fmt.Sprintf("host_system_id %q", ids.hosts[0]), fmt.Sprintf("host_system_id = %q", ids.hosts[1])),
@@ -482,7 +483,7 @@ func TestAccIdentity_importThenReplace(t *testing.T) {
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
-				Config: providerConfig(lab) + fmt.Sprintf(`
+				Config: acctest.ProviderConfig(lab) + fmt.Sprintf(`
 resource "vspherehpc_vm_pvrdma_nic" "nic" {
   virtual_machine_id        = %q
   distributed_port_group_id = %q

@@ -13,11 +13,8 @@ package provider
 // (internal/vcsimlab/admin.go), never through the vSphere SDK here.
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"os"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -27,8 +24,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
-	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vsphere"
 )
 
 var compareSame = compare.ValuesSame()
@@ -37,79 +34,17 @@ var testAccProtoV6ProviderFactories = map[string]func() (tfprotov6.ProviderServe
 	"vspherehpc": providerserver.NewProtocol6WithError(New("test")()),
 }
 
-// startLab gives a test its own simulated vCenter, so tests run in parallel.
-// On an external run (external_test.go) it is that vCenter.
+// startLab gives a test its own simulated vCenter (acctest.StartLab), whose
+// calls the privileges check records. On an external run (external_test.go)
+// it is that vCenter.
 func startLab(t *testing.T, opts vcsimlab.Options) *vcsimlab.Lab {
 	t.Helper()
 	if target, _ := external(); target != nil {
 		return connectExternal(t, *target, opts)
 	}
-	lab, err := vcsimlab.Start(context.Background(), opts)
-	if err != nil {
-		t.Fatalf("starting lab: %v", err)
-	}
-	t.Cleanup(lab.Close)
+	lab := acctest.StartLab(t, opts)
 	t.Cleanup(func() { recordCalls(t.Name(), lab) })
 	return lab
-}
-
-// must fails the test when a change made through the lab's admin methods
-// (an administrator's change behind Terraform's back) fails.
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatalf("changing the lab out of band: %v", err)
-	}
-}
-
-// labService is a service-layer client of the lab, to look at vSphere
-// directly from tests.
-func labService(lab *vcsimlab.Lab) *vsphere.Client {
-	return vsphere.New(vsphere.Config{Server: lab.URL.Host, User: lab.Username, Password: lab.Password, CAFile: lab.CertFile,
-		AllowUnverifiedSSL: lab.CertFile == ""})
-}
-
-// wrapped matches text as Terraform prints it in a diagnostic, where any
-// space may have become a line break.
-func wrapped(text string) *regexp.Regexp {
-	return regexp.MustCompile(strings.Join(strings.Fields(regexp.QuoteMeta(text)), `\s+`))
-}
-
-// requiredProviders names the provider's source, in the namespace the
-// testing framework serves it under (TF_ACC_PROVIDER_NAMESPACE, which the
-// Makefile sets, else "hashicorp"). Test configurations need it only where
-// the framework does not add it: import-block steps.
-var requiredProviders = fmt.Sprintf(`
-terraform {
-  required_providers {
-    vspherehpc = {
-      source = "registry.terraform.io/%s/vspherehpc"
-    }
-  }
-}
-`, cmp.Or(os.Getenv("TF_ACC_PROVIDER_NAMESPACE"), "hashicorp"))
-
-// providerConfig is the provider block for a lab, trusting its CA (an
-// external vCenter without a CA file: not verifying it).
-func providerConfig(lab *vcsimlab.Lab) string {
-	if lab.CertFile == "" {
-		return fmt.Sprintf(`
-provider "vspherehpc" {
-  vsphere_server       = %q
-  user                 = %q
-  password             = %q
-  allow_unverified_ssl = true
-}
-`, lab.URL.Host, lab.Username, lab.Password)
-	}
-	return fmt.Sprintf(`
-provider "vspherehpc" {
-  vsphere_server = %q
-  user           = %q
-  password       = %q
-  ca_file        = %q
-}
-`, lab.URL.Host, lab.Username, lab.Password, lab.CertFile)
 }
 
 // switchesConfig is two PVRDMA switches over all lab hosts, rdma-a on the
@@ -117,7 +52,7 @@ provider "vspherehpc" {
 // rdma-b on the second (vmnic5) with port group pvrdma-b, for tests that put
 // adapters on VMs.
 func switchesConfig(lab *vcsimlab.Lab) string {
-	config := providerConfig(lab) + fmt.Sprintf(`
+	config := acctest.ProviderConfig(lab) + fmt.Sprintf(`
 data "vspherehpc_host" "esx" {
   count         = %d
   datacenter_id = %q
@@ -180,13 +115,13 @@ func handMadeSwitch(t *testing.T, lab *vcsimlab.Lab, switchName, portGroupName s
 	ctx := context.Background()
 	for i, host := range lab.HostNames() {
 		if i == 0 {
-			must(t, lab.CreateSwitch(ctx, switchName, host, lab.RDMANICs()[0]))
+			acctest.Must(t, lab.CreateSwitch(ctx, switchName, host, lab.RDMANICs()[0]))
 		} else {
-			must(t, lab.AddSwitchHost(ctx, switchName, host, lab.RDMANICs()[0]))
+			acctest.Must(t, lab.AddSwitchHost(ctx, switchName, host, lab.RDMANICs()[0]))
 		}
 	}
-	must(t, lab.AddPortGroup(ctx, switchName, portGroupName, ports))
+	acctest.Must(t, lab.AddPortGroup(ctx, switchName, portGroupName, ports))
 	id, err := lab.PortGroupID(ctx, portGroupName)
-	must(t, err)
+	acctest.Must(t, err)
 	return id
 }

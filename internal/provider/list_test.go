@@ -16,6 +16,7 @@ import (
 	"github.com/vmware/govmomi/object"
 	"github.com/vmware/govmomi/vim25/types"
 
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
 
@@ -25,7 +26,7 @@ func handBuiltLab(t *testing.T) *vcsimlab.Lab {
 	needsTerraform114(t)
 	lab := startLab(t, vcsimlab.Options{})
 	simulatedOnly(t, lab, "builds the lab by hand")
-	must(t, lab.BuildByHand(context.Background()))
+	acctest.Must(t, lab.BuildByHand(context.Background()))
 	return lab
 }
 
@@ -41,9 +42,9 @@ type query struct {
 func runQueries(t *testing.T, lab *vcsimlab.Lab, listType string, queries []query) {
 	t.Helper()
 	// Query files take no terraform block: a first step writes it.
-	steps := []resource.TestStep{{Config: requiredProviders}}
+	steps := []resource.TestStep{{Config: acctest.RequiredProviders}}
 	for _, q := range queries {
-		step := resource.TestStep{Query: true, QueryResultChecks: q.checks, Config: providerConfig(lab) + fmt.Sprintf(`
+		step := resource.TestStep{Query: true, QueryResultChecks: q.checks, Config: acctest.ProviderConfig(lab) + fmt.Sprintf(`
 list %q "q" {
   provider         = vspherehpc
   include_resource = true
@@ -53,7 +54,7 @@ list %q "q" {
 }
 `, listType, q.config)}
 		if q.err != "" {
-			step.ExpectError = wrapped(q.err)
+			step.ExpectError = acctest.Wording(q.err)
 		}
 		steps = append(steps, step)
 	}
@@ -106,7 +107,7 @@ func TestAccList_sharedIdentityWarned(t *testing.T) {
 	t.Parallel()
 	lab := handBuiltLab(t)
 	vms := lab.VMNames()
-	must(t, lab.SetVMUUID(context.Background(), vms[1], lab.VMUUID(vms[0])))
+	acctest.Must(t, lab.SetVMUUID(context.Background(), vms[1], lab.VMUUID(vms[0])))
 	d := newTFDir(t, lab, adoptExample(t))
 	d.env = append(d.env, "TF_VAR_datacenter="+lab.DatacenterName())
 	var warned []string
@@ -182,7 +183,7 @@ func TestAccList_disconnectedHostLeftOut(t *testing.T) {
 	lab := handBuiltLab(t)
 	vms := lab.VMNames()
 	host := lab.VMHostName(vms[0])
-	must(t, lab.SetHostConnected(context.Background(), host, false))
+	acctest.Must(t, lab.SetHostConnected(context.Background(), host, false))
 	d := newTFDir(t, lab, adoptExample(t))
 	d.env = append(d.env, "TF_VAR_datacenter="+lab.DatacenterName())
 	found, warnings := queryDiagnostics(t, d)
@@ -211,7 +212,7 @@ func TestAccList_disconnectedHostLeftOut(t *testing.T) {
 		}
 	}
 	// Connected again, the host and the VM are listed as before.
-	must(t, lab.SetHostConnected(context.Background(), host, true))
+	acctest.Must(t, lab.SetHostConnected(context.Background(), host, true))
 	found, _ = queryDiagnostics(t, d)
 	if !slices.ContainsFunc(found["list.vspherehpc_vm_gpu_mmio.vm"], func(n string) bool { return strings.HasPrefix(n, vms[0]+":") }) {
 		t.Errorf("the GPU list has no %s once its host is connected: %q", vms[0], found["list.vspherehpc_vm_gpu_mmio.vm"])
@@ -227,7 +228,7 @@ func TestAccList_templatesLeftOut(t *testing.T) {
 	ctx := context.Background()
 	_ = lab.PowerOffVM(ctx, vms[1]) // already off is fine: the template needs it off
 	vm := object.NewVirtualMachine(lab.Client().Client, types.ManagedObjectReference{Type: "VirtualMachine", Value: lab.VMID(vms[1])})
-	must(t, vm.MarkAsTemplate(ctx))
+	acctest.Must(t, vm.MarkAsTemplate(ctx))
 	d := newTFDir(t, lab, adoptExample(t))
 	d.env = append(d.env, "TF_VAR_datacenter="+lab.DatacenterName())
 	found, _ := queryDiagnostics(t, d)

@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
 
@@ -25,7 +26,7 @@ func maxMTUConfig(lab *vcsimlab.Lab, extra string) string {
 	for _, name := range lab.HostNames() {
 		names = append(names, fmt.Sprintf("%q", name))
 	}
-	return providerConfig(lab) + fmt.Sprintf(`
+	return acctest.ProviderConfig(lab) + fmt.Sprintf(`
 data "vspherehpc_host" "node" {
   count         = %d
   datacenter_id = %q
@@ -145,15 +146,15 @@ func TestAccMaxMTUDataSourceRefusals(t *testing.T) {
 	missing, vmknics := "vmk9", regexp.QuoteMeta("vmk0, vmk1")
 	if !lab.Simulated() {
 		for _, name := range lab.HostNames() {
-			h, err := labService(lab).HostPVRDMA(context.Background(), lab.HostID(name))
-			must(t, err)
+			h, err := acctest.LabClient(lab).HostPVRDMA(context.Background(), lab.HostID(name))
+			acctest.Must(t, err)
 			for slices.Contains(h.Vmknics, missing) {
 				missing += "9"
 			}
 		}
 		vmknics = regexp.QuoteMeta(lab.Vmknic())
 	}
-	one := providerConfig(lab) + fmt.Sprintf(`
+	one := acctest.ProviderConfig(lab) + fmt.Sprintf(`
 data "vspherehpc_max_mtu" "fabric" {
   host_system_ids = [%q]
 }
@@ -254,16 +255,16 @@ func TestAccMaxMTUDataSource_missingHostsAndNumbers(t *testing.T) {
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
-			{Config: providerConfig(lab) + fmt.Sprintf(`
+			{Config: acctest.ProviderConfig(lab) + fmt.Sprintf(`
 data "vspherehpc_max_mtu" "fabric" {
   host_system_ids = [%q, "host-9999", "host-9998"]
   vmknic          = %q
 }
 `, existing, lab.Vmknic()), PlanOnly: true,
-				ExpectError: wrapped(`hosts host-9999, host-9998 do not exist; ` +
+				ExpectError: acctest.Wording(`hosts host-9999, host-9998 do not exist; ` +
 					`data.vspherehpc_host looks one up by name, and data.vspherehpc_cluster lists a cluster's in host_system_ids.`)},
 			{Config: maxMTUConfig(lab, "  min_mtu = 1400.5\n"), PlanOnly: true,
-				ExpectError: wrapped(`min_mtu must be a whole number from 576 to 9000; 1400.5 is not.`)},
+				ExpectError: acctest.Wording(`min_mtu must be a whole number from 576 to 9000; 1400.5 is not.`)},
 		},
 	})
 }
@@ -298,7 +299,7 @@ func TestAccMaxMTUDataSource_paths(t *testing.T) {
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
-				Config: providerConfig(lab) + `
+				Config: acctest.ProviderConfig(lab) + `
 data "vspherehpc_max_mtu" "fabric" {
   targets = ["127.0.0.1"]
   paths   = "star"

@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/tfversion"
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 )
 
 // functionConfig calls one provider function; provider functions need the
@@ -15,7 +16,7 @@ import (
 // OpenTofu would otherwise resolve to its own registry), and no provider
 // configuration.
 func functionConfig(call string) string {
-	return requiredProviders + fmt.Sprintf(`
+	return acctest.RequiredProviders + fmt.Sprintf(`
 output "result" {
   value = %s
 }
@@ -90,7 +91,7 @@ func TestAccFunctionMMIORefusals(t *testing.T) {
 				ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 				Steps: []resource.TestStep{{
 					Config:      functionConfig("provider::vspherehpc::" + call),
-					ExpectError: wrapped(want),
+					ExpectError: acctest.Wording(want),
 				}},
 			})
 		})

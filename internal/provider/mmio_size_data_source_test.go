@@ -7,6 +7,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 )
 
 // The rule, the smallest power of two at least twice the total GPU memory,
@@ -91,7 +92,7 @@ func TestAccMMIOSizeDataSource_invalid(t *testing.T) {
 				Steps: []resource.TestStep{{
 					Config:      "data \"vspherehpc_mmio_size\" \"x\" {\n" + tc.config + "\n}\n",
 					PlanOnly:    true,
-					ExpectError: wrapped(tc.want),
+					ExpectError: acctest.Wording(tc.want),
 				}},
 			})
 		})
@@ -145,29 +146,29 @@ func TestAccMMIOSizeDataSource_bounds(t *testing.T) {
     count     = 300
     memory_gb = 2000
   }
-}`, PlanOnly: true, ExpectError: wrapped(`total GPU memory 600080 GB is too large: the MMIO size would exceed 1048576 GB, the most an ESXi host can address. ` +
+}`, PlanOnly: true, ExpectError: acctest.Wording(`total GPU memory 600080 GB is too large: the MMIO size would exceed 1048576 GB, the most an ESXi host can address. ` +
 				`Check gpu_memory_gb and the gpu blocks`)},
 			{Config: `data "vspherehpc_mmio_size" "m" {
   gpu {
     count     = 1024
     memory_gb = 1000
   }
-}`, PlanOnly: true, ExpectError: wrapped(`total GPU memory 1024000 GB is too large: the MMIO size would exceed 1048576 GB, the most an ESXi host can address`)},
+}`, PlanOnly: true, ExpectError: acctest.Wording(`total GPU memory 1024000 GB is too large: the MMIO size would exceed 1048576 GB, the most an ESXi host can address`)},
 			{Config: `data "vspherehpc_mmio_size" "m" {
   gpu {
     count     = 2
     memory_gb = 1e400
   }
-}`, PlanOnly: true, ExpectError: wrapped(`gpu[0].memory_gb must be a number of GB greater than 0 and at most 2048; 1e+400 is not.`)},
+}`, PlanOnly: true, ExpectError: acctest.Wording(`gpu[0].memory_gb must be a number of GB greater than 0 and at most 2048; 1e+400 is not.`)},
 			{Config: `data "vspherehpc_mmio_size" "m" {
   gpu_memory_gb = [80, 1e400]
-}`, PlanOnly: true, ExpectError: wrapped(`gpu_memory_gb[1] must be a number of GB greater than 0 and at most 2048; 1e+400 is not.`)},
+}`, PlanOnly: true, ExpectError: acctest.Wording(`gpu_memory_gb[1] must be a number of GB greater than 0 and at most 2048; 1e+400 is not.`)},
 			{Config: `data "vspherehpc_mmio_size" "m" {
   gpu {
     count     = 2.5
     memory_gb = 80
   }
-}`, PlanOnly: true, ExpectError: wrapped(`gpu[0].count must be a whole number from 1 to 1024; 2.5 is not.`)},
+}`, PlanOnly: true, ExpectError: acctest.Wording(`gpu[0].count must be a whole number from 1 to 1024; 2.5 is not.`)},
 		},
 	})
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vsphere"
 )
@@ -44,7 +45,7 @@ func TestAccProvider_sessionEndedMidRun(t *testing.T) {
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{{
-			Config: providerConfig(lab) + fmt.Sprintf(`
+			Config: acctest.ProviderConfig(lab) + fmt.Sprintf(`
 data "vspherehpc_datacenter" "dc" {}
 data "vspherehpc_host" "h" {
   datacenter_id = data.vspherehpc_datacenter.dc.id
@@ -77,7 +78,7 @@ func TestAccProvider_logoutOnStop(t *testing.T) {
 		resource.UnitTest(t, resource.TestCase{
 			ProtoV6ProviderFactories: factories,
 			Steps: []resource.TestStep{{
-				Config: providerConfig(lab) + `data "vspherehpc_datacenter" "dc" {}`,
+				Config: acctest.ProviderConfig(lab) + `data "vspherehpc_datacenter" "dc" {}`,
 			}},
 		})
 	}

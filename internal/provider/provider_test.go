@@ -19,6 +19,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
 
@@ -170,7 +171,7 @@ provider "vspherehpc" {
 }
 %s
 `, lab.URL.Host, lab.Username, tlsSetting(lab), datacenterLookup(lab, "dc")),
-			ExpectError: wrapped(`vCenter rejected the user name or password for "` + lab.Username + `". Check user and password`),
+			ExpectError: acctest.Wording(`vCenter rejected the user name or password for "` + lab.Username + `". Check user and password`),
 		}},
 	})
 }
@@ -268,7 +269,7 @@ func TestAccProvider_resourcesNeedVCenterAtPlan(t *testing.T) {
 				ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 				Steps: []resource.TestStep{{
 					Config: config, PlanOnly: true,
-					ExpectError: wrapped(`This needs vCenter, but the provider has no vCenter settings. Set vsphere_server, user and password`),
+					ExpectError: acctest.Wording(`This needs vCenter, but the provider has no vCenter settings. Set vsphere_server, user and password`),
 				}},
 			})
 		})
@@ -286,14 +287,14 @@ func TestAccProvider_apiTimeout(t *testing.T) {
 			lab := startLab(t, vcsimlab.Options{})
 			simulatedOnly(t, lab, "slows vCenter's calls beyond api_timeout")
 			lab.Delay(method, 3*time.Second)
-			config := strings.Replace(providerConfig(lab), `provider "vspherehpc" {`, `provider "vspherehpc" {
+			config := strings.Replace(acctest.ProviderConfig(lab), `provider "vspherehpc" {`, `provider "vspherehpc" {
   api_timeout = "1s"`, 1)
 			resource.UnitTest(t, resource.TestCase{
 				ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 				Steps: []resource.TestStep{{
 					Config: config + "data \"vspherehpc_datacenter\" \"dc\" {}\n",
-					ExpectError: regexp.MustCompile(`(?s)` + wrapped(`vCenter did not finish within api_timeout (default 5m0s)`).String() +
-						`.*` + wrapped(`raise api_timeout in the provider block`).String()),
+					ExpectError: regexp.MustCompile(`(?s)` + acctest.Wording(`vCenter did not finish within api_timeout (default 5m0s)`).String() +
+						`.*` + acctest.Wording(`raise api_timeout in the provider block`).String()),
 				}},
 			})
 		})
@@ -329,7 +330,7 @@ provider "vspherehpc" {
 			{
 				PreConfig:   func() { t.Setenv(envCAFile, "/nonexistent/ca.pem") },
 				Config:      config,
-				ExpectError: wrapped("Cannot use " + envCAFile + " (environment variable)"),
+				ExpectError: acctest.Wording("Cannot use " + envCAFile + " (environment variable)"),
 			},
 			{
 				// Last, as the destroy after it needs a usable CA file.

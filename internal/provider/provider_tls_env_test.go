@@ -20,6 +20,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
 
@@ -114,7 +115,7 @@ func TestAccProvider_caFileSource(t *testing.T) {
 				ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 				Steps: []resource.TestStep{{
 					Config:      "provider \"vspherehpc\" {\n" + login + tc.block + "}\ndata \"vspherehpc_datacenter\" \"dc\" {}\n",
-					ExpectError: wrapped(tc.want),
+					ExpectError: acctest.Wording(tc.want),
 				}},
 			})
 		})

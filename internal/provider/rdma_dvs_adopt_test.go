@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
 
@@ -87,7 +88,7 @@ func TestAccRDMADVS_importChoosesPortGroup(t *testing.T) {
 			},
 			{
 				ResourceName: dvsAddr, ImportState: true, ImportStateId: path,
-				ExpectError: wrapped(`Switch ` + name + ` has 2 port groups (` + portGroup + `, ` + storage + `). Import it as ` + path +
+				ExpectError: acctest.Wording(`Switch ` + name + ` has 2 port groups (` + portGroup + `, ` + storage + `). Import it as ` + path +
 					`:<port group name> to say which one this resource manages, or as ` + path + `: to adopt the switch without one`),
 			},
 			{ResourceName: dvsAddr, ImportState: true, ImportStateId: path + ":" + portGroup, ImportStateVerify: true},
@@ -104,7 +105,7 @@ func TestAccRDMADVS_importChoosesPortGroup(t *testing.T) {
 			},
 			{
 				ResourceName: dvsAddr, ImportState: true, ImportStateId: path + ":nope",
-				ExpectError: wrapped(`Switch ` + name + ` has no port group "nope"; its port groups are ` + portGroup + `, ` + storage + `.`),
+				ExpectError: acctest.Wording(`Switch ` + name + ` has no port group "nope"; its port groups are ` + portGroup + `, ` + storage + `.`),
 			},
 		},
 	})
@@ -149,12 +150,12 @@ func TestAccRDMADVS_importWithoutPortGroup(t *testing.T) {
 	ctx := context.Background()
 	name, shared := testName("rdma"), testName("shared-vms")
 	host, nic := lab.HostNames()[0], lab.RDMANICs()[0]
-	must(t, lab.CreateSwitchAtVersion(ctx, name, host, nic, "8.0.0"))
-	must(t, lab.AddPortGroup(ctx, name, shared, 8))
+	acctest.Must(t, lab.CreateSwitchAtVersion(ctx, name, host, nic, "8.0.0"))
+	acctest.Must(t, lab.AddPortGroup(ctx, name, shared, 8))
 	sharedID, err := lab.PortGroupID(ctx, shared)
-	must(t, err)
+	acctest.Must(t, err)
 	// An import as the first step needs the provider's source spelled out.
-	config := requiredProviders + dvsConfig(lab, "rdma", map[string]string{host: nic}, `  version = "8.0.3"`)
+	config := acctest.RequiredProviders + dvsConfig(lab, "rdma", map[string]string{host: nic}, `  version = "8.0.3"`)
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
@@ -171,7 +172,7 @@ func TestAccRDMADVS_importWithoutPortGroup(t *testing.T) {
 			{
 				Config:      strings.Replace(config, portGroupLine("pvrdma-vms"), portGroupLine("shared-vms"), 1),
 				PlanOnly:    true,
-				ExpectError: wrapped(fmt.Sprintf("Switch %s already has a port group called %q", name, shared)),
+				ExpectError: acctest.Wording(fmt.Sprintf("Switch %s already has a port group called %q", name, shared)),
 			},
 			{
 				Config: config,

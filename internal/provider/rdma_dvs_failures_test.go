@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 	"github.com/vmware/govmomi/vim25/types"
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
 
@@ -21,13 +22,13 @@ func TestAccRDMADVS_createFailsHalfWay(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
 	simulatedOnly(t, lab, "injects a task fault")
-	must(t, lab.InjectTaskFault("ReconfigureDvs_Task", testName("rdma"), vcsimlab.Fault{Type: "DvsFault"}))
+	acctest.Must(t, lab.InjectTaskFault("ReconfigureDvs_Task", testName("rdma"), vcsimlab.Fault{Type: "DvsFault"}))
 	nic := lab.RDMANICs()[0]
 	config := dvsConfig(lab, "rdma", allHosts(lab, nic), "")
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
-			{Config: config, ExpectError: wrapped(`Cannot create distributed switch ` + testName("rdma"))},
+			{Config: config, ExpectError: acctest.Wording(`Cannot create distributed switch ` + testName("rdma"))},
 			{
 				Config: config,
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
@@ -57,12 +58,12 @@ func TestAccRDMADVS_createFailsAfterHostsJoined(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
 	simulatedOnly(t, lab, "injects a task fault")
-	must(t, lab.InjectTaskFault("CreateDVPortgroup_Task", testName("rdma"), vcsimlab.Fault{Type: "DvsFault"}))
+	acctest.Must(t, lab.InjectTaskFault("CreateDVPortgroup_Task", testName("rdma"), vcsimlab.Fault{Type: "DvsFault"}))
 	config := dvsConfig(lab, "rdma", allHosts(lab, lab.RDMANICs()[0]), "")
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
-			{Config: config, ExpectError: wrapped(`Cannot create distributed switch ` + testName("rdma"))},
+			{Config: config, ExpectError: acctest.Wording(`Cannot create distributed switch ` + testName("rdma"))},
 			{
 				Config: config,
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
@@ -94,18 +95,18 @@ func TestAccRDMADVS_portGroupCreatedUnconfirmed(t *testing.T) {
 			{Config: config},
 			{
 				PreConfig: func() {
-					must(t, lab.DestroyPortGroup(ctx, portGroup))
+					acctest.Must(t, lab.DestroyPortGroup(ctx, portGroup))
 					// The apply's first read of a task: the port group's
 					// creation, the one task of that update.
 					lab.FailRead("Task", &types.HostNotConnected{}, 1)
 				},
 				Config:      config,
-				ExpectError: wrapped("HostNotConnected"),
+				ExpectError: acctest.Wording("HostNotConnected"),
 			},
 			{
 				PreConfig: func() {
 					id, err := lab.PortGroupID(ctx, portGroup)
-					must(t, err)
+					acctest.Must(t, err)
 					createdID = id
 				},
 				Config: config,
@@ -139,7 +140,7 @@ func TestAccRDMADVS_switchCreatedUnconfirmed(t *testing.T) {
 				// The read that would see the switch's creation end.
 				PreConfig:   func() { lab.FailTaskEndRead(&types.HostNotConnected{}) },
 				Config:      config,
-				ExpectError: wrapped("HostNotConnected"),
+				ExpectError: acctest.Wording("HostNotConnected"),
 			},
 			{
 				Config: config,
@@ -159,11 +160,11 @@ func TestAccRDMADVS_taintedSwitchDestroys(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
 	simulatedOnly(t, lab, "injects a task fault")
-	must(t, lab.InjectTaskFault("CreateDVPortgroup_Task", testName("rdma"), vcsimlab.Fault{Type: "DvsFault"}))
+	acctest.Must(t, lab.InjectTaskFault("CreateDVPortgroup_Task", testName("rdma"), vcsimlab.Fault{Type: "DvsFault"}))
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
-			{Config: dvsConfig(lab, "rdma", allHosts(lab, lab.RDMANICs()[0]), ""), ExpectError: wrapped(`Cannot create distributed switch ` + testName("rdma"))},
+			{Config: dvsConfig(lab, "rdma", allHosts(lab, lab.RDMANICs()[0]), ""), ExpectError: acctest.Wording(`Cannot create distributed switch ` + testName("rdma"))},
 		},
 		CheckDestroy: noNetworksLeft(lab),
 	})

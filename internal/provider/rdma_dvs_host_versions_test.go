@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vsphere"
 )
@@ -41,7 +42,7 @@ func noSwitchCreated(t *testing.T, lab *vcsimlab.Lab) func() {
 // switchIn reads the switch as vCenter has it.
 func switchIn(t *testing.T, lab *vcsimlab.Lab, uuid string) *vsphere.DVS {
 	t.Helper()
-	d, err := labService(lab).DVS(context.Background(), vsphere.DVSID{UUID: uuid}, "")
+	d, err := acctest.LabClient(lab).DVS(context.Background(), vsphere.DVSID{UUID: uuid}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,8 +73,8 @@ func TestAccRDMADVS_hostTooOldForNewSwitch(t *testing.T) {
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
-			{Config: at(""), PlanOnly: true, ExpectError: wrapped(refused("8.0.3"))},
-			{Config: at("8.0.0"), PlanOnly: true, ExpectError: wrapped(refused("8.0.0"))},
+			{Config: at(""), PlanOnly: true, ExpectError: acctest.Wording(refused("8.0.3"))},
+			{Config: at("8.0.0"), PlanOnly: true, ExpectError: acctest.Wording(refused("8.0.0"))},
 			{
 				PreConfig: noSwitchCreated(t, lab),
 				Config:    at("7.0.3"),
@@ -88,7 +89,7 @@ func TestAccRDMADVS_hostTooOldForNewSwitch(t *testing.T) {
 			},
 			{
 				Config: at("8.0.0"), PlanOnly: true,
-				ExpectError: wrapped(fmt.Sprintf(`Switch rdma cannot be upgraded to version 8.0.0: its member host %s (%s) runs ESXi 7.0.3, and a `+
+				ExpectError: acctest.Wording(fmt.Sprintf(`Switch rdma cannot be upgraded to version 8.0.0: its member host %s (%s) runs ESXi 7.0.3, and a `+
 					`distributed switch accepts hosts of its own ESXi version or later. The newest switch version it can run is 7.0.3. Upgrade the `+
 					`host to ESXi 8.0.0 or later first, or keep the switch at a version the host can run.`, old, lab.HostID(old))),
 			},
@@ -132,7 +133,7 @@ func TestAccRDMADVS_hostTooOldToJoin(t *testing.T) {
 			},
 			{
 				Config: dvsConfig(lab, "rdma", allHosts(lab, "vmnic4"), ""), PlanOnly: true,
-				ExpectError: wrapped(fmt.Sprintf(`Host %s (%s) runs ESXi 7.0.3 and cannot join switch rdma, at version 8.0.3: a distributed switch `+
+				ExpectError: acctest.Wording(fmt.Sprintf(`Host %s (%s) runs ESXi 7.0.3 and cannot join switch rdma, at version 8.0.3: a distributed switch `+
 					`accepts hosts of its own ESXi version or later, and a switch cannot be downgraded. The newest switch version it can run is `+
 					`7.0.3. Upgrade the host to ESXi 8.0.3 or later, or leave it out of the switch.`, old, lab.HostID(old))),
 			},

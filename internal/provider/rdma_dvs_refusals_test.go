@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
 
@@ -29,7 +30,7 @@ func TestAccRDMADVS_refusals(t *testing.T) {
 	}
 	twice := dvsConfig(lab, "rdma", allHosts(lab, nics[0]), "")
 	twice = strings.Replace(twice, "  host {\n", fmt.Sprintf("  host {\n    host_system_id = %q\n    vmnic          = %q\n  }\n  host {\n", lab.HostID(first), nics[1]), 1)
-	teaming := wrapped(fmt.Sprintf(`is listed with %s and with %s. PVRDMA supports no NIC teaming`, nics[0], nics[1]))
+	teaming := acctest.Wording(fmt.Sprintf(`is listed with %s and with %s. PVRDMA supports no NIC teaming`, nics[0], nics[1]))
 	// What the refusals list of the first host and of vCenter: the lab's
 	// NICs and vCenter 8.0.3's switch versions, or what an external
 	// vCenter has.
@@ -38,8 +39,8 @@ func TestAccRDMADVS_refusals(t *testing.T) {
 	usedNIC, usedBy := "vmnic0", `standard switch "vSwitch0"` // "" when the host has no NIC a switch uses
 	offered := "7.0.0, 7.0.2, 7.0.3, 8.0.0, 8.0.3"
 	if !lab.Simulated() {
-		host, err := labService(lab).Host(ctx, lab.HostID(first))
-		must(t, err)
+		host, err := acctest.LabClient(lab).Host(ctx, lab.HostID(first))
+		acctest.Must(t, err)
 		var names, free []string
 		for _, n := range host.PhysicalNICs {
 			names = append(names, n.Name)
@@ -60,49 +61,49 @@ func TestAccRDMADVS_refusals(t *testing.T) {
 			missing += "9"
 		}
 		nicList, freeRDMA = strings.Join(names, ", "), strings.Join(free, ", ")
-		versions, err := labService(lab).DVSVersions(ctx)
-		must(t, err)
+		versions, err := acctest.LabClient(lab).DVSVersions(ctx)
+		acctest.Must(t, err)
 		offered = strings.Join(versions, ", ")
 		// Which of the host's two entries comes first depends on how
 		// Terraform orders the set's elements, by their values.
 		teaming = regexp.MustCompile(teaming.String() + "|" +
-			wrapped(fmt.Sprintf(`is listed with %s and with %s. PVRDMA supports no NIC teaming`, nics[1], nics[0])).String())
+			acctest.Wording(fmt.Sprintf(`is listed with %s and with %s. PVRDMA supports no NIC teaming`, nics[1], nics[0])).String())
 	}
 	steps := []resource.TestStep{
 		{
 			Config: dvsConfig(lab, "rdma", with(missing), ""), PlanOnly: true,
-			ExpectError: wrapped(fmt.Sprintf("Host %s (%s) has no physical NIC %s; its NICs are %s. Its free RDMA NICs: %s.", first, lab.HostID(first), missing, nicList, freeRDMA)),
+			ExpectError: acctest.Wording(fmt.Sprintf("Host %s (%s) has no physical NIC %s; its NICs are %s. Its free RDMA NICs: %s.", first, lab.HostID(first), missing, nicList, freeRDMA)),
 		},
 	}
 	if usedNIC != "" {
 		steps = append(steps, resource.TestStep{
 			Config: dvsConfig(lab, "rdma", with(usedNIC), ""), PlanOnly: true,
-			ExpectError: wrapped(fmt.Sprintf(`%s on host %s (%s) is an uplink of %s. Free it there, or choose another NIC.`, usedNIC, first, lab.HostID(first), usedBy)),
+			ExpectError: acctest.Wording(fmt.Sprintf(`%s on host %s (%s) is an uplink of %s. Free it there, or choose another NIC.`, usedNIC, first, lab.HostID(first), usedBy)),
 		})
 	}
 	steps = append(steps,
 		resource.TestStep{Config: twice, PlanOnly: true, ExpectError: teaming},
-		resource.TestStep{Config: dvsConfig(lab, "rdma", with("eth0"), ""), PlanOnly: true, ExpectError: wrapped(`must name a physical NIC such as vmnic4`)},
+		resource.TestStep{Config: dvsConfig(lab, "rdma", with("eth0"), ""), PlanOnly: true, ExpectError: acctest.Wording(`must name a physical NIC such as vmnic4`)},
 		resource.TestStep{
 			Config:   strings.Replace(dvsConfig(lab, "rdma", allHosts(lab, nics[0]), ""), "  port_group {\n    "+portGroupLine("pvrdma-vms")+"\n  }\n", "", 1),
 			PlanOnly: true, ExpectError: regexp.MustCompile(`(?s)port_group.*must have a configuration value`),
 		},
-		resource.TestStep{Config: dvsConfig(lab, "rdma", allHosts(lab, nics[0]), `  version = "6.5.0"`), PlanOnly: true, ExpectError: wrapped(`vCenter offers distributed switch versions ` + offered + `, not 6.5.0.`)},
-		resource.TestStep{Config: dvsConfig(lab, "rdma", allHosts(lab, nics[0]), `  mtu = 9216`), PlanOnly: true, ExpectError: wrapped(`mtu value must be between 1280 and 9000`)},
+		resource.TestStep{Config: dvsConfig(lab, "rdma", allHosts(lab, nics[0]), `  version = "6.5.0"`), PlanOnly: true, ExpectError: acctest.Wording(`vCenter offers distributed switch versions ` + offered + `, not 6.5.0.`)},
+		resource.TestStep{Config: dvsConfig(lab, "rdma", allHosts(lab, nics[0]), `  mtu = 9216`), PlanOnly: true, ExpectError: acctest.Wording(`mtu value must be between 1280 and 9000`)},
 		// A NIC another distributed switch uses is refused, naming that switch.
 		resource.TestStep{
 			PreConfig: func() {
-				must(t, lab.CreateSwitch(ctx, testName("storage-dvs"), first, nics[1]))
+				acctest.Must(t, lab.CreateSwitch(ctx, testName("storage-dvs"), first, nics[1]))
 				destroySwitchAfter(t, lab, testName("storage-dvs"))
 			},
 			Config: dvsConfig(lab, "rdma", with(nics[1]), ""), PlanOnly: true,
-			ExpectError: wrapped(fmt.Sprintf(`%s on host %s (%s) is an uplink of distributed switch %q.`, nics[1], first, lab.HostID(first), testName("storage-dvs"))),
+			ExpectError: acctest.Wording(fmt.Sprintf(`%s on host %s (%s) is an uplink of distributed switch %q.`, nics[1], first, lab.HostID(first), testName("storage-dvs"))),
 		},
 		// A downgrade is refused at plan time.
 		resource.TestStep{Config: dvsConfig(lab, "rdma", allHosts(lab, nics[0]), `  version = "8.0.3"`)},
 		resource.TestStep{
 			Config: dvsConfig(lab, "rdma", allHosts(lab, nics[0]), `  version = "8.0.0"`), PlanOnly: true,
-			ExpectError: wrapped(`Switch ` + testName("rdma") + ` is at version 8.0.3; vSphere cannot downgrade a distributed switch to 8.0.0.`),
+			ExpectError: acctest.Wording(`Switch ` + testName("rdma") + ` is at version 8.0.3; vSphere cannot downgrade a distributed switch to 8.0.0.`),
 		},
 	)
 	resource.UnitTest(t, resource.TestCase{
@@ -131,18 +132,18 @@ func TestAccRDMADVS_destroyRefusedWhileInUse(t *testing.T) {
 			},
 			{
 				PreConfig: func() {
-					must(t, lab.AddPVRDMAAdapter(context.Background(), vmName, switchUUID, portGroupKey))
+					acctest.Must(t, lab.AddPVRDMAAdapter(context.Background(), vmName, switchUUID, portGroupKey))
 				},
 				// Refused at plan: no adapter resource of this plan removes it.
-				Config: providerConfig(lab),
-				ExpectError: wrapped(fmt.Sprintf(`Switch still in use VM network adapters that this configuration does not remove still use the port groups `+
+				Config: acctest.ProviderConfig(lab),
+				ExpectError: acctest.Wording(fmt.Sprintf(`Switch still in use VM network adapters that this configuration does not remove still use the port groups `+
 					`of switch %s: port group %q: %s (PVRDMA).`, testName("rdma"), testName("pvrdma-vms"), vmName)),
 			},
 			{
 				PreConfig: func() {
-					must(t, lab.RemovePVRDMAAdapters(context.Background(), vmName))
+					acctest.Must(t, lab.RemovePVRDMAAdapters(context.Background(), vmName))
 				},
-				Config: providerConfig(lab),
+				Config: acctest.ProviderConfig(lab),
 				Check:  noNetworksLeft(lab),
 			},
 		},
@@ -177,16 +178,16 @@ func TestAccRDMADVS_hostLeavingInUse(t *testing.T) {
 			},
 			{
 				PreConfig: func() {
-					must(t, lab.AddPVRDMAAdapter(context.Background(), vmName, switchUUID, portGroupKey))
+					acctest.Must(t, lab.AddPVRDMAAdapter(context.Background(), vmName, switchUUID, portGroupKey))
 				},
 				Config: dvsConfig(lab, "rdma", others, ""),
-				ExpectError: wrapped(fmt.Sprintf(`Host %s (%s) cannot leave switch %s: virtual machines on it have adapters `+
+				ExpectError: acctest.Wording(fmt.Sprintf(`Host %s (%s) cannot leave switch %s: virtual machines on it have adapters `+
 					`that this configuration does not remove on the switch's port groups: port group %q: %s (PVRDMA). vCenter refuses to remove `+
 					`a host from a switch while they do: remove those adapters first`, host, lab.HostID(host), testName("rdma"), testName("pvrdma-vms"), vmName)),
 			},
 			{
 				PreConfig: func() {
-					must(t, lab.RemovePVRDMAAdapters(context.Background(), vmName))
+					acctest.Must(t, lab.RemovePVRDMAAdapters(context.Background(), vmName))
 				},
 				Config:            dvsConfig(lab, "rdma", others, ""),
 				ConfigStateChecks: []statecheck.StateCheck{statecheck.ExpectKnownValue(dvsAddr, tfjsonpath.New("host"), hostSet(lab, others))},
@@ -218,18 +219,18 @@ func TestAccRDMADVS_refusedAtPlan(t *testing.T) {
 	steps := []resource.TestStep{
 		{
 			Config: withHostID("host-99999"), PlanOnly: true,
-			ExpectError: wrapped("no host has id host-99999; data.vspherehpc_host looks one up by name."),
+			ExpectError: acctest.Wording("no host has id host-99999; data.vspherehpc_host looks one up by name."),
 		},
 		// A host's name where its id belongs.
 		{
 			Config: withHostID(first), PlanOnly: true,
-			ExpectError: wrapped(fmt.Sprintf(`no host has id %q (the name of host %s); host ids are managed object ids such as host-12; `+
+			ExpectError: acctest.Wording(fmt.Sprintf(`no host has id %q (the name of host %s); host ids are managed object ids such as host-12; `+
 				`data.vspherehpc_host looks one up by name.`, first, lab.HostID(first))),
 		},
 		// The datacenter's name where its id belongs.
 		{
 			Config: strings.Replace(config, fmt.Sprintf("datacenter_id = %q", lab.DatacenterID()), fmt.Sprintf("datacenter_id = %q", lab.DatacenterName()), 1), PlanOnly: true,
-			ExpectError: wrapped(fmt.Sprintf(`no datacenter has id %q (the name of datacenter %s); datacenter ids are managed object ids such as `+
+			ExpectError: acctest.Wording(fmt.Sprintf(`no datacenter has id %q (the name of datacenter %s); datacenter ids are managed object ids such as `+
 				`datacenter-3; data.vspherehpc_datacenter looks one up by name.`, lab.DatacenterName(), lab.DatacenterID())),
 		},
 	}
@@ -238,7 +239,7 @@ func TestAccRDMADVS_refusedAtPlan(t *testing.T) {
 	vmNetwork := lab.Simulated()
 	if !vmNetwork {
 		n, err := lab.CountNetworks(ctx, "VM Network")
-		must(t, err)
+		acctest.Must(t, err)
 		vmNetwork = n > 0
 	}
 	if vmNetwork {
@@ -250,7 +251,7 @@ func TestAccRDMADVS_refusedAtPlan(t *testing.T) {
 	storage := testName("storage-dvs")
 	steps = append(steps, resource.TestStep{
 		PreConfig: func() {
-			must(t, lab.CreateSwitch(ctx, storage, first, lab.RDMANICs()[1]))
+			acctest.Must(t, lab.CreateSwitch(ctx, storage, first, lab.RDMANICs()[1]))
 			destroySwitchAfter(t, lab, storage)
 		},
 		Config: strings.Replace(config, dvsNameLine("rdma"), fmt.Sprintf("name          = %q", storage), 1), PlanOnly: true,
@@ -275,11 +276,11 @@ func TestAccRDMADVS_refusedAtPlan(t *testing.T) {
 func TestAccRDMADVS_noVCenter(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
-	config := strings.Replace(dvsConfig(lab, "rdma", allHosts(lab, lab.RDMANICs()[0]), ""), providerConfig(lab), "", 1)
+	config := strings.Replace(dvsConfig(lab, "rdma", allHosts(lab, lab.RDMANICs()[0]), ""), acctest.ProviderConfig(lab), "", 1)
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
-			{Config: config, PlanOnly: true, ExpectError: wrapped(`This needs vCenter, but the provider has no vCenter settings. Set vsphere_server, user and password`)},
+			{Config: config, PlanOnly: true, ExpectError: acctest.Wording(`This needs vCenter, but the provider has no vCenter settings. Set vsphere_server, user and password`)},
 		},
 	})
 }
@@ -293,7 +294,7 @@ func TestAccRDMADVS_nicClaimedTwice(t *testing.T) {
 	nic := lab.RDMANICs()[0]
 	second := strings.NewReplacer(`resource "vspherehpc_rdma_dvs" "rdma"`, `resource "vspherehpc_rdma_dvs" "other"`,
 		dvsNameLine("rdma"), dvsNameLine("rdma-other"), portGroupLine("pvrdma-vms"), portGroupLine("pvrdma-other")).
-		Replace(strings.Replace(dvsConfig(lab, "rdma", map[string]string{first: nic}, ""), providerConfig(lab), "", 1))
+		Replace(strings.Replace(dvsConfig(lab, "rdma", map[string]string{first: nic}, ""), acctest.ProviderConfig(lab), "", 1))
 	name := regexp.QuoteMeta(testName("rdma"))
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
@@ -314,7 +315,7 @@ func TestAccRDMADVS_portGroupNameClaimedTwice(t *testing.T) {
 	nic := lab.RDMANICs()[0]
 	second := strings.NewReplacer(`resource "vspherehpc_rdma_dvs" "rdma"`, `resource "vspherehpc_rdma_dvs" "other"`,
 		dvsNameLine("rdma"), dvsNameLine("rdma-other")).
-		Replace(strings.Replace(dvsConfig(lab, "rdma", map[string]string{hosts[1]: nic}, ""), providerConfig(lab), "", 1))
+		Replace(strings.Replace(dvsConfig(lab, "rdma", map[string]string{hosts[1]: nic}, ""), acctest.ProviderConfig(lab), "", 1))
 	name := regexp.QuoteMeta(testName("rdma"))
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
@@ -339,11 +340,11 @@ func TestAccRDMADVS_numbersNotWhole(t *testing.T) {
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{Config: dvsConfig(lab, "rdma-numbers", hosts, "  mtu = 1500.5"), PlanOnly: true,
-				ExpectError: wrapped(`mtu must be a whole number from 1280 to 9000; 1500.5 is not.`)},
+				ExpectError: acctest.Wording(`mtu must be a whole number from 1280 to 9000; 1500.5 is not.`)},
 			{Config: dvsConfig(lab, "rdma-numbers", hosts, "  uplink_count = 1e400"), PlanOnly: true,
-				ExpectError: wrapped(`uplink_count must be a whole number from 1 to 32; 1e+400 is not.`)},
+				ExpectError: acctest.Wording(`uplink_count must be a whole number from 1 to 32; 1e+400 is not.`)},
 			{Config: strings.Replace(dvsConfig(lab, "rdma-numbers", hosts, ""), portGroupLine("pvrdma-vms"), portGroupLine("pvrdma-vms")+"\n    vlan_id = 10.5", 1), PlanOnly: true,
-				ExpectError: wrapped(`port_group.vlan_id must be a whole number from 0 to 4094; 10.5 is not.`)},
+				ExpectError: acctest.Wording(`port_group.vlan_id must be a whole number from 0 to 4094; 10.5 is not.`)},
 		},
 	})
 }
@@ -367,13 +368,13 @@ func TestAccRDMADVS_hostOfAnotherDatacenterRefusedAtPlan(t *testing.T) {
 	lab := startLab(t, vcsimlab.Options{})
 	simulatedOnly(t, lab, "adds a datacenter and a host")
 	ctx := context.Background()
-	must(t, lab.CreateDatacenter(ctx, "site-b", "dc-b"))
+	acctest.Must(t, lab.CreateDatacenter(ctx, "site-b", "dc-b"))
 	other, err := lab.AddStandaloneHost(ctx, "/site-b/dc-b", "esx-b.example.com")
-	must(t, err)
+	acctest.Must(t, err)
 	hosts := allHosts(lab, lab.RDMANICs()[0])
 	withOther := dvsConfig(lab, "rdma", hosts, fmt.Sprintf("  host {\n    host_system_id = %q\n    vmnic          = \"vmnic0\"\n  }\n", other))
-	refused := wrapped(fmt.Sprintf("Host esx-b.example.com (%s) is in datacenter dc-b (", other))
-	explained := wrapped(fmt.Sprintf("not in %s, the datacenter of switch %s: a distributed switch takes the hosts of its own datacenter only",
+	refused := acctest.Wording(fmt.Sprintf("Host esx-b.example.com (%s) is in datacenter dc-b (", other))
+	explained := acctest.Wording(fmt.Sprintf("not in %s, the datacenter of switch %s: a distributed switch takes the hosts of its own datacenter only",
 		lab.DatacenterID(), testName("rdma")))
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,

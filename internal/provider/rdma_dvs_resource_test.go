@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
 
@@ -33,7 +34,7 @@ func dvsConfig(lab *vcsimlab.Lab, name string, hosts map[string]string, extra st
 	for _, h := range names {
 		fmt.Fprintf(&b, "  host {\n    host_system_id = %q\n    vmnic          = %q\n  }\n", lab.HostID(h), hosts[h])
 	}
-	return providerConfig(lab) + fmt.Sprintf(`
+	return acctest.ProviderConfig(lab) + fmt.Sprintf(`
 resource "vspherehpc_rdma_dvs" "rdma" {
   datacenter_id = %q
   name          = %q
@@ -154,7 +155,7 @@ func TestAccRDMADVS_basic(t *testing.T) {
 			},
 			{
 				// Import then plan is empty: an import block plans a no-op import.
-				Config:       requiredProviders + dvsConfig(lab, "rdma", hosts, `  version = "8.0.0"`),
+				Config:       acctest.RequiredProviders + dvsConfig(lab, "rdma", hosts, `  version = "8.0.0"`),
 				ResourceName: dvsAddr, ImportState: true, ImportStateKind: resource.ImportBlockWithID,
 				ImportStateId: path,
 			},
@@ -258,15 +259,15 @@ func TestAccRDMADVS_drift(t *testing.T) {
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{Config: config},
-			step(func() { must(t, lab.SetSwitchMTU(ctx, name, 1500)) }),                           // MTU
-			step(func() { must(t, lab.SetSwitchNIOC(ctx, name, true)) }),                          // NIOC
-			step(func() { must(t, lab.RemoveSwitchHost(ctx, name, lab.HostNames()[0])) }),         // a host removed
-			step(func() { must(t, lab.SetSwitchUplink(ctx, name, lab.HostNames()[1], nics[1])) }), // a host's uplink moved to another NIC
-			step(func() { must(t, lab.SetPortGroupVLAN(ctx, portGroup, 42)) }),                    // the port group's VLAN
+			step(func() { acctest.Must(t, lab.SetSwitchMTU(ctx, name, 1500)) }),                           // MTU
+			step(func() { acctest.Must(t, lab.SetSwitchNIOC(ctx, name, true)) }),                          // NIOC
+			step(func() { acctest.Must(t, lab.RemoveSwitchHost(ctx, name, lab.HostNames()[0])) }),         // a host removed
+			step(func() { acctest.Must(t, lab.SetSwitchUplink(ctx, name, lab.HostNames()[1], nics[1])) }), // a host's uplink moved to another NIC
+			step(func() { acctest.Must(t, lab.SetPortGroupVLAN(ctx, portGroup, 42)) }),                    // the port group's VLAN
 			{
 				// With auto-expand, vCenter grows the port group as adapters
 				// connect: more ports than configured is not drift.
-				PreConfig:        func() { must(t, lab.SetPortGroupPorts(ctx, portGroup, 24)) },
+				PreConfig:        func() { acctest.Must(t, lab.SetPortGroupPorts(ctx, portGroup, 24)) },
 				Config:           config,
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
 			},
@@ -288,9 +289,9 @@ func TestAccRDMADVS_versionDrift(t *testing.T) {
 		Steps: []resource.TestStep{
 			{Config: at("7.0.3")},
 			{
-				PreConfig: func() { must(t, lab.UpgradeSwitch(context.Background(), testName("rdma"), "8.0.0")) },
+				PreConfig: func() { acctest.Must(t, lab.UpgradeSwitch(context.Background(), testName("rdma"), "8.0.0")) },
 				Config:    at("7.0.3"), PlanOnly: true,
-				ExpectError: wrapped(`Switch ` + testName("rdma") + ` is at version 8.0.0; vSphere cannot downgrade a distributed switch to 7.0.3.`),
+				ExpectError: acctest.Wording(`Switch ` + testName("rdma") + ` is at version 8.0.0; vSphere cannot downgrade a distributed switch to 7.0.3.`),
 			},
 			{
 				Config: at("8.0.0"),
@@ -326,11 +327,11 @@ func TestAccRDMADVS_portGroupGone(t *testing.T) {
 			{Config: config},
 			{
 				PreConfig: func() {
-					must(t, lab.AddPortGroup(ctx, testName("rdma"), storage, 8))
+					acctest.Must(t, lab.AddPortGroup(ctx, testName("rdma"), storage, 8))
 					id, err := lab.PortGroupID(ctx, storage)
-					must(t, err)
+					acctest.Must(t, err)
 					storageID = id
-					must(t, lab.DestroyPortGroup(ctx, portGroup))
+					acctest.Must(t, lab.DestroyPortGroup(ctx, portGroup))
 				},
 				RefreshState: true, ExpectNonEmptyPlan: true,
 			},
@@ -366,7 +367,7 @@ func TestAccRDMADVS_versionKnownAtApply(t *testing.T) {
 	for _, h := range lab.HostNames() {
 		fmt.Fprintf(&hosts, "  host {\n    host_system_id = %q\n    vmnic          = %%q\n  }\n", lab.HostID(h))
 	}
-	config := providerConfig(lab) + fmt.Sprintf(`
+	config := acctest.ProviderConfig(lab) + fmt.Sprintf(`
 resource "vspherehpc_rdma_dvs" "first" {
   datacenter_id = %[1]q
   name          = %[2]q
@@ -490,9 +491,9 @@ resource "vspherehpc_rdma_dvs" %q {
 }
 `, resourceName, lab.DatacenterID(), testName(name), testName(portGroup), b.String(), extra)
 	}
-	before := providerConfig(lab) + switchConfig("old", "rdma", "pvrdma-vms", nics[0], "")
+	before := acctest.ProviderConfig(lab) + switchConfig("old", "rdma", "pvrdma-vms", nics[0], "")
 	both := func(oldExtra, newExtra string) string {
-		return providerConfig(lab) + switchConfig("old", "rdma-old", "pvrdma-vms-old", nics[0], oldExtra) +
+		return acctest.ProviderConfig(lab) + switchConfig("old", "rdma-old", "pvrdma-vms-old", nics[0], oldExtra) +
 			switchConfig("new", "rdma", "pvrdma-vms", nics[1], newExtra)
 	}
 	names := func(addr, name, portGroup string) []statecheck.StateCheck {
@@ -509,12 +510,12 @@ resource "vspherehpc_rdma_dvs" %q {
 			{
 				// The renamed switch depends on the new one: refused at plan.
 				Config: both(`  depends_on = [vspherehpc_rdma_dvs.new]`, ""), PlanOnly: true,
-				ExpectError: wrapped(fmt.Sprintf("already has a distributed switch called %q", testName("rdma")) +
+				ExpectError: acctest.Wording(fmt.Sprintf("already has a distributed switch called %q", testName("rdma")) +
 					" (dvs-" /* its id follows */),
 			},
 			{
 				Config: both(`  depends_on = [vspherehpc_rdma_dvs.new]`, ""), PlanOnly: true,
-				ExpectError: wrapped("If this configuration renames that switch, make this switch depend on the switch's resource (depends_on): " +
+				ExpectError: acctest.Wording("If this configuration renames that switch, make this switch depend on the switch's resource (depends_on): " +
 					"Terraform then plans and applies the rename first."),
 			},
 			{

@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
 
@@ -75,7 +76,7 @@ func newTFDir(t *testing.T, lab *vcsimlab.Lab, files map[string]string) *tfDir {
 	rc := filepath.Join(dir, ".terraformrc")
 	// Both addresses: test configurations name registry.terraform.io, where
 	// OpenTofu reads "vspherehpc/vspherehpc" as registry.opentofu.org's.
-	must(t, os.WriteFile(rc, []byte(`provider_installation {
+	acctest.Must(t, os.WriteFile(rc, []byte(`provider_installation {
   dev_overrides {
     "vspherehpc/vspherehpc" = "`+providers+`"
     "registry.terraform.io/vspherehpc/vspherehpc" = "`+providers+`"
@@ -83,11 +84,9 @@ func newTFDir(t *testing.T, lab *vcsimlab.Lab, files map[string]string) *tfDir {
   direct {}
 }
 `), 0o600))
-	terraform := os.Getenv("TF_ACC_TERRAFORM_PATH") // as terraform-plugin-testing finds it
-	if terraform == "" {
-		if terraform, err = exec.LookPath("terraform"); err != nil {
-			t.Fatal("no terraform: set TF_ACC_TERRAFORM_PATH (make test does) or put terraform on PATH")
-		}
+	terraform, err := acctest.TerraformPath()
+	if err != nil {
+		t.Fatal("no terraform: set TF_ACC_TERRAFORM_PATH (make test does) or put terraform on PATH")
 	}
 	d := &tfDir{t: t, dir: dir, terraform: terraform, env: append(os.Environ(),
 		"TF_CLI_CONFIG_FILE="+rc, "TF_IN_AUTOMATION=1", "TF_INPUT=0", "CHECKPOINT_DISABLE=1", "TF_CLI_ARGS=-no-color",
@@ -118,8 +117,8 @@ func (d *tfDir) write(files map[string]string) {
 	d.t.Helper()
 	for name, content := range files {
 		path := filepath.Join(d.dir, name)
-		must(d.t, os.MkdirAll(filepath.Dir(path), 0o755))
-		must(d.t, os.WriteFile(path, []byte(content), 0o600))
+		acctest.Must(d.t, os.MkdirAll(filepath.Dir(path), 0o755))
+		acctest.Must(d.t, os.WriteFile(path, []byte(content), 0o600))
 	}
 }
 
@@ -129,12 +128,12 @@ func (d *tfDir) copyModule(name string) {
 	d.t.Helper()
 	src := filepath.Join("../../examples/modules", name)
 	entries, err := os.ReadDir(src)
-	must(d.t, err)
+	acctest.Must(d.t, err)
 	files := map[string]string{}
 	for _, e := range entries {
 		if strings.HasSuffix(e.Name(), ".tf") {
 			b, err := os.ReadFile(filepath.Join(src, e.Name()))
-			must(d.t, err)
+			acctest.Must(d.t, err)
 			files[filepath.Join("modules", name, e.Name())] = string(b)
 		}
 	}
@@ -190,7 +189,7 @@ func (d *tfDir) planSaying(args ...string) ([]plannedChange, string) {
 			} `json:"change"`
 		} `json:"resource_changes"`
 	}
-	must(d.t, json.Unmarshal([]byte(d.run("show", "-json", "tfplan")), &p))
+	acctest.Must(d.t, json.Unmarshal([]byte(d.run("show", "-json", "tfplan")), &p))
 	var out []plannedChange
 	for _, rc := range p.ResourceChanges {
 		if rc.Mode == "managed" && !slices.Equal(rc.Change.Actions, []string{"no-op"}) {
@@ -203,7 +202,7 @@ func (d *tfDir) planSaying(args ...string) ([]plannedChange, string) {
 // output is an output value, decoded from terraform output -json.
 func (d *tfDir) output(name string, v any) {
 	d.t.Helper()
-	must(d.t, json.Unmarshal([]byte(d.run("output", "-json", name)), v))
+	acctest.Must(d.t, json.Unmarshal([]byte(d.run("output", "-json", name)), v))
 }
 
 // editState rewrites the working directory's state, as an older release
@@ -213,7 +212,7 @@ func (d *tfDir) output(name string, v any) {
 func (d *tfDir) editState(edit func(address string, instance map[string]any)) {
 	d.t.Helper()
 	var state map[string]any
-	must(d.t, json.Unmarshal([]byte(d.read("terraform.tfstate")), &state))
+	acctest.Must(d.t, json.Unmarshal([]byte(d.read("terraform.tfstate")), &state))
 	for _, r := range state["resources"].([]any) {
 		r := r.(map[string]any)
 		for _, inst := range r["instances"].([]any) {
@@ -221,7 +220,7 @@ func (d *tfDir) editState(edit func(address string, instance map[string]any)) {
 		}
 	}
 	b, err := json.Marshal(state)
-	must(d.t, err)
+	acctest.Must(d.t, err)
 	d.write(map[string]string{"terraform.tfstate": string(b)})
 }
 
@@ -230,7 +229,7 @@ func (d *tfDir) editState(edit func(address string, instance map[string]any)) {
 func setPrivate(t *testing.T, instance map[string]any, keys map[string][]byte) {
 	t.Helper()
 	private, err := json.Marshal(keys)
-	must(t, err)
+	acctest.Must(t, err)
 	instance["private"] = base64.StdEncoding.EncodeToString(private)
 }
 
@@ -238,6 +237,6 @@ func setPrivate(t *testing.T, instance map[string]any, keys map[string][]byte) {
 func (d *tfDir) read(name string) string {
 	d.t.Helper()
 	b, err := os.ReadFile(filepath.Join(d.dir, name))
-	must(d.t, err)
+	acctest.Must(d.t, err)
 	return string(b)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/vmware/govmomi/object"
 	govmomitypes "github.com/vmware/govmomi/vim25/types"
 
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
 
@@ -26,7 +27,7 @@ func TestAccVirtualMachineDataSource(t *testing.T) {
 	nic0 := func(attr string) tfjsonpath.Path {
 		return tfjsonpath.New("network_interfaces").AtSliceIndex(0).AtMapKey(attr)
 	}
-	config := providerConfig(lab) + fmt.Sprintf(`
+	config := acctest.ProviderConfig(lab) + fmt.Sprintf(`
 data "vspherehpc_virtual_machine" "by_id" {
   virtual_machine_id = %[1]q
 }
@@ -68,7 +69,7 @@ data "vspherehpc_virtual_machine" "legacy" {
 			},
 			{
 				// A PVRDMA adapter and a GPU added out of band read back with their types.
-				PreConfig: func() { must(t, lab.AttachGPU(context.Background(), name, lab.GPUs()[0])) },
+				PreConfig: func() { acctest.Must(t, lab.AttachGPU(context.Background(), name, lab.GPUs()[0])) },
 				Config:    config,
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(byID, tfjsonpath.New("pci_passthrough_devices"), knownvalue.ListExact([]knownvalue.Check{
@@ -82,18 +83,18 @@ data "vspherehpc_virtual_machine" "legacy" {
 				},
 			},
 			{
-				Config: providerConfig(lab) + `
+				Config: acctest.ProviderConfig(lab) + `
 data "vspherehpc_virtual_machine" "vm" {
   virtual_machine_id = "4200aaaa-0000-0000-0000-000000000000"
 }
 `,
-				ExpectError: wrapped(`no virtual machine has UUID 4200aaaa-0000-0000-0000-000000000000`),
+				ExpectError: acctest.Wording(`no virtual machine has UUID 4200aaaa-0000-0000-0000-000000000000`),
 			},
 			{
 				// vCenter allows two VMs of one name in different folders.
-				PreConfig:   func() { must(t, lab.CloneVMIntoFolder(context.Background(), name, "team-b")) },
+				PreConfig:   func() { acctest.Must(t, lab.CloneVMIntoFolder(context.Background(), name, "team-b")) },
 				Config:      config,
-				ExpectError: wrapped(`2 virtual machines are called "` + name + `" (` + lab.VMID(name)),
+				ExpectError: acctest.Wording(`2 virtual machines are called "` + name + `" (` + lab.VMID(name)),
 			},
 		},
 	})
@@ -107,11 +108,11 @@ func TestAccVirtualMachineDataSource_arguments(t *testing.T) {
 		Steps: []resource.TestStep{
 			{
 				Config:      `data "vspherehpc_virtual_machine" "vm" { name = "x" }`,
-				ExpectError: wrapped(`Attribute "datacenter_id" must be specified when "name" is specified`),
+				ExpectError: acctest.Wording(`Attribute "datacenter_id" must be specified when "name" is specified`),
 			},
 			{
 				Config:      `data "vspherehpc_virtual_machine" "vm" {}`,
-				ExpectError: wrapped(`Exactly one of these attributes must be configured: [virtual_machine_id,name]`),
+				ExpectError: acctest.Wording(`Exactly one of these attributes must be configured: [virtual_machine_id,name]`),
 			},
 			{
 				Config: `
@@ -127,7 +128,7 @@ data "vspherehpc_virtual_machine" "vm" {
   virtual_machine_id = "vm-1"
   name               = "x"
 }`,
-				ExpectError: wrapped(`Exactly one of these attributes must be configured: [virtual_machine_id,name]`),
+				ExpectError: acctest.Wording(`Exactly one of these attributes must be configured: [virtual_machine_id,name]`),
 			},
 		},
 	})
@@ -140,7 +141,7 @@ func TestAccVirtualMachineDataSource_inaccessible(t *testing.T) {
 	lab := startLab(t, vcsimlab.Options{})
 	simulatedOnly(t, lab, "makes a VM inaccessible")
 	name := lab.VMNames()[0]
-	config := func(block string) string { return providerConfig(lab) + block }
+	config := func(block string) string { return acctest.ProviderConfig(lab) + block }
 	byMOID := config(fmt.Sprintf(`
 data "vspherehpc_virtual_machine" "vm" {
   virtual_machine_id = %q
@@ -152,12 +153,12 @@ data "vspherehpc_virtual_machine" "vm" {
   name          = %q
 }
 `, lab.DatacenterID(), name))
-	message := wrapped(fmt.Sprintf(`vCenter returns no configuration for virtual machine %q (%s)`, name, lab.VMID(name)))
+	message := acctest.Wording(fmt.Sprintf(`vCenter returns no configuration for virtual machine %q (%s)`, name, lab.VMID(name)))
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
-				PreConfig:   func() { must(t, lab.SetVMAccessible(context.Background(), name, false)) },
+				PreConfig:   func() { acctest.Must(t, lab.SetVMAccessible(context.Background(), name, false)) },
 				Config:      byMOID,
 				ExpectError: message,
 			},
@@ -166,7 +167,7 @@ data "vspherehpc_virtual_machine" "vm" {
 				ExpectError: message,
 			},
 			{
-				PreConfig: func() { must(t, lab.SetVMAccessible(context.Background(), name, true)) },
+				PreConfig: func() { acctest.Must(t, lab.SetVMAccessible(context.Background(), name, true)) },
 				Config:    byName,
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue("data.vspherehpc_virtual_machine.vm", tfjsonpath.New("id"), knownvalue.StringExact(lab.VMUUID(name))),
@@ -189,17 +190,17 @@ func TestAccVirtualMachineDataSource_escapedName(t *testing.T) {
 	c := lab.Client().Client
 	src := object.NewVirtualMachine(c, govmomitypes.ManagedObjectReference{Type: "VirtualMachine", Value: lab.VMID(lab.VMNames()[0])})
 	pool, err := src.ResourcePool(ctx)
-	must(t, err)
+	acctest.Must(t, err)
 	folders, err := object.NewDatacenter(c, govmomitypes.ManagedObjectReference{Type: "Datacenter", Value: lab.DatacenterID()}).Folders(ctx)
-	must(t, err)
+	acctest.Must(t, err)
 	task, err := folders.VmFolder.CreateVM(ctx, govmomitypes.VirtualMachineConfigSpec{Name: name, GuestId: "otherGuest64",
 		Files: &govmomitypes.VirtualMachineFileInfo{VmPathName: "[LocalDS_0]"}}, pool, nil)
-	must(t, err)
-	must(t, task.Wait(ctx))
+	acctest.Must(t, err)
+	acctest.Must(t, task.Wait(ctx))
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{{
-			Config: providerConfig(lab) + fmt.Sprintf(`
+			Config: acctest.ProviderConfig(lab) + fmt.Sprintf(`
 data "vspherehpc_virtual_machine" "vm" {
   datacenter_id = %q
   name          = %q

@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/querycheck"
 	"github.com/hashicorp/terraform-plugin-testing/querycheck/queryfilter"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
 
@@ -63,7 +64,7 @@ func TestAccVMGPUMMIO_listSaysARunningVMMustPowerOff(t *testing.T) {
 	lab := handBuiltLab(t)
 	vms := lab.VMNames()
 	for _, vm := range vms[:2] {
-		must(t, lab.PowerOnVM(context.Background(), vm))
+		acctest.Must(t, lab.PowerOnVM(context.Background(), vm))
 	}
 	d := newTFDir(t, lab, adoptExample(t))
 	d.env = append(d.env, "TF_VAR_datacenter="+lab.DatacenterName())

@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/mmio"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
@@ -36,16 +37,16 @@ func TestAccVMGPUMMIO_orderNeverMatters(t *testing.T) {
 	gpus := slices.Sorted(slices.Values(lab.GPUs()[:2]))
 	memory := gpuMemoryGB(t, lab, vm)
 	size, err := mmio.SizeGB(memory[0] + memory[1])
-	must(t, err)
+	acctest.Must(t, err)
 	// By hand, the second GPU first, as an outside client adding devices in
 	// any order leaves them.
-	must(t, lab.AttachGPU(ctx, vm, gpus[1]))
-	must(t, lab.AttachGPU(ctx, vm, gpus[0]))
-	must(t, lab.SetVMFirmware(ctx, vm, "efi"))
+	acctest.Must(t, lab.AttachGPU(ctx, vm, gpus[1]))
+	acctest.Must(t, lab.AttachGPU(ctx, vm, gpus[0]))
+	acctest.Must(t, lab.SetVMFirmware(ctx, vm, "efi"))
 	for key, value := range mmio.ExtraConfig(size) {
-		must(t, lab.SetVMExtraConfig(ctx, vm, key, value))
+		acctest.Must(t, lab.SetVMExtraConfig(ctx, vm, key, value))
 	}
-	must(t, lab.SetVMMemoryReservationLocked(ctx, vm, true))
+	acctest.Must(t, lab.SetVMMemoryReservationLocked(ctx, vm, true))
 	byPCIID := gpuConfig(lab, uuid, gpuBlock(gpus[0])+gpuBlock(gpus[1]))
 	reversed := gpuConfig(lab, uuid, gpuBlock(gpus[1])+gpuBlock(gpus[0]))
 	vmUntouched := func(*terraform.State) error {
@@ -62,10 +63,10 @@ func TestAccVMGPUMMIO_orderNeverMatters(t *testing.T) {
 			{
 				// The import block's plan must be a no-op (the framework of
 				// tests fails it otherwise).
-				Config:       requiredProviders + byPCIID,
+				Config:       acctest.RequiredProviders + byPCIID,
 				ResourceName: gpuAddr, ImportState: true, ImportStateKind: tfresource.ImportBlockWithID, ImportStateId: uuid,
 			},
-			{Config: requiredProviders + byPCIID, ResourceName: gpuAddr, ImportState: true, ImportStateId: uuid, ImportStatePersist: true},
+			{Config: acctest.RequiredProviders + byPCIID, ResourceName: gpuAddr, ImportState: true, ImportStateId: uuid, ImportStatePersist: true},
 			{Config: byPCIID, PlanOnly: true},
 			{RefreshState: true, Check: vmUntouched},
 			{
@@ -111,17 +112,17 @@ func TestAccVMGPUMMIO_copiesRefused(t *testing.T) {
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []tfresource.TestStep{
 			{Config: gpuConfig(lab, uuid, dynamic(2)), PlanOnly: true,
-				ExpectError: wrapped(`gpu blocks 1, 2 all ask for GPUs of model 10de:2330, 2 in all. The GPUs of a model are one block: give one block with count = 2.`)},
+				ExpectError: acctest.Wording(`gpu blocks 1, 2 all ask for GPUs of model 10de:2330, 2 in all. The GPUs of a model are one block: give one block with count = 2.`)},
 			{Config: gpuConfig(lab, uuid, dynamic(40)), PlanOnly: true,
-				ExpectError: wrapped(`gpu blocks ` + blocks(40) + ` all ask for GPUs of model 10de:2330, 40 in all. The GPUs of a model are one block: give one block with count = 40.`)},
+				ExpectError: acctest.Wording(`gpu blocks ` + blocks(40) + ` all ask for GPUs of model 10de:2330, 40 in all. The GPUs of a model are one block: give one block with count = 40.`)},
 			{Config: gpuConfig(lab, uuid, dynamic(130)), PlanOnly: true,
-				ExpectError: wrapped(`130 in all. The GPUs of a model are one block: give one block with count (at most 128, the most passthrough devices a VM takes).`)},
+				ExpectError: acctest.Wording(`130 in all. The GPUs of a model are one block: give one block with count (at most 128, the most passthrough devices a VM takes).`)},
 			{Config: gpuConfig(lab, uuid, gpuBlock(gpu)+dynamic(1)+gpuBlock(gpu)), PlanOnly: true,
-				ExpectError: wrapped(`GPU ` + gpu + ` is in gpu blocks 1, 3. A GPU passes through to a VM once: remove the copies.`)},
+				ExpectError: acctest.Wording(`GPU ` + gpu + ` is in gpu blocks 1, 3. A GPU passes through to a VM once: remove the copies.`)},
 			{Config: gpuConfig(lab, uuid, gpuBlock(gpu)+device+device+"  mmio_size_gb = 256\n"), PlanOnly: true,
-				ExpectError: wrapped(`PCI device ` + lab.GPUs()[1] + ` is in pci_device blocks 1 and 2. A device passes through once: remove the copy.`)},
+				ExpectError: acctest.Wording(`PCI device ` + lab.GPUs()[1] + ` is in pci_device blocks 1 and 2. A device passes through once: remove the copy.`)},
 			{Config: gpuConfig(lab, uuid, dynamic(1)+"  gpu {\n    vendor_id = \"10de\"\n    device_id = \"2330\"\n    count     = 200\n  }\n"), PlanOnly: true,
-				ExpectError: wrapped(`count = 200: a gpu block asks for 2 to 128 GPUs of its model`)},
+				ExpectError: acctest.Wording(`count = 200: a gpu block asks for 2 to 128 GPUs of its model`)},
 		},
 	})
 }
@@ -156,7 +157,7 @@ func TestAccVMGPUMMIO_statesOfEarlierVersions(t *testing.T) {
 	gpu := lab.GPUs()[0]
 	const model = "    vendor_id = \"10de\"\n    device_id = \"2330\"\n"
 	config := func(bBlocks string) string {
-		return requiredProviders + fmt.Sprintf(`
+		return acctest.RequiredProviders + fmt.Sprintf(`
 resource "vspherehpc_vm_gpu_mmio" "a" {
   virtual_machine_id = %q
   gpu {
@@ -382,8 +383,8 @@ func TestAccVMGPUMMIO_restoreRecordMovesFromPrivateState(t *testing.T) {
 	ctx := context.Background()
 	vm := lab.VMNames()[0]
 	// The VM's own window, set by hand: destroy puts it back.
-	must(t, lab.SetVMExtraConfig(ctx, vm, mmio.SizeGBKey, "64"))
-	d := newTFDir(t, lab, map[string]string{"main.tf": requiredProviders + fmt.Sprintf(`
+	acctest.Must(t, lab.SetVMExtraConfig(ctx, vm, mmio.SizeGBKey, "64"))
+	d := newTFDir(t, lab, map[string]string{"main.tf": acctest.RequiredProviders + fmt.Sprintf(`
 resource "vspherehpc_vm_gpu_mmio" "gpu" {
   virtual_machine_id = %q
   gpu {
@@ -397,7 +398,7 @@ resource "vspherehpc_vm_gpu_mmio" "gpu" {
 	}
 	// What an older release wrote: the record in private state only.
 	record, err := json.Marshal(map[string]string{mmio.SizeGBKey: "64", mmio.Use64bitMMIOKey: ""})
-	must(t, err)
+	acctest.Must(t, err)
 	older := func() {
 		d.editState(func(_ string, inst map[string]any) {
 			delete(inst["attributes"].(map[string]any), "extra_config_before")
@@ -415,7 +416,7 @@ resource "vspherehpc_vm_gpu_mmio" "gpu" {
 	older()
 	d.run("destroy", "-auto-approve", "-refresh=false")
 	got, err := lab.VMSettings(ctx, vm)
-	must(t, err)
+	acctest.Must(t, err)
 	if got.ExtraConfig[mmio.SizeGBKey] != "64" || got.ExtraConfig[mmio.Use64bitMMIOKey] != "" || len(got.GPUs) != 0 {
 		t.Errorf("after destroy: %v, GPUs %v; want the VM's own 64 GB, no use64bitMMIO and no GPU", got.ExtraConfig, got.GPUs)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vsphere"
 )
@@ -91,7 +92,7 @@ func TestAccVMGPUMMIO_infinibandDevices(t *testing.T) {
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
-			{Config: providerConfig(lab) + ibSRIOVConfig(lab, vm)},
+			{Config: acctest.ProviderConfig(lab) + ibSRIOVConfig(lab, vm)},
 			{
 				Config: withVM(ibVF0, ibWholePF),
 				ConfigStateChecks: []statecheck.StateCheck{
@@ -110,7 +111,7 @@ func TestAccVMGPUMMIO_infinibandDevices(t *testing.T) {
 			// read each.
 			refreshReads(lab, 3),
 			{
-				PreConfig: func() { must(t, lab.DetachGPU(context.Background(), vm, ibVF0)) },
+				PreConfig: func() { acctest.Must(t, lab.DetachGPU(context.Background(), vm, ibVF0)) },
 				Config:    withVM(ibVF0, ibWholePF),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(gpuAddr, plancheck.ResourceActionUpdate),
@@ -153,7 +154,7 @@ func TestAccVMGPUMMIO_deviceRefusals(t *testing.T) {
 	if sameHost == "" || otherHost == "" {
 		t.Fatalf("need a second VM on %s and one on another host", host)
 	}
-	service := labService(lab)
+	service := acctest.LabClient(lab)
 	config := func(vmName, body string) string {
 		return gpuConfig(lab, lab.VMUUID(vmName), "  mmio_size_gb = 64\n"+body)
 	}
@@ -162,42 +163,42 @@ func TestAccVMGPUMMIO_deviceRefusals(t *testing.T) {
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
-				PreConfig: func() { must(t, service.SetHostSRIOV(ctx, lab.HostID(host), ibPF, 4)) },
+				PreConfig: func() { acctest.Must(t, service.SetHostSRIOV(ctx, lab.HostID(host), ibPF, 4)) },
 				Config:    config(vm, one(ibVF0)), PlanOnly: true,
-				ExpectError: wrapped(fmt.Sprintf("SR-IOV of %s on host %s changes at its next reboot, and virtual functions appear only then", ibPF, host)),
+				ExpectError: acctest.Wording(fmt.Sprintf("SR-IOV of %s on host %s changes at its next reboot, and virtual functions appear only then", ibPF, host)),
 			},
 			{
-				PreConfig: func() { must(t, lab.RebootHost(ctx, host)) },
+				PreConfig: func() { acctest.Must(t, lab.RebootHost(ctx, host)) },
 				Config:    config(vm, one(ibVF0)), PlanOnly: true,
-				ExpectError: wrapped(fmt.Sprintf("PCI device %s (ConnectX Family mlx5Gen Virtual Function) on host %s is not enabled for passthrough", ibVF0, host)),
+				ExpectError: acctest.Wording(fmt.Sprintf("PCI device %s (ConnectX Family mlx5Gen Virtual Function) on host %s is not enabled for passthrough", ibVF0, host)),
 			},
 			{
 				PreConfig: func() {
-					must(t, service.SetHostPassthrough(ctx, lab.HostID(host), map[string]bool{ibVF0: true, ibVF1: true}))
+					acctest.Must(t, service.SetHostPassthrough(ctx, lab.HostID(host), map[string]bool{ibVF0: true, ibVF1: true}))
 				},
 				Config: config(vm, one(ibVF0)), PlanOnly: true,
-				ExpectError: wrapped(fmt.Sprintf("Passthrough of PCI device %s (ConnectX Family mlx5Gen Virtual Function) on host %s is enabled but not active yet", ibVF0, host)),
+				ExpectError: acctest.Wording(fmt.Sprintf("Passthrough of PCI device %s (ConnectX Family mlx5Gen Virtual Function) on host %s is enabled but not active yet", ibVF0, host)),
 			},
 			{
 				PreConfig: func() {
-					must(t, lab.RebootHost(ctx, host))
-					must(t, lab.AttachGPU(ctx, sameHost, ibVF0))
+					acctest.Must(t, lab.RebootHost(ctx, host))
+					acctest.Must(t, lab.AttachGPU(ctx, sameHost, ibVF0))
 				},
 				Config: config(vm, one(ibVF0)), PlanOnly: true,
-				ExpectError: wrapped(fmt.Sprintf("PCI device %s on host %s is already configured on virtual machine %s", ibVF0, host, sameHost)),
+				ExpectError: acctest.Wording(fmt.Sprintf("PCI device %s on host %s is already configured on virtual machine %s", ibVF0, host, sameHost)),
 			},
 			{
 				// Only the first VM's host has the VFs.
 				Config: config(otherHost, one(ibVF1)), PlanOnly: true,
-				ExpectError: wrapped(fmt.Sprintf("runs on host %s, which has no PCI device %s; it is on host %s", lab.VMHostName(otherHost), ibVF1, host)),
+				ExpectError: acctest.Wording(fmt.Sprintf("runs on host %s, which has no PCI device %s; it is on host %s", lab.VMHostName(otherHost), ibVF1, host)),
 			},
 			{
 				Config: config(vm, one(gpu1)), PlanOnly: true,
-				ExpectError: wrapped("PCI device " + gpu1 + " is a GPU (GH100 [H100 SXM5 80GB]). List it in a gpu block instead"),
+				ExpectError: acctest.Wording("PCI device " + gpu1 + " is a GPU (GH100 [H100 SXM5 80GB]). List it in a gpu block instead"),
 			},
 			{
 				Config: config(vm, "\n"+gpuBlock(gpu0)+one(gpu0)), PlanOnly: true,
-				ExpectError: wrapped("PCI device " + gpu0 + " is listed both in a gpu block and in a pci_device block"),
+				ExpectError: acctest.Wording("PCI device " + gpu0 + " is listed both in a gpu block and in a pci_device block"),
 			},
 			{
 				// Two VMs of one configuration claim one VF.
@@ -221,7 +222,7 @@ resource "vspherehpc_host_pci_passthrough" "vf" {
   pci_ids        = ["0000:86:00.3"]
 }
 `, lab.HostID(host)), PlanOnly: true,
-				ExpectError: wrapped(fmt.Sprintf("PCI device 0000:86:00.3 on host %s is turned on by this configuration, but the host applies that only at its next reboot", host)),
+				ExpectError: acctest.Wording(fmt.Sprintf("PCI device 0000:86:00.3 on host %s is turned on by this configuration, but the host applies that only at its next reboot", host)),
 			},
 			{
 				Config: config(vm, fmt.Sprintf("  gpu {\n    pci_id = %q\n  }\n  depends_on = [vspherehpc_host_pci_passthrough.a100]\n", a100)) + fmt.Sprintf(`
@@ -230,7 +231,7 @@ resource "vspherehpc_host_pci_passthrough" "a100" {
   pci_ids        = [%q]
 }
 `, lab.HostID(host), a100), PlanOnly: true,
-				ExpectError: wrapped(fmt.Sprintf("GPU %s on host %s is turned on by this configuration, but the host applies that only at its next reboot", a100, host)),
+				ExpectError: acctest.Wording(fmt.Sprintf("GPU %s on host %s is turned on by this configuration, but the host applies that only at its next reboot", a100, host)),
 			},
 		},
 	})
@@ -247,11 +248,11 @@ func TestAccVMGPUMMIO_notActiveWording(t *testing.T) {
 	vm := lab.VMNames()[0]
 	host := lab.VMHostName(vm)
 	gpu := lab.GPUs()[1]
-	service := labService(lab)
+	service := acctest.LabClient(lab)
 	h, err := service.Host(ctx, lab.HostID(host))
-	must(t, err)
+	acctest.Must(t, err)
 	uplink := h.PhysicalNICs[slices.IndexFunc(h.PhysicalNICs, func(n vsphere.PhysicalNIC) bool { return n.Name == lab.RDMANICs()[0] })]
-	must(t, lab.CreateSwitch(ctx, testName("taken"), host, uplink.Name))
+	acctest.Must(t, lab.CreateSwitch(ctx, testName("taken"), host, uplink.Name))
 	destroySwitchAfter(t, lab, testName("taken"))
 	config := func(body string) string { return gpuConfig(lab, lab.VMUUID(vm), "  mmio_size_gb = 64\n"+body) }
 	device := func(pciID string) string { return fmt.Sprintf("  pci_device {\n    pci_id = %q\n  }\n", pciID) }
@@ -260,21 +261,21 @@ func TestAccVMGPUMMIO_notActiveWording(t *testing.T) {
 		Steps: []resource.TestStep{
 			{
 				Config: config(device(uplink.PCIID)), PlanOnly: true,
-				ExpectError: wrapped(fmt.Sprintf("PCI device %s (%s) on host %s is an uplink of switch %q", uplink.PCIID, strings.TrimSpace(deviceName(t, lab, host, uplink.PCIID)), host, testName("taken"))),
+				ExpectError: acctest.Wording(fmt.Sprintf("PCI device %s (%s) on host %s is an uplink of switch %q", uplink.PCIID, strings.TrimSpace(deviceName(t, lab, host, uplink.PCIID)), host, testName("taken"))),
 			},
 			{
 				PreConfig: func() {
-					must(t, service.SetHostSRIOV(ctx, lab.HostID(host), ibPF, 2))
-					must(t, lab.RebootHost(ctx, host))
+					acctest.Must(t, service.SetHostSRIOV(ctx, lab.HostID(host), ibPF, 2))
+					acctest.Must(t, lab.RebootHost(ctx, host))
 				},
 				Config: config(device(ibPF)), PlanOnly: true,
 				ExpectError: regexp.MustCompile(`(?s)PCI device serves SR-IOV virtual functions.*` + regexp.QuoteMeta(ibPF) + `.*Give\s+one\s+of\s+its\s+virtual\s+functions`),
 			},
 			{
 				PreConfig: func() {
-					must(t, service.SetHostPassthrough(ctx, lab.HostID(host), map[string]bool{gpu: false}))
-					must(t, lab.RebootHost(ctx, host))
-					must(t, service.SetHostPassthrough(ctx, lab.HostID(host), map[string]bool{gpu: true}))
+					acctest.Must(t, service.SetHostPassthrough(ctx, lab.HostID(host), map[string]bool{gpu: false}))
+					acctest.Must(t, lab.RebootHost(ctx, host))
+					acctest.Must(t, service.SetHostPassthrough(ctx, lab.HostID(host), map[string]bool{gpu: true}))
 				},
 				Config: gpuConfig(lab, lab.VMUUID(vm), gpuBlock(gpu)), PlanOnly: true,
 				ExpectError: regexp.MustCompile(`(?s)GPU waits for a host reboot.*GPU\s+` + regexp.QuoteMeta(gpu) + `.*enabled\s+but\s+not\s+active\s+yet`),
@@ -282,10 +283,10 @@ func TestAccVMGPUMMIO_notActiveWording(t *testing.T) {
 			{
 				// Put the lab back: SR-IOV off, the GPU active.
 				PreConfig: func() {
-					must(t, service.SetHostSRIOV(ctx, lab.HostID(host), ibPF, 0))
-					must(t, lab.RebootHost(ctx, host))
+					acctest.Must(t, service.SetHostSRIOV(ctx, lab.HostID(host), ibPF, 0))
+					acctest.Must(t, lab.RebootHost(ctx, host))
 				},
-				Config: providerConfig(lab),
+				Config: acctest.ProviderConfig(lab),
 			},
 		},
 	})
@@ -294,8 +295,8 @@ func TestAccVMGPUMMIO_notActiveWording(t *testing.T) {
 // deviceName is the name the host gives a PCI device.
 func deviceName(t *testing.T, lab *vcsimlab.Lab, host, pciID string) string {
 	t.Helper()
-	p, err := labService(lab).HostPassthrough(context.Background(), lab.HostID(host))
-	must(t, err)
+	p, err := acctest.LabClient(lab).HostPassthrough(context.Background(), lab.HostID(host))
+	acctest.Must(t, err)
 	if d := p.Device(pciID); d != nil {
 		return d.DeviceName
 	}

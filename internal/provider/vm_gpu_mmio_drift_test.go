@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 	"github.com/vmware/govmomi/vim25/types"
 
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/mmio"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
@@ -34,10 +35,10 @@ func TestAccVMGPUMMIO_equivalentValuesNeedNoPowerCycle(t *testing.T) {
 			{
 				PreConfig: func() {
 					settings, _, _, err := vmExtraConfig(lab, vm)
-					must(t, err)
-					must(t, lab.SetVMExtraConfig(ctx, vm, mmio.Use64bitMMIOKey, "True"))
-					must(t, lab.SetVMExtraConfig(ctx, vm, mmio.SizeGBKey, "0"+settings[mmio.SizeGBKey]))
-					must(t, lab.PowerOnVM(ctx, vm))
+					acctest.Must(t, err)
+					acctest.Must(t, lab.SetVMExtraConfig(ctx, vm, mmio.Use64bitMMIOKey, "True"))
+					acctest.Must(t, lab.SetVMExtraConfig(ctx, vm, mmio.SizeGBKey, "0"+settings[mmio.SizeGBKey]))
+					acctest.Must(t, lab.PowerOnVM(ctx, vm))
 					lab.ResetCalls()
 				},
 				Config: gpuConfig(lab, lab.VMUUID(vm), base+"  allow_firmware_change = true\n"),
@@ -49,7 +50,7 @@ func TestAccVMGPUMMIO_equivalentValuesNeedNoPowerCycle(t *testing.T) {
 					return nil
 				},
 			},
-			{PreConfig: func() { must(t, lab.PowerOffVM(ctx, vm)) }, Config: gpuConfig(lab, lab.VMUUID(vm), base)},
+			{PreConfig: func() { acctest.Must(t, lab.PowerOffVM(ctx, vm)) }, Config: gpuConfig(lab, lab.VMUUID(vm), base)},
 		},
 	})
 }
@@ -70,15 +71,15 @@ func TestAccVMGPUMMIO_64bitMMIOOffOnARunningVM(t *testing.T) {
 			{Config: config},
 			{
 				PreConfig: func() {
-					must(t, lab.SetVMExtraConfig(ctx, vm, mmio.Use64bitMMIOKey, "FALSE"))
-					must(t, lab.PowerOnVM(ctx, vm))
+					acctest.Must(t, lab.SetVMExtraConfig(ctx, vm, mmio.Use64bitMMIOKey, "FALSE"))
+					acctest.Must(t, lab.PowerOnVM(ctx, vm))
 				},
 				Config:      config,
 				PlanOnly:    true,
-				ExpectError: wrapped(`is powered on, and attaching or detaching GPUs, or switching the firmware to EFI needs it powered off`),
+				ExpectError: acctest.Wording(`is powered on, and attaching or detaching GPUs, or switching the firmware to EFI needs it powered off`),
 			},
 			{
-				PreConfig: func() { must(t, lab.PowerOffVM(ctx, vm)) },
+				PreConfig: func() { acctest.Must(t, lab.PowerOffVM(ctx, vm)) },
 				Config:    config,
 				Check: func(*terraform.State) error {
 					settings, _, _, err := vmExtraConfig(lab, vm)
@@ -112,12 +113,12 @@ func TestAccVMGPUMMIO_movedFromARunningVM(t *testing.T) {
 		Steps: []resource.TestStep{
 			{Config: gpuConfig(lab, lab.VMUUID(from), twoGPUs(lab))},
 			{
-				PreConfig:   func() { must(t, lab.PowerOnVM(ctx, from)) },
+				PreConfig:   func() { acctest.Must(t, lab.PowerOnVM(ctx, from)) },
 				Config:      gpuConfig(lab, lab.VMUUID(to), twoGPUs(lab)),
 				PlanOnly:    true,
-				ExpectError: wrapped(`is powered on, and attaching or detaching GPUs, or switching the firmware to EFI needs it powered off`),
+				ExpectError: acctest.Wording(`is powered on, and attaching or detaching GPUs, or switching the firmware to EFI needs it powered off`),
 			},
-			{PreConfig: func() { must(t, lab.PowerOffVM(ctx, from)) }, Config: gpuConfig(lab, lab.VMUUID(to), twoGPUs(lab))},
+			{PreConfig: func() { acctest.Must(t, lab.PowerOffVM(ctx, from)) }, Config: gpuConfig(lab, lab.VMUUID(to), twoGPUs(lab))},
 		},
 	})
 }
@@ -137,7 +138,7 @@ func TestAccVMGPUMMIO_sameGPUTwice(t *testing.T) {
 		Steps: []resource.TestStep{
 			{Config: config},
 			{
-				PreConfig: func() { must(t, lab.AttachGPU(ctx, vm, lab.GPUs()[0])) },
+				PreConfig: func() { acctest.Must(t, lab.AttachGPU(ctx, vm, lab.GPUs()[0])) },
 				Config:    config,
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(gpuAddr, plancheck.ResourceActionUpdate),
@@ -163,7 +164,7 @@ func TestAccVMGPUMMIO_createTaskEndLost(t *testing.T) {
 	lab := startLab(t, vcsimlab.Options{})
 	simulatedOnly(t, lab, "fails reads")
 	vm := lab.VMNames()[0]
-	must(t, lab.SetVMExtraConfig(context.Background(), vm, mmio.SizeGBKey, "64"))
+	acctest.Must(t, lab.SetVMExtraConfig(context.Background(), vm, mmio.SizeGBKey, "64"))
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{{
@@ -194,7 +195,7 @@ func TestAccVMGPUMMIO_dynamicGPUNarrowed(t *testing.T) {
 	ctx := context.Background()
 	config := gpuConfig(lab, lab.VMUUID(vm), "  gpu {\n    vendor_id = \"10de\"\n    device_id = \"2330\"\n    count     = 2\n  }\n")
 	plain := func(*terraform.State) error {
-		v, err := labService(lab).VM(ctx, lab.VMUUID(vm))
+		v, err := acctest.LabClient(lab).VM(ctx, lab.VMUUID(vm))
 		if err != nil {
 			return err
 		}
@@ -214,13 +215,13 @@ func TestAccVMGPUMMIO_dynamicGPUNarrowed(t *testing.T) {
 		Steps: []resource.TestStep{
 			{Config: config, Check: plain},
 			{
-				PreConfig:        func() { must(t, lab.NarrowDynamicGPUs(ctx, vm, "reserved-for-team-b", 0, 0)) },
+				PreConfig:        func() { acctest.Must(t, lab.NarrowDynamicGPUs(ctx, vm, "reserved-for-team-b", 0, 0)) },
 				Config:           config,
 				ConfigPlanChecks: updated,
 				Check:            plain,
 			},
 			{
-				PreConfig:        func() { must(t, lab.NarrowDynamicGPUs(ctx, vm, "", 0x10de, 0x20f1)) },
+				PreConfig:        func() { acctest.Must(t, lab.NarrowDynamicGPUs(ctx, vm, "", 0x10de, 0x20f1)) },
 				Config:           config,
 				ConfigPlanChecks: updated,
 				Check:            plain,

@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
 
@@ -40,7 +41,7 @@ func TestAccVMGPUMMIO_gpuOnAnotherHost(t *testing.T) {
 		t.Fatalf("no VM on %s or on %s", hosts[0], newer)
 	}
 	// The newer host's GPUs, as the provider's service layer reads them.
-	newerHost, err := labService(lab).Host(ctx, lab.HostID(newer))
+	newerHost, err := acctest.LabClient(lab).Host(ctx, lab.HostID(newer))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +74,7 @@ func TestAccVMGPUMMIO_gpuOnAnotherHost(t *testing.T) {
 				// The newer host's H200 for a VM of the first host.
 				Config:   gpuConfig(lab, uuid, gpuBlock(h200s[0])),
 				PlanOnly: true,
-				ExpectError: wrapped(fmt.Sprintf("Virtual machine %s (%s) runs on host %s, which has no GPU %s; it is on host %s. "+
+				ExpectError: acctest.Wording(fmt.Sprintf("Virtual machine %s (%s) runs on host %s, which has no GPU %s; it is on host %s. "+
 					"A VM can only pass through its own host's GPUs.", vm, uuid, hosts[0], h200s[0], newer)),
 			},
 			{
@@ -92,7 +93,7 @@ resource "vspherehpc_vm_gpu_mmio" "newer" {
 %s}
 `, lab.VMUUID(vmOnNewer), gpuBlock(lab.GPUs()[0])),
 				PlanOnly: true,
-				ExpectError: wrapped(fmt.Sprintf("Virtual machine %s (%s) runs on host %s, which has no GPU %s; it is on host %s.",
+				ExpectError: acctest.Wording(fmt.Sprintf("Virtual machine %s (%s) runs on host %s, which has no GPU %s; it is on host %s.",
 					vmOnNewer, lab.VMUUID(vmOnNewer), newer, lab.GPUs()[0], hosts[0])),
 			},
 			{
@@ -140,14 +141,14 @@ func TestAccVMGPUMMIO_vmMovedToAnotherHost(t *testing.T) {
 			{Config: config},
 			{
 				PreConfig: func() {
-					must(t, lab.AttachGPU(ctx, b, gpu))
-					must(t, lab.MigrateVM(ctx, a, to))
+					acctest.Must(t, lab.AttachGPU(ctx, b, gpu))
+					acctest.Must(t, lab.MigrateVM(ctx, a, to))
 				},
 				Config: config, PlanOnly: true,
-				ExpectError: wrapped(fmt.Sprintf(`GPU %s on host %s is already configured on virtual machine %s`, gpu, to, b)),
+				ExpectError: acctest.Wording(fmt.Sprintf(`GPU %s on host %s is already configured on virtual machine %s`, gpu, to, b)),
 			},
 			{
-				PreConfig: func() { must(t, lab.MigrateVM(ctx, a, from)) },
+				PreConfig: func() { acctest.Must(t, lab.MigrateVM(ctx, a, from)) },
 				Config:    config, PlanOnly: true,
 			},
 		},

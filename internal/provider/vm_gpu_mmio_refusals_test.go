@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
 
@@ -31,36 +32,36 @@ func TestAccVMGPUMMIO_refusals(t *testing.T) {
 	if other == "" {
 		t.Fatal("no second VM on the host of " + vm)
 	}
-	must(t, lab.AttachGPU(ctx, other, gpu1))
-	must(t, lab.PowerOnVM(ctx, node1))
+	acctest.Must(t, lab.AttachGPU(ctx, other, gpu1))
+	acctest.Must(t, lab.PowerOnVM(ctx, node1))
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{Config: gpuConfig(lab, uuid, "  gpu {\n    pci_id = \""+gpu0+"\"\n    count  = 2\n  }\n"), PlanOnly: true,
-				ExpectError: wrapped(`The gpu block of ` + gpu0 + ` names one device: count is for dynamic DirectPath`)},
+				ExpectError: acctest.Wording(`The gpu block of ` + gpu0 + ` names one device: count is for dynamic DirectPath`)},
 			{Config: gpuConfig(lab, uuid, "  gpu {\n    vendor_id = \"10de\"\n    device_id = \"2330\"\n  }\n"+
 				"  gpu {\n    vendor_id = \"10de\"\n    device_id = \"2330\"\n    count     = 2\n  }\n"), PlanOnly: true,
-				ExpectError: wrapped(`gpu blocks 1, 2 all ask for GPUs of model 10de:2330, 3 in all. The GPUs of a model are one block: give one block with count = 3.`)},
+				ExpectError: acctest.Wording(`gpu blocks 1, 2 all ask for GPUs of model 10de:2330, 3 in all. The GPUs of a model are one block: give one block with count = 3.`)},
 			{Config: gpuConfig(lab, uuid, "  gpu {\n    vendor_id = \"10de\"\n    device_id = \"2330\"\n    count     = 1\n  }\n"), PlanOnly: true,
-				ExpectError: wrapped(`count = 1 asks for one GPU of the model: leave count out for one GPU (count is for two or more).`)},
+				ExpectError: acctest.Wording(`count = 1 asks for one GPU of the model: leave count out for one GPU (count is for two or more).`)},
 			{Config: gpuConfig(lab, uuid, gpuBlock(gpu1)), PlanOnly: true,
-				ExpectError: wrapped(fmt.Sprintf(`GPU %s on host %s is already configured on virtual machine %s (powered off).`, gpu1, lab.VMHostName(vm), other))},
+				ExpectError: acctest.Wording(fmt.Sprintf(`GPU %s on host %s is already configured on virtual machine %s (powered off).`, gpu1, lab.VMHostName(vm), other))},
 			{Config: gpuConfig(lab, uuid, gpuBlock("0000:af:00.0")), PlanOnly: true,
-				ExpectError: wrapped(`GPU 0000:af:00.0 (GA100 [A100 PCIe 40GB]) on host ` + lab.VMHostName(vm) + ` is not active for passthrough.`)},
+				ExpectError: acctest.Wording(`GPU 0000:af:00.0 (GA100 [A100 PCIe 40GB]) on host ` + lab.VMHostName(vm) + ` is not active for passthrough.`)},
 			{Config: gpuConfig(lab, uuid, gpuBlock("0000:d8:00.0")), PlanOnly: true,
-				ExpectError: wrapped(`which has no GPU 0000:d8:00.0; no host of its cluster has it.`)},
+				ExpectError: acctest.Wording(`which has no GPU 0000:d8:00.0; no host of its cluster has it.`)},
 			{Config: gpuConfig(lab, uuid, gpuBlock(gpu0)+"  mmio_size_gb = 100"), PlanOnly: true,
-				ExpectError: wrapped(`mmio_size_gb = 100 is not a power of two`)},
+				ExpectError: acctest.Wording(`mmio_size_gb = 100 is not a power of two`)},
 			{Config: gpuConfig(lab, uuid, gpuBlock(gpu0)+"  mmio_size_gb = 128"), PlanOnly: true,
-				ExpectError: wrapped(`mmio_size_gb = 128 is below 256, what 80 GB of GPU memory needs`)},
+				ExpectError: acctest.Wording(`mmio_size_gb = 128 is below 256, what 80 GB of GPU memory needs`)},
 			{Config: gpuConfig(lab, lab.VMUUID("installed-node"), gpuBlock(gpu0)), PlanOnly: true,
-				ExpectError: wrapped(`has firmware bios and a guest OS`)},
+				ExpectError: acctest.Wording(`has firmware bios and a guest OS`)},
 			{Config: gpuConfig(lab, lab.VMUUID(node1), gpuBlock(gpu0)), PlanOnly: true,
-				ExpectError: wrapped(`is powered on, and attaching or detaching GPUs, or switching the firmware to EFI needs it powered off`)},
+				ExpectError: acctest.Wording(`is powered on, and attaching or detaching GPUs, or switching the firmware to EFI needs it powered off`)},
 			{Config: gpuConfig(lab, uuid, fmt.Sprintf(`  gpu {
     pci_id    = %q
     vendor_id = "10de"
-  }`, gpu0)), PlanOnly: true, ExpectError: wrapped(`Give a GPU either as pci_id`)},
+  }`, gpu0)), PlanOnly: true, ExpectError: acctest.Wording(`Give a GPU either as pci_id`)},
 		},
 	})
 }
@@ -75,23 +76,23 @@ func TestAccVMGPUMMIO_moreRefusals(t *testing.T) {
 		Steps: []resource.TestStep{
 			{
 				Config: gpuConfig(lab, uuid, "  gpu {\n    vendor_id = \"10de\"\n    device_id = \"ffff\"\n  }\n"), PlanOnly: true,
-				ExpectError: wrapped(`has no passthrough-active GPU with vendor id 10de and device id ffff`),
+				ExpectError: acctest.Wording(`has no passthrough-active GPU with vendor id 10de and device id ffff`),
 			},
 			{
 				Config: gpuConfig(lab, uuid, ""), PlanOnly: true,
-				ExpectError: wrapped(`List the VM's GPUs in gpu blocks, or set mmio_size_gb`),
+				ExpectError: acctest.Wording(`List the VM's GPUs in gpu blocks, or set mmio_size_gb`),
 			},
 			// An EFI VM with one GPU, running: attaching a second needs it off,
 			// and so does destroying (detaching) without power_off_allowed.
 			{Config: gpuConfig(lab, uuid, gpuBlock(lab.GPUs()[0]))},
 			{
-				PreConfig: func() { must(t, lab.PowerOnVM(context.Background(), vm)) },
+				PreConfig: func() { acctest.Must(t, lab.PowerOnVM(context.Background(), vm)) },
 				Config:    gpuConfig(lab, uuid, twoGPUs(lab)), PlanOnly: true,
-				ExpectError: wrapped(`is powered on, and attaching or detaching GPUs, or switching the firmware to EFI needs it powered off`),
+				ExpectError: acctest.Wording(`is powered on, and attaching or detaching GPUs, or switching the firmware to EFI needs it powered off`),
 			},
 			{
-				Config: providerConfig(lab), PlanOnly: true,
-				ExpectError: wrapped(`(set it on the resource and apply before destroying)`),
+				Config: acctest.ProviderConfig(lab), PlanOnly: true,
+				ExpectError: acctest.Wording(`(set it on the resource and apply before destroying)`),
 			},
 			{Config: gpuConfig(lab, uuid, gpuBlock(lab.GPUs()[0])+"  power_off_allowed = true")},
 		},
@@ -107,9 +108,9 @@ func TestAccVMGPUMMIO_importNothing(t *testing.T) {
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{{
-			Config:       requiredProviders + gpuConfig(lab, uuid, twoGPUs(lab)),
+			Config:       acctest.RequiredProviders + gpuConfig(lab, uuid, twoGPUs(lab)),
 			ResourceName: gpuAddr, ImportState: true, ImportStateId: uuid,
-			ExpectError: wrapped("Virtual machine " + vm + " (" + uuid + ") has no GPU passthrough setup: no passthrough GPU and neither " +
+			ExpectError: acctest.Wording("Virtual machine " + vm + " (" + uuid + ") has no GPU passthrough setup: no passthrough GPU and neither " +
 				"pciPassthru.use64bitMMIO nor pciPassthru.64bitMMIOSizeGB. Create the resource instead"),
 		}},
 	})
@@ -141,24 +142,24 @@ func TestAccVMGPUMMIO_boundsAndMessages(t *testing.T) {
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{Config: gpuConfig(lab, uuid, two+"  mmio_size_gb = 4611686018427387904"), PlanOnly: true,
-				ExpectError: wrapped(`mmio_size_gb = 4611686018427387904 GB is more than any ESXi host can address: the most is 1048576 GB (1 PiB, ` +
+				ExpectError: acctest.Wording(`mmio_size_gb = 4611686018427387904 GB is more than any ESXi host can address: the most is 1048576 GB (1 PiB, ` +
 					`the maximum physical address of ESXi). Leave mmio_size_gb unset to size the window from the GPUs' memory, or give a power of two up to 1048576.`)},
 			{Config: gpuConfig(lab, uuid, two+"  mmio_size_gb = 0"), PlanOnly: true,
-				ExpectError: wrapped(`mmio_size_gb = 0: the window must be at least 1 GB. Leave mmio_size_gb unset`)},
+				ExpectError: acctest.Wording(`mmio_size_gb = 0: the window must be at least 1 GB. Leave mmio_size_gb unset`)},
 			{Config: gpuConfig(lab, uuid, two+"  mmio_size_gb = 512.5"), PlanOnly: true,
-				ExpectError: wrapped(`mmio_size_gb must be a whole number from 1 to 1048576; 512.5 is not.`)},
+				ExpectError: acctest.Wording(`mmio_size_gb must be a whole number from 1 to 1048576; 512.5 is not.`)},
 			{Config: gpuConfig(lab, uuid, two+"  mmio_size_gb = 1e400"), PlanOnly: true,
-				ExpectError: wrapped(`mmio_size_gb must be a whole number from 1 to 1048576; 1e+400 is not.`)},
+				ExpectError: acctest.Wording(`mmio_size_gb must be a whole number from 1 to 1048576; 1e+400 is not.`)},
 			{Config: gpuConfig(lab, uuid, dynamic(active+1)+"  power_off_allowed = true"), PlanOnly: true,
-				ExpectError: wrapped(fmt.Sprintf(`Virtual machine %s (%s) asks for %d GPUs of model %s, but its host %s `+
+				ExpectError: acctest.Wording(fmt.Sprintf(`Virtual machine %s (%s) asks for %d GPUs of model %s, but its host %s `+
 					`has %d active for passthrough. Each GPU is one device at power on, so the VM would not power on: ask for at most %d of that model`,
 					vm, uuid, active+1, model, lab.VMHostName(vm), active, active))},
 			{Config: gpuConfig(lab, uuid, "  gpu {\n    vendor_id = \"10de\"\n  }\n"), PlanOnly: true,
-				ExpectError: wrapped(`A gpu block has vendor_id = "10de" but no device_id. Dynamic DirectPath needs both: add the GPU model's device_id`)},
+				ExpectError: acctest.Wording(`A gpu block has vendor_id = "10de" but no device_id. Dynamic DirectPath needs both: add the GPU model's device_id`)},
 			{Config: gpuConfig(lab, uuid, two+"  gpu {\n    device_id = \"2330\"\n  }\n"), PlanOnly: true,
-				ExpectError: wrapped(`A gpu block has device_id = "2330" but no vendor_id. Dynamic DirectPath needs both: add the GPU's vendor_id`)},
+				ExpectError: acctest.Wording(`A gpu block has device_id = "2330" but no vendor_id. Dynamic DirectPath needs both: add the GPU's vendor_id`)},
 			{Config: gpuConfig(lab, uuid, "  gpu {\n  }\n"), PlanOnly: true,
-				ExpectError: wrapped(`A gpu block is empty. Give pci_id (a device on the VM's host, e.g. 0000:3b:00.0), or vendor_id and device_id`)},
+				ExpectError: acctest.Wording(`A gpu block is empty. Give pci_id (a device on the VM's host, e.g. 0000:3b:00.0), or vendor_id and device_id`)},
 			// As many as the host has is accepted.
 			{Config: gpuConfig(lab, uuid, dynamic(active)+"  power_off_allowed = true"), PlanOnly: true, ExpectNonEmptyPlan: true},
 		},
@@ -185,7 +186,7 @@ func TestAccVMGPUMMIO_claimedTwice(t *testing.T) {
 	}
 	one := "\n" + gpuBlock(lab.GPUs()[0])
 	second := func(vmID string) string {
-		return strings.Replace(strings.Replace(gpuConfig(lab, vmID, one), providerConfig(lab), "", 1), `"gpu" {`, `"again" {`, 1)
+		return strings.Replace(strings.Replace(gpuConfig(lab, vmID, one), acctest.ProviderConfig(lab), "", 1), `"gpu" {`, `"again" {`, 1)
 	}
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
@@ -222,9 +223,9 @@ resource "vspherehpc_vm_gpu_mmio" %q {
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
-			{Config: providerConfig(lab) + setup("by_moid", lab.VMID(vm))},
+			{Config: acctest.ProviderConfig(lab) + setup("by_moid", lab.VMID(vm))},
 			{
-				Config: providerConfig(lab) + setup("by_moid", lab.VMID(vm)) + setup("by_uuid", lab.VMUUID(vm)), PlanOnly: true,
+				Config: acctest.ProviderConfig(lab) + setup("by_moid", lab.VMID(vm)) + setup("by_uuid", lab.VMUUID(vm)), PlanOnly: true,
 				ExpectError: regexp.MustCompile(`(?s)Claimed twice in this configuration.*claim\s+the\s+GPU\s+setup\s+of\s+virtual\s+machine`),
 			},
 		},
@@ -250,9 +251,9 @@ resource "vspherehpc_vm_gpu_mmio" "by_moid" {
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
-			{Config: providerConfig(lab) + first},
+			{Config: acctest.ProviderConfig(lab) + first},
 			{
-				Config: providerConfig(lab) + first + fmt.Sprintf(`
+				Config: acctest.ProviderConfig(lab) + first + fmt.Sprintf(`
 resource "terraform_data" "size" {
   input = 512
 }
@@ -279,7 +280,7 @@ func TestAccVMGPUMMIO_sharedUUIDRefused(t *testing.T) {
 	simulatedOnly(t, lab, "gives two VMs one BIOS UUID")
 	vms := lab.VMNames()
 	shared := lab.VMUUID(vms[0])
-	must(t, lab.SetVMUUID(context.Background(), vms[1], shared))
+	acctest.Must(t, lab.SetVMUUID(context.Background(), vms[1], shared))
 	ids := []string{lab.VMID(vms[0]), lab.VMID(vms[1])}
 	slices.Sort(ids) // as the error lists them
 	resource.UnitTest(t, resource.TestCase{
@@ -287,7 +288,7 @@ func TestAccVMGPUMMIO_sharedUUIDRefused(t *testing.T) {
 		Steps: []resource.TestStep{{
 			Config:      gpuConfig(lab, shared, twoGPUs(lab)),
 			PlanOnly:    true,
-			ExpectError: wrapped(fmt.Sprintf("2 virtual machines have BIOS UUID %s (%s, %s)", shared, ids[0], ids[1])),
+			ExpectError: acctest.Wording(fmt.Sprintf("2 virtual machines have BIOS UUID %s (%s, %s)", shared, ids[0], ids[1])),
 		}},
 	})
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 	"github.com/vmware/govmomi/vim25/types"
 
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/mmio"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vsphere"
@@ -22,7 +23,7 @@ import (
 const gpuAddr = "vspherehpc_vm_gpu_mmio.gpu"
 
 func gpuConfig(lab *vcsimlab.Lab, vmID, body string) string {
-	return providerConfig(lab) + fmt.Sprintf(`
+	return acctest.ProviderConfig(lab) + fmt.Sprintf(`
 resource "vspherehpc_vm_gpu_mmio" "gpu" {
   virtual_machine_id = %q
 %s
@@ -67,7 +68,7 @@ func gpuMemoryGB(t *testing.T, lab *vcsimlab.Lab, vm string) []float64 {
 // vmHost reads the host of vm, with its GPUs.
 func vmHost(t *testing.T, lab *vcsimlab.Lab, vm string) *vsphere.Host {
 	t.Helper()
-	host, err := labService(lab).Host(context.Background(), lab.HostID(lab.VMHostName(vm)))
+	host, err := acctest.LabClient(lab).Host(context.Background(), lab.HostID(lab.VMHostName(vm)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +134,7 @@ func TestAccVMGPUMMIO_basic(t *testing.T) {
 	memory := gpuMemoryGB(t, lab, vm)
 	window := windowGB(t, lab, 512, memory[0]+memory[1])
 	// The VM starts with a small window set by hand: destroy puts it back.
-	must(t, lab.SetVMExtraConfig(context.Background(), vm, mmio.SizeGBKey, "64"))
+	acctest.Must(t, lab.SetVMExtraConfig(context.Background(), vm, mmio.SizeGBKey, "64"))
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
@@ -159,7 +160,7 @@ func TestAccVMGPUMMIO_basic(t *testing.T) {
 				ImportStateVerifyIgnore: []string{"extra_config_before"},
 			},
 			{
-				Config:       requiredProviders + gpuConfig(lab, uuid, twoGPUs(lab)),
+				Config:       acctest.RequiredProviders + gpuConfig(lab, uuid, twoGPUs(lab)),
 				ResourceName: gpuAddr, ImportState: true, ImportStateKind: resource.ImportBlockWithID, ImportStateId: uuid,
 			},
 			{
@@ -204,24 +205,24 @@ func TestAccVMGPUMMIO_drift(t *testing.T) {
 	}
 	ctx := context.Background()
 	extra := func(key, value string) func() {
-		return func() { must(t, lab.SetVMExtraConfig(ctx, vm, key, value)) }
+		return func() { acctest.Must(t, lab.SetVMExtraConfig(ctx, vm, key, value)) }
 	}
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{Config: config},
-			{PreConfig: func() { must(t, lab.SetVMFirmware(ctx, vm, "bios")) }, Config: config, ConfigPlanChecks: update, ConfigStateChecks: converged},
+			{PreConfig: func() { acctest.Must(t, lab.SetVMFirmware(ctx, vm, "bios")) }, Config: config, ConfigPlanChecks: update, ConfigStateChecks: converged},
 			// "True" is TRUE to vSphere: not drift.
 			{PreConfig: extra(mmio.Use64bitMMIOKey, "True"), Config: config, ConfigPlanChecks: empty},
 			{PreConfig: extra(mmio.Use64bitMMIOKey, "FALSE"), Config: config, ConfigPlanChecks: update, ConfigStateChecks: converged},
 			{PreConfig: extra(mmio.SizeGBKey, "128"), Config: config, ConfigPlanChecks: update, ConfigStateChecks: converged},
 			{
-				PreConfig: func() { must(t, lab.SetVMMemoryReservationLocked(ctx, vm, false)) },
+				PreConfig: func() { acctest.Must(t, lab.SetVMMemoryReservationLocked(ctx, vm, false)) },
 				Config:    config, ConfigPlanChecks: update, ConfigStateChecks: converged,
 			},
 			{
 				// A GPU removed out of band comes back.
-				PreConfig: func() { must(t, lab.DetachGPU(ctx, vm, lab.GPUs()[0])) },
+				PreConfig: func() { acctest.Must(t, lab.DetachGPU(ctx, vm, lab.GPUs()[0])) },
 				Config:    config, ConfigPlanChecks: update, ConfigStateChecks: converged,
 			},
 		},
@@ -273,10 +274,10 @@ func TestAccVMGPUMMIO_vmRemoved(t *testing.T) {
 		Steps: []resource.TestStep{
 			{Config: gpuConfig(lab, uuid, twoGPUs(lab))},
 			{
-				PreConfig:   func() { must(t, lab.DestroyVM(context.Background(), vm)) },
+				PreConfig:   func() { acctest.Must(t, lab.DestroyVM(context.Background(), vm)) },
 				Config:      gpuConfig(lab, uuid, twoGPUs(lab)),
 				PlanOnly:    true,
-				ExpectError: wrapped("no virtual machine has UUID " + uuid + "; use vsphere_virtual_machine's id, or data.vspherehpc_virtual_machine to look one up by name."),
+				ExpectError: acctest.Wording("no virtual machine has UUID " + uuid + "; use vsphere_virtual_machine's id, or data.vspherehpc_virtual_machine to look one up by name."),
 			},
 		},
 	})
@@ -304,7 +305,7 @@ resource "vspherehpc_vm_gpu_mmio" "gpu" {
 		Steps: []resource.TestStep{{
 			Config: config,
 			Check: func(*terraform.State) error {
-				v, err := labService(lab).VM(context.Background(), uuid)
+				v, err := acctest.LabClient(lab).VM(context.Background(), uuid)
 				if err != nil {
 					return err
 				}
@@ -328,9 +329,9 @@ func TestAccVMGPUMMIO_powerCycle(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
 	vm := lab.VMNames()[1]
-	must(t, lab.PowerOnVM(context.Background(), vm))
+	acctest.Must(t, lab.PowerOnVM(context.Background(), vm))
 	running := func(*terraform.State) error {
-		v, err := labService(lab).VM(context.Background(), lab.VMUUID(vm))
+		v, err := acctest.LabClient(lab).VM(context.Background(), lab.VMUUID(vm))
 		if err == nil && (v.PowerState != "on" || v.Firmware != "efi") {
 			err = fmt.Errorf("%s is %s with firmware %s, want on and efi", vm, v.PowerState, v.Firmware)
 		}
@@ -359,10 +360,10 @@ func TestAccVMGPUMMIO_failedReconfigure(t *testing.T) {
 		Steps: []resource.TestStep{
 			{
 				PreConfig: func() {
-					must(t, lab.InjectTaskFault("ReconfigVM_Task", vm, vcsimlab.Fault{Type: "GenericVmConfigFault", Detail: "injected"}))
+					acctest.Must(t, lab.InjectTaskFault("ReconfigVM_Task", vm, vcsimlab.Fault{Type: "GenericVmConfigFault", Detail: "injected"}))
 				},
 				Config:      config,
-				ExpectError: wrapped(`Cannot set up GPU passthrough on virtual machine`),
+				ExpectError: acctest.Wording(`Cannot set up GPU passthrough on virtual machine`),
 			},
 			{
 				Config: config,
@@ -398,7 +399,7 @@ func TestAccVMGPUMMIO_gpuAddedOutOfBand(t *testing.T) {
 		Steps: []resource.TestStep{
 			{Config: one, ConfigStateChecks: []statecheck.StateCheck{statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("mmio_size_gb"), knownvalue.Int64Exact(windowGB(t, lab, 256, memory[0])))}},
 			{
-				PreConfig: func() { must(t, lab.AttachGPU(context.Background(), vm, lab.GPUs()[1])) },
+				PreConfig: func() { acctest.Must(t, lab.AttachGPU(context.Background(), vm, lab.GPUs()[1])) },
 				Config:    gpuConfig(lab, lab.VMUUID(vm), twoGPUs(lab)),
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("total_gpu_memory_gb"), knownvalue.Float64Exact(memory[0]+memory[1])),
@@ -425,7 +426,7 @@ func TestAccVMGPUMMIO_hostUnreadableAfterOutOfBandChange(t *testing.T) {
 			{Config: gpuConfig(lab, lab.VMUUID(vm), gpuBlock(lab.GPUs()[0]))},
 			{
 				PreConfig: func() {
-					must(t, lab.AttachGPU(context.Background(), vm, lab.GPUs()[1]))
+					acctest.Must(t, lab.AttachGPU(context.Background(), vm, lab.GPUs()[1]))
 					// Both the refresh's read of every host and, after it,
 					// its read of the one host.
 					lab.FailRead("HostSystem", &types.HostNotConnected{}, 2)
@@ -450,19 +451,19 @@ func TestAccVMGPUMMIO_powerOnFails(t *testing.T) {
 	lab := startLab(t, vcsimlab.Options{})
 	simulatedOnly(t, lab, "injects a task fault")
 	vm := lab.VMNames()[1]
-	must(t, lab.PowerOnVM(context.Background(), vm))
+	acctest.Must(t, lab.PowerOnVM(context.Background(), vm))
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
 				PreConfig: func() {
-					must(t, lab.InjectTaskFault("PowerOnVM_Task", vm, vcsimlab.Fault{Type: "InsufficientResourcesFault"}))
+					acctest.Must(t, lab.InjectTaskFault("PowerOnVM_Task", vm, vcsimlab.Fault{Type: "InsufficientResourcesFault"}))
 				},
 				Config:      gpuConfig(lab, lab.VMUUID(vm), twoGPUs(lab)+"  power_off_allowed = true"),
-				ExpectError: wrapped(`did not power back on`),
+				ExpectError: acctest.Wording(`did not power back on`),
 			},
 			{
-				Config: providerConfig(lab),
+				Config: acctest.ProviderConfig(lab),
 				Check: func(*terraform.State) error {
 					extra, _, gpus, err := vmExtraConfig(lab, vm)
 					if err == nil && (gpus != 0 || extra[mmio.SizeGBKey] != "" || extra[mmio.Use64bitMMIOKey] != "") {
@@ -482,7 +483,7 @@ func TestAccVMGPUMMIO_unknownAtPlan(t *testing.T) {
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{{
-			Config: providerConfig(lab) + fmt.Sprintf(`
+			Config: acctest.ProviderConfig(lab) + fmt.Sprintf(`
 resource "terraform_data" "gpu" {
   input = %q
 }
@@ -517,7 +518,7 @@ func TestAccVMGPUMMIO_unknownGPUAdded(t *testing.T) {
 				},
 			},
 			{
-				Config: providerConfig(lab) + fmt.Sprintf(`
+				Config: acctest.ProviderConfig(lab) + fmt.Sprintf(`
 resource "terraform_data" "gpu" {
   input = %q
 }
@@ -564,9 +565,9 @@ func TestAccVMGPUMMIO_sameVMAndRunningChanges(t *testing.T) {
 				}},
 			},
 			{
-				PreConfig: func() { must(t, lab.PowerOnVM(context.Background(), vm)) },
+				PreConfig: func() { acctest.Must(t, lab.PowerOnVM(context.Background(), vm)) },
 				Config:    gpuConfig(lab, lab.VMID(vm), twoGPUs(lab)+"  mmio_size_gb = 1024"), PlanOnly: true,
-				ExpectError: wrapped(`is powered on, and attaching or detaching GPUs, or switching the firmware to EFI needs it powered off`),
+				ExpectError: acctest.Wording(`is powered on, and attaching or detaching GPUs, or switching the firmware to EFI needs it powered off`),
 			},
 			{Config: gpuConfig(lab, lab.VMID(vm), twoGPUs(lab)+"  power_off_allowed = true")},
 		},

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vsphere"
 )
@@ -29,14 +30,14 @@ action "vspherehpc_vm_power" %q {
 }
 `, a.name, vmID, a.power, a.allowed)
 	}
-	return map[string]string{"main.tf": requiredProviders + actions}
+	return map[string]string{"main.tf": acctest.RequiredProviders + actions}
 }
 
 // vmPowerState is the lab VM's power state, as the service layer reads it.
 func vmPowerState(t *testing.T, lab *vcsimlab.Lab, vm string) vsphere.PowerState {
 	t.Helper()
-	v, err := labService(lab).VM(context.Background(), lab.VMUUID(vm))
-	must(t, err)
+	v, err := acctest.LabClient(lab).VM(context.Background(), lab.VMUUID(vm))
+	acctest.Must(t, err)
 	return v.PowerState
 }
 
@@ -96,7 +97,7 @@ func TestAccVMPower_checkedAtPlan(t *testing.T) {
 		d := newTFDir(t, lab, powerActions(c.id))
 		lab.ResetCalls()
 		out, err := d.try("plan", "-invoke=action.vspherehpc_vm_power.on")
-		if err == nil || !wrapped(c.summary).MatchString(out) || !wrapped(c.detail).MatchString(out) || !strings.Contains(out, "virtual_machine_id") {
+		if err == nil || !acctest.Wording(c.summary).MatchString(out) || !acctest.Wording(c.detail).MatchString(out) || !strings.Contains(out, "virtual_machine_id") {
 			t.Errorf("a power action on %q planned (%v), want %q: %q naming virtual_machine_id:\n%s", c.id, err, c.summary, c.detail, out)
 		}
 		if n := powerCalls(lab); n != 0 {
@@ -113,13 +114,13 @@ func TestAccVMPower_restartOfAnOffVM(t *testing.T) {
 	lab := startLab(t, vcsimlab.Options{})
 	vm := lab.VMNames()[0]
 	d := newTFDir(t, lab, powerActions(lab.VMUUID(vm)))
-	if out := d.run("plan", "-invoke=action.vspherehpc_vm_power.restart"); !wrapped("Virtual machine is off").MatchString(out) ||
-		!wrapped(`a restart leaves it off. power = "on" powers it on.`).MatchString(out) {
+	if out := d.run("plan", "-invoke=action.vspherehpc_vm_power.restart"); !acctest.Wording("Virtual machine is off").MatchString(out) ||
+		!acctest.Wording(`a restart leaves it off. power = "on" powers it on.`).MatchString(out) {
 		t.Errorf("the plan of a restart of %s, which is off, does not warn:\n%s", vm, out)
 	}
 	lab.ResetCalls()
 	out := d.run("apply", "-invoke=action.vspherehpc_vm_power.restart", "-auto-approve")
-	if !wrapped(vm + " is off: not restarted, left off").MatchString(out) {
+	if !acctest.Wording(vm + " is off: not restarted, left off").MatchString(out) {
 		t.Errorf("the restart of %s, which is off, does not say it left it off:\n%s", vm, out)
 	}
 	if s, n := vmPowerState(t, lab, vm), powerCalls(lab); s != vsphere.PoweredOff || n != 0 {
@@ -140,31 +141,31 @@ func TestAccVMPower_suspended(t *testing.T) {
 	vm := lab.VMNames()[0]
 	suspend := func() {
 		t.Helper()
-		must(t, lab.PowerOnVM(ctx, vm))
-		must(t, lab.SuspendVM(ctx, vm))
+		acctest.Must(t, lab.PowerOnVM(ctx, vm))
+		acctest.Must(t, lab.SuspendVM(ctx, vm))
 		lab.ResetCalls()
 	}
 	d := newTFDir(t, lab, powerActions(lab.VMUUID(vm)))
 	suspend()
 
-	if out := d.run("plan", "-invoke=action.vspherehpc_vm_power.restart"); !wrapped("Virtual machine is suspended").MatchString(out) ||
-		!wrapped(`a restart leaves it suspended. power = "on" resumes it`).MatchString(out) {
+	if out := d.run("plan", "-invoke=action.vspherehpc_vm_power.restart"); !acctest.Wording("Virtual machine is suspended").MatchString(out) ||
+		!acctest.Wording(`a restart leaves it suspended. power = "on" resumes it`).MatchString(out) {
 		t.Errorf("the plan of a restart of %s, which is suspended, does not warn:\n%s", vm, out)
 	}
 	out := d.run("apply", "-invoke=action.vspherehpc_vm_power.restart", "-auto-approve")
-	if !wrapped(vm+" is suspended: not restarted, left suspended").MatchString(out) || strings.Contains(out, "is off") {
+	if !acctest.Wording(vm+" is suspended: not restarted, left suspended").MatchString(out) || strings.Contains(out, "is off") {
 		t.Errorf("the restart of %s, which is suspended, does not say it left it suspended:\n%s", vm, out)
 	}
 	if s, n := vmPowerState(t, lab, vm), powerCalls(lab); s != vsphere.Suspended || n != 0 {
 		t.Errorf("after a restart of %s, which was suspended: %s, %d power calls; want suspended, none", vm, s, n)
 	}
 
-	if out := d.run("plan", "-invoke=action.vspherehpc_vm_power.off"); !wrapped("Virtual machine is suspended").MatchString(out) ||
-		!wrapped("unless power_off_allowed = true").MatchString(out) {
+	if out := d.run("plan", "-invoke=action.vspherehpc_vm_power.off"); !acctest.Wording("Virtual machine is suspended").MatchString(out) ||
+		!acctest.Wording("unless power_off_allowed = true").MatchString(out) {
 		t.Errorf("the plan of an off of %s, which is suspended, does not warn:\n%s", vm, out)
 	}
 	out, err := d.try("apply", "-invoke=action.vspherehpc_vm_power.off", "-auto-approve")
-	if err == nil || !wrapped("is suspended: its guest cannot shut down, and powering it off discards the state its suspend kept").MatchString(out) ||
+	if err == nil || !acctest.Wording("is suspended: its guest cannot shut down, and powering it off discards the state its suspend kept").MatchString(out) ||
 		strings.Contains(out, "is off") {
 		t.Errorf("an off of %s, which is suspended, without power_off_allowed was not refused (%v):\n%s", vm, err, out)
 	}
@@ -173,7 +174,7 @@ func TestAccVMPower_suspended(t *testing.T) {
 	}
 
 	out = d.run("apply", "-invoke=action.vspherehpc_vm_power.off_hard", "-auto-approve")
-	if !wrapped("powering "+vm+" off; it was suspended, and the state its suspend kept is discarded").MatchString(out) ||
+	if !acctest.Wording("powering "+vm+" off; it was suspended, and the state its suspend kept is discarded").MatchString(out) ||
 		vmPowerState(t, lab, vm) != vsphere.PoweredOff {
 		t.Errorf("off with power_off_allowed of %s, which is suspended: %s\n%s", vm, vmPowerState(t, lab, vm), out)
 	}
@@ -183,7 +184,7 @@ func TestAccVMPower_suspended(t *testing.T) {
 
 	suspend()
 	out = d.run("apply", "-invoke=action.vspherehpc_vm_power.on", "-auto-approve")
-	if !wrapped("resuming "+vm+", which is suspended").MatchString(out) || vmPowerState(t, lab, vm) != vsphere.PoweredOn {
+	if !acctest.Wording("resuming "+vm+", which is suspended").MatchString(out) || vmPowerState(t, lab, vm) != vsphere.PoweredOn {
 		t.Errorf("on of %s, which is suspended: %s\n%s", vm, vmPowerState(t, lab, vm), out)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vsphere"
 )
@@ -21,8 +22,8 @@ func TestAccVMPVRDMANIC_refusals(t *testing.T) {
 	simulatedOnly(t, lab, "uses the lab's vmx-11 VM legacy-node and upgrades it, the lab's vmnic1, and powers a VM on")
 	ctx := context.Background()
 	vm0, vm1 := lab.VMNames()[0], lab.VMNames()[1]
-	must(t, lab.PowerOnVM(ctx, vm1))
-	node0, err := labService(lab).VM(ctx, lab.VMUUID(vm0))
+	acctest.Must(t, lab.PowerOnVM(ctx, vm1))
+	node0, err := acctest.LabClient(lab).VM(ctx, lab.VMUUID(vm0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,11 +34,11 @@ func TestAccVMPVRDMANIC_refusals(t *testing.T) {
 		spec := vsphere.DVSSpec{DatacenterID: lab.DatacenterID(), Name: testName("partial"), UplinkCount: 1, MTU: 9000,
 			PortGroup: vsphere.PortGroupSpec{Name: testName("partial-vms"), Ports: 8, AutoExpand: true},
 			Hosts:     []vsphere.DVSHost{{HostID: lab.HostID(lab.HostNames()[0]), Vmnic: "vmnic1"}}}
-		id, key, err := labService(lab).CreateDVS(ctx, spec)
+		id, key, err := acctest.LabClient(lab).CreateDVS(ctx, spec)
 		if err != nil {
 			t.Fatal(err)
 		}
-		d, err := labService(lab).DVS(ctx, id, key)
+		d, err := acctest.LabClient(lab).DVS(ctx, id, key)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -56,7 +57,7 @@ func TestAccVMPVRDMANIC_refusals(t *testing.T) {
 			{Config: switches},
 			{
 				Config: switches + nicOn(lab.VMUUID("legacy-node"), groupA, ""), PlanOnly: true,
-				ExpectError: wrapped(fmt.Sprintf("Virtual machine legacy-node (%s) has hardware version 11 (vmx-11); PVRDMA adapters need vmx-13 or later. Upgrade the VM's compatibility while it is powered off: with the vSphere provider, set hardware_version = 13", lab.VMUUID("legacy-node"))),
+				ExpectError: acctest.Wording(fmt.Sprintf("Virtual machine legacy-node (%s) has hardware version 11 (vmx-11); PVRDMA adapters need vmx-13 or later. Upgrade the VM's compatibility while it is powered off: with the vSphere provider, set hardware_version = 13", lab.VMUUID("legacy-node"))),
 			},
 			{
 				Config:   switches + nicOn(lab.VMUUID(vm0), groupA, `  device_protocol = "rocev3"`),
@@ -64,17 +65,17 @@ func TestAccVMPVRDMANIC_refusals(t *testing.T) {
 			},
 			{
 				// At vmx-13 the VM offers PVRDMA with no protocol choice.
-				PreConfig: func() { must(t, lab.UpgradeVMHardware(ctx, "legacy-node", 13)) },
+				PreConfig: func() { acctest.Must(t, lab.UpgradeVMHardware(ctx, "legacy-node", 13)) },
 				Config:    switches + nicOn(lab.VMUUID("legacy-node"), groupA, `  device_protocol = "rocev1"`), PlanOnly: true,
-				ExpectError: wrapped(fmt.Sprintf(`Virtual machine legacy-node (%s) (hardware version 13) offers PVRDMA with no choice of protocol, so it cannot be rocev1. Remove device_protocol`, lab.VMUUID("legacy-node"))),
+				ExpectError: acctest.Wording(fmt.Sprintf(`Virtual machine legacy-node (%s) (hardware version 13) offers PVRDMA with no choice of protocol, so it cannot be rocev1. Remove device_protocol`, lab.VMUUID("legacy-node"))),
 			},
 			{
 				Config: switches + nicOn(lab.VMUUID(vm0), `"`+standard+`"`, ""), PlanOnly: true,
-				ExpectError: wrapped(standard + ` (VM Network) is a standard network; PVRDMA adapters need a distributed port group`),
+				ExpectError: acctest.Wording(standard + ` (VM Network) is a standard network; PVRDMA adapters need a distributed port group`),
 			},
 			{
 				Config: switches + nicOn(lab.VMUUID(vm1), groupA, ""), PlanOnly: true,
-				ExpectError: wrapped(`is powered on, and adding, removing or changing the protocol of a PVRDMA adapter needs it powered off. Power it off first, or set power_off_allowed = true`),
+				ExpectError: acctest.Wording(`is powered on, and adding, removing or changing the protocol of a PVRDMA adapter needs it powered off. Power it off first, or set power_off_allowed = true`),
 			},
 		},
 	})
@@ -83,9 +84,9 @@ func TestAccVMPVRDMANIC_refusals(t *testing.T) {
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{{
-			Config:   providerConfig(lab) + nicOn(lab.VMUUID(vm0), `"`+partialGroup+`"`, ""),
+			Config:   acctest.ProviderConfig(lab) + nicOn(lab.VMUUID(vm0), `"`+partialGroup+`"`, ""),
 			PlanOnly: true,
-			ExpectError: wrapped(fmt.Sprintf(`Hosts %s of the cluster of virtual machine %s (%s) are not members of switch %s`,
+			ExpectError: acctest.Wording(fmt.Sprintf(`Hosts %s of the cluster of virtual machine %s (%s) are not members of switch %s`,
 				strings.Join(lab.HostNames()[1:], ", "), vm0, lab.VMUUID(vm0), testName("partial"))),
 		}},
 	})
@@ -100,7 +101,7 @@ func TestAccVMPVRDMANIC_refusedAtPlan(t *testing.T) {
 	ctx := context.Background()
 	vm := lab.VMNames()[0]
 	uuid := lab.VMUUID(vm)
-	node0, err := labService(lab).VM(ctx, uuid)
+	node0, err := acctest.LabClient(lab).VM(ctx, uuid)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,15 +122,15 @@ func TestAccVMPVRDMANIC_refusedAtPlan(t *testing.T) {
 			{Config: switchesConfig(lab)}, // the port group ids are known from here on
 			{
 				Config: switchesConfig(lab) + nicOn("4200aaaa-0000-0000-0000-000000000000", group, ""), PlanOnly: true,
-				ExpectError: wrapped("no virtual machine has UUID 4200aaaa-0000-0000-0000-000000000000; use vsphere_virtual_machine's id, or data.vspherehpc_virtual_machine to look one up by name."),
+				ExpectError: acctest.Wording("no virtual machine has UUID 4200aaaa-0000-0000-0000-000000000000; use vsphere_virtual_machine's id, or data.vspherehpc_virtual_machine to look one up by name."),
 			},
 			{
 				Config: switchesConfig(lab) + nicOn("not-a-uuid", group, ""), PlanOnly: true,
-				ExpectError: wrapped(`"not-a-uuid" is neither a virtual machine's BIOS UUID (8-4-4-4-12 hex digits`),
+				ExpectError: acctest.Wording(`"not-a-uuid" is neither a virtual machine's BIOS UUID (8-4-4-4-12 hex digits`),
 			},
 			{
 				Config: switchesConfig(lab) + nicOn(uuid, `"dvportgroup-99999"`, ""), PlanOnly: true,
-				ExpectError: wrapped("no distributed port group has id dvportgroup-99999; use the port_group_id of a vspherehpc_rdma_dvs"),
+				ExpectError: acctest.Wording("no distributed port group has id dvportgroup-99999; use the port_group_id of a vspherehpc_rdma_dvs"),
 			},
 			{Config: nicConfig(lab, uuid, "a", "")},
 			{
@@ -138,7 +139,7 @@ func TestAccVMPVRDMANIC_refusedAtPlan(t *testing.T) {
 			},
 			{
 				ResourceName: nicAddr, ImportState: true, ImportStateId: fmt.Sprintf("%s:%d", uuid, regular),
-				ExpectError: wrapped(fmt.Sprintf("Device %d of virtual machine %s is a %s adapter, not a PVRDMA one.", regular, vm, regularType)),
+				ExpectError: acctest.Wording(fmt.Sprintf("Device %d of virtual machine %s is a %s adapter, not a PVRDMA one.", regular, vm, regularType)),
 			},
 		},
 	})
@@ -156,7 +157,7 @@ func TestAccVMPVRDMANIC_macClaimedTwice(t *testing.T) {
 	// configuration may give: the other VM's adapter gets a static one, as
 	// an administrator gives it.
 	taken := "00:50:56:01:0a:0b"
-	must(t, lab.SetAdapterMAC(ctx, name1, taken))
+	acctest.Must(t, lab.SetAdapterMAC(ctx, name1, taken))
 	mac := `  mac_address = "00:50:56:01:02:03"`
 	second := strings.Replace(nicOn(vm1, "vspherehpc_rdma_dvs.a.port_group_id", mac), `"nic"`, `"second"`, 1)
 	steps := []resource.TestStep{
@@ -168,7 +169,7 @@ func TestAccVMPVRDMANIC_macClaimedTwice(t *testing.T) {
 		{
 			// The MAC of the other VM's adapter given to this one.
 			Config: switchesConfig(lab) + nicOn(vm0, "vspherehpc_rdma_dvs.a.port_group_id", `  mac_address = "`+taken+`"`), PlanOnly: true,
-			ExpectError: wrapped("Virtual machine " + name1 + " already has a network adapter with MAC address " + taken + "."),
+			ExpectError: acctest.Wording("Virtual machine " + name1 + " already has a network adapter with MAC address " + taken + "."),
 		},
 	}
 	resource.UnitTest(t, resource.TestCase{
@@ -190,16 +191,16 @@ func TestAccVMPVRDMANIC_staticMACRule(t *testing.T) {
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{Config: nicConfig(lab, uuid, "a", mac("01:00:5e:00:00:01")), PlanOnly: true,
-				ExpectError: wrapped(`mac_address = "01:00:5e:00:00:01" is a multicast address (the lowest bit of its first byte is set), and an adapter needs a unicast address`)},
+				ExpectError: acctest.Wording(`mac_address = "01:00:5e:00:00:01" is a multicast address (the lowest bit of its first byte is set), and an adapter needs a unicast address`)},
 			{Config: nicConfig(lab, uuid, "a", mac("ff:ff:ff:ff:ff:ff")), PlanOnly: true,
-				ExpectError: wrapped(`mac_address = "ff:ff:ff:ff:ff:ff" is a multicast address`)},
+				ExpectError: acctest.Wording(`mac_address = "ff:ff:ff:ff:ff:ff" is a multicast address`)},
 			{Config: nicConfig(lab, uuid, "a", mac("00:50:56:aa:bb:cc")), PlanOnly: true,
-				ExpectError: wrapped(`mac_address = "00:50:56:aa:bb:cc" is in the part of VMware's prefix 00:50:56 that vSphere reserves for the addresses ` +
+				ExpectError: acctest.Wording(`mac_address = "00:50:56:aa:bb:cc" is in the part of VMware's prefix 00:50:56 that vSphere reserves for the addresses ` +
 					`vCenter generates and for VMkernel adapters: static addresses with that prefix go from 00:50:56:00:00:00 to 00:50:56:3f:ff:ff, e.g. 00:50:56:2a:bb:cc.`)},
 			{Config: nicConfig(lab, uuid, "a", mac("00:50:56:40:00:00")), PlanOnly: true,
-				ExpectError: wrapped(`mac_address = "00:50:56:40:00:00" is in the part of VMware's prefix 00:50:56 that vSphere reserves`)},
+				ExpectError: acctest.Wording(`mac_address = "00:50:56:40:00:00" is in the part of VMware's prefix 00:50:56 that vSphere reserves`)},
 			{Config: nicConfig(lab, uuid, "a", mac("00:50:56:AA:BB:CC")), PlanOnly: true,
-				ExpectError: wrapped(`mac_address = "00:50:56:AA:BB:CC" is not a MAC address in lower case, such as 00:50:56:0a:0b:0c.`)},
+				ExpectError: acctest.Wording(`mac_address = "00:50:56:AA:BB:CC" is not a MAC address in lower case, such as 00:50:56:0a:0b:0c.`)},
 			{Config: nicConfig(lab, uuid, "a", mac("00:50:56:3f:ff:ff")), PlanOnly: true, ExpectNonEmptyPlan: true},
 			{Config: nicConfig(lab, uuid, "a", mac("02:00:00:00:00:01")), PlanOnly: true, ExpectNonEmptyPlan: true},
 		},
@@ -222,8 +223,8 @@ func TestAccVMPVRDMANIC_generatedMACsNotClaimed(t *testing.T) {
 			{Config: config},
 			{
 				PreConfig: func() {
-					must(t, lab.EditPVRDMAAdapters(ctx, name0, vcsimlab.PVRDMAAdapterEdit{MAC: "00:50:56:01:02:03"}))
-					must(t, lab.EditPVRDMAAdapters(ctx, name1, vcsimlab.PVRDMAAdapterEdit{MAC: "00:50:56:01:02:03"}))
+					acctest.Must(t, lab.EditPVRDMAAdapters(ctx, name0, vcsimlab.PVRDMAAdapterEdit{MAC: "00:50:56:01:02:03"}))
+					acctest.Must(t, lab.EditPVRDMAAdapters(ctx, name1, vcsimlab.PVRDMAAdapterEdit{MAC: "00:50:56:01:02:03"}))
 				},
 				Config: config, ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
 			},

@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 	"github.com/vmware/govmomi/vim25/types"
 
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
 
@@ -55,7 +56,7 @@ func TestAccVMPVRDMANIC_basic(t *testing.T) {
 				ImportStateIdFunc: func(*terraform.State) (string, error) { return uuid + ":" + key, nil },
 			},
 			{
-				Config:       requiredProviders + nicConfig(lab, uuid, "a", ""),
+				Config:       acctest.RequiredProviders + nicConfig(lab, uuid, "a", ""),
 				ResourceName: nicAddr, ImportState: true, ImportStateKind: resource.ImportBlockWithID,
 				ImportStateIdFunc: func(*terraform.State) (string, error) { return uuid + ":" + key, nil },
 			},
@@ -104,7 +105,7 @@ func TestAccVMPVRDMANIC_noProtocolChoice(t *testing.T) {
 	lab := startLab(t, vcsimlab.Options{})
 	simulatedOnly(t, lab, "upgrades the lab's vmx-11 VM legacy-node to vmx-13")
 	ctx := context.Background()
-	must(t, lab.UpgradeVMHardware(ctx, "legacy-node", 13))
+	acctest.Must(t, lab.UpgradeVMHardware(ctx, "legacy-node", 13))
 	uuid := lab.VMUUID("legacy-node")
 	var key string
 	resource.UnitTest(t, resource.TestCase{
@@ -120,7 +121,7 @@ func TestAccVMPVRDMANIC_noProtocolChoice(t *testing.T) {
 				},
 				Check: func(s *terraform.State) error {
 					key = s.RootModule().Resources[nicAddr].Primary.Attributes["device_key"]
-					adapters, err := labService(lab).VM(ctx, uuid)
+					adapters, err := acctest.LabClient(lab).VM(ctx, uuid)
 					if err != nil {
 						return err
 					}
@@ -135,7 +136,7 @@ func TestAccVMPVRDMANIC_noProtocolChoice(t *testing.T) {
 			{Config: nicConfig(lab, uuid, "a", ""), PlanOnly: true},
 			{
 				Config:   nicConfig(lab, uuid, "a", `  device_protocol = "rocev2"`),
-				PlanOnly: true, ExpectError: wrapped("offers PVRDMA with no choice of protocol, so it cannot be rocev2. Remove device_protocol"),
+				PlanOnly: true, ExpectError: acctest.Wording("offers PVRDMA with no choice of protocol, so it cannot be rocev2. Remove device_protocol"),
 			},
 			{
 				ResourceName: nicAddr, ImportState: true, ImportStateVerify: true,
@@ -192,18 +193,18 @@ func TestAccVMPVRDMANIC_drift(t *testing.T) {
 			{
 				PreConfig: func() {
 					startConnected := false
-					must(t, lab.EditPVRDMAAdapters(ctx, vm, vcsimlab.PVRDMAAdapterEdit{DeviceProtocol: "rocev1", StartConnected: &startConnected}))
+					acctest.Must(t, lab.EditPVRDMAAdapters(ctx, vm, vcsimlab.PVRDMAAdapterEdit{DeviceProtocol: "rocev1", StartConnected: &startConnected}))
 				},
 				Config: config, ConfigPlanChecks: update, ConfigStateChecks: converged,
 			},
 			{
 				PreConfig: func() {
-					must(t, lab.EditPVRDMAAdapters(ctx, vm, vcsimlab.PVRDMAAdapterEdit{SwitchUUID: switchB, PortGroupKey: groupB}))
+					acctest.Must(t, lab.EditPVRDMAAdapters(ctx, vm, vcsimlab.PVRDMAAdapterEdit{SwitchUUID: switchB, PortGroupKey: groupB}))
 				},
 				Config: config, ConfigPlanChecks: update, ConfigStateChecks: converged,
 			},
 			{
-				PreConfig: func() { must(t, lab.SetVMMemoryReservationLocked(ctx, vm, false)) },
+				PreConfig: func() { acctest.Must(t, lab.SetVMMemoryReservationLocked(ctx, vm, false)) },
 				Config:    config, ConfigPlanChecks: update, ConfigStateChecks: converged,
 			},
 		},
@@ -228,9 +229,9 @@ func TestAccVMPVRDMANIC_powerCycle(t *testing.T) {
 	lab := startLab(t, vcsimlab.Options{})
 	simulatedOnly(t, lab, "counts calls, and powers a VM on that the lab cannot power off again")
 	vm := lab.VMNames()[1]
-	must(t, lab.PowerOnVM(context.Background(), vm))
+	acctest.Must(t, lab.PowerOnVM(context.Background(), vm))
 	running := func(*terraform.State) error {
-		v, err := labService(lab).VM(context.Background(), lab.VMUUID(vm))
+		v, err := acctest.LabClient(lab).VM(context.Background(), lab.VMUUID(vm))
 		if err == nil && v.PowerState != "on" {
 			err = fmt.Errorf("%s is %s after the change, want on", vm, v.PowerState)
 		}
@@ -276,10 +277,10 @@ func TestAccVMPVRDMANIC_failedReconfigure(t *testing.T) {
 			{Config: switchesConfig(lab)},
 			{
 				PreConfig: func() {
-					must(t, lab.InjectTaskFault("ReconfigVM_Task", vm, vcsimlab.Fault{Type: "GenericVmConfigFault", Detail: "injected"}))
+					acctest.Must(t, lab.InjectTaskFault("ReconfigVM_Task", vm, vcsimlab.Fault{Type: "GenericVmConfigFault", Detail: "injected"}))
 				},
 				Config:      config,
-				ExpectError: wrapped(`Cannot add a PVRDMA adapter to virtual machine`),
+				ExpectError: acctest.Wording(`Cannot add a PVRDMA adapter to virtual machine`),
 			},
 			{
 				Config: config,
@@ -342,16 +343,16 @@ func TestAccVMPVRDMANIC_destroyOnARunningVM(t *testing.T) {
 		Steps: []resource.TestStep{
 			{Config: config},
 			{
-				PreConfig:   func() { must(t, lab.PowerOnVM(context.Background(), vm)) },
+				PreConfig:   func() { acctest.Must(t, lab.PowerOnVM(context.Background(), vm)) },
 				Config:      switchesConfig(lab),
-				ExpectError: wrapped(`is powered on, and adding, removing or changing the protocol of a PVRDMA adapter needs it powered off`),
+				ExpectError: acctest.Wording(`is powered on, and adding, removing or changing the protocol of a PVRDMA adapter needs it powered off`),
 			},
 			{
 				// Moving the adapter to another VM removes it from this one:
 				// the same refusal, at plan.
 				Config:      nicConfig(lab, lab.VMUUID(lab.VMNames()[1]), "a", ""),
 				PlanOnly:    true,
-				ExpectError: wrapped(`is powered on, and adding, removing or changing the protocol of a PVRDMA adapter needs it powered off`),
+				ExpectError: acctest.Wording(`is powered on, and adding, removing or changing the protocol of a PVRDMA adapter needs it powered off`),
 			},
 			{
 				PreConfig: func() { reconfigures = lab.Calls()["ReconfigVM_Task"] },
@@ -395,10 +396,10 @@ func TestAccVMPVRDMANIC_inaccessibleVM(t *testing.T) {
 			},
 			{
 				Config:      switchesConfig(lab),
-				ExpectError: wrapped(`returns no configuration for virtual machine ` + vm),
+				ExpectError: acctest.Wording(`returns no configuration for virtual machine ` + vm),
 			},
 			{
-				PreConfig: func() { must(t, lab.SetVMAccessible(ctx, vm, true)) },
+				PreConfig: func() { acctest.Must(t, lab.SetVMAccessible(ctx, vm, true)) },
 				Config:    config,
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(nicAddr, plancheck.ResourceActionNoop),
@@ -431,7 +432,7 @@ func TestAccVMPVRDMANIC_taskEndLost(t *testing.T) {
 			{
 				PreConfig:   func() { lab.FailTaskEndRead(&types.HostNotConnected{}) },
 				Config:      config,
-				ExpectError: wrapped(`vCenter refused the request (HostNotConnected)`),
+				ExpectError: acctest.Wording(`vCenter refused the request (HostNotConnected)`),
 			},
 			{
 				Config: config,
@@ -478,12 +479,12 @@ func TestAccVMPVRDMANIC_movesWithItsMACWarnsOfCreateBeforeDestroy(t *testing.T) 
 	lab := startLab(t, vcsimlab.Options{})
 	from, to := lab.VMUUID(lab.VMNames()[0]), lab.VMUUID(lab.VMNames()[1])
 	mac := `  mac_address = "00:50:56:2a:bb:ce"`
-	d := newTFDir(t, lab, map[string]string{"main.tf": requiredProviders + without(nicConfig(lab, from, "a", mac), lab)})
+	d := newTFDir(t, lab, map[string]string{"main.tf": acctest.RequiredProviders + without(nicConfig(lab, from, "a", mac), lab)})
 	d.run("apply", "-auto-approve")
-	d.write(map[string]string{"main.tf": requiredProviders + without(nicConfig(lab, to, "a", mac), lab)})
+	d.write(map[string]string{"main.tf": acctest.RequiredProviders + without(nicConfig(lab, to, "a", mac), lab)})
 	out := d.run("plan")
-	if !wrapped(fmt.Sprintf("The PVRDMA adapter moves from virtual machine %s to %s and keeps MAC address 00:50:56:2a:bb:ce", from, to)).MatchString(out) ||
-		!wrapped("Do not set create_before_destroy on this resource").MatchString(out) {
+	if !acctest.Wording(fmt.Sprintf("The PVRDMA adapter moves from virtual machine %s to %s and keeps MAC address 00:50:56:2a:bb:ce", from, to)).MatchString(out) ||
+		!acctest.Wording("Do not set create_before_destroy on this resource").MatchString(out) {
 		t.Errorf("the plan of an adapter moved with its static MAC must warn of create_before_destroy:\n%s", out)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vsphere"
 )
@@ -39,7 +40,7 @@ resource "vspherehpc_vm_gpu_mmio" "gpu" {
 // pvrdmaAdapters reads the VM's PVRDMA adapters by its BIOS UUID, as
 // vCenter has them now.
 func pvrdmaAdapters(lab *vcsimlab.Lab, vm string) ([]vsphere.NetworkAdapter, *vsphere.VM, error) {
-	v, err := labService(lab).VM(context.Background(), lab.VMUUID(vm))
+	v, err := acctest.LabClient(lab).VM(context.Background(), lab.VMUUID(vm))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -137,7 +138,7 @@ func TestAccVMReregistered_byUUID(t *testing.T) {
 				}),
 			},
 			{
-				PreConfig: func() { must(t, lab.ReregisterVM(context.Background(), vm)) },
+				PreConfig: func() { acctest.Must(t, lab.ReregisterVM(context.Background(), vm)) },
 				Config:    config,
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectEmptyPlan(),
@@ -199,7 +200,7 @@ data "vspherehpc_virtual_machine" "vm" {
 				Check:  checkOneAdapter(lab, vm, &key, "rocev2"),
 			},
 			{
-				PreConfig: func() { must(t, lab.ReregisterVM(context.Background(), vm)) },
+				PreConfig: func() { acctest.Must(t, lab.ReregisterVM(context.Background(), vm)) },
 				Config:    config,
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectEmptyPlan(),

@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vsphere"
 )
@@ -106,8 +107,8 @@ func TestAccVMSRIOVNIC_basic(t *testing.T) {
 			{
 				// Drift: moved to vmnic5 in vCenter.
 				PreConfig: func() {
-					must(t, lab.SetHostSRIOV(ctx, lab.VMHostName(vm), vmnic5PF, 2))
-					must(t, lab.SetSRIOVAdapterPF(ctx, vm, int32(key), vmnic5PF))
+					acctest.Must(t, lab.SetHostSRIOV(ctx, lab.VMHostName(vm), vmnic5PF, 2))
+					acctest.Must(t, lab.SetSRIOVAdapterPF(ctx, vm, int32(key), vmnic5PF))
 				},
 				Config: pinned,
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
@@ -127,7 +128,7 @@ func TestAccVMSRIOVNIC_basic(t *testing.T) {
 			},
 			{
 				// Disappears: removed in vCenter, planned again.
-				PreConfig: func() { must(t, lab.RemoveSRIOVAdapters(ctx, vm)) },
+				PreConfig: func() { acctest.Must(t, lab.RemoveSRIOVAdapters(ctx, vm)) },
 				Config:    automatic,
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(sriovNICAddr, plancheck.ResourceActionCreate),
@@ -136,7 +137,7 @@ func TestAccVMSRIOVNIC_basic(t *testing.T) {
 			},
 			{Config: running},
 			{
-				PreConfig:        func() { must(t, lab.PowerOnVM(ctx, vm)) },
+				PreConfig:        func() { acctest.Must(t, lab.PowerOnVM(ctx, vm)) },
 				Config:           running,
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
 				ConfigStateChecks: []statecheck.StateCheck{
@@ -168,14 +169,14 @@ func TestAccVMSRIOVNIC_refusals(t *testing.T) {
 	uplink := lab.RDMANICs()[0] // vmnic4, whose PF is vmnic4PF
 	host := lab.VMHostName(vm)
 	hostLabel := fmt.Sprintf("%s (%s)", host, lab.HostID(host))
-	node0, err := labService(lab).VM(ctx, lab.VMUUID(vm))
+	node0, err := acctest.LabClient(lab).VM(ctx, lab.VMUUID(vm))
 	if err != nil {
 		t.Fatal(err)
 	}
 	// vCenter's own addresses are in the part of VMware's prefix no
 	// configuration may give: the MAC in use is a static one.
-	must(t, lab.SetAdapterMAC(ctx, vm1, "00:50:56:01:0a:0b"))
-	node1, err := labService(lab).VM(ctx, lab.VMUUID(vm1))
+	acctest.Must(t, lab.SetAdapterMAC(ctx, vm1, "00:50:56:01:0a:0b"))
+	node1, err := acctest.LabClient(lab).VM(ctx, lab.VMUUID(vm1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,26 +192,26 @@ resource "vspherehpc_vm_sriov_nic" "n" {
 `, lab.VMUUID(vmName), portGroup, pf, extra)
 	}
 	groupA := "vspherehpc_rdma_dvs.a.port_group_id"
-	must(t, lab.CreateVM(ctx, "esxi51-node", host, 9)) // a VM made for ESXi 5.1 (vmx-09)
+	acctest.Must(t, lab.CreateVM(ctx, "esxi51-node", host, 9)) // a VM made for ESXi 5.1 (vmx-09)
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{Config: switches},
 			{
 				Config: nic(vm, groupA, "0000:99:00.0", ""), PlanOnly: true,
-				ExpectError: wrapped(fmt.Sprintf("The VM's host %s has no PCI device 0000:99:00.0. Its SR-IOV capable devices:", hostLabel)),
+				ExpectError: acctest.Wording(fmt.Sprintf("The VM's host %s has no PCI device 0000:99:00.0. Its SR-IOV capable devices:", hostLabel)),
 			},
 			{
 				Config: nic(vm, groupA, "0000:af:00.0", ""), PlanOnly: true,
-				ExpectError: wrapped(fmt.Sprintf("PCI device 0000:af:00.0 (GA100 [A100 PCIe 40GB]) of the VM's host %s is not SR-IOV capable. Its SR-IOV capable devices:", hostLabel)),
+				ExpectError: acctest.Wording(fmt.Sprintf("PCI device 0000:af:00.0 (GA100 [A100 PCIe 40GB]) of the VM's host %s is not SR-IOV capable. Its SR-IOV capable devices:", hostLabel)),
 			},
 			{
 				Config: nic(vm, groupA, ibPF, ""), PlanOnly: true,
-				ExpectError: wrapped(fmt.Sprintf("PCI device %s (MT2910 Family [ConnectX-7]) of host %s is no network adapter of the host", ibPF, hostLabel)),
+				ExpectError: acctest.Wording(fmt.Sprintf("PCI device %s (MT2910 Family [ConnectX-7]) of host %s is no network adapter of the host", ibPF, hostLabel)),
 			},
 			{
 				Config: nic(vm, groupA, vmnic4PF, ""), PlanOnly: true,
-				ExpectError: wrapped(fmt.Sprintf("SR-IOV of %s (%s) on host %s is off", vmnic4PF, uplink, hostLabel)),
+				ExpectError: acctest.Wording(fmt.Sprintf("SR-IOV of %s (%s) on host %s is off", vmnic4PF, uplink, hostLabel)),
 			},
 			{
 				// Turned on by this configuration, on a host that applies it
@@ -222,22 +223,22 @@ resource "vspherehpc_host_sriov" "s" {
   num_virtual_functions = 4
 }
 `, lab.HostID(host), vmnic4PF), PlanOnly: true,
-				ExpectError: wrapped(fmt.Sprintf("SR-IOV of %s on host %s is turned on by this configuration, but the host applies that only at its next reboot", vmnic4PF, hostLabel)),
+				ExpectError: acctest.Wording(fmt.Sprintf("SR-IOV of %s on host %s is turned on by this configuration, but the host applies that only at its next reboot", vmnic4PF, hostLabel)),
 			},
 			{
-				PreConfig: func() { must(t, labService(lab).SetHostSRIOV(ctx, lab.HostID(host), vmnic4PF, 4)) },
+				PreConfig: func() { acctest.Must(t, acctest.LabClient(lab).SetHostSRIOV(ctx, lab.HostID(host), vmnic4PF, 4)) },
 				Config:    nic(vm, groupA, vmnic4PF, ""), PlanOnly: true,
-				ExpectError: wrapped(fmt.Sprintf("SR-IOV of %s (%s) on host %s is enabled but not active yet", vmnic4PF, uplink, hostLabel)),
+				ExpectError: acctest.Wording(fmt.Sprintf("SR-IOV of %s (%s) on host %s is enabled but not active yet", vmnic4PF, uplink, hostLabel)),
 			},
 			{
 				// Waiting for the reboot, vmnic4 is no choice for vCenter yet.
 				Config: nic(vm, groupA, "automatic", ""), PlanOnly: true,
-				ExpectError: wrapped(fmt.Sprintf(`among the SR-IOV-active uplinks of switch %s on the VM's host %s, and it has none`, testName("rdma-a"), hostLabel)),
+				ExpectError: acctest.Wording(fmt.Sprintf(`among the SR-IOV-active uplinks of switch %s on the VM's host %s, and it has none`, testName("rdma-a"), hostLabel)),
 			},
 			{
-				PreConfig: func() { must(t, lab.RebootHost(ctx, host)) },
+				PreConfig: func() { acctest.Must(t, lab.RebootHost(ctx, host)) },
 				Config:    nic(vm, `"`+node0.NetworkAdapters[0].NetworkID+`"`, vmnic4PF, ""), PlanOnly: true,
-				ExpectError: wrapped(node0.NetworkAdapters[0].NetworkID + " (VM Network) is a standard network"),
+				ExpectError: acctest.Wording(node0.NetworkAdapters[0].NetworkID + " (VM Network) is a standard network"),
 			},
 			{
 				Config: nic(vm, `"dvportgroup-999"`, vmnic4PF, ""), PlanOnly: true,
@@ -245,16 +246,16 @@ resource "vspherehpc_host_sriov" "s" {
 			},
 			{
 				Config: nic(vm, groupA, vmnic4PF, fmt.Sprintf("  mac_address = %q", node1.NetworkAdapters[0].MAC)), PlanOnly: true,
-				ExpectError: wrapped(fmt.Sprintf("Virtual machine %s already has a network adapter with MAC address %s", vm1, node1.NetworkAdapters[0].MAC)),
+				ExpectError: acctest.Wording(fmt.Sprintf("Virtual machine %s already has a network adapter with MAC address %s", vm1, node1.NetworkAdapters[0].MAC)),
 			},
 			{
 				Config: nic("esxi51-node", groupA, vmnic4PF, ""), PlanOnly: true,
-				ExpectError: wrapped("has hardware version 9 (vmx-9); SR-IOV adapters need vmx-10 (ESXi 5.5 compatibility) or later"),
+				ExpectError: acctest.Wording("has hardware version 9 (vmx-9); SR-IOV adapters need vmx-10 (ESXi 5.5 compatibility) or later"),
 			},
 			{
-				PreConfig: func() { must(t, lab.PowerOnVM(ctx, vm)) },
+				PreConfig: func() { acctest.Must(t, lab.PowerOnVM(ctx, vm)) },
 				Config:    nic(vm, groupA, vmnic4PF, ""), PlanOnly: true,
-				ExpectError: wrapped("is powered on, and adding or removing an SR-IOV adapter, or changing its physical function needs it powered off"),
+				ExpectError: acctest.Wording("is powered on, and adding or removing an SR-IOV adapter, or changing its physical function needs it powered off"),
 			},
 		},
 	})
@@ -354,8 +355,8 @@ func TestAccVMSRIOVNIC_freeVFsWaitingForAReboot(t *testing.T) {
 	ctx := context.Background()
 	vm := lab.VMNames()[0]
 	other := otherVMOnHost(lab, vm)
-	must(t, lab.SetHostSRIOV(ctx, lab.VMHostName(vm), vmnic4PF, 1))
-	must(t, lab.RebootHost(ctx, lab.VMHostName(vm)))
+	acctest.Must(t, lab.SetHostSRIOV(ctx, lab.VMHostName(vm), vmnic4PF, 1))
+	acctest.Must(t, lab.RebootHost(ctx, lab.VMHostName(vm)))
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
 
@@ -46,7 +47,7 @@ func withVSphereProvider(t *testing.T, lab *vcsimlab.Lab, examples []string, fil
 	}
 	for _, dir := range examples {
 		src := filepath.Join("../../examples", dir)
-		must(t, filepath.WalkDir(src, func(path string, e fs.DirEntry, err error) error {
+		acctest.Must(t, filepath.WalkDir(src, func(path string, e fs.DirEntry, err error) error {
 			if err != nil || e.IsDir() || !strings.HasSuffix(path, ".tf") {
 				return err
 			}
@@ -57,9 +58,9 @@ func withVSphereProvider(t *testing.T, lab *vcsimlab.Lab, examples []string, fil
 	}
 	d := newTFDir(t, lab, files)
 	providers, err := builtProvider()
-	must(t, err)
+	acctest.Must(t, err)
 	vsphereDir := t.TempDir()
-	must(t, os.Symlink(binary, filepath.Join(vsphereDir, "terraform-provider-vsphere")))
+	acctest.Must(t, os.Symlink(binary, filepath.Join(vsphereDir, "terraform-provider-vsphere")))
 	d.write(map[string]string{".terraformrc": `provider_installation {
   dev_overrides {
     "vspherehpc/vspherehpc" = "` + providers + `"
@@ -93,9 +94,9 @@ func TestAccWithVSphereProvider_guide(t *testing.T) {
 	// Out of band, as an administrator must: vSphere removes a PVRDMA
 	// adapter only from a powered-off VM, and the vSphere provider left it
 	// running.
-	must(t, lab.PowerOffVM(ctx, "gpu-node-01"))
-	must(t, lab.RemovePVRDMAAdapters(ctx, "gpu-node-01"))
-	must(t, lab.PowerOnVM(ctx, "gpu-node-01"))
+	acctest.Must(t, lab.PowerOffVM(ctx, "gpu-node-01"))
+	acctest.Must(t, lab.RemovePVRDMAAdapters(ctx, "gpu-node-01"))
+	acctest.Must(t, lab.PowerOnVM(ctx, "gpu-node-01"))
 	changes := d.plan()
 	if len(changes) != 1 || changes[0].Address != "vspherehpc_vm_pvrdma_nic.gpu_node" {
 		t.Fatalf("plan after the adapter was removed: %v, want vspherehpc_vm_pvrdma_nic.gpu_node re-created", changes)
@@ -133,7 +134,7 @@ func TestAccWithVSphereProvider_vsphereOwnsTheVM(t *testing.T) {
 		t.Fatalf("plan after attaching the GPUs: %v, want none", changes)
 	}
 	s, err := lab.VMSettings(ctx, "gpu-node-02")
-	must(t, err)
+	acctest.Must(t, err)
 	gpus := slices.Sorted(slices.Values(s.GPUs))
 	if want := slices.Sorted(slices.Values(lab.GPUs())); !slices.Equal(gpus, want) {
 		t.Errorf("gpu-node-02's passthrough devices: %v, want %v", gpus, want)
@@ -263,7 +264,7 @@ func TestAccWithVSphereProvider_fourVMs(t *testing.T) {
 	for i := range nodes {
 		name := "composed-node-" + strconv.Itoa(i)
 		nics, _, err := pvrdmaAdapters(lab, name)
-		must(t, err)
+		acctest.Must(t, err)
 		if len(nics) != 1 {
 			t.Errorf("%s has %d PVRDMA adapters, want 1", name, len(nics))
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
 
@@ -19,7 +20,7 @@ import (
 // labClusterID is the managed object id of the lab's cluster.
 func labClusterID(t *testing.T, lab *vcsimlab.Lab) string {
 	t.Helper()
-	cl, err := labService(lab).ClusterByName(context.Background(), lab.DatacenterID(), lab.ClusterName())
+	cl, err := acctest.LabClient(lab).ClusterByName(context.Background(), lab.DatacenterID(), lab.ClusterName())
 	if err != nil {
 		t.Fatalf("finding the lab's cluster: %v", err)
 	}
@@ -35,7 +36,7 @@ func TestAccWrongIDs_dataSources(t *testing.T) {
 	host, vm := lab.HostNames()[0], lab.VMNames()[0]
 	hostID, vmID, clusterID := lab.HostID(host), lab.VMID(vm), labClusterID(t, lab)
 	step := func(config, want string) resource.TestStep {
-		return resource.TestStep{Config: providerConfig(lab) + config, PlanOnly: true, ExpectError: wrapped(want)}
+		return resource.TestStep{Config: acctest.ProviderConfig(lab) + config, PlanOnly: true, ExpectError: acctest.Wording(want)}
 	}
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
@@ -116,19 +117,19 @@ func TestAccWrongIDs_resources(t *testing.T) {
 	lab := startLab(t, vcsimlab.Options{})
 	uuid := lab.VMUUID(lab.VMNames()[0])
 	settings := func(hostID string) string {
-		return providerConfig(lab) + fmt.Sprintf("resource \"vspherehpc_host_pvrdma_settings\" \"h\" {\n  host_system_id = %q\n}\n", hostID)
+		return acctest.ProviderConfig(lab) + fmt.Sprintf("resource \"vspherehpc_host_pvrdma_settings\" \"h\" {\n  host_system_id = %q\n}\n", hostID)
 	}
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
 				Config: settings(uuid), PlanOnly: true,
-				ExpectError: regexp.MustCompile(`Error: Not a host id(?s:.*)` + wrapped(fmt.Sprintf(`no host has id %s (it looks like a `+
+				ExpectError: regexp.MustCompile(`Error: Not a host id(?s:.*)` + acctest.Wording(fmt.Sprintf(`no host has id %s (it looks like a `+
 					`virtual machine's BIOS UUID); host ids are managed object ids such as host-12; data.vspherehpc_host looks one up by name.`, uuid)).String()),
 			},
 			{
 				Config: settings("host-9999"), PlanOnly: true,
-				ExpectError: regexp.MustCompile(`Error: No such host(?s:.*)` + wrapped(`no host has id host-9999; data.vspherehpc_host looks one up by name.`).String()),
+				ExpectError: regexp.MustCompile(`Error: No such host(?s:.*)` + acctest.Wording(`no host has id host-9999; data.vspherehpc_host looks one up by name.`).String()),
 			},
 		},
 	})

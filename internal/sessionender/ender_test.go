@@ -36,15 +36,11 @@ func TestMain(m *testing.M) {
 // once vCenter answers. Under a debugger the plugin logs out itself.
 func TestSessionsEndAfterThePlugin(t *testing.T) {
 	ctx := context.Background()
-	lab, err := vcsimlab.Start(ctx, vcsimlab.Options{})
-	if err != nil {
-		t.Fatalf("starting lab: %v", err)
-	}
-	t.Cleanup(lab.Close)
+	lab := acctest.StartLab(t, vcsimlab.Options{})
 	connected := func(n int) *vsphere.Clients {
 		var all vsphere.Clients
 		for range n {
-			c := vsphere.New(vsphere.Config{Server: lab.URL.Host, User: lab.Username, Password: lab.Password, CAFile: lab.CertFile})
+			c := acctest.LabClient(lab)
 			if _, err := c.DatacenterByName(ctx, ""); err != nil {
 				t.Fatal(err)
 			}

@@ -133,7 +133,8 @@ func (c *Client) SetVMPower(ctx context.Context, vmID string, action PowerAction
 			progress(vm.Name + " is already on")
 			return nil, nil
 		}
-		if err := c.shutDown(ctx, op, obj, vm.Name, shutdownTimeout, hardOffAllowed, progress); err != nil {
+		if err := c.shutDown(ctx, guestShutdown{op: op, vm: obj, name: vm.Name, timeout: shutdownTimeout, hardOffAllowed: hardOffAllowed,
+			progress: progress}); err != nil {
 			return nil, err
 		}
 		if action == PowerActionOff {
@@ -174,36 +175,47 @@ func (c *Client) startVM(ctx context.Context, op string, obj *object.VirtualMach
 	return translate(op, err)
 }
 
-// shutDown shuts a running VM's guest down, waiting up to timeout, and
-// powers the VM off hard if that did not work and hardOffAllowed.
-func (c *Client) shutDown(ctx context.Context, op string, obj *object.VirtualMachine, name string, timeout time.Duration, hardOffAllowed bool, progress func(string)) error {
-	progress("shutting the guest of " + name + " down")
+// guestShutdown is a running VM's guest shut down: within timeout, else,
+// when hardOffAllowed, the VM powered off hard. progress is told each step.
+type guestShutdown struct {
+	op             string
+	vm             *object.VirtualMachine
+	name           string // the VM's
+	timeout        time.Duration
+	hardOffAllowed bool
+	progress       func(string)
+}
+
+// shutDown shuts the guest of s.vm down, waiting up to s.timeout, and powers
+// the VM off hard if that did not work and s.hardOffAllowed.
+func (c *Client) shutDown(ctx context.Context, s guestShutdown) error {
+	s.progress("shutting the guest of " + s.name + " down")
 	why := ""
-	err := obj.ShutdownGuest(ctx)
+	err := s.vm.ShutdownGuest(ctx)
 	if err == nil || answerLost(err) { // lost, the shutdown may have started: the wait tells
-		wait, cancel := context.WithTimeout(ctx, timeout)
+		wait, cancel := context.WithTimeout(ctx, s.timeout)
 		for {
 			// A wait whose connection is lost is waited again: the guest
 			// goes on shutting down.
-			err = obj.WaitForPowerState(wait, types.VirtualMachinePowerStatePoweredOff)
+			err = s.vm.WaitForPowerState(wait, types.VirtualMachinePowerStatePoweredOff)
 			if !answerLost(err) || wait.Err() != nil {
 				break
 			}
 		}
 		cancel()
-		why = "did not shut down within " + timeout.String()
+		why = "did not shut down within " + s.timeout.String()
 	} else {
 		// vCenter refused the shutdown at once: no VMware Tools, for one.
-		why = "could not be shut down: " + messageOf(translate(op, err))
+		why = "could not be shut down: " + messageOf(translate(s.op, err))
 	}
 	if err == nil {
 		return nil
 	}
-	if !hardOffAllowed {
-		return &Error{Op: op, Kind: ErrInvalidState, Cause: ErrGuestDidNotShutDown, Message: fmt.Sprintf("the guest of %s %s", name, why)}
+	if !s.hardOffAllowed {
+		return &Error{Op: s.op, Kind: ErrInvalidState, Cause: ErrGuestDidNotShutDown, Message: fmt.Sprintf("the guest of %s %s", s.name, why)}
 	}
-	progress("the guest did not shut down; powering " + name + " off")
-	return c.hardPowerOff(ctx, op, obj)
+	s.progress("the guest did not shut down; powering " + s.name + " off")
+	return c.hardPowerOff(ctx, s.op, s.vm)
 }
 
 // hardPowerOff powers a VM off, without a guest shutdown.

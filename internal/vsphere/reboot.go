@@ -58,13 +58,14 @@ func (c *Client) RebootHost(ctx context.Context, hostID string, timeout time.Dur
 		return translate(op, err)
 	}
 	defer unlock()
+	req := rebootRequest{vc: vc, op: op, name: h.Name, ref: ref, cluster: cluster, timeout: timeout, pending: pending, progress: progress}
 	for {
 		if cluster != nil {
-			if err := c.waitClusterTurn(ctx, vc, op, h.Name, *cluster, ref, timeout, progress); err != nil {
+			if err := c.waitClusterTurn(ctx, req); err != nil {
 				return err
 			}
 		}
-		err := c.rebootInTurn(ctx, vc, op, h.Name, ref, cluster, timeout, pending, progress)
+		err := c.rebootInTurn(ctx, req)
 		if err != errGaveWay { // itself: one wrapped in a failure to leave maintenance mode is a failure
 			return err
 		}
@@ -72,24 +73,35 @@ func (c *Client) RebootHost(ctx context.Context, hostID string, timeout time.Dur
 	}
 }
 
+// rebootRequest is one RebootHost call, as its steps take it.
+type rebootRequest struct {
+	vc       *vim25.Client
+	op       string
+	name     string // the host's
+	ref      types.ManagedObjectReference
+	cluster  *types.ManagedObjectReference // nil for a host outside a cluster
+	timeout  time.Duration
+	pending  []string
+	progress func(string)
+}
+
 // rebootInTurn is RebootHost once the host's turn in its cluster has come.
-func (c *Client) rebootInTurn(ctx context.Context, vc *vim25.Client, op, name string, ref types.ManagedObjectReference,
-	cluster *types.ManagedObjectReference, timeout time.Duration, pending []string, progress func(string)) error {
-	hostID := ref.Value
+func (c *Client) rebootInTurn(ctx context.Context, req rebootRequest) error {
+	hostID := req.ref.Value
 	// From here until the host is out of maintenance mode, no change of
 	// this client to the host's VMs runs.
 	releaseGate, err := c.hostGates.hold(ctx, hostID)
 	if err != nil {
-		return translate(op, err)
+		return translate(req.op, err)
 	}
 	defer releaseGate()
-	if pending != nil {
+	if req.pending != nil {
 		still, err := c.PendingDeviceChanges(ForChange(ctx), hostID)
 		if err != nil {
 			return err
 		}
-		if !slices.ContainsFunc(pending, func(id string) bool { return slices.Contains(still, id) }) {
-			progress("not rebooted: another reboot of this apply has made the change active")
+		if !slices.ContainsFunc(req.pending, func(id string) bool { return slices.Contains(still, id) }) {
+			req.progress("not rebooted: another reboot of this apply has made the change active")
 			return nil
 		}
 	}
@@ -102,47 +114,47 @@ func (c *Client) rebootInTurn(ctx context.Context, vc *vim25.Client, op, name st
 		return err
 	}
 	if !current.InMaintenanceMode && len(current.Stuck) > 0 {
-		return &Error{Op: op, Kind: ErrInvalidState, Object: ObjectHost, ID: hostID, Message: fmt.Sprintf(
+		return &Error{Op: req.op, Kind: ErrInvalidState, Object: ObjectHost, ID: hostID, Message: fmt.Sprintf(
 			"host %s was not rebooted: its running virtual machines %s would keep it from entering maintenance mode (%s)",
-			name, strings.Join(vmNames(current.Stuck), ", "), current.Why)}
+			req.name, strings.Join(vmNames(current.Stuck), ", "), current.Why)}
 	}
-	r := &reboot{c: c, ctx: ctx, op: op, name: name, timeout: timeout, start: time.Now(), host: object.NewHostSystem(vc, ref), cluster: cluster}
-	rctx, cancel := context.WithTimeout(ctx, timeout)
+	r := &reboot{c: c, ctx: ctx, op: req.op, name: req.name, timeout: req.timeout, start: time.Now(), host: object.NewHostSystem(req.vc, req.ref), cluster: req.cluster}
+	rctx, cancel := context.WithTimeout(ctx, req.timeout)
 	defer cancel()
 	entered := false
 	if !current.InMaintenanceMode {
-		progress("entering maintenance mode")
+		req.progress("entering maintenance mode")
 		if err := r.enterMaintenance(rctx); err != nil {
 			return err
 		}
 		entered = true
 	} else {
-		progress("the host is in maintenance mode already, and stays in it")
+		req.progress("the host is in maintenance mode already, and stays in it")
 	}
 	booted := time.Now()
 	if current.BootTime != nil {
 		booted = *current.BootTime
 	}
-	progress("rebooting")
+	req.progress("rebooting")
 	// The host's tasks before the call: one whose answer is lost finds the
 	// reboot it started, if it did, among those not listed here.
 	var before mo.ManagedEntity
-	err = c.readObjectAs(rctx, vc, ref, []string{"recentTask"}, &before, fresh)
+	err = c.readObjectAs(rctx, req.vc, req.ref, []string{"recentTask"}, &before, fresh)
 	var task *object.Task
 	if err == nil {
 		var res *types.RebootHost_TaskResponse
-		if res, err = methods.RebootHost_Task(rctx, vc, &types.RebootHost_Task{This: ref}); err == nil {
-			task = object.NewTask(vc, res.Returnval)
+		if res, err = methods.RebootHost_Task(rctx, req.vc, &types.RebootHost_Task{This: req.ref}); err == nil {
+			task = object.NewTask(req.vc, res.Returnval)
 		} else if answerLost(err) {
 			// The host may be going down, and would refuse to leave
 			// maintenance mode: the reboot's task says.
-			if started, ferr := c.startedTask(rctx, vc, ref, before.RecentTask); ferr == nil && started != nil {
+			if started, ferr := c.startedTask(rctx, req.vc, req.ref, before.RecentTask); ferr == nil && started != nil {
 				task, err = started, nil
 			}
 		}
 	}
 	if err == nil {
-		_, err = c.waitTask(rctx, "rebooting host "+name, task)
+		_, err = c.waitTask(rctx, "rebooting host "+req.name, task)
 	}
 	if err != nil {
 		cause := r.failed(rctx, "rebooting", err)
@@ -151,10 +163,10 @@ func (c *Client) rebootInTurn(ctx context.Context, vc *vim25.Client, op, name st
 		}
 		return cause
 	}
-	progress("waiting for the host to be back")
+	req.progress("waiting for the host to be back")
 	for i := 0; ; i++ {
 		var now mo.HostSystem
-		err := c.readObjectAs(rctx, vc, ref, []string{"runtime"}, &now, fresh)
+		err := c.readObjectAs(rctx, req.vc, req.ref, []string{"runtime"}, &now, fresh)
 		if err == nil && now.Runtime.ConnectionState == types.HostSystemConnectionStateConnected &&
 			now.Runtime.BootTime != nil && now.Runtime.BootTime.After(booted) {
 			break
@@ -167,18 +179,18 @@ func (c *Client) rebootInTurn(ctx context.Context, vc *vim25.Client, op, name st
 				state = "not read"
 			}
 			if ctx.Err() != nil { // the apply was cancelled, not out of time
-				return &Error{Op: op, Kind: ErrInvalidState, Cause: ctx.Err(), Message: fmt.Sprintf(
+				return &Error{Op: req.op, Kind: ErrInvalidState, Cause: ctx.Err(), Message: fmt.Sprintf(
 					"the wait for host %s to come back from its reboot was interrupted after %s (connection state: %s); it stays in "+
-						"maintenance mode", name, r.elapsed(), state)}
+						"maintenance mode", req.name, r.elapsed(), state)}
 			}
-			return &Error{Op: op, Kind: ErrInvalidState, Cause: ErrRebootTimedOut, Message: fmt.Sprintf(
-				"host %s was rebooted and is not back after %s (connection state: %s); it stays in maintenance mode", name, timeout, state)}
+			return &Error{Op: req.op, Kind: ErrInvalidState, Cause: ErrRebootTimedOut, Message: fmt.Sprintf(
+				"host %s was rebooted and is not back after %s (connection state: %s); it stays in maintenance mode", req.name, req.timeout, state)}
 		}
 	}
 	if !entered {
 		return nil
 	}
-	progress("leaving maintenance mode")
+	req.progress("leaving maintenance mode")
 	return r.leaveMaintenance(nil, false)
 }
 

@@ -240,37 +240,36 @@ func aheadOf(hosts map[types.ManagedObjectReference]*hostMaintenance, self types
 }
 
 // waitClusterTurn waits, polling vCenter, until no other host of the
-// cluster is in maintenance mode or entering it, for at most bound; progress
-// is told which hosts it waits for.
-func (c *Client) waitClusterTurn(ctx context.Context, vc *vim25.Client, op, name string, cluster, self types.ManagedObjectReference,
-	bound time.Duration, progress func(string)) error {
-	deadline := time.Now().Add(bound)
+// request's cluster is in maintenance mode or entering it, for at most its
+// timeout; its progress is told which hosts it waits for.
+func (c *Client) waitClusterTurn(ctx context.Context, req rebootRequest) error {
+	deadline := time.Now().Add(req.timeout)
 	said := ""
 	for i := 0; ; i++ {
-		hosts, _, err := c.clusterMaintenance(ctx, vc, cluster, nil)
+		hosts, _, err := c.clusterMaintenance(ctx, req.vc, *req.cluster, nil)
 		if err != nil {
-			return translate(op+": reading the maintenance mode of its cluster's hosts", err)
+			return translate(req.op+": reading the maintenance mode of its cluster's hosts", err)
 		}
-		ahead := aheadOf(hosts, self, nil)
+		ahead := aheadOf(hosts, req.ref, nil)
 		if len(ahead) == 0 {
 			return nil
 		}
 		waiting := strings.Join(ahead, ", ")
 		if waiting != said {
-			progress(fmt.Sprintf("waiting for host %s of its cluster to leave maintenance mode: hosts of a cluster reboot one at a time", waiting))
+			req.progress(fmt.Sprintf("waiting for host %s of its cluster to leave maintenance mode: hosts of a cluster reboot one at a time", waiting))
 			said = waiting
 		}
 		left := time.Until(deadline)
 		if left <= 0 {
-			return &Error{Op: op, Kind: ErrInvalidState, Object: ObjectHost, ID: self.Value, Cause: ErrRebootTurnTimedOut, Message: fmt.Sprintf(
+			return &Error{Op: req.op, Kind: ErrInvalidState, Object: ObjectHost, ID: req.ref.Value, Cause: ErrRebootTurnTimedOut, Message: fmt.Sprintf(
 				"host %s was not rebooted: host %s of its cluster was in maintenance mode, or entering it, for the %s its reboot may wait "+
-					"for its turn (hosts of a cluster reboot one at a time, whichever run or client takes them there)", name, waiting, bound)}
+					"for its turn (hosts of a cluster reboot one at a time, whichever run or client takes them there)", req.name, waiting, req.timeout)}
 		}
 		select {
 		case <-time.After(min(250*time.Millisecond<<min(i, 6), 15*time.Second, left)):
 		case <-ctx.Done():
-			return &Error{Op: op, Kind: ErrInvalidState, Cause: ctx.Err(), Message: fmt.Sprintf(
-				"the reboot of host %s was interrupted while it waited for host %s of its cluster to leave maintenance mode", name, waiting)}
+			return &Error{Op: req.op, Kind: ErrInvalidState, Cause: ctx.Err(), Message: fmt.Sprintf(
+				"the reboot of host %s was interrupted while it waited for host %s of its cluster to leave maintenance mode", req.name, waiting)}
 		}
 	}
 }

@@ -286,7 +286,8 @@ func (c *Client) reconfigureVM(ctx context.Context, vc *vim25.Client, ch vmChang
 		progress := func(step string) {
 			c.log.Debug(ctx, "Powering the VM off for a change that needs it off", map[string]any{"vm": vm.Name, "step": step})
 		}
-		if err := c.shutDown(ctx, ch.op, obj, vm.Name, GuestShutdownTimeout, true, progress); err != nil {
+		if err := c.shutDown(ctx, guestShutdown{op: ch.op, vm: obj, name: vm.Name, timeout: GuestShutdownTimeout, hardOffAllowed: true,
+			progress: progress}); err != nil {
 			return nil, err
 		}
 	}
