@@ -124,9 +124,12 @@ data "vspherehpc_datacenter" "dc" {}
 	release := lab.Hold("Logout")
 	defer release()
 	logged, logFile := plan()
-	if m := regexp.MustCompile(`handed 1 vCenter session\(s\) to process (-?\d+)`).FindStringSubmatch(logged); m == nil || m[1][0] == '-' || m[1] == "0" {
-		t.Fatalf("terraform's log does not show the plugin handing its session over to a process by its id; it logged out itself, or not at all, or logged no id:\n%s",
-			grepLines(logged, "vCenter"))
+	if m := regexp.MustCompile(`handed 1 vCenter session\(s\) to process (-?\d+)`).FindStringSubmatch(logged); m == nil || m[1][0] == '-' ||
+		m[1] == "0" {
+		t.Fatalf(
+			"terraform's log does not show the plugin handing its session over to a process by its id; it logged out itself, or not at all, or logged no id:\n%s",
+			grepLines(logged, "vCenter"),
+		)
 	}
 	// terraform has exited while vCenter held the logout; the session
 	// ender's logout reaches it and ends the session once answered.
@@ -145,8 +148,13 @@ data "vspherehpc_datacenter" "dc" {}
 		text, err := os.ReadFile(logFile)
 		last := strings.TrimSpace(string(text))
 		last = last[strings.LastIndex(last, "\n")+1:]
-		return err == nil && strings.Contains(last, "[DEBUG] provider.terraform-provider-vspherehpc: logged out of the vCenter sessions the plugin handed over: sessions=1"),
-			fmt.Sprintf("its last line %q (%v)", last, err)
+		return err == nil &&
+				strings.Contains(last, "[DEBUG] provider.terraform-provider-vspherehpc: logged out of the vCenter sessions the plugin handed over: sessions=1"),
+			fmt.Sprintf(
+				"its last line %q (%v)",
+				last,
+				err,
+			)
 	})
 }
 

@@ -77,7 +77,11 @@ func SizeGB(totalGB float64) (int64, error) {
 	size := int64(1)
 	for float64(size) < 2*totalGB {
 		if size >= MaxSizeGB {
-			return 0, fmt.Errorf("total GPU memory %s GB is too large: the MMIO size would exceed %d GB, the most an ESXi host can address", FormatGB(totalGB), MaxSizeGB)
+			return 0, fmt.Errorf(
+				"total GPU memory %s GB is too large: the MMIO size would exceed %d GB, the most an ESXi host can address",
+				FormatGB(totalGB),
+				MaxSizeGB,
+			)
 		}
 		size <<= 1
 	}

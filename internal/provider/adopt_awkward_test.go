@@ -270,7 +270,10 @@ func adoptAwkwardLab(t *testing.T, needReboot bool) {
 	}
 	wants := map[string]want{
 		vcsimlab.HandBuiltTeamedSwitch: {[]string{"host", "port_group", "port_group_id", "port_group_key"}, "PVRDMA supports no NIC teaming"},
-		"hpc-node-1:":                  {[]string{"mmio_size_gb"}, fmt.Sprintf("has an MMIO window of %d GB for 80 GB of GPU memory: too small to boot", vcsimlab.HandBuiltSmallWindow)},
+		"hpc-node-1:": {
+			[]string{"mmio_size_gb"},
+			fmt.Sprintf("has an MMIO window of %d GB for 80 GB of GPU memory: too small to boot", vcsimlab.HandBuiltSmallWindow),
+		},
 		biosGuestVM + ":": {append([]string{"allow_firmware_change"}, vmSetup...), "has BIOS firmware and a guest OS (Ubuntu Linux (64-bit)). GPU " +
 			"passthrough needs EFI, so the generated configuration sets allow_firmware_change = true and its plan switches the VM to EFI: a " +
 			"guest installed under BIOS does not boot after that. Unless this guest boots under EFI, set allow_firmware_change = false"},

@@ -157,7 +157,9 @@ resource "vspherehpc_rdma_dvs" %q {
 	d.run("apply", "-auto-approve")
 	d.write(map[string]string{"main.tf": first + sw("other", "vspherehpc.second")})
 	out, err := d.try("plan")
-	if err == nil || !regexp.MustCompile(`(?s)Switch name taken.*already\s+has\s+a\s+distributed\s+switch\s+called\s+"`+regexp.QuoteMeta(testName("twin"))+`"`).MatchString(out) {
+	if err == nil ||
+		!regexp.MustCompile(`(?s)Switch name taken.*already\s+has\s+a\s+distributed\s+switch\s+called\s+"`+regexp.QuoteMeta(testName("twin"))+`"`).
+			MatchString(out) {
 		t.Errorf("a second alias's switch with the first's name: %v, want Switch name taken at plan:\n%s", err, out)
 	}
 	d.write(map[string]string{"main.tf": first}) // a refused configuration would stop a plain destroy at its plan

@@ -41,11 +41,26 @@ func TestErrorDetail(t *testing.T) {
 		{&vsphere.Error{Op: "probing", Kind: vsphere.ErrInvalidArg, Cause: mtu.ErrBelowMin, Message: "below the smallest size to try, 9100"},
 			[]string{"probing: below the smallest size to try, 9100: lower min_mtu"}},
 		{runnerprobe.ErrNotLinux, []string{"needs Linux; use host_system_ids"}},
-		{fmt.Errorf("reading host host-9: %w", context.DeadlineExceeded), []string{"context deadline exceeded. vCenter did not finish within api_timeout", "raise api_timeout"}},
-		{&vsphere.ConnectError{Op: "connecting", Kind: vsphere.ErrUnreachable, Server: "vc:443", Cause: &url.Error{Op: "Post", URL: "https://vc/sdk", Err: context.DeadlineExceeded}},
-			[]string{"vCenter did not finish within api_timeout (default 5m0s) while connecting: check vsphere_server (or VSPHERE_SERVER)", "raise api_timeout in the provider block"}},
+		{
+			fmt.Errorf("reading host host-9: %w", context.DeadlineExceeded),
+			[]string{"context deadline exceeded. vCenter did not finish within api_timeout", "raise api_timeout"},
+		},
+		{
+			&vsphere.ConnectError{
+				Op:     "connecting",
+				Kind:   vsphere.ErrUnreachable,
+				Server: "vc:443",
+				Cause:  &url.Error{Op: "Post", URL: "https://vc/sdk", Err: context.DeadlineExceeded},
+			},
+			[]string{
+				"vCenter did not finish within api_timeout (default 5m0s) while connecting: check vsphere_server (or VSPHERE_SERVER)",
+				"raise api_timeout in the provider block",
+			},
+		},
 		{&vsphere.Error{Op: "setting SR-IOV", Kind: vsphere.ErrConnectionLost, Message: "the connection to vCenter closed before its answer came (EOF)"},
-			[]string{"setting SR-IOV: the connection to vCenter closed before its answer came (EOF). vCenter may or may not have done what was asked: run the command again"}},
+			[]string{
+				"setting SR-IOV: the connection to vCenter closed before its answer came (EOF). vCenter may or may not have done what was asked: run the command again",
+			}},
 		{&vsphere.ConnectError{Op: "connecting", Kind: vsphere.ErrUnreachable, Server: "vc:443", Cause: &net.OpError{Op: "dial", Err: timeoutError{}}},
 			[]string{"within api_timeout (default 5m0s) while connecting", "raise api_timeout"}},
 	}

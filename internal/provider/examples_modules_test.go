@@ -183,13 +183,33 @@ func TestAccModulePVRDMACluster(t *testing.T) {
 	expectNoChanges(t, d, dc, all)
 	expectNoChanges(t, d, dc, "-var=cluster_name="+lab.ClusterName())
 
-	expectFailure(t, d, regexp.MustCompile(`Give either host_names or cluster_name, not both and not neither`), dc, all, "-var=cluster_name="+lab.ClusterName())
+	expectFailure(
+		t,
+		d,
+		regexp.MustCompile(`Give either host_names or cluster_name, not both and not neither`),
+		dc,
+		all,
+		"-var=cluster_name="+lab.ClusterName(),
+	)
 	expectFailure(t, d, regexp.MustCompile(`Give either host_names or cluster_name, not both and not neither`), dc)
-	expectFailure(t, d, regexp.MustCompile(`PVRDMA connects VMs across hosts, and the switch would have 1: list two or\s+more hosts in host_names`), dc, hostsVar(hosts[0]))
+	expectFailure(
+		t,
+		d,
+		regexp.MustCompile(`PVRDMA connects VMs across hosts, and the switch would have 1: list two or\s+more hosts in host_names`),
+		dc,
+		hostsVar(hosts[0]),
+	)
 	expectFailure(t, d, acctest.Wording("cluster_name is empty: name the cluster, or leave it null and list host_names."), dc, "-var=cluster_name= ")
 	expectFailure(t, d, regexp.MustCompile(`host_names lists `+regexp.QuoteMeta(hosts[0])+` more than once`), dc, hostsVar(hosts[0], hosts[0]))
 	// vmk0 is at 1500 on every host: the hosts, not the fabric, fall short.
-	expectFailure(t, d, acctest.Wording("The fabric carries 1500-byte packets, not the switch MTU 9000. The hosts allow less themselves: vmk0 MTU "), dc, all, "-var=vmknic=vmk0")
+	expectFailure(
+		t,
+		d,
+		acctest.Wording("The fabric carries 1500-byte packets, not the switch MTU 9000. The hosts allow less themselves: vmk0 MTU "),
+		dc,
+		all,
+		"-var=vmknic=vmk0",
+	)
 	// A 1500 link between two hosts stops the plan, naming the paths.
 	lab.SetLinkMTU(hosts[1], hosts[2], 1500)
 	expectFailure(t, d, regexp.MustCompile(`(?s)The fabric carries 1500-byte packets, not the switch MTU 9000.*`+
@@ -270,7 +290,12 @@ func TestAccModulePVRDMACluster_migrationFromCount(t *testing.T) {
 	d.copyModule("pvrdma-cluster")
 	var moved strings.Builder
 	for i, host := range h {
-		fmt.Fprintf(&moved, "moved {\n  from = module.pvrdma.vspherehpc_host_pvrdma_settings.this[%d]\n  to   = module.pvrdma.vspherehpc_host_pvrdma_settings.this[%q]\n}\n", i, host)
+		fmt.Fprintf(
+			&moved,
+			"moved {\n  from = module.pvrdma.vspherehpc_host_pvrdma_settings.this[%d]\n  to   = module.pvrdma.vspherehpc_host_pvrdma_settings.this[%q]\n}\n",
+			i,
+			host,
+		)
 	}
 	d.write(map[string]string{"moved.tf": moved.String()})
 	expectNoChanges(t, d, dc, all)
@@ -337,7 +362,8 @@ output "node" {
 	}
 	d.output("node", &node)
 	if !regexp.MustCompile(`^[0-9a-f]{2}(:[0-9a-f]{2}){5}$`).MatchString(node.MAC) || node.MMIOSizeGB != mmioGB || node.TotalGB != totalGB ||
-		!regexp.MustCompile(`(?s)MMIO window `+strconv.FormatInt(mmioGB, 10)+` GB.*expect 2 GPU\(s\).*sudo modprobe rdma_ucm\n\s*sudo modprobe -r vmw_pvrdma .*\n\s*sudo modprobe vmw_pvrdma\n.*ib_send_bw --report_gbits`).MatchString(node.GuestSetup) {
+		!regexp.MustCompile(`(?s)MMIO window `+strconv.FormatInt(mmioGB, 10)+` GB.*expect 2 GPU\(s\).*sudo modprobe rdma_ucm\n\s*sudo modprobe -r vmw_pvrdma .*\n\s*sudo modprobe vmw_pvrdma\n.*ib_send_bw --report_gbits`).
+			MatchString(node.GuestSetup) {
 		t.Fatalf("outputs %+v", node)
 	}
 	settings, err := lab.VMSettings(context.Background(), vm)

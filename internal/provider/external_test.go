@@ -192,7 +192,12 @@ func runExternal(m *testing.M) int {
 		return 1
 	}
 	if left, changed := footprintDiff(before, after); len(left)+len(changed) > 0 {
-		fmt.Fprintf(os.Stderr, "the run left the vCenter changed:\n  now:    %s\n  before: %s\n", strings.Join(left, "\n          "), strings.Join(changed, "\n          "))
+		fmt.Fprintf(
+			os.Stderr,
+			"the run left the vCenter changed:\n  now:    %s\n  before: %s\n",
+			strings.Join(left, "\n          "),
+			strings.Join(changed, "\n          "),
+		)
 		return 1
 	}
 	fmt.Fprintf(os.Stderr, "the vCenter is as before the run (%d facts compared)\n", len(after))

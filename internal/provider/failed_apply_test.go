@@ -60,7 +60,12 @@ func TestAccFailedApply_destroyWorksFirstTime(t *testing.T) {
 			name: "GPU setup on a passed-through GPU",
 			config: func(lab *vcsimlab.Lab, vm string) string {
 				return passthroughConfig(lab, host, fmt.Sprintf("  pci_ids = [%q]", lab.GPUs()[0])) +
-					strings.Replace(gpuConfig(lab, lab.VMUUID(vm), "\n"+gpuBlock(lab.GPUs()[0])+"  depends_on = [vspherehpc_host_pci_passthrough.p]\n"), acctest.ProviderConfig(lab), "", 1)
+					strings.Replace(
+						gpuConfig(lab, lab.VMUUID(vm), "\n"+gpuBlock(lab.GPUs()[0])+"  depends_on = [vspherehpc_host_pci_passthrough.p]\n"),
+						acctest.ProviderConfig(lab),
+						"",
+						1,
+					)
 			},
 			inject: func(lab *vcsimlab.Lab, vm string) error {
 				return lab.InjectTaskFault("ReconfigVM_Task", vm, vcsimlab.Fault{Type: "GenericVmConfigFault", Detail: "injected"})
@@ -125,7 +130,11 @@ func TestAccFailedApply_destroyWorksFirstTime(t *testing.T) {
 					vm = n
 				}
 			}
-			d := newTFDir(t, lab, map[string]string{"main.tf": acctest.RequiredProviders + strings.Replace(c.config(lab, vm), acctest.ProviderConfig(lab), "", 1)})
+			d := newTFDir(
+				t,
+				lab,
+				map[string]string{"main.tf": acctest.RequiredProviders + strings.Replace(c.config(lab, vm), acctest.ProviderConfig(lab), "", 1)},
+			)
 			acctest.Must(t, c.inject(lab, vm))
 			if out, err := d.try("apply", "-auto-approve"); err == nil || !regexp.MustCompile(c.want).MatchString(out) {
 				t.Fatalf("apply with an injected fault: %v, want a failure matching %s:\n%s", err, c.want, out)
@@ -157,9 +166,19 @@ func TestAccFailedApply_passthroughOffUnderVM(t *testing.T) {
 			vm = n
 		}
 	}
-	gpuSetup := strings.Replace(gpuConfig(lab, lab.VMUUID(vm), "  mmio_size_gb = 256\n"+gpuBlock(a100)+"  depends_on = [vspherehpc_host_pci_passthrough.p]\n"), acctest.ProviderConfig(lab), "", 1)
+	gpuSetup := strings.Replace(
+		gpuConfig(lab, lab.VMUUID(vm), "  mmio_size_gb = 256\n"+gpuBlock(a100)+"  depends_on = [vspherehpc_host_pci_passthrough.p]\n"),
+		acctest.ProviderConfig(lab),
+		"",
+		1,
+	)
 	config := func(pciIDs string) string {
-		return acctest.RequiredProviders + strings.Replace(passthroughConfig(lab, host, "  pci_ids = "+pciIDs), acctest.ProviderConfig(lab), "", 1) + gpuSetup
+		return acctest.RequiredProviders + strings.Replace(
+			passthroughConfig(lab, host, "  pci_ids = "+pciIDs),
+			acctest.ProviderConfig(lab),
+			"",
+			1,
+		) + gpuSetup
 	}
 	d := newTFDir(t, lab, map[string]string{"main.tf": config(fmt.Sprintf("[%q, %q]", a100, lab.GPUs()[0]))})
 	d.run("apply", "-auto-approve")

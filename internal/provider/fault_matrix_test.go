@@ -291,7 +291,14 @@ func runFaultMatrix(t *testing.T, opts vcsimlab.Options, prepare func(*vcsimlab.
 		}
 		return r.restored()
 	})
-	run("destroy", deleteLog, false, func() string { return r.converges(1) }, faultedApply("-destroy", "-target="+address), func() string { return r.restored() })
+	run(
+		"destroy",
+		deleteLog,
+		false,
+		func() string { return r.converges(1) },
+		faultedApply("-destroy", "-target="+address),
+		func() string { return r.restored() },
+	)
 	reportFaultMatrix(t, address, rows)
 }
 

@@ -160,7 +160,10 @@ func (d *hostDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, r
 			"datacenter_id": schema.StringAttribute{
 				Optional:            true,
 				MarkdownDescription: "Managed object id of the datacenter to search by `name`, e.g. `data.vspherehpc_datacenter.dc.id`.",
-				Validators:          []validator.String{stringvalidator.ConflictsWith(path.MatchRoot("host_system_id")), notEmpty("give the datacenter's managed object id, e.g. data.vspherehpc_datacenter.dc.id")},
+				Validators: []validator.String{
+					stringvalidator.ConflictsWith(path.MatchRoot("host_system_id")),
+					notEmpty("give the datacenter's managed object id, e.g. data.vspherehpc_datacenter.dc.id"),
+				},
 			},
 			"name": schema.StringAttribute{
 				Optional:            true,
@@ -209,12 +212,17 @@ func (d *hostDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, r
 				Computed:            true,
 				MarkdownDescription: "GPUs of the host: display-class PCI devices that can be passed through or that the host reports as graphics devices (onboard VGA is left out).",
 				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
-					"pci_id":              computedString("PCI address, e.g. `0000:3b:00.0`: what `vspherehpc_vm_gpu_mmio` and `vsphere_virtual_machine.pci_device_id` take."),
-					"vendor_id":           computedString("PCI vendor id as four hex digits, e.g. `10de` for NVIDIA."),
-					"device_id":           computedString("PCI device id as four hex digits, e.g. `2330`."),
-					"vendor_name":         computedString("Vendor name."),
-					"device_name":         computedString("Device name."),
-					"memory_gb":           schema.Float64Attribute{Computed: true, MarkdownDescription: "Framebuffer memory in GB as the host reports it; 0 when it does not."},
+					"pci_id": computedString(
+						"PCI address, e.g. `0000:3b:00.0`: what `vspherehpc_vm_gpu_mmio` and `vsphere_virtual_machine.pci_device_id` take.",
+					),
+					"vendor_id":   computedString("PCI vendor id as four hex digits, e.g. `10de` for NVIDIA."),
+					"device_id":   computedString("PCI device id as four hex digits, e.g. `2330`."),
+					"vendor_name": computedString("Vendor name."),
+					"device_name": computedString("Device name."),
+					"memory_gb": schema.Float64Attribute{
+						Computed:            true,
+						MarkdownDescription: "Framebuffer memory in GB as the host reports it; 0 when it does not.",
+					},
 					"passthrough_capable": computedBool("Whether the device can be passed through."),
 					"passthrough_enabled": computedBool("Whether passthrough is enabled for the device."),
 					"passthrough_active":  computedBool("Whether passthrough is active (enabled and the host rebooted since), so VMs can use the device."),
@@ -237,14 +245,16 @@ func (d *hostDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, r
 					"SR-IOV state and the VMs using each: what `vspherehpc_host_pci_passthrough` takes. " +
 					"Select, e.g., every ConnectX card: `[for d in data.vspherehpc_host.esx.pci_devices : d.pci_id if d.connectx]`.",
 				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
-					"pci_id":                      computedString("PCI address, e.g. `0000:3b:00.0`."),
-					"vendor_id":                   computedString("PCI vendor id as four hex digits (`10de` NVIDIA, `15b3` Mellanox/NVIDIA networking)."),
-					"device_id":                   computedString("PCI device id as four hex digits."),
-					"vendor_name":                 computedString("Vendor name."),
-					"device_name":                 computedString("Device name."),
-					"connectx":                    computedBool("Whether it is a Mellanox/NVIDIA ConnectX card (vendor `15b3`): Ethernet RDMA or InfiniBand."),
-					"physical_nic":                computedString("The vmnic the device is; empty when it is none."),
-					"uplink_of":                   computedString("The switch that uses the device as an uplink; empty when none does (such a device cannot be passed through)."),
+					"pci_id":       computedString("PCI address, e.g. `0000:3b:00.0`."),
+					"vendor_id":    computedString("PCI vendor id as four hex digits (`10de` NVIDIA, `15b3` Mellanox/NVIDIA networking)."),
+					"device_id":    computedString("PCI device id as four hex digits."),
+					"vendor_name":  computedString("Vendor name."),
+					"device_name":  computedString("Device name."),
+					"connectx":     computedBool("Whether it is a Mellanox/NVIDIA ConnectX card (vendor `15b3`): Ethernet RDMA or InfiniBand."),
+					"physical_nic": computedString("The vmnic the device is; empty when it is none."),
+					"uplink_of": computedString(
+						"The switch that uses the device as an uplink; empty when none does (such a device cannot be passed through).",
+					),
 					"passthrough_capable":         computedBool("Whether the device can be passed through."),
 					"passthrough_enabled":         computedBool("Whether passthrough is enabled."),
 					"passthrough_active":          computedBool("Whether passthrough is in effect (enabled, and the host rebooted since when it needed to)."),

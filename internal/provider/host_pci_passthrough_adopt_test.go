@@ -39,13 +39,19 @@ func TestAccHostPCIPassthrough_list(t *testing.T) {
 	hosts := lab.HostNames()
 	// Passthrough turned off for both H100s of the last host: not listed.
 	ctx := context.Background()
-	acctest.Must(t, acctest.LabClient(lab).SetHostPassthrough(ctx, lab.HostID(hosts[len(hosts)-1]), map[string]bool{lab.GPUs()[0]: false, lab.GPUs()[1]: false}))
+	acctest.Must(
+		t,
+		acctest.LabClient(lab).SetHostPassthrough(ctx, lab.HostID(hosts[len(hosts)-1]), map[string]bool{lab.GPUs()[0]: false, lab.GPUs()[1]: false}),
+	)
 	cluster, err := acctest.LabClient(lab).ClusterByName(ctx, lab.DatacenterID(), lab.ClusterName())
 	acctest.Must(t, err)
 	runQueries(t, lab, "vspherehpc_host_pci_passthrough", append([]query{
 		{config: inDatacenter(lab), checks: []querycheck.QueryResultCheck{
 			querycheck.ExpectLength("vspherehpc_host_pci_passthrough.q", len(hosts)-1),
-			displayed("vspherehpc_host_pci_passthrough", fmt.Sprintf("%s: %s GH100 [H100 SXM5 80GB], %s GH100 [H100 SXM5 80GB]", hosts[0], lab.GPUs()[0], lab.GPUs()[1])),
+			displayed(
+				"vspherehpc_host_pci_passthrough",
+				fmt.Sprintf("%s: %s GH100 [H100 SXM5 80GB], %s GH100 [H100 SXM5 80GB]", hosts[0], lab.GPUs()[0], lab.GPUs()[1]),
+			),
 		}},
 		{config: fmt.Sprintf("    cluster_id = %q", cluster.ID), checks: []querycheck.QueryResultCheck{
 			querycheck.ExpectLength("vspherehpc_host_pci_passthrough.q", len(hosts)-1),

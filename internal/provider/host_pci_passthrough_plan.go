@@ -168,7 +168,12 @@ func planBefore(ctx context.Context, before map[string]bool, devices []string, r
 // managed device has passthrough on and active: then the plan is the state.
 // match is resolved again when the configuration changes, not on every plan.
 // It returns the managed devices' PCI ids.
-func (r *hostPCIPassthroughResource) unchanged(ctx context.Context, plan *hostPCIPassthroughModel, state tfsdk.State, diags *diag.Diagnostics) ([]string, bool) {
+func (r *hostPCIPassthroughResource) unchanged(
+	ctx context.Context,
+	plan *hostPCIPassthroughModel,
+	state tfsdk.State,
+	diags *diag.Diagnostics,
+) ([]string, bool) {
 	var prior hostPCIPassthroughModel
 	diags.Append(getModel(ctx, state.Schema, state.Raw, &prior)...)
 	if diags.HasError() || !plan.PCIIDs.Equal(prior.PCIIDs) || !plan.Match.Equal(prior.Match) {

@@ -126,9 +126,14 @@ func TestAccHostPCIPassthrough_rebootRefused(t *testing.T) {
 					acctest.Must(t, lab.SetClusterDRS(ctx, true, "fullyAutomated"))
 					acctest.Must(t, lab.SetVMDRSOverride(ctx, other, true, "manual"))
 				},
-				Config:      passthroughConfig(lab, lab.VMHostName(other), fmt.Sprintf("  pci_ids = [%q]\n  reboot_allowed = true", a100)),
-				PlanOnly:    true,
-				ExpectError: acctest.Wording(fmt.Sprintf("its running virtual machines %s would keep it from entering maintenance mode: DRS moves no VM whose automation level is not fully automated", other)),
+				Config:   passthroughConfig(lab, lab.VMHostName(other), fmt.Sprintf("  pci_ids = [%q]\n  reboot_allowed = true", a100)),
+				PlanOnly: true,
+				ExpectError: acctest.Wording(
+					fmt.Sprintf(
+						"its running virtual machines %s would keep it from entering maintenance mode: DRS moves no VM whose automation level is not fully automated",
+						other,
+					),
+				),
 			},
 			{
 				Config: passthroughConfig(lab, lab.VMHostName(other), fmt.Sprintf("  pci_ids = [%q]", a100)),
@@ -279,7 +284,11 @@ resource "vspherehpc_vm_gpu_mmio" "node" {
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
-			{Config: config(false), PlanOnly: true, ExpectError: acctest.Wording("is turned on by this configuration, but the host applies that only at its next reboot")},
+			{
+				Config:      config(false),
+				PlanOnly:    true,
+				ExpectError: acctest.Wording("is turned on by this configuration, but the host applies that only at its next reboot"),
+			},
 			{Config: config(true), Check: resource.ComposeTestCheckFunc(vmDevicesAre(lab, vm, a100), rebootWindows(lab, lab.VMHostName(vm)))},
 			{Config: config(true), PlanOnly: true},
 		},
@@ -314,8 +323,10 @@ resource "vspherehpc_vm_gpu_mmio" "node" {
   depends_on = [vspherehpc_host_pci_passthrough.a100]
 }
 `, lab.VMUUID(vm), a100),
-				PlanOnly:    true,
-				ExpectError: acctest.Wording("is enabled but not active yet: the host must reboot first (vspherehpc_host_pci_passthrough shows reboot_required). Set reboot_allowed = true on that resource"),
+				PlanOnly: true,
+				ExpectError: acctest.Wording(
+					"is enabled but not active yet: the host must reboot first (vspherehpc_host_pci_passthrough shows reboot_required). Set reboot_allowed = true on that resource",
+				),
 			},
 		},
 	})

@@ -170,7 +170,12 @@ func (r *hostPCIPassthroughResource) Configure(_ context.Context, req resource.C
 
 // change is the planned passthrough of m, with the devices whose
 // passthrough will go back off.
-func (r *hostPCIPassthroughResource) change(ctx context.Context, m *hostPCIPassthroughModel, before map[string]bool, diags *diag.Diagnostics) vsphere.PassthroughChange {
+func (r *hostPCIPassthroughResource) change(
+	ctx context.Context,
+	m *hostPCIPassthroughModel,
+	before map[string]bool,
+	diags *diag.Diagnostics,
+) vsphere.PassthroughChange {
 	ch := vsphere.PassthroughChange{HostID: m.HostSystemID.ValueString()}
 	if !m.PCIIDs.IsNull() {
 		diags.Append(m.PCIIDs.ElementsAs(ctx, &ch.PCIIDs, false)...)
@@ -339,7 +344,13 @@ func (r *hostPCIPassthroughResource) apply(ctx context.Context, m *hostPCIPassth
 
 // read reads the host back after a change and sets state; it returns the
 // host as read.
-func (r *hostPCIPassthroughResource) read(ctx context.Context, m *hostPCIPassthroughModel, managed []string, state stateSetter, diags *diag.Diagnostics) (*vsphere.HostPassthrough, error) {
+func (r *hostPCIPassthroughResource) read(
+	ctx context.Context,
+	m *hostPCIPassthroughModel,
+	managed []string,
+	state stateSetter,
+	diags *diag.Diagnostics,
+) (*vsphere.HostPassthrough, error) {
 	host, err := r.client.HostPassthrough(ctx, m.HostSystemID.ValueString())
 	if err != nil {
 		return nil, err
@@ -438,7 +449,16 @@ func (r *hostPCIPassthroughResource) Delete(ctx context.Context, req resource.De
 		return
 	}
 	if err == nil {
-		deviceReboot{hostID: ch.HostID, allowed: state.RebootAllowed, timeout: state.RebootTimeout, pciIDs: ch.Disabling}.ifPending(ctx, r.client, &resp.Diagnostics)
+		deviceReboot{
+			hostID:  ch.HostID,
+			allowed: state.RebootAllowed,
+			timeout: state.RebootTimeout,
+			pciIDs:  ch.Disabling,
+		}.ifPending(
+			ctx,
+			r.client,
+			&resp.Diagnostics,
+		)
 	}
 }
 

@@ -47,7 +47,12 @@ func passthroughActive(lab *vcsimlab.Lab, hostName, pciID string, want bool) fun
 	return passthroughState(lab, hostName, pciID, "active", want, func(d *vsphere.PassthroughDevice) bool { return d.Active })
 }
 
-func passthroughState(lab *vcsimlab.Lab, hostName, pciID, what string, want bool, state func(*vsphere.PassthroughDevice) bool) func(*terraform.State) error {
+func passthroughState(
+	lab *vcsimlab.Lab,
+	hostName, pciID, what string,
+	want bool,
+	state func(*vsphere.PassthroughDevice) bool,
+) func(*terraform.State) error {
 	return func(*terraform.State) error {
 		h, err := acctest.LabClient(lab).HostPassthrough(context.Background(), lab.HostID(hostName))
 		if err != nil {
@@ -186,19 +191,31 @@ func TestAccHostPCIPassthrough_refusals(t *testing.T) {
 		Steps: []resource.TestStep{
 			{
 				Config: passthroughConfig(lab, name, `  pci_ids = ["0000:99:00.0"]`), PlanOnly: true,
-				ExpectError: regexp.MustCompile(`(?s)Host\s+` + regexp.QuoteMeta(name) + `\s+\(` + id + `\)\s+has\s+no\s+PCI\s+device\s+0000:99:00.0.\s+Its\s+devices\s+that\s+can\s+be\s+passed\s+through:.*0000:af:00.0`),
+				ExpectError: regexp.MustCompile(
+					`(?s)Host\s+` + regexp.QuoteMeta(
+						name,
+					) + `\s+\(` + id + `\)\s+has\s+no\s+PCI\s+device\s+0000:99:00.0.\s+Its\s+devices\s+that\s+can\s+be\s+passed\s+through:.*0000:af:00.0`,
+				),
 			},
 			{
 				Config: passthroughConfig(lab, name, `  match {
     vendor_id = "10de"
     device_id = "ffff"
   }`), PlanOnly: true,
-				ExpectError: acctest.Wording(fmt.Sprintf("Host %s (%s) has no device with vendor id 10de and device id ffff that can be passed through", name, id)),
+				ExpectError: acctest.Wording(
+					fmt.Sprintf("Host %s (%s) has no device with vendor id 10de and device id ffff that can be passed through", name, id),
+				),
 			},
 			// vmnic0 is the uplink of vSwitch0 on every lab host.
 			{
 				Config: passthroughConfig(lab, name, `  pci_ids = ["0000:0b:00.0"]`), PlanOnly: true,
-				ExpectError: acctest.Wording(fmt.Sprintf(`PCI device 0000:0b:00.0 of host %s (%s) is vmnic0, an uplink of switch "vSwitch0": passing it through takes it from the host's network.`, name, id)),
+				ExpectError: acctest.Wording(
+					fmt.Sprintf(
+						`PCI device 0000:0b:00.0 of host %s (%s) is vmnic0, an uplink of switch "vSwitch0": passing it through takes it from the host's network.`,
+						name,
+						id,
+					),
+				),
 			},
 			{
 				Config: passthroughConfig(lab, name, ""), PlanOnly: true,
@@ -233,7 +250,15 @@ func TestAccHostPCIPassthrough_destroyRefusedWhileAVMUsesIt(t *testing.T) {
 			{
 				PreConfig: func() { acctest.Must(t, lab.AttachGPU(context.Background(), vm, a100)) },
 				Config:    config, Destroy: true,
-				ExpectError: acctest.Wording(fmt.Sprintf("Passthrough of PCI device %s of host %s (%s) would go back off, but virtual machines %s are configured with it", a100, name, lab.HostID(name), vm)),
+				ExpectError: acctest.Wording(
+					fmt.Sprintf(
+						"Passthrough of PCI device %s of host %s (%s) would go back off, but virtual machines %s are configured with it",
+						a100,
+						name,
+						lab.HostID(name),
+						vm,
+					),
+				),
 			},
 			{
 				PreConfig: func() { acctest.Must(t, lab.DetachGPU(context.Background(), vm, a100)) },
@@ -269,7 +294,11 @@ resource "vspherehpc_vm_gpu_mmio" "gpu" {
 			{
 				Config: config,
 				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue("vspherehpc_vm_gpu_mmio.gpu", tfjsonpath.New("gpu").AtSliceIndex(0).AtMapKey("pci_id"), knownvalue.StringExact(a100)),
+					statecheck.ExpectKnownValue(
+						"vspherehpc_vm_gpu_mmio.gpu",
+						tfjsonpath.New("gpu").AtSliceIndex(0).AtMapKey("pci_id"),
+						knownvalue.StringExact(a100),
+					),
 					statecheck.ExpectKnownValue("vspherehpc_vm_gpu_mmio.gpu", tfjsonpath.New("mmio_size_gb"), knownvalue.Int64Exact(128)),
 				},
 			},

@@ -46,11 +46,14 @@ func TestAccHostPVRDMASettings_list(t *testing.T) {
 		}},
 		{config: onHosts(lab, hosts[0]), checks: []querycheck.QueryResultCheck{
 			querycheck.ExpectLength("vspherehpc_host_pvrdma_settings.q", 1),
-			querycheck.ExpectResourceKnownValues("vspherehpc_host_pvrdma_settings.q", queryfilter.ByDisplayName(knownvalue.StringRegexp(regexp.MustCompile("^"+hosts[0]))),
+			querycheck.ExpectResourceKnownValues(
+				"vspherehpc_host_pvrdma_settings.q",
+				queryfilter.ByDisplayName(knownvalue.StringRegexp(regexp.MustCompile("^"+hosts[0]))),
 				[]querycheck.KnownValueCheck{
 					{Path: tfjsonpath.New("vmknic"), KnownValue: knownvalue.StringExact("vmk1")},
 					{Path: tfjsonpath.New("firewall_enabled"), KnownValue: knownvalue.Bool(true)},
-				}),
+				},
+			),
 		}},
 		{config: onHosts(lab, hosts[1]), checks: []querycheck.QueryResultCheck{querycheck.ExpectLength("vspherehpc_host_pvrdma_settings.q", 0)}},
 	}, scopeErrors(lab)...))

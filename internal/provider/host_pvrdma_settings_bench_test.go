@@ -82,9 +82,15 @@ func BenchmarkHostPVRDMASettingsAllowedIPs(b *testing.B) {
 				b.StartTimer()
 				v, err := server.ValidateResourceConfig(ctx, &tfprotov6.ValidateResourceConfigRequest{TypeName: typeName, Config: config})
 				failed(b, err, v.Diagnostics)
-				p, err := server.PlanResourceChange(ctx, &tfprotov6.PlanResourceChangeRequest{TypeName: typeName, Config: config, ProposedNewState: config, PriorState: none})
+				p, err := server.PlanResourceChange(
+					ctx,
+					&tfprotov6.PlanResourceChangeRequest{TypeName: typeName, Config: config, ProposedNewState: config, PriorState: none},
+				)
 				failed(b, err, p.Diagnostics)
-				p, err = server.PlanResourceChange(ctx, &tfprotov6.PlanResourceChangeRequest{TypeName: typeName, Config: config, ProposedNewState: prior, PriorState: prior})
+				p, err = server.PlanResourceChange(
+					ctx,
+					&tfprotov6.PlanResourceChangeRequest{TypeName: typeName, Config: config, ProposedNewState: prior, PriorState: prior},
+				)
 				failed(b, err, p.Diagnostics)
 			}
 		})

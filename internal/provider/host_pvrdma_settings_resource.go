@@ -169,7 +169,11 @@ func (r *hostPVRDMASettingsResource) Create(ctx context.Context, req resource.Cr
 		return
 	}
 	plan.Before = settingsBefore(before.Settings)
-	tflog.Debug(ctx, "Recorded the host's PVRDMA settings for destroy", map[string]any{"host_system_id": hostID, "vmknic": before.Settings.Vmknic, "firewall_enabled": before.Settings.FirewallEnabled})
+	tflog.Debug(
+		ctx,
+		"Recorded the host's PVRDMA settings for destroy",
+		map[string]any{"host_system_id": hostID, "vmknic": before.Settings.Vmknic, "firewall_enabled": before.Settings.FirewallEnabled},
+	)
 	// Track the host before changing it: if a write fails half-way, the
 	// resource stays in state (tainted) and destroy still restores it.
 	tracked := plan
@@ -273,7 +277,11 @@ func (r *hostPVRDMASettingsResource) Delete(ctx context.Context, req resource.De
 		resp.Diagnostics.Append(vsphereErrorDiag("Cannot restore the PVRDMA settings of host "+hostID, err))
 		return
 	}
-	tflog.Debug(ctx, "Restored the host's PVRDMA settings", map[string]any{"host_system_id": hostID, "vmknic": before.Vmknic, "firewall_enabled": before.FirewallEnabled})
+	tflog.Debug(
+		ctx,
+		"Restored the host's PVRDMA settings",
+		map[string]any{"host_system_id": hostID, "vmknic": before.Vmknic, "firewall_enabled": before.FirewallEnabled},
+	)
 }
 
 // ImportState adopts a host's settings as they are, and records them as the

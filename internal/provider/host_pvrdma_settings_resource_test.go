@@ -98,7 +98,11 @@ func TestAccHostPVRDMASettings_basic(t *testing.T) {
 						"firewall_allowed_ips": knownvalue.ListSizeExact(len(original.AllowedIPs)),
 					})),
 				},
-				Check: hostSettingsAre(lab, name, vsphere.PVRDMASettings{Vmknic: vmknic, FirewallEnabled: true, AllowedIPs: []string{"192.0.2.0/24", "198.51.100.7"}}),
+				Check: hostSettingsAre(
+					lab,
+					name,
+					vsphere.PVRDMASettings{Vmknic: vmknic, FirewallEnabled: true, AllowedIPs: []string{"192.0.2.0/24", "198.51.100.7"}},
+				),
 			},
 			{
 				// An import records the settings as found: destroy then
@@ -256,9 +260,11 @@ func TestAccHostPVRDMASettings_refusals(t *testing.T) {
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
-				Config:      hostSettingsConfig(lab, name, fmt.Sprintf(`  vmknic = %q`, missing)),
-				PlanOnly:    true,
-				ExpectError: acctest.Wording(fmt.Sprintf("Host %s (%s) has no VMkernel adapter %s; its adapters are %s.", name, lab.HostID(name), missing, vmknics)),
+				Config:   hostSettingsConfig(lab, name, fmt.Sprintf(`  vmknic = %q`, missing)),
+				PlanOnly: true,
+				ExpectError: acctest.Wording(
+					fmt.Sprintf("Host %s (%s) has no VMkernel adapter %s; its adapters are %s.", name, lab.HostID(name), missing, vmknics),
+				),
 			},
 			{
 				Config:      hostSettingsConfig(lab, name, `  vmknic = "eth0"`),
@@ -289,8 +295,10 @@ func TestAccHostPVRDMASettings_optionRefused(t *testing.T) {
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{{
-			Config:      hostSettingsConfig(lab, name, ""),
-			ExpectError: regexp.MustCompile(`(?s)Cannot set PVRDMA on host.*does not know the advanced option\s+Net.PVRDMAVmknic: PVRDMA needs ESXi 6.5 or later`),
+			Config: hostSettingsConfig(lab, name, ""),
+			ExpectError: regexp.MustCompile(
+				`(?s)Cannot set PVRDMA on host.*does not know the advanced option\s+Net.PVRDMAVmknic: PVRDMA needs ESXi 6.5 or later`,
+			),
 		}},
 	})
 }
@@ -472,7 +480,11 @@ func TestAccHostPVRDMASettings_restoreRecordMovesFromPrivateState(t *testing.T) 
 	name := lab.HostNames()[1]
 	acctest.Must(t, lab.SetHostOption(ctx, name, vsphere.PVRDMAVmknicOption, lab.Vmknic()))
 	acctest.Must(t, lab.SetRuleset(ctx, name, vsphere.PVRDMARuleset, true))
-	d := newTFDir(t, lab, map[string]string{"main.tf": acctest.RequiredProviders + without(hostSettingsConfig(lab, name, `  firewall_enabled = false`), lab)})
+	d := newTFDir(
+		t,
+		lab,
+		map[string]string{"main.tf": acctest.RequiredProviders + without(hostSettingsConfig(lab, name, `  firewall_enabled = false`), lab)},
+	)
 	d.run("apply", "-auto-approve")
 	recorded := fmt.Sprintf(`"settings_before":{"firewall_allowed_ips":[],"firewall_enabled":true,"vmknic":%q}`, lab.Vmknic())
 	if s := d.run("show", "-json"); !strings.Contains(s, recorded) {

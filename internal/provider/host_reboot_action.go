@@ -105,7 +105,8 @@ func (a *hostRebootAction) ModifyPlan(ctx context.Context, req action.ModifyPlan
 
 func (a *hostRebootAction) Invoke(ctx context.Context, req action.InvokeRequest, resp *action.InvokeResponse) {
 	var m hostRebootModel
-	if resp.Diagnostics.Append(getModel(ctx, req.Config.Schema, req.Config.Raw, &m)...); resp.Diagnostics.HasError() || !requireVCenter(a.client, &resp.Diagnostics) {
+	if resp.Diagnostics.Append(getModel(ctx, req.Config.Schema, req.Config.Raw, &m)...); resp.Diagnostics.HasError() ||
+		!requireVCenter(a.client, &resp.Diagnostics) {
 		return
 	}
 	hostID := m.HostSystemID.ValueString()

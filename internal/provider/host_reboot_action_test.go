@@ -50,7 +50,8 @@ action "vspherehpc_host_reboot" "esx" {
 		t.Errorf("SR-IOV of %s after the reboot: %+v, want active with 4 virtual functions", ibPF, d)
 	}
 	out = d.run("apply", "-invoke=action.vspherehpc_host_reboot.esx", "-auto-approve")
-	if !acctest.Wording("has no passthrough or SR-IOV change waiting for a reboot: not rebooted").MatchString(out) || len(lab.MaintenanceWindows()) != 1 {
+	if !acctest.Wording("has no passthrough or SR-IOV change waiting for a reboot: not rebooted").MatchString(out) ||
+		len(lab.MaintenanceWindows()) != 1 {
 		t.Errorf("with nothing pending the action must do nothing and say so; windows %+v:\n%s", lab.MaintenanceWindows(), out)
 	}
 }
@@ -84,7 +85,8 @@ action "vspherehpc_host_reboot" "esx" {
 `, hostID)}
 	}
 	d := newTFDir(t, lab, action("host-9999"))
-	if out, err := d.try("plan", "-invoke=action.vspherehpc_host_reboot.esx"); err == nil || !acctest.Wording("no host has id host-9999").MatchString(out) {
+	if out, err := d.try("plan", "-invoke=action.vspherehpc_host_reboot.esx"); err == nil ||
+		!acctest.Wording("no host has id host-9999").MatchString(out) {
 		t.Errorf("a reboot of a host that does not exist planned (%v):\n%s", err, out)
 	}
 	acctest.Must(t, lab.AttachGPU(ctx, vm, lab.GPUs()[0]))
@@ -188,7 +190,8 @@ func TestAccHostReboot_triggerHaltsOnFailure(t *testing.T) {
 	if strings.Contains(d.run("state", "list"), "terraform_data.gpu_node") {
 		t.Error("what depends on the passthrough resource was applied after its reboot failed")
 	}
-	if show := d.run("state", "show", "vspherehpc_host_pci_passthrough.a100"); strings.Contains(show, "tainted") || !strings.Contains(show, "reboot_required") {
+	if show := d.run("state", "show", "vspherehpc_host_pci_passthrough.a100"); strings.Contains(show, "tainted") ||
+		!strings.Contains(show, "reboot_required") {
 		t.Errorf("the passthrough resource after the failed reboot must be in state, untainted:\n%s", show)
 	}
 	if err := passthroughActive(lab, host, a100, false)(nil); err != nil {

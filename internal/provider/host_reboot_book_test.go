@@ -23,7 +23,9 @@ func bookWithReboot(t *testing.T) (*claimBook, *plannedReboot) {
 	if !b.rebootBesideVMChanges(passthroughType, []string{a100}, hr, types.StringValue("1m"), false, &diags) || diags.HasError() {
 		t.Fatalf("the reboot was not recorded: %v", diags)
 	}
-	if before := b.vmChangePlanned(plannedVMChange{token: "vm", vmID: "vm-1", VMOnHost: vsphere.VMOnHost{VM: "hpc-0 (vm-1)", HostID: "host-1"}}); len(before) != 1 {
+	if before := b.vmChangePlanned(plannedVMChange{token: "vm", vmID: "vm-1", VMOnHost: vsphere.VMOnHost{VM: "hpc-0 (vm-1)", HostID: "host-1"}}); len(
+		before,
+	) != 1 {
 		t.Fatalf("the VM change sees reboots %v, want the one planned before it", before)
 	}
 	return b, b.plannedRebootOf(rebootKey(passthroughType, "host-1", []string{a100}))

@@ -39,8 +39,11 @@ func TestAccHostSRIOV_list(t *testing.T) {
 				"host_system_id": knownvalue.StringExact(lab.HostID(hosts[0])),
 				"pci_id":         knownvalue.StringExact(vcsimlab.HandBuiltSRIOVPF),
 			}),
-			querycheck.ExpectResourceKnownValues("vspherehpc_host_sriov.q", queryfilter.ByDisplayName(knownvalue.StringRegexp(regexp.MustCompile("^"+hosts[0]))),
-				[]querycheck.KnownValueCheck{{Path: tfjsonpath.New("num_virtual_functions"), KnownValue: knownvalue.Int64Exact(4)}}),
+			querycheck.ExpectResourceKnownValues(
+				"vspherehpc_host_sriov.q",
+				queryfilter.ByDisplayName(knownvalue.StringRegexp(regexp.MustCompile("^"+hosts[0]))),
+				[]querycheck.KnownValueCheck{{Path: tfjsonpath.New("num_virtual_functions"), KnownValue: knownvalue.Int64Exact(4)}},
+			),
 		}},
 		{config: onHosts(lab, hosts[1:]...), checks: []querycheck.QueryResultCheck{querycheck.ExpectLength("vspherehpc_host_sriov.q", 0)}},
 	}, scopeErrors(lab)...))

@@ -162,11 +162,15 @@ func TestAccHostSRIOV_refusals(t *testing.T) {
 		Steps: []resource.TestStep{
 			{
 				Config: sriovConfig(lab, name, pf, maxVFs+1), PlanOnly: true,
-				ExpectError: acctest.Wording(fmt.Sprintf("PCI device %s of host %s (%s) supports at most %d virtual functions, not %d.", pf, name, id, maxVFs, maxVFs+1)),
+				ExpectError: acctest.Wording(
+					fmt.Sprintf("PCI device %s of host %s (%s) supports at most %d virtual functions, not %d.", pf, name, id, maxVFs, maxVFs+1),
+				),
 			},
 			{
 				Config: sriovConfig(lab, name, "0000:af:00.0", 4), PlanOnly: true,
-				ExpectError: regexp.MustCompile(`(?s)PCI\s+device\s+0000:af:00.0\s+\(GA100.*is\s+not\s+SR-IOV\s+capable.*Its\s+SR-IOV\s+capable\s+devices:.*` + regexp.QuoteMeta(pf)),
+				ExpectError: regexp.MustCompile(
+					`(?s)PCI\s+device\s+0000:af:00.0\s+\(GA100.*is\s+not\s+SR-IOV\s+capable.*Its\s+SR-IOV\s+capable\s+devices:.*` + regexp.QuoteMeta(pf),
+				),
 			},
 			{
 				Config: sriovConfig(lab, name, "0000:99:00.0", 4), PlanOnly: true,
@@ -328,8 +332,16 @@ resource "vspherehpc_host_pci_passthrough" "ib" {
 			},
 			{
 				Config: config(3), PlanOnly: true,
-				ExpectError: acctest.Wording(fmt.Sprintf("Physical function %s of host %s (%s) serves virtual function 3 (%s), passed through to %s. 3 virtual functions would leave some VM without its own",
-					ibPF, host, lab.HostID(host), vf3, vm)),
+				ExpectError: acctest.Wording(
+					fmt.Sprintf(
+						"Physical function %s of host %s (%s) serves virtual function 3 (%s), passed through to %s. 3 virtual functions would leave some VM without its own",
+						ibPF,
+						host,
+						lab.HostID(host),
+						vf3,
+						vm,
+					),
+				),
 			},
 		},
 	})
@@ -390,8 +402,14 @@ func TestAccHostSRIOV_vfsInUse(t *testing.T) {
 					acctest.Must(t, lab.AddSRIOVAdapter(ctx, other, "VM Network", vmnic4))
 				},
 				Config: sriovConfig(lab, host, vmnic4, 1), PlanOnly: true,
-				ExpectError: acctest.Wording(fmt.Sprintf("Physical function %s of host %s serves 2 SR-IOV adapters of virtual machines %s, each needing a virtual function of its own at power on. 1 virtual functions would leave some VM without its own",
-					vmnic4, label, strings.Join(slices.Sorted(slices.Values([]string{vm, other})), ", "))),
+				ExpectError: acctest.Wording(
+					fmt.Sprintf(
+						"Physical function %s of host %s serves 2 SR-IOV adapters of virtual machines %s, each needing a virtual function of its own at power on. 1 virtual functions would leave some VM without its own",
+						vmnic4,
+						label,
+						strings.Join(slices.Sorted(slices.Values([]string{vm, other})), ", "),
+					),
+				),
 			},
 			{
 				Config: config, Destroy: true,
@@ -432,7 +450,12 @@ func TestAccHostSRIOV_importRefusals(t *testing.T) {
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			importStep("0000:af:00.0", regexp.MustCompile(`(?s)Not an SR-IOV function.*`+acctest.Wording(
-				fmt.Sprintf("PCI device 0000:af:00.0 (GA100 [A100 PCIe 40GB]) of host %s (%s) is not SR-IOV capable, so vspherehpc_host_sriov cannot manage it", name, id)).String()+
+				fmt.Sprintf(
+					"PCI device 0000:af:00.0 (GA100 [A100 PCIe 40GB]) of host %s (%s) is not SR-IOV capable, so vspherehpc_host_sriov cannot manage it",
+					name,
+					id,
+				),
+			).String()+
 				`.*vspherehpc_host_pci_passthrough`)),
 			importStep("0000:99:00.0", regexp.MustCompile(`(?s)No such PCI device.*`+acctest.Wording(
 				fmt.Sprintf("Host %s (%s) has no PCI device 0000:99:00.0. Its SR-IOV capable devices: %s", name, id, pf)).String())),
@@ -441,7 +464,13 @@ func TestAccHostSRIOV_importRefusals(t *testing.T) {
 			// Passed through whole, the card is not one to create either.
 			func() resource.TestStep {
 				step := importStep(pf, regexp.MustCompile(`(?s)Nothing to import.*`+acctest.Wording(
-					fmt.Sprintf("SR-IOV is off for PCI device %s (MT2910 Family [ConnectX-7]) of host %s (%s), which is passed through whole.", pf, name, id)).String()+
+					fmt.Sprintf(
+						"SR-IOV is off for PCI device %s (MT2910 Family [ConnectX-7]) of host %s (%s), which is passed through whole.",
+						pf,
+						name,
+						id,
+					),
+				).String()+
 					`.*`+acctest.Wording("turn its passthrough off first").String()))
 				step.PreConfig = func() {
 					acctest.Must(t, acctest.LabClient(lab).SetHostPassthrough(context.Background(), id, map[string]bool{pf: true}))

@@ -132,7 +132,14 @@ type importedOther struct {
 // configured one (or by changing the one into the other), with no word.
 // Values not known yet, and what the import did not adopt (null in state),
 // are left alone. It reports whether it refused.
-func refuseImportOfOther(ctx context.Context, claims *claimBook, req resource.ModifyPlanRequest, diags *diag.Diagnostics, what string, paths ...path.Path) bool {
+func refuseImportOfOther(
+	ctx context.Context,
+	claims *claimBook,
+	req resource.ModifyPlanRequest,
+	diags *diag.Diagnostics,
+	what string,
+	paths ...path.Path,
+) bool {
 	if !importedHere(ctx, claims, req) {
 		return false
 	}

@@ -76,7 +76,10 @@ func (l *listResource) ListResourceConfigSchema(_ context.Context, _ list.ListRe
 		"datacenter_id": schema.StringAttribute{
 			Optional:            true,
 			MarkdownDescription: "Only this datacenter (managed object id, e.g. `data.vspherehpc_datacenter.dc.id`). At most one of `datacenter_id`, `cluster_id` and `host_system_ids`; none lists the whole vCenter.",
-			Validators:          []validator.String{notEmpty("give a datacenter's managed object id, or leave it out"), stringvalidator.ConflictsWith(scopes[1:]...)},
+			Validators: []validator.String{
+				notEmpty("give a datacenter's managed object id, or leave it out"),
+				stringvalidator.ConflictsWith(scopes[1:]...),
+			},
 		},
 		"cluster_id": schema.StringAttribute{
 			Optional:            true,
@@ -86,11 +89,18 @@ func (l *listResource) ListResourceConfigSchema(_ context.Context, _ list.ListRe
 		"host_system_ids": schema.ListAttribute{
 			ElementType: types.StringType, Optional: true,
 			MarkdownDescription: "Only these hosts (managed object ids) and the VMs on them.",
-			Validators:          []validator.List{listvalidator.SizeAtLeast(1), listvalidator.ValueStringsAre(notEmpty("give hosts' managed object ids, such as host-12"))},
+			Validators: []validator.List{
+				listvalidator.SizeAtLeast(1),
+				listvalidator.ValueStringsAre(notEmpty("give hosts' managed object ids, such as host-12")),
+			},
 		},
 	}
 	if l.byName != "" {
-		attrs["name"] = schema.StringAttribute{Optional: true, MarkdownDescription: "Only " + l.byName + ".", Validators: []validator.String{notEmpty("give a name, or leave it out")}}
+		attrs["name"] = schema.StringAttribute{
+			Optional:            true,
+			MarkdownDescription: "Only " + l.byName + ".",
+			Validators:          []validator.String{notEmpty("give a name, or leave it out")},
+		}
 	}
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "Lists " + l.what + ", for `terraform query` (Terraform 1.14+), in one vCenter round trip. " +

@@ -163,12 +163,23 @@ data "vspherehpc_max_mtu" "fabric" {
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{Config: one, ExpectError: regexp.MustCompile(`(?s)host_system_ids.*at least 2`)},
-			{Config: maxMTUConfig(lab, "  min_mtu = 9000\n  max_mtu = 8000\n"), ExpectError: regexp.MustCompile(`min_mtu \(9000\) is larger than max_mtu\s+\(8000\)`)},
-			{Config: maxMTUConfig(lab, "  min_mtu = 1500\n  max_mtu = 1400\n"), ExpectError: regexp.MustCompile(`min_mtu \(1500\) is larger than max_mtu\s+\(1400\)`)},
+			{
+				Config:      maxMTUConfig(lab, "  min_mtu = 9000\n  max_mtu = 8000\n"),
+				ExpectError: regexp.MustCompile(`min_mtu \(9000\) is larger than max_mtu\s+\(8000\)`),
+			},
+			{
+				Config:      maxMTUConfig(lab, "  min_mtu = 1500\n  max_mtu = 1400\n"),
+				ExpectError: regexp.MustCompile(`min_mtu \(1500\) is larger than max_mtu\s+\(1400\)`),
+			},
 			{Config: maxMTUConfig(lab, "  max_mtu = 9216\n"), ExpectError: regexp.MustCompile(`(?s)max_mtu.*between 576 and 9000`)},
 			{Config: maxMTUConfig(lab, "  timeout = \"0s\"\n"), ExpectError: regexp.MustCompile(`timeout must be a positive duration`)},
 			{
-				Config:      strings.Replace(maxMTUConfig(lab, ""), fmt.Sprintf("vmknic          = %q", lab.Vmknic()), fmt.Sprintf("vmknic          = %q", missing), 1),
+				Config: strings.Replace(
+					maxMTUConfig(lab, ""),
+					fmt.Sprintf("vmknic          = %q", lab.Vmknic()),
+					fmt.Sprintf("vmknic          = %q", missing),
+					1,
+				),
 				ExpectError: regexp.MustCompile(`(?s)has no VMkernel adapter ` + missing + `.*` + vmknics),
 			},
 		},
@@ -237,7 +248,8 @@ func TestShortfallNamesTheWorstPair(t *testing.T) {
 		{sourceName: "a", targetName: "c", address: "192.0.2.13", mtu: 1500, configured: 9000},
 		{sourceName: "c", targetName: "a", address: "192.0.2.11", mtu: 1500, configured: 1600},
 	}, 6)
-	if !strings.Contains(got, "3 of 6 paths") || !strings.Contains(got, "The worst is a to c (192.0.2.13): 1500 bytes get through, 9000 are configured") {
+	if !strings.Contains(got, "3 of 6 paths") ||
+		!strings.Contains(got, "The worst is a to c (192.0.2.13): 1500 bytes get through, 9000 are configured") {
 		t.Fatalf("warning = %q", got)
 	}
 	got = shortfall([]measuredPath{{targetName: "gw", address: "10.0.0.1", mtu: 1500, configured: 9000}}, 1)

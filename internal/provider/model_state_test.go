@@ -32,7 +32,9 @@ func sampleHostModel() hostModel {
 			PCIID: types.StringValue("0000:af:00.0"), VendorID: types.StringValue("10de"), DeviceID: types.StringValue("20b5"),
 			VendorName: types.StringValue("NVIDIA"), DeviceName: types.StringValue("A100"), MemoryGB: types.Float64Value(80),
 			PassthroughCapable: types.BoolValue(true), PassthroughEnabled: types.BoolValue(true), PassthroughActive: types.BoolValue(true),
-			UsedBy: []gpuUserModel{{VirtualMachineID: types.StringValue("4217"), MOID: types.StringValue("vm-42"), Name: types.StringValue("n0"), PoweredOn: types.BoolValue(true)}},
+			UsedBy: []gpuUserModel{
+				{VirtualMachineID: types.StringValue("4217"), MOID: types.StringValue("vm-42"), Name: types.StringValue("n0"), PoweredOn: types.BoolValue(true)},
+			},
 		}},
 	}
 	for i := range 50 {
@@ -107,7 +109,12 @@ func TestSetModelStateMatchesTheFramework(t *testing.T) {
 	ctx := context.Background()
 	host, gpus := sampleHostModel(), sampleGPUMMIOModel()
 	withPortGroup := rdmaDVSModel{ID: types.StringValue("50 1a"), UplinkNames: types.ListNull(types.StringType), Hosts: types.SetNull(dvsHostType),
-		PortGroup: &portGroupModel{Name: types.StringValue("pvrdma"), VLANID: types.Int64Value(0), PortCount: types.Int64Value(8), AutoExpand: types.BoolValue(true)}}
+		PortGroup: &portGroupModel{
+			Name:       types.StringValue("pvrdma"),
+			VLANID:     types.Int64Value(0),
+			PortCount:  types.Int64Value(8),
+			AutoExpand: types.BoolValue(true),
+		}}
 	without := withPortGroup
 	without.PortGroup = nil
 	for _, tc := range []struct {
@@ -155,7 +162,12 @@ func TestGetModelMatchesTheFramework(t *testing.T) {
 	planned := gpus
 	planned.ID, planned.TotalGPUMemoryGB, planned.GPU = types.StringUnknown(), types.Float64Unknown(), types.ListUnknown(gpuBlockType)
 	withPortGroup := rdmaDVSModel{ID: types.StringValue("50 1a"), UplinkNames: types.ListNull(types.StringType), Hosts: types.SetNull(dvsHostType),
-		PortGroup: &portGroupModel{Name: types.StringValue("pvrdma"), VLANID: types.Int64Value(0), PortCount: types.Int64Value(8), AutoExpand: types.BoolValue(true)}}
+		PortGroup: &portGroupModel{
+			Name:       types.StringValue("pvrdma"),
+			VLANID:     types.Int64Value(0),
+			PortCount:  types.Int64Value(8),
+			AutoExpand: types.BoolValue(true),
+		}}
 	without := withPortGroup
 	without.PortGroup = nil
 	gpuState := func(t testing.TB) tfsdk.State { return resourceState(t, &vmGPUMMIOResource{}) }

@@ -118,7 +118,12 @@ func TestAccRDMADVS_importPortGroupNameWithColon(t *testing.T) {
 	lab := startLab(t, vcsimlab.Options{})
 	ctx := context.Background()
 	portGroup := testName("pg:1")
-	config := strings.Replace(dvsConfig(lab, "rdma", allHosts(lab, lab.RDMANICs()[0]), ""), portGroupLine("pvrdma-vms"), fmt.Sprintf("name = %q", portGroup), 1)
+	config := strings.Replace(
+		dvsConfig(lab, "rdma", allHosts(lab, lab.RDMANICs()[0]), ""),
+		portGroupLine("pvrdma-vms"),
+		fmt.Sprintf("name = %q", portGroup),
+		1,
+	)
 	var uuid string
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,

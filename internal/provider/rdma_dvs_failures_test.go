@@ -164,7 +164,10 @@ func TestAccRDMADVS_taintedSwitchDestroys(t *testing.T) {
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
-			{Config: dvsConfig(lab, "rdma", allHosts(lab, lab.RDMANICs()[0]), ""), ExpectError: acctest.Wording(`Cannot create distributed switch ` + testName("rdma"))},
+			{
+				Config:      dvsConfig(lab, "rdma", allHosts(lab, lab.RDMANICs()[0]), ""),
+				ExpectError: acctest.Wording(`Cannot create distributed switch ` + testName("rdma")),
+			},
 		},
 		CheckDestroy: noNetworksLeft(lab),
 	})

@@ -123,13 +123,22 @@ func (r *rdmaDVSResource) refuseHostsInUse(ctx context.Context, plan, state *rdm
 // the names when new or renamed, the version when new or changed (and known:
 // one known at apply only is checked then), the hosts when known. Like every
 // plan-time check, it asks vCenter only about what changes.
-func (r *rdmaDVSResource) change(ctx context.Context, plan, state *rdmaDVSModel, configuredVersion types.String, diags *diag.Diagnostics) vsphere.DVSChange {
+func (r *rdmaDVSResource) change(
+	ctx context.Context,
+	plan, state *rdmaDVSModel,
+	configuredVersion types.String,
+	diags *diag.Diagnostics,
+) vsphere.DVSChange {
 	var ch vsphere.DVSChange
 	namesKnown := !plan.DatacenterID.IsUnknown() && !plan.Name.IsUnknown() && plan.PortGroup != nil && !plan.PortGroup.Name.IsUnknown()
 	renamed := state == nil || !plan.DatacenterID.Equal(state.DatacenterID) || !plan.Name.Equal(state.Name) ||
 		state.PortGroup == nil || !plan.PortGroup.Name.Equal(state.PortGroup.Name)
 	if namesKnown && renamed {
-		ch.Names = &vsphere.DVSNamesChange{DatacenterID: plan.DatacenterID.ValueString(), SwitchName: plan.Name.ValueString(), PortGroup: plan.PortGroup.Name.ValueString()}
+		ch.Names = &vsphere.DVSNamesChange{
+			DatacenterID: plan.DatacenterID.ValueString(),
+			SwitchName:   plan.Name.ValueString(),
+			PortGroup:    plan.PortGroup.Name.ValueString(),
+		}
 		if state != nil {
 			ch.Names.SwitchUUID, ch.Names.PortGroupKey = state.ID.ValueString(), state.PortGroupKey.ValueString()
 		} else {

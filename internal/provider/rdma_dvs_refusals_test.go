@@ -29,7 +29,12 @@ func TestAccRDMADVS_refusals(t *testing.T) {
 		return hosts
 	}
 	twice := dvsConfig(lab, "rdma", allHosts(lab, nics[0]), "")
-	twice = strings.Replace(twice, "  host {\n", fmt.Sprintf("  host {\n    host_system_id = %q\n    vmnic          = %q\n  }\n  host {\n", lab.HostID(first), nics[1]), 1)
+	twice = strings.Replace(
+		twice,
+		"  host {\n",
+		fmt.Sprintf("  host {\n    host_system_id = %q\n    vmnic          = %q\n  }\n  host {\n", lab.HostID(first), nics[1]),
+		1,
+	)
 	teaming := acctest.Wording(fmt.Sprintf(`is listed with %s and with %s. PVRDMA supports no NIC teaming`, nics[0], nics[1]))
 	// What the refusals list of the first host and of vCenter: the lab's
 	// NICs and vCenter 8.0.3's switch versions, or what an external
@@ -72,24 +77,48 @@ func TestAccRDMADVS_refusals(t *testing.T) {
 	steps := []resource.TestStep{
 		{
 			Config: dvsConfig(lab, "rdma", with(missing), ""), PlanOnly: true,
-			ExpectError: acctest.Wording(fmt.Sprintf("Host %s (%s) has no physical NIC %s; its NICs are %s. Its free RDMA NICs: %s.", first, lab.HostID(first), missing, nicList, freeRDMA)),
+			ExpectError: acctest.Wording(
+				fmt.Sprintf(
+					"Host %s (%s) has no physical NIC %s; its NICs are %s. Its free RDMA NICs: %s.",
+					first,
+					lab.HostID(first),
+					missing,
+					nicList,
+					freeRDMA,
+				),
+			),
 		},
 	}
 	if usedNIC != "" {
 		steps = append(steps, resource.TestStep{
 			Config: dvsConfig(lab, "rdma", with(usedNIC), ""), PlanOnly: true,
-			ExpectError: acctest.Wording(fmt.Sprintf(`%s on host %s (%s) is an uplink of %s. Free it there, or choose another NIC.`, usedNIC, first, lab.HostID(first), usedBy)),
+			ExpectError: acctest.Wording(
+				fmt.Sprintf(`%s on host %s (%s) is an uplink of %s. Free it there, or choose another NIC.`, usedNIC, first, lab.HostID(first), usedBy),
+			),
 		})
 	}
-	steps = append(steps,
+	steps = append(
+		steps,
 		resource.TestStep{Config: twice, PlanOnly: true, ExpectError: teaming},
-		resource.TestStep{Config: dvsConfig(lab, "rdma", with("eth0"), ""), PlanOnly: true, ExpectError: acctest.Wording(`must name a physical NIC such as vmnic4`)},
+		resource.TestStep{
+			Config:      dvsConfig(lab, "rdma", with("eth0"), ""),
+			PlanOnly:    true,
+			ExpectError: acctest.Wording(`must name a physical NIC such as vmnic4`),
+		},
 		resource.TestStep{
 			Config:   strings.Replace(dvsConfig(lab, "rdma", allHosts(lab, nics[0]), ""), "  port_group {\n    "+portGroupLine("pvrdma-vms")+"\n  }\n", "", 1),
 			PlanOnly: true, ExpectError: regexp.MustCompile(`(?s)port_group.*must have a configuration value`),
 		},
-		resource.TestStep{Config: dvsConfig(lab, "rdma", allHosts(lab, nics[0]), `  version = "6.5.0"`), PlanOnly: true, ExpectError: acctest.Wording(`vCenter offers distributed switch versions ` + offered + `, not 6.5.0.`)},
-		resource.TestStep{Config: dvsConfig(lab, "rdma", allHosts(lab, nics[0]), `  mtu = 9216`), PlanOnly: true, ExpectError: acctest.Wording(`mtu value must be between 1280 and 9000`)},
+		resource.TestStep{
+			Config:      dvsConfig(lab, "rdma", allHosts(lab, nics[0]), `  version = "6.5.0"`),
+			PlanOnly:    true,
+			ExpectError: acctest.Wording(`vCenter offers distributed switch versions ` + offered + `, not 6.5.0.`),
+		},
+		resource.TestStep{
+			Config:      dvsConfig(lab, "rdma", allHosts(lab, nics[0]), `  mtu = 9216`),
+			PlanOnly:    true,
+			ExpectError: acctest.Wording(`mtu value must be between 1280 and 9000`),
+		},
 		// A NIC another distributed switch uses is refused, naming that switch.
 		resource.TestStep{
 			PreConfig: func() {
@@ -97,7 +126,9 @@ func TestAccRDMADVS_refusals(t *testing.T) {
 				destroySwitchAfter(t, lab, testName("storage-dvs"))
 			},
 			Config: dvsConfig(lab, "rdma", with(nics[1]), ""), PlanOnly: true,
-			ExpectError: acctest.Wording(fmt.Sprintf(`%s on host %s (%s) is an uplink of distributed switch %q.`, nics[1], first, lab.HostID(first), testName("storage-dvs"))),
+			ExpectError: acctest.Wording(
+				fmt.Sprintf(`%s on host %s (%s) is an uplink of distributed switch %q.`, nics[1], first, lab.HostID(first), testName("storage-dvs")),
+			),
 		},
 		// A downgrade is refused at plan time.
 		resource.TestStep{Config: dvsConfig(lab, "rdma", allHosts(lab, nics[0]), `  version = "8.0.3"`)},
@@ -136,8 +167,10 @@ func TestAccRDMADVS_destroyRefusedWhileInUse(t *testing.T) {
 				},
 				// Refused at plan: no adapter resource of this plan removes it.
 				Config: acctest.ProviderConfig(lab),
-				ExpectError: acctest.Wording(fmt.Sprintf(`Switch still in use VM network adapters that this configuration does not remove still use the port groups `+
-					`of switch %s: port group %q: %s (PVRDMA).`, testName("rdma"), testName("pvrdma-vms"), vmName)),
+				ExpectError: acctest.Wording(
+					fmt.Sprintf(`Switch still in use VM network adapters that this configuration does not remove still use the port groups `+
+						`of switch %s: port group %q: %s (PVRDMA).`, testName("rdma"), testName("pvrdma-vms"), vmName),
+				),
 			},
 			{
 				PreConfig: func() {
@@ -229,7 +262,12 @@ func TestAccRDMADVS_refusedAtPlan(t *testing.T) {
 		},
 		// The datacenter's name where its id belongs.
 		{
-			Config: strings.Replace(config, fmt.Sprintf("datacenter_id = %q", lab.DatacenterID()), fmt.Sprintf("datacenter_id = %q", lab.DatacenterName()), 1), PlanOnly: true,
+			Config: strings.Replace(
+				config,
+				fmt.Sprintf("datacenter_id = %q", lab.DatacenterID()),
+				fmt.Sprintf("datacenter_id = %q", lab.DatacenterName()),
+				1,
+			), PlanOnly: true,
 			ExpectError: acctest.Wording(fmt.Sprintf(`no datacenter has id %q (the name of datacenter %s); datacenter ids are managed object ids such as `+
 				`datacenter-3; data.vspherehpc_datacenter looks one up by name.`, lab.DatacenterName(), lab.DatacenterID())),
 		},
@@ -255,7 +293,9 @@ func TestAccRDMADVS_refusedAtPlan(t *testing.T) {
 			destroySwitchAfter(t, lab, storage)
 		},
 		Config: strings.Replace(config, dvsNameLine("rdma"), fmt.Sprintf("name          = %q", storage), 1), PlanOnly: true,
-		ExpectError: regexp.MustCompile(`(?s)already has a distributed switch called\s+"` + regexp.QuoteMeta(storage) + `"\s+\(dvs-\d+\).*Choose\s+another\s+name`),
+		ExpectError: regexp.MustCompile(
+			`(?s)already has a distributed switch called\s+"` + regexp.QuoteMeta(storage) + `"\s+\(dvs-\d+\).*Choose\s+another\s+name`,
+		),
 	})
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
@@ -280,7 +320,11 @@ func TestAccRDMADVS_noVCenter(t *testing.T) {
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
-			{Config: config, PlanOnly: true, ExpectError: acctest.Wording(`This needs vCenter, but the provider has no vCenter settings. Set vsphere_server, user and password`)},
+			{
+				Config:      config,
+				PlanOnly:    true,
+				ExpectError: acctest.Wording(`This needs vCenter, but the provider has no vCenter settings. Set vsphere_server, user and password`),
+			},
 		},
 	})
 }
@@ -300,8 +344,14 @@ func TestAccRDMADVS_nicClaimedTwice(t *testing.T) {
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{{
 			Config: dvsConfig(lab, "rdma", map[string]string{first: nic}, "") + second, PlanOnly: true,
-			ExpectError: regexp.MustCompile(`(?s)Claimed twice in this configuration.*Two\s+resource\s+instances\s+of\s+this\s+configuration\s+claim\s+` + regexp.QuoteMeta(nic) + `\s+of\s+host\s+` +
-				lab.HostID(first) + `:\s+distributed\s+switch\s+"` + name + `(-other)?",\s+and\s+distributed\s+switch\s+"` + name + `(-other)?".*PVRDMA\s+needs\s+its\s+NIC`),
+			ExpectError: regexp.MustCompile(
+				`(?s)Claimed twice in this configuration.*Two\s+resource\s+instances\s+of\s+this\s+configuration\s+claim\s+` + regexp.QuoteMeta(
+					nic,
+				) + `\s+of\s+host\s+` +
+					lab.HostID(
+						first,
+					) + `:\s+distributed\s+switch\s+"` + name + `(-other)?",\s+and\s+distributed\s+switch\s+"` + name + `(-other)?".*PVRDMA\s+needs\s+its\s+NIC`,
+			),
 		}},
 	})
 }
@@ -321,9 +371,11 @@ func TestAccRDMADVS_portGroupNameClaimedTwice(t *testing.T) {
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{{
 			Config: dvsConfig(lab, "rdma", map[string]string{hosts[0]: nic}, "") + second, PlanOnly: true,
-			ExpectError: regexp.MustCompile(`(?s)Claimed twice in this configuration.*Two\s+resource\s+instances\s+of\s+this\s+configuration\s+claim\s+the\s+port\s+group\s+name\s+"` +
-				regexp.QuoteMeta(testName("pvrdma-vms")) + `"\s+in\s+datacenter\s+` + lab.DatacenterID() + `:\s+the\s+port\s+group\s+of\s+switch\s+"` + name +
-				`(-other)?",\s+and\s+the\s+port\s+group\s+of\s+switch\s+"` + name + `(-other)?".*give\s+each\s+switch's\s+port\s+group\s+its\s+own\s+name`),
+			ExpectError: regexp.MustCompile(
+				`(?s)Claimed twice in this configuration.*Two\s+resource\s+instances\s+of\s+this\s+configuration\s+claim\s+the\s+port\s+group\s+name\s+"` +
+					regexp.QuoteMeta(testName("pvrdma-vms")) + `"\s+in\s+datacenter\s+` + lab.DatacenterID() + `:\s+the\s+port\s+group\s+of\s+switch\s+"` + name +
+					`(-other)?",\s+and\s+the\s+port\s+group\s+of\s+switch\s+"` + name + `(-other)?".*give\s+each\s+switch's\s+port\s+group\s+its\s+own\s+name`,
+			),
 		}},
 		CheckDestroy: noNetworksLeft(lab),
 	})
@@ -343,8 +395,16 @@ func TestAccRDMADVS_numbersNotWhole(t *testing.T) {
 				ExpectError: acctest.Wording(`mtu must be a whole number from 1280 to 9000; 1500.5 is not.`)},
 			{Config: dvsConfig(lab, "rdma-numbers", hosts, "  uplink_count = 1e400"), PlanOnly: true,
 				ExpectError: acctest.Wording(`uplink_count must be a whole number from 1 to 32; 1e+400 is not.`)},
-			{Config: strings.Replace(dvsConfig(lab, "rdma-numbers", hosts, ""), portGroupLine("pvrdma-vms"), portGroupLine("pvrdma-vms")+"\n    vlan_id = 10.5", 1), PlanOnly: true,
-				ExpectError: acctest.Wording(`port_group.vlan_id must be a whole number from 0 to 4094; 10.5 is not.`)},
+			{
+				Config: strings.Replace(
+					dvsConfig(lab, "rdma-numbers", hosts, ""),
+					portGroupLine("pvrdma-vms"),
+					portGroupLine("pvrdma-vms")+"\n    vlan_id = 10.5",
+					1,
+				),
+				PlanOnly:    true,
+				ExpectError: acctest.Wording(`port_group.vlan_id must be a whole number from 0 to 4094; 10.5 is not.`),
+			},
 		},
 	})
 }

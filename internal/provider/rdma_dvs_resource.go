@@ -504,8 +504,15 @@ func (r *rdmaDVSResource) ImportState(ctx context.Context, req resource.ImportSt
 	}
 	switch {
 	case portGroup != "" && dvs.PortGroup == nil && byIdentity(req):
-		resp.Diagnostics.AddError("No such port group",
-			fmt.Sprintf("The identity's port_group_key, %q, is the key of none of switch %s's port groups: %s.", portGroup, dvs.Name, strings.Join(keyed, ", ")))
+		resp.Diagnostics.AddError(
+			"No such port group",
+			fmt.Sprintf(
+				"The identity's port_group_key, %q, is the key of none of switch %s's port groups: %s.",
+				portGroup,
+				dvs.Name,
+				strings.Join(keyed, ", "),
+			),
+		)
 		return
 	case portGroup != "" && dvs.PortGroup == nil:
 		resp.Diagnostics.AddError("No such port group",

@@ -96,7 +96,11 @@ func (staticMAC) ValidateString(_ context.Context, req validator.StringRequest, 
 		return
 	}
 	if problem := staticMACProblem(req.ConfigValue.ValueString()); problem != "" {
-		resp.Diagnostics.AddAttributeError(req.Path, "Invalid static MAC address", fmt.Sprintf("%s = %q %s", req.Path, req.ConfigValue.ValueString(), problem))
+		resp.Diagnostics.AddAttributeError(
+			req.Path,
+			"Invalid static MAC address",
+			fmt.Sprintf("%s = %q %s", req.Path, req.ConfigValue.ValueString(), problem),
+		)
 	}
 }
 

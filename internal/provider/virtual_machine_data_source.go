@@ -80,7 +80,9 @@ func (d *virtualMachineDataSource) Schema(_ context.Context, _ datasource.Schema
 				Optional: true,
 				MarkdownDescription: "The VM's UUID (what `vsphere_virtual_machine.id` exports) or its managed object id (`vm-42`). " +
 					"Give this, or `name` with `datacenter_id`.",
-				Validators: []validator.String{notEmpty("give the VM's UUID (what vsphere_virtual_machine.id exports) or managed object id, or name with datacenter_id")},
+				Validators: []validator.String{
+					notEmpty("give the VM's UUID (what vsphere_virtual_machine.id exports) or managed object id, or name with datacenter_id"),
+				},
 			},
 			"name": schema.StringAttribute{
 				Optional:            true,
@@ -92,23 +94,30 @@ func (d *virtualMachineDataSource) Schema(_ context.Context, _ datasource.Schema
 			"datacenter_id": schema.StringAttribute{
 				Optional:            true,
 				MarkdownDescription: "Managed object id of the datacenter to search by `name`.",
-				Validators:          []validator.String{stringvalidator.ConflictsWith(path.MatchRoot("virtual_machine_id")), notEmpty("give the datacenter's managed object id, e.g. data.vspherehpc_datacenter.dc.id")},
+				Validators: []validator.String{
+					stringvalidator.ConflictsWith(path.MatchRoot("virtual_machine_id")),
+					notEmpty("give the datacenter's managed object id, e.g. data.vspherehpc_datacenter.dc.id"),
+				},
 			},
-			"id":                               computedString("The VM's UUID."),
-			"moid":                             computedString("Managed object id of the VM, e.g. `vm-42`."),
-			"hardware_version":                 computedInt64("Virtual hardware version, e.g. `19` for `vmx-19`. PVRDMA needs 13 or later."),
-			"firmware":                         computedString("`bios` or `efi`."),
-			"power_state":                      computedString("`on`, `off` or `suspended`."),
-			"host_system_id":                   computedString("Managed object id of the host the VM is registered on."),
-			"guest_family":                     computedString("Guest OS family as VMware Tools reported it, e.g. `linuxGuest`; empty when no guest OS has been seen."),
+			"id":               computedString("The VM's UUID."),
+			"moid":             computedString("Managed object id of the VM, e.g. `vm-42`."),
+			"hardware_version": computedInt64("Virtual hardware version, e.g. `19` for `vmx-19`. PVRDMA needs 13 or later."),
+			"firmware":         computedString("`bios` or `efi`."),
+			"power_state":      computedString("`on`, `off` or `suspended`."),
+			"host_system_id":   computedString("Managed object id of the host the VM is registered on."),
+			"guest_family": computedString(
+				"Guest OS family as VMware Tools reported it, e.g. `linuxGuest`; empty when no guest OS has been seen.",
+			),
 			"guest_full_name":                  computedString("Guest OS name as VMware Tools reported it."),
 			"memory_reservation_locked_to_max": computedBool("Whether all guest memory is reserved, as PVRDMA and passthrough need."),
 			"network_interfaces": schema.ListNestedAttribute{
 				Computed:            true,
 				MarkdownDescription: "Network adapters in device key order.",
 				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
-					"key":                     computedInt64("Device key."),
-					"adapter_type":            computedString("`vmxnet3`, `vmxnet3vrdma` (PVRDMA), `e1000e`, `e1000`, `sriov`, ... as the vSphere provider names them."),
+					"key": computedInt64("Device key."),
+					"adapter_type": computedString(
+						"`vmxnet3`, `vmxnet3vrdma` (PVRDMA), `e1000e`, `e1000`, `sriov`, ... as the vSphere provider names them.",
+					),
 					"mac_address":             computedString("MAC address."),
 					"network_id":              computedString("Managed object id of the port group or network."),
 					"distributed_switch_uuid": computedString("UUID of the distributed switch; empty on a standard network."),

@@ -120,7 +120,9 @@ data "vspherehpc_virtual_machine" "vm" {
   virtual_machine_id = "vm-1"
   datacenter_id      = "datacenter-1"
 }`,
-				ExpectError: regexp.MustCompile(`Attribute "(datacenter_id|virtual_machine_id)" cannot be specified when\s+"(virtual_machine_id|datacenter_id)" is\s+specified`),
+				ExpectError: regexp.MustCompile(
+					`Attribute "(datacenter_id|virtual_machine_id)" cannot be specified when\s+"(virtual_machine_id|datacenter_id)" is\s+specified`,
+				),
 			},
 			{
 				Config: `

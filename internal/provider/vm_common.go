@@ -39,7 +39,14 @@ func vmRef(ctx context.Context, p privateState, configured string, diags *diag.D
 // re-registered VM), through the configured id, then through the BIOS UUID
 // that starts the resource's id: a VM given by managed object id has a new
 // one once registered again, and only its UUID finds it.
-func readVM[T any](ctx context.Context, p privateState, configured string, resourceID types.String, diags *diag.Diagnostics, read func(vmID string) (T, error)) (T, error) {
+func readVM[T any](
+	ctx context.Context,
+	p privateState,
+	configured string,
+	resourceID types.String,
+	diags *diag.Diagnostics,
+	read func(vmID string) (T, error),
+) (T, error) {
 	uuid, _, _ := strings.Cut(resourceID.ValueString(), ":")
 	var got T
 	err := vsphere.ErrNotFound
@@ -159,7 +166,13 @@ func notAnAdapterOf(vm *vsphere.VM, key int64, adapterType, label string) string
 
 // importAdapter imports a VM's network adapter of adapterType (label names
 // the type to a reader) from "<VM UUID or moid>:<device key>" or an identity.
-func importAdapter(ctx context.Context, client *vsphere.Client, req resource.ImportStateRequest, resp *resource.ImportStateResponse, adapterType, label string) {
+func importAdapter(
+	ctx context.Context,
+	client *vsphere.Client,
+	req resource.ImportStateRequest,
+	resp *resource.ImportStateResponse,
+	adapterType, label string,
+) {
 	target, ok := vmDeviceIdentity.target(ctx, req, &resp.Diagnostics)
 	if !ok {
 		return
@@ -183,7 +196,15 @@ func importAdapter(ctx context.Context, client *vsphere.Client, req resource.Imp
 
 // claimStaticMAC claims a MAC address the configuration gives an adapter,
 // as soon as it is known: one vSphere generates is vCenter's to keep unique.
-func claimStaticMAC(ctx context.Context, claims *claimBook, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse, mac types.String, kind string, vm types.String) {
+func claimStaticMAC(
+	ctx context.Context,
+	claims *claimBook,
+	req resource.ModifyPlanRequest,
+	resp *resource.ModifyPlanResponse,
+	mac types.String,
+	kind string,
+	vm types.String,
+) {
 	if mac.IsUnknown() || mac.IsNull() {
 		return
 	}

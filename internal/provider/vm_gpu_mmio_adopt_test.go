@@ -49,7 +49,10 @@ func TestAccVMGPUMMIO_list(t *testing.T) {
 		}},
 		{config: onHosts(lab, lab.VMHostName(vms[0])), checks: []querycheck.QueryResultCheck{
 			querycheck.ExpectLength("vspherehpc_vm_gpu_mmio.q", 1),
-			querycheck.ExpectIdentity("vspherehpc_vm_gpu_mmio.q", map[string]knownvalue.Check{"virtual_machine_id": knownvalue.StringExact(lab.VMUUID(vms[0]))}),
+			querycheck.ExpectIdentity(
+				"vspherehpc_vm_gpu_mmio.q",
+				map[string]knownvalue.Check{"virtual_machine_id": knownvalue.StringExact(lab.VMUUID(vms[0]))},
+			),
 		}},
 		{config: onHosts(lab, hostWithoutAdapters(lab)), checks: []querycheck.QueryResultCheck{querycheck.ExpectLength("vspherehpc_vm_gpu_mmio.q", 0)}},
 	}, scopeErrors(lab)...))

@@ -112,17 +112,28 @@ func TestAccVMGPUMMIO_copiesRefused(t *testing.T) {
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []tfresource.TestStep{
 			{Config: gpuConfig(lab, uuid, dynamic(2)), PlanOnly: true,
-				ExpectError: acctest.Wording(`gpu blocks 1, 2 all ask for GPUs of model 10de:2330, 2 in all. The GPUs of a model are one block: give one block with count = 2.`)},
+				ExpectError: acctest.Wording(
+					`gpu blocks 1, 2 all ask for GPUs of model 10de:2330, 2 in all. The GPUs of a model are one block: give one block with count = 2.`,
+				)},
 			{Config: gpuConfig(lab, uuid, dynamic(40)), PlanOnly: true,
-				ExpectError: acctest.Wording(`gpu blocks ` + blocks(40) + ` all ask for GPUs of model 10de:2330, 40 in all. The GPUs of a model are one block: give one block with count = 40.`)},
+				ExpectError: acctest.Wording(
+					`gpu blocks ` + blocks(
+						40,
+					) + ` all ask for GPUs of model 10de:2330, 40 in all. The GPUs of a model are one block: give one block with count = 40.`,
+				)},
 			{Config: gpuConfig(lab, uuid, dynamic(130)), PlanOnly: true,
-				ExpectError: acctest.Wording(`130 in all. The GPUs of a model are one block: give one block with count (at most 128, the most passthrough devices a VM takes).`)},
+				ExpectError: acctest.Wording(
+					`130 in all. The GPUs of a model are one block: give one block with count (at most 128, the most passthrough devices a VM takes).`,
+				)},
 			{Config: gpuConfig(lab, uuid, gpuBlock(gpu)+dynamic(1)+gpuBlock(gpu)), PlanOnly: true,
 				ExpectError: acctest.Wording(`GPU ` + gpu + ` is in gpu blocks 1, 3. A GPU passes through to a VM once: remove the copies.`)},
 			{Config: gpuConfig(lab, uuid, gpuBlock(gpu)+device+device+"  mmio_size_gb = 256\n"), PlanOnly: true,
 				ExpectError: acctest.Wording(`PCI device ` + lab.GPUs()[1] + ` is in pci_device blocks 1 and 2. A device passes through once: remove the copy.`)},
-			{Config: gpuConfig(lab, uuid, dynamic(1)+"  gpu {\n    vendor_id = \"10de\"\n    device_id = \"2330\"\n    count     = 200\n  }\n"), PlanOnly: true,
-				ExpectError: acctest.Wording(`count = 200: a gpu block asks for 2 to 128 GPUs of its model`)},
+			{
+				Config:      gpuConfig(lab, uuid, dynamic(1)+"  gpu {\n    vendor_id = \"10de\"\n    device_id = \"2330\"\n    count     = 200\n  }\n"),
+				PlanOnly:    true,
+				ExpectError: acctest.Wording(`count = 200: a gpu block asks for 2 to 128 GPUs of its model`),
+			},
 		},
 	})
 }
@@ -257,7 +268,9 @@ func upgraded(t *testing.T, from int64, gpu func(tftypes.Type) tftypes.Value) []
 	var current resource.SchemaResponse
 	r.Schema(ctx, resource.SchemaRequest{}, &current)
 	req := resource.UpgradeStateRequest{State: &tfsdk.State{Schema: *upgrader.PriorSchema, Raw: tftypes.NewValue(priorType, values)}}
-	resp := resource.UpgradeStateResponse{State: tfsdk.State{Schema: current.Schema, Raw: tftypes.NewValue(current.Schema.Type().TerraformType(ctx), nil)}}
+	resp := resource.UpgradeStateResponse{
+		State: tfsdk.State{Schema: current.Schema, Raw: tftypes.NewValue(current.Schema.Type().TerraformType(ctx), nil)},
+	}
 	upgrader.StateUpgrader(ctx, req, &resp)
 	if resp.Diagnostics.HasError() {
 		t.Fatal(resp.Diagnostics)
@@ -342,7 +355,10 @@ func TestDeviceBlocksOrder(t *testing.T) {
 	}
 	prior := []gpuBlockModel{block("0000:af:00.0"), block("0000:3b:00.0")}
 	read := []gpuBlockModel{block("0000:3b:00.0"), block("0000:d8:00.0"), block("0000:5e:00.0"), block("0000:af:00.0")}
-	if got, want := describe(inPriorOrder(read, prior, gpuBlockModel.key)), []string{"0000:af:00.0", "0000:3b:00.0", "0000:5e:00.0", "0000:d8:00.0"}; !slices.Equal(got, want) {
+	if got, want := describe(inPriorOrder(read, prior, gpuBlockModel.key)), []string{"0000:af:00.0", "0000:3b:00.0", "0000:5e:00.0", "0000:d8:00.0"}; !slices.Equal(
+		got,
+		want,
+	) {
 		t.Errorf("inPriorOrder: %v, want %v", got, want)
 	}
 	list := func(ids ...string) types.List {

@@ -165,19 +165,25 @@ func TestAccVMGPUMMIO_deviceRefusals(t *testing.T) {
 			{
 				PreConfig: func() { acctest.Must(t, service.SetHostSRIOV(ctx, lab.HostID(host), ibPF, 4)) },
 				Config:    config(vm, one(ibVF0)), PlanOnly: true,
-				ExpectError: acctest.Wording(fmt.Sprintf("SR-IOV of %s on host %s changes at its next reboot, and virtual functions appear only then", ibPF, host)),
+				ExpectError: acctest.Wording(
+					fmt.Sprintf("SR-IOV of %s on host %s changes at its next reboot, and virtual functions appear only then", ibPF, host),
+				),
 			},
 			{
 				PreConfig: func() { acctest.Must(t, lab.RebootHost(ctx, host)) },
 				Config:    config(vm, one(ibVF0)), PlanOnly: true,
-				ExpectError: acctest.Wording(fmt.Sprintf("PCI device %s (ConnectX Family mlx5Gen Virtual Function) on host %s is not enabled for passthrough", ibVF0, host)),
+				ExpectError: acctest.Wording(
+					fmt.Sprintf("PCI device %s (ConnectX Family mlx5Gen Virtual Function) on host %s is not enabled for passthrough", ibVF0, host),
+				),
 			},
 			{
 				PreConfig: func() {
 					acctest.Must(t, service.SetHostPassthrough(ctx, lab.HostID(host), map[string]bool{ibVF0: true, ibVF1: true}))
 				},
 				Config: config(vm, one(ibVF0)), PlanOnly: true,
-				ExpectError: acctest.Wording(fmt.Sprintf("Passthrough of PCI device %s (ConnectX Family mlx5Gen Virtual Function) on host %s is enabled but not active yet", ibVF0, host)),
+				ExpectError: acctest.Wording(
+					fmt.Sprintf("Passthrough of PCI device %s (ConnectX Family mlx5Gen Virtual Function) on host %s is enabled but not active yet", ibVF0, host),
+				),
 			},
 			{
 				PreConfig: func() {
@@ -190,7 +196,9 @@ func TestAccVMGPUMMIO_deviceRefusals(t *testing.T) {
 			{
 				// Only the first VM's host has the VFs.
 				Config: config(otherHost, one(ibVF1)), PlanOnly: true,
-				ExpectError: acctest.Wording(fmt.Sprintf("runs on host %s, which has no PCI device %s; it is on host %s", lab.VMHostName(otherHost), ibVF1, host)),
+				ExpectError: acctest.Wording(
+					fmt.Sprintf("runs on host %s, which has no PCI device %s; it is on host %s", lab.VMHostName(otherHost), ibVF1, host),
+				),
 			},
 			{
 				Config: config(vm, one(gpu1)), PlanOnly: true,
@@ -222,7 +230,9 @@ resource "vspherehpc_host_pci_passthrough" "vf" {
   pci_ids        = ["0000:86:00.3"]
 }
 `, lab.HostID(host)), PlanOnly: true,
-				ExpectError: acctest.Wording(fmt.Sprintf("PCI device 0000:86:00.3 on host %s is turned on by this configuration, but the host applies that only at its next reboot", host)),
+				ExpectError: acctest.Wording(
+					fmt.Sprintf("PCI device 0000:86:00.3 on host %s is turned on by this configuration, but the host applies that only at its next reboot", host),
+				),
 			},
 			{
 				Config: config(vm, fmt.Sprintf("  gpu {\n    pci_id = %q\n  }\n  depends_on = [vspherehpc_host_pci_passthrough.a100]\n", a100)) + fmt.Sprintf(`
@@ -231,7 +241,9 @@ resource "vspherehpc_host_pci_passthrough" "a100" {
   pci_ids        = [%q]
 }
 `, lab.HostID(host), a100), PlanOnly: true,
-				ExpectError: acctest.Wording(fmt.Sprintf("GPU %s on host %s is turned on by this configuration, but the host applies that only at its next reboot", a100, host)),
+				ExpectError: acctest.Wording(
+					fmt.Sprintf("GPU %s on host %s is turned on by this configuration, but the host applies that only at its next reboot", a100, host),
+				),
 			},
 		},
 	})
@@ -261,7 +273,15 @@ func TestAccVMGPUMMIO_notActiveWording(t *testing.T) {
 		Steps: []resource.TestStep{
 			{
 				Config: config(device(uplink.PCIID)), PlanOnly: true,
-				ExpectError: acctest.Wording(fmt.Sprintf("PCI device %s (%s) on host %s is an uplink of switch %q", uplink.PCIID, strings.TrimSpace(deviceName(t, lab, host, uplink.PCIID)), host, testName("taken"))),
+				ExpectError: acctest.Wording(
+					fmt.Sprintf(
+						"PCI device %s (%s) on host %s is an uplink of switch %q",
+						uplink.PCIID,
+						strings.TrimSpace(deviceName(t, lab, host, uplink.PCIID)),
+						host,
+						testName("taken"),
+					),
+				),
 			},
 			{
 				PreConfig: func() {
@@ -269,7 +289,9 @@ func TestAccVMGPUMMIO_notActiveWording(t *testing.T) {
 					acctest.Must(t, lab.RebootHost(ctx, host))
 				},
 				Config: config(device(ibPF)), PlanOnly: true,
-				ExpectError: regexp.MustCompile(`(?s)PCI device serves SR-IOV virtual functions.*` + regexp.QuoteMeta(ibPF) + `.*Give\s+one\s+of\s+its\s+virtual\s+functions`),
+				ExpectError: regexp.MustCompile(
+					`(?s)PCI device serves SR-IOV virtual functions.*` + regexp.QuoteMeta(ibPF) + `.*Give\s+one\s+of\s+its\s+virtual\s+functions`,
+				),
 			},
 			{
 				PreConfig: func() {

@@ -68,7 +68,14 @@ func at(paths []path.Path, i int, block string) path.Path {
 func (r *vmGPUMMIOResource) leaveVM(ctx context.Context, state *vmGPUMMIOModel, resp *resource.ModifyPlanResponse) {
 	r.claims.leave(vsphere.VMUse{VM: state.VirtualMachineID.ValueString(), Passthrough: true})
 	if len(r.gpus(ctx, state.GPU, &resp.Diagnostics))+len(devices(ctx, state.PCIDevice, &resp.Diagnostics)) > 0 {
-		checkDestroyPower(ctx, r.client, state.VirtualMachineID.ValueString(), state.PowerOffAllowed.ValueBool(), vsphere.WhatGPUsNeedOff, &resp.Diagnostics)
+		checkDestroyPower(
+			ctx,
+			r.client,
+			state.VirtualMachineID.ValueString(),
+			state.PowerOffAllowed.ValueBool(),
+			vsphere.WhatGPUsNeedOff,
+			&resp.Diagnostics,
+		)
 	}
 }
 

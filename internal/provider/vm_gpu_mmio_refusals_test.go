@@ -41,11 +41,15 @@ func TestAccVMGPUMMIO_refusals(t *testing.T) {
 				ExpectError: acctest.Wording(`The gpu block of ` + gpu0 + ` names one device: count is for dynamic DirectPath`)},
 			{Config: gpuConfig(lab, uuid, "  gpu {\n    vendor_id = \"10de\"\n    device_id = \"2330\"\n  }\n"+
 				"  gpu {\n    vendor_id = \"10de\"\n    device_id = \"2330\"\n    count     = 2\n  }\n"), PlanOnly: true,
-				ExpectError: acctest.Wording(`gpu blocks 1, 2 all ask for GPUs of model 10de:2330, 3 in all. The GPUs of a model are one block: give one block with count = 3.`)},
+				ExpectError: acctest.Wording(
+					`gpu blocks 1, 2 all ask for GPUs of model 10de:2330, 3 in all. The GPUs of a model are one block: give one block with count = 3.`,
+				)},
 			{Config: gpuConfig(lab, uuid, "  gpu {\n    vendor_id = \"10de\"\n    device_id = \"2330\"\n    count     = 1\n  }\n"), PlanOnly: true,
 				ExpectError: acctest.Wording(`count = 1 asks for one GPU of the model: leave count out for one GPU (count is for two or more).`)},
 			{Config: gpuConfig(lab, uuid, gpuBlock(gpu1)), PlanOnly: true,
-				ExpectError: acctest.Wording(fmt.Sprintf(`GPU %s on host %s is already configured on virtual machine %s (powered off).`, gpu1, lab.VMHostName(vm), other))},
+				ExpectError: acctest.Wording(
+					fmt.Sprintf(`GPU %s on host %s is already configured on virtual machine %s (powered off).`, gpu1, lab.VMHostName(vm), other),
+				)},
 			{Config: gpuConfig(lab, uuid, gpuBlock("0000:af:00.0")), PlanOnly: true,
 				ExpectError: acctest.Wording(`GPU 0000:af:00.0 (GA100 [A100 PCIe 40GB]) on host ` + lab.VMHostName(vm) + ` is not active for passthrough.`)},
 			{Config: gpuConfig(lab, uuid, gpuBlock("0000:d8:00.0")), PlanOnly: true,
@@ -155,7 +159,9 @@ func TestAccVMGPUMMIO_boundsAndMessages(t *testing.T) {
 					`has %d active for passthrough. Each GPU is one device at power on, so the VM would not power on: ask for at most %d of that model`,
 					vm, uuid, active+1, model, lab.VMHostName(vm), active, active))},
 			{Config: gpuConfig(lab, uuid, "  gpu {\n    vendor_id = \"10de\"\n  }\n"), PlanOnly: true,
-				ExpectError: acctest.Wording(`A gpu block has vendor_id = "10de" but no device_id. Dynamic DirectPath needs both: add the GPU model's device_id`)},
+				ExpectError: acctest.Wording(
+					`A gpu block has vendor_id = "10de" but no device_id. Dynamic DirectPath needs both: add the GPU model's device_id`,
+				)},
 			{Config: gpuConfig(lab, uuid, two+"  gpu {\n    device_id = \"2330\"\n  }\n"), PlanOnly: true,
 				ExpectError: acctest.Wording(`A gpu block has device_id = "2330" but no vendor_id. Dynamic DirectPath needs both: add the GPU's vendor_id`)},
 			{Config: gpuConfig(lab, uuid, "  gpu {\n  }\n"), PlanOnly: true,
@@ -194,11 +200,15 @@ func TestAccVMGPUMMIO_claimedTwice(t *testing.T) {
 			{
 				Config: gpuConfig(lab, lab.VMUUID(vm), one) + second(lab.VMUUID(sameHost)), PlanOnly: true,
 				ExpectError: regexp.MustCompile(`(?s)Claimed twice in this configuration.*claim\s+GPU\s+` + regexp.QuoteMeta(lab.GPUs()[0]) + `\s+on\s+host\s+` +
-					regexp.QuoteMeta(lab.VMHostName(vm)) + `:\s+the\s+vspherehpc_vm_gpu_mmio\s+of\s+virtual\s+machine\s+.*A\s+GPU\s+or\s+other\s+PCI\s+device\s+is\s+passed\s+through\s+to\s+one\s+VM\s+only`),
+					regexp.QuoteMeta(
+						lab.VMHostName(vm),
+					) + `:\s+the\s+vspherehpc_vm_gpu_mmio\s+of\s+virtual\s+machine\s+.*A\s+GPU\s+or\s+other\s+PCI\s+device\s+is\s+passed\s+through\s+to\s+one\s+VM\s+only`),
 			},
 			{
 				Config: gpuConfig(lab, lab.VMUUID(vm), twoGPUs(lab)) + second(lab.VMID(vm)), PlanOnly: true,
-				ExpectError: regexp.MustCompile(`(?s)Claimed twice in this configuration.*claim\s+the\s+GPU\s+setup\s+of\s+virtual\s+machine.*One\s+vspherehpc_vm_gpu_mmio\s+manages\s+all`),
+				ExpectError: regexp.MustCompile(
+					`(?s)Claimed twice in this configuration.*claim\s+the\s+GPU\s+setup\s+of\s+virtual\s+machine.*One\s+vspherehpc_vm_gpu_mmio\s+manages\s+all`,
+				),
 			},
 		},
 	})

@@ -211,7 +211,12 @@ func TestAccVMGPUMMIO_drift(t *testing.T) {
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{Config: config},
-			{PreConfig: func() { acctest.Must(t, lab.SetVMFirmware(ctx, vm, "bios")) }, Config: config, ConfigPlanChecks: update, ConfigStateChecks: converged},
+			{
+				PreConfig:         func() { acctest.Must(t, lab.SetVMFirmware(ctx, vm, "bios")) },
+				Config:            config,
+				ConfigPlanChecks:  update,
+				ConfigStateChecks: converged,
+			},
 			// "True" is TRUE to vSphere: not drift.
 			{PreConfig: extra(mmio.Use64bitMMIOKey, "True"), Config: config, ConfigPlanChecks: empty},
 			{PreConfig: extra(mmio.Use64bitMMIOKey, "FALSE"), Config: config, ConfigPlanChecks: update, ConfigStateChecks: converged},
@@ -274,10 +279,12 @@ func TestAccVMGPUMMIO_vmRemoved(t *testing.T) {
 		Steps: []resource.TestStep{
 			{Config: gpuConfig(lab, uuid, twoGPUs(lab))},
 			{
-				PreConfig:   func() { acctest.Must(t, lab.DestroyVM(context.Background(), vm)) },
-				Config:      gpuConfig(lab, uuid, twoGPUs(lab)),
-				PlanOnly:    true,
-				ExpectError: acctest.Wording("no virtual machine has UUID " + uuid + "; use vsphere_virtual_machine's id, or data.vspherehpc_virtual_machine to look one up by name."),
+				PreConfig: func() { acctest.Must(t, lab.DestroyVM(context.Background(), vm)) },
+				Config:    gpuConfig(lab, uuid, twoGPUs(lab)),
+				PlanOnly:  true,
+				ExpectError: acctest.Wording(
+					"no virtual machine has UUID " + uuid + "; use vsphere_virtual_machine's id, or data.vspherehpc_virtual_machine to look one up by name.",
+				),
 			},
 		},
 	})
@@ -397,7 +404,12 @@ func TestAccVMGPUMMIO_gpuAddedOutOfBand(t *testing.T) {
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
-			{Config: one, ConfigStateChecks: []statecheck.StateCheck{statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("mmio_size_gb"), knownvalue.Int64Exact(windowGB(t, lab, 256, memory[0])))}},
+			{
+				Config: one,
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("mmio_size_gb"), knownvalue.Int64Exact(windowGB(t, lab, 256, memory[0]))),
+				},
+			},
 			{
 				PreConfig: func() { acctest.Must(t, lab.AttachGPU(context.Background(), vm, lab.GPUs()[1])) },
 				Config:    gpuConfig(lab, lab.VMUUID(vm), twoGPUs(lab)),

@@ -62,7 +62,9 @@ func (a *vmPowerAction) Schema(_ context.Context, _ action.SchemaRequest, resp *
 			},
 			"power": schema.StringAttribute{
 				Required: true, MarkdownDescription: "`on`, `off` or `restart`.",
-				Validators: []validator.String{stringvalidator.OneOf(string(vsphere.PowerActionOn), string(vsphere.PowerActionOff), string(vsphere.PowerActionRestart))},
+				Validators: []validator.String{
+					stringvalidator.OneOf(string(vsphere.PowerActionOn), string(vsphere.PowerActionOff), string(vsphere.PowerActionRestart)),
+				},
 			},
 			"shutdown_timeout": schema.StringAttribute{
 				Optional: true, MarkdownDescription: "How long to wait for the guest to shut down, as a duration; default `\"" + defaultShutdownTimeout + "\"`.",
@@ -126,7 +128,8 @@ func addPowerActionFinding(diags *diag.Diagnostics, f vsphere.Finding) {
 
 func (a *vmPowerAction) Invoke(ctx context.Context, req action.InvokeRequest, resp *action.InvokeResponse) {
 	var m vmPowerModel
-	if resp.Diagnostics.Append(getModel(ctx, req.Config.Schema, req.Config.Raw, &m)...); resp.Diagnostics.HasError() || !requireVCenter(a.client, &resp.Diagnostics) {
+	if resp.Diagnostics.Append(getModel(ctx, req.Config.Schema, req.Config.Raw, &m)...); resp.Diagnostics.HasError() ||
+		!requireVCenter(a.client, &resp.Diagnostics) {
 		return
 	}
 	wait, _ := time.ParseDuration(cmpOr(m.ShutdownTimeout.ValueString(), defaultShutdownTimeout)) // validated by positiveDuration

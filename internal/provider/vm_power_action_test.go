@@ -97,7 +97,8 @@ func TestAccVMPower_checkedAtPlan(t *testing.T) {
 		d := newTFDir(t, lab, powerActions(c.id))
 		lab.ResetCalls()
 		out, err := d.try("plan", "-invoke=action.vspherehpc_vm_power.on")
-		if err == nil || !acctest.Wording(c.summary).MatchString(out) || !acctest.Wording(c.detail).MatchString(out) || !strings.Contains(out, "virtual_machine_id") {
+		if err == nil || !acctest.Wording(c.summary).MatchString(out) || !acctest.Wording(c.detail).MatchString(out) ||
+			!strings.Contains(out, "virtual_machine_id") {
 			t.Errorf("a power action on %q planned (%v), want %q: %q naming virtual_machine_id:\n%s", c.id, err, c.summary, c.detail, out)
 		}
 		if n := powerCalls(lab); n != 0 {
@@ -165,7 +166,8 @@ func TestAccVMPower_suspended(t *testing.T) {
 		t.Errorf("the plan of an off of %s, which is suspended, does not warn:\n%s", vm, out)
 	}
 	out, err := d.try("apply", "-invoke=action.vspherehpc_vm_power.off", "-auto-approve")
-	if err == nil || !acctest.Wording("is suspended: its guest cannot shut down, and powering it off discards the state its suspend kept").MatchString(out) ||
+	if err == nil ||
+		!acctest.Wording("is suspended: its guest cannot shut down, and powering it off discards the state its suspend kept").MatchString(out) ||
 		strings.Contains(out, "is off") {
 		t.Errorf("an off of %s, which is suspended, without power_off_allowed was not refused (%v):\n%s", vm, err, out)
 	}

@@ -35,12 +35,15 @@ func TestAccVMPVRDMANIC_list(t *testing.T) {
 		{config: inDatacenter(lab), checks: []querycheck.QueryResultCheck{
 			querycheck.ExpectLength("vspherehpc_vm_pvrdma_nic.q", 2),
 			// Named by VM and MAC; the MAC is left to vCenter in the result.
-			querycheck.ExpectResourceKnownValues("vspherehpc_vm_pvrdma_nic.q", queryfilter.ByDisplayName(knownvalue.StringRegexp(regexp.MustCompile("^"+vms[0]+` ([0-9a-f]{2}:){5}[0-9a-f]{2}$`))),
+			querycheck.ExpectResourceKnownValues(
+				"vspherehpc_vm_pvrdma_nic.q",
+				queryfilter.ByDisplayName(knownvalue.StringRegexp(regexp.MustCompile("^"+vms[0]+` ([0-9a-f]{2}:){5}[0-9a-f]{2}$`))),
 				[]querycheck.KnownValueCheck{
 					{Path: tfjsonpath.New("virtual_machine_id"), KnownValue: knownvalue.StringExact(lab.VMUUID(vms[0]))},
 					{Path: tfjsonpath.New("device_protocol"), KnownValue: knownvalue.StringExact("rocev2")},
 					{Path: tfjsonpath.New("mac_address"), KnownValue: knownvalue.Null()},
-				}),
+				},
+			),
 		}},
 		// Only the VMs on the first VM's host.
 		{config: onHosts(lab, lab.VMHostName(vms[0])), checks: []querycheck.QueryResultCheck{

@@ -96,7 +96,11 @@ const defaultProtocol = "rocev2"
 // adapter: the state's when that is the default, or no protocol (an adapter
 // of a VM without a choice), which stays whatever else changes, with no
 // call; else as planProtocol chooses.
-func (r *vmPVRDMANICResource) stateOrChosenProtocol(ctx context.Context, plan, state vmPVRDMANICModel, resp *resource.ModifyPlanResponse) types.String {
+func (r *vmPVRDMANICResource) stateOrChosenProtocol(
+	ctx context.Context,
+	plan, state vmPVRDMANICModel,
+	resp *resource.ModifyPlanResponse,
+) types.String {
 	if state.DeviceProtocol.IsNull() || state.DeviceProtocol.ValueString() == defaultProtocol {
 		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("device_protocol"), state.DeviceProtocol)...)
 		return state.DeviceProtocol
@@ -109,7 +113,13 @@ func (r *vmPVRDMANICResource) stateOrChosenProtocol(ctx context.Context, plan, s
 // none, the adapter asks for none and the attribute is what vSphere says
 // (known once the adapter exists). The choice comes from the planner's
 // checks when they ran (checked), else from a read of its own.
-func (r *vmPVRDMANICResource) planProtocol(ctx context.Context, plan vmPVRDMANICModel, state *vmPVRDMANICModel, resp *resource.ModifyPlanResponse, checked *vsphere.PVRDMANICPlan) types.String {
+func (r *vmPVRDMANICResource) planProtocol(
+	ctx context.Context,
+	plan vmPVRDMANICModel,
+	state *vmPVRDMANICModel,
+	resp *resource.ModifyPlanResponse,
+	checked *vsphere.PVRDMANICPlan,
+) types.String {
 	var choice bool
 	if checked != nil {
 		choice = checked.ProtocolChoice

@@ -57,7 +57,12 @@ func TestAccVMPVRDMANIC_refusals(t *testing.T) {
 			{Config: switches},
 			{
 				Config: switches + nicOn(lab.VMUUID("legacy-node"), groupA, ""), PlanOnly: true,
-				ExpectError: acctest.Wording(fmt.Sprintf("Virtual machine legacy-node (%s) has hardware version 11 (vmx-11); PVRDMA adapters need vmx-13 or later. Upgrade the VM's compatibility while it is powered off: with the vSphere provider, set hardware_version = 13", lab.VMUUID("legacy-node"))),
+				ExpectError: acctest.Wording(
+					fmt.Sprintf(
+						"Virtual machine legacy-node (%s) has hardware version 11 (vmx-11); PVRDMA adapters need vmx-13 or later. Upgrade the VM's compatibility while it is powered off: with the vSphere provider, set hardware_version = 13",
+						lab.VMUUID("legacy-node"),
+					),
+				),
 			},
 			{
 				Config:   switches + nicOn(lab.VMUUID(vm0), groupA, `  device_protocol = "rocev3"`),
@@ -67,7 +72,12 @@ func TestAccVMPVRDMANIC_refusals(t *testing.T) {
 				// At vmx-13 the VM offers PVRDMA with no protocol choice.
 				PreConfig: func() { acctest.Must(t, lab.UpgradeVMHardware(ctx, "legacy-node", 13)) },
 				Config:    switches + nicOn(lab.VMUUID("legacy-node"), groupA, `  device_protocol = "rocev1"`), PlanOnly: true,
-				ExpectError: acctest.Wording(fmt.Sprintf(`Virtual machine legacy-node (%s) (hardware version 13) offers PVRDMA with no choice of protocol, so it cannot be rocev1. Remove device_protocol`, lab.VMUUID("legacy-node"))),
+				ExpectError: acctest.Wording(
+					fmt.Sprintf(
+						`Virtual machine legacy-node (%s) (hardware version 13) offers PVRDMA with no choice of protocol, so it cannot be rocev1. Remove device_protocol`,
+						lab.VMUUID("legacy-node"),
+					),
+				),
 			},
 			{
 				Config: switches + nicOn(lab.VMUUID(vm0), `"`+standard+`"`, ""), PlanOnly: true,
@@ -75,7 +85,9 @@ func TestAccVMPVRDMANIC_refusals(t *testing.T) {
 			},
 			{
 				Config: switches + nicOn(lab.VMUUID(vm1), groupA, ""), PlanOnly: true,
-				ExpectError: acctest.Wording(`is powered on, and adding, removing or changing the protocol of a PVRDMA adapter needs it powered off. Power it off first, or set power_off_allowed = true`),
+				ExpectError: acctest.Wording(
+					`is powered on, and adding, removing or changing the protocol of a PVRDMA adapter needs it powered off. Power it off first, or set power_off_allowed = true`,
+				),
 			},
 		},
 	})
@@ -122,7 +134,9 @@ func TestAccVMPVRDMANIC_refusedAtPlan(t *testing.T) {
 			{Config: switchesConfig(lab)}, // the port group ids are known from here on
 			{
 				Config: switchesConfig(lab) + nicOn("4200aaaa-0000-0000-0000-000000000000", group, ""), PlanOnly: true,
-				ExpectError: acctest.Wording("no virtual machine has UUID 4200aaaa-0000-0000-0000-000000000000; use vsphere_virtual_machine's id, or data.vspherehpc_virtual_machine to look one up by name."),
+				ExpectError: acctest.Wording(
+					"no virtual machine has UUID 4200aaaa-0000-0000-0000-000000000000; use vsphere_virtual_machine's id, or data.vspherehpc_virtual_machine to look one up by name.",
+				),
 			},
 			{
 				Config: switchesConfig(lab) + nicOn("not-a-uuid", group, ""), PlanOnly: true,
@@ -135,7 +149,9 @@ func TestAccVMPVRDMANIC_refusedAtPlan(t *testing.T) {
 			{Config: nicConfig(lab, uuid, "a", "")},
 			{
 				ResourceName: nicAddr, ImportState: true, ImportStateId: uuid + ":99999",
-				ExpectError: regexp.MustCompile(`has\s+no\s+network\s+adapter\s+with\s+device\s+key\s+99999\.\s+Its\s+PVRDMA\s+adapters\s+have\s+device\s+keys\s+\d+\s+\(on\s+dvportgroup-\d+\);\s+import\s+one\s+of\s+those`),
+				ExpectError: regexp.MustCompile(
+					`has\s+no\s+network\s+adapter\s+with\s+device\s+key\s+99999\.\s+Its\s+PVRDMA\s+adapters\s+have\s+device\s+keys\s+\d+\s+\(on\s+dvportgroup-\d+\);\s+import\s+one\s+of\s+those`,
+				),
 			},
 			{
 				ResourceName: nicAddr, ImportState: true, ImportStateId: fmt.Sprintf("%s:%d", uuid, regular),
@@ -164,7 +180,9 @@ func TestAccVMPVRDMANIC_macClaimedTwice(t *testing.T) {
 		{Config: switchesConfig(lab)},
 		{
 			Config: switchesConfig(lab) + nicOn(vm0, "vspherehpc_rdma_dvs.a.port_group_id", mac) + second, PlanOnly: true,
-			ExpectError: regexp.MustCompile(`(?s)Claimed twice in this configuration.*claim\s+MAC\s+address\s+00:50:56:01:02:03:.*Two\s+adapters\s+with\s+one\s+MAC`),
+			ExpectError: regexp.MustCompile(
+				`(?s)Claimed twice in this configuration.*claim\s+MAC\s+address\s+00:50:56:01:02:03:.*Two\s+adapters\s+with\s+one\s+MAC`,
+			),
 		},
 		{
 			// The MAC of the other VM's adapter given to this one.
@@ -191,12 +209,16 @@ func TestAccVMPVRDMANIC_staticMACRule(t *testing.T) {
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{Config: nicConfig(lab, uuid, "a", mac("01:00:5e:00:00:01")), PlanOnly: true,
-				ExpectError: acctest.Wording(`mac_address = "01:00:5e:00:00:01" is a multicast address (the lowest bit of its first byte is set), and an adapter needs a unicast address`)},
+				ExpectError: acctest.Wording(
+					`mac_address = "01:00:5e:00:00:01" is a multicast address (the lowest bit of its first byte is set), and an adapter needs a unicast address`,
+				)},
 			{Config: nicConfig(lab, uuid, "a", mac("ff:ff:ff:ff:ff:ff")), PlanOnly: true,
 				ExpectError: acctest.Wording(`mac_address = "ff:ff:ff:ff:ff:ff" is a multicast address`)},
 			{Config: nicConfig(lab, uuid, "a", mac("00:50:56:aa:bb:cc")), PlanOnly: true,
-				ExpectError: acctest.Wording(`mac_address = "00:50:56:aa:bb:cc" is in the part of VMware's prefix 00:50:56 that vSphere reserves for the addresses ` +
-					`vCenter generates and for VMkernel adapters: static addresses with that prefix go from 00:50:56:00:00:00 to 00:50:56:3f:ff:ff, e.g. 00:50:56:2a:bb:cc.`)},
+				ExpectError: acctest.Wording(
+					`mac_address = "00:50:56:aa:bb:cc" is in the part of VMware's prefix 00:50:56 that vSphere reserves for the addresses ` +
+						`vCenter generates and for VMkernel adapters: static addresses with that prefix go from 00:50:56:00:00:00 to 00:50:56:3f:ff:ff, e.g. 00:50:56:2a:bb:cc.`,
+				)},
 			{Config: nicConfig(lab, uuid, "a", mac("00:50:56:40:00:00")), PlanOnly: true,
 				ExpectError: acctest.Wording(`mac_address = "00:50:56:40:00:00" is in the part of VMware's prefix 00:50:56 that vSphere reserves`)},
 			{Config: nicConfig(lab, uuid, "a", mac("00:50:56:AA:BB:CC")), PlanOnly: true,

@@ -44,7 +44,13 @@ func TestAccVMPVRDMANIC_basic(t *testing.T) {
 					statecheck.ExpectKnownValue(nicAddr, tfjsonpath.New("mac_address"), knownvalue.StringRegexp(macPattern)),
 					statecheck.ExpectKnownValue(nicAddr, tfjsonpath.New("adapter_index"), knownvalue.Int64Exact(0)),
 					statecheck.ExpectKnownValue(nicAddr, tfjsonpath.New("reserve_all_memory"), knownvalue.Bool(true)),
-					statecheck.CompareValuePairs(nicAddr, tfjsonpath.New("distributed_port_group_id"), "vspherehpc_rdma_dvs.a", tfjsonpath.New("port_group_id"), compareSame),
+					statecheck.CompareValuePairs(
+						nicAddr,
+						tfjsonpath.New("distributed_port_group_id"),
+						"vspherehpc_rdma_dvs.a",
+						tfjsonpath.New("port_group_id"),
+						compareSame,
+					),
 				},
 				Check: func(s *terraform.State) error {
 					key = s.RootModule().Resources[nicAddr].Primary.Attributes["device_key"]
@@ -72,19 +78,31 @@ func TestAccVMPVRDMANIC_basic(t *testing.T) {
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(nicAddr, tfjsonpath.New("device_protocol"), knownvalue.StringExact("rocev1")),
 					statecheck.ExpectKnownValue(nicAddr, tfjsonpath.New("start_connected"), knownvalue.Bool(false)),
-					statecheck.CompareValuePairs(nicAddr, tfjsonpath.New("distributed_port_group_id"), "vspherehpc_rdma_dvs.b", tfjsonpath.New("port_group_id"), compareSame),
+					statecheck.CompareValuePairs(
+						nicAddr,
+						tfjsonpath.New("distributed_port_group_id"),
+						"vspherehpc_rdma_dvs.b",
+						tfjsonpath.New("port_group_id"),
+						compareSame,
+					),
 				},
 			},
 			{
-				Config:            nicConfig(lab, uuid, "b", `  mac_address = "00:50:56:2a:bb:cc"`),
-				ConfigPlanChecks:  resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(nicAddr, plancheck.ResourceActionUpdate)}},
-				ConfigStateChecks: []statecheck.StateCheck{statecheck.ExpectKnownValue(nicAddr, tfjsonpath.New("mac_address"), knownvalue.StringExact("00:50:56:2a:bb:cc"))},
+				Config: nicConfig(lab, uuid, "b", `  mac_address = "00:50:56:2a:bb:cc"`),
+				ConfigPlanChecks: resource.ConfigPlanChecks{
+					PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(nicAddr, plancheck.ResourceActionUpdate)},
+				},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(nicAddr, tfjsonpath.New("mac_address"), knownvalue.StringExact("00:50:56:2a:bb:cc")),
+				},
 			},
 			{
 				// The same VM by its managed object id: an update of the
 				// spelling, not a new adapter.
-				Config:           nicConfig(lab, lab.VMID(vm), "b", `  mac_address = "00:50:56:2a:bb:cc"`),
-				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(nicAddr, plancheck.ResourceActionUpdate)}},
+				Config: nicConfig(lab, lab.VMID(vm), "b", `  mac_address = "00:50:56:2a:bb:cc"`),
+				ConfigPlanChecks: resource.ConfigPlanChecks{
+					PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(nicAddr, plancheck.ResourceActionUpdate)},
+				},
 				Check: func(s *terraform.State) error {
 					if got := s.RootModule().Resources[nicAddr].Primary.Attributes["device_key"]; got != key {
 						return fmt.Errorf("device key %s, was %s: the adapter was replaced", got, key)
@@ -175,7 +193,13 @@ func TestAccVMPVRDMANIC_drift(t *testing.T) {
 		statecheck.ExpectKnownValue(nicAddr, tfjsonpath.New("device_protocol"), knownvalue.StringExact("rocev2")),
 		statecheck.ExpectKnownValue(nicAddr, tfjsonpath.New("start_connected"), knownvalue.Bool(true)),
 		statecheck.ExpectKnownValue(nicAddr, tfjsonpath.New("reserve_all_memory"), knownvalue.Bool(true)),
-		statecheck.CompareValuePairs(nicAddr, tfjsonpath.New("distributed_port_group_id"), "vspherehpc_rdma_dvs.a", tfjsonpath.New("port_group_id"), compareSame),
+		statecheck.CompareValuePairs(
+			nicAddr,
+			tfjsonpath.New("distributed_port_group_id"),
+			"vspherehpc_rdma_dvs.a",
+			tfjsonpath.New("port_group_id"),
+			compareSame,
+		),
 	}
 	ctx := context.Background()
 	var groupB, switchB string
@@ -483,7 +507,8 @@ func TestAccVMPVRDMANIC_movesWithItsMACWarnsOfCreateBeforeDestroy(t *testing.T) 
 	d.run("apply", "-auto-approve")
 	d.write(map[string]string{"main.tf": acctest.RequiredProviders + without(nicConfig(lab, to, "a", mac), lab)})
 	out := d.run("plan")
-	if !acctest.Wording(fmt.Sprintf("The PVRDMA adapter moves from virtual machine %s to %s and keeps MAC address 00:50:56:2a:bb:ce", from, to)).MatchString(out) ||
+	if !acctest.Wording(fmt.Sprintf("The PVRDMA adapter moves from virtual machine %s to %s and keeps MAC address 00:50:56:2a:bb:ce", from, to)).
+		MatchString(out) ||
 		!acctest.Wording("Do not set create_before_destroy on this resource").MatchString(out) {
 		t.Errorf("the plan of an adapter moved with its static MAC must warn of create_before_destroy:\n%s", out)
 	}

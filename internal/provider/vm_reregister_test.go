@@ -206,8 +206,20 @@ data "vspherehpc_virtual_machine" "vm" {
 					plancheck.ExpectEmptyPlan(),
 				}},
 				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.CompareValuePairs(nicAddr, tfjsonpath.New("virtual_machine_id"), "data.vspherehpc_virtual_machine.vm", tfjsonpath.New("moid"), compareSame),
-					statecheck.CompareValuePairs(gpuAddr, tfjsonpath.New("virtual_machine_id"), "data.vspherehpc_virtual_machine.vm", tfjsonpath.New("moid"), compareSame),
+					statecheck.CompareValuePairs(
+						nicAddr,
+						tfjsonpath.New("virtual_machine_id"),
+						"data.vspherehpc_virtual_machine.vm",
+						tfjsonpath.New("moid"),
+						compareSame,
+					),
+					statecheck.CompareValuePairs(
+						gpuAddr,
+						tfjsonpath.New("virtual_machine_id"),
+						"data.vspherehpc_virtual_machine.vm",
+						tfjsonpath.New("moid"),
+						compareSame,
+					),
 				},
 				Check: checkOneAdapter(lab, vm, &key, "rocev2"),
 			},

@@ -35,11 +35,14 @@ func TestAccVMSRIOVNIC_list(t *testing.T) {
 	runQueries(t, lab, "vspherehpc_vm_sriov_nic", append([]query{
 		{config: inDatacenter(lab), checks: []querycheck.QueryResultCheck{
 			querycheck.ExpectLength("vspherehpc_vm_sriov_nic.q", 1),
-			querycheck.ExpectResourceKnownValues("vspherehpc_vm_sriov_nic.q", queryfilter.ByDisplayName(knownvalue.StringRegexp(regexp.MustCompile("^"+vms[0]+" "))),
+			querycheck.ExpectResourceKnownValues(
+				"vspherehpc_vm_sriov_nic.q",
+				queryfilter.ByDisplayName(knownvalue.StringRegexp(regexp.MustCompile("^"+vms[0]+" "))),
 				[]querycheck.KnownValueCheck{
 					{Path: tfjsonpath.New("physical_function"), KnownValue: knownvalue.StringExact(vcsimlab.HandBuiltSRIOVPF)},
 					{Path: tfjsonpath.New("mac_address"), KnownValue: knownvalue.Null()},
-				}),
+				},
+			),
 		}},
 		{config: onHosts(lab, lab.VMHostName(vms[1])), checks: []querycheck.QueryResultCheck{querycheck.ExpectLength("vspherehpc_vm_sriov_nic.q", 0)}},
 	}, scopeErrors(lab)...))

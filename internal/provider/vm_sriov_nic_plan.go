@@ -71,8 +71,18 @@ func (r *vmSRIOVNICResource) ModifyPlan(ctx context.Context, req resource.Modify
 // takeVF counts the new adapters of this plan on a physical function, and
 // its virtual functions the plan passes through, against its free virtual
 // functions: one VM more than there are does not power on.
-func (r *vmSRIOVNICResource) takeVF(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse, vm types.String, f vsphere.FreeVFs) {
-	takers := r.claims.takeVF(r.claims.instance(ctx, req, resp), vsphere.HostDeviceKey(f.HostID, f.PCIID), "an adapter of virtual machine "+vm.ValueString())
+func (r *vmSRIOVNICResource) takeVF(
+	ctx context.Context,
+	req resource.ModifyPlanRequest,
+	resp *resource.ModifyPlanResponse,
+	vm types.String,
+	f vsphere.FreeVFs,
+) {
+	takers := r.claims.takeVF(
+		r.claims.instance(ctx, req, resp),
+		vsphere.HostDeviceKey(f.HostID, f.PCIID),
+		"an adapter of virtual machine "+vm.ValueString(),
+	)
 	addTooFewVFs(&resp.Diagnostics, path.Root("physical_function"), f, takers)
 }
 

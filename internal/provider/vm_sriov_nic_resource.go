@@ -155,7 +155,12 @@ func (m *vmSRIOVNICModel) spec() vsphere.SRIOVNICSpec {
 	if !m.MACAddress.IsUnknown() {
 		mac = m.MACAddress.ValueString()
 	}
-	return vsphere.SRIOVNICSpec{PortGroupID: m.PortGroupID.ValueString(), PhysicalFunction: m.pf(), MAC: mac, PowerOffAllowed: m.PowerOffAllowed.ValueBool()}
+	return vsphere.SRIOVNICSpec{
+		PortGroupID:      m.PortGroupID.ValueString(),
+		PhysicalFunction: m.pf(),
+		MAC:              mac,
+		PowerOffAllowed:  m.PowerOffAllowed.ValueBool(),
+	}
 }
 
 func (r *vmSRIOVNICResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {

@@ -143,7 +143,11 @@ func TestAccVMSRIOVNIC_basic(t *testing.T) {
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(sriovNICAddr, tfjsonpath.New("physical_function"), knownvalue.StringExact("automatic")),
 					statecheck.ExpectKnownValue(sriovNICAddr, tfjsonpath.New("assigned_physical_function"), knownvalue.StringExact(vmnic4PF)),
-					statecheck.ExpectKnownValue(sriovNICAddr, tfjsonpath.New("virtual_function"), knownvalue.StringRegexp(regexp.MustCompile(`^0000:d8:0[0-9]\.[0-7]$`))),
+					statecheck.ExpectKnownValue(
+						sriovNICAddr,
+						tfjsonpath.New("virtual_function"),
+						knownvalue.StringRegexp(regexp.MustCompile(`^0000:d8:0[0-9]\.[0-7]$`)),
+					),
 				},
 				Check: sriovAdapterIs(lab, vm, "Automatic-"+vmnic4PF),
 			},
@@ -203,11 +207,18 @@ resource "vspherehpc_vm_sriov_nic" "n" {
 			},
 			{
 				Config: nic(vm, groupA, "0000:af:00.0", ""), PlanOnly: true,
-				ExpectError: acctest.Wording(fmt.Sprintf("PCI device 0000:af:00.0 (GA100 [A100 PCIe 40GB]) of the VM's host %s is not SR-IOV capable. Its SR-IOV capable devices:", hostLabel)),
+				ExpectError: acctest.Wording(
+					fmt.Sprintf(
+						"PCI device 0000:af:00.0 (GA100 [A100 PCIe 40GB]) of the VM's host %s is not SR-IOV capable. Its SR-IOV capable devices:",
+						hostLabel,
+					),
+				),
 			},
 			{
 				Config: nic(vm, groupA, ibPF, ""), PlanOnly: true,
-				ExpectError: acctest.Wording(fmt.Sprintf("PCI device %s (MT2910 Family [ConnectX-7]) of host %s is no network adapter of the host", ibPF, hostLabel)),
+				ExpectError: acctest.Wording(
+					fmt.Sprintf("PCI device %s (MT2910 Family [ConnectX-7]) of host %s is no network adapter of the host", ibPF, hostLabel),
+				),
 			},
 			{
 				Config: nic(vm, groupA, vmnic4PF, ""), PlanOnly: true,
@@ -223,7 +234,13 @@ resource "vspherehpc_host_sriov" "s" {
   num_virtual_functions = 4
 }
 `, lab.HostID(host), vmnic4PF), PlanOnly: true,
-				ExpectError: acctest.Wording(fmt.Sprintf("SR-IOV of %s on host %s is turned on by this configuration, but the host applies that only at its next reboot", vmnic4PF, hostLabel)),
+				ExpectError: acctest.Wording(
+					fmt.Sprintf(
+						"SR-IOV of %s on host %s is turned on by this configuration, but the host applies that only at its next reboot",
+						vmnic4PF,
+						hostLabel,
+					),
+				),
 			},
 			{
 				PreConfig: func() { acctest.Must(t, acctest.LabClient(lab).SetHostSRIOV(ctx, lab.HostID(host), vmnic4PF, 4)) },
@@ -233,7 +250,9 @@ resource "vspherehpc_host_sriov" "s" {
 			{
 				// Waiting for the reboot, vmnic4 is no choice for vCenter yet.
 				Config: nic(vm, groupA, "automatic", ""), PlanOnly: true,
-				ExpectError: acctest.Wording(fmt.Sprintf(`among the SR-IOV-active uplinks of switch %s on the VM's host %s, and it has none`, testName("rdma-a"), hostLabel)),
+				ExpectError: acctest.Wording(
+					fmt.Sprintf(`among the SR-IOV-active uplinks of switch %s on the VM's host %s, and it has none`, testName("rdma-a"), hostLabel),
+				),
 			},
 			{
 				PreConfig: func() { acctest.Must(t, lab.RebootHost(ctx, host)) },
@@ -246,7 +265,9 @@ resource "vspherehpc_host_sriov" "s" {
 			},
 			{
 				Config: nic(vm, groupA, vmnic4PF, fmt.Sprintf("  mac_address = %q", node1.NetworkAdapters[0].MAC)), PlanOnly: true,
-				ExpectError: acctest.Wording(fmt.Sprintf("Virtual machine %s already has a network adapter with MAC address %s", vm1, node1.NetworkAdapters[0].MAC)),
+				ExpectError: acctest.Wording(
+					fmt.Sprintf("Virtual machine %s already has a network adapter with MAC address %s", vm1, node1.NetworkAdapters[0].MAC),
+				),
 			},
 			{
 				Config: nic("esxi51-node", groupA, vmnic4PF, ""), PlanOnly: true,
@@ -320,7 +341,11 @@ func TestAccVMSRIOVNIC_moreAdaptersThanFreeVFs(t *testing.T) {
 			{Config: oneVF},
 			{
 				Config: oneVF + pinnedAdapter(lab, "first", vm) + pinnedAdapter(lab, "second", other), PlanOnly: true,
-				ExpectError: regexp.MustCompile(`(?s)Not enough free virtual functions.*` + regexp.QuoteMeta(vmnic4PF) + `.*1\s+virtual\s+functions,\s+1\s+of\s+them\s+free.*takes\s+2\s+of\s+them`),
+				ExpectError: regexp.MustCompile(
+					`(?s)Not enough free virtual functions.*` + regexp.QuoteMeta(
+						vmnic4PF,
+					) + `.*1\s+virtual\s+functions,\s+1\s+of\s+them\s+free.*takes\s+2\s+of\s+them`,
+				),
 			},
 			{Config: oneVF + pinnedAdapter(lab, "first", vm)},
 		},
@@ -363,7 +388,11 @@ func TestAccVMSRIOVNIC_freeVFsWaitingForAReboot(t *testing.T) {
 			{Config: switchesConfig(lab)},
 			{
 				Config: sriovNICHostConfig(lab, vm) + pinnedAdapter(lab, "first", vm) + pinnedAdapter(lab, "second", other), PlanOnly: true,
-				ExpectError: regexp.MustCompile(`(?s)Not enough free virtual functions.*` + regexp.QuoteMeta(vmnic4PF) + `.*\shas\s+1\s+virtual\s+functions,\s+1\s+of\s+them\s+free.*takes\s+2\s+of\s+them`),
+				ExpectError: regexp.MustCompile(
+					`(?s)Not enough free virtual functions.*` + regexp.QuoteMeta(
+						vmnic4PF,
+					) + `.*\shas\s+1\s+virtual\s+functions,\s+1\s+of\s+them\s+free.*takes\s+2\s+of\s+them`,
+				),
 			},
 		},
 	})

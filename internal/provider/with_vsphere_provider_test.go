@@ -244,7 +244,13 @@ func TestAccWithVSphereProvider_fourVMs(t *testing.T) {
 	lab.ResetCalls()
 	start := time.Now()
 	d.run("apply", "-auto-approve", "-parallelism="+parallelism, "-target=vsphere_virtual_machine.node")
-	t.Logf("the vSphere provider creating %d VMs at parallelism %s: %s, %s", nodes, parallelism, time.Since(start).Round(time.Millisecond), callSummary(lab.Calls()))
+	t.Logf(
+		"the vSphere provider creating %d VMs at parallelism %s: %s, %s",
+		nodes,
+		parallelism,
+		time.Since(start).Round(time.Millisecond),
+		callSummary(lab.Calls()),
+	)
 	lab.ResetCalls()
 	start = time.Now()
 	d.run("apply", "-refresh-only", "-auto-approve", "-parallelism="+parallelism, "-target=vsphere_virtual_machine.node")

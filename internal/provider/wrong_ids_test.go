@@ -129,7 +129,9 @@ func TestAccWrongIDs_resources(t *testing.T) {
 			},
 			{
 				Config: settings("host-9999"), PlanOnly: true,
-				ExpectError: regexp.MustCompile(`Error: No such host(?s:.*)` + acctest.Wording(`no host has id host-9999; data.vspherehpc_host looks one up by name.`).String()),
+				ExpectError: regexp.MustCompile(
+					`Error: No such host(?s:.*)` + acctest.Wording(`no host has id host-9999; data.vspherehpc_host looks one up by name.`).String(),
+				),
 			},
 		},
 	})

@@ -97,8 +97,44 @@ func newNetnsLab(t *testing.T, farMTU int) netnsLab {
 		n.run("ip", "netns", "add", n.ns(ns))
 		t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", n.ns(ns)).Run() })
 	}
-	n.run("ip", "link", "add", n.ns("a0"), "netns", n.ns("c"), "mtu", "9000", "type", "veth", "peer", "name", n.ns("r0"), "netns", n.ns("r"), "mtu", "9000")
-	n.run("ip", "link", "add", n.ns("r1"), "netns", n.ns("r"), "mtu", fmt.Sprint(farMTU), "type", "veth", "peer", "name", n.ns("b0"), "netns", n.ns("b"), "mtu", fmt.Sprint(farMTU))
+	n.run(
+		"ip",
+		"link",
+		"add",
+		n.ns("a0"),
+		"netns",
+		n.ns("c"),
+		"mtu",
+		"9000",
+		"type",
+		"veth",
+		"peer",
+		"name",
+		n.ns("r0"),
+		"netns",
+		n.ns("r"),
+		"mtu",
+		"9000",
+	)
+	n.run(
+		"ip",
+		"link",
+		"add",
+		n.ns("r1"),
+		"netns",
+		n.ns("r"),
+		"mtu",
+		fmt.Sprint(farMTU),
+		"type",
+		"veth",
+		"peer",
+		"name",
+		n.ns("b0"),
+		"netns",
+		n.ns("b"),
+		"mtu",
+		fmt.Sprint(farMTU),
+	)
 	n.in("c", "ip", "addr", "add", "10.200.1.2/24", "dev", n.ns("a0"))
 	n.in("r", "ip", "addr", "add", "10.200.1.1/24", "dev", n.ns("r0"))
 	n.in("r", "ip", "addr", "add", "10.200.2.1/24", "dev", n.ns("r1"))

@@ -98,7 +98,11 @@ func (l *Lab) SetHostPassthroughAtNextReboot(ctx context.Context, hostName, pciI
 // updatePassthru sends one device's passthrough configuration, which
 // config builds from the host's current passthrough state, to the host's
 // HostPciPassthruSystem (UpdatePassthruConfig).
-func (l *Lab) updatePassthru(ctx context.Context, hostName string, config func([]types.BaseHostPciPassthruInfo) types.BaseHostPciPassthruConfig) error {
+func (l *Lab) updatePassthru(
+	ctx context.Context,
+	hostName string,
+	config func([]types.BaseHostPciPassthruInfo) types.BaseHostPciPassthruConfig,
+) error {
 	host, err := l.adminHost(hostName)
 	if err != nil {
 		return err

@@ -30,13 +30,15 @@ func TestAdminEsxcli(t *testing.T) {
 	if sys, cfg := ruleset(t, l, 1, "pvrdma"); !sys.Enabled || !cfg.Enabled {
 		t.Error("the set did not reach the host's firewall")
 	}
-	if rows := run("network", "firewall", "ruleset", "list", "-r", "pvrdma"); len(rows) != 1 || rows[0]["Name"] != "pvrdma" || rows[0]["Enabled"] != "true" {
+	if rows := run("network", "firewall", "ruleset", "list", "-r", "pvrdma"); len(rows) != 1 || rows[0]["Name"] != "pvrdma" ||
+		rows[0]["Enabled"] != "true" {
 		t.Errorf("list rows %v", rows)
 	}
 	run("network", "firewall", "ruleset", "set", "-r", "pvrdma", "-a", "false")
 	run("network", "firewall", "ruleset", "allowedip", "add", "-r", "pvrdma", "-i", "198.51.100.0/24")
 	run("network", "firewall", "ruleset", "allowedip", "add", "-r", "pvrdma", "--ip-address=192.0.2.7")
-	if rows := run("network", "firewall", "ruleset", "allowedip", "list", "-r", "pvrdma"); len(rows) != 1 || rows[0]["AllowedIPAddresses"] != "192.0.2.7, 198.51.100.0/24" {
+	if rows := run("network", "firewall", "ruleset", "allowedip", "list", "-r", "pvrdma"); len(rows) != 1 ||
+		rows[0]["AllowedIPAddresses"] != "192.0.2.7, 198.51.100.0/24" {
 		t.Errorf("allowedip rows %v", rows)
 	}
 	// vcsim's own commands work too.

@@ -64,7 +64,13 @@ func TestReregisterVM(t *testing.T) {
 		t.Errorf("settings after = %+v, want %+v", after, settings)
 	}
 	var v mo.VirtualMachine
-	retrieve(t, l.Client(), vmRef(l, vm), []string{"name", "config.uuid", "config.hardware.device", "config.version", "config.memoryReservationLockedToMax"}, &v)
+	retrieve(
+		t,
+		l.Client(),
+		vmRef(l, vm),
+		[]string{"name", "config.uuid", "config.hardware.device", "config.version", "config.memoryReservationLockedToMax"},
+		&v,
+	)
 	if v.Name != vm || v.Config.Uuid != biosUUID || v.Config.Version != before.Config.Version ||
 		v.Config.MemoryReservationLockedToMax == nil || !*v.Config.MemoryReservationLockedToMax {
 		t.Errorf("after: name %s uuid %s version %s locked %v", v.Name, v.Config.Uuid, v.Config.Version, v.Config.MemoryReservationLockedToMax)

@@ -262,7 +262,9 @@ func (l *Lab) adminReconfigurePortGroup(ctx context.Context, portGroupName strin
 func switchMember(op types.ConfigSpecOperation, host *object.HostSystem, vmnic string) types.DistributedVirtualSwitchHostMemberConfigSpec {
 	member := types.DistributedVirtualSwitchHostMemberConfigSpec{Operation: string(op), Host: host.Reference()}
 	if vmnic != "" {
-		member.Backing = &types.DistributedVirtualSwitchHostMemberPnicBacking{PnicSpec: []types.DistributedVirtualSwitchHostMemberPnicSpec{{PnicDevice: vmnic}}}
+		member.Backing = &types.DistributedVirtualSwitchHostMemberPnicBacking{
+			PnicSpec: []types.DistributedVirtualSwitchHostMemberPnicSpec{{PnicDevice: vmnic}},
+		}
 	}
 	return member
 }

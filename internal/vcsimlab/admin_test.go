@@ -125,7 +125,8 @@ func TestAdminCreateDatacenter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	host, err := object.NewSearchIndex(l.Client().Client).FindByInventoryPath(ctx, "/site-b/"+l.DatacenterName()+"/host/esx-b.example.com/esx-b.example.com")
+	host, err := object.NewSearchIndex(l.Client().Client).
+		FindByInventoryPath(ctx, "/site-b/"+l.DatacenterName()+"/host/esx-b.example.com/esx-b.example.com")
 	if err != nil || host == nil || host.Reference().Value != id {
 		t.Fatalf("the second datacenter's host: %v, %v; want %s", host, err, id)
 	}

@@ -203,7 +203,11 @@ func (l *Lab) MakeAgentVM(ctx context.Context, vmName string) error {
 // (extraConfig), as Edit Settings > VM Options > Advanced > Configuration
 // Parameters in the vSphere Client (govc vm.change -e key=value) does.
 func (l *Lab) SetVMExtraConfig(ctx context.Context, vmName, key, value string) error {
-	return l.adminReconfigureVM(ctx, vmName, types.VirtualMachineConfigSpec{ExtraConfig: []types.BaseOptionValue{&types.OptionValue{Key: key, Value: value}}})
+	return l.adminReconfigureVM(
+		ctx,
+		vmName,
+		types.VirtualMachineConfigSpec{ExtraConfig: []types.BaseOptionValue{&types.OptionValue{Key: key, Value: value}}},
+	)
 }
 
 // SetVMMemoryReservationLocked ticks or clears "Reserve all guest memory (All
@@ -473,7 +477,9 @@ func (l *Lab) AttachDynamicGPU(ctx context.Context, vmName string, vendor, devic
 		return err
 	}
 	return vm.AddDevice(ctx, &types.VirtualPCIPassthrough{VirtualDevice: types.VirtualDevice{Key: -1,
-		Backing: &types.VirtualPCIPassthroughDynamicBackingInfo{AllowedDevice: []types.VirtualPCIPassthroughAllowedDevice{{VendorId: vendor, DeviceId: device}}}}})
+		Backing: &types.VirtualPCIPassthroughDynamicBackingInfo{
+			AllowedDevice: []types.VirtualPCIPassthroughAllowedDevice{{VendorId: vendor, DeviceId: device}},
+		}}})
 }
 
 // NarrowDynamicGPUs edits every Dynamic DirectPath device of a VM, as Edit
@@ -514,7 +520,11 @@ func (l *Lab) adminVM(vmName string) (*object.VirtualMachine, error) {
 }
 
 // adminDevices is the named lab VM and its devices of kind's type.
-func (l *Lab) adminDevices(ctx context.Context, vmName string, kind types.BaseVirtualDevice) (*object.VirtualMachine, object.VirtualDeviceList, error) {
+func (l *Lab) adminDevices(
+	ctx context.Context,
+	vmName string,
+	kind types.BaseVirtualDevice,
+) (*object.VirtualMachine, object.VirtualDeviceList, error) {
 	vm, err := l.adminVM(vmName)
 	if err != nil {
 		return nil, nil, err

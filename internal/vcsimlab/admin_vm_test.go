@@ -210,7 +210,8 @@ func TestAdminPVRDMAAdapters(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := adapters()
-	if len(got) != 1 || got[0].DeviceProtocol != "rocev1" || got[0].Connectable == nil || got[0].Connectable.StartConnected || portGroupOf(got[0]) != keyA {
+	if len(got) != 1 || got[0].DeviceProtocol != "rocev1" || got[0].Connectable == nil || got[0].Connectable.StartConnected ||
+		portGroupOf(got[0]) != keyA {
 		t.Fatalf("after editing protocol and start connected: %+v", got)
 	}
 	if err := l.EditPVRDMAAdapters(ctx, vm, PVRDMAAdapterEdit{SwitchUUID: uuid, PortGroupKey: keyB}); err != nil {

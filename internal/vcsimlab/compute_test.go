@@ -48,7 +48,14 @@ func TestClusterAsComputeResource(t *testing.T) {
 		t.Fatalf("properties of %s: %v", asBase, err)
 	}
 	if props.Name != l.ClusterName() || props.EnvironmentBrowser == nil || len(props.Host) != len(l.HostNames()) || props.ResourcePool == nil {
-		t.Errorf("properties of %s: name %q, browser %v, %d hosts, pool %v", asBase, props.Name, props.EnvironmentBrowser, len(props.Host), props.ResourcePool)
+		t.Errorf(
+			"properties of %s: name %q, browser %v, %d hosts, pool %v",
+			asBase,
+			props.Name,
+			props.EnvironmentBrowser,
+			len(props.Host),
+			props.ResourcePool,
+		)
 	}
 	// The cluster's own environment browser answers.
 	if _, err := methods.QueryConfigOptionDescriptor(ctx, l.c.Client, &types.QueryConfigOptionDescriptor{This: *props.EnvironmentBrowser}); err != nil {

@@ -197,7 +197,11 @@ func (x *extension) ReconfigureDvsTask(ctx *simulator.Context, req *types.Reconf
 
 // checkAddedHostsRunSwitch refuses hosts a reconfigure adds that cannot run
 // the switch's version. s is locked.
-func checkAddedHostsRunSwitch(ctx *simulator.Context, s *simulator.DistributedVirtualSwitch, specs []types.DistributedVirtualSwitchHostMemberConfigSpec) *soap.Fault {
+func checkAddedHostsRunSwitch(
+	ctx *simulator.Context,
+	s *simulator.DistributedVirtualSwitch,
+	specs []types.DistributedVirtualSwitchHostMemberConfigSpec,
+) *soap.Fault {
 	if s.Config == nil {
 		return nil
 	}
@@ -365,8 +369,14 @@ func (x *extension) PerformDvsProductSpecOperationTask(ctx *simulator.Context, r
 
 // checkMembersRunUpgrade refuses an upgrade that upgradeDVS would carry out
 // when a member host cannot run the new version. s is locked.
-func checkMembersRunUpgrade(ctx *simulator.Context, s *simulator.DistributedVirtualSwitch, op string, spec *types.DistributedVirtualSwitchProductSpec) *soap.Fault {
-	if op != string(types.DistributedVirtualSwitchProductSpecOperationTypeUpgrade) || spec == nil || !slices.Contains(dvsVersions, spec.Version) || s.Config == nil ||
+func checkMembersRunUpgrade(
+	ctx *simulator.Context,
+	s *simulator.DistributedVirtualSwitch,
+	op string,
+	spec *types.DistributedVirtualSwitchProductSpec,
+) *soap.Fault {
+	if op != string(types.DistributedVirtualSwitchProductSpecOperationTypeUpgrade) || spec == nil || !slices.Contains(dvsVersions, spec.Version) ||
+		s.Config == nil ||
 		compareVersions(spec.Version, s.Config.GetDVSConfigInfo().ProductInfo.Version) <= 0 {
 		return nil
 	}
@@ -465,7 +475,11 @@ func annotateUplinkPorts(cfg *types.DVSConfigInfo, ports []types.DistributedVirt
 // (DistributedVirtualSwitchPortCriteria): in (or, inside false, out of) the
 // port groups named, with the keys named, connected or not, uplink ports or
 // not, serviced by the hosts named.
-func filterPorts(config types.BaseDVSConfigInfo, ports []types.DistributedVirtualPort, c *types.DistributedVirtualSwitchPortCriteria) []types.DistributedVirtualPort {
+func filterPorts(
+	config types.BaseDVSConfigInfo,
+	ports []types.DistributedVirtualPort,
+	c *types.DistributedVirtualSwitchPortCriteria,
+) []types.DistributedVirtualPort {
 	if c == nil {
 		return ports
 	}
@@ -526,7 +540,10 @@ func destroyDVS(ctx *simulator.Context, s *simulator.DistributedVirtualSwitch) *
 
 // QueryDvsByUuid finds a switch by its UUID, how clients resolve the UUID
 // the vSphere provider exports as a switch's id.
-func (x *extension) QueryDvsByUuid(ctx *simulator.Context, req *types.QueryDvsByUuid) soap.HasFault { //nolint:revive // the vSphere method name, which vcsim dispatches by
+func (x *extension) QueryDvsByUuid(
+	ctx *simulator.Context,
+	req *types.QueryDvsByUuid,
+) soap.HasFault { //nolint:revive // the vSphere method name, which vcsim dispatches by
 	body := new(methods.QueryDvsByUuidBody)
 	for _, e := range ctx.Map.All("DistributedVirtualSwitch") {
 		s, ok := e.(*simulator.DistributedVirtualSwitch)

@@ -78,7 +78,10 @@ func TestQueryDvsCompatibleHostSpec(t *testing.T) {
 	if got := query(&types.DistributedVirtualSwitchProductSpec{Version: "8.0.0"}); !slices.Equal(got, []string{"8.0.0", "8.0.1", "8.0.2", "8.0.3"}) {
 		t.Errorf("a switch 8.0.0 accepts %v", got)
 	}
-	if got := query(&types.DistributedVirtualSwitchProductSpec{Version: "7.0.3"}); !slices.Equal(got, []string{"7.0.3", "8.0.0", "8.0.1", "8.0.2", "8.0.3"}) {
+	if got := query(&types.DistributedVirtualSwitchProductSpec{Version: "7.0.3"}); !slices.Equal(
+		got,
+		[]string{"7.0.3", "8.0.0", "8.0.1", "8.0.2", "8.0.3"},
+	) {
 		t.Errorf("a switch 7.0.3 accepts %v", got)
 	}
 	// Unset: the version a switch is created with, the newest.
@@ -137,12 +140,20 @@ func TestQueryCompatibleHosts(t *testing.T) {
 	wantFault(t, "unknown container", err, &types.ManagedObjectNotFound{})
 
 	s := l.createDVSVersion("old", "7.0.3")
-	res, err := methods.QueryCompatibleHostForExistingDvs(ctx, l.c.Client, &types.QueryCompatibleHostForExistingDvs{This: m, Container: dc, Recursive: true, Dvs: s.Reference()})
+	res, err := methods.QueryCompatibleHostForExistingDvs(
+		ctx,
+		l.c.Client,
+		&types.QueryCompatibleHostForExistingDvs{This: m, Container: dc, Recursive: true, Dvs: s.Reference()},
+	)
 	if err != nil || !slices.Equal(values(res.Returnval), names) {
 		t.Errorf("hosts for the switch 7.0.3: %v, %v; want all", res, err)
 	}
 	upgrade(t, l, s, "8.0.0")
-	res, err = methods.QueryCompatibleHostForExistingDvs(ctx, l.c.Client, &types.QueryCompatibleHostForExistingDvs{This: m, Container: dc, Recursive: true, Dvs: s.Reference()})
+	res, err = methods.QueryCompatibleHostForExistingDvs(
+		ctx,
+		l.c.Client,
+		&types.QueryCompatibleHostForExistingDvs{This: m, Container: dc, Recursive: true, Dvs: s.Reference()},
+	)
 	if err != nil || !slices.Equal(values(res.Returnval), young) {
 		t.Errorf("hosts for the switch upgraded to 8.0.0: %v, %v; want %v", res, err, young)
 	}

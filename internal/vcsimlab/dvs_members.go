@@ -52,7 +52,11 @@ func switchMTU(s *simulator.DistributedVirtualSwitch) int32 {
 }
 
 // checkMembers validates host membership changes before any is applied.
-func checkMembers(ctx *simulator.Context, s *simulator.DistributedVirtualSwitch, specs []types.DistributedVirtualSwitchHostMemberConfigSpec) *vimError {
+func checkMembers(
+	ctx *simulator.Context,
+	s *simulator.DistributedVirtualSwitch,
+	specs []types.DistributedVirtualSwitchHostMemberConfigSpec,
+) *vimError {
 	seen := map[types.ManagedObjectReference]bool{}
 	for _, m := range specs {
 		host, ok := ctx.Map.Get(m.Host).(*simulator.HostSystem)
@@ -77,7 +81,9 @@ func checkMembers(ctx *simulator.Context, s *simulator.DistributedVirtualSwitch,
 			return invalidArgument("spec.host.operation")
 		}
 		if types.ConfigSpecOperation(m.Operation) == types.ConfigSpecOperationRemove {
-			if vms := vmsUsing(ctx, hostVMs(ctx, host), func(b *types.DistributedVirtualSwitchPortConnection) bool { return b.SwitchUuid == s.Uuid }); len(vms) > 0 {
+			if vms := vmsUsing(ctx, hostVMs(ctx, host), func(b *types.DistributedVirtualSwitchPortConnection) bool { return b.SwitchUuid == s.Uuid }); len(
+				vms,
+			) > 0 {
 				return inUse("DistributedVirtualSwitch", s.Name)
 			}
 			continue
@@ -91,7 +97,12 @@ func checkMembers(ctx *simulator.Context, s *simulator.DistributedVirtualSwitch,
 
 // checkPnics refuses uplinks the host does not have or that a switch of the
 // host other than the distributed switch dvsUUID already claims.
-func checkPnics(ctx *simulator.Context, dvsUUID string, host *simulator.HostSystem, backing types.BaseDistributedVirtualSwitchHostMemberBacking) *vimError {
+func checkPnics(
+	ctx *simulator.Context,
+	dvsUUID string,
+	host *simulator.HostSystem,
+	backing types.BaseDistributedVirtualSwitchHostMemberBacking,
+) *vimError {
 	b, ok := backing.(*types.DistributedVirtualSwitchHostMemberPnicBacking)
 	if !ok {
 		return nil
@@ -167,7 +178,12 @@ func uplinkPortgroupKey(cfg *types.DVSConfigInfo) string {
 // planUplinks works out every member's uplink ports and NIC connections after
 // the membership changes specs (validated by checkMembers) and, when names is
 // not nil, the switch's new uplink names. s is locked.
-func planUplinks(ctx *simulator.Context, s *simulator.DistributedVirtualSwitch, specs []types.DistributedVirtualSwitchHostMemberConfigSpec, names []string) (uplinkPlan, *vimError) {
+func planUplinks(
+	ctx *simulator.Context,
+	s *simulator.DistributedVirtualSwitch,
+	specs []types.DistributedVirtualSwitchHostMemberConfigSpec,
+	names []string,
+) (uplinkPlan, *vimError) {
 	cfg := s.Config.GetDVSConfigInfo()
 	pgKey := uplinkPortgroupKey(cfg)
 	plan := uplinkPlan{}
@@ -237,7 +253,12 @@ func planUplinks(ctx *simulator.Context, s *simulator.DistributedVirtualSwitch, 
 // connectPnics connects the NICs of a member's new backing to its uplink
 // ports: the port the spec names, else the one the NIC had in the old
 // backing, else the first free one. Other backing types are kept as they are.
-func connectPnics(backing types.BaseDistributedVirtualSwitchHostMemberBacking, ports []string, old types.BaseDistributedVirtualSwitchHostMemberBacking, pgKey string) (types.BaseDistributedVirtualSwitchHostMemberBacking, *vimError) {
+func connectPnics(
+	backing types.BaseDistributedVirtualSwitchHostMemberBacking,
+	ports []string,
+	old types.BaseDistributedVirtualSwitchHostMemberBacking,
+	pgKey string,
+) (types.BaseDistributedVirtualSwitchHostMemberBacking, *vimError) {
 	if backing == nil {
 		backing = &types.DistributedVirtualSwitchHostMemberPnicBacking{}
 	}

@@ -45,7 +45,10 @@ func TestDVSHostMembership(t *testing.T) {
 	s := l.createDVS("pvrdma-dvs")
 	uuid := l.dvs(s).Config.GetDVSConfigInfo().Uuid
 	add := func(pnic string, hosts ...int) error {
-		return l.reconfigure(s, &types.VMwareDVSConfigSpec{DVSConfigSpec: types.DVSConfigSpec{Host: l.members(types.ConfigSpecOperationAdd, pnic, hosts...)}})
+		return l.reconfigure(
+			s,
+			&types.VMwareDVSConfigSpec{DVSConfigSpec: types.DVSConfigSpec{Host: l.members(types.ConfigSpecOperationAdd, pnic, hosts...)}},
+		)
 	}
 	wantFault(t, "unknown pnic", add("vmnic99", 0), &types.InvalidArgument{})
 	wantFault(t, "pnic of vSwitch0", add("vmnic0", 0), &types.ResourceInUse{})
@@ -69,7 +72,10 @@ func TestDVSHostMembership(t *testing.T) {
 
 	// Another switch cannot take the same uplink.
 	other := l.createDVS("other")
-	err := l.reconfigure(other, &types.VMwareDVSConfigSpec{DVSConfigSpec: types.DVSConfigSpec{Host: l.members(types.ConfigSpecOperationAdd, "vmnic4", 0)}})
+	err := l.reconfigure(
+		other,
+		&types.VMwareDVSConfigSpec{DVSConfigSpec: types.DVSConfigSpec{Host: l.members(types.ConfigSpecOperationAdd, "vmnic4", 0)}},
+	)
 	wantFault(t, "pnic of another switch", err, &types.ResourceInUse{})
 
 	// Edit moves the uplink; the MTU follows the switch.
@@ -80,15 +86,30 @@ func TestDVSHostMembership(t *testing.T) {
 	if ps := l.proxySwitches(0); !slices.Equal(ps[0].Pnic, []string{"key-vim.host.PhysicalNic-vmnic5"}) || ps[0].Mtu != 4000 {
 		t.Errorf("after edit: %+v, want vmnic5 and MTU 4000", ps[0])
 	}
-	wantFault(t, "edit a non-member", l.reconfigure(s, &types.VMwareDVSConfigSpec{DVSConfigSpec: types.DVSConfigSpec{Host: l.members(types.ConfigSpecOperationEdit, "vmnic4", 2)}}), &types.NotFound{})
-	wantFault(t, "remove a non-member", l.reconfigure(s, &types.VMwareDVSConfigSpec{DVSConfigSpec: types.DVSConfigSpec{Host: l.members(types.ConfigSpecOperationRemove, "", 2)}}), &types.NotFound{})
+	wantFault(
+		t,
+		"edit a non-member",
+		l.reconfigure(s, &types.VMwareDVSConfigSpec{DVSConfigSpec: types.DVSConfigSpec{Host: l.members(types.ConfigSpecOperationEdit, "vmnic4", 2)}}),
+		&types.NotFound{},
+	)
+	wantFault(
+		t,
+		"remove a non-member",
+		l.reconfigure(s, &types.VMwareDVSConfigSpec{DVSConfigSpec: types.DVSConfigSpec{Host: l.members(types.ConfigSpecOperationRemove, "", 2)}}),
+		&types.NotFound{},
+	)
 
 	if err := l.reconfigure(s, &types.VMwareDVSConfigSpec{DVSConfigSpec: types.DVSConfigSpec{Host: l.members(types.ConfigSpecOperationRemove, "", 1)}}); err != nil {
 		t.Fatal(err)
 	}
 	got := l.dvs(s)
 	if len(got.Config.GetDVSConfigInfo().Host) != 1 || len(got.Summary.HostMember) != 1 || len(l.proxySwitches(1)) != 0 {
-		t.Errorf("after remove: %d members, %d in summary, host 1 proxy switches %v", len(got.Config.GetDVSConfigInfo().Host), len(got.Summary.HostMember), l.proxySwitches(1))
+		t.Errorf(
+			"after remove: %d members, %d in summary, host 1 proxy switches %v",
+			len(got.Config.GetDVSConfigInfo().Host),
+			len(got.Summary.HostMember),
+			l.proxySwitches(1),
+		)
 	}
 }
 
@@ -97,7 +118,10 @@ func TestDVSRemoveHostWithVMsInUse(t *testing.T) {
 	l := newLab(t)
 	s, pg := l.switchWithHosts("pvrdma-dvs")
 	l.addVrdma("hpc-node-0", s, pg, "rocev2")
-	err := l.reconfigure(s, &types.VMwareDVSConfigSpec{DVSConfigSpec: types.DVSConfigSpec{Host: l.members(types.ConfigSpecOperationRemove, "", l.hostOf("hpc-node-0"))}})
+	err := l.reconfigure(
+		s,
+		&types.VMwareDVSConfigSpec{DVSConfigSpec: types.DVSConfigSpec{Host: l.members(types.ConfigSpecOperationRemove, "", l.hostOf("hpc-node-0"))}},
+	)
 	wantFault(t, "remove a host whose VM uses the switch", err, &types.ResourceInUse{})
 	// vCenter names the switch, not the VMs: finding them is the client's job.
 	if err != nil && !strings.Contains(err.Error(), "The resource 'pvrdma-dvs' is in use.") {
@@ -194,15 +218,28 @@ func TestDVSUplinkPorts(t *testing.T) {
 	if _, nics := l.uplinks(s, 0); nics["vmnic5"] != ports0[2] || nics["vmnic4"] != ports0[0] {
 		t.Errorf("NICs %v; want vmnic5 kept on %s and vmnic4 on %s", nics, ports0[2], ports0[0])
 	}
-	wantFault(t, "another host's port", edit(0, pnicBacking(types.DistributedVirtualSwitchHostMemberPnicSpec{PnicDevice: "vmnic5", UplinkPortKey: ports1[1]})), &types.InvalidArgument{})
+	wantFault(
+		t,
+		"another host's port",
+		edit(0, pnicBacking(types.DistributedVirtualSwitchHostMemberPnicSpec{PnicDevice: "vmnic5", UplinkPortKey: ports1[1]})),
+		&types.InvalidArgument{},
+	)
 	wantFault(t, "a port twice", edit(0, pnicBacking(
 		types.DistributedVirtualSwitchHostMemberPnicSpec{PnicDevice: "vmnic4", UplinkPortKey: ports0[1]},
 		types.DistributedVirtualSwitchHostMemberPnicSpec{PnicDevice: "vmnic5", UplinkPortKey: ports0[1]})), &types.InvalidArgument{})
-	wantFault(t, "another uplink port group", edit(0, pnicBacking(types.DistributedVirtualSwitchHostMemberPnicSpec{PnicDevice: "vmnic5", UplinkPortgroupKey: "dvportgroup-1"})), &types.InvalidArgument{})
+	wantFault(
+		t,
+		"another uplink port group",
+		edit(0, pnicBacking(types.DistributedVirtualSwitchHostMemberPnicSpec{PnicDevice: "vmnic5", UplinkPortgroupKey: "dvportgroup-1"})),
+		&types.InvalidArgument{},
+	)
 
 	// Fewer uplink names delete unused ports; the rest are renamed in order.
 	names := func(n ...string) error {
-		return l.reconfigure(s, &types.VMwareDVSConfigSpec{DVSConfigSpec: types.DVSConfigSpec{UplinkPortPolicy: &types.DVSNameArrayUplinkPortPolicy{UplinkPortName: n}}})
+		return l.reconfigure(
+			s,
+			&types.VMwareDVSConfigSpec{DVSConfigSpec: types.DVSConfigSpec{UplinkPortPolicy: &types.DVSNameArrayUplinkPortPolicy{UplinkPortName: n}}},
+		)
 	}
 	if err := names("a", "b"); err != nil {
 		t.Fatal(err)
@@ -247,7 +284,10 @@ func TestFetchUplinkPorts(t *testing.T) {
 	s, pg := l.switchWithHosts("pvrdma-dvs")
 	ports0, _ := l.uplinks(s, 0)
 	host0 := hostRef(l.Lab, 0)
-	got, err := s.FetchDVPorts(context.Background(), &types.DistributedVirtualSwitchPortCriteria{UplinkPort: types.NewBool(true), Host: []types.ManagedObjectReference{host0}})
+	got, err := s.FetchDVPorts(
+		context.Background(),
+		&types.DistributedVirtualSwitchPortCriteria{UplinkPort: types.NewBool(true), Host: []types.ManagedObjectReference{host0}},
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,13 +302,19 @@ func TestFetchUplinkPorts(t *testing.T) {
 	if c := got[0].Connectee; c == nil || c.Type != "pnic" || c.NicKey != "vmnic4" || *c.ConnectedEntity != host0 {
 		t.Errorf("uplink1's connectee %+v, want vmnic4 of host 0", c)
 	}
-	connected, err := s.FetchDVPorts(context.Background(), &types.DistributedVirtualSwitchPortCriteria{UplinkPort: types.NewBool(true), Connected: types.NewBool(true)})
+	connected, err := s.FetchDVPorts(
+		context.Background(),
+		&types.DistributedVirtualSwitchPortCriteria{UplinkPort: types.NewBool(true), Connected: types.NewBool(true)},
+	)
 	if err != nil || len(connected) != 3 {
 		t.Errorf("connected uplink ports: %d, %v; want one per host", len(connected), err)
 	}
 	var pgObj mo.DistributedVirtualPortgroup
 	retrieve(t, l.Client(), pg, []string{"key"}, &pgObj)
-	vmPorts, err := s.FetchDVPorts(context.Background(), &types.DistributedVirtualSwitchPortCriteria{PortgroupKey: []string{pgObj.Key}, Inside: types.NewBool(true)})
+	vmPorts, err := s.FetchDVPorts(
+		context.Background(),
+		&types.DistributedVirtualSwitchPortCriteria{PortgroupKey: []string{pgObj.Key}, Inside: types.NewBool(true)},
+	)
 	if err != nil || len(vmPorts) != 8 || vmPorts[0].ProxyHost != nil {
 		t.Errorf("the VM port group's ports: %d, %v", len(vmPorts), err)
 	}

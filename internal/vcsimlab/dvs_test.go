@@ -96,7 +96,8 @@ func TestCreateDVSWithoutVersionGetsTheNewest(t *testing.T) {
 	l := newLab(t)
 	s := l.dvs(l.createDVSVersion("no-version", ""))
 	cfg := s.Config.GetDVSConfigInfo()
-	if cfg.ProductInfo.Version != "8.0.3" || s.Summary.ProductInfo == nil || s.Summary.ProductInfo.Version != "8.0.3" || cfg.ProductInfo.Vendor != "VMware, Inc." {
+	if cfg.ProductInfo.Version != "8.0.3" || s.Summary.ProductInfo == nil || s.Summary.ProductInfo.Version != "8.0.3" ||
+		cfg.ProductInfo.Vendor != "VMware, Inc." {
 		t.Fatalf("productInfo %+v, summary %+v; want version 8.0.3", cfg.ProductInfo, s.Summary.ProductInfo)
 	}
 }

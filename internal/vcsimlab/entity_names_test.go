@@ -50,7 +50,11 @@ func TestSwitchAndPortGroupNamesStoredEscaped(t *testing.T) {
 	if got := l.portgroup(pg).Name; got != "pg 5%25" {
 		t.Errorf("renamed port group name %q, want pg 5%%25", got)
 	}
-	res, err := methods.AddDVPortgroup_Task(ctx, l.c.Client, &types.AddDVPortgroup_Task{This: s.Reference(), Spec: []types.DVPortgroupConfigSpec{{Name: `a\b`, NumPorts: 1}}})
+	res, err := methods.AddDVPortgroup_Task(
+		ctx,
+		l.c.Client,
+		&types.AddDVPortgroup_Task{This: s.Reference(), Spec: []types.DVPortgroupConfigSpec{{Name: `a\b`, NumPorts: 1}}},
+	)
 	if err == nil {
 		err = object.NewTask(l.c.Client, res.Returnval).Wait(ctx)
 	}

@@ -344,7 +344,8 @@ func (s *vmSetup) UpdateObject(ctx *simulator.Context, obj mo.Reference, _ []typ
 
 	b := &vmBrowser{vm: vm.Self}
 	b.Self.Type = "EnvironmentBrowser"
-	if n, ok := strings.CutPrefix(vm.Self.Value, "vm-"); ok && ctx.Map.Get(types.ManagedObjectReference{Type: b.Self.Type, Value: "envbrowser-" + n}) == nil {
+	if n, ok := strings.CutPrefix(vm.Self.Value, "vm-"); ok &&
+		ctx.Map.Get(types.ManagedObjectReference{Type: b.Self.Type, Value: "envbrowser-" + n}) == nil {
 		b.Self.Value = "envbrowser-" + n
 	}
 	if cb, ok := ctx.Map.Get(vm.EnvironmentBrowser).(*simulator.EnvironmentBrowser); ok {

@@ -170,7 +170,8 @@ func TestQueryConfigTargetListsSriovNICs(t *testing.T) {
 	uuid := l.dvs(s).Config.GetDVSConfigInfo().Uuid
 	for i, want := range []struct{ pci, pnic, pool string }{{"0000:d8:00.0", "vmnic4", uuid}, {"0000:d8:00.1", "vmnic5", ""}} {
 		info := got[i]
-		if info.PciDevice.Id != want.pci || info.Pnic != want.pnic || info.VirtualFunction || info.SystemId != h.Hardware.SystemInfo.Uuid || uint16(info.PciDevice.VendorId) != mellanox {
+		if info.PciDevice.Id != want.pci || info.Pnic != want.pnic || info.VirtualFunction || info.SystemId != h.Hardware.SystemInfo.Uuid ||
+			uint16(info.PciDevice.VendorId) != mellanox {
 			t.Errorf("sriov[%d] = %+v, want %s (%s), a PF of this host", i, info, want.pci, want.pnic)
 		}
 		pool, _ := info.DevicePool.(*types.VirtualMachineSriovNetworkDevicePoolInfo)
@@ -246,8 +247,13 @@ func TestVMEnvironmentBrowser(t *testing.T) {
 			t.Errorf("%s: default config option %s, want the VM's %s", name, got, want)
 		}
 		// A spec with guest ids only, as the vSphere provider's OSFamily sends.
-		opt, err := methods.QueryConfigOptionEx(ctx, c, &types.QueryConfigOptionEx{This: eb, Spec: &types.EnvironmentBrowserConfigOptionQuerySpec{GuestId: []string{"ubuntu64Guest"}}})
-		if err != nil || opt.Returnval.Version != want || len(opt.Returnval.GuestOSDescriptor) == 0 || opt.Returnval.GuestOSDescriptor[0].Id != "ubuntu64Guest" {
+		opt, err := methods.QueryConfigOptionEx(
+			ctx,
+			c,
+			&types.QueryConfigOptionEx{This: eb, Spec: &types.EnvironmentBrowserConfigOptionQuerySpec{GuestId: []string{"ubuntu64Guest"}}},
+		)
+		if err != nil || opt.Returnval.Version != want || len(opt.Returnval.GuestOSDescriptor) == 0 ||
+			opt.Returnval.GuestOSDescriptor[0].Id != "ubuntu64Guest" {
 			t.Errorf("%s: QueryConfigOptionEx for ubuntu64Guest: %+v, %v", name, opt, err)
 		}
 		// A key still selects a version, and PVRDMA protocols follow it.

@@ -110,12 +110,18 @@ func tableHints(kind string, columns ...string) esx.CommandInfoHints {
 // rulesetInfo is the metadata of network.firewall.ruleset.
 func rulesetInfo() *esx.CommandInfo {
 	return &esx.CommandInfo{
-		CommandInfoItem: esx.CommandInfoItem{Name: rulesetNamespace, DisplayName: "ruleset", Help: "Commands to list and update firewall ruleset configuration"},
+		CommandInfoItem: esx.CommandInfoItem{
+			Name:        rulesetNamespace,
+			DisplayName: "ruleset",
+			Help:        "Commands to list and update firewall ruleset configuration",
+		},
 		Method: []esx.CommandInfoMethod{
 			{
 				CommandInfoItem: esx.CommandInfoItem{Name: "list", DisplayName: "list", Help: "List the rulesets in firewall."},
-				Param:           []esx.CommandInfoParam{cliParam("rulesetid", "ruleset-id", "r", "List configuration for specfic ruleset")}, //nolint:misspell // as ESXi has it
-				Hints:           tableHints("Ruleset", "Name", "Enabled"),
+				Param: []esx.CommandInfoParam{
+					cliParam("rulesetid", "ruleset-id", "r", "List configuration for specfic ruleset"),
+				}, //nolint:misspell // as ESXi has it
+				Hints: tableHints("Ruleset", "Name", "Enabled"),
 			},
 			{
 				CommandInfoItem: esx.CommandInfoItem{Name: "set", DisplayName: "set", Help: "Set firewall ruleset status (allowedAll flag and enabled status)."},
@@ -133,7 +139,11 @@ func rulesetInfo() *esx.CommandInfo {
 // allowedIPInfo is the metadata of network.firewall.ruleset.allowedip.
 func allowedIPInfo() *esx.CommandInfo {
 	return &esx.CommandInfo{
-		CommandInfoItem: esx.CommandInfoItem{Name: allowedIPNamespace, DisplayName: "allowedip", Help: "Commands to list and add/remove allowedip on ruleset"},
+		CommandInfoItem: esx.CommandInfoItem{
+			Name:        allowedIPNamespace,
+			DisplayName: "allowedip",
+			Help:        "Commands to list and add/remove allowedip on ruleset",
+		},
 		Method: []esx.CommandInfoMethod{
 			{
 				CommandInfoItem: esx.CommandInfoItem{Name: "add", DisplayName: "add", Help: "Add allowed ip address/range to the ruleset ruleset."},
@@ -368,7 +378,10 @@ func parseAllowedEntry(s string) (allowedEntry, bool) {
 	}
 	addr, prefix, _ := strings.Cut(s, "/")
 	n, _ := strconv.Atoi(prefix)
-	return allowedEntry{network: &types.HostFirewallRulesetIpNetwork{Network: addr, PrefixLength: int32(n)}, canonical: ip.String() + "/" + strconv.Itoa(n)}, true
+	return allowedEntry{
+		network:   &types.HostFirewallRulesetIpNetwork{Network: addr, PrefixLength: int32(n)},
+		canonical: ip.String() + "/" + strconv.Itoa(n),
+	}, true
 }
 
 // index is the position of e in the list's addresses or networks, or -1.

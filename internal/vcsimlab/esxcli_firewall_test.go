@@ -117,7 +117,8 @@ func TestEsxcliFirewallMetadata(t *testing.T) {
 	for _, a := range req.Argument {
 		args[a.Name] = strings.Join(a.Value(), ",")
 	}
-	if req.Method != "vim.EsxCLI.network.firewall.ruleset.set" || args["rulesetid"] != "pvrdma" || args["enabled"] != "true" || args["allowedall"] != "false" {
+	if req.Method != "vim.EsxCLI.network.firewall.ruleset.set" || args["rulesetid"] != "pvrdma" || args["enabled"] != "true" ||
+		args["allowedall"] != "false" {
 		t.Errorf("request %s %v", req.Method, args)
 	}
 
@@ -249,18 +250,63 @@ func TestEsxcliAllowedIPs(t *testing.T) {
 		t.Error("esxcli on host 0 changed host 1's list")
 	}
 	// All rulesets are listed without -r.
-	if all := mustRun(t, e, "network", "firewall", "ruleset", "allowedip", "list"); listed(t, all, "Ruleset", "sshServer").Value("AllowedIPAddresses") != "All" {
+	if all := mustRun(t, e, "network", "firewall", "ruleset", "allowedip", "list"); listed(
+		t,
+		all,
+		"Ruleset",
+		"sshServer",
+	).Value("AllowedIPAddresses") !=
+		"All" {
 		t.Errorf("sshServer: %v", listed(t, all, "Ruleset", "sshServer"))
 	}
 
 	wantCLIFault(t, e, "Ip address already exist.", "network", "firewall", "ruleset", "allowedip", "add", "-r", "pvrdma", "-i", "192.0.2.7")
 	wantCLIFault(t, e, "Ip address already exist.", "network", "firewall", "ruleset", "allowedip", "add", "-r", "pvrdma", "-i", "198.51.100.0/24")
-	wantCLIFault(t, e, "Invalid ip address or network: 192.0.2.300", "network", "firewall", "ruleset", "allowedip", "add", "-r", "pvrdma", "-i", "192.0.2.300")
-	wantCLIFault(t, e, "Invalid ip address or network: 10.0.0.0/33", "network", "firewall", "ruleset", "allowedip", "add", "-r", "pvrdma", "-i", "10.0.0.0/33")
+	wantCLIFault(
+		t,
+		e,
+		"Invalid ip address or network: 192.0.2.300",
+		"network",
+		"firewall",
+		"ruleset",
+		"allowedip",
+		"add",
+		"-r",
+		"pvrdma",
+		"-i",
+		"192.0.2.300",
+	)
+	wantCLIFault(
+		t,
+		e,
+		"Invalid ip address or network: 10.0.0.0/33",
+		"network",
+		"firewall",
+		"ruleset",
+		"allowedip",
+		"add",
+		"-r",
+		"pvrdma",
+		"-i",
+		"10.0.0.0/33",
+	)
 	wantCLIFault(t, e, "Ruleset nope not found", "network", "firewall", "ruleset", "allowedip", "add", "-r", "nope", "-i", "192.0.2.8")
 	wantCLIFault(t, e, "Ruleset nope not found", "network", "firewall", "ruleset", "allowedip", "list", "-r", "nope")
 	wantCLIFault(t, e, "Missing required parameter -i|--ip-address", "network", "firewall", "ruleset", "allowedip", "add", "-r", "pvrdma")
-	wantCLIFault(t, e, "is not in the allowed ip list of ruleset pvrdma", "network", "firewall", "ruleset", "allowedip", "remove", "-r", "pvrdma", "-i", "192.0.2.8")
+	wantCLIFault(
+		t,
+		e,
+		"is not in the allowed ip list of ruleset pvrdma",
+		"network",
+		"firewall",
+		"ruleset",
+		"allowedip",
+		"remove",
+		"-r",
+		"pvrdma",
+		"-i",
+		"192.0.2.8",
+	)
 	wantCLIFault(t, e, "Already use allowed ip list", "network", "firewall", "ruleset", "set", "-r", "pvrdma", "-a", "false")
 	// --enabled applies even when --allowed-all is refused.
 	wantCLIFault(t, e, "Already use allowed ip list", "network", "firewall", "ruleset", "set", "-r", "pvrdma", "-a", "false", "-e", "true")

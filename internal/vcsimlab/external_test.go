@@ -29,19 +29,30 @@ func TestConnect(t *testing.T) {
 	if !sim.Simulated() || ext.Simulated() {
 		t.Fatalf("Simulated: lab %v, target %v", sim.Simulated(), ext.Simulated())
 	}
-	if ext.DatacenterID() != sim.DatacenterID() || !slices.Equal(ext.HostNames(), sim.HostNames()[:2]) || !slices.Equal(ext.VMNames(), sim.VMNames()[:2]) {
+	if ext.DatacenterID() != sim.DatacenterID() || !slices.Equal(ext.HostNames(), sim.HostNames()[:2]) ||
+		!slices.Equal(ext.VMNames(), sim.VMNames()[:2]) {
 		t.Fatalf("target resolves to dc %s hosts %v VMs %v; the lab has dc %s hosts %v VMs %v",
 			ext.DatacenterID(), ext.HostNames(), ext.VMNames(), sim.DatacenterID(), sim.HostNames(), sim.VMNames())
 	}
 	for _, vm := range ext.VMNames() {
 		if ext.VMID(vm) != sim.VMID(vm) || ext.VMUUID(vm) != sim.VMUUID(vm) || ext.VMHostName(vm) != sim.VMHostName(vm) {
-			t.Errorf("VM %s: target %s %s on %s, lab %s %s on %s", vm, ext.VMID(vm), ext.VMUUID(vm), ext.VMHostName(vm), sim.VMID(vm), sim.VMUUID(vm), sim.VMHostName(vm))
+			t.Errorf(
+				"VM %s: target %s %s on %s, lab %s %s on %s",
+				vm,
+				ext.VMID(vm),
+				ext.VMUUID(vm),
+				ext.VMHostName(vm),
+				sim.VMID(vm),
+				sim.VMUUID(vm),
+				sim.VMHostName(vm),
+			)
 		}
 	}
 	if ext.Thumbprint != sim.Thumbprint {
 		t.Errorf("thumbprint %s, want the lab's %s", ext.Thumbprint, sim.Thumbprint)
 	}
-	if !slices.Equal(sim.RDMANICs(), []string{"vmnic4", "vmnic5"}) || sim.Vmknic() != "vmk1" || !slices.Equal(sim.GPUs(), []string{"0000:3b:00.0", "0000:5e:00.0"}) {
+	if !slices.Equal(sim.RDMANICs(), []string{"vmnic4", "vmnic5"}) || sim.Vmknic() != "vmk1" ||
+		!slices.Equal(sim.GPUs(), []string{"0000:3b:00.0", "0000:5e:00.0"}) {
 		t.Errorf("lab hardware by role: %v %s %v", sim.RDMANICs(), sim.Vmknic(), sim.GPUs())
 	}
 

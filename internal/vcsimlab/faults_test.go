@@ -37,7 +37,8 @@ func TestFailTaskOnce(t *testing.T) {
 
 	// It works for any task method, such as creating a switch in a folder.
 	l.FailTaskOnce("CreateDVS_Task", "network", &types.DvsFault{})
-	task, err := l.networkFolder().CreateDVS(context.Background(), types.DVSCreateSpec{ConfigSpec: &types.VMwareDVSConfigSpec{DVSConfigSpec: types.DVSConfigSpec{Name: "x"}}})
+	task, err := l.networkFolder().
+		CreateDVS(context.Background(), types.DVSCreateSpec{ConfigSpec: &types.VMwareDVSConfigSpec{DVSConfigSpec: types.DVSConfigSpec{Name: "x"}}})
 	if err != nil {
 		t.Fatalf("CreateDVS_Task call: %v", err)
 	}

@@ -82,7 +82,15 @@ func (l *Lab) Footprint(ctx context.Context) ([]string, error) {
 		if v.Config == nil {
 			continue
 		}
-		out = append(out, fmt.Sprintf("vm %s firmware=%s memoryLocked=%v", vm.name, v.Config.Firmware, v.Config.MemoryReservationLockedToMax != nil && *v.Config.MemoryReservationLockedToMax))
+		out = append(
+			out,
+			fmt.Sprintf(
+				"vm %s firmware=%s memoryLocked=%v",
+				vm.name,
+				v.Config.Firmware,
+				v.Config.MemoryReservationLockedToMax != nil && *v.Config.MemoryReservationLockedToMax,
+			),
+		)
 		for _, d := range v.Config.Hardware.Device {
 			switch dev := d.(type) {
 			case *types.VirtualVmxnet3Vrdma:

@@ -90,7 +90,12 @@ func (s *pciPassthruSystem) withHost(ctx *simulator.Context, f func(*simulator.H
 
 // updatePassthruConfig carries out UpdatePassthruConfig, with host (or nil)
 // and s locked.
-func (s *pciPassthruSystem) updatePassthruConfig(ctx *simulator.Context, host *simulator.HostSystem, req *types.UpdatePassthruConfig, body *methods.UpdatePassthruConfigBody) {
+func (s *pciPassthruSystem) updatePassthruConfig(
+	ctx *simulator.Context,
+	host *simulator.HostSystem,
+	req *types.UpdatePassthruConfig,
+	body *methods.UpdatePassthruConfigBody,
+) {
 	// vCenter cannot reach a host that is not connected: the vSphere API
 	// reference, HostNotConnected, "thrown if a method needs to communicate
 	// with a host that has been disconnected".
@@ -115,7 +120,10 @@ func (s *pciPassthruSystem) updatePassthruConfig(ctx *simulator.Context, host *s
 		}
 		info := next[i].GetHostPciPassthruInfo()
 		if cfg.PassthruEnabled && !info.PassthruCapable {
-			body.Fault_ = simulator.Fault(fmt.Sprintf("PCI device %s is not passthrough capable", cfg.Id), &types.InvalidArgument{InvalidProperty: "config.passthruEnabled"})
+			body.Fault_ = simulator.Fault(
+				fmt.Sprintf("PCI device %s is not passthrough capable", cfg.Id),
+				&types.InvalidArgument{InvalidProperty: "config.passthruEnabled"},
+			)
 			return
 		}
 		if sc, ok := c.(*types.HostSriovConfig); ok {
@@ -125,7 +133,10 @@ func (s *pciPassthruSystem) updatePassthruConfig(ctx *simulator.Context, host *s
 				body.Fault_ = simulator.Fault(fmt.Sprintf("PCI device %s is not SR-IOV capable", cfg.Id), &types.HostConfigFault{})
 				return
 			case sc.NumVirtualFunction < 0 || sc.NumVirtualFunction > sr.MaxVirtualFunctionSupported:
-				body.Fault_ = simulator.Fault(fmt.Sprintf("PCI device %s supports at most %d SR-IOV virtual functions, not %d", cfg.Id, sr.MaxVirtualFunctionSupported, sc.NumVirtualFunction), &types.HostConfigFault{})
+				body.Fault_ = simulator.Fault(
+					fmt.Sprintf("PCI device %s supports at most %d SR-IOV virtual functions, not %d", cfg.Id, sr.MaxVirtualFunctionSupported, sc.NumVirtualFunction),
+					&types.HostConfigFault{},
+				)
 				return
 			case sc.SriovEnabled && sr.PassthruEnabled:
 				// Not documented: neither the API reference (HostSriovConfig,
@@ -134,7 +145,10 @@ func (s *pciPassthruSystem) updatePassthruConfig(ctx *simulator.Context, host *s
 				// is passed through whole. The lab takes the safe answer and
 				// refuses, leaving the device (and the VMs configured with it)
 				// as they are, rather than taking passthrough away under them.
-				body.Fault_ = simulator.Fault(fmt.Sprintf("PCI device %s is enabled for passthrough; turn passthrough off before enabling SR-IOV", cfg.Id), &types.HostConfigFault{})
+				body.Fault_ = simulator.Fault(
+					fmt.Sprintf("PCI device %s is enabled for passthrough; turn passthrough off before enabling SR-IOV", cfg.Id),
+					&types.HostConfigFault{},
+				)
 				return
 			}
 			sr.SriovEnabled = sc.SriovEnabled
@@ -291,7 +305,10 @@ func (x *extension) UpdateRuleset(ctx *simulator.Context, req *types.UpdateRules
 			bits = 32
 		}
 		if ip == nil || n.PrefixLength < 0 || int(n.PrefixLength) > bits {
-			body.Fault_ = simulator.Fault(fmt.Sprintf("invalid network %s/%d", n.Network, n.PrefixLength), &types.InvalidArgument{InvalidProperty: "spec.allowedHosts.ipNetwork"})
+			body.Fault_ = simulator.Fault(
+				fmt.Sprintf("invalid network %s/%d", n.Network, n.PrefixLength),
+				&types.InvalidArgument{InvalidProperty: "spec.allowedHosts.ipNetwork"},
+			)
 			return body
 		}
 	}
@@ -311,7 +328,10 @@ func (x *extension) UpdateRuleset(ctx *simulator.Context, req *types.UpdateRules
 	case f != nil:
 		body.Fault_ = f
 	case refused:
-		body.Fault_ = simulator.Fault("the allowed IP list of ruleset "+req.Id+" is not configurable", &types.InvalidArgument{InvalidProperty: "spec.allowedHosts"})
+		body.Fault_ = simulator.Fault(
+			"the allowed IP list of ruleset "+req.Id+" is not configurable",
+			&types.InvalidArgument{InvalidProperty: "spec.allowedHosts"},
+		)
 	default:
 		body.Res = new(types.UpdateRulesetResponse)
 	}
@@ -331,7 +351,12 @@ func (x *extension) RefreshFirewall(ctx *simulator.Context, req *types.RefreshFi
 
 // changeRuleset applies change to ruleset id of a firewall system and of its
 // host's config.firewall, or returns NotFound.
-func (x *extension) changeRuleset(ctx *simulator.Context, fwRef types.ManagedObjectReference, id string, change func(*types.HostFirewallRuleset)) *soap.Fault {
+func (x *extension) changeRuleset(
+	ctx *simulator.Context,
+	fwRef types.ManagedObjectReference,
+	id string,
+	change func(*types.HostFirewallRuleset),
+) *soap.Fault {
 	var fault *soap.Fault
 	fw, ok := target[*simulator.HostFirewallSystem](ctx, fwRef, &fault)
 	if !ok {

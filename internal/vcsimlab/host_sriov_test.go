@@ -42,7 +42,11 @@ func sriovState(t *testing.T, l *Lab, i int, pf sriovPF) (sr types.HostSriovInfo
 // updateSriov sends one HostSriovConfig to host i's HostPciPassthruSystem.
 func updateSriov(l *Lab, i int, cfg *types.HostSriovConfig) error {
 	ps := ref("HostPciPassthruSystem", "pcipassthrusystem-"+l.HostID(l.HostNames()[i]))
-	_, err := methods.UpdatePassthruConfig(context.Background(), l.Client().Client, &types.UpdatePassthruConfig{This: ps, Config: []types.BaseHostPciPassthruConfig{cfg}})
+	_, err := methods.UpdatePassthruConfig(
+		context.Background(),
+		l.Client().Client,
+		&types.UpdatePassthruConfig{This: ps, Config: []types.BaseHostPciPassthruConfig{cfg}},
+	)
 	return err
 }
 
@@ -72,7 +76,11 @@ func TestInfiniBandPFs(t *testing.T) {
 					t.Fatalf("%s: %s not in pciPassthruInfo", h.Name, pf.id)
 				}
 				sr, ok := infos[j].(*types.HostSriovInfo)
-				want := types.HostSriovInfo{HostPciPassthruInfo: types.HostPciPassthruInfo{Id: pf.id, PassthruCapable: true}, SriovCapable: true, MaxVirtualFunctionSupported: 16}
+				want := types.HostSriovInfo{
+					HostPciPassthruInfo:         types.HostPciPassthruInfo{Id: pf.id, PassthruCapable: true},
+					SriovCapable:                true,
+					MaxVirtualFunctionSupported: 16,
+				}
 				if !ok || *sr != want {
 					t.Errorf("%s %s: %#v, want %#v", h.Name, pf.id, infos[j], want)
 				}
@@ -107,7 +115,17 @@ func TestSriovConfig(t *testing.T) {
 	if err := updateSriov(l, 0, &types.HostSriovConfig{HostPciPassthruConfig: types.HostPciPassthruConfig{Id: pf.id}, SriovEnabled: true, NumVirtualFunction: 9}); err != nil {
 		t.Fatal(err)
 	}
-	nine := []string{"0000:86:00.1", "0000:86:00.2", "0000:86:00.3", "0000:86:00.4", "0000:86:00.5", "0000:86:00.6", "0000:86:00.7", "0000:86:01.0", "0000:86:01.1"}
+	nine := []string{
+		"0000:86:00.1",
+		"0000:86:00.2",
+		"0000:86:00.3",
+		"0000:86:00.4",
+		"0000:86:00.5",
+		"0000:86:00.6",
+		"0000:86:00.7",
+		"0000:86:01.0",
+		"0000:86:01.1",
+	}
 	check(true, 9, 9, nine...)
 	if sr, _, _ := sriovState(t, l, 1, pf); sr.SriovEnabled {
 		t.Error("the change reached another host")
@@ -261,7 +279,11 @@ func TestEthernetSRIOVPFs(t *testing.T) {
 		if j < 0 {
 			t.Fatalf("%s not in pciPassthruInfo", pf.id)
 		}
-		want := types.HostSriovInfo{HostPciPassthruInfo: types.HostPciPassthruInfo{Id: pf.id, PassthruCapable: true}, SriovCapable: true, MaxVirtualFunctionSupported: 8}
+		want := types.HostSriovInfo{
+			HostPciPassthruInfo:         types.HostPciPassthruInfo{Id: pf.id, PassthruCapable: true},
+			SriovCapable:                true,
+			MaxVirtualFunctionSupported: 8,
+		}
 		if sr, ok := h.Config.PciPassthruInfo[j].(*types.HostSriovInfo); !ok || *sr != want {
 			t.Errorf("%s: %#v, want %#v", pf.id, h.Config.PciPassthruInfo[j], want)
 		}
@@ -283,7 +305,10 @@ func TestEthernetSRIOVPFs(t *testing.T) {
 			t.Errorf("%s: %+v, VFs %v %v, want active, %v", pf.id, sr, devices, infos, want[pf.id])
 		}
 	}
-	if err := updateSriov(l.Lab, 0, &types.HostSriovConfig{HostPciPassthruConfig: types.HostPciPassthruConfig{Id: pfs[0].id}, SriovEnabled: true, NumVirtualFunction: 9}); !fault.Is(err, &types.HostConfigFault{}) {
+	if err := updateSriov(l.Lab, 0, &types.HostSriovConfig{HostPciPassthruConfig: types.HostPciPassthruConfig{Id: pfs[0].id}, SriovEnabled: true, NumVirtualFunction: 9}); !fault.Is(
+		err,
+		&types.HostConfigFault{},
+	) {
 		t.Errorf("9 VFs: %v, want HostConfigFault", err)
 	}
 }
@@ -399,7 +424,11 @@ func TestSriovRefusedOnPassedThroughFunction(t *testing.T) {
 	}}); err != nil {
 		t.Fatal(err)
 	}
-	err := updateSriov(l, 0, &types.HostSriovConfig{HostPciPassthruConfig: types.HostPciPassthruConfig{Id: pf.id}, SriovEnabled: true, NumVirtualFunction: 2})
+	err := updateSriov(
+		l,
+		0,
+		&types.HostSriovConfig{HostPciPassthruConfig: types.HostPciPassthruConfig{Id: pf.id}, SriovEnabled: true, NumVirtualFunction: 2},
+	)
 	if !fault.Is(err, &types.HostConfigFault{}) {
 		t.Fatalf("SR-IOV on a passed-through function: %v, want HostConfigFault", err)
 	}

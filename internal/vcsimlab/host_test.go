@@ -309,7 +309,10 @@ func TestUpdateRuleset(t *testing.T) {
 	if err := update("pvrdma", types.HostFirewallRulesetIpList{IpAddress: []string{"not-an-ip"}}); !fault.Is(err, &types.InvalidArgument{}) {
 		t.Errorf("bad address: %v, want InvalidArgument", err)
 	}
-	if err := update("pvrdma", types.HostFirewallRulesetIpList{IpNetwork: []types.HostFirewallRulesetIpNetwork{{Network: "10.0.0.0", PrefixLength: 33}}}); !fault.Is(err, &types.InvalidArgument{}) {
+	if err := update("pvrdma", types.HostFirewallRulesetIpList{IpNetwork: []types.HostFirewallRulesetIpNetwork{{Network: "10.0.0.0", PrefixLength: 33}}}); !fault.Is(
+		err,
+		&types.InvalidArgument{},
+	) {
 		t.Errorf("bad prefix: %v, want InvalidArgument", err)
 	}
 }
@@ -457,10 +460,14 @@ func TestPassthroughOfHostNICs(t *testing.T) {
 	}
 	set := func(on bool) {
 		t.Helper()
-		_, err := methods.UpdatePassthruConfig(ctx, c, &types.UpdatePassthruConfig{This: *h.ConfigManager.PciPassthruSystem, Config: []types.BaseHostPciPassthruConfig{
-			&types.HostPciPassthruConfig{Id: vmnic0, PassthruEnabled: on},
-			&types.HostPciPassthruConfig{Id: vmnic4, PassthruEnabled: on},
-		}})
+		_, err := methods.UpdatePassthruConfig(
+			ctx,
+			c,
+			&types.UpdatePassthruConfig{This: *h.ConfigManager.PciPassthruSystem, Config: []types.BaseHostPciPassthruConfig{
+				&types.HostPciPassthruConfig{Id: vmnic0, PassthruEnabled: on},
+				&types.HostPciPassthruConfig{Id: vmnic4, PassthruEnabled: on},
+			}},
+		)
 		if err != nil {
 			t.Fatalf("UpdatePassthruConfig(%v): %v", on, err)
 		}

@@ -66,7 +66,8 @@ func (l *Lab) prepareHosts(opts Options) error {
 func (l *Lab) prepareHost(i int, h *simulator.HostSystem, rebind bool, version string) error {
 	reg := l.model.Map()
 	ctx := newContext(reg)
-	if h.Config == nil || h.Config.Network == nil || h.Hardware == nil || h.ConfigManager.FirewallSystem == nil || h.ConfigManager.AdvancedOption == nil {
+	if h.Config == nil || h.Config.Network == nil || h.Hardware == nil || h.ConfigManager.FirewallSystem == nil ||
+		h.ConfigManager.AdvancedOption == nil {
 		return fmt.Errorf("vcsimlab: host %s lacks config", h.Name)
 	}
 	fwInfo, err := l.prepareFirewall(ctx, h)
@@ -258,7 +259,14 @@ func (l *Lab) vmPlacement(ctx context.Context) (*object.Folder, *object.Resource
 	return fs.VmFolder, object.NewResourcePool(c, pool), network, nil
 }
 
-func createVM(ctx context.Context, folder *object.Folder, pool *object.ResourcePool, host *object.HostSystem, network types.ManagedObjectReference, k vmKind) (vmEntry, error) {
+func createVM(
+	ctx context.Context,
+	folder *object.Folder,
+	pool *object.ResourcePool,
+	host *object.HostSystem,
+	network types.ManagedObjectReference,
+	k vmKind,
+) (vmEntry, error) {
 	spec := types.VirtualMachineConfigSpec{
 		Name:     k.name,
 		GuestId:  string(types.VirtualMachineGuestOsIdentifierUbuntu64Guest),

@@ -23,7 +23,13 @@ type hostGPUs struct {
 func readHostGPUs(t *testing.T, l *Lab, i int) hostGPUs {
 	t.Helper()
 	var h mo.HostSystem
-	retrieve(t, l.Client(), hostRef(l, i), []string{"hardware.pciDevice", "config.pciPassthruInfo", "config.graphicsInfo", "configManager.pciPassthruSystem"}, &h)
+	retrieve(
+		t,
+		l.Client(),
+		hostRef(l, i),
+		[]string{"hardware.pciDevice", "config.pciPassthruInfo", "config.graphicsInfo", "configManager.pciPassthruSystem"},
+		&h,
+	)
 	out := hostGPUs{devices: map[string]types.HostPciDevice{}, graphics: map[string]types.HostGraphicsInfo{}}
 	for _, d := range h.Hardware.PciDevice {
 		if uint16(d.VendorId) == nvidia {

@@ -302,7 +302,8 @@ func (l *Lab) vmByName(name string) (id, uuid string) {
 	}
 	defer func() { _ = v.Destroy(ctx) }()
 	var vms []mo.VirtualMachine
-	if err := v.RetrieveWithFilter(ctx, []string{"VirtualMachine"}, []string{"name", "config.uuid"}, &vms, property.Match{"name": name}); err != nil || len(vms) != 1 {
+	if err := v.RetrieveWithFilter(ctx, []string{"VirtualMachine"}, []string{"name", "config.uuid"}, &vms, property.Match{"name": name}); err != nil ||
+		len(vms) != 1 {
 		return "", ""
 	}
 	if vms[0].Config == nil {

@@ -64,7 +64,13 @@ func faultName(f types.BaseMethodFault) string {
 
 // failedTask registers a task that has already failed with fault: what
 // vCenter returns when it refuses an operation after accepting the call.
-func failedTask(ctx *simulator.Context, obj types.ManagedObjectReference, method string, fault types.BaseMethodFault, msg string) types.ManagedObjectReference {
+func failedTask(
+	ctx *simulator.Context,
+	obj types.ManagedObjectReference,
+	method string,
+	fault types.BaseMethodFault,
+	msg string,
+) types.ManagedObjectReference {
 	t := simulator.CreateTask(obj, strings.TrimSuffix(method, "_Task"), nil)
 	now := time.Now()
 	t.Info.State = types.TaskInfoStateError

@@ -277,14 +277,21 @@ func pingOutput(target string, count, size int, received bool) string {
 		got, lost = 0, 100
 	}
 	var b strings.Builder
-	b.WriteString(`<obj xmlns="urn:vim25" xmlns:xsd="http://www.w3.org/2001/XMLSchema" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xsi:type="ArrayOfDataObject">`)
+	b.WriteString(
+		`<obj xmlns="urn:vim25" xmlns:xsd="http://www.w3.org/2001/XMLSchema" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xsi:type="ArrayOfDataObject">`,
+	)
 	b.WriteString("\n <DataObject xsi:type=\"VimEsxCLInetworkdiagpingPingOutput\">\n  <Summary>\n")
 	fmt.Fprintf(&b, "   <HostAddr>%s</HostAddr>\n   <Transmitted>%d</Transmitted>\n   <Recieved>%d</Recieved>\n", xmlText(target), count, got)
 	fmt.Fprintf(&b, "   <Duplicated>0</Duplicated>\n   <PacketLost>%d</PacketLost>\n", lost)
 	b.WriteString("   <RoundtripMinMS>0</RoundtripMinMS>\n   <RoundtripAvgMS>0</RoundtripAvgMS>\n   <RoundtripMaxMS>0</RoundtripMaxMS>\n  </Summary>\n")
 	for i := range got {
-		fmt.Fprintf(&b, "  <Trace>\n   <ReceivedBytes>%d</ReceivedBytes>\n   <Host>%s</Host>\n   <ICMPSeq>%d</ICMPSeq>\n   <TTL>64</TTL>\n   <RoundtripTimeMS>0</RoundtripTimeMS>\n   <Dup>false</Dup>\n   <Detail></Detail>\n  </Trace>\n",
-			size+8, xmlText(target), i)
+		fmt.Fprintf(
+			&b,
+			"  <Trace>\n   <ReceivedBytes>%d</ReceivedBytes>\n   <Host>%s</Host>\n   <ICMPSeq>%d</ICMPSeq>\n   <TTL>64</TTL>\n   <RoundtripTimeMS>0</RoundtripTimeMS>\n   <Dup>false</Dup>\n   <Detail></Detail>\n  </Trace>\n",
+			size+8,
+			xmlText(target),
+			i,
+		)
 	}
 	b.WriteString(" </DataObject>\n</obj>")
 	return b.String()
@@ -306,8 +313,12 @@ func cliFault(msg string) *soapResult {
 // cliBoolean is a command's boolean answer ("set", "add" and "remove"
 // commands answer true), an xsd:boolean obj.
 func cliBoolean(v bool) *soapResult {
-	return &soapResult{Response: `<obj xmlns="urn:vim25" xmlns:xsd="http://www.w3.org/2001/XMLSchema" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xsi:type="xsd:boolean">` +
-		strconv.FormatBool(v) + `</obj>`}
+	return &soapResult{
+		Response: `<obj xmlns="urn:vim25" xmlns:xsd="http://www.w3.org/2001/XMLSchema" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xsi:type="xsd:boolean">` +
+			strconv.FormatBool(
+				v,
+			) + `</obj>`,
+	}
 }
 
 // cliField is one field of a structure a command answers: a list field
@@ -324,7 +335,9 @@ type cliField struct {
 // govmomi keeps as fixtures (cli/esx/fixtures/network_vm_list.xml).
 func cliList(kind string, objects [][]cliField) *soapResult {
 	var b strings.Builder
-	b.WriteString(`<obj xmlns="urn:vim25" xmlns:xsd="http://www.w3.org/2001/XMLSchema" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" versionId="5.0" xsi:type="ArrayOfDataObject">`)
+	b.WriteString(
+		`<obj xmlns="urn:vim25" xmlns:xsd="http://www.w3.org/2001/XMLSchema" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" versionId="5.0" xsi:type="ArrayOfDataObject">`,
+	)
 	for _, fields := range objects {
 		fmt.Fprintf(&b, "\n <DataObject xsi:type=%q>\n", kind)
 		for _, f := range fields {

@@ -39,7 +39,11 @@ func TestCreateDVPortgroupReturnsReference(t *testing.T) {
 		t.Errorf("port group %q: %d ports, configVersion %q, %d hosts", pg.Name, pg.Config.NumPorts, pg.Config.ConfigVersion, len(pg.Host))
 	}
 	// A duplicate name fails the task.
-	res, err := methods.CreateDVPortgroup_Task(context.Background(), l.c.Client, &types.CreateDVPortgroup_Task{This: s.Reference(), Spec: types.DVPortgroupConfigSpec{Name: "pvrdma-dvs-pg"}})
+	res, err := methods.CreateDVPortgroup_Task(
+		context.Background(),
+		l.c.Client,
+		&types.CreateDVPortgroup_Task{This: s.Reference(), Spec: types.DVPortgroupConfigSpec{Name: "pvrdma-dvs-pg"}},
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,8 +81,17 @@ func TestReconfigureDVPortgroupMerges(t *testing.T) {
 	pg := l.portgroup(ref)
 	c := pg.Config
 	setting, _ := c.DefaultPortConfig.(*types.VMwareDVSPortSetting)
-	if pg.Name != "renamed" || c.Name != "renamed" || c.NumPorts != 16 || c.Description != "before" || c.Type != "earlyBinding" || c.ConfigVersion != "3" {
-		t.Errorf("after partial reconfigure: name %q/%q ports %d description %q type %q configVersion %q", pg.Name, c.Name, c.NumPorts, c.Description, c.Type, c.ConfigVersion)
+	if pg.Name != "renamed" || c.Name != "renamed" || c.NumPorts != 16 || c.Description != "before" || c.Type != "earlyBinding" ||
+		c.ConfigVersion != "3" {
+		t.Errorf(
+			"after partial reconfigure: name %q/%q ports %d description %q type %q configVersion %q",
+			pg.Name,
+			c.Name,
+			c.NumPorts,
+			c.Description,
+			c.Type,
+			c.ConfigVersion,
+		)
 	}
 	if setting == nil || setting.Vlan.(*types.VmwareDistributedVirtualSwitchVlanIdSpec).VlanId != 100 || setting.UplinkTeamingPolicy == nil {
 		t.Errorf("default port config %+v, want VLAN 100 kept and teaming kept", setting)
@@ -98,7 +111,12 @@ func TestReconfigureDVPortgroupMerges(t *testing.T) {
 		t.Errorf("port setting %+v, want the VLAN kept and the teaming changed", setting)
 	}
 
-	wantFault(t, "stale configVersion", l.reconfigurePortgroup(ref, types.DVPortgroupConfigSpec{ConfigVersion: "1", Description: "x"}), &types.ConcurrentAccess{})
+	wantFault(
+		t,
+		"stale configVersion",
+		l.reconfigurePortgroup(ref, types.DVPortgroupConfigSpec{ConfigVersion: "1", Description: "x"}),
+		&types.ConcurrentAccess{},
+	)
 	uplink := l.dvs(s).Config.GetDVSConfigInfo().UplinkPortgroup[0]
 	wantFault(t, "duplicate name", l.reconfigurePortgroup(ref, types.DVPortgroupConfigSpec{Name: l.portgroup(uplink).Name}), &types.DuplicateName{})
 }

@@ -27,7 +27,8 @@ func TestConcurrentWaitsOnOneCollector(t *testing.T) {
 	c := newClient(t, l)
 	vms := l.VMNames()
 	// Alone, a wait on the session's collector sees its task end.
-	task, err := object.NewVirtualMachine(c.Client, vmRef(l, vms[0])).Reconfigure(context.Background(), types.VirtualMachineConfigSpec{Annotation: "alone"})
+	task, err := object.NewVirtualMachine(c.Client, vmRef(l, vms[0])).
+		Reconfigure(context.Background(), types.VirtualMachineConfigSpec{Annotation: "alone"})
 	if err != nil {
 		t.Fatal(err)
 	}

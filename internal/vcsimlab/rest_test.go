@@ -165,7 +165,8 @@ func TestStoragePolicyServiceListsProfiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := anon.QueryProfile(ctx, pbmtypes.PbmProfileResourceType{ResourceType: "STORAGE"}, ""); err == nil || !strings.Contains(err.Error(), "NotAuthenticated") {
+	if _, err := anon.QueryProfile(ctx, pbmtypes.PbmProfileResourceType{ResourceType: "STORAGE"}, ""); err == nil ||
+		!strings.Contains(err.Error(), "NotAuthenticated") {
 		t.Errorf("PbmQueryProfile without a session: %v, want NotAuthenticated", err)
 	}
 }

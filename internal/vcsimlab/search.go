@@ -15,7 +15,10 @@ import (
 // hosts, and honour the datacenter scope vcsim ignores (vSphere API
 // reference, SearchIndex.FindByUuid: "If specified, restricts the search to
 // entities within the specified datacenter").
-func (x *extension) FindByUuid(ctx *simulator.Context, req *types.FindByUuid) soap.HasFault { //nolint:revive // the vSphere method name, which vcsim dispatches by
+func (x *extension) FindByUuid(
+	ctx *simulator.Context,
+	req *types.FindByUuid,
+) soap.HasFault { //nolint:revive // the vSphere method name, which vcsim dispatches by
 	body := &methods.FindByUuidBody{Res: &types.FindByUuidResponse{}}
 	if found := findByUUID(ctx, req.Datacenter, req.Uuid, req.VmSearch, req.InstanceUuid); len(found) > 0 {
 		body.Res.Returnval = &found[0]
@@ -23,13 +26,22 @@ func (x *extension) FindByUuid(ctx *simulator.Context, req *types.FindByUuid) so
 	return body
 }
 
-func (x *extension) FindAllByUuid(ctx *simulator.Context, req *types.FindAllByUuid) soap.HasFault { //nolint:revive // the vSphere method name, which vcsim dispatches by
+func (x *extension) FindAllByUuid(
+	ctx *simulator.Context,
+	req *types.FindAllByUuid,
+) soap.HasFault { //nolint:revive // the vSphere method name, which vcsim dispatches by
 	return &methods.FindAllByUuidBody{Res: &types.FindAllByUuidResponse{
 		Returnval: findByUUID(ctx, req.Datacenter, req.Uuid, req.VmSearch, req.InstanceUuid),
 	}}
 }
 
-func findByUUID(ctx *simulator.Context, dc *types.ManagedObjectReference, uuid string, vmSearch bool, instanceUUID *bool) []types.ManagedObjectReference {
+func findByUUID(
+	ctx *simulator.Context,
+	dc *types.ManagedObjectReference,
+	uuid string,
+	vmSearch bool,
+	instanceUUID *bool,
+) []types.ManagedObjectReference {
 	var found []types.ManagedObjectReference
 	kind := "HostSystem"
 	if vmSearch {

@@ -40,6 +40,10 @@ func TestSetVMAccessible(t *testing.T) {
 	after := read()
 	if after.Config == nil || after.Config.Uuid != before.Config.Uuid || len(after.Config.Hardware.Device) != len(before.Config.Hardware.Device) ||
 		after.Runtime.ConnectionState != types.VirtualMachineConnectionStateConnected {
-		t.Fatalf("accessible again: config %v, connection state %q; want the configuration as before, connected", after.Config != nil, after.Runtime.ConnectionState)
+		t.Fatalf(
+			"accessible again: config %v, connection state %q; want the configuration as before, connected",
+			after.Config != nil,
+			after.Runtime.ConnectionState,
+		)
 	}
 }

@@ -58,7 +58,11 @@ func inactivePassthrough(ctx *simulator.Context, vm *simulator.VirtualMachine) *
 	})
 	for _, id := range ids {
 		if !slices.Contains(active, id) {
-			msg := fmt.Sprintf("Module 'DevicePowerOn' power on failed. Failed to start the virtual machine %s. Device %s is not a passthrough device.", vm.Name, id)
+			msg := fmt.Sprintf(
+				"Module 'DevicePowerOn' power on failed. Failed to start the virtual machine %s. Device %s is not a passthrough device.",
+				vm.Name,
+				id,
+			)
 			return refuse(&types.GenericVmConfigFault{Reason: msg}, "%s", msg)
 		}
 	}

@@ -102,8 +102,17 @@ func TestRegisterVMKeepsTheVMXConfiguration(t *testing.T) {
 	if !sameDevices(b.Hardware.Device, a.Hardware.Device) {
 		t.Errorf("devices after = %v, want %v", deviceSummary(a.Hardware.Device), deviceSummary(b.Hardware.Device))
 	}
-	if after.Runtime.Host == nil || *after.Runtime.Host != *before.Runtime.Host || *after.ResourcePool != *before.ResourcePool || *after.Parent != *before.Parent {
-		t.Errorf("placed on %v %v %v, want %v %v %v", after.Runtime.Host, after.ResourcePool, after.Parent, before.Runtime.Host, before.ResourcePool, before.Parent)
+	if after.Runtime.Host == nil || *after.Runtime.Host != *before.Runtime.Host || *after.ResourcePool != *before.ResourcePool ||
+		*after.Parent != *before.Parent {
+		t.Errorf(
+			"placed on %v %v %v, want %v %v %v",
+			after.Runtime.Host,
+			after.ResourcePool,
+			after.Parent,
+			before.Runtime.Host,
+			before.ResourcePool,
+			before.Parent,
+		)
 	}
 	if !slices.Equal(after.Network, before.Network) {
 		t.Errorf("network = %v, want %v", after.Network, before.Network)
@@ -182,7 +191,8 @@ func TestRegisterVMInstanceUUIDConflict(t *testing.T) {
 	if err := adminWait(ctx)(fm.CopyDatastoreFile(ctx, before.Config.Files.VmPathName, dc, copyPath, dc, false)); err != nil {
 		t.Fatal(err)
 	}
-	task, err := object.NewFolder(l.c.Client, *before.Parent).RegisterVM(ctx, copyPath, "copy", false, object.NewResourcePool(l.c.Client, *before.ResourcePool), nil)
+	task, err := object.NewFolder(l.c.Client, *before.Parent).
+		RegisterVM(ctx, copyPath, "copy", false, object.NewResourcePool(l.c.Client, *before.ResourcePool), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -374,7 +374,11 @@ func assignVFs(ctx *simulator.Context, vm *simulator.VirtualMachine) *vimError {
 // gives the fault type, so the lab sends GenericVmConfigFault, vSphere's
 // fault for a VM configuration error with a reason.
 func noFreeVF(vmName, pf string) *vimError {
-	msg := fmt.Sprintf("Failed to power on virtual machine %s. No SR-IOV virtual function (VF) is available for given physical function (PF) (%s).", vmName, pf)
+	msg := fmt.Sprintf(
+		"Failed to power on virtual machine %s. No SR-IOV virtual function (VF) is available for given physical function (PF) (%s).",
+		vmName,
+		pf,
+	)
 	return refuse(&types.GenericVmConfigFault{Reason: msg}, "%s", msg)
 }
 

@@ -30,7 +30,9 @@ func (l *lab) sriovSwitch(name string) (types.ManagedObjectReference, *types.Vir
 	l.t.Helper()
 	s, pg := l.switchWithHosts(name)
 	uuid := l.dvs(s).Config.GetDVSConfigInfo().Uuid
-	return pg, &types.VirtualEthernetCardDistributedVirtualPortBackingInfo{Port: types.DistributedVirtualSwitchPortConnection{SwitchUuid: uuid, PortgroupKey: pg.Value}}
+	return pg, &types.VirtualEthernetCardDistributedVirtualPortBackingInfo{
+		Port: types.DistributedVirtualSwitchPortConnection{SwitchUuid: uuid, PortgroupKey: pg.Value},
+	}
 }
 
 func (l *lab) addSriovCard(name string, card *types.VirtualSriovEthernetCard) error {
@@ -150,7 +152,12 @@ func TestSriovAdapterChecks(t *testing.T) {
 			t.Errorf("after an edit without SR-IOV backing: %+v", card.SriovBacking)
 		}
 	}
-	wantFault(t, "edit to vmnic5", l.reconfig(vm, vrdmaSpec(types.VirtualDeviceConfigSpecOperationEdit, sriovCardKey(cards[0], "0000:d8:00.1"))), invalid)
+	wantFault(
+		t,
+		"edit to vmnic5",
+		l.reconfig(vm, vrdmaSpec(types.VirtualDeviceConfigSpecOperationEdit, sriovCardKey(cards[0], "0000:d8:00.1"))),
+		invalid,
+	)
 
 	// Not hot-pluggable.
 	l.power(vm, true)
@@ -192,8 +199,10 @@ func TestCreateVMWithSriovAdapter(t *testing.T) {
 		}
 		spec := types.VirtualMachineConfigSpec{
 			Name: name, GuestId: string(types.VirtualMachineGuestOsIdentifierUbuntu64Guest), NumCPUs: 1, MemoryMB: 1024,
-			Files:        &types.VirtualMachineFileInfo{VmPathName: "[LocalDS_0]"},
-			DeviceChange: []types.BaseVirtualDeviceConfigSpec{&types.VirtualDeviceConfigSpec{Operation: types.VirtualDeviceConfigSpecOperationAdd, Device: card}},
+			Files: &types.VirtualMachineFileInfo{VmPathName: "[LocalDS_0]"},
+			DeviceChange: []types.BaseVirtualDeviceConfigSpec{
+				&types.VirtualDeviceConfigSpec{Operation: types.VirtualDeviceConfigSpecOperationAdd, Device: card},
+			},
 		}
 		task, err := folder.CreateVM(ctx, spec, pool, host)
 		if err != nil {
@@ -300,7 +309,9 @@ func TestPowerOnAutomaticVF(t *testing.T) {
 	}
 	l.setSriov(host, "0000:d8:00.1", 1)
 	l.setSriov(host, "0000:d8:00.0", 1)
-	network := &types.VirtualEthernetCardNetworkBackingInfo{VirtualDeviceDeviceBackingInfo: types.VirtualDeviceDeviceBackingInfo{DeviceName: "VM Network"}}
+	network := &types.VirtualEthernetCardNetworkBackingInfo{
+		VirtualDeviceDeviceBackingInfo: types.VirtualDeviceDeviceBackingInfo{DeviceName: "VM Network"},
+	}
 	for _, vm := range []string{a, b} {
 		if err := l.addSriovCard(vm, sriovCard(network, automaticPF)); err != nil {
 			t.Fatal(err)
@@ -336,7 +347,8 @@ func TestPowerOnMultiVMAssignsVFs(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	task, err := object.NewDatacenter(l.c.Client, ref("Datacenter", l.DatacenterID())).PowerOnVM(ctx, []types.ManagedObjectReference{vmRef(l.Lab, a), vmRef(l.Lab, b)})
+	task, err := object.NewDatacenter(l.c.Client, ref("Datacenter", l.DatacenterID())).
+		PowerOnVM(ctx, []types.ManagedObjectReference{vmRef(l.Lab, a), vmRef(l.Lab, b)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -219,7 +219,9 @@ func staticGPU(id string) *types.VirtualPCIPassthroughDeviceBackingInfo {
 }
 
 func dynamicGPU(device int32) *types.VirtualPCIPassthroughDynamicBackingInfo {
-	return &types.VirtualPCIPassthroughDynamicBackingInfo{AllowedDevice: []types.VirtualPCIPassthroughAllowedDevice{{VendorId: 0x10de, DeviceId: device}}}
+	return &types.VirtualPCIPassthroughDynamicBackingInfo{
+		AllowedDevice: []types.VirtualPCIPassthroughAllowedDevice{{VendorId: 0x10de, DeviceId: device}},
+	}
 }
 
 func TestPCIPassthroughNeedsActiveDevice(t *testing.T) {

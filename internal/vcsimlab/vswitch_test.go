@@ -62,7 +62,10 @@ func TestUpdateVirtualSwitch(t *testing.T) {
 	}
 
 	// A switch's NIC cannot join a distributed switch.
-	err = l.reconfigure(l.createDVS("taken"), &types.VMwareDVSConfigSpec{DVSConfigSpec: types.DVSConfigSpec{Host: l.members(types.ConfigSpecOperationAdd, "vmnic4", 0)}})
+	err = l.reconfigure(
+		l.createDVS("taken"),
+		&types.VMwareDVSConfigSpec{DVSConfigSpec: types.DVSConfigSpec{Host: l.members(types.ConfigSpecOperationAdd, "vmnic4", 0)}},
+	)
 	wantFault(t, "vmnic4 to a distributed switch", err, &types.ResourceInUse{})
 
 	if err := ns.UpdateVirtualSwitch(ctx, "vSwitch1", types.HostVirtualSwitchSpec{NumPorts: 128}); err != nil {

@@ -182,7 +182,11 @@ type sharedRead struct {
 // reference, each with the properties all its readers asked for: the caller
 // picks its own objects. When the shared call fails (an object of another
 // read is gone), each read is retried alone, so a failure is the read's own.
-func (c *Client) readShared(ctx context.Context, vc *vim25.Client, spec types.PropertyFilterSpec) (map[types.ManagedObjectReference]types.ObjectContent, error) {
+func (c *Client) readShared(
+	ctx context.Context,
+	vc *vim25.Client,
+	spec types.PropertyFilterSpec,
+) (map[types.ManagedObjectReference]types.ObjectContent, error) {
 	r := &sharedRead{ctx: ctx, spec: spec, done: make(chan struct{})}
 	b := &c.batch
 	h, _ := ctx.Value(holdKey{}).(*hold)
@@ -336,7 +340,11 @@ func (c *Client) count(reads []*sharedRead, alone bool) {
 // retrieveMerged makes one RetrievePropertiesEx and merges what it returns
 // by object: two specs that read one object give one content with the
 // properties of both.
-func retrieveMerged(ctx context.Context, vc *vim25.Client, specs []types.PropertyFilterSpec) (map[types.ManagedObjectReference]types.ObjectContent, error) {
+func retrieveMerged(
+	ctx context.Context,
+	vc *vim25.Client,
+	specs []types.PropertyFilterSpec,
+) (map[types.ManagedObjectReference]types.ObjectContent, error) {
 	res, err := property.DefaultCollector(vc).RetrieveProperties(ctx, types.RetrieveProperties{SpecSet: specs})
 	if err != nil {
 		return nil, err

@@ -117,7 +117,13 @@ func (c *Client) readTrust() (Trust, error) {
 	if t.Thumbprint == "" && c.cfg.CAFile != "" {
 		pem, err := caBundle(c.cfg.CAFile)
 		if err != nil {
-			return t, &ConnectError{Op: "connecting to vCenter " + c.cfg.Server, Kind: ErrUntrustedCert, Server: c.cfg.Server, CAFile: c.cfg.CAFile, Cause: err}
+			return t, &ConnectError{
+				Op:     "connecting to vCenter " + c.cfg.Server,
+				Kind:   ErrUntrustedCert,
+				Server: c.cfg.Server,
+				CAFile: c.cfg.CAFile,
+				Cause:  err,
+			}
 		}
 		t.CAPEM = string(pem)
 	}

@@ -77,7 +77,11 @@ func (c *Client) ClusterByName(ctx context.Context, datacenterID, name string) (
 		return nil, notFound(op, "datacenter %s has no cluster called %q; it has %s", datacenterID, name, clusterList(all))
 	case 1:
 	default:
-		return nil, &Error{Op: op, Kind: ErrAmbiguous, Message: fmt.Sprintf("%d clusters are called %q (%s), in different folders: rename one", len(matches), name, clusterList(matches))}
+		return nil, &Error{
+			Op:      op,
+			Kind:    ErrAmbiguous,
+			Message: fmt.Sprintf("%d clusters are called %q (%s), in different folders: rename one", len(matches), name, clusterList(matches)),
+		}
 	}
 	cl := matches[0]
 	for _, ref := range hostsOf[cl.ID] {

@@ -58,7 +58,8 @@ func TestClusterByName(t *testing.T) {
 	}
 
 	_, err = c.ClusterByName(ctx, lab.DatacenterID(), "nope")
-	if !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), `"`+lab.ClusterName()+`" (`+cl.ID+`)`) || !strings.Contains(err.Error(), `"gpu-cluster"`) {
+	if !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), `"`+lab.ClusterName()+`" (`+cl.ID+`)`) ||
+		!strings.Contains(err.Error(), `"gpu-cluster"`) {
 		t.Fatalf("missing cluster error = %v, want ErrNotFound listing the clusters", err)
 	}
 	_, err = c.ClusterByName(ctx, lab.DatacenterName(), lab.ClusterName())

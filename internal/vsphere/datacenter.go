@@ -53,9 +53,22 @@ func (c *Client) DatacenterByName(ctx context.Context, name string) (*Datacenter
 	case len(matches) == 0:
 		return nil, notFound(op, "no datacenter is called %q; vCenter has %s", name, datacenterList(all))
 	case name == "":
-		return nil, &Error{Op: op, Kind: ErrAmbiguous, Message: fmt.Sprintf("vCenter has %d datacenters (%s): name the one you mean", len(all), datacenterList(all))}
+		return nil, &Error{
+			Op:      op,
+			Kind:    ErrAmbiguous,
+			Message: fmt.Sprintf("vCenter has %d datacenters (%s): name the one you mean", len(all), datacenterList(all)),
+		}
 	default:
-		return nil, &Error{Op: op, Kind: ErrAmbiguous, Message: fmt.Sprintf("%d datacenters are called %q (%s), in different folders: rename one, or use its id", len(matches), name, datacenterList(matches))}
+		return nil, &Error{
+			Op:   op,
+			Kind: ErrAmbiguous,
+			Message: fmt.Sprintf(
+				"%d datacenters are called %q (%s), in different folders: rename one, or use its id",
+				len(matches),
+				name,
+				datacenterList(matches),
+			),
+		}
 	}
 }
 

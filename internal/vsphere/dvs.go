@@ -273,7 +273,14 @@ func (c *Client) dvs(ctx context.Context, id DVSID, portGroupKey string, again b
 // errOtherSwitch: a remembered reference now names another switch.
 var errOtherSwitch = errors.New("the reference names another switch")
 
-func (c *Client) readDVS(ctx context.Context, vc *vim25.Client, op string, id DVSID, ref types.ManagedObjectReference, portGroupKey string) (*DVS, error) {
+func (c *Client) readDVS(
+	ctx context.Context,
+	vc *vim25.Client,
+	op string,
+	id DVSID,
+	ref types.ManagedObjectReference,
+	portGroupKey string,
+) (*DVS, error) {
 	parents := &types.TraversalSpec{
 		SelectionSpec: types.SelectionSpec{Name: "parents"},
 		Type:          "Folder", Path: "parent",
@@ -282,7 +289,11 @@ func (c *Client) readDVS(ctx context.Context, vc *vim25.Client, op string, id DV
 	objs, err := retrieve(ctx, vc, types.PropertyFilterSpec{
 		ObjectSet: []types.ObjectSpec{{Obj: ref, SelectSet: []types.BaseSelectionSpec{
 			&types.TraversalSpec{Type: "DistributedVirtualSwitch", Path: "portgroup"},
-			&types.TraversalSpec{Type: "DistributedVirtualSwitch", Path: "parent", SelectSet: []types.BaseSelectionSpec{&types.SelectionSpec{Name: "parents"}}},
+			&types.TraversalSpec{
+				Type:      "DistributedVirtualSwitch",
+				Path:      "parent",
+				SelectSet: []types.BaseSelectionSpec{&types.SelectionSpec{Name: "parents"}},
+			},
 			parents,
 		}}},
 		PropSet: []types.PropertySpec{

@@ -280,7 +280,8 @@ func TestPlanDVSNames(t *testing.T) {
 	}
 	// Adopted without its port group, the switch's port groups are not the
 	// resource's: their names are taken.
-	if f := plan(DVSNamesChange{SwitchName: "rdma", PortGroup: "rdma-vms", SwitchUUID: id.UUID}); len(f) != 1 || f[0].(NameTaken).For != ObjectPortGroup {
+	if f := plan(DVSNamesChange{SwitchName: "rdma", PortGroup: "rdma-vms", SwitchUUID: id.UUID}); len(f) != 1 ||
+		f[0].(NameTaken).For != ObjectPortGroup {
 		t.Fatalf("a port group of the switch that the resource does not manage: %#v, want its name taken", f)
 	}
 	if _, err := c.planDVSNames(ctx, DVSNamesChange{DatacenterID: "DC0", SwitchName: "x", PortGroup: "y"}); !errors.Is(err, ErrNotFound) {
@@ -365,7 +366,8 @@ func TestPlanDVSHostsChecksESXiVersions(t *testing.T) {
 	lab.ResetCalls()
 	versionFindings(DVSHostsChange{SwitchName: "rdma", Planned: spec.Hosts, Version: "7.0.3"})
 	// The hosts' ESXi comes with the NIC check's one read per host.
-	if calls := lab.Calls(); calls["QueryDvsCompatibleHostSpec"] != 1 || calls["QueryAvailableDvsSpec"] != 0 || calls["RetrievePropertiesEx"] != len(spec.Hosts) {
+	if calls := lab.Calls(); calls["QueryDvsCompatibleHostSpec"] != 1 || calls["QueryAvailableDvsSpec"] != 0 ||
+		calls["RetrievePropertiesEx"] != len(spec.Hosts) {
 		t.Errorf("a passing check made %v; want the NIC check's reads and one query", calls)
 	}
 
@@ -409,8 +411,14 @@ func TestPlanDVSHostsChecksESXiVersions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	add := DVSHostsChange{SwitchName: "rdma", SwitchUUID: id.UUID, Current: d.Hosts, Planned: append(slices.Clone(d.Hosts), DVSHost{HostID: oldID, Vmnic: "vmnic4"}),
-		CurrentVersion: "8.0.3", Version: "8.0.3"}
+	add := DVSHostsChange{
+		SwitchName:     "rdma",
+		SwitchUUID:     id.UUID,
+		Current:        d.Hosts,
+		Planned:        append(slices.Clone(d.Hosts), DVSHost{HostID: oldID, Vmnic: "vmnic4"}),
+		CurrentVersion: "8.0.3",
+		Version:        "8.0.3",
+	}
 	if got, want := versionFindings(add), []Finding{tooOld("8.0.3", "7.0.3", false)}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("add the old host: %#v, want %#v", got, want)
 	}
@@ -519,7 +527,8 @@ func TestCreateDVSWaitsForTheSwitchWhoseNamesItTakes(t *testing.T) {
 	if err := rename(other, spec, "other-old"); err == nil {
 		t.Fatal("the failing rename: no error")
 	}
-	if err := <-created; err == nil || !strings.Contains(err.Error(), "switch "+other.UUID+", whose name (or port group name) this switch takes, was not renamed: its update failed") {
+	if err := <-created; err == nil ||
+		!strings.Contains(err.Error(), "switch "+other.UUID+", whose name (or port group name) this switch takes, was not renamed: its update failed") {
 		t.Fatalf("the create after a failed rename: %v", err)
 	}
 }

@@ -20,7 +20,10 @@ import (
 func TestTranslateFaultWithoutMessage(t *testing.T) {
 	for _, localized := range []string{"", "*types.InvalidArgument"} {
 		err := translate("adding an SR-IOV adapter to virtual machine vm-81", task.Error{
-			LocalizedMethodFault: &types.LocalizedMethodFault{Fault: &types.InvalidArgument{InvalidProperty: "spec.deviceChange"}, LocalizedMessage: localized},
+			LocalizedMethodFault: &types.LocalizedMethodFault{
+				Fault:            &types.InvalidArgument{InvalidProperty: "spec.deviceChange"},
+				LocalizedMessage: localized,
+			},
 		})
 		var e *Error
 		if !errors.As(err, &e) || !errors.Is(err, ErrInvalidArg) {

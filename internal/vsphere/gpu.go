@@ -242,21 +242,31 @@ func (c *Client) ApplyGPUMMIO(ctx context.Context, vmID string, spec GPUMMIOSpec
 // ErrNotFound, by the id given (see DeletePVRDMANIC).
 func (c *Client) RemoveGPUMMIO(ctx context.Context, vmID string, before map[string]string, powerOffAllowed bool) error {
 	op := "removing GPU passthrough from virtual machine " + vmID
-	return c.changeVM(ctx, vmChange{op: op, vmID: vmID, props: gpuChangeProps, change: WhatGPUsNeedOff, powerOffAllowed: powerOffAllowed, build: func(vm *mo.VirtualMachine, _ *types.ConfigTarget) (*types.VirtualMachineConfigSpec, bool, error) {
-		current := gpuMMIOFromMO(vm)
-		cs := &types.VirtualMachineConfigSpec{}
-		for _, key := range []string{mmio.Use64bitMMIOKey, mmio.SizeGBKey} {
-			if current.ExtraConfig[key] != before[key] {
-				cs.ExtraConfig = append(cs.ExtraConfig, &types.OptionValue{Key: key, Value: before[key]})
-			}
-		}
-		for _, dev := range vm.Config.Hardware.Device {
-			if pt, ok := dev.(*types.VirtualPCIPassthrough); ok && managedBacking(pt) {
-				cs.DeviceChange = append(cs.DeviceChange, &types.VirtualDeviceConfigSpec{Operation: types.VirtualDeviceConfigSpecOperationRemove, Device: dev})
-			}
-		}
-		return cs, len(cs.DeviceChange) > 0, nil
-	}})
+	return c.changeVM(
+		ctx,
+		vmChange{
+			op:              op,
+			vmID:            vmID,
+			props:           gpuChangeProps,
+			change:          WhatGPUsNeedOff,
+			powerOffAllowed: powerOffAllowed,
+			build: func(vm *mo.VirtualMachine, _ *types.ConfigTarget) (*types.VirtualMachineConfigSpec, bool, error) {
+				current := gpuMMIOFromMO(vm)
+				cs := &types.VirtualMachineConfigSpec{}
+				for _, key := range []string{mmio.Use64bitMMIOKey, mmio.SizeGBKey} {
+					if current.ExtraConfig[key] != before[key] {
+						cs.ExtraConfig = append(cs.ExtraConfig, &types.OptionValue{Key: key, Value: before[key]})
+					}
+				}
+				for _, dev := range vm.Config.Hardware.Device {
+					if pt, ok := dev.(*types.VirtualPCIPassthrough); ok && managedBacking(pt) {
+						cs.DeviceChange = append(cs.DeviceChange, &types.VirtualDeviceConfigSpec{Operation: types.VirtualDeviceConfigSpecOperationRemove, Device: dev})
+					}
+				}
+				return cs, len(cs.DeviceChange) > 0, nil
+			},
+		},
+	)
 }
 
 // passthroughChanges adds the requested devices the VM lacks and removes
@@ -373,7 +383,11 @@ func (c *Client) devicesStillFree(ctx context.Context, op string, vm *mo.Virtual
 			for _, u := range d.VMs {
 				if u.MOID != vm.Self.Value {
 					return &Error{Op: op, Kind: ErrInUse, Object: ObjectVirtualMachine, ID: u.MOID, Message: fmt.Sprintf(
-						"PCI device %s on host %s was given to virtual machine %s after the plan was made; a device passes through to one VM only", w.PCIID, host.Name, u.Name)}
+						"PCI device %s on host %s was given to virtual machine %s after the plan was made; a device passes through to one VM only",
+						w.PCIID,
+						host.Name,
+						u.Name,
+					)}
 				}
 			}
 		}

@@ -181,7 +181,10 @@ func TestPlanGPUMMIOMoreGPUsThanTheHost(t *testing.T) {
 	lab := startLab(t, vcsimlab.Options{})
 	c := labClient(lab)
 	dyn := GPURequest{VendorID: "10de", DeviceID: "2330"}
-	p, err := c.PlanGPUMMIO(context.Background(), GPUMMIOChange{VMID: lab.VMUUID("hpc-node-0"), GPUs: []GPURequest{dyn, dyn, dyn}, PowerOffAllowed: true})
+	p, err := c.PlanGPUMMIO(
+		context.Background(),
+		GPUMMIOChange{VMID: lab.VMUUID("hpc-node-0"), GPUs: []GPURequest{dyn, dyn, dyn}, PowerOffAllowed: true},
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +225,8 @@ func TestApplyGPUMMIORefusesAGPUTakenSincePlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := c.ApplyGPUMMIO(ctx, lab.VMUUID(vm), GPUMMIOSpec{GPUs: []GPURequest{{PCIID: "0000:3b:00.0"}}, MMIOSizeGB: 256})
-	if !errors.Is(err, ErrInUse) || !strings.Contains(err.Error(), "PCI device 0000:3b:00.0 on host "+lab.VMHostName(vm)+" was given to virtual machine "+other) {
+	if !errors.Is(err, ErrInUse) ||
+		!strings.Contains(err.Error(), "PCI device 0000:3b:00.0 on host "+lab.VMHostName(vm)+" was given to virtual machine "+other) {
 		t.Fatalf("apply of a GPU another VM has: %v, want ErrInUse naming %s", err, other)
 	}
 	got, err := c.GPUMMIO(ctx, lab.VMUUID(vm))

@@ -185,7 +185,11 @@ var hostVMProps = []string{"name", "runtime.powerState", "config.uuid", "config.
 // VM, the one every VM read of the refresh shares, the two made at once;
 // false when the host or one of its VMs is not there, and it is read from
 // vCenter.
-func (c *Client) prefetchedHost(ctx context.Context, vc *vim25.Client, host types.ManagedObjectReference) (*mo.HostSystem, *mo.ManagedEntity, []mo.VirtualMachine, bool) {
+func (c *Client) prefetchedHost(
+	ctx context.Context,
+	vc *vim25.Client,
+	host types.ManagedObjectReference,
+) (*mo.HostSystem, *mo.ManagedEntity, []mo.VirtualMachine, bool) {
 	hosts := c.prefetchedSet(ctx, vc, "host reads", []types.PropertySpec{
 		{Type: "HostSystem", PathSet: append(slices.Clone(hostProps), "vm")},
 		{Type: "ComputeResource", PathSet: []string{"name"}},
@@ -236,7 +240,11 @@ func (c *Client) HostByName(ctx context.Context, datacenterID, name string) (*Ho
 	case 1:
 		return c.Host(ctx, refs[0].Value)
 	default:
-		return nil, &Error{Op: op, Kind: ErrAmbiguous, Message: fmt.Sprintf("%d hosts are called %q (%s): use the host's id instead", len(refs), name, refValues(refs))}
+		return nil, &Error{
+			Op:      op,
+			Kind:    ErrAmbiguous,
+			Message: fmt.Sprintf("%d hosts are called %q (%s): use the host's id instead", len(refs), name, refValues(refs)),
+		}
 	}
 }
 

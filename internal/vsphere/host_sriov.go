@@ -102,7 +102,10 @@ func (c *Client) PlanHostSRIOV(ctx context.Context, hostID, pciID string, vfs in
 	case vfs > d.SRIOV.MaxVFs:
 		return &HostSRIOVPlan{Device: d, Findings: []Finding{TooManyVFs{Host: host, PCIID: pciID, Wanted: vfs, Max: d.SRIOV.MaxVFs}}}, nil
 	case d.Enabled:
-		return &HostSRIOVPlan{Device: d, Findings: []Finding{PassedThroughWhole{Host: host, PCIID: pciID, Name: strings.TrimSpace(d.DeviceName), VMs: vmNames(d.passedThroughBy)}}}, nil
+		return &HostSRIOVPlan{
+			Device:   d,
+			Findings: []Finding{PassedThroughWhole{Host: host, PCIID: pciID, Name: strings.TrimSpace(d.DeviceName), VMs: vmNames(d.passedThroughBy)}},
+		}, nil
 	}
 	if f := vfsInUse(h, d, vfs, nil); f != nil {
 		return &HostSRIOVPlan{Device: d, Findings: []Finding{f}}, nil

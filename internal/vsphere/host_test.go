@@ -68,7 +68,8 @@ func TestHost(t *testing.T) {
 	}
 	// A datacenter name where its id belongs is the common mistake.
 	_, err = c.HostByName(ctx, lab.DatacenterName(), name)
-	if !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), `no datacenter has id "`+lab.DatacenterName()+`" (the name of datacenter `+lab.DatacenterID()+`)`) {
+	if !errors.Is(err, ErrNotFound) ||
+		!strings.Contains(err.Error(), `no datacenter has id "`+lab.DatacenterName()+`" (the name of datacenter `+lab.DatacenterID()+`)`) {
 		t.Fatalf("datacenter name as id: error = %v, want an explanation", err)
 	}
 }

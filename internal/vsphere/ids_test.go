@@ -88,12 +88,14 @@ func TestNotFoundErrorLooksNamesUp(t *testing.T) {
 		t.Errorf("a host's name as its id: %v, want %q", err, want)
 	}
 	_, err = c.ClusterByName(ctx, lab.DatacenterName(), lab.ClusterName())
-	if want := `no datacenter has id "` + lab.DatacenterName() + `" (the name of datacenter ` + lab.DatacenterID() + `)`; err == nil || !strings.Contains(err.Error(), want) {
+	if want := `no datacenter has id "` + lab.DatacenterName() + `" (the name of datacenter ` + lab.DatacenterID() + `)`; err == nil ||
+		!strings.Contains(err.Error(), want) {
 		t.Errorf("a datacenter's name as its id: %v, want %q", err, want)
 	}
 	vm := lab.VMNames()[0]
 	_, err = c.DVS(ctx, DVSID{UUID: lab.VMUUID(vm)}, "")
-	if want := "no distributed switch has UUID " + lab.VMUUID(vm) + " (the BIOS UUID of virtual machine " + lab.VMID(vm) + ")"; err == nil || !strings.Contains(err.Error(), want) {
+	if want := "no distributed switch has UUID " + lab.VMUUID(vm) + " (the BIOS UUID of virtual machine " + lab.VMID(vm) + ")"; err == nil ||
+		!strings.Contains(err.Error(), want) {
 		t.Errorf("a VM's UUID as a switch's: %v, want %q", err, want)
 	}
 	_, err = c.Host(ctx, "no-such-host")

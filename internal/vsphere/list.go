@@ -355,7 +355,14 @@ func (c *Client) ListSRIOVNICs(ctx context.Context, scope Scope) ([]*SRIOVNIC, [
 	})
 }
 
-func listAdapters[N any](ctx context.Context, c *Client, kind string, scope Scope, of func(vm *mo.VirtualMachine, key int32, op string) (*N, error), is func(types.BaseVirtualDevice) bool) ([]*N, []LeftOutVM, error) {
+func listAdapters[N any](
+	ctx context.Context,
+	c *Client,
+	kind string,
+	scope Scope,
+	of func(vm *mo.VirtualMachine, key int32, op string) (*N, error),
+	is func(types.BaseVirtualDevice) bool,
+) ([]*N, []LeftOutVM, error) {
 	op := fmt.Sprintf("listing the %s adapters of VMs in %s", kind, scope)
 	inv, err := c.readInventory(ctx, op, scope, []string{"name"}, listVMProps, false)
 	if err != nil {

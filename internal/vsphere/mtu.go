@@ -188,7 +188,11 @@ func (c *Client) pathEnds(ctx context.Context, hostIDs []string, vmknic string) 
 func endOf(h mo.HostSystem, vmknic string) (pathEnd, error) {
 	end := pathEnd{hostID: h.Self.Value, name: h.Name}
 	if h.Config == nil || h.Config.Network == nil {
-		return end, &Error{Op: "reading host " + h.Name, Kind: ErrInvalidState, Message: "vCenter reports no network configuration for the host; is it connected?"}
+		return end, &Error{
+			Op:      "reading host " + h.Name,
+			Kind:    ErrInvalidState,
+			Message: "vCenter reports no network configuration for the host; is it connected?",
+		}
 	}
 	n := h.Config.Network
 	i := slices.IndexFunc(n.Vnic, func(v types.HostVirtualNic) bool { return v.Device == vmknic })
@@ -202,7 +206,11 @@ func endOf(h mo.HostSystem, vmknic string) (pathEnd, error) {
 	}
 	v := n.Vnic[i]
 	if v.Spec.Ip == nil || v.Spec.Ip.IpAddress == "" {
-		return end, &Error{Op: "reading host " + h.Name, Kind: ErrInvalidState, Message: fmt.Sprintf("%s on host %s has no IPv4 address to ping", vmknic, h.Name)}
+		return end, &Error{
+			Op:      "reading host " + h.Name,
+			Kind:    ErrInvalidState,
+			Message: fmt.Sprintf("%s on host %s has no IPv4 address to ping", vmknic, h.Name),
+		}
 	}
 	end.address = v.Spec.Ip.IpAddress
 	end.configured = orDefaultMTU(v.Spec.Mtu)
@@ -214,7 +222,8 @@ func endOf(h mo.HostSystem, vmknic string) (pathEnd, error) {
 	}
 	if port := v.Spec.DistributedVirtualPort; port != nil && port.SwitchUuid != "" {
 		// An MTU the host does not report (0) is unknown, not a limit.
-		if s := slices.IndexFunc(n.ProxySwitch, func(s types.HostProxySwitch) bool { return s.DvsUuid == port.SwitchUuid }); s >= 0 && n.ProxySwitch[s].Mtu > 0 {
+		if s := slices.IndexFunc(n.ProxySwitch, func(s types.HostProxySwitch) bool { return s.DvsUuid == port.SwitchUuid }); s >= 0 &&
+			n.ProxySwitch[s].Mtu > 0 {
 			end.configured = min(end.configured, int(n.ProxySwitch[s].Mtu))
 		}
 	}

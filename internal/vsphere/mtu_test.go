@@ -89,7 +89,8 @@ func TestPathMTUsRefusals(t *testing.T) {
 
 	spec := pathMTUSpec(lab, 2)
 	spec.VMKernelNIC = "vmk7"
-	if _, err := c.PathMTUs(ctx, spec); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "has no VMkernel adapter vmk7 (it has vmk0, vmk1)") {
+	if _, err := c.PathMTUs(ctx, spec); !errors.Is(err, ErrNotFound) ||
+		!strings.Contains(err.Error(), "has no VMkernel adapter vmk7 (it has vmk0, vmk1)") {
 		t.Errorf("unknown vmknic: %v", err)
 	}
 
@@ -101,7 +102,8 @@ func TestPathMTUsRefusals(t *testing.T) {
 
 	spec = pathMTUSpec(lab, 2)
 	spec.Min, spec.Max = 9100, 9216
-	if _, err := c.PathMTUs(ctx, spec); !errors.Is(err, ErrInvalidArg) || !errors.Is(err, mtu.ErrBelowMin) || !strings.Contains(err.Error(), "below the smallest size to try, 9100") {
+	if _, err := c.PathMTUs(ctx, spec); !errors.Is(err, ErrInvalidArg) || !errors.Is(err, mtu.ErrBelowMin) ||
+		!strings.Contains(err.Error(), "below the smallest size to try, 9100") {
 		t.Errorf("configuration below min: %v", err)
 	}
 
@@ -198,8 +200,18 @@ func TestPathMTUsCallsByPathChoice(t *testing.T) {
 			// Pings are ExecuteSoap calls; all else is reaching the hosts:
 			// logging in (2 calls), reading them, and their executers.
 			if len(got) != paths || calls["ExecuteSoap"] < paths || calls["RetrieveManagedMethodExecuter"] != k || total-calls["ExecuteSoap"] > k+3 {
-				t.Errorf("%d hosts, %s: %d paths, %d pings, %d executers, %d other calls; want %d paths, at least as many pings, %d executers, at most %d other calls",
-					k, choice, len(got), calls["ExecuteSoap"], calls["RetrieveManagedMethodExecuter"], total-calls["ExecuteSoap"]-calls["RetrieveManagedMethodExecuter"], paths, k, 3)
+				t.Errorf(
+					"%d hosts, %s: %d paths, %d pings, %d executers, %d other calls; want %d paths, at least as many pings, %d executers, at most %d other calls",
+					k,
+					choice,
+					len(got),
+					calls["ExecuteSoap"],
+					calls["RetrieveManagedMethodExecuter"],
+					total-calls["ExecuteSoap"]-calls["RetrieveManagedMethodExecuter"],
+					paths,
+					k,
+					3,
+				)
 			}
 		}
 	}

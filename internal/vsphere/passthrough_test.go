@@ -52,7 +52,8 @@ func TestPlanHostPassthrough(t *testing.T) {
 	}
 	f := p.Findings
 	missing, ok := f[0].(DeviceNotOnHost)
-	if !ok || !slices.Contains(missing.Capable, "0000:af:00.0 (GA100 [A100 PCIe 40GB])") || slices.ContainsFunc(missing.Capable, func(s string) bool { return s[:12] == "0000:0b:00.0" }) {
+	if !ok || !slices.Contains(missing.Capable, "0000:af:00.0 (GA100 [A100 PCIe 40GB])") ||
+		slices.ContainsFunc(missing.Capable, func(s string) bool { return s[:12] == "0000:0b:00.0" }) {
 		t.Fatalf("missing device: %#v, want the capable devices listed, the host's uplink not", f[0])
 	}
 	if used, ok := f[1].(DeviceUsedByHost); !ok || used.Switch != "vSwitch0" || used.NIC != "vmnic0" {

@@ -81,7 +81,14 @@ func portGroupConfig(spec PortGroupSpec) types.DVPortgroupConfigSpec {
 
 // applyPortGroup creates the port group when it is missing and reconfigures
 // it when it differs, and returns its key.
-func (c *Client) applyPortGroup(ctx context.Context, vc *vim25.Client, op string, ref types.ManagedObjectReference, current *PortGroup, spec PortGroupSpec) (string, error) {
+func (c *Client) applyPortGroup(
+	ctx context.Context,
+	vc *vim25.Client,
+	op string,
+	ref types.ManagedObjectReference,
+	current *PortGroup,
+	spec PortGroupSpec,
+) (string, error) {
 	if current != nil && current.PortGroupSpec == spec {
 		return current.Key, nil
 	}
@@ -252,7 +259,13 @@ func (c *Client) portGroupBacking(ctx context.Context, op, portGroupID string) (
 		return nil, err
 	}
 	var pg mo.DistributedVirtualPortgroup
-	err = c.readObject(ctx, vc, types.ManagedObjectReference{Type: "DistributedVirtualPortgroup", Value: portGroupID}, []string{"key", "config.distributedVirtualSwitch"}, &pg)
+	err = c.readObject(
+		ctx,
+		vc,
+		types.ManagedObjectReference{Type: "DistributedVirtualPortgroup", Value: portGroupID},
+		[]string{"key", "config.distributedVirtualSwitch"},
+		&pg,
+	)
 	if err != nil {
 		return nil, translate(op+": reading port group "+portGroupID, err)
 	}
@@ -303,7 +316,13 @@ func (c *Client) readPortGroup(ctx context.Context, vc *vim25.Client, op, portGr
 // id reads as one) without its switch.
 func (c *Client) readPortGroupOnly(ctx context.Context, vc *vim25.Client, op, portGroupID string) (*portGroupInfo, error) {
 	var pg mo.DistributedVirtualPortgroup
-	err := c.readObject(ctx, vc, types.ManagedObjectReference{Type: "DistributedVirtualPortgroup", Value: portGroupID}, []string{"name", "key", "config.distributedVirtualSwitch"}, &pg)
+	err := c.readObject(
+		ctx,
+		vc,
+		types.ManagedObjectReference{Type: "DistributedVirtualPortgroup", Value: portGroupID},
+		[]string{"name", "key", "config.distributedVirtualSwitch"},
+		&pg,
+	)
 	if errors.Is(translate(op, err), ErrNotFound) {
 		var n mo.Network
 		if nerr := c.readObject(ctx, vc, types.ManagedObjectReference{Type: "Network", Value: portGroupID}, []string{"name"}, &n); nerr == nil {

@@ -96,7 +96,14 @@ func (c *Client) PlanVMPowerAction(ctx context.Context, vmID string, action Powe
 // to the VM. progress is told each step; a VM already in the state asked is
 // told so. A restart of a VM that is not running returns NotRestarted, and
 // does nothing.
-func (c *Client) SetVMPower(ctx context.Context, vmID string, action PowerAction, shutdownTimeout time.Duration, hardOffAllowed bool, progress func(string)) (Finding, error) {
+func (c *Client) SetVMPower(
+	ctx context.Context,
+	vmID string,
+	action PowerAction,
+	shutdownTimeout time.Duration,
+	hardOffAllowed bool,
+	progress func(string),
+) (Finding, error) {
 	op := fmt.Sprintf("powering virtual machine %s %s", vmID, action)
 	if err := malformedVMID(op, vmID); err != nil {
 		return nil, err

@@ -284,7 +284,12 @@ func populationSpec(root types.ManagedObjectReference, kind string, props []stri
 
 // retrieveBounded reads spec, page by page, and gives up (cancelling the
 // rest) once it holds more than limit objects.
-func retrieveBounded(ctx context.Context, vc *vim25.Client, spec types.PropertyFilterSpec, limit int) (map[types.ManagedObjectReference]types.ObjectContent, error) {
+func retrieveBounded(
+	ctx context.Context,
+	vc *vim25.Client,
+	spec types.PropertyFilterSpec,
+	limit int,
+) (map[types.ManagedObjectReference]types.ObjectContent, error) {
 	pc := vc.ServiceContent.PropertyCollector
 	res, err := methods.RetrievePropertiesEx(ctx, vc, &types.RetrievePropertiesEx{This: pc, SpecSet: []types.PropertyFilterSpec{spec},
 		Options: types.RetrieveOptions{MaxObjects: int32(limit + 1)}})

@@ -160,10 +160,17 @@ func TestReadUnderALockIsFresh(t *testing.T) {
 	}
 
 	var seen types.VirtualMachinePowerState
-	err = c.changeVM(ctx, vmChange{op: "looking", vmID: lab.VMID(target), build: func(vm *mo.VirtualMachine, _ *types.ConfigTarget) (*types.VirtualMachineConfigSpec, bool, error) {
-		seen = vm.Runtime.PowerState
-		return nil, false, nil
-	}})
+	err = c.changeVM(
+		ctx,
+		vmChange{
+			op:   "looking",
+			vmID: lab.VMID(target),
+			build: func(vm *mo.VirtualMachine, _ *types.ConfigTarget) (*types.VirtualMachineConfigSpec, bool, error) {
+				seen = vm.Runtime.PowerState
+				return nil, false, nil
+			},
+		},
+	)
 	if err != nil || seen != types.VirtualMachinePowerStatePoweredOn {
 		t.Fatalf("under the lock, %s read %q (%v); want %q, as vCenter has it", target, seen, err, types.VirtualMachinePowerStatePoweredOn)
 	}

@@ -375,7 +375,13 @@ func (c *Client) PVRDMANIC(ctx context.Context, vmID string, key int32) (*PVRDMA
 
 // readAdapter reads one network adapter of a VM by device key, in one round
 // trip, with of, which finds it among the VM's devices.
-func readAdapter[N any](ctx context.Context, c *Client, kind, vmID string, key int32, of func(vm *mo.VirtualMachine, key int32, op string) (*N, error)) (*N, error) {
+func readAdapter[N any](
+	ctx context.Context,
+	c *Client,
+	kind, vmID string,
+	key int32,
+	of func(vm *mo.VirtualMachine, key int32, op string) (*N, error),
+) (*N, error) {
 	op := fmt.Sprintf("reading %s adapter %d of virtual machine %s", kind, key, vmID)
 	ctx, cancel := c.withTimeout(ctx)
 	defer cancel()
@@ -462,38 +468,47 @@ func (c *Client) UpdatePVRDMANIC(ctx context.Context, vmID string, key int32, sp
 	if err != nil {
 		return err
 	}
-	return c.changeVM(ctx, vmChange{op: op, vmID: vmID, change: WhatPVRDMANeedsOff, powerOffAllowed: spec.PowerOffAllowed, build: func(vm *mo.VirtualMachine, _ *types.ConfigTarget) (*types.VirtualMachineConfigSpec, bool, error) {
-		// Edit the device as it is, changing only what this resource
-		// manages: a device rebuilt from scratch would disconnect a running
-		// adapter and drop settings made elsewhere.
-		var dev *types.VirtualVmxnet3Vrdma
-		for _, d := range vm.Config.Hardware.Device {
-			if v, ok := d.(*types.VirtualVmxnet3Vrdma); ok && v.Key == key {
-				dev = v
-			}
-		}
-		if dev == nil {
-			return nil, false, notFound(op, "virtual machine %s has no PVRDMA adapter with device key %d", vm.Name, key)
-		}
-		card := dev.GetVirtualEthernetCard()
-		card.Backing = nic.Backing
-		if spec.DeviceProtocol != "" { // none where the VM offers no choice
-			dev.DeviceProtocol = spec.DeviceProtocol
-		}
-		if card.Connectable == nil {
-			card.Connectable = &types.VirtualDeviceConnectInfo{AllowGuestControl: true}
-		}
-		card.Connectable.StartConnected = spec.StartConnected
-		if spec.MAC != "" {
-			card.MacAddress, card.AddressType = spec.MAC, addressType(spec.MAC)
-		}
-		return &types.VirtualMachineConfigSpec{
-			DeviceChange: []types.BaseVirtualDeviceConfigSpec{&types.VirtualDeviceConfigSpec{
-				Operation: types.VirtualDeviceConfigSpecOperationEdit, Device: dev,
-			}},
-			MemoryReservationLockedToMax: lockMemory(vm, spec.ReserveAllMemory),
-		}, needsPowerOff, nil
-	}})
+	return c.changeVM(
+		ctx,
+		vmChange{
+			op:              op,
+			vmID:            vmID,
+			change:          WhatPVRDMANeedsOff,
+			powerOffAllowed: spec.PowerOffAllowed,
+			build: func(vm *mo.VirtualMachine, _ *types.ConfigTarget) (*types.VirtualMachineConfigSpec, bool, error) {
+				// Edit the device as it is, changing only what this resource
+				// manages: a device rebuilt from scratch would disconnect a running
+				// adapter and drop settings made elsewhere.
+				var dev *types.VirtualVmxnet3Vrdma
+				for _, d := range vm.Config.Hardware.Device {
+					if v, ok := d.(*types.VirtualVmxnet3Vrdma); ok && v.Key == key {
+						dev = v
+					}
+				}
+				if dev == nil {
+					return nil, false, notFound(op, "virtual machine %s has no PVRDMA adapter with device key %d", vm.Name, key)
+				}
+				card := dev.GetVirtualEthernetCard()
+				card.Backing = nic.Backing
+				if spec.DeviceProtocol != "" { // none where the VM offers no choice
+					dev.DeviceProtocol = spec.DeviceProtocol
+				}
+				if card.Connectable == nil {
+					card.Connectable = &types.VirtualDeviceConnectInfo{AllowGuestControl: true}
+				}
+				card.Connectable.StartConnected = spec.StartConnected
+				if spec.MAC != "" {
+					card.MacAddress, card.AddressType = spec.MAC, addressType(spec.MAC)
+				}
+				return &types.VirtualMachineConfigSpec{
+					DeviceChange: []types.BaseVirtualDeviceConfigSpec{&types.VirtualDeviceConfigSpec{
+						Operation: types.VirtualDeviceConfigSpecOperationEdit, Device: dev,
+					}},
+					MemoryReservationLockedToMax: lockMemory(vm, spec.ReserveAllMemory),
+				}, needsPowerOff, nil
+			},
+		},
+	)
 }
 
 // DeletePVRDMANIC removes an adapter. A missing adapter is no error; a
@@ -509,17 +524,33 @@ func (c *Client) DeletePVRDMANIC(ctx context.Context, vmID string, key int32, po
 
 // removeDevice removes the device with key from a VM when it is of the
 // kind isKind tells; a missing device is no error.
-func (c *Client) removeDevice(ctx context.Context, op, vmID string, key int32, change string, powerOffAllowed bool, isKind func(types.BaseVirtualDevice) bool) error {
-	return c.changeVM(ctx, vmChange{op: op, vmID: vmID, change: change, powerOffAllowed: powerOffAllowed, build: func(vm *mo.VirtualMachine, _ *types.ConfigTarget) (*types.VirtualMachineConfigSpec, bool, error) {
-		for _, dev := range vm.Config.Hardware.Device {
-			if isKind(dev) && dev.GetVirtualDevice().Key == key {
-				return &types.VirtualMachineConfigSpec{DeviceChange: []types.BaseVirtualDeviceConfigSpec{&types.VirtualDeviceConfigSpec{
-					Operation: types.VirtualDeviceConfigSpecOperationRemove, Device: dev,
-				}}}, true, nil
-			}
-		}
-		return nil, false, nil // already gone
-	}})
+func (c *Client) removeDevice(
+	ctx context.Context,
+	op, vmID string,
+	key int32,
+	change string,
+	powerOffAllowed bool,
+	isKind func(types.BaseVirtualDevice) bool,
+) error {
+	return c.changeVM(
+		ctx,
+		vmChange{
+			op:              op,
+			vmID:            vmID,
+			change:          change,
+			powerOffAllowed: powerOffAllowed,
+			build: func(vm *mo.VirtualMachine, _ *types.ConfigTarget) (*types.VirtualMachineConfigSpec, bool, error) {
+				for _, dev := range vm.Config.Hardware.Device {
+					if isKind(dev) && dev.GetVirtualDevice().Key == key {
+						return &types.VirtualMachineConfigSpec{DeviceChange: []types.BaseVirtualDeviceConfigSpec{&types.VirtualDeviceConfigSpec{
+							Operation: types.VirtualDeviceConfigSpecOperationRemove, Device: dev,
+						}}}, true, nil
+					}
+				}
+				return nil, false, nil // already gone
+			},
+		},
+	)
 }
 
 func addressType(mac string) string {

@@ -82,7 +82,10 @@ func TestPlanPVRDMANIC(t *testing.T) {
 	if h, ok := f[0].(HostsNotOnSwitch); !ok || !slices.Equal(h.Hosts, lab.HostNames()[2:]) || h.Switch != "partial" {
 		t.Fatalf("partial switch: %#v, want HostsNotOnSwitch naming %v", f, lab.HostNames()[2:])
 	}
-	if _, err := c.PlanPVRDMANIC(ctx, PVRDMANICChange{VMID: vm.MOID, PortGroupID: "dvportgroup-99999", DeviceProtocol: "rocev2"}); !errors.Is(err, ErrNotFound) {
+	if _, err := c.PlanPVRDMANIC(ctx, PVRDMANICChange{VMID: vm.MOID, PortGroupID: "dvportgroup-99999", DeviceProtocol: "rocev2"}); !errors.Is(
+		err,
+		ErrNotFound,
+	) {
 		t.Fatalf("missing port group: %v", err)
 	}
 	// Protocols come from the VM's config option: vmx-19 offers a choice;
@@ -113,7 +116,10 @@ func TestPlanPVRDMANIC(t *testing.T) {
 	if f := protocolPlan(legacy, ""); choiceOf(legacy) || len(f) != 0 {
 		t.Errorf("vmx-13 without a protocol: %#v (choice %v), want no choice and no finding", f, choiceOf(legacy))
 	}
-	if f := protocolPlan(legacy, "rocev1"); !slices.Contains(f, Finding(NoProtocolChoice{VM: label("legacy-node", legacy), Version: 13, Wanted: "rocev1"})) {
+	if f := protocolPlan(legacy, "rocev1"); !slices.Contains(
+		f,
+		Finding(NoProtocolChoice{VM: label("legacy-node", legacy), Version: 13, Wanted: "rocev1"}),
+	) {
 		t.Errorf("vmx-13 asked for rocev1: %#v, want NoProtocolChoice", f)
 	}
 }
@@ -295,7 +301,13 @@ func TestPVRDMANICOnARunningVM(t *testing.T) {
 	}
 	edited := devices.FindByKey(created.Key).(*types.VirtualVmxnet3Vrdma)
 	if edited.Connectable == nil || !edited.Connectable.Connected || edited.MacAddress != nic.MAC || edited.AddressType != "generated" {
-		t.Fatalf("edited adapter: connectable %+v, MAC %s (%s); want still connected with MAC %s", edited.Connectable, edited.MacAddress, edited.AddressType, nic.MAC)
+		t.Fatalf(
+			"edited adapter: connectable %+v, MAC %s (%s); want still connected with MAC %s",
+			edited.Connectable,
+			edited.MacAddress,
+			edited.AddressType,
+			nic.MAC,
+		)
 	}
 	if err := c.DeletePVRDMANIC(ctx, lab.VMID(name), created.Key, true); err != nil {
 		t.Fatal(err)

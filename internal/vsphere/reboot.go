@@ -118,7 +118,16 @@ func (c *Client) rebootInTurn(ctx context.Context, req rebootRequest) error {
 			"host %s was not rebooted: its running virtual machines %s would keep it from entering maintenance mode (%s)",
 			req.name, strings.Join(vmNames(current.Stuck), ", "), current.Why)}
 	}
-	r := &reboot{c: c, ctx: ctx, op: req.op, name: req.name, timeout: req.timeout, start: time.Now(), host: object.NewHostSystem(req.vc, req.ref), cluster: req.cluster}
+	r := &reboot{
+		c:       c,
+		ctx:     ctx,
+		op:      req.op,
+		name:    req.name,
+		timeout: req.timeout,
+		start:   time.Now(),
+		host:    object.NewHostSystem(req.vc, req.ref),
+		cluster: req.cluster,
+	}
 	rctx, cancel := context.WithTimeout(ctx, req.timeout)
 	defer cancel()
 	entered := false

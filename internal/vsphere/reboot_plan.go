@@ -52,7 +52,10 @@ func (c *Client) PlanHostReboot(ctx context.Context, hostID string) (*HostReboot
 		PropSet: []types.PropertySpec{
 			{Type: "HostSystem", PathSet: []string{"name", "parent", "runtime", "capability.deviceRebindWithoutRebootSupported"}},
 			{Type: "ClusterComputeResource", PathSet: []string{"configurationEx"}},
-			{Type: "VirtualMachine", PathSet: []string{"name", "config.uuid", "runtime.powerState", "runtime.host", "config.hardware.device", "config.managedBy"}},
+			{
+				Type:    "VirtualMachine",
+				PathSet: []string{"name", "config.uuid", "runtime.powerState", "runtime.host", "config.hardware.device", "config.managedBy"},
+			},
 		},
 	})
 	if errors.Is(translate(op, err), ErrNotFound) {

@@ -161,7 +161,12 @@ const enterMaintenanceID = "HostSystem.enterMaintenanceMode"
 
 // clusterMaintenance reads the cluster's hosts and their EnterMaintenanceMode
 // tasks in one round trip, and the task mine (nil: none) with them.
-func (c *Client) clusterMaintenance(ctx context.Context, vc *vim25.Client, cluster types.ManagedObjectReference, mine *types.ManagedObjectReference) (map[types.ManagedObjectReference]*hostMaintenance, *enterTask, error) {
+func (c *Client) clusterMaintenance(
+	ctx context.Context,
+	vc *vim25.Client,
+	cluster types.ManagedObjectReference,
+	mine *types.ManagedObjectReference,
+) (map[types.ManagedObjectReference]*hostMaintenance, *enterTask, error) {
 	ctx, cancel := c.withTimeout(ctx)
 	defer cancel()
 	spec := types.PropertyFilterSpec{

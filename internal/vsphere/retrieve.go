@@ -72,7 +72,12 @@ func folderTree() *types.TraversalSpec {
 // a configuration that looks up hosts and VMs pays one call for both; a
 // name the index lacks reads the index again once, in case the entity was
 // created since.
-func (c *Client) byName(ctx context.Context, vc *vim25.Client, datacenter types.ManagedObjectReference, kind, name string) ([]types.ManagedObjectReference, error) {
+func (c *Client) byName(
+	ctx context.Context,
+	vc *vim25.Client,
+	datacenter types.ManagedObjectReference,
+	kind, name string,
+) ([]types.ManagedObjectReference, error) {
 	asked := time.Now()
 	key := namedEntity{kind, name}
 	names, err := c.names.get(ctx, vc, c.cfg.APITimeout, datacenter, time.Time{})
@@ -126,7 +131,13 @@ type nameIndex struct {
 
 // get returns the index of datacenter, read at notBefore or later: a read
 // in flight or done since then serves, else a new one starts.
-func (x *nameIndexes) get(ctx context.Context, vc *vim25.Client, timeout time.Duration, datacenter types.ManagedObjectReference, notBefore time.Time) (map[namedEntity][]types.ManagedObjectReference, error) {
+func (x *nameIndexes) get(
+	ctx context.Context,
+	vc *vim25.Client,
+	timeout time.Duration,
+	datacenter types.ManagedObjectReference,
+	notBefore time.Time,
+) (map[namedEntity][]types.ManagedObjectReference, error) {
 	x.mu.Lock()
 	idx := x.m[datacenter]
 	if idx == nil || idx.read.Before(notBefore) {
@@ -156,7 +167,11 @@ func (idx *nameIndex) load(ctx context.Context, vc *vim25.Client, timeout time.D
 	computeHosts := &types.SelectionSpec{Name: "computeHosts"}
 	objs, err := retrieve(ctx, vc, types.PropertyFilterSpec{
 		ObjectSet: []types.ObjectSpec{{Obj: datacenter, Skip: types.NewBool(true), SelectSet: []types.BaseSelectionSpec{
-			&types.TraversalSpec{Type: "Datacenter", Path: "hostFolder", SelectSet: []types.BaseSelectionSpec{&types.SelectionSpec{Name: "folderTree"}, computeHosts}},
+			&types.TraversalSpec{
+				Type:      "Datacenter",
+				Path:      "hostFolder",
+				SelectSet: []types.BaseSelectionSpec{&types.SelectionSpec{Name: "folderTree"}, computeHosts},
+			},
 			&types.TraversalSpec{Type: "Datacenter", Path: "vmFolder", SelectSet: []types.BaseSelectionSpec{&types.SelectionSpec{Name: "folderTree"}}},
 			folderTreeWith(computeHosts),
 			&types.TraversalSpec{SelectionSpec: types.SelectionSpec{Name: "computeHosts"}, Type: "ComputeResource", Path: "host"},

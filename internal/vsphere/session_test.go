@@ -363,10 +363,17 @@ func TestLogoutAllIsBounded(t *testing.T) {
 			return outcome{}
 		}
 	}
-	if o := within("HandOff", func(ctx context.Context) outcome { ends, err := some.HandOff(ctx); return outcome{ends, err} }); !errors.Is(o.err, context.DeadlineExceeded) || len(o.ends) != 1 {
+	if o := within("HandOff", func(ctx context.Context) outcome { ends, err := some.HandOff(ctx); return outcome{ends, err} }); !errors.Is(
+		o.err,
+		context.DeadlineExceeded,
+	) ||
+		len(o.ends) != 1 {
 		t.Fatalf("HandOff with a client stuck behind a login: %v, %v; want the other client's session and the deadline", o.ends, o.err)
 	}
-	if o := within("LogoutAll", func(ctx context.Context) outcome { return outcome{err: some.LogoutAll(ctx)} }); !errors.Is(o.err, context.DeadlineExceeded) {
+	if o := within("LogoutAll", func(ctx context.Context) outcome { return outcome{err: some.LogoutAll(ctx)} }); !errors.Is(
+		o.err,
+		context.DeadlineExceeded,
+	) {
 		t.Fatalf("LogoutAll with a client stuck behind a login: %v, want the deadline", o.err)
 	}
 }

@@ -114,7 +114,9 @@ func (c *Client) CreateSRIOVNIC(ctx context.Context, vmID string, spec SRIOVNICS
 			e.Connectable = &types.VirtualDeviceConnectInfo{StartConnected: true, AllowGuestControl: true}
 			e.AddressType, e.MacAddress = addressType(spec.MAC), spec.MAC
 			return &types.VirtualMachineConfigSpec{
-				DeviceChange:                 []types.BaseVirtualDeviceConfigSpec{&types.VirtualDeviceConfigSpec{Operation: types.VirtualDeviceConfigSpecOperationAdd, Device: card}},
+				DeviceChange: []types.BaseVirtualDeviceConfigSpec{
+					&types.VirtualDeviceConfigSpec{Operation: types.VirtualDeviceConfigSpecOperationAdd, Device: card},
+				},
 				MemoryReservationLockedToMax: lockMemory(vm, true),
 			}, true, nil
 		},
@@ -161,10 +163,14 @@ func (c *Client) UpdateSRIOVNIC(ctx context.Context, vmID string, key int32, spe
 			newPF := now.Automatic != (spec.PhysicalFunction == "") || (!now.Automatic && now.PhysicalFunction != spec.PhysicalFunction)
 			if newPF {
 				// A new function: the VF of the old one no longer applies.
-				card.SriovBacking = &types.VirtualSriovEthernetCardSriovBackingInfo{PhysicalFunctionBacking: physicalFunctionBacking(spec.PhysicalFunction, target)}
+				card.SriovBacking = &types.VirtualSriovEthernetCardSriovBackingInfo{
+					PhysicalFunctionBacking: physicalFunctionBacking(spec.PhysicalFunction, target),
+				}
 			}
 			return &types.VirtualMachineConfigSpec{
-				DeviceChange:                 []types.BaseVirtualDeviceConfigSpec{&types.VirtualDeviceConfigSpec{Operation: types.VirtualDeviceConfigSpecOperationEdit, Device: card}},
+				DeviceChange: []types.BaseVirtualDeviceConfigSpec{
+					&types.VirtualDeviceConfigSpec{Operation: types.VirtualDeviceConfigSpecOperationEdit, Device: card},
+				},
 				MemoryReservationLockedToMax: lockMemory(vm, true),
 			}, newPF, nil
 		}})
@@ -357,7 +363,8 @@ func pfFreeVFs(host *Host, pfID string, planned PlannedHostDevices) *FreeVFs {
 	}
 	used := len(pf.SRIOVAdapters)
 	for _, id := range pf.SRIOV.VFIDs {
-		if j := slices.IndexFunc(host.PCIDevices, func(d PassthroughDevice) bool { return d.PCIID == id }); j >= 0 && len(host.PCIDevices[j].passedThroughBy) > 0 {
+		if j := slices.IndexFunc(host.PCIDevices, func(d PassthroughDevice) bool { return d.PCIID == id }); j >= 0 &&
+			len(host.PCIDevices[j].passedThroughBy) > 0 {
 			used++
 		}
 	}

@@ -119,7 +119,12 @@ func answerLost(err error) bool {
 // ManagedEntity) that was not among before, read just before the call. nil
 // when there is none: vCenter did not run the call. The read has time of
 // its own, as the call's may be what ran out.
-func (c *Client) startedTask(ctx context.Context, vc *vim25.Client, entity types.ManagedObjectReference, before []types.ManagedObjectReference) (*object.Task, error) {
+func (c *Client) startedTask(
+	ctx context.Context,
+	vc *vim25.Client,
+	entity types.ManagedObjectReference,
+	before []types.ManagedObjectReference,
+) (*object.Task, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lookupAfterFailureTimeout)
 	defer cancel()
 	var e mo.ManagedEntity

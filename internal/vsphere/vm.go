@@ -216,7 +216,11 @@ func (c *Client) VMByName(ctx context.Context, datacenterID, name string) (*VM, 
 	case 1:
 		return c.readVM(ctx, vc, op, refs[0])
 	default:
-		return nil, &Error{Op: op, Kind: ErrAmbiguous, Message: fmt.Sprintf("%d virtual machines are called %q (%s), in different folders: use the VM's UUID instead", len(refs), name, refValues(refs))}
+		return nil, &Error{
+			Op:      op,
+			Kind:    ErrAmbiguous,
+			Message: fmt.Sprintf("%d virtual machines are called %q (%s), in different folders: use the VM's UUID instead", len(refs), name, refValues(refs)),
+		}
 	}
 }
 

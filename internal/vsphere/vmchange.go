@@ -273,7 +273,14 @@ func configTarget(ctx context.Context, vc *vim25.Client, vm *mo.VirtualMachine) 
 // the VM back on, also when the reconfigure failed. When the change has an
 // after and no power cycle, it returns the VM (vmChangeProps) as read with
 // the task's end; else nil.
-func (c *Client) reconfigureVM(ctx context.Context, vc *vim25.Client, ch vmChange, vm *mo.VirtualMachine, spec types.VirtualMachineConfigSpec, needsOff bool) (*mo.VirtualMachine, error) {
+func (c *Client) reconfigureVM(
+	ctx context.Context,
+	vc *vim25.Client,
+	ch vmChange,
+	vm *mo.VirtualMachine,
+	spec types.VirtualMachineConfigSpec,
+	needsOff bool,
+) (*mo.VirtualMachine, error) {
 	obj := object.NewVirtualMachine(vc, vm.Self)
 	state := powerStateOf(vm.Runtime.PowerState)
 	if refusal := PlanPower(vm.Name, state, needsOff, ch.powerOffAllowed, ch.change); refusal != nil {

@@ -49,7 +49,11 @@ func main() {
 	manifest := flag.String("manifest", "terraform-registry-manifest.json", "the registry manifest the release uploads")
 	single := flag.Bool("single-target", false, "dist/ is a snapshot of -platform alone, made with the configuration -write-single-target-config wrote")
 	plat := flag.String("platform", runtime.GOOS+"_"+runtime.GOARCH, "the os_arch of -single-target and -write-single-target-config")
-	narrowed := flag.String("write-single-target-config", "", "write -config with its build matrix narrowed to -platform to this file, and check nothing")
+	narrowed := flag.String(
+		"write-single-target-config",
+		"",
+		"write -config with its build matrix narrowed to -platform to this file, and check nothing",
+	)
 	flag.Parse()
 	var (
 		checked string

@@ -160,7 +160,12 @@ func TestCheckSingleTarget(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			dir := fakeDistOf(t, tc.platforms, tc.spoil)
-			got, err := check(filepath.Join(dir, ".goreleaser.yml"), filepath.Join(dir, "dist"), filepath.Join(dir, "terraform-registry-manifest.json"), tc.only)
+			got, err := check(
+				filepath.Join(dir, ".goreleaser.yml"),
+				filepath.Join(dir, "dist"),
+				filepath.Join(dir, "terraform-registry-manifest.json"),
+				tc.only,
+			)
 			switch {
 			case tc.want == "" && err != nil:
 				t.Fatalf("error %v, want a pass", err)

@@ -54,7 +54,11 @@ func run(ctx context.Context, args []string, report <-chan os.Signal, stdout, st
 	needReboot := fs.Bool("hosts-need-reboot", false, "hosts apply passthrough and SR-IOV changes only when rebooted (SIGHUP)")
 	latency := fs.Duration("latency", 0, "added to every call, as a real vCenter's round trip (e.g. 20ms)")
 	rebootTime := fs.Duration("reboot-time", 0, "how long a host rebooted through the API (RebootHost_Task) is away (default 300ms)")
-	handBuilt := fs.Bool("hand-built", false, "start with the lab an administrator built by hand (switches, host settings, SR-IOV, VMs with PVRDMA adapters and GPUs), for adopting it with terraform query")
+	handBuilt := fs.Bool(
+		"hand-built",
+		false,
+		"start with the lab an administrator built by hand (switches, host settings, SR-IOV, VMs with PVRDMA adapters and GPUs), for adopting it with terraform query",
+	)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -91,7 +95,10 @@ func run(ctx context.Context, args []string, report <-chan os.Signal, stdout, st
 	if _, err := io.WriteString(stdout, env); err != nil {
 		return err
 	}
-	logger.Printf("serving %s; SIGUSR1 prints the SOAP calls made since the last SIGUSR1, SIGUSR2 drifts the lab, SIGHUP reboots the hosts; stop with SIGINT or SIGTERM", lab.URL)
+	logger.Printf(
+		"serving %s; SIGUSR1 prints the SOAP calls made since the last SIGUSR1, SIGUSR2 drifts the lab, SIGHUP reboots the hosts; stop with SIGINT or SIGTERM",
+		lab.URL,
+	)
 	for {
 		select {
 		case <-ctx.Done():
