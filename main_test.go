@@ -127,7 +127,8 @@ data "vspherehpc_datacenter" "dc" {}
 	if m := regexp.MustCompile(`handed 1 vCenter session\(s\) to process (-?\d+)`).FindStringSubmatch(logged); m == nil || m[1][0] == '-' ||
 		m[1] == "0" {
 		t.Fatalf(
-			"terraform's log does not show the plugin handing its session over to a process by its id; it logged out itself, or not at all, or logged no id:\n%s",
+			"terraform's log does not show the plugin handing its session over to a process by its id; it logged out itself, "+
+				"or not at all, or logged no id:\n%s",
 			grepLines(logged, "vCenter"),
 		)
 	}

@@ -122,8 +122,10 @@ func TestAccAdopt_handBuiltLab(t *testing.T) {
 	// The plan says why it changes what it does.
 	out := d.run("plan", "-out=tfplan")
 	for _, why := range []string{
-		fmt.Sprintf("Host %s is joined to switch %s with the uplinks vmnic5,vmnic1. PVRDMA supports no NIC teaming", lab.HostID(hosts[len(hosts)-1]), vcsimlab.HandBuiltTeamedSwitch),
-		fmt.Sprintf("has an MMIO window of %d GB for 80 GB of GPU memory: too small to boot, with no error. This plan grows it to 256 GB", vcsimlab.HandBuiltSmallWindow),
+		fmt.Sprintf("Host %s is joined to switch %s with the uplinks vmnic5,vmnic1. PVRDMA supports no NIC teaming",
+			lab.HostID(hosts[len(hosts)-1]), vcsimlab.HandBuiltTeamedSwitch),
+		fmt.Sprintf("has an MMIO window of %d GB for 80 GB of GPU memory: too small to boot, with no error. This plan grows it to 256 GB",
+			vcsimlab.HandBuiltSmallWindow),
 	} {
 		if !acctest.Wording(why).MatchString(out) {
 			t.Errorf("the plan of the generated configuration does not say %q:\n%s", why, out)

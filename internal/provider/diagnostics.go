@@ -147,7 +147,8 @@ func serverProblem(err error) string {
 }
 
 // powerOffFix is what to do when a change needs a running VM off.
-const powerOffFix = "Power it off first, or set power_off_allowed = true to let the provider shut the guest down, make the change and power it back on"
+const powerOffFix = "Power it off first, or set power_off_allowed = true to let the provider shut the guest down, " +
+	"make the change and power it back on"
 
 // requireVCenter refuses, at plan time, a resource that needs vCenter when
 // the provider has no vCenter settings.

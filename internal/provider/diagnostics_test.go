@@ -59,7 +59,8 @@ func TestErrorDetail(t *testing.T) {
 		},
 		{&vsphere.Error{Op: "setting SR-IOV", Kind: vsphere.ErrConnectionLost, Message: "the connection to vCenter closed before its answer came (EOF)"},
 			[]string{
-				"setting SR-IOV: the connection to vCenter closed before its answer came (EOF). vCenter may or may not have done what was asked: run the command again",
+				"setting SR-IOV: the connection to vCenter closed before its answer came (EOF). " +
+					"vCenter may or may not have done what was asked: run the command again",
 			}},
 		{&vsphere.ConnectError{Op: "connecting", Kind: vsphere.ErrUnreachable, Server: "vc:443", Cause: &net.OpError{Op: "dial", Err: timeoutError{}}},
 			[]string{"within api_timeout (default 5m0s) while connecting", "raise api_timeout"}},

@@ -362,7 +362,8 @@ output "node" {
 	}
 	d.output("node", &node)
 	if !regexp.MustCompile(`^[0-9a-f]{2}(:[0-9a-f]{2}){5}$`).MatchString(node.MAC) || node.MMIOSizeGB != mmioGB || node.TotalGB != totalGB ||
-		!regexp.MustCompile(`(?s)MMIO window `+strconv.FormatInt(mmioGB, 10)+` GB.*expect 2 GPU\(s\).*sudo modprobe rdma_ucm\n\s*sudo modprobe -r vmw_pvrdma .*\n\s*sudo modprobe vmw_pvrdma\n.*ib_send_bw --report_gbits`).
+		!regexp.MustCompile(`(?s)MMIO window `+strconv.FormatInt(mmioGB, 10)+` GB.*expect 2 GPU\(s\).*sudo modprobe rdma_ucm\n`+
+			`\s*sudo modprobe -r vmw_pvrdma .*\n\s*sudo modprobe vmw_pvrdma\n.*ib_send_bw --report_gbits`).
 			MatchString(node.GuestSetup) {
 		t.Fatalf("outputs %+v", node)
 	}

@@ -209,8 +209,9 @@ func (d *hostDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, r
 				}},
 			},
 			"gpus": schema.ListNestedAttribute{
-				Computed:            true,
-				MarkdownDescription: "GPUs of the host: display-class PCI devices that can be passed through or that the host reports as graphics devices (onboard VGA is left out).",
+				Computed: true,
+				MarkdownDescription: "GPUs of the host: display-class PCI devices that can be passed through or that the host reports " +
+					"as graphics devices (onboard VGA is left out).",
 				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
 					"pci_id": computedString(
 						"PCI address, e.g. `0000:3b:00.0`: what `vspherehpc_vm_gpu_mmio` and `vsphere_virtual_machine.pci_device_id` take.",

@@ -325,7 +325,8 @@ resource "vspherehpc_vm_gpu_mmio" "node" {
 `, lab.VMUUID(vm), a100),
 				PlanOnly: true,
 				ExpectError: acctest.Wording(
-					"is enabled but not active yet: the host must reboot first (vspherehpc_host_pci_passthrough shows reboot_required). Set reboot_allowed = true on that resource",
+					"is enabled but not active yet: the host must reboot first (vspherehpc_host_pci_passthrough shows reboot_required). " +
+						"Set reboot_allowed = true on that resource",
 				),
 			},
 		},

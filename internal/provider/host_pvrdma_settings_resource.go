@@ -101,10 +101,11 @@ func (r *hostPVRDMASettingsResource) Schema(_ context.Context, _ resource.Schema
 				Validators:          []validator.String{stringvalidator.LengthAtLeast(1)},
 			},
 			"vmknic": schema.StringAttribute{
-				Optional:            true,
-				Computed:            true,
-				Default:             stringdefault.StaticString("vmk0"),
-				MarkdownDescription: "VMkernel adapter for PVRDMA's control traffic (`" + vsphere.PVRDMAVmknicOption + "`). It must exist on the host. Default `vmk0`.",
+				Optional: true,
+				Computed: true,
+				Default:  stringdefault.StaticString("vmk0"),
+				MarkdownDescription: "VMkernel adapter for PVRDMA's control traffic (`" + vsphere.PVRDMAVmknicOption + "`). " +
+					"It must exist on the host. Default `vmk0`.",
 				Validators: []validator.String{stringvalidator.RegexMatches(vmknicPattern,
 					"must name a VMkernel adapter such as vmk0 or vmk1")},
 			},

@@ -389,7 +389,8 @@ resource "vspherehpc_host_pvrdma_settings" "again" {
 		Steps: []resource.TestStep{{
 			Config: twice, PlanOnly: true,
 			ExpectError: regexp.MustCompile(`(?s)Claimed twice in this configuration.*claim\s+the\s+PVRDMA\s+settings\s+of\s+host\s+` + lab.HostID(name) +
-				`:\s+a\s+vspherehpc_host_pvrdma_settings\s+with\s+vmknic\s+` + either + `,\s+and\s+a\s+vspherehpc_host_pvrdma_settings\s+with\s+vmknic\s+` + either + `.*One\s+vspherehpc_host_pvrdma_settings`),
+				`:\s+a\s+vspherehpc_host_pvrdma_settings\s+with\s+vmknic\s+` + either +
+				`,\s+and\s+a\s+vspherehpc_host_pvrdma_settings\s+with\s+vmknic\s+` + either + `.*One\s+vspherehpc_host_pvrdma_settings`),
 		}},
 	})
 }

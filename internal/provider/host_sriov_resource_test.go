@@ -334,7 +334,8 @@ resource "vspherehpc_host_pci_passthrough" "ib" {
 				Config: config(3), PlanOnly: true,
 				ExpectError: acctest.Wording(
 					fmt.Sprintf(
-						"Physical function %s of host %s (%s) serves virtual function 3 (%s), passed through to %s. 3 virtual functions would leave some VM without its own",
+						"Physical function %s of host %s (%s) serves virtual function 3 (%s), passed through to %s. "+
+							"3 virtual functions would leave some VM without its own",
 						ibPF,
 						host,
 						lab.HostID(host),
@@ -404,7 +405,8 @@ func TestAccHostSRIOV_vfsInUse(t *testing.T) {
 				Config: sriovConfig(lab, host, vmnic4, 1), PlanOnly: true,
 				ExpectError: acctest.Wording(
 					fmt.Sprintf(
-						"Physical function %s of host %s serves 2 SR-IOV adapters of virtual machines %s, each needing a virtual function of its own at power on. 1 virtual functions would leave some VM without its own",
+						"Physical function %s of host %s serves 2 SR-IOV adapters of virtual machines %s, "+
+							"each needing a virtual function of its own at power on. 1 virtual functions would leave some VM without its own",
 						vmnic4,
 						label,
 						strings.Join(slices.Sorted(slices.Values([]string{vm, other})), ", "),

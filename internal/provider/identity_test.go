@@ -129,7 +129,8 @@ func TestIdentityFieldsAreFields(t *testing.T) {
 		}, `The identity's pci_ids element holds "0000:3b:00.0,0000:5e:00.0", with a ","`},
 		{func(d *diag.Diagnostics) {
 			hostIdentity.check(hostIdentityModel{types.StringValue("4223b7a1-0000-0000-0000-00000000009c")}, d)
-		}, `The identity's host_system_id holds 4223b7a1-0000-0000-0000-00000000009c, which looks like a virtual machine's BIOS UUID; it takes a host's managed object id, such as host-12.`},
+		}, `The identity's host_system_id holds 4223b7a1-0000-0000-0000-00000000009c, which looks like a virtual machine's BIOS UUID; ` +
+			`it takes a host's managed object id, such as host-12.`},
 		{func(d *diag.Diagnostics) {
 			vmIdentity.check(vmIdentityModel{types.StringValue("host-18")}, d)
 		}, `The identity's virtual_machine_id holds host-18, which looks like a host's managed object id`},

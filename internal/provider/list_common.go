@@ -74,8 +74,9 @@ func (l *listResource) ListResourceConfigSchema(_ context.Context, _ list.ListRe
 	scopes := []path.Expression{path.MatchRoot("datacenter_id"), path.MatchRoot("cluster_id"), path.MatchRoot("host_system_ids")}
 	attrs := map[string]schema.Attribute{
 		"datacenter_id": schema.StringAttribute{
-			Optional:            true,
-			MarkdownDescription: "Only this datacenter (managed object id, e.g. `data.vspherehpc_datacenter.dc.id`). At most one of `datacenter_id`, `cluster_id` and `host_system_ids`; none lists the whole vCenter.",
+			Optional: true,
+			MarkdownDescription: "Only this datacenter (managed object id, e.g. `data.vspherehpc_datacenter.dc.id`). " +
+				"At most one of `datacenter_id`, `cluster_id` and `host_system_ids`; none lists the whole vCenter.",
 			Validators: []validator.String{
 				notEmpty("give a datacenter's managed object id, or leave it out"),
 				stringvalidator.ConflictsWith(scopes[1:]...),

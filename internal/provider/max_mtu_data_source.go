@@ -90,9 +90,11 @@ func (d *maxMTUDataSource) Schema(_ context.Context, _ datasource.SchemaRequest,
 			"It answers \"is jumbo frame actually working end to end?\" in at most 16 pings per path instead of the thousands a 4-byte walk needs.",
 		Attributes: map[string]schema.Attribute{
 			"host_system_ids": schema.ListAttribute{
-				ElementType:         types.StringType,
-				Optional:            true,
-				MarkdownDescription: "Host-to-host mode: managed object ids of the hosts to probe (two or more), e.g. `data.vspherehpc_host.node[*].id`. `paths` chooses which ordered pairs are probed (A to B and B to A can differ); with `star`, the first host is the hub. Exactly one of `host_system_ids` and `targets` is set.",
+				ElementType: types.StringType,
+				Optional:    true,
+				MarkdownDescription: "Host-to-host mode: managed object ids of the hosts to probe (two or more), " +
+					"e.g. `data.vspherehpc_host.node[*].id`. `paths` chooses which ordered pairs are probed (A to B and B to A can differ); " +
+					"with `star`, the first host is the hub. Exactly one of `host_system_ids` and `targets` is set.",
 				Validators: []validator.List{
 					listvalidator.SizeAtLeast(2),
 					listvalidator.UniqueValues(),
@@ -126,8 +128,9 @@ func (d *maxMTUDataSource) Schema(_ context.Context, _ datasource.SchemaRequest,
 			},
 			"vmknic": schema.StringAttribute{
 				Optional: true, Computed: true,
-				MarkdownDescription: "Host-to-host mode: the VMkernel adapter to probe from and to on every host, e.g. the PVRDMA vmknic. Defaults to `" + defaultVMKernelNIC + "`.",
-				Validators:          []validator.String{stringvalidator.RegexMatches(vmknicPattern, "must name a VMkernel adapter such as vmk1")},
+				MarkdownDescription: "Host-to-host mode: the VMkernel adapter to probe from and to on every host, e.g. the PVRDMA vmknic. " +
+					"Defaults to `" + defaultVMKernelNIC + "`.",
+				Validators: []validator.String{stringvalidator.RegexMatches(vmknicPattern, "must name a VMkernel adapter such as vmk1")},
 			},
 			"min_mtu": schema.Int64Attribute{
 				Optional: true, Computed: true,
@@ -143,7 +146,8 @@ func (d *maxMTUDataSource) Schema(_ context.Context, _ datasource.SchemaRequest,
 			"max_mtu": schema.Int64Attribute{
 				Optional: true, Computed: true,
 				MarkdownDescription: fmt.Sprintf(
-					"Largest MTU to try, in bytes, %d to %d. Each search is also capped at what the path's configuration allows: the vmknics and switches of a host pair, or the outgoing interface of the machine running Terraform. Defaults to `%d`.",
+					"Largest MTU to try, in bytes, %d to %d. Each search is also capped at what the path's configuration allows: "+
+						"the vmknics and switches of a host pair, or the outgoing interface of the machine running Terraform. Defaults to `%d`.",
 					lowestMTU,
 					defaultMaxMTU,
 					defaultMaxMTU,
@@ -153,13 +157,15 @@ func (d *maxMTUDataSource) Schema(_ context.Context, _ datasource.SchemaRequest,
 			},
 			"timeout": schema.StringAttribute{
 				Optional: true, Computed: true,
-				MarkdownDescription: "How long a probe waits for its reply, as a duration; ESXi takes whole seconds, so host-to-host probes round it up. Defaults to `" + defaultProbeWait + "`.",
-				Validators:          []validator.String{positiveDuration{}},
+				MarkdownDescription: "How long a probe waits for its reply, as a duration; ESXi takes whole seconds, " +
+					"so host-to-host probes round it up. Defaults to `" + defaultProbeWait + "`.",
+				Validators: []validator.String{positiveDuration{}},
 			},
 			"retries": schema.Int64Attribute{
 				Optional: true, Computed: true,
 				MarkdownDescription: fmt.Sprintf(
-					"How many more times a lost probe at the boundary is re-sent before its size counts as too big: real fabrics lose packets. 0 to %d. Defaults to `%d`.",
+					"How many more times a lost probe at the boundary is re-sent before its size counts as too big: "+
+						"real fabrics lose packets. 0 to %d. Defaults to `%d`.",
 					maxRetries,
 					defaultRetries,
 				),
@@ -177,8 +183,10 @@ func (d *maxMTUDataSource) Schema(_ context.Context, _ datasource.SchemaRequest,
 				"When a path carries less than it is configured for, something on it (a physical switch port, a link) has a smaller MTU, " +
 				"and the data source warns naming the worst path."),
 			"pairs": schema.ListNestedAttribute{
-				Computed:            true,
-				MarkdownDescription: "One entry per path: per ordered pair of hosts that `paths` chooses, source by source in the order of `host_system_ids` (for `star`, the hub's paths first); or per target, in the order of `targets`, with the source fields empty.",
+				Computed: true,
+				MarkdownDescription: "One entry per path: per ordered pair of hosts that `paths` chooses, source by source " +
+					"in the order of `host_system_ids` (for `star`, the hub's paths first); or per target, in the order of `targets`, " +
+					"with the source fields empty.",
 				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
 					"source_host_id":   computedString("Managed object id of the host the pings ran on; empty in runner mode."),
 					"source_host_name": computedString("Name of that host; empty in runner mode."),
@@ -186,9 +194,8 @@ func (d *maxMTUDataSource) Schema(_ context.Context, _ datasource.SchemaRequest,
 					"target_host_name": computedString("Name of that host, or the target as given in `targets`."),
 					"target_address":   computedString("The IPv4 address pinged: the target vmknic's, or what the target resolved to."),
 					"mtu":              computedInt64("The largest packet (payload + 28 bytes of headers) that got through with don't-fragment set."),
-					"configured_mtu": computedInt64(
-						"The search's upper bound: the smaller of the two ends' vmknic and switch MTUs, or the MTU of the interface the machine running Terraform sends through; capped by `max_mtu`.",
-					),
+					"configured_mtu": computedInt64("The search's upper bound: the smaller of the two ends' vmknic and switch MTUs, " +
+						"or the MTU of the interface the machine running Terraform sends through; capped by `max_mtu`."),
 					"probes": computedInt64("Pings sent for this path, retries included."),
 				}},
 			},

@@ -78,8 +78,10 @@ func TestAccFunctionMMIORefusals(t *testing.T) {
 		"mmio_size_gb([for i in range(300) : 2048])": "the MMIO size would exceed 1048576 GB, the most an ESXi host can address",
 		// Megabytes (or bytes) given for gigabytes: beyond any GPU made, with
 		// a hint at the unit instead of a 524288 GB window.
-		"mmio_size_gb([81920, 81920])":     "GPU entry 1: memory size 81920 GB is beyond any GPU made (at most 2048 GB per GPU): did you give megabytes? 81920 MB is 80 GB",
-		"mmio_extra_config([40, 40960])":   "GPU entry 2: memory size 40960 GB is beyond any GPU made (at most 2048 GB per GPU): did you give megabytes? 40960 MB is 40 GB",
+		"mmio_size_gb([81920, 81920])": "GPU entry 1: memory size 81920 GB is beyond any GPU made (at most 2048 GB per GPU): " +
+			"did you give megabytes? 81920 MB is 80 GB",
+		"mmio_extra_config([40, 40960])": "GPU entry 2: memory size 40960 GB is beyond any GPU made (at most 2048 GB per GPU): " +
+			"did you give megabytes? 40960 MB is 40 GB",
 		"mmio_size_gb([85899345920])":      "did you give bytes? 85899345920 bytes is 80 GB",
 		"mmio_size_gb([2049])":             "memory size 2049 GB is beyond any GPU made (at most 2048 GB per GPU)",
 		"mmio_extra_config([-80])":         "GPU entry 1: memory size -80 GB must be greater than zero",

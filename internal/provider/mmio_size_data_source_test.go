@@ -146,14 +146,15 @@ func TestAccMMIOSizeDataSource_bounds(t *testing.T) {
     count     = 300
     memory_gb = 2000
   }
-}`, PlanOnly: true, ExpectError: acctest.Wording(`total GPU memory 600080 GB is too large: the MMIO size would exceed 1048576 GB, the most an ESXi host can address. ` +
-				`Check gpu_memory_gb and the gpu blocks`)},
+}`, PlanOnly: true, ExpectError: acctest.Wording(`total GPU memory 600080 GB is too large: the MMIO size would exceed 1048576 GB, ` +
+				`the most an ESXi host can address. Check gpu_memory_gb and the gpu blocks`)},
 			{Config: `data "vspherehpc_mmio_size" "m" {
   gpu {
     count     = 1024
     memory_gb = 1000
   }
-}`, PlanOnly: true, ExpectError: acctest.Wording(`total GPU memory 1024000 GB is too large: the MMIO size would exceed 1048576 GB, the most an ESXi host can address`)},
+}`, PlanOnly: true, ExpectError: acctest.Wording(`total GPU memory 1024000 GB is too large: the MMIO size would exceed 1048576 GB, ` +
+				`the most an ESXi host can address`)},
 			{Config: `data "vspherehpc_mmio_size" "m" {
   gpu {
     count     = 2

@@ -159,8 +159,9 @@ func (p *vspherehpcProvider) Schema(_ context.Context, _ provider.SchemaRequest,
 				MarkdownDescription: "User name to log in to vCenter with, e.g. `administrator@vsphere.local`. Environment: `" + envUser + "`.",
 			},
 			"vsphere_server": schema.StringAttribute{
-				Optional:            true,
-				MarkdownDescription: "vCenter host name or address, optionally with a port (`vcenter.example.com`, `10.0.0.5:8443`). Environment: `" + envServer + "`.",
+				Optional: true,
+				MarkdownDescription: "vCenter host name or address, optionally with a port (`vcenter.example.com`, `10.0.0.5:8443`). " +
+					"Environment: `" + envServer + "`.",
 			},
 		},
 	}

@@ -69,7 +69,8 @@ func TestAccProvider_tlsFromEnvironment(t *testing.T) {
 		{"allow_unverified_ssl in the block wins over the CA variable", "", wrongCA, "  allow_unverified_ssl = true\n", nil},
 		{"ca_file in the block wins over the unverified variable", "true", "", fmt.Sprintf("  ca_file = %q\n", wrongCA), notTrusted},
 		{"thumbprint in the block wins over the unverified variable", "true", "", fmt.Sprintf("  thumbprint = %q\n", lab.Thumbprint), nil},
-		{"both in the block", "", "", fmt.Sprintf("  allow_unverified_ssl = true\n  ca_file = %q\n", lab.CertFile), regexp.MustCompile(`Conflicting TLS settings`)},
+		{"both in the block", "", "", fmt.Sprintf("  allow_unverified_ssl = true\n  ca_file = %q\n", lab.CertFile),
+			regexp.MustCompile(`Conflicting TLS settings`)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv(envAllowUnverifiedSSL, tc.unverified)

@@ -14,7 +14,9 @@ import (
 // NewRDMADVSListResource lists distributed switches for vspherehpc_rdma_dvs.
 func NewRDMADVSListResource() list.ListResource {
 	return &listResource{typeName: "_rdma_dvs", what: "distributed switches", byName: "the switch with this name", list: listSwitches,
-		adopts: " A host joined with several uplinks (NIC teaming, which PVRDMA does not support) keeps its first in the result, and a switch with no port group or several gets a new one named `<switch>-pvrdma`: the plan shows that change; to adopt an existing port group instead, set its key as `port_group_key` in the import block's identity."}
+		adopts: " A host joined with several uplinks (NIC teaming, which PVRDMA does not support) keeps its first in the result, " +
+			"and a switch with no port group or several gets a new one named `<switch>-pvrdma`: the plan shows that change; " +
+			"to adopt an existing port group instead, set its key as `port_group_key` in the import block's identity."}
 }
 
 // listSwitches lists switches as vspherehpc_rdma_dvs would manage them. A
@@ -52,7 +54,8 @@ func listSwitches(ctx context.Context, c *vsphere.Client, scope vsphere.Scope, n
 			name := d.Name + "-pvrdma"
 			item.warnings = append(item.warnings, fmt.Sprintf("Switch %s has %d port groups; vspherehpc_rdma_dvs manages exactly one. "+
 				"The generated configuration asks for a new one, %s, which its plan creates. To adopt one of the switch's port groups "+
-				"instead, set its key as port_group_key in the import block's identity, or import the switch by id `%s:<port group name>`.", d.Name, len(d.PortGroups), name, d.UUID))
+				"instead, set its key as port_group_key in the import block's identity, or import the switch by id `%s:<port group name>`.",
+				d.Name, len(d.PortGroups), name, d.UUID))
 			m.PortGroup = &portGroupModel{Name: types.StringValue(name), VLANID: types.Int64Value(0), PortCount: types.Int64Value(8),
 				AutoExpand: types.BoolValue(true)}
 		}

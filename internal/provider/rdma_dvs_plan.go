@@ -284,7 +284,8 @@ func addDVSFinding(diags *diag.Diagnostics, f vsphere.Finding, w dvsWording) {
 		diags.Append(vsphereErrorDiag("Cannot check host "+f.HostID, f.Err))
 	case vsphere.NICNotOnHost:
 		diags.AddAttributeError(at, "No such NIC",
-			fmt.Sprintf("Host %s (%s) has no physical NIC %s; its NICs are %s. %s", f.Host, f.HostID, f.NIC, strings.Join(f.NICs, ", "), freeHint(f.NICChoice)))
+			fmt.Sprintf("Host %s (%s) has no physical NIC %s; its NICs are %s. %s",
+				f.Host, f.HostID, f.NIC, strings.Join(f.NICs, ", "), freeHint(f.NICChoice)))
 	case vsphere.NICInUse:
 		kind := "standard switch"
 		if f.Distributed {

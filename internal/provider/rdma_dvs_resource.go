@@ -152,9 +152,10 @@ func (r *rdmaDVSResource) Schema(_ context.Context, _ resource.SchemaRequest, re
 				MarkdownDescription: "Network I/O Control. Off by default, as the public PVRDMA setup guides set it.",
 			},
 			"port_group_id": schema.StringAttribute{
-				Computed:            true,
-				MarkdownDescription: "Managed object id of the port group, e.g. `dvportgroup-17`: what `vspherehpc_vm_pvrdma_nic` and `vsphere_virtual_machine`'s `network_id` take.",
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseNonNullStateForUnknown()},
+				Computed: true,
+				MarkdownDescription: "Managed object id of the port group, e.g. `dvportgroup-17`: " +
+					"what `vspherehpc_vm_pvrdma_nic` and `vsphere_virtual_machine`'s `network_id` take.",
+				PlanModifiers: []planmodifier.String{stringplanmodifier.UseNonNullStateForUnknown()},
 			},
 			"port_group_key": schema.StringAttribute{
 				Computed:            true,
@@ -174,9 +175,10 @@ func (r *rdmaDVSResource) Schema(_ context.Context, _ resource.SchemaRequest, re
 					},
 					"vlan_id": schema.Int64Attribute{
 						Optional: true, Computed: true, Default: int64default.StaticInt64(0),
-						MarkdownDescription: "VLAN id, 1 to 4094; 0 (the default) for none. Reads as -1 when the port group was set to a trunk or private VLAN in vCenter.",
-						CustomType:          wholeNumber(0, 4094),
-						Validators:          []validator.Int64{int64validator.Between(0, 4094)},
+						MarkdownDescription: "VLAN id, 1 to 4094; 0 (the default) for none. " +
+							"Reads as -1 when the port group was set to a trunk or private VLAN in vCenter.",
+						CustomType: wholeNumber(0, 4094),
+						Validators: []validator.Int64{int64validator.Between(0, 4094)},
 					},
 					"port_count": schema.Int64Attribute{
 						Optional: true, Computed: true, Default: int64default.StaticInt64(8),

@@ -154,7 +154,8 @@ func (mmioSizeBound) ValidateInt64(_ context.Context, req validator.Int64Request
 	case size > mmio.MaxSizeGB:
 		resp.Diagnostics.AddAttributeError(req.Path, "MMIO size out of range", fmt.Sprintf(
 			"%s = %d GB is more than any ESXi host can address: the most is %d GB (1 PiB, the maximum physical address of ESXi). "+
-				"Leave %s unset to size the window from the GPUs' memory, or give a power of two up to %d.", req.Path, size, mmio.MaxSizeGB, req.Path, mmio.MaxSizeGB))
+				"Leave %s unset to size the window from the GPUs' memory, or give a power of two up to %d.",
+			req.Path, size, mmio.MaxSizeGB, req.Path, mmio.MaxSizeGB))
 	}
 }
 

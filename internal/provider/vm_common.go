@@ -314,7 +314,8 @@ func adapterAt(id string) *vsphere.AdapterAt {
 func planAdapter[M any, PM interface {
 	*M
 	adapterModel
-}](ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse, client *vsphere.Client, claims *claimBook, change string) (state, plan PM, movedFrom *vsphere.AdapterAt, ok bool) {
+}](ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse, client *vsphere.Client, claims *claimBook,
+	change string) (state, plan PM, movedFrom *vsphere.AdapterAt, ok bool) {
 	if !req.State.Raw.IsNull() {
 		state = new(M)
 		resp.Diagnostics.Append(getModel(ctx, req.State.Schema, req.State.Raw, state)...)

@@ -355,10 +355,8 @@ func TestDeviceBlocksOrder(t *testing.T) {
 	}
 	prior := []gpuBlockModel{block("0000:af:00.0"), block("0000:3b:00.0")}
 	read := []gpuBlockModel{block("0000:3b:00.0"), block("0000:d8:00.0"), block("0000:5e:00.0"), block("0000:af:00.0")}
-	if got, want := describe(inPriorOrder(read, prior, gpuBlockModel.key)), []string{"0000:af:00.0", "0000:3b:00.0", "0000:5e:00.0", "0000:d8:00.0"}; !slices.Equal(
-		got,
-		want,
-	) {
+	if got, want := describe(inPriorOrder(read, prior, gpuBlockModel.key)),
+		[]string{"0000:af:00.0", "0000:3b:00.0", "0000:5e:00.0", "0000:d8:00.0"}; !slices.Equal(got, want) {
 		t.Errorf("inPriorOrder: %v, want %v", got, want)
 	}
 	list := func(ids ...string) types.List {

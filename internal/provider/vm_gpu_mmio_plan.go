@@ -428,7 +428,8 @@ func addGPUMMIOFinding(diags *diag.Diagnostics, f vsphere.Finding, paths blockPa
 			where = "it is on host " + f.OnHost
 		}
 		diags.AddAttributeError(gpuPath(f.Index), "GPU not on the VM's host",
-			fmt.Sprintf("Virtual machine %s runs on host %s, which has no GPU %s; %s. A VM can only pass through its own host's GPUs.", f.VM, f.Host, f.PCIID, where))
+			fmt.Sprintf("Virtual machine %s runs on host %s, which has no GPU %s; %s. A VM can only pass through its own host's GPUs.",
+				f.VM, f.Host, f.PCIID, where))
 	case vsphere.DeviceNotOnVMHost:
 		where := "no other host of its cluster has it either"
 		if f.OnHost != "" {
@@ -444,11 +445,13 @@ func addGPUMMIOFinding(diags *diag.Diagnostics, f vsphere.Finding, paths blockPa
 		diags.AddAttributeError(devicePath(f.Index), "PCI device not on the VM's host", detail)
 	case vsphere.DeviceNotActive:
 		if f.TurnedOnAtReboot {
-			diags.AddAttributeError(devicePath(f.Index), "PCI device active only after a host reboot", fmt.Sprintf(turnedOnAtReboot, "PCI device", f.PCIID, f.Host))
+			diags.AddAttributeError(devicePath(f.Index), "PCI device active only after a host reboot",
+				fmt.Sprintf(turnedOnAtReboot, "PCI device", f.PCIID, f.Host))
 			return
 		}
 		if f.Enabled {
-			diags.AddAttributeError(devicePath(f.Index), "PCI device waits for a host reboot", fmt.Sprintf(waitsForReboot, "PCI device", f.PCIID, f.Name, f.Host))
+			diags.AddAttributeError(devicePath(f.Index), "PCI device waits for a host reboot",
+				fmt.Sprintf(waitsForReboot, "PCI device", f.PCIID, f.Name, f.Host))
 			return
 		}
 		if f.UplinkOf != "" {

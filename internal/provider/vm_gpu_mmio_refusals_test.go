@@ -147,7 +147,8 @@ func TestAccVMGPUMMIO_boundsAndMessages(t *testing.T) {
 		Steps: []resource.TestStep{
 			{Config: gpuConfig(lab, uuid, two+"  mmio_size_gb = 4611686018427387904"), PlanOnly: true,
 				ExpectError: acctest.Wording(`mmio_size_gb = 4611686018427387904 GB is more than any ESXi host can address: the most is 1048576 GB (1 PiB, ` +
-					`the maximum physical address of ESXi). Leave mmio_size_gb unset to size the window from the GPUs' memory, or give a power of two up to 1048576.`)},
+					`the maximum physical address of ESXi). Leave mmio_size_gb unset to size the window from the GPUs' memory, ` +
+					`or give a power of two up to 1048576.`)},
 			{Config: gpuConfig(lab, uuid, two+"  mmio_size_gb = 0"), PlanOnly: true,
 				ExpectError: acctest.Wording(`mmio_size_gb = 0: the window must be at least 1 GB. Leave mmio_size_gb unset`)},
 			{Config: gpuConfig(lab, uuid, two+"  mmio_size_gb = 512.5"), PlanOnly: true,
@@ -200,9 +201,8 @@ func TestAccVMGPUMMIO_claimedTwice(t *testing.T) {
 			{
 				Config: gpuConfig(lab, lab.VMUUID(vm), one) + second(lab.VMUUID(sameHost)), PlanOnly: true,
 				ExpectError: regexp.MustCompile(`(?s)Claimed twice in this configuration.*claim\s+GPU\s+` + regexp.QuoteMeta(lab.GPUs()[0]) + `\s+on\s+host\s+` +
-					regexp.QuoteMeta(
-						lab.VMHostName(vm),
-					) + `:\s+the\s+vspherehpc_vm_gpu_mmio\s+of\s+virtual\s+machine\s+.*A\s+GPU\s+or\s+other\s+PCI\s+device\s+is\s+passed\s+through\s+to\s+one\s+VM\s+only`),
+					regexp.QuoteMeta(lab.VMHostName(vm)) + `:\s+the\s+vspherehpc_vm_gpu_mmio\s+of\s+virtual\s+machine\s+.*` +
+					`A\s+GPU\s+or\s+other\s+PCI\s+device\s+is\s+passed\s+through\s+to\s+one\s+VM\s+only`),
 			},
 			{
 				Config: gpuConfig(lab, lab.VMUUID(vm), twoGPUs(lab)) + second(lab.VMID(vm)), PlanOnly: true,

@@ -52,7 +52,8 @@ func (r *vmGPUMMIOResource) ValidateConfig(ctx context.Context, req resource.Val
 		case dynamic && g.DeviceID.IsNull():
 			resp.Diagnostics.AddAttributeError(at.AtName("device_id"), "Missing device_id",
 				fmt.Sprintf("A gpu block has vendor_id = %q but no device_id. Dynamic DirectPath needs both: add the GPU model's "+
-					"device_id (four hex digits, e.g. 2330 for an H100 SXM5; vspherehpc_host lists its GPUs' ids), or give pci_id instead.", g.VendorID.ValueString()))
+					"device_id (four hex digits, e.g. 2330 for an H100 SXM5; vspherehpc_host lists its GPUs' ids), "+
+					"or give pci_id instead.", g.VendorID.ValueString()))
 			continue
 		case dynamic && g.VendorID.IsNull():
 			resp.Diagnostics.AddAttributeError(at.AtName("vendor_id"), "Missing vendor_id",

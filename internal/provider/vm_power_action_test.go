@@ -83,12 +83,14 @@ func TestAccVMPower_checkedAtPlan(t *testing.T) {
 	needsTerraform114(t)
 	lab := startLab(t, vcsimlab.Options{})
 	host := lab.HostID(lab.HostNames()[0])
-	vmIDs := "a virtual machine's id is its BIOS UUID (8-4-4-4-12 hex digits, such as 4223b7a1-5b2c-8d3e-1f40-9c1e2a3b4c5d) or its managed object id (such as vm-42)"
+	vmIDs := "a virtual machine's id is its BIOS UUID (8-4-4-4-12 hex digits, such as 4223b7a1-5b2c-8d3e-1f40-9c1e2a3b4c5d) " +
+		"or its managed object id (such as vm-42)"
 	for _, c := range []struct{ id, summary, detail string }{
 		{"4200aaaa-0000-0000-0000-000000000000", "No such virtual machine", "no virtual machine has UUID 4200aaaa-0000-0000-0000-000000000000"},
 		{"vm-99999", "No such virtual machine", "no virtual machine has id vm-99999"},
 		{host, "Not a virtual machine id", fmt.Sprintf("%q is a host's managed object id, not a virtual machine's: %s", host, vmIDs)},
-		{lab.DatacenterID(), "Not a virtual machine id", fmt.Sprintf("%q is a datacenter's managed object id, not a virtual machine's", lab.DatacenterID())},
+		{lab.DatacenterID(), "Not a virtual machine id",
+			fmt.Sprintf("%q is a datacenter's managed object id, not a virtual machine's", lab.DatacenterID())},
 		{"domain-c7", "Not a virtual machine id", `"domain-c7" is a cluster's managed object id, not a virtual machine's`},
 		{"not-a-vm", "Not a virtual machine id", `"not-a-vm" is neither a virtual machine's BIOS UUID (8-4-4-4-12 hex digits, such as ` +
 			"4223b7a1-5b2c-8d3e-1f40-9c1e2a3b4c5d) nor its managed object id (such as vm-42): it looks like a name; use " +

@@ -14,7 +14,8 @@ import (
 // vspherehpc_vm_pvrdma_nic.
 func NewVMPVRDMANICListResource() list.ListResource {
 	return &listResource{typeName: "_vm_pvrdma_nic", what: "the PVRDMA adapters of VMs", list: listPVRDMANICs,
-		adopts: " `mac_address` is left out of the results: an adopted adapter keeps the MAC it has, and a MAC vCenter generated is never written into configuration as if chosen."}
+		adopts: " `mac_address` is left out of the results: an adopted adapter keeps the MAC it has, " +
+			"and a MAC vCenter generated is never written into configuration as if chosen."}
 }
 
 // listPVRDMANICs lists adapters with their MAC address left to vCenter: an

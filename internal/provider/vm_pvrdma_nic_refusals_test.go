@@ -59,7 +59,8 @@ func TestAccVMPVRDMANIC_refusals(t *testing.T) {
 				Config: switches + nicOn(lab.VMUUID("legacy-node"), groupA, ""), PlanOnly: true,
 				ExpectError: acctest.Wording(
 					fmt.Sprintf(
-						"Virtual machine legacy-node (%s) has hardware version 11 (vmx-11); PVRDMA adapters need vmx-13 or later. Upgrade the VM's compatibility while it is powered off: with the vSphere provider, set hardware_version = 13",
+						"Virtual machine legacy-node (%s) has hardware version 11 (vmx-11); PVRDMA adapters need vmx-13 or later. "+
+							"Upgrade the VM's compatibility while it is powered off: with the vSphere provider, set hardware_version = 13",
 						lab.VMUUID("legacy-node"),
 					),
 				),
@@ -74,7 +75,8 @@ func TestAccVMPVRDMANIC_refusals(t *testing.T) {
 				Config:    switches + nicOn(lab.VMUUID("legacy-node"), groupA, `  device_protocol = "rocev1"`), PlanOnly: true,
 				ExpectError: acctest.Wording(
 					fmt.Sprintf(
-						`Virtual machine legacy-node (%s) (hardware version 13) offers PVRDMA with no choice of protocol, so it cannot be rocev1. Remove device_protocol`,
+						`Virtual machine legacy-node (%s) (hardware version 13) offers PVRDMA with no choice of protocol, `+
+							`so it cannot be rocev1. Remove device_protocol`,
 						lab.VMUUID("legacy-node"),
 					),
 				),
@@ -86,7 +88,8 @@ func TestAccVMPVRDMANIC_refusals(t *testing.T) {
 			{
 				Config: switches + nicOn(lab.VMUUID(vm1), groupA, ""), PlanOnly: true,
 				ExpectError: acctest.Wording(
-					`is powered on, and adding, removing or changing the protocol of a PVRDMA adapter needs it powered off. Power it off first, or set power_off_allowed = true`,
+					`is powered on, and adding, removing or changing the protocol of a PVRDMA adapter needs it powered off. ` +
+						`Power it off first, or set power_off_allowed = true`,
 				),
 			},
 		},
@@ -135,7 +138,8 @@ func TestAccVMPVRDMANIC_refusedAtPlan(t *testing.T) {
 			{
 				Config: switchesConfig(lab) + nicOn("4200aaaa-0000-0000-0000-000000000000", group, ""), PlanOnly: true,
 				ExpectError: acctest.Wording(
-					"no virtual machine has UUID 4200aaaa-0000-0000-0000-000000000000; use vsphere_virtual_machine's id, or data.vspherehpc_virtual_machine to look one up by name.",
+					"no virtual machine has UUID 4200aaaa-0000-0000-0000-000000000000; use vsphere_virtual_machine's id, " +
+						"or data.vspherehpc_virtual_machine to look one up by name.",
 				),
 			},
 			{
@@ -150,7 +154,8 @@ func TestAccVMPVRDMANIC_refusedAtPlan(t *testing.T) {
 			{
 				ResourceName: nicAddr, ImportState: true, ImportStateId: uuid + ":99999",
 				ExpectError: regexp.MustCompile(
-					`has\s+no\s+network\s+adapter\s+with\s+device\s+key\s+99999\.\s+Its\s+PVRDMA\s+adapters\s+have\s+device\s+keys\s+\d+\s+\(on\s+dvportgroup-\d+\);\s+import\s+one\s+of\s+those`,
+					`has\s+no\s+network\s+adapter\s+with\s+device\s+key\s+99999\.\s+` +
+						`Its\s+PVRDMA\s+adapters\s+have\s+device\s+keys\s+\d+\s+\(on\s+dvportgroup-\d+\);\s+import\s+one\s+of\s+those`,
 				),
 			},
 			{
@@ -217,7 +222,8 @@ func TestAccVMPVRDMANIC_staticMACRule(t *testing.T) {
 			{Config: nicConfig(lab, uuid, "a", mac("00:50:56:aa:bb:cc")), PlanOnly: true,
 				ExpectError: acctest.Wording(
 					`mac_address = "00:50:56:aa:bb:cc" is in the part of VMware's prefix 00:50:56 that vSphere reserves for the addresses ` +
-						`vCenter generates and for VMkernel adapters: static addresses with that prefix go from 00:50:56:00:00:00 to 00:50:56:3f:ff:ff, e.g. 00:50:56:2a:bb:cc.`,
+						`vCenter generates and for VMkernel adapters: static addresses with that prefix go from 00:50:56:00:00:00 ` +
+						`to 00:50:56:3f:ff:ff, e.g. 00:50:56:2a:bb:cc.`,
 				)},
 			{Config: nicConfig(lab, uuid, "a", mac("00:50:56:40:00:00")), PlanOnly: true,
 				ExpectError: acctest.Wording(`mac_address = "00:50:56:40:00:00" is in the part of VMware's prefix 00:50:56 that vSphere reserves`)},

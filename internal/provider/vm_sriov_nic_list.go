@@ -13,7 +13,8 @@ import (
 // NewVMSRIOVNICListResource lists SR-IOV adapters for vspherehpc_vm_sriov_nic.
 func NewVMSRIOVNICListResource() list.ListResource {
 	return &listResource{typeName: "_vm_sriov_nic", what: "the SR-IOV adapters of VMs", list: listSRIOVNICs,
-		adopts: " `mac_address` is left out of the results: an adopted adapter keeps the MAC it has, and a MAC vCenter generated is never written into configuration as if chosen."}
+		adopts: " `mac_address` is left out of the results: an adopted adapter keeps the MAC it has, " +
+			"and a MAC vCenter generated is never written into configuration as if chosen."}
 }
 
 // listSRIOVNICs lists adapters with their MAC address left to vCenter, as

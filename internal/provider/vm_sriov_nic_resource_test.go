@@ -336,7 +336,8 @@ func TestAccVMSRIOVNIC_moreAdaptersThanFreeVFs(t *testing.T) {
 				// adapters count on.
 				Config: oneVF + pinnedAdapter(lab, "first", vm) + pinnedAdapter(lab, "second", other), PlanOnly: true,
 				ExpectError: regexp.MustCompile(`(?s)Not enough free virtual functions.*` + regexp.QuoteMeta(vmnic4PF) +
-					`.*gets,\s+as\s+this\s+configuration's\s+vspherehpc_host_sriov\s+sets\s+it,\s+1\s+virtual\s+functions,\s+1\s+of\s+them\s+free.*takes\s+2\s+of\s+them`),
+					`.*gets,\s+as\s+this\s+configuration's\s+vspherehpc_host_sriov\s+sets\s+it,\s+` +
+					`1\s+virtual\s+functions,\s+1\s+of\s+them\s+free.*takes\s+2\s+of\s+them`),
 			},
 			{Config: oneVF},
 			{

@@ -540,10 +540,10 @@ func destroyDVS(ctx *simulator.Context, s *simulator.DistributedVirtualSwitch) *
 
 // QueryDvsByUuid finds a switch by its UUID, how clients resolve the UUID
 // the vSphere provider exports as a switch's id.
-func (x *extension) QueryDvsByUuid(
+func (x *extension) QueryDvsByUuid( //nolint:revive // the vSphere method name, which vcsim dispatches by
 	ctx *simulator.Context,
 	req *types.QueryDvsByUuid,
-) soap.HasFault { //nolint:revive // the vSphere method name, which vcsim dispatches by
+) soap.HasFault {
 	body := new(methods.QueryDvsByUuidBody)
 	for _, e := range ctx.Map.All("DistributedVirtualSwitch") {
 		s, ok := e.(*simulator.DistributedVirtualSwitch)

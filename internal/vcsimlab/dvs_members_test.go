@@ -99,7 +99,9 @@ func TestDVSHostMembership(t *testing.T) {
 		&types.NotFound{},
 	)
 
-	if err := l.reconfigure(s, &types.VMwareDVSConfigSpec{DVSConfigSpec: types.DVSConfigSpec{Host: l.members(types.ConfigSpecOperationRemove, "", 1)}}); err != nil {
+	if err := l.reconfigure(s, &types.VMwareDVSConfigSpec{DVSConfigSpec: types.DVSConfigSpec{
+		Host: l.members(types.ConfigSpecOperationRemove, "", 1),
+	}}); err != nil {
 		t.Fatal(err)
 	}
 	got := l.dvs(s)
@@ -169,7 +171,9 @@ func TestDVSUplinkPorts(t *testing.T) {
 	if keys := uplinkPorts(); len(keys) != 0 {
 		t.Fatalf("a switch without hosts has uplink ports %v", keys)
 	}
-	if err := l.reconfigure(s, &types.VMwareDVSConfigSpec{DVSConfigSpec: types.DVSConfigSpec{Host: l.members(types.ConfigSpecOperationAdd, "vmnic4", 0, 1)}}); err != nil {
+	if err := l.reconfigure(s, &types.VMwareDVSConfigSpec{DVSConfigSpec: types.DVSConfigSpec{
+		Host: l.members(types.ConfigSpecOperationAdd, "vmnic4", 0, 1),
+	}}); err != nil {
 		t.Fatal(err)
 	}
 	ports0, nics0 := l.uplinks(s, 0)
@@ -212,7 +216,10 @@ func TestDVSUplinkPorts(t *testing.T) {
 	if err := edit(0, pnicBacking(types.DistributedVirtualSwitchHostMemberPnicSpec{PnicDevice: "vmnic5", UplinkPortKey: ports0[2]})); err != nil {
 		t.Fatal(err)
 	}
-	if err := edit(0, pnicBacking(types.DistributedVirtualSwitchHostMemberPnicSpec{PnicDevice: "vmnic4"}, types.DistributedVirtualSwitchHostMemberPnicSpec{PnicDevice: "vmnic5"})); err != nil {
+	if err := edit(0, pnicBacking(
+		types.DistributedVirtualSwitchHostMemberPnicSpec{PnicDevice: "vmnic4"},
+		types.DistributedVirtualSwitchHostMemberPnicSpec{PnicDevice: "vmnic5"},
+	)); err != nil {
 		t.Fatal(err)
 	}
 	if _, nics := l.uplinks(s, 0); nics["vmnic5"] != ports0[2] || nics["vmnic4"] != ports0[0] {
@@ -268,7 +275,9 @@ func TestDVSUplinkPorts(t *testing.T) {
 	}
 
 	// The ports leave with their host.
-	if err := l.reconfigure(s, &types.VMwareDVSConfigSpec{DVSConfigSpec: types.DVSConfigSpec{Host: l.members(types.ConfigSpecOperationRemove, "", 1)}}); err != nil {
+	if err := l.reconfigure(s, &types.VMwareDVSConfigSpec{DVSConfigSpec: types.DVSConfigSpec{
+		Host: l.members(types.ConfigSpecOperationRemove, "", 1),
+	}}); err != nil {
 		t.Fatal(err)
 	}
 	if got := uplinkPorts(); !slices.Equal(got, ports0) {

@@ -83,7 +83,9 @@ func (l *lab) reconfigure(s *object.DistributedVirtualSwitch, spec *types.VMware
 func (l *lab) switchWithHosts(name string) (*object.DistributedVirtualSwitch, types.ManagedObjectReference) {
 	l.t.Helper()
 	s := l.createDVS(name)
-	if err := l.reconfigure(s, &types.VMwareDVSConfigSpec{DVSConfigSpec: types.DVSConfigSpec{Host: l.members(types.ConfigSpecOperationAdd, "vmnic4", l.allHosts()...)}}); err != nil {
+	if err := l.reconfigure(s, &types.VMwareDVSConfigSpec{DVSConfigSpec: types.DVSConfigSpec{
+		Host: l.members(types.ConfigSpecOperationAdd, "vmnic4", l.allHosts()...),
+	}}); err != nil {
 		l.t.Fatal(err)
 	}
 	return s, l.createPortgroup(s, name+"-pg")

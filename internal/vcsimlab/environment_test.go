@@ -60,9 +60,12 @@ func TestQueryConfigTargetListsActivePassthroughDevices(t *testing.T) {
 	// Enabling passthrough of the A100 makes it a target.
 	var h mo.HostSystem
 	retrieve(t, l.Client(), hostRef(l, 0), []string{"configManager"}, &h)
-	if _, err := methods.UpdatePassthruConfig(ctx, c, &types.UpdatePassthruConfig{This: *h.ConfigManager.PciPassthruSystem, Config: []types.BaseHostPciPassthruConfig{
-		&types.HostPciPassthruConfig{Id: "0000:af:00.0", PassthruEnabled: true},
-	}}); err != nil {
+	if _, err := methods.UpdatePassthruConfig(ctx, c, &types.UpdatePassthruConfig{
+		This: *h.ConfigManager.PciPassthruSystem,
+		Config: []types.BaseHostPciPassthruConfig{
+			&types.HostPciPassthruConfig{Id: "0000:af:00.0", PassthruEnabled: true},
+		},
+	}); err != nil {
 		t.Fatal(err)
 	}
 	host := hostRef(l, 0)
@@ -153,7 +156,9 @@ func TestQueryConfigTargetListsSriovNICs(t *testing.T) {
 		t.Fatalf("sriov before SR-IOV is on: %+v", got)
 	}
 	s := l.createDVS("sriov")
-	if err := l.reconfigure(s, &types.VMwareDVSConfigSpec{DVSConfigSpec: types.DVSConfigSpec{Host: l.members(types.ConfigSpecOperationAdd, "vmnic4", 0)}}); err != nil {
+	if err := l.reconfigure(s, &types.VMwareDVSConfigSpec{DVSConfigSpec: types.DVSConfigSpec{
+		Host: l.members(types.ConfigSpecOperationAdd, "vmnic4", 0),
+	}}); err != nil {
 		t.Fatal(err)
 	}
 	for _, cfg := range []*types.HostSriovConfig{sriovOn("0000:d8:00.1", 2), sriovOn("0000:d8:00.0", 2), sriovOn(ibPFs[0].id, 2)} {

@@ -119,8 +119,8 @@ func rulesetInfo() *esx.CommandInfo {
 			{
 				CommandInfoItem: esx.CommandInfoItem{Name: "list", DisplayName: "list", Help: "List the rulesets in firewall."},
 				Param: []esx.CommandInfoParam{
-					cliParam("rulesetid", "ruleset-id", "r", "List configuration for specfic ruleset"),
-				}, //nolint:misspell // as ESXi has it
+					cliParam("rulesetid", "ruleset-id", "r", "List configuration for specfic ruleset"), //nolint:misspell // as ESXi has it
+				},
 				Hints: tableHints("Ruleset", "Name", "Enabled"),
 			},
 			{

@@ -79,7 +79,11 @@ func TestEsxcliFirewallMetadata(t *testing.T) {
 		fields  string
 	}{
 		{"network.firewall.ruleset", "list", map[string][]string{"rulesetid": {"-r", "--ruleset-id"}}, "Name,Enabled"},
-		{"network.firewall.ruleset", "set", map[string][]string{"rulesetid": {"-r", "--ruleset-id"}, "enabled": {"-e", "--enabled"}, "allowedall": {"-a", "--allowed-all"}}, ""},
+		{"network.firewall.ruleset", "set", map[string][]string{
+			"rulesetid":  {"-r", "--ruleset-id"},
+			"enabled":    {"-e", "--enabled"},
+			"allowedall": {"-a", "--allowed-all"},
+		}, ""},
 		{"network.firewall.ruleset.allowedip", "list", map[string][]string{"rulesetid": {"-r", "--ruleset-id"}}, "Ruleset,Allowed IP Addresses"},
 		{"network.firewall.ruleset.allowedip", "add", map[string][]string{"rulesetid": {"-r", "--ruleset-id"}, "ipaddress": {"-i", "--ip-address"}}, ""},
 		{"network.firewall.ruleset.allowedip", "remove", map[string][]string{"rulesetid": {"-r", "--ruleset-id"}, "ipaddress": {"-i", "--ip-address"}}, ""},

@@ -45,7 +45,8 @@ func (l *Lab) Footprint(ctx context.Context) ([]string, error) {
 
 	for _, h := range l.hosts {
 		var host mo.HostSystem
-		if err := l.client.RetrieveOne(ctx, ref("HostSystem", h.id), []string{"config.option", "config.firewall", "config.pciPassthruInfo"}, &host); err != nil {
+		props := []string{"config.option", "config.firewall", "config.pciPassthruInfo"}
+		if err := l.client.RetrieveOne(ctx, ref("HostSystem", h.id), props, &host); err != nil {
 			return nil, fmt.Errorf("host %s: %w", h.name, err)
 		}
 		if host.Config == nil {

@@ -112,7 +112,11 @@ func TestSriovConfig(t *testing.T) {
 			t.Errorf("VFs %v (devices), %v (passthrough), want %v", devices, infos, wantIDs)
 		}
 	}
-	if err := updateSriov(l, 0, &types.HostSriovConfig{HostPciPassthruConfig: types.HostPciPassthruConfig{Id: pf.id}, SriovEnabled: true, NumVirtualFunction: 9}); err != nil {
+	if err := updateSriov(l, 0, &types.HostSriovConfig{
+		HostPciPassthruConfig: types.HostPciPassthruConfig{Id: pf.id},
+		SriovEnabled:          true,
+		NumVirtualFunction:    9,
+	}); err != nil {
 		t.Fatal(err)
 	}
 	nine := []string{
@@ -153,16 +157,23 @@ func TestSriovConfig(t *testing.T) {
 		t.Error("a VF whose passthrough is not active was attached")
 	}
 	ps := ref("HostPciPassthruSystem", "pcipassthrusystem-"+l.HostID(l.HostNames()[0]))
-	if _, err := methods.UpdatePassthruConfig(context.Background(), l.Client().Client, &types.UpdatePassthruConfig{This: ps, Config: []types.BaseHostPciPassthruConfig{
-		&types.HostPciPassthruConfig{Id: nine[8], PassthruEnabled: true},
-	}}); err != nil {
+	if _, err := methods.UpdatePassthruConfig(context.Background(), l.Client().Client, &types.UpdatePassthruConfig{
+		This: ps,
+		Config: []types.BaseHostPciPassthruConfig{
+			&types.HostPciPassthruConfig{Id: nine[8], PassthruEnabled: true},
+		},
+	}); err != nil {
 		t.Fatal(err)
 	}
 	if err := l.AttachGPU(context.Background(), vm, nine[8]); err != nil {
 		t.Errorf("attach VF %s to %s: %v", nine[8], vm, err)
 	}
 
-	if err := updateSriov(l, 0, &types.HostSriovConfig{HostPciPassthruConfig: types.HostPciPassthruConfig{Id: pf.id}, SriovEnabled: true, NumVirtualFunction: 2}); err != nil {
+	if err := updateSriov(l, 0, &types.HostSriovConfig{
+		HostPciPassthruConfig: types.HostPciPassthruConfig{Id: pf.id},
+		SriovEnabled:          true,
+		NumVirtualFunction:    2,
+	}); err != nil {
 		t.Fatal(err)
 	}
 	check(true, 2, 2, nine[:2]...)
@@ -250,7 +261,11 @@ func TestApplyNowFalse(t *testing.T) {
 	t.Parallel()
 	l := startLab(t)
 	pf := ibPFs[0]
-	if err := updateSriov(l, 0, &types.HostSriovConfig{HostPciPassthruConfig: types.HostPciPassthruConfig{Id: pf.id, ApplyNow: types.NewBool(false)}, SriovEnabled: true, NumVirtualFunction: 1}); err != nil {
+	if err := updateSriov(l, 0, &types.HostSriovConfig{
+		HostPciPassthruConfig: types.HostPciPassthruConfig{Id: pf.id, ApplyNow: types.NewBool(false)},
+		SriovEnabled:          true,
+		NumVirtualFunction:    1,
+	}); err != nil {
 		t.Fatal(err)
 	}
 	if sr, devices, _ := sriovState(t, l, 0, pf); !sr.SriovEnabled || sr.SriovActive || len(devices) != 0 {
@@ -289,7 +304,9 @@ func TestEthernetSRIOVPFs(t *testing.T) {
 		}
 	}
 
-	if err := l.reconfigure(l.createDVS("uplink"), &types.VMwareDVSConfigSpec{DVSConfigSpec: types.DVSConfigSpec{Host: l.members(types.ConfigSpecOperationAdd, "vmnic4", 0)}}); err != nil {
+	if err := l.reconfigure(l.createDVS("uplink"), &types.VMwareDVSConfigSpec{DVSConfigSpec: types.DVSConfigSpec{
+		Host: l.members(types.ConfigSpecOperationAdd, "vmnic4", 0),
+	}}); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string][]string{
@@ -297,7 +314,11 @@ func TestEthernetSRIOVPFs(t *testing.T) {
 		"0000:d8:00.1": {"0000:d8:01.2", "0000:d8:01.3", "0000:d8:01.4", "0000:d8:01.5", "0000:d8:01.6", "0000:d8:01.7", "0000:d8:02.0", "0000:d8:02.1"},
 	}
 	for _, pf := range pfs {
-		if err := updateSriov(l.Lab, 0, &types.HostSriovConfig{HostPciPassthruConfig: types.HostPciPassthruConfig{Id: pf.id}, SriovEnabled: true, NumVirtualFunction: 8}); err != nil {
+		if err := updateSriov(l.Lab, 0, &types.HostSriovConfig{
+			HostPciPassthruConfig: types.HostPciPassthruConfig{Id: pf.id},
+			SriovEnabled:          true,
+			NumVirtualFunction:    8,
+		}); err != nil {
 			t.Fatalf("SR-IOV of %s: %v", pf.id, err)
 		}
 		sr, devices, infos := sriovState(t, l.Lab, 0, pf)
@@ -305,10 +326,11 @@ func TestEthernetSRIOVPFs(t *testing.T) {
 			t.Errorf("%s: %+v, VFs %v %v, want active, %v", pf.id, sr, devices, infos, want[pf.id])
 		}
 	}
-	if err := updateSriov(l.Lab, 0, &types.HostSriovConfig{HostPciPassthruConfig: types.HostPciPassthruConfig{Id: pfs[0].id}, SriovEnabled: true, NumVirtualFunction: 9}); !fault.Is(
-		err,
-		&types.HostConfigFault{},
-	) {
+	if err := updateSriov(l.Lab, 0, &types.HostSriovConfig{
+		HostPciPassthruConfig: types.HostPciPassthruConfig{Id: pfs[0].id},
+		SriovEnabled:          true,
+		NumVirtualFunction:    9,
+	}); !fault.Is(err, &types.HostConfigFault{}) {
 		t.Errorf("9 VFs: %v, want HostConfigFault", err)
 	}
 }
@@ -419,9 +441,12 @@ func TestSriovRefusedOnPassedThroughFunction(t *testing.T) {
 	l := startLab(t)
 	pf := ibPFs[0]
 	ps := ref("HostPciPassthruSystem", "pcipassthrusystem-"+l.HostID(l.HostNames()[0]))
-	if _, err := methods.UpdatePassthruConfig(context.Background(), l.Client().Client, &types.UpdatePassthruConfig{This: ps, Config: []types.BaseHostPciPassthruConfig{
-		&types.HostPciPassthruConfig{Id: pf.id, PassthruEnabled: true},
-	}}); err != nil {
+	if _, err := methods.UpdatePassthruConfig(context.Background(), l.Client().Client, &types.UpdatePassthruConfig{
+		This: ps,
+		Config: []types.BaseHostPciPassthruConfig{
+			&types.HostPciPassthruConfig{Id: pf.id, PassthruEnabled: true},
+		},
+	}); err != nil {
 		t.Fatal(err)
 	}
 	err := updateSriov(

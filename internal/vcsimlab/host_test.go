@@ -309,10 +309,9 @@ func TestUpdateRuleset(t *testing.T) {
 	if err := update("pvrdma", types.HostFirewallRulesetIpList{IpAddress: []string{"not-an-ip"}}); !fault.Is(err, &types.InvalidArgument{}) {
 		t.Errorf("bad address: %v, want InvalidArgument", err)
 	}
-	if err := update("pvrdma", types.HostFirewallRulesetIpList{IpNetwork: []types.HostFirewallRulesetIpNetwork{{Network: "10.0.0.0", PrefixLength: 33}}}); !fault.Is(
-		err,
-		&types.InvalidArgument{},
-	) {
+	if err := update("pvrdma", types.HostFirewallRulesetIpList{
+		IpNetwork: []types.HostFirewallRulesetIpNetwork{{Network: "10.0.0.0", PrefixLength: 33}},
+	}); !fault.Is(err, &types.InvalidArgument{}) {
 		t.Errorf("bad prefix: %v, want InvalidArgument", err)
 	}
 }

@@ -277,9 +277,8 @@ func pingOutput(target string, count, size int, received bool) string {
 		got, lost = 0, 100
 	}
 	var b strings.Builder
-	b.WriteString(
-		`<obj xmlns="urn:vim25" xmlns:xsd="http://www.w3.org/2001/XMLSchema" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xsi:type="ArrayOfDataObject">`,
-	)
+	b.WriteString(`<obj xmlns="urn:vim25" xmlns:xsd="http://www.w3.org/2001/XMLSchema" ` +
+		`xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xsi:type="ArrayOfDataObject">`)
 	b.WriteString("\n <DataObject xsi:type=\"VimEsxCLInetworkdiagpingPingOutput\">\n  <Summary>\n")
 	fmt.Fprintf(&b, "   <HostAddr>%s</HostAddr>\n   <Transmitted>%d</Transmitted>\n   <Recieved>%d</Recieved>\n", xmlText(target), count, got)
 	fmt.Fprintf(&b, "   <Duplicated>0</Duplicated>\n   <PacketLost>%d</PacketLost>\n", lost)
@@ -287,7 +286,8 @@ func pingOutput(target string, count, size int, received bool) string {
 	for i := range got {
 		fmt.Fprintf(
 			&b,
-			"  <Trace>\n   <ReceivedBytes>%d</ReceivedBytes>\n   <Host>%s</Host>\n   <ICMPSeq>%d</ICMPSeq>\n   <TTL>64</TTL>\n   <RoundtripTimeMS>0</RoundtripTimeMS>\n   <Dup>false</Dup>\n   <Detail></Detail>\n  </Trace>\n",
+			"  <Trace>\n   <ReceivedBytes>%d</ReceivedBytes>\n   <Host>%s</Host>\n   <ICMPSeq>%d</ICMPSeq>\n   <TTL>64</TTL>\n"+
+				"   <RoundtripTimeMS>0</RoundtripTimeMS>\n   <Dup>false</Dup>\n   <Detail></Detail>\n  </Trace>\n",
 			size+8,
 			xmlText(target),
 			i,
@@ -314,10 +314,9 @@ func cliFault(msg string) *soapResult {
 // commands answer true), an xsd:boolean obj.
 func cliBoolean(v bool) *soapResult {
 	return &soapResult{
-		Response: `<obj xmlns="urn:vim25" xmlns:xsd="http://www.w3.org/2001/XMLSchema" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xsi:type="xsd:boolean">` +
-			strconv.FormatBool(
-				v,
-			) + `</obj>`,
+		Response: `<obj xmlns="urn:vim25" xmlns:xsd="http://www.w3.org/2001/XMLSchema" ` +
+			`xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xsi:type="xsd:boolean">` +
+			strconv.FormatBool(v) + `</obj>`,
 	}
 }
 
@@ -335,9 +334,8 @@ type cliField struct {
 // govmomi keeps as fixtures (cli/esx/fixtures/network_vm_list.xml).
 func cliList(kind string, objects [][]cliField) *soapResult {
 	var b strings.Builder
-	b.WriteString(
-		`<obj xmlns="urn:vim25" xmlns:xsd="http://www.w3.org/2001/XMLSchema" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" versionId="5.0" xsi:type="ArrayOfDataObject">`,
-	)
+	b.WriteString(`<obj xmlns="urn:vim25" xmlns:xsd="http://www.w3.org/2001/XMLSchema" ` +
+		`xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" versionId="5.0" xsi:type="ArrayOfDataObject">`)
 	for _, fields := range objects {
 		fmt.Fprintf(&b, "\n <DataObject xsi:type=%q>\n", kind)
 		for _, f := range fields {

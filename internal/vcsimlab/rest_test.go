@@ -191,7 +191,11 @@ func TestEveryEndpointCounted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := pc.QueryProfile(ctx, pbmtypes.PbmProfileResourceType{ResourceType: string(pbmtypes.PbmProfileResourceTypeEnumSTORAGE)}, ""); err != nil {
+	if _, err := pc.QueryProfile(
+		ctx,
+		pbmtypes.PbmProfileResourceType{ResourceType: string(pbmtypes.PbmProfileResourceTypeEnumSTORAGE)},
+		"",
+	); err != nil {
 		t.Fatal(err)
 	}
 	calls := l.Calls()

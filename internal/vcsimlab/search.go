@@ -15,10 +15,10 @@ import (
 // hosts, and honour the datacenter scope vcsim ignores (vSphere API
 // reference, SearchIndex.FindByUuid: "If specified, restricts the search to
 // entities within the specified datacenter").
-func (x *extension) FindByUuid(
+func (x *extension) FindByUuid( //nolint:revive // the vSphere method name, which vcsim dispatches by
 	ctx *simulator.Context,
 	req *types.FindByUuid,
-) soap.HasFault { //nolint:revive // the vSphere method name, which vcsim dispatches by
+) soap.HasFault {
 	body := &methods.FindByUuidBody{Res: &types.FindByUuidResponse{}}
 	if found := findByUUID(ctx, req.Datacenter, req.Uuid, req.VmSearch, req.InstanceUuid); len(found) > 0 {
 		body.Res.Returnval = &found[0]
@@ -26,10 +26,10 @@ func (x *extension) FindByUuid(
 	return body
 }
 
-func (x *extension) FindAllByUuid(
+func (x *extension) FindAllByUuid( //nolint:revive // the vSphere method name, which vcsim dispatches by
 	ctx *simulator.Context,
 	req *types.FindAllByUuid,
-) soap.HasFault { //nolint:revive // the vSphere method name, which vcsim dispatches by
+) soap.HasFault {
 	return &methods.FindAllByUuidBody{Res: &types.FindAllByUuidResponse{
 		Returnval: findByUUID(ctx, req.Datacenter, req.Uuid, req.VmSearch, req.InstanceUuid),
 	}}

@@ -141,7 +141,8 @@ func checkDeviceChange(ctx *simulator.Context, vm *simulator.VirtualMachine, i i
 		if !remove && hw < 13 {
 			f := &types.DeviceUnsupportedForVmVersion{CurrentVersion: vm.Config.Version, ExpectedVersion: "vmx-13"}
 			f.DeviceIndex = int32(i)
-			return refuse(f, "Device 'vmxnet3vrdma' is not supported for virtual machine hardware version '%s'. A minimum version of 'vmx-13' is required for this operation to succeed.", vm.Config.Version)
+			return refuse(f, "Device 'vmxnet3vrdma' is not supported for virtual machine hardware version '%s'. "+
+				"A minimum version of 'vmx-13' is required for this operation to succeed.", vm.Config.Version)
 		}
 		// PVRDMA adapters are not hot-pluggable.
 		if addOrRemove && notOff != nil {

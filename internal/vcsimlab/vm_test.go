@@ -200,7 +200,9 @@ func TestDVPortAdapterNeedsEveryClusterHostOnTheSwitch(t *testing.T) {
 	t.Parallel()
 	l := newLab(t)
 	s := l.createDVS("partial")
-	if err := l.reconfigure(s, &types.VMwareDVSConfigSpec{DVSConfigSpec: types.DVSConfigSpec{Host: l.members(types.ConfigSpecOperationAdd, "vmnic4", 0, 1)}}); err != nil {
+	if err := l.reconfigure(s, &types.VMwareDVSConfigSpec{DVSConfigSpec: types.DVSConfigSpec{
+		Host: l.members(types.ConfigSpecOperationAdd, "vmnic4", 0, 1),
+	}}); err != nil {
 		t.Fatal(err)
 	}
 	pg := l.createPortgroup(s, "partial-pg")

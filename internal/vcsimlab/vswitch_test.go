@@ -53,7 +53,11 @@ func TestUpdateVirtualSwitch(t *testing.T) {
 		{"unknown switch", "vSwitch9", bond("vmnic4"), &types.NotFound{}},
 		{"unknown NIC", "vSwitch1", bond("vmnic9"), &types.HostConfigFault{}},
 		{"NIC of vSwitch0", "vSwitch1", bond("vmnic0"), &types.ResourceInUse{}},
-		{"simple bridge", "vSwitch1", types.HostVirtualSwitchSpec{NumPorts: 128, Bridge: &types.HostVirtualSwitchSimpleBridge{NicDevice: "vmnic4"}}, &types.InvalidArgument{}},
+		{
+			"simple bridge", "vSwitch1",
+			types.HostVirtualSwitchSpec{NumPorts: 128, Bridge: &types.HostVirtualSwitchSimpleBridge{NicDevice: "vmnic4"}},
+			&types.InvalidArgument{},
+		},
 	} {
 		wantFault(t, bad.what, ns.UpdateVirtualSwitch(ctx, bad.vswitch, bad.spec), bad.fault)
 	}

@@ -240,7 +240,8 @@ func TestScrub(t *testing.T) {
 			`<propSet ` + xsi + `><name>currentSession</name><val xsi:type="UserSession"><key>********</key></val></propSet>`},
 		{"session list",
 			`<val ` + xsi + ` xsi:type="ArrayOfUserSession"><UserSession><key>a</key></UserSession><UserSession><key>b</key></UserSession></val>`,
-			`<val ` + xsi + ` xsi:type="ArrayOfUserSession"><UserSession><key>********</key></UserSession><UserSession><key>********</key></UserSession></val>`},
+			`<val ` + xsi + ` xsi:type="ArrayOfUserSession">` +
+				`<UserSession><key>********</key></UserSession><UserSession><key>********</key></UserSession></val>`},
 		{"other keys stay readable",
 			`<device ` + xsi + ` xsi:type="VirtualVmxnet3Vrdma"><key>4000</key><connectable><connectionCookie>7</connectionCookie></connectable></device>`,
 			`<device ` + xsi + ` xsi:type="VirtualVmxnet3Vrdma"><key>4000</key><connectable><connectionCookie>7</connectionCookie></connectable></device>`},

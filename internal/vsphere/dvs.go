@@ -8,7 +8,6 @@ import (
 	"regexp"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/vmware/govmomi/object"
@@ -77,49 +76,6 @@ func UplinkNames(n int) []string {
 		names[i] = fmt.Sprintf("uplink%d", i+1)
 	}
 	return names
-}
-
-// DVSVersions lists the switch versions vCenter can create, oldest first.
-func (c *Client) DVSVersions(ctx context.Context) ([]string, error) {
-	ctx, cancel := c.withTimeout(ctx)
-	defer cancel()
-	vc, err := c.vimClient(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if vc.ServiceContent.DvSwitchManager == nil {
-		return nil, errNeedsVCenter("listing distributed switch versions")
-	}
-	res, err := methods.QueryAvailableDvsSpec(ctx, vc, &types.QueryAvailableDvsSpec{This: *vc.ServiceContent.DvSwitchManager})
-	if err != nil {
-		return nil, translate("listing the distributed switch versions vCenter offers", err)
-	}
-	var versions []string
-	for _, p := range res.Returnval {
-		if !slices.Contains(versions, p.Version) {
-			versions = append(versions, p.Version)
-		}
-	}
-	slices.SortFunc(versions, CompareVersions)
-	return versions, nil
-}
-
-// CompareVersions orders dotted versions numerically ("7.0.3" < "8.0.0").
-func CompareVersions(a, b string) int {
-	pa, pb := strings.Split(a, "."), strings.Split(b, ".")
-	part := func(parts []string, i int) int {
-		if i >= len(parts) {
-			return 0
-		}
-		n, _ := strconv.Atoi(parts[i]) // a non-numeric part counts as 0
-		return n
-	}
-	for i := 0; i < max(len(pa), len(pb)); i++ {
-		if x, y := part(pa, i), part(pb, i); x != y {
-			return x - y
-		}
-	}
-	return 0
 }
 
 // CreateDVS creates the switch, then its port group, then adds the hosts.

@@ -305,7 +305,8 @@ func TestPlanDVSDelete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.CreatePVRDMANIC(ctx, lab.VMUUID("hpc-node-0"), PVRDMANICSpec{PortGroupID: d.PortGroup.ID, DeviceProtocol: "rocev2", StartConnected: true}); err != nil {
+	spec := PVRDMANICSpec{PortGroupID: d.PortGroup.ID, DeviceProtocol: "rocev2", StartConnected: true}
+	if _, err := c.CreatePVRDMANIC(ctx, lab.VMUUID("hpc-node-0"), spec); err != nil {
 		t.Fatal(err)
 	}
 	f, err := c.PlanDVSDelete(ctx, id, nil)

@@ -98,9 +98,10 @@ type (
 		Returnval *types.ManagedObjectReference `xml:"urn:vim25 returnval"`
 	}
 	retrieveMMEBody struct {
-		Req    *retrieveMMERequest  `xml:"urn:vim25 RetrieveManagedMethodExecuter,omitempty"`
-		Res    *retrieveMMEResponse `xml:"urn:vim25 RetrieveManagedMethodExecuterResponse,omitempty"`
-		Fault_ *soap.Fault          `xml:"http://schemas.xmlsoap.org/soap/envelope/ Fault,omitempty"` //nolint:revive // as govmomi's methods name it, beside Fault()
+		Req *retrieveMMERequest  `xml:"urn:vim25 RetrieveManagedMethodExecuter,omitempty"`
+		Res *retrieveMMEResponse `xml:"urn:vim25 RetrieveManagedMethodExecuterResponse,omitempty"`
+		// As govmomi's methods name it, beside Fault().
+		Fault_ *soap.Fault `xml:"http://schemas.xmlsoap.org/soap/envelope/ Fault,omitempty"` //nolint:revive // see above
 	}
 
 	esxcliSoapArgument struct {
@@ -125,9 +126,10 @@ type (
 		Returnval *executeSoapResult `xml:"urn:vim25 returnval"`
 	}
 	executeSoapBody struct {
-		Req    *executeSoapRequest  `xml:"urn:vim25 ExecuteSoap,omitempty"`
-		Res    *executeSoapResponse `xml:"urn:vim25 ExecuteSoapResponse,omitempty"`
-		Fault_ *soap.Fault          `xml:"http://schemas.xmlsoap.org/soap/envelope/ Fault,omitempty"` //nolint:revive // as govmomi's methods name it, beside Fault()
+		Req *executeSoapRequest  `xml:"urn:vim25 ExecuteSoap,omitempty"`
+		Res *executeSoapResponse `xml:"urn:vim25 ExecuteSoapResponse,omitempty"`
+		// As govmomi's methods name it, beside Fault().
+		Fault_ *soap.Fault `xml:"http://schemas.xmlsoap.org/soap/envelope/ Fault,omitempty"` //nolint:revive // see above
 	}
 )
 

@@ -54,13 +54,21 @@ func TestWordNotFound(t *testing.T) {
 		want string
 	}{
 		{ObjectHost, []string{"host-9999"}, "no host has id host-9999"},
-		{ObjectHost, []string{"vm-3"}, "no host has id vm-3 (it looks like a virtual machine's managed object id); host ids are managed object ids such as host-12"},
-		{ObjectHost, []string{"host-9999", "vm-3", "esx-01"}, `hosts host-9999, vm-3 (it looks like a virtual machine's managed object id), "esx-01" (it looks like a name, not an id) do not exist; host ids are managed object ids such as host-12`},
-		{ObjectDatacenter, []string{"domain-c7"}, "no datacenter has id domain-c7 (it looks like a cluster's managed object id); datacenter ids are managed object ids such as datacenter-3"},
-		{ObjectCluster, []string{"host-12"}, "no cluster has id host-12 (it looks like a host's managed object id); cluster ids are managed object ids such as domain-c7"},
+		{ObjectHost, []string{"vm-3"},
+			"no host has id vm-3 (it looks like a virtual machine's managed object id); host ids are managed object ids such as host-12"},
+		{ObjectHost, []string{"host-9999", "vm-3", "esx-01"},
+			`hosts host-9999, vm-3 (it looks like a virtual machine's managed object id), "esx-01" (it looks like a name, not an id) ` +
+				`do not exist; host ids are managed object ids such as host-12`},
+		{ObjectDatacenter, []string{"domain-c7"},
+			"no datacenter has id domain-c7 (it looks like a cluster's managed object id); datacenter ids are managed object ids such as " +
+				"datacenter-3"},
+		{ObjectCluster, []string{"host-12"},
+			"no cluster has id host-12 (it looks like a host's managed object id); cluster ids are managed object ids such as domain-c7"},
 		{ObjectVirtualMachine, []string{"4200aaaa-0000-0000-0000-000000000000"}, "no virtual machine has UUID 4200aaaa-0000-0000-0000-000000000000"},
 		{ObjectSwitch, []string{"4200aaaa-0000-0000-0000-000000000000"}, "no distributed switch has UUID 4200aaaa-0000-0000-0000-000000000000"},
-		{ObjectPortGroup, []string{"network-5"}, "no distributed port group has id network-5 (it looks like a network's managed object id); distributed port group ids are managed object ids such as dvportgroup-17"},
+		{ObjectPortGroup, []string{"network-5"},
+			"no distributed port group has id network-5 (it looks like a network's managed object id); distributed port group ids are " +
+				"managed object ids such as dvportgroup-17"},
 	} {
 		err := idNotFound("op", tc.kind, tc.ids...)
 		var e *Error

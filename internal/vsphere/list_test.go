@@ -85,8 +85,9 @@ func TestListScopes(t *testing.T) {
 		{DatacenterID: lab.DatacenterName()}: `no datacenter has id "` + lab.DatacenterName() + `" (the name of datacenter ` + lab.DatacenterID() + `)`,
 		{DatacenterID: cluster.ID}: "no datacenter has id " + cluster.ID + " (it looks like a cluster's managed object id); " +
 			"datacenter ids are managed object ids such as datacenter-3",
-		{ClusterID: "domain-c999"}:               "no cluster has id domain-c999",
-		{ClusterID: hostID}:                      "no cluster has id " + hostID + " (it looks like a host's managed object id); cluster ids are managed object ids such as domain-c7",
+		{ClusterID: "domain-c999"}: "no cluster has id domain-c999",
+		{ClusterID: hostID}: "no cluster has id " + hostID +
+			" (it looks like a host's managed object id); cluster ids are managed object ids such as domain-c7",
 		{HostIDs: []string{"host-999"}}:          "no host has id host-999",
 		{HostIDs: []string{hostID, "host-9999"}}: "no host has id host-9999",
 		{HostIDs: []string{hostID, "x"}}:         `no host has id "x" (it looks like a name, not an id)`,

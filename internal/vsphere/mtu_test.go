@@ -238,7 +238,11 @@ func TestEndOfDistributedSwitchMTU(t *testing.T) {
 		host mo.HostSystem
 		want int
 	}{
-		{"the switch's smaller MTU", host(9000, types.HostProxySwitch{DvsUuid: "50 bb", Mtu: 1280}, types.HostProxySwitch{DvsUuid: "50 aa", Mtu: 1500}), 1500},
+		{
+			"the switch's smaller MTU",
+			host(9000, types.HostProxySwitch{DvsUuid: "50 bb", Mtu: 1280}, types.HostProxySwitch{DvsUuid: "50 aa", Mtu: 1500}),
+			1500,
+		},
 		{"the vmknic's smaller MTU", host(4000, types.HostProxySwitch{DvsUuid: "50 aa", Mtu: 9000}), 4000},
 		{"no MTU reported", host(9000, types.HostProxySwitch{DvsUuid: "50 aa"}), 9000},
 	} {

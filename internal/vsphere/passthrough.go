@@ -203,7 +203,8 @@ func (c *Client) passthruApplied(ctx context.Context, vc *vim25.Client, hostID s
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lookupAfterFailureTimeout)
 	defer cancel()
 	var h mo.HostSystem
-	if err := c.readObjectAs(ctx, vc, types.ManagedObjectReference{Type: "HostSystem", Value: hostID}, []string{"config.pciPassthruInfo"}, &h, fresh); err != nil ||
+	ref := types.ManagedObjectReference{Type: "HostSystem", Value: hostID}
+	if err := c.readObjectAs(ctx, vc, ref, []string{"config.pciPassthruInfo"}, &h, fresh); err != nil ||
 		h.Config == nil {
 		return false
 	}

@@ -101,7 +101,8 @@ func TestRebootKeepsVMChangesOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	var v mo.VirtualMachine
-	if err := c.readObjectAs(ctx, vc, types.ManagedObjectReference{Type: "VirtualMachine", Value: lab.VMID(vm)}, []string{"recentTask"}, &v, fresh); err != nil {
+	ref := types.ManagedObjectReference{Type: "VirtualMachine", Value: lab.VMID(vm)}
+	if err := c.readObjectAs(ctx, vc, ref, []string{"recentTask"}, &v, fresh); err != nil {
 		t.Fatal(err)
 	}
 	var tasks []mo.Task

@@ -17,8 +17,10 @@ func TestMalformedVMIDSaysWhatTheIDIs(t *testing.T) {
 		"datacenter-3":                         `"datacenter-3" is a datacenter's managed object id, not a virtual machine's`,
 		"domain-c7":                            `"domain-c7" is a cluster's managed object id, not a virtual machine's`,
 		"dvportgroup-17":                       `"dvportgroup-17" is a distributed port group's managed object id, not a virtual machine's`,
-		"gpu-node-1":                           `"gpu-node-1" is neither a virtual machine's BIOS UUID (8-4-4-4-12 hex digits, such as 4223b7a1-5b2c-8d3e-1f40-9c1e2a3b4c5d) nor its managed object id (such as vm-42): it looks like a name`,
-		"4223b7a1-5b2c-8d3e":                   `"4223b7a1-5b2c-8d3e" is neither a virtual machine's BIOS UUID (8-4-4-4-12 hex digits, such as 4223b7a1-5b2c-8d3e-1f40-9c1e2a3b4c5d) nor its managed object id (such as vm-42)`,
+		"gpu-node-1": `"gpu-node-1" is neither a virtual machine's BIOS UUID (8-4-4-4-12 hex digits, such as ` +
+			`4223b7a1-5b2c-8d3e-1f40-9c1e2a3b4c5d) nor its managed object id (such as vm-42): it looks like a name`,
+		"4223b7a1-5b2c-8d3e": `"4223b7a1-5b2c-8d3e" is neither a virtual machine's BIOS UUID (8-4-4-4-12 hex digits, such as ` +
+			`4223b7a1-5b2c-8d3e-1f40-9c1e2a3b4c5d) nor its managed object id (such as vm-42)`,
 	} {
 		err := malformedVMID("reading virtual machine "+id, id)
 		switch {

@@ -105,12 +105,19 @@ func TestCheck(t *testing.T) {
 		want  string // "" for a pass
 	}{
 		"a snapshot as the registry takes it": {nil, ""},
-		"a platform missing":                  {func(d string) { _ = os.Remove(filepath.Join(d, "terraform-provider-x_1.2.3_linux_386.zip")) }, "linux_386.zip"},
-		"a zip changed after its sum":         {func(d string) { rezip(d, "linux_amd64", "terraform-provider-x_v1.2.3") }, "linux_amd64.zip is listed with"},
-		"a zip without the binary":            {func(d string) { rezip(d, "linux_amd64", "README") }, "holds no terraform-provider-x_v1.2.3"},
-		"a windows binary without .exe":       {func(d string) { rezip(d, "windows_amd64", "terraform-provider-x_v1.2.3") }, "holds no terraform-provider-x_v1.2.3.exe"},
+		"a platform missing": {func(d string) {
+			_ = os.Remove(filepath.Join(d, "terraform-provider-x_1.2.3_linux_386.zip"))
+		}, "linux_386.zip"},
+		"a zip changed after its sum": {func(d string) {
+			rezip(d, "linux_amd64", "terraform-provider-x_v1.2.3")
+		}, "linux_amd64.zip is listed with"},
+		"a zip without the binary": {func(d string) { rezip(d, "linux_amd64", "README") }, "holds no terraform-provider-x_v1.2.3"},
+		"a windows binary without .exe": {func(d string) {
+			rezip(d, "windows_amd64", "terraform-provider-x_v1.2.3")
+		}, "holds no terraform-provider-x_v1.2.3.exe"},
 		"protocol 5": {func(d string) {
-			_ = os.WriteFile(filepath.Join(d, "..", "terraform-registry-manifest.json"), []byte(`{"version": 1, "metadata": {"protocol_versions": ["5.0"]}}`), 0o644)
+			_ = os.WriteFile(filepath.Join(d, "..", "terraform-registry-manifest.json"),
+				[]byte(`{"version": 1, "metadata": {"protocol_versions": ["5.0"]}}`), 0o644)
 		}, "want 1 and [6.0]"},
 		"a zip for no platform": {func(d string) {
 			_ = os.WriteFile(filepath.Join(d, "terraform-provider-x_1.2.3_plan9_amd64.zip"), nil, 0o644)
@@ -155,7 +162,8 @@ func TestCheckSingleTarget(t *testing.T) {
 			_ = os.WriteFile(sums, []byte(lines[0]+"\n"), 0o644)
 		}, "does not list terraform-provider-x_1.2.3_manifest.json"},
 		"protocol 5": {[]string{"linux_amd64"}, "linux_amd64", func(d string) {
-			_ = os.WriteFile(filepath.Join(d, "..", "terraform-registry-manifest.json"), []byte(`{"version": 1, "metadata": {"protocol_versions": ["5.0"]}}`), 0o644)
+			_ = os.WriteFile(filepath.Join(d, "..", "terraform-registry-manifest.json"),
+				[]byte(`{"version": 1, "metadata": {"protocol_versions": ["5.0"]}}`), 0o644)
 		}, "want 1 and [6.0]"},
 	} {
 		t.Run(name, func(t *testing.T) {

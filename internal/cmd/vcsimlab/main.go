@@ -57,7 +57,8 @@ func run(ctx context.Context, args []string, report <-chan os.Signal, stdout, st
 	handBuilt := fs.Bool(
 		"hand-built",
 		false,
-		"start with the lab an administrator built by hand (switches, host settings, SR-IOV, VMs with PVRDMA adapters and GPUs), for adopting it with terraform query",
+		"start with the lab an administrator built by hand (switches, host settings, SR-IOV, VMs with PVRDMA adapters and GPUs), "+
+			"for adopting it with terraform query",
 	)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -96,7 +97,8 @@ func run(ctx context.Context, args []string, report <-chan os.Signal, stdout, st
 		return err
 	}
 	logger.Printf(
-		"serving %s; SIGUSR1 prints the SOAP calls made since the last SIGUSR1, SIGUSR2 drifts the lab, SIGHUP reboots the hosts; stop with SIGINT or SIGTERM",
+		"serving %s; SIGUSR1 prints the SOAP calls made since the last SIGUSR1, SIGUSR2 drifts the lab, SIGHUP reboots the hosts; "+
+			"stop with SIGINT or SIGTERM",
 		lab.URL,
 	)
 	for {

@@ -166,7 +166,10 @@ func TestRunWritesEnvFileAndServes(t *testing.T) {
 	}
 
 	report <- syscall.SIGHUP
-	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(stderr.String(), "reboot: hosts DC0_C0_H0, DC0_C0_H1 rebooted"); time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(
+		stderr.String(),
+		"reboot: hosts DC0_C0_H0, DC0_C0_H1 rebooted",
+	); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("no reboot report; stderr: %s", stderr.String())
 		}
@@ -174,7 +177,10 @@ func TestRunWritesEnvFileAndServes(t *testing.T) {
 
 	// Drift needs the demo's switch; without it the log says what is missing.
 	report <- syscall.SIGUSR2
-	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(stderr.String(), "drift failed: switch pvrdma-dvs:"); time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(
+		stderr.String(),
+		"drift failed: switch pvrdma-dvs:",
+	); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("no drift report; stderr: %s", stderr.String())
 		}
