@@ -74,7 +74,7 @@ func TestAccClaims_identicalInstances(t *testing.T) {
 		},
 		{
 			name: "static MAC of SR-IOV adapters", resourceType: "vspherehpc_vm_sriov_nic", object: fmt.Sprintf("%q", lab.VMUUID(vm)),
-			prelude: strings.Replace(sriovNICHostConfig(lab, vm), acctest.ProviderConfig(lab), "", 1),
+			prelude: strings.Replace(hostSRIOVVmnic4Config(lab, vm), acctest.ProviderConfig(lab), "", 1),
 			body: fmt.Sprintf("  virtual_machine_id        = %%s\n  distributed_port_group_id = vspherehpc_rdma_dvs.a.port_group_id\n"+
 				"  physical_function         = %q\n  mac_address               = \"00:50:56:0a:0b:0c\"\n", vmnic4PF),
 			want: `MAC\s+address\s+00:50:56:0a:0b:0c`,
@@ -117,9 +117,9 @@ func TestAccClaims_replacementIsOneInstance(t *testing.T) {
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
-			{Config: gpuConfig(lab, lab.VMUUID(vm), one)},
+			{Config: vmGPUMMIOConfig(lab, lab.VMUUID(vm), one)},
 			{
-				Config: gpuConfig(lab, lab.VMUUID(other), one),
+				Config: vmGPUMMIOConfig(lab, lab.VMUUID(other), one),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(gpuAddr, plancheck.ResourceActionDestroyBeforeCreate),
 				}},
@@ -204,7 +204,7 @@ resource "vspherehpc_vm_gpu_mmio" "gpu" {
 	}
 	const mac = "00:50:56:2a:bb:cf"
 	adapter := func(vm string) string {
-		return without(nicConfig(lab, lab.VMUUID(vm), "a", fmt.Sprintf("  mac_address = %q", mac)), lab)
+		return without(vmPVRDMANICConfig(lab, lab.VMUUID(vm), "a", fmt.Sprintf("  mac_address = %q", mac)), lab)
 	}
 	gpusOf := func(vm string) []string {
 		s, err := lab.VMSettings(context.Background(), vm)

@@ -27,7 +27,7 @@ func TestAccDestroyWarnings_onlyWhatHappens(t *testing.T) {
 			other = n
 		}
 	}
-	config := sriovNICConfig(lab, vm, "a", vmnic4PF, false)
+	config := vmSRIOVNICConfig(lab, vm, "a", vmnic4PF, false)
 	d := newTFDir(t, lab, map[string]string{"main.tf": acctest.RequiredProviders + strings.Replace(config, acctest.ProviderConfig(lab), "", 1)})
 	d.run("apply", "-auto-approve")
 

@@ -35,7 +35,7 @@ func TestAccFailedApply_destroyWorksFirstTime(t *testing.T) {
 		{
 			name: "passthrough",
 			config: func(lab *vcsimlab.Lab, _ string) string {
-				return passthroughConfig(lab, host, fmt.Sprintf("  pci_ids = [%q]", pf))
+				return hostPCIPassthroughConfig(lab, host, fmt.Sprintf("  pci_ids = [%q]", pf))
 			},
 			inject: func(lab *vcsimlab.Lab, _ string) error {
 				return lab.InjectCallFault("UpdatePassthruConfig", "", vcsimlab.Fault{Type: "HostConfigFault"}, 1)
@@ -48,7 +48,7 @@ func TestAccFailedApply_destroyWorksFirstTime(t *testing.T) {
 		{
 			name: "SR-IOV",
 			config: func(lab *vcsimlab.Lab, _ string) string {
-				return sriovConfig(lab, host, pf, 2)
+				return hostSRIOVConfig(lab, host, pf, 2)
 			},
 			inject: func(lab *vcsimlab.Lab, _ string) error {
 				return lab.InjectCallFault("UpdatePassthruConfig", "", vcsimlab.Fault{Type: "HostConfigFault"}, 1)
@@ -59,9 +59,9 @@ func TestAccFailedApply_destroyWorksFirstTime(t *testing.T) {
 		{
 			name: "GPU setup on a passed-through GPU",
 			config: func(lab *vcsimlab.Lab, vm string) string {
-				return passthroughConfig(lab, host, fmt.Sprintf("  pci_ids = [%q]", lab.GPUs()[0])) +
+				return hostPCIPassthroughConfig(lab, host, fmt.Sprintf("  pci_ids = [%q]", lab.GPUs()[0])) +
 					strings.Replace(
-						gpuConfig(lab, lab.VMUUID(vm), "\n"+gpuBlock(lab.GPUs()[0])+"  depends_on = [vspherehpc_host_pci_passthrough.p]\n"),
+						vmGPUMMIOConfig(lab, lab.VMUUID(vm), "\n"+gpuBlock(lab.GPUs()[0])+"  depends_on = [vspherehpc_host_pci_passthrough.p]\n"),
 						acctest.ProviderConfig(lab),
 						"",
 						1,
@@ -84,7 +84,7 @@ func TestAccFailedApply_destroyWorksFirstTime(t *testing.T) {
 		{
 			name: "SR-IOV adapter on its function",
 			config: func(lab *vcsimlab.Lab, vm string) string {
-				return sriovNICConfig(lab, vm, "a", vmnic4PF, false)
+				return vmSRIOVNICConfig(lab, vm, "a", vmnic4PF, false)
 			},
 			inject: func(lab *vcsimlab.Lab, vm string) error {
 				return lab.InjectTaskFault("ReconfigVM_Task", vm, vcsimlab.Fault{Type: "GenericVmConfigFault", Detail: "injected"})
@@ -103,7 +103,7 @@ func TestAccFailedApply_destroyWorksFirstTime(t *testing.T) {
 		{
 			name: "PVRDMA adapter on its switch",
 			config: func(lab *vcsimlab.Lab, vm string) string {
-				return switchesConfig(lab) + nicOn(lab.VMUUID(vm), "vspherehpc_rdma_dvs.a.port_group_id", "")
+				return rdmaDVSTwoSwitchesConfig(lab) + nicOn(lab.VMUUID(vm), "vspherehpc_rdma_dvs.a.port_group_id", "")
 			},
 			inject: func(lab *vcsimlab.Lab, vm string) error {
 				return lab.InjectTaskFault("ReconfigVM_Task", vm, vcsimlab.Fault{Type: "GenericVmConfigFault", Detail: "injected"})
@@ -167,14 +167,14 @@ func TestAccFailedApply_passthroughOffUnderVM(t *testing.T) {
 		}
 	}
 	gpuSetup := strings.Replace(
-		gpuConfig(lab, lab.VMUUID(vm), "  mmio_size_gb = 256\n"+gpuBlock(a100)+"  depends_on = [vspherehpc_host_pci_passthrough.p]\n"),
+		vmGPUMMIOConfig(lab, lab.VMUUID(vm), "  mmio_size_gb = 256\n"+gpuBlock(a100)+"  depends_on = [vspherehpc_host_pci_passthrough.p]\n"),
 		acctest.ProviderConfig(lab),
 		"",
 		1,
 	)
 	config := func(pciIDs string) string {
 		return acctest.RequiredProviders + strings.Replace(
-			passthroughConfig(lab, host, "  pci_ids = "+pciIDs),
+			hostPCIPassthroughConfig(lab, host, "  pci_ids = "+pciIDs),
 			acctest.ProviderConfig(lab),
 			"",
 			1,

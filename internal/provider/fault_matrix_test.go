@@ -338,7 +338,7 @@ func TestAccFaults_vmPVRDMANIC(t *testing.T) {
 		uuid := lab.VMUUID(vm)
 		return faultSubject{
 			address: nicAddr,
-			base:    strings.TrimPrefix(switchesConfig(lab), acctest.ProviderConfig(lab)),
+			base:    strings.TrimPrefix(rdmaDVSTwoSwitchesConfig(lab), acctest.ProviderConfig(lab)),
 			config: [2]string{
 				nicOn(uuid, "vspherehpc_rdma_dvs.a.port_group_id", ""),
 				nicOn(uuid, "vspherehpc_rdma_dvs.b.port_group_id", "  device_protocol = \"rocev1\"\n"),
@@ -361,8 +361,8 @@ func TestAccFaults_rdmaDVS(t *testing.T) {
 		return faultSubject{
 			address: dvsAddr,
 			config: [2]string{
-				without(dvsConfig(lab, "rdma", map[string]string{hosts[0]: nic}, ""), lab),
-				without(dvsConfig(lab, "rdma", map[string]string{hosts[0]: nic, hosts[1]: nic}, "  mtu = 4000\n"), lab),
+				without(rdmaDVSConfig(lab, "rdma", map[string]string{hosts[0]: nic}, ""), lab),
+				without(rdmaDVSConfig(lab, "rdma", map[string]string{hosts[0]: nic, hosts[1]: nic}, "  mtu = 4000\n"), lab),
 			},
 		}
 	})
@@ -376,8 +376,8 @@ func TestAccFaults_hostPVRDMASettings(t *testing.T) {
 			address: hostSettings,
 			login:   true,
 			config: [2]string{
-				without(hostSettingsConfig(lab, host, ""), lab),
-				without(hostSettingsConfig(lab, host, `  firewall_allowed_ips = ["192.0.2.0/24"]`), lab),
+				without(hostPVRDMASettingsConfig(lab, host, ""), lab),
+				without(hostPVRDMASettingsConfig(lab, host, `  firewall_allowed_ips = ["192.0.2.0/24"]`), lab),
 			},
 		}
 	})
@@ -388,9 +388,9 @@ func TestAccFaults_vmSRIOVNIC(t *testing.T) {
 	runFaultMatrix(t, vcsimlab.Options{}, func(lab *vcsimlab.Lab) faultSubject {
 		vm := lab.VMNames()[0]
 		acctest.Must(t, lab.SetVMMemoryReservationLocked(context.Background(), vm, true))
-		base := without(sriovNICHostConfig(lab, vm), lab)
+		base := without(hostSRIOVVmnic4Config(lab, vm), lab)
 		nic := func(pf string) string {
-			return strings.TrimPrefix(without(sriovNICConfig(lab, vm, "a", pf, false), lab), base)
+			return strings.TrimPrefix(without(vmSRIOVNICConfig(lab, vm, "a", pf, false), lab), base)
 		}
 		return faultSubject{address: sriovNICAddr, base: base, config: [2]string{nic("automatic"), nic(vmnic4PF)}}
 	})
@@ -408,8 +408,8 @@ func TestAccFaults_vmGPUMMIO(t *testing.T) {
 		return faultSubject{
 			address: gpuAddr,
 			config: [2]string{
-				without(gpuConfig(lab, uuid, gpuBlock(lab.GPUs()[0])), lab),
-				without(gpuConfig(lab, uuid, twoGPUs(lab)), lab),
+				without(vmGPUMMIOConfig(lab, uuid, gpuBlock(lab.GPUs()[0])), lab),
+				without(vmGPUMMIOConfig(lab, uuid, twoGPUs(lab)), lab),
 			},
 		}
 	})
@@ -440,8 +440,8 @@ func TestAccFaults_hostPCIPassthrough(t *testing.T) {
 		return faultSubject{
 			address: passthroughAddr,
 			config: [2]string{
-				without(passthroughConfig(lab, host, fmt.Sprintf("  pci_ids = [%q]\n%s", a100, extra)), lab),
-				without(passthroughConfig(lab, host, fmt.Sprintf("  pci_ids = [%q, %q]\n%s", a100, "0000:87:00.0", extra)), lab),
+				without(hostPCIPassthroughConfig(lab, host, fmt.Sprintf("  pci_ids = [%q]\n%s", a100, extra)), lab),
+				without(hostPCIPassthroughConfig(lab, host, fmt.Sprintf("  pci_ids = [%q, %q]\n%s", a100, "0000:87:00.0", extra)), lab),
 			},
 		}
 	})
@@ -452,7 +452,7 @@ func TestAccFaults_hostSRIOV(t *testing.T) {
 	onBothKindsOfHost(t, func(lab *vcsimlab.Lab, reboot bool) faultSubject {
 		host := lab.HostNames()[0]
 		config := func(vfs int) string {
-			c := without(sriovConfig(lab, host, ibPF, vfs), lab)
+			c := without(hostSRIOVConfig(lab, host, ibPF, vfs), lab)
 			if reboot {
 				c = strings.Replace(c, "num_virtual_functions", "reboot_allowed        = true\n  num_virtual_functions", 1)
 			}

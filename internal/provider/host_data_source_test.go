@@ -16,7 +16,7 @@ import (
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
 
-func hostConfig(lab *vcsimlab.Lab, name string) string {
+func hostDataSourceConfig(lab *vcsimlab.Lab, name string) string {
 	return acctest.ProviderConfig(lab) + fmt.Sprintf(`
 data "vspherehpc_host" "h" {
   datacenter_id = %q
@@ -41,7 +41,7 @@ func TestAccHostDataSource(t *testing.T) {
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
-				Config: hostConfig(lab, name),
+				Config: hostDataSourceConfig(lab, name),
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(h, tfjsonpath.New("id"), knownvalue.StringExact(lab.HostID(name))),
 					statecheck.ExpectKnownValue(h, tfjsonpath.New("cluster_name"), knownvalue.StringExact(lab.ClusterName())),
@@ -73,7 +73,7 @@ func TestAccHostDataSource(t *testing.T) {
 				// given the same GPU fails silently: it does not boot, and vCenter
 				// shows no error (docs/guides/gpu-passthrough.md).
 				PreConfig: func() { acctest.Must(t, lab.AttachGPU(context.Background(), vmName, lab.GPUs()[0])) },
-				Config:    hostConfig(lab, lab.VMHostName(vmName)),
+				Config:    hostDataSourceConfig(lab, lab.VMHostName(vmName)),
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(h, gpu(0, "used_by"), knownvalue.ListExact([]knownvalue.Check{
 						knownvalue.ObjectExact(map[string]knownvalue.Check{
@@ -86,7 +86,7 @@ func TestAccHostDataSource(t *testing.T) {
 				},
 			},
 			{
-				Config:      hostConfig(lab, "esx-404.example.com"),
+				Config:      hostDataSourceConfig(lab, "esx-404.example.com"),
 				ExpectError: acctest.Wording(`has no host called "esx-404.example.com"`),
 			},
 			{
@@ -146,7 +146,7 @@ func TestAccHostDataSource_pciDevices(t *testing.T) {
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{{
-			Config: hostConfig(lab, name),
+			Config: hostDataSourceConfig(lab, name),
 			Check: resource.ComposeAggregateTestCheckFunc(
 				resource.TestCheckTypeSetElemNestedAttrs(h, "pci_devices.*", map[string]string{
 					"pci_id": "0000:0b:00.0", "physical_nic": "vmnic0", "uplink_of": "vSwitch0", "connectx": "false",
@@ -173,7 +173,7 @@ func TestAccHostDataSource_pciDevices(t *testing.T) {
 			PreConfig: func() {
 				acctest.Must(t, acctest.LabClient(lab).SetHostSRIOV(context.Background(), lab.HostID(name), ibPF, 2))
 			},
-			Config: hostConfig(lab, name),
+			Config: hostDataSourceConfig(lab, name),
 			Check: resource.ComposeAggregateTestCheckFunc(
 				resource.TestCheckTypeSetElemNestedAttrs(h, "pci_devices.*", map[string]string{
 					"pci_id": ibPF, "sriov_enabled": "true", "virtual_functions": "2",

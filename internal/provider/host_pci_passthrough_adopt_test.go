@@ -26,7 +26,7 @@ func TestAccHostPCIPassthrough_identity(t *testing.T) {
 	gpu := lab.GPUs()[0]
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		Steps: identitySteps(passthroughAddr, passthroughConfig(lab, name, "  pci_ids = "+hclList([]string{gpu})), map[string]knownvalue.Check{
+		Steps: identitySteps(passthroughAddr, hostPCIPassthroughConfig(lab, name, "  pci_ids = "+hclList([]string{gpu})), map[string]knownvalue.Check{
 			"host_system_id": knownvalue.StringExact(lab.HostID(name)),
 			"pci_ids":        knownvalue.ListExact([]knownvalue.Check{knownvalue.StringExact(gpu)}),
 		}),

@@ -102,7 +102,7 @@ func TestAccHostPCIPassthrough_rebootRefused(t *testing.T) {
 	host := lab.VMHostName(vm)
 	acctest.Must(t, lab.AttachGPU(ctx, vm, lab.GPUs()[0]))
 	acctest.Must(t, lab.PowerOnVM(ctx, vm))
-	config := passthroughConfig(lab, host, fmt.Sprintf("  pci_ids = [%q]\n  reboot_allowed = true", a100))
+	config := hostPCIPassthroughConfig(lab, host, fmt.Sprintf("  pci_ids = [%q]\n  reboot_allowed = true", a100))
 	other := lab.VMNames()[1]
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
@@ -116,7 +116,7 @@ func TestAccHostPCIPassthrough_rebootRefused(t *testing.T) {
 					acctest.Must(t, lab.SetClusterDRS(ctx, true, "manual"))
 					acctest.Must(t, lab.PowerOnVM(ctx, other))
 				},
-				Config:      passthroughConfig(lab, lab.VMHostName(other), fmt.Sprintf("  pci_ids = [%q]\n  reboot_allowed = true", a100)),
+				Config:      hostPCIPassthroughConfig(lab, lab.VMHostName(other), fmt.Sprintf("  pci_ids = [%q]\n  reboot_allowed = true", a100)),
 				PlanOnly:    true,
 				ExpectError: acctest.Wording("the cluster's DRS is not fully automated, so maintenance mode moves no VM"),
 			},
@@ -126,7 +126,7 @@ func TestAccHostPCIPassthrough_rebootRefused(t *testing.T) {
 					acctest.Must(t, lab.SetClusterDRS(ctx, true, "fullyAutomated"))
 					acctest.Must(t, lab.SetVMDRSOverride(ctx, other, true, "manual"))
 				},
-				Config:   passthroughConfig(lab, lab.VMHostName(other), fmt.Sprintf("  pci_ids = [%q]\n  reboot_allowed = true", a100)),
+				Config:   hostPCIPassthroughConfig(lab, lab.VMHostName(other), fmt.Sprintf("  pci_ids = [%q]\n  reboot_allowed = true", a100)),
 				PlanOnly: true,
 				ExpectError: acctest.Wording(
 					fmt.Sprintf(
@@ -136,7 +136,7 @@ func TestAccHostPCIPassthrough_rebootRefused(t *testing.T) {
 				),
 			},
 			{
-				Config: passthroughConfig(lab, lab.VMHostName(other), fmt.Sprintf("  pci_ids = [%q]", a100)),
+				Config: hostPCIPassthroughConfig(lab, lab.VMHostName(other), fmt.Sprintf("  pci_ids = [%q]", a100)),
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(passthroughAddr, tfjsonpath.New("reboot_required"), knownvalue.Bool(true)),
 				},
@@ -161,14 +161,18 @@ func TestAccHostPCIPassthrough_hostNotBack(t *testing.T) {
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
-				Config: passthroughConfig(lab, host, fmt.Sprintf("  pci_ids = [%q]\n  reboot_allowed = true\n  reboot_timeout = \"1m\"", a100)),
+				Config: hostPCIPassthroughConfig(lab, host, fmt.Sprintf("  pci_ids = [%q]\n  reboot_allowed = true\n  reboot_timeout = \"1m\"", a100)),
 				ExpectError: acctest.Wording(fmt.Sprintf("host %s was rebooted and is not back after 1m0s (connection state: notResponding); it stays in "+
 					"maintenance mode. reboot_timeout bounds the reboot, from maintenance mode to the host back: raise it", host)),
 			},
 			{
 				// Back: the failed create is tainted, and replaced.
-				PreConfig:          func() { acctest.Must(t, lab.BringHostUp(host)) },
-				Config:             passthroughConfig(lab, host, fmt.Sprintf("  pci_ids = [%q]\n  reboot_allowed = true\n  reboot_timeout = \"1m\"", a100)),
+				PreConfig: func() { acctest.Must(t, lab.BringHostUp(host)) },
+				Config: hostPCIPassthroughConfig(
+					lab,
+					host,
+					fmt.Sprintf("  pci_ids = [%q]\n  reboot_allowed = true\n  reboot_timeout = \"1m\"", a100),
+				),
 				PlanOnly:           true,
 				ExpectNonEmptyPlan: true,
 			},
@@ -186,7 +190,7 @@ func TestAccHostPCIPassthrough_rebootTimeoutRange(t *testing.T) {
 	var steps []resource.TestStep
 	for _, timeout := range []string{"1ns", "59s", "25h", "1000000h"} {
 		steps = append(steps, resource.TestStep{
-			Config:      passthroughConfig(lab, host, fmt.Sprintf("  pci_ids = [%q]\n  reboot_allowed = true\n  reboot_timeout = %q", a100, timeout)),
+			Config:      hostPCIPassthroughConfig(lab, host, fmt.Sprintf("  pci_ids = [%q]\n  reboot_allowed = true\n  reboot_timeout = %q", a100, timeout)),
 			PlanOnly:    true,
 			ExpectError: acctest.Wording(fmt.Sprintf(`reboot_timeout must be a duration from "1m" to "24h", such as "45m", not %q`, timeout)),
 		})

@@ -37,9 +37,9 @@ resource "vspherehpc_host_pci_passthrough" "a100" {
 `, lab.HostID(host), a100, extra)
 }
 
-// gpuSetupConfig gives vm a GPU by PCI id; extra goes into the resource
+// vmGPUMMIOOneGPUConfig gives vm a GPU by PCI id; extra goes into the resource
 // block, vmID is the virtual_machine_id expression.
-func gpuSetupConfig(vmID, gpu, extra string) string {
+func vmGPUMMIOOneGPUConfig(vmID, gpu, extra string) string {
 	return fmt.Sprintf(`
 resource "vspherehpc_vm_gpu_mmio" "node" {
   virtual_machine_id = %s
@@ -62,7 +62,7 @@ func TestAccHostPCIPassthrough_rebootPlannedAfterAVMChangeIsRefused(t *testing.T
 	simulatedOnly(t, lab, "reboots hosts")
 	vm := lab.VMNames()[0]
 	host := lab.VMHostName(vm)
-	config := acctest.ProviderConfig(lab) + gpuSetupConfig(fmt.Sprintf("%q", lab.VMUUID(vm)), lab.GPUs()[0], "") +
+	config := acctest.ProviderConfig(lab) + vmGPUMMIOOneGPUConfig(fmt.Sprintf("%q", lab.VMUUID(vm)), lab.GPUs()[0], "") +
 		rebootA100Config(lab, host, "  depends_on = [vspherehpc_vm_gpu_mmio.node]")
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
@@ -100,13 +100,13 @@ func TestAccHostPCIPassthrough_rebootUnderARunningVMTakingItsDevicesIsRefused(t 
 			{
 				// The VM's resource planned after the host's.
 				Config: acctest.ProviderConfig(lab) + rebootA100Config(lab, host, "") +
-					gpuSetupConfig(vmID, lab.GPUs()[0], "  depends_on = [vspherehpc_host_pci_passthrough.a100]"),
+					vmGPUMMIOOneGPUConfig(vmID, lab.GPUs()[0], "  depends_on = [vspherehpc_host_pci_passthrough.a100]"),
 				PlanOnly:    true,
 				ExpectError: refusal,
 			},
 			{
 				// The host's planned after the VM's.
-				Config: acctest.ProviderConfig(lab) + gpuSetupConfig(vmID, lab.GPUs()[0], "") +
+				Config: acctest.ProviderConfig(lab) + vmGPUMMIOOneGPUConfig(vmID, lab.GPUs()[0], "") +
 					rebootA100Config(lab, host, "  depends_on = [vspherehpc_vm_gpu_mmio.node]"),
 				PlanOnly:    true,
 				ExpectError: refusal,
@@ -213,7 +213,7 @@ func TestAccHostPCIPassthrough_rebootWaitedForByTheVMChange(t *testing.T) {
 		Steps: []resource.TestStep{
 			{
 				PreConfig: func() { openWhenInMaintenance(t, lab, host, open) },
-				Config:    hostOnly + gpuSetupConfig("terraform_data.gate.output", a100, ""),
+				Config:    hostOnly + vmGPUMMIOOneGPUConfig("terraform_data.gate.output", a100, ""),
 				Check:     resource.ComposeTestCheckFunc(vmDevicesAre(lab, vm, a100), vmReconfiguredAfterReboot(lab, vm, host)),
 			},
 			// The VM's setup goes first, so the host's destroy finds the
@@ -241,7 +241,7 @@ func TestAccHostPCIPassthrough_rebootFailedFailsTheWaitingVMChange(t *testing.T)
 					lab.FailTaskOnce("RebootHost_Task", host, &types.HostConfigFault{})
 					openWhenInMaintenance(t, lab, host, open)
 				},
-				Config: hostOnly + gpuSetupConfig("terraform_data.gate.output", a100, ""),
+				Config: hostOnly + vmGPUMMIOOneGPUConfig("terraform_data.gate.output", a100, ""),
 				ExpectError: acctest.Wording(fmt.Sprintf("Virtual machine %s was not changed: its change waits for the host reboot planned by the "+
 					"vspherehpc_host_pci_passthrough of host %s (%s), and that apply failed: Cannot reboot host %s", lab.VMUUID(vm), host,
 					lab.HostID(host), lab.HostID(host))),

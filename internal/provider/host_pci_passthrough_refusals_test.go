@@ -19,8 +19,8 @@ func TestAccHostPCIPassthrough_ofAFunctionServingVFsRefused(t *testing.T) {
 	simulatedOnly(t, lab, "uses the lab's SR-IOV capable InfiniBand card")
 	host := lab.HostNames()[0]
 	pf, _ := sriovPF(t, lab, host)
-	sriov := sriovConfig(lab, host, pf, 2)
-	passthrough := strings.Replace(passthroughConfig(lab, host, `  pci_ids = ["`+pf+`"]`), acctest.ProviderConfig(lab), "", 1)
+	sriov := hostSRIOVConfig(lab, host, pf, 2)
+	passthrough := strings.Replace(hostPCIPassthroughConfig(lab, host, `  pci_ids = ["`+pf+`"]`), acctest.ProviderConfig(lab), "", 1)
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{

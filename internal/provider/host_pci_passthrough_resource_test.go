@@ -27,7 +27,7 @@ const passthroughAddr = "vspherehpc_host_pci_passthrough.p"
 // (0000:af:00.0, device 20f1) with it off.
 const a100 = "0000:af:00.0"
 
-func passthroughConfig(lab *vcsimlab.Lab, hostName, body string) string {
+func hostPCIPassthroughConfig(lab *vcsimlab.Lab, hostName, body string) string {
 	return acctest.ProviderConfig(lab) + fmt.Sprintf(`
 resource "vspherehpc_host_pci_passthrough" "p" {
   host_system_id = %q
@@ -78,7 +78,7 @@ func TestAccHostPCIPassthrough_basic(t *testing.T) {
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
-				Config: passthroughConfig(lab, name, fmt.Sprintf(`  pci_ids = [%q]`, a100)),
+				Config: hostPCIPassthroughConfig(lab, name, fmt.Sprintf(`  pci_ids = [%q]`, a100)),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(passthroughAddr, plancheck.ResourceActionCreate),
 					plancheck.ExpectUnknownValue(passthroughAddr, tfjsonpath.New("reboot_required")),
@@ -108,7 +108,7 @@ func TestAccHostPCIPassthrough_basic(t *testing.T) {
 			},
 			// Every A100 of the host by vendor and device id: the same device, nothing to do.
 			{
-				Config: passthroughConfig(lab, name, `  match {
+				Config: hostPCIPassthroughConfig(lab, name, `  match {
     vendor_id = "10de"
     device_id = "20f1"
   }`),
@@ -120,13 +120,13 @@ func TestAccHostPCIPassthrough_basic(t *testing.T) {
 			},
 			// An H100 joins; it was on before and stays on when dropped.
 			{
-				Config: passthroughConfig(lab, name, fmt.Sprintf(`  pci_ids = [%q, %q]`, a100, gpu)),
+				Config: hostPCIPassthroughConfig(lab, name, fmt.Sprintf(`  pci_ids = [%q, %q]`, a100, gpu)),
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(passthroughAddr, tfjsonpath.New("devices"), knownvalue.ListSizeExact(2)),
 				},
 			},
 			{
-				Config:             passthroughConfig(lab, name, fmt.Sprintf(`  pci_ids = [%q, %q]`, a100, gpu)),
+				Config:             hostPCIPassthroughConfig(lab, name, fmt.Sprintf(`  pci_ids = [%q, %q]`, a100, gpu)),
 				ConfigPlanChecks:   resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
 				ExpectNonEmptyPlan: false,
 			},
@@ -158,16 +158,16 @@ func TestAccHostPCIPassthrough_driftAndDisappears(t *testing.T) {
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
-				Config: passthroughConfig(lab, name, fmt.Sprintf(`  pci_ids = [%q, %q]`, a100, lab.GPUs()[1])),
+				Config: hostPCIPassthroughConfig(lab, name, fmt.Sprintf(`  pci_ids = [%q, %q]`, a100, lab.GPUs()[1])),
 				Check:  off(a100),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PostApplyPostRefresh: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(passthroughAddr, plancheck.ResourceActionUpdate),
 				}},
 				ExpectNonEmptyPlan: true,
 			},
-			{Config: passthroughConfig(lab, name, fmt.Sprintf(`  pci_ids = [%q]`, a100)), Check: passthroughIs(lab, name, a100, true)},
+			{Config: hostPCIPassthroughConfig(lab, name, fmt.Sprintf(`  pci_ids = [%q]`, a100)), Check: passthroughIs(lab, name, a100, true)},
 			{
-				Config: passthroughConfig(lab, name, fmt.Sprintf(`  pci_ids = [%q]`, a100)),
+				Config: hostPCIPassthroughConfig(lab, name, fmt.Sprintf(`  pci_ids = [%q]`, a100)),
 				Check:  off(a100),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PostApplyPostRefresh: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(passthroughAddr, plancheck.ResourceActionUpdate),
@@ -175,7 +175,7 @@ func TestAccHostPCIPassthrough_driftAndDisappears(t *testing.T) {
 				}},
 				ExpectNonEmptyPlan: true,
 			},
-			{Config: passthroughConfig(lab, name, fmt.Sprintf(`  pci_ids = [%q]`, a100)), Check: passthroughIs(lab, name, a100, true)},
+			{Config: hostPCIPassthroughConfig(lab, name, fmt.Sprintf(`  pci_ids = [%q]`, a100)), Check: passthroughIs(lab, name, a100, true)},
 		},
 	})
 }
@@ -190,7 +190,7 @@ func TestAccHostPCIPassthrough_refusals(t *testing.T) {
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
-				Config: passthroughConfig(lab, name, `  pci_ids = ["0000:99:00.0"]`), PlanOnly: true,
+				Config: hostPCIPassthroughConfig(lab, name, `  pci_ids = ["0000:99:00.0"]`), PlanOnly: true,
 				ExpectError: regexp.MustCompile(
 					`(?s)Host\s+` + regexp.QuoteMeta(
 						name,
@@ -198,7 +198,7 @@ func TestAccHostPCIPassthrough_refusals(t *testing.T) {
 				),
 			},
 			{
-				Config: passthroughConfig(lab, name, `  match {
+				Config: hostPCIPassthroughConfig(lab, name, `  match {
     vendor_id = "10de"
     device_id = "ffff"
   }`), PlanOnly: true,
@@ -208,7 +208,7 @@ func TestAccHostPCIPassthrough_refusals(t *testing.T) {
 			},
 			// vmnic0 is the uplink of vSwitch0 on every lab host.
 			{
-				Config: passthroughConfig(lab, name, `  pci_ids = ["0000:0b:00.0"]`), PlanOnly: true,
+				Config: hostPCIPassthroughConfig(lab, name, `  pci_ids = ["0000:0b:00.0"]`), PlanOnly: true,
 				ExpectError: acctest.Wording(
 					fmt.Sprintf(
 						`PCI device 0000:0b:00.0 of host %s (%s) is vmnic0, an uplink of switch "vSwitch0": passing it through takes it from the host's network.`,
@@ -218,11 +218,11 @@ func TestAccHostPCIPassthrough_refusals(t *testing.T) {
 				),
 			},
 			{
-				Config: passthroughConfig(lab, name, ""), PlanOnly: true,
+				Config: hostPCIPassthroughConfig(lab, name, ""), PlanOnly: true,
 				ExpectError: acctest.Wording("Give the devices to pass through in pci_ids, or select them with match blocks."),
 			},
 			{
-				Config: passthroughConfig(lab, name, `  pci_ids = ["0000:af:00.0"]`) + fmt.Sprintf(`
+				Config: hostPCIPassthroughConfig(lab, name, `  pci_ids = ["0000:af:00.0"]`) + fmt.Sprintf(`
 resource "vspherehpc_host_pci_passthrough" "again" {
   host_system_id = %q
   pci_ids        = ["0000:af:00.0", %q]
@@ -242,7 +242,7 @@ func TestAccHostPCIPassthrough_destroyRefusedWhileAVMUsesIt(t *testing.T) {
 	simulatedOnly(t, lab, "uses the lab's A100, which has passthrough off")
 	vm := lab.VMNames()[0]
 	name := lab.VMHostName(vm)
-	config := passthroughConfig(lab, name, fmt.Sprintf(`  pci_ids = [%q]`, a100))
+	config := hostPCIPassthroughConfig(lab, name, fmt.Sprintf(`  pci_ids = [%q]`, a100))
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
@@ -277,7 +277,7 @@ func TestAccHostPCIPassthrough_withGPUSetup(t *testing.T) {
 	simulatedOnly(t, lab, "uses the lab's A100, which has passthrough off")
 	vm := lab.VMNames()[0]
 	name := lab.VMHostName(vm)
-	config := passthroughConfig(lab, name, `  match {
+	config := hostPCIPassthroughConfig(lab, name, `  match {
     vendor_id = "10de"
     device_id = "20f1"
   }`) + fmt.Sprintf(`
@@ -316,7 +316,7 @@ func TestAccHostPCIPassthrough_rebootRequired(t *testing.T) {
 	lab := startLab(t, vcsimlab.Options{HostsNeedReboot: true})
 	simulatedOnly(t, lab, "uses the lab's A100 and reboots a host")
 	name := lab.HostNames()[0]
-	config := passthroughConfig(lab, name, fmt.Sprintf(`  pci_ids = [%q]`, a100))
+	config := hostPCIPassthroughConfig(lab, name, fmt.Sprintf(`  pci_ids = [%q]`, a100))
 	active := tfjsonpath.New("devices").AtSliceIndex(0).AtMapKey("active")
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
@@ -352,7 +352,7 @@ func TestAccHostPCIPassthrough_notCapable(t *testing.T) {
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{{
-			Config: passthroughConfig(lab, name, `  pci_ids = ["0000:00:00.0"]`), PlanOnly: true,
+			Config: hostPCIPassthroughConfig(lab, name, `  pci_ids = ["0000:00:00.0"]`), PlanOnly: true,
 			ExpectError: acctest.Wording(fmt.Sprintf("PCI device 0000:00:00.0 (Virtual Machine Chipset) on host %s (%s) cannot be passed through "+
 				"(ESXi reports it not passthrough-capable).", name, lab.HostID(name))),
 		}},
@@ -381,13 +381,13 @@ func TestAccHostPCIPassthrough_addingAnActiveDeviceNeedsNoReboot(t *testing.T) {
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
-			{Config: passthroughConfig(lab, host, fmt.Sprintf("  pci_ids = [%q]\n  reboot_allowed = true", a100)), Check: rebootWindows(lab, host)},
+			{Config: hostPCIPassthroughConfig(lab, host, fmt.Sprintf("  pci_ids = [%q]\n  reboot_allowed = true", a100)), Check: rebootWindows(lab, host)},
 			{
 				PreConfig: func() {
 					acctest.Must(t, lab.AttachGPU(ctx, vm, gpus[0]))
 					acctest.Must(t, lab.PowerOnVM(ctx, vm))
 				},
-				Config: passthroughConfig(lab, host, fmt.Sprintf("  pci_ids = [%q, %q]\n  reboot_allowed = true", a100, gpus[1])),
+				Config: hostPCIPassthroughConfig(lab, host, fmt.Sprintf("  pci_ids = [%q, %q]\n  reboot_allowed = true", a100, gpus[1])),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(passthroughAddr, plancheck.ResourceActionUpdate),
 					plancheck.ExpectKnownValue(passthroughAddr, tfjsonpath.New("reboot_required"), knownvalue.Bool(false)),
@@ -395,7 +395,7 @@ func TestAccHostPCIPassthrough_addingAnActiveDeviceNeedsNoReboot(t *testing.T) {
 				Check: rebootWindows(lab, host),
 			},
 			// Destroy turns the A100 back off, a reboot the GPU VM would refuse.
-			{PreConfig: func() { acctest.Must(t, lab.PowerOffVM(ctx, vm)) }, Config: passthroughConfig(lab, host,
+			{PreConfig: func() { acctest.Must(t, lab.PowerOffVM(ctx, vm)) }, Config: hostPCIPassthroughConfig(lab, host,
 				fmt.Sprintf("  pci_ids = [%q, %q]\n  reboot_allowed = true", a100, gpus[1])), PlanOnly: true},
 		},
 	})
@@ -410,11 +410,11 @@ func TestAccHostPCIPassthrough_droppingADeviceReboots(t *testing.T) {
 	simulatedOnly(t, lab, "reboots hosts")
 	host := lab.HostNames()[0]
 	gpus := lab.GPUs()
-	dropped := passthroughConfig(lab, host, fmt.Sprintf("  pci_ids = [%q]\n  reboot_allowed = true", gpus[1]))
+	dropped := hostPCIPassthroughConfig(lab, host, fmt.Sprintf("  pci_ids = [%q]\n  reboot_allowed = true", gpus[1]))
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
-			{Config: passthroughConfig(lab, host, fmt.Sprintf("  pci_ids = [%q, %q]\n  reboot_allowed = true", a100, gpus[1]))},
+			{Config: hostPCIPassthroughConfig(lab, host, fmt.Sprintf("  pci_ids = [%q, %q]\n  reboot_allowed = true", a100, gpus[1]))},
 			{
 				Config: dropped,
 				Check: resource.ComposeTestCheckFunc(rebootWindows(lab, host, host), passthroughIs(lab, host, a100, false),
@@ -434,11 +434,11 @@ func TestAccHostPCIPassthrough_failedUpdateKeepsWhatDestroyRestores(t *testing.T
 	simulatedOnly(t, lab, "injects a fault")
 	host := lab.HostNames()[0]
 	h100 := lab.GPUs()[0]
-	withoutA100 := passthroughConfig(lab, host, fmt.Sprintf(`  pci_ids = [%q]`, h100))
+	withoutA100 := hostPCIPassthroughConfig(lab, host, fmt.Sprintf(`  pci_ids = [%q]`, h100))
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
-			{Config: passthroughConfig(lab, host, fmt.Sprintf(`  pci_ids = [%q, %q]`, a100, h100)), Check: passthroughIs(lab, host, a100, true)},
+			{Config: hostPCIPassthroughConfig(lab, host, fmt.Sprintf(`  pci_ids = [%q, %q]`, a100, h100)), Check: passthroughIs(lab, host, a100, true)},
 			{
 				PreConfig:   func() { lab.FailCall("UpdatePassthruConfig", "", &types.HostConfigFault{}, 1) },
 				Config:      withoutA100,
@@ -458,7 +458,7 @@ func TestAccHostPCIPassthrough_failedReadBackKeepsState(t *testing.T) {
 	lab := startLab(t, vcsimlab.Options{})
 	simulatedOnly(t, lab, "injects a fault")
 	host := lab.HostNames()[0]
-	config := passthroughConfig(lab, host, fmt.Sprintf("  pci_ids = [%q]", a100))
+	config := hostPCIPassthroughConfig(lab, host, fmt.Sprintf("  pci_ids = [%q]", a100))
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		CheckDestroy:             passthroughIs(lab, host, a100, false),
@@ -507,7 +507,7 @@ func TestAccHostPCIPassthrough_listedDeviceGone(t *testing.T) {
 	host := lab.HostNames()[0]
 	const pf, vf = "0000:86:00.0", "0000:86:00.1"
 	acctest.Must(t, lab.SetHostSRIOV(ctx, host, pf, 2))
-	config := passthroughConfig(lab, host, fmt.Sprintf(`  pci_ids = [%q, %q]`, a100, vf))
+	config := hostPCIPassthroughConfig(lab, host, fmt.Sprintf(`  pci_ids = [%q, %q]`, a100, vf))
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
@@ -540,7 +540,7 @@ func TestAccHostPCIPassthrough_hostDisconnected(t *testing.T) {
 	simulatedOnly(t, lab, "disconnects a host")
 	name := lab.HostNames()[0]
 	ctx := context.Background()
-	config := passthroughConfig(lab, name, fmt.Sprintf(`  pci_ids = [%q]`, a100))
+	config := hostPCIPassthroughConfig(lab, name, fmt.Sprintf(`  pci_ids = [%q]`, a100))
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
@@ -551,7 +551,7 @@ func TestAccHostPCIPassthrough_hostDisconnected(t *testing.T) {
 				PlanOnly:  true,
 			},
 			{
-				Config:      passthroughConfig(lab, name, fmt.Sprintf(`  pci_ids = [%q, %q]`, a100, lab.GPUs()[0])),
+				Config:      hostPCIPassthroughConfig(lab, name, fmt.Sprintf(`  pci_ids = [%q, %q]`, a100, lab.GPUs()[0])),
 				ExpectError: acctest.Wording(fmt.Sprintf("vCenter returns no configuration for host %s (connection state: disconnected)", name)),
 			},
 			{

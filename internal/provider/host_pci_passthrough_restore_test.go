@@ -30,7 +30,7 @@ func TestAccHostPCIPassthrough_failedRebootKeepsWhatDestroyRestores(t *testing.T
 	lab := startLab(t, vcsimlab.Options{HostsNeedReboot: true})
 	simulatedOnly(t, lab, "reboots hosts")
 	host := lab.HostNames()[0]
-	config := passthroughConfig(lab, host, fmt.Sprintf("  pci_ids = [%q]\n  reboot_allowed = true", a100))
+	config := hostPCIPassthroughConfig(lab, host, fmt.Sprintf("  pci_ids = [%q]\n  reboot_allowed = true", a100))
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		CheckDestroy:             resource.ComposeTestCheckFunc(passthroughIs(lab, host, a100, false), passthroughActive(lab, host, a100, false)),
@@ -66,7 +66,7 @@ func TestAccHostPCIPassthrough_beforeIsWhatIsInEffect(t *testing.T) {
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		CheckDestroy:             resource.ComposeTestCheckFunc(passthroughIs(lab, host, a100, false), passthroughActive(lab, host, a100, false)),
 		Steps: []resource.TestStep{{
-			Config: passthroughConfig(lab, host, fmt.Sprintf("  pci_ids = [%q]\n  reboot_allowed = true", a100)),
+			Config: hostPCIPassthroughConfig(lab, host, fmt.Sprintf("  pci_ids = [%q]\n  reboot_allowed = true", a100)),
 			ConfigStateChecks: []statecheck.StateCheck{
 				statecheck.ExpectKnownValue(passthroughAddr, tfjsonpath.New("passthrough_before"),
 					knownvalue.MapExact(map[string]knownvalue.Check{a100: knownvalue.Bool(false)})),
@@ -105,7 +105,7 @@ func TestAccHostPCIPassthrough_destroyRefusalAdvice(t *testing.T) {
 	ctx := context.Background()
 	vm := lab.VMNames()[0]
 	host := lab.VMHostName(vm)
-	config := passthroughConfig(lab, host, fmt.Sprintf("  pci_ids = [%q]\n  reboot_allowed = true", a100))
+	config := hostPCIPassthroughConfig(lab, host, fmt.Sprintf("  pci_ids = [%q]\n  reboot_allowed = true", a100))
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		CheckDestroy:             passthroughIs(lab, host, a100, false),

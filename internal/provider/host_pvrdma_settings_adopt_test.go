@@ -23,7 +23,7 @@ func TestAccHostPVRDMASettings_identity(t *testing.T) {
 	needsVmk0(t, lab, name)
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		Steps: identitySteps(hostSettings, hostSettingsConfig(lab, name, fmt.Sprintf("  vmknic = %q", lab.Vmknic())), map[string]knownvalue.Check{
+		Steps: identitySteps(hostSettings, hostPVRDMASettingsConfig(lab, name, fmt.Sprintf("  vmknic = %q", lab.Vmknic())), map[string]knownvalue.Check{
 			"host_system_id": knownvalue.StringExact(lab.HostID(name)),
 		}),
 	})

@@ -83,7 +83,7 @@ func TestAccHostPVRDMASettings_esxcliDrift(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
 	name := lab.HostNames()[0]
-	config := hostSettingsConfig(lab, name, `
+	config := hostPVRDMASettingsConfig(lab, name, `
   vmknic               = "vmk1"
   firewall_allowed_ips = ["192.0.2.0/24", "198.51.100.7"]
 `)

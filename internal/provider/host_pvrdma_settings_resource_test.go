@@ -23,7 +23,7 @@ import (
 
 const hostSettings = "vspherehpc_host_pvrdma_settings.h"
 
-func hostSettingsConfig(lab *vcsimlab.Lab, hostName, body string) string {
+func hostPVRDMASettingsConfig(lab *vcsimlab.Lab, hostName, body string) string {
 	return acctest.ProviderConfig(lab) + fmt.Sprintf(`
 resource "vspherehpc_host_pvrdma_settings" "h" {
   host_system_id = %q
@@ -82,7 +82,7 @@ func TestAccHostPVRDMASettings_basic(t *testing.T) {
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
-				Config: hostSettingsConfig(lab, name, settings),
+				Config: hostPVRDMASettingsConfig(lab, name, settings),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(hostSettings, plancheck.ResourceActionCreate),
 				}},
@@ -115,7 +115,7 @@ func TestAccHostPVRDMASettings_basic(t *testing.T) {
 			},
 			{
 				// Import then plan is empty: an import block plans a no-op import.
-				Config:          acctest.RequiredProviders + hostSettingsConfig(lab, name, settings),
+				Config:          acctest.RequiredProviders + hostPVRDMASettingsConfig(lab, name, settings),
 				ResourceName:    hostSettings,
 				ImportState:     true,
 				ImportStateKind: resource.ImportBlockWithID,
@@ -123,7 +123,7 @@ func TestAccHostPVRDMASettings_basic(t *testing.T) {
 			},
 			{
 				// Defaults: vmk0, enabled, all addresses; updated in place.
-				Config: hostSettingsConfig(lab, name, ""),
+				Config: hostPVRDMASettingsConfig(lab, name, ""),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(hostSettings, plancheck.ResourceActionUpdate),
 				}},
@@ -134,7 +134,7 @@ func TestAccHostPVRDMASettings_basic(t *testing.T) {
 				Check: hostSettingsAre(lab, name, vsphere.PVRDMASettings{Vmknic: "vmk0", FirewallEnabled: true}),
 			},
 			{
-				Config: hostSettingsConfig(lab, name, `  firewall_enabled = false`),
+				Config: hostPVRDMASettingsConfig(lab, name, `  firewall_enabled = false`),
 				Check:  hostSettingsAre(lab, name, vsphere.PVRDMASettings{Vmknic: "vmk0"}),
 			},
 		},
@@ -171,7 +171,7 @@ func TestAccHostPVRDMASettings_restoresOnDestroy(t *testing.T) {
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{{
-			Config: hostSettingsConfig(lab, name, `
+			Config: hostPVRDMASettingsConfig(lab, name, `
   vmknic               = "vmk0"
   firewall_enabled     = false
   firewall_allowed_ips = ["192.0.2.10"]
@@ -187,7 +187,7 @@ func TestAccHostPVRDMASettings_drift(t *testing.T) {
 	lab := startLab(t, vcsimlab.Options{})
 	name := lab.HostNames()[0]
 	vmknic := lab.Vmknic()
-	config := hostSettingsConfig(lab, name, fmt.Sprintf(`  vmknic = %q`, vmknic))
+	config := hostPVRDMASettingsConfig(lab, name, fmt.Sprintf(`  vmknic = %q`, vmknic))
 	ctx := context.Background()
 	other := "vmk0" // what someone sets by hand
 	if vmknic == other {
@@ -230,7 +230,7 @@ func TestAccHostPVRDMASettings_hostRemoved(t *testing.T) {
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
-			{Config: hostSettingsConfig(lab, name, "")},
+			{Config: hostPVRDMASettingsConfig(lab, name, "")},
 			{
 				PreConfig:   func() { acctest.Must(t, lab.RemoveHost(context.Background(), name)) },
 				Config:      fmt.Sprintf("%s\nresource \"vspherehpc_host_pvrdma_settings\" \"h\" {\n  host_system_id = %q\n}\n", acctest.ProviderConfig(lab), id),
@@ -260,25 +260,25 @@ func TestAccHostPVRDMASettings_refusals(t *testing.T) {
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
-				Config:   hostSettingsConfig(lab, name, fmt.Sprintf(`  vmknic = %q`, missing)),
+				Config:   hostPVRDMASettingsConfig(lab, name, fmt.Sprintf(`  vmknic = %q`, missing)),
 				PlanOnly: true,
 				ExpectError: acctest.Wording(
 					fmt.Sprintf("Host %s (%s) has no VMkernel adapter %s; its adapters are %s.", name, lab.HostID(name), missing, vmknics),
 				),
 			},
 			{
-				Config:      hostSettingsConfig(lab, name, `  vmknic = "eth0"`),
+				Config:      hostPVRDMASettingsConfig(lab, name, `  vmknic = "eth0"`),
 				PlanOnly:    true,
 				ExpectError: acctest.Wording(`must name a VMkernel adapter such as vmk0 or vmk1`),
 			},
 			{
-				Config:      hostSettingsConfig(lab, name, `  firewall_allowed_ips = ["192.0.2.7/24"]`),
+				Config:      hostPVRDMASettingsConfig(lab, name, `  firewall_allowed_ips = ["192.0.2.7/24"]`),
 				PlanOnly:    true,
 				ExpectError: acctest.Wording(`"192.0.2.7/24" is not a network address: write 192.0.2.0/24`),
 			},
 			{
 				// Warned about at plan time, refused at apply.
-				Config:      strings.Replace(hostSettingsConfig(lab, name, ""), lab.HostID(name), "host-99999", 1),
+				Config:      strings.Replace(hostPVRDMASettingsConfig(lab, name, ""), lab.HostID(name), "host-99999", 1),
 				ExpectError: acctest.Wording(`no host has id host-99999`),
 			},
 		},
@@ -295,7 +295,7 @@ func TestAccHostPVRDMASettings_optionRefused(t *testing.T) {
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{{
-			Config: hostSettingsConfig(lab, name, ""),
+			Config: hostPVRDMASettingsConfig(lab, name, ""),
 			ExpectError: regexp.MustCompile(
 				`(?s)Cannot set PVRDMA on host.*does not know the advanced option\s+Net.PVRDMAVmknic: PVRDMA needs ESXi 6.5 or later`,
 			),
@@ -359,7 +359,7 @@ func TestAccHostPVRDMASettings_failedCreateIsRestored(t *testing.T) {
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
-				Config:      hostSettingsConfig(lab, name, fmt.Sprintf(`  vmknic = %q`, lab.Vmknic())),
+				Config:      hostPVRDMASettingsConfig(lab, name, fmt.Sprintf(`  vmknic = %q`, lab.Vmknic())),
 				ExpectError: acctest.Wording(`Cannot set PVRDMA on host`),
 			},
 			{
@@ -377,7 +377,7 @@ func TestAccHostPVRDMASettings_hostClaimedTwice(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
 	name := lab.HostNames()[0]
-	twice := hostSettingsConfig(lab, name, fmt.Sprintf(`  vmknic = %q`, lab.Vmknic())) + fmt.Sprintf(`
+	twice := hostPVRDMASettingsConfig(lab, name, fmt.Sprintf(`  vmknic = %q`, lab.Vmknic())) + fmt.Sprintf(`
 resource "vspherehpc_host_pvrdma_settings" "again" {
   host_system_id = %q
   vmknic         = "vmk0"
@@ -408,14 +408,14 @@ func TestAccHostPVRDMASettings_allowedIPsAsASet(t *testing.T) {
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
-				Config:      hostSettingsConfig(lab, name, `  firewall_allowed_ips = ["192.0.2.7", "198.51.100.0/24", "192.0.2.7"]`),
+				Config:      hostPVRDMASettingsConfig(lab, name, `  firewall_allowed_ips = ["192.0.2.7", "198.51.100.0/24", "192.0.2.7"]`),
 				PlanOnly:    true,
 				ExpectError: acctest.Wording(`firewall_allowed_ips lists "192.0.2.7" more than once: list each value once (distinct() drops repeats).`),
 			},
 			{
 				// Not in the host's order: the apply keeps it, and the next
 				// plan (which the test framework checks) is empty.
-				Config: hostSettingsConfig(lab, name, `  firewall_allowed_ips = ["198.51.100.7", "192.0.2.10", "192.0.2.0/24"]`),
+				Config: hostPVRDMASettingsConfig(lab, name, `  firewall_allowed_ips = ["198.51.100.7", "192.0.2.10", "192.0.2.0/24"]`),
 				Check: hostSettingsAre(lab, name, vsphere.PVRDMASettings{Vmknic: "vmk0", FirewallEnabled: true,
 					AllowedIPs: []string{"192.0.2.0/24", "192.0.2.10", "198.51.100.7"}}),
 				ConfigStateChecks: []statecheck.StateCheck{
@@ -427,7 +427,7 @@ func TestAccHostPVRDMASettings_allowedIPsAsASet(t *testing.T) {
 			{
 				// Another order in the configuration is a change of the
 				// list (an update that changes nothing on the host).
-				Config:             hostSettingsConfig(lab, name, `  firewall_allowed_ips = ["192.0.2.0/24", "192.0.2.10", "198.51.100.7"]`),
+				Config:             hostPVRDMASettingsConfig(lab, name, `  firewall_allowed_ips = ["192.0.2.0/24", "192.0.2.10", "198.51.100.7"]`),
 				PlanOnly:           true,
 				ExpectNonEmptyPlan: true,
 			},
@@ -445,7 +445,7 @@ func TestAccHostPVRDMASettings_hostDisconnected(t *testing.T) {
 	simulatedOnly(t, lab, "disconnects a host")
 	name := lab.HostNames()[0]
 	ctx := context.Background()
-	config := hostSettingsConfig(lab, name, "")
+	config := hostPVRDMASettingsConfig(lab, name, "")
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
@@ -456,7 +456,7 @@ func TestAccHostPVRDMASettings_hostDisconnected(t *testing.T) {
 				PlanOnly:  true,
 			},
 			{
-				Config:      hostSettingsConfig(lab, name, `  firewall_enabled = false`),
+				Config:      hostPVRDMASettingsConfig(lab, name, `  firewall_enabled = false`),
 				ExpectError: acctest.Wording(fmt.Sprintf("vCenter returns no configuration for host %s (connection state: disconnected)", name)),
 			},
 			{
@@ -484,7 +484,7 @@ func TestAccHostPVRDMASettings_restoreRecordMovesFromPrivateState(t *testing.T) 
 	d := newTFDir(
 		t,
 		lab,
-		map[string]string{"main.tf": acctest.RequiredProviders + without(hostSettingsConfig(lab, name, `  firewall_enabled = false`), lab)},
+		map[string]string{"main.tf": acctest.RequiredProviders + without(hostPVRDMASettingsConfig(lab, name, `  firewall_enabled = false`), lab)},
 	)
 	d.run("apply", "-auto-approve")
 	recorded := fmt.Sprintf(`"settings_before":{"firewall_allowed_ips":[],"firewall_enabled":true,"vmknic":%q}`, lab.Vmknic())

@@ -21,7 +21,7 @@ func TestAccHostSRIOV_identity(t *testing.T) {
 	pf, _ := sriovPF(t, lab, name)
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		Steps: identitySteps(sriovAddr, sriovConfig(lab, name, pf, 4), map[string]knownvalue.Check{
+		Steps: identitySteps(sriovAddr, hostSRIOVConfig(lab, name, pf, 4), map[string]knownvalue.Check{
 			"host_system_id": knownvalue.StringExact(lab.HostID(name)),
 			"pci_id":         knownvalue.StringExact(pf),
 		}),

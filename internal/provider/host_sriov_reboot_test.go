@@ -3,12 +3,14 @@ package provider
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 	"github.com/vmware/govmomi/vim25/types"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
@@ -24,7 +26,7 @@ func TestAccHostSRIOV_countDriftPlansOnlyItself(t *testing.T) {
 	simulatedOnly(t, lab, "uses the lab's InfiniBand cards")
 	vm := lab.VMNames()[0]
 	host := lab.VMHostName(vm)
-	config := acctest.ProviderConfig(lab) + ibSRIOVConfig(lab, vm) + fmt.Sprintf(`
+	config := acctest.ProviderConfig(lab) + hostSRIOVIBConfig(lab, vm) + fmt.Sprintf(`
 resource "vspherehpc_host_pci_passthrough" "vf" {
   host_system_id = %q
   pci_ids        = [vspherehpc_host_sriov.ib.virtual_function_ids[0]]
@@ -95,5 +97,146 @@ resource "vspherehpc_host_sriov" "s" {
 				Check: sriovInEffect(lab, host, ibPF, 4),
 			},
 		},
+	})
+}
+
+// On a host that must reboot, the virtual functions appear only after the
+// reboot: reboot_required says so until then.
+func TestAccHostSRIOV_rebootRequired(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{HostsNeedReboot: true})
+	simulatedOnly(t, lab, "uses the lab's SR-IOV capable InfiniBand card and reboots a host")
+	name := lab.HostNames()[0]
+	pf, _ := sriovPF(t, lab, name)
+	config := hostSRIOVConfig(lab, name, pf, 4)
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config: config,
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(sriovAddr, tfjsonpath.New("active_virtual_functions"), knownvalue.Int64Exact(0)),
+					statecheck.ExpectKnownValue(sriovAddr, tfjsonpath.New("reboot_required"), knownvalue.Bool(true)),
+					statecheck.ExpectKnownValue(sriovAddr, tfjsonpath.New("virtual_function_ids"), knownvalue.ListSizeExact(0)),
+				},
+			},
+			{
+				PreConfig: func() { acctest.Must(t, lab.RebootHost(context.Background(), name)) },
+				Config:    config,
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(sriovAddr, tfjsonpath.New("active_virtual_functions"), knownvalue.Int64Exact(4)),
+					statecheck.ExpectKnownValue(sriovAddr, tfjsonpath.New("reboot_required"), knownvalue.Bool(false)),
+					statecheck.ExpectKnownValue(sriovAddr, tfjsonpath.New("virtual_function_ids"), vfIDs(pf, 4)),
+				},
+			},
+		},
+	})
+}
+
+// SR-IOV turned off with its virtual functions still there (the change
+// waits for the host's reboot, as a destroy that failed before its reboot
+// leaves it) is drift, not a resource gone: the plan turns it back on, and
+// a destroy finishes the turn-off with the reboot. Removed from state
+// instead, a destroy would have nothing to do and leave the host with its
+// change waiting.
+func TestAccHostSRIOV_turnOffWaitingForReboot(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{HostsNeedReboot: true})
+	simulatedOnly(t, lab, "uses the lab's SR-IOV capable InfiniBand card and reboots a host")
+	name := lab.HostNames()[0]
+	pf, _ := sriovPF(t, lab, name)
+	config := strings.Replace(hostSRIOVConfig(lab, name, pf, 4), "num_virtual_functions", "reboot_allowed        = true\n  num_virtual_functions", 1)
+	turnOff := func() {
+		acctest.Must(t, acctest.LabClient(lab).SetHostSRIOV(context.Background(), lab.HostID(name), pf, 0))
+	}
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy: func(*terraform.State) error {
+			h, err := acctest.LabClient(lab).HostPassthrough(context.Background(), lab.HostID(name))
+			if err != nil {
+				return err
+			}
+			if d := h.Device(pf); d == nil || d.SRIOV == nil || d.SRIOV.Enabled || d.SRIOV.Active || len(d.SRIOV.VFIDs) > 0 {
+				return fmt.Errorf("after destroy, SR-IOV of %s is %+v; want off, with no virtual function (the destroy reboots)", pf, d)
+			}
+			return nil
+		},
+		Steps: []resource.TestStep{
+			{
+				Config: config,
+				Check:  func(*terraform.State) error { turnOff(); return nil },
+				ConfigPlanChecks: resource.ConfigPlanChecks{PostApplyPostRefresh: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(sriovAddr, plancheck.ResourceActionUpdate),
+				}},
+				ExpectNonEmptyPlan: true,
+			},
+			{
+				RefreshState: true,
+				Check: resource.ComposeTestCheckFunc(
+					resource.TestCheckResourceAttr(sriovAddr, "num_virtual_functions", "0"),
+					resource.TestCheckResourceAttr(sriovAddr, "active_virtual_functions", "4"),
+					resource.TestCheckResourceAttr(sriovAddr, "reboot_required", "true"),
+				),
+				ExpectNonEmptyPlan: true,
+			},
+			{
+				// Turned back on: the functions are there, no reboot.
+				Config: config,
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(sriovAddr, tfjsonpath.New("num_virtual_functions"), knownvalue.Int64Exact(4)),
+					statecheck.ExpectKnownValue(sriovAddr, tfjsonpath.New("reboot_required"), knownvalue.Bool(false)),
+				},
+			},
+			{
+				// Off again, and destroyed as it is: the destroy reboots.
+				PreConfig: turnOff,
+				Config:    config,
+				Destroy:   true,
+			},
+		},
+	})
+}
+
+// Changing only reboot_timeout or reboot_allowed keeps what the host has:
+// the virtual functions' ids stay known, so a passthrough of one of them
+// plans no change, and the apply sends the host nothing.
+func TestAccHostSRIOV_rebootSettingsOnly(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	simulatedOnly(t, lab, "uses the lab's SR-IOV capable InfiniBand card and counts calls")
+	name := lab.HostNames()[0]
+	pf, _ := sriovPF(t, lab, name)
+	config := func(settings string) string {
+		return strings.Replace(hostSRIOVConfig(lab, name, pf, 4), "num_virtual_functions = 4\n", "num_virtual_functions = 4\n"+settings, 1) +
+			strings.Replace(
+				hostPCIPassthroughConfig(lab, name, `  pci_ids = [vspherehpc_host_sriov.s.virtual_function_ids[3]]`),
+				acctest.ProviderConfig(lab),
+				"",
+				1,
+			)
+	}
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: config("")},
+			{
+				PreConfig: lab.ResetCalls,
+				Config:    config("  reboot_timeout = \"50m\"\n  reboot_allowed = true\n"),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(sriovAddr, plancheck.ResourceActionUpdate),
+					plancheck.ExpectKnownValue(sriovAddr, tfjsonpath.New("virtual_function_ids"), vfIDs(pf, 4)),
+					plancheck.ExpectKnownValue(sriovAddr, tfjsonpath.New("active_virtual_functions"), knownvalue.Int64Exact(4)),
+					plancheck.ExpectKnownValue(sriovAddr, tfjsonpath.New("reboot_required"), knownvalue.Bool(false)),
+					plancheck.ExpectResourceAction(passthroughAddr, plancheck.ResourceActionNoop),
+				}},
+				Check: func(*terraform.State) error {
+					if n := lab.Calls()["UpdatePassthruConfig"]; n != 0 {
+						return fmt.Errorf("%d UpdatePassthruConfig calls for a change of reboot settings only, want none", n)
+					}
+					return nil
+				},
+			},
+		},
+		CheckDestroy: sriovIs(lab, name, pf, 0),
 	})
 }

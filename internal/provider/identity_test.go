@@ -167,7 +167,7 @@ func TestAccIdentity_olderStateGainsNewAttributes(t *testing.T) {
 	lab := startLab(t, vcsimlab.Options{})
 	simulatedOnly(t, lab, "uses the lab's H100s, which start with passthrough on")
 	gpu := lab.GPUs()[0]
-	d := newTFDir(t, lab, map[string]string{"main.tf": acctest.RequiredProviders + dvsConfig(lab, "rdma", allHosts(lab, lab.RDMANICs()[0]), "") +
+	d := newTFDir(t, lab, map[string]string{"main.tf": acctest.RequiredProviders + rdmaDVSConfig(lab, "rdma", allHosts(lab, lab.RDMANICs()[0]), "") +
 		fmt.Sprintf(`
 resource "vspherehpc_host_pci_passthrough" "p" {
   host_system_id = %q
@@ -230,7 +230,7 @@ func TestAccIdentity_followsTheRead(t *testing.T) {
 	simulatedOnly(t, lab, "uses the lab's A100")
 	ctx := context.Background()
 	host := lab.HostID(lab.HostNames()[0])
-	d := newTFDir(t, lab, map[string]string{"main.tf": acctest.RequiredProviders + dvsConfig(lab, "rdma", allHosts(lab, lab.RDMANICs()[0]), "") +
+	d := newTFDir(t, lab, map[string]string{"main.tf": acctest.RequiredProviders + rdmaDVSConfig(lab, "rdma", allHosts(lab, lab.RDMANICs()[0]), "") +
 		fmt.Sprintf(`
 resource "vspherehpc_host_pci_passthrough" "p" {
   host_system_id = %q
@@ -388,7 +388,7 @@ func TestAccIdentity_fieldsAreFields(t *testing.T) {
 	lab := handBuiltLab(t)
 	ids := handBuilt(t, lab)
 	host, gpus := ids.hosts[0], lab.GPUs()
-	passthrough := passthroughConfig(lab, lab.HostNames()[0], "  pci_ids = "+hclList(gpus[:1]))
+	passthrough := hostPCIPassthroughConfig(lab, lab.HostNames()[0], "  pci_ids = "+hclList(gpus[:1]))
 	step := func(config, want string) resource.TestStep {
 		return resource.TestStep{Config: config, PlanOnly: true, ExpectError: acctest.Wording(want)}
 	}
@@ -401,12 +401,14 @@ func TestAccIdentity_fieldsAreFields(t *testing.T) {
 			step(passthrough+importBlock(passthroughAddr, fmt.Sprintf("host_system_id = %q, pci_ids = [%q]", host, gpus[0]+","+gpus[1])),
 				fmt.Sprintf(`The identity's pci_ids element holds %q, with a ",": one PCI id per element, not a string import id's list; `+
 					`it takes a PCI id such as 0000:3b:00.0`, gpus[0]+","+gpus[1])),
-			step(hostSettingsConfig(lab, lab.HostNames()[0], `  vmknic = "vmk1"`)+importBlock(hostSettings, fmt.Sprintf("host_system_id = %q", ids.vms[0])),
+			step(
+				hostPVRDMASettingsConfig(lab, lab.HostNames()[0], `  vmknic = "vmk1"`)+importBlock(hostSettings, fmt.Sprintf("host_system_id = %q", ids.vms[0])),
 				fmt.Sprintf(`The identity's host_system_id holds %s, which looks like a virtual machine's BIOS UUID; it takes a host's `+
-					`managed object id, such as host-12.`, ids.vms[0])),
-			step(gpuConfig(lab, ids.vms[0], "")+importBlock(gpuAddr, fmt.Sprintf("virtual_machine_id = %q", host)),
+					`managed object id, such as host-12.`, ids.vms[0]),
+			),
+			step(vmGPUMMIOConfig(lab, ids.vms[0], "")+importBlock(gpuAddr, fmt.Sprintf("virtual_machine_id = %q", host)),
 				fmt.Sprintf(`The identity's virtual_machine_id holds %s, which looks like a host's managed object id`, host)),
-			step(dvsConfig(lab, "rdma", allHosts(lab, lab.RDMANICs()[0]), "")+importBlock(dvsAddr, fmt.Sprintf("id = %q", ids.vms[0])),
+			step(rdmaDVSConfig(lab, "rdma", allHosts(lab, lab.RDMANICs()[0]), "")+importBlock(dvsAddr, fmt.Sprintf("id = %q", ids.vms[0])),
 				fmt.Sprintf(`The identity's id holds %q: reading distributed switch %s: no distributed switch has UUID %s (the BIOS UUID of `+
 					`virtual machine %s); a distributed switch's id is its UUID, which vCenter writes as 16 spaced byte pairs (50 2a 6c ... -...); `+
 					`use the id of a vspherehpc_rdma_dvs or vsphere_distributed_virtual_switch.`,
@@ -438,8 +440,8 @@ resource "vspherehpc_vm_pvrdma_nic" "nic" {
   distributed_port_group_id = %q
 }
 `, ids.vms[1], ids.portGroupID)
-	dvs := dvsConfig(lab, "rdma", allHosts(lab, lab.RDMANICs()[0]), "")
-	gpuSetup := gpuConfig(lab, ids.vms[0], "\n"+gpuBlock(ids.gpu)+"  power_off_allowed = true\n")
+	dvs := rdmaDVSConfig(lab, "rdma", allHosts(lab, lab.RDMANICs()[0]), "")
+	gpuSetup := vmGPUMMIOConfig(lab, ids.vms[0], "\n"+gpuBlock(ids.gpu)+"  power_off_allowed = true\n")
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
@@ -452,15 +454,15 @@ resource "vspherehpc_vm_pvrdma_nic" "nic" {
 				fmt.Sprintf("virtual_machine_id %q", ids.vms[1]), fmt.Sprintf("virtual_machine_id = %q", ids.vms[0])),
 			refused(acctest.ProviderConfig(lab)+nic+importBlock(nicAddr, fmt.Sprintf("virtual_machine_id = %q, device_key = %d", ids.vms[0], ids.nicKey)),
 				fmt.Sprintf("virtual_machine_id %q", ids.vms[0]), fmt.Sprintf("virtual_machine_id = %q", ids.vms[1])),
-			refused(hostSettingsConfig(lab, hosts[1], `  vmknic = "vmk1"`)+importBlock(hostSettings, fmt.Sprintf("host_system_id = %q", ids.hosts[0])),
+			refused(hostPVRDMASettingsConfig(lab, hosts[1], `  vmknic = "vmk1"`)+importBlock(hostSettings, fmt.Sprintf("host_system_id = %q", ids.hosts[0])),
 				fmt.Sprintf("host_system_id %q", ids.hosts[0]), fmt.Sprintf("host_system_id = %q", ids.hosts[1])),
-			refused(passthroughConfig(lab, hosts[1], "  pci_ids = "+hclList(gpus[:1]))+
+			refused(hostPCIPassthroughConfig(lab, hosts[1], "  pci_ids = "+hclList(gpus[:1]))+
 				importBlock(passthroughAddr, fmt.Sprintf("host_system_id = %q, pci_ids = [%q]", ids.hosts[0], gpus[0])),
 				fmt.Sprintf("host_system_id %q", ids.hosts[0]), fmt.Sprintf("host_system_id = %q", ids.hosts[1])),
-			refused(passthroughConfig(lab, hosts[0], "  pci_ids = "+hclList(gpus[1:2]))+
+			refused(hostPCIPassthroughConfig(lab, hosts[0], "  pci_ids = "+hclList(gpus[1:2]))+
 				importBlock(passthroughAddr, fmt.Sprintf("host_system_id = %q, pci_ids = [%q]", ids.hosts[0], gpus[0])),
 				fmt.Sprintf("pci_ids [%q]", gpus[0]), fmt.Sprintf("pci_ids = [%q]", gpus[1])),
-			refused(sriovConfig(lab, hosts[0], "0000:d8:00.1", 4)+
+			refused(hostSRIOVConfig(lab, hosts[0], "0000:d8:00.1", 4)+
 				importBlock(sriovAddr, fmt.Sprintf("host_system_id = %q, pci_id = %q", ids.hosts[0], vcsimlab.HandBuiltSRIOVPF)),
 				fmt.Sprintf("pci_id %q", vcsimlab.HandBuiltSRIOVPF), `pci_id = "0000:d8:00.1"`),
 			refused(dvs+importBlock(dvsAddr, fmt.Sprintf("id = %q", ids.switchUUID)),
@@ -493,13 +495,20 @@ resource "vspherehpc_vm_pvrdma_nic" "nic" {
 				PlanOnly: true, ExpectNonEmptyPlan: true,
 			},
 			{
-				Config: hostSettingsConfig(lab, hosts[0], `  vmknic = "vmk1"`) + importBlock(hostSettings, fmt.Sprintf("host_system_id = %q", ids.hosts[0])),
+				Config: hostPVRDMASettingsConfig(
+					lab,
+					hosts[0],
+					`  vmknic = "vmk1"`,
+				) + importBlock(
+					hostSettings,
+					fmt.Sprintf("host_system_id = %q", ids.hosts[0]),
+				),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(hostSettings, plancheck.ResourceActionNoop),
 				}},
 			},
 			{
-				Config: hostSettingsConfig(lab, hosts[1], `  vmknic = "vmk1"`),
+				Config: hostPVRDMASettingsConfig(lab, hosts[1], `  vmknic = "vmk1"`),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(hostSettings, plancheck.ResourceActionDestroyBeforeCreate),
 				}},

@@ -47,11 +47,11 @@ func startLab(t *testing.T, opts vcsimlab.Options) *vcsimlab.Lab {
 	return lab
 }
 
-// switchesConfig is two PVRDMA switches over all lab hosts, rdma-a on the
+// rdmaDVSTwoSwitchesConfig is two PVRDMA switches over all lab hosts, rdma-a on the
 // first RDMA NIC (vmnic4 in the simulator) with port group pvrdma-a and
 // rdma-b on the second (vmnic5) with port group pvrdma-b, for tests that put
 // adapters on VMs.
-func switchesConfig(lab *vcsimlab.Lab) string {
+func rdmaDVSTwoSwitchesConfig(lab *vcsimlab.Lab) string {
 	config := acctest.ProviderConfig(lab) + fmt.Sprintf(`
 data "vspherehpc_host" "esx" {
   count         = %d

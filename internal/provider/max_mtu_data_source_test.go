@@ -19,9 +19,9 @@ import (
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
 
-// maxMTUConfig probes all the lab's hosts, found by name as a module would,
+// maxMTUDataSourceConfig probes all the lab's hosts, found by name as a module would,
 // so host_system_ids is unknown when the configuration is validated.
-func maxMTUConfig(lab *vcsimlab.Lab, extra string) string {
+func maxMTUDataSourceConfig(lab *vcsimlab.Lab, extra string) string {
 	var names []string
 	for _, name := range lab.HostNames() {
 		names = append(names, fmt.Sprintf("%q", name))
@@ -83,7 +83,7 @@ func TestAccMaxMTUDataSource(t *testing.T) {
 		Steps: []resource.TestStep{
 			{
 				// A uniform 9000 fabric: one probe per pair at the upper bound.
-				Config: maxMTUConfig(lab, ""),
+				Config: maxMTUDataSourceConfig(lab, ""),
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(d, tfjsonpath.New("mtu"), knownvalue.Int64Exact(9000)),
 					statecheck.ExpectKnownValue(d, tfjsonpath.New("configured_mtu"), knownvalue.Int64Exact(9000)),
@@ -96,7 +96,7 @@ func TestAccMaxMTUDataSource(t *testing.T) {
 			{
 				// One slow link: only that pair, both ways, is found short.
 				PreConfig: func() { lab.SetLinkMTU(h[0], h[1], 7466) },
-				Config:    maxMTUConfig(lab, ""),
+				Config:    maxMTUDataSourceConfig(lab, ""),
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(d, tfjsonpath.New("mtu"), knownvalue.Int64Exact(7466)),
 					statecheck.ExpectKnownValue(d, tfjsonpath.New("configured_mtu"), knownvalue.Int64Exact(9000)),
@@ -112,7 +112,7 @@ func TestAccMaxMTUDataSource(t *testing.T) {
 			{
 				// One host behind a 1500 switch port, searched within tighter bounds.
 				PreConfig: func() { lab.SetPortMTU(h[2], 1500) },
-				Config:    maxMTUConfig(lab, "  min_mtu = 1400\n  max_mtu = 8000\n  retries = 2\n  concurrency = 1\n"),
+				Config:    maxMTUDataSourceConfig(lab, "  min_mtu = 1400\n  max_mtu = 8000\n  retries = 2\n  concurrency = 1\n"),
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(d, tfjsonpath.New("mtu"), knownvalue.Int64Exact(1500)),
 					statecheck.ExpectKnownValue(d, tfjsonpath.New("retries"), knownvalue.Int64Exact(2)),
@@ -130,7 +130,7 @@ func TestAccMaxMTUDataSource(t *testing.T) {
 			{
 				// A host that drops everything is an error naming it, not a small number.
 				PreConfig:   func() { lab.DropAll(h[1], true) },
-				Config:      maxMTUConfig(lab, ""),
+				Config:      maxMTUDataSourceConfig(lab, ""),
 				ExpectError: regexp.MustCompile(`(?s)got no reply from ` + regexp.QuoteMeta(h[1]) + `.*even at 1280 bytes`),
 			},
 		},
@@ -164,18 +164,18 @@ data "vspherehpc_max_mtu" "fabric" {
 		Steps: []resource.TestStep{
 			{Config: one, ExpectError: regexp.MustCompile(`(?s)host_system_ids.*at least 2`)},
 			{
-				Config:      maxMTUConfig(lab, "  min_mtu = 9000\n  max_mtu = 8000\n"),
+				Config:      maxMTUDataSourceConfig(lab, "  min_mtu = 9000\n  max_mtu = 8000\n"),
 				ExpectError: regexp.MustCompile(`min_mtu \(9000\) is larger than max_mtu\s+\(8000\)`),
 			},
 			{
-				Config:      maxMTUConfig(lab, "  min_mtu = 1500\n  max_mtu = 1400\n"),
+				Config:      maxMTUDataSourceConfig(lab, "  min_mtu = 1500\n  max_mtu = 1400\n"),
 				ExpectError: regexp.MustCompile(`min_mtu \(1500\) is larger than max_mtu\s+\(1400\)`),
 			},
-			{Config: maxMTUConfig(lab, "  max_mtu = 9216\n"), ExpectError: regexp.MustCompile(`(?s)max_mtu.*between 576 and 9000`)},
-			{Config: maxMTUConfig(lab, "  timeout = \"0s\"\n"), ExpectError: regexp.MustCompile(`timeout must be a positive duration`)},
+			{Config: maxMTUDataSourceConfig(lab, "  max_mtu = 9216\n"), ExpectError: regexp.MustCompile(`(?s)max_mtu.*between 576 and 9000`)},
+			{Config: maxMTUDataSourceConfig(lab, "  timeout = \"0s\"\n"), ExpectError: regexp.MustCompile(`timeout must be a positive duration`)},
 			{
 				Config: strings.Replace(
-					maxMTUConfig(lab, ""),
+					maxMTUDataSourceConfig(lab, ""),
 					fmt.Sprintf("vmknic          = %q", lab.Vmknic()),
 					fmt.Sprintf("vmknic          = %q", missing),
 					1,
@@ -275,7 +275,7 @@ data "vspherehpc_max_mtu" "fabric" {
 `, existing, lab.Vmknic()), PlanOnly: true,
 				ExpectError: acctest.Wording(`hosts host-9999, host-9998 do not exist; ` +
 					`data.vspherehpc_host looks one up by name, and data.vspherehpc_cluster lists a cluster's in host_system_ids.`)},
-			{Config: maxMTUConfig(lab, "  min_mtu = 1400.5\n"), PlanOnly: true,
+			{Config: maxMTUDataSourceConfig(lab, "  min_mtu = 1400.5\n"), PlanOnly: true,
 				ExpectError: acctest.Wording(`min_mtu must be a whole number from 576 to 9000; 1400.5 is not.`)},
 		},
 	})
@@ -320,12 +320,12 @@ data "vspherehpc_max_mtu" "fabric" {
 				ExpectError: regexp.MustCompile(`(?s)Invalid Attribute Combination.*paths`),
 			},
 			{
-				Config:      maxMTUConfig(lab, `  paths = "mesh"`+"\n"),
+				Config:      maxMTUDataSourceConfig(lab, `  paths = "mesh"`+"\n"),
 				ExpectError: regexp.MustCompile(`(?s)paths.*value must be one of`),
 			},
 			{
 				PreConfig: before,
-				Config:    maxMTUConfig(lab, `  paths = "star"`+"\n"),
+				Config:    maxMTUDataSourceConfig(lab, `  paths = "star"`+"\n"),
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(d, tfjsonpath.New("pairs"), knownvalue.ListExact([]knownvalue.Check{
 						pair(0, 1), pair(0, 2), pair(0, 3), pair(1, 0), pair(2, 0), pair(3, 0),
@@ -335,7 +335,7 @@ data "vspherehpc_max_mtu" "fabric" {
 			},
 			{
 				PreConfig: before,
-				Config:    maxMTUConfig(lab, `  paths = "ring"`+"\n"),
+				Config:    maxMTUDataSourceConfig(lab, `  paths = "ring"`+"\n"),
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(d, tfjsonpath.New("pairs"), knownvalue.ListExact([]knownvalue.Check{
 						pair(0, 1), pair(1, 2), pair(2, 3), pair(3, 0),
@@ -345,7 +345,7 @@ data "vspherehpc_max_mtu" "fabric" {
 			},
 			{
 				PreConfig: before,
-				Config:    maxMTUConfig(lab, ""),
+				Config:    maxMTUDataSourceConfig(lab, ""),
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(d, tfjsonpath.New("paths"), knownvalue.StringExact("all")),
 					statecheck.ExpectKnownValue(d, tfjsonpath.New("pairs"), knownvalue.ListSizeExact(12)),

@@ -11,11 +11,11 @@ import (
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 )
 
-// functionConfig calls one provider function; provider functions need the
+// mmioFunctionConfig calls one provider function; provider functions need the
 // provider among the required providers (by its full address, which
 // OpenTofu would otherwise resolve to its own registry), and no provider
 // configuration.
-func functionConfig(call string) string {
+func mmioFunctionConfig(call string) string {
 	return acctest.RequiredProviders + fmt.Sprintf(`
 output "result" {
   value = %s
@@ -39,7 +39,7 @@ func TestAccFunctionMMIOSizeGB(t *testing.T) {
 			TerraformVersionChecks:   functionsTerraform,
 			ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 			Steps: []resource.TestStep{{
-				Config: functionConfig("provider::vspherehpc::mmio_size_gb(" + call + ")"),
+				Config: mmioFunctionConfig("provider::vspherehpc::mmio_size_gb(" + call + ")"),
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownOutputValue("result", knownvalue.Int64Exact(want)),
 				},
@@ -54,7 +54,7 @@ func TestAccFunctionMMIOExtraConfig(t *testing.T) {
 		TerraformVersionChecks:   functionsTerraform,
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{{
-			Config: functionConfig("provider::vspherehpc::mmio_extra_config([80, 80])"),
+			Config: mmioFunctionConfig("provider::vspherehpc::mmio_extra_config([80, 80])"),
 			ConfigStateChecks: []statecheck.StateCheck{
 				statecheck.ExpectKnownOutputValue("result", knownvalue.MapExact(map[string]knownvalue.Check{
 					"pciPassthru.use64bitMMIO":    knownvalue.StringExact("TRUE"),
@@ -92,7 +92,7 @@ func TestAccFunctionMMIORefusals(t *testing.T) {
 				TerraformVersionChecks:   functionsTerraform,
 				ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 				Steps: []resource.TestStep{{
-					Config:      functionConfig("provider::vspherehpc::" + call),
+					Config:      mmioFunctionConfig("provider::vspherehpc::" + call),
 					ExpectError: acctest.Wording(want),
 				}},
 			})

@@ -25,7 +25,7 @@ func TestAccRDMADVS_identity(t *testing.T) {
 	t.Parallel()
 	needsTerraform114(t)
 	lab := startLab(t, vcsimlab.Options{})
-	steps := identitySteps(dvsAddr, dvsConfig(lab, "rdma", allHosts(lab, lab.RDMANICs()[0]), ""), map[string]knownvalue.Check{
+	steps := identitySteps(dvsAddr, rdmaDVSConfig(lab, "rdma", allHosts(lab, lab.RDMANICs()[0]), ""), map[string]knownvalue.Check{
 		"id":             knownvalue.NotNull(),
 		"port_group_key": knownvalue.NotNull(),
 	}, statecheck.ExpectIdentityValueMatchesState(dvsAddr, tfjsonpath.New("id")),
@@ -72,7 +72,7 @@ func TestAccRDMADVS_importChoosesPortGroup(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
 	ctx := context.Background()
-	config := dvsConfig(lab, "rdma", allHosts(lab, lab.RDMANICs()[0]), "")
+	config := rdmaDVSConfig(lab, "rdma", allHosts(lab, lab.RDMANICs()[0]), "")
 	name, portGroup, storage := testName("rdma"), testName("pvrdma-vms"), testName("storage")
 	path := "/" + lab.DatacenterName() + "/network/" + name
 	var key string
@@ -119,7 +119,7 @@ func TestAccRDMADVS_importPortGroupNameWithColon(t *testing.T) {
 	ctx := context.Background()
 	portGroup := testName("pg:1")
 	config := strings.Replace(
-		dvsConfig(lab, "rdma", allHosts(lab, lab.RDMANICs()[0]), ""),
+		rdmaDVSConfig(lab, "rdma", allHosts(lab, lab.RDMANICs()[0]), ""),
 		portGroupLine("pvrdma-vms"),
 		fmt.Sprintf("name = %q", portGroup),
 		1,
@@ -160,7 +160,7 @@ func TestAccRDMADVS_importWithoutPortGroup(t *testing.T) {
 	sharedID, err := lab.PortGroupID(ctx, shared)
 	acctest.Must(t, err)
 	// An import as the first step needs the provider's source spelled out.
-	config := acctest.RequiredProviders + dvsConfig(lab, "rdma", map[string]string{host: nic}, `  version = "8.0.3"`)
+	config := acctest.RequiredProviders + rdmaDVSConfig(lab, "rdma", map[string]string{host: nic}, `  version = "8.0.3"`)
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{

@@ -24,7 +24,7 @@ func TestAccRDMADVS_createFailsHalfWay(t *testing.T) {
 	simulatedOnly(t, lab, "injects a task fault")
 	acctest.Must(t, lab.InjectTaskFault("ReconfigureDvs_Task", testName("rdma"), vcsimlab.Fault{Type: "DvsFault"}))
 	nic := lab.RDMANICs()[0]
-	config := dvsConfig(lab, "rdma", allHosts(lab, nic), "")
+	config := rdmaDVSConfig(lab, "rdma", allHosts(lab, nic), "")
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
@@ -59,7 +59,7 @@ func TestAccRDMADVS_createFailsAfterHostsJoined(t *testing.T) {
 	lab := startLab(t, vcsimlab.Options{})
 	simulatedOnly(t, lab, "injects a task fault")
 	acctest.Must(t, lab.InjectTaskFault("CreateDVPortgroup_Task", testName("rdma"), vcsimlab.Fault{Type: "DvsFault"}))
-	config := dvsConfig(lab, "rdma", allHosts(lab, lab.RDMANICs()[0]), "")
+	config := rdmaDVSConfig(lab, "rdma", allHosts(lab, lab.RDMANICs()[0]), "")
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
@@ -86,7 +86,7 @@ func TestAccRDMADVS_portGroupCreatedUnconfirmed(t *testing.T) {
 	lab := startLab(t, vcsimlab.Options{})
 	simulatedOnly(t, lab, "fails the read of a task")
 	ctx := context.Background()
-	config := dvsConfig(lab, "rdma", allHosts(lab, lab.RDMANICs()[0]), "")
+	config := rdmaDVSConfig(lab, "rdma", allHosts(lab, lab.RDMANICs()[0]), "")
 	portGroup := testName("pvrdma-vms")
 	var createdID string
 	resource.UnitTest(t, resource.TestCase{
@@ -132,7 +132,7 @@ func TestAccRDMADVS_switchCreatedUnconfirmed(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
 	simulatedOnly(t, lab, "fails the read of a task")
-	config := dvsConfig(lab, "rdma", allHosts(lab, lab.RDMANICs()[0]), "")
+	config := rdmaDVSConfig(lab, "rdma", allHosts(lab, lab.RDMANICs()[0]), "")
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
@@ -165,7 +165,7 @@ func TestAccRDMADVS_taintedSwitchDestroys(t *testing.T) {
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
-				Config:      dvsConfig(lab, "rdma", allHosts(lab, lab.RDMANICs()[0]), ""),
+				Config:      rdmaDVSConfig(lab, "rdma", allHosts(lab, lab.RDMANICs()[0]), ""),
 				ExpectError: acctest.Wording(`Cannot create distributed switch ` + testName("rdma")),
 			},
 		},

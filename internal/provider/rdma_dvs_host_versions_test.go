@@ -62,7 +62,7 @@ func TestAccRDMADVS_hostTooOldForNewSwitch(t *testing.T) {
 		if version != "" {
 			extra = `  version = "` + version + `"`
 		}
-		return dvsConfig(lab, "rdma", allHosts(lab, "vmnic4"), extra)
+		return rdmaDVSConfig(lab, "rdma", allHosts(lab, "vmnic4"), extra)
 	}
 	refused := func(version string) string {
 		return fmt.Sprintf(`Host %s (%s) runs ESXi 7.0.3 and cannot join a version %s distributed switch: a distributed switch accepts hosts `+
@@ -122,7 +122,7 @@ func TestAccRDMADVS_hostTooOldToJoin(t *testing.T) {
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
-				Config: dvsConfig(lab, "rdma", young, ""),
+				Config: rdmaDVSConfig(lab, "rdma", young, ""),
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(dvsAddr, tfjsonpath.New("version"), knownvalue.StringExact("8.0.3")),
 				},
@@ -132,7 +132,7 @@ func TestAccRDMADVS_hostTooOldToJoin(t *testing.T) {
 				},
 			},
 			{
-				Config: dvsConfig(lab, "rdma", allHosts(lab, "vmnic4"), ""), PlanOnly: true,
+				Config: rdmaDVSConfig(lab, "rdma", allHosts(lab, "vmnic4"), ""), PlanOnly: true,
 				ExpectError: acctest.Wording(fmt.Sprintf(`Host %s (%s) runs ESXi 7.0.3 and cannot join switch rdma, at version 8.0.3: a distributed switch `+
 					`accepts hosts of its own ESXi version or later, and a switch cannot be downgraded. The newest switch version it can run is `+
 					`7.0.3. Upgrade the host to ESXi 8.0.3 or later, or leave it out of the switch.`, old, lab.HostID(old))),
@@ -143,7 +143,7 @@ func TestAccRDMADVS_hostTooOldToJoin(t *testing.T) {
 						t.Errorf("after the refused join: hosts %v, want the two young ones", d.Hosts)
 					}
 				},
-				Config: dvsConfig(lab, "rdma", young, ""),
+				Config: rdmaDVSConfig(lab, "rdma", young, ""),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectEmptyPlan(),
 				}},

@@ -28,7 +28,7 @@ func TestAccRDMADVS_refusals(t *testing.T) {
 		hosts[first] = nic
 		return hosts
 	}
-	twice := dvsConfig(lab, "rdma", allHosts(lab, nics[0]), "")
+	twice := rdmaDVSConfig(lab, "rdma", allHosts(lab, nics[0]), "")
 	twice = strings.Replace(
 		twice,
 		"  host {\n",
@@ -76,7 +76,7 @@ func TestAccRDMADVS_refusals(t *testing.T) {
 	}
 	steps := []resource.TestStep{
 		{
-			Config: dvsConfig(lab, "rdma", with(missing), ""), PlanOnly: true,
+			Config: rdmaDVSConfig(lab, "rdma", with(missing), ""), PlanOnly: true,
 			ExpectError: acctest.Wording(
 				fmt.Sprintf(
 					"Host %s (%s) has no physical NIC %s; its NICs are %s. Its free RDMA NICs: %s.",
@@ -91,7 +91,7 @@ func TestAccRDMADVS_refusals(t *testing.T) {
 	}
 	if usedNIC != "" {
 		steps = append(steps, resource.TestStep{
-			Config: dvsConfig(lab, "rdma", with(usedNIC), ""), PlanOnly: true,
+			Config: rdmaDVSConfig(lab, "rdma", with(usedNIC), ""), PlanOnly: true,
 			ExpectError: acctest.Wording(
 				fmt.Sprintf(`%s on host %s (%s) is an uplink of %s. Free it there, or choose another NIC.`, usedNIC, first, lab.HostID(first), usedBy),
 			),
@@ -101,21 +101,26 @@ func TestAccRDMADVS_refusals(t *testing.T) {
 		steps,
 		resource.TestStep{Config: twice, PlanOnly: true, ExpectError: teaming},
 		resource.TestStep{
-			Config:      dvsConfig(lab, "rdma", with("eth0"), ""),
+			Config:      rdmaDVSConfig(lab, "rdma", with("eth0"), ""),
 			PlanOnly:    true,
 			ExpectError: acctest.Wording(`must name a physical NIC such as vmnic4`),
 		},
 		resource.TestStep{
-			Config:   strings.Replace(dvsConfig(lab, "rdma", allHosts(lab, nics[0]), ""), "  port_group {\n    "+portGroupLine("pvrdma-vms")+"\n  }\n", "", 1),
+			Config: strings.Replace(
+				rdmaDVSConfig(lab, "rdma", allHosts(lab, nics[0]), ""),
+				"  port_group {\n    "+portGroupLine("pvrdma-vms")+"\n  }\n",
+				"",
+				1,
+			),
 			PlanOnly: true, ExpectError: regexp.MustCompile(`(?s)port_group.*must have a configuration value`),
 		},
 		resource.TestStep{
-			Config:      dvsConfig(lab, "rdma", allHosts(lab, nics[0]), `  version = "6.5.0"`),
+			Config:      rdmaDVSConfig(lab, "rdma", allHosts(lab, nics[0]), `  version = "6.5.0"`),
 			PlanOnly:    true,
 			ExpectError: acctest.Wording(`vCenter offers distributed switch versions ` + offered + `, not 6.5.0.`),
 		},
 		resource.TestStep{
-			Config:      dvsConfig(lab, "rdma", allHosts(lab, nics[0]), `  mtu = 9216`),
+			Config:      rdmaDVSConfig(lab, "rdma", allHosts(lab, nics[0]), `  mtu = 9216`),
 			PlanOnly:    true,
 			ExpectError: acctest.Wording(`mtu value must be between 1280 and 9000`),
 		},
@@ -125,15 +130,15 @@ func TestAccRDMADVS_refusals(t *testing.T) {
 				acctest.Must(t, lab.CreateSwitch(ctx, testName("storage-dvs"), first, nics[1]))
 				destroySwitchAfter(t, lab, testName("storage-dvs"))
 			},
-			Config: dvsConfig(lab, "rdma", with(nics[1]), ""), PlanOnly: true,
+			Config: rdmaDVSConfig(lab, "rdma", with(nics[1]), ""), PlanOnly: true,
 			ExpectError: acctest.Wording(
 				fmt.Sprintf(`%s on host %s (%s) is an uplink of distributed switch %q.`, nics[1], first, lab.HostID(first), testName("storage-dvs")),
 			),
 		},
 		// A downgrade is refused at plan time.
-		resource.TestStep{Config: dvsConfig(lab, "rdma", allHosts(lab, nics[0]), `  version = "8.0.3"`)},
+		resource.TestStep{Config: rdmaDVSConfig(lab, "rdma", allHosts(lab, nics[0]), `  version = "8.0.3"`)},
 		resource.TestStep{
-			Config: dvsConfig(lab, "rdma", allHosts(lab, nics[0]), `  version = "8.0.0"`), PlanOnly: true,
+			Config: rdmaDVSConfig(lab, "rdma", allHosts(lab, nics[0]), `  version = "8.0.0"`), PlanOnly: true,
 			ExpectError: acctest.Wording(`Switch ` + testName("rdma") + ` is at version 8.0.3; vSphere cannot downgrade a distributed switch to 8.0.0.`),
 		},
 	)
@@ -154,7 +159,7 @@ func TestAccRDMADVS_destroyRefusedWhileInUse(t *testing.T) {
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
-				Config: dvsConfig(lab, "rdma", allHosts(lab, lab.RDMANICs()[0]), ""),
+				Config: rdmaDVSConfig(lab, "rdma", allHosts(lab, lab.RDMANICs()[0]), ""),
 				Check: func(s *terraform.State) error {
 					attrs := s.RootModule().Resources[dvsAddr].Primary.Attributes
 					switchUUID, portGroupKey = attrs["id"], attrs["port_group_key"]
@@ -202,7 +207,7 @@ func TestAccRDMADVS_hostLeavingInUse(t *testing.T) {
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
-				Config: dvsConfig(lab, "rdma", allHosts(lab, nic), ""),
+				Config: rdmaDVSConfig(lab, "rdma", allHosts(lab, nic), ""),
 				Check: func(s *terraform.State) error {
 					attrs := s.RootModule().Resources[dvsAddr].Primary.Attributes
 					switchUUID, portGroupKey = attrs["id"], attrs["port_group_key"]
@@ -213,7 +218,7 @@ func TestAccRDMADVS_hostLeavingInUse(t *testing.T) {
 				PreConfig: func() {
 					acctest.Must(t, lab.AddPVRDMAAdapter(context.Background(), vmName, switchUUID, portGroupKey))
 				},
-				Config: dvsConfig(lab, "rdma", others, ""),
+				Config: rdmaDVSConfig(lab, "rdma", others, ""),
 				ExpectError: acctest.Wording(fmt.Sprintf(`Host %s (%s) cannot leave switch %s: virtual machines on it have adapters `+
 					`that this configuration does not remove on the switch's port groups: port group %q: %s (PVRDMA). vCenter refuses to remove `+
 					`a host from a switch while they do: remove those adapters first`, host, lab.HostID(host), testName("rdma"), testName("pvrdma-vms"), vmName)),
@@ -222,15 +227,15 @@ func TestAccRDMADVS_hostLeavingInUse(t *testing.T) {
 				PreConfig: func() {
 					acctest.Must(t, lab.RemovePVRDMAAdapters(context.Background(), vmName))
 				},
-				Config:            dvsConfig(lab, "rdma", others, ""),
+				Config:            rdmaDVSConfig(lab, "rdma", others, ""),
 				ConfigStateChecks: []statecheck.StateCheck{statecheck.ExpectKnownValue(dvsAddr, tfjsonpath.New("host"), hostSet(lab, others))},
 			},
 			// An adapter this configuration removes in the same apply does
 			// not hold the host: Terraform removes it first.
-			{Config: dvsConfig(lab, "rdma", allHosts(lab, nic), "")},
-			{Config: dvsConfig(lab, "rdma", allHosts(lab, nic), "") + nicOn(lab.VMUUID(vmName), "vspherehpc_rdma_dvs.rdma.port_group_id", "")},
+			{Config: rdmaDVSConfig(lab, "rdma", allHosts(lab, nic), "")},
+			{Config: rdmaDVSConfig(lab, "rdma", allHosts(lab, nic), "") + nicOn(lab.VMUUID(vmName), "vspherehpc_rdma_dvs.rdma.port_group_id", "")},
 			{
-				Config:            dvsConfig(lab, "rdma", others, ""),
+				Config:            rdmaDVSConfig(lab, "rdma", others, ""),
 				ConfigStateChecks: []statecheck.StateCheck{statecheck.ExpectKnownValue(dvsAddr, tfjsonpath.New("host"), hostSet(lab, others))},
 			},
 		},
@@ -245,7 +250,7 @@ func TestAccRDMADVS_refusedAtPlan(t *testing.T) {
 	lab := startLab(t, vcsimlab.Options{})
 	ctx := context.Background()
 	first := lab.HostNames()[0]
-	config := dvsConfig(lab, "rdma", allHosts(lab, lab.RDMANICs()[0]), "")
+	config := rdmaDVSConfig(lab, "rdma", allHosts(lab, lab.RDMANICs()[0]), "")
 	withHostID := func(id string) string {
 		return strings.Replace(config, fmt.Sprintf("host_system_id = %q", lab.HostID(first)), fmt.Sprintf("host_system_id = %q", id), 1)
 	}
@@ -316,7 +321,7 @@ func TestAccRDMADVS_refusedAtPlan(t *testing.T) {
 func TestAccRDMADVS_noVCenter(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
-	config := strings.Replace(dvsConfig(lab, "rdma", allHosts(lab, lab.RDMANICs()[0]), ""), acctest.ProviderConfig(lab), "", 1)
+	config := strings.Replace(rdmaDVSConfig(lab, "rdma", allHosts(lab, lab.RDMANICs()[0]), ""), acctest.ProviderConfig(lab), "", 1)
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
@@ -338,12 +343,12 @@ func TestAccRDMADVS_nicClaimedTwice(t *testing.T) {
 	nic := lab.RDMANICs()[0]
 	second := strings.NewReplacer(`resource "vspherehpc_rdma_dvs" "rdma"`, `resource "vspherehpc_rdma_dvs" "other"`,
 		dvsNameLine("rdma"), dvsNameLine("rdma-other"), portGroupLine("pvrdma-vms"), portGroupLine("pvrdma-other")).
-		Replace(strings.Replace(dvsConfig(lab, "rdma", map[string]string{first: nic}, ""), acctest.ProviderConfig(lab), "", 1))
+		Replace(strings.Replace(rdmaDVSConfig(lab, "rdma", map[string]string{first: nic}, ""), acctest.ProviderConfig(lab), "", 1))
 	name := regexp.QuoteMeta(testName("rdma"))
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{{
-			Config: dvsConfig(lab, "rdma", map[string]string{first: nic}, "") + second, PlanOnly: true,
+			Config: rdmaDVSConfig(lab, "rdma", map[string]string{first: nic}, "") + second, PlanOnly: true,
 			ExpectError: regexp.MustCompile(
 				`(?s)Claimed twice in this configuration.*Two\s+resource\s+instances\s+of\s+this\s+configuration\s+claim\s+` + regexp.QuoteMeta(
 					nic,
@@ -365,12 +370,12 @@ func TestAccRDMADVS_portGroupNameClaimedTwice(t *testing.T) {
 	nic := lab.RDMANICs()[0]
 	second := strings.NewReplacer(`resource "vspherehpc_rdma_dvs" "rdma"`, `resource "vspherehpc_rdma_dvs" "other"`,
 		dvsNameLine("rdma"), dvsNameLine("rdma-other")).
-		Replace(strings.Replace(dvsConfig(lab, "rdma", map[string]string{hosts[1]: nic}, ""), acctest.ProviderConfig(lab), "", 1))
+		Replace(strings.Replace(rdmaDVSConfig(lab, "rdma", map[string]string{hosts[1]: nic}, ""), acctest.ProviderConfig(lab), "", 1))
 	name := regexp.QuoteMeta(testName("rdma"))
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{{
-			Config: dvsConfig(lab, "rdma", map[string]string{hosts[0]: nic}, "") + second, PlanOnly: true,
+			Config: rdmaDVSConfig(lab, "rdma", map[string]string{hosts[0]: nic}, "") + second, PlanOnly: true,
 			ExpectError: regexp.MustCompile(
 				`(?s)Claimed twice in this configuration.*Two\s+resource\s+instances\s+of\s+this\s+configuration\s+claim\s+the\s+port\s+group\s+name\s+"` +
 					regexp.QuoteMeta(testName("pvrdma-vms")) + `"\s+in\s+datacenter\s+` + lab.DatacenterID() + `:\s+the\s+port\s+group\s+of\s+switch\s+"` + name +
@@ -391,13 +396,13 @@ func TestAccRDMADVS_numbersNotWhole(t *testing.T) {
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
-			{Config: dvsConfig(lab, "rdma-numbers", hosts, "  mtu = 1500.5"), PlanOnly: true,
+			{Config: rdmaDVSConfig(lab, "rdma-numbers", hosts, "  mtu = 1500.5"), PlanOnly: true,
 				ExpectError: acctest.Wording(`mtu must be a whole number from 1280 to 9000; 1500.5 is not.`)},
-			{Config: dvsConfig(lab, "rdma-numbers", hosts, "  uplink_count = 1e400"), PlanOnly: true,
+			{Config: rdmaDVSConfig(lab, "rdma-numbers", hosts, "  uplink_count = 1e400"), PlanOnly: true,
 				ExpectError: acctest.Wording(`uplink_count must be a whole number from 1 to 32; 1e+400 is not.`)},
 			{
 				Config: strings.Replace(
-					dvsConfig(lab, "rdma-numbers", hosts, ""),
+					rdmaDVSConfig(lab, "rdma-numbers", hosts, ""),
 					portGroupLine("pvrdma-vms"),
 					portGroupLine("pvrdma-vms")+"\n    vlan_id = 10.5",
 					1,
@@ -432,7 +437,7 @@ func TestAccRDMADVS_hostOfAnotherDatacenterRefusedAtPlan(t *testing.T) {
 	other, err := lab.AddStandaloneHost(ctx, "/site-b/dc-b", "esx-b.example.com")
 	acctest.Must(t, err)
 	hosts := allHosts(lab, lab.RDMANICs()[0])
-	withOther := dvsConfig(lab, "rdma", hosts, fmt.Sprintf("  host {\n    host_system_id = %q\n    vmnic          = \"vmnic0\"\n  }\n", other))
+	withOther := rdmaDVSConfig(lab, "rdma", hosts, fmt.Sprintf("  host {\n    host_system_id = %q\n    vmnic          = \"vmnic0\"\n  }\n", other))
 	refused := acctest.Wording(fmt.Sprintf("Host esx-b.example.com (%s) is in datacenter dc-b (", other))
 	explained := acctest.Wording(fmt.Sprintf("not in %s, the datacenter of switch %s: a distributed switch takes the hosts of its own datacenter only",
 		lab.DatacenterID(), testName("rdma")))
@@ -442,7 +447,7 @@ func TestAccRDMADVS_hostOfAnotherDatacenterRefusedAtPlan(t *testing.T) {
 		Steps: []resource.TestStep{
 			{Config: withOther, PlanOnly: true, ExpectError: refused},
 			{Config: withOther, PlanOnly: true, ExpectError: explained},
-			{Config: dvsConfig(lab, "rdma", hosts, "")},
+			{Config: rdmaDVSConfig(lab, "rdma", hosts, "")},
 			// Joining an existing switch: refused the same way.
 			{Config: withOther, PlanOnly: true, ExpectError: refused},
 		},

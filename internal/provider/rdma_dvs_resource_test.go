@@ -21,10 +21,10 @@ import (
 
 const dvsAddr = "vspherehpc_rdma_dvs.rdma"
 
-// dvsConfig is a switch over the given hosts (name -> vmnic) plus extra
+// rdmaDVSConfig is a switch over the given hosts (name -> vmnic) plus extra
 // arguments. The switch is named testName(name), its port group
 // testName("pvrdma-vms"): an external run creates them under its prefix.
-func dvsConfig(lab *vcsimlab.Lab, name string, hosts map[string]string, extra string) string {
+func rdmaDVSConfig(lab *vcsimlab.Lab, name string, hosts map[string]string, extra string) string {
 	var names []string
 	for h := range hosts {
 		names = append(names, h)
@@ -46,7 +46,7 @@ resource "vspherehpc_rdma_dvs" "rdma" {
 `, lab.DatacenterID(), testName(name), portGroupLine("pvrdma-vms"), b.String(), extra)
 }
 
-// dvsNameLine and portGroupLine are the lines of dvsConfig that name the
+// dvsNameLine and portGroupLine are the lines of rdmaDVSConfig that name the
 // switch and its port group (given as the test writes them), for tests that
 // edit them.
 func dvsNameLine(name string) string { return fmt.Sprintf("name          = %q", testName(name)) }
@@ -126,7 +126,7 @@ func TestAccRDMADVS_basic(t *testing.T) {
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
-				Config: dvsConfig(lab, "rdma", hosts, `  version = "8.0.0"`),
+				Config: rdmaDVSConfig(lab, "rdma", hosts, `  version = "8.0.0"`),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(dvsAddr, plancheck.ResourceActionCreate),
 				}},
@@ -155,28 +155,28 @@ func TestAccRDMADVS_basic(t *testing.T) {
 			},
 			{
 				// Import then plan is empty: an import block plans a no-op import.
-				Config:       acctest.RequiredProviders + dvsConfig(lab, "rdma", hosts, `  version = "8.0.0"`),
+				Config:       acctest.RequiredProviders + rdmaDVSConfig(lab, "rdma", hosts, `  version = "8.0.0"`),
 				ResourceName: dvsAddr, ImportState: true, ImportStateKind: resource.ImportBlockWithID,
 				ImportStateId: path,
 			},
 			{
-				Config: dvsConfig(lab, "rdma", hosts, "  mtu = 1500\n  version = \"8.0.0\""),
+				Config: rdmaDVSConfig(lab, "rdma", hosts, "  mtu = 1500\n  version = \"8.0.0\""),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(dvsAddr, plancheck.ResourceActionUpdate),
 				}},
 				ConfigStateChecks: []statecheck.StateCheck{statecheck.ExpectKnownValue(dvsAddr, tfjsonpath.New("mtu"), knownvalue.Int64Exact(1500))},
 			},
 			{
-				Config:            dvsConfig(lab, "rdma", fewer, `  version = "8.0.0"`),
+				Config:            rdmaDVSConfig(lab, "rdma", fewer, `  version = "8.0.0"`),
 				ConfigStateChecks: []statecheck.StateCheck{statecheck.ExpectKnownValue(dvsAddr, tfjsonpath.New("host"), hostSet(lab, fewer))},
 			},
 			{
-				Config:            dvsConfig(lab, "rdma", moved, `  version = "8.0.0"`),
+				Config:            rdmaDVSConfig(lab, "rdma", moved, `  version = "8.0.0"`),
 				ConfigStateChecks: []statecheck.StateCheck{statecheck.ExpectKnownValue(dvsAddr, tfjsonpath.New("host"), hostSet(lab, moved))},
 			},
 			{
 				// Rename, NIOC, description, upgrade and port group, all in place.
-				Config: renamedPortGroup(dvsConfig(lab, "rdma-renamed", moved, `
+				Config: renamedPortGroup(rdmaDVSConfig(lab, "rdma-renamed", moved, `
   description                = "PVRDMA fabric"
   network_io_control_enabled = true
   version                    = "8.0.3"
@@ -204,7 +204,7 @@ func TestAccRDMADVS_basic(t *testing.T) {
 			},
 			{
 				// vSphere cannot clear a description: dropping the argument keeps it.
-				Config: renamedPortGroup(dvsConfig(lab, "rdma-renamed", moved, `
+				Config: renamedPortGroup(rdmaDVSConfig(lab, "rdma-renamed", moved, `
   network_io_control_enabled = true
   uplink_count               = 2
 `)),
@@ -222,7 +222,7 @@ func TestAccRDMADVS_disappears(t *testing.T) {
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{{
-			Config: dvsConfig(lab, "rdma", allHosts(lab, lab.RDMANICs()[0]), ""),
+			Config: rdmaDVSConfig(lab, "rdma", allHosts(lab, lab.RDMANICs()[0]), ""),
 			Check: func(*terraform.State) error {
 				return lab.DestroySwitch(context.Background(), testName("rdma"))
 			},
@@ -238,7 +238,7 @@ func TestAccRDMADVS_drift(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
 	nics := lab.RDMANICs()
-	config := dvsConfig(lab, "rdma", allHosts(lab, nics[0]), "")
+	config := rdmaDVSConfig(lab, "rdma", allHosts(lab, nics[0]), "")
 	name, portGroup := testName("rdma"), testName("pvrdma-vms")
 	update := resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(dvsAddr, plancheck.ResourceActionUpdate)}}
 	ctx := context.Background()
@@ -282,7 +282,7 @@ func TestAccRDMADVS_versionDrift(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
 	at := func(version string) string {
-		return dvsConfig(lab, "rdma", allHosts(lab, lab.RDMANICs()[0]), `  version = "`+version+`"`)
+		return rdmaDVSConfig(lab, "rdma", allHosts(lab, lab.RDMANICs()[0]), `  version = "`+version+`"`)
 	}
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
@@ -311,7 +311,7 @@ func TestAccRDMADVS_portGroupGone(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
 	ctx := context.Background()
-	config := dvsConfig(lab, "rdma", allHosts(lab, lab.RDMANICs()[0]), "")
+	config := rdmaDVSConfig(lab, "rdma", allHosts(lab, lab.RDMANICs()[0]), "")
 	portGroup, storage := testName("pvrdma-vms"), testName("storage")
 	currentID := knownvalue.StringFunc(func(v string) error {
 		id, err := lab.PortGroupID(ctx, portGroup)
@@ -413,7 +413,7 @@ func TestAccRDMADVS_namesWithSlashPercentBackslash(t *testing.T) {
 	ctx := context.Background()
 	hosts := allHosts(lab, lab.RDMANICs()[0])
 	named := func(switchName, portGroup string) string {
-		config := dvsConfig(lab, "rdma", hosts, "")
+		config := rdmaDVSConfig(lab, "rdma", hosts, "")
 		config = strings.Replace(config, dvsNameLine("rdma"), fmt.Sprintf("name          = %q", testName(switchName)), 1)
 		return strings.Replace(config, portGroupLine("pvrdma-vms"), fmt.Sprintf("name = %q", testName(portGroup)), 1)
 	}

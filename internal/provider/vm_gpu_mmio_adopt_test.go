@@ -24,7 +24,7 @@ func TestAccVMGPUMMIO_identity(t *testing.T) {
 	uuid := lab.VMUUID(lab.VMNames()[0])
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		Steps: identitySteps(gpuAddr, gpuConfig(lab, uuid, twoGPUs(lab)), map[string]knownvalue.Check{
+		Steps: identitySteps(gpuAddr, vmGPUMMIOConfig(lab, uuid, twoGPUs(lab)), map[string]knownvalue.Check{
 			"virtual_machine_id": knownvalue.StringExact(uuid),
 		}),
 	})

@@ -47,8 +47,8 @@ func TestAccVMGPUMMIO_orderNeverMatters(t *testing.T) {
 		acctest.Must(t, lab.SetVMExtraConfig(ctx, vm, key, value))
 	}
 	acctest.Must(t, lab.SetVMMemoryReservationLocked(ctx, vm, true))
-	byPCIID := gpuConfig(lab, uuid, gpuBlock(gpus[0])+gpuBlock(gpus[1]))
-	reversed := gpuConfig(lab, uuid, gpuBlock(gpus[1])+gpuBlock(gpus[0]))
+	byPCIID := vmGPUMMIOConfig(lab, uuid, gpuBlock(gpus[0])+gpuBlock(gpus[1]))
+	reversed := vmGPUMMIOConfig(lab, uuid, gpuBlock(gpus[1])+gpuBlock(gpus[0]))
 	vmUntouched := func(*terraform.State) error {
 		got, err := lab.VMSettings(ctx, vm)
 		if err == nil && !slices.Equal(got.GPUs, []string{gpus[1], gpus[0]}) {
@@ -111,26 +111,26 @@ func TestAccVMGPUMMIO_copiesRefused(t *testing.T) {
 	tfresource.UnitTest(t, tfresource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []tfresource.TestStep{
-			{Config: gpuConfig(lab, uuid, dynamic(2)), PlanOnly: true,
+			{Config: vmGPUMMIOConfig(lab, uuid, dynamic(2)), PlanOnly: true,
 				ExpectError: acctest.Wording(
 					`gpu blocks 1, 2 all ask for GPUs of model 10de:2330, 2 in all. The GPUs of a model are one block: give one block with count = 2.`,
 				)},
-			{Config: gpuConfig(lab, uuid, dynamic(40)), PlanOnly: true,
+			{Config: vmGPUMMIOConfig(lab, uuid, dynamic(40)), PlanOnly: true,
 				ExpectError: acctest.Wording(
 					`gpu blocks ` + blocks(
 						40,
 					) + ` all ask for GPUs of model 10de:2330, 40 in all. The GPUs of a model are one block: give one block with count = 40.`,
 				)},
-			{Config: gpuConfig(lab, uuid, dynamic(130)), PlanOnly: true,
+			{Config: vmGPUMMIOConfig(lab, uuid, dynamic(130)), PlanOnly: true,
 				ExpectError: acctest.Wording(
 					`130 in all. The GPUs of a model are one block: give one block with count (at most 128, the most passthrough devices a VM takes).`,
 				)},
-			{Config: gpuConfig(lab, uuid, gpuBlock(gpu)+dynamic(1)+gpuBlock(gpu)), PlanOnly: true,
+			{Config: vmGPUMMIOConfig(lab, uuid, gpuBlock(gpu)+dynamic(1)+gpuBlock(gpu)), PlanOnly: true,
 				ExpectError: acctest.Wording(`GPU ` + gpu + ` is in gpu blocks 1, 3. A GPU passes through to a VM once: remove the copies.`)},
-			{Config: gpuConfig(lab, uuid, gpuBlock(gpu)+device+device+"  mmio_size_gb = 256\n"), PlanOnly: true,
+			{Config: vmGPUMMIOConfig(lab, uuid, gpuBlock(gpu)+device+device+"  mmio_size_gb = 256\n"), PlanOnly: true,
 				ExpectError: acctest.Wording(`PCI device ` + lab.GPUs()[1] + ` is in pci_device blocks 1 and 2. A device passes through once: remove the copy.`)},
 			{
-				Config:      gpuConfig(lab, uuid, dynamic(1)+"  gpu {\n    vendor_id = \"10de\"\n    device_id = \"2330\"\n    count     = 200\n  }\n"),
+				Config:      vmGPUMMIOConfig(lab, uuid, dynamic(1)+"  gpu {\n    vendor_id = \"10de\"\n    device_id = \"2330\"\n    count     = 200\n  }\n"),
 				PlanOnly:    true,
 				ExpectError: acctest.Wording(`count = 200: a gpu block asks for 2 to 128 GPUs of its model`),
 			},

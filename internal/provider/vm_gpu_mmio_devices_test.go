@@ -29,8 +29,8 @@ const (
 	ibVF1     = "0000:86:00.2"
 )
 
-// ibSRIOVConfig turns SR-IOV on for ibPF with four VFs on the host of vm.
-func ibSRIOVConfig(lab *vcsimlab.Lab, vm string) string {
+// hostSRIOVIBConfig turns SR-IOV on for ibPF with four VFs on the host of vm.
+func hostSRIOVIBConfig(lab *vcsimlab.Lab, vm string) string {
 	return fmt.Sprintf(`
 resource "vspherehpc_host_sriov" "ib" {
   host_system_id        = %q
@@ -40,10 +40,10 @@ resource "vspherehpc_host_sriov" "ib" {
 `, lab.HostID(lab.VMHostName(vm)), ibPF)
 }
 
-// ibPassthroughConfig turns passthrough on for ibVF0 and the whole
+// hostPCIPassthroughIBConfig turns passthrough on for ibVF0 and the whole
 // ibWholePF. The VF exists once SR-IOV is active, and vSphere links no VF
 // to its PF, so a configuration applies SR-IOV first, then this.
-func ibPassthroughConfig(lab *vcsimlab.Lab, vm string) string {
+func hostPCIPassthroughIBConfig(lab *vcsimlab.Lab, vm string) string {
 	return fmt.Sprintf(`
 resource "vspherehpc_host_pci_passthrough" "ib" {
   host_system_id = %q
@@ -86,13 +86,13 @@ func TestAccVMGPUMMIO_infinibandDevices(t *testing.T) {
 		for _, d := range devices {
 			body += fmt.Sprintf("  pci_device {\n    pci_id = %q\n  }\n", d)
 		}
-		return gpuConfig(lab, uuid, body) + ibSRIOVConfig(lab, vm) + ibPassthroughConfig(lab, vm)
+		return vmGPUMMIOConfig(lab, uuid, body) + hostSRIOVIBConfig(lab, vm) + hostPCIPassthroughIBConfig(lab, vm)
 	}
 	device := func(i int) tfjsonpath.Path { return tfjsonpath.New("pci_device").AtSliceIndex(i).AtMapKey("pci_id") }
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
-			{Config: acctest.ProviderConfig(lab) + ibSRIOVConfig(lab, vm)},
+			{Config: acctest.ProviderConfig(lab) + hostSRIOVIBConfig(lab, vm)},
 			{
 				Config: withVM(ibVF0, ibWholePF),
 				ConfigStateChecks: []statecheck.StateCheck{
@@ -156,7 +156,7 @@ func TestAccVMGPUMMIO_deviceRefusals(t *testing.T) {
 	}
 	service := acctest.LabClient(lab)
 	config := func(vmName, body string) string {
-		return gpuConfig(lab, lab.VMUUID(vmName), "  mmio_size_gb = 64\n"+body)
+		return vmGPUMMIOConfig(lab, lab.VMUUID(vmName), "  mmio_size_gb = 64\n"+body)
 	}
 	one := func(pciID string) string { return fmt.Sprintf("  pci_device {\n    pci_id = %q\n  }\n", pciID) }
 	resource.UnitTest(t, resource.TestCase{
@@ -266,7 +266,7 @@ func TestAccVMGPUMMIO_notActiveWording(t *testing.T) {
 	uplink := h.PhysicalNICs[slices.IndexFunc(h.PhysicalNICs, func(n vsphere.PhysicalNIC) bool { return n.Name == lab.RDMANICs()[0] })]
 	acctest.Must(t, lab.CreateSwitch(ctx, testName("taken"), host, uplink.Name))
 	destroySwitchAfter(t, lab, testName("taken"))
-	config := func(body string) string { return gpuConfig(lab, lab.VMUUID(vm), "  mmio_size_gb = 64\n"+body) }
+	config := func(body string) string { return vmGPUMMIOConfig(lab, lab.VMUUID(vm), "  mmio_size_gb = 64\n"+body) }
 	device := func(pciID string) string { return fmt.Sprintf("  pci_device {\n    pci_id = %q\n  }\n", pciID) }
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
@@ -299,7 +299,7 @@ func TestAccVMGPUMMIO_notActiveWording(t *testing.T) {
 					acctest.Must(t, lab.RebootHost(ctx, host))
 					acctest.Must(t, service.SetHostPassthrough(ctx, lab.HostID(host), map[string]bool{gpu: true}))
 				},
-				Config: gpuConfig(lab, lab.VMUUID(vm), gpuBlock(gpu)), PlanOnly: true,
+				Config: vmGPUMMIOConfig(lab, lab.VMUUID(vm), gpuBlock(gpu)), PlanOnly: true,
 				ExpectError: regexp.MustCompile(`(?s)GPU waits for a host reboot.*GPU\s+` + regexp.QuoteMeta(gpu) + `.*enabled\s+but\s+not\s+active\s+yet`),
 			},
 			{

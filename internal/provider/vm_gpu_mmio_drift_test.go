@@ -31,7 +31,7 @@ func TestAccVMGPUMMIO_equivalentValuesNeedNoPowerCycle(t *testing.T) {
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
-			{Config: gpuConfig(lab, lab.VMUUID(vm), base)},
+			{Config: vmGPUMMIOConfig(lab, lab.VMUUID(vm), base)},
 			{
 				PreConfig: func() {
 					settings, _, _, err := vmExtraConfig(lab, vm)
@@ -41,7 +41,7 @@ func TestAccVMGPUMMIO_equivalentValuesNeedNoPowerCycle(t *testing.T) {
 					acctest.Must(t, lab.PowerOnVM(ctx, vm))
 					lab.ResetCalls()
 				},
-				Config: gpuConfig(lab, lab.VMUUID(vm), base+"  allow_firmware_change = true\n"),
+				Config: vmGPUMMIOConfig(lab, lab.VMUUID(vm), base+"  allow_firmware_change = true\n"),
 				Check: func(*terraform.State) error {
 					c := lab.Calls()
 					if n := c["ShutdownGuest"] + c["PowerOffVM_Task"] + c["PowerOnVM_Task"] + c["ReconfigVM_Task"]; n != 0 {
@@ -50,7 +50,7 @@ func TestAccVMGPUMMIO_equivalentValuesNeedNoPowerCycle(t *testing.T) {
 					return nil
 				},
 			},
-			{PreConfig: func() { acctest.Must(t, lab.PowerOffVM(ctx, vm)) }, Config: gpuConfig(lab, lab.VMUUID(vm), base)},
+			{PreConfig: func() { acctest.Must(t, lab.PowerOffVM(ctx, vm)) }, Config: vmGPUMMIOConfig(lab, lab.VMUUID(vm), base)},
 		},
 	})
 }
@@ -64,7 +64,7 @@ func TestAccVMGPUMMIO_64bitMMIOOffOnARunningVM(t *testing.T) {
 	simulatedOnly(t, lab, "powers a VM on")
 	vm := lab.VMNames()[0]
 	ctx := context.Background()
-	config := gpuConfig(lab, lab.VMUUID(vm), twoGPUs(lab))
+	config := vmGPUMMIOConfig(lab, lab.VMUUID(vm), twoGPUs(lab))
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
@@ -111,14 +111,14 @@ func TestAccVMGPUMMIO_movedFromARunningVM(t *testing.T) {
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
-			{Config: gpuConfig(lab, lab.VMUUID(from), twoGPUs(lab))},
+			{Config: vmGPUMMIOConfig(lab, lab.VMUUID(from), twoGPUs(lab))},
 			{
 				PreConfig:   func() { acctest.Must(t, lab.PowerOnVM(ctx, from)) },
-				Config:      gpuConfig(lab, lab.VMUUID(to), twoGPUs(lab)),
+				Config:      vmGPUMMIOConfig(lab, lab.VMUUID(to), twoGPUs(lab)),
 				PlanOnly:    true,
 				ExpectError: acctest.Wording(`is powered on, and attaching or detaching GPUs, or switching the firmware to EFI needs it powered off`),
 			},
-			{PreConfig: func() { acctest.Must(t, lab.PowerOffVM(ctx, from)) }, Config: gpuConfig(lab, lab.VMUUID(to), twoGPUs(lab))},
+			{PreConfig: func() { acctest.Must(t, lab.PowerOffVM(ctx, from)) }, Config: vmGPUMMIOConfig(lab, lab.VMUUID(to), twoGPUs(lab))},
 		},
 	})
 }
@@ -132,7 +132,7 @@ func TestAccVMGPUMMIO_sameGPUTwice(t *testing.T) {
 	simulatedOnly(t, lab, "passes a GPU through out of band")
 	vm := lab.VMNames()[0]
 	ctx := context.Background()
-	config := gpuConfig(lab, lab.VMUUID(vm), gpuBlock(lab.GPUs()[0]))
+	config := vmGPUMMIOConfig(lab, lab.VMUUID(vm), gpuBlock(lab.GPUs()[0]))
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
@@ -169,7 +169,7 @@ func TestAccVMGPUMMIO_createTaskEndLost(t *testing.T) {
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{{
 			PreConfig: func() { lab.FailTaskEndRead(&types.HostNotConnected{}) },
-			Config:    gpuConfig(lab, lab.VMUUID(vm), twoGPUs(lab)),
+			Config:    vmGPUMMIOConfig(lab, lab.VMUUID(vm), twoGPUs(lab)),
 			ConfigStateChecks: []statecheck.StateCheck{
 				statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("mmio_size_gb"), knownvalue.Int64Exact(512)),
 			},
@@ -193,7 +193,7 @@ func TestAccVMGPUMMIO_dynamicGPUNarrowed(t *testing.T) {
 	simulatedOnly(t, lab, "edits a VM's devices out of band")
 	vm := lab.VMNames()[0]
 	ctx := context.Background()
-	config := gpuConfig(lab, lab.VMUUID(vm), "  gpu {\n    vendor_id = \"10de\"\n    device_id = \"2330\"\n    count     = 2\n  }\n")
+	config := vmGPUMMIOConfig(lab, lab.VMUUID(vm), "  gpu {\n    vendor_id = \"10de\"\n    device_id = \"2330\"\n    count     = 2\n  }\n")
 	plain := func(*terraform.State) error {
 		v, err := acctest.LabClient(lab).VM(ctx, lab.VMUUID(vm))
 		if err != nil {
@@ -243,7 +243,7 @@ func TestAccVMGPUMMIO_destroyAfterReregister(t *testing.T) {
 		Steps: []resource.TestStep{
 			{Config: reregisterConfig(lab, fmt.Sprintf("%q", lab.VMID(vm)), "")},
 			{
-				Config: switchesConfig(lab),
+				Config: rdmaDVSTwoSwitchesConfig(lab),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(nicAddr, plancheck.ResourceActionDestroy),
 					plancheck.ExpectResourceAction("vspherehpc_vm_gpu_mmio.gpu", plancheck.ResourceActionDestroy),

@@ -55,7 +55,7 @@ func TestAccVMGPUMMIO_gpuOnAnotherHost(t *testing.T) {
 		t.Fatalf("host %s has GPUs %v: want its own, not %s", newer, h200s, lab.GPUs()[0])
 	}
 	uuid := lab.VMUUID(vm)
-	applied := gpuConfig(lab, uuid, gpuBlock(lab.GPUs()[0]))
+	applied := vmGPUMMIOConfig(lab, uuid, gpuBlock(lab.GPUs()[0]))
 	unchanged := func(*terraform.State) error {
 		settings, err := lab.VMSettings(ctx, vm)
 		if err != nil {
@@ -72,7 +72,7 @@ func TestAccVMGPUMMIO_gpuOnAnotherHost(t *testing.T) {
 			{Config: applied, Check: unchanged},
 			{
 				// The newer host's H200 for a VM of the first host.
-				Config:   gpuConfig(lab, uuid, gpuBlock(h200s[0])),
+				Config:   vmGPUMMIOConfig(lab, uuid, gpuBlock(h200s[0])),
 				PlanOnly: true,
 				ExpectError: acctest.Wording(fmt.Sprintf("Virtual machine %s (%s) runs on host %s, which has no GPU %s; it is on host %s. "+
 					"A VM can only pass through its own host's GPUs.", vm, uuid, hosts[0], h200s[0], newer)),
@@ -134,7 +134,7 @@ func TestAccVMGPUMMIO_vmMovedToAnotherHost(t *testing.T) {
 	a, b := vmsOnTwoHosts(t, lab)
 	from, to := lab.VMHostName(a), lab.VMHostName(b)
 	gpu := lab.GPUs()[0]
-	config := gpuConfig(lab, lab.VMUUID(a), gpuBlock(gpu))
+	config := vmGPUMMIOConfig(lab, lab.VMUUID(a), gpuBlock(gpu))
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{

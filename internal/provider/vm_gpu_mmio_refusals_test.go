@@ -37,32 +37,32 @@ func TestAccVMGPUMMIO_refusals(t *testing.T) {
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
-			{Config: gpuConfig(lab, uuid, "  gpu {\n    pci_id = \""+gpu0+"\"\n    count  = 2\n  }\n"), PlanOnly: true,
+			{Config: vmGPUMMIOConfig(lab, uuid, "  gpu {\n    pci_id = \""+gpu0+"\"\n    count  = 2\n  }\n"), PlanOnly: true,
 				ExpectError: acctest.Wording(`The gpu block of ` + gpu0 + ` names one device: count is for dynamic DirectPath`)},
-			{Config: gpuConfig(lab, uuid, "  gpu {\n    vendor_id = \"10de\"\n    device_id = \"2330\"\n  }\n"+
+			{Config: vmGPUMMIOConfig(lab, uuid, "  gpu {\n    vendor_id = \"10de\"\n    device_id = \"2330\"\n  }\n"+
 				"  gpu {\n    vendor_id = \"10de\"\n    device_id = \"2330\"\n    count     = 2\n  }\n"), PlanOnly: true,
 				ExpectError: acctest.Wording(
 					`gpu blocks 1, 2 all ask for GPUs of model 10de:2330, 3 in all. The GPUs of a model are one block: give one block with count = 3.`,
 				)},
-			{Config: gpuConfig(lab, uuid, "  gpu {\n    vendor_id = \"10de\"\n    device_id = \"2330\"\n    count     = 1\n  }\n"), PlanOnly: true,
+			{Config: vmGPUMMIOConfig(lab, uuid, "  gpu {\n    vendor_id = \"10de\"\n    device_id = \"2330\"\n    count     = 1\n  }\n"), PlanOnly: true,
 				ExpectError: acctest.Wording(`count = 1 asks for one GPU of the model: leave count out for one GPU (count is for two or more).`)},
-			{Config: gpuConfig(lab, uuid, gpuBlock(gpu1)), PlanOnly: true,
+			{Config: vmGPUMMIOConfig(lab, uuid, gpuBlock(gpu1)), PlanOnly: true,
 				ExpectError: acctest.Wording(
 					fmt.Sprintf(`GPU %s on host %s is already configured on virtual machine %s (powered off).`, gpu1, lab.VMHostName(vm), other),
 				)},
-			{Config: gpuConfig(lab, uuid, gpuBlock("0000:af:00.0")), PlanOnly: true,
+			{Config: vmGPUMMIOConfig(lab, uuid, gpuBlock("0000:af:00.0")), PlanOnly: true,
 				ExpectError: acctest.Wording(`GPU 0000:af:00.0 (GA100 [A100 PCIe 40GB]) on host ` + lab.VMHostName(vm) + ` is not active for passthrough.`)},
-			{Config: gpuConfig(lab, uuid, gpuBlock("0000:d8:00.0")), PlanOnly: true,
+			{Config: vmGPUMMIOConfig(lab, uuid, gpuBlock("0000:d8:00.0")), PlanOnly: true,
 				ExpectError: acctest.Wording(`which has no GPU 0000:d8:00.0; no host of its cluster has it.`)},
-			{Config: gpuConfig(lab, uuid, gpuBlock(gpu0)+"  mmio_size_gb = 100"), PlanOnly: true,
+			{Config: vmGPUMMIOConfig(lab, uuid, gpuBlock(gpu0)+"  mmio_size_gb = 100"), PlanOnly: true,
 				ExpectError: acctest.Wording(`mmio_size_gb = 100 is not a power of two`)},
-			{Config: gpuConfig(lab, uuid, gpuBlock(gpu0)+"  mmio_size_gb = 128"), PlanOnly: true,
+			{Config: vmGPUMMIOConfig(lab, uuid, gpuBlock(gpu0)+"  mmio_size_gb = 128"), PlanOnly: true,
 				ExpectError: acctest.Wording(`mmio_size_gb = 128 is below 256, what 80 GB of GPU memory needs`)},
-			{Config: gpuConfig(lab, lab.VMUUID("installed-node"), gpuBlock(gpu0)), PlanOnly: true,
+			{Config: vmGPUMMIOConfig(lab, lab.VMUUID("installed-node"), gpuBlock(gpu0)), PlanOnly: true,
 				ExpectError: acctest.Wording(`has firmware bios and a guest OS`)},
-			{Config: gpuConfig(lab, lab.VMUUID(node1), gpuBlock(gpu0)), PlanOnly: true,
+			{Config: vmGPUMMIOConfig(lab, lab.VMUUID(node1), gpuBlock(gpu0)), PlanOnly: true,
 				ExpectError: acctest.Wording(`is powered on, and attaching or detaching GPUs, or switching the firmware to EFI needs it powered off`)},
-			{Config: gpuConfig(lab, uuid, fmt.Sprintf(`  gpu {
+			{Config: vmGPUMMIOConfig(lab, uuid, fmt.Sprintf(`  gpu {
     pci_id    = %q
     vendor_id = "10de"
   }`, gpu0)), PlanOnly: true, ExpectError: acctest.Wording(`Give a GPU either as pci_id`)},
@@ -79,26 +79,26 @@ func TestAccVMGPUMMIO_moreRefusals(t *testing.T) {
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
-				Config: gpuConfig(lab, uuid, "  gpu {\n    vendor_id = \"10de\"\n    device_id = \"ffff\"\n  }\n"), PlanOnly: true,
+				Config: vmGPUMMIOConfig(lab, uuid, "  gpu {\n    vendor_id = \"10de\"\n    device_id = \"ffff\"\n  }\n"), PlanOnly: true,
 				ExpectError: acctest.Wording(`has no passthrough-active GPU with vendor id 10de and device id ffff`),
 			},
 			{
-				Config: gpuConfig(lab, uuid, ""), PlanOnly: true,
+				Config: vmGPUMMIOConfig(lab, uuid, ""), PlanOnly: true,
 				ExpectError: acctest.Wording(`List the VM's GPUs in gpu blocks, or set mmio_size_gb`),
 			},
 			// An EFI VM with one GPU, running: attaching a second needs it off,
 			// and so does destroying (detaching) without power_off_allowed.
-			{Config: gpuConfig(lab, uuid, gpuBlock(lab.GPUs()[0]))},
+			{Config: vmGPUMMIOConfig(lab, uuid, gpuBlock(lab.GPUs()[0]))},
 			{
 				PreConfig: func() { acctest.Must(t, lab.PowerOnVM(context.Background(), vm)) },
-				Config:    gpuConfig(lab, uuid, twoGPUs(lab)), PlanOnly: true,
+				Config:    vmGPUMMIOConfig(lab, uuid, twoGPUs(lab)), PlanOnly: true,
 				ExpectError: acctest.Wording(`is powered on, and attaching or detaching GPUs, or switching the firmware to EFI needs it powered off`),
 			},
 			{
 				Config: acctest.ProviderConfig(lab), PlanOnly: true,
 				ExpectError: acctest.Wording(`(set it on the resource and apply before destroying)`),
 			},
-			{Config: gpuConfig(lab, uuid, gpuBlock(lab.GPUs()[0])+"  power_off_allowed = true")},
+			{Config: vmGPUMMIOConfig(lab, uuid, gpuBlock(lab.GPUs()[0])+"  power_off_allowed = true")},
 		},
 	})
 }
@@ -112,7 +112,7 @@ func TestAccVMGPUMMIO_importNothing(t *testing.T) {
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{{
-			Config:       acctest.RequiredProviders + gpuConfig(lab, uuid, twoGPUs(lab)),
+			Config:       acctest.RequiredProviders + vmGPUMMIOConfig(lab, uuid, twoGPUs(lab)),
 			ResourceName: gpuAddr, ImportState: true, ImportStateId: uuid,
 			ExpectError: acctest.Wording("Virtual machine " + vm + " (" + uuid + ") has no GPU passthrough setup: no passthrough GPU and neither " +
 				"pciPassthru.use64bitMMIO nor pciPassthru.64bitMMIOSizeGB. Create the resource instead"),
@@ -145,30 +145,30 @@ func TestAccVMGPUMMIO_boundsAndMessages(t *testing.T) {
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
-			{Config: gpuConfig(lab, uuid, two+"  mmio_size_gb = 4611686018427387904"), PlanOnly: true,
+			{Config: vmGPUMMIOConfig(lab, uuid, two+"  mmio_size_gb = 4611686018427387904"), PlanOnly: true,
 				ExpectError: acctest.Wording(`mmio_size_gb = 4611686018427387904 GB is more than any ESXi host can address: the most is 1048576 GB (1 PiB, ` +
 					`the maximum physical address of ESXi). Leave mmio_size_gb unset to size the window from the GPUs' memory, ` +
 					`or give a power of two up to 1048576.`)},
-			{Config: gpuConfig(lab, uuid, two+"  mmio_size_gb = 0"), PlanOnly: true,
+			{Config: vmGPUMMIOConfig(lab, uuid, two+"  mmio_size_gb = 0"), PlanOnly: true,
 				ExpectError: acctest.Wording(`mmio_size_gb = 0: the window must be at least 1 GB. Leave mmio_size_gb unset`)},
-			{Config: gpuConfig(lab, uuid, two+"  mmio_size_gb = 512.5"), PlanOnly: true,
+			{Config: vmGPUMMIOConfig(lab, uuid, two+"  mmio_size_gb = 512.5"), PlanOnly: true,
 				ExpectError: acctest.Wording(`mmio_size_gb must be a whole number from 1 to 1048576; 512.5 is not.`)},
-			{Config: gpuConfig(lab, uuid, two+"  mmio_size_gb = 1e400"), PlanOnly: true,
+			{Config: vmGPUMMIOConfig(lab, uuid, two+"  mmio_size_gb = 1e400"), PlanOnly: true,
 				ExpectError: acctest.Wording(`mmio_size_gb must be a whole number from 1 to 1048576; 1e+400 is not.`)},
-			{Config: gpuConfig(lab, uuid, dynamic(active+1)+"  power_off_allowed = true"), PlanOnly: true,
+			{Config: vmGPUMMIOConfig(lab, uuid, dynamic(active+1)+"  power_off_allowed = true"), PlanOnly: true,
 				ExpectError: acctest.Wording(fmt.Sprintf(`Virtual machine %s (%s) asks for %d GPUs of model %s, but its host %s `+
 					`has %d active for passthrough. Each GPU is one device at power on, so the VM would not power on: ask for at most %d of that model`,
 					vm, uuid, active+1, model, lab.VMHostName(vm), active, active))},
-			{Config: gpuConfig(lab, uuid, "  gpu {\n    vendor_id = \"10de\"\n  }\n"), PlanOnly: true,
+			{Config: vmGPUMMIOConfig(lab, uuid, "  gpu {\n    vendor_id = \"10de\"\n  }\n"), PlanOnly: true,
 				ExpectError: acctest.Wording(
 					`A gpu block has vendor_id = "10de" but no device_id. Dynamic DirectPath needs both: add the GPU model's device_id`,
 				)},
-			{Config: gpuConfig(lab, uuid, two+"  gpu {\n    device_id = \"2330\"\n  }\n"), PlanOnly: true,
+			{Config: vmGPUMMIOConfig(lab, uuid, two+"  gpu {\n    device_id = \"2330\"\n  }\n"), PlanOnly: true,
 				ExpectError: acctest.Wording(`A gpu block has device_id = "2330" but no vendor_id. Dynamic DirectPath needs both: add the GPU's vendor_id`)},
-			{Config: gpuConfig(lab, uuid, "  gpu {\n  }\n"), PlanOnly: true,
+			{Config: vmGPUMMIOConfig(lab, uuid, "  gpu {\n  }\n"), PlanOnly: true,
 				ExpectError: acctest.Wording(`A gpu block is empty. Give pci_id (a device on the VM's host, e.g. 0000:3b:00.0), or vendor_id and device_id`)},
 			// As many as the host has is accepted.
-			{Config: gpuConfig(lab, uuid, dynamic(active)+"  power_off_allowed = true"), PlanOnly: true, ExpectNonEmptyPlan: true},
+			{Config: vmGPUMMIOConfig(lab, uuid, dynamic(active)+"  power_off_allowed = true"), PlanOnly: true, ExpectNonEmptyPlan: true},
 		},
 	})
 }
@@ -193,19 +193,19 @@ func TestAccVMGPUMMIO_claimedTwice(t *testing.T) {
 	}
 	one := "\n" + gpuBlock(lab.GPUs()[0])
 	second := func(vmID string) string {
-		return strings.Replace(strings.Replace(gpuConfig(lab, vmID, one), acctest.ProviderConfig(lab), "", 1), `"gpu" {`, `"again" {`, 1)
+		return strings.Replace(strings.Replace(vmGPUMMIOConfig(lab, vmID, one), acctest.ProviderConfig(lab), "", 1), `"gpu" {`, `"again" {`, 1)
 	}
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
-				Config: gpuConfig(lab, lab.VMUUID(vm), one) + second(lab.VMUUID(sameHost)), PlanOnly: true,
+				Config: vmGPUMMIOConfig(lab, lab.VMUUID(vm), one) + second(lab.VMUUID(sameHost)), PlanOnly: true,
 				ExpectError: regexp.MustCompile(`(?s)Claimed twice in this configuration.*claim\s+GPU\s+` + regexp.QuoteMeta(lab.GPUs()[0]) + `\s+on\s+host\s+` +
 					regexp.QuoteMeta(lab.VMHostName(vm)) + `:\s+the\s+vspherehpc_vm_gpu_mmio\s+of\s+virtual\s+machine\s+.*` +
 					`A\s+GPU\s+or\s+other\s+PCI\s+device\s+is\s+passed\s+through\s+to\s+one\s+VM\s+only`),
 			},
 			{
-				Config: gpuConfig(lab, lab.VMUUID(vm), twoGPUs(lab)) + second(lab.VMID(vm)), PlanOnly: true,
+				Config: vmGPUMMIOConfig(lab, lab.VMUUID(vm), twoGPUs(lab)) + second(lab.VMID(vm)), PlanOnly: true,
 				ExpectError: regexp.MustCompile(
 					`(?s)Claimed twice in this configuration.*claim\s+the\s+GPU\s+setup\s+of\s+virtual\s+machine.*One\s+vspherehpc_vm_gpu_mmio\s+manages\s+all`,
 				),
@@ -296,7 +296,7 @@ func TestAccVMGPUMMIO_sharedUUIDRefused(t *testing.T) {
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{{
-			Config:      gpuConfig(lab, shared, twoGPUs(lab)),
+			Config:      vmGPUMMIOConfig(lab, shared, twoGPUs(lab)),
 			PlanOnly:    true,
 			ExpectError: acctest.Wording(fmt.Sprintf("2 virtual machines have BIOS UUID %s (%s, %s)", shared, ids[0], ids[1])),
 		}},

@@ -22,7 +22,7 @@ import (
 
 const gpuAddr = "vspherehpc_vm_gpu_mmio.gpu"
 
-func gpuConfig(lab *vcsimlab.Lab, vmID, body string) string {
+func vmGPUMMIOConfig(lab *vcsimlab.Lab, vmID, body string) string {
 	return acctest.ProviderConfig(lab) + fmt.Sprintf(`
 resource "vspherehpc_vm_gpu_mmio" "gpu" {
   virtual_machine_id = %q
@@ -139,7 +139,7 @@ func TestAccVMGPUMMIO_basic(t *testing.T) {
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
-				Config: gpuConfig(lab, uuid, twoGPUs(lab)),
+				Config: vmGPUMMIOConfig(lab, uuid, twoGPUs(lab)),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("mmio_size_gb"), knownvalue.Int64Exact(window)),
 				}},
@@ -160,12 +160,12 @@ func TestAccVMGPUMMIO_basic(t *testing.T) {
 				ImportStateVerifyIgnore: []string{"extra_config_before"},
 			},
 			{
-				Config:       acctest.RequiredProviders + gpuConfig(lab, uuid, twoGPUs(lab)),
+				Config:       acctest.RequiredProviders + vmGPUMMIOConfig(lab, uuid, twoGPUs(lab)),
 				ResourceName: gpuAddr, ImportState: true, ImportStateKind: resource.ImportBlockWithID, ImportStateId: uuid,
 			},
 			{
 				// One GPU, a bigger window than the rule's 256.
-				Config: gpuConfig(lab, uuid, `
+				Config: vmGPUMMIOConfig(lab, uuid, `
   mmio_size_gb = 1024
 `+gpuBlock(lab.GPUs()[1])),
 				ConfigStateChecks: []statecheck.StateCheck{
@@ -193,7 +193,7 @@ func TestAccVMGPUMMIO_drift(t *testing.T) {
 	lab := startLab(t, vcsimlab.Options{})
 	vm := lab.VMNames()[0]
 	memory := gpuMemoryGB(t, lab, vm)
-	config := gpuConfig(lab, lab.VMUUID(vm), twoGPUs(lab))
+	config := vmGPUMMIOConfig(lab, lab.VMUUID(vm), twoGPUs(lab))
 	update := resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(gpuAddr, plancheck.ResourceActionUpdate)}}
 	empty := resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}}
 	converged := []statecheck.StateCheck{
@@ -243,7 +243,7 @@ func TestAccVMGPUMMIO_disappears(t *testing.T) {
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{{
-			Config: gpuConfig(lab, lab.VMUUID(vm), twoGPUs(lab)),
+			Config: vmGPUMMIOConfig(lab, lab.VMUUID(vm), twoGPUs(lab)),
 			Check: func(*terraform.State) error {
 				ctx := context.Background()
 				for _, pci := range lab.GPUs() {
@@ -277,10 +277,10 @@ func TestAccVMGPUMMIO_vmRemoved(t *testing.T) {
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
-			{Config: gpuConfig(lab, uuid, twoGPUs(lab))},
+			{Config: vmGPUMMIOConfig(lab, uuid, twoGPUs(lab))},
 			{
 				PreConfig: func() { acctest.Must(t, lab.DestroyVM(context.Background(), vm)) },
-				Config:    gpuConfig(lab, uuid, twoGPUs(lab)),
+				Config:    vmGPUMMIOConfig(lab, uuid, twoGPUs(lab)),
 				PlanOnly:  true,
 				ExpectError: acctest.Wording(
 					"no virtual machine has UUID " + uuid + "; use vsphere_virtual_machine's id, or data.vspherehpc_virtual_machine to look one up by name.",
@@ -296,7 +296,7 @@ func TestAccVMGPUMMIO_withPVRDMAOnOneVM(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
 	uuid := lab.VMUUID(lab.VMNames()[0])
-	config := switchesConfig(lab) + fmt.Sprintf(`
+	config := rdmaDVSTwoSwitchesConfig(lab) + fmt.Sprintf(`
 resource "vspherehpc_vm_pvrdma_nic" "nic" {
   count                     = 3
   virtual_machine_id        = %[1]q
@@ -347,7 +347,7 @@ func TestAccVMGPUMMIO_powerCycle(t *testing.T) {
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{{
-			Config: gpuConfig(lab, lab.VMUUID(vm), twoGPUs(lab)+"  power_off_allowed = true"),
+			Config: vmGPUMMIOConfig(lab, lab.VMUUID(vm), twoGPUs(lab)+"  power_off_allowed = true"),
 			Check:  running,
 		}},
 		CheckDestroy: running,
@@ -361,7 +361,7 @@ func TestAccVMGPUMMIO_failedReconfigure(t *testing.T) {
 	lab := startLab(t, vcsimlab.Options{})
 	simulatedOnly(t, lab, "injects a task fault")
 	vm := lab.VMNames()[0]
-	config := gpuConfig(lab, lab.VMUUID(vm), twoGPUs(lab))
+	config := vmGPUMMIOConfig(lab, lab.VMUUID(vm), twoGPUs(lab))
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
@@ -400,7 +400,7 @@ func TestAccVMGPUMMIO_gpuAddedOutOfBand(t *testing.T) {
 	lab := startLab(t, vcsimlab.Options{})
 	vm := lab.VMNames()[0]
 	memory := gpuMemoryGB(t, lab, vm)
-	one := gpuConfig(lab, lab.VMUUID(vm), gpuBlock(lab.GPUs()[0]))
+	one := vmGPUMMIOConfig(lab, lab.VMUUID(vm), gpuBlock(lab.GPUs()[0]))
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
@@ -412,7 +412,7 @@ func TestAccVMGPUMMIO_gpuAddedOutOfBand(t *testing.T) {
 			},
 			{
 				PreConfig: func() { acctest.Must(t, lab.AttachGPU(context.Background(), vm, lab.GPUs()[1])) },
-				Config:    gpuConfig(lab, lab.VMUUID(vm), twoGPUs(lab)),
+				Config:    vmGPUMMIOConfig(lab, lab.VMUUID(vm), twoGPUs(lab)),
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("total_gpu_memory_gb"), knownvalue.Float64Exact(memory[0]+memory[1])),
 					statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("mmio_size_gb"), knownvalue.Int64Exact(windowGB(t, lab, 512, memory[0]+memory[1]))),
@@ -435,7 +435,7 @@ func TestAccVMGPUMMIO_hostUnreadableAfterOutOfBandChange(t *testing.T) {
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
-			{Config: gpuConfig(lab, lab.VMUUID(vm), gpuBlock(lab.GPUs()[0]))},
+			{Config: vmGPUMMIOConfig(lab, lab.VMUUID(vm), gpuBlock(lab.GPUs()[0]))},
 			{
 				PreConfig: func() {
 					acctest.Must(t, lab.AttachGPU(context.Background(), vm, lab.GPUs()[1]))
@@ -443,7 +443,7 @@ func TestAccVMGPUMMIO_hostUnreadableAfterOutOfBandChange(t *testing.T) {
 					// its read of the one host.
 					lab.FailRead("HostSystem", &types.HostNotConnected{}, 2)
 				},
-				Config: gpuConfig(lab, lab.VMUUID(vm), twoGPUs(lab)),
+				Config: vmGPUMMIOConfig(lab, lab.VMUUID(vm), twoGPUs(lab)),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(gpuAddr, plancheck.ResourceActionUpdate),
 				}},
@@ -471,7 +471,7 @@ func TestAccVMGPUMMIO_powerOnFails(t *testing.T) {
 				PreConfig: func() {
 					acctest.Must(t, lab.InjectTaskFault("PowerOnVM_Task", vm, vcsimlab.Fault{Type: "InsufficientResourcesFault"}))
 				},
-				Config:      gpuConfig(lab, lab.VMUUID(vm), twoGPUs(lab)+"  power_off_allowed = true"),
+				Config:      vmGPUMMIOConfig(lab, lab.VMUUID(vm), twoGPUs(lab)+"  power_off_allowed = true"),
 				ExpectError: acctest.Wording(`did not power back on`),
 			},
 			{
@@ -523,7 +523,7 @@ func TestAccVMGPUMMIO_unknownGPUAdded(t *testing.T) {
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
-				Config: gpuConfig(lab, vm, gpuBlock(lab.GPUs()[0])+"  power_off_allowed = true\n"),
+				Config: vmGPUMMIOConfig(lab, vm, gpuBlock(lab.GPUs()[0])+"  power_off_allowed = true\n"),
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("total_gpu_memory_gb"), knownvalue.Float64Exact(80)),
 					statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("mmio_size_gb"), knownvalue.Int64Exact(256)),
@@ -569,19 +569,19 @@ func TestAccVMGPUMMIO_sameVMAndRunningChanges(t *testing.T) {
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
-			{Config: gpuConfig(lab, lab.VMUUID(vm), twoGPUs(lab))},
+			{Config: vmGPUMMIOConfig(lab, lab.VMUUID(vm), twoGPUs(lab))},
 			{
-				Config: gpuConfig(lab, lab.VMID(vm), twoGPUs(lab)),
+				Config: vmGPUMMIOConfig(lab, lab.VMID(vm), twoGPUs(lab)),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(gpuAddr, plancheck.ResourceActionUpdate),
 				}},
 			},
 			{
 				PreConfig: func() { acctest.Must(t, lab.PowerOnVM(context.Background(), vm)) },
-				Config:    gpuConfig(lab, lab.VMID(vm), twoGPUs(lab)+"  mmio_size_gb = 1024"), PlanOnly: true,
+				Config:    vmGPUMMIOConfig(lab, lab.VMID(vm), twoGPUs(lab)+"  mmio_size_gb = 1024"), PlanOnly: true,
 				ExpectError: acctest.Wording(`is powered on, and attaching or detaching GPUs, or switching the firmware to EFI needs it powered off`),
 			},
-			{Config: gpuConfig(lab, lab.VMID(vm), twoGPUs(lab)+"  power_off_allowed = true")},
+			{Config: vmGPUMMIOConfig(lab, lab.VMID(vm), twoGPUs(lab)+"  power_off_allowed = true")},
 		},
 	})
 }

@@ -20,7 +20,7 @@ func TestAccVMPVRDMANIC_identity(t *testing.T) {
 	uuid := lab.VMUUID(lab.VMNames()[0])
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		Steps: identitySteps(nicAddr, nicConfig(lab, uuid, "a", ""), map[string]knownvalue.Check{
+		Steps: identitySteps(nicAddr, vmPVRDMANICConfig(lab, uuid, "a", ""), map[string]knownvalue.Check{
 			"virtual_machine_id": knownvalue.StringExact(uuid),
 			"device_key":         knownvalue.NotNull(),
 		}, statecheck.ExpectIdentityValueMatchesState(nicAddr, tfjsonpath.New("device_key"))),

@@ -44,7 +44,7 @@ func TestAccVMPVRDMANIC_refusals(t *testing.T) {
 		}
 		partialGroup = d.PortGroup.ID
 	}
-	switches := switchesConfig(lab)
+	switches := rdmaDVSTwoSwitchesConfig(lab)
 	groupA := "vspherehpc_rdma_dvs.a.port_group_id"
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
@@ -134,23 +134,23 @@ func TestAccVMPVRDMANIC_refusedAtPlan(t *testing.T) {
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
-			{Config: switchesConfig(lab)}, // the port group ids are known from here on
+			{Config: rdmaDVSTwoSwitchesConfig(lab)}, // the port group ids are known from here on
 			{
-				Config: switchesConfig(lab) + nicOn("4200aaaa-0000-0000-0000-000000000000", group, ""), PlanOnly: true,
+				Config: rdmaDVSTwoSwitchesConfig(lab) + nicOn("4200aaaa-0000-0000-0000-000000000000", group, ""), PlanOnly: true,
 				ExpectError: acctest.Wording(
 					"no virtual machine has UUID 4200aaaa-0000-0000-0000-000000000000; use vsphere_virtual_machine's id, " +
 						"or data.vspherehpc_virtual_machine to look one up by name.",
 				),
 			},
 			{
-				Config: switchesConfig(lab) + nicOn("not-a-uuid", group, ""), PlanOnly: true,
+				Config: rdmaDVSTwoSwitchesConfig(lab) + nicOn("not-a-uuid", group, ""), PlanOnly: true,
 				ExpectError: acctest.Wording(`"not-a-uuid" is neither a virtual machine's BIOS UUID (8-4-4-4-12 hex digits`),
 			},
 			{
-				Config: switchesConfig(lab) + nicOn(uuid, `"dvportgroup-99999"`, ""), PlanOnly: true,
+				Config: rdmaDVSTwoSwitchesConfig(lab) + nicOn(uuid, `"dvportgroup-99999"`, ""), PlanOnly: true,
 				ExpectError: acctest.Wording("no distributed port group has id dvportgroup-99999; use the port_group_id of a vspherehpc_rdma_dvs"),
 			},
-			{Config: nicConfig(lab, uuid, "a", "")},
+			{Config: vmPVRDMANICConfig(lab, uuid, "a", "")},
 			{
 				ResourceName: nicAddr, ImportState: true, ImportStateId: uuid + ":99999",
 				ExpectError: regexp.MustCompile(
@@ -182,16 +182,16 @@ func TestAccVMPVRDMANIC_macClaimedTwice(t *testing.T) {
 	mac := `  mac_address = "00:50:56:01:02:03"`
 	second := strings.Replace(nicOn(vm1, "vspherehpc_rdma_dvs.a.port_group_id", mac), `"nic"`, `"second"`, 1)
 	steps := []resource.TestStep{
-		{Config: switchesConfig(lab)},
+		{Config: rdmaDVSTwoSwitchesConfig(lab)},
 		{
-			Config: switchesConfig(lab) + nicOn(vm0, "vspherehpc_rdma_dvs.a.port_group_id", mac) + second, PlanOnly: true,
+			Config: rdmaDVSTwoSwitchesConfig(lab) + nicOn(vm0, "vspherehpc_rdma_dvs.a.port_group_id", mac) + second, PlanOnly: true,
 			ExpectError: regexp.MustCompile(
 				`(?s)Claimed twice in this configuration.*claim\s+MAC\s+address\s+00:50:56:01:02:03:.*Two\s+adapters\s+with\s+one\s+MAC`,
 			),
 		},
 		{
 			// The MAC of the other VM's adapter given to this one.
-			Config: switchesConfig(lab) + nicOn(vm0, "vspherehpc_rdma_dvs.a.port_group_id", `  mac_address = "`+taken+`"`), PlanOnly: true,
+			Config: rdmaDVSTwoSwitchesConfig(lab) + nicOn(vm0, "vspherehpc_rdma_dvs.a.port_group_id", `  mac_address = "`+taken+`"`), PlanOnly: true,
 			ExpectError: acctest.Wording("Virtual machine " + name1 + " already has a network adapter with MAC address " + taken + "."),
 		},
 	}
@@ -213,24 +213,24 @@ func TestAccVMPVRDMANIC_staticMACRule(t *testing.T) {
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
-			{Config: nicConfig(lab, uuid, "a", mac("01:00:5e:00:00:01")), PlanOnly: true,
+			{Config: vmPVRDMANICConfig(lab, uuid, "a", mac("01:00:5e:00:00:01")), PlanOnly: true,
 				ExpectError: acctest.Wording(
 					`mac_address = "01:00:5e:00:00:01" is a multicast address (the lowest bit of its first byte is set), and an adapter needs a unicast address`,
 				)},
-			{Config: nicConfig(lab, uuid, "a", mac("ff:ff:ff:ff:ff:ff")), PlanOnly: true,
+			{Config: vmPVRDMANICConfig(lab, uuid, "a", mac("ff:ff:ff:ff:ff:ff")), PlanOnly: true,
 				ExpectError: acctest.Wording(`mac_address = "ff:ff:ff:ff:ff:ff" is a multicast address`)},
-			{Config: nicConfig(lab, uuid, "a", mac("00:50:56:aa:bb:cc")), PlanOnly: true,
+			{Config: vmPVRDMANICConfig(lab, uuid, "a", mac("00:50:56:aa:bb:cc")), PlanOnly: true,
 				ExpectError: acctest.Wording(
 					`mac_address = "00:50:56:aa:bb:cc" is in the part of VMware's prefix 00:50:56 that vSphere reserves for the addresses ` +
 						`vCenter generates and for VMkernel adapters: static addresses with that prefix go from 00:50:56:00:00:00 ` +
 						`to 00:50:56:3f:ff:ff, e.g. 00:50:56:2a:bb:cc.`,
 				)},
-			{Config: nicConfig(lab, uuid, "a", mac("00:50:56:40:00:00")), PlanOnly: true,
+			{Config: vmPVRDMANICConfig(lab, uuid, "a", mac("00:50:56:40:00:00")), PlanOnly: true,
 				ExpectError: acctest.Wording(`mac_address = "00:50:56:40:00:00" is in the part of VMware's prefix 00:50:56 that vSphere reserves`)},
-			{Config: nicConfig(lab, uuid, "a", mac("00:50:56:AA:BB:CC")), PlanOnly: true,
+			{Config: vmPVRDMANICConfig(lab, uuid, "a", mac("00:50:56:AA:BB:CC")), PlanOnly: true,
 				ExpectError: acctest.Wording(`mac_address = "00:50:56:AA:BB:CC" is not a MAC address in lower case, such as 00:50:56:0a:0b:0c.`)},
-			{Config: nicConfig(lab, uuid, "a", mac("00:50:56:3f:ff:ff")), PlanOnly: true, ExpectNonEmptyPlan: true},
-			{Config: nicConfig(lab, uuid, "a", mac("02:00:00:00:00:01")), PlanOnly: true, ExpectNonEmptyPlan: true},
+			{Config: vmPVRDMANICConfig(lab, uuid, "a", mac("00:50:56:3f:ff:ff")), PlanOnly: true, ExpectNonEmptyPlan: true},
+			{Config: vmPVRDMANICConfig(lab, uuid, "a", mac("02:00:00:00:00:01")), PlanOnly: true, ExpectNonEmptyPlan: true},
 		},
 	})
 }
@@ -243,7 +243,7 @@ func TestAccVMPVRDMANIC_generatedMACsNotClaimed(t *testing.T) {
 	ctx := context.Background()
 	name0, name1 := lab.VMNames()[0], lab.VMNames()[1]
 	vm0, vm1 := lab.VMUUID(name0), lab.VMUUID(name1)
-	config := switchesConfig(lab) + nicOn(vm0, "vspherehpc_rdma_dvs.a.port_group_id", "") +
+	config := rdmaDVSTwoSwitchesConfig(lab) + nicOn(vm0, "vspherehpc_rdma_dvs.a.port_group_id", "") +
 		strings.Replace(nicOn(vm1, "vspherehpc_rdma_dvs.a.port_group_id", ""), `"nic"`, `"second"`, 1)
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,

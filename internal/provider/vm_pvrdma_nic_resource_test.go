@@ -20,10 +20,10 @@ import (
 
 const nicAddr = "vspherehpc_vm_pvrdma_nic.nic"
 
-// nicConfig is the two switches of switchesConfig and one adapter on the VM
+// vmPVRDMANICConfig is the two switches of rdmaDVSTwoSwitchesConfig and one adapter on the VM
 // vmID, on port group "a" or "b", with extra arguments.
-func nicConfig(lab *vcsimlab.Lab, vmID, group, extra string) string {
-	return switchesConfig(lab) + nicOn(vmID, "vspherehpc_rdma_dvs."+group+".port_group_id", extra)
+func vmPVRDMANICConfig(lab *vcsimlab.Lab, vmID, group, extra string) string {
+	return rdmaDVSTwoSwitchesConfig(lab) + nicOn(vmID, "vspherehpc_rdma_dvs."+group+".port_group_id", extra)
 }
 
 func TestAccVMPVRDMANIC_basic(t *testing.T) {
@@ -36,7 +36,7 @@ func TestAccVMPVRDMANIC_basic(t *testing.T) {
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
-				Config: nicConfig(lab, uuid, "a", ""),
+				Config: vmPVRDMANICConfig(lab, uuid, "a", ""),
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(nicAddr, tfjsonpath.New("id"), knownvalue.StringRegexp(regexp.MustCompile("^"+uuid+`:\d+$`))),
 					statecheck.ExpectKnownValue(nicAddr, tfjsonpath.New("device_protocol"), knownvalue.StringExact("rocev2")),
@@ -62,13 +62,13 @@ func TestAccVMPVRDMANIC_basic(t *testing.T) {
 				ImportStateIdFunc: func(*terraform.State) (string, error) { return uuid + ":" + key, nil },
 			},
 			{
-				Config:       acctest.RequiredProviders + nicConfig(lab, uuid, "a", ""),
+				Config:       acctest.RequiredProviders + vmPVRDMANICConfig(lab, uuid, "a", ""),
 				ResourceName: nicAddr, ImportState: true, ImportStateKind: resource.ImportBlockWithID,
 				ImportStateIdFunc: func(*terraform.State) (string, error) { return uuid + ":" + key, nil },
 			},
 			{
 				// Port group, protocol and start_connected change in place.
-				Config: nicConfig(lab, uuid, "b", `
+				Config: vmPVRDMANICConfig(lab, uuid, "b", `
   device_protocol = "rocev1"
   start_connected = false
 `),
@@ -88,7 +88,7 @@ func TestAccVMPVRDMANIC_basic(t *testing.T) {
 				},
 			},
 			{
-				Config: nicConfig(lab, uuid, "b", `  mac_address = "00:50:56:2a:bb:cc"`),
+				Config: vmPVRDMANICConfig(lab, uuid, "b", `  mac_address = "00:50:56:2a:bb:cc"`),
 				ConfigPlanChecks: resource.ConfigPlanChecks{
 					PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(nicAddr, plancheck.ResourceActionUpdate)},
 				},
@@ -99,7 +99,7 @@ func TestAccVMPVRDMANIC_basic(t *testing.T) {
 			{
 				// The same VM by its managed object id: an update of the
 				// spelling, not a new adapter.
-				Config: nicConfig(lab, lab.VMID(vm), "b", `  mac_address = "00:50:56:2a:bb:cc"`),
+				Config: vmPVRDMANICConfig(lab, lab.VMID(vm), "b", `  mac_address = "00:50:56:2a:bb:cc"`),
 				ConfigPlanChecks: resource.ConfigPlanChecks{
 					PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(nicAddr, plancheck.ResourceActionUpdate)},
 				},
@@ -130,7 +130,7 @@ func TestAccVMPVRDMANIC_noProtocolChoice(t *testing.T) {
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
-				Config: nicConfig(lab, uuid, "a", ""),
+				Config: vmPVRDMANICConfig(lab, uuid, "a", ""),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectUnknownValue(nicAddr, tfjsonpath.New("device_protocol")),
 				}},
@@ -151,9 +151,9 @@ func TestAccVMPVRDMANIC_noProtocolChoice(t *testing.T) {
 					return fmt.Errorf("legacy-node has no PVRDMA adapter: %+v", adapters.NetworkAdapters)
 				},
 			},
-			{Config: nicConfig(lab, uuid, "a", ""), PlanOnly: true},
+			{Config: vmPVRDMANICConfig(lab, uuid, "a", ""), PlanOnly: true},
 			{
-				Config:   nicConfig(lab, uuid, "a", `  device_protocol = "rocev2"`),
+				Config:   vmPVRDMANICConfig(lab, uuid, "a", `  device_protocol = "rocev2"`),
 				PlanOnly: true, ExpectError: acctest.Wording("offers PVRDMA with no choice of protocol, so it cannot be rocev2. Remove device_protocol"),
 			},
 			{
@@ -171,7 +171,7 @@ func TestAccVMPVRDMANIC_disappears(t *testing.T) {
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{{
-			Config: nicConfig(lab, lab.VMUUID(vm), "a", ""),
+			Config: vmPVRDMANICConfig(lab, lab.VMUUID(vm), "a", ""),
 			Check: func(s *terraform.State) error {
 				return lab.RemovePVRDMAAdapters(context.Background(), vm)
 			},
@@ -187,7 +187,7 @@ func TestAccVMPVRDMANIC_drift(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
 	vm := lab.VMNames()[0]
-	config := nicConfig(lab, lab.VMUUID(vm), "a", "")
+	config := vmPVRDMANICConfig(lab, lab.VMUUID(vm), "a", "")
 	update := resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(nicAddr, plancheck.ResourceActionUpdate)}}
 	converged := []statecheck.StateCheck{
 		statecheck.ExpectKnownValue(nicAddr, tfjsonpath.New("device_protocol"), knownvalue.StringExact("rocev2")),
@@ -235,7 +235,7 @@ func TestAccVMPVRDMANIC_drift(t *testing.T) {
 	})
 }
 
-// nicOn is an adapter resource for the switches of switchesConfig.
+// nicOn is an adapter resource for the switches of rdmaDVSTwoSwitchesConfig.
 func nicOn(vmID, portGroupID, extra string) string {
 	return fmt.Sprintf(`
 resource "vspherehpc_vm_pvrdma_nic" "nic" {
@@ -265,7 +265,7 @@ func TestAccVMPVRDMANIC_powerCycle(t *testing.T) {
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
-				Config: nicConfig(lab, lab.VMUUID(vm), "a", `  power_off_allowed = true`),
+				Config: vmPVRDMANICConfig(lab, lab.VMUUID(vm), "a", `  power_off_allowed = true`),
 				Check: resource.ComposeTestCheckFunc(running, func(*terraform.State) error {
 					if n := lab.Calls()["ShutdownGuest"]; n != 1 {
 						return fmt.Errorf("ShutdownGuest calls = %d, want 1", n)
@@ -274,7 +274,7 @@ func TestAccVMPVRDMANIC_powerCycle(t *testing.T) {
 				}),
 			},
 			{
-				Config: nicConfig(lab, lab.VMUUID(vm), "a", "  power_off_allowed = true\n  device_protocol = \"rocev1\""),
+				Config: vmPVRDMANICConfig(lab, lab.VMUUID(vm), "a", "  power_off_allowed = true\n  device_protocol = \"rocev1\""),
 				Check: resource.ComposeTestCheckFunc(running, func(*terraform.State) error {
 					if n := lab.Calls()["ShutdownGuest"]; n != 2 {
 						return fmt.Errorf("ShutdownGuest calls = %d, want 2: a protocol change needs the VM off", n)
@@ -294,11 +294,11 @@ func TestAccVMPVRDMANIC_failedReconfigure(t *testing.T) {
 	lab := startLab(t, vcsimlab.Options{})
 	simulatedOnly(t, lab, "injects a task fault")
 	vm := lab.VMNames()[0]
-	config := nicConfig(lab, lab.VMUUID(vm), "a", "")
+	config := vmPVRDMANICConfig(lab, lab.VMUUID(vm), "a", "")
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
-			{Config: switchesConfig(lab)},
+			{Config: rdmaDVSTwoSwitchesConfig(lab)},
 			{
 				PreConfig: func() {
 					acctest.Must(t, lab.InjectTaskFault("ReconfigVM_Task", vm, vcsimlab.Fault{Type: "GenericVmConfigFault", Detail: "injected"}))
@@ -323,7 +323,7 @@ func TestAccVMPVRDMANIC_failedReconfigure(t *testing.T) {
 func TestAccVMPVRDMANIC_fourOnOneVM(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
-	config := switchesConfig(lab) + fmt.Sprintf(`
+	config := rdmaDVSTwoSwitchesConfig(lab) + fmt.Sprintf(`
 resource "vspherehpc_vm_pvrdma_nic" "nic" {
   count                     = 4
   virtual_machine_id        = %q
@@ -360,7 +360,7 @@ func TestAccVMPVRDMANIC_destroyOnARunningVM(t *testing.T) {
 	lab := startLab(t, vcsimlab.Options{})
 	simulatedOnly(t, lab, "counts calls, and powers a VM on that the lab cannot power off again")
 	vm := lab.VMNames()[0]
-	config := nicConfig(lab, lab.VMUUID(vm), "a", "")
+	config := vmPVRDMANICConfig(lab, lab.VMUUID(vm), "a", "")
 	var reconfigures int
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
@@ -368,19 +368,19 @@ func TestAccVMPVRDMANIC_destroyOnARunningVM(t *testing.T) {
 			{Config: config},
 			{
 				PreConfig:   func() { acctest.Must(t, lab.PowerOnVM(context.Background(), vm)) },
-				Config:      switchesConfig(lab),
+				Config:      rdmaDVSTwoSwitchesConfig(lab),
 				ExpectError: acctest.Wording(`is powered on, and adding, removing or changing the protocol of a PVRDMA adapter needs it powered off`),
 			},
 			{
 				// Moving the adapter to another VM removes it from this one:
 				// the same refusal, at plan.
-				Config:      nicConfig(lab, lab.VMUUID(lab.VMNames()[1]), "a", ""),
+				Config:      vmPVRDMANICConfig(lab, lab.VMUUID(lab.VMNames()[1]), "a", ""),
 				PlanOnly:    true,
 				ExpectError: acctest.Wording(`is powered on, and adding, removing or changing the protocol of a PVRDMA adapter needs it powered off`),
 			},
 			{
 				PreConfig: func() { reconfigures = lab.Calls()["ReconfigVM_Task"] },
-				Config:    nicConfig(lab, lab.VMUUID(vm), "a", "  power_off_allowed = true"),
+				Config:    vmPVRDMANICConfig(lab, lab.VMUUID(vm), "a", "  power_off_allowed = true"),
 				Check: func(*terraform.State) error {
 					if n := lab.Calls()["ReconfigVM_Task"]; n != reconfigures {
 						return fmt.Errorf("%d reconfigures for a provider-side setting, want none", n-reconfigures)
@@ -388,7 +388,7 @@ func TestAccVMPVRDMANIC_destroyOnARunningVM(t *testing.T) {
 					return nil
 				},
 			},
-			{Config: switchesConfig(lab)},
+			{Config: rdmaDVSTwoSwitchesConfig(lab)},
 		},
 	})
 }
@@ -402,7 +402,7 @@ func TestAccVMPVRDMANIC_inaccessibleVM(t *testing.T) {
 	simulatedOnly(t, lab, "makes a VM inaccessible")
 	vm := lab.VMNames()[0]
 	ctx := context.Background()
-	config := nicConfig(lab, lab.VMUUID(vm), "a", "")
+	config := vmPVRDMANICConfig(lab, lab.VMUUID(vm), "a", "")
 	var key string
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
@@ -419,7 +419,7 @@ func TestAccVMPVRDMANIC_inaccessibleVM(t *testing.T) {
 				PlanOnly: true, // refreshed with the VM inaccessible: no change, so no second adapter
 			},
 			{
-				Config:      switchesConfig(lab),
+				Config:      rdmaDVSTwoSwitchesConfig(lab),
 				ExpectError: acctest.Wording(`returns no configuration for virtual machine ` + vm),
 			},
 			{
@@ -448,11 +448,11 @@ func TestAccVMPVRDMANIC_taskEndLost(t *testing.T) {
 	lab := startLab(t, vcsimlab.Options{})
 	simulatedOnly(t, lab, "fails reads")
 	vm := lab.VMNames()[0]
-	config := nicConfig(lab, lab.VMUUID(vm), "a", "")
+	config := vmPVRDMANICConfig(lab, lab.VMUUID(vm), "a", "")
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
-			{Config: switchesConfig(lab)},
+			{Config: rdmaDVSTwoSwitchesConfig(lab)},
 			{
 				PreConfig:   func() { lab.FailTaskEndRead(&types.HostNotConnected{}) },
 				Config:      config,
@@ -479,9 +479,9 @@ func TestAccVMPVRDMANIC_movesWithItsMAC(t *testing.T) {
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
-			{Config: nicConfig(lab, from, "a", mac)},
+			{Config: vmPVRDMANICConfig(lab, from, "a", mac)},
 			{
-				Config: nicConfig(lab, to, "a", mac),
+				Config: vmPVRDMANICConfig(lab, to, "a", mac),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(nicAddr, plancheck.ResourceActionDestroyBeforeCreate),
 				}},
@@ -503,9 +503,9 @@ func TestAccVMPVRDMANIC_movesWithItsMACWarnsOfCreateBeforeDestroy(t *testing.T) 
 	lab := startLab(t, vcsimlab.Options{})
 	from, to := lab.VMUUID(lab.VMNames()[0]), lab.VMUUID(lab.VMNames()[1])
 	mac := `  mac_address = "00:50:56:2a:bb:ce"`
-	d := newTFDir(t, lab, map[string]string{"main.tf": acctest.RequiredProviders + without(nicConfig(lab, from, "a", mac), lab)})
+	d := newTFDir(t, lab, map[string]string{"main.tf": acctest.RequiredProviders + without(vmPVRDMANICConfig(lab, from, "a", mac), lab)})
 	d.run("apply", "-auto-approve")
-	d.write(map[string]string{"main.tf": acctest.RequiredProviders + without(nicConfig(lab, to, "a", mac), lab)})
+	d.write(map[string]string{"main.tf": acctest.RequiredProviders + without(vmPVRDMANICConfig(lab, to, "a", mac), lab)})
 	out := d.run("plan")
 	if !acctest.Wording(fmt.Sprintf("The PVRDMA adapter moves from virtual machine %s to %s and keeps MAC address 00:50:56:2a:bb:ce", from, to)).
 		MatchString(out) ||

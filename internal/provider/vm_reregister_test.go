@@ -25,7 +25,7 @@ import (
 // reregisterConfig is a PVRDMA adapter on port group "a" and a GPU setup
 // with the lab's first GPU, both on the VM vmID (an HCL expression).
 func reregisterConfig(lab *vcsimlab.Lab, vmID, extra string) string {
-	return switchesConfig(lab) + fmt.Sprintf(`
+	return rdmaDVSTwoSwitchesConfig(lab) + fmt.Sprintf(`
 resource "vspherehpc_vm_pvrdma_nic" "nic" {
   virtual_machine_id        = %[1]s
   distributed_port_group_id = vspherehpc_rdma_dvs.a.port_group_id

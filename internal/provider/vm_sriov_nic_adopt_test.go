@@ -21,7 +21,7 @@ func TestAccVMSRIOVNIC_identity(t *testing.T) {
 	vm := lab.VMNames()[0]
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		Steps: identitySteps(sriovNICAddr, sriovNICConfig(lab, vm, "a", vmnic4PF, false), map[string]knownvalue.Check{
+		Steps: identitySteps(sriovNICAddr, vmSRIOVNICConfig(lab, vm, "a", vmnic4PF, false), map[string]knownvalue.Check{
 			"virtual_machine_id": knownvalue.StringExact(lab.VMUUID(vm)),
 			"device_key":         knownvalue.NotNull(),
 		}, statecheck.ExpectIdentityValueMatchesState(sriovNICAddr, tfjsonpath.New("device_key"))),

@@ -23,16 +23,16 @@ import (
 const sriovNICAddr = "vspherehpc_vm_sriov_nic.n"
 
 // The lab's ConnectX-6 Dx ports are SR-IOV capable: vmnic4 (0000:d8:00.0),
-// the uplink of switchesConfig's rdma-a, and vmnic5 (0000:d8:00.1), rdma-b's.
+// the uplink of rdmaDVSTwoSwitchesConfig's rdma-a, and vmnic5 (0000:d8:00.1), rdma-b's.
 const (
 	vmnic4PF = "0000:d8:00.0"
 	vmnic5PF = "0000:d8:00.1"
 )
 
-// sriovNICHostConfig turns SR-IOV on for vmnic4 on the host of vm, beside
+// hostSRIOVVmnic4Config turns SR-IOV on for vmnic4 on the host of vm, beside
 // the two switches.
-func sriovNICHostConfig(lab *vcsimlab.Lab, vm string) string {
-	return switchesConfig(lab) + fmt.Sprintf(`
+func hostSRIOVVmnic4Config(lab *vcsimlab.Lab, vm string) string {
+	return rdmaDVSTwoSwitchesConfig(lab) + fmt.Sprintf(`
 resource "vspherehpc_host_sriov" "vmnic4" {
   host_system_id        = %q
   pci_id                = %q
@@ -41,8 +41,8 @@ resource "vspherehpc_host_sriov" "vmnic4" {
 `, lab.HostID(lab.VMHostName(vm)), vmnic4PF)
 }
 
-func sriovNICConfig(lab *vcsimlab.Lab, vm, portGroup, pf string, powerOffAllowed bool) string {
-	return sriovNICHostConfig(lab, vm) + fmt.Sprintf(`
+func vmSRIOVNICConfig(lab *vcsimlab.Lab, vm, portGroup, pf string, powerOffAllowed bool) string {
+	return hostSRIOVVmnic4Config(lab, vm) + fmt.Sprintf(`
 resource "vspherehpc_vm_sriov_nic" "n" {
   virtual_machine_id        = %q
   distributed_port_group_id = vspherehpc_rdma_dvs.%s.port_group_id
@@ -74,10 +74,10 @@ func TestAccVMSRIOVNIC_basic(t *testing.T) {
 	simulatedOnly(t, lab, "uses the lab's SR-IOV NICs")
 	ctx := context.Background()
 	vm := lab.VMNames()[0]
-	pinned := sriovNICConfig(lab, vm, "a", vmnic4PF, false)
-	automatic := sriovNICConfig(lab, vm, "a", "automatic", false)
+	pinned := vmSRIOVNICConfig(lab, vm, "a", vmnic4PF, false)
+	automatic := vmSRIOVNICConfig(lab, vm, "a", "automatic", false)
 	// Once the VM runs, destroy needs to power it off.
-	running := sriovNICConfig(lab, vm, "a", "automatic", true)
+	running := vmSRIOVNICConfig(lab, vm, "a", "automatic", true)
 	var key int64
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
@@ -184,7 +184,7 @@ func TestAccVMSRIOVNIC_refusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	switches := switchesConfig(lab)
+	switches := rdmaDVSTwoSwitchesConfig(lab)
 	nic := func(vmName, portGroup, pf, extra string) string {
 		return switches + fmt.Sprintf(`
 resource "vspherehpc_vm_sriov_nic" "n" {
@@ -296,7 +296,7 @@ func TestAccVMSRIOVNIC_hostNotOnSwitch(t *testing.T) {
 			elsewhere = h
 		}
 	}
-	sw := dvsConfig(lab, "rdma", map[string]string{elsewhere: lab.RDMANICs()[0]}, "")
+	sw := rdmaDVSConfig(lab, "rdma", map[string]string{elsewhere: lab.RDMANICs()[0]}, "")
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
@@ -326,11 +326,11 @@ func TestAccVMSRIOVNIC_moreAdaptersThanFreeVFs(t *testing.T) {
 	simulatedOnly(t, lab, "uses the lab's SR-IOV NICs")
 	vm := lab.VMNames()[0]
 	other := otherVMOnHost(lab, vm)
-	oneVF := strings.Replace(sriovNICHostConfig(lab, vm), "num_virtual_functions = 4", "num_virtual_functions = 1", 1)
+	oneVF := strings.Replace(hostSRIOVVmnic4Config(lab, vm), "num_virtual_functions = 4", "num_virtual_functions = 1", 1)
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
-			{Config: switchesConfig(lab)},
+			{Config: rdmaDVSTwoSwitchesConfig(lab)},
 			{
 				// SR-IOV turned on in the same plan: its count is what the
 				// adapters count on.
@@ -386,9 +386,9 @@ func TestAccVMSRIOVNIC_freeVFsWaitingForAReboot(t *testing.T) {
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
-			{Config: switchesConfig(lab)},
+			{Config: rdmaDVSTwoSwitchesConfig(lab)},
 			{
-				Config: sriovNICHostConfig(lab, vm) + pinnedAdapter(lab, "first", vm) + pinnedAdapter(lab, "second", other), PlanOnly: true,
+				Config: hostSRIOVVmnic4Config(lab, vm) + pinnedAdapter(lab, "first", vm) + pinnedAdapter(lab, "second", other), PlanOnly: true,
 				ExpectError: regexp.MustCompile(
 					`(?s)Not enough free virtual functions.*` + regexp.QuoteMeta(
 						vmnic4PF,
@@ -410,7 +410,7 @@ func otherVMOnHost(lab *vcsimlab.Lab, vm string) string {
 }
 
 // pinnedAdapter is an SR-IOV adapter named name on vm, on port group "a",
-// taking a virtual function of vmnic4 after sriovNICHostConfig's
+// taking a virtual function of vmnic4 after hostSRIOVVmnic4Config's
 // vspherehpc_host_sriov.
 func pinnedAdapter(lab *vcsimlab.Lab, name, vm string) string {
 	return fmt.Sprintf(`
@@ -432,7 +432,7 @@ func TestAccVMSRIOVNIC_freeVFsTakenByPassthrough(t *testing.T) {
 	simulatedOnly(t, lab, "uses the lab's SR-IOV NICs")
 	vm := lab.VMNames()[0]
 	other := otherVMOnHost(lab, vm)
-	oneVF := strings.Replace(sriovNICHostConfig(lab, vm), "num_virtual_functions = 4", "num_virtual_functions = 1", 1) + fmt.Sprintf(`
+	oneVF := strings.Replace(hostSRIOVVmnic4Config(lab, vm), "num_virtual_functions = 4", "num_virtual_functions = 1", 1) + fmt.Sprintf(`
 resource "vspherehpc_host_pci_passthrough" "vf" {
   host_system_id = %q
   pci_ids        = [vspherehpc_host_sriov.vmnic4.virtual_function_ids[0]]
