@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"testing"
 
+	"github.com/hashicorp/terraform-plugin-testing/compare"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
@@ -31,13 +32,15 @@ func TestAccVMPVRDMANIC_basic(t *testing.T) {
 	lab := startLab(t, vcsimlab.Options{})
 	vm := lab.VMNames()[0]
 	uuid := lab.VMUUID(vm)
-	var key string
+	// The adapter is changed in place throughout, never replaced.
+	sameAdapter := statecheck.CompareValue(compare.ValuesSame())
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
 				Config: vmPVRDMANICConfig(lab, uuid, "a", ""),
 				ConfigStateChecks: []statecheck.StateCheck{
+					sameAdapter.AddStateValue(nicAddr, tfjsonpath.New("device_key")),
 					statecheck.ExpectKnownValue(nicAddr, tfjsonpath.New("id"), knownvalue.StringRegexp(regexp.MustCompile("^"+uuid+`:\d+$`))),
 					statecheck.ExpectKnownValue(nicAddr, tfjsonpath.New("device_protocol"), knownvalue.StringExact("rocev2")),
 					statecheck.ExpectKnownValue(nicAddr, tfjsonpath.New("start_connected"), knownvalue.Bool(true)),
@@ -52,19 +55,12 @@ func TestAccVMPVRDMANIC_basic(t *testing.T) {
 						compareSame,
 					),
 				},
-				Check: func(s *terraform.State) error {
-					key = s.RootModule().Resources[nicAddr].Primary.Attributes["device_key"]
-					return nil
-				},
 			},
-			{
-				ResourceName: nicAddr, ImportState: true, ImportStateVerify: true,
-				ImportStateIdFunc: func(*terraform.State) (string, error) { return uuid + ":" + key, nil },
-			},
+			// By the id, VM UUID:device key, which the import steps take from state.
+			{ResourceName: nicAddr, ImportState: true, ImportStateVerify: true},
 			{
 				Config:       acctest.RequiredProviders + vmPVRDMANICConfig(lab, uuid, "a", ""),
 				ResourceName: nicAddr, ImportState: true, ImportStateKind: resource.ImportBlockWithID,
-				ImportStateIdFunc: func(*terraform.State) (string, error) { return uuid + ":" + key, nil },
 			},
 			{
 				// Port group, protocol and start_connected change in place.
@@ -103,12 +99,7 @@ func TestAccVMPVRDMANIC_basic(t *testing.T) {
 				ConfigPlanChecks: resource.ConfigPlanChecks{
 					PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(nicAddr, plancheck.ResourceActionUpdate)},
 				},
-				Check: func(s *terraform.State) error {
-					if got := s.RootModule().Resources[nicAddr].Primary.Attributes["device_key"]; got != key {
-						return fmt.Errorf("device key %s, was %s: the adapter was replaced", got, key)
-					}
-					return nil
-				},
+				ConfigStateChecks: []statecheck.StateCheck{sameAdapter.AddStateValue(nicAddr, tfjsonpath.New("device_key"))},
 			},
 		},
 	})
@@ -403,16 +394,14 @@ func TestAccVMPVRDMANIC_inaccessibleVM(t *testing.T) {
 	vm := lab.VMNames()[0]
 	ctx := context.Background()
 	config := vmPVRDMANICConfig(lab, lab.VMUUID(vm), "a", "")
-	var key string
+	sameAdapter := statecheck.CompareValue(compare.ValuesSame())
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
-				Config: config,
-				Check: func(s *terraform.State) error {
-					key = s.RootModule().Resources[nicAddr].Primary.Attributes["device_key"]
-					return lab.SetVMAccessible(ctx, vm, false)
-				},
+				Config:            config,
+				ConfigStateChecks: []statecheck.StateCheck{sameAdapter.AddStateValue(nicAddr, tfjsonpath.New("device_key"))},
+				Check:             func(*terraform.State) error { return lab.SetVMAccessible(ctx, vm, false) },
 			},
 			{
 				Config:   config,
@@ -428,12 +417,7 @@ func TestAccVMPVRDMANIC_inaccessibleVM(t *testing.T) {
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(nicAddr, plancheck.ResourceActionNoop),
 				}},
-				Check: func(s *terraform.State) error {
-					if got := s.RootModule().Resources[nicAddr].Primary.Attributes["device_key"]; got != key {
-						return fmt.Errorf("device key %s, want %s", got, key)
-					}
-					return nil
-				},
+				ConfigStateChecks: []statecheck.StateCheck{sameAdapter.AddStateValue(nicAddr, tfjsonpath.New("device_key"))},
 			},
 		},
 	})
