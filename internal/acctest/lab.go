@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
-	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vsphere"
 )
 
 // StartLab gives a test its own simulated vCenter, closed when the test
@@ -21,13 +20,6 @@ func StartLab(t testing.TB, opts vcsimlab.Options) *vcsimlab.Lab {
 	}
 	t.Cleanup(lab.Close)
 	return lab
-}
-
-// LabClient is a service-layer client of the lab, to look at vSphere
-// directly from tests.
-func LabClient(lab *vcsimlab.Lab) *vsphere.Client {
-	return vsphere.New(vsphere.Config{Server: lab.URL.Host, User: lab.Username, Password: lab.Password, CAFile: lab.CertFile,
-		AllowUnverifiedSSL: lab.CertFile == ""})
 }
 
 // Must stops the test when a step of its own setup fails: a change made

@@ -58,7 +58,7 @@ func awkwardLab(t *testing.T, needReboot bool) *vcsimlab.Lab {
 	acctest.Must(t, lab.BuildByHand(ctx))
 	hosts := lab.HostNames()
 	h0, h1, h2 := hosts[0], hosts[1], hosts[2]
-	svc := acctest.LabClient(lab)
+	svc := labClient(lab)
 	acctest.Must(t, lab.SetHostSRIOV(ctx, h2, awkwardIBPF, 2))
 	acctest.Must(t, svc.SetHostPassthrough(ctx, lab.HostID(h2), map[string]bool{awkwardWholePF: true}))
 	acctest.Must(t, lab.RebootHost(ctx, h2))

@@ -91,7 +91,7 @@ func switchHosts(t *testing.T, lab *vcsimlab.Lab, d *tfDir) []string {
 	t.Helper()
 	var uuid string
 	d.output("switch_id", &uuid)
-	s, err := acctest.LabClient(lab).DVS(context.Background(), vsphere.DVSID{UUID: uuid}, "")
+	s, err := labClient(lab).DVS(context.Background(), vsphere.DVSID{UUID: uuid}, "")
 	acctest.Must(t, err)
 	var names []string
 	for _, h := range s.Hosts {
@@ -108,7 +108,7 @@ func switchHosts(t *testing.T, lab *vcsimlab.Lab, d *tfDir) []string {
 // pvrdmaSettingsOf is the host's PVRDMA settings, read from vCenter.
 func pvrdmaSettingsOf(t *testing.T, lab *vcsimlab.Lab, host string) vsphere.PVRDMASettings {
 	t.Helper()
-	h, err := acctest.LabClient(lab).HostPVRDMA(context.Background(), lab.HostID(host))
+	h, err := labClient(lab).HostPVRDMA(context.Background(), lab.HostID(host))
 	acctest.Must(t, err)
 	return h.Settings
 }
@@ -317,7 +317,7 @@ func TestAccModuleGPUNode(t *testing.T) {
 	for _, h := range lab.HostNames() {
 		spec.Hosts = append(spec.Hosts, vsphere.DVSHost{HostID: lab.HostID(h), Vmnic: lab.RDMANICs()[0]})
 	}
-	_, portGroup, err := acctest.LabClient(lab).CreateDVS(context.Background(), spec)
+	_, portGroup, err := labClient(lab).CreateDVS(context.Background(), spec)
 	acctest.Must(t, err)
 	destroySwitchAfter(t, lab, spec.Name)
 	vm := lab.VMNames()[1]

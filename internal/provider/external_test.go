@@ -22,7 +22,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vsphere"
 )
@@ -242,7 +241,7 @@ func restoreVMs(t *testing.T, lab *vcsimlab.Lab) {
 		return was{v, settings}, err
 	}
 	before := map[string]was{}
-	service := acctest.LabClient(lab)
+	service := labClient(lab)
 	for _, name := range lab.VMNames() {
 		b, err := read(service, name)
 		if err != nil {
@@ -252,7 +251,7 @@ func restoreVMs(t *testing.T, lab *vcsimlab.Lab) {
 	}
 	_ = service.Logout(ctx)
 	t.Cleanup(func() {
-		service := acctest.LabClient(lab)
+		service := labClient(lab)
 		defer func() { _ = service.Logout(ctx) }()
 		for name, b := range before {
 			now, err := read(service, name)

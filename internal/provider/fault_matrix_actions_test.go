@@ -99,7 +99,7 @@ action "vspherehpc_host_reboot" "esx" {
 			before: func() {
 				// A change waiting for the reboot: 2, then 4, then 2... (one a
 				// faulted invoke left waiting is asked again).
-				h, err := acctest.LabClient(lab).HostPassthrough(ctx, lab.HostID(host))
+				h, err := labClient(lab).HostPassthrough(ctx, lab.HostID(host))
 				acctest.Must(t, err)
 				if d := h.Device(ibPF); d != nil && d.SRIOV != nil && d.SRIOV.Active && d.SRIOV.VFs == vfs {
 					vfs = 6 - vfs
@@ -112,7 +112,7 @@ action "vspherehpc_host_reboot" "esx" {
 						return "host " + w.Host + " is still in maintenance mode"
 					}
 				}
-				h, err := acctest.LabClient(lab).HostPassthrough(ctx, lab.HostID(host))
+				h, err := labClient(lab).HostPassthrough(ctx, lab.HostID(host))
 				if err != nil {
 					return err.Error()
 				}

@@ -171,7 +171,7 @@ func TestAccHostDataSource_pciDevices(t *testing.T) {
 		}, {
 			// Each PF's VFs, and each VF's PF, once SR-IOV is on.
 			PreConfig: func() {
-				acctest.Must(t, acctest.LabClient(lab).SetHostSRIOV(context.Background(), lab.HostID(name), ibPF, 2))
+				acctest.Must(t, labClient(lab).SetHostSRIOV(context.Background(), lab.HostID(name), ibPF, 2))
 			},
 			Config: hostDataSourceConfig(lab, name),
 			Check: resource.ComposeAggregateTestCheckFunc(

@@ -41,9 +41,9 @@ func TestAccHostPCIPassthrough_list(t *testing.T) {
 	ctx := context.Background()
 	acctest.Must(
 		t,
-		acctest.LabClient(lab).SetHostPassthrough(ctx, lab.HostID(hosts[len(hosts)-1]), map[string]bool{lab.GPUs()[0]: false, lab.GPUs()[1]: false}),
+		labClient(lab).SetHostPassthrough(ctx, lab.HostID(hosts[len(hosts)-1]), map[string]bool{lab.GPUs()[0]: false, lab.GPUs()[1]: false}),
 	)
-	cluster, err := acctest.LabClient(lab).ClusterByName(ctx, lab.DatacenterID(), lab.ClusterName())
+	cluster, err := labClient(lab).ClusterByName(ctx, lab.DatacenterID(), lab.ClusterName())
 	acctest.Must(t, err)
 	runQueries(t, lab, "vspherehpc_host_pci_passthrough", append([]query{
 		{config: inDatacenter(lab), checks: []querycheck.QueryResultCheck{

@@ -35,7 +35,7 @@ resource "vspherehpc_host_pvrdma_settings" "h" {
 // hostSettingsAre checks the host itself, not just state.
 func hostSettingsAre(lab *vcsimlab.Lab, hostName string, want vsphere.PVRDMASettings) func(*terraform.State) error {
 	return func(*terraform.State) error {
-		got, err := acctest.LabClient(lab).HostPVRDMA(context.Background(), lab.HostID(hostName))
+		got, err := labClient(lab).HostPVRDMA(context.Background(), lab.HostID(hostName))
 		if err != nil {
 			return err
 		}
@@ -55,7 +55,7 @@ func needsVmk0(t *testing.T, lab *vcsimlab.Lab, hostName string) {
 	if lab.Simulated() {
 		return
 	}
-	h, err := acctest.LabClient(lab).HostPVRDMA(context.Background(), lab.HostID(hostName))
+	h, err := labClient(lab).HostPVRDMA(context.Background(), lab.HostID(hostName))
 	acctest.Must(t, err)
 	if !slices.Contains(h.Vmknics, "vmk0") {
 		t.Skipf("host %s has no vmk0, which the test sets (the default vmknic); its vmknics are %s", hostName, strings.Join(h.Vmknics, ", "))
@@ -249,7 +249,7 @@ func TestAccHostPVRDMASettings_refusals(t *testing.T) {
 	// an external host's.
 	missing, vmknics := "vmk7", "vmk0, vmk1"
 	if !lab.Simulated() {
-		h, err := acctest.LabClient(lab).HostPVRDMA(context.Background(), lab.HostID(name))
+		h, err := labClient(lab).HostPVRDMA(context.Background(), lab.HostID(name))
 		acctest.Must(t, err)
 		for slices.Contains(h.Vmknics, missing) {
 			missing += "7"

@@ -44,7 +44,7 @@ action "vspherehpc_host_reboot" "esx" {
 	if err := sriovIs(lab, host, ibPF, 4)(nil); err != nil {
 		t.Error(err)
 	}
-	h, err := acctest.LabClient(lab).HostPassthrough(ctx, lab.HostID(host))
+	h, err := labClient(lab).HostPassthrough(ctx, lab.HostID(host))
 	acctest.Must(t, err)
 	if d := h.Device(ibPF); d == nil || d.SRIOV == nil || !d.SRIOV.Active || d.SRIOV.VFs != 4 {
 		t.Errorf("SR-IOV of %s after the reboot: %+v, want active with 4 virtual functions", ibPF, d)

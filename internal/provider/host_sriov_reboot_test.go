@@ -147,12 +147,12 @@ func TestAccHostSRIOV_turnOffWaitingForReboot(t *testing.T) {
 	pf, _ := sriovPF(t, lab, name)
 	config := strings.Replace(hostSRIOVConfig(lab, name, pf, 4), "num_virtual_functions", "reboot_allowed        = true\n  num_virtual_functions", 1)
 	turnOff := func() {
-		acctest.Must(t, acctest.LabClient(lab).SetHostSRIOV(context.Background(), lab.HostID(name), pf, 0))
+		acctest.Must(t, labClient(lab).SetHostSRIOV(context.Background(), lab.HostID(name), pf, 0))
 	}
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		CheckDestroy: func(*terraform.State) error {
-			h, err := acctest.LabClient(lab).HostPassthrough(context.Background(), lab.HostID(name))
+			h, err := labClient(lab).HostPassthrough(context.Background(), lab.HostID(name))
 			if err != nil {
 				return err
 			}

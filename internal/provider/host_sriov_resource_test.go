@@ -25,7 +25,7 @@ const sriovAddr = "vspherehpc_host_sriov.s"
 // sriovPF is the first SR-IOV capable function of a lab host and its maximum.
 func sriovPF(t *testing.T, lab *vcsimlab.Lab, hostName string) (string, int) {
 	t.Helper()
-	h, err := acctest.LabClient(lab).HostPassthrough(context.Background(), lab.HostID(hostName))
+	h, err := labClient(lab).HostPassthrough(context.Background(), lab.HostID(hostName))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ resource "vspherehpc_host_sriov" "s" {
 // sriovIs checks the host itself: how many virtual functions are requested.
 func sriovIs(lab *vcsimlab.Lab, hostName, pciID string, want int) func(*terraform.State) error {
 	return func(*terraform.State) error {
-		h, err := acctest.LabClient(lab).HostPassthrough(context.Background(), lab.HostID(hostName))
+		h, err := labClient(lab).HostPassthrough(context.Background(), lab.HostID(hostName))
 		if err != nil {
 			return err
 		}
@@ -125,7 +125,7 @@ func TestAccHostSRIOV_driftAndDisappears(t *testing.T) {
 	pf, _ := sriovPF(t, lab, name)
 	set := func(vfs int) func(*terraform.State) error {
 		return func(*terraform.State) error {
-			return acctest.LabClient(lab).SetHostSRIOV(context.Background(), lab.HostID(name), pf, vfs)
+			return labClient(lab).SetHostSRIOV(context.Background(), lab.HostID(name), pf, vfs)
 		}
 	}
 	resource.UnitTest(t, resource.TestCase{

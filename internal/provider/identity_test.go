@@ -343,7 +343,7 @@ type handBuiltIDs struct {
 func handBuilt(t *testing.T, lab *vcsimlab.Lab) handBuiltIDs {
 	t.Helper()
 	ctx := context.Background()
-	c := acctest.LabClient(lab)
+	c := labClient(lab)
 	var ids handBuiltIDs
 	for _, h := range lab.HostNames() {
 		ids.hosts = append(ids.hosts, lab.HostID(h))

@@ -1,7 +1,8 @@
 package provider
 
 // Helpers shared by the provider's tests: the provider under test, the
-// simulated lab each test gets, the provider block for it, and the
+// simulated lab each test gets (started by internal/acctest, which also has
+// the provider block for it), a service-layer client of that lab, and the
 // configuration and checks that more than one test file uses. A helper that
 // serves one file lives in that file.
 //
@@ -26,6 +27,7 @@ import (
 
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vsphere"
 )
 
 var compareSame = compare.ValuesSame()
@@ -45,6 +47,13 @@ func startLab(t *testing.T, opts vcsimlab.Options) *vcsimlab.Lab {
 	lab := acctest.StartLab(t, opts)
 	t.Cleanup(func() { recordCalls(t.Name(), lab) })
 	return lab
+}
+
+// labClient is a service-layer client of the lab, to look at vSphere
+// directly from tests.
+func labClient(lab *vcsimlab.Lab) *vsphere.Client {
+	return vsphere.New(vsphere.Config{Server: lab.URL.Host, User: lab.Username, Password: lab.Password, CAFile: lab.CertFile,
+		AllowUnverifiedSSL: lab.CertFile == ""})
 }
 
 // rdmaDVSTwoSwitchesConfig is two PVRDMA switches over all lab hosts, rdma-a on the

@@ -146,7 +146,7 @@ func TestAccMaxMTUDataSourceRefusals(t *testing.T) {
 	missing, vmknics := "vmk9", regexp.QuoteMeta("vmk0, vmk1")
 	if !lab.Simulated() {
 		for _, name := range lab.HostNames() {
-			h, err := acctest.LabClient(lab).HostPVRDMA(context.Background(), lab.HostID(name))
+			h, err := labClient(lab).HostPVRDMA(context.Background(), lab.HostID(name))
 			acctest.Must(t, err)
 			for slices.Contains(h.Vmknics, missing) {
 				missing += "9"

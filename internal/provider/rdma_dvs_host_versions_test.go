@@ -42,7 +42,7 @@ func noSwitchCreated(t *testing.T, lab *vcsimlab.Lab) func() {
 // switchIn reads the switch as vCenter has it.
 func switchIn(t *testing.T, lab *vcsimlab.Lab, uuid string) *vsphere.DVS {
 	t.Helper()
-	d, err := acctest.LabClient(lab).DVS(context.Background(), vsphere.DVSID{UUID: uuid}, "")
+	d, err := labClient(lab).DVS(context.Background(), vsphere.DVSID{UUID: uuid}, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,7 +44,7 @@ func TestAccRDMADVS_refusals(t *testing.T) {
 	usedNIC, usedBy := "vmnic0", `standard switch "vSwitch0"` // "" when the host has no NIC a switch uses
 	offered := "7.0.0, 7.0.2, 7.0.3, 8.0.0, 8.0.3"
 	if !lab.Simulated() {
-		host, err := acctest.LabClient(lab).Host(ctx, lab.HostID(first))
+		host, err := labClient(lab).Host(ctx, lab.HostID(first))
 		acctest.Must(t, err)
 		var names, free []string
 		for _, n := range host.PhysicalNICs {
@@ -66,7 +66,7 @@ func TestAccRDMADVS_refusals(t *testing.T) {
 			missing += "9"
 		}
 		nicList, freeRDMA = strings.Join(names, ", "), strings.Join(free, ", ")
-		versions, err := acctest.LabClient(lab).DVSVersions(ctx)
+		versions, err := labClient(lab).DVSVersions(ctx)
 		acctest.Must(t, err)
 		offered = strings.Join(versions, ", ")
 		// Which of the host's two entries comes first depends on how

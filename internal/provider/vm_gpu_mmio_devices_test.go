@@ -154,7 +154,7 @@ func TestAccVMGPUMMIO_deviceRefusals(t *testing.T) {
 	if sameHost == "" || otherHost == "" {
 		t.Fatalf("need a second VM on %s and one on another host", host)
 	}
-	service := acctest.LabClient(lab)
+	service := labClient(lab)
 	config := func(vmName, body string) string {
 		return vmGPUMMIOConfig(lab, lab.VMUUID(vmName), "  mmio_size_gb = 64\n"+body)
 	}
@@ -260,7 +260,7 @@ func TestAccVMGPUMMIO_notActiveWording(t *testing.T) {
 	vm := lab.VMNames()[0]
 	host := lab.VMHostName(vm)
 	gpu := lab.GPUs()[1]
-	service := acctest.LabClient(lab)
+	service := labClient(lab)
 	h, err := service.Host(ctx, lab.HostID(host))
 	acctest.Must(t, err)
 	uplink := h.PhysicalNICs[slices.IndexFunc(h.PhysicalNICs, func(n vsphere.PhysicalNIC) bool { return n.Name == lab.RDMANICs()[0] })]
@@ -317,7 +317,7 @@ func TestAccVMGPUMMIO_notActiveWording(t *testing.T) {
 // deviceName is the name the host gives a PCI device.
 func deviceName(t *testing.T, lab *vcsimlab.Lab, host, pciID string) string {
 	t.Helper()
-	p, err := acctest.LabClient(lab).HostPassthrough(context.Background(), lab.HostID(host))
+	p, err := labClient(lab).HostPassthrough(context.Background(), lab.HostID(host))
 	acctest.Must(t, err)
 	if d := p.Device(pciID); d != nil {
 		return d.DeviceName

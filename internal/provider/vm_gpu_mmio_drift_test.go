@@ -195,7 +195,7 @@ func TestAccVMGPUMMIO_dynamicGPUNarrowed(t *testing.T) {
 	ctx := context.Background()
 	config := vmGPUMMIOConfig(lab, lab.VMUUID(vm), "  gpu {\n    vendor_id = \"10de\"\n    device_id = \"2330\"\n    count     = 2\n  }\n")
 	plain := func(*terraform.State) error {
-		v, err := acctest.LabClient(lab).VM(ctx, lab.VMUUID(vm))
+		v, err := labClient(lab).VM(ctx, lab.VMUUID(vm))
 		if err != nil {
 			return err
 		}

@@ -41,7 +41,7 @@ func TestAccVMGPUMMIO_gpuOnAnotherHost(t *testing.T) {
 		t.Fatalf("no VM on %s or on %s", hosts[0], newer)
 	}
 	// The newer host's GPUs, as the provider's service layer reads them.
-	newerHost, err := acctest.LabClient(lab).Host(ctx, lab.HostID(newer))
+	newerHost, err := labClient(lab).Host(ctx, lab.HostID(newer))
 	if err != nil {
 		t.Fatal(err)
 	}

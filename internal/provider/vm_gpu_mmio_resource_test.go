@@ -68,7 +68,7 @@ func gpuMemoryGB(t *testing.T, lab *vcsimlab.Lab, vm string) []float64 {
 // vmHost reads the host of vm, with its GPUs.
 func vmHost(t *testing.T, lab *vcsimlab.Lab, vm string) *vsphere.Host {
 	t.Helper()
-	host, err := acctest.LabClient(lab).Host(context.Background(), lab.HostID(lab.VMHostName(vm)))
+	host, err := labClient(lab).Host(context.Background(), lab.HostID(lab.VMHostName(vm)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,7 +312,7 @@ resource "vspherehpc_vm_gpu_mmio" "gpu" {
 		Steps: []resource.TestStep{{
 			Config: config,
 			Check: func(*terraform.State) error {
-				v, err := acctest.LabClient(lab).VM(context.Background(), uuid)
+				v, err := labClient(lab).VM(context.Background(), uuid)
 				if err != nil {
 					return err
 				}
@@ -338,7 +338,7 @@ func TestAccVMGPUMMIO_powerCycle(t *testing.T) {
 	vm := lab.VMNames()[1]
 	acctest.Must(t, lab.PowerOnVM(context.Background(), vm))
 	running := func(*terraform.State) error {
-		v, err := acctest.LabClient(lab).VM(context.Background(), lab.VMUUID(vm))
+		v, err := labClient(lab).VM(context.Background(), lab.VMUUID(vm))
 		if err == nil && (v.PowerState != "on" || v.Firmware != "efi") {
 			err = fmt.Errorf("%s is %s with firmware %s, want on and efi", vm, v.PowerState, v.Firmware)
 		}

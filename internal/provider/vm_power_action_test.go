@@ -36,7 +36,7 @@ action "vspherehpc_vm_power" %q {
 // vmPowerState is the lab VM's power state, as the service layer reads it.
 func vmPowerState(t *testing.T, lab *vcsimlab.Lab, vm string) vsphere.PowerState {
 	t.Helper()
-	v, err := acctest.LabClient(lab).VM(context.Background(), lab.VMUUID(vm))
+	v, err := labClient(lab).VM(context.Background(), lab.VMUUID(vm))
 	acctest.Must(t, err)
 	return v.PowerState
 }

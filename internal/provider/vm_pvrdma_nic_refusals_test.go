@@ -23,7 +23,7 @@ func TestAccVMPVRDMANIC_refusals(t *testing.T) {
 	ctx := context.Background()
 	vm0, vm1 := lab.VMNames()[0], lab.VMNames()[1]
 	acctest.Must(t, lab.PowerOnVM(ctx, vm1))
-	node0, err := acctest.LabClient(lab).VM(ctx, lab.VMUUID(vm0))
+	node0, err := labClient(lab).VM(ctx, lab.VMUUID(vm0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,11 +34,11 @@ func TestAccVMPVRDMANIC_refusals(t *testing.T) {
 		spec := vsphere.DVSSpec{DatacenterID: lab.DatacenterID(), Name: testName("partial"), UplinkCount: 1, MTU: 9000,
 			PortGroup: vsphere.PortGroupSpec{Name: testName("partial-vms"), Ports: 8, AutoExpand: true},
 			Hosts:     []vsphere.DVSHost{{HostID: lab.HostID(lab.HostNames()[0]), Vmnic: "vmnic1"}}}
-		id, key, err := acctest.LabClient(lab).CreateDVS(ctx, spec)
+		id, key, err := labClient(lab).CreateDVS(ctx, spec)
 		if err != nil {
 			t.Fatal(err)
 		}
-		d, err := acctest.LabClient(lab).DVS(ctx, id, key)
+		d, err := labClient(lab).DVS(ctx, id, key)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -116,7 +116,7 @@ func TestAccVMPVRDMANIC_refusedAtPlan(t *testing.T) {
 	ctx := context.Background()
 	vm := lab.VMNames()[0]
 	uuid := lab.VMUUID(vm)
-	node0, err := acctest.LabClient(lab).VM(ctx, uuid)
+	node0, err := labClient(lab).VM(ctx, uuid)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -130,7 +130,7 @@ func TestAccVMPVRDMANIC_noProtocolChoice(t *testing.T) {
 				},
 				Check: func(s *terraform.State) error {
 					key = s.RootModule().Resources[nicAddr].Primary.Attributes["device_key"]
-					adapters, err := acctest.LabClient(lab).VM(ctx, uuid)
+					adapters, err := labClient(lab).VM(ctx, uuid)
 					if err != nil {
 						return err
 					}
@@ -246,7 +246,7 @@ func TestAccVMPVRDMANIC_powerCycle(t *testing.T) {
 	vm := lab.VMNames()[1]
 	acctest.Must(t, lab.PowerOnVM(context.Background(), vm))
 	running := func(*terraform.State) error {
-		v, err := acctest.LabClient(lab).VM(context.Background(), lab.VMUUID(vm))
+		v, err := labClient(lab).VM(context.Background(), lab.VMUUID(vm))
 		if err == nil && v.PowerState != "on" {
 			err = fmt.Errorf("%s is %s after the change, want on", vm, v.PowerState)
 		}

@@ -40,7 +40,7 @@ resource "vspherehpc_vm_gpu_mmio" "gpu" {
 // pvrdmaAdapters reads the VM's PVRDMA adapters by its BIOS UUID, as
 // vCenter has them now.
 func pvrdmaAdapters(lab *vcsimlab.Lab, vm string) ([]vsphere.NetworkAdapter, *vsphere.VM, error) {
-	v, err := acctest.LabClient(lab).VM(context.Background(), lab.VMUUID(vm))
+	v, err := labClient(lab).VM(context.Background(), lab.VMUUID(vm))
 	if err != nil {
 		return nil, nil, err
 	}

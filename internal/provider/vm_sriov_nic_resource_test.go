@@ -173,14 +173,14 @@ func TestAccVMSRIOVNIC_refusals(t *testing.T) {
 	uplink := lab.RDMANICs()[0] // vmnic4, whose PF is vmnic4PF
 	host := lab.VMHostName(vm)
 	hostLabel := fmt.Sprintf("%s (%s)", host, lab.HostID(host))
-	node0, err := acctest.LabClient(lab).VM(ctx, lab.VMUUID(vm))
+	node0, err := labClient(lab).VM(ctx, lab.VMUUID(vm))
 	if err != nil {
 		t.Fatal(err)
 	}
 	// vCenter's own addresses are in the part of VMware's prefix no
 	// configuration may give: the MAC in use is a static one.
 	acctest.Must(t, lab.SetAdapterMAC(ctx, vm1, "00:50:56:01:0a:0b"))
-	node1, err := acctest.LabClient(lab).VM(ctx, lab.VMUUID(vm1))
+	node1, err := labClient(lab).VM(ctx, lab.VMUUID(vm1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,7 +243,7 @@ resource "vspherehpc_host_sriov" "s" {
 				),
 			},
 			{
-				PreConfig: func() { acctest.Must(t, acctest.LabClient(lab).SetHostSRIOV(ctx, lab.HostID(host), vmnic4PF, 4)) },
+				PreConfig: func() { acctest.Must(t, labClient(lab).SetHostSRIOV(ctx, lab.HostID(host), vmnic4PF, 4)) },
 				Config:    nic(vm, groupA, vmnic4PF, ""), PlanOnly: true,
 				ExpectError: acctest.Wording(fmt.Sprintf("SR-IOV of %s (%s) on host %s is enabled but not active yet", vmnic4PF, uplink, hostLabel)),
 			},

@@ -20,7 +20,7 @@ import (
 // labClusterID is the managed object id of the lab's cluster.
 func labClusterID(t *testing.T, lab *vcsimlab.Lab) string {
 	t.Helper()
-	cl, err := acctest.LabClient(lab).ClusterByName(context.Background(), lab.DatacenterID(), lab.ClusterName())
+	cl, err := labClient(lab).ClusterByName(context.Background(), lab.DatacenterID(), lab.ClusterName())
 	if err != nil {
 		t.Fatalf("finding the lab's cluster: %v", err)
 	}

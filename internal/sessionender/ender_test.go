@@ -40,7 +40,7 @@ func TestSessionsEndAfterThePlugin(t *testing.T) {
 	connected := func(n int) *vsphere.Clients {
 		var all vsphere.Clients
 		for range n {
-			c := acctest.LabClient(lab)
+			c := vsphere.New(vsphere.Config{Server: lab.URL.Host, User: lab.Username, Password: lab.Password, CAFile: lab.CertFile})
 			if _, err := c.DatacenterByName(ctx, ""); err != nil {
 				t.Fatal(err)
 			}

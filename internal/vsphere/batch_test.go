@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/vmware/govmomi/vim25/mo"
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
 
@@ -109,7 +110,7 @@ func waitPending(c *Client, n int) {
 // still gets its own object.
 func TestConcurrentReadsShareACall(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{VMs: 6})
+	lab := acctest.StartLab(t, vcsimlab.Options{VMs: 6})
 	c := labClient(lab)
 	names := lab.VMNames()
 	clk := manualBatch(t, c, lab.VMID(names[0]))
@@ -147,7 +148,7 @@ func TestConcurrentReadsShareACall(t *testing.T) {
 // the call carries the others, and none is made when none is left.
 func TestAbandonedReadIsNotSent(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{VMs: 2})
+	lab := acctest.StartLab(t, vcsimlab.Options{VMs: 2})
 	c := labClient(lab)
 	names := lab.VMNames()
 	clk := manualBatch(t, c, lab.VMID(names[0]))
@@ -197,7 +198,7 @@ func TestAbandonedReadIsNotSent(t *testing.T) {
 // without reading holds nothing up; errors come in the functions' order.
 func TestInOneCallWaitsForEveryReader(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
+	lab := acctest.StartLab(t, vcsimlab.Options{})
 	c := labClient(lab)
 	names := lab.VMNames()
 	clk := manualBatch(t, c, lab.VMID(names[0]))
@@ -258,7 +259,7 @@ func readAs(ctx context.Context, c *Client, vmID string) (*mo.VirtualMachine, er
 // read: the others are answered, each read retried alone.
 func TestSharedReadFailureIsPerRead(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
+	lab := acctest.StartLab(t, vcsimlab.Options{})
 	c := labClient(lab)
 	existing := lab.VMID("hpc-node-0")
 	clk := manualBatch(t, c, existing)
@@ -295,7 +296,7 @@ func TestSharedReadFailureIsPerRead(t *testing.T) {
 // A name the index lacks reads it once more (the host may be new).
 func TestLookupsByNameShareOneIndex(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
+	lab := acctest.StartLab(t, vcsimlab.Options{})
 	ctx := context.Background()
 	c := labClient(lab)
 	if _, err := c.DatacenterByName(ctx, lab.DatacenterName()); err != nil {
@@ -334,7 +335,7 @@ func TestLookupsByNameShareOneIndex(t *testing.T) {
 // since, is searched with FindAllByUuid, once.
 func TestVMUUIDsResolvedInOneCall(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
+	lab := acctest.StartLab(t, vcsimlab.Options{})
 	ctx := context.Background()
 	c := labClient(lab)
 	for range 2 {
@@ -376,7 +377,7 @@ func TestVMUUIDsResolvedInOneCall(t *testing.T) {
 // managed object id.
 func TestSharedVMUUIDIsAmbiguous(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
+	lab := acctest.StartLab(t, vcsimlab.Options{})
 	ctx := context.Background()
 	vms := lab.VMNames()
 	shared := lab.VMUUID(vms[0])
@@ -401,7 +402,7 @@ func TestSharedVMUUIDIsAmbiguous(t *testing.T) {
 // filter or WaitForUpdatesEx of its own.
 func TestTaskWaitUsesSharedReads(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
+	lab := acctest.StartLab(t, vcsimlab.Options{})
 	ctx := context.Background()
 	c := labClient(lab)
 	if err := c.ApplyGPUMMIO(ctx, lab.VMUUID("hpc-node-0"), GPUMMIOSpec{GPUs: []GPURequest{{PCIID: "0000:3b:00.0"}}, MMIOSizeGB: 256}); err != nil {

@@ -17,18 +17,9 @@ import (
 	"github.com/vmware/govmomi/vim25/soap"
 	"github.com/vmware/govmomi/vim25/types"
 
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
-
-func startLab(t *testing.T, opts vcsimlab.Options) *vcsimlab.Lab {
-	t.Helper()
-	lab, err := vcsimlab.Start(context.Background(), opts)
-	if err != nil {
-		t.Fatalf("starting lab: %v", err)
-	}
-	t.Cleanup(lab.Close)
-	return lab
-}
 
 func labClient(lab *vcsimlab.Lab, mutate ...func(*Config)) *Client {
 	cfg := Config{Server: lab.URL.Host, User: lab.Username, Password: lab.Password, CAFile: lab.CertFile}
@@ -89,7 +80,7 @@ func TestConnectsLazily(t *testing.T) {
 
 func TestLoginAndTLS(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
+	lab := acctest.StartLab(t, vcsimlab.Options{})
 	ctx := context.Background()
 
 	cases := []struct {
@@ -138,7 +129,7 @@ func TestLoginAndTLS(t *testing.T) {
 // tracedClient is a client of a new lab, with its log lines kept.
 func tracedClient(t *testing.T) (*vcsimlab.Lab, *Client, *recordingLogger) {
 	t.Helper()
-	lab := startLab(t, vcsimlab.Options{})
+	lab := acctest.StartLab(t, vcsimlab.Options{})
 	log := &recordingLogger{}
 	return lab, labClient(lab, func(cfg *Config) { cfg.Logger = log }), log
 }
@@ -268,7 +259,7 @@ func TestScrub(t *testing.T) {
 
 func TestWaitTaskLogsAndTranslates(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
+	lab := acctest.StartLab(t, vcsimlab.Options{})
 	ctx := context.Background()
 	log := &recordingLogger{}
 	c := labClient(lab, func(cfg *Config) { cfg.Logger = log })

@@ -10,12 +10,13 @@ import (
 	"github.com/vmware/govmomi/find"
 	"github.com/vmware/govmomi/vim25/types"
 
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
 
 func TestClusterByName(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{Hosts: 4})
+	lab := acctest.StartLab(t, vcsimlab.Options{Hosts: 4})
 	ctx := context.Background()
 	c := labClient(lab)
 

@@ -12,6 +12,7 @@ import (
 	"github.com/vmware/govmomi/object"
 	"github.com/vmware/govmomi/vim25/types"
 
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
 
@@ -29,7 +30,7 @@ func labDVSSpec(lab *vcsimlab.Lab, name string) DVSSpec {
 
 func TestDVSLifecycle(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
+	lab := acctest.StartLab(t, vcsimlab.Options{})
 	ctx := context.Background()
 	c := labClient(lab)
 	spec := labDVSSpec(lab, "pvrdma")
@@ -105,7 +106,7 @@ func TestDVSLifecycle(t *testing.T) {
 
 func TestDVSReadIsOneRoundTrip(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
+	lab := acctest.StartLab(t, vcsimlab.Options{})
 	ctx := context.Background()
 	c := labClient(lab)
 	id, _, err := c.CreateDVS(ctx, labDVSSpec(lab, "pvrdma"))
@@ -124,7 +125,7 @@ func TestDVSReadIsOneRoundTrip(t *testing.T) {
 // A create that fails adding the hosts still returns the switch it made.
 func TestCreateDVSFailingHalfWayReturnsTheSwitch(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
+	lab := acctest.StartLab(t, vcsimlab.Options{})
 	ctx := context.Background()
 	c := labClient(lab)
 	lab.FailTaskOnce("ReconfigureDvs_Task", "pvrdma", &types.DvsFault{})
@@ -142,7 +143,7 @@ func TestCreateDVSFailingHalfWayReturnsTheSwitch(t *testing.T) {
 // made, found by its name, with the error.
 func TestCreateDVSUnconfirmedReturnsTheSwitch(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
+	lab := acctest.StartLab(t, vcsimlab.Options{})
 	ctx := context.Background()
 	c := labClient(lab)
 	lab.FailRead("Task", &types.HostNotConnected{}, 1) // the create's task: its first read
@@ -162,7 +163,7 @@ func TestCreateDVSUnconfirmedReturnsTheSwitch(t *testing.T) {
 // made nothing.
 func TestCreateDVSAnswerLost(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
+	lab := acctest.StartLab(t, vcsimlab.Options{})
 	ctx := context.Background()
 	c := labClient(lab)
 	lab.LoseConnection("CreateDVS_Task", 1, false)
@@ -189,7 +190,7 @@ func TestCreateDVSAnswerLost(t *testing.T) {
 
 func TestDVSVersionsAndPaths(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
+	lab := acctest.StartLab(t, vcsimlab.Options{})
 	ctx := context.Background()
 	c := labClient(lab)
 	versions, err := c.DVSVersions(ctx)
@@ -218,7 +219,7 @@ func TestDVSVersionsAndPaths(t *testing.T) {
 // case).
 func TestPlanDVSHostsSharesOneDeadline(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{Hosts: 4})
+	lab := acctest.StartLab(t, vcsimlab.Options{Hosts: 4})
 	ctx := context.Background()
 	c := labClient(lab, func(cfg *Config) { cfg.APITimeout = time.Second })
 	if _, err := c.DVSVersions(ctx); err != nil { // connect outside the measured operation
@@ -244,7 +245,7 @@ func TestPlanDVSHostsSharesOneDeadline(t *testing.T) {
 
 func TestPlanDVSNames(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
+	lab := acctest.StartLab(t, vcsimlab.Options{})
 	ctx := context.Background()
 	c := labClient(lab)
 	id, key, err := c.CreateDVS(ctx, labDVSSpec(lab, "rdma"))
@@ -291,7 +292,7 @@ func TestPlanDVSNames(t *testing.T) {
 
 func TestPlanDVSDelete(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
+	lab := acctest.StartLab(t, vcsimlab.Options{})
 	ctx := context.Background()
 	c := labClient(lab)
 	id, key, err := c.CreateDVS(ctx, labDVSSpec(lab, "rdma"))
@@ -334,7 +335,7 @@ func TestPlanDVSDelete(t *testing.T) {
 // that changes no membership and no version asks vCenter nothing.
 func TestPlanDVSHostsChecksESXiVersions(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{HostVersions: map[int]string{2: "7.0.3"}})
+	lab := acctest.StartLab(t, vcsimlab.Options{HostVersions: map[int]string{2: "7.0.3"}})
 	ctx := context.Background()
 	c := labClient(lab)
 	spec := labDVSSpec(lab, "rdma")
@@ -465,7 +466,7 @@ func TestRunsSwitch(t *testing.T) {
 // DuplicateName. A failed update fails the create, naming the switch.
 func TestCreateDVSWaitsForTheSwitchWhoseNamesItTakes(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
+	lab := acctest.StartLab(t, vcsimlab.Options{})
 	ctx := context.Background()
 	c := labClient(lab)
 	createTaking := func(spec DVSSpec, holder DVSID) <-chan error {

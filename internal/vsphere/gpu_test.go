@@ -12,13 +12,14 @@ import (
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
 
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/mmio"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
 
 func TestGPUMMIOLifecycle(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
+	lab := acctest.StartLab(t, vcsimlab.Options{})
 	ctx := context.Background()
 	c := labClient(lab)
 	vmID := lab.VMUUID("hpc-node-0")
@@ -75,7 +76,7 @@ func TestGPUMMIOLifecycle(t *testing.T) {
 
 func TestGPUMMIOOnARunningVM(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
+	lab := acctest.StartLab(t, vcsimlab.Options{})
 	ctx := context.Background()
 	c := labClient(lab)
 	vmID := lab.VMUUID("hpc-node-1")
@@ -178,7 +179,7 @@ func repeatGPU(g GPURequest, n int) []GPURequest {
 // TestPlanGPUMMIOMoreGPUsThanTheHost: the lab's hosts have two H100 each.
 func TestPlanGPUMMIOMoreGPUsThanTheHost(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
+	lab := acctest.StartLab(t, vcsimlab.Options{})
 	c := labClient(lab)
 	dyn := GPURequest{VendorID: "10de", DeviceID: "2330"}
 	p, err := c.PlanGPUMMIO(
@@ -203,7 +204,7 @@ func TestPlanGPUMMIOMoreGPUsThanTheHost(t *testing.T) {
 // the host's lock, not shared.
 func TestApplyGPUMMIORefusesAGPUTakenSincePlan(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
+	lab := acctest.StartLab(t, vcsimlab.Options{})
 	ctx := context.Background()
 	c := labClient(lab)
 	vm := "hpc-node-0"
@@ -278,7 +279,7 @@ func TestAbsentMMIOKeysReadAsUnset(t *testing.T) {
 // in a read of one VM, a refresh's read of every VM and a list.
 func TestMMIOKeysReadByKey(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
+	lab := acctest.StartLab(t, vcsimlab.Options{})
 	ctx := context.Background()
 	vms := lab.VMNames()
 	set := map[string][2]string{ // use64bitMMIO, 64bitMMIOSizeGB

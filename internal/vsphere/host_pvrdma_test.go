@@ -9,12 +9,13 @@ import (
 
 	"github.com/vmware/govmomi/vim25/types"
 
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
 
 func TestHostPVRDMA(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
+	lab := acctest.StartLab(t, vcsimlab.Options{})
 	ctx := context.Background()
 	c := labClient(lab)
 	host, other := lab.HostID(lab.HostNames()[0]), lab.HostID(lab.HostNames()[1])
@@ -68,7 +69,7 @@ func TestHostPVRDMA(t *testing.T) {
 // prefetch.go), so a second host's read makes no call.
 func TestHostPVRDMAReadIsOneSmallCall(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
+	lab := acctest.StartLab(t, vcsimlab.Options{})
 	ctx := context.Background()
 	c := labClient(lab)
 	if _, err := c.DatacenterByName(ctx, lab.DatacenterName()); err != nil { // logs in
@@ -87,7 +88,7 @@ func TestHostPVRDMAReadIsOneSmallCall(t *testing.T) {
 
 func TestSetHostPVRDMAOnHostWithoutTheOption(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
+	lab := acctest.StartLab(t, vcsimlab.Options{})
 	ctx := context.Background()
 	c := labClient(lab)
 	lab.FailCall("UpdateOptions", "", &types.InvalidName{Name: PVRDMAVmknicOption}, 1)

@@ -6,12 +6,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
 
 func TestHost(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
+	lab := acctest.StartLab(t, vcsimlab.Options{})
 	ctx := context.Background()
 	c := labClient(lab)
 	name := lab.HostNames()[1]
@@ -76,7 +77,7 @@ func TestHost(t *testing.T) {
 
 func TestHostReadsArePrefetchedWithEveryVM(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
+	lab := acctest.StartLab(t, vcsimlab.Options{})
 	ctx := context.Background()
 	c := labClient(lab)
 	id := lab.HostID(lab.HostNames()[0])
@@ -116,7 +117,7 @@ func TestHostReadsArePrefetchedWithEveryVM(t *testing.T) {
 
 func TestGPUUsers(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
+	lab := acctest.StartLab(t, vcsimlab.Options{})
 	ctx := context.Background()
 	c := labClient(lab)
 	vmName := lab.VMNames()[0]

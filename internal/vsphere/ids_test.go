@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
 
@@ -87,7 +88,7 @@ func TestWordNotFound(t *testing.T) {
 // is; a VM's UUID given for a switch says whose UUID it is.
 func TestNotFoundErrorLooksNamesUp(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
+	lab := acctest.StartLab(t, vcsimlab.Options{})
 	ctx := context.Background()
 	c := labClient(lab)
 	host := lab.HostNames()[0]

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
 
@@ -38,7 +39,7 @@ func keepAliveClient(t *testing.T, lab *vcsimlab.Lab) (*Client, <-chan keepAlive
 // lab, and sends nothing.
 func TestKeepAliveQuietWhileBusy(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
+	lab := acctest.StartLab(t, vcsimlab.Options{})
 	ctx := context.Background()
 	c, checks := keepAliveClient(t, lab)
 	release := lab.Hold("RetrievePropertiesEx")
@@ -85,7 +86,7 @@ func TestKeepAliveQuietWhileBusy(t *testing.T) {
 // for the idle time, the keep-alive sends one.
 func TestKeepAliveWhenIdle(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
+	lab := acctest.StartLab(t, vcsimlab.Options{})
 	ctx := context.Background()
 	c, checks := keepAliveClient(t, lab)
 	if _, err := c.VM(ctx, lab.VMID(lab.VMNames()[0])); err != nil {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
 
@@ -15,7 +16,7 @@ import (
 // and every host and VM the lab has.
 func TestListsAreOneCallAtFleetSize(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{Hosts: 16, VMs: 64})
+	lab := acctest.StartLab(t, vcsimlab.Options{Hosts: 16, VMs: 64})
 	ctx := context.Background()
 	if err := lab.BuildByHand(ctx); err != nil {
 		t.Fatal(err)
@@ -56,7 +57,7 @@ func TestListsAreOneCallAtFleetSize(t *testing.T) {
 // that does not exist is ErrNotFound, whatever its kind.
 func TestListScopes(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
+	lab := acctest.StartLab(t, vcsimlab.Options{})
 	ctx := context.Background()
 	if err := lab.BuildByHand(ctx); err != nil {
 		t.Fatal(err)

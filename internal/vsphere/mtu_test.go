@@ -10,6 +10,7 @@ import (
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
 
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/mtu"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
@@ -41,7 +42,7 @@ func mtus(t *testing.T, lab *vcsimlab.Lab, got []PathMTU) map[string]int {
 
 func TestPathMTUs(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{Hosts: 3})
+	lab := acctest.StartLab(t, vcsimlab.Options{Hosts: 3})
 	lab.SetLostProbeDelay(time.Millisecond)
 	ctx := context.Background()
 	c := labClient(lab)
@@ -81,7 +82,7 @@ func TestPathMTUs(t *testing.T) {
 
 func TestPathMTUsRefusals(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{Hosts: 2})
+	lab := acctest.StartLab(t, vcsimlab.Options{Hosts: 2})
 	lab.SetLostProbeDelay(time.Millisecond)
 	ctx := context.Background()
 	c := labClient(lab)
@@ -157,7 +158,7 @@ func BenchmarkPathMTUs8Hosts(b *testing.B) {
 // exist, all of them, and none that does.
 func TestPathMTUsNamesEveryMissingHost(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{Hosts: 3})
+	lab := acctest.StartLab(t, vcsimlab.Options{Hosts: 3})
 	c := labClient(lab)
 	spec := pathMTUSpec(lab, 3)
 	existing := spec.HostIDs[0]
@@ -179,7 +180,7 @@ func TestPathMTUsNamesEveryMissingHost(t *testing.T) {
 func TestPathMTUsCallsByPathChoice(t *testing.T) {
 	t.Parallel()
 	for _, k := range []int{8, 32} {
-		lab := startLab(t, vcsimlab.Options{Hosts: k})
+		lab := acctest.StartLab(t, vcsimlab.Options{Hosts: k})
 		ctx := context.Background()
 		for _, choice := range []PathChoice{PathsAll, PathsStar, PathsRing} {
 			c := labClient(lab)

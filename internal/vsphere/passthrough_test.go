@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
 
@@ -12,7 +13,7 @@ import (
 // device, is one property-collector round trip: a refresh's whole cost.
 func TestHostPassthrough(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
+	lab := acctest.StartLab(t, vcsimlab.Options{})
 	ctx := context.Background()
 	c := labClient(lab)
 	name := lab.HostNames()[0]
@@ -38,7 +39,7 @@ func TestHostPassthrough(t *testing.T) {
 
 func TestPlanHostPassthrough(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
+	lab := acctest.StartLab(t, vcsimlab.Options{})
 	ctx := context.Background()
 	c := labClient(lab)
 	id := lab.HostID(lab.HostNames()[0])
@@ -67,7 +68,7 @@ func TestPlanHostPassthrough(t *testing.T) {
 // nothing of a change it made). One lost on its way fails.
 func TestUpdatePassthruConfigAnswerLost(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
+	lab := acctest.StartLab(t, vcsimlab.Options{})
 	ctx := context.Background()
 	c := labClient(lab)
 	host := lab.HostID(lab.HostNames()[0])

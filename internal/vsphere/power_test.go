@@ -11,6 +11,7 @@ import (
 
 	"github.com/vmware/govmomi/vim25/types"
 
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
 
@@ -19,7 +20,7 @@ import (
 // VM is not powered off hard unless that is allowed.
 func TestSetVMPowerShutdownRefused(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
+	lab := acctest.StartLab(t, vcsimlab.Options{})
 	ctx := context.Background()
 	name := lab.VMNames()[0]
 	if err := lab.PowerOnVM(ctx, name); err != nil {
@@ -59,7 +60,7 @@ func TestSetVMPowerCallLost(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("%s %s#%d answered=%t", c.action, c.method, c.occurrence, c.answered), func(t *testing.T) {
 			t.Parallel()
-			lab := startLab(t, vcsimlab.Options{})
+			lab := acctest.StartLab(t, vcsimlab.Options{})
 			ctx := context.Background()
 			name := lab.VMNames()[0]
 			want := PoweredOn

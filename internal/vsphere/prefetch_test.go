@@ -8,6 +8,7 @@ import (
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
 
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/mmio"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
@@ -42,7 +43,7 @@ func nodes(lab *vcsimlab.Lab) int {
 // name or by id alike.
 func TestPrefetchAnswersLaterReads(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{VMs: 40})
+	lab := acctest.StartLab(t, vcsimlab.Options{VMs: 40})
 	c := labClient(lab)
 	// The name index, then the prefetch.
 	if got, want := lookUpAll(t, lab, c), 2; got != want {
@@ -98,7 +99,7 @@ func TestPrefetchAnswersLaterReads(t *testing.T) {
 // client writes, a change made out of band shows.
 func TestPrefetchStepsAsideForNewObjectsAndAfterWrites(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{VMs: 20})
+	lab := acctest.StartLab(t, vcsimlab.Options{VMs: 20})
 	ctx := context.Background()
 	c := labClient(lab)
 	lookUpAll(t, lab, c)
@@ -132,7 +133,7 @@ func TestPrefetchStepsAsideForNewObjectsAndAfterWrites(t *testing.T) {
 // after the prefetch read it, and the change sees it on.
 func TestReadUnderALockIsFresh(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{VMs: 20})
+	lab := acctest.StartLab(t, vcsimlab.Options{VMs: 20})
 	ctx := context.Background()
 	c := labClient(lab)
 	lookUpAll(t, lab, c) // the name index: the VMs' population
@@ -224,7 +225,7 @@ func BenchmarkVMPrefetch(b *testing.B) {
 // that data source ran. A change does end it.
 func TestReadsLeavePrefetching(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{Hosts: 3})
+	lab := acctest.StartLab(t, vcsimlab.Options{Hosts: 3})
 	ctx := context.Background()
 	dvs, _, err := labClient(lab).CreateDVS(ctx, labDVSSpec(lab, "pvrdma"))
 	if err != nil {
@@ -283,7 +284,7 @@ func TestReadsLeavePrefetching(t *testing.T) {
 // read still answers from the prefetch.
 func TestChangesReadFresh(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
+	lab := acctest.StartLab(t, vcsimlab.Options{})
 	ctx := context.Background()
 	c := labClient(lab)
 	vmName, hostName := lab.VMNames()[0], lab.HostNames()[0]
@@ -316,7 +317,7 @@ func TestChangesReadFresh(t *testing.T) {
 // refresh's one read of every VM carries: the plan reads no VM again.
 func TestAdapterPlanReadsFromThePrefetch(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
+	lab := acctest.StartLab(t, vcsimlab.Options{})
 	ctx := context.Background()
 	c := labClient(lab)
 	if _, err := c.VM(ctx, lab.VMID(lab.VMNames()[0])); err != nil {

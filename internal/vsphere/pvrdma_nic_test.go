@@ -11,6 +11,7 @@ import (
 	"github.com/vmware/govmomi/object"
 	"github.com/vmware/govmomi/vim25/types"
 
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
 
@@ -36,7 +37,7 @@ func labSwitch(t *testing.T, lab *vcsimlab.Lab, c *Client, name, vmnic string, h
 
 func TestPlanPVRDMANIC(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
+	lab := acctest.StartLab(t, vcsimlab.Options{})
 	ctx := context.Background()
 	c := labClient(lab)
 	pg := labSwitch(t, lab, c, "rdma", "vmnic4", lab.HostNames())
@@ -129,7 +130,7 @@ func TestPlanPVRDMANIC(t *testing.T) {
 // reads, task reads aside), and the adapter comes back as vCenter has it.
 func TestCreateReadsTheAdapterWithTheTasksEnd(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
+	lab := acctest.StartLab(t, vcsimlab.Options{})
 	ctx := context.Background()
 	c := labClient(lab)
 	pg := labSwitch(t, lab, c, "rdma", "vmnic4", lab.HostNames())
@@ -154,7 +155,7 @@ func TestCreateReadsTheAdapterWithTheTasksEnd(t *testing.T) {
 // index, the port group's backing); the second is measured.
 func TestPVRDMANICCallBudget(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
+	lab := acctest.StartLab(t, vcsimlab.Options{})
 	ctx := context.Background()
 	c := labClient(lab)
 	pg := labSwitch(t, lab, c, "rdma", "vmnic4", lab.HostNames())
@@ -195,7 +196,7 @@ func total(calls map[string]int) int {
 
 func TestPVRDMANICLifecycle(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
+	lab := acctest.StartLab(t, vcsimlab.Options{})
 	ctx := context.Background()
 	c := labClient(lab)
 	pg := labSwitch(t, lab, c, "rdma", "vmnic4", lab.HostNames())
@@ -251,7 +252,7 @@ func TestPVRDMANICLifecycle(t *testing.T) {
 
 func TestPVRDMANICOnARunningVM(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
+	lab := acctest.StartLab(t, vcsimlab.Options{})
 	ctx := context.Background()
 	c := labClient(lab)
 	pg := labSwitch(t, lab, c, "rdma", "vmnic4", lab.HostNames())
@@ -317,7 +318,7 @@ func TestPVRDMANICOnARunningVM(t *testing.T) {
 // Adapters added to one VM at once are serialized and each keeps its key.
 func TestPVRDMANICsConcurrentlyOnOneVM(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
+	lab := acctest.StartLab(t, vcsimlab.Options{})
 	ctx := context.Background()
 	c := labClient(lab)
 	pg := labSwitch(t, lab, c, "rdma", "vmnic4", lab.HostNames())
@@ -358,7 +359,7 @@ func TestPVRDMANICsConcurrentlyOnOneVM(t *testing.T) {
 // fails, with nothing changed.
 func TestPVRDMANICReconfigureAnswerLost(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
+	lab := acctest.StartLab(t, vcsimlab.Options{})
 	ctx := context.Background()
 	c := labClient(lab)
 	pg := labSwitch(t, lab, c, "rdma", "vmnic4", lab.HostNames())

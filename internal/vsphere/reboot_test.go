@@ -12,6 +12,7 @@ import (
 
 	"github.com/vmware/govmomi/object"
 	"github.com/vmware/govmomi/vim25/types"
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
 
@@ -19,7 +20,7 @@ import (
 // waits; hosts of one cluster rebooted at once take turns.
 func TestRebootHostCallsAndTurns(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{HostsNeedReboot: true, RebootTime: 200 * time.Millisecond})
+	lab := acctest.StartLab(t, vcsimlab.Options{HostsNeedReboot: true, RebootTime: 200 * time.Millisecond})
 	c := labClient(lab)
 	ctx := context.Background()
 	hosts := lab.HostNames()[:2]
@@ -57,7 +58,7 @@ func TestRebootHostCallsAndTurns(t *testing.T) {
 // applies changes at once needs no reboot.
 func TestPlanHostReboot(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{HostsNeedReboot: true})
+	lab := acctest.StartLab(t, vcsimlab.Options{HostsNeedReboot: true})
 	c := labClient(lab)
 	ctx := context.Background()
 	vm := lab.VMNames()[0]
@@ -74,7 +75,7 @@ func TestPlanHostReboot(t *testing.T) {
 	if !r.Needed || len(r.Stuck) != 1 || r.Stuck[0].Name != vm || r.Why == "" {
 		t.Errorf("reboot of %s's host: %+v, want needed, %s stuck", vm, r, vm)
 	}
-	immediate := startLab(t, vcsimlab.Options{})
+	immediate := acctest.StartLab(t, vcsimlab.Options{})
 	r, err = labClient(immediate).PlanHostReboot(ctx, immediate.HostID(immediate.HostNames()[0]))
 	if err != nil || r.Needed {
 		t.Errorf("a host that applies changes at once: %+v, %v; want no reboot needed", r, err)
@@ -85,7 +86,7 @@ func TestPlanHostReboot(t *testing.T) {
 // the timeout for another reboot of its cluster is still rebooted.
 func TestRebootTimeoutStartsAtItsTurn(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{HostsNeedReboot: true, RebootTime: 50 * time.Millisecond})
+	lab := acctest.StartLab(t, vcsimlab.Options{HostsNeedReboot: true, RebootTime: 50 * time.Millisecond})
 	c := labClient(lab)
 	ctx := context.Background()
 	host, err := c.Host(ctx, lab.HostID(lab.HostNames()[0]))
@@ -111,7 +112,7 @@ func TestRebootTimeoutStartsAtItsTurn(t *testing.T) {
 // there.
 func TestRebootMaintenanceMode(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{HostsNeedReboot: true, RebootTime: 50 * time.Millisecond})
+	lab := acctest.StartLab(t, vcsimlab.Options{HostsNeedReboot: true, RebootTime: 50 * time.Millisecond})
 	c := labClient(lab)
 	ctx := context.Background()
 	failing, administered := lab.HostNames()[0], lab.HostNames()[1]
@@ -158,7 +159,7 @@ func TestRebootMaintenanceMode(t *testing.T) {
 // and no agent VM (vCLS), which vCenter stops for maintenance mode.
 func TestRebootRefusedForVMsThatCannotMove(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{HostsNeedReboot: true, RebootTime: 50 * time.Millisecond})
+	lab := acctest.StartLab(t, vcsimlab.Options{HostsNeedReboot: true, RebootTime: 50 * time.Millisecond})
 	c := labClient(lab)
 	ctx := context.Background()
 	vms := lab.VMNames()
@@ -235,7 +236,7 @@ func TestRebootRefusedForVMsThatCannotMove(t *testing.T) {
 // finds the first's reboot has made its devices active.
 func TestRebootOncePerHostChange(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{HostsNeedReboot: true, RebootTime: 50 * time.Millisecond})
+	lab := acctest.StartLab(t, vcsimlab.Options{HostsNeedReboot: true, RebootTime: 50 * time.Millisecond})
 	c := labClient(lab)
 	ctx := context.Background()
 	host := lab.HostID(lab.HostNames()[0])
@@ -301,7 +302,7 @@ func notInMaintenance(t *testing.T, lab *vcsimlab.Lab, host string) {
 // says the reboot was interrupted.
 func TestRebootInterruptedWhileEnteringMaintenance(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{HostsNeedReboot: true, RebootTime: 50 * time.Millisecond})
+	lab := acctest.StartLab(t, vcsimlab.Options{HostsNeedReboot: true, RebootTime: 50 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	host, err := enterWithStuckVM(t, lab, ctx, 10*time.Minute, func() {
@@ -334,7 +335,7 @@ func TestRebootInterruptedWhileEnteringMaintenance(t *testing.T) {
 // found none; the second is the task's own.)
 func TestRebootTaskReadFailsWhileEnteringMaintenance(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{HostsNeedReboot: true, RebootTime: 50 * time.Millisecond})
+	lab := acctest.StartLab(t, vcsimlab.Options{HostsNeedReboot: true, RebootTime: 50 * time.Millisecond})
 	host, err := enterWithStuckVM(t, lab, context.Background(), 10*time.Minute, func() {
 		lab.FailRead("Task", &types.HostCommunication{}, 2)
 	})
@@ -351,7 +352,7 @@ func TestRebootTaskReadFailsWhileEnteringMaintenance(t *testing.T) {
 // that the host may be left in maintenance mode, and how to take it out.
 func TestRebootMaintenanceModeNotConfirmedCancelled(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{HostsNeedReboot: true, RebootTime: 50 * time.Millisecond})
+	lab := acctest.StartLab(t, vcsimlab.Options{HostsNeedReboot: true, RebootTime: 50 * time.Millisecond})
 	host, err := enterWithStuckVM(t, lab, context.Background(), 10*time.Minute, func() {
 		lab.FailCall("CancelTask", "", &types.HostCommunication{}, 1)
 		lab.FailRead("Task", &types.HostCommunication{}, 3) // the look at the cluster, the task's, the cancelled task's
@@ -367,7 +368,7 @@ func TestRebootMaintenanceModeNotConfirmedCancelled(t *testing.T) {
 // left out of maintenance mode.
 func TestRebootTimeoutWhileEnteringMaintenance(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{HostsNeedReboot: true, RebootTime: 50 * time.Millisecond})
+	lab := acctest.StartLab(t, vcsimlab.Options{HostsNeedReboot: true, RebootTime: 50 * time.Millisecond})
 	host, err := enterWithStuckVM(t, lab, context.Background(), 2*time.Second, func() {})
 	want := fmt.Sprintf("host %s did not finish entering maintenance mode within the reboot's time of 2s", host)
 	if err == nil || !strings.Contains(err.Error(), want) || !errors.Is(err, ErrRebootTimedOut) {
@@ -385,7 +386,7 @@ func TestRebootTimeoutWhileEnteringMaintenance(t *testing.T) {
 // interrupted, not that the host is not back after the whole timeout.
 func TestRebootInterruptedWhileWaitingForHost(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{HostsNeedReboot: true, RebootTime: 50 * time.Millisecond})
+	lab := acctest.StartLab(t, vcsimlab.Options{HostsNeedReboot: true, RebootTime: 50 * time.Millisecond})
 	host := lab.HostNames()[0]
 	lab.KeepHostDown(host)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -418,7 +419,7 @@ func TestRebootCallLost(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("%s answered=%t", c.method, c.answered), func(t *testing.T) {
 			t.Parallel()
-			lab := startLab(t, vcsimlab.Options{HostsNeedReboot: true, RebootTime: 100 * time.Millisecond})
+			lab := acctest.StartLab(t, vcsimlab.Options{HostsNeedReboot: true, RebootTime: 100 * time.Millisecond})
 			host := lab.HostNames()[0]
 			cl := labClient(lab)
 			ctx := context.Background()

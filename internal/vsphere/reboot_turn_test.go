@@ -13,6 +13,7 @@ import (
 	"github.com/vmware/govmomi/property"
 	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
 
@@ -72,7 +73,7 @@ func TestHostGates(t *testing.T) {
 // to end (the host back and out of maintenance mode), then is made.
 func TestRebootKeepsVMChangesOut(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{HostsNeedReboot: true})
+	lab := acctest.StartLab(t, vcsimlab.Options{HostsNeedReboot: true})
 	c := labClient(lab)
 	ctx := context.Background()
 	vm := lab.VMNames()[0]
@@ -151,7 +152,7 @@ func drain(steps <-chan string) {
 // for, and the two hosts are never in maintenance mode at once.
 func TestRebootWaitsForTheClusterAsVCenterShowsIt(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{HostsNeedReboot: true})
+	lab := acctest.StartLab(t, vcsimlab.Options{HostsNeedReboot: true})
 	ctx := context.Background()
 	a, b := lab.HostNames()[0], lab.HostNames()[1]
 	lab.KeepHostDown(a)
@@ -184,7 +185,7 @@ func TestRebootWaitsForTheClusterAsVCenterShowsIt(t *testing.T) {
 // reboot's own host is touched.
 func TestRebootTurnTimesOut(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{HostsNeedReboot: true})
+	lab := acctest.StartLab(t, vcsimlab.Options{HostsNeedReboot: true})
 	ctx := context.Background()
 	a, b := lab.HostNames()[0], lab.HostNames()[1]
 	task, err := object.NewHostSystem(lab.Client().Client, types.ManagedObjectReference{Type: "HostSystem", Value: lab.HostID(a)}).
@@ -210,7 +211,7 @@ func TestRebootTurnTimesOut(t *testing.T) {
 // of maintenance mode again) and waits for the earlier host's reboot.
 func TestRebootGivesWayToAnEarlierTask(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{HostsNeedReboot: true})
+	lab := acctest.StartLab(t, vcsimlab.Options{HostsNeedReboot: true})
 	ctx := context.Background()
 	hosts := lab.HostNames()[:2]
 	for _, h := range hosts {
@@ -276,7 +277,7 @@ func TestRebootGivesWayToAnEarlierTask(t *testing.T) {
 // where vCenter would refuse it.
 func TestRebootKeepsPowerOperationsOut(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{HostsNeedReboot: true})
+	lab := acctest.StartLab(t, vcsimlab.Options{HostsNeedReboot: true})
 	c := labClient(lab)
 	ctx := context.Background()
 	vm := lab.VMNames()[0]

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
 
@@ -28,7 +29,7 @@ import (
 // be gone by then.
 func TestHandOffEndsTheSessionElsewhere(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
+	lab := acctest.StartLab(t, vcsimlab.Options{})
 	ctx := context.Background()
 	pem, err := os.ReadFile(lab.CertFile)
 	if err != nil {
@@ -121,7 +122,7 @@ func TestHandOffEndsTheSessionElsewhere(t *testing.T) {
 // ender gets carries no password.
 func TestHandOffAll(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
+	lab := acctest.StartLab(t, vcsimlab.Options{})
 	ctx := context.Background()
 	all := connectedClients(t, lab, 2)
 	kept := labClient(lab, func(cfg *Config) { cfg.SessionDir = filepath.Join(t.TempDir(), "sessions") })
@@ -158,7 +159,7 @@ func TestHandOffAll(t *testing.T) {
 // trust the server it is sent to sends no cookie there, and says why.
 func TestEndSessionsReportsAnUntrustedVCenter(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
+	lab := acctest.StartLab(t, vcsimlab.Options{})
 	ctx := context.Background()
 	c := labClient(lab)
 	if _, err := c.DatacenterByName(ctx, ""); err != nil {

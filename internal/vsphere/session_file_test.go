@@ -19,6 +19,7 @@ import (
 
 	"github.com/vmware/govmomi/vim25"
 	"github.com/vmware/govmomi/vim25/soap"
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
 
@@ -45,7 +46,7 @@ func assertResumed(t *testing.T, lab *vcsimlab.Lab, dir string) {
 // new directory, which it returns.
 func labWithKeptSession(t *testing.T) (*vcsimlab.Lab, string) {
 	t.Helper()
-	lab := startLab(t, vcsimlab.Options{})
+	lab := acctest.StartLab(t, vcsimlab.Options{})
 	dir := t.TempDir()
 	if _, err := keptClient(lab, dir, &recordingLogger{}).DatacenterByName(context.Background(), ""); err != nil {
 		t.Fatal(err)
@@ -59,7 +60,7 @@ func labWithKeptSession(t *testing.T) (*vcsimlab.Lab, string) {
 // login. The cookie it reads is masked in the logs.
 func TestKeptSessionIsResumed(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
+	lab := acctest.StartLab(t, vcsimlab.Options{})
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "sessions") // created by the client
 	first := keptClient(lab, dir, &recordingLogger{})
@@ -127,7 +128,7 @@ func TestEndedKeptSessionIsReplaced(t *testing.T) {
 // that cannot be trusted nothing is kept, and Logout ends the session.
 func TestUnsafeKeptSessionIsNotUsed(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
+	lab := acctest.StartLab(t, vcsimlab.Options{})
 	ctx := context.Background()
 	const nobody = 65534
 	for name, tc := range map[string]struct {
@@ -274,7 +275,7 @@ func (o otherOwner) Sys() any {
 // the next process, as it leaves a kept session once connected.
 func TestLogoutDuringAConnectionLeavesTheKeptSession(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
+	lab := acctest.StartLab(t, vcsimlab.Options{})
 	ctx := context.Background()
 	dir := t.TempDir()
 	c := keptClient(lab, dir, &recordingLogger{})
@@ -305,7 +306,7 @@ func TestLogoutDuringAConnectionLeavesTheKeptSession(t *testing.T) {
 // TestNoCookieNoKeptSession: a login that brings no cookie keeps nothing,
 // and the client no longer counts its session as kept, so Logout ends it.
 func TestNoCookieNoKeptSession(t *testing.T) {
-	lab := startLab(t, vcsimlab.Options{})
+	lab := acctest.StartLab(t, vcsimlab.Options{})
 	c := keptClient(lab, t.TempDir(), &recordingLogger{})
 	c.sessionKept.Store(true)
 	c.keepSession(context.Background(), &vim25.Client{Client: soap.NewClient(lab.URL, false)})

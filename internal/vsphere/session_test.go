@@ -19,12 +19,13 @@ import (
 	"github.com/vmware/govmomi/vim25/soap"
 	"github.com/vmware/govmomi/vim25/types"
 
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
 
 func TestRejectedLoginIsNotRetried(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
+	lab := acctest.StartLab(t, vcsimlab.Options{})
 	ctx := context.Background()
 	c := labClient(lab, func(cfg *Config) { cfg.Password = "wrong" })
 	for range 3 {
@@ -39,7 +40,7 @@ func TestRejectedLoginIsNotRetried(t *testing.T) {
 
 func TestWaitingForTheConnectionHonoursContext(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
+	lab := acctest.StartLab(t, vcsimlab.Options{})
 	lab.Delay("Login", time.Second)
 	c := labClient(lab)
 	first := make(chan error, 1)
@@ -69,7 +70,7 @@ func TestWaitingForTheConnectionHonoursContext(t *testing.T) {
 
 func TestReloginAfterSessionTerminated(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
+	lab := acctest.StartLab(t, vcsimlab.Options{})
 	ctx := context.Background()
 	c := labClient(lab)
 	if _, err := c.DatacenterByName(ctx, ""); err != nil {
@@ -95,7 +96,7 @@ func TestReloginAfterSessionTerminated(t *testing.T) {
 
 func TestConcurrentCallsLogInOnce(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
+	lab := acctest.StartLab(t, vcsimlab.Options{})
 	ctx := context.Background()
 	c := labClient(lab)
 	if _, err := c.DatacenterByName(ctx, ""); err != nil {
@@ -132,7 +133,7 @@ func TestConcurrentCallsLogInOnce(t *testing.T) {
 // same, and its session is ended rather than left behind.
 func TestLoginGoesWithTheServiceContent(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
+	lab := acctest.StartLab(t, vcsimlab.Options{})
 	ctx := context.Background()
 	c := labClient(lab)
 	lab.FailCall("RetrieveServiceContent", "", &types.SystemError{Reason: "vpxd is starting"}, 1)
@@ -157,7 +158,7 @@ func TestLoginGoesWithTheServiceContent(t *testing.T) {
 // the machine's speed.
 func TestLoginOfAConnectionOutOfTimeIsEnded(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
+	lab := acctest.StartLab(t, vcsimlab.Options{})
 	log := &recordingLogger{}
 	c := labClient(lab, func(cfg *Config) { cfg.Logger = log })
 	lab.Delay("RetrieveServiceContent", 5*time.Second) // far longer than the login takes to answer
@@ -187,7 +188,7 @@ func TestLoginOfAConnectionOutOfTimeIsEnded(t *testing.T) {
 // provider and its version, so an administrator can tell its sessions apart.
 func TestSessionShowsTheUserAgent(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
+	lab := acctest.StartLab(t, vcsimlab.Options{})
 	ctx := context.Background()
 	c := labClient(lab, func(cfg *Config) { cfg.UserAgent = "terraform-provider-vspherehpc/1.2.3" })
 	vc, err := c.vimClient(ctx)
@@ -209,7 +210,7 @@ func TestSessionShowsTheUserAgent(t *testing.T) {
 // content names.
 func TestLoginFollowsTheServiceContent(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
+	lab := acctest.StartLab(t, vcsimlab.Options{})
 	ctx := context.Background()
 	c := labClient(lab)
 	lab.FailCall("Login", "", &types.ManagedObjectNotFound{Obj: vcenterSessionManager}, 1)
@@ -225,7 +226,7 @@ func TestLoginFollowsTheServiceContent(t *testing.T) {
 // Logout costs nothing, and a client used after Logout logs in again.
 func TestLogoutEndsTheSession(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
+	lab := acctest.StartLab(t, vcsimlab.Options{})
 	ctx := context.Background()
 	c := labClient(lab)
 	if err := c.Logout(ctx); err != nil || lab.Calls()["Logout"] != 0 {
@@ -268,7 +269,7 @@ func TestLogoutEndsTheSession(t *testing.T) {
 // stops must not leave its session behind.
 func TestLogoutWaitsForALoginInProgress(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
+	lab := acctest.StartLab(t, vcsimlab.Options{})
 	lab.Delay("Login", 300*time.Millisecond)
 	ctx := context.Background()
 	c := labClient(lab)
@@ -310,7 +311,7 @@ func connectedClients(t *testing.T, lab *vcsimlab.Lab, n int) *Clients {
 // up neither the others nor LogoutAll and HandOff past their context.
 func TestLogoutAllIsBounded(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
+	lab := acctest.StartLab(t, vcsimlab.Options{})
 	ctx := context.Background()
 	all := connectedClients(t, lab, 3)
 	all.Add(labClient(lab)) // never connected

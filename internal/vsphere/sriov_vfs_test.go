@@ -9,6 +9,7 @@ import (
 
 	"github.com/vmware/govmomi/vim25/types"
 
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
 
@@ -84,7 +85,7 @@ func TestRoutingKey(t *testing.T) {
 // SR-IOV adapters need one each, a VF passed through is needed itself.
 func TestSRIOVVirtualFunctionsAndUse(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
+	lab := acctest.StartLab(t, vcsimlab.Options{})
 	ctx := context.Background()
 	c := labClient(lab)
 	vm := lab.VMNames()[0]

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
 
@@ -15,7 +16,7 @@ import (
 // orphaned VM (vSphere API reference, VirtualMachineConnectionState).
 func TestInaccessibleVM(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
+	lab := acctest.StartLab(t, vcsimlab.Options{})
 	ctx := context.Background()
 	name := lab.VMNames()[0]
 	// By managed object id, as a resource's private state has it: vCenter

@@ -6,12 +6,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
 
 func TestVM(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
+	lab := acctest.StartLab(t, vcsimlab.Options{})
 	ctx := context.Background()
 	c := labClient(lab)
 	name := lab.VMNames()[0]
@@ -70,7 +71,7 @@ func TestVM(t *testing.T) {
 // found them, see prefetch.go.)
 func TestReregisteredVMFoundAgainInOneRun(t *testing.T) {
 	t.Parallel()
-	lab := startLab(t, vcsimlab.Options{})
+	lab := acctest.StartLab(t, vcsimlab.Options{})
 	ctx := context.Background()
 	vm := lab.VMNames()[0]
 	uuid := lab.VMUUID(vm)
