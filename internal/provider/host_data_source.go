@@ -35,6 +35,7 @@ type hostModel struct {
 	ClusterName     types.String       `tfsdk:"cluster_name"`
 	ConnectionState types.String       `tfsdk:"connection_state"`
 	MaintenanceMode types.Bool         `tfsdk:"maintenance_mode"`
+	AllPCIDevices   types.Bool         `tfsdk:"all_pci_devices"`
 	PhysicalNICs    []physicalNICModel `tfsdk:"physical_nics"`
 	VMKernelNICs    []vmkernelNICModel `tfsdk:"vmkernel_nics"`
 	GPUs            []hostGPUModel     `tfsdk:"gpus"`
@@ -239,11 +240,19 @@ func (d *hostDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, r
 					},
 				}},
 			},
+			"all_pci_devices": schema.BoolAttribute{
+				Optional: true,
+				MarkdownDescription: "List every PCI device of the host in `pci_devices`, bridges, root ports and controllers that can never be " +
+					"passed through included. Default `false`: `pci_devices` lists the devices a configuration can act on. A host reports a " +
+					"hundred or more devices, and every plan carries what this data source lists, so leave it off unless you need them.",
+			},
 			"pci_devices": schema.ListNestedAttribute{
 				Computed: true,
-				MarkdownDescription: "Every PCI device the host reports a passthrough state for (ESXi reports one for each device: GPUs, NICs, " +
-					"InfiniBand cards, and bridges and controllers with `passthrough_capable = false`), sorted by PCI id, with passthrough and " +
-					"SR-IOV state and the VMs using each: what `vspherehpc_host_pci_passthrough` takes. " +
+				MarkdownDescription: "The host's PCI devices a configuration can act on, sorted by PCI id, with passthrough and SR-IOV state " +
+					"and the VMs using each: what `vspherehpc_host_pci_passthrough` and `vspherehpc_host_sriov` take. They are the devices that " +
+					"can be passed through or are passed through, SR-IOV physical and virtual functions, GPUs, physical NICs (vmnics) and " +
+					"devices a VM is configured with. With `all_pci_devices = true`, every device ESXi reports a passthrough state for " +
+					"(it reports one for each device, bridges and controllers with `passthrough_capable = false` among them). " +
 					"Select, e.g., every ConnectX card: `[for d in data.vspherehpc_host.esx.pci_devices : d.pci_id if d.connectx]`.",
 				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
 					"pci_id":       computedString("PCI address, e.g. `0000:3b:00.0`."),
@@ -315,7 +324,9 @@ func (d *hostDataSource) Read(ctx context.Context, req datasource.ReadRequest, r
 		resp.Diagnostics.Append(vsphereErrorDiag("Cannot find host", err))
 		return
 	}
-	tflog.Debug(ctx, "Found host", map[string]any{"host_system_id": h.ID, "name": h.Name, "gpus": len(h.GPUs), "physical_nics": len(h.PhysicalNICs)})
+	tflog.Debug(ctx, "Found host", map[string]any{
+		"host_system_id": h.ID, "name": h.Name, "gpus": len(h.GPUs), "physical_nics": len(h.PhysicalNICs), "pci_devices": len(h.PCIDevices),
+	})
 	state.ID = types.StringValue(h.ID)
 	state.Name = types.StringValue(vsphere.EntityName(h.Name))
 	state.ClusterID = types.StringValue(h.ClusterID)
@@ -353,6 +364,9 @@ func (d *hostDataSource) Read(ctx context.Context, req datasource.ReadRequest, r
 	}
 	state.PCIDevices = make([]pciDeviceModel, 0, len(h.PCIDevices))
 	for _, p := range h.PCIDevices {
+		if !state.AllPCIDevices.ValueBool() && !h.Actionable(p) {
+			continue
+		}
 		sr := vsphere.SRIOV{}
 		if p.SRIOV != nil {
 			sr = *p.SRIOV

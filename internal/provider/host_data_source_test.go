@@ -143,10 +143,19 @@ func TestAccHostDataSource_pciDevices(t *testing.T) {
 	simulatedOnly(t, lab, "asserts the lab's PCI devices, and turns on SR-IOV of its InfiniBand PF")
 	name := lab.HostNames()[0]
 	h := "data.vspherehpc_host.h"
+	// The lab's host: 3 GPUs, 2 ConnectX-6 Dx ports, 2 10 GbE NICs and 2
+	// ConnectX-7 PFs, then vcsim's chipset, bridges and controllers.
+	const slimDevices, allDevices = 9, 50
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{{
 			Config: hostDataSourceConfig(lab, name),
+			ConfigStateChecks: []statecheck.StateCheck{
+				// The chipset, bridges and controllers that cannot be passed
+				// through are left out unless asked for.
+				statecheck.ExpectKnownValue(h, tfjsonpath.New("pci_devices"), knownvalue.ListSizeExact(slimDevices)),
+				statecheck.ExpectKnownValue(h, tfjsonpath.New("all_pci_devices"), knownvalue.Null()),
+			},
 			Check: resource.ComposeAggregateTestCheckFunc(
 				resource.TestCheckTypeSetElemNestedAttrs(h, "pci_devices.*", map[string]string{
 					"pci_id": "0000:0b:00.0", "physical_nic": "vmnic0", "uplink_of": "vSwitch0", "connectx": "false",
@@ -162,12 +171,17 @@ func TestAccHostDataSource_pciDevices(t *testing.T) {
 				resource.TestCheckTypeSetElemNestedAttrs(h, "pci_devices.*", map[string]string{
 					"pci_id": lab.GPUs()[0], "passthrough_enabled": "true", "passthrough_active": "true", "physical_function": "",
 				}),
-				// Devices that cannot be passed through are listed too, as
-				// ESXi lists them.
-				resource.TestCheckTypeSetElemNestedAttrs(h, "pci_devices.*", map[string]string{
-					"pci_id": "0000:00:00.0", "device_name": "Virtual Machine Chipset", "passthrough_capable": "false",
-				}),
 			),
+		}, {
+			// Asked for, every device ESXi lists: those that cannot be
+			// passed through too.
+			Config: strings.Replace(hostDataSourceConfig(lab, name), "name          =", "all_pci_devices = true\n  name          =", 1),
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue(h, tfjsonpath.New("pci_devices"), knownvalue.ListSizeExact(allDevices)),
+			},
+			Check: resource.TestCheckTypeSetElemNestedAttrs(h, "pci_devices.*", map[string]string{
+				"pci_id": "0000:00:00.0", "device_name": "Virtual Machine Chipset", "passthrough_capable": "false",
+			}),
 		}, {
 			// Each PF's VFs, and each VF's PF, once SR-IOV is on.
 			PreConfig: func() {

@@ -278,6 +278,16 @@ func hostFromMO(h *mo.HostSystem, cluster *mo.ManagedEntity, vms []mo.VirtualMac
 	return out
 }
 
+// Actionable reports whether d is a device of h a configuration can act on:
+// one that can be or is passed through, an SR-IOV physical or virtual
+// function, a GPU, a physical NIC or a device a VM is configured with. The
+// rest (bridges, root ports, controllers that can never be passed through)
+// are most of what a real host reports: a hundred devices or more.
+func (h *Host) Actionable(d PassthroughDevice) bool {
+	return d.Capable || d.Enabled || d.SRIOV != nil && d.SRIOV.Capable || d.PhysicalFunction != "" || d.NIC != "" ||
+		len(d.VMs) > 0 || slices.ContainsFunc(h.GPUs, func(g GPU) bool { return g.PCIID == d.PCIID })
+}
+
 func physicalNICs(n *types.HostNetworkInfo) []PhysicalNIC {
 	claimedBy := map[string][2]string{} // pnic key -> switch name, DVS uuid
 	for _, vs := range n.Vswitch {

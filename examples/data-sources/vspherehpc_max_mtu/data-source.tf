@@ -2,15 +2,16 @@ data "vspherehpc_datacenter" "dc" {
   name = "dc-hpc"
 }
 
-data "vspherehpc_host" "node" {
-  count         = 4
+# Every host's id in one object: what a configuration that needs only ids
+# reads, rather than a vspherehpc_host (NICs, GPUs, PCI devices) per host.
+data "vspherehpc_cluster" "hpc" {
   datacenter_id = data.vspherehpc_datacenter.dc.id
-  name          = "esx-${count.index + 1}.hpc.example.com"
+  name          = "hpc-cluster"
 }
 
 # Probe every ordered pair of hosts over the PVRDMA vmknic.
 data "vspherehpc_max_mtu" "fabric" {
-  host_system_ids = data.vspherehpc_host.node[*].id
+  host_system_ids = data.vspherehpc_cluster.hpc.host_system_ids
   vmknic          = "vmk1"
 }
 
