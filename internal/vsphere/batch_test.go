@@ -290,16 +290,16 @@ func TestSharedReadFailureIsPerRead(t *testing.T) {
 }
 
 // Look-ups by name share one index of the datacenter's host and VM names
-// per client: N hosts found by name cost one read of the names, plus the
-// reads of every host and every VM (see prefetch.go); the VMs' look-ups
-// then make no call at all.
+// per client: N hosts found by name cost one call, the command's first
+// prefetch, which holds the names with every host and VM (see
+// prefetch_all.go); the VMs' look-ups then make no call at all.
 // A name the index lacks reads it once more (the host may be new).
 func TestLookupsByNameShareOneIndex(t *testing.T) {
 	t.Parallel()
 	lab := acctest.StartLab(t, vcsimlab.Options{})
 	ctx := context.Background()
 	c := labClient(lab)
-	if _, err := c.DatacenterByName(ctx, lab.DatacenterName()); err != nil {
+	if _, err := c.DatacenterByName(ForChange(ctx), lab.DatacenterName()); err != nil { // logs in, no prefetch
 		t.Fatal(err)
 	}
 	lab.ResetCalls()
@@ -309,7 +309,7 @@ func TestLookupsByNameShareOneIndex(t *testing.T) {
 			t.Fatalf("HostByName(%s) = %+v, %v", name, h, err)
 		}
 	}
-	if n, want := lab.Calls()["RetrievePropertiesEx"], 3; n != want {
+	if n, want := lab.Calls()["RetrievePropertiesEx"], 1; n != want {
 		t.Errorf("%d look-ups took %d RetrievePropertiesEx calls, want %d", len(lab.HostNames()), n, want)
 	}
 	lab.ResetCalls()
@@ -349,9 +349,9 @@ func TestVMUUIDsResolvedInOneCall(t *testing.T) {
 		}
 	}
 	calls := lab.Calls()
-	if calls["FindAllByUuid"] != 0 || calls["RetrievePropertiesEx"] != 2 {
-		t.Errorf("%d VMs read twice by UUID took %d FindAllByUuid and %d RetrievePropertiesEx calls, want 0 and 2 (the index and "+
-			"the prefetch, which holds the GPU setups' properties too)", len(lab.VMNames()), calls["FindAllByUuid"], calls["RetrievePropertiesEx"])
+	if calls["FindAllByUuid"] != 0 || calls["RetrievePropertiesEx"] != 1 {
+		t.Errorf("%d VMs read twice by UUID took %d FindAllByUuid and %d RetrievePropertiesEx calls, want 0 and 1 (the command's "+
+			"first prefetch: the UUIDs, the VMs and the GPU setups' properties)", len(lab.VMNames()), calls["FindAllByUuid"], calls["RetrievePropertiesEx"])
 	}
 
 	if err := lab.CreateVM(ctx, "late-vm", lab.HostNames()[0], 19); err != nil {

@@ -2,6 +2,7 @@ package vsphere
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 
@@ -33,6 +34,18 @@ func (c *Client) ClusterByName(ctx context.Context, datacenterID, name string) (
 	if err != nil {
 		return nil, err
 	}
+	props := []types.PropertySpec{
+		{Type: "ClusterComputeResource", PathSet: []string{"name", "host"}},
+		{Type: "HostSystem", PathSet: []string{"name"}},
+	}
+	if all := c.prefetchAllFor(ctx, vc, props...); all != nil {
+		// A cluster the prefetch lacks is looked for in vCenter.
+		if objs, ok := all.clustersOf(datacenterRef(datacenterID)); ok {
+			if cl, err := clusterNamed(op, datacenterID, name, objs); !errors.Is(err, ErrNotFound) {
+				return cl, err
+			}
+		}
+	}
 	objs, err := retrieve(ctx, vc, types.PropertyFilterSpec{
 		ObjectSet: []types.ObjectSpec{{Obj: datacenterRef(datacenterID), Skip: types.NewBool(true), SelectSet: []types.BaseSelectionSpec{
 			&types.TraversalSpec{Type: "Datacenter", Path: "hostFolder", SelectSet: []types.BaseSelectionSpec{
@@ -41,15 +54,17 @@ func (c *Client) ClusterByName(ctx context.Context, datacenterID, name string) (
 			folderTreeWith(&types.SelectionSpec{Name: "clusterHosts"}),
 			&types.TraversalSpec{SelectionSpec: types.SelectionSpec{Name: "clusterHosts"}, Type: "ClusterComputeResource", Path: "host"},
 		}}},
-		PropSet: []types.PropertySpec{
-			{Type: "ClusterComputeResource", PathSet: []string{"name", "host"}},
-			{Type: "HostSystem", PathSet: []string{"name"}},
-		},
+		PropSet: props,
 	})
 	if err != nil {
 		return nil, c.datacenterError(ctx, vc, op, datacenterID, err)
 	}
+	return clusterNamed(op, datacenterID, name, objs)
+}
 
+// clusterNamed finds the cluster called name among objs, a datacenter's
+// clusters and their hosts.
+func clusterNamed(op, datacenterID, name string, objs []any) (*Cluster, error) {
 	hostNames := map[string]string{}
 	var all, matches []Cluster
 	hostsOf := map[string][]types.ManagedObjectReference{}

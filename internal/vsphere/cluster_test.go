@@ -68,11 +68,19 @@ func TestClusterByName(t *testing.T) {
 		t.Fatalf("datacenter name for its id: error = %v, want ErrNotFound explaining datacenter_id", err)
 	}
 
-	lab.ResetCalls()
-	if _, err := c.ClusterByName(ctx, lab.DatacenterID(), lab.ClusterName()); err != nil {
-		t.Fatal(err)
-	}
-	if calls := lab.Calls(); len(calls) != 1 || calls["RetrievePropertiesEx"] != 1 {
-		t.Fatalf("a cluster look-up made %v, want exactly one RetrievePropertiesEx", calls)
+	// The look-up of a command, logged in: one round trip, the command's
+	// first prefetch, whether it is answered from it or reads on its own.
+	for _, f := range []func(context.Context) context.Context{func(ctx context.Context) context.Context { return ctx }, ForChange} {
+		c := labClient(lab)
+		if _, err := c.DatacenterByName(ForChange(ctx), lab.DatacenterName()); err != nil { // logs in, no prefetch
+			t.Fatal(err)
+		}
+		lab.ResetCalls()
+		if _, err := c.ClusterByName(f(ctx), lab.DatacenterID(), lab.ClusterName()); err != nil {
+			t.Fatal(err)
+		}
+		if calls := lab.Calls(); len(calls) != 1 || calls["RetrievePropertiesEx"] != 1 {
+			t.Fatalf("a cluster look-up made %v, want exactly one RetrievePropertiesEx", calls)
+		}
 	}
 }

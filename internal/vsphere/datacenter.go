@@ -28,13 +28,26 @@ func (c *Client) DatacenterByName(ctx context.Context, name string) (*Datacenter
 	if err != nil {
 		return nil, err
 	}
+	spec := types.PropertySpec{Type: "Datacenter", PathSet: []string{"name"}}
+	if all := c.prefetchAllFor(ctx, vc, spec); all != nil {
+		// A datacenter the prefetch lacks is looked for in vCenter.
+		if dc, err := datacenterNamed(op, name, all.objectsOf("Datacenter")); !errors.Is(err, ErrNotFound) {
+			return dc, err
+		}
+	}
 	objs, err := retrieve(ctx, vc, types.PropertyFilterSpec{
 		ObjectSet: []types.ObjectSpec{{Obj: vc.ServiceContent.RootFolder, Skip: types.NewBool(true), SelectSet: []types.BaseSelectionSpec{folderTree()}}},
-		PropSet:   []types.PropertySpec{{Type: "Datacenter", PathSet: []string{"name"}}},
+		PropSet:   []types.PropertySpec{spec},
 	})
 	if err != nil {
 		return nil, translate(op, err)
 	}
+	return datacenterNamed(op, name, objs)
+}
+
+// datacenterNamed finds the one datacenter called name among objs, or the
+// only one when name is empty.
+func datacenterNamed(op, name string, objs []any) (*Datacenter, error) {
 	var all, matches []Datacenter
 	for _, o := range objs {
 		if e, ok := entityOf(o); ok && e.Self.Type == "Datacenter" {

@@ -41,6 +41,8 @@ func TestDatacenterByName(t *testing.T) {
 	if _, err := folder.CreateDatacenter(ctx, lab.DatacenterName()); err != nil {
 		t.Fatal(err)
 	}
+	// A new command: this one's prefetch predates the second datacenter.
+	c = labClient(lab)
 	_, err = c.DatacenterByName(ctx, lab.DatacenterName())
 	if !errors.Is(err, ErrAmbiguous) || !strings.Contains(err.Error(), lab.DatacenterID()) {
 		t.Fatalf("duplicate name error = %v, want ErrAmbiguous naming both ids", err)

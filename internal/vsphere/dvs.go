@@ -237,6 +237,11 @@ func (c *Client) readDVS(
 	ref types.ManagedObjectReference,
 	portGroupKey string,
 ) (*DVS, error) {
+	if all := c.prefetchAllFor(ctx, vc, types.PropertySpec{Type: "DistributedVirtualSwitch", PathSet: dvsProps}); all != nil {
+		if s, pgs, dc, ok := all.prefetchedDVS(ref); ok && s.Config != nil && (id.UUID == "" || strings.EqualFold(s.Uuid, id.UUID)) {
+			return dvsFromMO(id, s, pgs, dc, portGroupKey), nil
+		}
+	}
 	parents := &types.TraversalSpec{
 		SelectionSpec: types.SelectionSpec{Name: "parents"},
 		Type:          "Folder", Path: "parent",

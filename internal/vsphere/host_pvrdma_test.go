@@ -64,15 +64,15 @@ func TestHostPVRDMA(t *testing.T) {
 	}
 }
 
-// A host's settings are one small read, the option by key with the host's
+// A host's settings are read, the option by key, with the host's
 // properties; the first read of a command reads every host's (see
-// prefetch.go), so a second host's read makes no call.
-func TestHostPVRDMAReadIsOneSmallCall(t *testing.T) {
+// prefetch_all.go), so a second host's read makes no call.
+func TestHostPVRDMAReadsShareOneCall(t *testing.T) {
 	t.Parallel()
 	lab := acctest.StartLab(t, vcsimlab.Options{})
 	ctx := context.Background()
 	c := labClient(lab)
-	if _, err := c.DatacenterByName(ctx, lab.DatacenterName()); err != nil { // logs in
+	if _, err := c.DatacenterByName(ForChange(ctx), lab.DatacenterName()); err != nil { // logs in, no prefetch
 		t.Fatal(err)
 	}
 	for i, want := range []int{1, 0} {

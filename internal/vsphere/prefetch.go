@@ -123,6 +123,7 @@ type prefetch struct {
 	ready chan struct{}
 	objs  map[types.ManagedObjectReference]types.ObjectContent
 	err   error
+	names prefetchNames // the first prefetch's name indexes (prefetch_all.go)
 }
 
 // readOnlyMethods are the calls that change nothing in vCenter's inventory;
@@ -150,6 +151,9 @@ func (p *prefetcher) noteCall(method string, req soap.HasFault) {
 // vmRefreshProps) of every object of kind, started if it is the first;
 // nil once the provider has changed anything. Callers wait for it.
 func (c *Client) kindPrefetch(ctx context.Context, vc *vim25.Client, kind string, props []string) *prefetch {
+	if all := c.prefetchAllFor(ctx, vc, types.PropertySpec{Type: kind, PathSet: props}); all != nil {
+		return all
+	}
 	sorted := slices.Sorted(slices.Values(props))
 	if kind == "VirtualMachine" && subset(sorted, vmRefreshProps) {
 		sorted = vmRefreshProps
@@ -159,7 +163,7 @@ func (c *Client) kindPrefetch(ctx context.Context, vc *vim25.Client, kind string
 			f.err = errPopulationTooLarge
 			return
 		}
-		f.load(ctx, c, vc, populationSpec(vc.ServiceContent.RootFolder, kind, sorted), limit)
+		f.load(ctx, c, vc, kind, populationSpec(vc.ServiceContent.RootFolder, kind, sorted), limit)
 		if errors.Is(f.err, errPopulationTooLarge) {
 			c.prefetch.markTooLarge(kind)
 		}
@@ -213,10 +217,13 @@ func subset(props, of []string) bool {
 // at prefetchMax objects in all; nil once the provider has changed
 // anything. Callers wait for its ready.
 func (c *Client) prefetchedSet(ctx context.Context, vc *vim25.Client, name string, props []types.PropertySpec) *prefetch {
+	if all := c.prefetchAllFor(ctx, vc, props...); all != nil {
+		return all
+	}
 	return c.prefetch.start(ctx, prefetchKey{kind: name}, func(ctx context.Context, f *prefetch, limit int) {
 		spec := populationSpec(vc.ServiceContent.RootFolder, props[0].Type, props[0].PathSet)
 		spec.PropSet = props
-		f.load(ctx, c, vc, spec, limit)
+		f.load(ctx, c, vc, name, spec, limit)
 	})
 }
 
@@ -250,12 +257,12 @@ func (p *prefetcher) start(ctx context.Context, key prefetchKey, run func(ctx co
 var errPopulationTooLarge = errors.New("more objects than a prefetch reads")
 
 // load reads spec in one call (and its pages), bounded at limit objects.
-func (f *prefetch) load(ctx context.Context, c *Client, vc *vim25.Client, spec types.PropertyFilterSpec, limit int) {
+func (f *prefetch) load(ctx context.Context, c *Client, vc *vim25.Client, what string, spec types.PropertyFilterSpec, limit int) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.APITimeout)
 	defer cancel()
 	start := time.Now()
 	f.objs, f.err = retrieveBounded(ctx, vc, spec, limit)
-	c.log.Debug(ctx, "Prefetched", map[string]any{"kind": spec.PropSet[0].Type, "properties": len(spec.PropSet[0].PathSet),
+	c.log.Debug(ctx, "Prefetched", map[string]any{"kind": what, "kinds": len(spec.PropSet),
 		"returned": len(f.objs), "duration_ms": time.Since(start).Milliseconds(), "error": errText(f.err)})
 }
 

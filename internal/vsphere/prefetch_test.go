@@ -18,7 +18,7 @@ import (
 func lookUpAll(t *testing.T, lab *vcsimlab.Lab, c *Client) int {
 	t.Helper()
 	ctx := context.Background()
-	dc, err := c.DatacenterByName(ctx, lab.DatacenterName()) // logs in: not the look-ups' cost
+	dc, err := c.DatacenterByName(ForChange(ctx), lab.DatacenterName()) // logs in, no prefetch: not the look-ups' cost
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,15 +45,15 @@ func TestPrefetchAnswersLaterReads(t *testing.T) {
 	t.Parallel()
 	lab := acctest.StartLab(t, vcsimlab.Options{VMs: 40})
 	c := labClient(lab)
-	// The name index, then the prefetch.
-	if got, want := lookUpAll(t, lab, c), 2; got != want {
+	// The command's first prefetch: the names with the VMs.
+	if got, want := lookUpAll(t, lab, c), 1; got != want {
 		t.Fatalf("%d sequential look-ups took %d RetrievePropertiesEx, want %d", nodes(lab), got, want)
 	}
 
 	// By id, with no look-up: the prefetch alone.
 	byID := labClient(lab)
 	ctx := context.Background()
-	if _, err := byID.DatacenterByName(ctx, lab.DatacenterName()); err != nil { // logs in
+	if _, err := byID.DatacenterByName(ForChange(ctx), lab.DatacenterName()); err != nil { // logs in, no prefetch
 		t.Fatal(err)
 	}
 	lab.ResetCalls()
@@ -77,11 +77,12 @@ func TestPrefetchAnswersLaterReads(t *testing.T) {
 		t.Fatalf("%d GPU setup reads after the VM reads made %v, want none", nodes(lab), calls)
 	}
 
-	// Bounded: a population above the limit is not prefetched; its first
-	// page is the one call that finds out.
+	// Bounded: a population above the limit is not prefetched; the first
+	// page of every kind's, then of the VMs', are the calls that find out.
+	// The names are then read on their own, and each VM.
 	bounded := labClient(lab)
 	bounded.prefetch.limit = nodes(lab) // the lab has a few other VMs
-	if got, want := lookUpAll(t, lab, bounded), 1+1+nodes(lab); got != want {
+	if got, want := lookUpAll(t, lab, bounded), 1+1+1+nodes(lab); got != want {
 		t.Fatalf("bounded: %d look-ups took %d RetrievePropertiesEx, want %d", nodes(lab), got, want)
 	}
 	// Another property set of that kind does not try again.

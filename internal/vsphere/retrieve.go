@@ -80,6 +80,11 @@ func (c *Client) byName(
 ) ([]types.ManagedObjectReference, error) {
 	asked := time.Now()
 	key := namedEntity{kind, name}
+	if all := c.prefetchAllFor(ctx, vc, types.PropertySpec{Type: kind, PathSet: []string{"name", "parent"}}); all != nil {
+		if refs := all.named(datacenter, key); len(refs) > 0 {
+			return refs, nil
+		}
+	}
 	names, err := c.names.get(ctx, vc, c.cfg.APITimeout, datacenter, time.Time{})
 	if err != nil {
 		return nil, err

@@ -71,7 +71,7 @@ func TestWaitingForTheConnectionHonoursContext(t *testing.T) {
 func TestReloginAfterSessionTerminated(t *testing.T) {
 	t.Parallel()
 	lab := acctest.StartLab(t, vcsimlab.Options{})
-	ctx := context.Background()
+	ctx := ForChange(context.Background()) // every read reaches vCenter: no prefetch answers it
 	c := labClient(lab)
 	if _, err := c.DatacenterByName(ctx, ""); err != nil {
 		t.Fatal(err)
@@ -97,7 +97,7 @@ func TestReloginAfterSessionTerminated(t *testing.T) {
 func TestConcurrentCallsLogInOnce(t *testing.T) {
 	t.Parallel()
 	lab := acctest.StartLab(t, vcsimlab.Options{})
-	ctx := context.Background()
+	ctx := ForChange(context.Background()) // every read reaches vCenter: no prefetch answers it
 	c := labClient(lab)
 	if _, err := c.DatacenterByName(ctx, ""); err != nil {
 		t.Fatal(err)
@@ -312,7 +312,7 @@ func connectedClients(t *testing.T, lab *vcsimlab.Lab, n int) *Clients {
 func TestLogoutAllIsBounded(t *testing.T) {
 	t.Parallel()
 	lab := acctest.StartLab(t, vcsimlab.Options{})
-	ctx := context.Background()
+	ctx := ForChange(context.Background()) // every read reaches vCenter: no prefetch answers it
 	all := connectedClients(t, lab, 3)
 	all.Add(labClient(lab)) // never connected
 	all.Add(New(Config{}))  // not configured

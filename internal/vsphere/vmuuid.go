@@ -74,7 +74,15 @@ func (x *vmUUIDIndex) read(ctx context.Context, c *Client, vc *vim25.Client, l *
 	defer close(l.ready)
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.APITimeout)
 	defer cancel()
-	objs, err := retrieveBounded(ctx, vc, populationSpec(vc.ServiceContent.RootFolder, "VirtualMachine", []string{"config.uuid"}), vmUUIDIndexMax)
+	var (
+		objs map[types.ManagedObjectReference]types.ObjectContent
+		err  error
+	)
+	if all := c.prefetchAllFor(ctx, vc, types.PropertySpec{Type: "VirtualMachine", PathSet: []string{"config.uuid"}}); all != nil {
+		objs = all.objs
+	} else {
+		objs, err = retrieveBounded(ctx, vc, populationSpec(vc.ServiceContent.RootFolder, "VirtualMachine", []string{"config.uuid"}), vmUUIDIndexMax)
+	}
 	c.log.Debug(ctx, "Read the VM UUID index", map[string]any{"vms": len(objs), "error": errText(err)})
 	if err != nil {
 		if err != errPopulationTooLarge {
@@ -88,7 +96,10 @@ func (x *vmUUIDIndex) read(ctx context.Context, c *Client, vc *vim25.Client, l *
 	}
 	refs := make(map[string]types.ManagedObjectReference, len(objs))
 	shared := map[string]bool{}
-	for _, oc := range objs {
+	for ref, oc := range objs {
+		if ref.Type != "VirtualMachine" {
+			continue
+		}
 		var vm mo.VirtualMachine
 		if mo.LoadObjectContent([]types.ObjectContent{oc}, &vm) != nil || vm.Config == nil || vm.Config.Uuid == "" {
 			continue
