@@ -8,8 +8,12 @@
 #   vms:     issue 25's: every VM, given by id (as the vSphere provider's vsphere_virtual_machine.id gives it), with a
 #            PVRDMA adapter and its GPU/MMIO settings: 2 x VMS resources. The switch and host settings they need are
 #            applied first, in a configuration of their own, and not measured.
-# It prints wall time and calls by method (and endpoint) for the apply, one refresh and one plan, then Terraform's
-# own floor measured in the same run (as many objects refreshed with no I/O) and the refresh's ratio to it.
+# It prints wall time and calls by method (and endpoint) for the apply, then refreshes and plans against two floors
+# measured in the same run, alternated: Terraform's own floor (as many objects, each a small vspherehpc_mmio_size data
+# source: no I/O, almost no data) and the shaped floor (as many terraform_data resources, each holding in
+# triggers_replace an object of the shape and size of one of the fleet's data sources and resources, as its state has
+# it: Terraform core's cost of the data itself, with no provider process). The ratios to each floor separate what
+# Terraform does with the data from what this provider adds.
 # PARALLELISM (default: Terraform's 10) sets terraform -parallelism. REFRESH_LOG=FILE writes the provider's TRACE
 # log of the refresh alone there (every call with its timing, for a timeline; it slows the refresh down).
 # With FLEET=vms and VSPHERE_PROVIDER_BINARY naming a terraform-provider-vsphere binary (see the README), the
@@ -176,10 +180,11 @@ cd "$fleet"
 
 # timed LABEL COMMAND...: runs a terraform command and prints its wall time and the lab's calls by method (and
 # endpoint); the wall times of each label are kept in seconds[LABEL].
-# answered[LABEL] keeps the sum of each run's two longest answers of the lab (its round trips but for the network).
-declare -A seconds answered
+# answered2[LABEL] and answered4[LABEL] keep the sums of each run's two and four longest answers of the lab, in
+# seconds: its round trips but for the network.
+declare -A seconds answered2 answered4
 timed() {
-  local label=$1 start end report two
+  local label=$1 start end report longest
   shift
   lab_report >/dev/null
   start=$(date +%s.%N)
@@ -187,14 +192,15 @@ timed() {
   end=$(date +%s.%N)
   seconds[$label]+=" $(echo "$end - $start" | bc)"
   report=$(lab_report)
-  two=$(sed -n 's/.*longest answers: \([0-9]*\) ms\(, \([0-9]*\) ms\)\{0,1\}$/\1 \3/p' <<<"$report")
-  [[ -z "$two" ]] || answered[$label]+=" $(echo "(${two% *} + 0${two#* }) / 1000" | bc -l)"
-  printf '%-8s %6.2f s  %s\n' "$label:" "$(echo "$end - $start" | bc)" "$report"
+  read -ra longest <<<"$(sed -n 's/.*longest answers: //p' <<<"$report" | tr -dc '0-9 ')"
+  longest+=(0 0 0 0)
+  answered2[$label]+=" $(echo "(${longest[0]} + ${longest[1]}) / 1000" | bc -l)"
+  answered4[$label]+=" $(echo "(${longest[0]} + ${longest[1]} + ${longest[2]} + ${longest[3]}) / 1000" | bc -l)"
+  printf '%-12s %6.2f s  %s\n' "$label:" "$(echo "$end - $start" | bc)" "$report"
 }
 
 header "$HOSTS hosts, $VMS VMs, $LATENCY per call, parallelism $PARALLELISM: $what"
 timed apply tf apply -auto-approve -input=false -parallelism="$PARALLELISM"
-timed plan tf plan -detailed-exitcode -input=false -parallelism="$PARALLELISM"
 
 # Terraform's own floor, in the same run: as many of this provider's objects as the refresh reads (resources and
 # look-ups), refreshed with no I/O at all (vspherehpc_mmio_size data sources compute and call nothing).
@@ -220,7 +226,24 @@ TF
 cd "$floor"
 tf apply -auto-approve -input=false >/dev/null
 
-sides=(refresh floor)
+# The shaped floor: every object of the fleet's state (data sources and resources) as a terraform_data's
+# triggers_replace, which Terraform stores once (input would be stored twice, with output). Strings are escaped
+# for the JSON configuration syntax, where "${" and "%{" start templates. terraform_data runs inside Terraform: one
+# vspherehpc_mmio_size starts this provider's process, as the fleet's commands do.
+shaped="$tmp/shaped"
+mkdir -p "$shaped"
+(cd "$fleet" && tf show -json) | jq '{
+  terraform: {required_providers: {vspherehpc: {source: "vspherehpc/vspherehpc"}}},
+  data: {vspherehpc_mmio_size: {provider_started: {gpu: [{count: 1, memory_gb: 80}]}}},
+  resource: {terraform_data: ([.values.root_module.resources[].values
+    | walk(if type == "string" then gsub("\\$\\{"; "$${") | gsub("%\\{"; "%%{") else . end)]
+    | to_entries | map({key: "o\(.key)", value: {triggers_replace: .value}}) | from_entries)}}' >"$shaped/main.tf.json"
+shaped_objects=$(jq '.resource.terraform_data | length' "$shaped/main.tf.json")
+[[ "$shaped_objects" == "$objects" ]] || fail "the shaped floor has $shaped_objects objects, the fleet $objects"
+(cd "$shaped" && tf apply -auto-approve -input=false >/dev/null) || fail "applying the shaped floor failed"
+shaped_bytes=$(wc -c <"$shaped/main.tf.json")
+
+sides=(refresh plan floor floor-plan shaped shaped-plan)
 if [[ "$FLEET" == vms && -n "${VSPHERE_PROVIDER_BINARY:-}" ]]; then
   [[ -x "$VSPHERE_PROVIDER_BINARY" ]] || fail "VSPHERE_PROVIDER_BINARY=$VSPHERE_PROVIDER_BINARY is not an executable file"
   vsphere="$tmp/vsphere"
@@ -295,7 +318,7 @@ EOF
 fi
 
 # Refreshes of this provider's fleet, the floor (and the vSphere provider's VMs), alternated, ROUNDS times.
-header "refreshes at parallelism $PARALLELISM, alternated, $ROUNDS rounds"
+header "refreshes and plans at parallelism $PARALLELISM, alternated with the floors', $ROUNDS rounds"
 for ((round = 1; round <= ROUNDS; round++)); do
   for side in "${sides[@]}"; do
     case $side in
@@ -307,32 +330,37 @@ for ((round = 1; round <= ROUNDS; round++)); do
           timed refresh env -C "$fleet" "$TERRAFORM" apply -refresh-only -auto-approve -input=false -parallelism="$PARALLELISM"
         fi
         ;;
+      plan) timed plan env -C "$fleet" "$TERRAFORM" plan -detailed-exitcode -input=false -parallelism="$PARALLELISM" ;;
       floor) timed floor env -C "$floor" "$TERRAFORM" apply -refresh-only -auto-approve -input=false -parallelism="$PARALLELISM" ;;
+      floor-plan) timed floor-plan env -C "$floor" "$TERRAFORM" plan -detailed-exitcode -input=false -parallelism="$PARALLELISM" ;;
+      shaped) timed shaped env -C "$shaped" "$TERRAFORM" apply -refresh-only -auto-approve -input=false -parallelism="$PARALLELISM" ;;
+      shaped-plan) timed shaped-plan env -C "$shaped" "$TERRAFORM" plan -detailed-exitcode -input=false -parallelism="$PARALLELISM" ;;
       vsphere) timed vsphere vsphere_tf apply -refresh-only -auto-approve -input=false -parallelism="$PARALLELISM" ;;
     esac
   done
 done
 
 median() { tr ' ' '\n' | grep . | sort -n | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+printf '\n%d objects: the floor is small vspherehpc_mmio_size data sources, the shaped floor terraform_data objects of the fleet'"'"'s shapes (%d KB of configuration)\n' \
+  "$objects" "$((shaped_bytes / 1024))"
+# A round trip is the latency and what the server takes to answer: the lab's longest answers of a command are its
+# round trips as the lab served them, its own work included (the first prefetch, the login, the service content's
+# read, the logout, each at least one latency long). This holds for a command that makes its calls one after
+# another, as these do; calls at once would be counted as several.
+for command in refresh plan; do
+  suffix=""
+  [[ $command == plan ]] && suffix="-plan"
+  took=$(median <<<"${seconds[$command]}")
+  floor_s=$(median <<<"${seconds[floor$suffix]}")
+  shaped_s=$(median <<<"${seconds[shaped$suffix]}")
+  two=$(median <<<"${answered2[$command]}")
+  four=$(median <<<"${answered4[$command]}")
+  printf '%-7s %.2f s: %.2f x the floor (%.2f s), %.2f x the shaped floor (%.2f s)\n' \
+    "$command" "$took" "$(echo "$took / $floor_s" | bc -l)" "$floor_s" "$(echo "$took / $shaped_s" | bc -l)" "$shaped_s"
+  printf '        the floor x 1.15 + the 2 longest answers (%.3f s): %.2f s; + the 4 longest (%.3f s): %.2f s\n' \
+    "$two" "$(echo "$floor_s * 1.15 + $two" | bc -l)" "$four" "$(echo "$floor_s * 1.15 + $four" | bc -l)"
+done
 refresh=$(median <<<"${seconds[refresh]}")
-floor_s=$(median <<<"${seconds[floor]}")
-# LATENCY as seconds: "50ms", "0.05s", "0".
-case $LATENCY in
-  *ms) rtt=$(echo "${LATENCY%ms} / 1000" | bc -l) ;;
-  *s) rtt=${LATENCY%s} ;;
-  *) rtt=$LATENCY ;;
-esac
-printf '\nmedians: refresh %.2f s, floor %.2f s (%d objects refreshed with no I/O)\n' "$refresh" "$floor_s" "$objects"
-printf 'refresh: %.2f x the floor, %.2f s above it; the floor x 1.15 plus two round trips is %.2f s\n' \
-  "$(echo "$refresh / $floor_s" | bc -l)" "$(echo "$refresh - $floor_s" | bc -l)" "$(echo "$floor_s * 1.15 + 2 * $rtt" | bc -l)"
-# A round trip is the latency and what the server takes to answer: the lab's two longest answers of a refresh (the
-# read of every VM, and the login or one of the calls beside it: the service content's read, the logout after the
-# plugin, each one latency long) are its round trips as the lab served them, its own work included. This holds for a
-# refresh that makes its calls one round trip after another, as this fleet's does; calls at once would be counted
-# as two.
-answers=$(median <<<"${answered[refresh]}")
-printf 'the floor x 1.15 plus the refresh'"'"'s two longest answers of the lab (%.3f s in all, its work included) is %.2f s\n' \
-  "$answers" "$(echo "$floor_s * 1.15 + $answers" | bc -l)"
 if [[ -n "${seconds[vsphere]:-}" ]]; then
   vsphere_s=$(median <<<"${seconds[vsphere]}")
   printf 'the vSphere provider refreshing the same %d VMs: %.2f s, %.1f x this provider'"'"'s refresh\n' "$VMS" "$vsphere_s" \

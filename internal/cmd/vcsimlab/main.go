@@ -147,9 +147,9 @@ func reboot(ctx context.Context, lab *vcsimlab.Lab) string {
 }
 
 // callReport is "N SOAP calls: Login=1 RetrievePropertiesEx=12 ...;
-// longest answers: 152 ms, 55 ms": the calls by method, and the two longest
-// answer times (longest first), to tell the round trips of a command that
-// makes a few calls from its own time.
+// longest answers: 152 ms, 55 ms, 53 ms, 51 ms": the calls by method, and
+// the four longest answer times (longest first), to tell the round trips of
+// a command that makes a few calls from its own time.
 func callReport(calls map[string]int, answers []time.Duration) string {
 	methods := make([]string, 0, len(calls))
 	total := 0
@@ -160,8 +160,8 @@ func callReport(calls map[string]int, answers []time.Duration) string {
 	sort.Strings(methods)
 	report := fmt.Sprintf("%d SOAP calls: %s", total, strings.Join(methods, " "))
 	if len(answers) > 0 {
-		longest := make([]string, 0, 2)
-		for _, d := range answers[:min(2, len(answers))] {
+		longest := make([]string, 0, 4)
+		for _, d := range answers[:min(4, len(answers))] {
 			longest = append(longest, fmt.Sprintf("%d ms", d.Milliseconds()))
 		}
 		report += "; longest answers: " + strings.Join(longest, ", ")
