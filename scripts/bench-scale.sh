@@ -20,6 +20,8 @@
 # vSphere provider imports the same VMs into vsphere_virtual_machine resources and its refresh of them is timed
 # beside this provider's, ROUNDS (default 3) times each, alternated. PERSIST_SESSION=true turns the provider's
 # persist_session on (sessions kept in the workspace): a run resumes the last run's session instead of logging in.
+# CPU_SPLIT=1 prints, for each refresh, plan and floor, the CPU time of Terraform, of this provider's process (run
+# under /usr/bin/time through a wrapper) and of the lab.
 set -euo pipefail
 
 HOSTS="${HOSTS:-64}"
@@ -40,6 +42,13 @@ if [[ "${PERSIST_SESSION:-}" == true ]]; then
 fi
 build_provider
 start_lab -hosts "$HOSTS" -vms "$VMS" -latency "$LATENCY"
+if [[ -n "${CPU_SPLIT:-}" ]]; then
+  mkdir -p "$tmp/providers-timed"
+  printf '#!/bin/sh\nexec /usr/bin/time -a -o "%s" -f "%%U %%S" "%s" "$@"\n' "$tmp/provider-cpu" \
+    "$tmp/providers/terraform-provider-vspherehpc" >"$tmp/providers-timed/terraform-provider-vspherehpc"
+  chmod +x "$tmp/providers-timed/terraform-provider-vspherehpc"
+  sed -i "s|= \"$tmp/providers\"|= \"$tmp/providers-timed\"|" "$tmp/dev.tfrc"
+fi
 
 work="$tmp/bench"
 mkdir -p "$work"
@@ -184,20 +193,35 @@ cd "$fleet"
 # seconds: its round trips but for the network.
 declare -A seconds answered2 answered4
 timed() {
-  local label=$1 start end report longest
+  local label=$1 start end report longest cpu="" lab_ticks
   shift
   lab_report >/dev/null
+  if [[ -n "${CPU_SPLIT:-}" && $1 != tf ]]; then
+    rm -f "$tmp/provider-cpu"
+    lab_ticks=$(lab_cpu_ticks)
+    set -- /usr/bin/time -o "$tmp/command-cpu" -f "%U %S" "$@"
+  fi
   start=$(date +%s.%N)
   "$@" >"$tmp/$label.out" 2>&1 || { tail -n 40 "$tmp/$label.out"; show_lab_log; fail "$label failed"; }
   end=$(date +%s.%N)
+  if [[ -n "${lab_ticks:-}" ]]; then
+    local all provider=0
+    all=$(awk '{print $1 + $2}' "$tmp/command-cpu")
+    [[ ! -s "$tmp/provider-cpu" ]] || provider=$(awk '{s += $1 + $2} END {print s}' "$tmp/provider-cpu")
+    cpu=$(printf '; CPU: Terraform %.2f s, provider %.2f s, lab %.2f s' "$(echo "$all - $provider" | bc -l)" "$provider" \
+      "$(echo "($(lab_cpu_ticks) - $lab_ticks) / $(getconf CLK_TCK)" | bc -l)")
+  fi
   seconds[$label]+=" $(echo "$end - $start" | bc)"
   report=$(lab_report)
   read -ra longest <<<"$(sed -n 's/.*longest answers: //p' <<<"$report" | tr -dc '0-9 ')"
   longest+=(0 0 0 0)
   answered2[$label]+=" $(echo "(${longest[0]} + ${longest[1]}) / 1000" | bc -l)"
   answered4[$label]+=" $(echo "(${longest[0]} + ${longest[1]} + ${longest[2]} + ${longest[3]}) / 1000" | bc -l)"
-  printf '%-12s %6.2f s  %s\n' "$label:" "$(echo "$end - $start" | bc)" "$report"
+  printf '%-12s %6.2f s  %s%s\n' "$label:" "$(echo "$end - $start" | bc)" "$report" "$cpu"
 }
+
+# lab_cpu_ticks is the lab process's CPU time so far, in clock ticks (utime + stime of /proc/PID/stat).
+lab_cpu_ticks() { awk '{print $14 + $15}' "/proc/$lab_pid/stat"; }
 
 header "$HOSTS hosts, $VMS VMs, $LATENCY per call, parallelism $PARALLELISM: $what"
 timed apply tf apply -auto-approve -input=false -parallelism="$PARALLELISM"
@@ -232,12 +256,16 @@ tf apply -auto-approve -input=false >/dev/null
 # vspherehpc_mmio_size starts this provider's process, as the fleet's commands do.
 shaped="$tmp/shaped"
 mkdir -p "$shaped"
-(cd "$fleet" && tf show -json) | jq '{
+(cd "$fleet" && tf show -json) >"$tmp/state.json"
+header "the fleet's state by type: objects, and bytes of their JSON in all and each"
+jq -r '.values.root_module.resources[] | "\(.mode).\(.type) \(.values | tojson | length)"' "$tmp/state.json" |
+  awk '{n[$1]++; b[$1] += $2} END {for (k in n) printf "%-45s %5d %10d %8d\n", k, n[k], b[k], b[k] / n[k]}' | sort
+jq '{
   terraform: {required_providers: {vspherehpc: {source: "vspherehpc/vspherehpc"}}},
   data: {vspherehpc_mmio_size: {provider_started: {gpu: [{count: 1, memory_gb: 80}]}}},
   resource: {terraform_data: ([.values.root_module.resources[].values
     | walk(if type == "string" then gsub("\\$\\{"; "$${") | gsub("%\\{"; "%%{") else . end)]
-    | to_entries | map({key: "o\(.key)", value: {triggers_replace: .value}}) | from_entries)}}' >"$shaped/main.tf.json"
+    | to_entries | map({key: "o\(.key)", value: {triggers_replace: .value}}) | from_entries)}}' "$tmp/state.json" >"$shaped/main.tf.json"
 shaped_objects=$(jq '.resource.terraform_data | length' "$shaped/main.tf.json")
 [[ "$shaped_objects" == "$objects" ]] || fail "the shaped floor has $shaped_objects objects, the fleet $objects"
 (cd "$shaped" && tf apply -auto-approve -input=false >/dev/null) || fail "applying the shaped floor failed"
