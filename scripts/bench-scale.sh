@@ -250,26 +250,47 @@ TF
 cd "$floor"
 tf apply -auto-approve -input=false >/dev/null
 
-# The shaped floor: every object of the fleet's state (data sources and resources) as a terraform_data's
-# triggers_replace, which Terraform stores once (input would be stored twice, with output). Strings are escaped
-# for the JSON configuration syntax, where "${" and "%{" start templates. terraform_data runs inside Terraform: one
-# vspherehpc_mmio_size starts this provider's process, as the fleet's commands do.
+# The shaped floor: every object of the fleet's state (data sources and resources), read from a JSON file, as a
+# terraform_data's triggers_replace, which Terraform stores once (input would be stored twice, with output).
+# terraform_data runs inside Terraform: one vspherehpc_mmio_size starts this provider's process, as the fleet's
+# commands do.
 shaped="$tmp/shaped"
 mkdir -p "$shaped"
 (cd "$fleet" && tf show -json) >"$tmp/state.json"
 header "the fleet's state by type: objects, and bytes of their JSON in all and each"
 jq -r '.values.root_module.resources[] | "\(.mode).\(.type) \(.values | tojson | length)"' "$tmp/state.json" |
   awk '{n[$1]++; b[$1] += $2} END {for (k in n) printf "%-45s %5d %10d %8d\n", k, n[k], b[k], b[k] / n[k]}' | sort
-jq '{
-  terraform: {required_providers: {vspherehpc: {source: "vspherehpc/vspherehpc"}}},
-  data: {vspherehpc_mmio_size: {provider_started: {gpu: [{count: 1, memory_gb: 80}]}}},
-  resource: {terraform_data: ([.values.root_module.resources[].values
-    | walk(if type == "string" then gsub("\\$\\{"; "$${") | gsub("%\\{"; "%%{") else . end)]
-    | to_entries | map({key: "o\(.key)", value: {triggers_replace: .value}}) | from_entries)}}' "$tmp/state.json" >"$shaped/main.tf.json"
-shaped_objects=$(jq '.resource.terraform_data | length' "$shaped/main.tf.json")
+jq '[.values.root_module.resources[].values] | to_entries | map({key: "o\(.key)", value: .value}) | from_entries' \
+  "$tmp/state.json" >"$shaped/objects.json"
+cat >"$shaped/main.tf" <<'TF'
+terraform {
+  required_providers {
+    vspherehpc = {
+      source = "vspherehpc/vspherehpc"
+    }
+  }
+}
+
+data "vspherehpc_mmio_size" "provider_started" {
+  gpu {
+    count     = 1
+    memory_gb = 80
+  }
+}
+
+locals {
+  objects = jsondecode(file("${path.module}/objects.json"))
+}
+
+resource "terraform_data" "o" {
+  for_each         = local.objects
+  triggers_replace = each.value
+}
+TF
+shaped_objects=$(jq 'length' "$shaped/objects.json")
 [[ "$shaped_objects" == "$objects" ]] || fail "the shaped floor has $shaped_objects objects, the fleet $objects"
 (cd "$shaped" && tf apply -auto-approve -input=false >/dev/null) || fail "applying the shaped floor failed"
-shaped_bytes=$(wc -c <"$shaped/main.tf.json")
+shaped_bytes=$(wc -c <"$shaped/objects.json")
 
 sides=(refresh plan floor floor-plan shaped shaped-plan)
 if [[ "$FLEET" == vms && -n "${VSPHERE_PROVIDER_BINARY:-}" ]]; then
@@ -369,7 +390,7 @@ for ((round = 1; round <= ROUNDS; round++)); do
 done
 
 median() { tr ' ' '\n' | grep . | sort -n | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
-printf '\n%d objects: the floor is small vspherehpc_mmio_size data sources, the shaped floor terraform_data objects of the fleet'"'"'s shapes (%d KB of configuration)\n' \
+printf '\n%d objects: the floor is small vspherehpc_mmio_size data sources, the shaped floor terraform_data objects of the fleet'"'"'s shapes (%d KB of JSON)\n' \
   "$objects" "$((shaped_bytes / 1024))"
 # A round trip is the latency and what the server takes to answer: the lab's longest answers of a command are its
 # round trips as the lab served them, its own work included (the first prefetch, the login, the service content's

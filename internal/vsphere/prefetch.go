@@ -25,8 +25,10 @@ import (
 // properties in the command is answered from it: a refresh costs one call
 // per kind and property set, whatever the number of objects and however the
 // resources name them (by id or through look-ups), and the same
-// configuration always makes the same calls. The rules that keep this
-// honest:
+// configuration always makes the same calls. The command's first refresh
+// read goes further, reading every kind in one call (prefetch_all.go); a
+// kind's own prefetch serves what that one does not cover, or all reads
+// when it found the vCenter too large. The rules that keep this honest:
 //   - only a refresh read asks it (see freshness): what a change is built
 //     from is read fresh;
 //   - the prefetch is read after the command started (a client lives for one
