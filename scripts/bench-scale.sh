@@ -250,8 +250,13 @@ TF
 cd "$floor"
 tf apply -auto-approve -input=false >/dev/null
 
-# The shaped floor: every object of the fleet's state (data sources and resources), read from a JSON file, as a
-# terraform_data's triggers_replace, which Terraform stores once (input would be stored twice, with output).
+# The shaped floor: every object of the fleet's state (data sources and resources) as a terraform_data's
+# triggers_replace, which Terraform stores once (input would be stored twice, with output). Each object is written
+# into the configuration as a literal (JSON syntax, strings escaped where "${" and "%{" start templates): evaluated
+# once per object, where a jsondecode()d file behind for_each took Terraform 1.6 times as long. The values
+# are of a dynamic type, carried with their type through plan and state, which a provider's schema-typed objects are
+# not: this floor prices the data higher than Terraform prices the same data from a provider, an upper bound of
+# Terraform's cost of it (CPU_SPLIT=1 splits a command's CPU between Terraform, the provider and the lab directly).
 # terraform_data runs inside Terraform: one vspherehpc_mmio_size starts this provider's process, as the fleet's
 # commands do.
 shaped="$tmp/shaped"
@@ -260,37 +265,16 @@ mkdir -p "$shaped"
 header "the fleet's state by type: objects, and bytes of their JSON in all and each"
 jq -r '.values.root_module.resources[] | "\(.mode).\(.type) \(.values | tojson | length)"' "$tmp/state.json" |
   awk '{n[$1]++; b[$1] += $2} END {for (k in n) printf "%-45s %5d %10d %8d\n", k, n[k], b[k], b[k] / n[k]}' | sort
-jq '[.values.root_module.resources[].values] | to_entries | map({key: "o\(.key)", value: .value}) | from_entries' \
-  "$tmp/state.json" >"$shaped/objects.json"
-cat >"$shaped/main.tf" <<'TF'
-terraform {
-  required_providers {
-    vspherehpc = {
-      source = "vspherehpc/vspherehpc"
-    }
-  }
-}
-
-data "vspherehpc_mmio_size" "provider_started" {
-  gpu {
-    count     = 1
-    memory_gb = 80
-  }
-}
-
-locals {
-  objects = jsondecode(file("${path.module}/objects.json"))
-}
-
-resource "terraform_data" "o" {
-  for_each         = local.objects
-  triggers_replace = each.value
-}
-TF
-shaped_objects=$(jq 'length' "$shaped/objects.json")
+jq '{
+  terraform: {required_providers: {vspherehpc: {source: "vspherehpc/vspherehpc"}}},
+  data: {vspherehpc_mmio_size: {provider_started: {gpu: [{count: 1, memory_gb: 80}]}}},
+  resource: {terraform_data: ([.values.root_module.resources[].values
+    | walk(if type == "string" then gsub("\\$\\{"; "$${") | gsub("%\\{"; "%%{") else . end)]
+    | to_entries | map({key: "o\(.key)", value: {triggers_replace: .value}}) | from_entries)}}' "$tmp/state.json" >"$shaped/main.tf.json"
+shaped_objects=$(jq '.resource.terraform_data | length' "$shaped/main.tf.json")
 [[ "$shaped_objects" == "$objects" ]] || fail "the shaped floor has $shaped_objects objects, the fleet $objects"
 (cd "$shaped" && tf apply -auto-approve -input=false >/dev/null) || fail "applying the shaped floor failed"
-shaped_bytes=$(wc -c <"$shaped/objects.json")
+shaped_bytes=$(jq -c '[.values.root_module.resources[].values]' "$tmp/state.json" | wc -c)
 
 sides=(refresh plan floor floor-plan shaped shaped-plan)
 if [[ "$FLEET" == vms && -n "${VSPHERE_PROVIDER_BINARY:-}" ]]; then

@@ -6,7 +6,6 @@ import (
 	"sync"
 
 	"github.com/vmware/govmomi/vim25"
-	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
 )
 
@@ -83,7 +82,7 @@ func (x *vmUUIDIndex) read(ctx context.Context, c *Client, vc *vim25.Client, l *
 	} else {
 		objs, err = retrieveBounded(ctx, vc, populationSpec(vc.ServiceContent.RootFolder, "VirtualMachine", []string{"config.uuid"}), vmUUIDIndexMax)
 	}
-	c.log.Debug(ctx, "Read the VM UUID index", map[string]any{"vms": len(objs), "error": errText(err)})
+	c.log.Debug(ctx, "Read the VM UUID index", map[string]any{"objects": len(objs), "error": errText(err)})
 	if err != nil {
 		if err != errPopulationTooLarge {
 			x.mu.Lock()
@@ -97,14 +96,13 @@ func (x *vmUUIDIndex) read(ctx context.Context, c *Client, vc *vim25.Client, l *
 	refs := make(map[string]types.ManagedObjectReference, len(objs))
 	shared := map[string]bool{}
 	for ref, oc := range objs {
-		if ref.Type != "VirtualMachine" {
+		// The property alone: a prefetch of every kind (prefetch_all.go)
+		// holds each VM's devices too, and other kinds.
+		uuid, _ := prop(oc, "config.uuid").(string)
+		if ref.Type != "VirtualMachine" || uuid == "" {
 			continue
 		}
-		var vm mo.VirtualMachine
-		if mo.LoadObjectContent([]types.ObjectContent{oc}, &vm) != nil || vm.Config == nil || vm.Config.Uuid == "" {
-			continue
-		}
-		uuid := strings.ToLower(vm.Config.Uuid)
+		uuid = strings.ToLower(uuid)
 		if _, seen := refs[uuid]; seen {
 			shared[uuid] = true
 		}
