@@ -2,9 +2,11 @@
 # `make bench-scale`: a benchmark of the provider at fleet size, not a test: it prints numbers and asserts none.
 #
 # Starts the lab simulator with HOSTS hosts (default 64) and VMS VMs (default 256), every call delayed by
-# LATENCY (default 20ms, a real vCenter's round trip), then applies one of two configurations (FLEET):
+# LATENCY (default 20ms, a real vCenter's round trip), then applies one of three configurations (FLEET):
 #   lookups (default): as a platform team writes it: the PVRDMA switch over every host, host settings on every
 #            host, a PVRDMA adapter on every VM, each host and VM found by a look-up by name;
+#   cluster: the same, with the hosts' ids from vspherehpc_cluster (one object for every host) rather than a
+#            vspherehpc_host each, as the examples take them where only ids are needed;
 #   vms:     issue 25's: every VM, given by id (as the vSphere provider's vsphere_virtual_machine.id gives it), with a
 #            PVRDMA adapter and its GPU/MMIO settings: 2 x VMS resources. The switch and host settings they need are
 #            applied first, in a configuration of their own, and not measured.
@@ -30,7 +32,7 @@ LATENCY="${LATENCY:-20ms}"
 PARALLELISM="${PARALLELISM:-10}"
 FLEET="${FLEET:-lookups}"
 ROUNDS="${ROUNDS:-3}"
-[[ "$FLEET" == lookups || "$FLEET" == vms ]] || { echo "FLEET=$FLEET: want lookups or vms" >&2; exit 2; }
+[[ "$FLEET" == lookups || "$FLEET" == cluster || "$FLEET" == vms ]] || { echo "FLEET=$FLEET: want lookups, cluster or vms" >&2; exit 2; }
 
 LAB_SCRIPT=bench-scale
 # shellcheck source=lab.sh
@@ -120,7 +122,24 @@ datacenter = "$VSPHERE_LAB_DATACENTER"
 hosts      = ["${VSPHERE_LAB_HOSTS//,/\", \"}"]
 vms        = [$(IFS=,; echo "${vms[*]}")]
 EOF
-if [[ "$FLEET" == lookups ]]; then
+if [[ "$FLEET" == cluster ]]; then
+  # The hosts from the cluster: no vspherehpc_host, the switch and host settings over a map of names to ids.
+  sed -i -e '/^data "vspherehpc_host" "h" {$/,/^}$/c\
+variable "cluster" {\
+  type = string\
+}\
+\
+data "vspherehpc_cluster" "c" {\
+  datacenter_id = data.vspherehpc_datacenter.dc.id\
+  name          = var.cluster\
+}\
+\
+locals {\
+  host_ids = zipmap(data.vspherehpc_cluster.c.host_names, data.vspherehpc_cluster.c.host_system_ids)\
+}' -e 's/data\.vspherehpc_host\.h/local.host_ids/; s/host\.value\.id/host.value/; s/each\.value\.id$/each.value/' "$work/main.tf"
+  echo "cluster    = \"$VSPHERE_LAB_CLUSTER\"" >>"$work/terraform.tfvars"
+fi
+if [[ "$FLEET" == lookups || "$FLEET" == cluster ]]; then
   cat >>"$work/main.tf" <<'EOF'
 
 resource "vspherehpc_vm_pvrdma_nic" "n" {
@@ -132,6 +151,10 @@ EOF
   fleet="$work"
   objects=$((2 * (1 + HOSTS + VMS))) # resources and look-ups
   what="$((1 + HOSTS + VMS)) resources and $((1 + HOSTS + VMS)) look-ups"
+  if [[ "$FLEET" == cluster ]]; then
+    objects=$((1 + HOSTS + VMS + 2 + VMS))
+    what="$((1 + HOSTS + VMS)) resources and $((2 + VMS)) look-ups (the hosts from the cluster)"
+  fi
 else
   cat >>"$work/main.tf" <<'EOF'
 
