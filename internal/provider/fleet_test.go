@@ -249,9 +249,10 @@ func refreshesAlike(t *testing.T, size vcsimlab.Options, latency time.Duration, 
 		lab.SetLatency(latency)
 		reset()
 	}
+	cfg := config(lab) // once: a configuration may build what it names in the lab
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		Steps:                    append(append([]resource.TestStep{{Config: config(lab)}}, refreshes...), planCalls(t, lab, config(lab), what, most)),
+		Steps:                    append(append([]resource.TestStep{{Config: cfg}}, refreshes...), planCalls(t, lab, cfg, what, most)),
 	})
 }
 
