@@ -13,7 +13,8 @@ import (
 // id. SearchIndex.FindAllByUuid answers one UUID a call, so a plan and an
 // apply of N VMs' resources would spend N calls each on it; the first UUID
 // a command does not know instead reads every VM's config.uuid in one call
-// (the same traversal as a prefetch), bounded at vmUUIDIndexMax VMs.
+// (the same traversal as a prefetch), bounded at vmUUIDIndexMax VMs; in a
+// refresh, the command's first prefetch (prefetch_all.go) holds them already.
 // What keeps this honest:
 //   - a VM's managed object id never changes while it is registered, and a
 //     vCenter never gives a managed object id to a second object, so a hit
