@@ -290,9 +290,9 @@ func TestSharedReadFailureIsPerRead(t *testing.T) {
 }
 
 // Look-ups by name share one index of the datacenter's host and VM names
-// per client: N hosts found by name cost one call, the command's first
-// prefetch, which holds the names with every host and VM (see
-// prefetch_all.go); the VMs' look-ups then make no call at all.
+// per client: N hosts found by name cost two calls, the command's first
+// prefetch, which holds the names with every VM (see prefetch_all.go), and
+// the hosts' prefetch; the VMs' look-ups then make no call at all.
 // A name the index lacks reads it once more (the host may be new).
 func TestLookupsByNameShareOneIndex(t *testing.T) {
 	t.Parallel()
@@ -309,7 +309,7 @@ func TestLookupsByNameShareOneIndex(t *testing.T) {
 			t.Fatalf("HostByName(%s) = %+v, %v", name, h, err)
 		}
 	}
-	if n, want := lab.Calls()["RetrievePropertiesEx"], 1; n != want {
+	if n, want := lab.Calls()["RetrievePropertiesEx"], 2; n != want {
 		t.Errorf("%d look-ups took %d RetrievePropertiesEx calls, want %d", len(lab.HostNames()), n, want)
 	}
 	lab.ResetCalls()

@@ -190,10 +190,7 @@ func (c *Client) prefetchedHost(
 	vc *vim25.Client,
 	host types.ManagedObjectReference,
 ) (*mo.HostSystem, *mo.ManagedEntity, []mo.VirtualMachine, bool) {
-	hosts := c.prefetchedSet(ctx, vc, "host reads", []types.PropertySpec{
-		{Type: "HostSystem", PathSet: append(slices.Clone(hostProps), "vm")},
-		{Type: "ComputeResource", PathSet: []string{"name"}},
-	})
+	hosts := c.hostsPrefetch(ctx, vc)
 	allVMs := c.kindPrefetch(ctx, vc, "VirtualMachine", hostVMProps)
 	if !hosts.wait(ctx) || !allVMs.wait(ctx) {
 		return nil, nil, nil, false

@@ -84,10 +84,11 @@ func TestHostReadsArePrefetchedWithEveryVM(t *testing.T) {
 	if _, err := c.DatacenterByName(ForChange(ctx), lab.DatacenterName()); err != nil { // logs in, no prefetch
 		t.Fatal(err)
 	}
-	// The first host read of a command reads every host with its cluster,
-	// and every VM, in one call (see prefetch_all.go); the next hosts'
-	// reads make no call, nor do the VM reads that call answers.
-	for i, want := range []int{1, 0} {
+	// The first host read of a command reads every host with its cluster
+	// and, at once, every VM with the command's first prefetch (see
+	// prefetch_all.go); the next hosts' reads make no call, nor do the VM
+	// reads the first prefetch answers.
+	for i, want := range []int{2, 0} {
 		lab.ResetCalls()
 		if _, err := c.Host(ctx, lab.HostID(lab.HostNames()[i])); err != nil {
 			t.Fatal(err)

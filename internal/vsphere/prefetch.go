@@ -157,6 +157,9 @@ func (c *Client) kindPrefetch(ctx context.Context, vc *vim25.Client, kind string
 		return all
 	}
 	sorted := slices.Sorted(slices.Values(props))
+	if kind == "HostSystem" && subset(sorted, hostRefreshProps) {
+		return c.hostsPrefetch(ctx, vc)
+	}
 	if kind == "VirtualMachine" && subset(sorted, vmRefreshProps) {
 		sorted = vmRefreshProps
 	}
@@ -203,6 +206,23 @@ func (f *prefetch) object(ref types.ManagedObjectReference, dst any) bool {
 // reference) is there for an adapter's plan, which asks the VM's
 // configuration options through it.
 var vmRefreshProps = slices.Compact(slices.Sorted(slices.Values(slices.Concat(vmProps, gpuMMIOProps, []string{"environmentBrowser"}))))
+
+// hostRefreshProps are what a refresh reads of every host when it reads no
+// more than these: the host data source's, passthrough's and SR-IOV's (with
+// the VMs registered on the host) and the host PVRDMA settings'. One
+// prefetch answers them all, with the names of the hosts' clusters: a host
+// with settings and a data source is read once.
+var hostRefreshProps = sortedUnion(hostProps, []string{"vm"}, hostPVRDMAProps)
+
+// hostsPrefetch is the command's prefetch of every host's hostRefreshProps
+// and its cluster's name, started by the first host read; nil once the
+// provider has changed anything. Callers wait for it.
+func (c *Client) hostsPrefetch(ctx context.Context, vc *vim25.Client) *prefetch {
+	return c.prefetchedSet(ctx, vc, "host reads", []types.PropertySpec{
+		{Type: "HostSystem", PathSet: hostRefreshProps},
+		{Type: "ComputeResource", PathSet: []string{"name"}},
+	})
+}
 
 // subset reports whether each of the sorted props is in the sorted of.
 func subset(props, of []string) bool {

@@ -17,23 +17,29 @@ import (
 // refresh read of the command will ask for: the datacenters, the folders,
 // compute resources and parents that place hosts and VMs in their
 // datacenter (the name indexes and the datacenter of a switch or cluster),
-// and the refresh properties of every host, VM, switch and port group.
-// Terraform walks a configuration's graph one level after another
+// the hosts' names and the refresh properties of every VM, switch and port
+// group. Terraform walks a configuration's graph one level after another
 // (datacenter, look-ups, hosts and VMs, the switch and host settings,
 // adapters), and a read per level put as many calls in sequence; the
 // provider cannot see the configuration ahead of its reads (each Terraform
 // walk starts the provider anew, and the validation walk's process is not
-// the plan's), so it reads every kind it refreshes. A refresh is then the
-// session's calls and this one, whatever the configuration's depth.
+// the plan's), so it reads every kind it refreshes.
+//
+// Every kind but the hosts' own properties: a host's PCI devices,
+// passthrough and firewall rule sets are some tens of KB each, more than a
+// VM's whole refresh, and a configuration of VMs alone (adapters and GPU
+// setups on VMs given by id) would pay for them on every plan. The first
+// host read starts the hosts' prefetch instead (hostRefreshProps, with
+// their clusters' names), which every host read of the command shares: a
+// refresh is the session's calls and this one, and one more when the
+// configuration reads hosts, whatever its depth.
 //
 // The same rules as the prefetch of a kind (prefetch.go) keep it honest: a
 // refresh read only, before the provider changed anything, an object it
 // lacks is read from vCenter, never reported gone on its word. It is
 // bounded as a kind's prefetch is, at prefetchMax objects in all: a larger
 // vCenter costs one page of that many objects once per command, after
-// which each kind is prefetched on its own, as before. The price in a
-// small configuration: a refresh of one VM's adapter reads every host's
-// properties too (some tens of KB each).
+// which each kind is prefetched on its own, as before.
 
 // prefetchAllProps are what a refresh reads of each kind (subtypes
 // included: a cluster is a ComputeResource, a VMware switch a
@@ -42,7 +48,7 @@ var prefetchAllProps = map[string][]string{
 	"Folder":                      {"parent"},
 	"Datacenter":                  {"name", "parent"},
 	"ComputeResource":             {"host", "name", "parent"},
-	"HostSystem":                  sortedUnion(hostProps, []string{"vm", "parent"}, hostPVRDMAProps),
+	"HostSystem":                  {"name", "parent"},
 	"VirtualMachine":              sortedUnion(vmRefreshProps, hostVMProps, []string{"parent"}),
 	"DistributedVirtualSwitch":    sortedUnion(dvsProps, []string{"portgroup"}),
 	"DistributedVirtualPortgroup": {"config", "key", "name"},

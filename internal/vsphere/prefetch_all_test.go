@@ -10,10 +10,10 @@ import (
 )
 
 // refreshEverything reads, as a refresh does, every kind a configuration
-// can name: the datacenter, the cluster, each host and VM by name, each
-// host's PVRDMA settings, each VM by UUID with its GPU setup, and the
-// switch.
-func refreshEverything(t *testing.T, lab *vcsimlab.Lab, c *Client, sw DVSID) {
+// can name: the datacenter, the cluster, each VM by name and by UUID with
+// its GPU setup, the switch and, with hosts, each host by name and its
+// PVRDMA settings.
+func refreshEverything(t *testing.T, lab *vcsimlab.Lab, c *Client, sw DVSID, hosts bool) {
 	t.Helper()
 	ctx := context.Background()
 	dc, err := c.DatacenterByName(ctx, lab.DatacenterName())
@@ -24,6 +24,9 @@ func refreshEverything(t *testing.T, lab *vcsimlab.Lab, c *Client, sw DVSID) {
 		t.Fatalf("cluster: %+v, %v", cl, err)
 	}
 	for _, name := range lab.HostNames() {
+		if !hosts {
+			break
+		}
 		h, err := c.HostByName(ctx, dc.ID, name)
 		if err != nil || h.Name != name || len(h.PCIDevices) == 0 {
 			t.Fatalf("host %s: %+v, %v", name, h, err)
@@ -46,9 +49,11 @@ func refreshEverything(t *testing.T, lab *vcsimlab.Lab, c *Client, sw DVSID) {
 	}
 }
 
-// A command's refresh of every kind is one call after the session's: the
-// first read prefetches every kind, the name indexes with them; with more
-// objects than the bound, each kind is read as before.
+// A command's refresh of every kind but hosts is one call after the
+// session's: the first read prefetches every kind, the name indexes with
+// them. Hosts add one call, the first host read's prefetch of every host,
+// which their PVRDMA settings share. With more objects than the bound,
+// each kind is read as before.
 func TestFirstPrefetchAnswersEveryKind(t *testing.T) {
 	t.Parallel()
 	lab := acctest.StartLab(t, vcsimlab.Options{Hosts: 4, VMs: 8})
@@ -58,11 +63,16 @@ func TestFirstPrefetchAnswersEveryKind(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	lab.ResetCalls()
-	refreshEverything(t, lab, labClient(lab), sw)
-	calls := lab.Calls()
-	if calls["RetrievePropertiesEx"] != 1 || calls["Login"] != 1 || len(calls) != 3 {
-		t.Errorf("a refresh of every kind made %v, want the session's two calls and one RetrievePropertiesEx", calls)
+	for _, hosts := range []bool{false, true} {
+		lab.ResetCalls()
+		refreshEverything(t, lab, labClient(lab), sw, hosts)
+		calls, want := lab.Calls(), 1
+		if hosts {
+			want = 2
+		}
+		if calls["RetrievePropertiesEx"] != want || calls["Login"] != 1 || len(calls) != 3 {
+			t.Errorf("a refresh of every kind (hosts: %t) made %v, want the session's two calls and %d RetrievePropertiesEx", hosts, calls, want)
+		}
 	}
 
 	// Bounded: the first page of every kind's finds too many, and each read
@@ -70,7 +80,7 @@ func TestFirstPrefetchAnswersEveryKind(t *testing.T) {
 	bounded := labClient(lab)
 	bounded.prefetch.limit = 4
 	lab.ResetCalls()
-	refreshEverything(t, lab, bounded, sw)
+	refreshEverything(t, lab, bounded, sw, true)
 	if calls := lab.Calls(); calls["RetrievePropertiesEx"] < 4 {
 		t.Errorf("a refresh with a bound of 4 objects made %v, want the kinds read on their own", calls)
 	}
