@@ -89,6 +89,10 @@ type ReadStats struct {
 	Calls     int // RetrievePropertiesEx calls made for shared reads
 	Reads     int // shared reads of anything but a task
 	TaskReads int // shared reads of a task's state
+	// Joined are the first reads of an inOneCall's functions but one (per
+	// inOneCall): they share a call whatever else runs at the same time,
+	// so even at parallelism 1.
+	Joined int
 }
 
 // ReadStats sums the shared reads of the clients kept, for tests that
@@ -102,6 +106,7 @@ func (cs *Clients) ReadStats() ReadStats {
 		sum.Calls += c.batch.stats.Calls
 		sum.Reads += c.batch.stats.Reads
 		sum.TaskReads += c.batch.stats.TaskReads
+		sum.Joined += c.batch.stats.Joined
 		c.batch.mu.Unlock()
 	}
 	return sum
@@ -123,8 +128,9 @@ func (c *Client) inOneCall(ctx context.Context, reads ...func(context.Context) e
 	b.mu.Unlock()
 	errs := make([]error, len(reads))
 	var wg sync.WaitGroup
+	group := &holdGroup{}
 	for i, read := range reads {
-		h := &hold{b: b}
+		h := &hold{b: b, group: group}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -145,9 +151,15 @@ type holdKey struct{}
 
 // hold is one inOneCall reader's claim that a call waits for its read.
 type hold struct {
-	b    *readBatch
-	once sync.Once
+	b        *readBatch
+	group    *holdGroup
+	once     sync.Once
+	released bool // under b.mu
 }
+
+// holdGroup is an inOneCall's readers: read once one of them has made its
+// first read (under b.mu).
+type holdGroup struct{ read bool }
 
 // release ends the claim (once): at the reader's first read, or when it
 // returns without one.
@@ -155,6 +167,7 @@ func (h *hold) release() {
 	h.once.Do(func() {
 		h.b.mu.Lock()
 		h.b.held--
+		h.released = true
 		arrived := h.b.arrived
 		h.b.mu.Unlock()
 		if arrived != nil {
@@ -191,6 +204,12 @@ func (c *Client) readShared(
 	b := &c.batch
 	h, _ := ctx.Value(holdKey{}).(*hold)
 	b.mu.Lock()
+	if h != nil && !h.released {
+		if h.group.read {
+			b.stats.Joined++
+		}
+		h.group.read = true
+	}
 	b.pending = append(b.pending, r)
 	start := !b.running
 	now := b.clk().Now()

@@ -194,8 +194,9 @@ func TestAbandonedReadIsNotSent(t *testing.T) {
 }
 
 // inOneCall's reads share one call although the second comes only after
-// the call's wait for company has ended, and a function that returns
-// without reading holds nothing up; errors come in the functions' order.
+// the call's wait for company has ended (the stats count it joined), and a
+// function that returns without reading holds nothing up; errors come in
+// the functions' order.
 func TestInOneCallWaitsForEveryReader(t *testing.T) {
 	t.Parallel()
 	lab := acctest.StartLab(t, vcsimlab.Options{})
@@ -237,6 +238,9 @@ func TestInOneCallWaitsForEveryReader(t *testing.T) {
 	}
 	if n := lab.Calls()["RetrievePropertiesEx"]; n != 1 {
 		t.Errorf("inOneCall's two reads took %d RetrievePropertiesEx calls, want 1", n)
+	}
+	if stats := c.batch.stats; stats.Joined != 1 {
+		t.Errorf("stats %+v, want 1 read joined: the second read shares the first's call even at parallelism 1", stats)
 	}
 	err := c.inOneCall(context.Background(),
 		func(context.Context) error { return errors.New("first") },
