@@ -2,10 +2,14 @@
 # `make bench-scale`: a benchmark of the provider at fleet size, not a test: it prints numbers and asserts none.
 #
 # Starts the lab simulator with HOSTS hosts (default 64) and VMS VMs (default 256), every call delayed by
-# LATENCY (default 20ms, a real vCenter's round trip), then applies one of three configurations (FLEET):
-#   lookups (default): as a platform team writes it: the PVRDMA switch over every host, host settings on every
-#            host, a PVRDMA adapter on every VM, each host and VM found by a look-up by name;
-#   cluster: the same, with the hosts' ids from vspherehpc_cluster (one object for every host) rather than a
+# LATENCY (default 20ms, a real vCenter's round trip), then applies one of four configurations (FLEET):
+#   lookups (default): as the guide "Building a PVRDMA cluster" writes a fleet: the PVRDMA switch over every
+#            host, host settings on every host, a PVRDMA adapter on every VM, each host and VM found by a look-up
+#            by name, the resources' for_each over maps of ids computed once in locals;
+#   objects: the same with for_each over the look-ups' whole objects (for_each = data.vspherehpc_host.h) and
+#            toset(var.hosts): Terraform evaluates a for_each again for each instance, so its CPU grows with the
+#            square of the VMs (the guide says why);
+#   cluster: lookups with the hosts' ids from vspherehpc_cluster (one object for every host) rather than a
 #            vspherehpc_host each, as the examples take them where only ids are needed;
 #   vms:     issue 25's: every VM, given by id (as the vSphere provider's vsphere_virtual_machine.id gives it), with a
 #            PVRDMA adapter and its GPU/MMIO settings: 2 x VMS resources. The switch and host settings they need are
@@ -32,7 +36,7 @@ LATENCY="${LATENCY:-20ms}"
 PARALLELISM="${PARALLELISM:-10}"
 FLEET="${FLEET:-lookups}"
 ROUNDS="${ROUNDS:-3}"
-[[ "$FLEET" == lookups || "$FLEET" == cluster || "$FLEET" == vms ]] || { echo "FLEET=$FLEET: want lookups, cluster or vms" >&2; exit 2; }
+[[ "$FLEET" =~ ^(lookups|objects|cluster|vms)$ ]] || { echo "FLEET=$FLEET: want lookups, objects, cluster or vms" >&2; exit 2; }
 
 LAB_SCRIPT=bench-scale
 # shellcheck source=lab.sh
@@ -82,15 +86,24 @@ data "vspherehpc_datacenter" "dc" {
 }
 
 data "vspherehpc_host" "h" {
-  for_each      = toset(var.hosts)
+  for_each      = local.host_names
   datacenter_id = data.vspherehpc_datacenter.dc.id
   name          = each.value
 }
 
 data "vspherehpc_virtual_machine" "vm" {
-  for_each      = toset(var.vms)
+  for_each      = local.vm_names
   datacenter_id = data.vspherehpc_datacenter.dc.id
   name          = each.value
+}
+
+# As the guide "Building a PVRDMA cluster" writes it for a fleet: for_each over maps computed once, since
+# Terraform evaluates a resource's for_each again for each of its instances.
+locals {
+  host_names = { for n in var.hosts : n => n }
+  vm_names   = { for n in var.vms : n => n }
+  host_ids   = { for k, h in data.vspherehpc_host.h : k => h.id }
+  vm_ids     = { for k, vm in data.vspherehpc_virtual_machine.vm : k => vm.id }
 }
 
 resource "vspherehpc_rdma_dvs" "fabric" {
@@ -100,17 +113,17 @@ resource "vspherehpc_rdma_dvs" "fabric" {
     name = "bench-pvrdma"
   }
   dynamic "host" {
-    for_each = data.vspherehpc_host.h
+    for_each = local.host_ids
     content {
-      host_system_id = host.value.id
+      host_system_id = host.value
       vmnic          = "vmnic4"
     }
   }
 }
 
 resource "vspherehpc_host_pvrdma_settings" "h" {
-  for_each       = data.vspherehpc_host.h
-  host_system_id = each.value.id
+  for_each       = local.host_ids
+  host_system_id = each.value
   vmknic         = "vmk1"
 }
 
@@ -132,22 +145,28 @@ variable "cluster" {\
 data "vspherehpc_cluster" "c" {\
   datacenter_id = data.vspherehpc_datacenter.dc.id\
   name          = var.cluster\
-}\
-\
-locals {\
-  host_ids = zipmap(data.vspherehpc_cluster.c.host_names, data.vspherehpc_cluster.c.host_system_ids)\
-}' -e 's/data\.vspherehpc_host\.h/local.host_ids/; s/host\.value\.id/host.value/; s/each\.value\.id$/each.value/' "$work/main.tf"
+}' -e 's/^  host_ids   = .*/  host_ids   = zipmap(data.vspherehpc_cluster.c.host_names, data.vspherehpc_cluster.c.host_system_ids)/' \
+    -e '/^  host_names = /d' "$work/main.tf"
   echo "cluster    = \"$VSPHERE_LAB_CLUSTER\"" >>"$work/terraform.tfvars"
 fi
-if [[ "$FLEET" == lookups || "$FLEET" == cluster ]]; then
+if [[ "$FLEET" != vms ]]; then
   cat >>"$work/main.tf" <<'EOF'
 
 resource "vspherehpc_vm_pvrdma_nic" "n" {
-  for_each                  = data.vspherehpc_virtual_machine.vm
-  virtual_machine_id        = each.value.id
+  for_each                  = local.vm_ids
+  virtual_machine_id        = each.value
   distributed_port_group_id = vspherehpc_rdma_dvs.fabric.port_group_id
 }
 EOF
+  if [[ "$FLEET" == objects ]]; then
+    # for_each over the look-ups' whole objects and over toset(): Terraform evaluates each again for each
+    # instance, and reads every instance of the data source each time.
+    sed -i -e '/^# As the guide/,/^}$/d' \
+      -e 's/local\.host_names/toset(var.hosts)/; s/local\.vm_names/toset(var.vms)/' \
+      -e 's/local\.host_ids/data.vspherehpc_host.h/; s/local\.vm_ids/data.vspherehpc_virtual_machine.vm/' \
+      -e 's/host_system_id = host\.value$/host_system_id = host.value.id/' \
+      -e 's/^\(  [a-z_]*_id *\) = each\.value$/\1 = each.value.id/' "$work/main.tf"
+  fi
   fleet="$work"
   objects=$((2 * (1 + HOSTS + VMS))) # resources and look-ups
   what="$((1 + HOSTS + VMS)) resources and $((1 + HOSTS + VMS)) look-ups"
