@@ -22,7 +22,9 @@ import (
 // fleetConfig is scripts/bench-scale.sh's configuration (with count, as the
 // testing framework's state shim takes no for_each): the PVRDMA switch over
 // every host, host settings on every host, a PVRDMA adapter on every VM,
-// each host and VM found by a look-up by name.
+// each host and VM found by a look-up by name, the resources' ids from
+// lists computed once in locals, as the guide writes a fleet (an argument
+// that names a look-up reads all of its instances, for every instance).
 func fleetConfig(lab *vcsimlab.Lab) string {
 	var vms []string
 	for _, n := range lab.VMNames() {
@@ -36,8 +38,10 @@ data "vspherehpc_datacenter" "dc" {
 }
 
 locals {
-  hosts = %s
-  vms   = %s
+  hosts    = %s
+  vms      = %s
+  host_ids = data.vspherehpc_host.h[*].id
+  vm_ids   = data.vspherehpc_virtual_machine.vm[*].id
 }
 
 data "vspherehpc_host" "h" {
@@ -69,13 +73,13 @@ resource "vspherehpc_rdma_dvs" "fabric" {
 
 resource "vspherehpc_host_pvrdma_settings" "h" {
   count          = length(local.hosts)
-  host_system_id = data.vspherehpc_host.h[count.index].id
+  host_system_id = local.host_ids[count.index]
   vmknic         = %q
 }
 
 resource "vspherehpc_vm_pvrdma_nic" "n" {
   count                     = length(local.vms)
-  virtual_machine_id        = data.vspherehpc_virtual_machine.vm[count.index].id
+  virtual_machine_id        = local.vm_ids[count.index]
   distributed_port_group_id = vspherehpc_rdma_dvs.fabric.port_group_id
 }
 `, lab.DatacenterName(), hclList(lab.HostNames()), hclList(vms),

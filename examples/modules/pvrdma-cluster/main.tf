@@ -16,6 +16,9 @@ data "vspherehpc_host" "this" {
 
 locals {
   host_names = var.cluster_name == null ? var.host_names : data.vspherehpc_cluster.this[0].host_names
+  # The host settings' for_each: a map computed once, not the look-ups themselves, which Terraform would read
+  # in full again for each host (see the guide's "At fleet size").
+  host_ids = { for name, h in data.vspherehpc_host.this : name => h.id }
 
   # The uplink per host: the given vmnic, or the first RDMA NIC of 100 Gb/s or more with its link up that
   # no other switch claims (this one does after the first apply, and must keep it).
@@ -87,9 +90,9 @@ resource "vspherehpc_rdma_dvs" "this" {
 }
 
 resource "vspherehpc_host_pvrdma_settings" "this" {
-  for_each = data.vspherehpc_host.this
+  for_each = local.host_ids
 
-  host_system_id       = each.value.id
+  host_system_id       = each.value
   vmknic               = var.vmknic
   firewall_allowed_ips = local.vmknic_addresses
 }

@@ -20,15 +20,21 @@ data "vspherehpc_host" "esx" {
   name          = each.value
 }
 
+locals {
+  # Computed once: each host's settings then read one value, not every look-up
+  # (see the guide "Building a PVRDMA cluster", "At fleet size").
+  host_ids = { for name, h in data.vspherehpc_host.esx : name => h.id }
+  vmk1_addresses = [
+    for h in data.vspherehpc_host.esx : one([for v in h.vmkernel_nics : v.ip_address if v.name == "vmk1"])
+  ]
+}
+
 # Every host of the cluster: PVRDMA control traffic on vmk1, and the pvrdma
 # ruleset open only to the other hosts' vmk1 addresses.
 resource "vspherehpc_host_pvrdma_settings" "esx" {
-  for_each = data.vspherehpc_host.esx
+  for_each = local.host_ids
 
-  host_system_id = each.value.id
-  vmknic         = "vmk1"
-  firewall_allowed_ips = [
-    for h in data.vspherehpc_host.esx :
-    one([for v in h.vmkernel_nics : v.ip_address if v.name == "vmk1"])
-  ]
+  host_system_id       = each.value
+  vmknic               = "vmk1"
+  firewall_allowed_ips = local.vmk1_addresses
 }
