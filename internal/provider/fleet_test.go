@@ -211,8 +211,8 @@ func TestAccFleet_refreshAtScaleWithLatencyIsDeterministic(t *testing.T) {
 }
 
 // needsScaleRun skips a test at fleet size unless VSPHEREHPC_TEST_SCALE is
-// set (make test-scale sets it, and CI runs it): one such test takes 3 to
-// 10 minutes of a 2-core machine, most of it Terraform's own CPU for 600
+// set (make test-scale sets it, and CI runs it): one such test takes 1 to
+// 3 minutes of a 2-core machine, most of it Terraform's own CPU for 600
 // resource instances, too long for make test. Run there, a skip fails.
 func needsScaleRun(t *testing.T) {
 	t.Helper()
@@ -412,8 +412,9 @@ func TestAccFleet_refreshWithLookupsIsDeterministic(t *testing.T) {
 }
 
 // And at 64 hosts and 256 VMs found by name, 20 ms per call: as many calls
-// as at 16 and 64. Refreshed twice, not three times: each refresh of this
-// size costs about 10 s of Terraform's CPU.
+// as at 16 and 64. Refreshed twice, not three times: the apply of this size
+// takes most of the test's minutes, and a third refresh adds nothing the
+// second does not check.
 func TestAccFleet_refreshWithLookupsAtScaleWithLatencyIsDeterministic(t *testing.T) {
 	t.Parallel()
 	needsScaleRun(t)
