@@ -417,5 +417,6 @@ func (l *Lab) RebootHost(ctx context.Context, hostName string) error {
 		return fmt.Errorf("vcsimlab: host %q has no PCI passthrough system", hostName)
 	}
 	ps.reboot(sctx)
+	sctx.WithLock(h, func() { restartGraphics(sctx, h) })
 	return nil
 }

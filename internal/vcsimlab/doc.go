@@ -33,6 +33,21 @@
 //     0000:af:00.0, passthrough capable but not enabled. They are listed in
 //     hardware.pciDevice, config.pciPassthruInfo, config.graphicsInfo and by
 //     the host's HostPciPassthruSystem.
+//   - Graphics: its own HostGraphicsManager (configManager.graphicsManager),
+//     whose graphicsInfo, graphicsConfig, sharedPassthruGpuTypes and
+//     sharedGpuCapabilities are the host's config ones. The configuration
+//     is ESXi's default (Shared, performance). A GPU passed through is
+//     "direct"; one that is not is "sharedDirect" once the host's graphics
+//     started with it configured Shared Direct, else "basic" (no host
+//     driver: compute GPUs have no VMware shared graphics).
+//     UpdateGraphicsConfig keeps a configuration at once; the GPUs follow at
+//     the host's next reboot ("you must restart Xorg on the host", vSphere
+//     Resource Management), or at once for a GPU given back by passthrough.
+//     A GPU in sharedDirect offers its C-series vGPU types
+//     (sharedPassthruGpuTypes, with vMotion and suspend in
+//     sharedGpuCapabilities): grid_a100-40c … grid_a100-4c for the A100,
+//     nvidia_h100xm-80c … nvidia_h100xm-4c for an H100 (no 16C, see
+//     graphics.go), from NVIDIA AI Enterprise's tables.
 //   - InfiniBand: two single-port NVIDIA ConnectX-7 cards (15b3:1021, "MT2910
 //     Family [ConnectX-7]", class Ethernet controller as ESXi's nmlx5 driver
 //     needs) whose physical functions are 0000:86:00.0 and 0000:87:00.0. No

@@ -134,6 +134,9 @@ func (x *extension) implements(ctx *simulator.Context, m *simulator.Method) bool
 	case "UpdatePassthruConfig":
 		_, ok := obj.(*pciPassthruSystem)
 		return ok
+	case "UpdateGraphicsConfig": // graphics.go
+		_, ok := obj.(*graphicsManager)
+		return ok
 	case "EnterMaintenanceMode_Task", "ExitMaintenanceMode_Task", "RebootHost_Task": // maintenance.go
 		_, ok := obj.(*simulator.HostSystem)
 		return ok
@@ -200,6 +203,7 @@ func (x *extension) UpdateObject(ctx *simulator.Context, obj mo.Reference, chang
 			}
 		}
 	case *mo.HostSystem:
+		mirrorGraphics(ctx, o, changes)
 		for _, c := range changes {
 			if c.Name == "config.network" || c.Name == "config.pciPassthruInfo" {
 				syncSriovPools(ctx, o)

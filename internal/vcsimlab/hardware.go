@@ -474,13 +474,20 @@ func sriovPools(n *types.HostNetworkInfo, infos []types.BaseHostPciPassthruInfo)
 	return out
 }
 
-// graphicsType is how the host drives a GPU: "direct" once it is set aside
-// for passthrough, "basic" while no host driver has it (the API's enum).
-func graphicsType(passthrough bool) string {
-	if passthrough {
+// graphicsType is how the host drives a GPU whose graphics type was was:
+// "direct" once it is set aside for passthrough; given back to the host,
+// as its graphics configuration (configured) starts it (see
+// startedGraphicsType); otherwise as it was, since a graphics
+// configuration takes effect only when the host's graphics restart (see
+// UpdateGraphicsConfig).
+func graphicsType(passthrough bool, was, configured string) string {
+	switch {
+	case passthrough:
 		return string(types.HostGraphicsInfoGraphicsTypeDirect)
+	case was == string(types.HostGraphicsInfoGraphicsTypeDirect) || was == "":
+		return startedGraphicsType(configured)
 	}
-	return string(types.HostGraphicsInfoGraphicsTypeBasic)
+	return was
 }
 
 func graphicsInfo() []types.HostGraphicsInfo {
@@ -529,7 +536,7 @@ func gpuGraphicsInfo(gs []gpu) []types.HostGraphicsInfo {
 			DeviceName:     g.name,
 			VendorName:     "NVIDIA Corporation",
 			PciId:          g.id,
-			GraphicsType:   graphicsType(g.enabled),
+			GraphicsType:   graphicsType(g.enabled, "", string(types.HostGraphicsConfigGraphicsTypeShared)),
 			MemorySizeInKB: g.memKB,
 		})
 	}

@@ -209,7 +209,8 @@ func (s *pciPassthruSystem) publish(ctx *simulator.Context, host *simulator.Host
 	for i := range graphics {
 		for _, p := range hostInfo {
 			if info := p.GetHostPciPassthruInfo(); info.Id == graphics[i].PciId {
-				graphics[i].GraphicsType = graphicsType(info.PassthruActive)
+				graphics[i].GraphicsType = graphicsType(info.PassthruActive, graphics[i].GraphicsType,
+					configuredGraphicsType(host.Config.GraphicsConfig, info.Id))
 			}
 		}
 	}

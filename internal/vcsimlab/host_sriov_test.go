@@ -224,7 +224,7 @@ func TestPendingUntilReboot(t *testing.T) {
 		}
 		return info, ""
 	}
-	if info, graphics := a100(); !info.PassthruEnabled || info.PassthruActive || graphics != graphicsType(false) {
+	if info, graphics := a100(); !info.PassthruEnabled || info.PassthruActive || graphics != "basic" {
 		t.Errorf("A100 before the reboot: %+v, graphics %s; want enabled, not active, basic", info, graphics)
 	}
 	sr, devices, infos := sriovState(t, l, 0, pf)
@@ -238,7 +238,7 @@ func TestPendingUntilReboot(t *testing.T) {
 	if err := l.RebootHost(ctx, l.HostNames()[0]); err != nil {
 		t.Fatal(err)
 	}
-	if info, graphics := a100(); !info.PassthruEnabled || !info.PassthruActive || graphics != graphicsType(true) {
+	if info, graphics := a100(); !info.PassthruEnabled || !info.PassthruActive || graphics != "direct" {
 		t.Errorf("A100 after the reboot: %+v, graphics %s; want active, direct", info, graphics)
 	}
 	want := []string{"0000:87:00.1", "0000:87:00.2", "0000:87:00.3"}

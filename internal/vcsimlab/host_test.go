@@ -129,8 +129,8 @@ func TestHostGPUs(t *testing.T) {
 		}
 		for _, g := range h.Config.GraphicsInfo {
 			w := want[g.PciId]
-			if g.MemorySizeInKB != w.memKB || g.GraphicsType != graphicsType(w.enabled) || g.VendorName == "" || g.DeviceName == "" || len(g.Vm) != 0 {
-				t.Errorf("%s graphics %+v, want %d KB, %s, no VM", h.Name, g, w.memKB, graphicsType(w.enabled))
+			if g.MemorySizeInKB != w.memKB || g.GraphicsType != passthroughGraphics(w.enabled) || g.VendorName == "" || g.DeviceName == "" || len(g.Vm) != 0 {
+				t.Errorf("%s graphics %+v, want %d KB, %s, no VM", h.Name, g, w.memKB, passthroughGraphics(w.enabled))
 			}
 		}
 		if len(h.Config.GraphicsInfo) != 3 || gpuEntries != 3 {
@@ -360,7 +360,7 @@ func TestPciPassthruSystem(t *testing.T) {
 		}
 	}
 	for _, g := range hostConfig(t, l, 0).Config.GraphicsInfo {
-		if want := graphicsType(g.PciId != "0000:3b:00.0"); g.GraphicsType != want {
+		if want := passthroughGraphics(g.PciId != "0000:3b:00.0"); g.GraphicsType != want {
 			t.Errorf("graphics type of %s = %s after the update, want %s", g.PciId, g.GraphicsType, want)
 		}
 	}
@@ -553,4 +553,13 @@ func TestPassthruInfoListsEveryDevice(t *testing.T) {
 			t.Error("the refused update enabled the host bridge")
 		}
 	}
+}
+
+// passthroughGraphics is a lab GPU's graphics type with the host's default
+// graphics configuration: "direct" when passed through, "basic" otherwise.
+func passthroughGraphics(passthrough bool) string {
+	if passthrough {
+		return "direct"
+	}
+	return "basic"
 }

@@ -90,6 +90,8 @@ func (l *Lab) prepareHost(i int, h *simulator.HostSystem, rebind bool, version s
 
 	ps := newPciPassthruSystem(h)
 	reg.Put(ps)
+	gm := newGraphicsManager(h)
+	reg.Put(gm)
 
 	var versionErr error
 	ctx.WithLock(h, func() {
@@ -103,6 +105,9 @@ func (l *Lab) prepareHost(i int, h *simulator.HostSystem, rebind bool, version s
 		h.Hardware = &hw
 		h.Config.PciPassthruInfo = passthruInfo()
 		h.Config.GraphicsInfo = graphicsInfo()
+		h.Config.GraphicsConfig = defaultGraphicsConfig()
+		h.Config.SharedPassthruGpuTypes, h.Config.SharedGpuCapabilities = nil, nil
+		gm.GraphicsInfo, gm.GraphicsConfig = slices.Clone(h.Config.GraphicsInfo), h.Config.GraphicsConfig
 		// Passthrough and SR-IOV changes apply without a reboot unless
 		// Options.HostsNeedReboot (see UpdatePassthruConfig); the
 		// capability is copied, not shared.
@@ -111,8 +116,9 @@ func (l *Lab) prepareHost(i int, h *simulator.HostSystem, rebind bool, version s
 			hc.DeviceRebindWithoutRebootSupported = types.NewBool(rebind)
 			h.Capability = &hc
 		}
-		psRef := ps.Self
+		psRef, gmRef := ps.Self, gm.Self
 		h.ConfigManager.PciPassthruSystem = &psRef
+		h.ConfigManager.GraphicsManager = &gmRef
 	})
 	return versionErr
 }

@@ -385,6 +385,7 @@ func (x *extension) booted(h *simulator.HostSystem) {
 	if ps != nil {
 		ps.reboot(lctx)
 	}
+	lctx.WithLock(h, func() { restartGraphics(lctx, h) })
 	inMaintenance := false
 	lctx.WithLock(h, func() {
 		now := time.Now()
