@@ -40,6 +40,22 @@ type hostModel struct {
 	VMKernelNICs    []vmkernelNICModel `tfsdk:"vmkernel_nics"`
 	GPUs            []hostGPUModel     `tfsdk:"gpus"`
 	PCIDevices      []pciDeviceModel   `tfsdk:"pci_devices"`
+	Graphics        *hostGraphicsModel `tfsdk:"graphics"`
+	VGPUProfiles    []vgpuProfileModel `tfsdk:"vgpu_profiles"`
+}
+
+type hostGraphicsModel struct {
+	DefaultGraphicsType types.String `tfsdk:"default_graphics_type"`
+	AssignmentPolicy    types.String `tfsdk:"assignment_policy"`
+}
+
+type vgpuProfileModel struct {
+	Name                    types.String `tfsdk:"name"`
+	FrameBufferGB           types.Int64  `tfsdk:"frame_buffer_gb"`
+	MigrateSupported        types.Bool   `tfsdk:"migrate_supported"`
+	SuspendSupported        types.Bool   `tfsdk:"suspend_supported"`
+	DiskSnapshotSupported   types.Bool   `tfsdk:"disk_snapshot_supported"`
+	MemorySnapshotSupported types.Bool   `tfsdk:"memory_snapshot_supported"`
 }
 
 type pciDeviceModel struct {
@@ -100,6 +116,8 @@ type hostGPUModel struct {
 	PassthroughCapable types.Bool     `tfsdk:"passthrough_capable"`
 	PassthroughEnabled types.Bool     `tfsdk:"passthrough_enabled"`
 	PassthroughActive  types.Bool     `tfsdk:"passthrough_active"`
+	GraphicsType       types.String   `tfsdk:"graphics_type"`
+	ConfiguredType     types.String   `tfsdk:"configured_graphics_type"`
 	UsedBy             []gpuUserModel `tfsdk:"used_by"`
 }
 
@@ -228,6 +246,12 @@ func (d *hostDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, r
 					"passthrough_capable": computedBool("Whether the device can be passed through."),
 					"passthrough_enabled": computedBool("Whether passthrough is enabled for the device."),
 					"passthrough_active":  computedBool("Whether passthrough is active (enabled and the host rebooted since), so VMs can use the device."),
+					"graphics_type": computedString("How the host drives the GPU now: `direct` (passed through), `sharedDirect` (NVIDIA vGPU " +
+						"shares it between VMs), `shared` (VMware shared graphics) or `basic` (no host driver). Empty when the host does not " +
+						"list the device as a graphics device."),
+					"configured_graphics_type": computedString("The graphics type the host's configuration gives the GPU, its own or the " +
+						"host's default: `shared` or `sharedDirect`. `graphics_type` follows it when the host's graphics restart (a reboot); a " +
+						"GPU passed through stays `direct`. Empty when the host reports no graphics configuration."),
 					"used_by": schema.ListNestedAttribute{
 						Computed:            true,
 						MarkdownDescription: "VMs on this host configured with this device. More than one means at most one of them can power on.",
@@ -238,6 +262,31 @@ func (d *hostDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, r
 							"powered_on":         computedBool("Whether the VM is powered on."),
 						}},
 					},
+				}},
+			},
+			"graphics": schema.SingleNestedAttribute{
+				Computed: true,
+				MarkdownDescription: "The host's graphics settings, as Configure > Graphics > Host Graphics shows them. Null when the host " +
+					"reports none (disconnected).",
+				Attributes: map[string]schema.Attribute{
+					"default_graphics_type": computedString("`shared` (VMware shared graphics) or `sharedDirect` (vendor shared passthrough: " +
+						"NVIDIA vGPU): the type of every GPU that has none of its own."),
+					"assignment_policy": computedString("How the host places vGPU VMs on its GPUs: `performance` (spread them across " +
+						"GPUs) or `consolidation` (fill one GPU before the next)."),
+				},
+			},
+			"vgpu_profiles": schema.ListNestedAttribute{
+				Computed: true,
+				MarkdownDescription: "The NVIDIA vGPU profiles the host offers, in its order: those of its GPUs in `sharedDirect`. Empty " +
+					"while no GPU is shared.",
+				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+					"name": computedString("The profile as vSphere names it, e.g. `grid_a100-20c`."),
+					"frame_buffer_gb": computedInt64("The profile's GPU memory in GB, from its name (`grid_a100-20c`: 20); 0 when the " +
+						"name does not follow NVIDIA's pattern."),
+					"migrate_supported":         computedBool("Whether a VM with this profile can be migrated with vMotion."),
+					"suspend_supported":         computedBool("Whether a VM with this profile can be suspended and resumed."),
+					"disk_snapshot_supported":   computedBool("Whether the host can take disk-only snapshots of a running VM with this profile."),
+					"memory_snapshot_supported": computedBool("Whether the host can take memory snapshots of a VM with this profile."),
 				}},
 			},
 			"all_pci_devices": schema.BoolAttribute{
@@ -359,7 +408,23 @@ func (d *hostDataSource) Read(ctx context.Context, req datasource.ReadRequest, r
 			VendorName: types.StringValue(g.VendorName), DeviceName: types.StringValue(g.DeviceName),
 			MemoryGB:           types.Float64Value(g.MemoryGB),
 			PassthroughCapable: types.BoolValue(g.PassthroughCapable), PassthroughEnabled: types.BoolValue(g.PassthroughEnabled),
-			PassthroughActive: types.BoolValue(g.PassthroughActive), UsedBy: users,
+			PassthroughActive: types.BoolValue(g.PassthroughActive),
+			GraphicsType:      types.StringValue(g.GraphicsType), ConfiguredType: types.StringValue(g.ConfiguredGraphicsType),
+			UsedBy: users,
+		})
+	}
+	state.Graphics = nil
+	if h.Graphics != (vsphere.HostGraphics{}) {
+		state.Graphics = &hostGraphicsModel{
+			DefaultGraphicsType: types.StringValue(h.Graphics.DefaultType), AssignmentPolicy: types.StringValue(h.Graphics.AssignmentPolicy),
+		}
+	}
+	state.VGPUProfiles = make([]vgpuProfileModel, 0, len(h.VGPUProfiles))
+	for _, p := range h.VGPUProfiles {
+		state.VGPUProfiles = append(state.VGPUProfiles, vgpuProfileModel{
+			Name: types.StringValue(p.Name), FrameBufferGB: types.Int64Value(p.FrameBufferGB),
+			MigrateSupported: types.BoolValue(p.MigrateSupported), SuspendSupported: types.BoolValue(p.SuspendSupported),
+			DiskSnapshotSupported: types.BoolValue(p.DiskSnapshotSupported), MemorySnapshotSupported: types.BoolValue(p.MemorySnapshotSupported),
 		})
 	}
 	state.PCIDevices = make([]pciDeviceModel, 0, len(h.PCIDevices))

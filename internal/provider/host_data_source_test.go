@@ -229,3 +229,63 @@ output "state" {
 		t.Errorf("plan with the host connected again warns:\n%s", out)
 	}
 }
+
+// The host's graphics: its settings, each GPU's graphics type now and as
+// configured, and the vGPU profiles it offers. A Shared Direct setting made
+// in the vSphere Client shows as configured at once; the A100 is shared,
+// and its profiles offered, once the host has rebooted.
+func TestAccHostDataSource_graphics(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	simulatedOnly(t, lab, "sets a host's graphics and reboots it")
+	name := lab.HostNames()[0]
+	h := "data.vspherehpc_host.h"
+	a100 := func(attr string) tfjsonpath.Path { return tfjsonpath.New("gpus").AtSliceIndex(2).AtMapKey(attr) }
+	graphics := func(defaultType, policy string) statecheck.StateCheck {
+		return statecheck.ExpectKnownValue(h, tfjsonpath.New("graphics"), knownvalue.ObjectExact(map[string]knownvalue.Check{
+			"default_graphics_type": knownvalue.StringExact(defaultType), "assignment_policy": knownvalue.StringExact(policy),
+		}))
+	}
+	ctx := context.Background()
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config: hostDataSourceConfig(lab, name),
+				ConfigStateChecks: []statecheck.StateCheck{
+					graphics("shared", "performance"),
+					statecheck.ExpectKnownValue(h, a100("pci_id"), knownvalue.StringExact("0000:af:00.0")),
+					statecheck.ExpectKnownValue(h, a100("graphics_type"), knownvalue.StringExact("basic")),
+					statecheck.ExpectKnownValue(h, a100("configured_graphics_type"), knownvalue.StringExact("shared")),
+					statecheck.ExpectKnownValue(h, tfjsonpath.New("gpus").AtSliceIndex(0).AtMapKey("graphics_type"), knownvalue.StringExact("direct")),
+					statecheck.ExpectKnownValue(h, tfjsonpath.New("vgpu_profiles"), knownvalue.ListSizeExact(0)),
+				},
+			},
+			{
+				PreConfig: func() {
+					acctest.Must(t, lab.ConfigureGraphics(ctx, name, "sharedDirect", "consolidation", nil))
+				},
+				Config: hostDataSourceConfig(lab, name),
+				ConfigStateChecks: []statecheck.StateCheck{
+					graphics("sharedDirect", "consolidation"),
+					statecheck.ExpectKnownValue(h, a100("graphics_type"), knownvalue.StringExact("basic")),
+					statecheck.ExpectKnownValue(h, a100("configured_graphics_type"), knownvalue.StringExact("sharedDirect")),
+					statecheck.ExpectKnownValue(h, tfjsonpath.New("vgpu_profiles"), knownvalue.ListSizeExact(0)),
+				},
+			},
+			{
+				PreConfig: func() { acctest.Must(t, lab.RebootHost(ctx, name)) },
+				Config:    hostDataSourceConfig(lab, name),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(h, a100("graphics_type"), knownvalue.StringExact("sharedDirect")),
+					statecheck.ExpectKnownValue(h, tfjsonpath.New("vgpu_profiles"), knownvalue.ListSizeExact(6)),
+					statecheck.ExpectKnownValue(h, tfjsonpath.New("vgpu_profiles").AtSliceIndex(1), knownvalue.ObjectExact(map[string]knownvalue.Check{
+						"name": knownvalue.StringExact("grid_a100-20c"), "frame_buffer_gb": knownvalue.Int64Exact(20),
+						"migrate_supported": knownvalue.Bool(true), "suspend_supported": knownvalue.Bool(true),
+						"disk_snapshot_supported": knownvalue.Bool(false), "memory_snapshot_supported": knownvalue.Bool(false),
+					})),
+				},
+			},
+		},
+	})
+}

@@ -3,6 +3,7 @@ package vcsimlab
 import (
 	"context"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 
@@ -419,4 +420,30 @@ func (l *Lab) RebootHost(ctx context.Context, hostName string) error {
 	ps.reboot(sctx)
 	sctx.WithLock(h, func() { restartGraphics(sctx, h) })
 	return nil
+}
+
+// ConfigureGraphics sets a host's graphics configuration as Configure >
+// Graphics > Edit Host Graphics Settings and Graphics Devices > Edit in the
+// vSphere Client do (HostGraphicsManager.UpdateGraphicsConfig): the
+// default graphics type, the assignment policy and each device's own
+// type, by PCI id. It takes effect at the host's next reboot (see
+// UpdateGraphicsConfig).
+func (l *Lab) ConfigureGraphics(ctx context.Context, hostName, defaultType, policy string, devices map[string]string) error {
+	host, err := l.adminHost(hostName)
+	if err != nil {
+		return err
+	}
+	var h mo.HostSystem
+	if err := host.Properties(ctx, host.Reference(), []string{"configManager.graphicsManager"}, &h); err != nil {
+		return err
+	}
+	if h.ConfigManager.GraphicsManager == nil {
+		return fmt.Errorf("vcsimlab: host %q has no graphics manager", hostName)
+	}
+	cfg := types.HostGraphicsConfig{HostDefaultGraphicsType: defaultType, SharedPassthruAssignmentPolicy: policy}
+	for _, id := range slices.Sorted(maps.Keys(devices)) {
+		cfg.DeviceType = append(cfg.DeviceType, types.HostGraphicsConfigDeviceType{DeviceId: id, GraphicsType: devices[id]})
+	}
+	_, err = methods.UpdateGraphicsConfig(ctx, l.client.Client, &types.UpdateGraphicsConfig{This: *h.ConfigManager.GraphicsManager, Config: cfg})
+	return err
 }

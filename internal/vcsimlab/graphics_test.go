@@ -182,3 +182,27 @@ func invalidProperty(err error) string {
 	}
 	return ""
 }
+
+// ConfigureGraphics is the vSphere Client's edit: a device's own type
+// overrides the host's default, and applies at the next reboot.
+func TestConfigureGraphicsDeviceType(t *testing.T) {
+	t.Parallel()
+	l := startLab(t)
+	ctx := context.Background()
+	host := l.HostNames()[1]
+	if err := l.ConfigureGraphics(ctx, host, "shared", "consolidation", map[string]string{"0000:af:00.0": "sharedDirect"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.RebootHost(ctx, host); err != nil {
+		t.Fatal(err)
+	}
+	m, gpus := hostGraphics(t, l, 1)
+	want := []types.HostGraphicsConfigDeviceType{{DeviceId: "0000:af:00.0", GraphicsType: "sharedDirect"}}
+	if m.GraphicsConfig.SharedPassthruAssignmentPolicy != "consolidation" || !reflect.DeepEqual(m.GraphicsConfig.DeviceType, want) ||
+		gpus["0000:af:00.0"] != "sharedDirect" || len(m.SharedPassthruGpuTypes) != 6 {
+		t.Fatalf("after the edit and a reboot: %+v, GPUs %v", m, gpus)
+	}
+	if err := l.ConfigureGraphics(ctx, "no-such-host", "shared", "performance", nil); err == nil {
+		t.Error("a host that does not exist was configured")
+	}
+}

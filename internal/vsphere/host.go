@@ -30,6 +30,8 @@ type Host struct {
 	// once (capability.deviceRebindWithoutRebootSupported); otherwise at
 	// the next reboot.
 	AppliesWithoutReboot bool
+	Graphics             HostGraphics
+	VGPUProfiles         []VGPUProfile // the vGPU types the host offers
 }
 
 // PhysicalNIC is one vmnic.
@@ -73,7 +75,15 @@ type GPU struct {
 	PassthroughCapable bool
 	PassthroughEnabled bool
 	PassthroughActive  bool
-	VMs                []VMRef // VMs on this host configured with the device
+	// GraphicsType is how the host drives the GPU now: "basic" (no host
+	// driver), "shared", "direct" (passthrough) or "sharedDirect" (vGPU);
+	// empty when the host does not list it as a graphics device.
+	GraphicsType string
+	// ConfiguredGraphicsType is the graphics type the host's configuration
+	// gives it ("shared" or "sharedDirect"), which GraphicsType follows
+	// when the host's graphics restart; empty with no configuration.
+	ConfiguredGraphicsType string
+	VMs                    []VMRef // VMs on this host configured with the device
 }
 
 // ErrHostDisconnected is the Cause of the error for a host vCenter returns
@@ -100,6 +110,7 @@ var hostProps = []string{
 	"config.network.proxySwitch", "config.network.rdmaDevice",
 	"config.pciPassthruInfo", "config.graphicsInfo", "hardware.pciDevice",
 	"capability.deviceRebindWithoutRebootSupported",
+	"config.graphicsConfig", "config.sharedPassthruGpuTypes", "config.sharedGpuCapabilities",
 }
 
 // Host reads a host by managed object id in one property-collector round
@@ -269,6 +280,7 @@ func hostFromMO(h *mo.HostSystem, cluster *mo.ManagedEntity, vms []mo.VirtualMac
 	}
 	out.GPUs = gpus(h, vms)
 	out.PCIDevices = hostPassthroughFromMO(h, vms).Devices
+	out.Graphics, out.VGPUProfiles = hostGraphicsFromMO(h), vgpuProfilesFromMO(h)
 	if c := h.Capability; c != nil && c.DeviceRebindWithoutRebootSupported != nil {
 		out.AppliesWithoutReboot = *c.DeviceRebindWithoutRebootSupported
 	}
@@ -349,9 +361,9 @@ func gpus(h *mo.HostSystem, vms []mo.VirtualMachine) []GPU {
 		}
 		graphics = h.Config.GraphicsInfo
 	}
-	memoryKB := map[string]int64{}
+	memoryKB, graphicsType := map[string]int64{}, map[string]string{}
 	for _, g := range graphics {
-		memoryKB[g.PciId] = g.MemorySizeInKB
+		memoryKB[g.PciId], graphicsType[g.PciId] = g.MemorySizeInKB, g.GraphicsType
 	}
 	users := pciUsers(vms)
 	var out []GPU
@@ -370,8 +382,9 @@ func gpus(h *mo.HostSystem, vms []mo.VirtualMachine) []GPU {
 		g := GPU{
 			PCIID: d.Id, VendorID: HexID(d.VendorId), DeviceID: HexID(d.DeviceId),
 			VendorName: d.VendorName, DeviceName: d.DeviceName,
-			MemoryGB: float64(memoryKB[d.Id]) / (1024 * 1024),
-			VMs:      users[d.Id],
+			MemoryGB:     float64(memoryKB[d.Id]) / (1024 * 1024),
+			GraphicsType: graphicsType[d.Id], ConfiguredGraphicsType: configuredGraphicsType(h, d.Id),
+			VMs: users[d.Id],
 		}
 		if p != nil {
 			g.PassthroughCapable, g.PassthroughEnabled, g.PassthroughActive = p.PassthruCapable, p.PassthruEnabled, p.PassthruActive
