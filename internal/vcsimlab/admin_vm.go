@@ -39,6 +39,21 @@ func (l *Lab) AttachGPU(ctx context.Context, vmName, pciID string) error {
 	return vm.AddDevice(ctx, &types.VirtualPCIPassthrough{VirtualDevice: types.VirtualDevice{Key: -1, Backing: backing}})
 }
 
+// AttachVGPU gives a VM a vGPU of profile, as govc gpu.vm.add does: a PCI
+// passthrough device whose vmiop backing names the profile, and nothing
+// else (govmomi's cli/gpu/vm/add.go). vCenter takes any profile into the
+// configuration; whether a GPU has room is settled at power-on (see
+// vm_vgpu.go).
+func (l *Lab) AttachVGPU(ctx context.Context, vmName, profile string) error {
+	vm, err := l.adminVM(vmName)
+	if err != nil {
+		return err
+	}
+	return vm.AddDevice(ctx, &types.VirtualPCIPassthrough{VirtualDevice: types.VirtualDevice{
+		Key: -1, Backing: &types.VirtualPCIPassthroughVmiopBackingInfo{Vgpu: profile},
+	}})
+}
+
 // DetachGPU removes a VM's passthrough device for the host PCI device pciID,
 // as Edit Settings > remove PCI device in the vSphere Client (govc
 // device.remove) does. vSphere refuses it while the VM is powered on.

@@ -48,6 +48,13 @@
 //     sharedGpuCapabilities): grid_a100-40c … grid_a100-4c for the A100,
 //     nvidia_h100xm-80c … nvidia_h100xm-4c for an H100 (no 16C, see
 //     graphics.go), from NVIDIA AI Enterprise's tables.
+//   - vGPUs (PCI passthrough devices with a vmiop backing, Lab.AttachVGPU)
+//     are admitted at power-on (vm_vgpu.go): each takes a GPU of the VM's
+//     host in sharedDirect that offers its profile and holds no other
+//     profile, up to NVIDIA's maximum per GPU, placed by the host's
+//     assignment policy; otherwise the power-on fails with
+//     InsufficientGraphicsResourcesFault. The host lists a running VM on the
+//     GPUs its vGPUs use (graphicsInfo.vm) until it powers off.
 //   - InfiniBand: two single-port NVIDIA ConnectX-7 cards (15b3:1021, "MT2910
 //     Family [ConnectX-7]", class Ethernet controller as ESXi's nmlx5 driver
 //     needs) whose physical functions are 0000:86:00.0 and 0000:87:00.0. No

@@ -35,6 +35,8 @@ type extension struct {
 
 	sriovMu sync.Mutex // serializes power-ons, see powerOn
 
+	vgpus map[types.ManagedObjectReference][]vgpuSlot // powered-on VMs' vGPUs, under mu, see vm_vgpu.go
+
 	hosts hostStates // maintenance mode and reboots, see maintenance.go
 
 	closing chan struct{} // closed when the lab closes: ends waits, see property_wait.go

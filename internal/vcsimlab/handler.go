@@ -191,6 +191,11 @@ func (x *extension) UpdateObject(ctx *simulator.Context, obj mo.Reference, chang
 			switch c.Name {
 			case "config.hardware.device":
 				x.syncGraphics(ctx, o)
+			case "runtime.powerState":
+				if c.Val == types.VirtualMachinePowerStatePoweredOff {
+					x.releaseVGPUs(o.Self)
+					x.syncGraphics(ctx, o)
+				}
 			case "network":
 				// vCenter lists the VM on the networks it uses (Network.vm).
 				// A VM out of the inventory (Destroy_Task removes its devices
@@ -227,6 +232,7 @@ func (x *extension) RemoveObject(ctx *simulator.Context, ref types.ManagedObject
 		ctx = newContext(x.reg)
 	}
 	if ref.Type == "VirtualMachine" {
+		x.releaseVGPUs(ref)
 		for _, h := range ctx.Map.All("HostSystem") {
 			x.setGraphicsVM(ctx, h.Reference(), ref, nil)
 		}

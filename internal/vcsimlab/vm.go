@@ -251,6 +251,9 @@ func (x *extension) syncGraphics(ctx *simulator.Context, vm *mo.VirtualMachine) 
 			}
 		}
 	}
+	for _, id := range x.vgpuGPUs(vm.Self) {
+		ids[id] = true
+	}
 	x.setGraphicsVM(ctx, *vm.Runtime.Host, vm.Self, ids)
 }
 

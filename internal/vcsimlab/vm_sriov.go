@@ -322,6 +322,11 @@ func (x *extension) powerOn(ctx *simulator.Context, vm *simulator.VirtualMachine
 				return
 			}
 		}
+		if err := x.placeVGPUs(ctx, vm); err != nil {
+			res = &methods.PowerOnVM_TaskBody{Res: &types.PowerOnVM_TaskResponse{Returnval: finishTask(ctx, vm, "PowerOnVM_Task", nil, err)}}
+			wait = false
+			return
+		}
 		res = vm.PowerOnVMTask(ctx, &types.PowerOnVM_Task{This: vm.Self})
 	})
 	if on, ok := res.(*methods.PowerOnVM_TaskBody); ok && wait && on.Res != nil {
