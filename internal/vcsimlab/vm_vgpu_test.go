@@ -124,7 +124,8 @@ func TestVGPUAssignmentPolicy(t *testing.T) {
 			must(t, l.AttachVGPU(ctx, "b", "nvidia_h100xm-20c"))
 			must(t, l.PowerOnVM(ctx, "a"))
 			must(t, l.PowerOnVM(ctx, "b"))
-			if got := [2][]string{gpuVMs(t, l, 0, "0000:3b:00.0"), gpuVMs(t, l, 0, "0000:5e:00.0")}; !slices.Equal(got[0], want[0]) || !slices.Equal(got[1], want[1]) {
+			got := [2][]string{gpuVMs(t, l, 0, "0000:3b:00.0"), gpuVMs(t, l, 0, "0000:5e:00.0")}
+			if !slices.Equal(got[0], want[0]) || !slices.Equal(got[1], want[1]) {
 				t.Errorf("H100s list %v, want %v", got, want)
 			}
 		})

@@ -38,7 +38,8 @@ func hostGraphicsFromMO(h *mo.HostSystem) HostGraphics {
 	if h.Config == nil || h.Config.GraphicsConfig == nil {
 		return HostGraphics{}
 	}
-	return HostGraphics{DefaultType: h.Config.GraphicsConfig.HostDefaultGraphicsType, AssignmentPolicy: h.Config.GraphicsConfig.SharedPassthruAssignmentPolicy}
+	c := h.Config.GraphicsConfig
+	return HostGraphics{DefaultType: c.HostDefaultGraphicsType, AssignmentPolicy: c.SharedPassthruAssignmentPolicy}
 }
 
 // configuredGraphicsType is the graphics type h's configuration gives the
