@@ -47,7 +47,9 @@
 //     (sharedPassthruGpuTypes, with vMotion and suspend in
 //     sharedGpuCapabilities): grid_a100-40c … grid_a100-4c for the A100,
 //     nvidia_h100xm-80c … nvidia_h100xm-4c for an H100 (no 16C, see
-//     graphics.go), from NVIDIA AI Enterprise's tables.
+//     graphics.go), from NVIDIA AI Enterprise's tables. QueryConfigTarget
+//     lists them too (sharedGpuPassthroughTypes, vgpuDeviceInfo,
+//     vgpuProfileInfo), for a host or the whole cluster.
 //   - vGPUs (PCI passthrough devices with a vmiop backing, Lab.AttachVGPU)
 //     are admitted at power-on (vm_vgpu.go): each takes a GPU of the VM's
 //     host in sharedDirect that offers its profile and holds no other

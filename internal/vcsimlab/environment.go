@@ -22,7 +22,8 @@ import (
 // is represented by a SR-IOV capable physical function") and, when the NIC
 // is the uplink of a switch with an SR-IOV network device pool, devicePool
 // naming that switch (VirtualMachineSriovNetworkDevicePoolInfo: switchKey
-// "vSwitch key", switchUuid "DVSwitch Uuid").
+// "vSwitch key", switchUuid "DVSwitch Uuid"). And the vGPUs its hosts
+// offer (see configTargetVGPUs).
 func (x *extension) QueryConfigTarget(ctx *simulator.Context, req *types.QueryConfigTarget) soap.HasFault {
 	var fault *soap.Fault
 	b, ok := target[*simulator.EnvironmentBrowser](ctx, req.This, &fault)
@@ -68,6 +69,7 @@ func (x *extension) QueryConfigTarget(ctx *simulator.Context, req *types.QueryCo
 				})
 			}
 			target.Sriov = append(target.Sriov, sriovTargets(sriovHostOf(&host.HostSystem))...)
+			configTargetVGPUs(&target, &host.HostSystem)
 		})
 	}
 	body.Res.Returnval = &target

@@ -283,3 +283,49 @@ func mirrorGraphics(ctx *simulator.Context, h *mo.HostSystem, changes []types.Pr
 		})
 	})
 }
+
+// configTargetVGPUs adds to target what host h offers for vGPUs, once each
+// across hosts (vSphere Web Services API 8.0, ConfigTarget):
+// sharedGpuPassthroughTypes, its types; vgpuDeviceInfo, each model of its
+// GPUs in sharedDirect, identified by deviceVendorId ("the 16-bit PCI
+// vendor id in lower bits followed by 16-bit PCI device id") with its
+// frame buffer, time-sliced, MIG and compute capable and not Quadro
+// capable (A100 and H100 offer C-series types only in NVIDIA's tables, and
+// MIG-backed ones); vgpuProfileInfo, each type with its device, frame
+// buffer, "timeSliced" sharing and "compute" class. h is locked.
+func configTargetVGPUs(target *types.ConfigTarget, h *mo.HostSystem) {
+	if h.Config == nil || h.Hardware == nil {
+		return
+	}
+	for _, name := range h.Config.SharedPassthruGpuTypes {
+		if !slices.ContainsFunc(target.SharedGpuPassthroughTypes, func(t types.VirtualMachinePciSharedGpuPassthroughInfo) bool { return t.Vgpu == name }) {
+			target.SharedGpuPassthroughTypes = append(target.SharedGpuPassthroughTypes, types.VirtualMachinePciSharedGpuPassthroughInfo{
+				VirtualMachineTargetInfo: types.VirtualMachineTargetInfo{Name: name}, Vgpu: name,
+			})
+		}
+	}
+	for _, g := range h.Config.GraphicsInfo {
+		i := slices.IndexFunc(h.Hardware.PciDevice, func(d types.HostPciDevice) bool { return d.Id == g.PciId })
+		if g.GraphicsType != string(types.HostGraphicsInfoGraphicsTypeSharedDirect) || i < 0 {
+			continue
+		}
+		d := h.Hardware.PciDevice[i]
+		id := int64(uint16(d.DeviceId))<<16 | int64(uint16(d.VendorId))
+		if slices.ContainsFunc(target.VgpuDeviceInfo, func(v types.VirtualMachineVgpuDeviceInfo) bool { return v.DeviceVendorId == id }) {
+			continue
+		}
+		target.VgpuDeviceInfo = append(target.VgpuDeviceInfo, types.VirtualMachineVgpuDeviceInfo{
+			VirtualMachineTargetInfo: types.VirtualMachineTargetInfo{Name: d.DeviceName},
+			DeviceName:               d.DeviceName, DeviceVendorId: id, MaxFbSizeInGib: g.MemorySizeInKB >> 20,
+			TimeSlicedCapable: true, MigCapable: true, ComputeProfileCapable: true,
+		})
+		for _, p := range vgpuProfiles[d.DeviceId] {
+			target.VgpuProfileInfo = append(target.VgpuProfileInfo, types.VirtualMachineVgpuProfileInfo{
+				VirtualMachineTargetInfo: types.VirtualMachineTargetInfo{Name: p.name},
+				ProfileName:              p.name, DeviceVendorId: id, FbSizeInGib: p.fbGB,
+				ProfileSharing: string(types.VirtualMachineVgpuProfileInfoProfileSharingTimeSliced),
+				ProfileClass:   string(types.VirtualMachineVgpuProfileInfoProfileClassCompute),
+			})
+		}
+	}
+}

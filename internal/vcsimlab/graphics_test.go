@@ -206,3 +206,41 @@ func TestConfigureGraphicsDeviceType(t *testing.T) {
 		t.Error("a host that does not exist was configured")
 	}
 }
+
+// QueryConfigTarget lists what the hosts offer for vGPUs once a GPU is in
+// Shared Direct: the types, the GPU model (its device and vendor ids in one
+// number, its frame buffer) and each type's frame buffer, sharing and
+// class; a host that shares no GPU adds nothing.
+func TestQueryConfigTargetListsVGPUs(t *testing.T) {
+	t.Parallel()
+	l := startLab(t)
+	ctx := context.Background()
+	eb := environmentBrowser(t, l)
+	query := func(host *types.ManagedObjectReference) *types.ConfigTarget {
+		res, err := methods.QueryConfigTarget(ctx, l.Client().Client, &types.QueryConfigTarget{This: eb, Host: host})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Returnval
+	}
+	if ct := query(nil); len(ct.SharedGpuPassthroughTypes)+len(ct.VgpuDeviceInfo)+len(ct.VgpuProfileInfo) != 0 {
+		t.Fatalf("no GPU shared, the cluster offers %+v", ct)
+	}
+	must(t, l.ConfigureGraphics(ctx, l.HostNames()[0], "sharedDirect", "performance", nil))
+	must(t, l.RebootHost(ctx, l.HostNames()[0]))
+	ct := query(nil)
+	a100 := int64(0x20f1)<<16 | 0x10de
+	if len(ct.SharedGpuPassthroughTypes) != 6 || ct.SharedGpuPassthroughTypes[0].Vgpu != "grid_a100-40c" ||
+		len(ct.VgpuDeviceInfo) != 1 || ct.VgpuDeviceInfo[0].DeviceVendorId != a100 || ct.VgpuDeviceInfo[0].MaxFbSizeInGib != 40 ||
+		!ct.VgpuDeviceInfo[0].TimeSlicedCapable || ct.VgpuDeviceInfo[0].QuadroProfileCapable || len(ct.VgpuProfileInfo) != 6 {
+		t.Fatalf("the cluster offers %+v", ct)
+	}
+	if p := ct.VgpuProfileInfo[3]; p.ProfileName != "grid_a100-8c" || p.DeviceVendorId != a100 || p.FbSizeInGib != 8 ||
+		p.ProfileSharing != "timeSliced" || p.ProfileClass != "compute" {
+		t.Errorf("profile 3: %+v", p)
+	}
+	other := hostRef(l, 1)
+	if ct := query(&other); len(ct.SharedGpuPassthroughTypes)+len(ct.VgpuDeviceInfo)+len(ct.VgpuProfileInfo) != 0 {
+		t.Errorf("a host that shares no GPU offers %+v", ct)
+	}
+}
