@@ -107,18 +107,26 @@ type vmkernelNICModel struct {
 }
 
 type hostGPUModel struct {
-	PCIID              types.String   `tfsdk:"pci_id"`
-	VendorID           types.String   `tfsdk:"vendor_id"`
-	DeviceID           types.String   `tfsdk:"device_id"`
-	VendorName         types.String   `tfsdk:"vendor_name"`
-	DeviceName         types.String   `tfsdk:"device_name"`
-	MemoryGB           types.Float64  `tfsdk:"memory_gb"`
-	PassthroughCapable types.Bool     `tfsdk:"passthrough_capable"`
-	PassthroughEnabled types.Bool     `tfsdk:"passthrough_enabled"`
-	PassthroughActive  types.Bool     `tfsdk:"passthrough_active"`
-	GraphicsType       types.String   `tfsdk:"graphics_type"`
-	ConfiguredType     types.String   `tfsdk:"configured_graphics_type"`
-	UsedBy             []gpuUserModel `tfsdk:"used_by"`
+	PCIID              types.String    `tfsdk:"pci_id"`
+	VendorID           types.String    `tfsdk:"vendor_id"`
+	DeviceID           types.String    `tfsdk:"device_id"`
+	VendorName         types.String    `tfsdk:"vendor_name"`
+	DeviceName         types.String    `tfsdk:"device_name"`
+	MemoryGB           types.Float64   `tfsdk:"memory_gb"`
+	PassthroughCapable types.Bool      `tfsdk:"passthrough_capable"`
+	PassthroughEnabled types.Bool      `tfsdk:"passthrough_enabled"`
+	PassthroughActive  types.Bool      `tfsdk:"passthrough_active"`
+	GraphicsType       types.String    `tfsdk:"graphics_type"`
+	ConfiguredType     types.String    `tfsdk:"configured_graphics_type"`
+	UsedBy             []gpuUserModel  `tfsdk:"used_by"`
+	VGPUs              []vgpuUserModel `tfsdk:"vgpus"`
+}
+
+type vgpuUserModel struct {
+	VirtualMachineID types.String   `tfsdk:"virtual_machine_id"`
+	MOID             types.String   `tfsdk:"moid"`
+	Name             types.String   `tfsdk:"name"`
+	Profiles         []types.String `tfsdk:"profiles"`
 }
 
 type gpuUserModel struct {
@@ -260,6 +268,20 @@ func (d *hostDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, r
 							"moid":               computedString("Managed object id of the VM."),
 							"name":               computedString("Name of the VM."),
 							"powered_on":         computedBool("Whether the VM is powered on."),
+						}},
+					},
+					"vgpus": schema.ListNestedAttribute{
+						Computed: true,
+						MarkdownDescription: "Powered-on VMs whose NVIDIA vGPUs run on this GPU, as the host lists them. A VM's vGPUs are " +
+							"placed on a GPU when it powers on, so a powered-off VM is on none.",
+						NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+							"virtual_machine_id": computedString("UUID of the VM."),
+							"moid":               computedString("Managed object id of the VM."),
+							"name":               computedString("Name of the VM."),
+							"profiles": schema.ListAttribute{
+								Computed: true, ElementType: types.StringType,
+								MarkdownDescription: "The VM's vGPU profiles, in the order of its devices.",
+							},
 						}},
 					},
 				}},
@@ -410,7 +432,7 @@ func (d *hostDataSource) Read(ctx context.Context, req datasource.ReadRequest, r
 			PassthroughCapable: types.BoolValue(g.PassthroughCapable), PassthroughEnabled: types.BoolValue(g.PassthroughEnabled),
 			PassthroughActive: types.BoolValue(g.PassthroughActive),
 			GraphicsType:      types.StringValue(g.GraphicsType), ConfiguredType: types.StringValue(g.ConfiguredGraphicsType),
-			UsedBy: users,
+			UsedBy: users, VGPUs: vgpuUsers(g.VGPUs),
 		})
 	}
 	state.Graphics = nil
@@ -456,6 +478,18 @@ func (d *hostDataSource) Read(ctx context.Context, req datasource.ReadRequest, r
 			h.Name, h.ID, cmpOr(h.ConnectionState, "in an unknown connection state")))
 	}
 	resp.Diagnostics.Append(setModelState(ctx, &resp.State, &state)...)
+}
+
+// vgpuUsers lists the VMs whose vGPUs run on a GPU.
+func vgpuUsers(users []vsphere.VGPUUser) []vgpuUserModel {
+	out := make([]vgpuUserModel, 0, len(users))
+	for _, u := range users {
+		out = append(out, vgpuUserModel{
+			VirtualMachineID: types.StringValue(u.VM.ID), MOID: types.StringValue(u.VM.MOID),
+			Name: types.StringValue(vsphere.EntityName(u.VM.Name)), Profiles: stringValues(u.Profiles),
+		})
+	}
+	return out
 }
 
 // vmUsers lists the VMs configured with a device.

@@ -247,6 +247,7 @@ func TestAccHostDataSource_graphics(t *testing.T) {
 		}))
 	}
 	ctx := context.Background()
+	vm := lab.VMNames()[0] // on the first host
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
@@ -284,6 +285,22 @@ func TestAccHostDataSource_graphics(t *testing.T) {
 						"migrate_supported": knownvalue.Bool(true), "suspend_supported": knownvalue.Bool(true),
 						"disk_snapshot_supported": knownvalue.Bool(false), "memory_snapshot_supported": knownvalue.Bool(false),
 					})),
+					statecheck.ExpectKnownValue(h, a100("vgpus"), knownvalue.ListSizeExact(0)),
+				},
+			},
+			{
+				// A VM given a vGPU by hand runs on the A100 once powered on.
+				PreConfig: func() {
+					acctest.Must(t, lab.AttachVGPU(ctx, vm, "grid_a100-20c"))
+					acctest.Must(t, lab.PowerOnVM(ctx, vm))
+				},
+				Config: hostDataSourceConfig(lab, name),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(h, a100("vgpus"), knownvalue.ListExact([]knownvalue.Check{knownvalue.ObjectExact(map[string]knownvalue.Check{
+						"virtual_machine_id": knownvalue.StringExact(lab.VMUUID(vm)), "moid": knownvalue.StringExact(lab.VMID(vm)),
+						"name": knownvalue.StringExact(vm), "profiles": knownvalue.ListExact([]knownvalue.Check{knownvalue.StringExact("grid_a100-20c")}),
+					})})),
+					statecheck.ExpectKnownValue(h, a100("used_by"), knownvalue.ListSizeExact(0)),
 				},
 			},
 		},

@@ -107,3 +107,47 @@ func VGPUFrameBufferGB(name string) int64 {
 	}
 	return gb
 }
+
+// VGPUUser is a VM whose vGPUs use a GPU: the host lists a VM on the GPUs
+// its vGPUs run on while it is powered on (HostGraphicsInfo.vm, "Virtual
+// machines using this graphics device").
+type VGPUUser struct {
+	VM       VMRef
+	Profiles []string // the VM's vGPU profiles, in device order
+}
+
+// vgpuUsersByGPU are, by GPU PCI id, the VMs of vms with vGPUs that the
+// host's graphics devices gs list; a VM listed for passthrough is not one.
+func vgpuUsersByGPU(gs []types.HostGraphicsInfo, vms []mo.VirtualMachine) map[string][]VGPUUser {
+	byRef := map[types.ManagedObjectReference]*mo.VirtualMachine{}
+	for i := range vms {
+		byRef[vms[i].Self] = &vms[i]
+	}
+	out := map[string][]VGPUUser{}
+	for _, g := range gs {
+		for _, ref := range g.Vm {
+			vm, ok := byRef[ref]
+			if !ok || vm.Config == nil {
+				continue
+			}
+			if profiles := vgpuProfilesOf(vm.Config.Hardware.Device); len(profiles) > 0 {
+				out[g.PciId] = append(out[g.PciId], VGPUUser{VM: vmRefOf(vm), Profiles: profiles})
+			}
+		}
+	}
+	return out
+}
+
+// vgpuProfilesOf are the profiles of a VM's vGPUs (PCI passthrough devices
+// with a vmiop backing), in device order.
+func vgpuProfilesOf(devices []types.BaseVirtualDevice) []string {
+	var out []string
+	for _, d := range devices {
+		if p, ok := d.(*types.VirtualPCIPassthrough); ok {
+			if b, ok := p.Backing.(*types.VirtualPCIPassthroughVmiopBackingInfo); ok {
+				out = append(out, b.Vgpu)
+			}
+		}
+	}
+	return out
+}

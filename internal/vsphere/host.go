@@ -84,6 +84,7 @@ type GPU struct {
 	// when the host's graphics restart; empty with no configuration.
 	ConfiguredGraphicsType string
 	VMs                    []VMRef // VMs on this host configured with the device
+	VGPUs                  []VGPUUser
 }
 
 // ErrHostDisconnected is the Cause of the error for a host vCenter returns
@@ -366,6 +367,7 @@ func gpus(h *mo.HostSystem, vms []mo.VirtualMachine) []GPU {
 		memoryKB[g.PciId], graphicsType[g.PciId] = g.MemorySizeInKB, g.GraphicsType
 	}
 	users := pciUsers(vms)
+	vgpuUsers := vgpuUsersByGPU(graphics, vms)
 	var out []GPU
 	if h.Hardware == nil {
 		return out
@@ -384,7 +386,7 @@ func gpus(h *mo.HostSystem, vms []mo.VirtualMachine) []GPU {
 			VendorName: d.VendorName, DeviceName: d.DeviceName,
 			MemoryGB:     float64(memoryKB[d.Id]) / (1024 * 1024),
 			GraphicsType: graphicsType[d.Id], ConfiguredGraphicsType: configuredGraphicsType(h, d.Id),
-			VMs: users[d.Id],
+			VMs: users[d.Id], VGPUs: vgpuUsers[d.Id],
 		}
 		if p != nil {
 			g.PassthroughCapable, g.PassthroughEnabled, g.PassthroughActive = p.PassthruCapable, p.PassthruEnabled, p.PassthruActive
