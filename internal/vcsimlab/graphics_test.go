@@ -2,6 +2,7 @@ package vcsimlab
 
 import (
 	"context"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -34,14 +35,14 @@ func hostGraphics(t *testing.T, l *Lab, i int) (mo.HostGraphicsManager, map[stri
 		len(m.SharedGpuCapabilities) != len(h.Config.SharedGpuCapabilities) {
 		t.Fatalf("the graphics manager says %+v, the host %+v", m, h.Config)
 	}
-	types := map[string]string{}
+	gpuTypes := map[string]string{}
 	for j, g := range h.Config.GraphicsInfo {
 		if m.GraphicsInfo[j].GraphicsType != g.GraphicsType {
 			t.Fatalf("GPU %s: the manager says %s, the host %s", g.PciId, m.GraphicsInfo[j].GraphicsType, g.GraphicsType)
 		}
-		types[g.PciId] = g.GraphicsType
+		gpuTypes[g.PciId] = g.GraphicsType
 	}
-	return m, types
+	return m, gpuTypes
 }
 
 func updateGraphics(l *Lab, m mo.HostGraphicsManager, cfg types.HostGraphicsConfig) error {
@@ -67,7 +68,7 @@ func TestGraphicsConfigTakesEffectAtReboot(t *testing.T) {
 		t.Fatalf("a new host's graphics: %+v", m)
 	}
 	want := map[string]string{"0000:3b:00.0": "direct", "0000:5e:00.0": "direct", "0000:af:00.0": "basic"}
-	if !mapsEqual(gpus, want) {
+	if !maps.Equal(gpus, want) {
 		t.Fatalf("GPUs %v, want %v", gpus, want)
 	}
 
@@ -76,7 +77,7 @@ func TestGraphicsConfigTakesEffectAtReboot(t *testing.T) {
 		t.Fatal(err)
 	}
 	m, gpus = hostGraphics(t, l, 0)
-	if !reflect.DeepEqual(*m.GraphicsConfig, cfg) || !mapsEqual(gpus, want) || len(m.SharedPassthruGpuTypes) != 0 {
+	if !reflect.DeepEqual(*m.GraphicsConfig, cfg) || !maps.Equal(gpus, want) || len(m.SharedPassthruGpuTypes) != 0 {
 		t.Fatalf("before the reboot: %+v, GPUs %v; want the configuration kept, the GPUs as they were", m, gpus)
 	}
 
@@ -86,7 +87,7 @@ func TestGraphicsConfigTakesEffectAtReboot(t *testing.T) {
 	m, gpus = hostGraphics(t, l, 0)
 	want["0000:af:00.0"] = "sharedDirect"
 	a100 := []string{"grid_a100-40c", "grid_a100-20c", "grid_a100-10c", "grid_a100-8c", "grid_a100-5c", "grid_a100-4c"}
-	if !mapsEqual(gpus, want) || !slices.Equal(m.SharedPassthruGpuTypes, a100) {
+	if !maps.Equal(gpus, want) || !slices.Equal(m.SharedPassthruGpuTypes, a100) {
 		t.Fatalf("after the reboot: GPUs %v, types %v; want %v and %v", gpus, m.SharedPassthruGpuTypes, want, a100)
 	}
 	for j, c := range m.SharedGpuCapabilities {
@@ -109,7 +110,7 @@ func TestGraphicsConfigTakesEffectAtReboot(t *testing.T) {
 	}
 	m, gpus = hostGraphics(t, l, 0)
 	want["0000:5e:00.0"] = "sharedDirect"
-	if !mapsEqual(gpus, want) || !slices.Contains(m.SharedPassthruGpuTypes, "nvidia_h100xm-80c") || len(m.SharedPassthruGpuTypes) != len(a100)+7 {
+	if !maps.Equal(gpus, want) || !slices.Contains(m.SharedPassthruGpuTypes, "nvidia_h100xm-80c") || len(m.SharedPassthruGpuTypes) != len(a100)+7 {
 		t.Fatalf("H100 given back: GPUs %v, types %v; want %v and the H100's seven types beside the A100's", gpus, m.SharedPassthruGpuTypes, want)
 	}
 }
@@ -154,18 +155,6 @@ func TestGraphicsConfigRefusals(t *testing.T) {
 	if err := updateGraphics(l, other, good()); err == nil || !strings.Contains(err.Error(), "ha-graphics-manager") {
 		t.Errorf("vcsim's own graphics manager reference: %v, want it not found", err)
 	}
-}
-
-func mapsEqual(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
 }
 
 // invalidProperty is the property an InvalidArgument fault names; "" for

@@ -474,12 +474,12 @@ func sriovPools(n *types.HostNetworkInfo, infos []types.BaseHostPciPassthruInfo)
 	return out
 }
 
-// graphicsType is how the host drives a GPU whose graphics type was was:
-// "direct" once it is set aside for passthrough; given back to the host,
-// as its graphics configuration (configured) starts it (see
-// startedGraphicsType); otherwise as it was, since a graphics
-// configuration takes effect only when the host's graphics restart (see
-// UpdateGraphicsConfig).
+// graphicsType is how the host drives a GPU that it drove as was (""
+// before it started): "direct" once it is set aside for passthrough; given
+// back to the host (or at start), as its graphics configuration
+// (configured) starts it (see startedGraphicsType); otherwise as before,
+// since a graphics configuration takes effect only when the host's
+// graphics restart (see UpdateGraphicsConfig).
 func graphicsType(passthrough bool, was, configured string) string {
 	switch {
 	case passthrough:

@@ -104,6 +104,11 @@ func (x *extension) placeVGPUs(ctx *simulator.Context, vm *simulator.VirtualMach
 			used[s.gpu] = append(used[s.gpu], s.profile)
 		}
 	}
+	// better reports whether a GPU holding n vGPUs beats one holding m.
+	better := func(n, m int) bool { return n < m }
+	if policy == string(types.HostGraphicsConfigSharedPassthruAssignmentPolicyConsolidation) {
+		better = func(n, m int) bool { return n > m }
+	}
 	var placed []vgpuSlot
 	for _, p := range profiles {
 		best := -1
@@ -112,9 +117,7 @@ func (x *extension) placeVGPUs(ctx *simulator.Context, vm *simulator.VirtualMach
 			if j < 0 || len(used[g.id]) >= g.offered[j].perGPU || len(used[g.id]) > 0 && used[g.id][0] != p {
 				continue
 			}
-			if best < 0 || policy == string(types.HostGraphicsConfigSharedPassthruAssignmentPolicyConsolidation) &&
-				len(used[g.id]) > len(used[gpus[best].id]) || policy != string(types.HostGraphicsConfigSharedPassthruAssignmentPolicyConsolidation) &&
-				len(used[g.id]) < len(used[gpus[best].id]) {
+			if best < 0 || better(len(used[g.id]), len(used[gpus[best].id])) {
 				best = i
 			}
 		}

@@ -42,14 +42,14 @@ func TestHostGraphics(t *testing.T) {
 	if h.Graphics != (HostGraphics{DefaultType: "shared", AssignmentPolicy: "performance"}) || len(h.VGPUProfiles) != 0 {
 		t.Fatalf("a new host: %+v, profiles %v", h.Graphics, h.VGPUProfiles)
 	}
-	types := func(h *Host) map[string][2]string {
+	gpuTypes := func(h *Host) map[string][2]string {
 		out := map[string][2]string{}
 		for _, g := range h.GPUs {
 			out[g.PCIID] = [2]string{g.GraphicsType, g.ConfiguredGraphicsType}
 		}
 		return out
 	}
-	if got := types(h)["0000:af:00.0"]; got != [2]string{"basic", "shared"} {
+	if got := gpuTypes(h)["0000:af:00.0"]; got != [2]string{"basic", "shared"} {
 		t.Errorf("the A100: %v, want basic, configured shared", got)
 	}
 
@@ -59,7 +59,7 @@ func TestHostGraphics(t *testing.T) {
 	if h, err = labClient(lab).Host(ctx, id); err != nil {
 		t.Fatal(err)
 	}
-	if got := types(h)["0000:af:00.0"]; got != [2]string{"basic", "sharedDirect"} || len(h.VGPUProfiles) != 0 {
+	if got := gpuTypes(h)["0000:af:00.0"]; got != [2]string{"basic", "sharedDirect"} || len(h.VGPUProfiles) != 0 {
 		t.Errorf("configured, not rebooted: the A100 %v, profiles %v; want basic, configured sharedDirect, none offered", got, h.VGPUProfiles)
 	}
 	if err := lab.RebootHost(ctx, name); err != nil {
@@ -68,7 +68,8 @@ func TestHostGraphics(t *testing.T) {
 	if h, err = labClient(lab).Host(ctx, id); err != nil {
 		t.Fatal(err)
 	}
-	if got := types(h); got["0000:af:00.0"] != [2]string{"sharedDirect", "sharedDirect"} || got["0000:3b:00.0"] != [2]string{"direct", "sharedDirect"} {
+	got := gpuTypes(h)
+	if got["0000:af:00.0"] != [2]string{"sharedDirect", "sharedDirect"} || got["0000:3b:00.0"] != [2]string{"direct", "sharedDirect"} {
 		t.Errorf("after the reboot: %v", got)
 	}
 	if h.Graphics.AssignmentPolicy != "consolidation" || len(h.VGPUProfiles) != 6 {
