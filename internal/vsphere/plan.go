@@ -96,6 +96,8 @@ var (
 		DeviceUsedByVMs{}, DeviceServesVFs{}}
 	// HostSRIOVFindings: PlanHostSRIOV and PlanSRIOVRestore.
 	HostSRIOVFindings = []Finding{DeviceNotOnHost{}, NotSRIOVCapable{}, TooManyVFs{}, PassedThroughWhole{}, VFsInUse{}}
+	// HostGraphicsFindings: PlanHostGraphics.
+	HostGraphicsFindings = []Finding{GraphicsDeviceNotGPU{}, GraphicsDevicePassedThrough{}}
 	// PowerFindings: PlanPower, part of every VM planner's.
 	PowerFindings = []Finding{&PowerOffNeeded{}, &VMSuspended{}}
 	// PowerActionFindings: PlanVMPowerAction.

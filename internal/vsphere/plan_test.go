@@ -36,7 +36,7 @@ func TestFindingsListed(t *testing.T) {
 		}
 	}
 	var listed []string
-	for _, list := range [][]Finding{DVSFindings, HostPVRDMAFindings, PassthroughFindings, HostSRIOVFindings, PowerFindings,
+	for _, list := range [][]Finding{DVSFindings, HostPVRDMAFindings, PassthroughFindings, HostSRIOVFindings, HostGraphicsFindings, PowerFindings,
 		PowerActionFindings, GPUMMIOFindings, PVRDMANICFindings, SRIOVNICFindings} {
 		for _, f := range list {
 			ty := reflect.TypeOf(f)

@@ -3,6 +3,7 @@ package vsphere
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/vmware/govmomi/object"
@@ -251,21 +252,30 @@ func (c *Client) inPowerState(ctx context.Context, obj *object.VirtualMachine, w
 	return err == nil && vm.Runtime.PowerState == want
 }
 
-// PendingDeviceChanges lists a host's devices whose passthrough or SR-IOV
-// change waits for a reboot.
+// PendingDeviceChanges lists a host's devices whose passthrough, SR-IOV or
+// graphics change waits for a reboot.
 func (c *Client) PendingDeviceChanges(ctx context.Context, hostID string) ([]string, error) {
-	h, err := c.HostPassthrough(ctx, hostID)
+	op := "reading the PCI passthrough of host " + hostID
+	mh, _, vms, err := c.readHost(ctx, op, hostID, fresh)
 	if err != nil {
 		return nil, err
 	}
+	if mh.Hardware == nil || mh.Config == nil {
+		return nil, hostDisconnected(op, mh)
+	}
 	var out []string
-	for _, d := range h.Devices {
+	for _, d := range hostPassthroughFromMO(mh, vms).Devices {
 		pending := d.Enabled != d.Active
 		if sr := d.SRIOV; sr != nil {
 			pending = pending || sr.Enabled != sr.Active || (sr.Enabled && sr.VFs != sr.VFsRequested)
 		}
 		if pending {
 			out = append(out, d.PCIID)
+		}
+	}
+	for _, id := range pendingGraphics(mh) {
+		if !slices.Contains(out, id) {
+			out = append(out, id)
 		}
 	}
 	return out, nil
