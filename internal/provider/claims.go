@@ -67,6 +67,7 @@ const (
 	claimVMDevice     claimKind = "device passed through to a VM" // key: host id, PCI id
 	claimGPUSetup     claimKind = "GPU setup of a VM"             // key: VM UUID
 	claimHostSettings claimKind = "PVRDMA settings of a host"     // key: host id
+	claimHostGraphics claimKind = "graphics settings of a host"   // key: host id
 	claimUplink       claimKind = "physical NIC"                  // key: host id, vmnic
 	claimMAC          claimKind = "MAC address"                   // key: the MAC, lower case
 	claimHostDevice   claimKind = "use of a host's PCI device"    // key: host id, PCI id
@@ -75,12 +76,14 @@ const (
 )
 
 // deviceUse is how a host resource uses a PCI device: a card is passed
-// through whole or split into SR-IOV virtual functions, never both.
+// through whole, split into SR-IOV virtual functions, or (a GPU) driven by
+// the host's graphics with a type of its own; one at a time.
 type deviceUse string
 
 const (
 	usePassthrough deviceUse = "passthrough"
 	useSRIOV       deviceUse = "SR-IOV"
+	useGraphics    deviceUse = "the host's graphics"
 )
 
 // claim is one thing a planned instance takes for itself.
@@ -293,6 +296,7 @@ var claimFixes = map[claimKind]string{
 	claimVMDevice:     "A GPU or other PCI device is passed through to one VM only, and the second VM does not boot: remove it from one of them.",
 	claimGPUSetup:     "One vspherehpc_vm_gpu_mmio manages all of a VM's GPU passthrough: keep one per VM.",
 	claimHostSettings: "One vspherehpc_host_pvrdma_settings manages a host's PVRDMA settings: keep one per host.",
+	claimHostGraphics: "One vspherehpc_host_graphics manages a host's graphics settings: keep one per host.",
 	claimUplink:       "PVRDMA needs its NIC as the only uplink of one switch: give each switch its own NIC.",
 	claimMAC:          "Two adapters with one MAC address break each other's traffic: give each its own, or let vSphere generate them.",
 	claimHostDevice:   "Each would put back a different earlier state on destroy: manage each device in one resource.",
@@ -309,9 +313,9 @@ func addClaimConflict(diags *diag.Diagnostics, at path.Path, c *claimConflict) b
 	}
 	if c.claim.kind == claimHostDevice && c.claim.use != c.rival.use {
 		diags.AddAttributeError(at, "One card, two uses",
-			fmt.Sprintf("%s is claimed for %s by %s and for %s by %s. A card is either passed through whole to one VM or split "+
-				"into SR-IOV virtual functions, never both: keep one of the two resources.",
-				c.claim.what, c.rival.use, c.rival.owner, c.claim.use, c.claim.owner))
+			fmt.Sprintf("%s is claimed for %s by %s and for %s by %s. A card has one use at a time: passed through whole to "+
+				"one VM or split into SR-IOV virtual functions, or, a GPU, shared by the host's graphics (NVIDIA vGPU): keep one "+
+				"of the two resources.", c.claim.what, c.rival.use, c.rival.owner, c.claim.use, c.claim.owner))
 		return true
 	}
 	diags.AddAttributeError(at, "Claimed twice in this configuration",

@@ -27,24 +27,24 @@ type hostDataSource struct {
 }
 
 type hostModel struct {
-	HostSystemID    types.String       `tfsdk:"host_system_id"`
-	DatacenterID    types.String       `tfsdk:"datacenter_id"`
-	Name            types.String       `tfsdk:"name"`
-	ID              types.String       `tfsdk:"id"`
-	ClusterID       types.String       `tfsdk:"cluster_id"`
-	ClusterName     types.String       `tfsdk:"cluster_name"`
-	ConnectionState types.String       `tfsdk:"connection_state"`
-	MaintenanceMode types.Bool         `tfsdk:"maintenance_mode"`
-	AllPCIDevices   types.Bool         `tfsdk:"all_pci_devices"`
-	PhysicalNICs    []physicalNICModel `tfsdk:"physical_nics"`
-	VMKernelNICs    []vmkernelNICModel `tfsdk:"vmkernel_nics"`
-	GPUs            []hostGPUModel     `tfsdk:"gpus"`
-	PCIDevices      []pciDeviceModel   `tfsdk:"pci_devices"`
-	Graphics        *hostGraphicsModel `tfsdk:"graphics"`
-	VGPUProfiles    []vgpuProfileModel `tfsdk:"vgpu_profiles"`
+	HostSystemID    types.String           `tfsdk:"host_system_id"`
+	DatacenterID    types.String           `tfsdk:"datacenter_id"`
+	Name            types.String           `tfsdk:"name"`
+	ID              types.String           `tfsdk:"id"`
+	ClusterID       types.String           `tfsdk:"cluster_id"`
+	ClusterName     types.String           `tfsdk:"cluster_name"`
+	ConnectionState types.String           `tfsdk:"connection_state"`
+	MaintenanceMode types.Bool             `tfsdk:"maintenance_mode"`
+	AllPCIDevices   types.Bool             `tfsdk:"all_pci_devices"`
+	PhysicalNICs    []physicalNICModel     `tfsdk:"physical_nics"`
+	VMKernelNICs    []vmkernelNICModel     `tfsdk:"vmkernel_nics"`
+	GPUs            []hostGPUModel         `tfsdk:"gpus"`
+	PCIDevices      []pciDeviceModel       `tfsdk:"pci_devices"`
+	Graphics        *hostGraphicsDataModel `tfsdk:"graphics"`
+	VGPUProfiles    []vgpuProfileModel     `tfsdk:"vgpu_profiles"`
 }
 
-type hostGraphicsModel struct {
+type hostGraphicsDataModel struct {
 	DefaultGraphicsType types.String `tfsdk:"default_graphics_type"`
 	AssignmentPolicy    types.String `tfsdk:"assignment_policy"`
 }
@@ -437,7 +437,7 @@ func (d *hostDataSource) Read(ctx context.Context, req datasource.ReadRequest, r
 	}
 	state.Graphics = nil
 	if h.Graphics != (vsphere.HostGraphics{}) {
-		state.Graphics = &hostGraphicsModel{
+		state.Graphics = &hostGraphicsDataModel{
 			DefaultGraphicsType: types.StringValue(h.Graphics.DefaultType), AssignmentPolicy: types.StringValue(h.Graphics.AssignmentPolicy),
 		}
 	}

@@ -92,7 +92,9 @@ func (r *hostPCIPassthroughResource) IdentitySchema(_ context.Context, _ resourc
 }
 
 func (r *hostPCIPassthroughResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
-	defer func() { maps.Copy(resp.Schema.Attributes, rebootAttributes("turning passthrough on or off")) }()
+	defer func() {
+		maps.Copy(resp.Schema.Attributes, rebootAttributes("turning passthrough on or off", deviceRebootHosts))
+	}()
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "PCI passthrough turned on for devices of one ESXi host, as Host > Configure > Hardware > PCI Devices > " +
 			"Toggle passthrough does: devices given by PCI id, or every device of a vendor and device id (e.g. every H100 of the host). " +

@@ -72,13 +72,13 @@ func (rebootTimeoutRange) ValidateString(_ context.Context, req validator.String
 }
 
 // rebootAttributes are the opt-in and its bound, for a resource whose
-// change needs a reboot (what names the change).
-func rebootAttributes(what string) map[string]schema.Attribute {
+// change needs a reboot (what names the change, and which says on which
+// hosts).
+func rebootAttributes(what, which string) map[string]schema.Attribute {
 	return map[string]schema.Attribute{
 		"reboot_allowed": schema.BoolAttribute{
 			Optional: true, Computed: true, Default: booldefault.StaticBool(false),
-			MarkdownDescription: "Whether the apply may reboot the host when " + what + " waits for a reboot (hosts without " +
-				"`deviceRebindWithoutRebootSupported`): it puts the host in maintenance mode (the cluster's fully automated DRS moves " +
+			MarkdownDescription: "Whether the apply may reboot the host when " + what + " waits for a reboot (" + which + "): it puts the host in maintenance mode (the cluster's fully automated DRS moves " +
 				"its running VMs), reboots it, waits for it and takes it out of maintenance mode, so what becomes active is known in " +
 				"the same apply. The plan names each host it reboots, and refuses when running VMs could not move (VMs with " +
 				"passthrough or SR-IOV devices, or DRS not fully automated for the cluster or, in its VM Overrides, for the VM; " +
@@ -108,6 +108,22 @@ func rebootAttributes(what string) map[string]schema.Attribute {
 	}
 }
 
+// deviceRebootHosts are the hosts on which a passthrough or SR-IOV change
+// waits for a reboot.
+const deviceRebootHosts = "hosts without `deviceRebindWithoutRebootSupported`"
+
+// rebootWhen is which hosts a change waits for a reboot on.
+type rebootWhen bool
+
+const (
+	// withoutRebind: hosts that cannot rebind devices without a reboot
+	// (passthrough and SR-IOV; vsphere.HostReboot.Needed).
+	withoutRebind rebootWhen = false
+	// always: every host (graphics, which ESXi applies when its graphics
+	// restart).
+	always rebootWhen = true
+)
+
 // rebootDefaults fills the opt-in and its bound where state has none (an
 // import, state from before they existed).
 func rebootDefaults(allowed *types.Bool, timeout *types.String) {
@@ -124,8 +140,8 @@ func rebootDefaults(allowed *types.Bool, timeout *types.String) {
 // only on a host that needs it. It refuses a host whose running VMs could
 // not be moved, and warns naming the host it will reboot, which it returns
 // (nil: no reboot).
-func planReboot(ctx context.Context, client *vsphere.Client, hostID, what string, diags *diag.Diagnostics) *vsphere.HostReboot {
-	return planRebootFor(ctx, client, hostID, diags, func(r *vsphere.HostReboot) string {
+func planReboot(ctx context.Context, client *vsphere.Client, hostID, what string, when rebootWhen, diags *diag.Diagnostics) *vsphere.HostReboot {
+	return planRebootFor(ctx, client, hostID, when, diags, func(r *vsphere.HostReboot) string {
 		return fmt.Sprintf("This apply would reboot host %s (%s) to apply %s, but its running virtual machines %s would keep it from "+
 			"entering maintenance mode: %s. Power them off or move them first, or set reboot_allowed = false and reboot the "+
 			"host yourself.", r.HostName, hostID, what, stuckNames(r), r.Why)
@@ -136,8 +152,9 @@ func planReboot(ctx context.Context, client *vsphere.Client, hostID, what string
 // changed (what: "the passthrough"). Its advice works with the command
 // that destroys: terraform destroy takes reboot_allowed from state, so
 // setting it in the configuration alone changes nothing.
-func planDestroyReboot(ctx context.Context, client *vsphere.Client, hostID, what string, diags *diag.Diagnostics) *vsphere.HostReboot {
-	return planRebootFor(ctx, client, hostID, diags, func(r *vsphere.HostReboot) string {
+func planDestroyReboot(ctx context.Context, client *vsphere.Client, hostID, what string, when rebootWhen,
+	diags *diag.Diagnostics) *vsphere.HostReboot {
+	return planRebootFor(ctx, client, hostID, when, diags, func(r *vsphere.HostReboot) string {
 		return fmt.Sprintf("Destroying this resource would reboot host %s (%s) to put back %s it changed, but its running virtual machines %s "+
 			"would keep it from entering maintenance mode: %s. Power them off or move them, then run the destroy again. To put %s "+
 			"back without a reboot instead, set reboot_allowed = false and run terraform apply first (terraform destroy uses the "+
@@ -145,14 +162,14 @@ func planDestroyReboot(ctx context.Context, client *vsphere.Client, hostID, what
 	}, fmt.Sprintf("puts back %s only when it reboots", what))
 }
 
-func planRebootFor(ctx context.Context, client *vsphere.Client, hostID string, diags *diag.Diagnostics, stuck func(*vsphere.HostReboot) string,
-	needs string) *vsphere.HostReboot {
+func planRebootFor(ctx context.Context, client *vsphere.Client, hostID string, when rebootWhen, diags *diag.Diagnostics,
+	stuck func(*vsphere.HostReboot) string, needs string) *vsphere.HostReboot {
 	r, err := client.PlanHostReboot(ctx, hostID)
 	if err != nil {
 		diags.Append(vsphereErrorDiag("Cannot check a reboot of host "+hostID, err))
 		return nil
 	}
-	if !r.Needed {
+	if !r.Needed && when != always {
 		return nil
 	}
 	if len(r.Stuck) > 0 {

@@ -75,7 +75,8 @@ func (r *hostSRIOVResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 	}
 	appliesNow := p.AppliesNow
 	if !appliesNow && plan.RebootAllowed.ValueBool() && !resp.Diagnostics.HasError() {
-		hr := planReboot(ctx, r.client, hostID, fmt.Sprintf("SR-IOV of %s with %d virtual functions", pciID, plan.VFs.ValueInt64()), &resp.Diagnostics)
+		what := fmt.Sprintf("SR-IOV of %s with %d virtual functions", pciID, plan.VFs.ValueInt64())
+		hr := planReboot(ctx, r.client, hostID, what, withoutRebind, &resp.Diagnostics)
 		// This apply reboots the host: the virtual functions exist after it.
 		appliesNow = hr != nil && r.claims.rebootBesideVMChanges(sriovType, []string{pciID}, hr, plan.RebootTimeout, false, &resp.Diagnostics)
 	}
@@ -167,7 +168,8 @@ func (r *hostSRIOVResource) checkDestroy(ctx context.Context, req resource.Modif
 		return
 	}
 	if err == nil && state.RebootAllowed.ValueBool() && int64(before) != state.VFs.ValueInt64() {
-		if hr := planDestroyReboot(ctx, r.client, state.HostSystemID.ValueString(), "SR-IOV of "+state.PCIID.ValueString(), &resp.Diagnostics); hr != nil {
+		what := "SR-IOV of " + state.PCIID.ValueString()
+		if hr := planDestroyReboot(ctx, r.client, state.HostSystemID.ValueString(), what, withoutRebind, &resp.Diagnostics); hr != nil {
 			r.claims.rebootBesideVMChanges(sriovType, []string{state.PCIID.ValueString()}, hr, state.RebootTimeout, true, &resp.Diagnostics)
 		}
 	}

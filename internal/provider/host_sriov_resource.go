@@ -72,7 +72,7 @@ func (r *hostSRIOVResource) IdentitySchema(_ context.Context, _ resource.Identit
 }
 
 func (r *hostSRIOVResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
-	defer func() { maps.Copy(resp.Schema.Attributes, rebootAttributes("an SR-IOV change")) }()
+	defer func() { maps.Copy(resp.Schema.Attributes, rebootAttributes("an SR-IOV change", deviceRebootHosts)) }()
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "SR-IOV on one physical function of an ESXi host (a ConnectX card, for InfiniBand or Ethernet virtual " +
 			"functions), with a number of virtual functions, as Host > Configure > Hardware > PCI Devices > Configure SR-IOV does. " +

@@ -28,6 +28,7 @@ func TestWordingCoversEveryFinding(t *testing.T) {
 			addPassthroughFindings(d, []vsphere.Finding{f})
 		}},
 		{"vspherehpc_host_sriov", vsphere.HostSRIOVFindings, func(d *diag.Diagnostics, f vsphere.Finding) { addHostSRIOVFinding(d, f, "fix") }},
+		{"vspherehpc_host_graphics", vsphere.HostGraphicsFindings, addHostGraphicsFinding},
 		{"vspherehpc_vm_gpu_mmio", withPower(vsphere.GPUMMIOFindings), func(d *diag.Diagnostics, f vsphere.Finding) {
 			addGPUMMIOFinding(d, f, blockPaths{})
 		}},

@@ -1,0 +1,116 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vsphere"
+)
+
+// ModifyPlan checks the GPUs given a type of their own against the host,
+// claims the host and those GPUs, and plans reboot_required: whether GPUs
+// still wait for the host's graphics to restart after the apply.
+func (r *hostGraphicsResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if !requireVCenter(r.client, &resp.Diagnostics) ||
+		refuseImportOfOther(ctx, r.claims, req, &resp.Diagnostics, "graphics settings", path.Root("host_system_id")) {
+		return
+	}
+	if req.Plan.Raw.IsNull() {
+		r.checkDestroy(ctx, req, resp)
+		return
+	}
+	var plan hostGraphicsModel
+	resp.Diagnostics.Append(getModel(ctx, req.Plan.Schema, req.Plan.Raw, &plan)...)
+	if resp.Diagnostics.HasError() || plan.HostSystemID.IsUnknown() || plan.DefaultType.IsUnknown() || plan.GPUTypes.IsUnknown() {
+		return
+	}
+	settings := plan.settings(ctx, &resp.Diagnostics)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	hostID := plan.HostSystemID.ValueString()
+	// One resource per host: a second would undo the first's settings and,
+	// on destroy, restore values from before the first. A GPU of its own
+	// type is no GPU a host resource of the plan passes through.
+	instance := r.claims.instance(ctx, req, resp)
+	addClaimConflict(&resp.Diagnostics, path.Root("host_system_id"), r.claims.claim(instance, claim{
+		kind: claimHostGraphics, key: hostID, what: "the graphics settings of host " + hostID,
+		owner: fmt.Sprintf("a %s with default_graphics_type %s", graphicsType, settings.DefaultType),
+	}))
+	for _, id := range slices.Sorted(maps.Keys(settings.Devices)) {
+		addClaimConflict(&resp.Diagnostics, path.Root("gpu_graphics_types"), r.claims.claim(instance, claim{
+			kind: claimHostDevice, key: vsphere.HostDeviceKey(hostID, id), use: useGraphics,
+			what:  fmt.Sprintf("PCI device %s of host %s", id, hostID),
+			owner: fmt.Sprintf("a %s giving it graphics type %s", graphicsType, settings.Devices[id]),
+		}))
+	}
+	if !req.State.Raw.IsNull() {
+		var state hostGraphicsModel
+		resp.Diagnostics.Append(getModel(ctx, req.State.Schema, req.State.Raw, &state)...)
+		if graphicsSettled(plan, state) {
+			// Nothing to set, and no reboot to make: ask vCenter nothing, and
+			// keep what the refresh read.
+			resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("reboot_required"), state.RebootRequired)...)
+			return
+		}
+	}
+	st, err := r.client.HostGraphics(ctx, hostID)
+	if errors.Is(err, vsphere.ErrNotFound) {
+		resp.Diagnostics.Append(notFoundDiag(path.Root("host_system_id"), err))
+		return
+	}
+	if err != nil {
+		resp.Diagnostics.Append(vsphereErrorDiag("Cannot check the graphics of host "+hostID, err))
+		return
+	}
+	for _, f := range vsphere.PlanHostGraphics(st, settings) {
+		addHostGraphicsFinding(&resp.Diagnostics, f)
+	}
+	pending := settings.Pending(st.GPUs)
+	if len(pending) > 0 && plan.RebootAllowed.ValueBool() && !resp.Diagnostics.HasError() {
+		what := fmt.Sprintf("graphics settings (GPUs %s)", strings.Join(pending, ", "))
+		if hr := planReboot(ctx, r.client, hostID, what, always, &resp.Diagnostics); hr != nil &&
+			r.claims.rebootBesideVMChanges(graphicsType, nil, hr, plan.RebootTimeout, false, &resp.Diagnostics) {
+			pending = nil // this apply reboots the host: its GPUs are driven as set after it
+		}
+	}
+	if !resp.Diagnostics.HasError() {
+		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("reboot_required"), len(pending) > 0)...)
+	}
+}
+
+// graphicsSettled: the plan asks the settings state has, and no reboot
+// the opt-in would now make is pending.
+func graphicsSettled(plan, state hostGraphicsModel) bool {
+	return plan.DefaultType.Equal(state.DefaultType) && plan.AssignmentPolicy.Equal(state.AssignmentPolicy) &&
+		plan.GPUTypes.Equal(state.GPUTypes) && !(plan.RebootAllowed.ValueBool() && state.RebootRequired.ValueBool())
+}
+
+// checkDestroy plans the reboot a destroy with reboot_allowed makes when
+// the settings it puts back change how GPUs are driven.
+func (r *hostGraphicsResource) checkDestroy(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	var state hostGraphicsModel
+	resp.Diagnostics.Append(getModel(ctx, req.State.Schema, req.State.Raw, &state)...)
+	if resp.Diagnostics.HasError() || !state.RebootAllowed.ValueBool() {
+		return
+	}
+	before, found := state.before(ctx, &resp.Diagnostics)
+	hostID := state.HostSystemID.ValueString()
+	if !found || resp.Diagnostics.HasError() {
+		return
+	}
+	st, err := r.client.HostGraphics(ctx, hostID)
+	if err != nil || len(before.Pending(st.GPUs)) == 0 {
+		return // a host gone needs nothing put back; one unreadable fails the destroy itself
+	}
+	if hr := planDestroyReboot(ctx, r.client, hostID, "the graphics settings", always, &resp.Diagnostics); hr != nil {
+		r.claims.rebootBesideVMChanges(graphicsType, nil, hr, state.RebootTimeout, true, &resp.Diagnostics)
+	}
+}
