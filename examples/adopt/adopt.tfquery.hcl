@@ -33,6 +33,14 @@ list "vspherehpc_host_sriov" "pf" {
   }
 }
 
+list "vspherehpc_host_graphics" "host" {
+  provider         = vspherehpc
+  include_resource = true
+  config {
+    datacenter_id = data.vspherehpc_datacenter.dc.id
+  }
+}
+
 list "vspherehpc_vm_pvrdma_nic" "adapter" {
   provider         = vspherehpc
   include_resource = true

@@ -20,7 +20,7 @@ import (
 // query file, examples/adopt/adopt.tfquery.hcl.
 var listTypes = []string{
 	"vspherehpc_rdma_dvs", "vspherehpc_host_pvrdma_settings", "vspherehpc_host_pci_passthrough", "vspherehpc_host_sriov",
-	"vspherehpc_vm_pvrdma_nic", "vspherehpc_vm_sriov_nic", "vspherehpc_vm_gpu_mmio",
+	"vspherehpc_host_graphics", "vspherehpc_vm_pvrdma_nic", "vspherehpc_vm_sriov_nic", "vspherehpc_vm_gpu_mmio",
 }
 
 // adoptExample is the files of examples/adopt, the guide's configuration.
@@ -71,6 +71,9 @@ func TestAccAdopt_handBuiltLab(t *testing.T) {
 	simulatedOnly(t, lab, "builds the lab by hand")
 	acctest.Must(t, lab.BuildByHand(context.Background()))
 	hosts, vms := lab.HostNames(), lab.VMNames()
+	// One host shares its GPUs by vGPU, set up by hand too (its A100 waits
+	// for a reboot: adopted as it is, with nothing to change).
+	acctest.Must(t, lab.ConfigureGraphics(context.Background(), hosts[0], "sharedDirect", "consolidation", nil))
 	d := newTFDir(t, lab, adoptExample(t))
 	d.env = append(d.env, "TF_VAR_datacenter="+lab.DatacenterName())
 	for _, typ := range listTypes {
@@ -92,6 +95,7 @@ func TestAccAdopt_handBuiltLab(t *testing.T) {
 		"list.vspherehpc_rdma_dvs.switch": {vcsimlab.HandBuiltSwitch, vcsimlab.HandBuiltTeamedSwitch},
 		"list.vspherehpc_host_sriov.pf": {fmt.Sprintf("%s %s MT2892 Family [ConnectX-6 Dx] (4 virtual functions)",
 			hosts[0], vcsimlab.HandBuiltSRIOVPF)},
+		"list.vspherehpc_host_graphics.host": {hosts[0] + " (default sharedDirect, consolidation)"},
 		"list.vspherehpc_vm_gpu_mmio.vm": {
 			fmt.Sprintf("%s: 1 passthrough device, MMIO window 256 GB", vms[0]),
 			fmt.Sprintf("%s: 1 passthrough device, MMIO window %d GB", vms[1], vcsimlab.HandBuiltSmallWindow),

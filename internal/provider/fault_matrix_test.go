@@ -461,3 +461,14 @@ func TestAccFaults_hostSRIOV(t *testing.T) {
 		return faultSubject{address: "vspherehpc_host_sriov.s", config: [2]string{config(4), config(8)}}
 	})
 }
+
+func TestAccFaults_hostGraphics(t *testing.T) {
+	t.Parallel()
+	runFaultMatrix(t, vcsimlab.Options{}, func(lab *vcsimlab.Lab) faultSubject {
+		host := lab.HostNames()[0]
+		return faultSubject{address: graphicsAddr, config: [2]string{
+			without(hostGraphicsConfig(lab, host, "  reboot_allowed = true\n"), lab),
+			without(hostGraphicsConfig(lab, host, fmt.Sprintf("  reboot_allowed = true\n  gpu_graphics_types = { %q = \"shared\" }\n", a100)), lab),
+		}}
+	})
+}
