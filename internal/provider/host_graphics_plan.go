@@ -90,7 +90,7 @@ func (r *hostGraphicsResource) ModifyPlan(ctx context.Context, req resource.Modi
 // the opt-in would now make is pending.
 func graphicsSettled(plan, state hostGraphicsModel) bool {
 	return plan.DefaultType.Equal(state.DefaultType) && plan.AssignmentPolicy.Equal(state.AssignmentPolicy) &&
-		plan.GPUTypes.Equal(state.GPUTypes) && !(plan.RebootAllowed.ValueBool() && state.RebootRequired.ValueBool())
+		plan.GPUTypes.Equal(state.GPUTypes) && (!plan.RebootAllowed.ValueBool() || !state.RebootRequired.ValueBool())
 }
 
 // checkDestroy plans the reboot a destroy with reboot_allowed makes when

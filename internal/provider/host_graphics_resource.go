@@ -284,7 +284,8 @@ func (r *hostGraphicsResource) apply(ctx context.Context, m *hostGraphicsModel, 
 }
 
 // readInto reads the host's graphics back after a change and sets state.
-func (r *hostGraphicsResource) readInto(ctx context.Context, m *hostGraphicsModel, state stateSetter, diags *diag.Diagnostics) *vsphere.HostGraphicsState {
+func (r *hostGraphicsResource) readInto(ctx context.Context, m *hostGraphicsModel, state stateSetter,
+	diags *diag.Diagnostics) *vsphere.HostGraphicsState {
 	hostID := m.HostSystemID.ValueString()
 	st, err := r.client.HostGraphics(ctx, hostID)
 	if err != nil {

@@ -145,7 +145,9 @@ func TestAccHostGraphics_basic(t *testing.T) {
 			{
 				// Back to vGPU for the destroy below to put back.
 				Config: hostGraphicsConfig(lab, name, "  reboot_allowed = true\n"),
-				Check:  resource.ComposeTestCheckFunc(graphicsAre(lab, name, vsphere.HostGraphicsSettings{DefaultType: "sharedDirect", AssignmentPolicy: "performance"}, "sharedDirect"), reboots(3)),
+				Check: resource.ComposeTestCheckFunc(
+					graphicsAre(lab, name, vsphere.HostGraphicsSettings{DefaultType: "sharedDirect", AssignmentPolicy: "performance"}, "sharedDirect"),
+					reboots(3)),
 			},
 		},
 		// Destroy puts back ESXi's defaults, and its reboot drives the A100
@@ -313,7 +315,10 @@ func TestAccHostGraphics_list(t *testing.T) {
 				[]querycheck.KnownValueCheck{
 					{Path: tfjsonpath.New("default_graphics_type"), KnownValue: knownvalue.StringExact("sharedDirect")},
 					{Path: tfjsonpath.New("assignment_policy"), KnownValue: knownvalue.StringExact("consolidation")},
-					{Path: tfjsonpath.New("gpu_graphics_types"), KnownValue: knownvalue.MapExact(map[string]knownvalue.Check{a100: knownvalue.StringExact("shared")})},
+					{
+						Path:       tfjsonpath.New("gpu_graphics_types"),
+						KnownValue: knownvalue.MapExact(map[string]knownvalue.Check{a100: knownvalue.StringExact("shared")}),
+					},
 				}),
 		}},
 		{config: onHosts(lab, hosts[1:]...), checks: []querycheck.QueryResultCheck{querycheck.ExpectLength(graphicsType+".q", 0)}},

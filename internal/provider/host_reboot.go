@@ -78,7 +78,8 @@ func rebootAttributes(what, which string) map[string]schema.Attribute {
 	return map[string]schema.Attribute{
 		"reboot_allowed": schema.BoolAttribute{
 			Optional: true, Computed: true, Default: booldefault.StaticBool(false),
-			MarkdownDescription: "Whether the apply may reboot the host when " + what + " waits for a reboot (" + which + "): it puts the host in maintenance mode (the cluster's fully automated DRS moves " +
+			MarkdownDescription: "Whether the apply may reboot the host when " + what + " waits for a reboot (" + which + "): it puts " +
+				"the host in maintenance mode (the cluster's fully automated DRS moves " +
 				"its running VMs), reboots it, waits for it and takes it out of maintenance mode, so what becomes active is known in " +
 				"the same apply. The plan names each host it reboots, and refuses when running VMs could not move (VMs with " +
 				"passthrough or SR-IOV devices, or DRS not fully automated for the cluster or, in its VM Overrides, for the VM; " +

@@ -31,7 +31,8 @@ func TestSetHostGraphics(t *testing.T) {
 	if err := c.SetHostGraphics(ForChange(ctx), id, set); err != nil {
 		t.Fatal(err)
 	}
-	if st, err = labClient(lab).HostGraphics(ctx, id); err != nil || !reflect.DeepEqual(st.Settings, set) || !slices.Equal(st.Pending, []string{"0000:af:00.0"}) {
+	st, err = labClient(lab).HostGraphics(ctx, id)
+	if err != nil || !reflect.DeepEqual(st.Settings, set) || !slices.Equal(st.Pending, []string{"0000:af:00.0"}) {
 		t.Fatalf("after the change: %+v, %v; want the settings, GPU 0000:af:00.0 waiting for a reboot", st, err)
 	}
 	if pending, err := c.PendingDeviceChanges(ForChange(ctx), id); err != nil || !slices.Equal(pending, []string{"0000:af:00.0"}) {
