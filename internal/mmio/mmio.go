@@ -33,6 +33,14 @@ const MaxSizeGB = int64(1) << 20
 // VMware KB on VMDirectPath I/O of large-BAR devices, 2142307).
 const DevicesOnlySizeGB = 64
 
+// VGPUMinSizeGB is the least window of a VM with NVIDIA vGPUs: "Because
+// NVIDIA vGPU (C-Series) have large BAR memory settings ... 64-bit MMIO and
+// EFI boot must be enabled for the VM ... The VM's MMIO space must be
+// increased to 64 GB" (NVIDIA AI Enterprise 5.2, "Miscellaneous"; VMware KB
+// 2142307). NVIDIA adds that a GPU that requires more than 64 GB needs what
+// it requires; its per-GPU table is not applied here (mmio_size_gb takes it).
+const VGPUMinSizeGB = 64
+
 // MaxGPUMemoryGB bounds one GPU's framebuffer memory. The most shipping
 // today is 288 GB (NVIDIA B300, AMD Instinct MI355X) and NVIDIA has announced
 // 1 TB for Rubin Ultra; 2048 GB leaves room beyond that, yet still catches

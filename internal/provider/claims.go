@@ -130,6 +130,9 @@ type claimBook struct {
 	// plannedVFs are the virtual functions host resources of this walk
 	// give physical functions ("host-id pci-id").
 	plannedVFs map[string]int
+	// sharedDirect are the hosts, by id, whose GPUs a host graphics
+	// resource of this walk sets to Shared Direct by the end of its apply.
+	sharedDirect map[string]bool
 }
 
 func newClaimBook() *claimBook {
@@ -333,7 +336,22 @@ func (b *claimBook) deviceInputs() vsphere.PlannedHostDevices {
 		rebooting[hostID] = slices.ContainsFunc(reboots, func(r *plannedReboot) bool { return !r.destroy })
 	}
 	b.mu.Unlock()
-	return vsphere.PlannedHostDevices{Passthrough: b.turnedOn(usePassthrough), SRIOV: b.turnedOn(useSRIOV), Rebooting: rebooting, VFs: vfs}
+	b.mu.Lock()
+	graphics := maps.Clone(b.sharedDirect)
+	b.mu.Unlock()
+	return vsphere.PlannedHostDevices{Passthrough: b.turnedOn(usePassthrough), SRIOV: b.turnedOn(useSRIOV), Rebooting: rebooting, VFs: vfs,
+		Graphics: graphics}
+}
+
+// planSharedDirect records that a host graphics resource of this walk
+// drives GPUs of a host as Shared Direct once its apply ends.
+func (b *claimBook) planSharedDirect(hostID string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.sharedDirect == nil {
+		b.sharedDirect = map[string]bool{}
+	}
+	b.sharedDirect[hostID] = true
 }
 
 // planVFs records the virtual functions a host resource of this walk gives

@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -81,8 +82,18 @@ func (r *hostGraphicsResource) ModifyPlan(ctx context.Context, req resource.Modi
 			pending = nil // this apply reboots the host: its GPUs are driven as set after it
 		}
 	}
-	if !resp.Diagnostics.HasError() {
-		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("reboot_required"), len(pending) > 0)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("reboot_required"), len(pending) > 0)...)
+	if len(pending) == 0 && slices.ContainsFunc(st.GPUs, func(g vsphere.GPU) bool {
+		return !g.PassthroughEnabled && g.GraphicsType != "" && g.GraphicsType != "sharedDirect" &&
+			cmp.Or(settings.Devices[g.PCIID], settings.DefaultType) == "sharedDirect"
+	}) {
+		// A GPU the apply turns to Shared Direct: the VMs' vGPU checks of
+		// this plan wait for the profiles it brings
+		// (vsphere.PlannedHostDevices.Graphics).
+		r.claims.planSharedDirect(hostID)
 	}
 }
 

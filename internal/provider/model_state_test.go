@@ -83,6 +83,9 @@ func sampleGPUMMIOModel() vmGPUMMIOModel {
 		PCIDevice: types.ListValueMust(pciDeviceBlockType, []attr.Value{
 			types.ObjectValueMust(pciDeviceBlockType.AttrTypes, map[string]attr.Value{"pci_id": types.StringValue("0000:86:00.1")}),
 		}),
+		VGPU: types.ListValueMust(vgpuBlockType, []attr.Value{
+			types.ObjectValueMust(vgpuBlockType.AttrTypes, map[string]attr.Value{"profile": types.StringValue("grid_a100-20c"), "count": types.Int64Value(2)}),
+		}),
 		MMIOSizeGB: types.Int64Value(512), TotalGPUMemoryGB: types.Float64Value(240), Firmware: types.StringValue("efi"),
 		Use64bitMMIO: types.BoolValue(true), MemoryLockedToMax: types.BoolValue(true), AllowFirmwareChange: types.BoolValue(false),
 		PowerOffAllowed: types.BoolValue(true),

@@ -225,6 +225,15 @@ resource "vspherehpc_vm_gpu_mmio" "b" {
 		}
 	}
 
+	// Version 2 as written before vgpu blocks existed: no vgpu in state.
+	d.run("apply", "-auto-approve")
+	d.editState(func(_ string, inst map[string]any) { delete(inst["attributes"].(map[string]any), "vgpu") })
+	for _, args := range [][]string{{"-refresh=false"}, nil} {
+		if changes := d.plan(args...); len(changes) != 0 {
+			t.Errorf("plan %v of the version 2 state without vgpu: %+v, want no changes", args, changes)
+		}
+	}
+
 	rewrite(0, map[string][]map[string]any{"a": {static, dyn, static}, "b": {dyn, dyn}})
 	d.run("destroy", "-auto-approve", "-refresh=false")
 	for _, vm := range []string{a, b} {

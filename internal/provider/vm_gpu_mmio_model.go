@@ -70,12 +70,19 @@ func gpuMMIOToModel(ctx context.Context, got *vsphere.GPUMMIO, m *vmGPUMMIOModel
 	// once, and the apply removes the extra.
 	times, warned := map[string]int{}, map[string]bool{}
 	for _, h := range got.Devices {
-		if !h.Dynamic {
+		if !h.Dynamic && h.VGPU == "" {
 			times[h.PCIID]++
 		}
 	}
+	vgpuCounts := map[string]int{} // by profile
+	var vgpuBlocksRead []vgpuBlockModel
 	for _, h := range got.Devices {
 		switch {
+		case h.VGPU != "":
+			if vgpuCounts[h.VGPU] == 0 {
+				vgpuBlocksRead = append(vgpuBlocksRead, vgpuBlockModel{Profile: types.StringValue(h.VGPU)})
+			}
+			vgpuCounts[h.VGPU]++
 		case !h.Dynamic && times[h.PCIID] > 1:
 			if !warned[h.PCIID] {
 				diags.AddWarning("PCI device passed through twice",
@@ -123,6 +130,13 @@ func gpuMMIOToModel(ctx context.Context, got *vsphere.GPUMMIO, m *vmGPUMMIOModel
 	list, ds = types.ListValueFrom(ctx, pciDeviceBlockType, devs)
 	diags.Append(ds...)
 	m.PCIDevice = list
+	for i := range vgpuBlocksRead {
+		vgpuBlocksRead[i].Count = countOf(vgpuCounts[vgpuBlocksRead[i].Profile.ValueString()])
+	}
+	profile := func(v vgpuBlockModel) string { return v.Profile.ValueString() }
+	list, ds = types.ListValueFrom(ctx, vgpuBlockType, inPriorOrder(vgpuBlocksRead, vgpuBlocks(ctx, m.VGPU, &diags), profile))
+	diags.Append(ds...)
+	m.VGPU = list
 	return diags
 }
 

@@ -67,7 +67,8 @@ func at(paths []path.Path, i int, block string) path.Path {
 // power must allow removing its devices.
 func (r *vmGPUMMIOResource) leaveVM(ctx context.Context, state *vmGPUMMIOModel, resp *resource.ModifyPlanResponse) {
 	r.claims.leave(vsphere.VMUse{VM: state.VirtualMachineID.ValueString(), Passthrough: true})
-	if len(r.gpus(ctx, state.GPU, &resp.Diagnostics))+len(devices(ctx, state.PCIDevice, &resp.Diagnostics)) > 0 {
+	if len(r.gpus(ctx, state.GPU, &resp.Diagnostics))+len(devices(ctx, state.PCIDevice, &resp.Diagnostics))+
+		len(vgpus(ctx, state.VGPU, &resp.Diagnostics)) > 0 {
 		checkDestroyPower(
 			ctx,
 			r.client,
@@ -123,8 +124,8 @@ func (r *vmGPUMMIOResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 			r.claimSetup(instance, uuid, vmID, &resp.Diagnostics)
 		}
 	}
-	if plan.GPU.IsUnknown() || plan.PCIDevice.IsUnknown() || config.MMIOSizeGB.IsUnknown() ||
-		!fullyKnown(ctx, plan.GPU) || !fullyKnown(ctx, plan.PCIDevice) {
+	if plan.GPU.IsUnknown() || plan.PCIDevice.IsUnknown() || plan.VGPU.IsUnknown() || config.MMIOSizeGB.IsUnknown() ||
+		!fullyKnown(ctx, plan.GPU) || !fullyKnown(ctx, plan.PCIDevice) || !fullyKnown(ctx, plan.VGPU) {
 		// Checked once the values are known. GPUs not known yet may change
 		// the total and the window sized from it: the prior values
 		// (UseStateForUnknown) would not survive the apply's plan.
@@ -139,7 +140,9 @@ func (r *vmGPUMMIOResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 	given := config.MMIOSizeGB.ValueInt64Pointer()
 	planned := devices(ctx, plan.PCIDevice, &resp.Diagnostics)
 	anyGPU := len(r.gpus(ctx, plan.GPU, &resp.Diagnostics)) > 0
-	sameDevices := state != nil && sameBlocks(ctx, plan.GPU, state.GPU) && sameBlocks(ctx, plan.PCIDevice, state.PCIDevice)
+	anyVGPU := len(vgpus(ctx, plan.VGPU, &resp.Diagnostics)) > 0
+	sameDevices := state != nil && sameBlocks(ctx, plan.GPU, state.GPU) && sameBlocks(ctx, plan.PCIDevice, state.PCIDevice) &&
+		sameBlocks(ctx, plan.VGPU, state.VGPU)
 	if from, to := movedSinceChecked(ctx, req.Private, &resp.Diagnostics); sameDevices && from != "" && r.anyByPCIID(ctx, &plan, &resp.Diagnostics) {
 		// Its devices are PCI ids on the host it runs on: checked there,
 		// as for a new setup.
@@ -148,9 +151,9 @@ func (r *vmGPUMMIOResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 				"hand). Its GPUs and devices are PCI ids on the host the VM runs on, so this plan checks them on %s.", vmID, from, to, to))
 		sameDevices = false
 	}
-	if sameDevices && (!plan.GPU.Equal(state.GPU) || !plan.PCIDevice.Equal(state.PCIDevice)) {
+	if sameDevices && (!plan.GPU.Equal(state.GPU) || !plan.PCIDevice.Equal(state.PCIDevice) || !plan.VGPU.Equal(state.VGPU)) {
 		resp.Diagnostics.AddWarning("Device blocks reordered",
-			fmt.Sprintf("The gpu or pci_device blocks of the GPU setup of virtual machine %s are in another order than in state, and "+
+			fmt.Sprintf("The gpu, vgpu or pci_device blocks of the GPU setup of virtual machine %s are in another order than in state, and "+
 				"are the same GPUs and devices. The plan shows them changing places: the apply records the new order and changes "+
 				"nothing on the VM.", vmID))
 	}
@@ -160,7 +163,7 @@ func (r *vmGPUMMIOResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 		// vCenter call, unless the window changes (which needs the VM's
 		// power state). A total of 0 with GPUs is one not known yet (an
 		// import): that is read.
-		size, f := vsphere.PlanMMIOSize(given, state.TotalGPUMemoryGB.ValueFloat64(), true, anyGPU)
+		size, f := vsphere.PlanMMIOSize(given, state.TotalGPUMemoryGB.ValueFloat64(), true, anyGPU, anyVGPU)
 		r.planSize(ctx, size, f, resp)
 		if current := state.MMIOSizeGB.ValueInt64(); f == nil && given == nil && current > 0 && size > current {
 			// Found too small (set by hand, adopted): the plan grows it.
@@ -174,7 +177,8 @@ func (r *vmGPUMMIOResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 		}
 	}
 	change := vsphere.GPUMMIOChange{
-		VMID: vmID, GPUs: r.requests(ctx, plan.GPU, &resp.Diagnostics), Devices: planned, MMIOSizeGB: given,
+		VMID: vmID, GPUs: r.requests(ctx, plan.GPU, &resp.Diagnostics), Devices: planned, VGPUs: vgpus(ctx, plan.VGPU, &resp.Diagnostics),
+		MMIOSizeGB:          given,
 		AllowFirmwareChange: plan.AllowFirmwareChange.ValueBool(), PowerOffAllowed: plan.PowerOffAllowed.ValueBool(),
 		Planned: r.claims.deviceInputs(),
 	}
@@ -484,8 +488,56 @@ func addGPUMMIOFinding(diags *diag.Diagnostics, f vsphere.Finding, paths blockPa
 				"under BIOS does not boot after the switch: install the OS after switching to EFI, or set allow_firmware_change = true "+
 				"if the guest can boot EFI.", f.VM, f.Firmware, f.Guest))
 	default:
-		if !addMMIOSizeFinding(diags, f) && !addPowerFinding(diags, f) {
+		if !addVGPUFinding(diags, f) && !addMMIOSizeFinding(diags, f) && !addPowerFinding(diags, f) {
 			unexpectedFinding(diags, f)
 		}
 	}
+}
+
+// addVGPUFinding words a finding of the vGPU rules, and reports whether f
+// was one.
+func addVGPUFinding(diags *diag.Diagnostics, f vsphere.Finding) bool {
+	at := path.Root("vgpu")
+	switch f := f.(type) {
+	case vsphere.VGPUProfileNotOffered:
+		why := "Its GPUs in Shared Direct graphics mode offer " + listOrNone(f.Offered) + "."
+		if len(f.Offered) == 0 {
+			why = "It offers no vGPU profile: none of its GPUs is driven by NVIDIA's vGPU manager."
+		}
+		fix := "Choose a profile it offers, or run the VM on a host that offers this one."
+		if len(f.NotShared) > 0 {
+			fix = fmt.Sprintf("Its GPUs %s are not in Shared Direct mode: set them so with vspherehpc_host_graphics (and reboot_allowed, "+
+				"or reboot the host), and refer to it from this resource (depends_on) so the plan knows; or choose a profile it offers.",
+				strings.Join(f.NotShared, ", "))
+		}
+		diags.AddAttributeError(at, "vGPU profile not offered",
+			fmt.Sprintf("Host %s of virtual machine %s does not offer vGPU profile %s, so the VM would not power on. %s %s",
+				f.Host, f.VM, f.Profile, why, fix))
+	case vsphere.TooManyVGPUs:
+		diags.AddAttributeError(at, "Too many vGPUs",
+			fmt.Sprintf("Virtual machine %s is given %d vGPUs; vSphere 8 gives a VM at most %d. Use fewer, or larger profiles.",
+				f.VM, f.Asked, vsphere.MaxVGPUsPerVM))
+	case vsphere.VGPUsMixed:
+		diags.AddAttributeError(at, "vGPUs of different boards or series",
+			fmt.Sprintf("Virtual machine %s is given vGPU profiles %s. NVIDIA allows several vGPUs on one VM only when all are of "+
+				"the same board type and series (for example all grid_a100-*c): keep to one.", f.VM, strings.Join(f.Profiles, ", ")))
+	case vsphere.VGPUsDoNotFit:
+		why := ""
+		if len(f.Why) > 0 {
+			why = " " + strings.Join(f.Why, "; ") + "."
+		}
+		detail := fmt.Sprintf("Virtual machine %s asks for %d vGPUs of profile %s, and the GPUs of host %s have room for %d more of it "+
+			"beside the vGPUs of its running virtual machines (in equal-size mode a GPU holds vGPUs of one frame buffer size only).%s",
+			f.VM, f.Asked, f.Profile, f.Host, f.Fit, why)
+		if f.PowersOn {
+			diags.AddAttributeError(at, "vGPUs do not fit", detail+" The VM runs, and would not power on again after this change: "+
+				"ask for fewer, power other vGPU VMs of the host off, or move the VM to a host with room.")
+		} else {
+			diags.AddAttributeWarning(at, "vGPUs do not fit now", detail+" The VM is off: it powers on only once they fit, or, in a DRS "+
+				"cluster, on another host that offers the profile.")
+		}
+	default:
+		return false
+	}
+	return true
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -61,6 +62,7 @@ type vmGPUMMIOModel struct {
 	VirtualMachineID    types.String  `tfsdk:"virtual_machine_id"`
 	GPU                 types.List    `tfsdk:"gpu"`
 	PCIDevice           types.List    `tfsdk:"pci_device"`
+	VGPU                types.List    `tfsdk:"vgpu"`
 	MMIOSizeGB          types.Int64   `tfsdk:"mmio_size_gb"`
 	TotalGPUMemoryGB    types.Float64 `tfsdk:"total_gpu_memory_gb"`
 	Firmware            types.String  `tfsdk:"firmware"`
@@ -96,6 +98,23 @@ type pciDeviceBlockModel struct {
 }
 
 var pciDeviceBlockType = types.ObjectType{AttrTypes: map[string]attr.Type{"pci_id": types.StringType}}
+
+// vgpuBlockModel is a vgpu block: count vGPUs of one profile (count null is
+// one), compared as gpu blocks are.
+type vgpuBlockModel struct {
+	Profile types.String `tfsdk:"profile"`
+	Count   types.Int64  `tfsdk:"count"`
+}
+
+var vgpuBlockType = types.ObjectType{AttrTypes: map[string]attr.Type{"profile": types.StringType, "count": types.Int64Type}}
+
+// vgpuCount is how many vGPUs a block asks for.
+func (v vgpuBlockModel) vgpuCount() int {
+	if v.Count.IsNull() || v.Count.IsUnknown() {
+		return 1
+	}
+	return int(v.Count.ValueInt64())
+}
 
 func (g gpuBlockModel) request() vsphere.GPURequest {
 	return vsphere.GPURequest{PCIID: g.PCIID.ValueString(), VendorID: g.VendorID.ValueString(), DeviceID: g.DeviceID.ValueString()}
@@ -232,6 +251,27 @@ func (r *vmGPUMMIOResource) Schema(_ context.Context, _ resource.SchemaRequest, 
 					},
 				}},
 			},
+			"vgpu": schema.ListNestedBlock{
+				MarkdownDescription: "NVIDIA vGPUs (the vSphere Client's \"Shared PCI device\"): `count` vGPUs of one profile, which " +
+					"the VM's host places on its GPUs in *Shared Direct* mode at power on (`vspherehpc_host_graphics`). The profile must " +
+					"be one the host offers (`vspherehpc_host`'s `vgpu_profiles`), all of one board and series (NVIDIA: multiple vGPUs " +
+					fmt.Sprintf("per VM need the same board type and series), at most %d per VM (vSphere 8), and fit the ", vsphere.MaxVGPUsPerVM) +
+					"host's GPUs beside the vGPUs of its running VMs: in equal-size mode, ESXi's default, a GPU holds vGPUs of one " +
+					"frame buffer size only. A VM with vGPUs gets EFI, all memory reserved and the 64-bit MMIO keys with at least " +
+					fmt.Sprintf("%d GB, as NVIDIA asks for C-series vGPUs. One block per profile, in any order.", mmio.VGPUMinSizeGB),
+				NestedObject: schema.NestedBlockObject{Attributes: map[string]schema.Attribute{
+					"profile": schema.StringAttribute{
+						Required: true, MarkdownDescription: "The vGPU profile as vSphere names it, e.g. `grid_a100-20c` or `nvidia_h100xm-80c`.",
+						Validators: []validator.String{stringvalidator.RegexMatches(vgpuProfilePattern,
+							"must be a vGPU profile as vSphere names it, such as grid_a100-20c")},
+					},
+					"count": schema.Int64Attribute{
+						Optional: true, CustomType: wholeNumber(2, vsphere.MaxVGPUsPerVM),
+						MarkdownDescription: fmt.Sprintf("How many vGPUs of the profile, from 2 to %d; leave it out for one.", vsphere.MaxVGPUsPerVM),
+						Validators:          []validator.Int64{int64validator.Between(2, vsphere.MaxVGPUsPerVM)},
+					},
+				}},
+			},
 			"pci_device": schema.ListNestedBlock{
 				MarkdownDescription: "Another PCI device to pass through beside the GPUs: an InfiniBand virtual function " +
 					"(`vspherehpc_host_sriov`'s `virtual_function_ids`, enabled with `vspherehpc_host_pci_passthrough`) or a whole ConnectX " +
@@ -275,8 +315,28 @@ func (r *vmGPUMMIOResource) gpus(ctx context.Context, l types.List, diags *diag.
 }
 
 func (r *vmGPUMMIOResource) spec(ctx context.Context, m *vmGPUMMIOModel, diags *diag.Diagnostics) vsphere.GPUMMIOSpec {
-	return vsphere.GPUMMIOSpec{GPUs: r.requests(ctx, m.GPU, diags), Devices: devices(ctx, m.PCIDevice, diags),
+	return vsphere.GPUMMIOSpec{GPUs: r.requests(ctx, m.GPU, diags), Devices: devices(ctx, m.PCIDevice, diags), VGPUs: vgpus(ctx, m.VGPU, diags),
 		MMIOSizeGB: m.MMIOSizeGB.ValueInt64(), PowerOffAllowed: m.PowerOffAllowed.ValueBool()}
+}
+
+func vgpuBlocks(ctx context.Context, l types.List, diags *diag.Diagnostics) []vgpuBlockModel {
+	var list []vgpuBlockModel
+	if !l.IsNull() && !l.IsUnknown() {
+		diags.Append(l.ElementsAs(ctx, &list, false)...)
+	}
+	return list
+}
+
+// vgpus are the vGPUs vgpu blocks ask for, by profile, a block with count n
+// giving n.
+func vgpus(ctx context.Context, l types.List, diags *diag.Diagnostics) []string {
+	var out []string
+	for _, v := range vgpuBlocks(ctx, l, diags) {
+		for range v.vgpuCount() {
+			out = append(out, v.Profile.ValueString())
+		}
+	}
+	return out
 }
 
 // requests are the GPUs gpu blocks ask for, a block with count n giving n.
@@ -356,7 +416,7 @@ func (r *vmGPUMMIOResource) landed(ctx context.Context, vmID string, spec vspher
 	defer cancel()
 	got, err := r.client.GPUMMIO(ctx, vmID)
 	return err == nil && got.Use64bitMMIO && got.MMIOSizeGB == spec.MMIOSizeGB && got.Firmware == "efi" &&
-		vsphere.SameGPUs(vsphere.PassthroughRequests(spec.GPUs, spec.Devices), got.Devices)
+		vsphere.SameGPUs(vsphere.PassthroughRequests(spec.GPUs, spec.Devices, spec.VGPUs), got.Devices)
 }
 
 // landedTimeout bounds the read that looks for a setup whose task was not
@@ -431,7 +491,7 @@ func (r *vmGPUMMIOResource) Read(ctx context.Context, req resource.ReadRequest, 
 	state.ExtraConfigBefore = stringMap(extraConfigBefore(ctx, state, req.Private, &resp.Diagnostics))
 	state.VirtualMachineID = followVM(state.VirtualMachineID, got.VM)
 	gpus := r.requests(ctx, state.GPU, &resp.Diagnostics)
-	known := vsphere.PassthroughRequests(gpus, devices(ctx, state.PCIDevice, &resp.Diagnostics))
+	known := vsphere.PassthroughRequests(gpus, devices(ctx, state.PCIDevice, &resp.Diagnostics), vgpus(ctx, state.VGPU, &resp.Diagnostics))
 	var others map[string]bool
 	if len(got.Devices) > 0 && (!vsphere.SameGPUs(known, got.Devices) || (len(gpus) > 0 && state.TotalGPUMemoryGB.ValueFloat64() == 0)) {
 		// Devices changed out of band, or just imported: which are GPUs, and

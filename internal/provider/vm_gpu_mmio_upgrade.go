@@ -98,7 +98,8 @@ func upgradeGPUMMIOBefore2(ctx context.Context, req resource.UpgradeStateRequest
 		ID: old.ID, VirtualMachineID: old.VirtualMachineID, MMIOSizeGB: old.MMIOSizeGB, TotalGPUMemoryGB: old.TotalGPUMemoryGB,
 		Firmware: old.Firmware, Use64bitMMIO: old.Use64bitMMIO, MemoryLockedToMax: old.MemoryLockedToMax,
 		AllowFirmwareChange: old.AllowFirmwareChange, PowerOffAllowed: old.PowerOffAllowed,
-		ExtraConfigBefore: types.MapNull(types.StringType), // read from private state at the next refresh or destroy
+		ExtraConfigBefore: types.MapNull(types.StringType),         // read from private state at the next refresh or destroy
+		VGPU:              types.ListValueMust(vgpuBlockType, nil), // before vGPUs: the next read finds any
 	}
 	var gpus []gpuBlockModel
 	at := map[string]int{}

@@ -11,6 +11,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vsphere"
 )
 
 // ValidateConfig: each GPU is a PCI id or a vendor and device id (with a
@@ -95,6 +97,40 @@ func (r *vmGPUMMIOResource) ValidateConfig(ctx context.Context, req resource.Val
 				fmt.Sprintf("PCI device %s is listed both in a gpu block and in a pci_device block. A VM given the same device twice "+
 					"does not boot, with no error: list it once (GPUs in gpu blocks, so their memory sizes the MMIO window).", id))
 		}
+	}
+	validateVGPUBlocks(ctx, req, resp)
+}
+
+// validateVGPUBlocks refuses two vgpu blocks of one profile (one block per
+// profile, with its count) and more vGPUs in all than a VM takes.
+func validateVGPUBlocks(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
+	var l types.List
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("vgpu"), &l)...)
+	if resp.Diagnostics.HasError() || l.IsUnknown() {
+		return
+	}
+	var blocks []vgpuBlockModel
+	resp.Diagnostics.Append(l.ElementsAs(ctx, &blocks, true)...)
+	first, total, counted := map[string]int{}, 0, true
+	for i, b := range blocks {
+		if b.Count.IsUnknown() {
+			counted = false
+		}
+		total += b.vgpuCount()
+		if b.Profile.IsUnknown() || b.Profile.IsNull() {
+			continue
+		}
+		p := b.Profile.ValueString()
+		if j, twice := first[p]; twice {
+			resp.Diagnostics.AddAttributeError(path.Root("vgpu").AtListIndex(i), "vGPU profile given twice",
+				fmt.Sprintf("vgpu blocks %d and %d both ask for profile %s. The vGPUs of a profile are one block with their count.", j+1, i+1, p))
+			continue
+		}
+		first[p] = i
+	}
+	if counted && total > vsphere.MaxVGPUsPerVM {
+		resp.Diagnostics.AddAttributeError(path.Root("vgpu"), "Too many vGPUs",
+			fmt.Sprintf("The vgpu blocks ask for %d vGPUs; vSphere 8 gives a VM at most %d.", total, vsphere.MaxVGPUsPerVM))
 	}
 }
 

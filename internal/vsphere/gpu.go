@@ -15,18 +15,23 @@ import (
 
 // GPURequest is one GPU to pass through: a host PCI id, or (dynamic
 // DirectPath) a vendor and device id that vSphere picks a device for at
-// power on.
+// power on, or (NVIDIA vGPU) a vGPU profile that the host places on one of
+// its GPUs at power on.
 type GPURequest struct {
 	PCIID    string
 	VendorID string // four hex digits
 	DeviceID string
+	VGPU     string // a vGPU profile, e.g. "grid_a100-20c"
 }
 
 // Dynamic reports whether the request is by vendor and device id.
-func (g GPURequest) Dynamic() bool { return g.PCIID == "" }
+func (g GPURequest) Dynamic() bool { return g.PCIID == "" && g.VGPU == "" }
 
 // Matches reports whether a VM's passthrough device is the one requested.
 func (g GPURequest) Matches(have PCIPassthrough) bool {
+	if g.VGPU != "" {
+		return have.VGPU == g.VGPU
+	}
 	if g.Dynamic() {
 		return have.Dynamic && !have.Narrowed() && have.VendorID == g.VendorID && have.DeviceID == g.DeviceID
 	}
@@ -54,26 +59,31 @@ func SameGPUs(want []GPURequest, have []PCIPassthrough) bool {
 	return true
 }
 
-// GPUMMIOSpec is the passthrough setup of a VM: its GPUs and its other
-// passthrough devices (InfiniBand VFs and PFs), by host PCI id.
+// GPUMMIOSpec is the passthrough setup of a VM: its GPUs, its other
+// passthrough devices (InfiniBand VFs and PFs) by host PCI id, and its
+// vGPUs by profile, one entry each.
 type GPUMMIOSpec struct {
 	GPUs            []GPURequest
 	Devices         []string
+	VGPUs           []string
 	MMIOSizeGB      int64
 	PowerOffAllowed bool
 }
 
 // requests lists every passthrough device of the setup, GPUs first.
 func (s GPUMMIOSpec) requests() []GPURequest {
-	return PassthroughRequests(s.GPUs, s.Devices)
+	return PassthroughRequests(s.GPUs, s.Devices, s.VGPUs)
 }
 
-// PassthroughRequests lists GPUs and other devices given by PCI id as one
-// request, GPUs first.
-func PassthroughRequests(gpus []GPURequest, devices []string) []GPURequest {
+// PassthroughRequests lists GPUs, other devices given by PCI id and vGPUs
+// given by profile as one request, GPUs first.
+func PassthroughRequests(gpus []GPURequest, devices, vgpus []string) []GPURequest {
 	out := slices.Clone(gpus)
 	for _, id := range devices {
 		out = append(out, GPURequest{PCIID: id})
+	}
+	for _, profile := range vgpus {
+		out = append(out, GPURequest{VGPU: profile})
 	}
 	return out
 }
@@ -179,6 +189,9 @@ func (c *Client) SortPassthrough(ctx context.Context, vmID string, devices []PCI
 func sortPassthrough(host *Host, devices []PCIPassthrough) *SortedPassthrough {
 	out := &SortedPassthrough{}
 	for _, d := range devices {
+		if d.VGPU != "" {
+			continue // a share of a GPU the host places at power on: neither a host GPU nor another device
+		}
 		gpu := d.Dynamic
 		for _, h := range host.GPUs {
 			if (!d.Dynamic && h.PCIID == d.PCIID) || (d.Dynamic && h.VendorID == d.VendorID && h.DeviceID == d.DeviceID) {
@@ -309,10 +322,12 @@ func passthroughChanges(vm *mo.VirtualMachine, want []GPURequest, target *types.
 }
 
 // managedBacking tells the passthrough devices this provider manages (a
-// host device, or dynamic DirectPath) from others such as vGPU profiles.
+// host device, dynamic DirectPath, an NVIDIA vGPU) from others, such as a
+// vendor's plugin device.
 func managedBacking(pt *types.VirtualPCIPassthrough) bool {
 	switch pt.Backing.(type) {
-	case *types.VirtualPCIPassthroughDeviceBackingInfo, *types.VirtualPCIPassthroughDynamicBackingInfo:
+	case *types.VirtualPCIPassthroughDeviceBackingInfo, *types.VirtualPCIPassthroughDynamicBackingInfo,
+		*types.VirtualPCIPassthroughVmiopBackingInfo:
 		return true
 	}
 	return false
@@ -322,6 +337,12 @@ func managedBacking(pt *types.VirtualPCIPassthrough) bool {
 // what the host offers (as the vSphere Client does), or a dynamic one.
 func passthroughDevice(w GPURequest, target *types.ConfigTarget) (*types.VirtualPCIPassthrough, error) {
 	dev := &types.VirtualPCIPassthrough{VirtualDevice: types.VirtualDevice{Key: -1}}
+	if w.VGPU != "" {
+		// The vSphere Client's "Shared PCI device" with an NVIDIA GRID vGPU
+		// profile: the host places it on a GPU at power on.
+		dev.Backing = &types.VirtualPCIPassthroughVmiopBackingInfo{Vgpu: w.VGPU}
+		return dev, nil
+	}
 	if w.Dynamic() {
 		vendor, err1 := strconv.ParseUint(w.VendorID, 16, 16)
 		device, err2 := strconv.ParseUint(w.DeviceID, 16, 16)
@@ -373,7 +394,7 @@ func (c *Client) devicesStillFree(ctx context.Context, op string, vm *mo.Virtual
 	}
 	host := hostFromMO(h, cluster, vms)
 	for _, w := range want {
-		if w.Dynamic() {
+		if w.PCIID == "" { // dynamic DirectPath and vGPUs: placed at power on
 			continue
 		}
 		for _, d := range host.PCIDevices {

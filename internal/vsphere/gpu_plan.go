@@ -22,6 +22,7 @@ type GPUMMIOChange struct {
 	VMID                string // UUID or managed object id, as given
 	GPUs                []GPURequest
 	Devices             []string // other passthrough devices by PCI id: InfiniBand VFs and PFs
+	VGPUs               []string // vGPUs by profile, one entry each
 	MMIOSizeGB          *int64   // nil: sized by the rule
 	AllowFirmwareChange bool
 	PowerOffAllowed     bool
@@ -189,16 +190,19 @@ func (MMIONotPowerOfTwo) finding() {}
 func (MMIOTooSmall) finding() {}
 
 // PlanMMIOSize sizes the MMIO window of GPUs with totalGB of memory (known:
-// every GPU's memory is reported): the given size if it is a power of two
-// and not below the rule's, else the rule's (internal/mmio). It needs no
-// vCenter.
-func PlanMMIOSize(given *int64, totalGB float64, known, anyGPU bool) (int64, Finding) {
+// every GPU's memory is reported), and of vGPUs: the given size if it is a
+// power of two and not below the rule's, else the rule's (internal/mmio),
+// and with vGPUs at least mmio.VGPUMinSizeGB. It needs no vCenter.
+func PlanMMIOSize(given *int64, totalGB float64, known, anyGPU, vgpus bool) (int64, Finding) {
 	var rule int64
 	if anyGPU && known {
 		var err error
 		if rule, err = mmio.SizeGB(totalGB); err != nil {
 			return 0, MMIOSizeImpossible{Err: err}
 		}
+	}
+	if vgpus {
+		rule, anyGPU, known = max(rule, mmio.VGPUMinSizeGB), true, true
 	}
 	switch {
 	case given == nil && rule == 0 && anyGPU:
@@ -226,7 +230,7 @@ func (c *Client) PlanGPUMMIO(ctx context.Context, ch GPUMMIOChange) (*GPUMMIOPla
 	}
 	label := fmt.Sprintf("%s (%s)", vm.Name, ch.VMID)
 	out := &GPUMMIOPlan{VMUUID: vm.ID, VMName: vm.Name, Takes: takenDevices(host, ch), OnHost: VMOnHost{
-		VM: label, HostID: vm.HostID, Running: vm.PowerState == PoweredOn, Passthrough: len(ch.GPUs)+len(ch.Devices) > 0,
+		VM: label, HostID: vm.HostID, Running: vm.PowerState == PoweredOn, Passthrough: len(ch.GPUs)+len(ch.Devices)+len(ch.VGPUs) > 0,
 	}}
 	total, known := 0.0, true
 	for i, g := range ch.GPUs {
@@ -247,11 +251,21 @@ func (c *Client) PlanGPUMMIO(ctx context.Context, ch GPUMMIOChange) (*GPUMMIOPla
 		}
 		out.Findings = append(out.Findings, findings...)
 	}
+	if len(ch.VGPUs) > 0 {
+		check := vgpuCheck{label: label, moid: vm.MOID, host: host, vgpus: ch.VGPUs, powersOn: vm.PowerState == PoweredOn,
+			planned: ch.Planned.Graphics[host.ID]}
+		if !check.planned && len(host.VGPUProfiles) > 0 {
+			if check.models, err = c.vgpuModels(ctx, vm); err != nil {
+				return nil, err
+			}
+		}
+		out.Findings = append(out.Findings, planVGPUs(check)...)
+	}
 	if refusedGPUs {
 		return out, nil // nothing to size
 	}
 	out.Sized, out.TotalMemoryGB = true, total
-	size, f := PlanMMIOSize(ch.MMIOSizeGB, total, known, len(ch.GPUs) > 0)
+	size, f := PlanMMIOSize(ch.MMIOSizeGB, total, known, len(ch.GPUs) > 0, len(ch.VGPUs) > 0)
 	out.MMIOSizeGB = size
 	if f != nil {
 		out.Findings = append(out.Findings, f)
@@ -261,7 +275,7 @@ func (c *Client) PlanGPUMMIO(ctx context.Context, ch GPUMMIOChange) (*GPUMMIOPla
 		out.Findings = append(out.Findings, FirmwareChangeRefused{VM: label, Firmware: vm.Firmware,
 			Guest: strings.TrimSpace(vm.GuestFullName + " " + vm.GuestFamily)})
 	}
-	needsOff := !ch.Existing || !efi || !SameGPUs(PassthroughRequests(ch.GPUs, ch.Devices), vm.PCIPassthroughs) || size != ch.CurrentMMIOSizeGB ||
+	needsOff := !ch.Existing || !efi || !SameGPUs(PassthroughRequests(ch.GPUs, ch.Devices, ch.VGPUs), vm.PCIPassthroughs) || size != ch.CurrentMMIOSizeGB ||
 		!ch.Current64bitMMIO
 	if p := PlanPower(label, vm.PowerState, needsOff, ch.PowerOffAllowed, WhatGPUsNeedOff); p != nil {
 		out.Findings = append(out.Findings, p)

@@ -117,24 +117,30 @@ func TestPlanMMIOSize(t *testing.T) {
 	t.Parallel()
 	size := func(n int64) *int64 { return &n }
 	cases := []struct {
-		given         *int64
-		total         float64
-		known, anyGPU bool
-		want          int64
-		finding       Finding
+		given                *int64
+		total                float64
+		known, anyGPU, vgpus bool
+		want                 int64
+		finding              Finding
 	}{
-		{nil, 80, true, true, 256, nil},
-		{size(512), 80, true, true, 512, nil},
-		{size(100), 80, true, true, 100, MMIONotPowerOfTwo{Given: 100, Suggested: 256}},
-		{size(128), 80, true, true, 128, MMIOTooSmall{Given: 128, Rule: 256, TotalGB: 80}},
-		{nil, 0, false, true, 0, MMIOSizeUnknown{}},
-		{nil, 0, true, false, 0, NothingToSize{}},
-		{size(64), 0, true, false, 64, nil},
+		{nil, 80, true, true, false, 256, nil},
+		{size(512), 80, true, true, false, 512, nil},
+		{size(100), 80, true, true, false, 100, MMIONotPowerOfTwo{Given: 100, Suggested: 256}},
+		{size(128), 80, true, true, false, 128, MMIOTooSmall{Given: 128, Rule: 256, TotalGB: 80}},
+		{nil, 0, false, true, false, 0, MMIOSizeUnknown{}},
+		{nil, 0, true, false, false, 0, NothingToSize{}},
+		{size(64), 0, true, false, false, 64, nil},
+		// vGPUs alone: NVIDIA's 64 GB; beside passthrough GPUs, the larger.
+		{nil, 0, true, false, true, 64, nil},
+		{size(32), 0, true, false, true, 32, MMIOTooSmall{Given: 32, Rule: 64}},
+		{nil, 80, true, true, true, 256, nil},
+		{nil, 16, true, true, true, 64, nil},
 	}
 	for _, tc := range cases {
-		got, f := PlanMMIOSize(tc.given, tc.total, tc.known, tc.anyGPU)
+		got, f := PlanMMIOSize(tc.given, tc.total, tc.known, tc.anyGPU, tc.vgpus)
 		if got != tc.want || !reflect.DeepEqual(f, tc.finding) {
-			t.Errorf("PlanMMIOSize(%v, %v, %v, %v) = %d, %#v; want %d, %#v", tc.given, tc.total, tc.known, tc.anyGPU, got, f, tc.want, tc.finding)
+			t.Errorf("PlanMMIOSize(%v, %v, %v, %v, %v) = %d, %#v; want %d, %#v", tc.given, tc.total, tc.known, tc.anyGPU, tc.vgpus, got, f,
+				tc.want, tc.finding)
 		}
 	}
 }

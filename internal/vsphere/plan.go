@@ -29,6 +29,10 @@ type PlannedHostDevices struct {
 	// VFs are the virtual functions a host resource of the plan gives a
 	// physical function, by HostDeviceKey: what its adapters count on.
 	VFs map[string]int
+	// Graphics are the hosts, by id, whose GPUs a host graphics resource of
+	// the plan sets to Shared Direct, driven so once its apply ends (the
+	// host's graphics restarted): their vGPU profiles are known only then.
+	Graphics map[string]bool
 }
 
 // VMOnHost is where a planned VM change runs, for the provider to set it
@@ -104,6 +108,7 @@ var (
 	PowerActionFindings = []Finding{&NotRestarted{}, &NotShutDownSuspended{}}
 	// GPUMMIOFindings: PlanGPUMMIO and PlanMMIOSize, beside PowerFindings.
 	GPUMMIOFindings = []Finding{NoDynamicGPU{}, TooFewGPUs{}, GPUNotActive{}, GPUInUse{}, GPUNotOnHost{},
+		VGPUProfileNotOffered{}, TooManyVGPUs{}, VGPUsMixed{}, VGPUsDoNotFit{},
 		DeviceNotOnVMHost{}, DeviceNotActive{}, DeviceInUse{}, DeviceIsGPU{}, FirmwareChangeRefused{},
 		MMIOSizeUnknown{}, NothingToSize{}, MMIOSizeImpossible{}, MMIONotPowerOfTwo{}, MMIOTooSmall{}}
 	// PVRDMANICFindings: PlanPVRDMANIC, beside PowerFindings.

@@ -105,6 +105,9 @@ type PCIPassthrough struct {
 	// Models is how many models a dynamic DirectPath device may take; one
 	// as this provider sets it up.
 	Models int
+	// VGPU is the profile of a shared passthrough device (NVIDIA vGPU, a
+	// vmiop backing), e.g. "grid_a100-20c"; "" for any other device.
+	VGPU string
 }
 
 // Narrowed reports whether a dynamic DirectPath device is set up otherwise
@@ -439,6 +442,8 @@ func pciPassthrough(pt *types.VirtualPCIPassthrough) PCIPassthrough {
 			out.VendorID = fmt.Sprintf("%04x", uint16(b.AllowedDevice[0].VendorId))
 			out.DeviceID = fmt.Sprintf("%04x", uint16(b.AllowedDevice[0].DeviceId))
 		}
+	case *types.VirtualPCIPassthroughVmiopBackingInfo:
+		out.VGPU = b.Vgpu
 	}
 	return out
 }

@@ -260,11 +260,17 @@ type taskLost struct{ error }
 func (e *taskLost) Unwrap() []error { return []error{e.error, ErrTaskLost} }
 
 func configTarget(ctx context.Context, vc *vim25.Client, vm *mo.VirtualMachine) (*types.ConfigTarget, error) {
-	browser, err := object.NewVirtualMachine(vc, vm.Self).EnvironmentBrowser(ctx)
+	return configTargetOn(ctx, vc, vm.Self, *vm.Runtime.Host)
+}
+
+// configTargetOn is what host offers a VM (its environment browser's
+// QueryConfigTarget).
+func configTargetOn(ctx context.Context, vc *vim25.Client, vm, host types.ManagedObjectReference) (*types.ConfigTarget, error) {
+	browser, err := object.NewVirtualMachine(vc, vm).EnvironmentBrowser(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return browser.QueryConfigTarget(ctx, object.NewHostSystem(vc, *vm.Runtime.Host))
+	return browser.QueryConfigTarget(ctx, object.NewHostSystem(vc, host))
 }
 
 // reconfigureVM applies spec to a VM read under its lock. When needsOff and

@@ -1,0 +1,225 @@
+package vsphere
+
+// The plan-time rules of a VM's NVIDIA vGPUs, each from a public source:
+//   - a vGPU's profile must be one the VM's host offers: the types of its
+//     GPUs that NVIDIA's vGPU manager drives (HostGraphicsManager.
+//     sharedPassthruGpuTypes, "These GPU types may be enabled when specific
+//     host hardware is present"), which it does for GPUs in Shared Direct
+//     graphics mode once the host's graphics restart;
+//   - at most MaxVGPUsPerVM vGPUs per VM ("With vSphere 8, you have the
+//     capability to add up to 8 virtual GPUs (vGPUs) to one VM", VMware,
+//     "vSphere 8 Expands Machine Learning Support", 2022-08-16);
+//   - a VM's vGPUs all of one board and series ("You can assign multiple
+//     vGPUs with differing amounts of frame buffer to a single VM, provided
+//     the board type and the series of all the vGPUs are the same", NVIDIA
+//     AI Enterprise 8.1, Multi-vGPU);
+//   - the host's GPUs have room for them at power on: in equal-size mode,
+//     ESXi's default, "all vGPUs on the GPU must have the same amount of
+//     frame buffer" (NVIDIA vGPU documentation, "vGPU profiles"), so a GPU
+//     holds its frame buffer divided by the profile's, less the vGPUs of
+//     running VMs on it, and none when those have another size. The host
+//     places each vGPU at power on (InsufficientGraphicsResourcesFault,
+//     "Graphics resources admission control failed", when it cannot).
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/vmware/govmomi/vim25/types"
+)
+
+// MaxVGPUsPerVM is the most vGPUs vSphere 8 gives one VM.
+const MaxVGPUsPerVM = 8
+
+// The findings of planVGPUs.
+type (
+	// VGPUProfileNotOffered: the VM's host does not offer the profile.
+	// Offered lists what it does; NotShared lists its GPUs that neither
+	// NVIDIA's vGPU manager drives nor are passed through (in Shared or
+	// no-driver mode, or waiting for the host's graphics to restart).
+	VGPUProfileNotOffered struct {
+		VM, Host, Profile  string
+		Offered, NotShared []string
+	}
+	// TooManyVGPUs: more vGPUs than a VM takes.
+	TooManyVGPUs struct {
+		VM    string
+		Asked int
+	}
+	// VGPUsMixed: vGPUs of different boards or series on one VM.
+	VGPUsMixed struct {
+		VM       string
+		Profiles []string
+	}
+	// VGPUsDoNotFit: the host's GPUs have room for Fit vGPUs of the profile,
+	// fewer than Asked; Why says what takes the rest. PowersOn: the apply
+	// powers the VM on (it runs now), so it would fail then; otherwise its
+	// next power-on does, or, in a DRS cluster, it powers on elsewhere.
+	VGPUsDoNotFit struct {
+		VM, Host, Profile string
+		Asked, Fit        int
+		Why               []string
+		PowersOn          bool
+	}
+)
+
+func (VGPUProfileNotOffered) finding() {}
+func (TooManyVGPUs) finding()          {}
+func (VGPUsMixed) finding()            {}
+func (VGPUsDoNotFit) finding()         {}
+
+// VGPUBoardAndSeries is the board and series of an NVIDIA vGPU profile as
+// vSphere names it: "grid_a100-40c" and "grid_a100-3-20c" are board "a100",
+// series "c". Empty when the name does not follow NVIDIA's pattern.
+func VGPUBoardAndSeries(profile string) (board, series string) {
+	_, name, ok := strings.Cut(profile, "_")
+	if !ok {
+		return "", ""
+	}
+	board, _, _ = strings.Cut(name, "-")
+	last := name[strings.LastIndexByte(name, '-')+1:]
+	series = strings.TrimLeft(last, "0123456789")
+	if board == name || series == "" || series == last {
+		return "", ""
+	}
+	return board, series
+}
+
+// vgpuCheck is what planVGPUs needs: the VM (label, its words in findings;
+// moid), its host, its vGPUs by profile, whether the apply powers it on,
+// whether a host graphics resource of the plan sets the host's GPUs to
+// Shared Direct (their profiles are known only after that), and the host's
+// vGPU profiles by the GPU model (vendor:device) that offers them.
+type vgpuCheck struct {
+	label, moid string
+	host        *Host
+	vgpus       []string
+	powersOn    bool
+	planned     bool
+	models      map[string][]string
+}
+
+// planVGPUs checks a VM's vGPUs against its host.
+func planVGPUs(in vgpuCheck) []Finding {
+	if len(in.vgpus) == 0 {
+		return nil
+	}
+	var out []Finding
+	if len(in.vgpus) > MaxVGPUsPerVM {
+		out = append(out, TooManyVGPUs{VM: in.label, Asked: len(in.vgpus)})
+	}
+	profiles := slices.Compact(slices.Sorted(slices.Values(in.vgpus)))
+	boards := map[string]bool{}
+	for _, p := range profiles {
+		b, s := VGPUBoardAndSeries(p)
+		boards[b+"/"+s] = true
+	}
+	if len(boards) > 1 {
+		out = append(out, VGPUsMixed{VM: in.label, Profiles: profiles})
+	}
+	if in.planned || in.host.ID == "" {
+		return out // the host's profiles are known once its graphics restart
+	}
+	offered := make([]string, 0, len(in.host.VGPUProfiles))
+	for _, p := range in.host.VGPUProfiles {
+		offered = append(offered, p.Name)
+	}
+	var notShared []string
+	for _, g := range in.host.GPUs {
+		if g.GraphicsType != "" && g.GraphicsType != string(types.HostGraphicsInfoGraphicsTypeSharedDirect) &&
+			g.GraphicsType != string(types.HostGraphicsInfoGraphicsTypeDirect) {
+			notShared = append(notShared, fmt.Sprintf("%s (%s)", g.PCIID, g.GraphicsType))
+		}
+	}
+	fits := true
+	for _, p := range profiles {
+		if !slices.Contains(offered, p) {
+			out = append(out, VGPUProfileNotOffered{VM: in.label, Host: in.host.Name, Profile: p, Offered: offered, NotShared: notShared})
+			fits = false
+		}
+	}
+	if !fits {
+		return out
+	}
+	for _, p := range profiles {
+		asked := 0
+		for _, v := range in.vgpus {
+			if v == p {
+				asked++
+			}
+		}
+		if fit, why := vgpuRoom(in, p); fit < asked {
+			out = append(out, VGPUsDoNotFit{VM: in.label, Host: in.host.Name, Profile: p, Asked: asked, Fit: fit, Why: why,
+				PowersOn: in.powersOn})
+		}
+	}
+	return out
+}
+
+// vgpuRoom is how many more vGPUs of profile p the host's GPUs hold, in
+// equal-size mode, not counting the VM's own, and what takes the rest.
+func vgpuRoom(in vgpuCheck, p string) (int, []string) {
+	fb := VGPUFrameBufferGB(p)
+	if fb == 0 {
+		return MaxVGPUsPerVM, nil // a name the rule cannot read: the host decides at power on
+	}
+	fit := 0
+	var why []string
+	for _, g := range in.host.GPUs {
+		if g.GraphicsType != string(types.HostGraphicsInfoGraphicsTypeSharedDirect) ||
+			!slices.Contains(in.models[g.VendorID+":"+g.DeviceID], p) {
+			continue
+		}
+		slots, other := int(int64(g.MemoryGB+0.5)/fb), ""
+		for _, u := range g.VGPUs {
+			for _, profile := range u.Profiles {
+				switch {
+				case u.VM.MOID == in.moid: // the VM's own, given back at its power cycle
+				case VGPUFrameBufferGB(profile) != fb:
+					other = fmt.Sprintf("GPU %s runs vGPU %s of virtual machine %s, of another size", g.PCIID, profile, u.VM.Name)
+				default:
+					slots--
+				}
+			}
+		}
+		switch {
+		case other != "":
+			why = append(why, other)
+		case slots <= 0:
+			why = append(why, fmt.Sprintf("GPU %s is full with the vGPUs of running virtual machines", g.PCIID))
+		default:
+			fit += slots
+		}
+	}
+	return fit, why
+}
+
+// vgpuModels reads which GPU model (vendor:device) offers which vGPU
+// profile on the VM's host (ConfigTarget.vgpuProfileInfo), one call to the
+// VM's environment browser; nil when the VM has no host.
+func (c *Client) vgpuModels(ctx context.Context, vm *VM) (map[string][]string, error) {
+	if vm.HostID == "" {
+		return nil, nil
+	}
+	vc, err := c.vimClient(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ref := types.ManagedObjectReference{Type: "VirtualMachine", Value: vm.MOID}
+	target, err := configTargetOn(ctx, vc, ref, types.ManagedObjectReference{Type: "HostSystem", Value: vm.HostID})
+	if err != nil {
+		return nil, translate("reading the vGPU profiles of host "+vm.HostID, err)
+	}
+	out := map[string][]string{}
+	for _, p := range target.VgpuProfileInfo {
+		model := fmt.Sprintf("%04x:%04x", uint16(p.DeviceVendorId), uint16(p.DeviceVendorId>>16))
+		out[model] = append(out[model], p.ProfileName)
+	}
+	for k := range maps.Keys(out) {
+		slices.Sort(out[k])
+	}
+	return out, nil
+}

@@ -1,0 +1,77 @@
+package vsphere
+
+import (
+	"reflect"
+	"testing"
+)
+
+func TestVGPUBoardAndSeries(t *testing.T) {
+	t.Parallel()
+	for name, want := range map[string][2]string{
+		"grid_a100-40c": {"a100", "c"}, "grid_a100-3-20c": {"a100", "c"}, "nvidia_h100xm-80c": {"h100xm", "c"},
+		"grid_p40-2q": {"p40", "q"}, "a100-40c": {"", ""}, "grid_a100": {"", ""}, "grid_a100-40": {"", ""},
+	} {
+		if b, s := VGPUBoardAndSeries(name); b != want[0] || s != want[1] {
+			t.Errorf("VGPUBoardAndSeries(%q) = %q, %q; want %q, %q", name, b, s, want[0], want[1])
+		}
+	}
+}
+
+// The rules of a VM's vGPUs against a host with two A100 40GB in Shared
+// Direct, one running a VM's 20C vGPU, the other a VM's 10C.
+func TestPlanVGPUs(t *testing.T) {
+	t.Parallel()
+	a100 := func(id string, users ...VGPUUser) GPU {
+		return GPU{PCIID: id, VendorID: "10de", DeviceID: "20f1", MemoryGB: 40, GraphicsType: "sharedDirect", VGPUs: users}
+	}
+	host := &Host{ID: "host-1", Name: "esx01",
+		VGPUProfiles: []VGPUProfile{{Name: "grid_a100-10c"}, {Name: "grid_a100-20c"}, {Name: "grid_a100-40c"}},
+		GPUs: []GPU{
+			a100("0000:3b:00.0", VGPUUser{VM: VMRef{MOID: "vm-1", Name: "a"}, Profiles: []string{"grid_a100-20c"}}),
+			a100("0000:af:00.0", VGPUUser{VM: VMRef{MOID: "vm-2", Name: "b"}, Profiles: []string{"grid_a100-10c"}}),
+			{PCIID: "0000:d8:00.0", VendorID: "10de", DeviceID: "20f1", MemoryGB: 40, GraphicsType: "basic"},
+		}}
+	models := map[string][]string{"10de:20f1": {"grid_a100-10c", "grid_a100-20c", "grid_a100-40c"}}
+	check := func(vgpus ...string) vgpuCheck {
+		return vgpuCheck{label: "vm (vm-9)", moid: "vm-9", host: host, vgpus: vgpus, powersOn: true, models: models}
+	}
+	for _, c := range []struct {
+		in   vgpuCheck
+		want []Finding
+	}{
+		{check("grid_a100-20c"), nil},
+		{check("grid_a100-10c", "grid_a100-10c", "grid_a100-10c"), nil},
+		{check("grid_a100-20c", "grid_a100-20c"), []Finding{VGPUsDoNotFit{VM: "vm (vm-9)", Host: "esx01", Profile: "grid_a100-20c", Asked: 2, Fit: 1,
+			Why: []string{"GPU 0000:af:00.0 runs vGPU grid_a100-10c of virtual machine b, of another size"}, PowersOn: true}}},
+		{check("grid_a100-40c"), []Finding{VGPUsDoNotFit{VM: "vm (vm-9)", Host: "esx01", Profile: "grid_a100-40c", Asked: 1, Fit: 0,
+			Why: []string{"GPU 0000:3b:00.0 runs vGPU grid_a100-20c of virtual machine a, of another size",
+				"GPU 0000:af:00.0 runs vGPU grid_a100-10c of virtual machine b, of another size"}, PowersOn: true}}},
+		{check("grid_h100-80c"), []Finding{VGPUProfileNotOffered{VM: "vm (vm-9)", Host: "esx01", Profile: "grid_h100-80c",
+			Offered: []string{"grid_a100-10c", "grid_a100-20c", "grid_a100-40c"}, NotShared: []string{"0000:d8:00.0 (basic)"}}}},
+		{check("grid_a100-10c", "grid_h100-80c"), []Finding{
+			VGPUsMixed{VM: "vm (vm-9)", Profiles: []string{"grid_a100-10c", "grid_h100-80c"}},
+			VGPUProfileNotOffered{VM: "vm (vm-9)", Host: "esx01", Profile: "grid_h100-80c",
+				Offered: []string{"grid_a100-10c", "grid_a100-20c", "grid_a100-40c"}, NotShared: []string{"0000:d8:00.0 (basic)"}},
+		}},
+		{check("grid_a100-10c", "grid_a100-10c", "grid_a100-10c", "grid_a100-10c", "grid_a100-10c", "grid_a100-10c", "grid_a100-10c",
+			"grid_a100-10c", "grid_a100-10c"), []Finding{TooManyVGPUs{VM: "vm (vm-9)", Asked: 9},
+			VGPUsDoNotFit{VM: "vm (vm-9)", Host: "esx01", Profile: "grid_a100-10c", Asked: 9, Fit: 3,
+				Why: []string{"GPU 0000:3b:00.0 runs vGPU grid_a100-20c of virtual machine a, of another size"}, PowersOn: true}}},
+	} {
+		if got := planVGPUs(c.in); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%v:\n got %+v\nwant %+v", c.in.vgpus, got, c.want)
+		}
+	}
+	// The VM's own vGPUs are given back at its power cycle; a host graphics
+	// resource of the plan defers the host's checks.
+	own := check("grid_a100-20c", "grid_a100-20c")
+	own.moid = "vm-1"
+	if got := planVGPUs(own); len(got) != 0 {
+		t.Errorf("the VM's own vGPU counted against it: %+v", got)
+	}
+	planned := check("grid_h100-80c")
+	planned.planned = true
+	if got := planVGPUs(planned); len(got) != 0 {
+		t.Errorf("with Shared Direct planned: %+v, want nothing", got)
+	}
+}
