@@ -1,0 +1,227 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/querycheck"
+	"github.com/hashicorp/terraform-plugin-testing/querycheck/queryfilter"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
+)
+
+// vgpuBlock is a vgpu block of count vGPUs of profile (count 1: left out).
+func vgpuBlock(profile string, count int) string {
+	if count == 1 {
+		return fmt.Sprintf("  vgpu {\n    profile = %q\n  }\n", profile)
+	}
+	return fmt.Sprintf("  vgpu {\n    profile = %q\n    count   = %d\n  }\n", profile, count)
+}
+
+// vmVGPUsAre checks the VM itself: its vGPUs' profiles, in any order.
+func vmVGPUsAre(lab *vcsimlab.Lab, vm string, want ...string) func(*terraform.State) error {
+	return func(*terraform.State) error {
+		got, err := labClient(lab).GPUMMIO(context.Background(), lab.VMID(vm))
+		if err != nil {
+			return err
+		}
+		var profiles []string
+		for _, d := range got.Devices {
+			if d.VGPU != "" {
+				profiles = append(profiles, d.VGPU)
+			}
+		}
+		slices.Sort(profiles)
+		slices.Sort(want)
+		if !slices.Equal(profiles, want) {
+			return fmt.Errorf("virtual machine %s has vGPUs %v, want %v", vm, profiles, want)
+		}
+		return nil
+	}
+}
+
+// sharedDirectHost sets a host's GPUs to Shared Direct by hand and reboots
+// it, so its A100 offers vGPU profiles.
+func sharedDirectHost(t *testing.T, lab *vcsimlab.Lab, host string) {
+	t.Helper()
+	ctx := context.Background()
+	acctest.Must(t, lab.ConfigureGraphics(ctx, host, "sharedDirect", "performance", nil))
+	acctest.Must(t, lab.RebootHost(ctx, host))
+}
+
+// The one-apply path: the host's graphics set to Shared Direct with its
+// reboot, then a VM given two vGPUs after it (depends_on), in one apply; an
+// empty plan after; the VM powers on with them placed on the A100; a vGPU
+// added in vCenter is drift the plan takes away; import reads the blocks;
+// destroy removes the vGPUs and puts the host's graphics back.
+func TestAccVMGPUMMIO_vgpuOneApply(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	simulatedOnly(t, lab, "sets a host's graphics, reboots it and places vGPUs")
+	vm := lab.VMNames()[0]
+	host := lab.VMHostName(vm)
+	ctx := context.Background()
+	config := func(blocks string) string {
+		return hostGraphicsConfig(lab, host, "  reboot_allowed = true\n") + strings.Replace(
+			vmGPUMMIOConfig(lab, lab.VMUUID(vm), "  depends_on = [vspherehpc_host_graphics.g]\n"+blocks), acctest.ProviderConfig(lab), "", 1)
+	}
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config: config(vgpuBlock("grid_a100-20c", 2)),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("mmio_size_gb"), knownvalue.Int64Exact(64)),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("vgpu"), knownvalue.ListExact([]knownvalue.Check{
+						knownvalue.ObjectExact(map[string]knownvalue.Check{
+							"profile": knownvalue.StringExact("grid_a100-20c"), "count": knownvalue.Int64Exact(2),
+						}),
+					})),
+					statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("firmware"), knownvalue.StringExact("efi")),
+					statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("memory_reservation_locked_to_max"), knownvalue.Bool(true)),
+					statecheck.ExpectKnownValue(graphicsAddr, tfjsonpath.New("reboot_required"), knownvalue.Bool(false)),
+				},
+				Check: vmVGPUsAre(lab, vm, "grid_a100-20c", "grid_a100-20c"),
+			},
+			{
+				// The two vGPUs fit the A100's 40 GB: the VM powers on.
+				PreConfig: func() { acctest.Must(t, lab.PowerOnVM(ctx, vm)) },
+				Config:    config(vgpuBlock("grid_a100-20c", 2)),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("vgpu").AtSliceIndex(0).AtMapKey("count"), knownvalue.Int64Exact(2)),
+				},
+			},
+			{
+				// A vGPU added by hand (the VM off) is drift.
+				PreConfig: func() {
+					acctest.Must(t, lab.PowerOffVM(ctx, vm))
+					acctest.Must(t, lab.AttachVGPU(ctx, vm, "grid_a100-10c"))
+				},
+				Config: config(vgpuBlock("grid_a100-20c", 2)),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(gpuAddr, plancheck.ResourceActionUpdate),
+				}},
+				Check: vmVGPUsAre(lab, vm, "grid_a100-20c", "grid_a100-20c"),
+			},
+			{
+				ResourceName: gpuAddr, ImportState: true, ImportStateId: lab.VMUUID(vm), ImportStateVerify: true,
+				ImportStateVerifyIgnore: []string{"extra_config_before"},
+			},
+			{
+				// Another profile in place of the two: one reconfigure.
+				Config: config(vgpuBlock("grid_a100-40c", 1)),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("vgpu").AtSliceIndex(0).AtMapKey("count"), knownvalue.Null()),
+				},
+				Check: vmVGPUsAre(lab, vm, "grid_a100-40c"),
+			},
+		},
+		CheckDestroy: resource.ComposeTestCheckFunc(vmVGPUsAre(lab, vm), graphicsAre(lab, host, esxiGraphicsDefaults, "basic")),
+	})
+}
+
+// Refused at plan: a host that offers no vGPU (its GPUs not in Shared
+// Direct, and no host graphics resource of the plan), a profile the host
+// does not offer (those it does listed), profiles of two boards, two blocks
+// of one profile, more than 8, more vGPUs than the running VM's host has
+// room for, and a vGPU added to a running VM without power_off_allowed.
+func TestAccVMGPUMMIO_vgpuRefusals(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	simulatedOnly(t, lab, "uses the lab's A100 in Shared Direct")
+	vm := lab.VMNames()[0]
+	host := lab.VMHostName(vm)
+	config := func(body string) string { return vmGPUMMIOConfig(lab, lab.VMUUID(vm), body) }
+	ctx := context.Background()
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config: config(vgpuBlock("grid_a100-20c", 1)), PlanOnly: true,
+				ExpectError: acctest.Wording(fmt.Sprintf("Host %s of virtual machine %s (%s) does not offer vGPU profile grid_a100-20c, so "+
+					"the VM would not power on. It offers no vGPU profile: none of its GPUs is driven by NVIDIA's vGPU manager. Its GPUs "+
+					"%s (basic) are not in Shared Direct mode", host, vm, lab.VMUUID(vm), a100)),
+			},
+			{
+				PreConfig: func() { sharedDirectHost(t, lab, host) },
+				Config:    config(vgpuBlock("nvidia_h100xm-80c", 1)), PlanOnly: true,
+				ExpectError: acctest.Wording("does not offer vGPU profile nvidia_h100xm-80c, so the VM would not power on. Its GPUs in " +
+					"Shared Direct graphics mode offer grid_a100-40c, grid_a100-20c, grid_a100-10c, grid_a100-8c, grid_a100-5c, grid_a100-4c."),
+			},
+			{
+				Config: config(vgpuBlock("grid_a100-20c", 1) + vgpuBlock("nvidia_h100xm-80c", 1)), PlanOnly: true,
+				ExpectError: acctest.Wording("is given vGPU profiles grid_a100-20c, nvidia_h100xm-80c. NVIDIA allows several vGPUs on one VM " +
+					"only when all are of the same board type and series"),
+			},
+			{
+				Config: config(vgpuBlock("grid_a100-20c", 1) + vgpuBlock("grid_a100-20c", 1)), PlanOnly: true,
+				ExpectError: acctest.Wording("vgpu blocks 1 and 2 both ask for profile grid_a100-20c."),
+			},
+			{
+				Config: config(vgpuBlock("grid_a100-5c", 8) + vgpuBlock("grid_a100-4c", 2)), PlanOnly: true,
+				ExpectError: acctest.Wording("The vgpu blocks ask for 10 vGPUs; vSphere 8 gives a VM at most 8."),
+			},
+			{
+				Config: config(vgpuBlock("grid_a100-20c", 9)), PlanOnly: true,
+				ExpectError: regexp.MustCompile(`(?s)count.*between 2 and 8`),
+			},
+			{
+				Config: config(`  vgpu {
+    profile = "A100-20C"
+  }
+`), PlanOnly: true,
+				ExpectError: regexp.MustCompile(`(?s)must be a vGPU profile as vSphere names it`),
+			},
+			{
+				// Three 20C vGPUs do not fit one A100 40GB: a running VM
+				// would not power on again after the change.
+				PreConfig: func() { acctest.Must(t, lab.PowerOnVM(ctx, vm)) },
+				Config:    config("  power_off_allowed = true\n" + vgpuBlock("grid_a100-20c", 3)), PlanOnly: true,
+				ExpectError: acctest.Wording(fmt.Sprintf("asks for 3 vGPUs of profile grid_a100-20c, and the GPUs of host %s have room for 2 "+
+					"more of it", host)),
+			},
+			{
+				Config: config(vgpuBlock("grid_a100-20c", 1)), PlanOnly: true,
+				ExpectError: regexp.MustCompile(`(?s)power_off_allowed`),
+			},
+		},
+	})
+}
+
+// The list finds a VM given vGPUs by hand, and its resource has them as
+// vgpu blocks.
+func TestAccVMGPUMMIO_vgpuList(t *testing.T) {
+	t.Parallel()
+	needsTerraform114(t)
+	lab := startLab(t, vcsimlab.Options{})
+	simulatedOnly(t, lab, "gives a VM vGPUs by hand")
+	vm := lab.VMNames()[0]
+	ctx := context.Background()
+	acctest.Must(t, lab.AttachVGPU(ctx, vm, "grid_a100-10c"))
+	acctest.Must(t, lab.AttachVGPU(ctx, vm, "grid_a100-10c"))
+	runQueries(t, lab, "vspherehpc_vm_gpu_mmio", []query{
+		{config: onHosts(lab, lab.VMHostName(vm)), checks: []querycheck.QueryResultCheck{
+			querycheck.ExpectLength("vspherehpc_vm_gpu_mmio.q", 1),
+			querycheck.ExpectIdentity("vspherehpc_vm_gpu_mmio.q", map[string]knownvalue.Check{"virtual_machine_id": knownvalue.StringExact(lab.VMUUID(vm))}),
+			querycheck.ExpectResourceKnownValues("vspherehpc_vm_gpu_mmio.q",
+				queryfilter.ByDisplayName(knownvalue.StringRegexp(regexp.MustCompile("^"+vm+":"))), []querycheck.KnownValueCheck{
+					{Path: tfjsonpath.New("vgpu"), KnownValue: knownvalue.ListExact([]knownvalue.Check{knownvalue.ObjectExact(map[string]knownvalue.Check{
+						"profile": knownvalue.StringExact("grid_a100-10c"), "count": knownvalue.Int64Exact(2),
+					})})},
+				}),
+		}},
+	})
+}
