@@ -38,7 +38,8 @@ tf get >/dev/null
 header "terraform apply (examples/lab): one apply, from bare hosts to the GPU + InfiniBand VM"
 echo "module.pvrdma: measure the MTU between every pair of hosts of ${VSPHERE_LAB_CLUSTER}, then build the PVRDMA"
 echo "               switch, its port group and each host's PVRDMA settings"
-echo "module.client: a PVRDMA adapter on hpc-node-0 and hpc-node-1"
+echo "module.client: a PVRDMA adapter on hpc-node-0 and hpc-node-1; hpc-node-1's host set to Shared Direct and"
+echo "               rebooted inside the apply, then two grid_a100-20c vGPUs on hpc-node-1"
 echo "host step:     SR-IOV on the first ConnectX-7 InfiniBand PF of hpc-node-2's host, then passthrough on its A100"
 echo "               and first VF; the lab's hosts apply both only when they reboot, and reboot_allowed reboots the"
 echo "               host inside the apply (maintenance mode, reboot, back, out of maintenance mode), twice"
@@ -53,6 +54,8 @@ output_field() { tf output -json "$1" | sed -n "s/.*\"$2\": *\([^,}]*\).*/\1/p";
 [[ "$(output_field infiniband reboot_required)" == false ]] || fail "SR-IOV should not wait for a reboot"
 tf output -json gpu_node | grep -q '0000:af:00.0' || fail "the GPU VM should have the A100"
 tf output -json infiniband | grep -q '"gpu_vm_devices":\["0000:' || fail "the GPU VM should have the InfiniBand VF"
+tf output -json vgpu_node | grep -q '"grid_a100-20c":2' || fail "the vGPU client should have two grid_a100-20c vGPUs"
+[[ "$(output_field vgpu_node reboot_required)" == false ]] || fail "the vGPU client's host should not wait for a reboot"
 
 header "terraform output"
 tf output

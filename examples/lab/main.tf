@@ -1,7 +1,8 @@
 # The demo `make demo` applies to the simulated lab (internal/vcsimlab): a
-# PVRDMA cluster over every host of the lab's cluster, two PVRDMA client VMs,
-# and a GPU VM with its host's GPUs, an InfiniBand VF and a PVRDMA adapter,
-# as the two modules in ../modules compose them. The lab's hosts apply
+# PVRDMA cluster over every host of the lab's cluster, two PVRDMA client VMs
+# (one of them with two NVIDIA vGPUs on its host's A100), and a GPU VM with
+# its host's GPUs, an InfiniBand VF and a PVRDMA adapter, as the two modules
+# in ../modules compose them. The lab's hosts apply
 # passthrough and SR-IOV changes when they reboot: with reboot_allowed, the
 # host resources reboot the GPU VM's host within the apply, so one apply
 # takes the lab from bare hosts to the GPU VM. The provider reads
@@ -35,6 +36,12 @@ variable "client_vms" {
   description = "VMs that get a PVRDMA adapter only."
 }
 
+variable "vgpu_vm" {
+  type        = string
+  default     = "hpc-node-1"
+  description = "A client VM that also gets two NVIDIA vGPUs, on a host other than gpu_vm's."
+}
+
 variable "gpu_vm" {
   type        = string
   default     = "hpc-node-2"
@@ -62,12 +69,28 @@ data "vspherehpc_virtual_machine" "client" {
   name          = each.value
 }
 
+# NVIDIA vGPU on the vGPU client's host: its GPUs in Shared Direct, which
+# the host drives so once its graphics restart: reboot_allowed reboots it
+# inside the apply. After the PVRDMA cluster's host settings, so the two do
+# not change the host at once.
+resource "vspherehpc_host_graphics" "vgpu_host" {
+  host_system_id = data.vspherehpc_virtual_machine.client[var.vgpu_vm].host_system_id
+  reboot_allowed = true
+
+  depends_on = [module.pvrdma]
+}
+
 module "client" {
   source   = "../modules/gpu-node"
   for_each = data.vspherehpc_virtual_machine.client
 
   virtual_machine_id = each.value.id
   port_group_id      = module.pvrdma.port_group_id
+  # Two 20 GB vGPUs share the A100 40GB of the vGPU client's host.
+  vgpus = each.key == var.vgpu_vm ? { "grid_a100-20c" = 2 } : {}
+
+  # The host's graphics, and its reboot, before the VMs' changes.
+  depends_on = [vspherehpc_host_graphics.vgpu_host]
 }
 
 data "vspherehpc_virtual_machine" "gpu" {
@@ -169,6 +192,17 @@ output "gpu_node" {
     gpus                = local.free_gpus
     total_gpu_memory_gb = module.gpu.total_gpu_memory_gb
     mmio_size_gb        = module.gpu.mmio_size_gb
+  }
+}
+
+output "vgpu_node" {
+  description = "The vGPU client: its host, the host's graphics, the VM's vGPUs and MMIO window."
+  value = {
+    vm              = var.vgpu_vm
+    host            = vspherehpc_host_graphics.vgpu_host.host_system_id
+    reboot_required = vspherehpc_host_graphics.vgpu_host.reboot_required
+    vgpus           = module.client[var.vgpu_vm].vgpus
+    mmio_size_gb    = module.client[var.vgpu_vm].mmio_size_gb
   }
 }
 

@@ -393,5 +393,43 @@ module "node" {
 `})
 	d.copyModule("gpu-node")
 	d.run("get")
-	expectFailure(t, d, regexp.MustCompile(`(?s)pci_device_ids is given but gpu_pci_ids is empty.*List the GPUs in gpu_pci_ids`))
+	expectFailure(t, d, regexp.MustCompile(`(?s)pci_device_ids is given but gpu_pci_ids and vgpus are empty.*List the GPUs in gpu_pci_ids`))
+}
+
+// gpu-node gives a VM vGPUs on a host whose GPUs are in Shared Direct:
+// applied, reported, planned empty after.
+func TestAccModuleGPUNode_vgpus(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	simulatedOnly(t, lab, "sets a host's graphics and reboots it")
+	vm := lab.VMNames()[0]
+	sharedDirectHost(t, lab, lab.VMHostName(vm))
+	d := newTFDir(t, lab, map[string]string{"main.tf": `
+module "node" {
+  source = "./modules/gpu-node"
+
+  virtual_machine_id = "` + lab.VMUUID(vm) + `"
+  pvrdma_adapter     = false
+  vgpus              = { "grid_a100-20c" = 2 }
+}
+
+output "node" {
+  value = module.node
+}
+`})
+	d.copyModule("gpu-node")
+	d.run("get")
+	d.run("apply", "-auto-approve", "-input=false")
+	var node struct {
+		MMIOSizeGB int64            `json:"mmio_size_gb"`
+		VGPUs      map[string]int64 `json:"vgpus"`
+	}
+	d.output("node", &node)
+	if node.MMIOSizeGB != 64 || len(node.VGPUs) != 1 || node.VGPUs["grid_a100-20c"] != 2 {
+		t.Fatalf("outputs %+v, want a 64 GB window and two grid_a100-20c", node)
+	}
+	acctest.Must(t, vmVGPUsAre(lab, vm, "grid_a100-20c", "grid_a100-20c")(nil))
+	expectNoChanges(t, d)
+	d.run("destroy", "-auto-approve", "-input=false")
+	acctest.Must(t, vmVGPUsAre(lab, vm)(nil))
 }

@@ -16,7 +16,7 @@ resource "vspherehpc_vm_pvrdma_nic" "this" {
 
 resource "vspherehpc_vm_gpu_mmio" "this" {
   # Devices without GPUs plan too, so the precondition refuses them instead of dropping them.
-  count = length(var.gpu_pci_ids) + length(var.pci_device_ids) == 0 ? 0 : 1
+  count = length(var.gpu_pci_ids) + length(var.pci_device_ids) + length(var.vgpus) == 0 ? 0 : 1
 
   virtual_machine_id = var.virtual_machine_id
   power_off_allowed  = var.power_off_allowed
@@ -25,6 +25,14 @@ resource "vspherehpc_vm_gpu_mmio" "this" {
     for_each = var.gpu_pci_ids
     content {
       pci_id = gpu.value
+    }
+  }
+
+  dynamic "vgpu" {
+    for_each = var.vgpus
+    content {
+      profile = vgpu.key
+      count   = vgpu.value == 1 ? null : vgpu.value
     }
   }
 
@@ -40,8 +48,8 @@ resource "vspherehpc_vm_gpu_mmio" "this" {
 
   lifecycle {
     precondition {
-      condition     = length(var.gpu_pci_ids) > 0
-      error_message = "pci_device_ids is given but gpu_pci_ids is empty: this module passes devices (InfiniBand VFs, ConnectX PFs) through beside the VM's GPUs, whose memory sizes the MMIO window. List the GPUs in gpu_pci_ids, or, for a node without GPUs, pass the devices through with a vspherehpc_vm_gpu_mmio of its own that sets mmio_size_gb."
+      condition     = length(var.gpu_pci_ids) + length(var.vgpus) > 0 || length(var.pci_device_ids) == 0
+      error_message = "pci_device_ids is given but gpu_pci_ids and vgpus are empty: this module passes devices (InfiniBand VFs, ConnectX PFs) through beside the VM's GPUs or vGPUs, which size the MMIO window. List the GPUs in gpu_pci_ids or the vGPUs in vgpus, or, for a node without GPUs, pass the devices through with a vspherehpc_vm_gpu_mmio of its own that sets mmio_size_gb."
     }
   }
 }

@@ -39,6 +39,11 @@ output "guest_setup" {
   ]))
 }
 
+output "vgpus" {
+  description = "The VM's vGPUs, profile to count, as vCenter reports them."
+  value       = length(vspherehpc_vm_gpu_mmio.this) == 0 ? {} : { for v in vspherehpc_vm_gpu_mmio.this[0].vgpu : v.profile => coalesce(v.count, 1) }
+}
+
 output "pci_device_ids" {
   description = "The other passthrough devices of the VM (InfiniBand VFs or PFs), as vCenter reports them."
   value       = length(vspherehpc_vm_gpu_mmio.this) == 0 ? [] : vspherehpc_vm_gpu_mmio.this[0].pci_device[*].pci_id

@@ -42,6 +42,17 @@ variable "gpu_pci_ids" {
   }
 }
 
+variable "vgpus" {
+  type        = map(number)
+  default     = {}
+  description = "NVIDIA vGPUs: profile to count, e.g. { \"grid_a100-20c\" = 2 }. The profiles must be offered by the VM's host (vspherehpc_host's vgpu_profiles; its GPUs in Shared Direct, vspherehpc_host_graphics), of one board and series, at most 8 in all."
+
+  validation {
+    condition     = alltrue([for p, n in var.vgpus : n >= 1 && n <= 8 && floor(n) == n]) && sum(concat([0], values(var.vgpus))) <= 8
+    error_message = "vgpus gives each profile a whole count from 1 to 8, and at most 8 vGPUs in all (vSphere 8)."
+  }
+}
+
 variable "pci_device_ids" {
   type        = list(string)
   default     = []
