@@ -356,6 +356,12 @@ func addMMIOSizeFinding(diags *diag.Diagnostics, f vsphere.Finding) bool {
 		diags.AddAttributeError(at, "MMIO size not a power of two",
 			fmt.Sprintf("mmio_size_gb = %d is not a power of two; vSphere needs one (e.g. %d).", f.Given, f.Suggested))
 	case vsphere.MMIOTooSmall:
+		if f.VGPUMinimum {
+			diags.AddAttributeError(at, "MMIO size too small",
+				fmt.Sprintf("mmio_size_gb = %d is below %d, the least window NVIDIA asks for a VM with vGPUs (C-series vGPUs have "+
+					"large BARs): use %d or more.", f.Given, f.Rule, f.Rule))
+			break
+		}
 		diags.AddAttributeError(at, "MMIO size too small",
 			fmt.Sprintf("mmio_size_gb = %d is below %d, what %s GB of GPU memory needs (the smallest power of two at least twice "+
 				"the total). Too small a window and the VM does not boot, with no error: use %d or more.", f.Given, f.Rule, mmio.FormatGB(f.TotalGB), f.Rule))

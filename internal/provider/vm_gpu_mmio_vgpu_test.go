@@ -136,8 +136,9 @@ func TestAccVMGPUMMIO_vgpuOneApply(t *testing.T) {
 // Refused at plan: a host that offers no vGPU (its GPUs not in Shared
 // Direct, and no host graphics resource of the plan), a profile the host
 // does not offer (those it does listed), profiles of two boards, two blocks
-// of one profile, more than 8, more vGPUs than the running VM's host has
-// room for, and a vGPU added to a running VM without power_off_allowed.
+// of one profile, more than 8, a window below NVIDIA's 64 GB, more vGPUs
+// than the running VM's host has room for, and a vGPU added to a running
+// VM without power_off_allowed.
 func TestAccVMGPUMMIO_vgpuRefusals(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
@@ -184,6 +185,10 @@ func TestAccVMGPUMMIO_vgpuRefusals(t *testing.T) {
   }
 `), PlanOnly: true,
 				ExpectError: regexp.MustCompile(`(?s)must be a vGPU profile as vSphere names it`),
+			},
+			{
+				Config: config("  mmio_size_gb = 32\n" + vgpuBlock("grid_a100-20c", 1)), PlanOnly: true,
+				ExpectError: acctest.Wording("mmio_size_gb = 32 is below 64, the least window NVIDIA asks for a VM with vGPUs"),
 			},
 			{
 				// Three 20C vGPUs do not fit one A100 40GB: a running VM

@@ -153,9 +153,12 @@ type (
 		Given, Suggested int64
 	}
 	// MMIOTooSmall: below the rule's size the VM does not boot, silently.
+	// VGPUMinimum: the rule is NVIDIA's least window for vGPUs, above what
+	// the GPUs' memory needs.
 	MMIOTooSmall struct {
 		Given, Rule int64
 		TotalGB     float64
+		VGPUMinimum bool
 	}
 )
 
@@ -201,6 +204,7 @@ func PlanMMIOSize(given *int64, totalGB float64, known, anyGPU, vgpus bool) (int
 			return 0, MMIOSizeImpossible{Err: err}
 		}
 	}
+	vgpuMinimum := vgpus && rule < mmio.VGPUMinSizeGB
 	if vgpus {
 		rule, anyGPU, known = max(rule, mmio.VGPUMinSizeGB), true, true
 	}
@@ -214,7 +218,7 @@ func PlanMMIOSize(given *int64, totalGB float64, known, anyGPU, vgpus bool) (int
 	case !mmio.IsPowerOfTwo(*given):
 		return *given, MMIONotPowerOfTwo{Given: *given, Suggested: max(rule, mmio.DevicesOnlySizeGB)}
 	case *given < rule:
-		return *given, MMIOTooSmall{Given: *given, Rule: rule, TotalGB: totalGB}
+		return *given, MMIOTooSmall{Given: *given, Rule: rule, TotalGB: totalGB, VGPUMinimum: vgpuMinimum}
 	}
 	return *given, nil
 }

@@ -132,7 +132,7 @@ func TestPlanMMIOSize(t *testing.T) {
 		{size(64), 0, true, false, false, 64, nil},
 		// vGPUs alone: NVIDIA's 64 GB; beside passthrough GPUs, the larger.
 		{nil, 0, true, false, true, 64, nil},
-		{size(32), 0, true, false, true, 32, MMIOTooSmall{Given: 32, Rule: 64}},
+		{size(32), 0, true, false, true, 32, MMIOTooSmall{Given: 32, Rule: 64, VGPUMinimum: true}},
 		{nil, 80, true, true, true, 256, nil},
 		{nil, 16, true, true, true, 64, nil},
 	}
