@@ -141,7 +141,10 @@ func planVGPUs(in vgpuCheck) []Finding {
 			fits = false
 		}
 	}
-	if !fits {
+	if !fits || len(in.models) == 0 {
+		// Which GPU model offers which profile comes from the host's
+		// ConfigTarget.vgpuProfileInfo (vSphere API 7.0.3): without it the
+		// host decides at power on.
 		return out
 	}
 	for _, p := range profiles {

@@ -69,6 +69,13 @@ func TestPlanVGPUs(t *testing.T) {
 	if got := planVGPUs(own); len(got) != 0 {
 		t.Errorf("the VM's own vGPU counted against it: %+v", got)
 	}
+	// A vCenter before API 7.0.3 says not which model offers a profile: the
+	// room is left to the host's power-on.
+	older := check("grid_a100-40c")
+	older.models = nil
+	if got := planVGPUs(older); len(got) != 0 {
+		t.Errorf("without the models' profiles: %+v, want nothing", got)
+	}
 	planned := check("grid_h100-80c")
 	planned.planned = true
 	if got := planVGPUs(planned); len(got) != 0 {
