@@ -56,6 +56,7 @@ type vgpuProfileModel struct {
 	SuspendSupported        types.Bool   `tfsdk:"suspend_supported"`
 	DiskSnapshotSupported   types.Bool   `tfsdk:"disk_snapshot_supported"`
 	MemorySnapshotSupported types.Bool   `tfsdk:"memory_snapshot_supported"`
+	Available               types.Int64  `tfsdk:"available"`
 }
 
 type pciDeviceModel struct {
@@ -309,6 +310,10 @@ func (d *hostDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, r
 					"suspend_supported":         computedBool("Whether a VM with this profile can be suspended and resumed."),
 					"disk_snapshot_supported":   computedBool("Whether the host can take disk-only snapshots of a running VM with this profile."),
 					"memory_snapshot_supported": computedBool("Whether the host can take memory snapshots of a VM with this profile."),
+					"available": computedInt64("How many more vGPUs of this profile the host's GPUs hold now, beside the vGPUs of its " +
+						"running VMs, in ESXi's default equal-size mode (a GPU holds vGPUs of one frame buffer size only): which hosts " +
+						"of a cluster can take a VM's vGPUs. Null when the host cannot say: its GPUs in Shared Direct are of more than " +
+						"one model (the host does not list which model offers which profile), or the name gives no frame buffer."),
 				}},
 			},
 			"all_pci_devices": schema.BoolAttribute{
@@ -447,6 +452,7 @@ func (d *hostDataSource) Read(ctx context.Context, req datasource.ReadRequest, r
 			Name: types.StringValue(p.Name), FrameBufferGB: types.Int64Value(p.FrameBufferGB),
 			MigrateSupported: types.BoolValue(p.MigrateSupported), SuspendSupported: types.BoolValue(p.SuspendSupported),
 			DiskSnapshotSupported: types.BoolValue(p.DiskSnapshotSupported), MemorySnapshotSupported: types.BoolValue(p.MemorySnapshotSupported),
+			Available: types.Int64PointerValue(p.Available),
 		})
 	}
 	state.PCIDevices = make([]pciDeviceModel, 0, len(h.PCIDevices))

@@ -284,7 +284,9 @@ func TestAccHostDataSource_graphics(t *testing.T) {
 						"name": knownvalue.StringExact("grid_a100-20c"), "frame_buffer_gb": knownvalue.Int64Exact(20),
 						"migrate_supported": knownvalue.Bool(true), "suspend_supported": knownvalue.Bool(true),
 						"disk_snapshot_supported": knownvalue.Bool(false), "memory_snapshot_supported": knownvalue.Bool(false),
+						"available": knownvalue.Int64Exact(2), // two 20 GB vGPUs on the A100 40GB
 					})),
+					statecheck.ExpectKnownValue(h, tfjsonpath.New("vgpu_profiles").AtSliceIndex(0).AtMapKey("available"), knownvalue.Int64Exact(1)),
 					statecheck.ExpectKnownValue(h, a100("vgpus"), knownvalue.ListSizeExact(0)),
 				},
 			},
@@ -301,6 +303,10 @@ func TestAccHostDataSource_graphics(t *testing.T) {
 						"name": knownvalue.StringExact(vm), "profiles": knownvalue.ListExact([]knownvalue.Check{knownvalue.StringExact("grid_a100-20c")}),
 					})})),
 					statecheck.ExpectKnownValue(h, a100("used_by"), knownvalue.ListSizeExact(0)),
+					// Equal-size: one more 20C fits beside it, no 10C or 40C.
+					statecheck.ExpectKnownValue(h, tfjsonpath.New("vgpu_profiles").AtSliceIndex(1).AtMapKey("available"), knownvalue.Int64Exact(1)),
+					statecheck.ExpectKnownValue(h, tfjsonpath.New("vgpu_profiles").AtSliceIndex(2).AtMapKey("available"), knownvalue.Int64Exact(0)),
+					statecheck.ExpectKnownValue(h, tfjsonpath.New("vgpu_profiles").AtSliceIndex(0).AtMapKey("available"), knownvalue.Int64Exact(0)),
 				},
 			},
 		},

@@ -32,6 +32,9 @@ type VGPUProfile struct {
 	SuspendSupported        bool
 	DiskSnapshotSupported   bool // of a running VM
 	MemorySnapshotSupported bool
+	// Available is how many more vGPUs of the profile the host's GPUs hold
+	// now (see vgpuAvailability); nil when the host cannot say.
+	Available *int64
 }
 
 func hostGraphicsFromMO(h *mo.HostSystem) HostGraphics {

@@ -282,6 +282,7 @@ func hostFromMO(h *mo.HostSystem, cluster *mo.ManagedEntity, vms []mo.VirtualMac
 	out.GPUs = gpus(h, vms)
 	out.PCIDevices = hostPassthroughFromMO(h, vms).Devices
 	out.Graphics, out.VGPUProfiles = hostGraphicsFromMO(h), vgpuProfilesFromMO(h)
+	vgpuAvailability(out)
 	if c := h.Capability; c != nil && c.DeviceRebindWithoutRebootSupported != nil {
 		out.AppliesWithoutReboot = *c.DeviceRebindWithoutRebootSupported
 	}

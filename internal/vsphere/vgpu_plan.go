@@ -200,6 +200,37 @@ func vgpuRoom(in vgpuCheck, p string) (int, []string) {
 	return fit, why
 }
 
+// vgpuAvailability fills in each profile h offers how many more vGPUs of
+// it h's GPUs hold now. The host offers the profiles of its GPUs in Shared
+// Direct; with GPUs of one model there, every offered profile is that
+// model's. With several models the host does not say which offers which
+// (the VM's ConfigTarget does): unknown, as for a name without a frame
+// buffer.
+func vgpuAvailability(h *Host) {
+	models := map[string][]string{}
+	for _, g := range h.GPUs {
+		if g.GraphicsType == string(types.HostGraphicsInfoGraphicsTypeSharedDirect) {
+			models[g.VendorID+":"+g.DeviceID] = nil
+		}
+	}
+	if len(models) != 1 {
+		return
+	}
+	for model := range models {
+		for _, p := range h.VGPUProfiles {
+			models[model] = append(models[model], p.Name)
+		}
+	}
+	for i, p := range h.VGPUProfiles {
+		if p.FrameBufferGB == 0 {
+			continue
+		}
+		fit, _ := vgpuRoom(vgpuCheck{host: h, models: models}, p.Name)
+		available := int64(fit)
+		h.VGPUProfiles[i].Available = &available
+	}
+}
+
 // vgpuModels reads which GPU model (vendor:device) offers which vGPU
 // profile on the VM's host (ConfigTarget.vgpuProfileInfo), one call to the
 // VM's environment browser; nil when the VM has no host.

@@ -82,3 +82,34 @@ func TestPlanVGPUs(t *testing.T) {
 		t.Errorf("with Shared Direct planned: %+v, want nothing", got)
 	}
 }
+
+// With GPUs of one model in Shared Direct a host says how many more vGPUs
+// of each profile fit; with two models it cannot tell which offers which.
+func TestVGPUAvailability(t *testing.T) {
+	t.Parallel()
+	h := &Host{VGPUProfiles: []VGPUProfile{{Name: "grid_a100-10c", FrameBufferGB: 10}, {Name: "grid_a100-40c", FrameBufferGB: 40}, {Name: "odd"}},
+		GPUs: []GPU{
+			{PCIID: "a", VendorID: "10de", DeviceID: "20f1", MemoryGB: 40, GraphicsType: "sharedDirect",
+				VGPUs: []VGPUUser{{VM: VMRef{MOID: "vm-1"}, Profiles: []string{"grid_a100-10c"}}}},
+			{PCIID: "b", VendorID: "10de", DeviceID: "20f1", MemoryGB: 40, GraphicsType: "sharedDirect"},
+			{PCIID: "c", VendorID: "10de", DeviceID: "2330", MemoryGB: 80, GraphicsType: "direct"},
+		}}
+	vgpuAvailability(h)
+	var got []any
+	for _, p := range h.VGPUProfiles {
+		if p.Available == nil {
+			got = append(got, nil)
+		} else {
+			got = append(got, *p.Available)
+		}
+	}
+	if want := []any{int64(7), int64(1), nil}; !reflect.DeepEqual(got, want) {
+		t.Errorf("available %v, want %v", got, want)
+	}
+	h.GPUs[2].GraphicsType = "sharedDirect"
+	h.VGPUProfiles[0].Available, h.VGPUProfiles[1].Available = nil, nil
+	vgpuAvailability(h)
+	if h.VGPUProfiles[0].Available != nil || h.VGPUProfiles[1].Available != nil {
+		t.Errorf("two models in Shared Direct: %+v, want unknown", h.VGPUProfiles)
+	}
+}
