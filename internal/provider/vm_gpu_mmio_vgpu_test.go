@@ -230,3 +230,56 @@ func TestAccVMGPUMMIO_vgpuList(t *testing.T) {
 		}},
 	})
 }
+
+// A vGPU VM and its host set up by hand are adopted: terraform query writes
+// their configuration, its plan imports both (by identity) and changes
+// nothing, and the plan after the apply is empty.
+func TestAccVMGPUMMIO_vgpuAdopted(t *testing.T) {
+	t.Parallel()
+	needsTerraform114(t)
+	lab := startLab(t, vcsimlab.Options{})
+	simulatedOnly(t, lab, "sets a vGPU VM up by hand")
+	vm := lab.VMNames()[0]
+	host := lab.VMHostName(vm)
+	ctx := context.Background()
+	sharedDirectHost(t, lab, host)
+	acctest.Must(t, lab.SetVMFirmware(ctx, vm, "efi"))
+	acctest.Must(t, lab.SetVMExtraConfig(ctx, vm, "pciPassthru.use64bitMMIO", "TRUE"))
+	acctest.Must(t, lab.SetVMExtraConfig(ctx, vm, "pciPassthru.64bitMMIOSizeGB", "64"))
+	acctest.Must(t, lab.SetVMMemoryReservationLocked(ctx, vm, true))
+	acctest.Must(t, lab.AttachVGPU(ctx, vm, "grid_a100-20c"))
+	acctest.Must(t, lab.AttachVGPU(ctx, vm, "grid_a100-20c"))
+	d := newTFDir(t, lab, map[string]string{
+		"main.tf": "terraform {\n  required_providers {\n    vspherehpc = {\n      source = \"vspherehpc/vspherehpc\"\n    }\n  }\n}\n",
+		"adopt.tfquery.hcl": fmt.Sprintf(`
+list "vspherehpc_vm_gpu_mmio" "vm" {
+  provider         = vspherehpc
+  include_resource = true
+  config {
+    host_system_ids = [%[1]q]
+  }
+}
+
+list "vspherehpc_host_graphics" "host" {
+  provider         = vspherehpc
+  include_resource = true
+  config {
+    host_system_ids = [%[1]q]
+  }
+}
+`, lab.HostID(host)),
+	})
+	d.run("query", "-generate-config-out=adopted.tf")
+	if adopted := d.read("adopted.tf"); !strings.Contains(adopted, `profile = "grid_a100-20c"`) || !strings.Contains(adopted, "identity = {") {
+		t.Fatalf("generated configuration without the vGPUs or identities:\n%s", adopted)
+	}
+	changes, said := d.planSaying()
+	if len(changes) != 0 || strings.Count(said, "will be imported") != 2 {
+		t.Fatalf("plan of the generated configuration: %+v, want two imports and no change\n%s", changes, said)
+	}
+	d.run("apply", "-auto-approve", "tfplan")
+	if again := d.plan(); len(again) != 0 {
+		t.Errorf("plan after adopting: %+v, want no changes", again)
+	}
+	acctest.Must(t, vmVGPUsAre(lab, vm, "grid_a100-20c", "grid_a100-20c")(nil))
+}
