@@ -416,6 +416,14 @@ func addGPUMMIOFinding(diags *diag.Diagnostics, f vsphere.Finding, paths blockPa
 			diags.AddAttributeError(gpuPath(f.Index), "GPU waits for a host reboot", fmt.Sprintf(waitsForReboot, "GPU", f.PCIID, f.Device, f.Host))
 			return
 		}
+		if f.SharedByVGPU {
+			diags.AddAttributeError(gpuPath(f.Index), "GPU shared by vGPU",
+				fmt.Sprintf("GPU %s (%s) on host %s is shared as NVIDIA vGPUs (graphics type Shared Direct), not passed through: a GPU "+
+					"is passed through whole to one VM or shared, never both. Give the VM a vgpu block of a profile the host offers "+
+					"instead, or take the GPU out of Shared Direct (vspherehpc_host_graphics) and turn its passthrough on "+
+					"(vspherehpc_host_pci_passthrough).", f.PCIID, f.Device, f.Host))
+			return
+		}
 		diags.AddAttributeError(gpuPath(f.Index), "GPU not enabled for passthrough",
 			fmt.Sprintf("GPU %s (%s) on host %s is not active for passthrough. Enable it with vspherehpc_host_pci_passthrough (host > "+
 				"Configure > Hardware > PCI Devices > Toggle passthrough; older ESXi versions then need a reboot), or choose another GPU. "+

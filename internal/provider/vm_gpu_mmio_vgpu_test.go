@@ -135,7 +135,8 @@ func TestAccVMGPUMMIO_vgpuOneApply(t *testing.T) {
 
 // Refused at plan: a host that offers no vGPU (its GPUs not in Shared
 // Direct, and no host graphics resource of the plan), a profile the host
-// does not offer (those it does listed), profiles of two boards, two blocks
+// does not offer (those it does listed), the shared GPU passed through
+// too, profiles of two boards, two blocks
 // of one profile, more than 8, a window below NVIDIA's 64 GB, more vGPUs
 // than the running VM's host has room for, and a vGPU added to a running
 // VM without power_off_allowed.
@@ -161,6 +162,12 @@ func TestAccVMGPUMMIO_vgpuRefusals(t *testing.T) {
 				Config:    config(vgpuBlock("nvidia_h100xm-80c", 1)), PlanOnly: true,
 				ExpectError: acctest.Wording("does not offer vGPU profile nvidia_h100xm-80c, so the VM would not power on. Its GPUs in " +
 					"Shared Direct graphics mode offer grid_a100-40c, grid_a100-20c, grid_a100-10c, grid_a100-8c, grid_a100-5c, grid_a100-4c."),
+			},
+			{
+				// One GPU is passed through whole or shared, never both.
+				Config: config(gpuBlock(a100) + vgpuBlock("grid_a100-20c", 1)), PlanOnly: true,
+				ExpectError: acctest.Wording(fmt.Sprintf("GPU %s (GA100 [A100 PCIe 40GB]) on host %s is shared as NVIDIA vGPUs (graphics "+
+					"type Shared Direct), not passed through", a100, host)),
 			},
 			{
 				Config: config(vgpuBlock("grid_a100-20c", 1) + vgpuBlock("nvidia_h100xm-80c", 1)), PlanOnly: true,

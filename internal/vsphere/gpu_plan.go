@@ -87,6 +87,9 @@ type (
 		PCIID, Device, Host string
 		Enabled             bool // enabled, waiting for the host's reboot
 		TurnedOnAtReboot    bool
+		// SharedByVGPU: NVIDIA's vGPU manager drives it (graphics type
+		// sharedDirect): it is shared as vGPUs, not passed through whole.
+		SharedByVGPU bool
 	}
 	// GPUInUse: another VM is configured with the GPU; the second of two
 	// VMs with one GPU does not boot.
@@ -318,7 +321,8 @@ func (c *Client) planGPU(ctx context.Context, in deviceCheck, g GPURequest) (flo
 		var out []Finding
 		if !h.PassthroughActive && !in.planned.activeOnceApplied(in.host, g.PCIID) {
 			out = append(out, GPUNotActive{Index: in.index, PCIID: g.PCIID, Device: h.DeviceName, Host: in.host.Name, Enabled: h.PassthroughEnabled,
-				TurnedOnAtReboot: !h.PassthroughEnabled && in.planned.Passthrough[HostDeviceKey(in.host.ID, g.PCIID)]})
+				TurnedOnAtReboot: !h.PassthroughEnabled && in.planned.Passthrough[HostDeviceKey(in.host.ID, g.PCIID)],
+				SharedByVGPU:     h.GraphicsType == string(types.HostGraphicsInfoGraphicsTypeSharedDirect)})
 		}
 		for _, u := range h.VMs {
 			if u.MOID != in.vm.MOID && !u.Is(in.releasing) {
