@@ -60,6 +60,7 @@ type pciPassthroughModel struct {
 	DeviceID types.String `tfsdk:"device_id"`
 	Dynamic  types.Bool   `tfsdk:"dynamic"`
 	Label    types.String `tfsdk:"label"`
+	VGPU     types.String `tfsdk:"vgpu_profile"`
 }
 
 // NewVirtualMachineDataSource is the vspherehpc_virtual_machine data source.
@@ -135,6 +136,8 @@ func (d *virtualMachineDataSource) Schema(_ context.Context, _ datasource.Schema
 					"device_id": computedString("PCI device id as four hex digits."),
 					"dynamic":   computedBool("Whether the device uses dynamic DirectPath (chosen by vendor and device id at power on)."),
 					"label":     computedString("Custom label of a dynamic DirectPath device."),
+					"vgpu_profile": computedString("The NVIDIA vGPU profile of a shared PCI device (a vGPU), e.g. `grid_a100-20c`; empty " +
+						"for any other device, whose `pci_id` the host names."),
 				}},
 			},
 		},
@@ -205,6 +208,7 @@ func (d *virtualMachineDataSource) Read(ctx context.Context, req datasource.Read
 		state.PCIPassthroughDevices = append(state.PCIPassthroughDevices, pciPassthroughModel{
 			Key: types.Int64Value(p.Key), PCIID: types.StringValue(p.PCIID), VendorID: types.StringValue(p.VendorID),
 			DeviceID: types.StringValue(p.DeviceID), Dynamic: types.BoolValue(p.Dynamic), Label: types.StringValue(p.Label),
+			VGPU: types.StringValue(p.VGPU),
 		})
 	}
 	resp.Diagnostics.Append(setModelState(ctx, &resp.State, &state)...)

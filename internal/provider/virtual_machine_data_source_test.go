@@ -68,16 +68,23 @@ data "vspherehpc_virtual_machine" "legacy" {
 				},
 			},
 			{
-				// A PVRDMA adapter and a GPU added out of band read back with their types.
-				PreConfig: func() { acctest.Must(t, lab.AttachGPU(context.Background(), name, lab.GPUs()[0])) },
-				Config:    config,
+				// A PVRDMA adapter, a GPU and a vGPU added out of band read back with their types.
+				PreConfig: func() {
+					acctest.Must(t, lab.AttachGPU(context.Background(), name, lab.GPUs()[0]))
+					acctest.Must(t, lab.AttachVGPU(context.Background(), name, "grid_a100-20c"))
+				},
+				Config: config,
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(byID, tfjsonpath.New("pci_passthrough_devices"), knownvalue.ListExact([]knownvalue.Check{
 						knownvalue.ObjectPartial(map[string]knownvalue.Check{
-							"pci_id":    knownvalue.StringExact(lab.GPUs()[0]),
-							"vendor_id": knownvalue.StringExact("10de"),
-							"device_id": knownvalue.StringExact("2330"),
-							"dynamic":   knownvalue.Bool(false),
+							"pci_id":       knownvalue.StringExact(lab.GPUs()[0]),
+							"vendor_id":    knownvalue.StringExact("10de"),
+							"device_id":    knownvalue.StringExact("2330"),
+							"dynamic":      knownvalue.Bool(false),
+							"vgpu_profile": knownvalue.StringExact(""),
+						}),
+						knownvalue.ObjectPartial(map[string]knownvalue.Check{
+							"pci_id": knownvalue.StringExact(""), "vgpu_profile": knownvalue.StringExact("grid_a100-20c"),
 						}),
 					})),
 				},
