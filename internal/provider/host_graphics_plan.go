@@ -52,9 +52,12 @@ func (r *hostGraphicsResource) ModifyPlan(ctx context.Context, req resource.Modi
 			owner: fmt.Sprintf("a %s giving it graphics type %s", graphicsType, settings.Devices[id]),
 		}))
 	}
+	var prior *vsphere.HostGraphicsSettings
 	if !req.State.Raw.IsNull() {
 		var state hostGraphicsModel
 		resp.Diagnostics.Append(getModel(ctx, req.State.Schema, req.State.Raw, &state)...)
+		s := state.settings(ctx, &resp.Diagnostics)
+		prior = &s
 		if graphicsSettled(plan, state) {
 			// Nothing to set, and no reboot to make: ask vCenter nothing, and
 			// keep what the refresh read.
@@ -74,7 +77,7 @@ func (r *hostGraphicsResource) ModifyPlan(ctx context.Context, req resource.Modi
 	for _, f := range vsphere.PlanHostGraphics(st, settings) {
 		addHostGraphicsFinding(&resp.Diagnostics, f)
 	}
-	pending := settings.Pending(st.GPUs)
+	pending := graphicsWaiting(st, settings, prior, setInBoot(ctx, req.Private, &resp.Diagnostics))
 	if len(pending) > 0 && plan.RebootAllowed.ValueBool() && !resp.Diagnostics.HasError() {
 		what := fmt.Sprintf("graphics settings (GPUs %s)", strings.Join(pending, ", "))
 		if hr := planReboot(ctx, r.client, hostID, what, always, &resp.Diagnostics); hr != nil &&

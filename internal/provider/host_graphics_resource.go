@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
+	"strings"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/mapvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
@@ -36,6 +39,52 @@ var (
 // graphicsType is the resource's type name, for messages and the reboot
 // book (one per host: claimHostGraphics).
 const graphicsType = "vspherehpc_host_graphics"
+
+// privateGraphicsSetInBoot is the private-state key of the host's boot time
+// when this resource last set its graphics: a GPU not driven as set after a
+// later boot waits for no reboot, as the host cannot drive it so.
+const privateGraphicsSetInBoot = "graphics_set_in_boot"
+
+// graphicsWaiting lists the GPUs that wait for the host's reboot to be
+// driven as settings s say: those the host drives otherwise now, except,
+// once the host has booted since the settings before (prior, nil for none)
+// were set (setInBoot), the GPUs whose type s leaves as it was: the host
+// booted and still does not drive them so (NVIDIA's vGPU manager missing,
+// for one), and another reboot would change nothing.
+func graphicsWaiting(st *vsphere.HostGraphicsState, s vsphere.HostGraphicsSettings, prior *vsphere.HostGraphicsSettings,
+	setInBoot *time.Time) []string {
+	pending := s.Pending(st.GPUs)
+	if prior == nil || setInBoot == nil || st.BootTime == nil || !st.BootTime.After(*setInBoot) {
+		return pending
+	}
+	return slices.DeleteFunc(pending, func(id string) bool { return s.TypeOf(id) == prior.TypeOf(id) })
+}
+
+// setInBoot is the boot the graphics were last set in, from private state;
+// nil when none is recorded (an import, a list, state before it).
+func setInBoot(ctx context.Context, p privateState, diags *diag.Diagnostics) *time.Time {
+	var t time.Time
+	found, ds := getPrivateJSON(ctx, p, privateGraphicsSetInBoot, &t)
+	diags.Append(ds...)
+	if !found {
+		return nil
+	}
+	return &t
+}
+
+// notDriven warns of the GPUs the host still does not drive as set after
+// booting since they were set.
+func notDriven(st *vsphere.HostGraphicsState, waiting []string, diags *diag.Diagnostics) {
+	stuck := slices.DeleteFunc(slices.Clone(st.Pending), func(id string) bool { return slices.Contains(waiting, id) })
+	if len(stuck) == 0 {
+		return
+	}
+	diags.AddAttributeWarning(path.Root("reboot_required"), "GPUs not driven as set",
+		fmt.Sprintf("Host %s (%s) has booted since its graphics were set, and still does not drive GPUs %s as they say (Shared "+
+			"Direct needs NVIDIA's vGPU manager, the NVIDIA AI Enterprise host driver, installed on the host, and a GPU it "+
+			"supports). Another reboot changes nothing: install the driver, or set these GPUs' type to shared.",
+			st.HostName, st.HostID, strings.Join(stuck, ", ")))
+}
 
 // The graphics types and policies HostGraphicsConfig takes (vSphere Web
 // Services API, HostGraphicsConfigGraphicsType and
@@ -197,14 +246,15 @@ func graphicsBefore(s vsphere.HostGraphicsSettings) types.Object {
 	})
 }
 
-// graphicsToModel fills m from the host.
-func graphicsToModel(st *vsphere.HostGraphicsState, m *hostGraphicsModel) {
+// graphicsToModel fills m from the host, with the GPUs that wait for its
+// reboot.
+func graphicsToModel(st *vsphere.HostGraphicsState, waiting []string, m *hostGraphicsModel) {
 	m.ID = types.StringValue(st.HostID)
 	m.HostSystemID = types.StringValue(st.HostID)
 	m.DefaultType = types.StringValue(st.Settings.DefaultType)
 	m.AssignmentPolicy = types.StringValue(st.Settings.AssignmentPolicy)
 	m.GPUTypes = stringMap(st.Settings.Devices)
-	m.RebootRequired = types.BoolValue(len(st.Pending) > 0)
+	m.RebootRequired = types.BoolValue(len(waiting) > 0)
 	rebootDefaults(&m.RebootAllowed, &m.RebootTimeout)
 	if m.Before.IsUnknown() || len(m.Before.AttributeTypes(context.Background())) == 0 {
 		m.Before = types.ObjectNull(graphicsBeforeType.AttrTypes) // nothing recorded (a list result)
@@ -234,12 +284,12 @@ func (r *hostGraphicsResource) Create(ctx context.Context, req resource.CreateRe
 	// Track the host before changing it: a failure later leaves the
 	// resource in state (tainted), and destroy still restores it.
 	tracked := plan
-	graphicsToModel(st, &tracked)
+	graphicsToModel(st, st.Pending, &tracked)
 	resp.Diagnostics.Append(setModelState(ctx, &resp.State, &tracked)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	r.apply(ctx, &plan, &resp.State, &resp.Diagnostics)
+	r.apply(ctx, &plan, graphicsRecord{}, &resp.State, resp.Private, &resp.Diagnostics)
 }
 
 func (r *hostGraphicsResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
@@ -251,15 +301,31 @@ func (r *hostGraphicsResource) Update(ctx context.Context, req resource.UpdateRe
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	var state hostGraphicsModel
+	resp.Diagnostics.Append(getModel(ctx, req.State.Schema, req.State.Raw, &state)...)
+	prior := state.settings(ctx, &resp.Diagnostics)
+	from := graphicsRecord{prior: &prior, setInBoot: setInBoot(ctx, req.Private, &resp.Diagnostics)}
+	if resp.Diagnostics.HasError() {
+		return
+	}
 	end := r.claims.applyingReboot(graphicsType, plan.HostSystemID.ValueString(), nil)
 	defer func() { end(resp.Diagnostics) }()
-	r.apply(ctx, &plan, &resp.State, &resp.Diagnostics)
+	r.apply(ctx, &plan, from, &resp.State, resp.Private, &resp.Diagnostics)
+}
+
+// graphicsRecord is what a change of a host's graphics starts from: the
+// settings state had (nil for a create) and the boot they were set in, as
+// the plan took them, so the apply reads back what the plan said.
+type graphicsRecord struct {
+	prior     *vsphere.HostGraphicsSettings
+	setInBoot *time.Time
 }
 
 // apply sets the graphics settings and reads them back into state; with the
 // opt-in, GPUs that wait for the host's graphics to restart get it by a
 // reboot.
-func (r *hostGraphicsResource) apply(ctx context.Context, m *hostGraphicsModel, state stateSetter, diags *diag.Diagnostics) {
+func (r *hostGraphicsResource) apply(ctx context.Context, m *hostGraphicsModel, from graphicsRecord, state stateSetter, private privateState,
+	diags *diag.Diagnostics) {
 	hostID := m.HostSystemID.ValueString()
 	settings := m.settings(ctx, diags)
 	if diags.HasError() {
@@ -273,28 +339,44 @@ func (r *hostGraphicsResource) apply(ctx context.Context, m *hostGraphicsModel, 
 		"host_system_id": hostID, "default_graphics_type": settings.DefaultType, "assignment_policy": settings.AssignmentPolicy,
 		"gpu_graphics_types": settings.Devices,
 	})
-	st := r.readInto(ctx, m, state, diags)
-	if st == nil || len(st.Pending) == 0 || !m.RebootAllowed.ValueBool() {
+	st, waiting := r.readInto(ctx, m, from, state, diags)
+	if st == nil {
 		return
 	}
-	reboot := deviceReboot{hostID: hostID, allowed: m.RebootAllowed, timeout: m.RebootTimeout, pciIDs: st.Pending}
+	// A GPU's type set in this boot: a GPU not driven so after a later boot
+	// cannot be, and waits for no reboot. Settings that change no GPU's type
+	// (the policy) keep the boot the types were set in.
+	set := graphicsRecord{prior: &settings, setInBoot: from.setInBoot}
+	if from.prior == nil || slices.ContainsFunc(st.GPUs, func(g vsphere.GPU) bool { return settings.TypeOf(g.PCIID) != from.prior.TypeOf(g.PCIID) }) {
+		set.setInBoot = st.BootTime
+	}
+	diags.Append(setPrivateJSON(ctx, private, privateGraphicsSetInBoot, set.setInBoot)...)
+	if len(waiting) == 0 || !m.RebootAllowed.ValueBool() {
+		return
+	}
+	reboot := deviceReboot{hostID: hostID, allowed: m.RebootAllowed, timeout: m.RebootTimeout, pciIDs: waiting}
 	if reboot.run(ctx, r.client, diags) {
-		r.readInto(ctx, m, state, diags)
+		// The reboot restarted the host's graphics: what is still not
+		// driven as set cannot be.
+		r.readInto(ctx, m, graphicsRecord{prior: &settings, setInBoot: st.BootTime}, state, diags)
 	}
 }
 
-// readInto reads the host's graphics back after a change and sets state.
-func (r *hostGraphicsResource) readInto(ctx context.Context, m *hostGraphicsModel, state stateSetter,
-	diags *diag.Diagnostics) *vsphere.HostGraphicsState {
+// readInto reads the host's graphics back after a change from from, and
+// sets state; it returns them and the GPUs that wait for a reboot.
+func (r *hostGraphicsResource) readInto(ctx context.Context, m *hostGraphicsModel, from graphicsRecord, state stateSetter,
+	diags *diag.Diagnostics) (*vsphere.HostGraphicsState, []string) {
 	hostID := m.HostSystemID.ValueString()
 	st, err := r.client.HostGraphics(ctx, hostID)
 	if err != nil {
 		diags.Append(vsphereErrorDiag("Cannot read back the graphics of host "+hostID, err))
-		return nil
+		return nil, nil
 	}
-	graphicsToModel(st, m)
+	waiting := graphicsWaiting(st, st.Settings, from.prior, from.setInBoot)
+	notDriven(st, waiting, diags)
+	graphicsToModel(st, waiting, m)
 	diags.Append(state.Set(ctx, m)...)
-	return st
+	return st, waiting
 }
 
 func (r *hostGraphicsResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
@@ -318,7 +400,9 @@ func (r *hostGraphicsResource) Read(ctx context.Context, req resource.ReadReques
 		resp.Diagnostics.Append(vsphereErrorDiag("Cannot read the graphics of host "+hostID, err))
 		return
 	}
-	graphicsToModel(st, &state)
+	waiting := graphicsWaiting(st, st.Settings, &st.Settings, setInBoot(ctx, req.Private, &resp.Diagnostics))
+	notDriven(st, waiting, &resp.Diagnostics)
+	graphicsToModel(st, waiting, &state)
 	resp.Diagnostics.Append(setModelState(ctx, &resp.State, &state)...)
 }
 
@@ -376,7 +460,7 @@ func (r *hostGraphicsResource) ImportState(ctx context.Context, req resource.Imp
 		return
 	}
 	m := hostGraphicsModel{Before: graphicsBefore(st.Settings)}
-	graphicsToModel(st, &m)
+	graphicsToModel(st, st.Pending, &m)
 	resp.Diagnostics.Append(setModelState(ctx, &resp.State, &m)...)
 }
 

@@ -106,7 +106,7 @@ func hostDisconnected(op string, h *mo.HostSystem) error {
 }
 
 var hostProps = []string{
-	"name", "parent", "runtime.connectionState", "runtime.inMaintenanceMode",
+	"name", "parent", "runtime.connectionState", "runtime.inMaintenanceMode", "runtime.bootTime",
 	"config.network.pnic", "config.network.vnic", "config.network.vswitch",
 	"config.network.proxySwitch", "config.network.rdmaDevice",
 	"config.pciPassthruInfo", "config.graphicsInfo", "hardware.pciDevice",

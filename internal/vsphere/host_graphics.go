@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/vmware/govmomi/vim25/methods"
 	"github.com/vmware/govmomi/vim25/mo"
@@ -25,9 +26,21 @@ type HostGraphicsState struct {
 	Settings         HostGraphicsSettings
 	GPUs             []GPU
 	// Pending are the GPUs, by PCI id, that the host does not drive as
-	// configured yet: it applies graphics settings when its graphics restart
-	// (a reboot).
+	// configured: it applies graphics settings when its graphics restart
+	// (a reboot), and drives a GPU as Shared Direct only with NVIDIA's vGPU
+	// manager installed.
 	Pending []string
+	// BootTime is when the host last booted; nil when vCenter does not say.
+	BootTime *time.Time
+}
+
+// TypeOf is the graphics type settings s give GPU id: its own, or the
+// default.
+func (s HostGraphicsSettings) TypeOf(id string) string {
+	if t, ok := s.Devices[id]; ok {
+		return t
+	}
+	return s.DefaultType
 }
 
 // Pending lists the GPUs, by PCI id, whose graphics type would change at
@@ -41,11 +54,7 @@ func (s HostGraphicsSettings) Pending(gpus []GPU) []string {
 		if g.GraphicsType == "" || g.GraphicsType == string(types.HostGraphicsInfoGraphicsTypeDirect) {
 			continue
 		}
-		configured, ok := s.Devices[g.PCIID]
-		if !ok {
-			configured = s.DefaultType
-		}
-		wantShared := configured == string(types.HostGraphicsConfigGraphicsTypeSharedDirect)
+		wantShared := s.TypeOf(g.PCIID) == string(types.HostGraphicsConfigGraphicsTypeSharedDirect)
 		if wantShared != (g.GraphicsType == string(types.HostGraphicsInfoGraphicsTypeSharedDirect)) {
 			out = append(out, g.PCIID)
 		}
@@ -99,7 +108,7 @@ func (c *Client) HostGraphics(ctx context.Context, hostID string) (*HostGraphics
 // settings and the VMs registered on it.
 func hostGraphicsFromMOs(h *mo.HostSystem, vms []mo.VirtualMachine) *HostGraphicsState {
 	s, _ := hostGraphicsSettingsFromMO(h)
-	out := &HostGraphicsState{HostID: h.Self.Value, HostName: h.Name, Settings: s, GPUs: gpus(h, vms)}
+	out := &HostGraphicsState{HostID: h.Self.Value, HostName: h.Name, Settings: s, GPUs: gpus(h, vms), BootTime: h.Runtime.BootTime}
 	out.Pending = s.Pending(out.GPUs)
 	return out
 }
