@@ -29,7 +29,8 @@ func (r *hostGraphicsResource) ModifyPlan(ctx context.Context, req resource.Modi
 	}
 	var plan hostGraphicsModel
 	resp.Diagnostics.Append(getModel(ctx, req.Plan.Schema, req.Plan.Raw, &plan)...)
-	if resp.Diagnostics.HasError() || plan.HostSystemID.IsUnknown() || plan.DefaultType.IsUnknown() || plan.GPUTypes.IsUnknown() {
+	if resp.Diagnostics.HasError() || plan.HostSystemID.IsUnknown() || plan.DefaultType.IsUnknown() || plan.AssignmentPolicy.IsUnknown() ||
+		!fullyKnown(ctx, plan.GPUTypes) {
 		return
 	}
 	settings := plan.settings(ctx, &resp.Diagnostics)

@@ -45,7 +45,7 @@ func (a *hostRebootAction) Metadata(_ context.Context, req action.MetadataReques
 
 func (a *hostRebootAction) Schema(_ context.Context, _ action.SchemaRequest, resp *action.SchemaResponse) {
 	resp.Schema = schema.Schema{
-		MarkdownDescription: "Reboots an ESXi host the way an administrator does for a passthrough or SR-IOV change that waits for " +
+		MarkdownDescription: "Reboots an ESXi host the way an administrator does for a passthrough, SR-IOV or graphics change that waits for " +
 			"it: maintenance mode (the cluster's fully automated DRS moves the running VMs), reboot, wait for the host, leave " +
 			"maintenance mode (a host in it before stays in it), with progress messages. Hosts of one cluster reboot one at a " +
 			"time, whichever Terraform run or vSphere client takes them down: it first waits, saying for which host, until no other " +
@@ -117,7 +117,8 @@ func (a *hostRebootAction) Invoke(ctx context.Context, req action.InvokeRequest,
 		return
 	}
 	if len(pending) == 0 && !m.Force.ValueBool() {
-		say(fmt.Sprintf("Host %s has no passthrough or SR-IOV change waiting for a reboot: not rebooted (force = true reboots it anyway).", hostID))
+		say(fmt.Sprintf("Host %s has no passthrough, SR-IOV or graphics change waiting for a reboot: not rebooted (force = true "+
+			"reboots it anyway).", hostID))
 		return
 	}
 	if len(pending) > 0 {

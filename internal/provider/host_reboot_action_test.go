@@ -50,7 +50,7 @@ action "vspherehpc_host_reboot" "esx" {
 		t.Errorf("SR-IOV of %s after the reboot: %+v, want active with 4 virtual functions", ibPF, d)
 	}
 	out = d.run("apply", "-invoke=action.vspherehpc_host_reboot.esx", "-auto-approve")
-	if !acctest.Wording("has no passthrough or SR-IOV change waiting for a reboot: not rebooted").MatchString(out) ||
+	if !acctest.Wording("has no passthrough, SR-IOV or graphics change waiting for a reboot: not rebooted").MatchString(out) ||
 		len(lab.MaintenanceWindows()) != 1 {
 		t.Errorf("with nothing pending the action must do nothing and say so; windows %+v:\n%s", lab.MaintenanceWindows(), out)
 	}

@@ -174,7 +174,7 @@ var (
 	pciIDPattern  = regexp.MustCompile(`^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$`) // domain:bus:slot.function
 	hexIDPattern  = regexp.MustCompile(`^[0-9a-f]{4}$`)                                // a PCI vendor or device id
 	macPattern    = regexp.MustCompile(`^([0-9a-f]{2}:){5}[0-9a-f]{2}$`)
-	// a vGPU profile as vSphere names it: "grid_a100-20c", "nvidia_h100xm-80c", "grid_a100-3-20c"
+	// a vGPU profile as vSphere names it: "grid_a100-20c", "nvidia_h100xm-80c", "grid_a100-3-20c".
 	vgpuProfilePattern = regexp.MustCompile(`^[a-z0-9]+_[a-z0-9]+(-[a-z0-9]+)+$`)
 )
 

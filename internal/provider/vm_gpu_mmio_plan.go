@@ -129,7 +129,7 @@ func (r *vmGPUMMIOResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 		// Checked once the values are known. GPUs not known yet may change
 		// the total and the window sized from it: the prior values
 		// (UseStateForUnknown) would not survive the apply's plan.
-		if state != nil && !sameBlocks(ctx, plan.GPU, state.GPU) {
+		if state != nil && (!sameBlocks(ctx, plan.GPU, state.GPU) || !sameBlocks(ctx, plan.VGPU, state.VGPU)) {
 			resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("total_gpu_memory_gb"), types.Float64Unknown())...)
 			if config.MMIOSizeGB.IsNull() {
 				resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("mmio_size_gb"), types.Int64Unknown())...)

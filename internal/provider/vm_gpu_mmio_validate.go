@@ -16,10 +16,12 @@ import (
 )
 
 // ValidateConfig: each GPU is a PCI id or a vendor and device id (with a
-// count, one block per model), no GPU, model or device is given twice, and
-// no PCI id is both a GPU and a pci_device (a VM given one device twice does
-// not boot, with no error to say why).
+// count, one block per model), no GPU, model, vGPU profile or device is
+// given twice, no more vGPUs than a VM takes, and no PCI id is both a GPU
+// and a pci_device (a VM given one device twice does not boot, with no
+// error to say why).
 func (r *vmGPUMMIOResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
+	validateVGPUBlocks(ctx, req, resp)
 	var gpus, devices types.List
 	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("gpu"), &gpus)...)
 	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("pci_device"), &devices)...)
@@ -98,7 +100,6 @@ func (r *vmGPUMMIOResource) ValidateConfig(ctx context.Context, req resource.Val
 					"does not boot, with no error: list it once (GPUs in gpu blocks, so their memory sizes the MMIO window).", id))
 		}
 	}
-	validateVGPUBlocks(ctx, req, resp)
 }
 
 // validateVGPUBlocks refuses two vgpu blocks of one profile (one block per

@@ -209,10 +209,13 @@ func PlanMMIOSize(given *int64, totalGB float64, known, anyGPU, vgpus bool) (int
 	}
 	vgpuMinimum := vgpus && rule < mmio.VGPUMinSizeGB
 	if vgpus {
-		rule, anyGPU, known = max(rule, mmio.VGPUMinSizeGB), true, true
+		rule = max(rule, mmio.VGPUMinSizeGB)
+		if !anyGPU {
+			anyGPU, known = true, true
+		}
 	}
 	switch {
-	case given == nil && rule == 0 && anyGPU:
+	case given == nil && anyGPU && !known:
 		return 0, MMIOSizeUnknown{}
 	case given == nil && !anyGPU:
 		return 0, NothingToSize{}
@@ -263,7 +266,8 @@ func (c *Client) PlanGPUMMIO(ctx context.Context, ch GPUMMIOChange) (*GPUMMIOPla
 			planned: ch.Planned.Graphics[host.ID]}
 		if !check.planned && len(host.VGPUProfiles) > 0 {
 			if check.models, err = c.vgpuModels(ctx, vm); err != nil {
-				return nil, err
+				// Without them the host decides the room at power on.
+				c.log.Debug(ctx, "Cannot read which GPU model offers which vGPU profile", map[string]any{"error": err.Error()})
 			}
 		}
 		out.Findings = append(out.Findings, planVGPUs(check)...)
@@ -282,7 +286,8 @@ func (c *Client) PlanGPUMMIO(ctx context.Context, ch GPUMMIOChange) (*GPUMMIOPla
 		out.Findings = append(out.Findings, FirmwareChangeRefused{VM: label, Firmware: vm.Firmware,
 			Guest: strings.TrimSpace(vm.GuestFullName + " " + vm.GuestFamily)})
 	}
-	needsOff := !ch.Existing || !efi || !SameGPUs(PassthroughRequests(ch.GPUs, ch.Devices, ch.VGPUs), vm.PCIPassthroughs) || size != ch.CurrentMMIOSizeGB ||
+	sameDevices := SameGPUs(PassthroughRequests(ch.GPUs, ch.Devices, ch.VGPUs), vm.PCIPassthroughs)
+	needsOff := !ch.Existing || !efi || !sameDevices || size != ch.CurrentMMIOSizeGB ||
 		!ch.Current64bitMMIO
 	if p := PlanPower(label, vm.PowerState, needsOff, ch.PowerOffAllowed, WhatGPUsNeedOff); p != nil {
 		out.Findings = append(out.Findings, p)

@@ -135,6 +135,8 @@ func TestPlanMMIOSize(t *testing.T) {
 		{size(32), 0, true, false, true, 32, MMIOTooSmall{Given: 32, Rule: 64, VGPUMinimum: true}},
 		{nil, 80, true, true, true, 256, nil},
 		{nil, 16, true, true, true, 64, nil},
+		// A passthrough GPU's memory unknown beside vGPUs: still unknown.
+		{nil, 0, false, true, true, 0, MMIOSizeUnknown{}},
 	}
 	for _, tc := range cases {
 		got, f := PlanMMIOSize(tc.given, tc.total, tc.known, tc.anyGPU, tc.vgpus)

@@ -75,7 +75,12 @@ func TestHostGraphics(t *testing.T) {
 	if h.Graphics.AssignmentPolicy != "consolidation" || len(h.VGPUProfiles) != 6 {
 		t.Fatalf("after the reboot: %+v, profiles %+v", h.Graphics, h.VGPUProfiles)
 	}
-	if p := h.VGPUProfiles[0]; p != (VGPUProfile{Name: "grid_a100-40c", FrameBufferGB: 40, MigrateSupported: true, SuspendSupported: true}) {
+	p := h.VGPUProfiles[0]
+	if p.Available == nil || *p.Available != 1 {
+		t.Errorf("the first profile's room: %v, want one 40C on the A100 40GB", p.Available)
+	}
+	p.Available = nil
+	if p != (VGPUProfile{Name: "grid_a100-40c", FrameBufferGB: 40, MigrateSupported: true, SuspendSupported: true}) {
 		t.Errorf("the first profile: %+v", p)
 	}
 }

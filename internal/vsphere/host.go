@@ -79,6 +79,9 @@ type GPU struct {
 	// driver), "shared", "direct" (passthrough) or "sharedDirect" (vGPU);
 	// empty when the host does not list it as a graphics device.
 	GraphicsType string
+	// VGPUMode is how the GPU places vGPUs (HostGraphicsInfo.vgpuMode, API
+	// 8.0.3): "sameSize", "mixedSize", "multiInstanceGpu", or empty.
+	VGPUMode string
 	// ConfiguredGraphicsType is the graphics type the host's configuration
 	// gives it ("shared" or "sharedDirect"), which GraphicsType follows
 	// when the host's graphics restart; empty with no configuration.
@@ -363,9 +366,9 @@ func gpus(h *mo.HostSystem, vms []mo.VirtualMachine) []GPU {
 		}
 		graphics = h.Config.GraphicsInfo
 	}
-	memoryKB, graphicsType := map[string]int64{}, map[string]string{}
+	memoryKB, graphicsType, vgpuMode := map[string]int64{}, map[string]string{}, map[string]string{}
 	for _, g := range graphics {
-		memoryKB[g.PciId], graphicsType[g.PciId] = g.MemorySizeInKB, g.GraphicsType
+		memoryKB[g.PciId], graphicsType[g.PciId], vgpuMode[g.PciId] = g.MemorySizeInKB, g.GraphicsType, g.VgpuMode
 	}
 	users := pciUsers(vms)
 	vgpuUsers := vgpuUsersByGPU(graphics, vms)
@@ -386,7 +389,7 @@ func gpus(h *mo.HostSystem, vms []mo.VirtualMachine) []GPU {
 			PCIID: d.Id, VendorID: HexID(d.VendorId), DeviceID: HexID(d.DeviceId),
 			VendorName: d.VendorName, DeviceName: d.DeviceName,
 			MemoryGB:     float64(memoryKB[d.Id]) / (1024 * 1024),
-			GraphicsType: graphicsType[d.Id], ConfiguredGraphicsType: configuredGraphicsType(h, d.Id),
+			GraphicsType: graphicsType[d.Id], VGPUMode: vgpuMode[d.Id], ConfiguredGraphicsType: configuredGraphicsType(h, d.Id),
 			VMs: users[d.Id], VGPUs: vgpuUsers[d.Id],
 		}
 		if p != nil {

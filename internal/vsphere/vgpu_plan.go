@@ -114,8 +114,9 @@ func planVGPUs(in vgpuCheck) []Finding {
 	profiles := slices.Compact(slices.Sorted(slices.Values(in.vgpus)))
 	boards := map[string]bool{}
 	for _, p := range profiles {
-		b, s := VGPUBoardAndSeries(p)
-		boards[b+"/"+s] = true
+		if b, s := VGPUBoardAndSeries(p); b != "" {
+			boards[b+"/"+s] = true
+		}
 	}
 	if len(boards) > 1 {
 		out = append(out, VGPUsMixed{VM: in.label, Profiles: profiles})
@@ -169,6 +170,14 @@ func vgpuRoom(in vgpuCheck, p string) (int, []string) {
 	if fb == 0 {
 		return MaxVGPUsPerVM, nil // a name the rule cannot read: the host decides at power on
 	}
+	// The host lists a VM on every GPU its vGPUs run on, with all of its
+	// profiles: which of them runs where it does not say.
+	spread := map[string]int{}
+	for _, g := range in.host.GPUs {
+		for _, u := range g.VGPUs {
+			spread[u.VM.MOID]++
+		}
+	}
 	fit := 0
 	var why []string
 	for _, g := range in.host.GPUs {
@@ -176,16 +185,27 @@ func vgpuRoom(in vgpuCheck, p string) (int, []string) {
 			!slices.Contains(in.models[g.VendorID+":"+g.DeviceID], p) {
 			continue
 		}
+		if g.VGPUMode == string(types.HostGraphicsInfoVgpuModeMixedSize) {
+			return MaxVGPUsPerVM, nil // mixed-size mode (vSphere 8.0 U3): the lab's rule does not hold; the host decides
+		}
 		slots, other := int(int64(g.MemoryGB+0.5)/fb), ""
 		for _, u := range g.VGPUs {
+			if u.VM.MOID == in.moid {
+				continue // the VM's own, given back at its power cycle
+			}
+			same := 0
 			for _, profile := range u.Profiles {
-				switch {
-				case u.VM.MOID == in.moid: // the VM's own, given back at its power cycle
-				case VGPUFrameBufferGB(profile) != fb:
-					other = fmt.Sprintf("GPU %s runs vGPU %s of virtual machine %s, of another size", g.PCIID, profile, u.VM.Name)
-				default:
-					slots--
+				if VGPUFrameBufferGB(profile) == fb {
+					same++
 				}
+			}
+			switch {
+			case same == len(u.Profiles): // on this GPU: its share of them, rounded up
+				slots -= (same + spread[u.VM.MOID] - 1) / spread[u.VM.MOID]
+			case spread[u.VM.MOID] == 1: // all of them on this GPU, of another size
+				other = fmt.Sprintf("GPU %s runs vGPUs of virtual machine %s of another size (%s)", g.PCIID, u.VM.Name,
+					strings.Join(u.Profiles, ", "))
+			default: // sizes spread over GPUs the host does not tell apart: left to the host
 			}
 		}
 		switch {

@@ -42,10 +42,10 @@ func TestPlanVGPUs(t *testing.T) {
 		{check("grid_a100-20c"), nil},
 		{check("grid_a100-10c", "grid_a100-10c", "grid_a100-10c"), nil},
 		{check("grid_a100-20c", "grid_a100-20c"), []Finding{VGPUsDoNotFit{VM: "vm (vm-9)", Host: "esx01", Profile: "grid_a100-20c", Asked: 2, Fit: 1,
-			Why: []string{"GPU 0000:af:00.0 runs vGPU grid_a100-10c of virtual machine b, of another size"}, PowersOn: true}}},
+			Why: []string{"GPU 0000:af:00.0 runs vGPUs of virtual machine b of another size (grid_a100-10c)"}, PowersOn: true}}},
 		{check("grid_a100-40c"), []Finding{VGPUsDoNotFit{VM: "vm (vm-9)", Host: "esx01", Profile: "grid_a100-40c", Asked: 1, Fit: 0,
-			Why: []string{"GPU 0000:3b:00.0 runs vGPU grid_a100-20c of virtual machine a, of another size",
-				"GPU 0000:af:00.0 runs vGPU grid_a100-10c of virtual machine b, of another size"}, PowersOn: true}}},
+			Why: []string{"GPU 0000:3b:00.0 runs vGPUs of virtual machine a of another size (grid_a100-20c)",
+				"GPU 0000:af:00.0 runs vGPUs of virtual machine b of another size (grid_a100-10c)"}, PowersOn: true}}},
 		{check("grid_h100-80c"), []Finding{VGPUProfileNotOffered{VM: "vm (vm-9)", Host: "esx01", Profile: "grid_h100-80c",
 			Offered: []string{"grid_a100-10c", "grid_a100-20c", "grid_a100-40c"}, NotShared: []string{"0000:d8:00.0 (basic)"}}}},
 		{check("grid_a100-10c", "grid_h100-80c"), []Finding{
@@ -56,7 +56,7 @@ func TestPlanVGPUs(t *testing.T) {
 		{check("grid_a100-10c", "grid_a100-10c", "grid_a100-10c", "grid_a100-10c", "grid_a100-10c", "grid_a100-10c", "grid_a100-10c",
 			"grid_a100-10c", "grid_a100-10c"), []Finding{TooManyVGPUs{VM: "vm (vm-9)", Asked: 9},
 			VGPUsDoNotFit{VM: "vm (vm-9)", Host: "esx01", Profile: "grid_a100-10c", Asked: 9, Fit: 3,
-				Why: []string{"GPU 0000:3b:00.0 runs vGPU grid_a100-20c of virtual machine a, of another size"}, PowersOn: true}}},
+				Why: []string{"GPU 0000:3b:00.0 runs vGPUs of virtual machine a of another size (grid_a100-20c)"}, PowersOn: true}}},
 	} {
 		if got := planVGPUs(c.in); !reflect.DeepEqual(got, c.want) {
 			t.Errorf("%v:\n got %+v\nwant %+v", c.in.vgpus, got, c.want)
@@ -68,6 +68,19 @@ func TestPlanVGPUs(t *testing.T) {
 	own.moid = "vm-1"
 	if got := planVGPUs(own); len(got) != 0 {
 		t.Errorf("the VM's own vGPU counted against it: %+v", got)
+	}
+	// A VM listed on both GPUs, with two 20C vGPUs: one on each, so each
+	// GPU has room for one more 20C.
+	spread := VGPUUser{VM: VMRef{MOID: "vm-3", Name: "c"}, Profiles: []string{"grid_a100-20c", "grid_a100-20c"}}
+	two := &Host{ID: "host-2", Name: "esx02", VGPUProfiles: host.VGPUProfiles, GPUs: []GPU{a100("0000:3b:00.0", spread), a100("0000:af:00.0", spread)}}
+	if fit, why := vgpuRoom(vgpuCheck{host: two, models: models}, "grid_a100-20c"); fit != 2 || len(why) != 0 {
+		t.Errorf("a VM spread over two GPUs: room %d (%v), want 2", fit, why)
+	}
+	// Mixed-size mode: the host decides.
+	mixed := &Host{ID: "host-3", Name: "esx03", VGPUProfiles: host.VGPUProfiles, GPUs: []GPU{a100("0000:3b:00.0", spread)}}
+	mixed.GPUs[0].VGPUMode = "mixedSize"
+	if fit, _ := vgpuRoom(vgpuCheck{host: mixed, models: models}, "grid_a100-40c"); fit != MaxVGPUsPerVM {
+		t.Errorf("mixed-size mode: room %d, want the host to decide", fit)
 	}
 	// A vCenter before API 7.0.3 says not which model offers a profile: the
 	// room is left to the host's power-on.
