@@ -1,7 +1,6 @@
 package provider
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -92,7 +91,7 @@ func (r *hostGraphicsResource) ModifyPlan(ctx context.Context, req resource.Modi
 	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("reboot_required"), len(pending) > 0)...)
 	if len(pending) == 0 && slices.ContainsFunc(st.GPUs, func(g vsphere.GPU) bool {
 		return !g.PassthroughEnabled && g.GraphicsType != "" && g.GraphicsType != "sharedDirect" &&
-			cmp.Or(settings.Devices[g.PCIID], settings.DefaultType) == "sharedDirect"
+			settings.TypeOf(g.PCIID) == "sharedDirect"
 	}) {
 		// A GPU the apply turns to Shared Direct: the VMs' vGPU checks of
 		// this plan wait for the profiles it brings
