@@ -187,7 +187,9 @@ func (r *hostGraphicsResource) Schema(_ context.Context, _ resource.SchemaReques
 				MarkdownDescription: "Whether GPUs of the host wait for its graphics to restart (a reboot) to be driven as these " +
 					"settings say: a GPU that should offer vGPUs and does not yet, or the other way round. Planned `false` when the " +
 					"apply reboots the host (`reboot_allowed`; the plan warns, naming it), and when no GPU's driving changes (the " +
-					"assignment policy alone applies from the next power-on).",
+					"assignment policy alone applies from the next power-on). A GPU the host still does not drive as set after " +
+					"booting since its type was set does not count, as another reboot would change nothing: a warning names it " +
+					"(Shared Direct needs NVIDIA's vGPU manager installed on the host).",
 			},
 			"settings_before": schema.SingleNestedAttribute{
 				Computed: true,
