@@ -33,7 +33,7 @@ func listHostGraphics(ctx context.Context, c *vsphere.Client, scope vsphere.Scop
 			continue
 		}
 		var m hostGraphicsModel
-		graphicsToModel(h.HostGraphicsState, h.Pending, &m)
+		graphicsToModel(ctx, h.HostGraphicsState, h.Pending, &m)
 		details := []string{"default " + h.Settings.DefaultType, h.Settings.AssignmentPolicy}
 		for _, id := range slices.Sorted(maps.Keys(h.Settings.Devices)) {
 			details = append(details, id+" "+h.Settings.Devices[id])

@@ -121,7 +121,7 @@ func (r *hostGraphicsResource) checkDestroy(ctx context.Context, req resource.Mo
 		return
 	}
 	st, err := r.client.HostGraphics(ctx, hostID)
-	if err != nil || len(before.Pending(st.GPUs)) == 0 {
+	if err != nil || len(restoreWaiting(ctx, st, state, before, req.Private, &resp.Diagnostics)) == 0 {
 		return // a host gone needs nothing put back; one unreadable fails the destroy itself
 	}
 	if hr := planDestroyReboot(ctx, r.client, hostID, "the graphics settings", always, &resp.Diagnostics); hr != nil {

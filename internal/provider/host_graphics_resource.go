@@ -250,7 +250,7 @@ func graphicsBefore(s vsphere.HostGraphicsSettings) types.Object {
 
 // graphicsToModel fills m from the host, with the GPUs that wait for its
 // reboot.
-func graphicsToModel(st *vsphere.HostGraphicsState, waiting []string, m *hostGraphicsModel) {
+func graphicsToModel(ctx context.Context, st *vsphere.HostGraphicsState, waiting []string, m *hostGraphicsModel) {
 	m.ID = types.StringValue(st.HostID)
 	m.HostSystemID = types.StringValue(st.HostID)
 	m.DefaultType = types.StringValue(st.Settings.DefaultType)
@@ -258,7 +258,7 @@ func graphicsToModel(st *vsphere.HostGraphicsState, waiting []string, m *hostGra
 	m.GPUTypes = stringMap(st.Settings.Devices)
 	m.RebootRequired = types.BoolValue(len(waiting) > 0)
 	rebootDefaults(&m.RebootAllowed, &m.RebootTimeout)
-	if m.Before.IsUnknown() || len(m.Before.AttributeTypes(context.Background())) == 0 {
+	if m.Before.IsUnknown() || len(m.Before.AttributeTypes(ctx)) == 0 {
 		m.Before = types.ObjectNull(graphicsBeforeType.AttrTypes) // nothing recorded (a list result)
 	}
 }
@@ -286,7 +286,7 @@ func (r *hostGraphicsResource) Create(ctx context.Context, req resource.CreateRe
 	// Track the host before changing it: a failure later leaves the
 	// resource in state (tainted), and destroy still restores it.
 	tracked := plan
-	graphicsToModel(st, st.Pending, &tracked)
+	graphicsToModel(ctx, st, st.Pending, &tracked)
 	resp.Diagnostics.Append(setModelState(ctx, &resp.State, &tracked)...)
 	if resp.Diagnostics.HasError() {
 		return
@@ -376,7 +376,7 @@ func (r *hostGraphicsResource) readInto(ctx context.Context, m *hostGraphicsMode
 	}
 	waiting := graphicsWaiting(st, st.Settings, from.prior, from.setInBoot)
 	notDriven(st, waiting, diags)
-	graphicsToModel(st, waiting, m)
+	graphicsToModel(ctx, st, waiting, m)
 	diags.Append(state.Set(ctx, m)...)
 	return st, waiting
 }
@@ -404,7 +404,7 @@ func (r *hostGraphicsResource) Read(ctx context.Context, req resource.ReadReques
 	}
 	waiting := graphicsWaiting(st, st.Settings, &st.Settings, setInBoot(ctx, req.Private, &resp.Diagnostics))
 	notDriven(st, waiting, &resp.Diagnostics)
-	graphicsToModel(st, waiting, &state)
+	graphicsToModel(ctx, st, waiting, &state)
 	resp.Diagnostics.Append(setModelState(ctx, &resp.State, &state)...)
 }
 
@@ -442,9 +442,19 @@ func (r *hostGraphicsResource) Delete(ctx context.Context, req resource.DeleteRe
 		resp.Diagnostics.Append(vsphereErrorDiag("Cannot read back the graphics of host "+hostID, err))
 		return
 	}
-	if len(st.Pending) > 0 {
-		deviceReboot{hostID: hostID, allowed: state.RebootAllowed, timeout: state.RebootTimeout, pciIDs: st.Pending}.run(ctx, r.client, &resp.Diagnostics)
+	if waiting := restoreWaiting(ctx, st, state, before, req.Private, &resp.Diagnostics); len(waiting) > 0 {
+		deviceReboot{hostID: hostID, allowed: state.RebootAllowed, timeout: state.RebootTimeout, pciIDs: waiting}.run(ctx, r.client, &resp.Diagnostics)
 	}
+}
+
+// restoreWaiting lists the GPUs that wait for a reboot to be driven as the
+// settings destroy puts back (before) say, coming from what state set: a
+// GPU whose type the restore leaves as it was, and that the host could not
+// drive so, waits for none (see graphicsWaiting).
+func restoreWaiting(ctx context.Context, st *vsphere.HostGraphicsState, state hostGraphicsModel, before vsphere.HostGraphicsSettings,
+	private privateState, diags *diag.Diagnostics) []string {
+	set := state.settings(ctx, diags)
+	return graphicsWaiting(st, before, &set, setInBoot(ctx, private, diags))
 }
 
 // ImportState adopts a host's graphics settings as they are, and records
@@ -462,7 +472,7 @@ func (r *hostGraphicsResource) ImportState(ctx context.Context, req resource.Imp
 		return
 	}
 	m := hostGraphicsModel{Before: graphicsBefore(st.Settings)}
-	graphicsToModel(st, st.Pending, &m)
+	graphicsToModel(ctx, st, st.Pending, &m)
 	resp.Diagnostics.Append(setModelState(ctx, &resp.State, &m)...)
 }
 

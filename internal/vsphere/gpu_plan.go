@@ -263,8 +263,10 @@ func (c *Client) PlanGPUMMIO(ctx context.Context, ch GPUMMIOChange) (*GPUMMIOPla
 	}
 	if len(ch.VGPUs) > 0 {
 		check := vgpuCheck{label: label, moid: vm.MOID, host: host, vgpus: ch.VGPUs, powersOn: vm.PowerState == PoweredOn,
-			planned: ch.Planned.Graphics[host.ID]}
-		if !check.planned && len(host.VGPUProfiles) > 0 {
+			planned: ch.Planned.Graphics[host.ID], models: hostVGPUModels(host)}
+		// GPUs of several models in Shared Direct: which offers which is
+		// the VM's ConfigTarget's to say, one more call.
+		if check.models == nil && !check.planned && len(host.VGPUProfiles) > 0 {
 			if check.models, err = c.vgpuModels(ctx, vm); err != nil {
 				// Without them the host decides the room at power on.
 				c.log.Debug(ctx, "Cannot read which GPU model offers which vGPU profile", map[string]any{"error": err.Error()})

@@ -147,8 +147,8 @@ func vgpuProfilesOf(devices []types.BaseVirtualDevice) []string {
 	var out []string
 	for _, d := range devices {
 		if p, ok := d.(*types.VirtualPCIPassthrough); ok {
-			if b, ok := p.Backing.(*types.VirtualPCIPassthroughVmiopBackingInfo); ok {
-				out = append(out, b.Vgpu)
+			if profile := pciPassthrough(p).VGPU; profile != "" {
+				out = append(out, profile)
 			}
 		}
 	}

@@ -220,26 +220,40 @@ func vgpuRoom(in vgpuCheck, p string) (int, []string) {
 	return fit, why
 }
 
-// vgpuAvailability fills in each profile h offers how many more vGPUs of
-// it h's GPUs hold now. The host offers the profiles of its GPUs in Shared
-// Direct; with GPUs of one model there, every offered profile is that
-// model's. With several models the host does not say which offers which
-// (the VM's ConfigTarget does): unknown, as for a name without a frame
-// buffer.
-func vgpuAvailability(h *Host) {
-	models := map[string][]string{}
+// hostVGPUModels is which GPU model (vendor:device) offers which of the
+// profiles h offers, as far as h says: it offers the profiles of its GPUs
+// in Shared Direct, so with GPUs of one model there every offered profile
+// is that model's. nil with several models (the VM's ConfigTarget tells
+// them apart, see vgpuModels) or none.
+func hostVGPUModels(h *Host) map[string][]string {
+	var model string
 	for _, g := range h.GPUs {
-		if g.GraphicsType == string(types.HostGraphicsInfoGraphicsTypeSharedDirect) {
-			models[g.VendorID+":"+g.DeviceID] = nil
+		if g.GraphicsType != string(types.HostGraphicsInfoGraphicsTypeSharedDirect) {
+			continue
 		}
+		m := g.VendorID + ":" + g.DeviceID
+		if model != "" && m != model {
+			return nil
+		}
+		model = m
 	}
-	if len(models) != 1 {
+	if model == "" {
+		return nil
+	}
+	profiles := make([]string, 0, len(h.VGPUProfiles))
+	for _, p := range h.VGPUProfiles {
+		profiles = append(profiles, p.Name)
+	}
+	return map[string][]string{model: profiles}
+}
+
+// vgpuAvailability fills in each profile h offers how many more vGPUs of
+// it h's GPUs hold now; unknown when hostVGPUModels cannot say which GPUs
+// offer it, as for a name without a frame buffer.
+func vgpuAvailability(h *Host) {
+	models := hostVGPUModels(h)
+	if models == nil {
 		return
-	}
-	for model := range models {
-		for _, p := range h.VGPUProfiles {
-			models[model] = append(models[model], p.Name)
-		}
 	}
 	for i, p := range h.VGPUProfiles {
 		if p.FrameBufferGB == 0 {

@@ -1,8 +1,13 @@
 package vsphere
 
 import (
+	"context"
 	"reflect"
+	"slices"
 	"testing"
+
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
 
 func TestVGPUBoardAndSeries(t *testing.T) {
@@ -125,4 +130,36 @@ func TestVGPUAvailability(t *testing.T) {
 	if h.VGPUProfiles[0].Available != nil || h.VGPUProfiles[1].Available != nil {
 		t.Errorf("two models in Shared Direct: %+v, want unknown", h.VGPUProfiles)
 	}
+}
+
+// With one GPU model in Shared Direct the host says which profiles are
+// whose, and the plan asks vCenter nothing more; with two (the H100s'
+// passthrough turned off too), the VM's ConfigTarget says it, one call.
+// Either way the A100 40GB holds two grid_a100-20c, the H100s none.
+func TestPlanGPUMMIOVGPUModels(t *testing.T) {
+	t.Parallel()
+	lab := acctest.StartLab(t, vcsimlab.Options{})
+	ctx := context.Background()
+	vm := lab.VMNames()[0]
+	host := lab.VMHostName(vm)
+	c := labClient(lab)
+	acctest.Must(t, lab.ConfigureGraphics(ctx, host, "sharedDirect", "performance", nil))
+	acctest.Must(t, lab.RebootHost(ctx, host))
+	plan := func(wantCalls int) {
+		t.Helper()
+		lab.ResetCalls()
+		p, err := c.PlanGPUMMIO(ctx, GPUMMIOChange{VMID: lab.VMID(vm), VGPUs: []string{"grid_a100-20c", "grid_a100-20c", "grid_a100-20c"}})
+		acctest.Must(t, err)
+		i := slices.IndexFunc(p.Findings, func(f Finding) bool { _, ok := f.(VGPUsDoNotFit); return ok })
+		if i < 0 || p.Findings[i].(VGPUsDoNotFit).Fit != 2 {
+			t.Errorf("findings %+v, want room for 2", p.Findings)
+		}
+		if got := lab.Calls()["QueryConfigTarget"]; got != wantCalls {
+			t.Errorf("%d QueryConfigTarget calls, want %d", got, wantCalls)
+		}
+	}
+	plan(0)
+	acctest.Must(t, c.SetHostPassthrough(ForChange(ctx), lab.HostID(host), map[string]bool{lab.GPUs()[0]: false, lab.GPUs()[1]: false}))
+	acctest.Must(t, lab.RebootHost(ctx, host))
+	plan(1)
 }
