@@ -202,6 +202,27 @@ func (l *Lab) SetClusterDRS(ctx context.Context, enabled bool, behavior types.Dr
 	return adminWait(ctx)(clusters[0].Reconfigure(ctx, spec, true))
 }
 
+// SetClusterDRSOption sets one of the lab cluster's DRS advanced options,
+// as the cluster's Configure > vSphere DRS > Edit > Advanced Options (or the
+// vSphere provider's drs_advanced_options) does.
+func (l *Lab) SetClusterDRSOption(ctx context.Context, key, value string) error {
+	clusters, err := l.adminFinder().ClusterComputeResourceList(ctx, "*")
+	if err != nil {
+		return err
+	}
+	spec := &types.ClusterConfigSpecEx{DrsConfig: &types.ClusterDrsConfigInfo{
+		Option: []types.BaseOptionValue{&types.OptionValue{Key: key, Value: value}},
+	}}
+	return adminWait(ctx)(clusters[0].Reconfigure(ctx, spec, true))
+}
+
+// SetVCenterSetting sets one of vCenter's advanced settings, as vCenter >
+// Configure > Advanced Settings > Edit Settings does.
+func (l *Lab) SetVCenterSetting(ctx context.Context, key, value string) error {
+	m := object.NewOptionManager(l.client.Client, *l.client.ServiceContent.Setting)
+	return m.Update(ctx, []types.BaseOptionValue{&types.OptionValue{Key: key, Value: value}})
+}
+
 // SetVMDRSOverride overrides the lab cluster's DRS for one VM, as the
 // cluster's Configure > VM Overrides > Add (DRS automation level) does:
 // behavior is the VM's automation level ("" in a new override keeps the

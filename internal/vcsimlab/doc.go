@@ -283,6 +283,13 @@
 //     passthrough and SR-IOV changes active. Lab.MaintenanceWindows records
 //     the stays in maintenance mode, Lab.KeepHostDown keeps a host from
 //     coming back, Lab.SetClusterDRS changes the automation level.
+//   - vMotion and maintenance mode of VMs with vGPUs (vm_vgpu_migrate.go):
+//     a running one moves only with vCenter's vgpu.hotmigrate.enabled true
+//     (Lab.SetVCenterSetting; false at first) to a host whose GPUs take its
+//     vGPUs, and maintenance mode moves it only when the cluster's DRS
+//     advanced option VgpuMMAutomationTimeoutSecs is -1
+//     (Lab.SetClusterDRSOption; vcsim drops a spec's DRS options, the lab
+//     keeps them).
 //   - SearchIndex.FindByUuid and FindAllByUuid keep working after esxcli
 //     use (vcsim's panic on the executer it registers) and honour the
 //     datacenter scope.

@@ -134,6 +134,9 @@ func (x *extension) implements(ctx *simulator.Context, m *simulator.Method) bool
 	case "UpdatePassthruConfig":
 		_, ok := obj.(*pciPassthruSystem)
 		return ok
+	case "ReconfigureComputeResource_Task": // DRS advanced options: vm_vgpu_migrate.go
+		_, ok := obj.(*simulator.ClusterComputeResource)
+		return ok
 	case "UpdateGraphicsConfig": // graphics.go
 		_, ok := obj.(*graphicsManager)
 		return ok

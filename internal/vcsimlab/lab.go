@@ -146,6 +146,7 @@ func (l *Lab) startServer(opts Options) error {
 		return err
 	}
 	l.model = m
+	seedVCenterSettings(m.Map())
 	l.ext = newExtension(m.Map())
 	l.ext.hosts.rebootTime = cmp.Or(opts.RebootTime, 300*time.Millisecond)
 	if err := l.prepareHosts(opts); err != nil {

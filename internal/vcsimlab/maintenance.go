@@ -188,7 +188,7 @@ func (x *extension) evacuate(ctx *simulator.Context, h *simulator.HostSystem, po
 		}
 	})
 	var others []types.ManagedObjectReference
-	drsOn, automatic := false, false
+	drsOn, automatic, evacuatesVGPU := false, false, false
 	var overrides []types.ClusterDrsVmConfigInfo
 	if cluster != nil {
 		ctx.WithLock(cluster, func() {
@@ -197,6 +197,7 @@ func (x *extension) evacuate(ctx *simulator.Context, h *simulator.HostSystem, po
 				drsOn = drs.Enabled != nil && *drs.Enabled
 				automatic = drs.DefaultVmBehavior == types.DrsBehaviorFullyAutomated
 				overrides = slices.Clone(cfg.DrsVmConfig)
+				evacuatesVGPU = evacuatesVGPUs(cfg)
 			}
 			others = slices.Clone(cluster.Host)
 		})
@@ -215,7 +216,9 @@ func (x *extension) evacuate(ctx *simulator.Context, h *simulator.HostSystem, po
 		}
 		return drsOn && automatic
 	}
-	dest := func() *types.ManagedObjectReference {
+	// destinations are the hosts of the cluster that take VMs.
+	destinations := func() []types.ManagedObjectReference {
+		var out []types.ManagedObjectReference
 		for _, o := range others {
 			other, ok := ctx.Map.Get(o).(*simulator.HostSystem)
 			if !ok || o == h.Self {
@@ -227,10 +230,10 @@ func (x *extension) evacuate(ctx *simulator.Context, h *simulator.HostSystem, po
 					other.Runtime.ConnectionState == types.HostSystemConnectionStateConnected)
 			})
 			if usable {
-				return &o
+				out = append(out, o)
 			}
 		}
-		return nil
+		return out
 	}
 	left := false
 	for _, ref := range vms {
@@ -238,10 +241,11 @@ func (x *extension) evacuate(ctx *simulator.Context, h *simulator.HostSystem, po
 		if !ok {
 			continue
 		}
-		var on, movable, agent bool
+		var on, movable, agent, vgpu bool
 		ctx.WithLock(vm, func() {
 			on = vm.Runtime.PowerState == types.VirtualMachinePowerStatePoweredOn
 			movable = vm.Config != nil && !hasPassthrough(vm.Config.Hardware.Device)
+			vgpu = on && vm.Config != nil && hasVGPU(vm.Config.Hardware.Device)
 			if agent = isAgentVM(vm); agent && on {
 				setPower(ctx, vm, types.VirtualMachinePowerStatePoweredOff)
 			}
@@ -255,22 +259,39 @@ func (x *extension) evacuate(ctx *simulator.Context, h *simulator.HostSystem, po
 		if !on && !poweredOff {
 			continue
 		}
-		to := dest()
-		if movedByDRS(ref) && movable && to != nil {
-			moveVM(ctx, vm, h.Self, *to)
+		if !movedByDRS(ref) || !movable {
+			left = left || on
 			continue
 		}
-		left = left || on
+		moved := false
+		for _, to := range destinations() {
+			switch {
+			case !vgpu:
+				moveVM(ctx, vm, h.Self, to)
+				moved = true
+			case evacuatesVGPU:
+				moved = x.migrateVGPUVM(ctx, vm, h.Self, to) == nil
+			}
+			if moved {
+				break
+			}
+		}
+		left = left || on && !moved
 	}
 	return !left
 }
 
 // hasPassthrough reports a DirectPath I/O or SR-IOV device, which keeps a VM
-// from migrating.
+// from migrating. A vGPU (a passthrough device with a vmiop backing) does
+// not: see vm_vgpu_migrate.go.
 func hasPassthrough(devices []types.BaseVirtualDevice) bool {
 	for _, d := range devices {
-		switch d.(type) {
-		case *types.VirtualPCIPassthrough, *types.VirtualSriovEthernetCard:
+		switch d := d.(type) {
+		case *types.VirtualPCIPassthrough:
+			if _, vgpu := d.Backing.(*types.VirtualPCIPassthroughVmiopBackingInfo); !vgpu {
+				return true
+			}
+		case *types.VirtualSriovEthernetCard:
 			return true
 		}
 	}

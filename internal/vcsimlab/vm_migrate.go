@@ -14,7 +14,9 @@ import (
 // then names the new host's device at that address). A powered-on VM with a
 // PCI passthrough or SR-IOV device is refused: vMotion is not supported for
 // a VM with DirectPath I/O (vSphere Networking, "DirectPath I/O": vMotion is
-// among the features not available to such a VM).
+// among the features not available to such a VM). A powered-on VM with
+// vGPUs moves as vMotion moves it (vm_vgpu_migrate.go): with vCenter's
+// vgpu.hotmigrate.enabled, its vGPUs placed on the destination's GPUs.
 func (l *Lab) MigrateVM(ctx context.Context, vmName, hostName string) error {
 	if l.simulatorOnly("MigrateVM") {
 		return ErrNotSimulated
@@ -33,16 +35,23 @@ func (l *Lab) MigrateVM(ctx context.Context, vmName, hostName string) error {
 	}
 	sctx := newContext(reg)
 	var from *types.ManagedObjectReference
-	var pinned bool
+	var pinned, vgpu bool
 	sctx.WithLock(vm, func() {
 		from = vm.Runtime.Host
-		pinned = vm.Runtime.PowerState == types.VirtualMachinePowerStatePoweredOn && vm.Config != nil && hasPassthrough(vm.Config.Hardware.Device)
+		on := vm.Runtime.PowerState == types.VirtualMachinePowerStatePoweredOn && vm.Config != nil
+		pinned = on && hasPassthrough(vm.Config.Hardware.Device)
+		vgpu = on && hasVGPU(vm.Config.Hardware.Device)
 	})
 	switch {
 	case from == nil:
 		return fmt.Errorf("vcsimlab: VM %q has no host", vmName)
 	case pinned:
 		return fmt.Errorf("vcsimlab: VM %q runs with a passthrough device, which vMotion does not move", vmName)
+	case vgpu:
+		if err := l.ext.migrateVGPUVM(sctx, vm, *from, to); err != nil {
+			return fmt.Errorf("vcsimlab: VM %q: %w", vmName, err)
+		}
+		return nil
 	}
 	moveVM(sctx, vm, *from, to)
 	return nil

@@ -37,7 +37,8 @@ import (
 
 // vgpuSlot is one vGPU of a powered-on VM on a GPU of its host.
 type vgpuSlot struct {
-	gpu     string // PCI id
+	host    types.ManagedObjectReference
+	gpu     string // PCI id, on host
 	profile string
 }
 
@@ -65,7 +66,13 @@ func (x *extension) placeVGPUs(ctx *simulator.Context, vm *simulator.VirtualMach
 	if len(profiles) == 0 {
 		return nil
 	}
-	host, ok := ctx.Map.Get(*vm.Runtime.Host).(*simulator.HostSystem)
+	return x.reserveVGPUs(ctx, vm.Self, *vm.Runtime.Host, profiles)
+}
+
+// reserveVGPUs gives vm's vGPUs of profiles GPUs of host hostRef, in place
+// of those it had, or refuses as the host's admission control does.
+func (x *extension) reserveVGPUs(ctx *simulator.Context, vm, hostRef types.ManagedObjectReference, profiles []string) *vimError {
+	host, ok := ctx.Map.Get(hostRef).(*simulator.HostSystem)
 	if !ok {
 		return nil
 	}
@@ -97,11 +104,13 @@ func (x *extension) placeVGPUs(ctx *simulator.Context, vm *simulator.VirtualMach
 	defer x.mu.Unlock()
 	used := map[string][]string{} // GPU -> profiles of its vGPUs
 	for other, slots := range x.vgpus {
-		if other == vm.Self {
+		if other == vm {
 			continue
 		}
 		for _, s := range slots {
-			used[s.gpu] = append(used[s.gpu], s.profile)
+			if s.host == hostRef {
+				used[s.gpu] = append(used[s.gpu], s.profile)
+			}
 		}
 	}
 	// better reports whether a GPU holding n vGPUs beats one holding m.
@@ -126,12 +135,12 @@ func (x *extension) placeVGPUs(ctx *simulator.Context, vm *simulator.VirtualMach
 				fmt.Sprintf("Graphics resources admission control failed: no GPU of host %s has room for a vGPU of profile %s", host.Name, p))
 		}
 		used[gpus[best].id] = append(used[gpus[best].id], p)
-		placed = append(placed, vgpuSlot{gpu: gpus[best].id, profile: p})
+		placed = append(placed, vgpuSlot{host: hostRef, gpu: gpus[best].id, profile: p})
 	}
 	if x.vgpus == nil {
 		x.vgpus = map[types.ManagedObjectReference][]vgpuSlot{}
 	}
-	x.vgpus[vm.Self] = placed
+	x.vgpus[vm] = placed
 	return nil
 }
 
