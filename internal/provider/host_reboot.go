@@ -83,6 +83,8 @@ func rebootAttributes(what, which string) map[string]schema.Attribute {
 				"its running VMs), reboots it, waits for it and takes it out of maintenance mode, so what becomes active is known in " +
 				"the same apply. The plan names each host it reboots, and refuses when running VMs could not move (VMs with " +
 				"passthrough or SR-IOV devices, or DRS not fully automated for the cluster or, in its VM Overrides, for the VM; " +
+				"VMs with vGPUs unless vCenter's `vgpu.hotmigrate.enabled` is true, the cluster's DRS advanced option " +
+				"`VgpuMMAutomationTimeoutSecs` is `-1` and another host offers their profiles with room; " +
 				"vSphere Cluster Services and other ESX Agent Manager VMs, which vCenter stops itself, do not count); " +
 				"the apply checks again when the host's turn comes, and fails naming the VMs before maintenance mode. " +
 				"Hosts of one cluster reboot one at a time, whichever Terraform run, provider alias or vSphere client takes them " +

@@ -52,7 +52,8 @@ func (a *hostRebootAction) Schema(_ context.Context, _ action.SchemaRequest, res
 			"host of the cluster is in maintenance mode or entering it, as vCenter shows, for at most `timeout`, which then starts " +
 			"again for the reboot itself. With nothing pending it does " +
 			"nothing and says so, unless `force`. Running VMs that could not move (passthrough or SR-IOV devices, DRS not fully " +
-			"automated) are refused, named. Terraform 1.14+: `terraform apply -invoke=action.vspherehpc_host_reboot.NAME`, or from " +
+			"automated, vGPUs that DRS would not move or no other host has room for) are refused, named. Terraform 1.14+: " +
+			"`terraform apply -invoke=action.vspherehpc_host_reboot.NAME`, or from " +
 			"`lifecycle.action_trigger`.",
 		Attributes: map[string]schema.Attribute{
 			"host_system_id": schema.StringAttribute{

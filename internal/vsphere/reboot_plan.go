@@ -31,8 +31,9 @@ type HostReboot struct {
 // apply device changes and which of its running VMs would keep it from
 // entering maintenance mode: all of them when no other host can take them,
 // those DRS does not move on its own (the cluster's automation level, or the
-// VM's override of it, is not fully automated), and those with a
-// passthrough or SR-IOV device (which cannot be migrated).
+// VM's override of it, is not fully automated), those with a passthrough
+// or SR-IOV device (which cannot be migrated), and those with vGPUs that
+// vgpuEvacuation says stay (which reads more only for such VMs).
 func (c *Client) PlanHostReboot(ctx context.Context, hostID string) (*HostReboot, error) {
 	op := "checking a reboot of host " + hostID
 	ctx, cancel := c.withTimeout(ctx)
@@ -50,7 +51,8 @@ func (c *Client) PlanHostReboot(ctx context.Context, hostID string) (*HostReboot
 			}},
 		}}},
 		PropSet: []types.PropertySpec{
-			{Type: "HostSystem", PathSet: []string{"name", "parent", "runtime", "capability.deviceRebindWithoutRebootSupported"}},
+			{Type: "HostSystem", PathSet: []string{"name", "parent", "runtime", "capability.deviceRebindWithoutRebootSupported",
+				"config.sharedPassthruGpuTypes", "config.sharedGpuCapabilities"}},
 			{Type: "ClusterComputeResource", PathSet: []string{"configurationEx"}},
 			{
 				Type:    "VirtualMachine",
@@ -97,6 +99,7 @@ func (c *Client) PlanHostReboot(ctx context.Context, hostID string) (*HostReboot
 		spare = spare || (!o.Runtime.InMaintenanceMode && o.Runtime.ConnectionState == types.HostSystemConnectionStateConnected)
 	}
 	var why []string
+	var withVGPUs []*mo.VirtualMachine
 	for i := range vms {
 		vm := &vms[i]
 		if vm.Runtime.PowerState != types.VirtualMachinePowerStatePoweredOn || vm.Runtime.Host == nil || *vm.Runtime.Host != host ||
@@ -109,17 +112,32 @@ func (c *Client) PlanHostReboot(ctx context.Context, hostID string) (*HostReboot
 			reason = "the cluster's DRS is not fully automated, so maintenance mode moves no VM"
 		case !spare:
 			reason = "no other host of the cluster can take its VMs"
-		case vm.Config != nil && hasPassthrough(vm.Config.Hardware.Device):
+		case vm.Config != nil && pinnedToHost(vm.Config.Hardware.Device):
 			reason = "a VM with a PCI passthrough or SR-IOV device cannot be migrated"
 		case !drs.moves(vm.Self):
 			reason = "DRS moves no VM whose automation level is not fully automated (the cluster's, or the VM's override " +
 				"of it in the cluster's VM Overrides)"
+		case vm.Config != nil && len(vgpuProfilesOf(vm.Config.Hardware.Device)) > 0:
+			withVGPUs = append(withVGPUs, vm)
+			continue
 		default:
 			continue
 		}
 		out.Stuck = append(out.Stuck, vmRefOf(vm))
 		if !slices.Contains(why, reason) {
 			why = append(why, reason)
+		}
+	}
+	if len(withVGPUs) > 0 {
+		stuck, err := c.vgpuEvacuation(ctx, vc, self, drs, withVGPUs)
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range stuck {
+			out.Stuck = append(out.Stuck, vmRefOf(s.vm))
+			if !slices.Contains(why, s.reason) {
+				why = append(why, s.reason)
+			}
 		}
 	}
 	out.Why = strings.Join(why, "; ")
@@ -178,8 +196,24 @@ func (d drsLevels) moves(vm types.ManagedObjectReference) bool {
 	return d.cfg.DrsConfig.DefaultVmBehavior == types.DrsBehaviorFullyAutomated
 }
 
-// hasPassthrough reports a DirectPath I/O or SR-IOV device: vSphere
-// migrates no VM that has one.
+// pinnedToHost reports a DirectPath I/O or SR-IOV device: vSphere migrates
+// no VM that has one. A vGPU does not pin its VM (see vgpuEvacuation).
+func pinnedToHost(devices []types.BaseVirtualDevice) bool {
+	for _, d := range devices {
+		switch d := d.(type) {
+		case *types.VirtualPCIPassthrough:
+			if pciPassthrough(d).VGPU == "" {
+				return true
+			}
+		case *types.VirtualSriovEthernetCard:
+			return true
+		}
+	}
+	return false
+}
+
+// hasPassthrough reports a PCI passthrough device (a vGPU too) or an SR-IOV
+// adapter.
 func hasPassthrough(devices []types.BaseVirtualDevice) bool {
 	for _, d := range devices {
 		switch d.(type) {

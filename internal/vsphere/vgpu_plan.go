@@ -170,44 +170,17 @@ func vgpuRoom(in vgpuCheck, p string) (int, []string) {
 	if fb == 0 {
 		return MaxVGPUsPerVM, nil // a name the rule cannot read: the host decides at power on
 	}
-	// The host lists a VM on every GPU its vGPUs run on, with all of its
-	// profiles: which of them runs where it does not say.
-	spread := map[string]int{}
-	for _, g := range in.host.GPUs {
-		for _, u := range g.VGPUs {
-			spread[u.VM.MOID]++
-		}
-	}
+	spread := vgpuSpread(in.host.GPUs)
 	fit := 0
 	var why []string
 	for _, g := range in.host.GPUs {
-		if g.GraphicsType != string(types.HostGraphicsInfoGraphicsTypeSharedDirect) ||
-			!slices.Contains(in.models[g.VendorID+":"+g.DeviceID], p) {
+		if !offersVGPU(g, in.models, p) {
 			continue
 		}
 		if g.VGPUMode == string(types.HostGraphicsInfoVgpuModeMixedSize) {
 			return MaxVGPUsPerVM, nil // mixed-size mode (vSphere 8.0 U3): the lab's rule does not hold; the host decides
 		}
-		slots, other := int(int64(g.MemoryGB+0.5)/fb), ""
-		for _, u := range g.VGPUs {
-			if u.VM.MOID == in.moid {
-				continue // the VM's own, given back at its power cycle
-			}
-			same := 0
-			for _, profile := range u.Profiles {
-				if VGPUFrameBufferGB(profile) == fb {
-					same++
-				}
-			}
-			switch {
-			case same == len(u.Profiles): // on this GPU: its share of them, rounded up
-				slots -= (same + spread[u.VM.MOID] - 1) / spread[u.VM.MOID]
-			case spread[u.VM.MOID] == 1: // all of them on this GPU, of another size
-				other = fmt.Sprintf("GPU %s runs vGPUs of virtual machine %s of another size (%s)", g.PCIID, u.VM.Name,
-					strings.Join(u.Profiles, ", "))
-			default: // sizes spread over GPUs the host does not tell apart: left to the host
-			}
-		}
+		slots, other := gpuRoom(g, fb, in.moid, spread)
 		switch {
 		case other != "":
 			why = append(why, other)
@@ -218,6 +191,52 @@ func vgpuRoom(in vgpuCheck, p string) (int, []string) {
 		}
 	}
 	return fit, why
+}
+
+// offersVGPU reports whether GPU g, in Shared Direct, is of a model that
+// offers profile p (models: profiles by vendor:device).
+func offersVGPU(g GPU, models map[string][]string, p string) bool {
+	return g.GraphicsType == string(types.HostGraphicsInfoGraphicsTypeSharedDirect) && slices.Contains(models[g.VendorID+":"+g.DeviceID], p)
+}
+
+// vgpuSpread is over how many of gpus each VM's vGPUs run (by VM id): the
+// host lists a VM on every GPU its vGPUs run on, with all of its profiles,
+// and does not say which of them runs where.
+func vgpuSpread(gpus []GPU) map[string]int {
+	spread := map[string]int{}
+	for _, g := range gpus {
+		for _, u := range g.VGPUs {
+			spread[u.VM.MOID]++
+		}
+	}
+	return spread
+}
+
+// gpuRoom is how many more vGPUs of frame buffer fb GPU g holds in
+// equal-size mode beside its VMs' (but vm's own, given back at its power
+// cycle); when another size keeps it from taking any, other says which VM.
+func gpuRoom(g GPU, fb int64, vm string, spread map[string]int) (slots int, other string) {
+	slots = int(int64(g.MemoryGB+0.5) / fb)
+	for _, u := range g.VGPUs {
+		if u.VM.MOID == vm {
+			continue
+		}
+		same := 0
+		for _, profile := range u.Profiles {
+			if VGPUFrameBufferGB(profile) == fb {
+				same++
+			}
+		}
+		switch {
+		case same == len(u.Profiles): // on this GPU: its share of them, rounded up
+			slots -= (same + spread[u.VM.MOID] - 1) / spread[u.VM.MOID]
+		case spread[u.VM.MOID] == 1: // all of them on this GPU, of another size
+			other = fmt.Sprintf("GPU %s runs vGPUs of virtual machine %s of another size (%s)", g.PCIID, u.VM.Name,
+				strings.Join(u.Profiles, ", "))
+		default: // sizes spread over GPUs the host does not tell apart: left to the host
+		}
+	}
+	return slots, other
 }
 
 // hostVGPUModels is which GPU model (vendor:device) offers which of the

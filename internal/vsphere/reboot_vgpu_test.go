@@ -1,0 +1,121 @@
+package vsphere
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
+
+	"github.com/vmware/govmomi/vim25/mo"
+	"github.com/vmware/govmomi/vim25/types"
+)
+
+// vgpuVM is a VM with vGPUs of profiles.
+func vgpuVM(id, name string, profiles ...string) *mo.VirtualMachine {
+	vm := &mo.VirtualMachine{Config: &types.VirtualMachineConfigInfo{}}
+	vm.Self = types.ManagedObjectReference{Type: "VirtualMachine", Value: id}
+	vm.Name = name
+	for _, p := range profiles {
+		vm.Config.Hardware.Device = append(vm.Config.Hardware.Device, &types.VirtualPCIPassthrough{VirtualDevice: types.VirtualDevice{
+			Backing: &types.VirtualPCIPassthroughVmiopBackingInfo{Vgpu: p}}})
+	}
+	return vm
+}
+
+// Maintenance mode's VMs with vGPUs go, in name order, to the first host
+// whose A100 has room after those placed before them; one whose profile
+// does not support vMotion, or that no host has room for, stays, and its
+// reason says which.
+func TestPlaceEvacuatedVGPUs(t *testing.T) {
+	t.Parallel()
+	offered := []VGPUProfile{{Name: "grid_a100-20c", MigrateSupported: true}, {Name: "grid_a100-10c", MigrateSupported: true},
+		{Name: "grid_a100-40c"}}
+	a100Host := func(id string, users ...VGPUUser) *Host {
+		return &Host{ID: id, Name: id, VGPUProfiles: offered, GPUs: []GPU{{PCIID: "0000:af:00.0", VendorID: "10de", DeviceID: "20f1",
+			MemoryGB: 40, GraphicsType: "sharedDirect", VGPUs: users}}}
+	}
+	// The second host's A100 runs one 20C: room for one more.
+	hosts := []*Host{
+		{ID: "host-2", Name: "host-2"}, // offers nothing
+		a100Host("host-3", VGPUUser{VM: VMRef{MOID: "vm-9", Name: "other"}, Profiles: []string{"grid_a100-20c"}}),
+		a100Host("host-4"),
+	}
+	stuck := placeEvacuatedVGPUs([]*mo.VirtualMachine{
+		vgpuVM("vm-4", "d", "grid_a100-10c"),
+		vgpuVM("vm-1", "a", "grid_a100-20c"),
+		vgpuVM("vm-2", "b", "grid_a100-20c", "grid_a100-20c"), // host-3 is full after a, host-4 takes both
+		vgpuVM("vm-3", "c", "grid_a100-40c"),                  // does not support vMotion
+		vgpuVM("vm-5", "e", "grid_a100-20c"),                  // no room left anywhere
+	}, offered, hosts)
+	got := map[string]string{}
+	for _, s := range stuck {
+		got[s.vm.Name] = s.reason
+	}
+	if len(got) != 3 || !strings.Contains(got["c"], "grid_a100-40c does not support vMotion") ||
+		!strings.Contains(got["e"], "no other host of the cluster offers vGPU profile grid_a100-20c with room") ||
+		!strings.Contains(got["d"], "grid_a100-10c with room") {
+		t.Errorf("stuck %v, want c (no vMotion), d (no 10C beside 20Cs) and e (no room)", got)
+	}
+}
+
+// A host with GPUs of several models in Shared Direct does not say which
+// offers a profile: it takes a VM whose profiles it offers, and the host
+// decides at the migration.
+func TestTakeVGPUsLeavesSeveralModelsToTheHost(t *testing.T) {
+	t.Parallel()
+	h := &Host{ID: "host-2", VGPUProfiles: []VGPUProfile{{Name: "grid_a100-40c"}}, GPUs: []GPU{
+		{PCIID: "0000:3b:00.0", VendorID: "10de", DeviceID: "20f1", MemoryGB: 40, GraphicsType: "sharedDirect",
+			VGPUs: []VGPUUser{{VM: VMRef{MOID: "vm-9"}, Profiles: []string{"grid_a100-40c"}}}},
+		{PCIID: "0000:af:00.0", VendorID: "10de", DeviceID: "2330", MemoryGB: 80, GraphicsType: "sharedDirect"},
+	}}
+	if !takeVGPUs(h, VMRef{MOID: "vm-1"}, []string{"grid_a100-40c"}) {
+		t.Error("a host of two GPU models refused a profile it offers")
+	}
+	if takeVGPUs(h, VMRef{MOID: "vm-1"}, []string{"grid_a100-20c"}) {
+		t.Error("a host took a profile it does not offer")
+	}
+}
+
+// The plan of a reboot reads more only for a running VM with vGPUs that DRS
+// may move: nothing while the cluster's option is not set, then vCenter's
+// setting (QueryOptions), then the other hosts (one more read), and the VM
+// moves to the host that shares its A100.
+func TestPlanHostRebootCallsForVGPUVMs(t *testing.T) {
+	t.Parallel()
+	lab := acctest.StartLab(t, vcsimlab.Options{HostsNeedReboot: true})
+	c := labClient(lab)
+	ctx := context.Background()
+	first, second := lab.HostNames()[0], lab.HostNames()[1]
+	for _, h := range []string{first, second} {
+		acctest.Must(t, lab.ConfigureGraphics(ctx, h, "sharedDirect", "performance", nil))
+		acctest.Must(t, lab.RebootHost(ctx, h))
+	}
+	acctest.Must(t, lab.CreateVM(ctx, "trainer", first, 19))
+	acctest.Must(t, lab.AttachVGPU(ctx, "trainer", "grid_a100-20c"))
+	acctest.Must(t, lab.PowerOnVM(ctx, "trainer"))
+	plan := func(wantStuck bool, wantReads, wantQueries int) {
+		t.Helper()
+		lab.ResetCalls()
+		r, err := c.PlanHostReboot(ctx, lab.HostID(first))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if stuck := len(r.Stuck) == 1 && r.Stuck[0].Name == "trainer"; stuck != wantStuck || !wantStuck && len(r.Stuck) > 0 {
+			t.Errorf("stuck %+v (%s), want trainer stuck: %v", r.Stuck, r.Why, wantStuck)
+		}
+		calls := lab.Calls()
+		if calls["RetrievePropertiesEx"]+calls["RetrieveProperties"] != wantReads || calls["QueryOptions"] != wantQueries {
+			t.Errorf("calls %v, want %d reads and %d QueryOptions", calls, wantReads, wantQueries)
+		}
+	}
+	if _, err := c.PlanHostReboot(ctx, lab.HostID(first)); err != nil { // logs in: not the plan's cost
+		t.Fatal(err)
+	}
+	plan(true, 1, 0)
+	acctest.Must(t, lab.SetClusterDRSOption(ctx, "VgpuMMAutomationTimeoutSecs", "-1"))
+	plan(true, 1, 1)
+	acctest.Must(t, lab.SetVCenterSetting(ctx, "vgpu.hotmigrate.enabled", "true"))
+	plan(false, 2, 1)
+}
