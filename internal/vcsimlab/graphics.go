@@ -70,7 +70,8 @@ type vgpuProfile struct {
 // backing.vgpu), grid_a100d-80c and nvidia_h100xm-80c (Frank Denneman,
 // "Topology-Aware Multi-GPU VM Placement", frankdenneman.ai). The H200 of
 // Options.NewerGPUHost offers none: no public source gives its types'
-// vSphere names.
+// vSphere names. The lab has no L40S for the same reason: its C-series
+// table was not retrievable from NVIDIA's pages, nor its vSphere prefix.
 var vgpuProfiles = map[int16][]vgpuProfile{
 	0x20f1: { // A100 PCIe 40GB
 		{"grid_a100-40c", 40, 1}, {"grid_a100-20c", 20, 2}, {"grid_a100-10c", 10, 4},
