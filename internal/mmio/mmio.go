@@ -41,6 +41,16 @@ const DevicesOnlySizeGB = 64
 // it requires; its per-GPU table is not applied here (mmio_size_gb takes it).
 const VGPUMinSizeGB = 64
 
+// WithVGPUs is the window of a VM whose GPUs' rule gives sizeGB (0: no
+// GPUs) and that has NVIDIA vGPUs or not: with them, at least
+// VGPUMinSizeGB.
+func WithVGPUs(sizeGB int64, vgpus bool) int64 {
+	if vgpus {
+		return max(sizeGB, VGPUMinSizeGB)
+	}
+	return sizeGB
+}
+
 // MaxGPUMemoryGB bounds one GPU's framebuffer memory. The most shipping
 // today is 288 GB (NVIDIA B300, AMD Instinct MI355X) and NVIDIA has announced
 // 1 TB for Rubin Ultra; 2048 GB leaves room beyond that, yet still catches

@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/mmio"
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vsphere"
 )
 
 var (
@@ -35,10 +36,11 @@ func (f *mmioSizeGBFunction) Definition(_ context.Context, _ function.Definition
 	resp.Definition = function.Definition{
 		Summary: "The 64-bit MMIO window for a VM's passthrough GPUs",
 		MarkdownDescription: "Returns `pciPassthru.64bitMMIOSizeGB` for GPUs with the given framebuffer memory: the smallest power of " +
-			"two that is at least twice their total, as `vspherehpc_mmio_size` computes it, with no vCenter involved. " +
-			"`mmio_size_gb([80, 80])` is 512.",
-		Parameters: []function.Parameter{gpuMemoryParameter()},
-		Return:     function.Int64Return{},
+			"two that is at least twice their total, as `vspherehpc_mmio_size` computes it, with no vCenter involved; with NVIDIA vGPUs " +
+			"after it, at least 64. `mmio_size_gb([80, 80])` is 512, `mmio_size_gb([], \"grid_a100-20c\", \"grid_a100-20c\")` is 64.",
+		Parameters:        []function.Parameter{gpuMemoryParameter()},
+		VariadicParameter: vgpuProfilesParameter(),
+		Return:            function.Int64Return{},
 	}
 }
 
@@ -67,9 +69,10 @@ func (f *mmioExtraConfigFunction) Definition(_ context.Context, _ function.Defin
 		Summary: "The extra_config a VM's passthrough GPUs need",
 		MarkdownDescription: "Returns the VM advanced settings for GPUs with the given framebuffer memory, ready for " +
 			"`vsphere_virtual_machine.extra_config`: `pciPassthru.use64bitMMIO = \"TRUE\"` and `pciPassthru.64bitMMIOSizeGB` " +
-			"from `mmio_size_gb`.",
-		Parameters: []function.Parameter{gpuMemoryParameter()},
-		Return:     function.MapReturn{ElementType: types.StringType},
+			"from `mmio_size_gb`, vGPUs included.",
+		Parameters:        []function.Parameter{gpuMemoryParameter()},
+		VariadicParameter: vgpuProfilesParameter(),
+		Return:            function.MapReturn{ElementType: types.StringType},
 	}
 }
 
@@ -92,11 +95,35 @@ func gpuMemoryParameter() function.ListParameter {
 	}
 }
 
-// mmioSizeOf reads the GPU sizes argument and applies the MMIO rule.
+func vgpuProfilesParameter() function.StringParameter {
+	return function.StringParameter{
+		Name: "vgpu_profiles",
+		MarkdownDescription: fmt.Sprintf("The VM's NVIDIA vGPUs, one profile name per vGPU as vSphere names them (e.g. `\"grid_a100-20c\"`), "+
+			"at most %d. With any, the window is at least %d GB: NVIDIA asks C-series vGPUs for \"MMIO space ... increased to 64 GB\" "+
+			"(NVIDIA AI Enterprise, with VMware KB 2142307), whatever their frame buffer. The GPU list may then be empty.",
+			vsphere.MaxVGPUsPerVM, mmio.VGPUMinSizeGB),
+	}
+}
+
+// mmioSizeOf reads the GPU sizes and vGPU profiles and applies the MMIO
+// rule.
 func mmioSizeOf(ctx context.Context, req function.RunRequest) (int64, *function.FuncError) {
 	var sizes []types.Number
-	if err := req.Arguments.Get(ctx, &sizes); err != nil {
+	var vgpus []string
+	if err := req.Arguments.Get(ctx, &sizes, &vgpus); err != nil {
 		return 0, err
+	}
+	if len(vgpus) > vsphere.MaxVGPUsPerVM {
+		return 0, function.NewArgumentFuncError(1, fmt.Sprintf("%d vGPUs given: vSphere gives a VM at most %d", len(vgpus), vsphere.MaxVGPUsPerVM))
+	}
+	for i, p := range vgpus {
+		if !vgpuProfilePattern.MatchString(p) {
+			return 0, function.NewArgumentFuncError(int64(1+i), fmt.Sprintf("vGPU %d: %q is not an NVIDIA vGPU profile as vSphere names it, "+
+				"e.g. grid_a100-20c", i+1, p))
+		}
+	}
+	if len(sizes) == 0 && len(vgpus) > 0 {
+		return mmio.WithVGPUs(0, true), nil
 	}
 	groups := make([]mmio.Group, 0, len(sizes))
 	for i, v := range sizes {
@@ -117,5 +144,5 @@ func mmioSizeOf(ctx context.Context, req function.RunRequest) (int64, *function.
 	if err != nil {
 		return 0, function.NewArgumentFuncError(0, err.Error())
 	}
-	return size, nil
+	return mmio.WithVGPUs(size, len(vgpus) > 0), nil
 }

@@ -34,6 +34,10 @@ func TestAccFunctionMMIOSizeGB(t *testing.T) {
 		"[24, 24, 24, 24]": 256,
 		"[0.5]":            1,
 		"[64]":             128, // a power of two: the next one
+		// NVIDIA vGPUs: at least 64 GB, beside the GPUs' rule.
+		`[], "grid_a100-20c", "grid_a100-20c"`: 64,
+		`[16], "grid_a100-20c"`:                64,
+		`[80, 80], "nvidia_h100xm-10c"`:        512,
 	} {
 		resource.UnitTest(t, resource.TestCase{
 			TerraformVersionChecks:   functionsTerraform,
@@ -86,6 +90,9 @@ func TestAccFunctionMMIORefusals(t *testing.T) {
 		"mmio_size_gb([2049])":             "memory size 2049 GB is beyond any GPU made (at most 2048 GB per GPU)",
 		"mmio_extra_config([-80])":         "GPU entry 1: memory size -80 GB must be greater than zero",
 		"mmio_size_gb([pow(10, 400) / 1])": "not a finite number",
+		`mmio_size_gb([], "A100-20C")`:     `vGPU 1: "A100-20C" is not an NVIDIA vGPU profile as vSphere names it`,
+		`mmio_size_gb([], "grid_a100-5c", "grid_a100-5c", "grid_a100-5c", "grid_a100-5c", "grid_a100-5c", "grid_a100-5c", ` +
+			`"grid_a100-5c", "grid_a100-5c", "grid_a100-5c")`: "9 vGPUs given: vSphere gives a VM at most 8",
 	} {
 		t.Run(call, func(t *testing.T) {
 			resource.UnitTest(t, resource.TestCase{

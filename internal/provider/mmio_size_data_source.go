@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -14,6 +16,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types/basetypes"
 
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/mmio"
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vsphere"
 )
 
 var (
@@ -26,6 +29,7 @@ type mmioSizeDataSource struct{}
 type mmioSizeModel struct {
 	GPUMemoryGB      types.List    `tfsdk:"gpu_memory_gb"`
 	GPU              types.List    `tfsdk:"gpu"`
+	VGPUProfiles     types.List    `tfsdk:"vgpu_profiles"`
 	GPUCount         types.Int64   `tfsdk:"gpu_count"`
 	TotalGPUMemoryGB types.Float64 `tfsdk:"total_gpu_memory_gb"`
 	MMIOSizeGB       types.Int64   `tfsdk:"mmio_size_gb"`
@@ -63,14 +67,26 @@ func (d *mmioSizeDataSource) Metadata(_ context.Context, req datasource.Metadata
 
 func (d *mmioSizeDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, resp *datasource.SchemaResponse) {
 	resp.Schema = schema.Schema{
-		MarkdownDescription: "Computes `pciPassthru.64bitMMIOSizeGB` for a VM from the framebuffer memory of the GPUs passed through to it. " +
-			"Needs no vCenter connection.",
+		MarkdownDescription: "Computes `pciPassthru.64bitMMIOSizeGB` for a VM from the framebuffer memory of the GPUs passed through to it, " +
+			"and its NVIDIA vGPUs. Needs no vCenter connection.",
 		Attributes: map[string]schema.Attribute{
 			"gpu_memory_gb": schema.ListAttribute{
 				ElementType: gpuMemoryType,
 				Optional:    true,
 				MarkdownDescription: "Framebuffer memory of each GPU in GB, one number per GPU, e.g. `[80, 80]` for two H100. Adds up with `gpu` blocks. " +
 					gpuMemoryRange,
+			},
+			"vgpu_profiles": schema.ListAttribute{
+				ElementType: types.StringType,
+				Optional:    true,
+				MarkdownDescription: fmt.Sprintf("The VM's NVIDIA vGPUs, one profile name per vGPU as vSphere names them (e.g. "+
+					"`[\"grid_a100-20c\", \"grid_a100-20c\"]`), at most %d. With any, the window is at least %d GB: NVIDIA asks "+
+					"C-series vGPUs for EFI, the 64-bit MMIO keys and \"MMIO space ... increased to 64 GB\" (NVIDIA AI Enterprise, with "+
+					"VMware KB 2142307), whatever their frame buffer. The GPUs' rule applies beside them; vGPUs alone need no GPU.",
+					vsphere.MaxVGPUsPerVM, mmio.VGPUMinSizeGB),
+				Validators: []validator.List{listvalidator.SizeAtMost(vsphere.MaxVGPUsPerVM),
+					listvalidator.ValueStringsAre(stringvalidator.RegexMatches(vgpuProfilePattern, "an NVIDIA vGPU profile as vSphere names it, "+
+						"e.g. grid_a100-20c"))},
 			},
 			"gpu_count": schema.Int64Attribute{
 				Computed:            true,
@@ -81,8 +97,9 @@ func (d *mmioSizeDataSource) Schema(_ context.Context, _ datasource.SchemaReques
 				MarkdownDescription: "Total framebuffer memory of all GPUs in GB.",
 			},
 			"mmio_size_gb": schema.Int64Attribute{
-				Computed:            true,
-				MarkdownDescription: "The value for `pciPassthru.64bitMMIOSizeGB`: the smallest power of two that is at least twice `total_gpu_memory_gb`.",
+				Computed: true,
+				MarkdownDescription: fmt.Sprintf("The value for `pciPassthru.64bitMMIOSizeGB`: the smallest power of two that is at least twice "+
+					"`total_gpu_memory_gb`, and at least %d with `vgpu_profiles`.", mmio.VGPUMinSizeGB),
 			},
 			"extra_config": schema.MapAttribute{
 				ElementType: types.StringType,
@@ -169,9 +186,10 @@ func (d *mmioSizeDataSource) ValidateConfig(ctx context.Context, req datasource.
 	if !known || diags.HasError() {
 		return
 	}
-	if len(groups) == 0 {
+	if len(groups) == 0 && !cfg.VGPUProfiles.IsUnknown() && len(cfg.VGPUProfiles.Elements()) == 0 {
 		resp.Diagnostics.AddError("No GPUs given",
-			"List the framebuffer memory of each GPU in GB, in gpu_memory_gb or in gpu { count, memory_gb } blocks.")
+			"List the framebuffer memory of each GPU in GB, in gpu_memory_gb or in gpu { count, memory_gb } blocks, or the VM's vGPUs "+
+				"in vgpu_profiles.")
 	}
 	for _, g := range groups {
 		if err := mmio.CheckGPUMemoryGB(g.MemoryGB); err != nil {
@@ -212,13 +230,22 @@ func (d *mmioSizeDataSource) Read(ctx context.Context, req datasource.ReadReques
 	for i, g := range groups {
 		plain[i] = g.Group
 	}
-	total, gpus, err := mmio.TotalGB(plain)
-	var size int64
-	if err == nil {
-		size, err = mmio.SizeGB(total)
+	var total float64
+	var gpus, size int64
+	var err error
+	if len(plain) > 0 {
+		total, gpus, err = mmio.TotalGB(plain)
+		if err == nil {
+			size, err = mmio.SizeGB(total)
+		}
 	}
 	if err != nil {
 		resp.Diagnostics.AddError("Cannot compute the MMIO size", err.Error())
+		return
+	}
+	size = mmio.WithVGPUs(size, len(state.VGPUProfiles.Elements()) > 0)
+	if size == 0 {
+		resp.Diagnostics.AddError("Cannot compute the MMIO size", "no GPUs or vGPUs given")
 		return
 	}
 	state.GPUCount = types.Int64Value(gpus)

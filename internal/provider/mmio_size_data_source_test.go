@@ -49,6 +49,13 @@ data "vspherehpc_mmio_size" "v100x10" {
 data "vspherehpc_mmio_size" "a100x2" {
   gpu_memory_gb = [40, 40]
 }
+data "vspherehpc_mmio_size" "vgpus" {
+  vgpu_profiles = ["grid_a100-20c", "grid_a100-20c"]
+}
+data "vspherehpc_mmio_size" "gpu_and_vgpu" {
+  gpu_memory_gb = [16]
+  vgpu_profiles = ["grid_a100-20c"]
+}
 `,
 			ConfigStateChecks: []statecheck.StateCheck{
 				size("v100x2", 64),
@@ -56,6 +63,10 @@ data "vspherehpc_mmio_size" "a100x2" {
 				size("v100x8", 256),
 				size("v100x10", 512),
 				size("a100x2", 256),
+				// NVIDIA vGPUs: at least 64 GB beside the GPUs' rule (32 GB for one 16 GB GPU).
+				size("vgpus", 64),
+				size("gpu_and_vgpu", 64),
+				statecheck.ExpectKnownValue("data.vspherehpc_mmio_size.vgpus", tfjsonpath.New("gpu_count"), knownvalue.Int64Exact(0)),
 				statecheck.ExpectKnownValue("data.vspherehpc_mmio_size.v100x10", tfjsonpath.New("gpu_count"), knownvalue.Int64Exact(10)),
 				statecheck.ExpectKnownValue("data.vspherehpc_mmio_size.a100x2", tfjsonpath.New("total_gpu_memory_gb"), knownvalue.Float64Exact(80)),
 				statecheck.ExpectKnownValue("data.vspherehpc_mmio_size.a100x2", tfjsonpath.New("extra_config"), knownvalue.MapExact(map[string]knownvalue.Check{
@@ -70,13 +81,16 @@ data "vspherehpc_mmio_size" "a100x2" {
 func TestAccMMIOSizeDataSource_invalid(t *testing.T) {
 	t.Parallel()
 	cases := map[string]struct{ config, want string }{
-		"empty":    {`gpu_memory_gb = []`, `No GPUs given`},
-		"nothing":  {``, `No GPUs given`},
-		"zero":     {`gpu_memory_gb = [16, 0]`, `memory size 0 GB must be greater than zero`},
-		"negative": {"gpu {\n count = 1\n memory_gb = -8\n}", `memory size -8 GB must be greater than zero`},
-		"count":    {"gpu {\n count = 0\n memory_gb = 16\n}", `gpu[0].count value must be between 1 and 1024`},
-		"huge":     {"gpu {\n count = 5000000\n memory_gb = 16\n}", `gpu[0].count value must be between 1 and 1024`},
-		"null":     {`gpu_memory_gb = [16, null]`, `this one is null`},
+		"empty":     {`gpu_memory_gb = []`, `No GPUs given`},
+		"nothing":   {``, `No GPUs given`},
+		"no vGPUs":  {`vgpu_profiles = []`, `No GPUs given`},
+		"vGPU name": {`vgpu_profiles = ["A100-20C"]`, `an NVIDIA vGPU profile as vSphere names it`},
+		"vGPUs":     {`vgpu_profiles = [for i in range(9) : "grid_a100-4c"]`, `list must contain at most 8 elements`},
+		"zero":      {`gpu_memory_gb = [16, 0]`, `memory size 0 GB must be greater than zero`},
+		"negative":  {"gpu {\n count = 1\n memory_gb = -8\n}", `memory size -8 GB must be greater than zero`},
+		"count":     {"gpu {\n count = 0\n memory_gb = 16\n}", `gpu[0].count value must be between 1 and 1024`},
+		"huge":      {"gpu {\n count = 5000000\n memory_gb = 16\n}", `gpu[0].count value must be between 1 and 1024`},
+		"null":      {`gpu_memory_gb = [16, null]`, `this one is null`},
 		// Megabytes given for gigabytes: refused with a hint at the unit,
 		// rather than a 524288 GB window.
 		"megabytes": {`gpu_memory_gb = [81920, 81920]`,

@@ -208,8 +208,8 @@ func PlanMMIOSize(given *int64, totalGB float64, known, anyGPU, vgpus bool) (int
 		}
 	}
 	vgpuMinimum := vgpus && rule < mmio.VGPUMinSizeGB
+	rule = mmio.WithVGPUs(rule, vgpus)
 	if vgpus {
-		rule = max(rule, mmio.VGPUMinSizeGB)
 		if !anyGPU {
 			anyGPU, known = true, true
 		}

@@ -14,3 +14,8 @@ resource "vsphere_virtual_machine" "gpu_node" {
   memory_reservation_locked_to_max = true
   extra_config                     = data.vspherehpc_mmio_size.four_h100.extra_config
 }
+
+# A VM with two NVIDIA vGPUs: at least 64 GB, whatever their frame buffer.
+data "vspherehpc_mmio_size" "two_vgpus" {
+  vgpu_profiles = ["grid_a100-20c", "grid_a100-20c"]
+}

@@ -12,3 +12,8 @@ terraform {
 output "mmio_size_gb" {
   value = provider::vspherehpc::mmio_size_gb([80, 80])
 }
+
+# No passthrough GPU, two NVIDIA vGPUs: 64 GB.
+output "mmio_size_gb_vgpus" {
+  value = provider::vspherehpc::mmio_size_gb([], "grid_a100-20c", "grid_a100-20c")
+}
