@@ -90,7 +90,7 @@ func TestAccHostPCIPassthrough_rebootUnderARunningVMTakingItsDevicesIsRefused(t 
 	acctest.Must(t, lab.PowerOnVM(context.Background(), vm))
 	refusal := wrappedInOrder(fmt.Sprintf("This apply reboots the host of virtual machine %s (%s), for the "+
 		"vspherehpc_host_pci_passthrough of host %s (%s), and the vspherehpc_vm_gpu_mmio of virtual machine %s (%s) leaves the VM running "+
-		"with passthrough or SR-IOV devices of that host.", vm, lab.VMUUID(vm), host, lab.HostID(host), vm, lab.VMUUID(vm)),
+		"with passthrough or SR-IOV devices or vGPUs of that host.", vm, lab.VMUUID(vm), host, lab.HostID(host), vm, lab.VMUUID(vm)),
 		"Power the VM off before this apply (the vspherehpc_vm_power action, or the vSphere Client), or apply the "+
 			"host's resource alone first (terraform apply -target=<its address>), then the rest.")
 	vmID := fmt.Sprintf("%q", lab.VMUUID(vm))

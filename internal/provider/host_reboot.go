@@ -372,12 +372,13 @@ func (b *claimBook) rebootBesideVMChanges(resourceType string, devices []string,
 }
 
 // addStuckThroughReboot refuses a VM change that leaves its VM running with
-// passthrough or SR-IOV devices on a host a reboot of the same plan takes
-// down.
+// passthrough or SR-IOV devices or vGPUs on a host a reboot of the same
+// plan takes down.
 func addStuckThroughReboot(diags *diag.Diagnostics, r *plannedReboot, c plannedVMChange) {
 	diags.AddError("Virtual machine cannot stay up through its host's reboot",
 		fmt.Sprintf("This apply reboots the host of virtual machine %s, for %s, and %s leaves the VM running with passthrough or "+
-			"SR-IOV devices of that host. Maintenance mode moves no running VM with such devices, so the host could not enter it "+
+			"SR-IOV devices or vGPUs of that host. Maintenance mode moves no running VM with passthrough or SR-IOV devices, and "+
+			"this plan does not tell whether it would move one whose vGPUs change in the same apply, so the host could not enter it "+
 			"(and with the reboot first, the VM would be moved off before its change). Power the VM off before this apply (the "+
 			"vspherehpc_vm_power action, or the vSphere Client), or apply the host's resource alone first (terraform apply "+
 			"-target=<its address>), then the rest.", c.VM, r.owner, c.owner))

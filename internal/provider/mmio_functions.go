@@ -90,7 +90,7 @@ func gpuMemoryParameter() function.ListParameter {
 		Name:        "gpu_memory_gb",
 		ElementType: types.NumberType,
 		MarkdownDescription: fmt.Sprintf("Framebuffer memory of each GPU passed through to the VM, in GB, e.g. `[80, 80]` for two H100 80GB "+
-			"(at least one GPU, each size greater than zero and at most %d: no GPU made has more, the most today is 288 GB, so a larger "+
+			"(at least one GPU unless vGPUs follow, each size greater than zero and at most %d: no GPU made has more, the most today is 288 GB, so a larger "+
 			"number is refused as megabytes or bytes given for GB).", mmio.MaxGPUMemoryGB),
 	}
 }
@@ -114,7 +114,8 @@ func mmioSizeOf(ctx context.Context, req function.RunRequest) (int64, *function.
 		return 0, err
 	}
 	if len(vgpus) > vsphere.MaxVGPUsPerVM {
-		return 0, function.NewArgumentFuncError(1, fmt.Sprintf("%d vGPUs given: vSphere gives a VM at most %d", len(vgpus), vsphere.MaxVGPUsPerVM))
+		return 0, function.NewArgumentFuncError(1+vsphere.MaxVGPUsPerVM,
+			fmt.Sprintf("%d vGPUs given: vSphere gives a VM at most %d", len(vgpus), vsphere.MaxVGPUsPerVM))
 	}
 	for i, p := range vgpus {
 		if !vgpuProfilePattern.MatchString(p) {
@@ -122,8 +123,12 @@ func mmioSizeOf(ctx context.Context, req function.RunRequest) (int64, *function.
 				"e.g. grid_a100-20c", i+1, p))
 		}
 	}
-	if len(sizes) == 0 && len(vgpus) > 0 {
+	switch {
+	case len(sizes) == 0 && len(vgpus) > 0:
 		return mmio.WithVGPUs(0, true), nil
+	case len(sizes) == 0:
+		return 0, function.NewArgumentFuncError(0, "no GPUs given: list the framebuffer memory of each GPU in GB, or give the VM's "+
+			"vGPU profiles after the list")
 	}
 	groups := make([]mmio.Group, 0, len(sizes))
 	for i, v := range sizes {

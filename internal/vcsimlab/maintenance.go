@@ -244,7 +244,7 @@ func (x *extension) evacuate(ctx *simulator.Context, h *simulator.HostSystem, po
 		var on, movable, agent, vgpu bool
 		ctx.WithLock(vm, func() {
 			on = vm.Runtime.PowerState == types.VirtualMachinePowerStatePoweredOn
-			movable = vm.Config != nil && !hasPassthrough(vm.Config.Hardware.Device)
+			movable = vm.Config != nil && !pinnedToHost(vm.Config.Hardware.Device)
 			vgpu = on && vm.Config != nil && hasVGPU(vm.Config.Hardware.Device)
 			if agent = isAgentVM(vm); agent && on {
 				setPower(ctx, vm, types.VirtualMachinePowerStatePoweredOff)
@@ -259,18 +259,17 @@ func (x *extension) evacuate(ctx *simulator.Context, h *simulator.HostSystem, po
 		if !on && !poweredOff {
 			continue
 		}
-		if !movedByDRS(ref) || !movable {
+		if !movedByDRS(ref) || !movable || vgpu && !evacuatesVGPU {
 			left = left || on
 			continue
 		}
 		moved := false
 		for _, to := range destinations() {
-			switch {
-			case !vgpu:
+			if vgpu {
+				moved = x.migrateVGPUVM(ctx, vm, h.Self, to) == nil
+			} else {
 				moveVM(ctx, vm, h.Self, to)
 				moved = true
-			case evacuatesVGPU:
-				moved = x.migrateVGPUVM(ctx, vm, h.Self, to) == nil
 			}
 			if moved {
 				break
@@ -281,10 +280,10 @@ func (x *extension) evacuate(ctx *simulator.Context, h *simulator.HostSystem, po
 	return !left
 }
 
-// hasPassthrough reports a DirectPath I/O or SR-IOV device, which keeps a VM
+// pinnedToHost reports a DirectPath I/O or SR-IOV device, which keeps a VM
 // from migrating. A vGPU (a passthrough device with a vmiop backing) does
 // not: see vm_vgpu_migrate.go.
-func hasPassthrough(devices []types.BaseVirtualDevice) bool {
+func pinnedToHost(devices []types.BaseVirtualDevice) bool {
 	for _, d := range devices {
 		switch d := d.(type) {
 		case *types.VirtualPCIPassthrough:

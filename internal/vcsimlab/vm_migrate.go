@@ -39,7 +39,7 @@ func (l *Lab) MigrateVM(ctx context.Context, vmName, hostName string) error {
 	sctx.WithLock(vm, func() {
 		from = vm.Runtime.Host
 		on := vm.Runtime.PowerState == types.VirtualMachinePowerStatePoweredOn && vm.Config != nil
-		pinned = on && hasPassthrough(vm.Config.Hardware.Device)
+		pinned = on && pinnedToHost(vm.Config.Hardware.Device)
 		vgpu = on && hasVGPU(vm.Config.Hardware.Device)
 	})
 	switch {

@@ -30,14 +30,16 @@ import (
 //     migration for host maintenance mode in a DRS cluster, vCenter 7.0 U3f
 //     and later), and as for any VM only when DRS moves it (maintenance.go).
 //   - Its vGPUs must fit on the destination: a host whose GPUs offer their
-//     profiles and have room, placed as at power-on (vm_vgpu.go), and whose
-//     types support vMotion (HostSharedGpuCapabilities.migrateSupported,
+//     profiles and have room, placed as at power-on (vm_vgpu.go), and their
+//     types must support vMotion (HostSharedGpuCapabilities.migrateSupported,
 //     true for all of the lab's, see vgpuCapabilities).
-//   - ReconfigureComputeResource_Task keeps the spec's DRS advanced options
-//     (ClusterDrsConfigInfo.option, "Advanced settings"), which vcsim drops:
-//     merged by key when the spec is incremental (modify true), and as given
-//     otherwise ("If modify is false and the operation succeeds, then the
-//     configuration of the cluster matches the specification exactly").
+//   - ReconfigureComputeResource_Task keeps the DRS advanced options of a
+//     spec with a drsConfig (ClusterDrsConfigInfo.option, "Advanced
+//     settings"), which vcsim drops: merged by key when the spec is
+//     incremental (modify true), and as given otherwise ("If modify is false
+//     and the operation succeeds, then the configuration of the cluster
+//     matches the specification exactly"; vcsim merges the spec's other
+//     fields either way).
 
 const (
 	vgpuHotMigrateSetting = "vgpu.hotmigrate.enabled"
@@ -78,23 +80,34 @@ func evacuatesVGPUs(cfg *types.ClusterConfigInfoEx) bool {
 
 // migrateVGPUVM moves a running VM with vGPUs from one host to another,
 // its vGPUs placed on the destination's GPUs, or refuses as vCenter does.
+// The VM stays locked throughout, so that it cannot power off meanwhile;
+// one no longer running moves as a powered-off VM does.
 func (x *extension) migrateVGPUVM(ctx *simulator.Context, vm *simulator.VirtualMachine, from, to types.ManagedObjectReference) error {
 	if !vgpuHotMigrate(ctx) {
 		return fmt.Errorf("vGPU hot migration is not enabled")
 	}
-	var profiles []string
+	var err error
 	ctx.WithLock(vm, func() {
-		if vm.Config != nil {
-			profiles = vgpuProfilesOf(vm.Config.Hardware.Device)
+		if vm.Config == nil || vm.Runtime.PowerState != types.VirtualMachinePowerStatePoweredOn {
+			moveVM(ctx, vm, from, to)
+			return
 		}
+		profiles := vgpuProfilesOf(vm.Config.Hardware.Device)
+		for _, p := range profiles {
+			if !vgpuCapabilities(p).MigrateSupported {
+				err = fmt.Errorf("vGPU profile %s does not support vMotion", p)
+				return
+			}
+		}
+		if e := x.reserveVGPUs(ctx, vm.Self, to, profiles); e != nil {
+			err = fmt.Errorf("%s", e.msg)
+			return
+		}
+		moveVM(ctx, vm, from, to)
+		x.setGraphicsVM(ctx, from, vm.Self, nil)
+		x.syncGraphics(ctx, &vm.VirtualMachine)
 	})
-	if err := x.reserveVGPUs(ctx, vm.Self, to, profiles); err != nil {
-		return fmt.Errorf("%s", err.msg)
-	}
-	moveVM(ctx, vm, from, to)
-	x.setGraphicsVM(ctx, from, vm.Self, nil)
-	ctx.WithLock(vm, func() { x.syncGraphics(ctx, &vm.VirtualMachine) })
-	return nil
+	return err
 }
 
 // hasVGPU reports a vGPU among a VM's devices.
@@ -134,14 +147,16 @@ func (x *extension) ReconfigureComputeResourceTask(ctx *simulator.Context, req *
 			cfg.DrsConfig.Option = slices.Clone(spec.DrsConfig.Option)
 			return
 		}
+		options := slices.Clone(cfg.DrsConfig.Option)
 		for _, o := range spec.DrsConfig.Option {
 			key := o.GetOptionValue().Key
-			if i := slices.IndexFunc(cfg.DrsConfig.Option, func(v types.BaseOptionValue) bool { return v.GetOptionValue().Key == key }); i >= 0 {
-				cfg.DrsConfig.Option[i] = o
+			if i := slices.IndexFunc(options, func(v types.BaseOptionValue) bool { return v.GetOptionValue().Key == key }); i >= 0 {
+				options[i] = o
 			} else {
-				cfg.DrsConfig.Option = append(cfg.DrsConfig.Option, o)
+				options = append(options, o)
 			}
 		}
+		cfg.DrsConfig.Option = options
 	})
 	return res
 }

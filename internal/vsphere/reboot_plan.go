@@ -27,13 +27,14 @@ type HostReboot struct {
 	BootTime          *time.Time
 }
 
-// PlanHostReboot reads, in one round trip, whether a host needs a reboot to
+// PlanHostReboot reads, in one round trip (more only for running VMs with
+// vGPUs, see vgpuEvacuation), whether a host needs a reboot to
 // apply device changes and which of its running VMs would keep it from
 // entering maintenance mode: all of them when no other host can take them,
 // those DRS does not move on its own (the cluster's automation level, or the
 // VM's override of it, is not fully automated), those with a passthrough
 // or SR-IOV device (which cannot be migrated), and those with vGPUs that
-// vgpuEvacuation says stay (which reads more only for such VMs).
+// vgpuEvacuation says stay.
 func (c *Client) PlanHostReboot(ctx context.Context, hostID string) (*HostReboot, error) {
 	op := "checking a reboot of host " + hostID
 	ctx, cancel := c.withTimeout(ctx)
@@ -51,8 +52,7 @@ func (c *Client) PlanHostReboot(ctx context.Context, hostID string) (*HostReboot
 			}},
 		}}},
 		PropSet: []types.PropertySpec{
-			{Type: "HostSystem", PathSet: []string{"name", "parent", "runtime", "capability.deviceRebindWithoutRebootSupported",
-				"config.sharedPassthruGpuTypes", "config.sharedGpuCapabilities"}},
+			{Type: "HostSystem", PathSet: []string{"name", "parent", "runtime", "capability.deviceRebindWithoutRebootSupported"}},
 			{Type: "ClusterComputeResource", PathSet: []string{"configurationEx"}},
 			{
 				Type:    "VirtualMachine",

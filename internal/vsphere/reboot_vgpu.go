@@ -81,20 +81,25 @@ func (c *Client) vgpuEvacuation(ctx context.Context, vc *vim25.Client, self *mo.
 		return all("vMotion moves no VM with vGPUs unless vCenter's advanced setting " + vgpuHotMigrateSetting +
 			" is true (vCenter > Configure > Advanced Settings)"), nil
 	}
-	hosts, err := c.vgpuDestinations(ctx, vc, self)
+	hosts, offered, err := c.vgpuDestinations(ctx, vc, self)
 	if err != nil {
 		return nil, err
 	}
-	return placeEvacuatedVGPUs(vms, vgpuProfilesFromMO(self), hosts), nil
+	return placeEvacuatedVGPUs(vms, offered, hosts), nil
 }
 
 // placeEvacuatedVGPUs says which of vms, with vGPUs on a host offering
-// offered, no host of hosts would take. It places them in name order, each
-// on the first host that takes it beside those placed before it.
+// offered, no host of hosts would take. It is a first-fit estimate, not
+// DRS's own placement: the VMs in name order, each on the first host (by
+// name) that takes it beside those placed before it.
 func placeEvacuatedVGPUs(vms []*mo.VirtualMachine, offered []VGPUProfile, hosts []*Host) []stuckVM {
 	migrates := map[string]bool{}
 	for _, p := range offered {
 		migrates[p.Name] = p.MigrateSupported
+	}
+	destinations := make([]*vgpuDestination, len(hosts))
+	for i, h := range hosts {
+		destinations[i] = &vgpuDestination{Host: h, placed: map[string][]string{}}
 	}
 	slices.SortFunc(vms, func(a, b *mo.VirtualMachine) int { return strings.Compare(a.Name, b.Name) })
 	var out []stuckVM
@@ -105,7 +110,7 @@ func placeEvacuatedVGPUs(vms []*mo.VirtualMachine, offered []VGPUProfile, hosts 
 				"(HostSharedGpuCapabilities.migrateSupported)", profiles[i])})
 			continue
 		}
-		if !slices.ContainsFunc(hosts, func(h *Host) bool { return takeVGPUs(h, vmRefOf(vm), profiles) }) {
+		if !slices.ContainsFunc(destinations, func(d *vgpuDestination) bool { return d.take(profiles) }) {
 			out = append(out, stuckVM{vm, fmt.Sprintf("no other host of the cluster offers vGPU profile %s with room for it",
 				strings.Join(slices.Compact(slices.Sorted(slices.Values(profiles))), ", "))})
 		}
@@ -113,54 +118,66 @@ func placeEvacuatedVGPUs(vms []*mo.VirtualMachine, offered []VGPUProfile, hosts 
 	return out
 }
 
-// takeVGPUs places a VM's vGPUs of profiles on host h's GPUs as equal-size
-// mode allows, each on the GPU with the most room, and records them there
-// (the VM listed once per GPU, with the profiles placed on it) for the VMs
-// placed after it; it reports false, recording nothing, when
-// one does not fit. As far as h tells: a host that does not say which of
-// its GPUs offers a profile (several models), a name without a frame
-// buffer or a GPU in mixed-size mode leave the placement to the host.
-func takeVGPUs(h *Host, vm VMRef, profiles []string) bool {
+// vgpuDestination is a host maintenance mode may move VMs with vGPUs to,
+// and the vGPUs the estimate placed on each of its GPUs (by PCI id).
+type vgpuDestination struct {
+	*Host
+	placed map[string][]string
+}
+
+// take places a VM's vGPUs of profiles on the host's GPUs as equal-size
+// mode allows, each on the GPU the host's assignment policy picks
+// (performance: the most room; consolidation: the least that fits), and
+// keeps them for the VMs placed after it; it reports false, keeping
+// nothing, when one does not fit. As far as the host tells: a host that
+// does not say which of its GPUs offers a profile (several models), a
+// name without a frame buffer or a GPU in mixed-size mode leave the
+// placement to the host, and take says yes.
+func (d *vgpuDestination) take(profiles []string) bool {
 	for _, p := range profiles {
-		if !slices.ContainsFunc(h.VGPUProfiles, func(o VGPUProfile) bool { return o.Name == p }) {
+		if !slices.ContainsFunc(d.VGPUProfiles, func(o VGPUProfile) bool { return o.Name == p }) {
 			return false
 		}
 	}
-	models := hostVGPUModels(h)
+	models := hostVGPUModels(d.Host)
 	if models == nil {
 		return true
 	}
-	gpus := slices.Clone(h.GPUs)
+	consolidate := d.Graphics.AssignmentPolicy == string(types.HostGraphicsConfigSharedPassthruAssignmentPolicyConsolidation)
+	spread := vgpuSpread(d.GPUs)
+	trial := map[string][]string{}
+	for id, placed := range d.placed {
+		trial[id] = slices.Clone(placed)
+	}
 	for _, p := range profiles {
 		fb := VGPUFrameBufferGB(p)
 		if fb == 0 {
 			continue
 		}
-		spread := vgpuSpread(gpus)
-		best, room := -1, 0
-		for i, g := range gpus {
+		best, bestRoom := "", 0
+		for _, g := range d.GPUs {
 			if !offersVGPU(g, models, p) {
 				continue
 			}
 			if g.VGPUMode == string(types.HostGraphicsInfoVgpuModeMixedSize) {
 				return true
 			}
-			if slots, other := gpuRoom(g, fb, "", spread); other == "" && slots > room {
-				best, room = i, slots
+			room, other := gpuRoom(g, fb, "", spread)
+			placed := trial[g.PCIID]
+			if other != "" || len(placed) > 0 && VGPUFrameBufferGB(placed[0]) != fb {
+				continue
+			}
+			room -= len(placed)
+			if room > 0 && (best == "" || consolidate && room < bestRoom || !consolidate && room > bestRoom) {
+				best, bestRoom = g.PCIID, room
 			}
 		}
-		if best < 0 {
+		if best == "" {
 			return false
 		}
-		users := slices.Clone(gpus[best].VGPUs)
-		if i := slices.IndexFunc(users, func(u VGPUUser) bool { return u.VM.MOID == vm.MOID }); i >= 0 {
-			users[i].Profiles = append(slices.Clone(users[i].Profiles), p)
-		} else {
-			users = append(users, VGPUUser{VM: vm, Profiles: []string{p}})
-		}
-		gpus[best].VGPUs = users
+		trial[best] = append(trial[best], p)
 	}
-	h.GPUs = gpus
+	d.placed = trial
 	return true
 }
 
@@ -185,12 +202,13 @@ func vgpuHotMigrate(ctx context.Context, vc *vim25.Client) (bool, error) {
 	return false, nil
 }
 
-// vgpuDestinations reads the hosts of self's cluster that take VMs
-// (connected, not in maintenance mode), with their GPUs, the vGPU types
-// they offer and their VMs' vGPUs, in one round trip.
-func (c *Client) vgpuDestinations(ctx context.Context, vc *vim25.Client, self *mo.HostSystem) ([]*Host, error) {
+// vgpuDestinations reads, in one round trip, the hosts of self's cluster
+// that take VMs (connected, not in maintenance mode), with their GPUs,
+// assignment policy, the vGPU types they offer and their VMs' vGPUs, and
+// the vGPU types self offers.
+func (c *Client) vgpuDestinations(ctx context.Context, vc *vim25.Client, self *mo.HostSystem) ([]*Host, []VGPUProfile, error) {
 	if self.Parent == nil {
-		return nil, nil
+		return nil, nil, nil
 	}
 	op := "reading the hosts of the cluster of host " + self.Name
 	objs, err := retrieve(ctx, vc, types.PropertyFilterSpec{
@@ -201,12 +219,13 @@ func (c *Client) vgpuDestinations(ctx context.Context, vc *vim25.Client, self *m
 		}}},
 		PropSet: []types.PropertySpec{
 			{Type: "HostSystem", PathSet: []string{"name", "runtime.connectionState", "runtime.inMaintenanceMode",
-				"config.graphicsInfo", "config.pciPassthruInfo", "hardware.pciDevice", "config.sharedPassthruGpuTypes", "config.sharedGpuCapabilities"}},
+				"config.graphicsInfo", "config.graphicsConfig", "config.pciPassthruInfo", "hardware.pciDevice", "config.sharedPassthruGpuTypes",
+				"config.sharedGpuCapabilities"}},
 			{Type: "VirtualMachine", PathSet: []string{"name", "runtime.powerState", "runtime.host", "config.hardware.device"}},
 		},
 	})
 	if err != nil {
-		return nil, translate(op, err)
+		return nil, nil, translate(op, err)
 	}
 	var hosts []mo.HostSystem
 	vmsOf := map[types.ManagedObjectReference][]mo.VirtualMachine{}
@@ -222,12 +241,16 @@ func (c *Client) vgpuDestinations(ctx context.Context, vc *vim25.Client, self *m
 	}
 	slices.SortFunc(hosts, func(a, b mo.HostSystem) int { return strings.Compare(a.Name, b.Name) })
 	var out []*Host
+	var offered []VGPUProfile
 	for i := range hosts {
 		h := &hosts[i]
-		if h.Self == self.Self || h.Runtime.InMaintenanceMode || h.Runtime.ConnectionState != types.HostSystemConnectionStateConnected {
-			continue
+		switch {
+		case h.Self == self.Self:
+			offered = vgpuProfilesFromMO(h)
+		case !h.Runtime.InMaintenanceMode && h.Runtime.ConnectionState == types.HostSystemConnectionStateConnected:
+			out = append(out, &Host{ID: h.Self.Value, Name: h.Name, GPUs: gpus(h, vmsOf[h.Self]), VGPUProfiles: vgpuProfilesFromMO(h),
+				Graphics: hostGraphicsFromMO(h)})
 		}
-		out = append(out, &Host{ID: h.Self.Value, Name: h.Name, GPUs: gpus(h, vmsOf[h.Self]), VGPUProfiles: vgpuProfilesFromMO(h)})
 	}
-	return out, nil
+	return out, offered, nil
 }

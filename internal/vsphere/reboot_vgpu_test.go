@@ -60,20 +60,51 @@ func TestPlaceEvacuatedVGPUs(t *testing.T) {
 	}
 }
 
+// Two empty A100 40GB hold eight 10Cs: two VMs of three spread over them
+// fit, a third does not; with consolidation the first VM fills one GPU.
+func TestVGPUDestinationCountsWhatItPlaced(t *testing.T) {
+	t.Parallel()
+	host := func(policy string) *Host {
+		a100 := func(id string) GPU {
+			return GPU{PCIID: id, VendorID: "10de", DeviceID: "20f1", MemoryGB: 40, GraphicsType: "sharedDirect"}
+		}
+		return &Host{ID: "host-2", VGPUProfiles: []VGPUProfile{{Name: "grid_a100-10c"}}, Graphics: HostGraphics{AssignmentPolicy: policy},
+			GPUs: []GPU{a100("0000:3b:00.0"), a100("0000:af:00.0")}}
+	}
+	three := []string{"grid_a100-10c", "grid_a100-10c", "grid_a100-10c"}
+	d := &vgpuDestination{Host: host("performance"), placed: map[string][]string{}}
+	for vm := range 2 {
+		if !d.take(three) {
+			t.Fatalf("VM %d of three 10Cs does not fit on two A100 40GB (placed %v)", vm+1, d.placed)
+		}
+	}
+	if d.take(three) {
+		t.Errorf("a third VM of three 10Cs fit beside six on two A100 40GB (placed %v)", d.placed)
+	}
+	if len(d.placed["0000:3b:00.0"]) != 3 || len(d.placed["0000:af:00.0"]) != 3 {
+		t.Errorf("performance placed %v, want three on each GPU", d.placed)
+	}
+	c := &vgpuDestination{Host: host("consolidation"), placed: map[string][]string{}}
+	if !c.take(three) || len(c.placed["0000:3b:00.0"]) != 3 {
+		t.Errorf("consolidation placed %v, want the first GPU's", c.placed)
+	}
+}
+
 // A host with GPUs of several models in Shared Direct does not say which
 // offers a profile: it takes a VM whose profiles it offers, and the host
 // decides at the migration.
-func TestTakeVGPUsLeavesSeveralModelsToTheHost(t *testing.T) {
+func TestVGPUDestinationLeavesSeveralModelsToTheHost(t *testing.T) {
 	t.Parallel()
 	h := &Host{ID: "host-2", VGPUProfiles: []VGPUProfile{{Name: "grid_a100-40c"}}, GPUs: []GPU{
 		{PCIID: "0000:3b:00.0", VendorID: "10de", DeviceID: "20f1", MemoryGB: 40, GraphicsType: "sharedDirect",
 			VGPUs: []VGPUUser{{VM: VMRef{MOID: "vm-9"}, Profiles: []string{"grid_a100-40c"}}}},
 		{PCIID: "0000:af:00.0", VendorID: "10de", DeviceID: "2330", MemoryGB: 80, GraphicsType: "sharedDirect"},
 	}}
-	if !takeVGPUs(h, VMRef{MOID: "vm-1"}, []string{"grid_a100-40c"}) {
+	d := &vgpuDestination{Host: h, placed: map[string][]string{}}
+	if !d.take([]string{"grid_a100-40c"}) {
 		t.Error("a host of two GPU models refused a profile it offers")
 	}
-	if takeVGPUs(h, VMRef{MOID: "vm-1"}, []string{"grid_a100-20c"}) {
+	if d.take([]string{"grid_a100-20c"}) {
 		t.Error("a host took a profile it does not offer")
 	}
 }
