@@ -130,6 +130,9 @@ type claimBook struct {
 	// plannedVFs are the virtual functions host resources of this walk
 	// give physical functions ("host-id pci-id").
 	plannedVFs map[string]int
+	// vgpus are, by host id and then VM id, the running VMs VM resources of
+	// this walk give vGPUs.
+	vgpus map[string]map[string]vsphere.PlannedVGPUs
 	// sharedDirect are the hosts, by id, whose GPUs a host graphics
 	// resource of this walk sets to Shared Direct by the end of its apply.
 	sharedDirect map[string]bool
@@ -341,6 +344,31 @@ func (b *claimBook) deviceInputs() vsphere.PlannedHostDevices {
 	b.mu.Unlock()
 	return vsphere.PlannedHostDevices{Passthrough: b.turnedOn(usePassthrough), SRIOV: b.turnedOn(useSRIOV), Rebooting: rebooting, VFs: vfs,
 		Graphics: graphics}
+}
+
+// vgpusOfPlan records, when runs, that a VM resource of this walk gives a
+// running VM vGPUs (planning it again replaces them), and returns the other
+// running VMs of its host given vGPUs before, in one step under the book's
+// lock: of two VMs planned at once, the later counts the earlier's.
+func (b *claimBook) vgpusOfPlan(vm vsphere.PlannedVGPUs, runs bool) []vsphere.PlannedVGPUs {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var others []vsphere.PlannedVGPUs
+	for moid, o := range b.vgpus[vm.HostID] {
+		if moid != vm.MOID {
+			others = append(others, o)
+		}
+	}
+	if runs {
+		if b.vgpus == nil {
+			b.vgpus = map[string]map[string]vsphere.PlannedVGPUs{}
+		}
+		if b.vgpus[vm.HostID] == nil {
+			b.vgpus[vm.HostID] = map[string]vsphere.PlannedVGPUs{}
+		}
+		b.vgpus[vm.HostID][vm.MOID] = vm
+	}
+	return others
 }
 
 // planSharedDirect records that a host graphics resource of this walk

@@ -180,7 +180,7 @@ func (r *vmGPUMMIOResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 		VMID: vmID, GPUs: r.requests(ctx, plan.GPU, &resp.Diagnostics), Devices: planned, VGPUs: vgpus(ctx, plan.VGPU, &resp.Diagnostics),
 		MMIOSizeGB:          given,
 		AllowFirmwareChange: plan.AllowFirmwareChange.ValueBool(), PowerOffAllowed: plan.PowerOffAllowed.ValueBool(),
-		Planned: r.claims.deviceInputs(),
+		Planned: r.claims.deviceInputs(), VGPUsOfPlan: r.claims.vgpusOfPlan,
 	}
 	if state == nil && !strings.EqualFold(instance.priorID, vmID) {
 		change.Releasing = instance.priorID // the setup this one replaces, on another VM

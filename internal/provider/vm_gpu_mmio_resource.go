@@ -256,7 +256,8 @@ func (r *vmGPUMMIOResource) Schema(_ context.Context, _ resource.SchemaRequest, 
 					"the VM's host places on its GPUs in *Shared Direct* mode at power on (`vspherehpc_host_graphics`). The profile must " +
 					"be one the host offers (`vspherehpc_host`'s `vgpu_profiles`), all of one board and series (NVIDIA: multiple vGPUs " +
 					fmt.Sprintf("per VM need the same board type and series), at most %d per VM (vSphere 8), and fit the ", vsphere.MaxVGPUsPerVM) +
-					"host's GPUs beside the vGPUs of its running VMs: in equal-size mode, ESXi's default, a GPU holds vGPUs of one " +
+					"host's GPUs beside the vGPUs of its running VMs and those the same plan gives them: in equal-size mode, ESXi's " +
+					"default, a GPU holds vGPUs of one " +
 					"frame buffer size only. A VM with vGPUs gets EFI, all memory reserved and the 64-bit MMIO keys with at least " +
 					fmt.Sprintf("%d GB, as NVIDIA asks for C-series vGPUs. One block per profile, in any order.", mmio.VGPUMinSizeGB),
 				NestedObject: schema.NestedBlockObject{Attributes: map[string]schema.Attribute{

@@ -290,3 +290,44 @@ list "vspherehpc_host_graphics" "host" {
 	}
 	acctest.Must(t, vmVGPUsAre(lab, vm, "grid_a100-20c", "grid_a100-20c")(nil))
 }
+
+// Two running VMs of one host given vGPUs in one plan share its A100: two
+// 20Cs each do not fit beside each other, and whichever Terraform plans
+// second is refused, naming the other; one each fits, and applies.
+func TestAccVMGPUMMIO_vgpusOfOnePlanShareTheRoom(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	simulatedOnly(t, lab, "uses the lab's A100 in Shared Direct")
+	ctx := context.Background()
+	host := lab.HostNames()[0]
+	sharedDirectHost(t, lab, host)
+	for _, vm := range []string{"train-a", "train-b"} {
+		acctest.Must(t, lab.CreateVM(ctx, vm, host, 19))
+		acctest.Must(t, lab.PowerOnVM(ctx, vm))
+	}
+	config := func(count int) string {
+		out := acctest.ProviderConfig(lab)
+		for _, vm := range []string{"train-a", "train-b"} {
+			out += fmt.Sprintf(`
+resource "vspherehpc_vm_gpu_mmio" %q {
+  virtual_machine_id = %q
+  power_off_allowed  = true
+%s}
+`, vm, lab.VMUUID(vm), vgpuBlock("grid_a100-20c", count))
+		}
+		return out
+	}
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config: config(2), PlanOnly: true,
+				ExpectError: regexp.MustCompile(`(?s)vGPUs do not fit.*have\s+room\s+for\s+0\s+more.*this\s+plan\s+gives\s+train-[ab]`),
+			},
+			{
+				Config: config(1),
+				Check:  resource.ComposeTestCheckFunc(vmVGPUsAre(lab, "train-a", "grid_a100-20c"), vmVGPUsAre(lab, "train-b", "grid_a100-20c")),
+			},
+		},
+	})
+}

@@ -36,6 +36,11 @@ type GPUMMIOChange struct {
 	// Releasing is the VM (UUID or managed object id) whose setup this plan
 	// replaces, destroyed first: its GPUs are free for this one.
 	Releasing string
+	// VGPUsOfPlan records, when runs, that the plan gives the running VM
+	// vgpus, and returns the other running VMs of its host the plan gives
+	// vGPUs, recorded before (nil: none are counted). Recording and reading
+	// are one step, so that of two plans at once the later sees the earlier.
+	VGPUsOfPlan func(vgpus PlannedVGPUs, runs bool) []PlannedVGPUs
 }
 
 // TakenDevice is a host device a planned VM setup takes for itself.
@@ -264,6 +269,9 @@ func (c *Client) PlanGPUMMIO(ctx context.Context, ch GPUMMIOChange) (*GPUMMIOPla
 	if len(ch.VGPUs) > 0 {
 		check := vgpuCheck{label: label, moid: vm.MOID, host: host, vgpus: ch.VGPUs, powersOn: vm.PowerState == PoweredOn,
 			planned: ch.Planned.Graphics[host.ID], models: hostVGPUModels(host)}
+		if ch.VGPUsOfPlan != nil {
+			check.others = ch.VGPUsOfPlan(PlannedVGPUs{HostID: host.ID, MOID: vm.MOID, Name: vm.Name, Profiles: ch.VGPUs}, check.powersOn)
+		}
 		// GPUs of several models in Shared Direct: which offers which is
 		// the VM's ConfigTarget's to say, one more call.
 		if check.models == nil && !check.planned && len(host.VGPUProfiles) > 0 {

@@ -35,6 +35,13 @@ type PlannedHostDevices struct {
 	Graphics map[string]bool
 }
 
+// PlannedVGPUs is a VM (its host, managed object id and name) and the vGPU
+// profiles a VM resource of the plan gives it.
+type PlannedVGPUs struct {
+	HostID, MOID, Name string
+	Profiles           []string
+}
+
 // VMOnHost is where a planned VM change runs, for the provider to set it
 // beside the host reboots of the same plan: maintenance mode moves no
 // running VM that has passthrough or SR-IOV devices, and a VM's change fails

@@ -99,7 +99,7 @@ func placeEvacuatedVGPUs(vms []*mo.VirtualMachine, offered []VGPUProfile, hosts 
 	}
 	destinations := make([]*vgpuDestination, len(hosts))
 	for i, h := range hosts {
-		destinations[i] = &vgpuDestination{Host: h, placed: map[string][]string{}}
+		destinations[i] = &vgpuDestination{Host: h, models: hostVGPUModels(h), placed: map[string][]string{}}
 	}
 	slices.SortFunc(vms, func(a, b *mo.VirtualMachine) int { return strings.Compare(a.Name, b.Name) })
 	var out []stuckVM
@@ -118,10 +118,14 @@ func placeEvacuatedVGPUs(vms []*mo.VirtualMachine, offered []VGPUProfile, hosts 
 	return out
 }
 
-// vgpuDestination is a host maintenance mode may move VMs with vGPUs to,
+// vgpuDestination is a host VMs with vGPUs are placed on in an estimate:
+// the vGPU profiles of each of its GPU models (vendor:device; nil when the
+// host does not say), its running VMs whose vGPUs are given back (by id),
 // and the vGPUs the estimate placed on each of its GPUs (by PCI id).
 type vgpuDestination struct {
 	*Host
+	models map[string][]string
+	skip   map[string]bool
 	placed map[string][]string
 }
 
@@ -139,8 +143,7 @@ func (d *vgpuDestination) take(profiles []string) bool {
 			return false
 		}
 	}
-	models := hostVGPUModels(d.Host)
-	if models == nil {
+	if d.models == nil {
 		return true
 	}
 	consolidate := d.Graphics.AssignmentPolicy == string(types.HostGraphicsConfigSharedPassthruAssignmentPolicyConsolidation)
@@ -156,13 +159,13 @@ func (d *vgpuDestination) take(profiles []string) bool {
 		}
 		best, bestRoom := "", 0
 		for _, g := range d.GPUs {
-			if !offersVGPU(g, models, p) {
+			if !offersVGPU(g, d.models, p) {
 				continue
 			}
 			if g.VGPUMode == string(types.HostGraphicsInfoVgpuModeMixedSize) {
 				return true
 			}
-			room, other := gpuRoom(g, fb, "", spread)
+			room, other := gpuRoom(g, fb, d.skip, spread)
 			placed := trial[g.PCIID]
 			if other != "" || len(placed) > 0 && VGPUFrameBufferGB(placed[0]) != fb {
 				continue

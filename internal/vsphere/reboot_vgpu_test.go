@@ -72,7 +72,8 @@ func TestVGPUDestinationCountsWhatItPlaced(t *testing.T) {
 			GPUs: []GPU{a100("0000:3b:00.0"), a100("0000:af:00.0")}}
 	}
 	three := []string{"grid_a100-10c", "grid_a100-10c", "grid_a100-10c"}
-	d := &vgpuDestination{Host: host("performance"), placed: map[string][]string{}}
+	perf := host("performance")
+	d := &vgpuDestination{Host: perf, models: hostVGPUModels(perf), placed: map[string][]string{}}
 	for vm := range 2 {
 		if !d.take(three) {
 			t.Fatalf("VM %d of three 10Cs does not fit on two A100 40GB (placed %v)", vm+1, d.placed)
@@ -84,7 +85,8 @@ func TestVGPUDestinationCountsWhatItPlaced(t *testing.T) {
 	if len(d.placed["0000:3b:00.0"]) != 3 || len(d.placed["0000:af:00.0"]) != 3 {
 		t.Errorf("performance placed %v, want three on each GPU", d.placed)
 	}
-	c := &vgpuDestination{Host: host("consolidation"), placed: map[string][]string{}}
+	cons := host("consolidation")
+	c := &vgpuDestination{Host: cons, models: hostVGPUModels(cons), placed: map[string][]string{}}
 	if !c.take(three) || len(c.placed["0000:3b:00.0"]) != 3 {
 		t.Errorf("consolidation placed %v, want the first GPU's", c.placed)
 	}
@@ -100,7 +102,7 @@ func TestVGPUDestinationLeavesSeveralModelsToTheHost(t *testing.T) {
 			VGPUs: []VGPUUser{{VM: VMRef{MOID: "vm-9"}, Profiles: []string{"grid_a100-40c"}}}},
 		{PCIID: "0000:af:00.0", VendorID: "10de", DeviceID: "2330", MemoryGB: 80, GraphicsType: "sharedDirect"},
 	}}
-	d := &vgpuDestination{Host: h, placed: map[string][]string{}}
+	d := &vgpuDestination{Host: h, models: hostVGPUModels(h), placed: map[string][]string{}}
 	if !d.take([]string{"grid_a100-40c"}) {
 		t.Error("a host of two GPU models refused a profile it offers")
 	}

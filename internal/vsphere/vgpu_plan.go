@@ -91,8 +91,9 @@ func VGPUBoardAndSeries(profile string) (board, series string) {
 // vgpuCheck is what planVGPUs needs: the VM (label, its words in findings;
 // moid), its host, its vGPUs by profile, whether the apply powers it on,
 // whether a host graphics resource of the plan sets the host's GPUs to
-// Shared Direct (their profiles are known only after that), and the host's
-// vGPU profiles by the GPU model (vendor:device) that offers them.
+// Shared Direct (their profiles are known only after that), the host's
+// vGPU profiles by the GPU model (vendor:device) that offers them, and the
+// other running VMs of the host that VM resources of the plan give vGPUs.
 type vgpuCheck struct {
 	label, moid string
 	host        *Host
@@ -100,6 +101,7 @@ type vgpuCheck struct {
 	powersOn    bool
 	planned     bool
 	models      map[string][]string
+	others      []PlannedVGPUs
 }
 
 // planVGPUs checks a VM's vGPUs against its host.
@@ -164,11 +166,25 @@ func planVGPUs(in vgpuCheck) []Finding {
 }
 
 // vgpuRoom is how many more vGPUs of profile p the host's GPUs hold, in
-// equal-size mode, not counting the VM's own, and what takes the rest.
+// equal-size mode, not counting the VM's own, and what takes the rest:
+// the vGPUs of the host's running VMs, and those the plan gives other
+// running VMs of the host (in place of theirs), placed before the VM's
+// (see vgpuDestination).
 func vgpuRoom(in vgpuCheck, p string) (int, []string) {
 	fb := VGPUFrameBufferGB(p)
 	if fb == 0 {
 		return MaxVGPUsPerVM, nil // a name the rule cannot read: the host decides at power on
+	}
+	skip := map[string]bool{in.moid: true}
+	for _, o := range in.others {
+		skip[o.MOID] = true
+	}
+	planned := &vgpuDestination{Host: in.host, models: in.models, skip: skip, placed: map[string][]string{}}
+	var plannedFor []string
+	for _, o := range slices.SortedFunc(slices.Values(in.others), func(a, b PlannedVGPUs) int { return strings.Compare(a.Name, b.Name) }) {
+		if planned.take(o.Profiles) {
+			plannedFor = append(plannedFor, o.Name)
+		}
 	}
 	spread := vgpuSpread(in.host.GPUs)
 	fit := 0
@@ -180,10 +196,19 @@ func vgpuRoom(in vgpuCheck, p string) (int, []string) {
 		if g.VGPUMode == string(types.HostGraphicsInfoVgpuModeMixedSize) {
 			return MaxVGPUsPerVM, nil // mixed-size mode (vSphere 8.0 U3): the lab's rule does not hold; the host decides
 		}
-		slots, other := gpuRoom(g, fb, in.moid, spread)
+		slots, other := gpuRoom(g, fb, skip, spread)
+		ofPlan := planned.placed[g.PCIID]
+		if other == "" && len(ofPlan) > 0 && VGPUFrameBufferGB(ofPlan[0]) != fb {
+			other = fmt.Sprintf("GPU %s is to run vGPUs of another size (%s) for virtual machines of this plan (%s)", g.PCIID, ofPlan[0],
+				strings.Join(plannedFor, ", "))
+		}
+		slots -= len(ofPlan)
 		switch {
 		case other != "":
 			why = append(why, other)
+		case slots <= 0 && len(ofPlan) > 0:
+			why = append(why, fmt.Sprintf("GPU %s is full with the vGPUs of running virtual machines and those this plan gives %s",
+				g.PCIID, strings.Join(plannedFor, ", ")))
 		case slots <= 0:
 			why = append(why, fmt.Sprintf("GPU %s is full with the vGPUs of running virtual machines", g.PCIID))
 		default:
@@ -213,12 +238,13 @@ func vgpuSpread(gpus []GPU) map[string]int {
 }
 
 // gpuRoom is how many more vGPUs of frame buffer fb GPU g holds in
-// equal-size mode beside its VMs' (but vm's own, given back at its power
-// cycle); when another size keeps it from taking any, other says which VM.
-func gpuRoom(g GPU, fb int64, vm string, spread map[string]int) (slots int, other string) {
+// equal-size mode beside its VMs' (but those of skip, given back at their
+// power cycle); when another size keeps it from taking any, other says
+// which VM.
+func gpuRoom(g GPU, fb int64, skip map[string]bool, spread map[string]int) (slots int, other string) {
 	slots = int(int64(g.MemoryGB+0.5) / fb)
 	for _, u := range g.VGPUs {
-		if u.VM.MOID == vm {
+		if skip[u.VM.MOID] {
 			continue
 		}
 		same := 0

@@ -4,6 +4,7 @@ import (
 	"context"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
@@ -162,4 +163,34 @@ func TestPlanGPUMMIOVGPUModels(t *testing.T) {
 	acctest.Must(t, c.SetHostPassthrough(ForChange(ctx), lab.HostID(host), map[string]bool{lab.GPUs()[0]: false, lab.GPUs()[1]: false}))
 	acctest.Must(t, lab.RebootHost(ctx, host))
 	plan(1)
+}
+
+// Other running VMs of the host that the plan gives vGPUs count as placed
+// before the VM, in place of the vGPUs they run now.
+func TestVGPURoomCountsThePlan(t *testing.T) {
+	t.Parallel()
+	host := &Host{ID: "host-1", Name: "esx01", VGPUProfiles: []VGPUProfile{{Name: "grid_a100-10c"}, {Name: "grid_a100-20c"}},
+		GPUs: []GPU{{PCIID: "0000:3b:00.0", VendorID: "10de", DeviceID: "20f1", MemoryGB: 40, GraphicsType: "sharedDirect",
+			VGPUs: []VGPUUser{{VM: VMRef{MOID: "vm-2", Name: "b"}, Profiles: []string{"grid_a100-10c"}}}}}}
+	check := vgpuCheck{label: "a", moid: "vm-1", host: host, vgpus: []string{"grid_a100-20c"}, powersOn: true,
+		models: map[string][]string{"10de:20f1": {"grid_a100-10c", "grid_a100-20c"}}}
+	if fit, why := vgpuRoom(check, "grid_a100-20c"); fit != 0 || len(why) != 1 || !strings.Contains(why[0], "virtual machine b") {
+		t.Errorf("beside b's running 10C: room %d (%v), want none for another size", fit, why)
+	}
+	// The plan gives b a 20C instead: one more fits.
+	check.others = []PlannedVGPUs{{MOID: "vm-2", Name: "b", Profiles: []string{"grid_a100-20c"}}}
+	if fit, why := vgpuRoom(check, "grid_a100-20c"); fit != 1 {
+		t.Errorf("beside b's planned 20C: room %d (%v), want 1", fit, why)
+	}
+	// Two planned 20Cs fill the GPU, and the reason names the plan's VMs.
+	check.others = append(check.others, PlannedVGPUs{MOID: "vm-3", Name: "c", Profiles: []string{"grid_a100-20c"}})
+	if fit, why := vgpuRoom(check, "grid_a100-20c"); fit != 0 || len(why) != 1 || !strings.Contains(why[0], "this plan gives b, c") {
+		t.Errorf("beside the plan's two 20Cs: room %d (%v), want none, naming b and c", fit, why)
+	}
+	// A planned 10C keeps 20Cs off the GPU.
+	check.others = check.others[:1]
+	check.others[0].Profiles = []string{"grid_a100-10c"}
+	if fit, why := vgpuRoom(check, "grid_a100-20c"); fit != 0 || len(why) != 1 || !strings.Contains(why[0], "another size (grid_a100-10c)") {
+		t.Errorf("beside the plan's 10C: room %d (%v), want none for another size", fit, why)
+	}
 }
