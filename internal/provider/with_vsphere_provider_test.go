@@ -298,3 +298,38 @@ func callSummary(calls map[string]int) string {
 	}
 	return strconv.Itoa(total) + " calls: " + strings.Join(parts, ", ")
 }
+
+// The guide's node with two vGPUs instead of passthrough GPUs, as "Sharing
+// GPUs with vGPU" says to compose it: the guide's configuration with the
+// gpu blocks replaced by a vgpu block, on a host whose A100 is in Shared
+// Direct. The vSphere provider's ignore_changes (pci_device_id,
+// memory_reservation_locked_to_max) keeps it from taking the vGPUs away:
+// the plan after the apply is empty, the VM keeps its vGPUs through a
+// refresh, and destroy removes everything.
+func TestAccWithVSphereProvider_vgpu(t *testing.T) {
+	lab := startLab(t, vcsimlab.Options{})
+	main, err := os.ReadFile("../../examples/guides/with-vsphere-provider/main.tf")
+	acctest.Must(t, err)
+	gpus := "  dynamic \"gpu\" {\n    for_each = local.gpus\n    content {\n      pci_id = gpu.value\n    }\n  }\n"
+	if !strings.Contains(string(main), gpus) {
+		t.Fatalf("examples/guides/with-vsphere-provider/main.tf has no gpu blocks of the form this test replaces:\n%s", gpus)
+	}
+	vgpuNode := strings.Replace(string(main), gpus, vgpuBlock("grid_a100-20c", 2), 1)
+	d := withVSphereProvider(t, lab, []string{"modules/pvrdma-cluster"}, map[string]string{"guides/vgpu-node/main.tf": vgpuNode})
+	host := lab.VMHostName(lab.VMNames()[0])
+	sharedDirectHost(t, lab, host)
+	d.env = append(d.env, "TF_VAR_gpu_host="+host)
+	d.dir = filepath.Join(d.dir, "guides/vgpu-node")
+
+	d.run("get")
+	d.run("apply", "-auto-approve")
+	if changes := d.plan(); len(changes) != 0 {
+		t.Fatalf("plan after the apply: %v, want none", changes)
+	}
+	d.run("apply", "-refresh-only", "-auto-approve")
+	acctest.Must(t, vmVGPUsAre(lab, "gpu-node-01", "grid_a100-20c", "grid_a100-20c")(nil))
+	if changes := d.plan(); len(changes) != 0 {
+		t.Fatalf("plan after a refresh: %v, want none", changes)
+	}
+	d.run("destroy", "-auto-approve")
+}
