@@ -2,6 +2,7 @@ package vsphere
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -149,6 +150,12 @@ func TestPlanHostRebootCallsForVGPUVMs(t *testing.T) {
 	plan(true, 1, 0)
 	acctest.Must(t, lab.SetClusterDRSOption(ctx, "VgpuMMAutomationTimeoutSecs", "-1"))
 	plan(true, 1, 1)
+	// A user who may not read vCenter's settings is told which one.
+	lab.FailCall("QueryOptions", "", &types.NoPermission{PrivilegeId: "System.Read"}, 1)
+	if _, err := c.PlanHostReboot(ctx, lab.HostID(first)); !errors.Is(err, ErrNoPermission) ||
+		!strings.Contains(err.Error(), "vgpu.hotmigrate.enabled") {
+		t.Errorf("QueryOptions refused: %v, want ErrNoPermission naming the setting", err)
+	}
 	acctest.Must(t, lab.SetVCenterSetting(ctx, "vgpu.hotmigrate.enabled", "true"))
 	plan(false, 2, 1)
 }
