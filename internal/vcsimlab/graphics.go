@@ -70,8 +70,10 @@ type vgpuProfile struct {
 // backing.vgpu), grid_a100d-80c and nvidia_h100xm-80c (Frank Denneman,
 // "Topology-Aware Multi-GPU VM Placement", frankdenneman.ai). The H200 of
 // Options.NewerGPUHost offers none: no public source gives its types'
-// vSphere names. The lab has no L40S for the same reason: its C-series
-// table was not retrievable from NVIDIA's pages, nor its vSphere prefix.
+// vSphere names. The lab has no L40S for the same reason: NVIDIA's page
+// gives its C-series types (Table 39, L40S-48C to L40S-4C), but no public
+// source found gives the prefix vSphere names them with ("grid_" or
+// "nvidia_", which differs between boards).
 var vgpuProfiles = map[int16][]vgpuProfile{
 	0x20f1: { // A100 PCIe 40GB
 		{"grid_a100-40c", 40, 1}, {"grid_a100-20c", 20, 2}, {"grid_a100-10c", 10, 4},
