@@ -347,7 +347,8 @@ func (b *claimBook) deviceInputs() vsphere.PlannedHostDevices {
 }
 
 // vgpusOfPlan records, when runs, that a VM resource of this walk gives a
-// running VM vGPUs (planning it again replaces them), and returns the other
+// running VM vGPUs (planning it again replaces or, when it no longer runs,
+// removes them), and returns the other
 // running VMs of its host given vGPUs before, in one step under the book's
 // lock: of two VMs planned at once, the later counts the earlier's.
 func (b *claimBook) vgpusOfPlan(vm vsphere.PlannedVGPUs, runs bool) []vsphere.PlannedVGPUs {
@@ -367,6 +368,8 @@ func (b *claimBook) vgpusOfPlan(vm vsphere.PlannedVGPUs, runs bool) []vsphere.Pl
 			b.vgpus[vm.HostID] = map[string]vsphere.PlannedVGPUs{}
 		}
 		b.vgpus[vm.HostID][vm.MOID] = vm
+	} else {
+		delete(b.vgpus[vm.HostID], vm.MOID)
 	}
 	return others
 }
