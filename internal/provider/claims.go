@@ -374,6 +374,21 @@ func (b *claimBook) vgpusOfPlan(vm vsphere.PlannedVGPUs, runs bool) []vsphere.Pl
 	return others
 }
 
+// plannedVGPUs are the running VMs VM resources of this walk give vGPUs,
+// so far, on every host.
+func (b *claimBook) plannedVGPUs() []vsphere.PlannedVGPUs {
+	if b == nil {
+		return nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []vsphere.PlannedVGPUs
+	for _, vms := range b.vgpus {
+		out = slices.AppendSeq(out, maps.Values(vms))
+	}
+	return out
+}
+
 // planSharedDirect records that a host graphics resource of this walk
 // drives GPUs of a host as Shared Direct once its apply ends.
 func (b *claimBook) planSharedDirect(hostID string) {

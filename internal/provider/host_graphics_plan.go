@@ -80,7 +80,7 @@ func (r *hostGraphicsResource) ModifyPlan(ctx context.Context, req resource.Modi
 	pending := graphicsWaiting(st, settings, prior, setInBoot(ctx, req.Private, &resp.Diagnostics))
 	if len(pending) > 0 && plan.RebootAllowed.ValueBool() && !resp.Diagnostics.HasError() {
 		what := fmt.Sprintf("graphics settings (GPUs %s)", strings.Join(pending, ", "))
-		if hr := planReboot(ctx, r.client, hostID, what, always, &resp.Diagnostics); hr != nil &&
+		if hr := planReboot(ctx, r.client, r.claims, hostID, what, always, &resp.Diagnostics); hr != nil &&
 			r.claims.rebootBesideVMChanges(graphicsType, nil, hr, plan.RebootTimeout, false, &resp.Diagnostics) {
 			pending = nil // this apply reboots the host: its GPUs are driven as set after it
 		}
@@ -124,7 +124,7 @@ func (r *hostGraphicsResource) checkDestroy(ctx context.Context, req resource.Mo
 	if err != nil || len(restoreWaiting(ctx, st, state, before, req.Private, &resp.Diagnostics)) == 0 {
 		return // a host gone needs nothing put back; one unreadable fails the destroy itself
 	}
-	if hr := planDestroyReboot(ctx, r.client, hostID, "the graphics settings", always, &resp.Diagnostics); hr != nil {
+	if hr := planDestroyReboot(ctx, r.client, r.claims, hostID, "the graphics settings", always, &resp.Diagnostics); hr != nil {
 		r.claims.rebootBesideVMChanges(graphicsType, nil, hr, state.RebootTimeout, true, &resp.Diagnostics)
 	}
 }

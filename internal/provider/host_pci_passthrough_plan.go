@@ -47,7 +47,7 @@ func (r *hostPCIPassthroughResource) ModifyPlan(ctx context.Context, req resourc
 		if p, err := r.client.PlanHostPassthrough(ctx, ch); err == nil {
 			addPassthroughFindings(&resp.Diagnostics, p.Findings)
 			if !resp.Diagnostics.HasError() && state.RebootAllowed.ValueBool() && len(ch.Disabling) > 0 {
-				if hr := planDestroyReboot(ctx, r.client, ch.HostID, "the passthrough", withoutRebind, &resp.Diagnostics); hr != nil {
+				if hr := planDestroyReboot(ctx, r.client, r.claims, ch.HostID, "the passthrough", withoutRebind, &resp.Diagnostics); hr != nil {
 					r.claims.rebootBesideVMChanges(passthroughType, ch.Disabling, hr, state.RebootTimeout, true, &resp.Diagnostics)
 				}
 			}
@@ -121,7 +121,7 @@ func (r *hostPCIPassthroughResource) ModifyPlan(ctx context.Context, req resourc
 		}
 	}
 	if (turningOn || pendingReboot || puttingBack) && plan.RebootAllowed.ValueBool() && !resp.Diagnostics.HasError() &&
-		r.rebootPlanned(ids, planReboot(ctx, r.client, ch.HostID, "passthrough changes", withoutRebind, &resp.Diagnostics), plan.RebootTimeout,
+		r.rebootPlanned(ids, planReboot(ctx, r.client, r.claims, ch.HostID, "passthrough changes", withoutRebind, &resp.Diagnostics), plan.RebootTimeout,
 			&resp.Diagnostics) {
 		// This apply reboots the host: what it turns on is active after it.
 		reboot = types.BoolValue(false)

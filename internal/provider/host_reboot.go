@@ -141,10 +141,11 @@ func rebootDefaults(allowed *types.Bool, timeout *types.String) {
 // planReboot decides, at plan time, whether this apply reboots the host to
 // apply what (a change that waits for a reboot): only with the opt-in, and
 // only on a host that needs it. It refuses a host whose running VMs could
-// not be moved, and warns naming the host it will reboot, which it returns
-// (nil: no reboot).
-func planReboot(ctx context.Context, client *vsphere.Client, hostID, what string, when rebootWhen, diags *diag.Diagnostics) *vsphere.HostReboot {
-	return planRebootFor(ctx, client, hostID, when, diags, func(r *vsphere.HostReboot) string {
+// not be moved (beside the vGPUs claims's plan gives VMs), and warns naming
+// the host it will reboot, which it returns (nil: no reboot).
+func planReboot(ctx context.Context, client *vsphere.Client, claims *claimBook, hostID, what string, when rebootWhen,
+	diags *diag.Diagnostics) *vsphere.HostReboot {
+	return planRebootFor(ctx, client, claims, hostID, when, diags, func(r *vsphere.HostReboot) string {
 		return fmt.Sprintf("This apply would reboot host %s (%s) to apply %s, but its running virtual machines %s would keep it from "+
 			"entering maintenance mode: %s. Power them off or move them first, or set reboot_allowed = false and reboot the "+
 			"host yourself.", r.HostName, hostID, what, stuckNames(r), r.Why)
@@ -155,9 +156,9 @@ func planReboot(ctx context.Context, client *vsphere.Client, hostID, what string
 // changed (what: "the passthrough"). Its advice works with the command
 // that destroys: terraform destroy takes reboot_allowed from state, so
 // setting it in the configuration alone changes nothing.
-func planDestroyReboot(ctx context.Context, client *vsphere.Client, hostID, what string, when rebootWhen,
+func planDestroyReboot(ctx context.Context, client *vsphere.Client, claims *claimBook, hostID, what string, when rebootWhen,
 	diags *diag.Diagnostics) *vsphere.HostReboot {
-	return planRebootFor(ctx, client, hostID, when, diags, func(r *vsphere.HostReboot) string {
+	return planRebootFor(ctx, client, claims, hostID, when, diags, func(r *vsphere.HostReboot) string {
 		return fmt.Sprintf("Destroying this resource would reboot host %s (%s) to put back %s it changed, but its running virtual machines %s "+
 			"would keep it from entering maintenance mode: %s. Power them off or move them, then run the destroy again. To put %s "+
 			"back without a reboot instead, set reboot_allowed = false and run terraform apply first (terraform destroy uses the "+
@@ -165,9 +166,9 @@ func planDestroyReboot(ctx context.Context, client *vsphere.Client, hostID, what
 	}, fmt.Sprintf("puts back %s only when it reboots", what))
 }
 
-func planRebootFor(ctx context.Context, client *vsphere.Client, hostID string, when rebootWhen, diags *diag.Diagnostics,
+func planRebootFor(ctx context.Context, client *vsphere.Client, claims *claimBook, hostID string, when rebootWhen, diags *diag.Diagnostics,
 	stuck func(*vsphere.HostReboot) string, needs string) *vsphere.HostReboot {
-	r, err := client.PlanHostReboot(ctx, hostID)
+	r, err := client.PlanHostReboot(ctx, hostID, claims.plannedVGPUs()...)
 	if err != nil {
 		diags.Append(vsphereErrorDiag("Cannot check a reboot of host "+hostID, err))
 		return nil

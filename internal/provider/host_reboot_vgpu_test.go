@@ -20,9 +20,9 @@ import (
 // A reboot inside the apply of a host where a VM runs with a vGPU: the plan
 // refuses it, naming the VM and what keeps DRS from moving it, while the
 // cluster's DRS option, vCenter's setting or room on another host's GPUs
-// is missing; with all three, maintenance mode moves the VM to the other
-// host that shares its A100, the host reboots, and the plan after is
-// empty.
+// is missing, or the same plan gives that host's running VM vGPUs that
+// fill it; with all three, maintenance mode moves the VM to the other host
+// that shares its A100, the host reboots, and the plan after is empty.
 func TestAccHostReboot_movesVGPUVMs(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{HostsNeedReboot: true})
@@ -43,6 +43,15 @@ func TestAccHostReboot_movesVGPUVMs(t *testing.T) {
 	pf, _ := sriovPF(t, lab, first)
 	config := strings.Replace(hostSRIOVConfig(lab, first, pf, 4), "num_virtual_functions = 4\n",
 		"num_virtual_functions = 4\n  reboot_allowed = true\n", 1)
+	withFull := func(count int) string {
+		return strings.Replace(config, "  reboot_allowed = true\n", "  reboot_allowed = true\n  depends_on     = [vspherehpc_vm_gpu_mmio.full]\n", 1) +
+			fmt.Sprintf(`
+resource "vspherehpc_vm_gpu_mmio" "full" {
+  virtual_machine_id = %q
+  power_off_allowed  = true
+%s}
+`, lab.VMUUID("full"), vgpuBlock("grid_a100-20c", count))
+	}
 	refused := func(why string) *regexp.Regexp {
 		return regexp.MustCompile(`(?s)Host cannot enter maintenance mode.*trainer.*` + why)
 	}
@@ -60,6 +69,13 @@ func TestAccHostReboot_movesVGPUVMs(t *testing.T) {
 				PreConfig:   func() { acctest.Must(t, lab.SetVCenterSetting(ctx, "vgpu.hotmigrate.enabled", "true")) },
 				Config:      config,
 				PlanOnly:    true,
+				ExpectError: refused(`no\s+other\s+host\s+of\s+the\s+cluster\s+offers\s+vGPU\s+profile\s+grid_a100-20c\s+with\s+room`),
+			},
+			// The same plan turning full's 40C into a 20C leaves room; into
+			// two 20Cs, none. The reboot is planned after it (depends_on).
+			{Config: withFull(1), PlanOnly: true, ExpectNonEmptyPlan: true},
+			{
+				Config: withFull(2), PlanOnly: true,
 				ExpectError: refused(`no\s+other\s+host\s+of\s+the\s+cluster\s+offers\s+vGPU\s+profile\s+grid_a100-20c\s+with\s+room`),
 			},
 			{

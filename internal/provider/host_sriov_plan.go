@@ -76,7 +76,7 @@ func (r *hostSRIOVResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 	appliesNow := p.AppliesNow
 	if !appliesNow && plan.RebootAllowed.ValueBool() && !resp.Diagnostics.HasError() {
 		what := fmt.Sprintf("SR-IOV of %s with %d virtual functions", pciID, plan.VFs.ValueInt64())
-		hr := planReboot(ctx, r.client, hostID, what, withoutRebind, &resp.Diagnostics)
+		hr := planReboot(ctx, r.client, r.claims, hostID, what, withoutRebind, &resp.Diagnostics)
 		// This apply reboots the host: the virtual functions exist after it.
 		appliesNow = hr != nil && r.claims.rebootBesideVMChanges(sriovType, []string{pciID}, hr, plan.RebootTimeout, false, &resp.Diagnostics)
 	}
@@ -169,7 +169,7 @@ func (r *hostSRIOVResource) checkDestroy(ctx context.Context, req resource.Modif
 	}
 	if err == nil && state.RebootAllowed.ValueBool() && int64(before) != state.VFs.ValueInt64() {
 		what := "SR-IOV of " + state.PCIID.ValueString()
-		if hr := planDestroyReboot(ctx, r.client, state.HostSystemID.ValueString(), what, withoutRebind, &resp.Diagnostics); hr != nil {
+		if hr := planDestroyReboot(ctx, r.client, r.claims, state.HostSystemID.ValueString(), what, withoutRebind, &resp.Diagnostics); hr != nil {
 			r.claims.rebootBesideVMChanges(sriovType, []string{state.PCIID.ValueString()}, hr, state.RebootTimeout, true, &resp.Diagnostics)
 		}
 	}

@@ -34,8 +34,9 @@ type HostReboot struct {
 // those DRS does not move on its own (the cluster's automation level, or the
 // VM's override of it, is not fully automated), those with a passthrough
 // or SR-IOV device (which cannot be migrated), and those with vGPUs that
-// vgpuEvacuation says stay.
-func (c *Client) PlanHostReboot(ctx context.Context, hostID string) (*HostReboot, error) {
+// vgpuEvacuation says stay. planned are the running VMs the same plan gives
+// vGPUs, on any host: the room they take on the other hosts counts.
+func (c *Client) PlanHostReboot(ctx context.Context, hostID string, planned ...PlannedVGPUs) (*HostReboot, error) {
 	op := "checking a reboot of host " + hostID
 	ctx, cancel := c.withTimeout(ctx)
 	defer cancel()
@@ -129,7 +130,7 @@ func (c *Client) PlanHostReboot(ctx context.Context, hostID string) (*HostReboot
 		}
 	}
 	if len(withVGPUs) > 0 {
-		stuck, err := c.vgpuEvacuation(ctx, vc, self, drs, withVGPUs)
+		stuck, err := c.vgpuEvacuation(ctx, vc, self, drs, withVGPUs, planned)
 		if err != nil {
 			return nil, err
 		}

@@ -59,9 +59,9 @@ type stuckVM struct {
 // moved by DRS, maintenance mode would leave there. Only when the cluster
 // lets DRS move them does it read further: vCenter's setting (one call),
 // then the cluster's other hosts and their VMs (one property-collector
-// read).
+// read). planned are the running VMs the same plan gives vGPUs.
 func (c *Client) vgpuEvacuation(ctx context.Context, vc *vim25.Client, self *mo.HostSystem, drs drsLevels,
-	vms []*mo.VirtualMachine) ([]stuckVM, error) {
+	vms []*mo.VirtualMachine, planned []PlannedVGPUs) ([]stuckVM, error) {
 	all := func(reason string) []stuckVM {
 		out := make([]stuckVM, len(vms))
 		for i, vm := range vms {
@@ -85,21 +85,23 @@ func (c *Client) vgpuEvacuation(ctx context.Context, vc *vim25.Client, self *mo.
 	if err != nil {
 		return nil, err
 	}
-	return placeEvacuatedVGPUs(vms, offered, hosts), nil
+	return placeEvacuatedVGPUs(vms, offered, hosts, planned), nil
 }
 
 // placeEvacuatedVGPUs says which of vms, with vGPUs on a host offering
 // offered, no host of hosts would take. It is a first-fit estimate, not
 // DRS's own placement: the VMs in name order, each on the first host (by
-// name) that takes it beside those placed before it.
-func placeEvacuatedVGPUs(vms []*mo.VirtualMachine, offered []VGPUProfile, hosts []*Host) []stuckVM {
+// name) that takes it beside those placed before it, and beside the vGPUs
+// the same plan gives running VMs of that host (planned), in place of
+// theirs.
+func placeEvacuatedVGPUs(vms []*mo.VirtualMachine, offered []VGPUProfile, hosts []*Host, planned []PlannedVGPUs) []stuckVM {
 	migrates := map[string]bool{}
 	for _, p := range offered {
 		migrates[p.Name] = p.MigrateSupported
 	}
 	destinations := make([]*vgpuDestination, len(hosts))
 	for i, h := range hosts {
-		destinations[i] = &vgpuDestination{Host: h, models: hostVGPUModels(h), placed: map[string][]string{}}
+		destinations[i], _ = newVGPUDestination(h, hostVGPUModels(h), planned)
 	}
 	slices.SortFunc(vms, func(a, b *mo.VirtualMachine) int { return strings.Compare(a.Name, b.Name) })
 	var out []stuckVM
@@ -127,6 +129,33 @@ type vgpuDestination struct {
 	models map[string][]string
 	skip   map[string]bool
 	placed map[string][]string
+}
+
+// newVGPUDestination is host h (its profiles by GPU model: models) with
+// the vGPUs the plan gives its running VMs (those of planned on h, by VM
+// name) placed first, in place of theirs, and the names of the VMs placed;
+// those that fit nowhere are left to their own plan's refusal. The vGPUs
+// of the VMs givenBack (by id) are not counted either.
+func newVGPUDestination(h *Host, models map[string][]string, planned []PlannedVGPUs, givenBack ...string) (*vgpuDestination, []string) {
+	d := &vgpuDestination{Host: h, models: models, skip: map[string]bool{}, placed: map[string][]string{}}
+	for _, id := range givenBack {
+		d.skip[id] = true
+	}
+	var onHost []PlannedVGPUs
+	for _, p := range planned {
+		if p.HostID == h.ID {
+			d.skip[p.MOID] = true
+			onHost = append(onHost, p)
+		}
+	}
+	slices.SortFunc(onHost, func(a, b PlannedVGPUs) int { return strings.Compare(a.Name, b.Name) })
+	var placed []string
+	for _, p := range onHost {
+		if d.take(p.Profiles) {
+			placed = append(placed, p.Name)
+		}
+	}
+	return d, placed
 }
 
 // take places a VM's vGPUs of profiles on the host's GPUs as equal-size

@@ -49,7 +49,7 @@ func TestPlaceEvacuatedVGPUs(t *testing.T) {
 		vgpuVM("vm-2", "b", "grid_a100-20c", "grid_a100-20c"), // host-3 is full after a, host-4 takes both
 		vgpuVM("vm-3", "c", "grid_a100-40c"),                  // does not support vMotion
 		vgpuVM("vm-5", "e", "grid_a100-20c"),                  // no room left anywhere
-	}, offered, hosts)
+	}, offered, hosts, nil)
 	got := map[string]string{}
 	for _, s := range stuck {
 		got[s.vm.Name] = s.reason
@@ -158,4 +158,27 @@ func TestPlanHostRebootCallsForVGPUVMs(t *testing.T) {
 	}
 	acctest.Must(t, lab.SetVCenterSetting(ctx, "vgpu.hotmigrate.enabled", "true"))
 	plan(false, 2, 1)
+}
+
+// The vGPUs the same plan gives a running VM of a host count against the
+// room maintenance mode would move VMs into, in place of those it runs.
+func TestPlaceEvacuatedVGPUsCountsThePlan(t *testing.T) {
+	t.Parallel()
+	offered := []VGPUProfile{{Name: "grid_a100-20c", MigrateSupported: true}, {Name: "grid_a100-40c", MigrateSupported: true}}
+	// host-2's A100 runs other's 40C, which the plan turns into a 20C.
+	host := &Host{ID: "host-2", Name: "host-2", VGPUProfiles: offered, GPUs: []GPU{{PCIID: "0000:af:00.0", VendorID: "10de",
+		DeviceID: "20f1", MemoryGB: 40, GraphicsType: "sharedDirect",
+		VGPUs: []VGPUUser{{VM: VMRef{MOID: "vm-9", Name: "other"}, Profiles: []string{"grid_a100-40c"}}}}}}
+	vms := func() []*mo.VirtualMachine { return []*mo.VirtualMachine{vgpuVM("vm-1", "a", "grid_a100-20c")} }
+	if stuck := placeEvacuatedVGPUs(vms(), offered, []*Host{host}, nil); len(stuck) != 1 {
+		t.Errorf("beside a running 40C: stuck %v, want a", stuck)
+	}
+	plan := []PlannedVGPUs{{HostID: "host-2", MOID: "vm-9", Name: "other", Profiles: []string{"grid_a100-20c"}}}
+	if stuck := placeEvacuatedVGPUs(vms(), offered, []*Host{host}, plan); len(stuck) != 0 {
+		t.Errorf("beside the plan's 20C for other: stuck %v, want none", stuck)
+	}
+	plan[0].Profiles = []string{"grid_a100-20c", "grid_a100-20c"}
+	if stuck := placeEvacuatedVGPUs(vms(), offered, []*Host{host}, plan); len(stuck) != 1 {
+		t.Errorf("beside the plan's two 20Cs for other: stuck %v, want a", stuck)
+	}
 }

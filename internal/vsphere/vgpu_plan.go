@@ -175,17 +175,13 @@ func vgpuRoom(in vgpuCheck, p string) (int, []string) {
 	if fb == 0 {
 		return MaxVGPUsPerVM, nil // a name the rule cannot read: the host decides at power on
 	}
-	skip := map[string]bool{in.moid: true}
-	for _, o := range in.others {
-		skip[o.MOID] = true
+	others := make([]PlannedVGPUs, len(in.others))
+	for i, o := range in.others {
+		o.HostID = in.host.ID
+		others[i] = o
 	}
-	planned := &vgpuDestination{Host: in.host, models: in.models, skip: skip, placed: map[string][]string{}}
-	var plannedFor []string
-	for _, o := range slices.SortedFunc(slices.Values(in.others), func(a, b PlannedVGPUs) int { return strings.Compare(a.Name, b.Name) }) {
-		if planned.take(o.Profiles) {
-			plannedFor = append(plannedFor, o.Name)
-		}
-	}
+	planned, plannedFor := newVGPUDestination(in.host, in.models, others, in.moid)
+	skip := planned.skip
 	spread := vgpuSpread(in.host.GPUs)
 	fit := 0
 	var why []string
