@@ -29,7 +29,7 @@ const (
 	biosGuestVM   = "installed-node" // the lab's VM with a guest OS installed, on BIOS; given a GPU
 	pfOnlyVM      = "pf-only"        // a whole ConnectX-7 PF passed through, no GPU, no MMIO window
 	vfWindowVM    = "vf-window"      // an InfiniBand VF passed through, no GPU, a 32 GB window, memory not reserved
-	labelledVM    = "labelled-gpu"   // a Dynamic DirectPath GPU with a hardware label
+	labelledVM    = "labelled-gpu"   // a Dynamic DirectPath GPU of a pool: a hardware label one H100 of its host carries
 	dynamicPairVM = "dynamic-pair"   // two Dynamic DirectPath GPUs of one model
 	lostVM        = "lost-files"     // a PVRDMA adapter, its files unreachable (inaccessible)
 	keysOnlyVM    = "keys-only"      // pciPassthru.use64bitMMIO and nothing else: no device, no window
@@ -60,15 +60,15 @@ func awkwardLab(t *testing.T, needReboot bool) *vcsimlab.Lab {
 	h0, h1, h2 := hosts[0], hosts[1], hosts[2]
 	svc := labClient(lab)
 	acctest.Must(t, lab.SetHostSRIOV(ctx, h2, awkwardIBPF, 2))
-	acctest.Must(t, svc.SetHostPassthrough(ctx, lab.HostID(h2), map[string]bool{awkwardWholePF: true}))
+	acctest.Must(t, svc.SetHostPassthrough(ctx, lab.HostID(h2), map[string]bool{awkwardWholePF: true}, nil))
 	acctest.Must(t, lab.RebootHost(ctx, h2))
-	acctest.Must(t, svc.SetHostPassthrough(ctx, lab.HostID(h2), map[string]bool{awkwardVF0: true}))
+	acctest.Must(t, svc.SetHostPassthrough(ctx, lab.HostID(h2), map[string]bool{awkwardVF0: true}, nil))
 	acctest.Must(t, lab.RebootHost(ctx, h2))
 	// Waiting for the next reboot.
 	if needReboot {
 		acctest.Must(t, lab.SetHostSRIOV(ctx, h2, awkwardIBPF, 4))
 		acctest.Must(t, lab.SetHostSRIOV(ctx, h0, vcsimlab.HandBuiltSRIOVPF, 6))
-		acctest.Must(t, svc.SetHostPassthrough(ctx, lab.HostID(h1), map[string]bool{awkwardA100: true}))
+		acctest.Must(t, svc.SetHostPassthrough(ctx, lab.HostID(h1), map[string]bool{awkwardA100: true}, nil))
 	} else {
 		acctest.Must(t, lab.SetHostSRIOVAtNextReboot(ctx, h2, awkwardIBPF, 4))
 		acctest.Must(t, lab.SetHostSRIOVAtNextReboot(ctx, h0, vcsimlab.HandBuiltSRIOVPF, 6))
@@ -88,6 +88,7 @@ func awkwardLab(t *testing.T, needReboot bool) *vcsimlab.Lab {
 	acctest.Must(t, lab.SetVMExtraConfig(ctx, vfWindowVM, "pciPassthru.use64bitMMIO", "TRUE"))
 	acctest.Must(t, lab.SetVMExtraConfig(ctx, vfWindowVM, "pciPassthru.64bitMMIOSizeGB", "32"))
 	acctest.Must(t, lab.SetVMExtraConfig(ctx, keysOnlyVM, "pciPassthru.use64bitMMIO", "TRUE"))
+	acctest.Must(t, lab.SetHardwareLabel(ctx, h2, lab.GPUs()[1], "team-b"))
 	acctest.Must(t, lab.AttachDynamicGPU(ctx, labelledVM, 0x10de, 0x2330))
 	acctest.Must(t, lab.NarrowDynamicGPUs(ctx, labelledVM, "team-b", 0, 0))
 	for range 2 {
@@ -283,7 +284,8 @@ func adoptAwkwardLab(t *testing.T, needReboot bool) {
 		vfWindowVM + ":": {[]string{"memory_reservation_locked_to_max"}, "the plan of the generated configuration reserves all its guest memory"},
 		keysOnlyVM + ":": {[]string{"firmware", "memory_reservation_locked_to_max", "mmio_size_gb"}, "has no passthrough device, and no MMIO " +
 			"window (pciPassthru.64bitMMIOSizeGB is not set)"},
-		labelledVM + ":":    {append([]string{"gpu"}, vmSetup...), `has a hardware label ("team-b")`},
+		// The pool is adopted (label = "team-b"): the GPU stays.
+		labelledVM + ":":    {vmSetup, "no MMIO window (pciPassthru.64bitMMIOSizeGB is not set) for 80 GB of GPU memory"},
 		dynamicPairVM + ":": {vmSetup, "no MMIO window (pciPassthru.64bitMMIOSizeGB is not set) for 160 GB of GPU memory"},
 	}
 	if !needReboot {

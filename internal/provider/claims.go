@@ -130,6 +130,9 @@ type claimBook struct {
 	// plannedVFs are the virtual functions host resources of this walk
 	// give physical functions ("host-id pci-id").
 	plannedVFs map[string]int
+	// plannedLabels are the hardware labels host resources of this walk
+	// give devices ("host-id pci-id").
+	plannedLabels map[string]string
 	// vgpus are, by host id and then VM id, the running VMs VM resources of
 	// this walk give vGPUs.
 	vgpus map[string]map[string]vsphere.PlannedVGPUs
@@ -340,10 +343,10 @@ func (b *claimBook) deviceInputs() vsphere.PlannedHostDevices {
 	}
 	b.mu.Unlock()
 	b.mu.Lock()
-	graphics := maps.Clone(b.sharedDirect)
+	graphics, labels := maps.Clone(b.sharedDirect), maps.Clone(b.plannedLabels)
 	b.mu.Unlock()
 	return vsphere.PlannedHostDevices{Passthrough: b.turnedOn(usePassthrough), SRIOV: b.turnedOn(useSRIOV), Rebooting: rebooting, VFs: vfs,
-		Graphics: graphics}
+		Graphics: graphics, Labels: labels}
 }
 
 // vgpusOfPlan records, when runs, that a VM resource of this walk gives a
@@ -409,6 +412,19 @@ func (b *claimBook) planVFs(key string, vfs int) {
 		b.plannedVFs = map[string]int{}
 	}
 	b.plannedVFs[key] = vfs
+}
+
+// planLabels records the hardware label a host resource of this walk gives
+// devices ("host-id pci-id").
+func (b *claimBook) planLabels(keys []string, label string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.plannedLabels == nil {
+		b.plannedLabels = map[string]string{}
+	}
+	for _, key := range keys {
+		b.plannedLabels[key] = label
+	}
 }
 
 // rebootPlanned records that a host resource instance of this walk reboots

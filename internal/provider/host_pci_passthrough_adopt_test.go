@@ -41,7 +41,7 @@ func TestAccHostPCIPassthrough_list(t *testing.T) {
 	ctx := context.Background()
 	acctest.Must(
 		t,
-		labClient(lab).SetHostPassthrough(ctx, lab.HostID(hosts[len(hosts)-1]), map[string]bool{lab.GPUs()[0]: false, lab.GPUs()[1]: false}),
+		labClient(lab).SetHostPassthrough(ctx, lab.HostID(hosts[len(hosts)-1]), map[string]bool{lab.GPUs()[0]: false, lab.GPUs()[1]: false}, nil),
 	)
 	cluster, err := labClient(lab).ClusterByName(ctx, lab.DatacenterID(), lab.ClusterName())
 	acctest.Must(t, err)

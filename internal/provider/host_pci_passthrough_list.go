@@ -16,8 +16,9 @@ import (
 // vspherehpc_host_pci_passthrough.
 func NewHostPCIPassthroughListResource() list.ListResource {
 	return &listResource{typeName: "_host_pci_passthrough", what: "the hosts with PCI passthrough on for any device, each with those devices",
-		list:   listHostPassthrough,
-		adopts: " Each host is one result with every device whose passthrough is on, as importing the host by its id adopts them."}
+		list: listHostPassthrough,
+		adopts: " Each host is one result with every device whose passthrough is on, as importing the host by its id adopts them, " +
+			"with `hardware_label` when they all carry the same one."}
 }
 
 // listHostPassthrough lists a host as importing it by its id adopts it:
@@ -47,7 +48,7 @@ func listHostPassthrough(ctx context.Context, c *vsphere.Client, scope vsphere.S
 		pciIDs, ds := types.SetValueFrom(ctx, types.StringType, ids)
 		diags.Append(ds...)
 		m := hostPCIPassthroughModel{HostSystemID: types.StringValue(h.HostID), PCIIDs: pciIDs,
-			Match: types.SetNull(passthroughMatchType)}
+			Match: types.SetNull(passthroughMatchType), HardwareLabel: adoptedLabel(h.HostPassthrough, ids)}
 		fillPassthrough(ctx, &m, h.HostPassthrough, ids, nil, &diags)
 		identity := passthroughIdentityModel{HostSystemID: types.StringValue(h.HostID), PCIIDs: sortedPCIIDs(ctx, ids, &diags)}
 		if diags.HasError() {

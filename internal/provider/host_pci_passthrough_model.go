@@ -28,6 +28,7 @@ func planned(m *hostPCIPassthroughModel, want []vsphere.PassthroughDevice) {
 			devices = append(devices, types.ObjectValueMust(passthroughDeviceType.AttrTypes, map[string]attr.Value{
 				"pci_id": types.StringValue(d.PCIID), "vendor_id": types.StringValue(d.VendorID), "device_id": types.StringValue(d.DeviceID),
 				"device_name": types.StringValue(d.DeviceName), "enabled": types.BoolValue(true), "active": types.BoolUnknown(),
+				"hardware_label": types.StringValue(plannedLabel(m.HardwareLabel, d.Label)),
 			}))
 		}
 	}
@@ -43,6 +44,15 @@ func planned(m *hostPCIPassthroughModel, want []vsphere.PassthroughDevice) {
 	}
 	m.Devices = types.ListValueMust(passthroughDeviceType, known)
 	rebootDefaults(&m.RebootAllowed, &m.RebootTimeout)
+}
+
+// plannedLabel is the label a device has once hardware_label is applied:
+// the configured one, or, left out, the device's own.
+func plannedLabel(configured types.String, own string) string {
+	if configured.IsNull() || configured.IsUnknown() {
+		return own
+	}
+	return configured.ValueString()
 }
 
 // nullOf is the null of v's type (a device's string or bool).
@@ -69,7 +79,7 @@ func keysOf(m map[string]bool) []string {
 func fillPassthrough(ctx context.Context, m *hostPCIPassthroughModel, host *vsphere.HostPassthrough, managed []string,
 	prior map[string]passthroughDeviceModel, diags *diag.Diagnostics) {
 	var devices []passthroughDeviceModel
-	reboot := false
+	reboot, labelDrift := false, false
 	for _, id := range managed {
 		d := host.Device(id)
 		if d == nil {
@@ -79,6 +89,9 @@ func fillPassthrough(ctx context.Context, m *hostPCIPassthroughModel, host *vsph
 					DeviceName: types.StringNull()}
 			}
 			gone.Enabled, gone.Active = types.BoolValue(false), types.BoolValue(false)
+			if gone.HardwareLabel.IsUnknown() {
+				gone.HardwareLabel = types.StringNull()
+			}
 			devices = append(devices, gone)
 			continue
 		}
@@ -86,13 +99,22 @@ func fillPassthrough(ctx context.Context, m *hostPCIPassthroughModel, host *vsph
 		devices = append(devices, passthroughDeviceModel{
 			PCIID: types.StringValue(d.PCIID), VendorID: types.StringValue(d.VendorID), DeviceID: types.StringValue(d.DeviceID),
 			DeviceName: types.StringValue(d.DeviceName), Enabled: types.BoolValue(d.Enabled), Active: types.BoolValue(d.Active),
+			HardwareLabel: types.StringValue(d.Label),
 		})
+		// A device labelled otherwise in vCenter is drift: hardware_label
+		// reads as its label, and the plan sets it back.
+		if !m.HardwareLabel.IsNull() && !m.HardwareLabel.IsUnknown() && d.Label != m.HardwareLabel.ValueString() && !labelDrift {
+			m.HardwareLabel, labelDrift = types.StringValue(d.Label), true
+		}
 	}
 	list, ds := types.ListValueFrom(ctx, passthroughDeviceType, devices)
 	diags.Append(ds...)
 	m.ID, m.Devices, m.RebootRequired = types.StringValue(host.HostID), list, types.BoolValue(reboot)
 	if m.Before.ElementType(ctx) == nil { // a model built from nothing (a list result): nothing recorded
 		m.Before = types.MapNull(types.BoolType)
+	}
+	if m.LabelsBefore.ElementType(ctx) == nil || m.LabelsBefore.IsUnknown() {
+		m.LabelsBefore = types.MapNull(types.StringType)
 	}
 	rebootDefaults(&m.RebootAllowed, &m.RebootTimeout)
 }
@@ -104,4 +126,41 @@ func boolMap(m map[string]bool) types.Map {
 		elems[k] = types.BoolValue(v)
 	}
 	return types.MapValueMust(types.BoolType, elems)
+}
+
+// adoptedLabel is hardware_label as adopting devices finds it: the label
+// they all carry, else null (mixed or none: left as they are).
+func adoptedLabel(host *vsphere.HostPassthrough, ids []string) types.String {
+	label := ""
+	for i, id := range ids {
+		d := host.Device(id)
+		if d == nil || d.Label == "" || (i > 0 && d.Label != label) {
+			return types.StringNull()
+		}
+		label = d.Label
+	}
+	if label == "" {
+		return types.StringNull()
+	}
+	return types.StringValue(label)
+}
+
+// labelsOf is the labels of the devices ids as host has them now.
+func labelsOf(host *vsphere.HostPassthrough, ids []string) map[string]string {
+	out := map[string]string{}
+	for _, id := range ids {
+		if d := host.Device(id); d != nil {
+			out[id] = d.Label
+		}
+	}
+	return out
+}
+
+// stringMapOf is m's string map, empty when null or unknown.
+func stringMapOf(ctx context.Context, m types.Map, diags *diag.Diagnostics) map[string]string {
+	out := map[string]string{}
+	if !m.IsNull() && !m.IsUnknown() {
+		diags.Append(m.ElementsAs(ctx, &out, false)...)
+	}
+	return out
 }

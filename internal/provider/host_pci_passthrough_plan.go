@@ -66,6 +66,7 @@ func (r *hostPCIPassthroughResource) ModifyPlan(ctx context.Context, req resourc
 		// Like every plan-time check, ask vCenter only about what changes;
 		// the devices are still this resource's claim.
 		r.claimDevices(instance, r.change(ctx, &plan, nil, &resp.Diagnostics), devices, &resp.Diagnostics)
+		r.planLabels(plan, devices)
 		planBefore(ctx, before, devices, resp)
 		return
 	}
@@ -90,6 +91,7 @@ func (r *hostPCIPassthroughResource) ModifyPlan(ctx context.Context, req resourc
 		ids[i] = d.PCIID
 	}
 	r.claimDevices(instance, ch, ids, &resp.Diagnostics)
+	r.planLabels(plan, ids)
 	planned := make([]passthroughDeviceModel, 0, len(want))
 	turningOn, pendingReboot := false, false
 	for _, d := range want {
@@ -105,6 +107,7 @@ func (r *hostPCIPassthroughResource) ModifyPlan(ctx context.Context, req resourc
 		planned = append(planned, passthroughDeviceModel{
 			PCIID: types.StringValue(d.PCIID), VendorID: types.StringValue(d.VendorID), DeviceID: types.StringValue(d.DeviceID),
 			DeviceName: types.StringValue(d.DeviceName), Enabled: types.BoolValue(true), Active: active,
+			HardwareLabel: types.StringValue(plannedLabel(plan.HardwareLabel, d.Label)),
 		})
 	}
 	reboot := types.BoolValue(pendingReboot)
@@ -137,6 +140,19 @@ func (r *hostPCIPassthroughResource) ModifyPlan(ctx context.Context, req resourc
 	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("devices"), devices)...)
 	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("reboot_required"), reboot)...)
 	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("id"), ch.HostID)...)
+}
+
+// planLabels records the hardware label the plan gives the devices (PCI
+// ids), for the pools of VM resources planned after this one.
+func (r *hostPCIPassthroughResource) planLabels(plan hostPCIPassthroughModel, devices []string) {
+	if plan.HardwareLabel.IsNull() || plan.HardwareLabel.IsUnknown() {
+		return
+	}
+	keys := make([]string, len(devices))
+	for i, id := range devices {
+		keys[i] = vsphere.HostDeviceKey(plan.HostSystemID.ValueString(), id)
+	}
+	r.claims.planLabels(keys, plan.HardwareLabel.ValueString())
 }
 
 // passthroughType is the resource's type name, for messages.
@@ -177,7 +193,7 @@ func (r *hostPCIPassthroughResource) unchanged(
 ) ([]string, bool) {
 	var prior hostPCIPassthroughModel
 	diags.Append(getModel(ctx, state.Schema, state.Raw, &prior)...)
-	if diags.HasError() || !plan.PCIIDs.Equal(prior.PCIIDs) || !plan.Match.Equal(prior.Match) {
+	if diags.HasError() || !plan.PCIIDs.Equal(prior.PCIIDs) || !plan.Match.Equal(prior.Match) || !plan.HardwareLabel.Equal(prior.HardwareLabel) {
 		return nil, false
 	}
 	var devices []passthroughDeviceModel

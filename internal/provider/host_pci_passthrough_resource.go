@@ -54,6 +54,11 @@ type hostPCIPassthroughModel struct {
 	// state: Terraform hands a tainted object's private state (a create
 	// whose reboot failed) to neither its destroy nor its replacement.
 	Before types.Map `tfsdk:"passthrough_before"`
+	// HardwareLabel is the label every managed device gets; null leaves
+	// labels alone. LabelsBefore is what destroy, and dropping a device or
+	// the label, put back, kept in state as Before is.
+	HardwareLabel types.String `tfsdk:"hardware_label"`
+	LabelsBefore  types.Map    `tfsdk:"hardware_labels_before"`
 }
 
 type passthroughMatchModel struct {
@@ -62,19 +67,20 @@ type passthroughMatchModel struct {
 }
 
 type passthroughDeviceModel struct {
-	PCIID      types.String `tfsdk:"pci_id"`
-	VendorID   types.String `tfsdk:"vendor_id"`
-	DeviceID   types.String `tfsdk:"device_id"`
-	DeviceName types.String `tfsdk:"device_name"`
-	Enabled    types.Bool   `tfsdk:"enabled"`
-	Active     types.Bool   `tfsdk:"active"`
+	PCIID         types.String `tfsdk:"pci_id"`
+	VendorID      types.String `tfsdk:"vendor_id"`
+	DeviceID      types.String `tfsdk:"device_id"`
+	DeviceName    types.String `tfsdk:"device_name"`
+	Enabled       types.Bool   `tfsdk:"enabled"`
+	Active        types.Bool   `tfsdk:"active"`
+	HardwareLabel types.String `tfsdk:"hardware_label"`
 }
 
 var passthroughMatchType = types.ObjectType{AttrTypes: map[string]attr.Type{"vendor_id": types.StringType, "device_id": types.StringType}}
 
 var passthroughDeviceType = types.ObjectType{AttrTypes: map[string]attr.Type{
 	"pci_id": types.StringType, "vendor_id": types.StringType, "device_id": types.StringType,
-	"device_name": types.StringType, "enabled": types.BoolType, "active": types.BoolType,
+	"device_name": types.StringType, "enabled": types.BoolType, "active": types.BoolType, "hardware_label": types.StringType,
 }}
 
 // NewHostPCIPassthroughResource is the vspherehpc_host_pci_passthrough resource.
@@ -129,7 +135,24 @@ func (r *hostPCIPassthroughResource) Schema(_ context.Context, _ resource.Schema
 					"enabled":     schema.BoolAttribute{Computed: true, MarkdownDescription: "Whether passthrough is on for the device."},
 					"active": schema.BoolAttribute{Computed: true, MarkdownDescription: "Whether passthrough is in effect; a device " +
 						"enabled but not active waits for the host to reboot."},
+					"hardware_label": schema.StringAttribute{Computed: true, MarkdownDescription: "The device's hardware label, " +
+						"`\"\"` for none."},
 				}},
+			},
+			"hardware_label": schema.StringAttribute{
+				Optional: true,
+				MarkdownDescription: "A hardware label for every device this resource manages, as host > Configure > Hardware > PCI " +
+					"Devices > Hardware Label sets it (`HostPciPassthruConfig.hardwareLabel`, vSphere 7.0 Update 2 and later): the " +
+					"devices become a pool that VMs ask for with a `vspherehpc_vm_gpu_mmio` gpu block's `label`, and vSphere picks a " +
+					"device of the pool (and, in a DRS cluster, the host) at power on. Set at once, with no reboot. A label changed in " +
+					"vCenter shows as drift. Left out, the devices keep the labels they have. Destroy, dropping a device, and leaving " +
+					"the label out put back the labels the devices had before (`hardware_labels_before`).",
+				Validators: []validator.String{stringvalidator.LengthAtLeast(1)},
+			},
+			"hardware_labels_before": schema.MapAttribute{
+				ElementType: types.StringType, Computed: true,
+				MarkdownDescription: "What destroy, dropping a device, and leaving `hardware_label` out put back: for each device " +
+					"this resource labelled (by PCI id), its label before (`\"\"` for none). An import records the labels as found.",
 			},
 			"reboot_required": schema.BoolAttribute{
 				Computed: true,
@@ -217,7 +240,7 @@ func (r *hostPCIPassthroughResource) Create(ctx context.Context, req resource.Cr
 	}
 	end := r.claims.applyingReboot(passthroughType, plan.HostSystemID.ValueString(), plannedDevices(ctx, plan))
 	defer func() { end(resp.Diagnostics) }()
-	r.apply(ctx, &plan, map[string]bool{}, true, &resp.State, &resp.Diagnostics)
+	r.apply(ctx, &plan, map[string]bool{}, map[string]string{}, true, &resp.State, &resp.Diagnostics)
 }
 
 func (r *hostPCIPassthroughResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
@@ -234,7 +257,7 @@ func (r *hostPCIPassthroughResource) Update(ctx context.Context, req resource.Up
 	}
 	end := r.claims.applyingReboot(passthroughType, plan.HostSystemID.ValueString(), plannedDevices(ctx, plan))
 	defer func() { end(resp.Diagnostics) }()
-	r.apply(ctx, &plan, before, false, &resp.State, &resp.Diagnostics)
+	r.apply(ctx, &plan, before, stringMapOf(ctx, state.LabelsBefore, &resp.Diagnostics), false, &resp.State, &resp.Diagnostics)
 }
 
 // plannedDevices are the PCI ids of the devices a plan manages, sorted.
@@ -256,9 +279,10 @@ type passthroughStateSetter interface {
 
 // apply turns passthrough on for the planned devices and puts back the
 // earlier state of devices no longer listed, recording what each newly
-// managed device had in effect before; then it reads the result into state.
-func (r *hostPCIPassthroughResource) apply(ctx context.Context, m *hostPCIPassthroughModel, before map[string]bool, creating bool,
-	state passthroughStateSetter, diags *diag.Diagnostics) {
+// managed device had in effect before; so for hardware labels, with
+// labelsBefore; then it reads the result into state.
+func (r *hostPCIPassthroughResource) apply(ctx context.Context, m *hostPCIPassthroughModel, before map[string]bool, labelsBefore map[string]string,
+	creating bool, state passthroughStateSetter, diags *diag.Diagnostics) {
 	hostID := m.HostSystemID.ValueString()
 	checked, err := r.client.PlanHostPassthrough(ctx, r.change(ctx, m, before, diags))
 	if err != nil {
@@ -293,24 +317,29 @@ func (r *hostPCIPassthroughResource) apply(ctx context.Context, m *hostPCIPassth
 		}
 		dropped = append(dropped, id)
 	}
+	labels, unlabelled := labelChanges(m.HardwareLabel, want, host, managed, labelsBefore)
 	// Recorded before the change, what each device had: the dropped
 	// devices leave the record only once they are put back, so a failed
 	// change leaves destroy what it must restore. (A create has no state
 	// yet: one whose change fails has made nothing.)
-	m.Before = boolMap(before)
+	m.Before, m.LabelsBefore = boolMap(before), stringMap(labelsBefore)
 	if !creating {
-		if diags.Append(state.SetAttribute(ctx, path.Root("passthrough_before"), m.Before)...); diags.HasError() {
+		diags.Append(state.SetAttribute(ctx, path.Root("passthrough_before"), m.Before)...)
+		if diags.Append(state.SetAttribute(ctx, path.Root("hardware_labels_before"), m.LabelsBefore)...); diags.HasError() {
 			return
 		}
 	}
-	if err := r.client.SetHostPassthrough(ctx, hostID, set); err != nil {
+	if err := r.client.SetHostPassthrough(ctx, hostID, set, labels); err != nil {
 		diags.Append(vsphereErrorDiag("Cannot set PCI passthrough on host "+hostID, err))
 		return
 	}
 	for _, id := range dropped {
 		delete(before, id)
 	}
-	m.Before = boolMap(before)
+	for _, id := range unlabelled {
+		delete(labelsBefore, id)
+	}
+	m.Before, m.LabelsBefore = boolMap(before), stringMap(labelsBefore)
 	tflog.Debug(ctx, "Set PCI passthrough", map[string]any{"host_system_id": hostID, "devices": len(want)})
 	// vSphere has changed: until it is read back, state records the plan,
 	// so a failed read leaves no orphan.
@@ -342,6 +371,37 @@ func (r *hostPCIPassthroughResource) apply(ctx context.Context, m *hostPCIPassth
 			diags.Append(vsphereErrorDiag("Cannot read the PCI passthrough of host "+hostID, err))
 		}
 	}
+}
+
+// labelChanges are the hardware labels an apply sets (by PCI id): label on
+// every managed device that lacks it, recording in labelsBefore what a
+// device had before it was first labelled; and the label before put back
+// on a device the resource no longer labels (dropped, or the label left
+// out), whose record goes once it is put back (unlabelled).
+func labelChanges(label types.String, want []vsphere.PassthroughDevice, host *vsphere.HostPassthrough, managed map[string]bool,
+	labelsBefore map[string]string) (labels map[string]string, unlabelled []string) {
+	labels = map[string]string{}
+	labelling := !label.IsNull() && !label.IsUnknown()
+	if labelling {
+		for _, d := range want {
+			if _, known := labelsBefore[d.PCIID]; !known {
+				labelsBefore[d.PCIID] = d.Label
+			}
+			if d.Label != label.ValueString() {
+				labels[d.PCIID] = label.ValueString()
+			}
+		}
+	}
+	for id, was := range labelsBefore {
+		if labelling && managed[id] {
+			continue
+		}
+		if d := host.Device(id); d != nil && d.Label != was {
+			labels[id] = was
+		}
+		unlabelled = append(unlabelled, id)
+	}
+	return labels, unlabelled
 }
 
 // read reads the host back after a change and sets state; it returns the
@@ -445,7 +505,13 @@ func (r *hostPCIPassthroughResource) Delete(ctx context.Context, req resource.De
 	for _, id := range ch.Disabling {
 		restore[id] = false
 	}
-	err = r.client.SetHostPassthrough(ctx, state.HostSystemID.ValueString(), restore)
+	labels := map[string]string{}
+	for id, was := range stringMapOf(ctx, state.LabelsBefore, &resp.Diagnostics) {
+		if d := p.Host.Device(id); d != nil && d.Label != was {
+			labels[id] = was
+		}
+	}
+	err = r.client.SetHostPassthrough(ctx, state.HostSystemID.ValueString(), restore, labels)
 	if err != nil && !errors.Is(err, vsphere.ErrNotFound) {
 		resp.Diagnostics.Append(vsphereErrorDiag("Cannot restore the PCI passthrough of host "+state.HostSystemID.ValueString(), err))
 		return
@@ -506,8 +572,14 @@ func (r *hostPCIPassthroughResource) ImportState(ctx context.Context, req resour
 	devices := make([]passthroughDeviceModel, 0, len(ids))
 	for _, id := range ids {
 		devices = append(devices, passthroughDeviceModel{PCIID: types.StringValue(id), VendorID: types.StringNull(), DeviceID: types.StringNull(),
-			DeviceName: types.StringNull(), Enabled: types.BoolValue(true), Active: types.BoolNull()})
+			DeviceName: types.StringNull(), Enabled: types.BoolValue(true), Active: types.BoolNull(), HardwareLabel: types.StringNull()})
 	}
+	// The devices' labels are adopted when they all carry one, and destroy
+	// leaves them as found.
+	if label := adoptedLabel(host, ids); !label.IsNull() {
+		resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("hardware_label"), label)...)
+	}
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("hardware_labels_before"), stringMap(labelsOf(host, ids)))...)
 	deviceList, ds := types.ListValueFrom(ctx, passthroughDeviceType, devices)
 	resp.Diagnostics.Append(ds...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), host.HostID)...)

@@ -151,7 +151,7 @@ func TestAccHostPCIPassthrough_driftAndDisappears(t *testing.T) {
 	name := lab.HostNames()[0]
 	off := func(pciID string) func(*terraform.State) error {
 		return func(*terraform.State) error {
-			return labClient(lab).SetHostPassthrough(context.Background(), lab.HostID(name), map[string]bool{pciID: false})
+			return labClient(lab).SetHostPassthrough(context.Background(), lab.HostID(name), map[string]bool{pciID: false}, nil)
 		}
 	}
 	resource.UnitTest(t, resource.TestCase{
@@ -484,7 +484,7 @@ func TestAccHostPCIPassthrough_failedReadBackKeepsState(t *testing.T) {
 				// this step (the one without a refresh sees only the planned
 				// values) both show a change.
 				Check: resource.ComposeTestCheckFunc(passthroughIs(lab, host, a100, true), func(*terraform.State) error {
-					return labClient(lab).SetHostPassthrough(context.Background(), lab.HostID(host), map[string]bool{a100: false})
+					return labClient(lab).SetHostPassthrough(context.Background(), lab.HostID(host), map[string]bool{a100: false}, nil)
 				}),
 				ExpectNonEmptyPlan: true,
 			},

@@ -61,7 +61,7 @@ func TestAccHostPCIPassthrough_beforeIsWhatIsInEffect(t *testing.T) {
 	lab := startLab(t, vcsimlab.Options{HostsNeedReboot: true})
 	simulatedOnly(t, lab, "reboots hosts")
 	host := lab.HostNames()[0]
-	acctest.Must(t, labClient(lab).SetHostPassthrough(context.Background(), lab.HostID(host), map[string]bool{a100: true}))
+	acctest.Must(t, labClient(lab).SetHostPassthrough(context.Background(), lab.HostID(host), map[string]bool{a100: true}, nil))
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		CheckDestroy:             resource.ComposeTestCheckFunc(passthroughIs(lab, host, a100, false), passthroughActive(lab, host, a100, false)),

@@ -153,7 +153,7 @@ func TestAccHostSRIOV_importRefusals(t *testing.T) {
 				).String()+
 					`.*`+acctest.Wording("turn its passthrough off first").String()))
 				step.PreConfig = func() {
-					acctest.Must(t, labClient(lab).SetHostPassthrough(context.Background(), id, map[string]bool{pf: true}))
+					acctest.Must(t, labClient(lab).SetHostPassthrough(context.Background(), id, map[string]bool{pf: true}, nil))
 				}
 				return step
 			}(),

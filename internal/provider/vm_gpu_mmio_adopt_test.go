@@ -42,6 +42,7 @@ func TestAccVMGPUMMIO_list(t *testing.T) {
 			// The window smaller than the rule is left to the rule.
 			querycheck.ExpectResourceKnownValues("vspherehpc_vm_gpu_mmio.q", small, []querycheck.KnownValueCheck{
 				{Path: tfjsonpath.New("mmio_size_gb"), KnownValue: knownvalue.Null()},
+				{Path: tfjsonpath.New("peer_to_peer"), KnownValue: knownvalue.Null()},
 				{Path: tfjsonpath.New("gpu"), KnownValue: knownvalue.ListExact([]knownvalue.Check{knownvalue.ObjectExact(map[string]knownvalue.Check{
 					"pci_id": knownvalue.StringExact(lab.GPUs()[1]), "vendor_id": knownvalue.Null(), "device_id": knownvalue.Null(), "count": knownvalue.Null(),
 				})})},
@@ -53,6 +54,10 @@ func TestAccVMGPUMMIO_list(t *testing.T) {
 				"vspherehpc_vm_gpu_mmio.q",
 				map[string]knownvalue.Check{"virtual_machine_id": knownvalue.StringExact(lab.VMUUID(vms[0]))},
 			),
+			// Its GPUDirect RDMA keys, set by hand, are adopted.
+			querycheck.ExpectResourceKnownValues("vspherehpc_vm_gpu_mmio.q",
+				queryfilter.ByDisplayName(knownvalue.StringRegexp(regexp.MustCompile("^"+vms[0]+":"))),
+				[]querycheck.KnownValueCheck{{Path: tfjsonpath.New("peer_to_peer"), KnownValue: knownvalue.Bool(true)}}),
 		}},
 		{config: onHosts(lab, hostWithoutAdapters(lab)), checks: []querycheck.QueryResultCheck{querycheck.ExpectLength("vspherehpc_vm_gpu_mmio.q", 0)}},
 	}, scopeErrors(lab)...))

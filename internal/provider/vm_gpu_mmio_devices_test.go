@@ -178,7 +178,7 @@ func TestAccVMGPUMMIO_deviceRefusals(t *testing.T) {
 			},
 			{
 				PreConfig: func() {
-					acctest.Must(t, service.SetHostPassthrough(ctx, lab.HostID(host), map[string]bool{ibVF0: true, ibVF1: true}))
+					acctest.Must(t, service.SetHostPassthrough(ctx, lab.HostID(host), map[string]bool{ibVF0: true, ibVF1: true}, nil))
 				},
 				Config: config(vm, one(ibVF0)), PlanOnly: true,
 				ExpectError: acctest.Wording(
@@ -295,9 +295,9 @@ func TestAccVMGPUMMIO_notActiveWording(t *testing.T) {
 			},
 			{
 				PreConfig: func() {
-					acctest.Must(t, service.SetHostPassthrough(ctx, lab.HostID(host), map[string]bool{gpu: false}))
+					acctest.Must(t, service.SetHostPassthrough(ctx, lab.HostID(host), map[string]bool{gpu: false}, nil))
 					acctest.Must(t, lab.RebootHost(ctx, host))
-					acctest.Must(t, service.SetHostPassthrough(ctx, lab.HostID(host), map[string]bool{gpu: true}))
+					acctest.Must(t, service.SetHostPassthrough(ctx, lab.HostID(host), map[string]bool{gpu: true}, nil))
 				},
 				Config: vmGPUMMIOConfig(lab, lab.VMUUID(vm), gpuBlock(gpu)), PlanOnly: true,
 				ExpectError: regexp.MustCompile(`(?s)GPU waits for a host reboot.*GPU\s+` + regexp.QuoteMeta(gpu) + `.*enabled\s+but\s+not\s+active\s+yet`),

@@ -76,7 +76,7 @@ func TestAccVMGPUMMIO_64bitMMIOOffOnARunningVM(t *testing.T) {
 				},
 				Config:      config,
 				PlanOnly:    true,
-				ExpectError: acctest.Wording(`is powered on, and attaching or detaching GPUs, or switching the firmware to EFI needs it powered off`),
+				ExpectError: acctest.Wording(`is powered on, and attaching or detaching GPUs, switching the firmware to EFI, or changing the MMIO window or the peer-to-peer keys needs it powered off`),
 			},
 			{
 				PreConfig: func() { acctest.Must(t, lab.PowerOffVM(ctx, vm)) },
@@ -116,7 +116,7 @@ func TestAccVMGPUMMIO_movedFromARunningVM(t *testing.T) {
 				PreConfig:   func() { acctest.Must(t, lab.PowerOnVM(ctx, from)) },
 				Config:      vmGPUMMIOConfig(lab, lab.VMUUID(to), twoGPUs(lab)),
 				PlanOnly:    true,
-				ExpectError: acctest.Wording(`is powered on, and attaching or detaching GPUs, or switching the firmware to EFI needs it powered off`),
+				ExpectError: acctest.Wording(`is powered on, and attaching or detaching GPUs, switching the firmware to EFI, or changing the MMIO window or the peer-to-peer keys needs it powered off`),
 			},
 			{PreConfig: func() { acctest.Must(t, lab.PowerOffVM(ctx, from)) }, Config: vmGPUMMIOConfig(lab, lab.VMUUID(to), twoGPUs(lab))},
 		},
@@ -184,9 +184,10 @@ func TestAccVMGPUMMIO_createTaskEndLost(t *testing.T) {
 	})
 }
 
-// A Dynamic DirectPath GPU given a hardware label, or a second model, out of
-// band takes other host GPUs than the configuration's gpu block by model:
-// it is drift, and the apply puts back one for the model alone.
+// A Dynamic DirectPath GPU given a hardware label its block does not have,
+// or a second model, out of band takes other host GPUs than the
+// configuration's gpu block by model: it is drift, and the apply puts back
+// one for the model alone.
 func TestAccVMGPUMMIO_dynamicGPUNarrowed(t *testing.T) {
 	t.Parallel()
 	lab := startLab(t, vcsimlab.Options{})
@@ -215,7 +216,10 @@ func TestAccVMGPUMMIO_dynamicGPUNarrowed(t *testing.T) {
 		Steps: []resource.TestStep{
 			{Config: config, Check: plain},
 			{
-				PreConfig:        func() { acctest.Must(t, lab.NarrowDynamicGPUs(ctx, vm, "reserved-for-team-b", 0, 0)) },
+				PreConfig: func() {
+					acctest.Must(t, lab.SetHardwareLabel(ctx, lab.VMHostName(vm), lab.GPUs()[0], "reserved-for-team-b"))
+					acctest.Must(t, lab.NarrowDynamicGPUs(ctx, vm, "reserved-for-team-b", 0, 0))
+				},
 				Config:           config,
 				ConfigPlanChecks: updated,
 				Check:            plain,

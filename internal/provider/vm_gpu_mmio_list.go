@@ -21,7 +21,7 @@ func NewVMGPUMMIOListResource() list.ListResource {
 			"a VM with devices but no GPU and no valid window gets `mmio_size_gb = " + fmt.Sprint(mmio.DevicesOnlySizeGB) + "` (or the " +
 			"next power of two); BIOS firmware is switched to EFI, with `allow_firmware_change = true` where a guest OS is installed " +
 			"(which then does not boot: the warning says so); the MMIO key and the memory reservation are set; and a Dynamic DirectPath " +
-			"GPU with a hardware label is replaced by one for its model."}
+			"GPU that takes several models is replaced by one for its own model. A hardware label (a GPU pool) is kept, as `label`."}
 }
 
 // listGPUMMIO lists GPU setups as the resource would manage them. Where a
@@ -41,7 +41,7 @@ func listGPUMMIO(ctx context.Context, c *vsphere.Client, scope vsphere.Scope, _ 
 		}
 		uuid := strings.ToLower(s.VM.ID)
 		m := vmGPUMMIOModel{VirtualMachineID: types.StringValue(uuid), AllowFirmwareChange: types.BoolNull(), PowerOffAllowed: types.BoolNull(),
-			TotalGPUMemoryGB: types.Float64Null()}
+			TotalGPUMemoryGB: types.Float64Null(), PeerToPeer: peerToPeerFound(s.GPUMMIO)}
 		var others map[string]bool
 		if s.Sorted != nil {
 			m.TotalGPUMemoryGB = types.Float64Value(s.Sorted.GPUMemoryGB)
@@ -69,9 +69,9 @@ func listGPUMMIO(ctx context.Context, c *vsphere.Client, scope vsphere.Scope, _ 
 	return out, nil
 }
 
-// byModel is a setup with its narrowed Dynamic DirectPath GPUs (a hardware
-// label, or more models than their own) as plain ones of their model, as
-// the generated configuration asks for them, and those GPUs as found.
+// byModel is a setup with its narrowed Dynamic DirectPath GPUs (more models
+// than their own) as plain ones of their model (and label), as the
+// generated configuration asks for them, and those GPUs as found.
 func byModel(g *vsphere.GPUMMIO) (*vsphere.GPUMMIO, []vsphere.PCIPassthrough) {
 	var narrowed []vsphere.PCIPassthrough
 	out := *g
@@ -79,7 +79,7 @@ func byModel(g *vsphere.GPUMMIO) (*vsphere.GPUMMIO, []vsphere.PCIPassthrough) {
 	for _, d := range g.Devices {
 		if d.Narrowed() {
 			narrowed = append(narrowed, d)
-			d.Label, d.Models = "", 1
+			d.Models = 1
 		}
 		out.Devices = append(out.Devices, d)
 	}
@@ -95,13 +95,9 @@ func adoptGPUSetup(s vsphere.ListedGPUMMIO, narrowed []vsphere.PCIPassthrough, m
 	name := s.VM.Name
 	needsOff := len(narrowed) > 0
 	for _, d := range narrowed {
-		how := fmt.Sprintf("a hardware label (%q)", d.Label)
-		if d.Label == "" {
-			how = fmt.Sprintf("%d models it may take", d.Models)
-		}
-		warnings = append(warnings, fmt.Sprintf("A Dynamic DirectPath GPU of virtual machine %s has %s, so it takes other host GPUs than a "+
-			"gpu block by model gives it. The generated configuration asks for a GPU of its model (vendor_id %s, device_id %s), and "+
-			"its plan replaces the device with one for the model alone.", name, how, d.VendorID, d.DeviceID))
+		warnings = append(warnings, fmt.Sprintf("A Dynamic DirectPath GPU of virtual machine %s has %d models it may take, so it takes other "+
+			"host GPUs than a gpu block by model gives it. The generated configuration asks for a GPU of its model (vendor_id %s, "+
+			"device_id %s), and its plan replaces the device with one for the model alone.", name, d.Models, d.VendorID, d.DeviceID))
 	}
 	if w := adoptWindow(s, m); w != "" {
 		warnings, needsOff = append(warnings, w), true

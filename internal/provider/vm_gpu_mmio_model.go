@@ -36,6 +36,17 @@ func gpuMMIOToModel(ctx context.Context, got *vsphere.GPUMMIO, m *vmGPUMMIOModel
 	m.Use64bitMMIO = types.BoolValue(got.Use64bitMMIO)
 	m.MemoryLockedToMax = types.BoolValue(got.MemoryLocked)
 	m.MMIOSizeGB = types.Int64Value(got.MMIOSizeGB)
+	switch {
+	case m.PeerToPeer.IsNull(): // left out, the keys are not the resource's to read
+	case got.PeerToPeerMixed:
+		// One key of two is neither on nor off: null, drift from either.
+		m.PeerToPeer = types.BoolNull()
+		diags.AddWarning("Peer-to-peer keys half set",
+			fmt.Sprintf("Virtual machine %s has one of %s and %s TRUE and not the other, which is neither peer-to-peer on nor off. "+
+				"The plan sets both as peer_to_peer says.", got.VM.Name, vsphere.AllowP2PKey, vsphere.RelaxACSKey))
+	default:
+		m.PeerToPeer = types.BoolValue(got.PeerToPeer)
+	}
 	if m.TotalGPUMemoryGB.IsUnknown() || m.TotalGPUMemoryGB.IsNull() {
 		m.TotalGPUMemoryGB = types.Float64Value(0) // known at the next plan
 	}
@@ -62,7 +73,7 @@ func gpuMMIOToModel(ctx context.Context, got *vsphere.GPUMMIO, m *vmGPUMMIOModel
 	for _, d := range priorDevices {
 		listedAsDevice[d.PCIID.ValueString()] = true
 	}
-	dynamic := map[string]int{} // by model, vendor:device
+	dynamic := map[string]int{} // by model and label, poolKey
 	var gpus []gpuBlockModel
 	var devs []pciDeviceBlockModel
 	// A host device given to the VM twice (out of band: vCenter takes it)
@@ -93,28 +104,25 @@ func gpuMMIOToModel(ctx context.Context, got *vsphere.GPUMMIO, m *vmGPUMMIOModel
 		case h.Narrowed():
 			// Not what a gpu block by model asks for: left out, so the plan
 			// adds one, and the apply replaces it.
-			var how []string
-			if h.Label != "" {
-				how = append(how, fmt.Sprintf("has a hardware label (%q)", h.Label))
-			}
-			if h.Models > 1 {
-				how = append(how, fmt.Sprintf("takes %d models, not its own alone", h.Models))
-			}
 			diags.AddWarning("Dynamic DirectPath GPU narrowed",
-				fmt.Sprintf("A Dynamic DirectPath GPU of virtual machine %s %s, so it takes other host GPUs than a gpu block by model "+
-					"gives it. The plan replaces it with one for the model alone.", got.VM.Name, strings.Join(how, " and ")))
+				fmt.Sprintf("A Dynamic DirectPath GPU of virtual machine %s takes %d models, not its own alone, so it takes other host "+
+					"GPUs than a gpu block by model gives it. The plan replaces it with one for the model alone.", got.VM.Name, h.Models))
 		case h.Dynamic:
-			key := h.VendorID + ":" + h.DeviceID
+			key := poolKey(h.VendorID, h.DeviceID, h.Label)
 			if dynamic[key] == 0 {
+				label := types.StringNull()
+				if h.Label != "" {
+					label = types.StringValue(h.Label)
+				}
 				gpus = append(gpus, gpuBlockModel{PCIID: types.StringNull(), VendorID: types.StringValue(h.VendorID),
-					DeviceID: types.StringValue(h.DeviceID)})
+					DeviceID: types.StringValue(h.DeviceID), Label: label})
 			}
 			dynamic[key]++
 		case listedAsDevice[h.PCIID] || (others[h.PCIID] && !listedAsGPU[h.PCIID]):
 			devs = append(devs, pciDeviceBlockModel{PCIID: types.StringValue(h.PCIID)})
 		default:
 			gpus = append(gpus, gpuBlockModel{PCIID: types.StringValue(h.PCIID), VendorID: types.StringNull(), DeviceID: types.StringNull(),
-				Count: types.Int64Null()})
+				Count: types.Int64Null(), Label: types.StringNull()})
 		}
 	}
 	for i := range gpus {
@@ -138,6 +146,15 @@ func gpuMMIOToModel(ctx context.Context, got *vsphere.GPUMMIO, m *vmGPUMMIOModel
 	diags.Append(ds...)
 	m.VGPU = list
 	return diags
+}
+
+// peerToPeerFound is peer_to_peer as an adopted setup has it: true with
+// both keys set, else left out (the keys, if any, stay as found).
+func peerToPeerFound(got *vsphere.GPUMMIO) types.Bool {
+	if got.PeerToPeer {
+		return types.BoolValue(true)
+	}
+	return types.BoolNull()
 }
 
 // inPriorOrder orders blocks read from the VM as prior has them; the blocks

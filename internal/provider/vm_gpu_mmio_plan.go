@@ -141,6 +141,10 @@ func (r *vmGPUMMIOResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 	planned := devices(ctx, plan.PCIDevice, &resp.Diagnostics)
 	anyGPU := len(r.gpus(ctx, plan.GPU, &resp.Diagnostics)) > 0
 	anyVGPU := len(vgpus(ctx, plan.VGPU, &resp.Diagnostics)) > 0
+	// Peer-to-peer changing needs the VM's power checked. State's null
+	// (not managed until now) counts as a change: the VM's keys are not
+	// known without a read.
+	p2pChanges := !plan.PeerToPeer.IsNull() && (state == nil || !plan.PeerToPeer.Equal(state.PeerToPeer))
 	sameDevices := state != nil && sameBlocks(ctx, plan.GPU, state.GPU) && sameBlocks(ctx, plan.PCIDevice, state.PCIDevice) &&
 		sameBlocks(ctx, plan.VGPU, state.VGPU)
 	if from, to := movedSinceChecked(ctx, req.Private, &resp.Diagnostics); sameDevices && from != "" && r.anyByPCIID(ctx, &plan, &resp.Diagnostics) {
@@ -172,7 +176,7 @@ func (r *vmGPUMMIOResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 					"This plan grows it to %d GB, the smallest power of two at least twice the total.", vmID, current,
 					mmio.FormatGB(state.TotalGPUMemoryGB.ValueFloat64()), size))
 		}
-		if f != nil || size == state.MMIOSizeGB.ValueInt64() {
+		if f != nil || (size == state.MMIOSizeGB.ValueInt64() && !p2pChanges) {
 			return
 		}
 	}
@@ -187,6 +191,7 @@ func (r *vmGPUMMIOResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 	}
 	if state != nil {
 		change.Existing, change.CurrentMMIOSizeGB, change.Current64bitMMIO = true, state.MMIOSizeGB.ValueInt64(), state.Use64bitMMIO.ValueBool()
+		change.PeerToPeerChanges = p2pChanges
 	}
 	paths := r.blockPaths(ctx, &plan, &resp.Diagnostics)
 	p, err := r.client.PlanGPUMMIO(ctx, change)
@@ -394,6 +399,13 @@ func addGPUMMIOFinding(diags *diag.Diagnostics, f vsphere.Finding, paths blockPa
 	gpuPath := func(i int) path.Path { return at(paths.gpu, i, "gpu") }
 	devicePath := func(i int) path.Path { return at(paths.device, i, "pci_device") }
 	switch f := f.(type) {
+	case vsphere.PoolTooSmall:
+		addPoolTooSmall(diags, gpuPath(f.Index), f)
+	case vsphere.PoolOnOtherHost:
+		diags.AddWarning("GPU pool on another host of the cluster",
+			fmt.Sprintf("Host %s of virtual machine %s has too few free GPUs (vendor id %s, device id %s) labelled %q for the %d the VM "+
+				"asks for; host %s of its DRS cluster has enough. DRS places the VM there when it powers on (Assignable Hardware); the "+
+				"VM stays where it is until then.", f.VMHost, f.VM, f.Vendor, f.Device, f.Label, f.Asked, f.Host))
 	case vsphere.NoDynamicGPU:
 		diags.AddAttributeError(gpuPath(f.Index), "No such GPU for dynamic DirectPath",
 			fmt.Sprintf("Host %s of virtual machine %s has no passthrough-active GPU with vendor id %s and device id %s.",
@@ -554,4 +566,26 @@ func addVGPUFinding(diags *diag.Diagnostics, f vsphere.Finding) bool {
 		return false
 	}
 	return true
+}
+
+// addPoolTooSmall refuses a request of more GPUs of a pool than a host the
+// VM can run on has free, saying where the pool's devices are.
+func addPoolTooSmall(diags *diag.Diagnostics, at path.Path, f vsphere.PoolTooSmall) {
+	where := fmt.Sprintf("its host %s has %d free", f.Host, f.Free)
+	switch {
+	case f.BestHost != "" && f.DRS:
+		where += fmt.Sprintf(", and the most any host of its DRS cluster has is %d, on %s", f.Best, f.BestHost)
+	case f.BestHost != "":
+		where += fmt.Sprintf("; host %s of its cluster has %d, but the cluster has DRS off, so the VM powers on only where it is", f.BestHost, f.Best)
+	case f.DRS:
+		where += ", and no other host of its DRS cluster has any"
+	}
+	other := ""
+	if len(f.Labels) > 0 {
+		other = fmt.Sprintf(" GPUs of this model on %s carry the labels %s.", f.Host, strings.Join(f.Labels, ", "))
+	}
+	diags.AddAttributeError(at, "GPU pool too small",
+		fmt.Sprintf("Virtual machine %s asks for %d GPUs (vendor id %s, device id %s) labelled %q, but %s: a free GPU is active for "+
+			"passthrough, carries the label and is given to no other VM. Ask for fewer, label more GPUs (hardware_label of "+
+			"vspherehpc_host_pci_passthrough), or free some.%s", f.VM, f.Asked, f.Vendor, f.Device, f.Label, where, other))
 }

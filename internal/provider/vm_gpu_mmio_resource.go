@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -70,6 +71,7 @@ type vmGPUMMIOModel struct {
 	MemoryLockedToMax   types.Bool    `tfsdk:"memory_reservation_locked_to_max"`
 	AllowFirmwareChange types.Bool    `tfsdk:"allow_firmware_change"`
 	PowerOffAllowed     types.Bool    `tfsdk:"power_off_allowed"`
+	PeerToPeer          types.Bool    `tfsdk:"peer_to_peer"`
 	// ExtraConfigBefore is what destroy puts back. It is kept in state,
 	// not private state: Terraform hands a tainted object's private state
 	// (a create that failed half-way) to neither its destroy nor its
@@ -87,10 +89,12 @@ type gpuBlockModel struct {
 	VendorID types.String `tfsdk:"vendor_id"`
 	DeviceID types.String `tfsdk:"device_id"`
 	Count    types.Int64  `tfsdk:"count"`
+	Label    types.String `tfsdk:"label"`
 }
 
 var gpuBlockType = types.ObjectType{AttrTypes: map[string]attr.Type{
 	"pci_id": types.StringType, "vendor_id": types.StringType, "device_id": types.StringType, "count": types.Int64Type,
+	"label": types.StringType,
 }}
 
 type pciDeviceBlockModel struct {
@@ -117,7 +121,8 @@ func (v vgpuBlockModel) vgpuCount() int {
 }
 
 func (g gpuBlockModel) request() vsphere.GPURequest {
-	return vsphere.GPURequest{PCIID: g.PCIID.ValueString(), VendorID: g.VendorID.ValueString(), DeviceID: g.DeviceID.ValueString()}
+	return vsphere.GPURequest{PCIID: g.PCIID.ValueString(), VendorID: g.VendorID.ValueString(), DeviceID: g.DeviceID.ValueString(),
+		Label: g.Label.ValueString()}
 }
 
 // gpuCount is how many GPUs a block asks for.
@@ -137,12 +142,20 @@ func countOf(n int) types.Int64 {
 }
 
 // key is the GPU a block names, its PCI id, or the model it asks for,
-// vendor:device.
+// vendor:device, and its pool's label, vendor:device:label.
 func (g gpuBlockModel) key() string {
 	if id := g.PCIID.ValueString(); id != "" {
 		return id
 	}
-	return g.VendorID.ValueString() + ":" + g.DeviceID.ValueString()
+	return poolKey(g.VendorID.ValueString(), g.DeviceID.ValueString(), g.Label.ValueString())
+}
+
+// poolKey names a model, vendor:device, or a pool of it, vendor:device:label.
+func poolKey(vendor, device, label string) string {
+	if label == "" {
+		return vendor + ":" + device
+	}
+	return vendor + ":" + device + ":" + label
 }
 
 // NewVMGPUMMIOResource is the vspherehpc_vm_gpu_mmio resource.
@@ -210,11 +223,22 @@ func (r *vmGPUMMIOResource) Schema(_ context.Context, _ resource.SchemaRequest, 
 				MarkdownDescription: "Allow switching a VM that already has a guest OS from BIOS to EFI. Off by default: a guest " +
 					"installed under BIOS does not boot under EFI; install the OS after the switch.",
 			},
+			"peer_to_peer": schema.BoolAttribute{
+				Optional: true,
+				MarkdownDescription: "GPUDirect RDMA: `true` sets `" + vsphere.AllowP2PKey + " = TRUE` and `" + vsphere.RelaxACSKey +
+					" = TRUE`, which let the VM's GPUs (or vGPUs) and its InfiniBand or RoCE card exchange data over PCIe without the " +
+					"CPU's memory (NVIDIA's GPU Operator documentation, GPUDirect RDMA on vSphere VMs); `false` removes them. Either way " +
+					"a change made in vCenter shows as drift, and a change needs the VM powered off (`power_off_allowed`). Left out " +
+					"(null), the keys are left as they are. An import, and `terraform query`, give `true` where both keys are set. The " +
+					"host side, PCIe ATS on the card, is set in the card's firmware: see the guide *GPUDirect RDMA*.",
+			},
 			"extra_config_before": schema.MapAttribute{
 				ElementType: types.StringType, Computed: true,
-				MarkdownDescription: "What destroy puts back: `" + mmio.Use64bitMMIOKey + "` and `" + mmio.SizeGBKey + "` as the VM had " +
-					"them before this resource set them (an empty value: the key was not set, and destroy removes it). Kept in state, so " +
-					"a create that fails half-way, and the apply that replaces it, still restore them.",
+				MarkdownDescription: "What destroy puts back: `" + mmio.Use64bitMMIOKey + "`, `" + mmio.SizeGBKey + "`, `" +
+					vsphere.AllowP2PKey + "` and `" + vsphere.RelaxACSKey + "` as the VM had them before this resource set them (an " +
+					"empty value: the key was not set, and destroy removes it). Kept in state, so a create that fails half-way, and the " +
+					"apply that replaces it, still restore them. State from releases before `peer_to_peer` lacks its keys: destroy " +
+					"then removes them if `peer_to_peer` is set. With `peer_to_peer` left out, destroy leaves its keys as they are.",
 				PlanModifiers: []planmodifier.Map{mapplanmodifier.UseStateForUnknown()},
 			},
 			"power_off_allowed": schema.BoolAttribute{
@@ -227,8 +251,8 @@ func (r *vmGPUMMIOResource) Schema(_ context.Context, _ resource.SchemaRequest, 
 		Blocks: map[string]schema.Block{
 			"gpu": schema.ListNestedBlock{
 				MarkdownDescription: "A GPU to pass through: a PCI id on the VM's host, or (dynamic DirectPath) a vendor and device id " +
-					"with `count` GPUs of that model. Each GPU and each model is given once: two blocks naming the same GPU, or the " +
-					"same model, are refused. The order of the blocks makes no difference to the VM: the order its devices are in " +
+					"with `count` GPUs of that model, from a pool when `label` is given. Each GPU and each model (with its label) is " +
+					"given once: two blocks naming the same GPU, or the same model and label, are refused. The order of the blocks makes no difference to the VM: the order its devices are in " +
 					"is never drift, and blocks only reordered plan an update that changes nothing on the VM.",
 				NestedObject: schema.NestedBlockObject{Attributes: map[string]schema.Attribute{
 					"pci_id": schema.StringAttribute{
@@ -248,6 +272,15 @@ func (r *vmGPUMMIOResource) Schema(_ context.Context, _ resource.SchemaRequest, 
 						MarkdownDescription: fmt.Sprintf("Dynamic DirectPath: how many GPUs of the model, from 2 to %d (the most "+
 							"passthrough devices a VM takes, on ESXi 8.0 U2); leave it out for one. One block per model.", maxPassthroughDevices),
 						Validators: []validator.Int64{gpuCountRange{}},
+					},
+					"label": schema.StringAttribute{
+						Optional: true,
+						MarkdownDescription: "Dynamic DirectPath: take GPUs of the model only from the pool of this hardware label " +
+							"(`vspherehpc_host_pci_passthrough`'s `hardware_label`, or host > Configure > PCI Devices > Hardware Label). The " +
+							"plan refuses a pool with fewer free GPUs than `count` on the VM's host, unless another host of its DRS cluster " +
+							"has enough (then it warns: DRS places the VM there at power on). Not for a GPU given by `pci_id`. One block per " +
+							"model and label.",
+						Validators: []validator.String{stringvalidator.LengthAtLeast(1)},
 					},
 				}},
 			},
@@ -317,7 +350,7 @@ func (r *vmGPUMMIOResource) gpus(ctx context.Context, l types.List, diags *diag.
 
 func (r *vmGPUMMIOResource) spec(ctx context.Context, m *vmGPUMMIOModel, diags *diag.Diagnostics) vsphere.GPUMMIOSpec {
 	return vsphere.GPUMMIOSpec{GPUs: r.requests(ctx, m.GPU, diags), Devices: devices(ctx, m.PCIDevice, diags), VGPUs: vgpus(ctx, m.VGPU, diags),
-		MMIOSizeGB: m.MMIOSizeGB.ValueInt64(), PowerOffAllowed: m.PowerOffAllowed.ValueBool()}
+		MMIOSizeGB: m.MMIOSizeGB.ValueInt64(), PowerOffAllowed: m.PowerOffAllowed.ValueBool(), PeerToPeer: m.PeerToPeer.ValueBoolPointer()}
 }
 
 func vgpuBlocks(ctx context.Context, l types.List, diags *diag.Diagnostics) []vgpuBlockModel {
@@ -417,7 +450,7 @@ func (r *vmGPUMMIOResource) landed(ctx context.Context, vmID string, spec vspher
 	defer cancel()
 	got, err := r.client.GPUMMIO(ctx, vmID)
 	return err == nil && got.Use64bitMMIO && got.MMIOSizeGB == spec.MMIOSizeGB && got.Firmware == "efi" &&
-		vsphere.SameGPUs(vsphere.PassthroughRequests(spec.GPUs, spec.Devices, spec.VGPUs), got.Devices)
+		(spec.PeerToPeer == nil || got.PeerToPeer == *spec.PeerToPeer) && vsphere.SameGPUs(vsphere.PassthroughRequests(spec.GPUs, spec.Devices, spec.VGPUs), got.Devices)
 }
 
 // landedTimeout bounds the read that looks for a setup whose task was not
@@ -448,6 +481,24 @@ func extraConfigBefore(ctx context.Context, state vmGPUMMIOModel, private privat
 	_, ds := getPrivateJSON(ctx, private, privateExtraConfig, &before)
 	diags.Append(ds...)
 	return before
+}
+
+// restored is what destroy puts back of the record before. The
+// peer-to-peer keys are the setup's only with peer_to_peer set: left out,
+// they stay as they are; set, with a record from before peer_to_peer (which
+// lacks them), they are removed, as the setup set them.
+func restored(state vmGPUMMIOModel, before map[string]string) map[string]string {
+	out := maps.Clone(before)
+	for _, key := range []string{vsphere.AllowP2PKey, vsphere.RelaxACSKey} {
+		_, recorded := out[key]
+		switch {
+		case state.PeerToPeer.IsNull():
+			delete(out, key)
+		case !recorded:
+			out[key] = ""
+		}
+	}
+	return out
 }
 
 // recordHost records the host a read found the VM on, and, when checked,
@@ -553,7 +604,7 @@ func (r *vmGPUMMIOResource) Delete(ctx context.Context, req resource.DeleteReque
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	before := extraConfigBefore(ctx, state, req.Private, &resp.Diagnostics)
+	before := restored(state, extraConfigBefore(ctx, state, req.Private, &resp.Diagnostics))
 	// As an adapter's destroy: a VM registered again since the plan is
 	// followed; one found by no id is gone, and its devices with it.
 	_, err := readVM(ctx, req.Private, state.VirtualMachineID.ValueString(), state.ID, &resp.Diagnostics, func(vmID string) (struct{}, error) {
@@ -585,6 +636,7 @@ func (r *vmGPUMMIOResource) ImportState(ctx context.Context, req resource.Import
 		return
 	}
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("extra_config_before"), stringMap(got.ExtraConfig))...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("peer_to_peer"), peerToPeerFound(got))...)
 	recordHost(ctx, resp.Private, got.HostID, true, &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("virtual_machine_id"), strings.ToLower(got.VM.ID))...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), strings.ToLower(got.VM.ID))...)

@@ -579,7 +579,7 @@ func TestAccVMGPUMMIO_sameVMAndRunningChanges(t *testing.T) {
 			{
 				PreConfig: func() { acctest.Must(t, lab.PowerOnVM(context.Background(), vm)) },
 				Config:    vmGPUMMIOConfig(lab, lab.VMID(vm), twoGPUs(lab)+"  mmio_size_gb = 1024"), PlanOnly: true,
-				ExpectError: acctest.Wording(`is powered on, and attaching or detaching GPUs, or switching the firmware to EFI needs it powered off`),
+				ExpectError: acctest.Wording(`is powered on, and attaching or detaching GPUs, switching the firmware to EFI, or changing the MMIO window or the peer-to-peer keys needs it powered off`),
 			},
 			{Config: vmGPUMMIOConfig(lab, lab.VMID(vm), twoGPUs(lab)+"  power_off_allowed = true")},
 		},

@@ -49,9 +49,11 @@ func (r *vmGPUMMIOResource) UpgradeState(ctx context.Context) map[int64]resource
 		"device_id": schema.StringAttribute{Optional: true},
 	}
 	deviceAttributes := map[string]schema.Attribute{"pci_id": schema.StringAttribute{Required: true}}
-	// Versions 0 and 1 kept what destroy restores in private state.
+	// Versions 0 and 1 kept what destroy restores in private state, and
+	// had no peer-to-peer.
 	attributes := maps.Clone(current.Schema.Attributes)
 	delete(attributes, "extra_config_before")
+	delete(attributes, "peer_to_peer")
 	current.Schema.Attributes = attributes
 	v0 := current.Schema
 	v0.Version = 0
@@ -97,14 +99,14 @@ func upgradeGPUMMIOBefore2(ctx context.Context, req resource.UpgradeStateRequest
 	m := vmGPUMMIOModel{
 		ID: old.ID, VirtualMachineID: old.VirtualMachineID, MMIOSizeGB: old.MMIOSizeGB, TotalGPUMemoryGB: old.TotalGPUMemoryGB,
 		Firmware: old.Firmware, Use64bitMMIO: old.Use64bitMMIO, MemoryLockedToMax: old.MemoryLockedToMax,
-		AllowFirmwareChange: old.AllowFirmwareChange, PowerOffAllowed: old.PowerOffAllowed,
+		AllowFirmwareChange: old.AllowFirmwareChange, PowerOffAllowed: old.PowerOffAllowed, PeerToPeer: types.BoolNull(),
 		ExtraConfigBefore: types.MapNull(types.StringType),         // read from private state at the next refresh or destroy
 		VGPU:              types.ListValueMust(vgpuBlockType, nil), // before vGPUs: the next read finds any
 	}
 	var gpus []gpuBlockModel
 	at := map[string]int{}
 	for _, b := range priorBlocks(old.GPU) {
-		g := gpuBlockModel{PCIID: priorString(b, "pci_id"), VendorID: priorString(b, "vendor_id"), DeviceID: priorString(b, "device_id"),
+		g := gpuBlockModel{PCIID: priorString(b, "pci_id"), VendorID: priorString(b, "vendor_id"), DeviceID: priorString(b, "device_id"), Label: types.StringNull(),
 			Count: types.Int64Null()}
 		if count, ok := b["count"].(types.Int64); ok {
 			g.Count = count

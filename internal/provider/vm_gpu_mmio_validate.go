@@ -36,7 +36,7 @@ func (r *vmGPUMMIOResource) ValidateConfig(ctx context.Context, req resource.Val
 	blocksOf := map[string][]int{} // the blocks naming each GPU or model, by key
 	var keys []string
 	for i, g := range list {
-		if g.PCIID.IsUnknown() || g.VendorID.IsUnknown() || g.DeviceID.IsUnknown() || g.Count.IsUnknown() {
+		if g.PCIID.IsUnknown() || g.VendorID.IsUnknown() || g.DeviceID.IsUnknown() || g.Count.IsUnknown() || g.Label.IsUnknown() {
 			continue
 		}
 		at := path.Root("gpu").AtListIndex(i)
@@ -64,6 +64,11 @@ func (r *vmGPUMMIOResource) ValidateConfig(ctx context.Context, req resource.Val
 				fmt.Sprintf("A gpu block has device_id = %q but no vendor_id. Dynamic DirectPath needs both: add the GPU's "+
 					"vendor_id (four hex digits, e.g. 10de for NVIDIA; vspherehpc_host lists its GPUs' ids), or give pci_id instead.", g.DeviceID.ValueString()))
 			continue
+		case static && !g.Label.IsNull():
+			resp.Diagnostics.AddAttributeError(at.AtName("label"), "Hardware label of one GPU",
+				fmt.Sprintf("The gpu block of %s names one device, and a hardware label picks among devices: it is for dynamic "+
+					"DirectPath (vendor_id and device_id), where vSphere takes a device of the model with that label at power on. "+
+					"Leave label out, or give the GPU by vendor_id and device_id.", g.PCIID.ValueString()))
 		case static && !g.Count.IsNull():
 			resp.Diagnostics.AddAttributeError(at.AtName("count"), "count of one GPU",
 				fmt.Sprintf("The gpu block of %s names one device: count is for dynamic DirectPath (vendor_id and device_id). Leave it out.",
@@ -158,8 +163,12 @@ func addGivenTwice(diags *diag.Diagnostics, list []gpuBlockModel, blocks []int) 
 	if total > maxPassthroughDevices {
 		fix = fmt.Sprintf("give one block with count (at most %d, the most passthrough devices a VM takes)", maxPassthroughDevices)
 	}
+	what := "model " + g.key()
+	if !g.Label.IsNull() {
+		what = fmt.Sprintf("model %s:%s labelled %q", g.VendorID.ValueString(), g.DeviceID.ValueString(), g.Label.ValueString())
+	}
 	diags.AddAttributeError(at, "GPU model given twice",
-		fmt.Sprintf("gpu blocks %s all ask for GPUs of model %s, %d in all. The GPUs of a model are one block: %s.", which, g.key(), total, fix))
+		fmt.Sprintf("gpu blocks %s all ask for GPUs of %s, %d in all. The GPUs of a model (and label) are one block: %s.", which, what, total, fix))
 }
 
 // maxPassthroughDevices is the most PCI passthrough devices a VM takes

@@ -76,10 +76,8 @@ func (l *Lab) setHostSRIOV(ctx context.Context, hostName, pfID string, numVFs in
 	return l.updatePassthru(ctx, hostName, func(current []types.BaseHostPciPassthruInfo) types.BaseHostPciPassthruConfig {
 		cfg := &types.HostSriovConfig{HostPciPassthruConfig: types.HostPciPassthruConfig{Id: pfID, ApplyNow: applyNow}, SriovEnabled: numVFs > 0,
 			NumVirtualFunction: int32(numVFs)}
-		for _, p := range current {
-			if info := p.GetHostPciPassthruInfo(); info.Id == pfID {
-				cfg.PassthruEnabled = info.PassthruEnabled
-			}
+		if info := infoOf(current, pfID); info != nil {
+			cfg.PassthruEnabled, cfg.HardwareLabel = info.PassthruEnabled, info.HardwareLabel
 		}
 		return cfg
 	})
@@ -91,9 +89,37 @@ func (l *Lab) setHostSRIOV(ctx context.Context, hostName, pfID string, numVFs in
 // (HostPciPassthruConfig.applyNow): it waits for that reboot even on a host
 // that could apply it at once.
 func (l *Lab) SetHostPassthroughAtNextReboot(ctx context.Context, hostName, pciID string, enabled bool) error {
-	return l.updatePassthru(ctx, hostName, func([]types.BaseHostPciPassthruInfo) types.BaseHostPciPassthruConfig {
-		return &types.HostPciPassthruConfig{Id: pciID, PassthruEnabled: enabled, ApplyNow: types.NewBool(false)}
+	return l.updatePassthru(ctx, hostName, func(current []types.BaseHostPciPassthruInfo) types.BaseHostPciPassthruConfig {
+		cfg := &types.HostPciPassthruConfig{Id: pciID, PassthruEnabled: enabled, ApplyNow: types.NewBool(false)}
+		if info := infoOf(current, pciID); info != nil {
+			cfg.HardwareLabel = info.HardwareLabel
+		}
+		return cfg
 	})
+}
+
+// SetHardwareLabel gives a host's PCI device a hardware label ("" for
+// none), as Configure > Hardware > PCI Devices > Hardware Label in the
+// vSphere Client does (HostPciPassthruConfig.hardwareLabel, API 7.0.2.0);
+// its passthrough stays as it is.
+func (l *Lab) SetHardwareLabel(ctx context.Context, hostName, pciID, label string) error {
+	return l.updatePassthru(ctx, hostName, func(current []types.BaseHostPciPassthruInfo) types.BaseHostPciPassthruConfig {
+		cfg := &types.HostPciPassthruConfig{Id: pciID, HardwareLabel: label}
+		if info := infoOf(current, pciID); info != nil {
+			cfg.PassthruEnabled = info.PassthruEnabled
+		}
+		return cfg
+	})
+}
+
+// infoOf is the passthrough state of device id among infos, or nil.
+func infoOf(infos []types.BaseHostPciPassthruInfo, id string) *types.HostPciPassthruInfo {
+	for _, p := range infos {
+		if info := p.GetHostPciPassthruInfo(); info.Id == id {
+			return info
+		}
+	}
+	return nil
 }
 
 // updatePassthru sends one device's passthrough configuration, which

@@ -422,6 +422,10 @@ func TestNarrowDynamicGPUs(t *testing.T) {
 	if err := l.AttachDynamicGPU(ctx, vmName, 0x10de, 0x2330); err != nil {
 		t.Fatal(err)
 	}
+	// The label must be one a device of the cluster carries.
+	if err := l.SetHardwareLabel(ctx, l.VMHostName(vmName), l.GPUs()[0], "team-a"); err != nil {
+		t.Fatal(err)
+	}
 	if err := l.NarrowDynamicGPUs(ctx, vmName, "team-a", 0x10de, 0x20f1); err != nil {
 		t.Fatal(err)
 	}

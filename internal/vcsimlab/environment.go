@@ -60,10 +60,13 @@ func (x *extension) QueryConfigTarget(ctx *simulator.Context, req *types.QueryCo
 					PciDevice:                dev,
 					SystemId:                 host.Hardware.SystemInfo.Uuid,
 				})
+				// A labelled device is offered with its label (customLabel,
+				// "the custom label attached to this PCI device").
 				target.DynamicPassthrough = append(target.DynamicPassthrough, types.VirtualMachineDynamicPassthroughInfo{
 					VirtualMachineTargetInfo: types.VirtualMachineTargetInfo{Name: dev.DeviceName},
 					VendorName:               dev.VendorName,
 					DeviceName:               dev.DeviceName,
+					CustomLabel:              hardwareLabel(&host.HostSystem, dev.Id),
 					VendorId:                 int32(uint16(dev.VendorId)),
 					DeviceId:                 int32(uint16(dev.DeviceId)),
 				})

@@ -38,9 +38,11 @@ const (
 //   - passthrough on for the H100s of every host, as the lab starts;
 //   - the first VM with a PVRDMA adapter on the port group, one H100, EFI
 //     firmware, the MMIO keys at the rule's size for it (256 GB) and its
-//     memory reserved; the second VM the same with the other H100 of its
-//     host and an MMIO window of HandBuiltSmallWindow GB, too small for the
-//     GPU's 80 GB.
+//     memory reserved, and the two GPUDirect RDMA keys of NVIDIA's GPU
+//     Operator documentation (pciPassthru.allowP2P and
+//     pciPassthru.RelaxACSforP2P, TRUE); the second VM the same with the
+//     other H100 of its host and an MMIO window of HandBuiltSmallWindow GB,
+//     too small for the GPU's 80 GB, without the GPUDirect keys.
 func (l *Lab) BuildByHand(ctx context.Context) error {
 	hosts := l.HostNames()
 	vms := l.VMNames()
@@ -83,14 +85,20 @@ func (l *Lab) BuildByHand(ctx context.Context) error {
 		if i == 1 {
 			window = fmt.Sprint(HandBuiltSmallWindow)
 		}
-		for _, step := range []func() error{
+		steps := []func() error{
 			func() error { return l.AddPVRDMAAdapter(ctx, vm, uuid, key) },
 			func() error { return l.AttachGPU(ctx, vm, gpu) },
 			func() error { return l.SetVMFirmware(ctx, vm, "efi") },
 			func() error { return l.SetVMExtraConfig(ctx, vm, "pciPassthru.use64bitMMIO", "TRUE") },
 			func() error { return l.SetVMExtraConfig(ctx, vm, "pciPassthru.64bitMMIOSizeGB", window) },
 			func() error { return l.SetVMMemoryReservationLocked(ctx, vm, true) },
-		} {
+		}
+		if i == 0 {
+			steps = append(steps,
+				func() error { return l.SetVMExtraConfig(ctx, vm, "pciPassthru.allowP2P", "TRUE") },
+				func() error { return l.SetVMExtraConfig(ctx, vm, "pciPassthru.RelaxACSforP2P", "TRUE") })
+		}
+		for _, step := range steps {
 			if err := step(); err != nil {
 				return fmt.Errorf("vcsimlab: setting up VM %s by hand: %w", vm, err)
 			}

@@ -76,6 +76,10 @@ func TestBuildByHand(t *testing.T) {
 			!slices.Equal(got.GPUs, []string{l.GPUs()[i]}) {
 			t.Errorf("%s: %+v, want EFI, the MMIO keys at %s GB and GPU %s", vms[i], got, want, l.GPUs()[i])
 		}
+		p2p := got.ExtraConfig["pciPassthru.allowP2P"] == "TRUE" && got.ExtraConfig["pciPassthru.RelaxACSforP2P"] == "TRUE"
+		if p2p != (i == 0) {
+			t.Errorf("%s: GPUDirect RDMA keys set %t, want %t", vms[i], p2p, i == 0)
+		}
 	}
 	sriov, err := l.SRIOVAdapters(ctx, vms[0])
 	if err != nil || len(sriov) != 1 || sriov[0].PhysicalFunction != HandBuiltSRIOVPF {

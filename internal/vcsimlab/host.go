@@ -65,6 +65,15 @@ func newPciPassthruSystem(h *simulator.HostSystem) *pciPassthruSystem {
 // Physical Adapter" and "Using an SR-IOV Physical Adapter to Handle Virtual
 // Machine Traffic", mixed mode).
 //
+// A device's hardware label (HostPciPassthruConfig.hardwareLabel, API
+// 7.0.2.0; read back in HostPciPassthruInfo.hardwareLabel) is what the
+// device's configuration carries: one sent without a label leaves the
+// device without one. The API reference does not say whether an omitted
+// label is kept instead; a client that always sends the label it wants
+// (as this provider does, and the lab's admin actions) is right either way.
+// A label takes effect at once, whatever the host applies at reboot: it
+// only narrows which devices a VM's Dynamic DirectPath device may take.
+//
 // The extension takes the call, so that it locks the host before the
 // system, the order in which the host's changes reach the system (see
 // syncSriovPools).
@@ -155,6 +164,7 @@ func (s *pciPassthruSystem) updatePassthruConfig(
 			sr.NumVirtualFunctionRequested = sc.NumVirtualFunction
 		}
 		info.PassthruEnabled = cfg.PassthruEnabled
+		info.HardwareLabel = cfg.HardwareLabel
 		if cfg.ApplyNow == nil || *cfg.ApplyNow {
 			if rebind {
 				activate(next[i])

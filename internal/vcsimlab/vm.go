@@ -180,7 +180,12 @@ func checkDeviceChange(ctx *simulator.Context, vm *simulator.VirtualMachine, i i
 }
 
 // checkPassthrough returns why the VM's host cannot back the passthrough
-// device d, or "": the device must be passthrough-active on that host.
+// device d, or "": the device must be passthrough-active on that host. A
+// Dynamic DirectPath device may instead be backed by another host of a DRS
+// cluster: with Assignable Hardware "DRS and HA" place such a VM on a host
+// that has the device (VMware, "Exposing Hardware Accelerators using
+// Assignable Hardware", vSphere 7), and the VM's Edit Settings offer the
+// devices of the whole cluster (its QueryConfigTarget without a host).
 func checkPassthrough(ctx *simulator.Context, vm *simulator.VirtualMachine, d *types.VirtualPCIPassthrough) string {
 	if vm.Runtime.Host == nil {
 		return "the virtual machine has no host"
@@ -189,29 +194,87 @@ func checkPassthrough(ctx *simulator.Context, vm *simulator.VirtualMachine, d *t
 	if !ok {
 		return "the virtual machine's host was not found"
 	}
-	var active []types.HostPciDevice
-	var hostName string
-	ctx.WithLock(host, func() {
-		hostName = host.Name
-		active = activeDevices(&host.HostSystem)
-	})
+	backs := func(h *simulator.HostSystem) (name string, found bool) {
+		ctx.WithLock(h, func() {
+			name = h.Name
+			for _, dev := range activeDevices(&h.HostSystem) {
+				found = found || backsDevice(d.Backing, dev, hardwareLabel(&h.HostSystem, dev.Id))
+			}
+		})
+		return name, found
+	}
+	hostName, found := backs(host)
+	if found {
+		return ""
+	}
 	switch b := d.Backing.(type) {
 	case *types.VirtualPCIPassthroughDeviceBackingInfo:
-		for _, dev := range active {
-			if dev.Id == b.Id {
-				return ""
-			}
-		}
 		return fmt.Sprintf("PCI device %s is not available for passthrough on host %s.", b.Id, hostName)
 	case *types.VirtualPCIPassthroughDynamicBackingInfo:
-		for _, a := range b.AllowedDevice {
-			for _, dev := range active {
-				if a.VendorId == int32(uint16(dev.VendorId)) && a.DeviceId == int32(uint16(dev.DeviceId)) {
+		for _, other := range drsClusterHosts(ctx, host) {
+			if h, ok := ctx.Map.Get(other).(*simulator.HostSystem); ok && other != host.Self {
+				if _, found := backs(h); found {
 					return ""
 				}
 			}
 		}
+		if b.CustomLabel != "" {
+			return fmt.Sprintf("No PCI device allowed by the dynamic DirectPath backing and labelled %q is available for passthrough on host %s.",
+				b.CustomLabel, hostName)
+		}
 		return fmt.Sprintf("No PCI device allowed by the dynamic DirectPath backing is available for passthrough on host %s.", hostName)
+	}
+	return ""
+}
+
+// backsDevice reports whether the host device dev, with hardware label
+// label, can back a passthrough backing: the device itself, or one of the
+// models a Dynamic DirectPath backing allows, with its label when it has
+// one ("the device must also have the same customLabel attribute set",
+// VirtualPCIPassthroughDynamicBackingInfo).
+func backsDevice(backing types.BaseVirtualDeviceBackingInfo, dev types.HostPciDevice, label string) bool {
+	switch b := backing.(type) {
+	case *types.VirtualPCIPassthroughDeviceBackingInfo:
+		return dev.Id == b.Id
+	case *types.VirtualPCIPassthroughDynamicBackingInfo:
+		for _, a := range b.AllowedDevice {
+			if a.VendorId == int32(uint16(dev.VendorId)) && a.DeviceId == int32(uint16(dev.DeviceId)) && (b.CustomLabel == "" || label == b.CustomLabel) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// drsClusterHosts lists the hosts of host's cluster when DRS is on there;
+// none otherwise.
+func drsClusterHosts(ctx *simulator.Context, host *simulator.HostSystem) []types.ManagedObjectReference {
+	var parent *types.ManagedObjectReference
+	ctx.WithLock(host, func() { parent = host.Parent })
+	if parent == nil {
+		return nil
+	}
+	cr, ok := ctx.Map.Get(*parent).(*simulator.ClusterComputeResource)
+	if !ok {
+		return nil
+	}
+	var hosts []types.ManagedObjectReference
+	ctx.WithLock(cr, func() {
+		if cfg, ok := cr.ConfigurationEx.(*types.ClusterConfigInfoEx); ok && cfg.DrsConfig.Enabled != nil && *cfg.DrsConfig.Enabled {
+			hosts = slices.Clone(cr.Host)
+		}
+	})
+	return hosts
+}
+
+// hardwareLabel is the hardware label of the host's device id, "" for none.
+// The host must be locked.
+func hardwareLabel(h *mo.HostSystem, id string) string {
+	if h.Config == nil {
+		return ""
+	}
+	if info := infoOf(h.Config.PciPassthruInfo, id); info != nil {
+		return info.HardwareLabel
 	}
 	return ""
 }

@@ -21,7 +21,10 @@ type GPURequest struct {
 	PCIID    string
 	VendorID string // four hex digits
 	DeviceID string
-	VGPU     string // a vGPU profile, e.g. "grid_a100-20c"
+	// Label narrows a dynamic DirectPath request to the host devices with
+	// that hardware label (a pool); "" takes any device of the model.
+	Label string
+	VGPU  string // a vGPU profile, e.g. "grid_a100-20c"
 }
 
 // Dynamic reports whether the request is by vendor and device id.
@@ -33,7 +36,7 @@ func (g GPURequest) Matches(have PCIPassthrough) bool {
 		return have.VGPU == g.VGPU
 	}
 	if g.Dynamic() {
-		return have.Dynamic && !have.Narrowed() && have.VendorID == g.VendorID && have.DeviceID == g.DeviceID
+		return have.Dynamic && !have.Narrowed() && have.VendorID == g.VendorID && have.DeviceID == g.DeviceID && have.Label == g.Label
 	}
 	return !have.Dynamic && have.PCIID == g.PCIID
 }
@@ -63,12 +66,33 @@ func SameGPUs(want []GPURequest, have []PCIPassthrough) bool {
 // passthrough devices (InfiniBand VFs and PFs) by host PCI id, and its
 // vGPUs by profile, one entry each.
 type GPUMMIOSpec struct {
-	GPUs            []GPURequest
-	Devices         []string
-	VGPUs           []string
-	MMIOSizeGB      int64
+	GPUs       []GPURequest
+	Devices    []string
+	VGPUs      []string
+	MMIOSizeGB int64
+	// PeerToPeer sets (true) or removes (false) the GPUDirect RDMA keys;
+	// nil leaves them as they are.
+	PeerToPeer      *bool
 	PowerOffAllowed bool
 }
+
+// The keys that let a VM's passthrough devices and vGPUs reach each other
+// over PCIe (GPUDirect RDMA: a GPU and an InfiniBand or RoCE card): NVIDIA's
+// GPU Operator documentation, "GPUDirect RDMA and GPUDirect Storage"
+// (gpu-operator-rdma.rst, on VMware vSphere VMs), and VMware's Private AI
+// Foundation guide, which relaxes Access Control Services in the VM's
+// configuration settings for the same purpose. Read at power on, as the
+// MMIO keys.
+const (
+	AllowP2PKey = "pciPassthru.allowP2P"
+	RelaxACSKey = "pciPassthru.RelaxACSforP2P"
+)
+
+// gpuExtraConfigKeys are the extraConfig keys a GPU setup manages.
+var gpuExtraConfigKeys = []string{mmio.Use64bitMMIOKey, mmio.SizeGBKey, AllowP2PKey, RelaxACSKey}
+
+// peerToPeerKeys are the keys peer-to-peer sets, both TRUE.
+var peerToPeerKeys = []string{AllowP2PKey, RelaxACSKey}
 
 // requests lists every passthrough device of the setup, GPUs first.
 func (s GPUMMIOSpec) requests() []GPURequest {
@@ -96,24 +120,35 @@ type GPUMMIO struct {
 	Use64bitMMIO bool  // pciPassthru.use64bitMMIO is TRUE, in any case
 	MMIOSizeGB   int64 // 0 when unset or not a number
 	MemoryLocked bool
+	PeerToPeer   bool // both peer-to-peer keys are TRUE, in any case
+	// PeerToPeerMixed: one of the two keys is TRUE, the other not, which is
+	// neither on nor off.
+	PeerToPeerMixed bool
 	// Devices are every passthrough device of the VM, GPUs or not: the
 	// VM's reconfigure sees no difference. SortPassthrough tells them apart.
 	Devices []PCIPassthrough
-	// ExtraConfig holds the two MMIO keys as set now; "" when unset.
+	// ExtraConfig holds the keys a setup manages (gpuExtraConfigKeys) as
+	// set now; "" when unset.
 	ExtraConfig map[string]string
 }
 
 var gpuMMIOProps = slices.Concat([]string{"name", "config.uuid", "config.firmware", "config.hardware.device",
-	"config.memoryReservationLockedToMax", "runtime.powerState", "runtime.host"}, mmioExtraConfig)
+	"config.memoryReservationLockedToMax", "runtime.powerState", "runtime.host"}, gpuExtraConfig)
 
 // gpuChangeProps are what a GPU change reads beyond vmChangeProps.
-var gpuChangeProps = slices.Concat([]string{"config.firmware"}, mmioExtraConfig)
+var gpuChangeProps = slices.Concat([]string{"config.firmware"}, gpuExtraConfig)
 
-// mmioExtraConfig reads the two MMIO keys of a VM's extraConfig by key, as
-// a host's option is read (see hostPVRDMAProps), not the whole of it: a
-// VM's extraConfig can run to tens of KB (cloud-init's guestinfo.userdata,
-// for one), read for every VM in a refresh.
-var mmioExtraConfig = []string{fmt.Sprintf("config.extraConfig[%q]", mmio.Use64bitMMIOKey), fmt.Sprintf("config.extraConfig[%q]", mmio.SizeGBKey)}
+// gpuExtraConfig reads the keys a GPU setup manages of a VM's extraConfig
+// by key, as a host's option is read (see hostPVRDMAProps), not the whole
+// of it: a VM's extraConfig can run to tens of KB (cloud-init's
+// guestinfo.userdata, for one), read for every VM in a refresh.
+var gpuExtraConfig = func() []string {
+	out := make([]string, len(gpuExtraConfigKeys))
+	for i, key := range gpuExtraConfigKeys {
+		out[i] = fmt.Sprintf("config.extraConfig[%q]", key)
+	}
+	return out
+}()
 
 // GPUMMIO reads a VM's GPU passthrough setup in one round trip (by managed
 // object id; a UUID adds its search).
@@ -139,7 +174,10 @@ func gpuMMIOFromMO(vm *mo.VirtualMachine) *GPUMMIO {
 	out := &GPUMMIO{
 		VM:          vmRefOf(vm),
 		HostID:      hostIDOf(vm),
-		ExtraConfig: map[string]string{mmio.Use64bitMMIOKey: "", mmio.SizeGBKey: ""},
+		ExtraConfig: map[string]string{},
+	}
+	for _, key := range gpuExtraConfigKeys {
+		out.ExtraConfig[key] = ""
 	}
 	if vm.Config == nil {
 		return out
@@ -156,6 +194,13 @@ func gpuMMIOFromMO(vm *mo.VirtualMachine) *GPUMMIO {
 	}
 	out.Use64bitMMIO = strings.EqualFold(out.ExtraConfig[mmio.Use64bitMMIOKey], "TRUE")
 	out.MMIOSizeGB, _ = strconv.ParseInt(out.ExtraConfig[mmio.SizeGBKey], 10, 64)
+	set := 0
+	for _, key := range peerToPeerKeys {
+		if strings.EqualFold(out.ExtraConfig[key], "TRUE") {
+			set++
+		}
+	}
+	out.PeerToPeer, out.PeerToPeerMixed = set == len(peerToPeerKeys), set > 0 && set < len(peerToPeerKeys)
 	for _, dev := range sortedDevices(vm.Config.Hardware.Device) {
 		if pt, ok := dev.(*types.VirtualPCIPassthrough); ok && managedBacking(pt) {
 			out.Devices = append(out.Devices, pciPassthrough(pt))
@@ -238,19 +283,41 @@ func (c *Client) ApplyGPUMMIO(ctx context.Context, vmID string, spec GPUMMIOSpec
 			if !current.MemoryLocked {
 				cs.MemoryReservationLockedToMax = types.NewBool(true)
 			}
+			cs.ExtraConfig = append(cs.ExtraConfig, peerToPeerChanges(current, spec.PeerToPeer)...)
 			changes, err := passthroughChanges(vm, spec.requests(), target)
 			if err != nil {
 				return nil, false, &Error{Op: op, Kind: ErrInvalidArg, Message: err.Error()}
 			}
 			cs.DeviceChange = changes
-			// A new MMIO window applies from the next boot: it needs a power
-			// cycle like the firmware and the devices.
+			// A new MMIO window (or peer-to-peer) applies from the next boot:
+			// it needs a power cycle like the firmware and the devices.
 			return cs, needsOff || len(changes) > 0 || len(cs.ExtraConfig) > 0, nil
 		}})
 }
 
-// RemoveGPUMMIO detaches the VM's passthrough devices and puts back the MMIO
-// keys as they were before (an empty value removes a key). Firmware stays
+// peerToPeerChanges sets both peer-to-peer keys to TRUE (on), or removes
+// those that are TRUE (off); nothing when on is nil.
+func peerToPeerChanges(current *GPUMMIO, on *bool) []types.BaseOptionValue {
+	if on == nil {
+		return nil
+	}
+	var out []types.BaseOptionValue
+	for _, key := range peerToPeerKeys {
+		if set := strings.EqualFold(current.ExtraConfig[key], "TRUE"); set != *on {
+			value := ""
+			if *on {
+				value = "TRUE"
+			}
+			out = append(out, &types.OptionValue{Key: key, Value: value})
+		}
+	}
+	return out
+}
+
+// RemoveGPUMMIO detaches the VM's passthrough devices and puts back the
+// keys as before records them (an empty value removes a key). An MMIO key
+// before lacks is removed; a peer-to-peer key it lacks (a setup that never
+// managed them) is left as it is. Firmware stays
 // EFI: a guest installed under EFI does not boot under BIOS. A missing VM is
 // ErrNotFound, by the id given (see DeletePVRDMANIC).
 func (c *Client) RemoveGPUMMIO(ctx context.Context, vmID string, before map[string]string, powerOffAllowed bool) error {
@@ -266,9 +333,13 @@ func (c *Client) RemoveGPUMMIO(ctx context.Context, vmID string, before map[stri
 			build: func(vm *mo.VirtualMachine, _ *types.ConfigTarget) (*types.VirtualMachineConfigSpec, bool, error) {
 				current := gpuMMIOFromMO(vm)
 				cs := &types.VirtualMachineConfigSpec{}
-				for _, key := range []string{mmio.Use64bitMMIOKey, mmio.SizeGBKey} {
-					if current.ExtraConfig[key] != before[key] {
-						cs.ExtraConfig = append(cs.ExtraConfig, &types.OptionValue{Key: key, Value: before[key]})
+				for _, key := range gpuExtraConfigKeys {
+					was, recorded := before[key]
+					if !recorded && slices.Contains(peerToPeerKeys, key) {
+						continue
+					}
+					if current.ExtraConfig[key] != was {
+						cs.ExtraConfig = append(cs.ExtraConfig, &types.OptionValue{Key: key, Value: was})
 					}
 				}
 				for _, dev := range vm.Config.Hardware.Device {
@@ -351,6 +422,7 @@ func passthroughDevice(w GPURequest, target *types.ConfigTarget) (*types.Virtual
 		}
 		dev.Backing = &types.VirtualPCIPassthroughDynamicBackingInfo{
 			AllowedDevice: []types.VirtualPCIPassthroughAllowedDevice{{VendorId: int32(vendor), DeviceId: int32(device)}},
+			CustomLabel:   w.Label,
 		}
 		return dev, nil
 	}

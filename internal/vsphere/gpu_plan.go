@@ -29,6 +29,7 @@ type GPUMMIOChange struct {
 	Existing            bool  // the setup exists and is changed
 	CurrentMMIOSizeGB   int64 // the window the existing setup has
 	Current64bitMMIO    bool  // the existing setup has pciPassthru.use64bitMMIO on
+	PeerToPeerChanges   bool  // the peer-to-peer keys change, which needs a power cycle
 	// Planned is what host resources of the same plan turn on: a device
 	// not active yet counts as active when one does and the host applies
 	// it without a reboot.
@@ -248,17 +249,30 @@ func (c *Client) PlanGPUMMIO(ctx context.Context, ch GPUMMIOChange) (*GPUMMIOPla
 		VM: label, HostID: vm.HostID, Running: vm.PowerState == PoweredOn, Passthrough: len(ch.GPUs)+len(ch.Devices)+len(ch.VGPUs) > 0,
 	}}
 	total, known := 0.0, true
+	check := deviceCheck{vm: vm, host: host, label: label, planned: ch.Planned, releasing: ch.Releasing}
+	pooled, poolFindings, err := c.planPools(ctx, check, ch.GPUs)
+	if err != nil {
+		return nil, err
+	}
+	refusedGPUs := slices.ContainsFunc(poolFindings, func(f Finding) bool { _, tooSmall := f.(PoolTooSmall); return tooSmall })
+	out.Findings = append(out.Findings, poolFindings...)
 	for i, g := range ch.GPUs {
-		gb, findings, err := c.planGPU(ctx, deviceCheck{vm: vm, host: host, label: label, index: i, planned: ch.Planned, releasing: ch.Releasing}, g)
-		if err != nil {
-			return nil, err
+		gb, pooledGPU := pooled[i]
+		if !pooledGPU && g.Label == "" {
+			check.index = i
+			var findings []Finding
+			if gb, findings, err = c.planGPU(ctx, check, g); err != nil {
+				return nil, err
+			}
+			out.Findings = append(out.Findings, findings...)
+			refusedGPUs = refusedGPUs || len(findings) > 0
 		}
-		out.Findings = append(out.Findings, findings...)
 		total += gb
 		known = known && gb > 0
 	}
-	out.Findings = append(out.Findings, planGPUCounts(label, host, ch.GPUs)...)
-	refusedGPUs := len(out.Findings) > 0
+	counts := planGPUCounts(label, host, ch.GPUs)
+	out.Findings = append(out.Findings, counts...)
+	refusedGPUs = refusedGPUs || len(counts) > 0
 	for i, id := range ch.Devices {
 		findings, err := c.planDevice(ctx, deviceCheck{vm: vm, host: host, label: label, index: i, planned: ch.Planned, releasing: ch.Releasing}, id)
 		if err != nil {
@@ -298,7 +312,7 @@ func (c *Client) PlanGPUMMIO(ctx context.Context, ch GPUMMIOChange) (*GPUMMIOPla
 	}
 	sameDevices := SameGPUs(PassthroughRequests(ch.GPUs, ch.Devices, ch.VGPUs), vm.PCIPassthroughs)
 	needsOff := !ch.Existing || !efi || !sameDevices || size != ch.CurrentMMIOSizeGB ||
-		!ch.Current64bitMMIO
+		!ch.Current64bitMMIO || ch.PeerToPeerChanges
 	if p := PlanPower(label, vm.PowerState, needsOff, ch.PowerOffAllowed, WhatGPUsNeedOff); p != nil {
 		out.Findings = append(out.Findings, p)
 	}
@@ -432,7 +446,7 @@ func planGPUCounts(label string, host *Host, gpus []GPURequest) []Finding {
 	var order []model
 	first := map[model]int{} // the first dynamic request past what the host has
 	for i, g := range gpus {
-		m, ok := model{g.VendorID, g.DeviceID}, true
+		m, ok := model{g.VendorID, g.DeviceID}, g.Label == "" // a pool's requests are planPools'
 		if !g.Dynamic() {
 			m, ok = modelOf[g.PCIID]
 		}

@@ -254,14 +254,15 @@ func TestAbsentMMIOKeysReadAsUnset(t *testing.T) {
 		return types.MissingProperty{Path: path, Fault: types.LocalizedMethodFault{Fault: &types.InvalidProperty{Name: path}}}
 	}
 	oc := types.ObjectContent{Obj: ref,
-		PropSet:    []types.DynamicProperty{{Name: "name", Val: "hpc-node-0"}, {Name: "config.firmware", Val: "efi"}},
-		MissingSet: []types.MissingProperty{missing(mmioExtraConfig[0]), missing(mmioExtraConfig[1])}}
+		PropSet: []types.DynamicProperty{{Name: "name", Val: "hpc-node-0"}, {Name: "config.firmware", Val: "efi"}},
+		MissingSet: []types.MissingProperty{missing(gpuExtraConfig[0]), missing(gpuExtraConfig[1]), missing(gpuExtraConfig[2]),
+			missing(gpuExtraConfig[3])}}
 	var vm mo.VirtualMachine
 	if err := mo.LoadObjectContent([]types.ObjectContent{withoutAbsentKeys(oc)}, &vm); err != nil {
 		t.Fatalf("loading a VM without the MMIO keys: %v", err)
 	}
 	g := gpuMMIOFromMO(&vm)
-	if g.Use64bitMMIO || g.MMIOSizeGB != 0 || g.ExtraConfig[mmio.Use64bitMMIOKey] != "" || g.Firmware != "efi" {
+	if g.Use64bitMMIO || g.MMIOSizeGB != 0 || g.ExtraConfig[mmio.Use64bitMMIOKey] != "" || g.PeerToPeer || g.Firmware != "efi" {
 		t.Fatalf("a VM without the MMIO keys reads as %+v", g)
 	}
 
@@ -282,25 +283,26 @@ func TestAbsentMMIOKeysReadAsUnset(t *testing.T) {
 	}
 }
 
-// TestMMIOKeysReadByKey: the two MMIO keys read by key come back as set,
-// each alone or both, beside a large guestinfo value the read leaves out,
-// in a read of one VM, a refresh's read of every VM and a list.
+// TestMMIOKeysReadByKey: the keys of a GPU setup (the two MMIO keys and
+// the two peer-to-peer keys) read by key come back as set, each alone or
+// together, beside a large guestinfo value the read leaves out, in a read of
+// one VM, a refresh's read of every VM and a list.
 func TestMMIOKeysReadByKey(t *testing.T) {
 	t.Parallel()
 	lab := acctest.StartLab(t, vcsimlab.Options{})
 	ctx := context.Background()
 	vms := lab.VMNames()
-	set := map[string][2]string{ // use64bitMMIO, 64bitMMIOSizeGB
-		vms[0]: {"TRUE", "256"},
-		vms[1]: {"TRUE", ""},
-		vms[2]: {"", "128"},
-		vms[3]: {"", ""},
+	set := map[string][4]string{ // as gpuExtraConfigKeys
+		vms[0]: {"TRUE", "256", "TRUE", "TRUE"},
+		vms[1]: {"TRUE", "", "", "TRUE"},
+		vms[2]: {"", "128", "TRUE", ""},
+		vms[3]: {"", "", "", ""},
 	}
 	for name, keys := range set {
 		if err := lab.SetVMExtraConfig(ctx, name, "guestinfo.userdata", strings.Repeat("x", 4096)); err != nil {
 			t.Fatal(err)
 		}
-		for i, key := range []string{mmio.Use64bitMMIOKey, mmio.SizeGBKey} {
+		for i, key := range gpuExtraConfigKeys {
 			if keys[i] != "" {
 				if err := lab.SetVMExtraConfig(ctx, name, key, keys[i]); err != nil {
 					t.Fatal(err)
@@ -311,8 +313,12 @@ func TestMMIOKeysReadByKey(t *testing.T) {
 	check := func(how string, g *GPUMMIO, name string) {
 		t.Helper()
 		want := set[name]
-		if g.ExtraConfig[mmio.Use64bitMMIOKey] != want[0] || g.ExtraConfig[mmio.SizeGBKey] != want[1] || len(g.ExtraConfig) != 2 {
-			t.Errorf("%s of %s: extraConfig %v, want %s=%q and %s=%q only", how, name, g.ExtraConfig, mmio.Use64bitMMIOKey, want[0], mmio.SizeGBKey, want[1])
+		got := [4]string{}
+		for i, key := range gpuExtraConfigKeys {
+			got[i] = g.ExtraConfig[key]
+		}
+		if got != want || len(g.ExtraConfig) != len(gpuExtraConfigKeys) || g.PeerToPeer != (want[2] == "TRUE" && want[3] == "TRUE") {
+			t.Errorf("%s of %s: extraConfig %v (peer-to-peer %t), want %q of %v only", how, name, g.ExtraConfig, g.PeerToPeer, want, gpuExtraConfigKeys)
 		}
 	}
 
@@ -353,5 +359,63 @@ func TestMMIOKeysReadByKey(t *testing.T) {
 	}
 	if seen != 3 { // the fourth has no GPU setup
 		t.Errorf("the list of GPU setups has %d of %v, want the three with an MMIO key", seen, vms[:4])
+	}
+}
+
+// TestPeerToPeerKeys: peer-to-peer on sets both keys, off removes them, nil
+// leaves them as they are; destroy puts back what was recorded and leaves a
+// key the record lacks alone.
+func TestPeerToPeerKeys(t *testing.T) {
+	t.Parallel()
+	lab := acctest.StartLab(t, vcsimlab.Options{})
+	ctx := context.Background()
+	c := labClient(lab)
+	vmID := lab.VMUUID("hpc-node-0")
+	read := func() *GPUMMIO {
+		t.Helper()
+		got, err := c.GPUMMIO(ctx, vmID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	on, off := true, false
+	spec := GPUMMIOSpec{GPUs: []GPURequest{{PCIID: "0000:3b:00.0"}}, MMIOSizeGB: 256, PeerToPeer: &on}
+	if err := c.ApplyGPUMMIO(ctx, vmID, spec); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(); !got.PeerToPeer || got.ExtraConfig[AllowP2PKey] != "TRUE" || got.ExtraConfig[RelaxACSKey] != "TRUE" {
+		t.Fatalf("peer-to-peer on: %+v", got.ExtraConfig)
+	}
+	// One key gone out of band: not peer-to-peer any more.
+	if err := lab.SetVMExtraConfig(ctx, "hpc-node-0", RelaxACSKey, ""); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(); got.PeerToPeer {
+		t.Fatalf("one key removed, still read as peer-to-peer: %+v", got.ExtraConfig)
+	}
+	spec.PeerToPeer = nil
+	if err := c.ApplyGPUMMIO(ctx, vmID, spec); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(); got.ExtraConfig[AllowP2PKey] != "TRUE" || got.ExtraConfig[RelaxACSKey] != "" {
+		t.Fatalf("nil changed the keys: %+v", got.ExtraConfig)
+	}
+	spec.PeerToPeer = &off
+	if err := c.ApplyGPUMMIO(ctx, vmID, spec); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(); got.ExtraConfig[AllowP2PKey] != "" || got.ExtraConfig[RelaxACSKey] != "" {
+		t.Fatalf("peer-to-peer off left keys: %+v", got.ExtraConfig)
+	}
+	if err := lab.SetVMExtraConfig(ctx, "hpc-node-0", AllowP2PKey, "true"); err != nil {
+		t.Fatal(err)
+	}
+	// Destroy: a recorded key goes back, one the record lacks stays.
+	if err := c.RemoveGPUMMIO(ctx, vmID, map[string]string{mmio.Use64bitMMIOKey: "", mmio.SizeGBKey: "", RelaxACSKey: "FALSE"}, false); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(); got.ExtraConfig[AllowP2PKey] != "true" || got.ExtraConfig[RelaxACSKey] != "FALSE" || got.ExtraConfig[mmio.SizeGBKey] != "" {
+		t.Fatalf("after remove: %+v", got.ExtraConfig)
 	}
 }

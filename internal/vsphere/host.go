@@ -75,6 +75,9 @@ type GPU struct {
 	PassthroughCapable bool
 	PassthroughEnabled bool
 	PassthroughActive  bool
+	// HardwareLabel is the device's hardware label (API 7.0.2.0), which a
+	// VM's Dynamic DirectPath device may ask for; "" for none.
+	HardwareLabel string
 	// GraphicsType is how the host drives the GPU now: "basic" (no host
 	// driver), "shared", "direct" (passthrough) or "sharedDirect" (vGPU);
 	// empty when the host does not list it as a graphics device.
@@ -394,6 +397,7 @@ func gpus(h *mo.HostSystem, vms []mo.VirtualMachine) []GPU {
 		}
 		if p != nil {
 			g.PassthroughCapable, g.PassthroughEnabled, g.PassthroughActive = p.PassthruCapable, p.PassthruEnabled, p.PassthruActive
+			g.HardwareLabel = p.HardwareLabel
 		}
 		out = append(out, g)
 	}

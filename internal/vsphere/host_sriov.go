@@ -13,8 +13,14 @@ import (
 // while it serves virtual functions.
 func (c *Client) SetHostSRIOV(ctx context.Context, hostID, pciID string, vfs int) error {
 	op := fmt.Sprintf("setting SR-IOV of %s on host %s", pciID, hostID)
-	cfg := &types.HostSriovConfig{HostPciPassthruConfig: types.HostPciPassthruConfig{Id: pciID}, SriovEnabled: vfs > 0, NumVirtualFunction: int32(vfs)}
-	if err := c.updatePassthru(ctx, op, hostID, []types.BaseHostPciPassthruConfig{cfg}); err != nil {
+	err := c.updatePassthru(ctx, op, hostID, func(current map[string]*types.HostPciPassthruInfo) []types.BaseHostPciPassthruConfig {
+		cfg := &types.HostSriovConfig{HostPciPassthruConfig: types.HostPciPassthruConfig{Id: pciID}, SriovEnabled: vfs > 0, NumVirtualFunction: int32(vfs)}
+		if info := current[pciID]; info != nil {
+			cfg.HardwareLabel = info.HardwareLabel
+		}
+		return []types.BaseHostPciPassthruConfig{cfg}
+	})
+	if err != nil {
 		return err
 	}
 	c.log.Debug(ctx, "Set SR-IOV", map[string]any{"host_system_id": hostID, "pci_id": pciID, "virtual_functions": vfs})

@@ -48,7 +48,7 @@ type inventory struct {
 var (
 	listVMProps = slices.Concat([]string{"name", "config.uuid", "config.template", "config.firmware", "config.hardware.device",
 		"config.memoryReservationLockedToMax", "runtime.powerState", "runtime.host", "runtime.connectionState",
-		"guest.guestFamily", "guest.guestFullName"}, mmioExtraConfig)
+		"guest.guestFamily", "guest.guestFullName"}, gpuExtraConfig)
 )
 
 // hostUnreadable says why a list cannot read a host correctly: vCenter

@@ -3,6 +3,7 @@ package vsphere
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -30,6 +31,7 @@ type PassthroughDevice struct {
 	Capable    bool
 	Enabled    bool
 	Active     bool    // enabled and in effect; enabled but not active waits for a reboot
+	Label      string  // the hardware label (API 7.0.2.0), "" for none
 	UplinkOf   string  // the switch that uses the device as a physical NIC, "" when none
 	VMs        []VMRef // VMs on the host configured with the device
 	NIC        string  // the vmnic the device is, "" when none
@@ -128,7 +130,7 @@ func hostPassthroughFromMO(h *mo.HostSystem, vms []mo.VirtualMachine) *HostPasst
 		}
 		dev := PassthroughDevice{
 			PCIID: d.Id, VendorID: HexID(d.VendorId), DeviceID: HexID(d.DeviceId), DeviceName: d.DeviceName, VendorName: d.VendorName,
-			Capable: info.PassthruCapable, Enabled: info.PassthruEnabled, Active: info.PassthruActive, VMs: users[d.Id],
+			Capable: info.PassthruCapable, Enabled: info.PassthruEnabled, Active: info.PassthruActive, Label: info.HardwareLabel, VMs: users[d.Id],
 			SRIOVAdapters: adapters[d.Id], passedThroughBy: pinned[d.Id],
 		}
 		if sr, ok := sriov[d.Id]; ok {
@@ -149,30 +151,56 @@ func hostPassthroughFromMO(h *mo.HostSystem, vms []mo.VirtualMachine) *HostPasst
 }
 
 // SetHostPassthrough enables or disables passthrough of the given devices
-// (PCI id → enabled) in one UpdatePassthruConfig.
-func (c *Client) SetHostPassthrough(ctx context.Context, hostID string, enabled map[string]bool) error {
-	if len(enabled) == 0 {
+// (PCI id → enabled) and gives devices the hardware labels labels lists
+// (PCI id → label, "" for none), in one UpdatePassthruConfig. A device
+// keeps the label it has unless labels gives one, and its passthrough
+// unless enabled does.
+func (c *Client) SetHostPassthrough(ctx context.Context, hostID string, enabled map[string]bool, labels map[string]string) error {
+	if len(enabled)+len(labels) == 0 {
 		return nil
 	}
-	ids := make([]string, 0, len(enabled))
-	for id := range enabled {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	var cfg []types.BaseHostPciPassthruConfig
-	for _, id := range ids {
-		cfg = append(cfg, &types.HostPciPassthruConfig{Id: id, PassthruEnabled: enabled[id]})
-	}
-	if err := c.updatePassthru(ctx, "setting PCI passthrough on host "+hostID, hostID, cfg); err != nil {
+	err := c.updatePassthru(ctx, "setting PCI passthrough on host "+hostID, hostID, func(current map[string]*types.HostPciPassthruInfo) []types.BaseHostPciPassthruConfig {
+		ids := slices.Sorted(maps.Keys(enabled))
+		for id := range labels {
+			if _, ok := enabled[id]; !ok {
+				ids = append(ids, id)
+			}
+		}
+		slices.Sort(ids)
+		var cfg []types.BaseHostPciPassthruConfig
+		for _, id := range ids {
+			one := &types.HostPciPassthruConfig{Id: id}
+			if info := current[id]; info != nil {
+				one.PassthruEnabled, one.HardwareLabel = info.PassthruEnabled, info.HardwareLabel
+			}
+			if on, ok := enabled[id]; ok {
+				one.PassthruEnabled = on
+			}
+			if label, ok := labels[id]; ok {
+				one.HardwareLabel = label
+			}
+			cfg = append(cfg, one)
+		}
+		return cfg
+	})
+	if err != nil {
 		return err
 	}
-	c.log.Debug(ctx, "Set PCI passthrough", map[string]any{"host_system_id": hostID, "devices": fmt.Sprint(enabled)})
+	c.log.Debug(ctx, "Set PCI passthrough", map[string]any{"host_system_id": hostID, "devices": fmt.Sprint(enabled), "hardware_labels": fmt.Sprint(labels)})
 	return nil
 }
 
-// updatePassthru applies a configuration through the host's
-// HostPciPassthruSystem.
-func (c *Client) updatePassthru(ctx context.Context, op, hostID string, cfg []types.BaseHostPciPassthruConfig) error {
+// updatePassthru applies the configuration build makes from the host's
+// passthrough state as read now (by PCI id) through the host's
+// HostPciPassthruSystem. The read lets each device's configuration carry
+// what the change leaves as it is: a device's configuration is its whole
+// passthrough state, hardware label included (see the lab's
+// UpdatePassthruConfig).
+func (c *Client) updatePassthru(
+	ctx context.Context,
+	op, hostID string,
+	build func(current map[string]*types.HostPciPassthruInfo) []types.BaseHostPciPassthruConfig,
+) error {
 	ctx, cancel := c.withTimeout(ctx)
 	defer cancel()
 	vc, err := c.vimClient(ctx)
@@ -186,6 +214,19 @@ func (c *Client) updatePassthru(ctx context.Context, op, hostID string, cfg []ty
 	if managers.PciPassthruSystem == nil {
 		return &Error{Op: op, Kind: ErrNotImplemented, Message: "the host has no PCI passthrough system"}
 	}
+	var h mo.HostSystem
+	if err := c.readObjectAs(ctx, vc, types.ManagedObjectReference{Type: "HostSystem", Value: hostID}, []string{"config.pciPassthruInfo"}, &h,
+		fresh); err != nil {
+		return translate(op, err)
+	}
+	current := map[string]*types.HostPciPassthruInfo{}
+	if h.Config != nil {
+		for _, p := range h.Config.PciPassthruInfo {
+			info := p.GetHostPciPassthruInfo()
+			current[info.Id] = info
+		}
+	}
+	cfg := build(current)
 	_, err = methods.UpdatePassthruConfig(ctx, vc, &types.UpdatePassthruConfig{This: *managers.PciPassthruSystem, Config: cfg})
 	if answerLost(err) && c.passthruApplied(ctx, vc, hostID, cfg) {
 		// Its answer was lost, and the host has the configuration: done.
@@ -225,6 +266,9 @@ func (c *Client) passthruApplied(ctx context.Context, vc *vim25.Client, hostID s
 			if got.GetHostPciPassthruInfo().PassthruEnabled != w.PassthruEnabled {
 				return false
 			}
+		}
+		if got.GetHostPciPassthruInfo().HardwareLabel != w.HardwareLabel {
+			return false
 		}
 	}
 	return true

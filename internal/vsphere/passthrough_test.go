@@ -85,14 +85,14 @@ func TestUpdatePassthruConfigAnswerLost(t *testing.T) {
 		return h.Device(a100).Enabled, vfs
 	}
 	lab.LoseConnection("UpdatePassthruConfig", 1, false)
-	if err := c.SetHostPassthrough(ctx, host, map[string]bool{a100: true}); err == nil {
+	if err := c.SetHostPassthrough(ctx, host, map[string]bool{a100: true}, nil); err == nil {
 		t.Fatal("a change lost on its way: no error")
 	}
 	if on, _ := state(); on {
 		t.Fatal("a change lost on its way was made")
 	}
 	lab.LoseConnection("UpdatePassthruConfig", 1, true)
-	if err := c.SetHostPassthrough(ctx, host, map[string]bool{a100: true}); err != nil {
+	if err := c.SetHostPassthrough(ctx, host, map[string]bool{a100: true}, nil); err != nil {
 		t.Fatalf("passthrough whose answer was lost: %v, want it done", err)
 	}
 	lab.LoseConnection("UpdatePassthruConfig", 1, true)
@@ -101,5 +101,54 @@ func TestUpdatePassthruConfigAnswerLost(t *testing.T) {
 	}
 	if on, vfs := state(); !on || vfs != 4 {
 		t.Fatalf("after the changes whose answers were lost: passthrough %t, %d virtual functions; want on and 4", on, vfs)
+	}
+}
+
+// A passthrough or SR-IOV change keeps the labels of the devices it does
+// not relabel (the host's configuration of a device is its whole state, so
+// each carries its label), and a label given is set or cleared.
+func TestHardwareLabelsKeptAndSet(t *testing.T) {
+	t.Parallel()
+	lab := acctest.StartLab(t, vcsimlab.Options{})
+	ctx := context.Background()
+	c := labClient(lab)
+	name := lab.HostNames()[0]
+	host := lab.HostID(name)
+	const a100, ib = "0000:af:00.0", "0000:86:00.0"
+	gpu := lab.GPUs()[0]
+	labels := func() map[string]string {
+		t.Helper()
+		h, err := c.HostPassthrough(ctx, host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]string{}
+		for _, d := range h.Devices {
+			if d.Label != "" {
+				out[d.PCIID] = d.Label
+			}
+		}
+		return out
+	}
+	acctest.Must(t, lab.SetHardwareLabel(ctx, name, gpu, "training"))
+	acctest.Must(t, lab.SetHardwareLabel(ctx, name, ib, "fabric"))
+	if err := c.SetHostPassthrough(ctx, host, map[string]bool{gpu: true, a100: true}, map[string]string{a100: "inference"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetHostSRIOV(ctx, host, ib, 4); err != nil {
+		t.Fatal(err)
+	}
+	if got := labels(); got[gpu] != "training" || got[ib] != "fabric" || got[a100] != "inference" || len(got) != 3 {
+		t.Fatalf("labels %v, want %s training, %s fabric and %s inference", got, gpu, ib, a100)
+	}
+	if err := c.SetHostPassthrough(ctx, host, nil, map[string]string{gpu: ""}); err != nil {
+		t.Fatal(err)
+	}
+	h, err := c.HostPassthrough(ctx, host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := labels(); got[gpu] != "" || !h.Device(gpu).Enabled {
+		t.Fatalf("after clearing %s's label: labels %v, passthrough %t; want no label, passthrough kept", gpu, got, h.Device(gpu).Enabled)
 	}
 }

@@ -33,6 +33,9 @@ type PlannedHostDevices struct {
 	// the plan sets to Shared Direct, driven so once its apply ends (the
 	// host's graphics restarted): their vGPU profiles are known only then.
 	Graphics map[string]bool
+	// Labels are the hardware labels host resources of the plan give
+	// devices, by HostDeviceKey ("" for none): a pool counts them.
+	Labels map[string]string
 }
 
 // PlannedVGPUs is a VM (its host, managed object id and name) and the vGPU
@@ -114,7 +117,7 @@ var (
 	// PowerActionFindings: PlanVMPowerAction.
 	PowerActionFindings = []Finding{&NotRestarted{}, &NotShutDownSuspended{}}
 	// GPUMMIOFindings: PlanGPUMMIO and PlanMMIOSize, beside PowerFindings.
-	GPUMMIOFindings = []Finding{NoDynamicGPU{}, TooFewGPUs{}, GPUNotActive{}, GPUInUse{}, GPUNotOnHost{},
+	GPUMMIOFindings = []Finding{NoDynamicGPU{}, PoolTooSmall{}, PoolOnOtherHost{}, TooFewGPUs{}, GPUNotActive{}, GPUInUse{}, GPUNotOnHost{},
 		VGPUProfileNotOffered{}, TooManyVGPUs{}, VGPUsMixed{}, VGPUsDoNotFit{},
 		DeviceNotOnVMHost{}, DeviceNotActive{}, DeviceInUse{}, DeviceIsGPU{}, FirmwareChangeRefused{},
 		MMIOSizeUnknown{}, NothingToSize{}, MMIOSizeImpossible{}, MMIONotPowerOfTwo{}, MMIOTooSmall{}}

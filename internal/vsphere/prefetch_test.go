@@ -195,7 +195,7 @@ func BenchmarkVMPrefetch(b *testing.B) {
 	}
 	var rest []string
 	for _, p := range vmRefreshProps {
-		if p != "config.hardware.device" && !slices.Contains(mmioExtraConfig, p) {
+		if p != "config.hardware.device" && !slices.Contains(gpuExtraConfig, p) {
 			rest = append(rest, p)
 		}
 	}
@@ -205,7 +205,7 @@ func BenchmarkVMPrefetch(b *testing.B) {
 	}{
 		{"every property", vmRefreshProps},
 		{"device lists", []string{"config.hardware.device"}},
-		{"the MMIO keys of extraConfig", mmioExtraConfig},
+		{"the MMIO keys of extraConfig", gpuExtraConfig},
 		{"the rest", rest},
 	} {
 		spec := populationSpec(vc.ServiceContent.RootFolder, "VirtualMachine", group.props)

@@ -242,7 +242,7 @@ func TestRebootOncePerHostChange(t *testing.T) {
 	host := lab.HostID(lab.HostNames()[0])
 	gpus := lab.GPUs()[:2]
 	for _, gpu := range gpus {
-		if err := c.SetHostPassthrough(ctx, host, map[string]bool{gpu: false}); err != nil {
+		if err := c.SetHostPassthrough(ctx, host, map[string]bool{gpu: false}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

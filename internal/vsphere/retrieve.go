@@ -51,9 +51,15 @@ func withoutAbsentKeys(oc types.ObjectContent) types.ObjectContent {
 	return oc
 }
 
-// absentKeyPaths are the keyed paths whose element an object may lack: a
-// VM's MMIO keys, a host's PVRDMA option (before ESXi 6.5).
-var absentKeyPaths = map[string]bool{mmioExtraConfig[0]: true, mmioExtraConfig[1]: true, pvrdmaVmknicPath: true}
+// absentKeyPaths are the keyed paths whose element an object may lack: the
+// keys of a VM's GPU setup, a host's PVRDMA option (before ESXi 6.5).
+var absentKeyPaths = func() map[string]bool {
+	out := map[string]bool{pvrdmaVmknicPath: true}
+	for _, p := range gpuExtraConfig {
+		out[p] = true
+	}
+	return out
+}()
 
 // folderTree selects everything below a folder, through nested folders.
 func folderTree() *types.TraversalSpec {

@@ -113,7 +113,7 @@ func TestSRIOVVirtualFunctionsAndUse(t *testing.T) {
 		t.Fatalf("PF of %s = %q, want %s", wantIB[3], pf, ib)
 	}
 
-	if err := c.SetHostPassthrough(ctx, hostID, map[string]bool{wantIB[3]: true}); err != nil {
+	if err := c.SetHostPassthrough(ctx, hostID, map[string]bool{wantIB[3]: true}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := lab.AttachGPU(ctx, vm, wantIB[3]); err != nil {
@@ -141,7 +141,7 @@ func TestSRIOVVirtualFunctionsAndUse(t *testing.T) {
 	if err := lab.AddSRIOVAdapter(ctx, vm, "VM Network", eth); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.SetHostPassthrough(ctx, hostID, map[string]bool{"0000:d8:00.2": true}); err != nil {
+	if err := c.SetHostPassthrough(ctx, hostID, map[string]bool{"0000:d8:00.2": true}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := lab.AttachGPU(ctx, vm, "0000:d8:00.2"); err != nil {

@@ -160,7 +160,7 @@ func TestPlanGPUMMIOVGPUModels(t *testing.T) {
 		}
 	}
 	plan(0)
-	acctest.Must(t, c.SetHostPassthrough(ForChange(ctx), lab.HostID(host), map[string]bool{lab.GPUs()[0]: false, lab.GPUs()[1]: false}))
+	acctest.Must(t, c.SetHostPassthrough(ForChange(ctx), lab.HostID(host), map[string]bool{lab.GPUs()[0]: false, lab.GPUs()[1]: false}, nil))
 	acctest.Must(t, lab.RebootHost(ctx, host))
 	plan(1)
 }

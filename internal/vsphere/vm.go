@@ -111,9 +111,8 @@ type PCIPassthrough struct {
 }
 
 // Narrowed reports whether a dynamic DirectPath device is set up otherwise
-// than a request by model gives it: a hardware label (it takes only host
-// devices with that label) or more models than one.
-func (p PCIPassthrough) Narrowed() bool { return p.Dynamic && (p.Label != "" || p.Models > 1) }
+// than a request by model (and label) gives it: more models than one.
+func (p PCIPassthrough) Narrowed() bool { return p.Dynamic && p.Models > 1 }
 
 var vmProps = []string{
 	"name", "config.uuid", "config.version", "config.firmware", "config.hardware.device",

@@ -25,7 +25,7 @@ var GuestShutdownTimeout = 3 * time.Minute
 // What needs a VM powered off, for PowerOffNeeded.
 const (
 	WhatPVRDMANeedsOff = "adding, removing or changing the protocol of a PVRDMA adapter"
-	WhatGPUsNeedOff    = "attaching or detaching GPUs, or switching the firmware to EFI"
+	WhatGPUsNeedOff    = "attaching or detaching GPUs, switching the firmware to EFI, or changing the MMIO window or the peer-to-peer keys"
 	WhatSRIOVNeedsOff  = "adding or removing an SR-IOV adapter, or changing its physical function"
 )
 
