@@ -28,7 +28,7 @@ func planned(m *hostPCIPassthroughModel, want []vsphere.PassthroughDevice) {
 			devices = append(devices, types.ObjectValueMust(passthroughDeviceType.AttrTypes, map[string]attr.Value{
 				"pci_id": types.StringValue(d.PCIID), "vendor_id": types.StringValue(d.VendorID), "device_id": types.StringValue(d.DeviceID),
 				"device_name": types.StringValue(d.DeviceName), "enabled": types.BoolValue(true), "active": types.BoolUnknown(),
-				"hardware_label": types.StringValue(plannedLabel(m.HardwareLabel, d.Label)),
+				"hardware_label": types.StringValue(plannedLabel(m.HardwareLabel, d, nil)),
 			}))
 		}
 	}
@@ -47,12 +47,16 @@ func planned(m *hostPCIPassthroughModel, want []vsphere.PassthroughDevice) {
 }
 
 // plannedLabel is the label a device has once hardware_label is applied:
-// the configured one, or, left out, the device's own.
-func plannedLabel(configured types.String, own string) string {
-	if configured.IsNull() || configured.IsUnknown() {
-		return own
+// the configured one, or, left out, the one it had before this resource
+// labelled it (labelsBefore, by PCI id) or else its own.
+func plannedLabel(configured types.String, d vsphere.PassthroughDevice, labelsBefore map[string]string) string {
+	if !configured.IsNull() && !configured.IsUnknown() {
+		return configured.ValueString()
 	}
-	return configured.ValueString()
+	if was, recorded := labelsBefore[d.PCIID]; recorded {
+		return was
+	}
+	return d.Label
 }
 
 // nullOf is the null of v's type (a device's string or bool).

@@ -42,6 +42,7 @@ func (r *hostPCIPassthroughResource) ModifyPlan(ctx context.Context, req resourc
 		resp.Diagnostics.Append(getModel(ctx, req.State.Schema, req.State.Raw, &state)...)
 	}
 	before := passthroughBefore(ctx, state, req.Private, &resp.Diagnostics)
+	labelsBefore := stringMapOf(ctx, state.LabelsBefore, &resp.Diagnostics)
 	if req.Plan.Raw.IsNull() {
 		ch := vsphere.PassthroughChange{HostID: state.HostSystemID.ValueString(), Disabling: turnedBackOff(before), Leaving: r.claims.leavingUses()}
 		if p, err := r.client.PlanHostPassthrough(ctx, ch); err == nil {
@@ -107,7 +108,7 @@ func (r *hostPCIPassthroughResource) ModifyPlan(ctx context.Context, req resourc
 		planned = append(planned, passthroughDeviceModel{
 			PCIID: types.StringValue(d.PCIID), VendorID: types.StringValue(d.VendorID), DeviceID: types.StringValue(d.DeviceID),
 			DeviceName: types.StringValue(d.DeviceName), Enabled: types.BoolValue(true), Active: active,
-			HardwareLabel: types.StringValue(plannedLabel(plan.HardwareLabel, d.Label)),
+			HardwareLabel: types.StringValue(plannedLabel(plan.HardwareLabel, d, labelsBefore)),
 		})
 	}
 	reboot := types.BoolValue(pendingReboot)
