@@ -119,6 +119,8 @@ module "gpu" {
   port_group_id      = module.pvrdma.port_group_id
   gpu_pci_ids        = local.free_gpus
   pci_device_ids     = [vspherehpc_host_sriov.ib.virtual_function_ids[0]]
+  # GPUDirect RDMA between the GPUs and the InfiniBand VF.
+  peer_to_peer = true
 
   # The host's devices first: their passthrough is active once that
   # resource's apply (and its reboot) is done.

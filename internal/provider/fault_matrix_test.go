@@ -409,7 +409,7 @@ func TestAccFaults_vmGPUMMIO(t *testing.T) {
 			address: gpuAddr,
 			config: [2]string{
 				without(vmGPUMMIOConfig(lab, uuid, gpuBlock(lab.GPUs()[0])), lab),
-				without(vmGPUMMIOConfig(lab, uuid, twoGPUs(lab)), lab),
+				without(vmGPUMMIOConfig(lab, uuid, twoGPUs(lab)+"  peer_to_peer = true\n"), lab),
 			},
 		}
 	})
@@ -441,7 +441,8 @@ func TestAccFaults_hostPCIPassthrough(t *testing.T) {
 			address: passthroughAddr,
 			config: [2]string{
 				without(hostPCIPassthroughConfig(lab, host, fmt.Sprintf("  pci_ids = [%q]\n%s", a100, extra)), lab),
-				without(hostPCIPassthroughConfig(lab, host, fmt.Sprintf("  pci_ids = [%q, %q]\n%s", a100, "0000:87:00.0", extra)), lab),
+				without(hostPCIPassthroughConfig(lab, host, fmt.Sprintf("  pci_ids = [%q, %q]\n  hardware_label = \"pool\"\n%s", a100, "0000:87:00.0",
+					extra)), lab),
 			},
 		}
 	})

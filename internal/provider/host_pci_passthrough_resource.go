@@ -152,7 +152,8 @@ func (r *hostPCIPassthroughResource) Schema(_ context.Context, _ resource.Schema
 			"hardware_labels_before": schema.MapAttribute{
 				ElementType: types.StringType, Computed: true,
 				MarkdownDescription: "What destroy, dropping a device, and leaving `hardware_label` out put back: for each device " +
-					"this resource labelled (by PCI id), its label before (`\"\"` for none). An import records the labels as found.",
+					"this resource labelled (by PCI id), its label before (`\"\"` for none). An import that adopts `hardware_label` " +
+					"records the labels as found, so destroy leaves them.",
 			},
 			"reboot_required": schema.BoolAttribute{
 				Computed: true,
@@ -575,11 +576,14 @@ func (r *hostPCIPassthroughResource) ImportState(ctx context.Context, req resour
 			DeviceName: types.StringNull(), Enabled: types.BoolValue(true), Active: types.BoolNull(), HardwareLabel: types.StringNull()})
 	}
 	// The devices' labels are adopted when they all carry one, and destroy
-	// leaves them as found.
+	// leaves them as found; otherwise they are not the resource's, as for a
+	// resource created without hardware_label.
+	labelsBefore := map[string]string{}
 	if label := adoptedLabel(host, ids); !label.IsNull() {
 		resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("hardware_label"), label)...)
+		labelsBefore = labelsOf(host, ids)
 	}
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("hardware_labels_before"), stringMap(labelsOf(host, ids)))...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("hardware_labels_before"), stringMap(labelsBefore))...)
 	deviceList, ds := types.ListValueFrom(ctx, passthroughDeviceType, devices)
 	resp.Diagnostics.Append(ds...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), host.HostID)...)

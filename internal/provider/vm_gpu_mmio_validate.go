@@ -163,12 +163,13 @@ func addGivenTwice(diags *diag.Diagnostics, list []gpuBlockModel, blocks []int) 
 	if total > maxPassthroughDevices {
 		fix = fmt.Sprintf("give one block with count (at most %d, the most passthrough devices a VM takes)", maxPassthroughDevices)
 	}
-	what := "model " + g.key()
+	what, one := "model "+g.key(), "a model"
 	if !g.Label.IsNull() {
 		what = fmt.Sprintf("model %s:%s labelled %q", g.VendorID.ValueString(), g.DeviceID.ValueString(), g.Label.ValueString())
+		one = "a model and label"
 	}
 	diags.AddAttributeError(at, "GPU model given twice",
-		fmt.Sprintf("gpu blocks %s all ask for GPUs of %s, %d in all. The GPUs of a model (and label) are one block: %s.", which, what, total, fix))
+		fmt.Sprintf("gpu blocks %s all ask for GPUs of %s, %d in all. The GPUs of %s are one block: %s.", which, what, total, one, fix))
 }
 
 // maxPassthroughDevices is the most PCI passthrough devices a VM takes

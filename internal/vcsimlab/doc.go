@@ -205,6 +205,13 @@
 //     SR-IOV on a Host Physical Adapter"; the PF keeps carrying the
 //     switch's traffic, "mixed mode"). UpdateOptions refuses unknown keys
 //     of a host with InvalidName.
+//   - Hardware labels (API 7.0.2.0): UpdatePassthruConfig sets a device's
+//     hardwareLabel as its configuration carries it, at once (host.go says
+//     why an omitted label clears it); QueryConfigTarget offers each
+//     dynamic passthrough device with its label (customLabel); a Dynamic
+//     DirectPath device with a customLabel is backed only by a device with
+//     that label, on the VM's host or, in a DRS cluster, on another host of
+//     the cluster (Assignable Hardware; vm.go, checkPassthrough).
 //   - Hosts' SR-IOV network device pools (config.sriovDevicePool and the
 //     HostPciPassthruSystem's sriovDevicePoolInfo): one
 //     HostSriovNetworkDevicePoolInfo per standard (switchKey) or

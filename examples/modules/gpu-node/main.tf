@@ -20,6 +20,7 @@ resource "vspherehpc_vm_gpu_mmio" "this" {
 
   virtual_machine_id = var.virtual_machine_id
   power_off_allowed  = var.power_off_allowed
+  peer_to_peer       = var.peer_to_peer
 
   dynamic "gpu" {
     for_each = var.gpu_pci_ids

@@ -64,6 +64,12 @@ variable "pci_device_ids" {
   }
 }
 
+variable "peer_to_peer" {
+  type        = bool
+  default     = null
+  description = "GPUDirect RDMA: true sets pciPassthru.allowP2P and pciPassthru.RelaxACSforP2P, so the GPUs and an InfiniBand or RoCE device exchange data over PCIe; false removes them; null leaves them as they are."
+}
+
 variable "power_off_allowed" {
   type        = bool
   default     = false

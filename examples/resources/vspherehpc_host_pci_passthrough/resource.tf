@@ -21,3 +21,22 @@ resource "vspherehpc_host_pci_passthrough" "gpus" {
 output "reboot_required" {
   value = vspherehpc_host_pci_passthrough.gpus.reboot_required
 }
+
+# A GPU pool: every H100 (10de:2330) of another host, labelled "training".
+# VMs ask for the pool with a gpu block's label; destroy puts back the labels
+# the devices had.
+data "vspherehpc_host" "esx02" {
+  datacenter_id = data.vspherehpc_datacenter.dc.id
+  name          = "esx02.example.com"
+}
+
+resource "vspherehpc_host_pci_passthrough" "training" {
+  host_system_id = data.vspherehpc_host.esx02.id
+
+  match {
+    vendor_id = "10de"
+    device_id = "2330"
+  }
+
+  hardware_label = "training"
+}

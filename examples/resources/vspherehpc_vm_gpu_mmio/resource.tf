@@ -25,3 +25,21 @@ resource "vspherehpc_vm_gpu_mmio" "gpu_node" {
 output "mmio_size_gb" {
   value = vspherehpc_vm_gpu_mmio.gpu_node.mmio_size_gb # 512 for two 80 GB GPUs
 }
+
+# Two GPUs from the pool "training" (the hardware label of
+# vspherehpc_host_pci_passthrough): vSphere picks them, and in a DRS cluster
+# the host, when the VM powers on. peer_to_peer lets them and the VM's
+# InfiniBand or RoCE card exchange data over PCIe (GPUDirect RDMA).
+resource "vspherehpc_vm_gpu_mmio" "trainer" {
+  virtual_machine_id = vsphere_virtual_machine.trainer.id
+
+  gpu {
+    vendor_id = "10de"
+    device_id = "2330"
+    count     = 2
+    label     = "training"
+  }
+
+  peer_to_peer      = true
+  power_off_allowed = true
+}
