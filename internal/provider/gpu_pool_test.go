@@ -47,7 +47,9 @@ func TestAccHostPCIPassthrough_hardwareLabel(t *testing.T) {
 	acctest.Must(t, lab.SetHardwareLabel(ctx, name, gpus[1], "spare"))
 	ids := fmt.Sprintf("  pci_ids = [%q, %q]\n", gpus[0], gpus[1])
 	labelled := hostPCIPassthroughConfig(lab, name, ids+"  hardware_label = \"training\"\n")
-	device := func(i int) tfjsonpath.Path { return tfjsonpath.New("devices").AtSliceIndex(i).AtMapKey("hardware_label") }
+	device := func(i int) tfjsonpath.Path {
+		return tfjsonpath.New("devices").AtSliceIndex(i).AtMapKey("hardware_label")
+	}
 	training := []statecheck.StateCheck{
 		statecheck.ExpectKnownValue(passthroughAddr, tfjsonpath.New("hardware_label"), knownvalue.StringExact("training")),
 		statecheck.ExpectKnownValue(passthroughAddr, device(0), knownvalue.StringExact("training")),
@@ -177,15 +179,19 @@ func TestAccVMGPUMMIO_gpuPool(t *testing.T) {
 			{ResourceName: gpuAddr, ImportState: true, ImportStateId: lab.VMUUID(here), ImportStateVerify: true,
 				ImportStateVerifyIgnore: []string{"extra_config_before"}},
 			{
-				PreConfig: func() { acctest.Must(t, lab.SetClusterDRS(context.Background(), false, types.DrsBehaviorFullyAutomated)) },
-				Config:    poolConfig(lab, hosts[0], elsewhere, 2), PlanOnly: true,
+				PreConfig: func() {
+					acctest.Must(t, lab.SetClusterDRS(context.Background(), false, types.DrsBehaviorFullyAutomated))
+				},
+				Config: poolConfig(lab, hosts[0], elsewhere, 2), PlanOnly: true,
 				ExpectError: acctest.Wording(fmt.Sprintf(`its host %s has 0 free; host %s of its cluster has 2, but the cluster has DRS off`,
 					lab.VMHostName(elsewhere), hosts[0])),
 			},
 			// In a DRS cluster, DRS places the VM where the pool is
 			// (TestAccVMGPUMMIO_gpuPoolOnAnotherHost reads the warning).
 			{
-				PreConfig:         func() { acctest.Must(t, lab.SetClusterDRS(context.Background(), true, types.DrsBehaviorFullyAutomated)) },
+				PreConfig: func() {
+					acctest.Must(t, lab.SetClusterDRS(context.Background(), true, types.DrsBehaviorFullyAutomated))
+				},
 				Config:            poolConfig(lab, hosts[0], elsewhere, 2),
 				ConfigStateChecks: []statecheck.StateCheck{statecheck.ExpectKnownValue(gpuAddr, gpuLabel, knownvalue.StringExact("training"))},
 			},
