@@ -76,7 +76,7 @@ func TestAccVMGPUMMIO_64bitMMIOOffOnARunningVM(t *testing.T) {
 				},
 				Config:      config,
 				PlanOnly:    true,
-				ExpectError: acctest.Wording(`is powered on, and attaching or detaching GPUs, switching the firmware to EFI, or changing the MMIO window or the peer-to-peer keys needs it powered off`),
+				ExpectError: acctest.Wording(gpusNeedOff),
 			},
 			{
 				PreConfig: func() { acctest.Must(t, lab.PowerOffVM(ctx, vm)) },
@@ -116,7 +116,7 @@ func TestAccVMGPUMMIO_movedFromARunningVM(t *testing.T) {
 				PreConfig:   func() { acctest.Must(t, lab.PowerOnVM(ctx, from)) },
 				Config:      vmGPUMMIOConfig(lab, lab.VMUUID(to), twoGPUs(lab)),
 				PlanOnly:    true,
-				ExpectError: acctest.Wording(`is powered on, and attaching or detaching GPUs, switching the firmware to EFI, or changing the MMIO window or the peer-to-peer keys needs it powered off`),
+				ExpectError: acctest.Wording(gpusNeedOff),
 			},
 			{PreConfig: func() { acctest.Must(t, lab.PowerOffVM(ctx, from)) }, Config: vmGPUMMIOConfig(lab, lab.VMUUID(to), twoGPUs(lab))},
 		},

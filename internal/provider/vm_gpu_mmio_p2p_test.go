@@ -83,8 +83,7 @@ func TestAccVMGPUMMIO_peerToPeer(t *testing.T) {
 					acctest.Must(t, lab.PowerOnVM(ctx, vm))
 				},
 				Config: on, PlanOnly: true,
-				ExpectError: acctest.Wording(`is powered on, and attaching or detaching GPUs, switching the firmware to EFI, or changing the ` +
-					`MMIO window or the peer-to-peer keys needs it powered off`),
+				ExpectError: acctest.Wording(gpusNeedOff),
 			},
 			{
 				PreConfig: func() { acctest.Must(t, lab.PowerOffVM(ctx, vm)) },

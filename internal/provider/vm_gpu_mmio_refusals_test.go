@@ -61,7 +61,7 @@ func TestAccVMGPUMMIO_refusals(t *testing.T) {
 			{Config: vmGPUMMIOConfig(lab, lab.VMUUID("installed-node"), gpuBlock(gpu0)), PlanOnly: true,
 				ExpectError: acctest.Wording(`has firmware bios and a guest OS`)},
 			{Config: vmGPUMMIOConfig(lab, lab.VMUUID(node1), gpuBlock(gpu0)), PlanOnly: true,
-				ExpectError: acctest.Wording(`is powered on, and attaching or detaching GPUs, switching the firmware to EFI, or changing the MMIO window or the peer-to-peer keys needs it powered off`)},
+				ExpectError: acctest.Wording(gpusNeedOff)},
 			{Config: vmGPUMMIOConfig(lab, uuid, fmt.Sprintf(`  gpu {
     pci_id    = %q
     vendor_id = "10de"
@@ -92,7 +92,7 @@ func TestAccVMGPUMMIO_moreRefusals(t *testing.T) {
 			{
 				PreConfig: func() { acctest.Must(t, lab.PowerOnVM(context.Background(), vm)) },
 				Config:    vmGPUMMIOConfig(lab, uuid, twoGPUs(lab)), PlanOnly: true,
-				ExpectError: acctest.Wording(`is powered on, and attaching or detaching GPUs, switching the firmware to EFI, or changing the MMIO window or the peer-to-peer keys needs it powered off`),
+				ExpectError: acctest.Wording(gpusNeedOff),
 			},
 			{
 				Config: acctest.ProviderConfig(lab), PlanOnly: true,

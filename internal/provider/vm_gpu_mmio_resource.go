@@ -252,7 +252,8 @@ func (r *vmGPUMMIOResource) Schema(_ context.Context, _ resource.SchemaRequest, 
 			"gpu": schema.ListNestedBlock{
 				MarkdownDescription: "A GPU to pass through: a PCI id on the VM's host, or (dynamic DirectPath) a vendor and device id " +
 					"with `count` GPUs of that model, from a pool when `label` is given. Each GPU and each model (with its label) is " +
-					"given once: two blocks naming the same GPU, or the same model and label, are refused. The order of the blocks makes no difference to the VM: the order its devices are in " +
+					"given once: two blocks naming the same GPU, or the same model and label, are refused. The order of the blocks " +
+					"makes no difference to the VM: the order its devices are in " +
 					"is never drift, and blocks only reordered plan an update that changes nothing on the VM.",
 				NestedObject: schema.NestedBlockObject{Attributes: map[string]schema.Attribute{
 					"pci_id": schema.StringAttribute{
@@ -450,7 +451,8 @@ func (r *vmGPUMMIOResource) landed(ctx context.Context, vmID string, spec vspher
 	defer cancel()
 	got, err := r.client.GPUMMIO(ctx, vmID)
 	return err == nil && got.Use64bitMMIO && got.MMIOSizeGB == spec.MMIOSizeGB && got.Firmware == "efi" &&
-		(spec.PeerToPeer == nil || got.PeerToPeer == *spec.PeerToPeer) && vsphere.SameGPUs(vsphere.PassthroughRequests(spec.GPUs, spec.Devices, spec.VGPUs), got.Devices)
+		(spec.PeerToPeer == nil || got.PeerToPeer == *spec.PeerToPeer) &&
+		vsphere.SameGPUs(vsphere.PassthroughRequests(spec.GPUs, spec.Devices, spec.VGPUs), got.Devices)
 }
 
 // landedTimeout bounds the read that looks for a setup whose task was not

@@ -31,6 +31,9 @@ resource "vspherehpc_vm_gpu_mmio" "gpu" {
 `, vmID, body)
 }
 
+// gpusNeedOff is the refusal of a GPU setup's change on a running VM.
+const gpusNeedOff = "is powered on, and " + vsphere.WhatGPUsNeedOff + " needs it powered off"
+
 // gpuBlock is a gpu block for the GPU with PCI id pciID.
 func gpuBlock(pciID string) string {
 	return fmt.Sprintf("  gpu {\n    pci_id = %q\n  }\n", pciID)
@@ -579,7 +582,7 @@ func TestAccVMGPUMMIO_sameVMAndRunningChanges(t *testing.T) {
 			{
 				PreConfig: func() { acctest.Must(t, lab.PowerOnVM(context.Background(), vm)) },
 				Config:    vmGPUMMIOConfig(lab, lab.VMID(vm), twoGPUs(lab)+"  mmio_size_gb = 1024"), PlanOnly: true,
-				ExpectError: acctest.Wording(`is powered on, and attaching or detaching GPUs, switching the firmware to EFI, or changing the MMIO window or the peer-to-peer keys needs it powered off`),
+				ExpectError: acctest.Wording(gpusNeedOff),
 			},
 			{Config: vmGPUMMIOConfig(lab, lab.VMID(vm), twoGPUs(lab)+"  power_off_allowed = true")},
 		},

@@ -106,8 +106,8 @@ func upgradeGPUMMIOBefore2(ctx context.Context, req resource.UpgradeStateRequest
 	var gpus []gpuBlockModel
 	at := map[string]int{}
 	for _, b := range priorBlocks(old.GPU) {
-		g := gpuBlockModel{PCIID: priorString(b, "pci_id"), VendorID: priorString(b, "vendor_id"), DeviceID: priorString(b, "device_id"), Label: types.StringNull(),
-			Count: types.Int64Null()}
+		g := gpuBlockModel{PCIID: priorString(b, "pci_id"), VendorID: priorString(b, "vendor_id"), DeviceID: priorString(b, "device_id"),
+			Count: types.Int64Null(), Label: types.StringNull()}
 		if count, ok := b["count"].(types.Int64); ok {
 			g.Count = count
 		}

@@ -159,7 +159,8 @@ func (c *Client) SetHostPassthrough(ctx context.Context, hostID string, enabled 
 	if len(enabled)+len(labels) == 0 {
 		return nil
 	}
-	err := c.updatePassthru(ctx, "setting PCI passthrough on host "+hostID, hostID, func(current map[string]*types.HostPciPassthruInfo) []types.BaseHostPciPassthruConfig {
+	op := "setting PCI passthrough on host " + hostID
+	err := c.updatePassthru(ctx, op, hostID, func(current map[string]*types.HostPciPassthruInfo) []types.BaseHostPciPassthruConfig {
 		ids := slices.Sorted(maps.Keys(enabled))
 		for id := range labels {
 			if _, ok := enabled[id]; !ok {
@@ -186,7 +187,8 @@ func (c *Client) SetHostPassthrough(ctx context.Context, hostID string, enabled 
 	if err != nil {
 		return err
 	}
-	c.log.Debug(ctx, "Set PCI passthrough", map[string]any{"host_system_id": hostID, "devices": fmt.Sprint(enabled), "hardware_labels": fmt.Sprint(labels)})
+	c.log.Debug(ctx, "Set PCI passthrough", map[string]any{"host_system_id": hostID, "devices": fmt.Sprint(enabled),
+		"hardware_labels": fmt.Sprint(labels)})
 	return nil
 }
 
