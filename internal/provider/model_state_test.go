@@ -76,9 +76,10 @@ func sampleGPUMMIOModel() vmGPUMMIOModel {
 		ID: types.StringValue("4217"), VirtualMachineID: types.StringValue("4217"),
 		GPU: types.ListValueMust(gpuBlockType, []attr.Value{
 			types.ObjectValueMust(gpuBlockType.AttrTypes, map[string]attr.Value{"pci_id": types.StringValue("0000:af:00.0"),
-				"vendor_id": types.StringNull(), "device_id": types.StringNull(), "count": types.Int64Null()}),
+				"vendor_id": types.StringNull(), "device_id": types.StringNull(), "count": types.Int64Null(), "label": types.StringNull()}),
 			types.ObjectValueMust(gpuBlockType.AttrTypes, map[string]attr.Value{"pci_id": types.StringNull(),
-				"vendor_id": types.StringValue("10de"), "device_id": types.StringValue("20b5"), "count": types.Int64Value(2)}),
+				"vendor_id": types.StringValue("10de"), "device_id": types.StringValue("20b5"), "count": types.Int64Value(2),
+				"label": types.StringValue("training")}),
 		}),
 		PCIDevice: types.ListValueMust(pciDeviceBlockType, []attr.Value{
 			types.ObjectValueMust(pciDeviceBlockType.AttrTypes, map[string]attr.Value{"pci_id": types.StringValue("0000:86:00.1")}),
@@ -88,7 +89,7 @@ func sampleGPUMMIOModel() vmGPUMMIOModel {
 		}),
 		MMIOSizeGB: types.Int64Value(512), TotalGPUMemoryGB: types.Float64Value(240), Firmware: types.StringValue("efi"),
 		Use64bitMMIO: types.BoolValue(true), MemoryLockedToMax: types.BoolValue(true), AllowFirmwareChange: types.BoolValue(false),
-		PowerOffAllowed: types.BoolValue(true),
+		PowerOffAllowed: types.BoolValue(true), PeerToPeer: types.BoolValue(true),
 		ExtraConfigBefore: types.MapValueMust(types.StringType, map[string]attr.Value{
 			"pciPassthru.use64bitMMIO": types.StringValue(""), "pciPassthru.64bitMMIOSizeGB": types.StringValue("64"),
 		}),
