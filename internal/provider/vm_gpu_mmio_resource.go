@@ -230,7 +230,8 @@ func (r *vmGPUMMIOResource) Schema(_ context.Context, _ resource.SchemaRequest, 
 					"CPU's memory (NVIDIA's GPU Operator documentation, GPUDirect RDMA on vSphere VMs); `false` removes them. Either way " +
 					"a change made in vCenter shows as drift, and a change needs the VM powered off (`power_off_allowed`). Left out " +
 					"(null), the keys are left as they are. An import, and `terraform query`, give `true` where both keys are set. The " +
-					"host side, PCIe ATS on the card, is set in the card's firmware: see the guide *GPUDirect RDMA*.",
+					"host side, PCIe ATS on the card, is set in the card's firmware: see the *GPUDirect RDMA* section of the guide *InfiniBand on " +
+					"vSphere 8*.",
 			},
 			"extra_config_before": schema.MapAttribute{
 				ElementType: types.StringType, Computed: true,
