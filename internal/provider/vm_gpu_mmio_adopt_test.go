@@ -45,6 +45,7 @@ func TestAccVMGPUMMIO_list(t *testing.T) {
 				{Path: tfjsonpath.New("peer_to_peer"), KnownValue: knownvalue.Null()},
 				{Path: tfjsonpath.New("gpu"), KnownValue: knownvalue.ListExact([]knownvalue.Check{knownvalue.ObjectExact(map[string]knownvalue.Check{
 					"pci_id": knownvalue.StringExact(lab.GPUs()[1]), "vendor_id": knownvalue.Null(), "device_id": knownvalue.Null(), "count": knownvalue.Null(),
+					"label": knownvalue.Null(),
 				})})},
 			}),
 		}},
