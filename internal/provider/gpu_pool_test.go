@@ -238,3 +238,25 @@ func TestAccVMGPUMMIO_labelOnAStaticGPU(t *testing.T) {
 		}},
 	})
 }
+
+// A hardware_label not known until the apply (another resource's output)
+// plans the devices' labels unknown, and the apply sets them.
+func TestAccHostPCIPassthrough_hardwareLabelKnownAtApply(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	name, gpu := lab.HostNames()[0], lab.GPUs()[0]
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config: `
+resource "terraform_data" "label" {
+  input = "training"
+}
+` + hostPCIPassthroughConfig(lab, name, fmt.Sprintf("  pci_ids = [%q]\n  hardware_label = terraform_data.label.output\n", gpu)),
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectUnknownValue(passthroughAddr, tfjsonpath.New("devices").AtSliceIndex(0).AtMapKey("hardware_label")),
+			}},
+			Check: labelsAre(lab, name, map[string]string{gpu: "training"}),
+		}},
+	})
+}

@@ -110,6 +110,9 @@ func (r *hostPCIPassthroughResource) ModifyPlan(ctx context.Context, req resourc
 			DeviceName: types.StringValue(d.DeviceName), Enabled: types.BoolValue(true), Active: active,
 			HardwareLabel: types.StringValue(plannedLabel(plan.HardwareLabel, d, labelsBefore)),
 		})
+		if plan.HardwareLabel.IsUnknown() { // known once the apply's plan has it
+			planned[len(planned)-1].HardwareLabel = types.StringUnknown()
+		}
 	}
 	reboot := types.BoolValue(pendingReboot)
 	if turningOn {
