@@ -209,17 +209,15 @@ func (c *Client) updatePassthru(
 	if err != nil {
 		return err
 	}
-	managers, err := c.hostConfigManager(ctx, vc, op, hostID)
-	if err != nil {
-		return err
-	}
-	if managers.PciPassthruSystem == nil {
-		return &Error{Op: op, Kind: ErrNotImplemented, Message: "the host has no PCI passthrough system"}
-	}
+	// The host's managers come in the same read.
 	var h mo.HostSystem
-	if err := c.readObjectAs(ctx, vc, types.ManagedObjectReference{Type: "HostSystem", Value: hostID}, []string{"config.pciPassthruInfo"}, &h,
-		fresh); err != nil {
+	if err := c.readObjectAs(ctx, vc, types.ManagedObjectReference{Type: "HostSystem", Value: hostID},
+		[]string{"configManager", "config.pciPassthruInfo"}, &h, fresh); err != nil {
 		return translate(op, err)
+	}
+	c.rememberConfigManager(hostID, &h.ConfigManager)
+	if h.ConfigManager.PciPassthruSystem == nil {
+		return &Error{Op: op, Kind: ErrNotImplemented, Message: "the host has no PCI passthrough system"}
 	}
 	current := map[string]*types.HostPciPassthruInfo{}
 	if h.Config != nil {
@@ -229,7 +227,7 @@ func (c *Client) updatePassthru(
 		}
 	}
 	cfg := build(current)
-	_, err = methods.UpdatePassthruConfig(ctx, vc, &types.UpdatePassthruConfig{This: *managers.PciPassthruSystem, Config: cfg})
+	_, err = methods.UpdatePassthruConfig(ctx, vc, &types.UpdatePassthruConfig{This: *h.ConfigManager.PciPassthruSystem, Config: cfg})
 	if answerLost(err) && c.passthruApplied(ctx, vc, hostID, cfg) {
 		// Its answer was lost, and the host has the configuration: done.
 		c.log.Debug(ctx, "UpdatePassthruConfig's answer was lost; the host has the configuration", map[string]any{"host_system_id": hostID})

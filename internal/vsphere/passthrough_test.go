@@ -132,8 +132,16 @@ func TestHardwareLabelsKeptAndSet(t *testing.T) {
 	}
 	acctest.Must(t, lab.SetHardwareLabel(ctx, name, gpu, "training"))
 	acctest.Must(t, lab.SetHardwareLabel(ctx, name, ib, "fabric"))
+	if _, err := c.HostPassthrough(ctx, host); err != nil { // the session and the host's managers, read once
+		t.Fatal(err)
+	}
+	lab.ResetCalls()
 	if err := c.SetHostPassthrough(ctx, host, map[string]bool{gpu: true, a100: true}, map[string]string{a100: "inference"}); err != nil {
 		t.Fatal(err)
+	}
+	// One read of the devices' state (the labels they keep), one change.
+	if calls := lab.Calls(); calls["RetrievePropertiesEx"] != 1 || calls["UpdatePassthruConfig"] != 1 {
+		t.Fatalf("a passthrough change made %v, want 1 RetrievePropertiesEx and 1 UpdatePassthruConfig", calls)
 	}
 	if err := c.SetHostSRIOV(ctx, host, ib, 4); err != nil {
 		t.Fatal(err)
