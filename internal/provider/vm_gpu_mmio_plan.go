@@ -402,10 +402,14 @@ func addGPUMMIOFinding(diags *diag.Diagnostics, f vsphere.Finding, paths blockPa
 	case vsphere.PoolTooSmall:
 		addPoolTooSmall(diags, gpuPath(f.Index), f)
 	case vsphere.PoolOnOtherHost:
+		placed := "DRS places the VM there when it powers on (Assignable Hardware); the VM stays where it is until then."
+		if f.Manual {
+			placed = "The cluster's DRS is manual: when the VM powers on, DRS recommends a host with the GPUs, and the VM powers " +
+				"on only once the recommendation is applied in vCenter."
+		}
 		diags.AddWarning("GPU pool on another host of the cluster",
 			fmt.Sprintf("Host %s of virtual machine %s has too few free GPUs (vendor id %s, device id %s) labelled %q for the %d the VM "+
-				"asks for; host %s of its DRS cluster has enough. DRS places the VM there when it powers on (Assignable Hardware); the "+
-				"VM stays where it is until then.", f.VMHost, f.VM, f.Vendor, f.Device, f.Label, f.Asked, f.Host))
+				"asks for; host %s of its DRS cluster has enough. %s", f.VMHost, f.VM, f.Vendor, f.Device, f.Label, f.Asked, f.Host, placed))
 	case vsphere.NoDynamicGPU:
 		diags.AddAttributeError(gpuPath(f.Index), "No such GPU for dynamic DirectPath",
 			fmt.Sprintf("Host %s of virtual machine %s has no passthrough-active GPU with vendor id %s and device id %s.",

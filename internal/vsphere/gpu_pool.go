@@ -39,6 +39,7 @@ type (
 	PoolOnOtherHost struct {
 		VM, VMHost, Host, Vendor, Device, Label string
 		Asked                                   int
+		Manual                                  bool // DRS only recommends the host (manual automation)
 	}
 )
 
@@ -53,11 +54,7 @@ type pool struct{ vendor, device, label string }
 // no VM but vm and releasing; with their memory (0 when unknown).
 func poolFree(host *Host, p pool, vm, releasing string, planned PlannedHostDevices) (free int, memoryGB float64) {
 	for _, g := range host.GPUs {
-		label := g.HardwareLabel
-		if l, ok := planned.Labels[HostDeviceKey(host.ID, g.PCIID)]; ok {
-			label = l
-		}
-		if g.VendorID != p.vendor || g.DeviceID != p.device || label != p.label {
+		if g.VendorID != p.vendor || g.DeviceID != p.device || planned.labelOf(host, g) != p.label {
 			continue
 		}
 		if !g.PassthroughActive && !planned.activeOnceApplied(host, g.PCIID) {
@@ -70,6 +67,15 @@ func poolFree(host *Host, p pool, vm, releasing string, planned PlannedHostDevic
 		memoryGB = max(memoryGB, g.MemoryGB)
 	}
 	return free, memoryGB
+}
+
+// labelOf is a GPU's hardware label once the plan is applied: the one a
+// host resource of the plan gives it, else its own.
+func (p PlannedHostDevices) labelOf(host *Host, g GPU) string {
+	if l, ok := p.Labels[HostDeviceKey(host.ID, g.PCIID)]; ok {
+		return l
+	}
+	return g.HardwareLabel
 }
 
 // planPools checks the VM's labelled Dynamic DirectPath requests: each pool
@@ -118,7 +124,7 @@ func (c *Client) planPools(ctx context.Context, in deviceCheck, gpus []GPUReques
 		}
 		if cluster.drs && best >= n {
 			out = append(out, PoolOnOtherHost{VM: in.label, VMHost: in.host.Name, Host: bestHost, Vendor: p.vendor, Device: p.device,
-				Label: p.label, Asked: n})
+				Label: p.label, Asked: n, Manual: cluster.manual})
 			for _, i := range asked[p] {
 				memory[i] = bestGB
 			}
@@ -126,9 +132,9 @@ func (c *Client) planPools(ctx context.Context, in deviceCheck, gpus []GPUReques
 		}
 		var labels []string
 		for _, g := range in.host.GPUs {
-			if g.VendorID == p.vendor && g.DeviceID == p.device && g.HardwareLabel != "" && g.HardwareLabel != p.label &&
-				!slices.Contains(labels, g.HardwareLabel) {
-				labels = append(labels, g.HardwareLabel)
+			if l := in.planned.labelOf(in.host, g); g.VendorID == p.vendor && g.DeviceID == p.device && l != "" && l != p.label &&
+				!slices.Contains(labels, l) {
+				labels = append(labels, l)
 			}
 		}
 		slices.Sort(labels)
@@ -139,11 +145,13 @@ func (c *Client) planPools(ctx context.Context, in deviceCheck, gpus []GPUReques
 }
 
 // poolCluster is a host's cluster as pools see it: whether DRS is on (it
-// picks the host of a VM that powers on, or at the manual level recommends
-// it), and its hosts.
+// picks the host of a VM that powers on: the API reference of
+// PowerOnVM_Task, "When powering on a virtual machine in a cluster, the
+// system might ... do an implicit relocation"), whether it only recommends
+// it (manual automation, vSphere Resource Management), and its hosts.
 type poolCluster struct {
-	drs   bool
-	hosts []*Host
+	drs, manual bool
+	hosts       []*Host
 }
 
 // readPoolCluster reads host's cluster: its DRS setting and its hosts
@@ -168,6 +176,7 @@ func (c *Client) readPoolCluster(ctx context.Context, host *Host) (*poolCluster,
 	}
 	if cfg, ok := cr.ConfigurationEx.(*types.ClusterConfigInfoEx); ok && cfg.DrsConfig.Enabled != nil {
 		out.drs = *cfg.DrsConfig.Enabled
+		out.manual = cfg.DrsConfig.DefaultVmBehavior == types.DrsBehaviorManual
 	}
 	for _, ref := range cr.Host {
 		h, err := c.Host(ctx, ref.Value)

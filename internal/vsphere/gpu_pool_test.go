@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/vmware/govmomi/vim25/types"
+
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 )
@@ -61,6 +63,12 @@ func TestPlanPools(t *testing.T) {
 	if here2["RetrievePropertiesEx"] != 2 || elsewhereCalls["RetrievePropertiesEx"] != 3 {
 		t.Errorf("reads of a pool's plan: %d on the VM's host, %d on another; want 2 (the VM, its host) and 3 (and the cluster)",
 			here2["RetrievePropertiesEx"], elsewhereCalls["RetrievePropertiesEx"])
+	}
+	// With manual DRS, DRS only recommends the host: said so.
+	acctest.Must(t, lab.SetClusterDRS(ctx, true, types.DrsBehaviorManual))
+	p, _ = plan(elsewhere, 2, PlannedHostDevices{})
+	if f, ok := onlyFinding[PoolOnOtherHost](p.Findings); !ok || !f.Manual {
+		t.Fatalf("a VM on another host of a manual DRS cluster: %#v", p.Findings)
 	}
 	// A label the plan gives the VM's host's devices counts.
 	other := lab.VMHostName(elsewhere)
