@@ -89,6 +89,11 @@ func awkwardLab(t *testing.T, needReboot bool) *vcsimlab.Lab {
 	acctest.Must(t, lab.SetVMExtraConfig(ctx, vfWindowVM, "pciPassthru.64bitMMIOSizeGB", "32"))
 	acctest.Must(t, lab.SetVMExtraConfig(ctx, keysOnlyVM, "pciPassthru.use64bitMMIO", "TRUE"))
 	acctest.Must(t, lab.SetHardwareLabel(ctx, h2, lab.GPUs()[1], "team-b"))
+	// Every device with passthrough on of the first host in one pool: its
+	// passthrough is adopted with the label.
+	for _, gpu := range lab.GPUs()[:2] {
+		acctest.Must(t, lab.SetHardwareLabel(ctx, h0, gpu, "inference"))
+	}
 	acctest.Must(t, lab.AttachDynamicGPU(ctx, labelledVM, 0x10de, 0x2330))
 	acctest.Must(t, lab.NarrowDynamicGPUs(ctx, labelledVM, "team-b", 0, 0))
 	for range 2 {
@@ -213,6 +218,11 @@ func adoptAwkwardLab(t *testing.T, needReboot bool) {
 	for _, name := range []string{awkwardSwitch, awkwardPortGroup} {
 		if !regexp.MustCompile(`\bname\s+=\s+` + regexp.QuoteMeta(fmt.Sprintf("%q", name)) + `\n`).MatchString(generated) {
 			t.Errorf("the generated configuration does not name %q as it is named:\n%s", name, generated)
+		}
+	}
+	for _, pool := range []string{`hardware_label\s+=\s+"inference"\n`, `label\s+=\s+"team-b"\n`} {
+		if !regexp.MustCompile(pool).MatchString(generated) {
+			t.Errorf("the generated configuration does not adopt the pool %s:\n%s", pool, generated)
 		}
 	}
 	if out, err := d.try("validate"); err != nil {
