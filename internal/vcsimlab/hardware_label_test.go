@@ -90,6 +90,17 @@ func TestHardwareLabels(t *testing.T) {
 	if err := add("training"); err != nil {
 		t.Fatalf("a label another host of the DRS cluster carries: %v", err)
 	}
+	// Left out of DRS by its override, or without DRS, the VM takes only
+	// its host's devices.
+	if err := l.SetVMDRSOverride(ctx, *vm, false, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := add("training"); err == nil {
+		t.Fatal("a VM excluded from DRS, a label only another host carries: no error")
+	}
+	if err := l.SetVMDRSOverride(ctx, *vm, true, types.DrsBehaviorFullyAutomated); err != nil {
+		t.Fatal(err)
+	}
 	if err := l.SetClusterDRS(ctx, false, types.DrsBehaviorFullyAutomated); err != nil {
 		t.Fatal(err)
 	}

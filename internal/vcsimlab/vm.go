@@ -211,7 +211,7 @@ func checkPassthrough(ctx *simulator.Context, vm *simulator.VirtualMachine, d *t
 	case *types.VirtualPCIPassthroughDeviceBackingInfo:
 		return fmt.Sprintf("PCI device %s is not available for passthrough on host %s.", b.Id, hostName)
 	case *types.VirtualPCIPassthroughDynamicBackingInfo:
-		for _, other := range drsClusterHosts(ctx, host) {
+		for _, other := range drsClusterHosts(ctx, host, vm.Self) {
 			if h, ok := ctx.Map.Get(other).(*simulator.HostSystem); ok && other != host.Self {
 				if _, found := backs(h); found {
 					return ""
@@ -246,9 +246,11 @@ func backsDevice(backing types.BaseVirtualDeviceBackingInfo, dev types.HostPciDe
 	return false
 }
 
-// drsClusterHosts lists the hosts of host's cluster when DRS is on there;
-// none otherwise.
-func drsClusterHosts(ctx *simulator.Context, host *simulator.HostSystem) []types.ManagedObjectReference {
+// drsClusterHosts lists the hosts of host's cluster when DRS is on there
+// for vm; none otherwise, or when vm's override leaves it out of DRS ("If
+// this flag is false, the virtual machine is effectively excluded from
+// DRS", ClusterDrsVmConfigInfo.enabled).
+func drsClusterHosts(ctx *simulator.Context, host *simulator.HostSystem, vm types.ManagedObjectReference) []types.ManagedObjectReference {
 	var parent *types.ManagedObjectReference
 	ctx.WithLock(host, func() { parent = host.Parent })
 	if parent == nil {
@@ -260,9 +262,16 @@ func drsClusterHosts(ctx *simulator.Context, host *simulator.HostSystem) []types
 	}
 	var hosts []types.ManagedObjectReference
 	ctx.WithLock(cr, func() {
-		if cfg, ok := cr.ConfigurationEx.(*types.ClusterConfigInfoEx); ok && cfg.DrsConfig.Enabled != nil && *cfg.DrsConfig.Enabled {
-			hosts = slices.Clone(cr.Host)
+		cfg, ok := cr.ConfigurationEx.(*types.ClusterConfigInfoEx)
+		if !ok || cfg.DrsConfig.Enabled == nil || !*cfg.DrsConfig.Enabled {
+			return
 		}
+		for _, o := range cfg.DrsVmConfig {
+			if o.Key == vm && o.Enabled != nil && !*o.Enabled {
+				return
+			}
+		}
+		hosts = slices.Clone(cr.Host)
 	})
 	return hosts
 }

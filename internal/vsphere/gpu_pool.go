@@ -109,7 +109,7 @@ func (c *Client) planPools(ctx context.Context, in deviceCheck, gpus []GPUReques
 		}
 		if cluster == nil {
 			var err error
-			if cluster, err = c.readPoolCluster(ctx, in.host); err != nil {
+			if cluster, err = c.readPoolCluster(ctx, in.host, in.vm.MOID); err != nil {
 				return nil, nil, err
 			}
 		}
@@ -154,10 +154,13 @@ type poolCluster struct {
 	hosts       []*Host
 }
 
-// readPoolCluster reads host's cluster: its DRS setting and its hosts
+// readPoolCluster reads host's cluster: its DRS setting for the VM vmID
+// (its override in the cluster's VM Overrides, when it has one: "If this
+// flag is false, the virtual machine is effectively excluded from DRS",
+// ClusterDrsVmConfigInfo.enabled) and its hosts
 // (each read as Host reads it, so from the command's prefetch of every
 // host when there is one).
-func (c *Client) readPoolCluster(ctx context.Context, host *Host) (*poolCluster, error) {
+func (c *Client) readPoolCluster(ctx context.Context, host *Host, vmID string) (*poolCluster, error) {
 	out := &poolCluster{}
 	if host.ClusterID == "" {
 		return out, nil
@@ -175,8 +178,20 @@ func (c *Client) readPoolCluster(ctx context.Context, host *Host) (*poolCluster,
 		return nil, translate(op, err)
 	}
 	if cfg, ok := cr.ConfigurationEx.(*types.ClusterConfigInfoEx); ok && cfg.DrsConfig.Enabled != nil {
+		behavior := cfg.DrsConfig.DefaultVmBehavior
 		out.drs = *cfg.DrsConfig.Enabled
-		out.manual = cfg.DrsConfig.DefaultVmBehavior == types.DrsBehaviorManual
+		for _, o := range cfg.DrsVmConfig {
+			if o.Key.Value != vmID {
+				continue
+			}
+			if o.Enabled != nil && !*o.Enabled {
+				out.drs = false
+			}
+			if o.Behavior != "" {
+				behavior = o.Behavior
+			}
+		}
+		out.manual = behavior == types.DrsBehaviorManual
 	}
 	for _, ref := range cr.Host {
 		h, err := c.Host(ctx, ref.Value)

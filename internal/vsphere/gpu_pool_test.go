@@ -70,6 +70,13 @@ func TestPlanPools(t *testing.T) {
 	if f, ok := onlyFinding[PoolOnOtherHost](p.Findings); !ok || !f.Manual {
 		t.Fatalf("a VM on another host of a manual DRS cluster: %#v", p.Findings)
 	}
+	// A VM its DRS override leaves out of DRS powers on where it is.
+	acctest.Must(t, lab.SetClusterDRS(ctx, true, types.DrsBehaviorFullyAutomated))
+	acctest.Must(t, lab.SetVMDRSOverride(ctx, elsewhere, false, ""))
+	p, _ = plan(elsewhere, 2, PlannedHostDevices{})
+	if f, ok := onlyFinding[PoolTooSmall](p.Findings); !ok || f.DRS || f.BestHost != hosts[0] {
+		t.Fatalf("a VM excluded from DRS, the pool on another host: %#v", p.Findings)
+	}
 	// A label the plan gives the VM's host's devices counts.
 	other := lab.VMHostName(elsewhere)
 	planned := PlannedHostDevices{Labels: map[string]string{}}
