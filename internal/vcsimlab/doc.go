@@ -95,6 +95,15 @@
 // (lab-chosen addresses). It needs at least two hosts. Lab.GPUs still names
 // the other hosts' GPUs.
 //
+// Options.DGXHosts builds hosts as an NVIDIA DGX H100 (topology.go, after
+// the DGX H100 User Guide's Network Modules table): eight H100 SXM5 80GB
+// instead of the lab's GPUs, each under one PCIe switch with its
+// single-port ConnectX-7 compute card (SR-IOV capable as the lab's other
+// ConnectX-7), every device with its parent bridge
+// (HostPciDevice.parentBridge), and two NUMA nodes listing their devices
+// (HostNumaNode.pciId). The GPUs' buses are the lab's choice. Other hosts
+// report one NUMA node and no PCI ids on it, as vcsim does.
+//
 // Virtual machines, all powered off, placed on the hosts in turn:
 //   - Options.VMs "modern" VMs (default 2) named hpc-node-0, hpc-node-1, …:
 //     vmx-19, BIOS firmware, ubuntu64Guest, 4 vCPU, 8 GiB, one disk and one

@@ -93,9 +93,10 @@ var ibPFs = []sriovPF{
 	{id: "0000:87:00.0", bus: 0x87, offset: 1, stride: 1, maxVFs: connectX7MaxVFs},
 }
 
-// sriovPFs are every SR-IOV PF of a lab host: the InfiniBand cards' and
-// the ConnectX-6 Dx ports'.
-var sriovPFs = append(slices.Clone(ibPFs), ethPFs()...)
+// sriovPFs are every SR-IOV PF a lab host may have: the InfiniBand cards'
+// and the ConnectX-6 Dx ports', and the compute cards of a DGX H100 host
+// (topology.go). Their VFs' ids never meet another device's.
+var sriovPFs = slices.Concat(ibPFs, ethPFs(), dgxCards())
 
 // ethPFs are the ConnectX-6 Dx ports vmnic4 and vmnic5 as SR-IOV PFs.
 func ethPFs() []sriovPF {
@@ -324,7 +325,12 @@ func withVFs(devices []types.HostPciDevice, infos []types.BaseHostPciPassthruInf
 		for _, pf := range sriovPFs {
 			if pf.id == d.Id {
 				for k := range int(present[pf.id]) {
-					out = append(out, vfDevice(pf, k))
+					// VFs sit on their PF's bus (or the next ones), behind
+					// its bridge: Linux drivers/pci/iov.c puts them on the
+					// PF's bus or a child bus of its parent.
+					vf := vfDevice(pf, k)
+					vf.ParentBridge = d.ParentBridge
+					out = append(out, vf)
 				}
 			}
 		}

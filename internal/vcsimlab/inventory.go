@@ -56,6 +56,14 @@ func (l *Lab) prepareHosts(opts Options) error {
 		ps, _ := reg.Get(*h.ConfigManager.PciPassthruSystem).(*pciPassthruSystem)
 		useGPUs(&h.HostSystem, &ps.HostPciPassthruSystem, newerGPUs)
 	}
+	for _, i := range opts.DGXHosts {
+		if i < 0 || i >= len(cluster.Host) || opts.NewerGPUHost && i == len(cluster.Host)-1 {
+			return fmt.Errorf("vcsimlab: Options.DGXHosts names host %d; the hosts are 0 to %d, less the newer GPU host", i, len(cluster.Host)-1)
+		}
+		h, _ := reg.Get(cluster.Host[i]).(*simulator.HostSystem)
+		ps, _ := reg.Get(*h.ConfigManager.PciPassthruSystem).(*pciPassthruSystem)
+		useDGXTopology(&h.HostSystem, &ps.HostPciPassthruSystem)
+	}
 	return nil
 }
 

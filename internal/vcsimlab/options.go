@@ -20,6 +20,12 @@ type Options struct {
 	// of the other hosts' GPUs (see hardware.go's newerGPUs). It needs at
 	// least two hosts.
 	NewerGPUHost bool
+	// DGXHosts are hosts, by index in HostNames order, built as an NVIDIA
+	// DGX H100 (topology.go): eight H100 at 0000:19:00.0, 0000:41:00.0, …
+	// instead of the lab's GPUs, each under one PCIe switch with its
+	// ConnectX-7 compute card (0000:18:00.0, 0000:40:00.0, …), on two NUMA
+	// nodes; the other lab NICs stay. Not the last host with NewerGPUHost.
+	DGXHosts []int
 	// HostVersions gives hosts, by index in HostNames order, another ESXi
 	// version than 8.0.3, e.g. {2: "7.0.3"}: a release vCenter 8.0.3
 	// manages, 7.0.0 to 8.0.3 (see dvs_compat.go).

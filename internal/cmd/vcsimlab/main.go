@@ -19,6 +19,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -53,6 +54,9 @@ func run(ctx context.Context, args []string, report <-chan os.Signal, stdout, st
 	driftSwitch := fs.String("drift-switch", "pvrdma-dvs", "the distributed switch whose MTU SIGUSR2 lowers to 1500")
 	needReboot := fs.Bool("hosts-need-reboot", false, "hosts apply passthrough and SR-IOV changes only when rebooted (SIGHUP)")
 	latency := fs.Duration("latency", 0, "added to every call, as a real vCenter's round trip (e.g. 20ms)")
+	var dgxHosts hostIndexes
+	fs.Var(&dgxHosts, "dgx-hosts", "hosts, by index from 0 and comma-separated, built as an NVIDIA DGX H100: eight H100s, each under one PCIe switch "+
+		"with its ConnectX-7 card, on two NUMA nodes")
 	rebootTime := fs.Duration("reboot-time", 0, "how long a host rebooted through the API (RebootHost_Task) is away (default 300ms)")
 	handBuilt := fs.Bool(
 		"hand-built",
@@ -73,6 +77,7 @@ func run(ctx context.Context, args []string, report <-chan os.Signal, stdout, st
 		Password: *password,
 
 		HostsNeedReboot: *needReboot,
+		DGXHosts:        dgxHosts,
 		Latency:         *latency,
 		RebootTime:      *rebootTime,
 	})
@@ -228,4 +233,26 @@ func writeAtomic(path, content string) error {
 		return err
 	}
 	return os.Rename(f.Name(), path)
+}
+
+// hostIndexes is a flag of host indexes, "2" or "0,2".
+type hostIndexes []int
+
+func (h *hostIndexes) String() string {
+	parts := make([]string, 0, len(*h))
+	for _, i := range *h {
+		parts = append(parts, strconv.Itoa(i))
+	}
+	return strings.Join(parts, ",")
+}
+
+func (h *hostIndexes) Set(s string) error {
+	for _, part := range strings.Split(s, ",") {
+		i, err := strconv.Atoi(strings.TrimSpace(part))
+		if err != nil {
+			return fmt.Errorf("%q is not a host index", part)
+		}
+		*h = append(*h, i)
+	}
+	return nil
 }
