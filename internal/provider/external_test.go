@@ -124,6 +124,8 @@ func connectExternal(t *testing.T, target vcsimlab.Target, opts vcsimlab.Options
 		simulatedOnlyRun(t, "it needs hosts of older ESXi versions")
 	case opts.NewerGPUHost:
 		simulatedOnlyRun(t, "it needs a host whose GPUs the others do not have")
+	case len(opts.DGXHosts) > 0:
+		simulatedOnlyRun(t, "it needs a host with the PCIe tree of a DGX H100")
 	case len(target.Hosts) < hosts:
 		t.Skipf("needs %d hosts; VSPHERE_TEST_HOSTS names %d", hosts, len(target.Hosts))
 	case len(target.VMs) < vms:

@@ -79,6 +79,10 @@ type pciDeviceModel struct {
 	MaxVFs             types.Int64    `tfsdk:"max_virtual_functions"`
 	VFIDs              []types.String `tfsdk:"virtual_function_ids"`
 	PhysicalFunction   types.String   `tfsdk:"physical_function"`
+	HardwareLabel      types.String   `tfsdk:"hardware_label"`
+	ParentBridge       types.String   `tfsdk:"parent_bridge"`
+	PCIeSwitch         types.String   `tfsdk:"pcie_switch"`
+	NUMANode           types.Int64    `tfsdk:"numa_node"`
 	UsedBy             []gpuUserModel `tfsdk:"used_by"`
 }
 
@@ -117,6 +121,9 @@ type hostGPUModel struct {
 	PassthroughCapable types.Bool      `tfsdk:"passthrough_capable"`
 	PassthroughEnabled types.Bool      `tfsdk:"passthrough_enabled"`
 	PassthroughActive  types.Bool      `tfsdk:"passthrough_active"`
+	HardwareLabel      types.String    `tfsdk:"hardware_label"`
+	PCIeSwitch         types.String    `tfsdk:"pcie_switch"`
+	NUMANode           types.Int64     `tfsdk:"numa_node"`
 	GraphicsType       types.String    `tfsdk:"graphics_type"`
 	ConfiguredType     types.String    `tfsdk:"configured_graphics_type"`
 	UsedBy             []gpuUserModel  `tfsdk:"used_by"`
@@ -255,6 +262,9 @@ func (d *hostDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, r
 					"passthrough_capable": computedBool("Whether the device can be passed through."),
 					"passthrough_enabled": computedBool("Whether passthrough is enabled for the device."),
 					"passthrough_active":  computedBool("Whether passthrough is active (enabled and the host rebooted since), so VMs can use the device."),
+					"hardware_label":      computedString(hardwareLabelDescription),
+					"pcie_switch":         computedString(pcieSwitchDescription),
+					"numa_node":           computedInt64(numaNodeDescription),
 					"graphics_type": computedString("How the host drives the GPU now: `direct` (passed through), `sharedDirect` (NVIDIA vGPU " +
 						"shares it between VMs), `shared` (VMware shared graphics) or `basic` (no host driver). Empty when the host does not " +
 						"list the device as a graphics device."),
@@ -355,6 +365,11 @@ func (d *hostDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, r
 						MarkdownDescription: "PCI ids of the virtual functions that exist, VF 0 first. " + vfIDsCaveat,
 					},
 					"physical_function": computedString("For a virtual function, the PCI id of its physical function; empty for other devices. " + vfIDsCaveat),
+					"hardware_label":    computedString(hardwareLabelDescription),
+					"parent_bridge": computedString("PCI id of the bridge the device sits under (`HostPciDevice.parentBridge`): a PCIe switch's " +
+						"port or a root port. Empty when the host reports none. `all_pci_devices = true` lists the bridges too."),
+					"pcie_switch": computedString(pcieSwitchDescription),
+					"numa_node":   computedInt64(numaNodeDescription),
 					"used_by": schema.ListNestedAttribute{
 						Computed:            true,
 						MarkdownDescription: "VMs on this host configured with the device.",
@@ -435,7 +450,8 @@ func (d *hostDataSource) Read(ctx context.Context, req datasource.ReadRequest, r
 			VendorName: types.StringValue(g.VendorName), DeviceName: types.StringValue(g.DeviceName),
 			MemoryGB:           types.Float64Value(g.MemoryGB),
 			PassthroughCapable: types.BoolValue(g.PassthroughCapable), PassthroughEnabled: types.BoolValue(g.PassthroughEnabled),
-			PassthroughActive: types.BoolValue(g.PassthroughActive),
+			PassthroughActive: types.BoolValue(g.PassthroughActive), HardwareLabel: types.StringValue(g.HardwareLabel),
+			PCIeSwitch: types.StringValue(g.PCIeSwitch), NUMANode: numaNode(g.NUMANode),
 			GraphicsType:      types.StringValue(g.GraphicsType), ConfiguredType: types.StringValue(g.ConfiguredGraphicsType),
 			UsedBy: users, VGPUs: vgpuUsers(g.VGPUs),
 		})
@@ -472,6 +488,8 @@ func (d *hostDataSource) Read(ctx context.Context, req datasource.ReadRequest, r
 			SRIOVCapable: types.BoolValue(sr.Capable), SRIOVEnabled: types.BoolValue(sr.Enabled), SRIOVActive: types.BoolValue(sr.Active),
 			VFsRequested: types.Int64Value(int64(sr.VFsRequested)), VFs: types.Int64Value(int64(sr.VFs)), MaxVFs: types.Int64Value(int64(sr.MaxVFs)),
 			VFIDs: stringValues(sr.VFIDs), PhysicalFunction: types.StringValue(p.PhysicalFunction), UsedBy: vmUsers(p.VMs),
+			HardwareLabel: types.StringValue(p.Label), ParentBridge: types.StringValue(p.ParentBridge),
+			PCIeSwitch: types.StringValue(p.PCIeSwitch), NUMANode: numaNode(p.NUMANode),
 		})
 	}
 	if h.ConnectionState != "connected" { // HostSystemConnectionState
@@ -484,6 +502,26 @@ func (d *hostDataSource) Read(ctx context.Context, req datasource.ReadRequest, r
 			h.Name, h.ID, cmpOr(h.ConnectionState, "in an unknown connection state")))
 	}
 	resp.Diagnostics.Append(setModelState(ctx, &resp.State, &state)...)
+}
+
+// The topology attributes' descriptions, for gpus and pci_devices alike.
+const (
+	hardwareLabelDescription = "The device's hardware label (vSphere 7.0 Update 2 and later): the pool a dynamic DirectPath device " +
+		"asks for with `label`. Empty for none."
+	pcieSwitchDescription = "PCI id of the PCIe switch the device sits under (the switch's upstream port, the topmost bridge below " +
+		"the root port). Devices with the same `pcie_switch` talk without crossing the CPU: pair a GPU with the InfiniBand card " +
+		"(or its virtual functions) under its switch for GPUDirect RDMA. Empty when the device sits under its root port alone or " +
+		"the host reports no parent bridges."
+	numaNodeDescription = "The NUMA node (CPU socket) the host lists the device on (`hardware.numaInfo`, vSphere 6.7 and later), " +
+		"or the node of the nearest bridge above it; null when the host lists none."
+)
+
+// numaNode is a NUMA node, null for -1 (not reported).
+func numaNode(n int) types.Int64 {
+	if n < 0 {
+		return types.Int64Null()
+	}
+	return types.Int64Value(int64(n))
 }
 
 // vgpuUsers lists the VMs whose vGPUs run on a GPU.

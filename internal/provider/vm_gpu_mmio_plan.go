@@ -184,7 +184,7 @@ func (r *vmGPUMMIOResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 		VMID: vmID, GPUs: r.requests(ctx, plan.GPU, &resp.Diagnostics), Devices: planned, VGPUs: vgpus(ctx, plan.VGPU, &resp.Diagnostics),
 		MMIOSizeGB:          given,
 		AllowFirmwareChange: plan.AllowFirmwareChange.ValueBool(), PowerOffAllowed: plan.PowerOffAllowed.ValueBool(),
-		Planned: r.claims.deviceInputs(), VGPUsOfPlan: r.claims.vgpusOfPlan,
+		PeerToPeer: plan.PeerToPeer.ValueBool(), Planned: r.claims.deviceInputs(), VGPUsOfPlan: r.claims.vgpusOfPlan,
 	}
 	if state == nil && !strings.EqualFold(instance.priorID, vmID) {
 		change.Releasing = instance.priorID // the setup this one replaces, on another VM
@@ -394,6 +394,45 @@ const waitsForReboot = "Passthrough of %s %s (%s) on host %s is enabled but not 
 const plannedAfterHost = "If a vspherehpc_host_pci_passthrough of this configuration turns it on, refer to it from this resource " +
 	"(as the gpu-node module's callers do, or with depends_on): Terraform then plans and applies the host's change first."
 
+// addGPUFarFromCard warns of a GPU with none of the VM's network functions
+// under its PCIe switch: GPUDirect RDMA works, slower, and nothing fails.
+func addGPUFarFromCard(diags *diag.Diagnostics, at path.Path, f vsphere.GPUFarFromCard) {
+	gpu := f.GPU
+	if f.GPUName != "" {
+		gpu += " (" + f.GPUName + ")"
+	}
+	var where string
+	switch f.Proximity {
+	case vsphere.SameNUMANode:
+		where = fmt.Sprintf("is on the same NUMA node (%d) but not under the GPU's PCIe switch: their traffic goes through the CPU", f.GPUNode)
+	case vsphere.AcrossNUMANodes:
+		where = fmt.Sprintf("is on another NUMA node (the GPU on %d, the card on %d): their traffic crosses the link between the CPU "+
+			"sockets", f.GPUNode, f.CardNode)
+	default:
+		where = "is not under the GPU's PCIe switch (the host lists no NUMA nodes)"
+	}
+	text := fmt.Sprintf("GPU %s of virtual machine %s on host %s has none of the VM's InfiniBand or RoCE functions under its PCIe "+
+		"switch: the nearest, %s, %s. GPUDirect RDMA is fastest between a GPU and a card under one PCIe switch (NVIDIA's GPUDirect "+
+		"RDMA manual asks for the same PCIe root complex at least; NCCL decides by this distance whether to use it at all, "+
+		"NCCL_NET_GDR_LEVEL).", gpu, f.VM, f.Host, f.Card, where)
+	if f.PeerToPeer && f.Proximity == vsphere.AcrossNUMANodes {
+		text += " peer_to_peer is on, but GPUDirect RDMA across CPU sockets is slow, and nothing fails: training just runs slower " +
+			"than with the GPU and the card side by side."
+	}
+	var better []string
+	if f.BetterGPU != "" {
+		better = append(better, fmt.Sprintf("GPU %s is free under the same switch as %s", f.BetterGPU, f.Card))
+	}
+	if f.BetterCard != "" {
+		better = append(better, fmt.Sprintf("%s sits under this GPU's switch (give the VM one of its virtual functions)", f.BetterCard))
+	}
+	if len(better) > 0 {
+		text += " On this host, " + strings.Join(better, "; and ") + "."
+	}
+	diags.AddAttributeWarning(at, "GPU far from the VM's InfiniBand card", text+
+		" vspherehpc_host lists each device's pcie_switch and numa_node, for choosing pairs in the configuration.")
+}
+
 // addGPUMMIOFinding words one finding of the GPU planner.
 func addGPUMMIOFinding(diags *diag.Diagnostics, f vsphere.Finding, paths blockPaths) {
 	gpuPath := func(i int) path.Path { return at(paths.gpu, i, "gpu") }
@@ -410,6 +449,8 @@ func addGPUMMIOFinding(diags *diag.Diagnostics, f vsphere.Finding, paths blockPa
 		diags.AddWarning("GPU pool on another host of the cluster",
 			fmt.Sprintf("Host %s of virtual machine %s has too few free GPUs (vendor id %s, device id %s) labelled %q for the %d the VM "+
 				"asks for; host %s of its DRS cluster has enough. %s", f.VMHost, f.VM, f.Vendor, f.Device, f.Label, f.Asked, f.Host, placed))
+	case vsphere.GPUFarFromCard:
+		addGPUFarFromCard(diags, gpuPath(f.Index), f)
 	case vsphere.NoDynamicGPU:
 		diags.AddAttributeError(gpuPath(f.Index), "No such GPU for dynamic DirectPath",
 			fmt.Sprintf("Host %s of virtual machine %s has no passthrough-active GPU with vendor id %s and device id %s.",

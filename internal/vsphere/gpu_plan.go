@@ -30,6 +30,7 @@ type GPUMMIOChange struct {
 	CurrentMMIOSizeGB   int64 // the window the existing setup has
 	Current64bitMMIO    bool  // the existing setup has pciPassthru.use64bitMMIO on
 	PeerToPeerChanges   bool  // the peer-to-peer keys change, which needs a power cycle
+	PeerToPeer          bool  // the setup has peer-to-peer on: GPUDirect RDMA
 	// Planned is what host resources of the same plan turn on: a device
 	// not active yet counts as active when one does and the host applies
 	// it without a reboot.
@@ -299,6 +300,7 @@ func (c *Client) PlanGPUMMIO(ctx context.Context, ch GPUMMIOChange) (*GPUMMIOPla
 	if refusedGPUs {
 		return out, nil // nothing to size
 	}
+	out.Findings = append(out.Findings, planTopology(vm, host, ch)...)
 	out.Sized, out.TotalMemoryGB = true, total
 	size, f := PlanMMIOSize(ch.MMIOSizeGB, total, known, len(ch.GPUs) > 0, len(ch.VGPUs) > 0)
 	out.MMIOSizeGB = size

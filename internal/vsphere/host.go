@@ -32,6 +32,7 @@ type Host struct {
 	AppliesWithoutReboot bool
 	Graphics             HostGraphics
 	VGPUProfiles         []VGPUProfile // the vGPU types the host offers
+	topology             pciTopology
 }
 
 // PhysicalNIC is one vmnic.
@@ -78,6 +79,11 @@ type GPU struct {
 	// HardwareLabel is the device's hardware label (API 7.0.2.0), which a
 	// VM's Dynamic DirectPath device may ask for; "" for none.
 	HardwareLabel string
+	// NUMANode is the NUMA node the host lists the GPU on (API 6.7), -1
+	// when it lists none; PCIeSwitch is the upstream port of the PCIe
+	// switch it is under, "" when none or unknown (see topology.go).
+	NUMANode   int
+	PCIeSwitch string
 	// GraphicsType is how the host drives the GPU now: "basic" (no host
 	// driver), "shared", "direct" (passthrough) or "sharedDirect" (vGPU);
 	// empty when the host does not list it as a graphics device.
@@ -115,7 +121,7 @@ var hostProps = []string{
 	"name", "parent", "runtime.connectionState", "runtime.inMaintenanceMode", "runtime.bootTime",
 	"config.network.pnic", "config.network.vnic", "config.network.vswitch",
 	"config.network.proxySwitch", "config.network.rdmaDevice",
-	"config.pciPassthruInfo", "config.graphicsInfo", "hardware.pciDevice",
+	"config.pciPassthruInfo", "config.graphicsInfo", "hardware.pciDevice", "hardware.numaInfo",
 	"capability.deviceRebindWithoutRebootSupported",
 	"config.graphicsConfig", "config.sharedPassthruGpuTypes", "config.sharedGpuCapabilities",
 }
@@ -285,6 +291,7 @@ func hostFromMO(h *mo.HostSystem, cluster *mo.ManagedEntity, vms []mo.VirtualMac
 		out.PhysicalNICs = physicalNICs(h.Config.Network)
 		out.VMKernelNICs = vmkernelNICs(h.Config.Network.Vnic)
 	}
+	out.topology = topologyFromMO(h.Hardware)
 	out.GPUs = gpus(h, vms)
 	out.PCIDevices = hostPassthroughFromMO(h, vms).Devices
 	out.Graphics, out.VGPUProfiles = hostGraphicsFromMO(h), vgpuProfilesFromMO(h)
@@ -379,6 +386,7 @@ func gpus(h *mo.HostSystem, vms []mo.VirtualMachine) []GPU {
 	if h.Hardware == nil {
 		return out
 	}
+	t := topologyFromMO(h.Hardware)
 	for _, d := range h.Hardware.PciDevice {
 		// Onboard VGA (a BMC's, or ESXi's own console) is display class too,
 		// but neither passthrough-capable nor a graphics device of the host.
@@ -393,7 +401,7 @@ func gpus(h *mo.HostSystem, vms []mo.VirtualMachine) []GPU {
 			VendorName: d.VendorName, DeviceName: d.DeviceName,
 			MemoryGB:     float64(memoryKB[d.Id]) / (1024 * 1024),
 			GraphicsType: graphicsType[d.Id], VGPUMode: vgpuMode[d.Id], ConfiguredGraphicsType: configuredGraphicsType(h, d.Id),
-			VMs: users[d.Id], VGPUs: vgpuUsers[d.Id],
+			VMs: users[d.Id], VGPUs: vgpuUsers[d.Id], NUMANode: t.numaNode(d.Id), PCIeSwitch: t.pcieSwitch(d.Id),
 		}
 		if p != nil {
 			g.PassthroughCapable, g.PassthroughEnabled, g.PassthroughActive = p.PassthruCapable, p.PassthruEnabled, p.PassthruActive

@@ -44,7 +44,12 @@ type PassthroughDevice struct {
 	// PhysicalFunction is the PF of a virtual function, as
 	// virtualFunctions derives it ("" when unknown or not a VF).
 	PhysicalFunction string
-	passedThroughBy  []VMRef // VMs with the device as a PCI passthrough device
+	// ParentBridge is the bridge the device is under, "" when the host
+	// reports none; NUMANode and PCIeSwitch are as GPU's.
+	ParentBridge    string
+	NUMANode        int
+	PCIeSwitch      string
+	passedThroughBy []VMRef // VMs with the device as a PCI passthrough device
 }
 
 // SRIOV is a physical function's SR-IOV state (vSphere's HostSriovInfo).
@@ -123,6 +128,7 @@ func hostPassthroughFromMO(h *mo.HostSystem, vms []mo.VirtualMachine) *HostPasst
 			pfOf[id] = pf
 		}
 	}
+	t := topologyFromMO(h.Hardware)
 	for _, d := range h.Hardware.PciDevice {
 		info, listed := state[d.Id]
 		if !listed {
@@ -132,6 +138,7 @@ func hostPassthroughFromMO(h *mo.HostSystem, vms []mo.VirtualMachine) *HostPasst
 			PCIID: d.Id, VendorID: HexID(d.VendorId), DeviceID: HexID(d.DeviceId), DeviceName: d.DeviceName, VendorName: d.VendorName,
 			Capable: info.PassthruCapable, Enabled: info.PassthruEnabled, Active: info.PassthruActive, Label: info.HardwareLabel, VMs: users[d.Id],
 			SRIOVAdapters: adapters[d.Id], passedThroughBy: pinned[d.Id],
+			ParentBridge: d.ParentBridge, NUMANode: t.numaNode(d.Id), PCIeSwitch: t.pcieSwitch(d.Id),
 		}
 		if sr, ok := sriov[d.Id]; ok {
 			dev.SRIOV = &SRIOV{Capable: sr.SriovCapable, Enabled: sr.SriovEnabled, Active: sr.SriovActive,

@@ -120,7 +120,7 @@ var (
 	GPUMMIOFindings = []Finding{NoDynamicGPU{}, PoolTooSmall{}, PoolOnOtherHost{}, TooFewGPUs{}, GPUNotActive{}, GPUInUse{}, GPUNotOnHost{},
 		VGPUProfileNotOffered{}, TooManyVGPUs{}, VGPUsMixed{}, VGPUsDoNotFit{},
 		DeviceNotOnVMHost{}, DeviceNotActive{}, DeviceInUse{}, DeviceIsGPU{}, FirmwareChangeRefused{},
-		MMIOSizeUnknown{}, NothingToSize{}, MMIOSizeImpossible{}, MMIONotPowerOfTwo{}, MMIOTooSmall{}}
+		MMIOSizeUnknown{}, NothingToSize{}, MMIOSizeImpossible{}, MMIONotPowerOfTwo{}, MMIOTooSmall{}, GPUFarFromCard{}}
 	// PVRDMANICFindings: PlanPVRDMANIC, beside PowerFindings.
 	PVRDMANICFindings = []Finding{HardwareTooOld{}, ProtocolNotOffered{}, NoProtocolChoice{}, StandardNetwork{},
 		HostsNotOnSwitch{}, PVRDMAFirstAdapter{}, PVRDMASharedNetwork{}, MACInUse{}}
