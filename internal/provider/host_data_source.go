@@ -452,7 +452,7 @@ func (d *hostDataSource) Read(ctx context.Context, req datasource.ReadRequest, r
 			PassthroughCapable: types.BoolValue(g.PassthroughCapable), PassthroughEnabled: types.BoolValue(g.PassthroughEnabled),
 			PassthroughActive: types.BoolValue(g.PassthroughActive), HardwareLabel: types.StringValue(g.HardwareLabel),
 			PCIeSwitch: types.StringValue(g.PCIeSwitch), NUMANode: numaNode(g.NUMANode),
-			GraphicsType:      types.StringValue(g.GraphicsType), ConfiguredType: types.StringValue(g.ConfiguredGraphicsType),
+			GraphicsType: types.StringValue(g.GraphicsType), ConfiguredType: types.StringValue(g.ConfiguredGraphicsType),
 			UsedBy: users, VGPUs: vgpuUsers(g.VGPUs),
 		})
 	}
