@@ -131,6 +131,16 @@ func TestPlanTopology(t *testing.T) {
 	if got, _ = plan(dgxVM, true, nil, "0000:9b:00.0"); len(got) != 0 {
 		t.Fatalf("a GPU and no card: %+v", got)
 	}
+	// The PF of an SR-IOV adapter the VM has counts as its card: here a
+	// ConnectX-6 Dx port (a vmnic, as an SR-IOV adapter's PF must be),
+	// under its root port alone on NUMA node 1.
+	acctest.Must(t, lab.SetHostSRIOV(ctx, hosts[0], "0000:d8:00.0", 1))
+	acctest.Must(t, lab.AddSRIOVAdapter(ctx, dgxVM, "VM Network", "0000:d8:00.0"))
+	got, _ = plan(dgxVM, true, nil, "0000:dd:00.0")
+	if len(got) != 1 || got[0].Card != "0000:d8:00.0" || got[0].Proximity != SameNUMANode || got[0].GPUNode != 1 || got[0].BetterGPU != "" ||
+		got[0].BetterCard != "0000:dc:00.0" {
+		t.Fatalf("GPU 7 with an SR-IOV adapter on a ConnectX-6 Dx port: %+v", got)
+	}
 	stockVM := vmOn(hosts[1])
 	acctest.Must(t, lab.SetHostSRIOV(ctx, hosts[1], "0000:86:00.0", 1))
 	if got, _ = plan(stockVM, true, []string{"0000:86:00.1"}, lab.GPUs()[0]); len(got) != 0 {
