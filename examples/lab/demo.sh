@@ -13,8 +13,10 @@ source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lab.sh"
 
 build_provider
 # -hosts-need-reboot: the hosts apply passthrough and SR-IOV changes when they reboot, as ESXi hosts without
-# deviceRebindWithoutRebootSupported do; -reboot-time: how long a reboot the provider asks for keeps a host away.
-start_lab -hosts 4 -vms 3 -hosts-need-reboot -reboot-time 1s
+# deviceRebindWithoutRebootSupported do; -reboot-time: how long a reboot the provider asks for keeps a host away;
+# -dgx-hosts 2: the GPU VM's host (hpc-node-2's) is an NVIDIA DGX H100, eight H100s each under a PCIe switch with
+# its ConnectX-7 InfiniBand card.
+start_lab -hosts 4 -vms 3 -hosts-need-reboot -reboot-time 1s -dgx-hosts 2
 echo "           hosts ${VSPHERE_LAB_HOSTS}"
 
 # --- (d) apply examples/lab -------------------------------------------------------------------------------------
@@ -40,10 +42,12 @@ echo "module.pvrdma: measure the MTU between every pair of hosts of ${VSPHERE_LA
 echo "               switch, its port group and each host's PVRDMA settings"
 echo "module.client: a PVRDMA adapter on hpc-node-0 and hpc-node-1; hpc-node-1's host set to Shared Direct and"
 echo "               rebooted inside the apply, then two grid_a100-20c vGPUs on hpc-node-1"
-echo "host step:     SR-IOV on the first ConnectX-7 InfiniBand PF of hpc-node-2's host, then passthrough on its A100"
-echo "               and first VF; the lab's hosts apply both only when they reboot, and reboot_allowed reboots the"
-echo "               host inside the apply (maintenance mode, reboot, back, out of maintenance mode), twice"
-echo "module.gpu:    a PVRDMA adapter, the host's two H100s, its A100, the InfiniBand VF and the MMIO window on hpc-node-2"
+echo "pairing:       hpc-node-2's host is a DGX H100; the configuration picks a free H100 and the ConnectX-7 card under"
+echo "               the same PCIe switch (vspherehpc_host's pcie_switch), for GPUDirect RDMA"
+echo "host step:     SR-IOV on that card, then passthrough on its first VF; the lab's hosts apply both only when they"
+echo "               reboot, and reboot_allowed reboots the host inside the apply (maintenance mode, reboot, back, out"
+echo "               of maintenance mode), twice"
+echo "module.gpu:    a PVRDMA adapter, the H100, the card's VF, peer-to-peer and the MMIO window on hpc-node-2"
 started=$SECONDS
 tf apply -auto-approve -input=false || { show_lab_log; fail "terraform apply failed"; }
 echo "one apply, reboots included: $((SECONDS - started)) s"
@@ -52,8 +56,10 @@ echo "one apply, reboots included: $((SECONDS - started)) s"
 output_field() { tf output -json "$1" | sed -n "s/.*\"$2\": *\([^,}]*\).*/\1/p"; }
 [[ "$(output_field gpu_host_passthrough reboot_required)" == false ]] || fail "the GPU host should not wait for a reboot"
 [[ "$(output_field infiniband reboot_required)" == false ]] || fail "SR-IOV should not wait for a reboot"
-tf output -json gpu_node | grep -q '0000:af:00.0' || fail "the GPU VM should have the A100"
-tf output -json infiniband | grep -q '"gpu_vm_devices":\["0000:' || fail "the GPU VM should have the InfiniBand VF"
+# The DGX H100's first pair (vcsimlab's topology.go): GPU 0 at 19:00.0 beside its card at 18:00.0.
+tf output -json gpu_node | grep -q '"gpus":\["0000:19:00.0"\]' || fail "the GPU VM should have the DGX host's GPU 0"
+tf output -json infiniband | grep -q '"physical_function":"0000:18:00.0"' || fail "SR-IOV should be on the card beside GPU 0"
+tf output -json infiniband | grep -q '"gpu_vm_devices":\["0000:18:00.1"\]' || fail "the GPU VM should have the card's first VF"
 tf output -json vgpu_node | grep -q '"grid_a100-20c":2' || fail "the vGPU client should have two grid_a100-20c vGPUs"
 [[ "$(output_field vgpu_node reboot_required)" == false ]] || fail "the vGPU client's host should not wait for a reboot"
 

@@ -1,8 +1,9 @@
 # The demo `make demo` applies to the simulated lab (internal/vcsimlab): a
 # PVRDMA cluster over every host of the lab's cluster, two PVRDMA client VMs
 # (one of them with two NVIDIA vGPUs on its host's A100), and a GPU VM with
-# its host's GPUs, an InfiniBand VF and a PVRDMA adapter, as the two modules
-# in ../modules compose them. The lab's hosts apply
+# a GPU and an InfiniBand VF from one PCIe switch of its host (a DGX H100 in
+# the lab) and a PVRDMA adapter, as the two modules in ../modules compose
+# them. The lab's hosts apply
 # passthrough and SR-IOV changes when they reboot: with reboot_allowed, the
 # host resources reboot the GPU VM's host within the apply, so one apply
 # takes the lab from bare hosts to the GPU VM. The provider reads
@@ -98,18 +99,34 @@ data "vspherehpc_virtual_machine" "gpu" {
   name          = var.gpu_vm
 }
 
-# The GPU VM's host, for its GPUs: those used by no other VM. The VM gets
-# all of them: the two H100s, and the A100 whose passthrough this apply
-# turns on (below).
+# The GPU VM's host, for its PCIe tree: which InfiniBand card sits under
+# the same PCIe switch as which GPU (pcie_switch).
 data "vspherehpc_host" "gpu" {
   host_system_id = data.vspherehpc_virtual_machine.gpu.host_system_id
 }
 
+# GPUDirect RDMA pairs: each GPU no other VM uses, with the ConnectX
+# InfiniBand card (SR-IOV capable, no vmnic) under its PCIe switch. The VM
+# takes the first pair: the GPU, and a VF of the card.
 locals {
-  free_gpus = [
-    for g in data.vspherehpc_host.gpu.gpus : g.pci_id
-    if alltrue([for u in g.used_by : u.virtual_machine_id == data.vspherehpc_virtual_machine.gpu.id])
+  ib_cards = [
+    for d in data.vspherehpc_host.gpu.pci_devices : d
+    if d.connectx && d.sriov_capable && d.physical_nic == "" && d.pcie_switch != ""
   ]
+  pairs = flatten([
+    for g in data.vspherehpc_host.gpu.gpus : [
+      for c in local.ib_cards : { gpu = g.pci_id, card = c.pci_id, pcie_switch = g.pcie_switch, numa_node = g.numa_node }
+      if c.pcie_switch == g.pcie_switch
+    ]
+    if alltrue([for u in g.used_by : u.virtual_machine_id == data.vspherehpc_virtual_machine.gpu.id])
+  ])
+}
+
+check "gpudirect_pair" {
+  assert {
+    condition     = length(local.pairs) > 0
+    error_message = "${data.vspherehpc_host.gpu.name} has no free GPU with an InfiniBand card under its PCIe switch (vspherehpc_host's pcie_switch)."
+  }
 }
 
 module "gpu" {
@@ -117,9 +134,9 @@ module "gpu" {
 
   virtual_machine_id = data.vspherehpc_virtual_machine.gpu.id
   port_group_id      = module.pvrdma.port_group_id
-  gpu_pci_ids        = local.free_gpus
+  gpu_pci_ids        = [local.pairs[0].gpu]
   pci_device_ids     = [vspherehpc_host_sriov.ib.virtual_function_ids[0]]
-  # GPUDirect RDMA between the GPUs and the InfiniBand VF.
+  # GPUDirect RDMA between the GPU and the InfiniBand VF beside it.
   peer_to_peer = true
 
   # The host's devices first: their passthrough is active once that
@@ -127,42 +144,25 @@ module "gpu" {
   depends_on = [vspherehpc_host_pci_passthrough.gpu_host]
 }
 
-# InfiniBand beside the GPUs, as "InfiniBand on vSphere 8" does: SR-IOV on
-# the first ConnectX InfiniBand PF (no vmnic) of the GPU VM's host, then
-# passthrough on its first VF, then the VF to the GPU VM. The lab's hosts
-# apply these changes at their next reboot, and the VFs exist only once
-# SR-IOV is active: reboot_allowed reboots the host inside the apply (once
-# for SR-IOV, once for passthrough), so the VF's id is known in time.
-locals {
-  ib_pfs = [for d in data.vspherehpc_host.gpu.pci_devices : d.pci_id if d.connectx && d.sriov_capable && d.physical_nic == ""]
-}
-
+# InfiniBand beside the GPU, as "InfiniBand on vSphere 8" does: SR-IOV on
+# the pair's card, then passthrough on its first VF, then the VF to the GPU
+# VM. The lab's hosts apply these changes at their next reboot, and the VFs
+# exist only once SR-IOV is active: reboot_allowed reboots the host inside
+# the apply (once for SR-IOV, once for passthrough), so the VF's id is known
+# in time.
 resource "vspherehpc_host_sriov" "ib" {
   host_system_id        = data.vspherehpc_host.gpu.id
-  pci_id                = local.ib_pfs[0]
+  pci_id                = local.pairs[0].card
   num_virtual_functions = 4
   reboot_allowed        = true
 }
 
-# The host step of GPU passthrough, in code: passthrough on for every A100
-# (10de:20f1) of the GPU VM's host, which the lab ships with it off, and for
-# the first InfiniBand VF, in one reboot.
+# The host step of passthrough, in code: on for the first InfiniBand VF.
+# The host's H100s are on already.
 resource "vspherehpc_host_pci_passthrough" "gpu_host" {
   host_system_id = data.vspherehpc_host.gpu.id
   pci_ids        = [vspherehpc_host_sriov.ib.virtual_function_ids[0]]
   reboot_allowed = true
-
-  match {
-    vendor_id = "10de"
-    device_id = "20f1"
-  }
-}
-
-check "gpus" {
-  assert {
-    condition     = length(local.free_gpus) > 0
-    error_message = "${data.vspherehpc_host.gpu.name} has no free passthrough GPU."
-  }
 }
 
 output "pvrdma_switch" {
@@ -188,10 +188,12 @@ output "pvrdma_macs" {
 }
 
 output "gpu_node" {
-  description = "The GPU VM's GPUs and MMIO window."
+  description = "The GPU VM's GPU, the PCIe switch and NUMA node it shares with its InfiniBand card, and its MMIO window."
   value = {
     host                = data.vspherehpc_host.gpu.name
-    gpus                = local.free_gpus
+    gpus                = [local.pairs[0].gpu]
+    pcie_switch         = local.pairs[0].pcie_switch
+    numa_node           = local.pairs[0].numa_node
     total_gpu_memory_gb = module.gpu.total_gpu_memory_gb
     mmio_size_gb        = module.gpu.mmio_size_gb
   }
@@ -219,7 +221,7 @@ output "infiniband" {
 }
 
 output "gpu_host_passthrough" {
-  description = "The devices of the GPU VM's host with passthrough on (the A100 and the InfiniBand VF), and whether the host still waits for a reboot."
+  description = "The devices of the GPU VM's host this configuration turns passthrough on for (the InfiniBand VF), and whether the host still waits for a reboot."
   value = {
     devices         = [for d in vspherehpc_host_pci_passthrough.gpu_host.devices : "${d.pci_id} ${d.device_name} (active: ${d.active})"]
     reboot_required = vspherehpc_host_pci_passthrough.gpu_host.reboot_required

@@ -30,6 +30,20 @@ locals {
     for gpu in data.vspherehpc_host.esx01.gpus : gpu.pci_id
     if gpu.passthrough_active && length(gpu.used_by) == 0
   ]
+
+  # For GPUDirect RDMA: each free GPU with the ConnectX card under the same
+  # PCIe switch, and the NUMA node they share.
+  gpudirect_pairs = flatten([
+    for gpu in data.vspherehpc_host.esx01.gpus : [
+      for d in data.vspherehpc_host.esx01.pci_devices : { gpu = gpu.pci_id, card = d.pci_id, numa_node = gpu.numa_node }
+      if d.connectx && d.pcie_switch != "" && d.pcie_switch == gpu.pcie_switch
+    ]
+    if contains(local.free_gpus, gpu.pci_id)
+  ])
+}
+
+output "gpudirect_pairs" {
+  value = local.gpudirect_pairs
 }
 
 output "free_rdma_nics" {
