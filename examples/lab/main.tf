@@ -136,8 +136,10 @@ module "gpu" {
   port_group_id      = module.pvrdma.port_group_id
   gpu_pci_ids        = [local.pairs[0].gpu]
   pci_device_ids     = [vspherehpc_host_sriov.ib.virtual_function_ids[0]]
-  # GPUDirect RDMA between the GPU and the InfiniBand VF beside it.
-  peer_to_peer = true
+  # GPUDirect RDMA between the GPU and the InfiniBand VF beside it, and
+  # the VM's vCPUs and memory on their NUMA node.
+  peer_to_peer       = true
+  numa_node_affinity = [local.pairs[0].numa_node]
 
   # The host's devices first: their passthrough is active once that
   # resource's apply (and its reboot) is done.

@@ -90,6 +90,7 @@ func sampleGPUMMIOModel() vmGPUMMIOModel {
 		MMIOSizeGB: types.Int64Value(512), TotalGPUMemoryGB: types.Float64Value(240), Firmware: types.StringValue("efi"),
 		Use64bitMMIO: types.BoolValue(true), MemoryLockedToMax: types.BoolValue(true), AllowFirmwareChange: types.BoolValue(false),
 		PowerOffAllowed: types.BoolValue(true), PeerToPeer: types.BoolValue(true),
+		NUMANodeAffinity: types.SetValueMust(types.Int64Type, []attr.Value{types.Int64Value(0), types.Int64Value(1)}),
 		ExtraConfigBefore: types.MapValueMust(types.StringType, map[string]attr.Value{
 			"pciPassthru.use64bitMMIO": types.StringValue(""), "pciPassthru.64bitMMIOSizeGB": types.StringValue("64"),
 		}),

@@ -41,7 +41,7 @@ func listGPUMMIO(ctx context.Context, c *vsphere.Client, scope vsphere.Scope, _ 
 		}
 		uuid := strings.ToLower(s.VM.ID)
 		m := vmGPUMMIOModel{VirtualMachineID: types.StringValue(uuid), AllowFirmwareChange: types.BoolNull(), PowerOffAllowed: types.BoolNull(),
-			TotalGPUMemoryGB: types.Float64Null(), PeerToPeer: peerToPeerFound(s.GPUMMIO)}
+			TotalGPUMemoryGB: types.Float64Null(), PeerToPeer: peerToPeerFound(s.GPUMMIO), NUMANodeAffinity: numaAffinityFound(s.GPUMMIO)}
 		var others map[string]bool
 		if s.Sorted != nil {
 			m.TotalGPUMemoryGB = types.Float64Value(s.Sorted.GPUMemoryGB)

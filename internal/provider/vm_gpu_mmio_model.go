@@ -47,6 +47,16 @@ func gpuMMIOToModel(ctx context.Context, got *vsphere.GPUMMIO, m *vmGPUMMIOModel
 	default:
 		m.PeerToPeer = types.BoolValue(got.PeerToPeer)
 	}
+	switch {
+	case m.NUMANodeAffinity.IsNull(): // left out, the key is not the resource's to read
+	case got.NUMANodeAffinityUnreadable:
+		m.NUMANodeAffinity = types.SetNull(types.Int64Type)
+		diags.AddWarning("NUMA node affinity unreadable",
+			fmt.Sprintf("Virtual machine %s has %s = %q, which is not a list of NUMA node numbers. The plan sets it as "+
+				"numa_node_affinity says.", got.VM.Name, vsphere.NUMANodeAffinityKey, got.ExtraConfig[vsphere.NUMANodeAffinityKey]))
+	default:
+		m.NUMANodeAffinity = int64Set(got.NUMANodeAffinity)
+	}
 	if m.TotalGPUMemoryGB.IsUnknown() || m.TotalGPUMemoryGB.IsNull() {
 		m.TotalGPUMemoryGB = types.Float64Value(0) // known at the next plan
 	}
@@ -155,6 +165,24 @@ func peerToPeerFound(got *vsphere.GPUMMIO) types.Bool {
 		return types.BoolValue(true)
 	}
 	return types.BoolNull()
+}
+
+// numaAffinityFound is numa_node_affinity as an adopted setup has it: the
+// nodes numa.nodeAffinity lists, else left out.
+func numaAffinityFound(got *vsphere.GPUMMIO) types.Set {
+	if len(got.NUMANodeAffinity) == 0 {
+		return types.SetNull(types.Int64Type)
+	}
+	return int64Set(got.NUMANodeAffinity)
+}
+
+// int64Set is ns as a set of numbers.
+func int64Set(ns []int) types.Set {
+	elems := make([]attr.Value, len(ns))
+	for i, n := range ns {
+		elems[i] = types.Int64Value(int64(n))
+	}
+	return types.SetValueMust(types.Int64Type, elems)
 }
 
 // inPriorOrder orders blocks read from the VM as prior has them; the blocks

@@ -145,6 +145,7 @@ func (r *vmGPUMMIOResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 	// (not managed until now) counts as a change: the VM's keys are not
 	// known without a read.
 	p2pChanges := !plan.PeerToPeer.IsNull() && (state == nil || !plan.PeerToPeer.Equal(state.PeerToPeer))
+	numaChanges := !plan.NUMANodeAffinity.IsNull() && (state == nil || !plan.NUMANodeAffinity.Equal(state.NUMANodeAffinity))
 	sameDevices := state != nil && sameBlocks(ctx, plan.GPU, state.GPU) && sameBlocks(ctx, plan.PCIDevice, state.PCIDevice) &&
 		sameBlocks(ctx, plan.VGPU, state.VGPU)
 	if from, to := movedSinceChecked(ctx, req.Private, &resp.Diagnostics); sameDevices && from != "" && r.anyByPCIID(ctx, &plan, &resp.Diagnostics) {
@@ -176,7 +177,7 @@ func (r *vmGPUMMIOResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 					"This plan grows it to %d GB, the smallest power of two at least twice the total.", vmID, current,
 					mmio.FormatGB(state.TotalGPUMemoryGB.ValueFloat64()), size))
 		}
-		if f != nil || (size == state.MMIOSizeGB.ValueInt64() && !p2pChanges) {
+		if f != nil || (size == state.MMIOSizeGB.ValueInt64() && !p2pChanges && !numaChanges) {
 			return
 		}
 	}
@@ -186,12 +187,15 @@ func (r *vmGPUMMIOResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 		AllowFirmwareChange: plan.AllowFirmwareChange.ValueBool(), PowerOffAllowed: plan.PowerOffAllowed.ValueBool(),
 		PeerToPeer: plan.PeerToPeer.ValueBool(), Planned: r.claims.deviceInputs(), VGPUsOfPlan: r.claims.vgpusOfPlan,
 	}
+	if nodes := numaNodes(ctx, plan.NUMANodeAffinity, &resp.Diagnostics); nodes != nil {
+		change.NUMANodeAffinity = *nodes
+	}
 	if state == nil && !strings.EqualFold(instance.priorID, vmID) {
 		change.Releasing = instance.priorID // the setup this one replaces, on another VM
 	}
 	if state != nil {
 		change.Existing, change.CurrentMMIOSizeGB, change.Current64bitMMIO = true, state.MMIOSizeGB.ValueInt64(), state.Use64bitMMIO.ValueBool()
-		change.PeerToPeerChanges = p2pChanges
+		change.PeerToPeerChanges, change.NUMAAffinityChanges = p2pChanges, numaChanges
 	}
 	paths := r.blockPaths(ctx, &plan, &resp.Diagnostics)
 	p, err := r.client.PlanGPUMMIO(ctx, change)
@@ -429,7 +433,9 @@ func addGPUFarFromCard(diags *diag.Diagnostics, at path.Path, f vsphere.GPUFarFr
 	if len(better) > 0 {
 		text += " On this host, " + strings.Join(better, "; and ") + "."
 	}
-	diags.AddAttributeWarning(at, "GPU far from the VM's InfiniBand card", text+
+	// The GPU in the summary: Terraform folds warnings of one summary into
+	// the first.
+	diags.AddAttributeWarning(at, fmt.Sprintf("GPU %s far from the VM's InfiniBand card", f.GPU), text+
 		" vspherehpc_host lists each device's pcie_switch and numa_node, for choosing pairs in the configuration.")
 }
 
@@ -451,6 +457,20 @@ func addGPUMMIOFinding(diags *diag.Diagnostics, f vsphere.Finding, paths blockPa
 				"asks for; host %s of its DRS cluster has enough. %s", f.VMHost, f.VM, f.Vendor, f.Device, f.Label, f.Asked, f.Host, placed))
 	case vsphere.GPUFarFromCard:
 		addGPUFarFromCard(diags, gpuPath(f.Index), f)
+	case vsphere.NUMANodeNotOnHost:
+		diags.AddAttributeError(path.Root("numa_node_affinity"), "No such NUMA node",
+			fmt.Sprintf("numa_node_affinity names NUMA node %d, but host %s of virtual machine %s has %d, numbered from 0 "+
+				"(vspherehpc_host gives each device's numa_node).", f.Node, f.Host, f.VM, f.Nodes))
+	case vsphere.NUMAAffinityMissesDevice:
+		var devices []string
+		for i, d := range f.Devices {
+			devices = append(devices, fmt.Sprintf("%s (node %d)", d, f.DeviceNodes[i]))
+		}
+		diags.AddAttributeWarning(path.Root("numa_node_affinity"), "NUMA node affinity leaves devices out",
+			fmt.Sprintf("numa_node_affinity keeps virtual machine %s on NUMA node(s) %s of host %s, but its devices %s are on other "+
+				"nodes: every transfer between them and the VM's memory crosses the link between the CPU sockets. Add node(s) %s, or "+
+				"choose devices on the affinity's nodes (vspherehpc_host gives each device's numa_node).",
+				f.VM, vsphere.FormatNUMANodes(f.Nodes), f.Host, strings.Join(devices, ", "), vsphere.FormatNUMANodes(f.DeviceNodes)))
 	case vsphere.NoDynamicGPU:
 		diags.AddAttributeError(gpuPath(f.Index), "No such GPU for dynamic DirectPath",
 			fmt.Sprintf("Host %s of virtual machine %s has no passthrough-active GPU with vendor id %s and device id %s.",

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/setvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -72,6 +73,7 @@ type vmGPUMMIOModel struct {
 	AllowFirmwareChange types.Bool    `tfsdk:"allow_firmware_change"`
 	PowerOffAllowed     types.Bool    `tfsdk:"power_off_allowed"`
 	PeerToPeer          types.Bool    `tfsdk:"peer_to_peer"`
+	NUMANodeAffinity    types.Set     `tfsdk:"numa_node_affinity"`
 	// ExtraConfigBefore is what destroy puts back. It is kept in state,
 	// not private state: Terraform hands a tainted object's private state
 	// (a create that failed half-way) to neither its destroy nor its
@@ -233,13 +235,25 @@ func (r *vmGPUMMIOResource) Schema(_ context.Context, _ resource.SchemaRequest, 
 					"host side, PCIe ATS on the card, is set in the card's firmware: see the *GPUDirect RDMA* section of the guide *InfiniBand on " +
 					"vSphere 8*.",
 			},
+			"numa_node_affinity": schema.SetAttribute{
+				ElementType: types.Int64Type, Optional: true,
+				MarkdownDescription: "Keep the VM's virtual CPUs and memory on these NUMA nodes of its host (`" + vsphere.NUMANodeAffinityKey +
+					"`, vSphere Resource Management's advanced NUMA attributes): the node of its GPUs and InfiniBand card, which " +
+					"`vspherehpc_host` gives as `numa_node`. An empty set removes the key; left out (null), it is left as it is. A node " +
+					"the host does not have is refused at plan time; a GPU or device on a node the set leaves out is a warning. A " +
+					"change made in vCenter shows as drift, and a change needs the VM powered off (`power_off_allowed`). VMware warns " +
+					"that a NUMA node affinity can keep ESXi from rebalancing VMs across the host's nodes: use it on hosts that run " +
+					"few, large VMs.",
+				Validators: []validator.Set{setvalidator.ValueInt64sAre(int64validator.AtLeast(0))},
+			},
 			"extra_config_before": schema.MapAttribute{
 				ElementType: types.StringType, Computed: true,
 				MarkdownDescription: "What destroy puts back: `" + mmio.Use64bitMMIOKey + "`, `" + mmio.SizeGBKey + "`, `" +
-					vsphere.AllowP2PKey + "` and `" + vsphere.RelaxACSKey + "` as the VM had them before this resource set them (an " +
-					"empty value: the key was not set, and destroy removes it). Kept in state, so a create that fails half-way, and the " +
-					"apply that replaces it, still restore them. State from releases before `peer_to_peer` lacks its keys: destroy " +
-					"then removes them if `peer_to_peer` is set. With `peer_to_peer` left out, destroy leaves its keys as they are.",
+					vsphere.AllowP2PKey + "`, `" + vsphere.RelaxACSKey + "` and `" + vsphere.NUMANodeAffinityKey + "` as the VM had " +
+					"them before this resource set them (an empty value: the key was not set, and destroy removes it). Kept in state, " +
+					"so a create that fails half-way, and the apply that replaces it, still restore them. State from releases before " +
+					"`peer_to_peer` or `numa_node_affinity` lacks their keys: destroy then removes them if the attribute is set. With " +
+					"`peer_to_peer` or `numa_node_affinity` left out, destroy leaves its keys as they are.",
 				PlanModifiers: []planmodifier.Map{mapplanmodifier.UseStateForUnknown()},
 			},
 			"power_off_allowed": schema.BoolAttribute{
@@ -352,7 +366,23 @@ func (r *vmGPUMMIOResource) gpus(ctx context.Context, l types.List, diags *diag.
 
 func (r *vmGPUMMIOResource) spec(ctx context.Context, m *vmGPUMMIOModel, diags *diag.Diagnostics) vsphere.GPUMMIOSpec {
 	return vsphere.GPUMMIOSpec{GPUs: r.requests(ctx, m.GPU, diags), Devices: devices(ctx, m.PCIDevice, diags), VGPUs: vgpus(ctx, m.VGPU, diags),
-		MMIOSizeGB: m.MMIOSizeGB.ValueInt64(), PowerOffAllowed: m.PowerOffAllowed.ValueBool(), PeerToPeer: m.PeerToPeer.ValueBoolPointer()}
+		MMIOSizeGB: m.MMIOSizeGB.ValueInt64(), PowerOffAllowed: m.PowerOffAllowed.ValueBool(), PeerToPeer: m.PeerToPeer.ValueBoolPointer(),
+		NUMANodeAffinity: numaNodes(ctx, m.NUMANodeAffinity, diags)}
+}
+
+// numaNodes are the nodes of a numa_node_affinity, nil when it is null or
+// unknown (not managed).
+func numaNodes(ctx context.Context, s types.Set, diags *diag.Diagnostics) *[]int {
+	if s.IsNull() || s.IsUnknown() {
+		return nil
+	}
+	var nodes []int64
+	diags.Append(s.ElementsAs(ctx, &nodes, false)...)
+	out := make([]int, 0, len(nodes))
+	for _, n := range nodes {
+		out = append(out, int(n))
+	}
+	return &out
 }
 
 func vgpuBlocks(ctx context.Context, l types.List, diags *diag.Diagnostics) []vgpuBlockModel {
@@ -453,6 +483,8 @@ func (r *vmGPUMMIOResource) landed(ctx context.Context, vmID string, spec vspher
 	got, err := r.client.GPUMMIO(ctx, vmID)
 	return err == nil && got.Use64bitMMIO && got.MMIOSizeGB == spec.MMIOSizeGB && got.Firmware == "efi" &&
 		(spec.PeerToPeer == nil || got.PeerToPeer == *spec.PeerToPeer) &&
+		(spec.NUMANodeAffinity == nil || !got.NUMANodeAffinityUnreadable &&
+			vsphere.FormatNUMANodes(got.NUMANodeAffinity) == vsphere.FormatNUMANodes(*spec.NUMANodeAffinity)) &&
 		vsphere.SameGPUs(vsphere.PassthroughRequests(spec.GPUs, spec.Devices, spec.VGPUs), got.Devices)
 }
 
@@ -487,15 +519,19 @@ func extraConfigBefore(ctx context.Context, state vmGPUMMIOModel, private privat
 }
 
 // restored is what destroy puts back of the record before. The
-// peer-to-peer keys are the setup's only with peer_to_peer set: left out,
-// they stay as they are; set, with a record from before peer_to_peer (which
-// lacks them), they are removed, as the setup set them.
+// peer-to-peer keys are the setup's only with peer_to_peer set, and the
+// NUMA key with numa_node_affinity set: left out, they stay as they are;
+// set, with a record from before the attribute (which lacks them), they are
+// removed, as the setup set them.
 func restored(state vmGPUMMIOModel, before map[string]string) map[string]string {
 	out := maps.Clone(before)
-	for _, key := range []string{vsphere.AllowP2PKey, vsphere.RelaxACSKey} {
+	for key, unmanaged := range map[string]bool{
+		vsphere.AllowP2PKey: state.PeerToPeer.IsNull(), vsphere.RelaxACSKey: state.PeerToPeer.IsNull(),
+		vsphere.NUMANodeAffinityKey: state.NUMANodeAffinity.IsNull(),
+	} {
 		_, recorded := out[key]
 		switch {
-		case state.PeerToPeer.IsNull():
+		case unmanaged:
 			delete(out, key)
 		case !recorded:
 			out[key] = ""
@@ -640,6 +676,7 @@ func (r *vmGPUMMIOResource) ImportState(ctx context.Context, req resource.Import
 	}
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("extra_config_before"), stringMap(got.ExtraConfig))...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("peer_to_peer"), peerToPeerFound(got))...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("numa_node_affinity"), numaAffinityFound(got))...)
 	recordHost(ctx, resp.Private, got.HostID, true, &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("virtual_machine_id"), strings.ToLower(got.VM.ID))...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), strings.ToLower(got.VM.ID))...)

@@ -161,11 +161,12 @@ resource "vspherehpc_host_pci_passthrough" "vf" {
 
 // topologyVMConfig is a GPU setup of vm with gpu and the VF of
 // topologyHostConfig.
-func topologyVMConfig(lab *vcsimlab.Lab, vm, gpu string, p2p bool) string {
+func topologyVMConfig(lab *vcsimlab.Lab, vm, gpu string, p2p bool, extra ...string) string {
 	return fmt.Sprintf(`
 resource "vspherehpc_vm_gpu_mmio" "gpu" {
   virtual_machine_id = %q
   peer_to_peer       = %t
+%s
   gpu {
     pci_id = %q
   }
@@ -173,7 +174,7 @@ resource "vspherehpc_vm_gpu_mmio" "gpu" {
     pci_id = one(vspherehpc_host_pci_passthrough.vf.pci_ids)
   }
 }
-`, lab.VMUUID(vm), p2p, gpu)
+`, lab.VMUUID(vm), p2p, strings.Join(extra, "\n"), gpu)
 }
 
 // The plan of a VM with a GPU and an InfiniBand VF warns exactly when the
@@ -212,11 +213,25 @@ func TestAccVMGPUMMIO_topology(t *testing.T) {
 	}
 
 	d.write(map[string]string{"vm.tf": topologyVMConfig(lab, vm, dgxGPU[0], true)})
-	if _, said = d.planSaying(); strings.Contains(said, "GPU far from") {
+	if _, said = d.planSaying(); strings.Contains(said, "far from the VM's InfiniBand card") {
 		t.Errorf("the plan of GPU 0 with its own card warns:\n%s", said)
 	}
 	d.run("apply", "-auto-approve")
-	if changes, said := d.planSaying(); len(changes) != 0 || strings.Contains(said, "GPU far from") {
+	if changes, said := d.planSaying(); len(changes) != 0 || strings.Contains(said, "far from the VM's InfiniBand card") {
 		t.Errorf("after the apply: %v\n%s", changes, said)
+	}
+
+	// A NUMA node affinity that leaves the devices' node out warns; theirs
+	// does not.
+	d.write(map[string]string{"vm.tf": topologyVMConfig(lab, vm, dgxGPU[0], true, "  numa_node_affinity = [1]")})
+	_, said = d.planSaying()
+	want = fmt.Sprintf("numa_node_affinity keeps virtual machine %s on NUMA node(s) 1 of host %s, but its devices %s (node 0), %s (node 0) "+
+		"are on other nodes", label, host, dgxGPU[0], vf)
+	if !acctest.Wording(want).MatchString(said) {
+		t.Errorf("the plan of an affinity to node 1 does not say %q:\n%s", want, said)
+	}
+	d.write(map[string]string{"vm.tf": topologyVMConfig(lab, vm, dgxGPU[0], true, "  numa_node_affinity = [0]")})
+	if _, said = d.planSaying(); strings.Contains(said, "leaves devices out") {
+		t.Errorf("the plan of an affinity to the devices' node warns:\n%s", said)
 	}
 }

@@ -50,10 +50,11 @@ func (r *vmGPUMMIOResource) UpgradeState(ctx context.Context) map[int64]resource
 	}
 	deviceAttributes := map[string]schema.Attribute{"pci_id": schema.StringAttribute{Required: true}}
 	// Versions 0 and 1 kept what destroy restores in private state, and
-	// had no peer-to-peer.
+	// had no peer-to-peer or NUMA node affinity.
 	attributes := maps.Clone(current.Schema.Attributes)
 	delete(attributes, "extra_config_before")
 	delete(attributes, "peer_to_peer")
+	delete(attributes, "numa_node_affinity")
 	current.Schema.Attributes = attributes
 	v0 := current.Schema
 	v0.Version = 0
@@ -100,6 +101,7 @@ func upgradeGPUMMIOBefore2(ctx context.Context, req resource.UpgradeStateRequest
 		ID: old.ID, VirtualMachineID: old.VirtualMachineID, MMIOSizeGB: old.MMIOSizeGB, TotalGPUMemoryGB: old.TotalGPUMemoryGB,
 		Firmware: old.Firmware, Use64bitMMIO: old.Use64bitMMIO, MemoryLockedToMax: old.MemoryLockedToMax,
 		AllowFirmwareChange: old.AllowFirmwareChange, PowerOffAllowed: old.PowerOffAllowed, PeerToPeer: types.BoolNull(),
+		NUMANodeAffinity:  types.SetNull(types.Int64Type),
 		ExtraConfigBefore: types.MapNull(types.StringType),         // read from private state at the next refresh or destroy
 		VGPU:              types.ListValueMust(vgpuBlockType, nil), // before vGPUs: the next read finds any
 	}

@@ -72,8 +72,11 @@ type GPUMMIOSpec struct {
 	MMIOSizeGB int64
 	// PeerToPeer sets (true) or removes (false) the GPUDirect RDMA keys;
 	// nil leaves them as they are.
-	PeerToPeer      *bool
-	PowerOffAllowed bool
+	PeerToPeer *bool
+	// NUMANodeAffinity sets numa.nodeAffinity to these nodes, or removes it
+	// when empty; nil leaves it as it is.
+	NUMANodeAffinity *[]int
+	PowerOffAllowed  bool
 }
 
 // The keys that let a VM's passthrough devices and vGPUs reach each other
@@ -88,11 +91,51 @@ const (
 	RelaxACSKey = "pciPassthru.RelaxACSforP2P"
 )
 
+// NUMANodeAffinityKey keeps a VM's virtual CPUs and memory on the NUMA
+// nodes it lists, comma-separated: "Constrains the set of NUMA nodes on
+// which a virtual machine's virtual CPU and memory can be scheduled"
+// (vSphere Resource Management, Advanced NUMA Attributes), read at power
+// on. The same guide warns that it may keep ESXi's NUMA scheduler from
+// rebalancing the host.
+const NUMANodeAffinityKey = "numa.nodeAffinity"
+
 // gpuExtraConfigKeys are the extraConfig keys a GPU setup manages.
-var gpuExtraConfigKeys = []string{mmio.Use64bitMMIOKey, mmio.SizeGBKey, AllowP2PKey, RelaxACSKey}
+var gpuExtraConfigKeys = []string{mmio.Use64bitMMIOKey, mmio.SizeGBKey, AllowP2PKey, RelaxACSKey, NUMANodeAffinityKey}
 
 // peerToPeerKeys are the keys peer-to-peer sets, both TRUE.
 var peerToPeerKeys = []string{AllowP2PKey, RelaxACSKey}
+
+// optionalKeys are the keys a setup manages only when asked to (peer to
+// peer, NUMA node affinity): destroy leaves one its record lacks.
+var optionalKeys = []string{AllowP2PKey, RelaxACSKey, NUMANodeAffinityKey}
+
+// FormatNUMANodes is numa.nodeAffinity's value for nodes: sorted, each
+// once, comma-separated; "" for none.
+func FormatNUMANodes(nodes []int) string {
+	sorted := slices.Compact(slices.Sorted(slices.Values(nodes)))
+	parts := make([]string, len(sorted))
+	for i, n := range sorted {
+		parts[i] = strconv.Itoa(n)
+	}
+	return strings.Join(parts, ",")
+}
+
+// parseNUMANodes reads numa.nodeAffinity's value; false when it is not a
+// list of node numbers.
+func parseNUMANodes(s string) ([]int, bool) {
+	out := []int{}
+	if strings.TrimSpace(s) == "" {
+		return out, true
+	}
+	for _, part := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(part))
+		if err != nil || n < 0 {
+			return nil, false
+		}
+		out = append(out, n)
+	}
+	return slices.Compact(slices.Sorted(slices.Values(out))), true
+}
 
 // requests lists every passthrough device of the setup, GPUs first.
 func (s GPUMMIOSpec) requests() []GPURequest {
@@ -124,6 +167,11 @@ type GPUMMIO struct {
 	// PeerToPeerMixed: one of the two keys is TRUE, the other not, which is
 	// neither on nor off.
 	PeerToPeerMixed bool
+	// NUMANodeAffinity are the nodes numa.nodeAffinity lists, sorted,
+	// empty when it is unset; nil when its value is not node numbers
+	// (NUMANodeAffinityUnreadable).
+	NUMANodeAffinity           []int
+	NUMANodeAffinityUnreadable bool
 	// Devices are every passthrough device of the VM, GPUs or not: the
 	// VM's reconfigure sees no difference. SortPassthrough tells them apart.
 	Devices []PCIPassthrough
@@ -201,6 +249,8 @@ func gpuMMIOFromMO(vm *mo.VirtualMachine) *GPUMMIO {
 		}
 	}
 	out.PeerToPeer, out.PeerToPeerMixed = set == len(peerToPeerKeys), set > 0 && set < len(peerToPeerKeys)
+	nodes, ok := parseNUMANodes(out.ExtraConfig[NUMANodeAffinityKey])
+	out.NUMANodeAffinity, out.NUMANodeAffinityUnreadable = nodes, !ok
 	for _, dev := range sortedDevices(vm.Config.Hardware.Device) {
 		if pt, ok := dev.(*types.VirtualPCIPassthrough); ok && managedBacking(pt) {
 			out.Devices = append(out.Devices, pciPassthrough(pt))
@@ -284,6 +334,7 @@ func (c *Client) ApplyGPUMMIO(ctx context.Context, vmID string, spec GPUMMIOSpec
 				cs.MemoryReservationLockedToMax = types.NewBool(true)
 			}
 			cs.ExtraConfig = append(cs.ExtraConfig, peerToPeerChanges(current, spec.PeerToPeer)...)
+			cs.ExtraConfig = append(cs.ExtraConfig, numaAffinityChanges(current, spec.NUMANodeAffinity)...)
 			changes, err := passthroughChanges(vm, spec.requests(), target)
 			if err != nil {
 				return nil, false, &Error{Op: op, Kind: ErrInvalidArg, Message: err.Error()}
@@ -314,10 +365,24 @@ func peerToPeerChanges(current *GPUMMIO, on *bool) []types.BaseOptionValue {
 	return out
 }
 
+// numaAffinityChanges sets numa.nodeAffinity to nodes, or removes it for
+// none; nothing when nodes is nil or the key lists them already (in any
+// order or spacing).
+func numaAffinityChanges(current *GPUMMIO, nodes *[]int) []types.BaseOptionValue {
+	if nodes == nil {
+		return nil
+	}
+	want := FormatNUMANodes(*nodes)
+	if !current.NUMANodeAffinityUnreadable && FormatNUMANodes(current.NUMANodeAffinity) == want {
+		return nil
+	}
+	return []types.BaseOptionValue{&types.OptionValue{Key: NUMANodeAffinityKey, Value: want}}
+}
+
 // RemoveGPUMMIO detaches the VM's passthrough devices and puts back the
 // keys as before records them (an empty value removes a key). An MMIO key
-// before lacks is removed; a peer-to-peer key it lacks (a setup that never
-// managed them) is left as it is. Firmware stays
+// before lacks is removed; a peer-to-peer or NUMA key it lacks (a setup
+// that never managed them) is left as it is. Firmware stays
 // EFI: a guest installed under EFI does not boot under BIOS. A missing VM is
 // ErrNotFound, by the id given (see DeletePVRDMANIC).
 func (c *Client) RemoveGPUMMIO(ctx context.Context, vmID string, before map[string]string, powerOffAllowed bool) error {
@@ -335,7 +400,7 @@ func (c *Client) RemoveGPUMMIO(ctx context.Context, vmID string, before map[stri
 				cs := &types.VirtualMachineConfigSpec{}
 				for _, key := range gpuExtraConfigKeys {
 					was, recorded := before[key]
-					if !recorded && slices.Contains(peerToPeerKeys, key) {
+					if !recorded && slices.Contains(optionalKeys, key) {
 						continue
 					}
 					if current.ExtraConfig[key] != was {

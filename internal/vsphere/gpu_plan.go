@@ -31,6 +31,10 @@ type GPUMMIOChange struct {
 	Current64bitMMIO    bool  // the existing setup has pciPassthru.use64bitMMIO on
 	PeerToPeerChanges   bool  // the peer-to-peer keys change, which needs a power cycle
 	PeerToPeer          bool  // the setup has peer-to-peer on: GPUDirect RDMA
+	// NUMANodeAffinity are the nodes the setup keeps the VM on (nil: not
+	// managed); NUMAAffinityChanges: they change, which needs a power cycle.
+	NUMANodeAffinity    []int
+	NUMAAffinityChanges bool
 	// Planned is what host resources of the same plan turn on: a device
 	// not active yet counts as active when one does and the host applies
 	// it without a reboot.
@@ -297,6 +301,7 @@ func (c *Client) PlanGPUMMIO(ctx context.Context, ch GPUMMIOChange) (*GPUMMIOPla
 		}
 		out.Findings = append(out.Findings, planVGPUs(check)...)
 	}
+	out.Findings = append(out.Findings, planNUMAAffinity(label, host, ch)...)
 	if refusedGPUs {
 		return out, nil // nothing to size
 	}
@@ -314,7 +319,7 @@ func (c *Client) PlanGPUMMIO(ctx context.Context, ch GPUMMIOChange) (*GPUMMIOPla
 	}
 	sameDevices := SameGPUs(PassthroughRequests(ch.GPUs, ch.Devices, ch.VGPUs), vm.PCIPassthroughs)
 	needsOff := !ch.Existing || !efi || !sameDevices || size != ch.CurrentMMIOSizeGB ||
-		!ch.Current64bitMMIO || ch.PeerToPeerChanges
+		!ch.Current64bitMMIO || ch.PeerToPeerChanges || ch.NUMAAffinityChanges
 	if p := PlanPower(label, vm.PowerState, needsOff, ch.PowerOffAllowed, WhatGPUsNeedOff); p != nil {
 		out.Findings = append(out.Findings, p)
 	}

@@ -283,8 +283,8 @@ func TestAbsentMMIOKeysReadAsUnset(t *testing.T) {
 	}
 }
 
-// TestMMIOKeysReadByKey: the keys of a GPU setup (the two MMIO keys and
-// the two peer-to-peer keys) read by key come back as set, each alone or
+// TestMMIOKeysReadByKey: the keys of a GPU setup (the two MMIO keys, the
+// two peer-to-peer keys and the NUMA node affinity) read by key come back as set, each alone or
 // together, beside a large guestinfo value the read leaves out, in a read of
 // one VM, a refresh's read of every VM and a list.
 func TestMMIOKeysReadByKey(t *testing.T) {
@@ -292,12 +292,13 @@ func TestMMIOKeysReadByKey(t *testing.T) {
 	lab := acctest.StartLab(t, vcsimlab.Options{})
 	ctx := context.Background()
 	vms := lab.VMNames()
-	set := map[string][4]string{ // as gpuExtraConfigKeys
-		vms[0]: {"TRUE", "256", "TRUE", "TRUE"},
-		vms[1]: {"TRUE", "", "", "TRUE"},
-		vms[2]: {"", "128", "TRUE", ""},
-		vms[3]: {"", "", "", ""},
+	set := map[string][5]string{ // as gpuExtraConfigKeys
+		vms[0]: {"TRUE", "256", "TRUE", "TRUE", "1"},
+		vms[1]: {"TRUE", "", "", "TRUE", " 1, 0"},
+		vms[2]: {"", "128", "TRUE", "", ""},
+		vms[3]: {"", "", "", "", "node0"},
 	}
+	nodes := map[string]string{vms[0]: "1", vms[1]: "0,1", vms[2]: "", vms[3]: "unreadable"}
 	for name, keys := range set {
 		if err := lab.SetVMExtraConfig(ctx, name, "guestinfo.userdata", strings.Repeat("x", 4096)); err != nil {
 			t.Fatal(err)
@@ -313,12 +314,19 @@ func TestMMIOKeysReadByKey(t *testing.T) {
 	check := func(how string, g *GPUMMIO, name string) {
 		t.Helper()
 		want := set[name]
-		got := [4]string{}
+		got := [5]string{}
 		for i, key := range gpuExtraConfigKeys {
 			got[i] = g.ExtraConfig[key]
 		}
 		if got != want || len(g.ExtraConfig) != len(gpuExtraConfigKeys) || g.PeerToPeer != (want[2] == "TRUE" && want[3] == "TRUE") {
 			t.Errorf("%s of %s: extraConfig %v (peer-to-peer %t), want %q of %v only", how, name, g.ExtraConfig, g.PeerToPeer, want, gpuExtraConfigKeys)
+		}
+		gotNodes := FormatNUMANodes(g.NUMANodeAffinity)
+		if g.NUMANodeAffinityUnreadable {
+			gotNodes = "unreadable"
+		}
+		if gotNodes != nodes[name] {
+			t.Errorf("%s of %s: NUMA node affinity %q, want %q", how, name, gotNodes, nodes[name])
 		}
 	}
 

@@ -120,7 +120,8 @@ var (
 	GPUMMIOFindings = []Finding{NoDynamicGPU{}, PoolTooSmall{}, PoolOnOtherHost{}, TooFewGPUs{}, GPUNotActive{}, GPUInUse{}, GPUNotOnHost{},
 		VGPUProfileNotOffered{}, TooManyVGPUs{}, VGPUsMixed{}, VGPUsDoNotFit{},
 		DeviceNotOnVMHost{}, DeviceNotActive{}, DeviceInUse{}, DeviceIsGPU{}, FirmwareChangeRefused{},
-		MMIOSizeUnknown{}, NothingToSize{}, MMIOSizeImpossible{}, MMIONotPowerOfTwo{}, MMIOTooSmall{}, GPUFarFromCard{}}
+		MMIOSizeUnknown{}, NothingToSize{}, MMIOSizeImpossible{}, MMIONotPowerOfTwo{}, MMIOTooSmall{}, GPUFarFromCard{},
+		NUMANodeNotOnHost{}, NUMAAffinityMissesDevice{}}
 	// PVRDMANICFindings: PlanPVRDMANIC, beside PowerFindings.
 	PVRDMANICFindings = []Finding{HardwareTooOld{}, ProtocolNotOffered{}, NoProtocolChoice{}, StandardNetwork{},
 		HostsNotOnSwitch{}, PVRDMAFirstAdapter{}, PVRDMASharedNetwork{}, MACInUse{}}

@@ -48,6 +48,7 @@ type pciTopology struct {
 	parent  map[string]string // PCI id (lower case) -> its parent bridge's
 	node    map[string]int    // PCI id (lower case) -> NUMA node, where listed
 	network map[string]bool   // the network controllers (PCI base class 0x02: Ethernet, InfiniBand)
+	nodes   int               // the host's NUMA nodes, 0 when not reported
 }
 
 func topologyFromMO(hw *types.HostHardwareInfo) pciTopology {
@@ -61,6 +62,7 @@ func topologyFromMO(hw *types.HostHardwareInfo) pciTopology {
 		t.network[id] = uint16(d.ClassId)>>8 == 0x02
 	}
 	if hw.NumaInfo != nil {
+		t.nodes = int(hw.NumaInfo.NumNodes)
 		for _, n := range hw.NumaInfo.NumaNode {
 			for _, id := range n.PciId {
 				t.node[strings.ToLower(id)] = int(n.TypeId)
@@ -214,4 +216,59 @@ func (h *Host) networkFunctionUnder(sw string) string {
 		}
 	}
 	return ""
+}
+
+// NUMA node affinity (numa.nodeAffinity) checked against the host.
+type (
+	// NUMANodeNotOnHost: the affinity names a node the host does not have.
+	NUMANodeNotOnHost struct {
+		VM, Host    string
+		Node, Nodes int // Nodes: how many the host has, numbered from 0
+	}
+	// NUMAAffinityMissesDevice is a warning: devices of the VM (GPUs
+	// first) are on NUMA nodes the affinity leaves out, so their DMA
+	// crosses the sockets. DeviceNodes are their nodes, in order.
+	NUMAAffinityMissesDevice struct {
+		VM, Host    string
+		Devices     []string
+		DeviceNodes []int
+		Nodes       []int
+	}
+)
+
+func (NUMANodeNotOnHost) finding()        {}
+func (NUMAAffinityMissesDevice) finding() {}
+
+// planNUMAAffinity checks the nodes of a NUMA node affinity against the
+// host's, and the VM's devices given by PCI id against the nodes, where
+// the host reports them.
+func planNUMAAffinity(label string, host *Host, ch GPUMMIOChange) []Finding {
+	if ch.NUMANodeAffinity == nil {
+		return nil
+	}
+	var out []Finding
+	for _, n := range ch.NUMANodeAffinity {
+		if host.topology.nodes > 0 && n >= host.topology.nodes {
+			out = append(out, NUMANodeNotOnHost{VM: label, Host: host.Name, Node: n, Nodes: host.topology.nodes})
+		}
+	}
+	if len(out) > 0 || len(ch.NUMANodeAffinity) == 0 {
+		return out
+	}
+	var ids []string
+	for _, g := range ch.GPUs {
+		if !g.Dynamic() {
+			ids = append(ids, g.PCIID)
+		}
+	}
+	f := NUMAAffinityMissesDevice{VM: label, Host: host.Name, Nodes: ch.NUMANodeAffinity}
+	for _, id := range append(ids, ch.Devices...) {
+		if n := host.topology.numaNode(id); n >= 0 && !slices.Contains(ch.NUMANodeAffinity, n) {
+			f.Devices, f.DeviceNodes = append(f.Devices, id), append(f.DeviceNodes, n)
+		}
+	}
+	if len(f.Devices) > 0 {
+		out = append(out, f)
+	}
+	return out
 }

@@ -2,6 +2,7 @@ package vsphere
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/vmware/govmomi/vim25/types"
@@ -145,5 +146,36 @@ func TestPlanTopology(t *testing.T) {
 	acctest.Must(t, lab.SetHostSRIOV(ctx, hosts[1], "0000:86:00.0", 1))
 	if got, _ = plan(stockVM, true, []string{"0000:86:00.1"}, lab.GPUs()[0]); len(got) != 0 {
 		t.Fatalf("a host that reports no tree: %+v", got)
+	}
+
+	// NUMA node affinity: a node past the host's is refused (a stock host
+	// has one); devices on nodes it leaves out are named, GPUs first; a
+	// dynamic GPU, placed at power on, is not.
+	affinity := func(vm string, nodes []int, devices []string, gpus ...GPURequest) []Finding {
+		t.Helper()
+		p, err := labClient(lab).PlanGPUMMIO(ctx, GPUMMIOChange{VMID: lab.VMUUID(vm), GPUs: gpus, Devices: devices, PowerOffAllowed: true,
+			NUMANodeAffinity: nodes})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []Finding
+		for _, f := range p.Findings {
+			switch f.(type) {
+			case NUMANodeNotOnHost, NUMAAffinityMissesDevice:
+				out = append(out, f)
+			}
+		}
+		return out
+	}
+	if f, ok := onlyFinding[NUMANodeNotOnHost](affinity(stockVM, []int{1}, nil, GPURequest{PCIID: lab.GPUs()[0]})); !ok || f.Node != 1 || f.Nodes != 1 {
+		t.Fatalf("node 1 of a stock host: %+v", f)
+	}
+	f, ok := onlyFinding[NUMAAffinityMissesDevice](affinity(dgxVM, []int{1}, []string{vf}, GPURequest{PCIID: "0000:19:00.0"},
+		GPURequest{PCIID: "0000:9b:00.0"}, GPURequest{VendorID: "10de", DeviceID: "2330"}))
+	if !ok || !slices.Equal(f.Devices, []string{"0000:19:00.0", vf}) || !slices.Equal(f.DeviceNodes, []int{0, 0}) {
+		t.Fatalf("node 1 for GPUs 0 and 4 and GPU 0's card: %+v", f)
+	}
+	if got := affinity(dgxVM, []int{0}, []string{vf}, GPURequest{PCIID: "0000:19:00.0"}); len(got) != 0 {
+		t.Fatalf("node 0 for GPU 0 and its card: %+v", got)
 	}
 }

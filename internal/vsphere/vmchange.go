@@ -25,8 +25,9 @@ var GuestShutdownTimeout = 3 * time.Minute
 // What needs a VM powered off, for PowerOffNeeded.
 const (
 	WhatPVRDMANeedsOff = "adding, removing or changing the protocol of a PVRDMA adapter"
-	WhatGPUsNeedOff    = "attaching or detaching GPUs, switching the firmware to EFI, or changing the MMIO window or the peer-to-peer keys"
-	WhatSRIOVNeedsOff  = "adding or removing an SR-IOV adapter, or changing its physical function"
+	WhatGPUsNeedOff    = "attaching or detaching GPUs, switching the firmware to EFI, or changing the MMIO window, the peer-to-peer keys " +
+		"or the NUMA node affinity"
+	WhatSRIOVNeedsOff = "adding or removing an SR-IOV adapter, or changing its physical function"
 )
 
 // PowerOffNeeded is a change that needs the VM powered off, planned or asked

@@ -21,6 +21,7 @@ resource "vspherehpc_vm_gpu_mmio" "this" {
   virtual_machine_id = var.virtual_machine_id
   power_off_allowed  = var.power_off_allowed
   peer_to_peer       = var.peer_to_peer
+  numa_node_affinity = var.numa_node_affinity
 
   dynamic "gpu" {
     for_each = var.gpu_pci_ids

@@ -70,6 +70,12 @@ variable "peer_to_peer" {
   description = "GPUDirect RDMA: true sets pciPassthru.allowP2P and pciPassthru.RelaxACSforP2P, so the GPUs and an InfiniBand or RoCE device exchange data over PCIe; false removes them; null leaves them as they are."
 }
 
+variable "numa_node_affinity" {
+  type        = set(number)
+  default     = null
+  description = "NUMA nodes to keep the VM's vCPUs and memory on (numa.nodeAffinity): the numa_node vspherehpc_host gives the GPUs and the InfiniBand card; an empty set removes the key; null leaves it as it is."
+}
+
 variable "power_off_allowed" {
   type        = bool
   default     = false

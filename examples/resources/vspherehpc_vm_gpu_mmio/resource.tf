@@ -43,3 +43,21 @@ resource "vspherehpc_vm_gpu_mmio" "trainer" {
   peer_to_peer      = true
   power_off_allowed = true
 }
+
+# A GPU and an InfiniBand VF under one PCIe switch, with the VM's vCPUs and
+# memory kept on their NUMA node (vspherehpc_host gives each device's
+# pcie_switch and numa_node; the InfiniBand guide shows how to pick pairs).
+resource "vspherehpc_vm_gpu_mmio" "gpudirect" {
+  virtual_machine_id = vsphere_virtual_machine.rdma_node.id
+
+  gpu {
+    pci_id = "0000:19:00.0"
+  }
+  pci_device {
+    pci_id = "0000:18:00.1"
+  }
+
+  peer_to_peer       = true
+  numa_node_affinity = [0]
+  power_off_allowed  = true
+}
