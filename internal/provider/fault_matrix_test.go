@@ -409,7 +409,7 @@ func TestAccFaults_vmGPUMMIO(t *testing.T) {
 			address: gpuAddr,
 			config: [2]string{
 				without(vmGPUMMIOConfig(lab, uuid, gpuBlock(lab.GPUs()[0])), lab),
-				without(vmGPUMMIOConfig(lab, uuid, twoGPUs(lab)+"  peer_to_peer = true\n"), lab),
+				without(vmGPUMMIOConfig(lab, uuid, twoGPUs(lab)+"  peer_to_peer = true\n  numa_node_affinity = [0]\n"), lab),
 			},
 		}
 	})

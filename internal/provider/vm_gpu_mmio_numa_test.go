@@ -111,3 +111,25 @@ func TestAccVMGPUMMIO_numaNodeAffinityDestroyRestores(t *testing.T) {
 		CheckDestroy: numaAffinityKey(lab, vm, "1"),
 	})
 }
+
+// A numa_node_affinity known only at apply (another resource's output) is
+// checked then, and set.
+func TestAccVMGPUMMIO_numaNodeAffinityKnownAtApply(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{DGXHosts: []int{0}})
+	vm := vmOnHost(t, lab, lab.HostNames()[0])
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config: `
+resource "terraform_data" "node" {
+  input = 0
+}
+` + vmGPUMMIOConfig(lab, lab.VMUUID(vm), gpuBlock(dgxGPU[0])+"  numa_node_affinity = [terraform_data.node.output]\n"),
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectUnknownValue(gpuAddr, tfjsonpath.New("numa_node_affinity").AtSliceIndex(0)),
+			}},
+			Check: numaAffinityKey(lab, vm, "0"),
+		}},
+	})
+}

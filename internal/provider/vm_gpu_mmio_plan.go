@@ -125,7 +125,7 @@ func (r *vmGPUMMIOResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 		}
 	}
 	if plan.GPU.IsUnknown() || plan.PCIDevice.IsUnknown() || plan.VGPU.IsUnknown() || config.MMIOSizeGB.IsUnknown() ||
-		!fullyKnown(ctx, plan.GPU) || !fullyKnown(ctx, plan.PCIDevice) || !fullyKnown(ctx, plan.VGPU) {
+		!fullyKnown(ctx, plan.GPU) || !fullyKnown(ctx, plan.PCIDevice) || !fullyKnown(ctx, plan.VGPU) || !fullyKnown(ctx, plan.NUMANodeAffinity) {
 		// Checked once the values are known. GPUs not known yet may change
 		// the total and the window sized from it: the prior values
 		// (UseStateForUnknown) would not survive the apply's plan.
