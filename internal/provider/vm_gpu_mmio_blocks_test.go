@@ -418,9 +418,9 @@ resource "vspherehpc_vm_gpu_mmio" "gpu" {
 }
 `, lab.VMUUID(vm), lab.GPUs()[0])})
 	d.run("apply", "-auto-approve")
-	if s := d.run("show", "-json"); !strings.Contains(s, fmt.Sprintf(`"extra_config_before":{%q:"64",%q:"",%q:"",%q:""}`, mmio.SizeGBKey,
-		vsphere.RelaxACSKey, vsphere.AllowP2PKey, mmio.Use64bitMMIOKey)) {
-		t.Fatalf("state must hold what destroy puts back, the VM's own 64 GB and no use64bitMMIO or peer-to-peer keys:\n%s", s)
+	if s := d.run("show", "-json"); !strings.Contains(s, fmt.Sprintf(`"extra_config_before":{%q:"",%q:"64",%q:"",%q:"",%q:""}`,
+		vsphere.NUMANodeAffinityKey, mmio.SizeGBKey, vsphere.RelaxACSKey, vsphere.AllowP2PKey, mmio.Use64bitMMIOKey)) {
+		t.Fatalf("state must hold what destroy puts back, the VM's own 64 GB and no use64bitMMIO, peer-to-peer or NUMA keys:\n%s", s)
 	}
 	// What an older release wrote: the record in private state only.
 	record, err := json.Marshal(map[string]string{mmio.SizeGBKey: "64", mmio.Use64bitMMIOKey: ""})

@@ -410,8 +410,8 @@ func addGPUFarFromCard(diags *diag.Diagnostics, at path.Path, f vsphere.GPUFarFr
 	case vsphere.SameNUMANode:
 		where = fmt.Sprintf("is on the same NUMA node (%d) but not under the GPU's PCIe switch: their traffic goes through the CPU", f.GPUNode)
 	case vsphere.AcrossNUMANodes:
-		where = fmt.Sprintf("is on another NUMA node (the GPU on %d, the card on %d): their traffic crosses the link between the CPU "+
-			"sockets", f.GPUNode, f.CardNode)
+		where = fmt.Sprintf("is on another NUMA node (the GPU on %d, the card on %d): their traffic crosses the interconnect between "+
+			"NUMA nodes (between the CPU sockets, on most servers)", f.GPUNode, f.CardNode)
 	default:
 		where = "is not under the GPU's PCIe switch (the host lists no NUMA nodes)"
 	}
@@ -420,7 +420,7 @@ func addGPUFarFromCard(diags *diag.Diagnostics, at path.Path, f vsphere.GPUFarFr
 		"RDMA manual asks for the same PCIe root complex at least; NCCL decides by this distance whether to use it at all, "+
 		"NCCL_NET_GDR_LEVEL).", gpu, f.VM, f.Host, f.Card, where)
 	if f.PeerToPeer && f.Proximity == vsphere.AcrossNUMANodes {
-		text += " peer_to_peer is on, but GPUDirect RDMA across CPU sockets is slow, and nothing fails: training just runs slower " +
+		text += " peer_to_peer is on, but GPUDirect RDMA across NUMA nodes is slow, and nothing fails: training just runs slower " +
 			"than with the GPU and the card side by side."
 	}
 	var better []string
@@ -468,7 +468,7 @@ func addGPUMMIOFinding(diags *diag.Diagnostics, f vsphere.Finding, paths blockPa
 		}
 		diags.AddAttributeWarning(path.Root("numa_node_affinity"), "NUMA node affinity leaves devices out",
 			fmt.Sprintf("numa_node_affinity keeps virtual machine %s on NUMA node(s) %s of host %s, but its devices %s are on other "+
-				"nodes: every transfer between them and the VM's memory crosses the link between the CPU sockets. Add node(s) %s, or "+
+				"nodes: every transfer between them and the VM's memory crosses the interconnect between NUMA nodes. Add node(s) %s, or "+
 				"choose devices on the affinity's nodes (vspherehpc_host gives each device's numa_node).",
 				f.VM, vsphere.FormatNUMANodes(f.Nodes), f.Host, strings.Join(devices, ", "), vsphere.FormatNUMANodes(f.DeviceNodes)))
 	case vsphere.NoDynamicGPU:

@@ -197,7 +197,7 @@ func TestAccVMGPUMMIO_topology(t *testing.T) {
 	for _, want := range []string{
 		fmt.Sprintf("GPU %s (GH100 [H100 SXM5 80GB]) of virtual machine %s on host %s has none of the VM's InfiniBand or RoCE "+
 			"functions under its PCIe switch: the nearest, %s, is on another NUMA node (the GPU on 1, the card on 0)", dgxGPU[4], label, host, vf),
-		"peer_to_peer is on, but GPUDirect RDMA across CPU sockets is slow",
+		"peer_to_peer is on, but GPUDirect RDMA across NUMA nodes is slow",
 		fmt.Sprintf("GPU %s is free under the same switch as %s; and %s sits under this GPU's switch", dgxGPU[0], vf, dgxCard[4]),
 	} {
 		if !acctest.Wording(want).MatchString(said) {
