@@ -72,6 +72,7 @@ func TestAccVMGPUMMIO_numaNodeAffinity(t *testing.T) {
 			},
 			{PreConfig: setKey("0, 1"), Config: config("  numa_node_affinity = [0]\n"), ConfigPlanChecks: update, ConfigStateChecks: nodes(0),
 				Check: numaAffinityKey(lab, vm, "0")},
+			{Config: config("  numa_node_affinity = [0.5]\n"), PlanOnly: true, ExpectError: acctest.Wording("a whole number from 0 to 255")},
 			{Config: config("  numa_node_affinity = [2]\n"), PlanOnly: true,
 				ExpectError: acctest.Wording(fmt.Sprintf("numa_node_affinity names NUMA node 2, but host %s of virtual machine %s (%s) has 2",
 					lab.HostNames()[0], vm, uuid))},

@@ -236,7 +236,8 @@ func (r *vmGPUMMIOResource) Schema(_ context.Context, _ resource.SchemaRequest, 
 					"vSphere 8*.",
 			},
 			"numa_node_affinity": schema.SetAttribute{
-				ElementType: types.Int64Type, Optional: true,
+				// A node's id is a byte (HostNumaNode.typeId); the host's own count is checked at plan time.
+				ElementType: wholeNumber(0, 255), Optional: true,
 				MarkdownDescription: "Keep the VM's virtual CPUs and memory on these NUMA nodes of its host (`" + vsphere.NUMANodeAffinityKey +
 					"`, vSphere Resource Management's advanced NUMA attributes): the node of its GPUs and InfiniBand card, which " +
 					"`vspherehpc_host` gives as `numa_node`. An empty set removes the key; left out (null), it is left as it is. A node " +
@@ -244,7 +245,7 @@ func (r *vmGPUMMIOResource) Schema(_ context.Context, _ resource.SchemaRequest, 
 					"change made in vCenter shows as drift, and a change needs the VM powered off (`power_off_allowed`). VMware warns " +
 					"that a NUMA node affinity can keep ESXi from rebalancing VMs across the host's nodes: use it on hosts that run " +
 					"few, large VMs.",
-				Validators: []validator.Set{setvalidator.ValueInt64sAre(int64validator.AtLeast(0))},
+				Validators: []validator.Set{setvalidator.ValueInt64sAre(int64validator.Between(0, 255))},
 			},
 			"extra_config_before": schema.MapAttribute{
 				ElementType: types.StringType, Computed: true,
