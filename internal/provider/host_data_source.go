@@ -512,7 +512,7 @@ const (
 		"the root port). Devices with the same `pcie_switch` talk without crossing the CPU: pair a GPU with the InfiniBand card " +
 		"(or its virtual functions) under its switch for GPUDirect RDMA. Empty when the device sits under its root port alone or " +
 		"the host reports no parent bridges."
-	numaNodeDescription = "The NUMA node (CPU socket) the host lists the device on (`hardware.numaInfo`, vSphere 6.7 and later), " +
+	numaNodeDescription = "The NUMA node (on most servers, a CPU socket) the host lists the device on (`hardware.numaInfo`, vSphere 6.7 and later), " +
 		"or the node of the nearest bridge above it; null when the host lists none."
 )
 
