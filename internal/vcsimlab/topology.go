@@ -104,10 +104,11 @@ func dgxTopology() (devices []types.HostPciDevice, parents map[string]string) {
 		parents[gpus[i].id] = toGPU.Id
 		devices = append(devices, root, upstream, toCard, toGPU, card)
 	}
-	// The lab's other NICs, each card under a root port of its own on the
-	// bus before it.
-	for _, pf := range ibPFs {
-		root := bridge(pf.bus-1, 1, "PCI Express Root Port", "")
+	// The lab's other NICs, each card under a root port of its own: the
+	// ConnectX-7 cards' on the root bus before the first (a root port on a
+	// card's own bus would take the id of one of its VFs).
+	for i, pf := range ibPFs {
+		root := bridge(ibPFs[0].bus-1, uint8(i+1), "PCI Express Root Port", "")
 		devices = append(devices, root)
 		parents[pf.id] = root.Id
 	}

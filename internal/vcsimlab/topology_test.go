@@ -81,6 +81,24 @@ func TestDGXTopology(t *testing.T) {
 	if p := devices["0000:86:00.0"].ParentBridge; p == "" || node["0000:86:00.0"] != 1 {
 		t.Errorf("the lab's ConnectX-7 at 86:00.0: parent %q, node %d", p, node["0000:86:00.0"])
 	}
+	// Every VF the card at 86:00.0 can have (86:00.1 to 86:02.0) keeps the
+	// other card's root port, and every parent bridge is a device.
+	if err := l.SetHostSRIOV(ctx, l.HostNames()[1], "0000:86:00.0", connectX7MaxVFs); err != nil {
+		t.Fatal(err)
+	}
+	var withVFs mo.HostSystem
+	retrieve(t, l.Client(), hostRef(l, 1), props, &withVFs)
+	present, class := map[string]int{}, map[string]int16{}
+	for _, d := range withVFs.Hardware.PciDevice {
+		present[d.Id]++
+		class[d.Id] = d.ClassId
+	}
+	for _, d := range withVFs.Hardware.PciDevice {
+		if present[d.Id] != 1 || d.ParentBridge != "" && (present[d.ParentBridge] != 1 || class[d.ParentBridge] != 0x0604) {
+			t.Errorf("%s: listed %d times, parent %q listed %d times, class %#x", d.Id, present[d.Id], d.ParentBridge,
+				present[d.ParentBridge], class[d.ParentBridge])
+		}
+	}
 
 	if err := l.SetHostSRIOV(ctx, l.HostNames()[1], cards[4], 2); err != nil {
 		t.Fatal(err)
