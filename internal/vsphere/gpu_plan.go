@@ -305,7 +305,7 @@ func (c *Client) PlanGPUMMIO(ctx context.Context, ch GPUMMIOChange) (*GPUMMIOPla
 	if refusedGPUs {
 		return out, nil // nothing to size
 	}
-	out.Findings = append(out.Findings, planTopology(vm, host, ch)...)
+	out.Findings = append(out.Findings, planTopology(label, vm, host, ch)...)
 	out.Sized, out.TotalMemoryGB = true, total
 	size, f := PlanMMIOSize(ch.MMIOSizeGB, total, known, len(ch.GPUs) > 0, len(ch.VGPUs) > 0)
 	out.MMIOSizeGB = size

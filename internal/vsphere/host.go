@@ -292,8 +292,8 @@ func hostFromMO(h *mo.HostSystem, cluster *mo.ManagedEntity, vms []mo.VirtualMac
 		out.VMKernelNICs = vmkernelNICs(h.Config.Network.Vnic)
 	}
 	out.topology = topologyFromMO(h.Hardware)
-	out.GPUs = gpus(h, vms)
-	out.PCIDevices = hostPassthroughFromMO(h, vms).Devices
+	out.GPUs = gpus(h, vms, out.topology)
+	out.PCIDevices = hostPassthroughFromMO(h, vms, out.topology).Devices
 	out.Graphics, out.VGPUProfiles = hostGraphicsFromMO(h), vgpuProfilesFromMO(h)
 	vgpuAvailability(out)
 	if c := h.Capability; c != nil && c.DeviceRebindWithoutRebootSupported != nil {
@@ -365,7 +365,7 @@ func vmkernelNICs(vnics []types.HostVirtualNic) []VMKernelNIC {
 // pciClassDisplay is the PCI base class of display controllers (VGA and 3D).
 const pciClassDisplay = 0x03
 
-func gpus(h *mo.HostSystem, vms []mo.VirtualMachine) []GPU {
+func gpus(h *mo.HostSystem, vms []mo.VirtualMachine, t pciTopology) []GPU {
 	passthru := map[string]*types.HostPciPassthruInfo{}
 	var graphics []types.HostGraphicsInfo
 	if h.Config != nil {
@@ -386,7 +386,6 @@ func gpus(h *mo.HostSystem, vms []mo.VirtualMachine) []GPU {
 	if h.Hardware == nil {
 		return out
 	}
-	t := topologyFromMO(h.Hardware)
 	for _, d := range h.Hardware.PciDevice {
 		// Onboard VGA (a BMC's, or ESXi's own console) is display class too,
 		// but neither passthrough-capable nor a graphics device of the host.

@@ -91,10 +91,10 @@ func (c *Client) HostPassthrough(ctx context.Context, hostID string) (*HostPasst
 	if h.Hardware == nil || h.Config == nil {
 		return nil, hostDisconnected(op, h)
 	}
-	return hostPassthroughFromMO(h, vms), nil
+	return hostPassthroughFromMO(h, vms, topologyFromMO(h.Hardware)), nil
 }
 
-func hostPassthroughFromMO(h *mo.HostSystem, vms []mo.VirtualMachine) *HostPassthrough {
+func hostPassthroughFromMO(h *mo.HostSystem, vms []mo.VirtualMachine, t pciTopology) *HostPassthrough {
 	out := &HostPassthrough{HostID: h.Self.Value, HostName: h.Name}
 	if c := h.Capability; c != nil && c.DeviceRebindWithoutRebootSupported != nil {
 		out.AppliesWithoutReboot = *c.DeviceRebindWithoutRebootSupported
@@ -128,7 +128,6 @@ func hostPassthroughFromMO(h *mo.HostSystem, vms []mo.VirtualMachine) *HostPasst
 			pfOf[id] = pf
 		}
 	}
-	t := topologyFromMO(h.Hardware)
 	for _, d := range h.Hardware.PciDevice {
 		info, listed := state[d.Id]
 		if !listed {

@@ -264,7 +264,7 @@ func (c *Client) PendingDeviceChanges(ctx context.Context, hostID string) ([]str
 		return nil, hostDisconnected(op, mh)
 	}
 	var out []string
-	for _, d := range hostPassthroughFromMO(mh, vms).Devices {
+	for _, d := range hostPassthroughFromMO(mh, vms, topologyFromMO(mh.Hardware)).Devices {
 		pending := d.Enabled != d.Active
 		if sr := d.SRIOV; sr != nil {
 			pending = pending || sr.Enabled != sr.Active || (sr.Enabled && sr.VFs != sr.VFsRequested)

@@ -1,7 +1,6 @@
 package vsphere
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 
@@ -143,7 +142,7 @@ func (GPUFarFromCard) finding() {}
 // planTopology warns of each GPU given by PCI id that has none of the VM's
 // network functions (the setup's devices and the PFs of the VM's SR-IOV
 // adapters) under its PCIe switch, where the host reports where they sit.
-func planTopology(vm *VM, host *Host, ch GPUMMIOChange) []Finding {
+func planTopology(label string, vm *VM, host *Host, ch GPUMMIOChange) []Finding {
 	var cards []string
 	for _, id := range ch.Devices {
 		if host.topology.network[strings.ToLower(id)] {
@@ -173,7 +172,7 @@ func planTopology(vm *VM, host *Host, ch GPUMMIOChange) []Finding {
 		if nearest == ProximityUnknown || nearest == SamePCIeSwitch {
 			continue
 		}
-		f := GPUFarFromCard{Index: i, VM: fmt.Sprintf("%s (%s)", vm.Name, ch.VMID), Host: host.Name, GPU: g.PCIID, Card: card,
+		f := GPUFarFromCard{Index: i, VM: label, Host: host.Name, GPU: g.PCIID, Card: card,
 			Proximity: nearest, GPUNode: t.numaNode(g.PCIID), CardNode: t.numaNode(card), PeerToPeer: ch.PeerToPeer}
 		for _, h := range host.GPUs {
 			if strings.EqualFold(h.PCIID, g.PCIID) {
