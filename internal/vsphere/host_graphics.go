@@ -108,7 +108,8 @@ func (c *Client) HostGraphics(ctx context.Context, hostID string) (*HostGraphics
 // settings and the VMs registered on it.
 func hostGraphicsFromMOs(h *mo.HostSystem, vms []mo.VirtualMachine) *HostGraphicsState {
 	s, _ := hostGraphicsSettingsFromMO(h)
-	out := &HostGraphicsState{HostID: h.Self.Value, HostName: h.Name, Settings: s, GPUs: gpus(h, vms, topologyFromMO(h.Hardware)), BootTime: h.Runtime.BootTime}
+	out := &HostGraphicsState{HostID: h.Self.Value, HostName: h.Name, Settings: s, GPUs: gpus(h, vms, topologyFromMO(h.Hardware)),
+		BootTime: h.Runtime.BootTime}
 	out.Pending = s.Pending(out.GPUs)
 	return out
 }

@@ -332,7 +332,9 @@ func (c *Client) ListHostPassthrough(ctx context.Context, scope Scope) ([]Listed
 	out := make([]ListedHostPassthrough, 0, len(inv.hosts))
 	for i := range inv.hosts {
 		h := &inv.hosts[i]
-		out = append(out, ListedHostPassthrough{HostPassthrough: hostPassthroughFromMO(h, inv.vmsOn(h.Self), topologyFromMO(h.Hardware)), Unreadable: hostUnreadable(h, true)})
+		out = append(out, ListedHostPassthrough{
+			HostPassthrough: hostPassthroughFromMO(h, inv.vmsOn(h.Self), topologyFromMO(h.Hardware)), Unreadable: hostUnreadable(h, true),
+		})
 	}
 	return out, nil
 }

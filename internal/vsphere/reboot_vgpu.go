@@ -280,8 +280,8 @@ func (c *Client) vgpuDestinations(ctx context.Context, vc *vim25.Client, self *m
 		case h.Self == self.Self:
 			offered = vgpuProfilesFromMO(h)
 		case !h.Runtime.InMaintenanceMode && h.Runtime.ConnectionState == types.HostSystemConnectionStateConnected:
-			out = append(out, &Host{ID: h.Self.Value, Name: h.Name, GPUs: gpus(h, vmsOf[h.Self], topologyFromMO(h.Hardware)), VGPUProfiles: vgpuProfilesFromMO(h),
-				Graphics: hostGraphicsFromMO(h)})
+			out = append(out, &Host{ID: h.Self.Value, Name: h.Name, GPUs: gpus(h, vmsOf[h.Self], topologyFromMO(h.Hardware)),
+				VGPUProfiles: vgpuProfilesFromMO(h), Graphics: hostGraphicsFromMO(h)})
 		}
 	}
 	return out, offered, nil
