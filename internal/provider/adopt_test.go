@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -123,6 +124,10 @@ func TestAccAdopt_handBuiltLab(t *testing.T) {
 	}
 
 	d.run("query", "-generate-config-out=adopted.tf")
+	// The first VM's NUMA node affinity, set by hand, is in the generated configuration.
+	if generated := d.read("adopted.tf"); !regexp.MustCompile(`numa_node_affinity\s*=\s*\[0\]`).MatchString(generated) {
+		t.Errorf("the generated configuration lacks numa_node_affinity = [0]:\n%s", generated)
+	}
 	// The plan says why it changes what it does.
 	out := d.run("plan", "-out=tfplan")
 	for _, why := range []string{

@@ -43,6 +43,7 @@ func TestAccVMGPUMMIO_list(t *testing.T) {
 			querycheck.ExpectResourceKnownValues("vspherehpc_vm_gpu_mmio.q", small, []querycheck.KnownValueCheck{
 				{Path: tfjsonpath.New("mmio_size_gb"), KnownValue: knownvalue.Null()},
 				{Path: tfjsonpath.New("peer_to_peer"), KnownValue: knownvalue.Null()},
+				{Path: tfjsonpath.New("numa_node_affinity"), KnownValue: knownvalue.Null()},
 				{Path: tfjsonpath.New("gpu"), KnownValue: knownvalue.ListExact([]knownvalue.Check{knownvalue.ObjectExact(map[string]knownvalue.Check{
 					"pci_id": knownvalue.StringExact(lab.GPUs()[1]), "vendor_id": knownvalue.Null(), "device_id": knownvalue.Null(), "count": knownvalue.Null(),
 					"label": knownvalue.Null(),
@@ -55,10 +56,13 @@ func TestAccVMGPUMMIO_list(t *testing.T) {
 				"vspherehpc_vm_gpu_mmio.q",
 				map[string]knownvalue.Check{"virtual_machine_id": knownvalue.StringExact(lab.VMUUID(vms[0]))},
 			),
-			// Its GPUDirect RDMA keys, set by hand, are adopted.
+			// Its GPUDirect RDMA keys and NUMA node affinity, set by hand, are adopted.
 			querycheck.ExpectResourceKnownValues("vspherehpc_vm_gpu_mmio.q",
 				queryfilter.ByDisplayName(knownvalue.StringRegexp(regexp.MustCompile("^"+vms[0]+":"))),
-				[]querycheck.KnownValueCheck{{Path: tfjsonpath.New("peer_to_peer"), KnownValue: knownvalue.Bool(true)}}),
+				[]querycheck.KnownValueCheck{
+					{Path: tfjsonpath.New("peer_to_peer"), KnownValue: knownvalue.Bool(true)},
+					{Path: tfjsonpath.New("numa_node_affinity"), KnownValue: knownvalue.SetExact([]knownvalue.Check{knownvalue.Int64Exact(0)})},
+				}),
 		}},
 		{config: onHosts(lab, hostWithoutAdapters(lab)), checks: []querycheck.QueryResultCheck{querycheck.ExpectLength("vspherehpc_vm_gpu_mmio.q", 0)}},
 	}, scopeErrors(lab)...))

@@ -38,11 +38,13 @@ const (
 //   - passthrough on for the H100s of every host, as the lab starts;
 //   - the first VM with a PVRDMA adapter on the port group, one H100, EFI
 //     firmware, the MMIO keys at the rule's size for it (256 GB) and its
-//     memory reserved, and the two GPUDirect RDMA keys of NVIDIA's GPU
+//     memory reserved, the two GPUDirect RDMA keys of NVIDIA's GPU
 //     Operator documentation (pciPassthru.allowP2P and
-//     pciPassthru.RelaxACSforP2P, TRUE); the second VM the same with the
-//     other H100 of its host and an MMIO window of HandBuiltSmallWindow GB,
-//     too small for the GPU's 80 GB, without the GPUDirect keys.
+//     pciPassthru.RelaxACSforP2P, TRUE), and numa.nodeAffinity 0 (vSphere
+//     Resource Management's advanced NUMA attributes; the host's one node);
+//     the second VM the same with the other H100 of its host and an MMIO
+//     window of HandBuiltSmallWindow GB, too small for the GPU's 80 GB,
+//     without the GPUDirect and NUMA keys.
 func (l *Lab) BuildByHand(ctx context.Context) error {
 	hosts := l.HostNames()
 	vms := l.VMNames()
@@ -96,7 +98,8 @@ func (l *Lab) BuildByHand(ctx context.Context) error {
 		if i == 0 {
 			steps = append(steps,
 				func() error { return l.SetVMExtraConfig(ctx, vm, "pciPassthru.allowP2P", "TRUE") },
-				func() error { return l.SetVMExtraConfig(ctx, vm, "pciPassthru.RelaxACSforP2P", "TRUE") })
+				func() error { return l.SetVMExtraConfig(ctx, vm, "pciPassthru.RelaxACSforP2P", "TRUE") },
+				func() error { return l.SetVMExtraConfig(ctx, vm, "numa.nodeAffinity", "0") })
 		}
 		for _, step := range steps {
 			if err := step(); err != nil {

@@ -80,6 +80,9 @@ func TestBuildByHand(t *testing.T) {
 		if p2p != (i == 0) {
 			t.Errorf("%s: GPUDirect RDMA keys set %t, want %t", vms[i], p2p, i == 0)
 		}
+		if pinned := got.ExtraConfig["numa.nodeAffinity"] == "0"; pinned != (i == 0) {
+			t.Errorf("%s: numa.nodeAffinity %q, want it 0 on the first VM only", vms[i], got.ExtraConfig["numa.nodeAffinity"])
+		}
 	}
 	sriov, err := l.SRIOVAdapters(ctx, vms[0])
 	if err != nil || len(sriov) != 1 || sriov[0].PhysicalFunction != HandBuiltSRIOVPF {
