@@ -398,7 +398,7 @@ const waitsForReboot = "Passthrough of %s %s (%s) on host %s is enabled but not 
 const plannedAfterHost = "If a vspherehpc_host_pci_passthrough of this configuration turns it on, refer to it from this resource " +
 	"(as the gpu-node module's callers do, or with depends_on): Terraform then plans and applies the host's change first."
 
-// addGPUFarFromCard warns of a GPU with none of the VM's network functions
+// addGPUFarFromCard warns of a GPU with none of the VM's InfiniBand or RoCE functions
 // under its PCIe switch: GPUDirect RDMA works, slower, and nothing fails.
 func addGPUFarFromCard(diags *diag.Diagnostics, at path.Path, f vsphere.GPUFarFromCard) {
 	gpu := f.GPU

@@ -1,6 +1,7 @@
 package vsphere
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 
@@ -44,21 +45,19 @@ const maxPCIeDepth = 32
 // pciTopology is a host's PCIe tree and NUMA layout. A root port has no
 // parent bridge (as ESXi reports it: vcsim's recorded host).
 type pciTopology struct {
-	parent  map[string]string // PCI id (lower case) -> its parent bridge's
-	node    map[string]int    // PCI id (lower case) -> NUMA node, where listed
-	network map[string]bool   // the network controllers (PCI base class 0x02: Ethernet, InfiniBand)
-	nodes   int               // the host's NUMA nodes, 0 when not reported
+	parent map[string]string // PCI id (lower case) -> its parent bridge's
+	node   map[string]int    // PCI id (lower case) -> NUMA node, where listed
+	nodes  int               // the host's NUMA nodes, 0 when not reported
 }
 
 func topologyFromMO(hw *types.HostHardwareInfo) pciTopology {
-	t := pciTopology{parent: map[string]string{}, node: map[string]int{}, network: map[string]bool{}}
+	t := pciTopology{parent: map[string]string{}, node: map[string]int{}}
 	if hw == nil {
 		return t
 	}
 	for _, d := range hw.PciDevice {
 		id := strings.ToLower(d.Id)
 		t.parent[id] = strings.ToLower(d.ParentBridge)
-		t.network[id] = uint16(d.ClassId)>>8 == 0x02
 	}
 	if hw.NumaInfo != nil {
 		t.nodes = int(hw.NumaInfo.NumNodes)
@@ -125,7 +124,7 @@ func (t pciTopology) proximity(a, b string) Proximity {
 // GPUFarFromCard is a warning: a GPU of the VM has none of the VM's
 // InfiniBand or RoCE functions under its PCIe switch. Card is the nearest
 // of them. BetterGPU is a free GPU of the host under Card's switch,
-// BetterCard a network function of the host under the GPU's switch ("" when
+// BetterCard an InfiniBand or RoCE card of the host under the GPU's switch ("" when
 // there is none).
 type GPUFarFromCard struct {
 	Index                 int // the GPU's request
@@ -140,17 +139,19 @@ type GPUFarFromCard struct {
 func (GPUFarFromCard) finding() {}
 
 // planTopology warns of each GPU given by PCI id that has none of the VM's
-// network functions (the setup's devices and the PFs of the VM's SR-IOV
-// adapters) under its PCIe switch, where the host reports where they sit.
+// InfiniBand or RoCE functions (the setup's devices and the PFs of the VM's
+// SR-IOV adapters) under its PCIe switch, where the host reports where they
+// sit.
 func planTopology(label string, vm *VM, host *Host, ch GPUMMIOChange) []Finding {
 	var cards []string
 	for _, id := range ch.Devices {
-		if host.topology.network[strings.ToLower(id)] {
+		if host.rdmaFunction(id) {
 			cards = append(cards, id)
 		}
 	}
 	for _, d := range host.PCIDevices {
-		if slices.ContainsFunc(d.SRIOVAdapters, func(u VMRef) bool { return u.MOID == vm.MOID }) && !slices.Contains(cards, d.PCIID) {
+		if slices.ContainsFunc(d.SRIOVAdapters, func(u VMRef) bool { return u.MOID == vm.MOID }) && host.rdmaFunction(d.PCIID) &&
+			!slices.Contains(cards, d.PCIID) {
 			cards = append(cards, d.PCIID)
 		}
 	}
@@ -180,7 +181,7 @@ func planTopology(label string, vm *VM, host *Host, ch GPUMMIOChange) []Finding 
 			}
 		}
 		f.BetterGPU = host.freeGPUUnder(t.pcieSwitch(card), vm, ch.GPUs)
-		f.BetterCard = host.networkFunctionUnder(t.pcieSwitch(g.PCIID))
+		f.BetterCard = host.rdmaCardUnder(t.pcieSwitch(g.PCIID))
 		out = append(out, f)
 	}
 	return out
@@ -203,14 +204,31 @@ func (h *Host) freeGPUUnder(sw string, vm *VM, asked []GPURequest) string {
 	return ""
 }
 
-// networkFunctionUnder is the first physical network function (no VF)
+// rdmaFunction reports whether a device of the host is an InfiniBand or
+// RoCE function, the kind GPUDirect RDMA pairs with a GPU: a ConnectX
+// card's physical or virtual function (vendor 15b3), a NIC the host lists an
+// RDMA device for (config.network.rdmaDevice, paired with its vmnic), or a
+// virtual function of one. A plain Ethernet NIC passed through is not.
+func (h *Host) rdmaFunction(id string) bool {
+	for _, d := range h.PCIDevices {
+		if !strings.EqualFold(d.PCIID, id) {
+			continue
+		}
+		pf := cmp.Or(d.PhysicalFunction, d.PCIID)
+		return d.VendorID == VendorMellanox ||
+			slices.ContainsFunc(h.PhysicalNICs, func(n PhysicalNIC) bool { return n.RDMADevice != "" && strings.EqualFold(n.PCIID, pf) })
+	}
+	return false
+}
+
+// rdmaCardUnder is the first InfiniBand or RoCE physical function (no VF)
 // under the PCIe switch sw, "" when none is.
-func (h *Host) networkFunctionUnder(sw string) string {
+func (h *Host) rdmaCardUnder(sw string) string {
 	if sw == "" {
 		return ""
 	}
 	for _, d := range h.PCIDevices {
-		if d.PhysicalFunction == "" && h.topology.network[strings.ToLower(d.PCIID)] && h.topology.pcieSwitch(d.PCIID) == sw {
+		if d.PhysicalFunction == "" && h.topology.pcieSwitch(d.PCIID) == sw && h.rdmaFunction(d.PCIID) {
 			return d.PCIID
 		}
 	}

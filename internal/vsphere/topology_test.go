@@ -17,27 +17,27 @@ import (
 // of parent bridges ends.
 func TestPCITopology(t *testing.T) {
 	t.Parallel()
-	dev := func(id, parent string, class int16) types.HostPciDevice {
-		return types.HostPciDevice{Id: id, ParentBridge: parent, ClassId: class}
+	dev := func(id, parent string) types.HostPciDevice {
+		return types.HostPciDevice{Id: id, ParentBridge: parent}
 	}
 	hw := &types.HostHardwareInfo{
 		PciDevice: []types.HostPciDevice{
-			dev("0000:10:01.0", "", 0x0604),             // root port
-			dev("0000:11:00.0", "0000:10:01.0", 0x0604), // switch upstream port
-			dev("0000:12:00.0", "0000:11:00.0", 0x0604), // downstream port
-			dev("0000:13:00.0", "0000:12:00.0", 0x0604), // a second switch below it
-			dev("0000:14:00.0", "0000:13:00.0", 0x0604),
-			dev("0000:15:00.0", "0000:14:00.0", 0x0302), // GPU under both switches
-			dev("0000:12:01.0", "0000:11:00.0", 0x0604),
-			dev("0000:16:00.0", "0000:12:01.0", 0x0207), // InfiniBand card
-			dev("0000:16:00.1", "0000:12:01.0", 0x0200), // its VF, listed on no node
-			dev("0000:20:01.0", "", 0x0604),
-			dev("0000:21:00.0", "0000:20:01.0", 0x0302), // GPU under its root port alone
-			dev("0000:90:01.0", "", 0x0604),
-			dev("0000:91:00.0", "0000:90:01.0", 0x0302), // GPU on the other node
-			dev("0000:a0:00.0", "0000:a1:00.0", 0x0200), // loop
-			dev("0000:a1:00.0", "0000:a0:00.0", 0x0604),
-			dev("0000:b0:00.0", "", 0x0302), // no parent reported
+			dev("0000:10:01.0", ""),             // root port
+			dev("0000:11:00.0", "0000:10:01.0"), // switch upstream port
+			dev("0000:12:00.0", "0000:11:00.0"), // downstream port
+			dev("0000:13:00.0", "0000:12:00.0"), // a second switch below it
+			dev("0000:14:00.0", "0000:13:00.0"),
+			dev("0000:15:00.0", "0000:14:00.0"), // GPU under both switches
+			dev("0000:12:01.0", "0000:11:00.0"),
+			dev("0000:16:00.0", "0000:12:01.0"), // InfiniBand card
+			dev("0000:16:00.1", "0000:12:01.0"), // its VF, listed on no node
+			dev("0000:20:01.0", ""),
+			dev("0000:21:00.0", "0000:20:01.0"), // GPU under its root port alone
+			dev("0000:90:01.0", ""),
+			dev("0000:91:00.0", "0000:90:01.0"), // GPU on the other node
+			dev("0000:a0:00.0", "0000:a1:00.0"), // loop
+			dev("0000:a1:00.0", "0000:a0:00.0"),
+			dev("0000:b0:00.0", ""), // no parent reported
 		},
 		NumaInfo: &types.HostNumaInfo{NumaNode: []types.HostNumaNode{
 			{TypeId: 0, PciId: []string{"0000:10:01.0", "0000:15:00.0", "0000:16:00.0", "0000:20:01.0", "0000:21:00.0"}},
@@ -69,9 +69,6 @@ func TestPCITopology(t *testing.T) {
 	}
 	if n := topo.numaNode("0000:16:00.1"); n != 0 {
 		t.Errorf("the VF's node: %d", n)
-	}
-	if !topo.network["0000:16:00.0"] || !topo.network["0000:16:00.1"] || topo.network["0000:15:00.0"] {
-		t.Errorf("network functions: %v", topo.network)
 	}
 }
 
@@ -131,6 +128,11 @@ func TestPlanTopology(t *testing.T) {
 	}
 	if got, _ = plan(dgxVM, true, nil, "0000:9b:00.0"); len(got) != 0 {
 		t.Fatalf("a GPU and no card: %+v", got)
+	}
+	// A plain 10 GbE NIC (vcsim's vmnic0, no RDMA device) is no card for
+	// GPUDirect RDMA, wherever it sits.
+	if got, _ = plan(dgxVM, true, []string{"0000:0b:00.0"}, "0000:19:00.0"); len(got) != 0 {
+		t.Fatalf("a GPU and a plain Ethernet NIC: %+v", got)
 	}
 	// The PF of an SR-IOV adapter the VM has counts as its card: here a
 	// ConnectX-6 Dx port (a vmnic, as an SR-IOV adapter's PF must be),
