@@ -58,7 +58,7 @@ type rdmaDVSModel struct {
 	PortGroup    *portGroupModel `tfsdk:"port_group"`
 	PortGroupID  types.String    `tfsdk:"port_group_id"`
 	PortGroupKey types.String    `tfsdk:"port_group_key"`
-	Hosts        types.Set       `tfsdk:"host"`
+	Hosts        largeSet        `tfsdk:"host"`
 }
 
 type portGroupModel struct {
@@ -196,6 +196,7 @@ func (r *rdmaDVSResource) Schema(_ context.Context, _ resource.SchemaRequest, re
 			},
 			"host": schema.SetNestedBlock{
 				MarkdownDescription: "A member host, with the one physical NIC it gives the switch. One block per host.",
+				CustomType:          newLargeSetType(dvsHostType),
 				NestedObject: schema.NestedBlockObject{Attributes: map[string]schema.Attribute{
 					"host_system_id": schema.StringAttribute{
 						Required:            true,
@@ -218,7 +219,7 @@ func (r *rdmaDVSResource) Configure(_ context.Context, req resource.ConfigureReq
 
 // ValidateConfig refuses a host listed twice: PVRDMA allows one uplink.
 func (r *rdmaDVSResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
-	var hosts types.Set
+	var hosts largeSet
 	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("host"), &hosts)...)
 	if resp.Diagnostics.HasError() || hosts.IsNull() || hosts.IsUnknown() {
 		return
@@ -241,7 +242,7 @@ func (r *rdmaDVSResource) ValidateConfig(ctx context.Context, req resource.Valid
 }
 
 // dvsHosts lists the known members of a host set.
-func dvsHosts(ctx context.Context, set types.Set, diags *diag.Diagnostics) []vsphere.DVSHost {
+func dvsHosts(ctx context.Context, set largeSet, diags *diag.Diagnostics) []vsphere.DVSHost {
 	var hosts []dvsHostModel
 	diags.Append(set.ElementsAs(ctx, &hosts, true)...)
 	var out []vsphere.DVSHost
@@ -367,13 +368,16 @@ func dvsToModel(ctx context.Context, d *vsphere.DVS, m *rdmaDVSModel) diag.Diagn
 		m.PortGroup = nil
 		m.PortGroupID, m.PortGroupKey = types.StringNull(), types.StringNull()
 	}
-	hosts := make([]dvsHostModel, 0, len(d.Hosts))
+	hosts := make([]attr.Value, 0, len(d.Hosts))
 	for _, h := range d.Hosts {
-		hosts = append(hosts, dvsHostModel{HostSystemID: types.StringValue(h.HostID), Vmnic: types.StringValue(h.Vmnic)})
+		host, ds := types.ObjectValue(dvsHostType.AttrTypes,
+			map[string]attr.Value{"host_system_id": types.StringValue(h.HostID), "vmnic": types.StringValue(h.Vmnic)})
+		diags.Append(ds...)
+		hosts = append(hosts, host)
 	}
-	set, ds := types.SetValueFrom(ctx, dvsHostType, hosts)
+	set, ds := types.SetValue(dvsHostType, hosts)
 	diags.Append(ds...)
-	m.Hosts = set
+	m.Hosts = largeSet{set}
 	return diags
 }
 
