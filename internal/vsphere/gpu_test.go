@@ -274,12 +274,17 @@ func TestAbsentMMIOKeysReadAsUnset(t *testing.T) {
 		}
 	}
 
-	// A host before ESXi 6.5 has no Net.PVRDMAVmknic: no vmknic, not a failed read.
+	// A host before ESXi 6.5 has no Net.PVRDMAVmknic and no pvrdma ruleset:
+	// no vmknic and the ruleset off, not a failed read.
 	host := types.ObjectContent{Obj: types.ManagedObjectReference{Type: "HostSystem", Value: "host-7"},
-		PropSet: []types.DynamicProperty{{Name: "name", Val: "esx-old"}}, MissingSet: []types.MissingProperty{missing(pvrdmaVmknicPath)}}
+		PropSet:    []types.DynamicProperty{{Name: "name", Val: "esx-old"}, {Name: "config.network.vnic", Val: types.ArrayOfHostVirtualNic{}}},
+		MissingSet: []types.MissingProperty{missing(pvrdmaVmknicPath), missing(pvrdmaRulesetPath)}}
 	var h mo.HostSystem
 	if err := mo.LoadObjectContent([]types.ObjectContent{withoutAbsentKeys(host)}, &h); err != nil || vmknicOf(&h) != "" {
 		t.Fatalf("a host without %s: %v, vmknic %q; want none, read", PVRDMAVmknicOption, err, vmknicOf(&h))
+	}
+	if got := hostPVRDMAFromMO(&h, vmknicOf(&h)); got.Settings.FirewallEnabled || len(got.Settings.AllowedIPs) != 0 {
+		t.Fatalf("a host without the %s ruleset reads as %+v", PVRDMARuleset, got.Settings)
 	}
 }
 

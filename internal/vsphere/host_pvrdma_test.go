@@ -115,3 +115,19 @@ func TestParseAllowedIP(t *testing.T) {
 		}
 	}
 }
+
+// TestPVRDMARulesetReadByKey: a host's PVRDMA settings read the pvrdma
+// ruleset alone of its firewall, whose other rulesets a refresh of every
+// host would otherwise carry.
+func TestPVRDMARulesetReadByKey(t *testing.T) {
+	t.Parallel()
+	lab := acctest.StartLab(t, vcsimlab.Options{Hosts: 1})
+	ctx := context.Background()
+	h, err := labClient(lab).readHostProps(ctx, "reading a host", lab.HostID(lab.HostNames()[0]), hostPVRDMAProps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Config == nil || h.Config.Firewall == nil || len(h.Config.Firewall.Ruleset) != 1 || h.Config.Firewall.Ruleset[0].Key != PVRDMARuleset {
+		t.Fatalf("the host's firewall as read: %+v; want the %s ruleset alone", h.Config, PVRDMARuleset)
+	}
+}

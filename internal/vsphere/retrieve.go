@@ -52,9 +52,10 @@ func withoutAbsentKeys(oc types.ObjectContent) types.ObjectContent {
 }
 
 // absentKeyPaths are the keyed paths whose element an object may lack: the
-// keys of a VM's GPU setup, a host's PVRDMA option (before ESXi 6.5).
+// keys of a VM's GPU setup, a host's PVRDMA option and ruleset (before ESXi
+// 6.5).
 var absentKeyPaths = func() map[string]bool {
-	out := map[string]bool{pvrdmaVmknicPath: true}
+	out := map[string]bool{pvrdmaVmknicPath: true, pvrdmaRulesetPath: true}
 	for _, p := range gpuExtraConfig {
 		out[p] = true
 	}
