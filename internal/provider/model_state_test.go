@@ -113,7 +113,8 @@ func resourceState(t testing.TB, r resource.Resource) tfsdk.State {
 func TestSetModelStateMatchesTheFramework(t *testing.T) {
 	ctx := context.Background()
 	host, gpus := sampleHostModel(), sampleGPUMMIOModel()
-	withPortGroup := rdmaDVSModel{ID: types.StringValue("50 1a"), UplinkNames: types.ListNull(types.StringType), Hosts: largeSet{types.SetNull(dvsHostType)},
+	withPortGroup := rdmaDVSModel{ID: types.StringValue("50 1a"), UplinkNames: types.ListNull(types.StringType),
+		Hosts: largeSet{types.SetNull(dvsHostType)},
 		PortGroup: &portGroupModel{
 			Name:       types.StringValue("pvrdma"),
 			VLANID:     types.Int64Value(0),
@@ -166,7 +167,8 @@ func TestGetModelMatchesTheFramework(t *testing.T) {
 	host, gpus := sampleHostModel(), sampleGPUMMIOModel()
 	planned := gpus
 	planned.ID, planned.TotalGPUMemoryGB, planned.GPU = types.StringUnknown(), types.Float64Unknown(), types.ListUnknown(gpuBlockType)
-	withPortGroup := rdmaDVSModel{ID: types.StringValue("50 1a"), UplinkNames: types.ListNull(types.StringType), Hosts: largeSet{types.SetNull(dvsHostType)},
+	withPortGroup := rdmaDVSModel{ID: types.StringValue("50 1a"), UplinkNames: types.ListNull(types.StringType),
+		Hosts: largeSet{types.SetNull(dvsHostType)},
 		PortGroup: &portGroupModel{
 			Name:       types.StringValue("pvrdma"),
 			VLANID:     types.Int64Value(0),
