@@ -167,10 +167,14 @@ func peerToPeerFound(got *vsphere.GPUMMIO) types.Bool {
 	return types.BoolNull()
 }
 
+// maxNUMANode is the highest NUMA node id: a byte (HostNumaNode.typeId).
+const maxNUMANode = 255
+
 // numaAffinityFound is numa_node_affinity as an adopted setup has it: the
-// nodes numa.nodeAffinity lists, else left out.
+// nodes numa.nodeAffinity lists, else left out, as when it lists a node
+// above maxNUMANode, which the attribute refuses.
 func numaAffinityFound(got *vsphere.GPUMMIO) types.Set {
-	if len(got.NUMANodeAffinity) == 0 {
+	if len(got.NUMANodeAffinity) == 0 || slices.ContainsFunc(got.NUMANodeAffinity, func(n int) bool { return n < 0 || n > maxNUMANode }) {
 		return types.SetNull(types.Int64Type)
 	}
 	return int64Set(got.NUMANodeAffinity)

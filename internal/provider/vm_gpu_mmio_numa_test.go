@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
+	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/mmio"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vsphere"
 )
@@ -133,4 +134,100 @@ resource "terraform_data" "node" {
 			Check: numaAffinityKey(lab, vm, "0"),
 		}},
 	})
+}
+
+// A node affinity known only at apply, beside a window found too small (set
+// by hand): the plan leaves the window unknown, and the apply grows it as it
+// sets the node. Before, the plan kept the state's 64 GB and the apply's plan
+// said 256: Terraform's "Provider produced inconsistent final plan".
+func TestAccVMGPUMMIO_numaNodeAffinityKnownAtApplyGrowsWindow(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{DGXHosts: []int{0}})
+	vm := vmOnHost(t, lab, lab.HostNames()[0])
+	config := vmGPUMMIOConfig(lab, lab.VMUUID(vm), gpuBlock(dgxGPU[0]))
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config: config,
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("mmio_size_gb"), knownvalue.Int64Exact(256)),
+				},
+			},
+			{
+				PreConfig: func() { acctest.Must(t, lab.SetVMExtraConfig(context.Background(), vm, mmio.SizeGBKey, "64")) },
+				Config: `
+resource "terraform_data" "node" {
+  input = 0
+}
+` + vmGPUMMIOConfig(lab, lab.VMUUID(vm), gpuBlock(dgxGPU[0])+"  numa_node_affinity = [terraform_data.node.output]\n"),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectUnknownValue(gpuAddr, tfjsonpath.New("numa_node_affinity").AtSliceIndex(0)),
+					plancheck.ExpectUnknownValue(gpuAddr, tfjsonpath.New("mmio_size_gb")),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("mmio_size_gb"), knownvalue.Int64Exact(256)),
+				},
+				Check: numaAffinityKey(lab, vm, "0"),
+			},
+		},
+	})
+}
+
+// numa_node_affinity and peer_to_peer given for the first time, with the
+// values the VM's keys already mean (no key, off): the plan updates state
+// and needs no power cycle, so a running VM is not refused. Before, state's
+// null counted as a change and the plan asked for power_off_allowed.
+func TestAccVMGPUMMIO_keysAsTheVMHasThem(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{DGXHosts: []int{0}})
+	vm := vmOnHost(t, lab, lab.HostNames()[0])
+	uuid := lab.VMUUID(vm)
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: vmGPUMMIOConfig(lab, uuid, gpuBlock(dgxGPU[0]))},
+			{
+				PreConfig: func() { acctest.Must(t, lab.PowerOnVM(context.Background(), vm)) },
+				Config:    vmGPUMMIOConfig(lab, uuid, gpuBlock(dgxGPU[0])+"  numa_node_affinity = []\n  peer_to_peer = false\n"),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(gpuAddr, plancheck.ResourceActionUpdate),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("numa_node_affinity"), knownvalue.SetExact([]knownvalue.Check{})),
+					statecheck.ExpectKnownValue(gpuAddr, tfjsonpath.New("peer_to_peer"), knownvalue.Bool(false)),
+				},
+				Check: resource.ComposeTestCheckFunc(numaAffinityKey(lab, vm, ""), func(*terraform.State) error {
+					if got := vmPowerState(t, lab, vm); got != vsphere.PoweredOn {
+						return fmt.Errorf("%s is %s after an apply that changes nothing on it", vm, got)
+					}
+					return nil
+				}),
+			},
+			{
+				Config:      vmGPUMMIOConfig(lab, uuid, gpuBlock(dgxGPU[0])+"  numa_node_affinity = [0]\n  peer_to_peer = false\n"),
+				ExpectError: acctest.Wording(gpusNeedOff),
+			},
+			{PreConfig: func() { acctest.Must(t, lab.PowerOffVM(context.Background(), vm)) }, Config: vmGPUMMIOConfig(lab, uuid, gpuBlock(dgxGPU[0]))},
+		},
+	})
+}
+
+// An adopted node affinity that lists a node no host has (above 255) is left
+// out, so import and terraform query give configuration the attribute takes.
+func TestNUMAAffinityFound(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		nodes []int
+		want  string
+	}{
+		{nil, "<null>"},
+		{[]int{0, 1}, "[0,1]"},
+		{[]int{255}, "[255]"},
+		{[]int{0, 300}, "<null>"},
+	} {
+		if got := numaAffinityFound(&vsphere.GPUMMIO{NUMANodeAffinity: tc.nodes}).String(); got != tc.want {
+			t.Errorf("%v adopted as %s, want %s", tc.nodes, got, tc.want)
+		}
+	}
 }

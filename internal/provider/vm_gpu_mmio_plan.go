@@ -127,9 +127,10 @@ func (r *vmGPUMMIOResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 	if plan.GPU.IsUnknown() || plan.PCIDevice.IsUnknown() || plan.VGPU.IsUnknown() || config.MMIOSizeGB.IsUnknown() ||
 		!fullyKnown(ctx, plan.GPU) || !fullyKnown(ctx, plan.PCIDevice) || !fullyKnown(ctx, plan.VGPU) || !fullyKnown(ctx, plan.NUMANodeAffinity) {
 		// Checked once the values are known. GPUs not known yet may change
-		// the total and the window sized from it: the prior values
-		// (UseStateForUnknown) would not survive the apply's plan.
-		if state != nil && (!sameBlocks(ctx, plan.GPU, state.GPU) || !sameBlocks(ctx, plan.VGPU, state.VGPU)) {
+		// the total and the window sized from it, and with the same GPUs
+		// the apply's plan still sizes the window, growing one found too
+		// small: the prior values (UseStateForUnknown) would not survive it.
+		if state != nil {
 			resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("total_gpu_memory_gb"), types.Float64Unknown())...)
 			if config.MMIOSizeGB.IsNull() {
 				resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("mmio_size_gb"), types.Int64Unknown())...)
@@ -141,9 +142,10 @@ func (r *vmGPUMMIOResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 	planned := devices(ctx, plan.PCIDevice, &resp.Diagnostics)
 	anyGPU := len(r.gpus(ctx, plan.GPU, &resp.Diagnostics)) > 0
 	anyVGPU := len(vgpus(ctx, plan.VGPU, &resp.Diagnostics)) > 0
-	// Peer-to-peer changing needs the VM's power checked. State's null
-	// (not managed until now) counts as a change: the VM's keys are not
-	// known without a read.
+	// Peer-to-peer or the node affinity changing needs the planner, which
+	// compares them with the VM's keys and checks its power. State's null
+	// (not managed until now) may be a change: the VM's keys are not known
+	// without that read.
 	p2pChanges := !plan.PeerToPeer.IsNull() && (state == nil || !plan.PeerToPeer.Equal(state.PeerToPeer))
 	numaChanges := !plan.NUMANodeAffinity.IsNull() && (state == nil || !plan.NUMANodeAffinity.Equal(state.NUMANodeAffinity))
 	sameDevices := state != nil && sameBlocks(ctx, plan.GPU, state.GPU) && sameBlocks(ctx, plan.PCIDevice, state.PCIDevice) &&
@@ -185,7 +187,7 @@ func (r *vmGPUMMIOResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 		VMID: vmID, GPUs: r.requests(ctx, plan.GPU, &resp.Diagnostics), Devices: planned, VGPUs: vgpus(ctx, plan.VGPU, &resp.Diagnostics),
 		MMIOSizeGB:          given,
 		AllowFirmwareChange: plan.AllowFirmwareChange.ValueBool(), PowerOffAllowed: plan.PowerOffAllowed.ValueBool(),
-		PeerToPeer: plan.PeerToPeer.ValueBool(), Planned: r.claims.deviceInputs(), VGPUsOfPlan: r.claims.vgpusOfPlan,
+		PeerToPeer: plan.PeerToPeer.ValueBoolPointer(), Planned: r.claims.deviceInputs(), VGPUsOfPlan: r.claims.vgpusOfPlan,
 	}
 	if nodes := numaNodes(ctx, plan.NUMANodeAffinity, &resp.Diagnostics); nodes != nil {
 		change.NUMANodeAffinity = *nodes
@@ -195,7 +197,6 @@ func (r *vmGPUMMIOResource) ModifyPlan(ctx context.Context, req resource.ModifyP
 	}
 	if state != nil {
 		change.Existing, change.CurrentMMIOSizeGB, change.Current64bitMMIO = true, state.MMIOSizeGB.ValueInt64(), state.Use64bitMMIO.ValueBool()
-		change.PeerToPeerChanges, change.NUMAAffinityChanges = p2pChanges, numaChanges
 	}
 	paths := r.blockPaths(ctx, &plan, &resp.Diagnostics)
 	p, err := r.client.PlanGPUMMIO(ctx, change)
@@ -413,7 +414,7 @@ func addGPUFarFromCard(diags *diag.Diagnostics, at path.Path, f vsphere.GPUFarFr
 		where = fmt.Sprintf("is on another NUMA node (the GPU on %d, the card on %d): their traffic crosses the interconnect between "+
 			"NUMA nodes (between the CPU sockets, on most servers)", f.GPUNode, f.CardNode)
 	default:
-		where = "is not under the GPU's PCIe switch (the host lists no NUMA nodes)"
+		where = "is not under the GPU's PCIe switch (the host lists no NUMA node for one of them)"
 	}
 	text := fmt.Sprintf("GPU %s of virtual machine %s on host %s has none of the VM's InfiniBand or RoCE functions under its PCIe "+
 		"switch: the nearest, %s, %s. GPUDirect RDMA is fastest between a GPU and a card under one PCIe switch (NVIDIA's GPUDirect "+

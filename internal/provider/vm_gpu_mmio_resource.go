@@ -236,8 +236,8 @@ func (r *vmGPUMMIOResource) Schema(_ context.Context, _ resource.SchemaRequest, 
 					"vSphere 8*.",
 			},
 			"numa_node_affinity": schema.SetAttribute{
-				// A node's id is a byte (HostNumaNode.typeId); the host's own count is checked at plan time.
-				ElementType: wholeNumber(0, 255), Optional: true,
+				// The host's own count is checked at plan time.
+				ElementType: wholeNumber(0, maxNUMANode), Optional: true,
 				MarkdownDescription: "Keep the VM's virtual CPUs and memory on these NUMA nodes of its host (`" + vsphere.NUMANodeAffinityKey +
 					"`, vSphere Resource Management's advanced NUMA attributes): the node of its GPUs and InfiniBand card, which " +
 					"`vspherehpc_host` gives as `numa_node`. An empty set removes the key; left out (null), it is left as it is. A node " +

@@ -29,12 +29,12 @@ type GPUMMIOChange struct {
 	Existing            bool  // the setup exists and is changed
 	CurrentMMIOSizeGB   int64 // the window the existing setup has
 	Current64bitMMIO    bool  // the existing setup has pciPassthru.use64bitMMIO on
-	PeerToPeerChanges   bool  // the peer-to-peer keys change, which needs a power cycle
-	PeerToPeer          bool  // the setup has peer-to-peer on: GPUDirect RDMA
-	// NUMANodeAffinity are the nodes the setup keeps the VM on (nil: not
-	// managed); NUMAAffinityChanges: they change, which needs a power cycle.
-	NUMANodeAffinity    []int
-	NUMAAffinityChanges bool
+	// PeerToPeer is whether the setup has peer-to-peer on (GPUDirect RDMA),
+	// nil when not managed; NUMANodeAffinity the nodes it keeps the VM on,
+	// nil when not managed. Changing either key needs a power cycle, which
+	// the plan finds by comparing them with the VM's.
+	PeerToPeer       *bool
+	NUMANodeAffinity []int
 	// Planned is what host resources of the same plan turn on: a device
 	// not active yet counts as active when one does and the host applies
 	// it without a reboot.
@@ -245,7 +245,7 @@ func PlanMMIOSize(given *int64, totalGB float64, known, anyGPU, vgpus bool) (int
 func (c *Client) PlanGPUMMIO(ctx context.Context, ch GPUMMIOChange) (*GPUMMIOPlan, error) {
 	ctx, cancel := c.withTimeout(ctx)
 	defer cancel()
-	vm, host, err := c.vmAndHost(ctx, ch.VMID)
+	vm, keys, host, err := c.vmKeysAndHost(ctx, ch.VMID)
 	if err != nil {
 		return nil, err
 	}
@@ -318,8 +318,12 @@ func (c *Client) PlanGPUMMIO(ctx context.Context, ch GPUMMIOChange) (*GPUMMIOPla
 			Guest: strings.TrimSpace(vm.GuestFullName + " " + vm.GuestFamily)})
 	}
 	sameDevices := SameGPUs(PassthroughRequests(ch.GPUs, ch.Devices, ch.VGPUs), vm.PCIPassthroughs)
-	needsOff := !ch.Existing || !efi || !sameDevices || size != ch.CurrentMMIOSizeGB ||
-		!ch.Current64bitMMIO || ch.PeerToPeerChanges || ch.NUMAAffinityChanges
+	var nodes *[]int
+	if ch.NUMANodeAffinity != nil {
+		nodes = &ch.NUMANodeAffinity
+	}
+	keysChange := len(peerToPeerChanges(keys, ch.PeerToPeer)) > 0 || len(numaAffinityChanges(keys, nodes)) > 0
+	needsOff := !ch.Existing || !efi || !sameDevices || size != ch.CurrentMMIOSizeGB || !ch.Current64bitMMIO || keysChange
 	if p := PlanPower(label, vm.PowerState, needsOff, ch.PowerOffAllowed, WhatGPUsNeedOff); p != nil {
 		out.Findings = append(out.Findings, p)
 	}
@@ -545,4 +549,31 @@ func virtualFunctionOf(host *Host, id string) (pf string, free bool) {
 		}
 	}
 	return pf, free
+}
+
+// vmPlanProps are what a GPU setup's plan reads of its VM: vmProps and the
+// keys of the setup, which the plan compares with the ones it sets.
+var vmPlanProps = sortedUnion(vmProps, gpuExtraConfig)
+
+// vmKeysAndHost is vmAndHost with the keys of the VM's GPU setup, read in
+// the same call.
+func (c *Client) vmKeysAndHost(ctx context.Context, vmID string) (*VM, *GPUMMIO, *Host, error) {
+	op := "reading virtual machine " + vmID
+	vc, err := c.vimClient(ctx)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	v, err := c.readVMProps(ctx, vc, op, vmID, vmPlanProps)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	vm := vmFromMO(v)
+	if vm.ID == "" { // no configuration, so no UUID
+		return nil, nil, nil, vmInaccessible(op, vm.Name, vm.MOID)
+	}
+	if vm.HostID == "" {
+		return vm, gpuMMIOFromMO(v), &Host{}, nil
+	}
+	host, err := c.Host(ctx, vm.HostID)
+	return vm, gpuMMIOFromMO(v), host, err
 }

@@ -432,3 +432,43 @@ func TestPeerToPeerKeys(t *testing.T) {
 		t.Fatalf("after remove: %+v", got.ExtraConfig)
 	}
 }
+
+// The plan of a setup whose GPUs and window stay compares peer_to_peer and
+// numa_node_affinity with the VM's keys: one that already means what is
+// asked, as after an import that adopted neither, needs no power cycle, so
+// a running VM is not refused; one that differs does.
+func TestPlanGPUMMIOKeysComparedWithTheVM(t *testing.T) {
+	t.Parallel()
+	lab := acctest.StartLab(t, vcsimlab.Options{})
+	ctx := context.Background()
+	c := labClient(lab)
+	vm := "hpc-node-0"
+	gpus := []GPURequest{{PCIID: "0000:3b:00.0"}}
+	if err := c.ApplyGPUMMIO(ctx, lab.VMUUID(vm), GPUMMIOSpec{GPUs: gpus, MMIOSizeGB: 256}); err != nil {
+		t.Fatal(err)
+	}
+	acctest.Must(t, lab.PowerOnVM(ctx, vm))
+	on, off := true, false
+	for _, tc := range []struct {
+		name     string
+		p2p      *bool
+		nodes    []int
+		refusing bool
+	}{
+		{"neither managed", nil, nil, false},
+		{"peer-to-peer off, as the VM has it", &off, nil, false},
+		{"no node affinity, as the VM has none", nil, []int{}, false},
+		{"peer-to-peer on", &on, nil, true},
+		{"node 0", nil, []int{0}, true},
+	} {
+		p, err := c.PlanGPUMMIO(ctx, GPUMMIOChange{VMID: lab.VMUUID(vm), GPUs: gpus, Existing: true, CurrentMMIOSizeGB: 256,
+			Current64bitMMIO: true, PeerToPeer: tc.p2p, NUMANodeAffinity: tc.nodes})
+		if err != nil {
+			t.Fatal(err)
+		}
+		refused := slices.ContainsFunc(p.Findings, func(f Finding) bool { _, ok := f.(*PowerOffNeeded); return ok })
+		if refused != tc.refusing {
+			t.Errorf("%s: findings %#v; want a refusal for the running VM: %v", tc.name, p.Findings, tc.refusing)
+		}
+	}
+}

@@ -23,7 +23,8 @@ import (
 type Proximity int
 
 const (
-	// ProximityUnknown: the host reports no parent bridge for one of them.
+	// ProximityUnknown: the host reports no parent bridge for one of them,
+	// and no two NUMA nodes.
 	ProximityUnknown Proximity = iota
 	// SamePCIeSwitch: both are under one PCIe switch (NCCL's PIX or PXB).
 	SamePCIeSwitch
@@ -104,21 +105,23 @@ func (t pciTopology) numaNode(id string) int {
 	return -1
 }
 
-// proximity is how devices a and b sit.
+// proximity is how devices a and b sit. Two NUMA nodes tell without the
+// tree; anything nearer needs both devices' parent bridges, or whether they
+// share a switch is not known.
 func (t pciTopology) proximity(a, b string) Proximity {
 	if s := t.pcieSwitch(a); s != "" && s == t.pcieSwitch(b) {
 		return SamePCIeSwitch
 	}
-	if na, nb := t.numaNode(a), t.numaNode(b); na >= 0 && nb >= 0 {
-		if na == nb {
-			return SameNUMANode
-		}
+	na, nb := t.numaNode(a), t.numaNode(b)
+	switch {
+	case na >= 0 && nb >= 0 && na != nb:
 		return AcrossNUMANodes
+	case len(t.bridges(a)) == 0 || len(t.bridges(b)) == 0:
+		return ProximityUnknown
+	case na >= 0 && nb >= 0:
+		return SameNUMANode
 	}
-	if len(t.bridges(a)) > 0 && len(t.bridges(b)) > 0 {
-		return NotUnderOneSwitch
-	}
-	return ProximityUnknown
+	return NotUnderOneSwitch
 }
 
 // GPUFarFromCard is a warning: a GPU of the VM has none of the VM's
@@ -174,7 +177,7 @@ func planTopology(label string, vm *VM, host *Host, ch GPUMMIOChange) []Finding 
 			continue
 		}
 		f := GPUFarFromCard{Index: i, VM: label, Host: host.Name, GPU: g.PCIID, Card: card,
-			Proximity: nearest, GPUNode: t.numaNode(g.PCIID), CardNode: t.numaNode(card), PeerToPeer: ch.PeerToPeer}
+			Proximity: nearest, GPUNode: t.numaNode(g.PCIID), CardNode: t.numaNode(card), PeerToPeer: ch.PeerToPeer != nil && *ch.PeerToPeer}
 		for _, h := range host.GPUs {
 			if strings.EqualFold(h.PCIID, g.PCIID) {
 				f.GPUName = h.DeviceName

@@ -14,7 +14,8 @@ import (
 // The tree's rules: a root port has no parent bridge; a switch is the
 // topmost bridge below it, so devices under nested switches that meet
 // there share it (NCCL's PXB); a VF takes its bridge's NUMA node; a loop
-// of parent bridges ends.
+// of parent bridges ends; devices without parent bridges are near only
+// when their NUMA nodes differ.
 func TestPCITopology(t *testing.T) {
 	t.Parallel()
 	dev := func(id, parent string) types.HostPciDevice {
@@ -38,10 +39,13 @@ func TestPCITopology(t *testing.T) {
 			dev("0000:a0:00.0", "0000:a1:00.0"), // loop
 			dev("0000:a1:00.0", "0000:a0:00.0"),
 			dev("0000:b0:00.0", ""), // no parent reported
+			dev("0000:c0:00.0", ""), // no parent reported, listed on node 1
+			dev("0000:c1:00.0", ""), // the same
+			dev("0000:c2:00.0", ""), // no parent reported, listed on node 0
 		},
 		NumaInfo: &types.HostNumaInfo{NumaNode: []types.HostNumaNode{
-			{TypeId: 0, PciId: []string{"0000:10:01.0", "0000:15:00.0", "0000:16:00.0", "0000:20:01.0", "0000:21:00.0"}},
-			{TypeId: 1, PciId: []string{"0000:90:01.0", "0000:91:00.0"}},
+			{TypeId: 0, PciId: []string{"0000:10:01.0", "0000:15:00.0", "0000:16:00.0", "0000:20:01.0", "0000:21:00.0", "0000:c2:00.0"}},
+			{TypeId: 1, PciId: []string{"0000:90:01.0", "0000:91:00.0", "0000:c0:00.0", "0000:c1:00.0"}},
 		}},
 	}
 	topo := topologyFromMO(hw)
@@ -56,6 +60,12 @@ func TestPCITopology(t *testing.T) {
 		{"0000:a0:00.0", "0000:21:00.0", NotUnderOneSwitch},
 		{"0000:b0:00.0", "0000:16:00.0", ProximityUnknown},
 		{"0000:21:00.0", "0000:ff:00.0", ProximityUnknown},
+		// Without parent bridges, one NUMA node does not tell whether the
+		// two share a switch; two nodes tell they do not.
+		{"0000:c0:00.0", "0000:c1:00.0", ProximityUnknown},
+		{"0000:c2:00.0", "0000:21:00.0", ProximityUnknown},
+		{"0000:c0:00.0", "0000:c2:00.0", AcrossNUMANodes},
+		{"0000:c0:00.0", "0000:21:00.0", AcrossNUMANodes},
 	} {
 		if got := topo.proximity(c.a, c.b); got != c.want {
 			t.Errorf("%s and %s: %d, want %d", c.a, c.b, got, c.want)
@@ -100,7 +110,7 @@ func TestPlanTopology(t *testing.T) {
 		for _, g := range gpus {
 			reqs = append(reqs, GPURequest{PCIID: g})
 		}
-		p, err := c.PlanGPUMMIO(ctx, GPUMMIOChange{VMID: lab.VMUUID(vm), GPUs: reqs, Devices: devices, PowerOffAllowed: true, PeerToPeer: p2p})
+		p, err := c.PlanGPUMMIO(ctx, GPUMMIOChange{VMID: lab.VMUUID(vm), GPUs: reqs, Devices: devices, PowerOffAllowed: true, PeerToPeer: &p2p})
 		if err != nil {
 			t.Fatal(err)
 		}
