@@ -48,14 +48,7 @@ func BenchmarkRDMADVSRead(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			providerType := objectType(b, schema.Provider)
-			providerValues := nullValues(providerType)
-			providerValues["vsphere_server"] = tftypes.NewValue(tftypes.String, lab.URL.Host)
-			providerValues["user"] = tftypes.NewValue(tftypes.String, lab.Username)
-			providerValues["password"] = tftypes.NewValue(tftypes.String, lab.Password)
-			providerValues["ca_file"] = tftypes.NewValue(tftypes.String, lab.CertFile)
-			configured, err := server.ConfigureProvider(ctx,
-				&tfprotov6.ConfigureProviderRequest{Config: dynamicValue(b, providerType, providerValues)})
+			configured, err := server.ConfigureProvider(ctx, &tfprotov6.ConfigureProviderRequest{Config: labProviderConfig(b, lab, schema)})
 			failed(b, err, configured.Diagnostics)
 
 			const typeName = "vspherehpc_rdma_dvs"

@@ -114,6 +114,16 @@ func TestAccVMGPUMMIO_numaNodeAffinityDestroyRestores(t *testing.T) {
 	})
 }
 
+// nodeKnownAtApply is a GPU setup of vm with GPU 0 of the DGX host and
+// numa_node_affinity = [0], from a terraform_data the same apply creates.
+func nodeKnownAtApply(lab *vcsimlab.Lab, vm string) string {
+	return `
+resource "terraform_data" "node" {
+  input = 0
+}
+` + vmGPUMMIOConfig(lab, lab.VMUUID(vm), gpuBlock(dgxGPU[0])+"  numa_node_affinity = [terraform_data.node.output]\n")
+}
+
 // A numa_node_affinity known only at apply (another resource's output) is
 // checked then, and set.
 func TestAccVMGPUMMIO_numaNodeAffinityKnownAtApply(t *testing.T) {
@@ -123,11 +133,7 @@ func TestAccVMGPUMMIO_numaNodeAffinityKnownAtApply(t *testing.T) {
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{{
-			Config: `
-resource "terraform_data" "node" {
-  input = 0
-}
-` + vmGPUMMIOConfig(lab, lab.VMUUID(vm), gpuBlock(dgxGPU[0])+"  numa_node_affinity = [terraform_data.node.output]\n"),
+			Config: nodeKnownAtApply(lab, vm),
 			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 				plancheck.ExpectUnknownValue(gpuAddr, tfjsonpath.New("numa_node_affinity").AtSliceIndex(0)),
 			}},
@@ -156,11 +162,7 @@ func TestAccVMGPUMMIO_numaNodeAffinityKnownAtApplyGrowsWindow(t *testing.T) {
 			},
 			{
 				PreConfig: func() { acctest.Must(t, lab.SetVMExtraConfig(context.Background(), vm, mmio.SizeGBKey, "64")) },
-				Config: `
-resource "terraform_data" "node" {
-  input = 0
-}
-` + vmGPUMMIOConfig(lab, lab.VMUUID(vm), gpuBlock(dgxGPU[0])+"  numa_node_affinity = [terraform_data.node.output]\n"),
+				Config: nodeKnownAtApply(lab, vm),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectUnknownValue(gpuAddr, tfjsonpath.New("numa_node_affinity").AtSliceIndex(0)),
 					plancheck.ExpectUnknownValue(gpuAddr, tfjsonpath.New("mmio_size_gb")),
