@@ -162,7 +162,7 @@ func TestAccVMGPUMMIO_numaNodeAffinityKnownAtApplyGrowsWindow(t *testing.T) {
 			},
 			{
 				PreConfig: func() { acctest.Must(t, lab.SetVMExtraConfig(context.Background(), vm, mmio.SizeGBKey, "64")) },
-				Config: nodeKnownAtApply(lab, vm),
+				Config:    nodeKnownAtApply(lab, vm),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectUnknownValue(gpuAddr, tfjsonpath.New("numa_node_affinity").AtSliceIndex(0)),
 					plancheck.ExpectUnknownValue(gpuAddr, tfjsonpath.New("mmio_size_gb")),
