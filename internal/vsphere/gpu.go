@@ -273,7 +273,7 @@ type SortedPassthrough struct {
 func (c *Client) SortPassthrough(ctx context.Context, vmID string, devices []PCIPassthrough) (*SortedPassthrough, error) {
 	ctx, cancel := c.withTimeout(ctx)
 	defer cancel()
-	_, host, err := c.vmAndHost(ctx, vmID)
+	_, _, host, err := c.vmAndHost(ctx, vmID)
 	if err != nil {
 		return nil, err
 	}
@@ -553,18 +553,29 @@ func (c *Client) devicesStillFree(ctx context.Context, op string, vm *mo.Virtual
 	return nil
 }
 
-// vmAndHost reads a VM and its host; the host is empty when the VM has none.
-func (c *Client) vmAndHost(ctx context.Context, vmID string) (*VM, *Host, error) {
-	vm, err := c.VM(ctx, vmID)
+// vmAndHostProps are what a plan reads of a VM: vmProps and the keys of
+// its GPU setup, which a GPU setup's plan compares with the ones it sets.
+var vmAndHostProps = sortedUnion(vmProps, gpuExtraConfig)
+
+// vmAndHost reads a VM, the keys of its GPU setup (in the same call) and its
+// host; the host is empty when the VM has none.
+func (c *Client) vmAndHost(ctx context.Context, vmID string) (*VM, *GPUMMIO, *Host, error) {
+	op := "reading virtual machine " + vmID
+	vc, err := c.vimClient(ctx)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
+	v, err := c.readVMProps(ctx, vc, op, vmID, vmAndHostProps)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	vm := vmFromMO(v)
 	if vm.ID == "" { // no configuration, so no UUID
-		return nil, nil, vmInaccessible("reading virtual machine "+vmID, vm.Name, vm.MOID)
+		return nil, nil, nil, vmInaccessible(op, vm.Name, vm.MOID)
 	}
 	if vm.HostID == "" {
-		return vm, &Host{}, nil
+		return vm, gpuMMIOFromMO(v), &Host{}, nil
 	}
 	host, err := c.Host(ctx, vm.HostID)
-	return vm, host, err
+	return vm, gpuMMIOFromMO(v), host, err
 }

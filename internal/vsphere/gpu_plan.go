@@ -245,7 +245,7 @@ func PlanMMIOSize(given *int64, totalGB float64, known, anyGPU, vgpus bool) (int
 func (c *Client) PlanGPUMMIO(ctx context.Context, ch GPUMMIOChange) (*GPUMMIOPlan, error) {
 	ctx, cancel := c.withTimeout(ctx)
 	defer cancel()
-	vm, keys, host, err := c.vmKeysAndHost(ctx, ch.VMID)
+	vm, keys, host, err := c.vmAndHost(ctx, ch.VMID)
 	if err != nil {
 		return nil, err
 	}
@@ -549,31 +549,4 @@ func virtualFunctionOf(host *Host, id string) (pf string, free bool) {
 		}
 	}
 	return pf, free
-}
-
-// vmPlanProps are what a GPU setup's plan reads of its VM: vmProps and the
-// keys of the setup, which the plan compares with the ones it sets.
-var vmPlanProps = sortedUnion(vmProps, gpuExtraConfig)
-
-// vmKeysAndHost is vmAndHost with the keys of the VM's GPU setup, read in
-// the same call.
-func (c *Client) vmKeysAndHost(ctx context.Context, vmID string) (*VM, *GPUMMIO, *Host, error) {
-	op := "reading virtual machine " + vmID
-	vc, err := c.vimClient(ctx)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	v, err := c.readVMProps(ctx, vc, op, vmID, vmPlanProps)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	vm := vmFromMO(v)
-	if vm.ID == "" { // no configuration, so no UUID
-		return nil, nil, nil, vmInaccessible(op, vm.Name, vm.MOID)
-	}
-	if vm.HostID == "" {
-		return vm, gpuMMIOFromMO(v), &Host{}, nil
-	}
-	host, err := c.Host(ctx, vm.HostID)
-	return vm, gpuMMIOFromMO(v), host, err
 }

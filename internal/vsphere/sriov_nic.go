@@ -279,7 +279,7 @@ func (c *Client) PlanSRIOVNIC(ctx context.Context, ch SRIOVNICChange) (*SRIOVNIC
 	op := "checking an SR-IOV adapter of virtual machine " + ch.VMID
 	ctx, cancel := c.withTimeout(ctx)
 	defer cancel()
-	vm, host, err := c.vmAndHost(ctx, ch.VMID)
+	vm, _, host, err := c.vmAndHost(ctx, ch.VMID)
 	if err != nil {
 		return nil, err
 	}
