@@ -118,9 +118,9 @@ func (v largeSet) SetSemanticEquals(ctx context.Context, prior basetypes.SetValu
 
 // sameElements reports whether a and b hold the same elements, in linear
 // time (basetypes.SetValue.Equal looks for each element in a copy of the
-// other set). An element's String is its key, which suits the elements
-// largeSet holds: objects of strings print unambiguously (strings quoted,
-// unknown and null marked, attributes sorted).
+// other set). An element's String is its key, which suits strings and
+// objects of strings: they print unambiguously (strings quoted, unknown and
+// null marked, attributes sorted).
 func sameElements(a, b []attr.Value) bool {
 	if len(a) != len(b) {
 		return false

@@ -80,24 +80,5 @@ func (v unorderedList) ListSemanticEquals(ctx context.Context, prior basetypes.L
 	if diags.HasError() || v.IsNull() || v.IsUnknown() || p.IsNull() || p.IsUnknown() {
 		return false, diags
 	}
-	a, b := v.Elements(), p.Elements()
-	if len(a) != len(b) {
-		return false, diags
-	}
-	count := make(map[string]int, len(a))
-	for _, e := range a {
-		s, ok := e.(types.String)
-		if !ok || s.IsNull() || s.IsUnknown() {
-			return false, diags
-		}
-		count[s.ValueString()]++
-	}
-	for _, e := range b {
-		s, ok := e.(types.String)
-		if !ok || s.IsNull() || s.IsUnknown() || count[s.ValueString()] == 0 {
-			return false, diags
-		}
-		count[s.ValueString()]--
-	}
-	return true, diags
+	return sameElements(v.Elements(), p.Elements()), diags
 }
