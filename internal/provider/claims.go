@@ -133,6 +133,9 @@ type claimBook struct {
 	// plannedLabels are the hardware labels host resources of this walk
 	// give devices ("host-id pci-id").
 	plannedLabels map[string]string
+	// switchHosts are, by port group id, the member hosts (managed object
+	// ids) switch resources of this walk change their switch's to.
+	switchHosts map[string][]string
 	// vgpus are, by host id and then VM id, the running VMs VM resources of
 	// this walk give vGPUs.
 	vgpus map[string]map[string]vsphere.PlannedVGPUs
@@ -425,6 +428,25 @@ func (b *claimBook) planLabels(keys []string, label string) {
 	for _, key := range keys {
 		b.plannedLabels[key] = label
 	}
+}
+
+// planSwitchHosts records the member hosts a switch resource of this walk
+// changes the switch of port group portGroupID to.
+func (b *claimBook) planSwitchHosts(portGroupID string, hostIDs []string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.switchHosts == nil {
+		b.switchHosts = map[string][]string{}
+	}
+	b.switchHosts[portGroupID] = hostIDs
+}
+
+// plannedSwitchHosts are the member hosts a switch resource of this walk
+// changes the switch of port group portGroupID to; nil when none does.
+func (b *claimBook) plannedSwitchHosts(portGroupID string) []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.switchHosts[portGroupID]
 }
 
 // rebootPlanned records that a host resource instance of this walk reboots

@@ -74,6 +74,28 @@ func (r *rdmaDVSResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 		addDVSFinding(&resp.Diagnostics, f, w)
 	}
 	warnTeamingUndone(ctx, state, &plan, &resp.Diagnostics)
+	r.planMembers(ctx, &plan, state, &resp.Diagnostics)
+}
+
+// planMembers records a change of an existing switch's member hosts, so
+// that the plan of an adapter on its port group counts the hosts this plan
+// adds or takes off (vSphere refuses the adapter unless every host of its
+// VM's cluster is a member). The adapter's plan comes after this one when it
+// takes its port group from the switch.
+func (r *rdmaDVSResource) planMembers(ctx context.Context, plan, state *rdmaDVSModel, diags *diag.Diagnostics) {
+	if state == nil || plan.PortGroupID.IsUnknown() || plan.Hosts.IsUnknown() || plan.Hosts.Equal(state.Hosts) {
+		return
+	}
+	var hosts []dvsHostModel
+	diags.Append(plan.Hosts.ElementsAs(ctx, &hosts, false)...)
+	ids := make([]string, 0, len(hosts))
+	for _, h := range hosts {
+		if h.HostSystemID.IsUnknown() {
+			return
+		}
+		ids = append(ids, h.HostSystemID.ValueString())
+	}
+	r.claims.planSwitchHosts(plan.PortGroupID.ValueString(), ids)
 }
 
 // warnTeamingUndone says why a plan takes uplinks off a host that joined the

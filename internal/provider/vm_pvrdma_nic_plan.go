@@ -41,6 +41,7 @@ func (r *vmPVRDMANICResource) ModifyPlan(ctx context.Context, req resource.Modif
 	}
 	if change != nil {
 		change.MovedFrom = movedFrom
+		change.SwitchHosts = r.claims.plannedSwitchHosts(change.PortGroupID)
 	}
 	if change == nil {
 		if choose {
@@ -166,10 +167,14 @@ func addPVRDMANICFinding(diags *diag.Diagnostics, f vsphere.Finding) {
 			fmt.Sprintf("%s (%s) is a standard network; PVRDMA adapters need a distributed port group, such as the port_group_id "+
 				"of a vspherehpc_rdma_dvs.", f.NetworkID, f.Name))
 	case vsphere.HostsNotOnSwitch:
+		members := "are not members of switch " + f.Switch
+		if f.Planned {
+			members = "are not among the hosts this plan gives switch " + f.Switch
+		}
 		diags.AddAttributeError(groupPath, "Cluster hosts missing from the switch",
-			fmt.Sprintf("Hosts %s of the cluster of virtual machine %s are not members of switch %s, which port group %s is on. "+
+			fmt.Sprintf("Hosts %s of the cluster of virtual machine %s %s, which port group %s is on. "+
 				"vSphere refuses the adapter unless every host of the VM's cluster is: add them to the switch (host blocks of "+
-				"vspherehpc_rdma_dvs).", strings.Join(f.Hosts, ", "), f.VM, f.Switch, f.PortGroup))
+				"vspherehpc_rdma_dvs).", strings.Join(f.Hosts, ", "), f.VM, members, f.PortGroup))
 	case vsphere.PVRDMAFirstAdapter:
 		diags.AddAttributeWarning(vmPath, "PVRDMA adapter first",
 			fmt.Sprintf("The PVRDMA adapter would be the first network adapter of virtual machine %s. Keep a regular vmxnet3 adapter "+

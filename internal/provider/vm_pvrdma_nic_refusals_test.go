@@ -3,13 +3,17 @@ package provider
 import (
 	"context"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
@@ -255,6 +259,47 @@ func TestAccVMPVRDMANIC_generatedMACsNotClaimed(t *testing.T) {
 					acctest.Must(t, lab.EditPVRDMAAdapters(ctx, name1, vcsimlab.PVRDMAAdapterEdit{MAC: "00:50:56:01:02:03"}))
 				},
 				Config: config, ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+			},
+		},
+	})
+}
+
+// The hosts a plan gives an existing switch are the members the plan of an
+// adapter on its port group checks: adding the VM's cluster's missing host
+// and the adapter in one plan, as the refusal says to, is planned, and a
+// plan taking off a host the adapter needs is refused though vCenter's
+// switch still has it.
+func TestAccVMPVRDMANIC_switchHostsOfThePlan(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	simulatedOnly(t, lab, "takes a host of the VM's cluster off the switch")
+	vm := lab.VMNames()[0]
+	uuid := lab.VMUUID(vm)
+	all := allHosts(lab, lab.RDMANICs()[0])
+	last := lab.HostNames()[len(lab.HostNames())-1]
+	allButLast := maps.Clone(all)
+	delete(allButLast, last)
+	group := "vspherehpc_rdma_dvs.rdma.port_group_id"
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: rdmaDVSConfig(lab, "grow", all, "")},
+			{
+				Config: rdmaDVSConfig(lab, "grow", allButLast, "") + nicOn(uuid, group, ""), PlanOnly: true,
+				ExpectError: acctest.Wording(fmt.Sprintf("Hosts %s of the cluster of virtual machine %s (%s) are not among the hosts "+
+					"this plan gives switch %s, which port group %s is on.", last, vm, uuid, testName("grow"), testName("pvrdma-vms"))),
+			},
+			{Config: rdmaDVSConfig(lab, "grow", allButLast, "")},
+			{
+				Config: rdmaDVSConfig(lab, "grow", all, "") + nicOn(uuid, group, ""),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("vspherehpc_rdma_dvs.rdma", plancheck.ResourceActionUpdate),
+					plancheck.ExpectResourceAction(nicAddr, plancheck.ResourceActionCreate),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("vspherehpc_rdma_dvs.rdma", tfjsonpath.New("host"), hostSet(lab, all)),
+					statecheck.ExpectKnownValue(nicAddr, tfjsonpath.New("id"), knownvalue.StringRegexp(regexp.MustCompile("^"+uuid+`:\d+$`))),
+				},
 			},
 		},
 	})

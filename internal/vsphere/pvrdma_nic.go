@@ -51,6 +51,10 @@ type PVRDMANICChange struct {
 	// MovedFrom is the adapter this one replaces on another VM, when it
 	// moves: its MAC is free for this one.
 	MovedFrom *AdapterAt
+	// SwitchHosts are the member hosts (managed object ids) the port
+	// group's switch has once the plan is applied, when the plan changes
+	// them; nil: the members vCenter has.
+	SwitchHosts []string
 }
 
 // AdapterAt is a VM's network adapter: the VM's id (UUID or managed object
@@ -90,6 +94,7 @@ type (
 	HostsNotOnSwitch struct {
 		VM, Switch, PortGroup string
 		Hosts                 []string
+		Planned               bool // the members are the plan's (SwitchHosts)
 	}
 	// PVRDMAFirstAdapter: the new adapter would be the VM's first network
 	// adapter; VMware's PVRDMA guidance keeps a regular vmxnet3 first.
@@ -162,7 +167,8 @@ func (c *Client) PlanPVRDMANIC(ctx context.Context, ch PVRDMANICChange) (*PVRDMA
 	case f.standard:
 		out = append(out, StandardNetwork{NetworkID: ch.PortGroupID, Name: f.network})
 	case len(f.notOnSwitch) > 0:
-		out = append(out, HostsNotOnSwitch{VM: vm, Switch: f.switchName, PortGroup: f.network, Hosts: f.notOnSwitch})
+		out = append(out, HostsNotOnSwitch{VM: vm, Switch: f.switchName, PortGroup: f.network, Hosts: f.notOnSwitch,
+			Planned: ch.SwitchHosts != nil})
 	}
 	if ch.Key == 0 && f.regularAdapters == 0 {
 		out = append(out, PVRDMAFirstAdapter{VM: vm})
@@ -249,8 +255,12 @@ func (c *Client) pvrdmaFacts(ctx context.Context, ch PVRDMANICChange) (*pvrdmaFa
 		return nil, err
 	}
 	f.switchName = pg.switchName
+	member := func(h types.ManagedObjectReference) bool { return slices.Contains(pg.members, h) }
+	if ch.SwitchHosts != nil {
+		member = func(h types.ManagedObjectReference) bool { return slices.Contains(ch.SwitchHosts, h.Value) }
+	}
 	for _, h := range clusterHosts {
-		if !slices.Contains(pg.members, h.Self) {
+		if !member(h.Self) {
 			f.notOnSwitch = append(f.notOnSwitch, h.Name)
 		}
 	}
