@@ -323,7 +323,8 @@ func (d *hostDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, r
 					"available": computedInt64("How many more vGPUs of this profile the host's GPUs hold now, beside the vGPUs of its " +
 						"running VMs, in ESXi's default equal-size mode (a GPU holds vGPUs of one frame buffer size only): which hosts " +
 						"of a cluster can take a VM's vGPUs. Null when the host cannot say: its GPUs in Shared Direct are of more than " +
-						"one model (the host does not list which model offers which profile), or the name gives no frame buffer."),
+						"one model (the host does not list which model offers which profile), the name gives no frame buffer, or the host " +
+						"places the profile's vGPUs by another rule: a MIG-backed profile, or GPUs in mixed-size or MIG mode."),
 				}},
 			},
 			"all_pci_devices": schema.BoolAttribute{

@@ -28,7 +28,9 @@ import (
 //     later), and, as any VM, only when DRS moves it at all (PlanHostReboot);
 //   - its vGPU types must support vMotion on the host
 //     (HostSharedGpuCapabilities.migrateSupported), and another host of the
-//     cluster must offer them with room on its GPUs (vgpuRoom's rule).
+//     cluster must offer them with room on its GPUs (vgpuRoom's rule; the
+//     room of MIG-backed and mixed-size vGPUs is left to DRS, see
+//     vgpuRoomLeftToHost).
 
 const (
 	vgpuHotMigrateSetting = "vgpu.hotmigrate.enabled"
@@ -164,8 +166,9 @@ func newVGPUDestination(h *Host, models map[string][]string, planned []PlannedVG
 // keeps them for the VMs placed after it; it reports false, keeping
 // nothing, when one does not fit. As far as the host tells: a host that
 // does not say which of its GPUs offers a profile (several models), a
-// name without a frame buffer or a GPU in mixed-size mode leave the
-// placement to the host, and take says yes.
+// name without a frame buffer, a MIG-backed profile, or a GPU in
+// mixed-size or MIG mode (vgpuRoomLeftToHost) leave the placement to the
+// host, and take says yes, keeping nothing.
 func (d *vgpuDestination) take(profiles []string) bool {
 	for _, p := range profiles {
 		if !slices.ContainsFunc(d.VGPUProfiles, func(o VGPUProfile) bool { return o.Name == p }) {
@@ -186,13 +189,13 @@ func (d *vgpuDestination) take(profiles []string) bool {
 		if fb == 0 {
 			continue
 		}
+		if vgpuRoomLeftToHost(d.Host, d.models, p) {
+			return true
+		}
 		best, bestRoom := "", 0
 		for _, g := range d.GPUs {
 			if !offersVGPU(g, d.models, p) {
 				continue
-			}
-			if g.VGPUMode == string(types.HostGraphicsInfoVgpuModeMixedSize) {
-				return true
 			}
 			room, other := gpuRoom(g, fb, d.skip, spread)
 			placed := trial[g.PCIID]

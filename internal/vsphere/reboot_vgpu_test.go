@@ -182,3 +182,31 @@ func TestPlaceEvacuatedVGPUsCountsThePlan(t *testing.T) {
 		t.Errorf("beside the plan's two 20Cs for other: stuck %v, want a", stuck)
 	}
 }
+
+// The evacuation estimate leaves MIG-backed vGPUs to the host: a host whose
+// A100 runs a grid_a100-3-20c takes a VM's grid_a100-2-10c (MIG places
+// instances of different sizes side by side), told by the GPU's vgpuMode
+// or, without one, by the profiles' names; and it places nothing, so a
+// time-sliced VM after it is not refused for another size.
+func TestVGPUDestinationLeavesMIGToTheHost(t *testing.T) {
+	t.Parallel()
+	offered := []VGPUProfile{{Name: "grid_a100-3-20c", MigrateSupported: true}, {Name: "grid_a100-2-10c", MigrateSupported: true},
+		{Name: "grid_a100-4-20c", MigrateSupported: true}}
+	for _, mode := range []string{"multiInstanceGpu", ""} {
+		h := &Host{ID: "host-2", Name: "host-2", VGPUProfiles: offered, GPUs: []GPU{{PCIID: "0000:3b:00.0", VendorID: "10de",
+			DeviceID: "20f1", MemoryGB: 40, GraphicsType: "sharedDirect", VGPUMode: mode,
+			VGPUs: []VGPUUser{{VM: VMRef{MOID: "vm-9", Name: "other"}, Profiles: []string{"grid_a100-3-20c"}}}}}}
+		d := &vgpuDestination{Host: h, models: hostVGPUModels(h), placed: map[string][]string{}}
+		if !d.take([]string{"grid_a100-2-10c"}) {
+			t.Errorf("vgpuMode %q: a grid_a100-2-10c refused beside a running grid_a100-3-20c", mode)
+		}
+		if len(d.placed) != 0 {
+			t.Errorf("vgpuMode %q: placed %v, want nothing counted for MIG-backed vGPUs", mode, d.placed)
+		}
+		stuck := placeEvacuatedVGPUs([]*mo.VirtualMachine{vgpuVM("vm-1", "a", "grid_a100-2-10c"), vgpuVM("vm-2", "b", "grid_a100-4-20c")},
+			offered, []*Host{h}, nil)
+		if len(stuck) != 0 {
+			t.Errorf("vgpuMode %q: stuck %+v, want none (left to DRS)", mode, stuck)
+		}
+	}
+}

@@ -19,7 +19,18 @@ package vsphere
 //     holds its frame buffer divided by the profile's, less the vGPUs of
 //     running VMs on it, and none when those have another size. The host
 //     places each vGPU at power on (InsufficientGraphicsResourcesFault,
-//     "Graphics resources admission control failed", when it cannot).
+//     "Graphics resources admission control failed", when it cannot);
+//   - that rule is not MIG's: a GPU holds "homogeneous and mixed MIG-backed
+//     virtual GPUs based on the underlying GPU instance configuration" (an
+//     A100-4-20C, an A100-2-10C and an A100-1-5C on one A100 PCIe 40GB),
+//     and one A100-4-20C per A100 PCIe 40GB, not 40/20 (NVIDIA AI
+//     Enterprise release 6, "NVIDIA AI Enterprise and NVIDIA vGPU
+//     (C-Series)", docs.nvidia.com/ai-enterprise/release-6/latest/appendix/
+//     vgpu.html: "Configurations on a Single GPU", and the table "MIG-Backed
+//     NVIDIA vGPU (C-Series) for NVIDIA A100 PCIe 40GB"). And "VMware
+//     vSphere creates the GPU instances" (same page, "Configuring a GPU for
+//     MIG-Backed vGPUs"), where they fit: the room of MIG-backed vGPUs is
+//     the host's to decide, as in mixed-size mode.
 
 import (
 	"context"
@@ -169,11 +180,12 @@ func planVGPUs(in vgpuCheck) []Finding {
 // equal-size mode, not counting the VM's own, and what takes the rest:
 // the vGPUs of the host's running VMs, and those the plan gives other
 // running VMs of the host (in place of theirs), placed before the VM's
-// (see vgpuDestination).
+// (see vgpuDestination). MaxVGPUsPerVM when the host decides (see
+// vgpuRoomLeftToHost).
 func vgpuRoom(in vgpuCheck, p string) (int, []string) {
 	fb := VGPUFrameBufferGB(p)
-	if fb == 0 {
-		return MaxVGPUsPerVM, nil // a name the rule cannot read: the host decides at power on
+	if fb == 0 || vgpuRoomLeftToHost(in.host, in.models, p) {
+		return MaxVGPUsPerVM, nil
 	}
 	others := make([]PlannedVGPUs, len(in.others))
 	for i, o := range in.others {
@@ -188,9 +200,6 @@ func vgpuRoom(in vgpuCheck, p string) (int, []string) {
 	for _, g := range in.host.GPUs {
 		if !offersVGPU(g, in.models, p) {
 			continue
-		}
-		if g.VGPUMode == string(types.HostGraphicsInfoVgpuModeMixedSize) {
-			return MaxVGPUsPerVM, nil // mixed-size mode (vSphere 8.0 U3): the lab's rule does not hold; the host decides
 		}
 		slots, other := gpuRoom(g, fb, skip, spread)
 		ofPlan := planned.placed[g.PCIID]
@@ -212,6 +221,55 @@ func vgpuRoom(in vgpuCheck, p string) (int, []string) {
 		}
 	}
 	return fit, why
+}
+
+// vgpuRoomLeftToHost reports whether the equal-size rule cannot say how
+// many vGPUs of profile p the GPUs of h that offer it (models: profiles by
+// GPU model) hold, so the host decides at power on: p is MIG-backed, or
+// such a GPU is in mixed-size or MIG mode (HostGraphicsInfo.vgpuMode
+// "mixedSize", "multiInstanceGpu": "vGPU multi-instance GPU", vSphere API
+// 8.0.3.0) or, without that property, runs MIG-backed vGPUs, as only a GPU
+// in MIG mode does ("If a GPU you want to use for time-sliced vGPUs or GPU
+// passthrough has previously been configured for MIG-backed vGPUs, disable
+// MIG mode on the GPU", NVIDIA AI Enterprise release 6, as above).
+func vgpuRoomLeftToHost(h *Host, models map[string][]string, p string) bool {
+	if migBackedVGPU(p) {
+		return true
+	}
+	for _, g := range h.GPUs {
+		if !offersVGPU(g, models, p) {
+			continue
+		}
+		switch g.VGPUMode {
+		case string(types.HostGraphicsInfoVgpuModeMixedSize), string(types.HostGraphicsInfoVgpuModeMultiInstanceGpu):
+			return true
+		}
+		if slices.ContainsFunc(g.VGPUs, func(u VGPUUser) bool { return slices.ContainsFunc(u.Profiles, migBackedVGPU) }) {
+			return true
+		}
+	}
+	return false
+}
+
+// migBackedVGPU reports whether profile names a MIG-backed vGPU type:
+// NVIDIA names those <board>-<slices>-<frame buffer in GB><series>
+// (A100-3-20C, on a MIG 3g.20gb GPU instance) and time-sliced ones
+// <board>-<frame buffer in GB><series> (A100-20C), in the A100 PCIe 40GB
+// tables of the page above. vSphere names a time-sliced type with a prefix
+// and the type in lower case (grid_a100-20c); no public source found gives
+// the name of a MIG-backed one, so the same form is assumed
+// (grid_a100-3-20c), which errs only toward leaving the room to the host,
+// and a GPU's vgpuMode says MIG mode where vCenter has it.
+func migBackedVGPU(profile string) bool {
+	_, name, ok := strings.Cut(profile, "_")
+	if !ok {
+		return false
+	}
+	parts := strings.Split(name, "-")
+	if len(parts) != 3 || parts[1] == "" || strings.Trim(parts[1], "0123456789") != "" {
+		return false
+	}
+	return VGPUFrameBufferGB(profile) > 0
 }
 
 // offersVGPU reports whether GPU g, in Shared Direct, is of a model that
@@ -290,14 +348,15 @@ func hostVGPUModels(h *Host) map[string][]string {
 
 // vgpuAvailability fills in each profile h offers how many more vGPUs of
 // it h's GPUs hold now; unknown when hostVGPUModels cannot say which GPUs
-// offer it, as for a name without a frame buffer.
+// offer it, as for a name without a frame buffer, and where the host
+// decides (vgpuRoomLeftToHost).
 func vgpuAvailability(h *Host) {
 	models := hostVGPUModels(h)
 	if models == nil {
 		return
 	}
 	for i, p := range h.VGPUProfiles {
-		if p.FrameBufferGB == 0 {
+		if p.FrameBufferGB == 0 || vgpuRoomLeftToHost(h, models, p.Name) {
 			continue
 		}
 		fit, _ := vgpuRoom(vgpuCheck{host: h, models: models}, p.Name)
@@ -308,7 +367,8 @@ func vgpuAvailability(h *Host) {
 
 // vgpuModels reads which GPU model (vendor:device) offers which vGPU
 // profile on the VM's host (ConfigTarget.vgpuProfileInfo), one call to the
-// VM's environment browser; nil when the VM has no host.
+// VM's environment browser; nil when the VM has no host or vCenter returns
+// no ConfigTarget.
 func (c *Client) vgpuModels(ctx context.Context, vm *VM) (map[string][]string, error) {
 	if vm.HostID == "" {
 		return nil, nil
@@ -322,6 +382,16 @@ func (c *Client) vgpuModels(ctx context.Context, vm *VM) (map[string][]string, e
 	if err != nil {
 		return nil, translate("reading the vGPU profiles of host "+vm.HostID, err)
 	}
+	return vgpuModelsOfTarget(target), nil
+}
+
+// vgpuModelsOfTarget is vgpuModels' reading of target; nil for a nil target
+// (QueryConfigTargetResponse.returnval is optional), which leaves the room
+// to the host, as a failed read does.
+func vgpuModelsOfTarget(target *types.ConfigTarget) map[string][]string {
+	if target == nil {
+		return nil
+	}
 	out := map[string][]string{}
 	for _, p := range target.VgpuProfileInfo {
 		model := fmt.Sprintf("%04x:%04x", uint16(p.DeviceVendorId), uint16(p.DeviceVendorId>>16))
@@ -330,5 +400,5 @@ func (c *Client) vgpuModels(ctx context.Context, vm *VM) (map[string][]string, e
 	for k := range maps.Keys(out) {
 		slices.Sort(out[k])
 	}
-	return out, nil
+	return out
 }

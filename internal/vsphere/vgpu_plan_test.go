@@ -2,6 +2,7 @@ package vsphere
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -9,6 +10,8 @@ import (
 
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/vcsimlab"
+
+	"github.com/vmware/govmomi/vim25/types"
 )
 
 func TestVGPUBoardAndSeries(t *testing.T) {
@@ -192,5 +195,98 @@ func TestVGPURoomCountsThePlan(t *testing.T) {
 	check.others[0].Profiles = []string{"grid_a100-10c"}
 	if fit, why := vgpuRoom(check, "grid_a100-20c"); fit != 0 || len(why) != 1 || !strings.Contains(why[0], "another size (grid_a100-10c)") {
 		t.Errorf("beside the plan's 10C: room %d (%v), want none for another size", fit, why)
+	}
+}
+
+func TestReviewVGPURoomMIGLeftToHost(t *testing.T) {
+	host := &Host{ID: "host-1", Name: "esx01", VGPUProfiles: []VGPUProfile{{Name: "grid_a100-3-20c"}, {Name: "grid_a100-2-10c"}},
+		GPUs: []GPU{{PCIID: "0000:3b:00.0", VendorID: "10de", DeviceID: "20f1", MemoryGB: 40, GraphicsType: "sharedDirect",
+			VGPUMode: "multiInstanceGpu",
+			VGPUs:    []VGPUUser{{VM: VMRef{MOID: "vm-2", Name: "b"}, Profiles: []string{"grid_a100-3-20c"}}}}}}
+	check := vgpuCheck{label: "a", moid: "vm-1", host: host, vgpus: []string{"grid_a100-2-10c"}, powersOn: true,
+		models: map[string][]string{"10de:20f1": {"grid_a100-3-20c", "grid_a100-2-10c"}}}
+	if f := planVGPUs(check); len(f) > 0 {
+		t.Errorf("MIG-backed profile: findings %+v, want none (left to the host)", f)
+	}
+}
+
+// MIG-backed profiles are told by their name too, for a vCenter before API
+// 8.0.3 that gives no vgpuMode: MIG places instances of different sizes
+// side by side, and an A100 40GB holds one A100-4-20C, not 40/20, so the
+// equal-size rule says nothing of them and the room is the host's to
+// decide, with no availability claimed.
+func TestVGPURoomMIGByName(t *testing.T) {
+	t.Parallel()
+	profiles := []VGPUProfile{{Name: "grid_a100-3-20c", FrameBufferGB: 20}, {Name: "grid_a100-2-10c", FrameBufferGB: 10},
+		{Name: "grid_a100-4-20c", FrameBufferGB: 20}, {Name: "grid_a100-20c", FrameBufferGB: 20}}
+	host := &Host{ID: "host-1", Name: "esx01", VGPUProfiles: profiles,
+		GPUs: []GPU{{PCIID: "0000:3b:00.0", VendorID: "10de", DeviceID: "20f1", MemoryGB: 40, GraphicsType: "sharedDirect",
+			VGPUs: []VGPUUser{{VM: VMRef{MOID: "vm-2", Name: "b"}, Profiles: []string{"grid_a100-3-20c"}}}}}}
+	models := map[string][]string{"10de:20f1": {"grid_a100-20c", "grid_a100-2-10c", "grid_a100-3-20c", "grid_a100-4-20c"}}
+	check := vgpuCheck{label: "a", moid: "vm-1", host: host, vgpus: []string{"grid_a100-2-10c"}, powersOn: true, models: models}
+	if f := planVGPUs(check); len(f) > 0 {
+		t.Errorf("grid_a100-2-10c beside a running grid_a100-3-20c: findings %+v, want none (left to the host)", f)
+	}
+	// A time-sliced profile asked of a GPU that runs MIG-backed vGPUs: the
+	// GPU is in MIG mode, which the equal-size rule does not model either.
+	if fit, why := vgpuRoom(check, "grid_a100-20c"); fit != MaxVGPUsPerVM || len(why) != 0 {
+		t.Errorf("grid_a100-20c beside a MIG-backed vGPU: room %d (%v), want the host to decide", fit, why)
+	}
+	empty := &Host{ID: "host-2", Name: "esx02", VGPUProfiles: profiles,
+		GPUs: []GPU{{PCIID: "0000:3b:00.0", VendorID: "10de", DeviceID: "20f1", MemoryGB: 40, GraphicsType: "sharedDirect"}}}
+	if fit, _ := vgpuRoom(vgpuCheck{host: empty, models: models}, "grid_a100-4-20c"); fit != MaxVGPUsPerVM {
+		t.Errorf("grid_a100-4-20c on an empty A100 40GB: room %d, want the host to decide (not 40/20)", fit)
+	}
+	vgpuAvailability(empty)
+	for _, p := range empty.VGPUProfiles {
+		mig := p.Name != "grid_a100-20c"
+		got := "unknown"
+		if p.Available != nil {
+			got = fmt.Sprint(*p.Available)
+		}
+		if want := map[bool]string{true: "unknown", false: "2"}[mig]; got != want {
+			t.Errorf("%s: available %s, want %s", p.Name, got, want)
+		}
+	}
+	// A GPU in MIG or mixed-size mode claims no availability either.
+	for _, mode := range []string{"multiInstanceGpu", "mixedSize"} {
+		empty.GPUs[0].VGPUMode = mode
+		for i := range empty.VGPUProfiles {
+			empty.VGPUProfiles[i].Available = nil
+		}
+		vgpuAvailability(empty)
+		for _, p := range empty.VGPUProfiles {
+			if p.Available != nil {
+				t.Errorf("%s on a GPU in %s mode: available %d, want unknown", p.Name, mode, *p.Available)
+			}
+		}
+	}
+}
+
+func TestMIGBackedVGPU(t *testing.T) {
+	t.Parallel()
+	for name, want := range map[string]bool{
+		"grid_a100-3-20c": true, "grid_a100-1-5cme": true, "nvidia_h100xm-7-80c": true, "grid_a100-20c": false,
+		"grid_a100-40c": false, "nvidia_h100xm-80c": false, "a100-3-20c": false, "grid_a100-x-20c": false, "grid_a100-3-20": false,
+	} {
+		if got := migBackedVGPU(name); got != want {
+			t.Errorf("migBackedVGPU(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
+
+// A nil ConfigTarget (QueryConfigTargetResponse.returnval is optional)
+// gives no models, so the room is left to the host, as for a failed read.
+func TestVGPUModelsOfTarget(t *testing.T) {
+	t.Parallel()
+	if got := vgpuModelsOfTarget(nil); got != nil {
+		t.Errorf("nil target: %v, want nil", got)
+	}
+	target := &types.ConfigTarget{VgpuProfileInfo: []types.VirtualMachineVgpuProfileInfo{
+		{ProfileName: "grid_a100-40c", DeviceVendorId: 0x20f1<<16 | 0x10de},
+		{ProfileName: "grid_a100-20c", DeviceVendorId: 0x20f1<<16 | 0x10de},
+	}}
+	if got, want := vgpuModelsOfTarget(target), map[string][]string{"10de:20f1": {"grid_a100-20c", "grid_a100-40c"}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("models %v, want %v", got, want)
 	}
 }
