@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # `make test` step: `terraform fmt -check` and `terraform validate` of every configuration under examples/
 # (the provider's snippets, the modules, the lab) against the provider built from this tree, through a
-# dev_overrides CLI config. Nothing is downloaded: a configuration that needs another provider
-# (vmware/vsphere) cannot be installed here, so it is only formatted and listed as such.
+# dev_overrides CLI config. Nothing is downloaded: a configuration that declares vSphere provider (vmware/vsphere)
+# objects cannot be installed here, so it is only formatted and listed as such; one that only refers to them
+# (vsphere_virtual_machine.node.id) is validated with each of them stubbed (stub_vsphere_references).
 #
 # Needs TERRAFORM (absolute path; the Makefile sets it) and Go.
 set -euo pipefail
@@ -37,6 +38,29 @@ needs_vsphere_provider() {
   sed -E 's/#.*$//; s/"([^"\\]|\\.)*"//g' "$1"/*.tf | grep -qE '(^|[^.a-z_])(data\.)?vsphere_[a-z_]+\.[a-z_]'
 }
 
+# Declares a vsphere_* resource or data source, or the vSphere provider itself.
+declares_vsphere() {
+  grep -qsE '^(resource|data) "vsphere_|source += "(vmware|hashicorp)/vsphere"' "$1"/*.tf
+}
+
+# Replaces each reference to a vSphere provider object (vsphere_T.N, data.vsphere_T.N) by a terraform_data of its
+# own (built into Terraform, nothing to install), declared in zz_vsphere_stubs.tf: its output is of dynamic type, so
+# any attribute of it validates, and everything else in the configuration is checked as usual.
+stub_vsphere_references() {
+  local dir="$1" ref kind type name stub prefix
+  while IFS= read -r ref; do
+    kind=resource prefix=""
+    if [[ $ref == data.* ]]; then
+      kind=data prefix='data\.'
+      ref="${ref#data.}"
+    fi
+    type="${ref%%.*}" name="${ref#*.}"
+    stub="vsphere_stub_${kind}_${type#vsphere_}_${name}"
+    printf 'resource "terraform_data" "%s" {}\n' "$stub" >>"$dir/zz_vsphere_stubs.tf"
+    sed -i -E "s/(^|[^.a-z_])${prefix}${type}\.${name}\.([a-z_])/\1terraform_data.${stub}.output.\2/g; s/(^|[^.a-z_])${prefix}${type}\.${name}([^.a-z0-9_-]|$)/\1terraform_data.${stub}\2/g" "$dir"/*.tf
+  done < <(sed -E 's/#.*$//; s/"([^"\\]|\\.)*"//g' "$dir"/*.tf | grep -oE '(^|[^.a-z_])(data\.)?vsphere_[a-z_]+\.[a-z_][a-z0-9_-]*' | sed -E 's/^[^a-z]//' | sort -u)
+}
+
 # Provider functions (examples/functions) exist from Terraform 1.8, import blocks by identity from 1.12, list
 # resources, query files and actions from 1.14, an action trigger's on_failure and destroy events from 1.16: an older
 # terraform leaves those out. (Query files are formatted by terraform fmt from 1.15.)
@@ -63,7 +87,7 @@ while IFS= read -r f; do
   fi
 done < <(find "$tmp/examples" -name import-by-identity.tf)
 
-validated=0 formatted_only=()
+validated=0 formatted_only=() stubbed=()
 while IFS= read -r dir; do
   rel="examples/${dir#"$tmp/examples/"}"
   [[ $dir == "$tmp/examples" ]] && rel="examples"
@@ -81,8 +105,12 @@ while IFS= read -r dir; do
   fi
   "$TERRAFORM" fmt -check -diff "$dir" >&2 || { echo "terraform fmt: $rel is not formatted (run make fmt)" >&2; exit 1; }
   if needs_vsphere_provider "$dir"; then
-    formatted_only+=("$rel")
-    continue
+    if declares_vsphere "$dir"; then
+      formatted_only+=("$rel")
+      continue
+    fi
+    stub_vsphere_references "$dir"
+    stubbed+=("$rel")
   fi
   (
     cd "$dir"
@@ -101,6 +129,9 @@ while IFS= read -r dir; do
 done < <(find "$tmp/examples" \( -name '*.tf' -o -name '*.tfquery.hcl' \) -not -path '*/.terraform/*' -printf '%h\n' | sort -u)
 
 echo "terraform validate: $validated configurations valid"
+if ((${#stubbed[@]})); then
+  echo "validated with their vSphere provider references stubbed: ${stubbed[*]}"
+fi
 if ((${#formatted_only[@]})); then
   echo "formatted only (they need the vmware/vsphere provider, which cannot be installed offline): ${formatted_only[*]}"
 fi

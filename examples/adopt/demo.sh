@@ -5,7 +5,7 @@
 # examples/adopt/adopt.tfquery.hcl, generate the configuration, plan it (imports, and the two changes the
 # hand-built lab needs), apply it, and prove the next plan is empty.
 #
-# Needs Terraform 1.14 or later as $TERRAFORM (the Makefile passes the one `make terraform-query` builds) and Go.
+# Needs Terraform 1.14 or later as $TERRAFORM (the Makefile passes the one `make terraform-newest` builds) and Go.
 set -euo pipefail
 
 LAB_SCRIPT=demo-adopt

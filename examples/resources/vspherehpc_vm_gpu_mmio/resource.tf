@@ -7,13 +7,23 @@ data "vspherehpc_host" "esx01" {
   name          = "esx01.example.com"
 }
 
-# Two free, passthrough-ready GPUs of the VM's host. The VM's guest OS is
-# installed after this apply, under EFI.
+locals {
+  # Passthrough-ready GPUs of the VM's host that no other VM has: free ones,
+  # or this VM's own (after the first apply they are in use, by this VM, and
+  # must still qualify, or the next plan would drop them).
+  usable_gpus = [
+    for g in data.vspherehpc_host.esx01.gpus : g.pci_id
+    if g.passthrough_active && alltrue([for u in g.used_by : u.name == vsphere_virtual_machine.gpu_node.name])
+  ]
+}
+
+# Two of them (fewer if the host has fewer). The VM's guest OS is installed
+# after this apply, under EFI.
 resource "vspherehpc_vm_gpu_mmio" "gpu_node" {
   virtual_machine_id = vsphere_virtual_machine.gpu_node.id
 
   dynamic "gpu" {
-    for_each = slice([for g in data.vspherehpc_host.esx01.gpus : g.pci_id if g.passthrough_active && length(g.used_by) == 0], 0, 2)
+    for_each = slice(local.usable_gpus, 0, min(2, length(local.usable_gpus)))
     content {
       pci_id = gpu.value
     }
