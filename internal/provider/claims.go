@@ -142,6 +142,10 @@ type claimBook struct {
 	// sharedDirect are the hosts, by id, whose GPUs a host graphics
 	// resource of this walk sets to Shared Direct by the end of its apply.
 	sharedDirect map[string]bool
+	// leavingSharedDirect are, by host id, the GPUs (PCI ids) a host
+	// graphics resource of this walk takes out of Shared Direct, driven so
+	// once its apply's reboot ends.
+	leavingSharedDirect map[string][]string
 }
 
 func newClaimBook() *claimBook {
@@ -346,10 +350,10 @@ func (b *claimBook) deviceInputs() vsphere.PlannedHostDevices {
 	}
 	b.mu.Unlock()
 	b.mu.Lock()
-	graphics, labels := maps.Clone(b.sharedDirect), maps.Clone(b.plannedLabels)
+	graphics, labels, leaving := maps.Clone(b.sharedDirect), maps.Clone(b.plannedLabels), maps.Clone(b.leavingSharedDirect)
 	b.mu.Unlock()
 	return vsphere.PlannedHostDevices{Passthrough: b.turnedOn(usePassthrough), SRIOV: b.turnedOn(useSRIOV), Rebooting: rebooting, VFs: vfs,
-		Graphics: graphics, Labels: labels}
+		Graphics: graphics, LeavingSharedDirect: leaving, Labels: labels}
 }
 
 // vgpusOfPlan records, when runs, that a VM resource of this walk gives a
@@ -404,6 +408,18 @@ func (b *claimBook) planSharedDirect(hostID string) {
 		b.sharedDirect = map[string]bool{}
 	}
 	b.sharedDirect[hostID] = true
+}
+
+// planLeavingSharedDirect records the GPUs (PCI ids) of a host that a host
+// graphics resource of this walk takes out of Shared Direct, driven so once
+// its apply's reboot ends.
+func (b *claimBook) planLeavingSharedDirect(hostID string, pciIDs []string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.leavingSharedDirect == nil {
+		b.leavingSharedDirect = map[string][]string{}
+	}
+	b.leavingSharedDirect[hostID] = pciIDs
 }
 
 // planVFs records the virtual functions a host resource of this walk gives

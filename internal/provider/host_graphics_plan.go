@@ -98,6 +98,19 @@ func (r *hostGraphicsResource) ModifyPlan(ctx context.Context, req resource.Modi
 		// (vsphere.PlannedHostDevices.Graphics).
 		r.claims.planSharedDirect(hostID)
 	}
+	if len(pending) == 0 {
+		// GPUs the apply's reboot takes out of Shared Direct: the vGPU
+		// checks of this plan's VMs lose the profiles only they offer.
+		var leaving []string
+		for _, g := range st.GPUs {
+			if g.GraphicsType == "sharedDirect" && settings.TypeOf(g.PCIID) != "sharedDirect" {
+				leaving = append(leaving, g.PCIID)
+			}
+		}
+		if len(leaving) > 0 {
+			r.claims.planLeavingSharedDirect(hostID, leaving)
+		}
+	}
 }
 
 // graphicsSettled: the plan asks the settings state has, and no reboot

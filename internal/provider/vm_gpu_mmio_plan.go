@@ -605,6 +605,12 @@ func addVGPUFinding(diags *diag.Diagnostics, f vsphere.Finding) bool {
 		diags.AddAttributeError(at, "vGPU profile not offered",
 			fmt.Sprintf("Host %s of virtual machine %s does not offer vGPU profile %s, so the VM would not power on. %s %s",
 				f.Host, f.VM, f.Profile, why, fix))
+	case vsphere.VGPUProfileLeavesHost:
+		diags.AddAttributeError(at, "vGPU profile leaves the host",
+			fmt.Sprintf("Host %s of virtual machine %s offers vGPU profile %s only on GPUs %s, which a vspherehpc_host_graphics of this "+
+				"plan takes out of Shared Direct graphics mode, rebooting the host in the same apply: after that the VM would not power "+
+				"on. Keep those GPUs in Shared Direct, or choose a profile another GPU of the host offers.",
+				f.Host, f.VM, f.Profile, strings.Join(f.Leaving, ", ")))
 	case vsphere.TooManyVGPUs:
 		diags.AddAttributeError(at, "Too many vGPUs",
 			fmt.Sprintf("Virtual machine %s is given %d vGPUs; vSphere 8 gives a VM at most %d. Use fewer, or larger profiles.",

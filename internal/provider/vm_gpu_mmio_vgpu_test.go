@@ -331,3 +331,32 @@ resource "vspherehpc_vm_gpu_mmio" %q {
 		},
 	})
 }
+
+// A host graphics resource of the same plan that takes the GPU offering the
+// VM's vGPU profile out of Shared Direct, with the host's reboot in the
+// apply, refuses the vGPU at plan: the VM would not power on after it. The
+// same pair with the GPU kept in Shared Direct applies.
+func TestAccVMGPUMMIO_vgpuProfileLeavingWithTheHostGraphics(t *testing.T) {
+	t.Parallel()
+	lab := startLab(t, vcsimlab.Options{})
+	simulatedOnly(t, lab, "sets a host's graphics and places vGPUs")
+	vm := lab.VMNames()[0]
+	host := lab.VMHostName(vm)
+	sharedDirectHost(t, lab, host)
+	config := func(graphics string) string {
+		return hostGraphicsConfig(lab, host, graphics+"  reboot_allowed = true\n") + strings.Replace(
+			vmGPUMMIOConfig(lab, lab.VMUUID(vm), "  depends_on = [vspherehpc_host_graphics.g]\n"+vgpuBlock("grid_a100-20c", 1)),
+			acctest.ProviderConfig(lab), "", 1)
+	}
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config: config("  default_graphics_type = \"shared\"\n"), PlanOnly: true,
+				ExpectError: acctest.Wording(fmt.Sprintf("Host %s of virtual machine %s (%s) offers vGPU profile grid_a100-20c only on GPUs %s, "+
+					"which a vspherehpc_host_graphics of this plan takes out of Shared Direct graphics mode", host, vm, lab.VMUUID(vm), a100)),
+			},
+			{Config: config(""), Check: vmVGPUsAre(lab, vm, "grid_a100-20c")},
+		},
+	})
+}

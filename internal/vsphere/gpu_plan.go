@@ -287,7 +287,7 @@ func (c *Client) PlanGPUMMIO(ctx context.Context, ch GPUMMIOChange) (*GPUMMIOPla
 	}
 	if len(ch.VGPUs) > 0 {
 		check := vgpuCheck{label: label, moid: vm.MOID, host: host, vgpus: ch.VGPUs, powersOn: vm.PowerState == PoweredOn,
-			planned: ch.Planned.Graphics[host.ID], models: hostVGPUModels(host)}
+			planned: ch.Planned.Graphics[host.ID], leaving: ch.Planned.LeavingSharedDirect[host.ID], models: hostVGPUModels(host)}
 		if ch.VGPUsOfPlan != nil {
 			check.others = ch.VGPUsOfPlan(PlannedVGPUs{HostID: host.ID, MOID: vm.MOID, Name: vm.Name, Profiles: ch.VGPUs}, check.powersOn)
 		}

@@ -33,6 +33,11 @@ type PlannedHostDevices struct {
 	// the plan sets to Shared Direct, driven so once its apply ends (the
 	// host's graphics restarted): their vGPU profiles are known only then.
 	Graphics map[string]bool
+	// LeavingSharedDirect are the GPUs (PCI ids, by host id) a host
+	// graphics resource of the plan takes out of Shared Direct, driven so
+	// once the same apply's reboot restarts the host's graphics: the vGPU
+	// profiles only they offer go with them.
+	LeavingSharedDirect map[string][]string
 	// Labels are the hardware labels host resources of the plan give
 	// devices, by HostDeviceKey ("" for none): a pool counts them.
 	Labels map[string]string
@@ -118,7 +123,7 @@ var (
 	PowerActionFindings = []Finding{&NotRestarted{}, &NotShutDownSuspended{}}
 	// GPUMMIOFindings: PlanGPUMMIO and PlanMMIOSize, beside PowerFindings.
 	GPUMMIOFindings = []Finding{NoDynamicGPU{}, PoolTooSmall{}, PoolOnOtherHost{}, TooFewGPUs{}, GPUNotActive{}, GPUInUse{}, GPUNotOnHost{},
-		VGPUProfileNotOffered{}, TooManyVGPUs{}, VGPUsMixed{}, VGPUsDoNotFit{},
+		VGPUProfileNotOffered{}, VGPUProfileLeavesHost{}, TooManyVGPUs{}, VGPUsMixed{}, VGPUsDoNotFit{},
 		DeviceNotOnVMHost{}, DeviceNotActive{}, DeviceInUse{}, DeviceIsGPU{}, FirmwareChangeRefused{},
 		MMIOSizeUnknown{}, NothingToSize{}, MMIOSizeImpossible{}, MMIONotPowerOfTwo{}, MMIOTooSmall{}, GPUFarFromCard{},
 		NUMANodeNotOnHost{}, NUMAAffinityMissesDevice{}}

@@ -55,6 +55,13 @@ type (
 		VM, Host, Profile  string
 		Offered, NotShared []string
 	}
+	// VGPUProfileLeavesHost: the host offers the profile only on GPUs
+	// (Leaving) that a host graphics resource of the plan takes out of
+	// Shared Direct, with a reboot in the same apply.
+	VGPUProfileLeavesHost struct {
+		VM, Host, Profile string
+		Leaving           []string
+	}
 	// TooManyVGPUs: more vGPUs than a VM takes.
 	TooManyVGPUs struct {
 		VM    string
@@ -78,6 +85,7 @@ type (
 )
 
 func (VGPUProfileNotOffered) finding() {}
+func (VGPUProfileLeavesHost) finding() {}
 func (TooManyVGPUs) finding()          {}
 func (VGPUsMixed) finding()            {}
 func (VGPUsDoNotFit) finding()         {}
@@ -111,6 +119,7 @@ type vgpuCheck struct {
 	vgpus       []string
 	powersOn    bool
 	planned     bool
+	leaving     []string // the host's GPUs the plan takes out of Shared Direct (PCI ids)
 	models      map[string][]string
 	others      []PlannedVGPUs
 }
@@ -150,11 +159,16 @@ func planVGPUs(in vgpuCheck) []Finding {
 	}
 	fits := true
 	for _, p := range profiles {
-		if !slices.Contains(offered, p) {
+		switch {
+		case !slices.Contains(offered, p):
 			out = append(out, VGPUProfileNotOffered{VM: in.label, Host: in.host.Name, Profile: p, Offered: offered, NotShared: notShared})
+			fits = false
+		case !offeredAfterLeaving(in, p):
+			out = append(out, VGPUProfileLeavesHost{VM: in.label, Host: in.host.Name, Profile: p, Leaving: in.leaving})
 			fits = false
 		}
 	}
+	in.host = withoutLeaving(in.host, in.leaving)
 	if !fits || len(in.models) == 0 {
 		// Which GPU model offers which profile comes from the host's
 		// ConfigTarget.vgpuProfileInfo (vSphere API 7.0.3): without it the
@@ -270,6 +284,42 @@ func migBackedVGPU(profile string) bool {
 		return false
 	}
 	return VGPUFrameBufferGB(profile) > 0
+}
+
+// offeredAfterLeaving reports whether a GPU of in.host that stays in Shared
+// Direct through the plan offers profile p: one of its model, or any such
+// GPU when the host does not say which model offers what.
+func offeredAfterLeaving(in vgpuCheck, p string) bool {
+	if len(in.leaving) == 0 {
+		return true
+	}
+	for _, g := range in.host.GPUs {
+		if slices.Contains(in.leaving, g.PCIID) || g.GraphicsType != string(types.HostGraphicsInfoGraphicsTypeSharedDirect) {
+			continue
+		}
+		if len(in.models) == 0 || offersVGPU(g, in.models, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// withoutLeaving is h as the plan leaves it for vGPUs: the GPUs leaving
+// Shared Direct hold none (they are Shared once the host's graphics
+// restart), so the room check counts the others only.
+func withoutLeaving(h *Host, leaving []string) *Host {
+	if len(leaving) == 0 {
+		return h
+	}
+	out := *h
+	out.GPUs = slices.Clone(h.GPUs)
+	for i, g := range out.GPUs {
+		if slices.Contains(leaving, g.PCIID) {
+			out.GPUs[i].GraphicsType = string(types.HostGraphicsInfoGraphicsTypeShared)
+			out.GPUs[i].VGPUs = nil
+		}
+	}
+	return &out
 }
 
 // offersVGPU reports whether GPU g, in Shared Direct, is of a model that

@@ -290,3 +290,35 @@ func TestVGPUModelsOfTarget(t *testing.T) {
 		t.Errorf("models %v, want %v", got, want)
 	}
 }
+
+// GPUs a host graphics resource of the plan takes out of Shared Direct offer
+// no vGPUs after the apply's reboot: a profile only they offer is refused,
+// and the room counts the GPUs that stay.
+func TestVGPUsWithGPUsLeavingSharedDirect(t *testing.T) {
+	a100 := func(pci string) GPU {
+		return GPU{PCIID: pci, VendorID: "10de", DeviceID: "20f1", MemoryGB: 40, GraphicsType: "sharedDirect"}
+	}
+	host := &Host{ID: "host-1", Name: "esx01", VGPUProfiles: []VGPUProfile{{Name: "grid_a100-20c", FrameBufferGB: 20}},
+		GPUs: []GPU{a100("0000:3b:00.0"), a100("0000:5e:00.0")}}
+	check := vgpuCheck{label: "a", moid: "vm-1", host: host, vgpus: slices.Repeat([]string{"grid_a100-20c"}, 4),
+		models: map[string][]string{"10de:20f1": {"grid_a100-20c"}}}
+	if f := planVGPUs(check); len(f) > 0 {
+		t.Fatalf("both GPUs stay: findings %+v, want none", f)
+	}
+	check.leaving = []string{"0000:5e:00.0"}
+	f := planVGPUs(check)
+	if len(f) != 1 {
+		t.Fatalf("one GPU leaves: findings %+v, want the room of the other", f)
+	}
+	if d, ok := f[0].(VGPUsDoNotFit); !ok || d.Fit != 2 || d.Asked != 4 {
+		t.Errorf("one GPU leaves: %+v, want VGPUsDoNotFit with room for 2 of 4", f[0])
+	}
+	check.leaving = []string{"0000:3b:00.0", "0000:5e:00.0"}
+	want := []Finding{VGPUProfileLeavesHost{VM: "a", Host: "esx01", Profile: "grid_a100-20c", Leaving: check.leaving}}
+	if f := planVGPUs(check); !reflect.DeepEqual(f, want) {
+		t.Errorf("both GPUs leave: findings %+v, want %+v", f, want)
+	}
+	if host.GPUs[1].GraphicsType != "sharedDirect" {
+		t.Errorf("the check changed the host it was given: %+v", host.GPUs[1])
+	}
+}
