@@ -223,10 +223,8 @@ func (r *hostPCIPassthroughResource) unchanged(
 	return ids, len(ids) > 0
 }
 
-// addPassthroughFindings words the findings of the passthrough planner. At
-// plan time a device still used by VMs is a warning: resources of the same
-// apply that remove it from the VMs run first, as they refer to this one;
-// apply refuses it if they have not.
+// addPassthroughFindings words the findings of the passthrough planner, at
+// plan and again at apply (for what changed in between).
 func addPassthroughFindings(diags *diag.Diagnostics, findings []vsphere.Finding) {
 	for _, f := range findings {
 		switch f := f.(type) {
@@ -260,8 +258,30 @@ func addPassthroughFindings(diags *diag.Diagnostics, findings []vsphere.Finding)
 				fmt.Sprintf("Passthrough of PCI device %s of host %s would go back off, but virtual machines %s are configured "+
 					"with it and would not power on. Remove the device from them first (their vspherehpc_vm_gpu_mmio, in an apply of "+
 					"its own: a host's change is applied before its VMs'), or keep it listed.", f.PCIID, f.Host, strings.Join(f.VMs, ", ")))
+		case vsphere.DeviceSharedAsVGPUs:
+			addSharedAsVGPUs(diags, f)
 		default:
 			unexpectedFinding(diags, f)
 		}
 	}
+}
+
+// addSharedAsVGPUs words passthrough of a GPU in Shared Direct: a refusal
+// while VMs' vGPUs run on it, as they would not power on again; else a
+// warning, as the host's graphics settings still share it.
+func addSharedAsVGPUs(diags *diag.Diagnostics, f vsphere.DeviceSharedAsVGPUs) {
+	gpu := fmt.Sprintf("GPU %s (%s) of host %s is shared as NVIDIA vGPUs (graphics type Shared Direct). Passed through, it is "+
+		"taken whole from the host's vGPU manager: one GPU is either passed through to one VM or shared as vGPUs, never both.",
+		f.PCIID, strings.TrimSpace(f.Name), f.Host)
+	graphics := "take the GPU out of Shared Direct first, in an apply of its own: vspherehpc_host_graphics with gpu_graphics_types = { \"" +
+		f.PCIID + "\" = \"shared\" } (or default_graphics_type = \"shared\") and the host's reboot"
+	if len(f.VMs) == 0 {
+		diags.AddWarning("GPU shared as vGPUs", fmt.Sprintf("%s No running VM has a vGPU on it now, but none will get one there "+
+			"any more. To pass it through, %s; to keep sharing it, leave it out of pci_ids and match.", gpu, graphics))
+		return
+	}
+	diags.AddError("GPU shared as vGPUs", fmt.Sprintf("%s The vGPUs of running virtual machines %s are on it: once the host applies "+
+		"the passthrough, those VMs do not power on again. Move them to another host that offers their vGPU profiles, or remove "+
+		"their vGPUs (their vspherehpc_vm_gpu_mmio), or power them off if they are not to run here again; then %s. Or leave the GPU "+
+		"out of pci_ids and match.", gpu, strings.Join(f.VMs, ", "), graphics))
 }

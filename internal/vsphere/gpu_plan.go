@@ -317,7 +317,9 @@ func (c *Client) PlanGPUMMIO(ctx context.Context, ch GPUMMIOChange) (*GPUMMIOPla
 		out.Findings = append(out.Findings, FirmwareChangeRefused{VM: label, Firmware: vm.Firmware,
 			Guest: strings.TrimSpace(vm.GuestFullName + " " + vm.GuestFamily)})
 	}
-	sameDevices := SameGPUs(PassthroughRequests(ch.GPUs, ch.Devices, ch.VGPUs), vm.PCIPassthroughs)
+	// The managed devices only, as the apply compares: a DVX or plugin
+	// device beside them is no change and must not ask for a power-off.
+	sameDevices := SameGPUs(PassthroughRequests(ch.GPUs, ch.Devices, ch.VGPUs), keys.Devices)
 	var nodes *[]int
 	if ch.NUMANodeAffinity != nil {
 		nodes = &ch.NUMANodeAffinity

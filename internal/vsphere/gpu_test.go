@@ -472,3 +472,33 @@ func TestPlanGPUMMIOKeysComparedWithTheVM(t *testing.T) {
 		}
 	}
 }
+
+// A passthrough device of a backing the provider does not manage (a DVX or
+// vendor plugin device, left alone by gpuMMIOFromMO and passthroughChanges)
+// is no change of the setup: a running VM whose GPUs and window are as
+// planned needs no power-off, as after terraform import or a DRS move.
+func TestPlanGPUMMIOUnchangedBesideUnmanagedPassthroughNeedsNoPowerOff(t *testing.T) {
+	t.Parallel()
+	lab := acctest.StartLab(t, vcsimlab.Options{})
+	ctx := context.Background()
+	c := labClient(lab)
+	vm := "hpc-node-0"
+	vmID := lab.VMUUID(vm)
+	gpus := []GPURequest{{PCIID: "0000:3b:00.0"}}
+	acctest.Must(t, c.ApplyGPUMMIO(ctx, vmID, GPUMMIOSpec{GPUs: gpus, MMIOSizeGB: 256}))
+	vmObj := object.NewVirtualMachine(lab.Client().Client, types.ManagedObjectReference{Type: "VirtualMachine", Value: lab.VMID(vm)})
+	acctest.Must(t, vmObj.AddDevice(ctx, &types.VirtualPCIPassthrough{VirtualDevice: types.VirtualDevice{Key: -1,
+		Backing: &types.VirtualPCIPassthroughDvxBackingInfo{DeviceClass: "com.example.dvx"}}}))
+	acctest.Must(t, lab.PowerOnVM(ctx, vm))
+	p, err := c.PlanGPUMMIO(ctx, GPUMMIOChange{VMID: vmID, GPUs: gpus, Existing: true, CurrentMMIOSizeGB: 256, Current64bitMMIO: true})
+	acctest.Must(t, err)
+	if i := slices.IndexFunc(p.Findings, func(f Finding) bool { _, ok := f.(*PowerOffNeeded); return ok }); i >= 0 {
+		t.Errorf("same GPUs and window beside a DVX device: finding %#v, want no power-off", p.Findings[i])
+	}
+	// The apply agrees that nothing changes: it makes no reconfigure.
+	lab.ResetCalls()
+	acctest.Must(t, c.ApplyGPUMMIO(ctx, vmID, GPUMMIOSpec{GPUs: gpus, MMIOSizeGB: 256}))
+	if n := lab.Calls()["ReconfigVM_Task"]; n != 0 {
+		t.Errorf("the apply of the same setup made %d reconfigures, want none", n)
+	}
+}

@@ -46,9 +46,14 @@ type PassthroughDevice struct {
 	PhysicalFunction string
 	// ParentBridge is the bridge the device is under, "" when the host
 	// reports none; NUMANode and PCIeSwitch are as GPU's.
-	ParentBridge    string
-	NUMANode        int
-	PCIeSwitch      string
+	ParentBridge string
+	NUMANode     int
+	PCIeSwitch   string
+	// GraphicsType is how the host drives the device now, as GPU's; "" when
+	// it is no graphics device of the host. VGPUs are the VMs whose vGPUs
+	// run on it, as the host lists them.
+	GraphicsType    string
+	VGPUs           []VGPUUser
 	passedThroughBy []VMRef // VMs with the device as a PCI passthrough device
 }
 
@@ -118,6 +123,13 @@ func hostPassthroughFromMO(h *mo.HostSystem, vms []mo.VirtualMachine, t pciTopol
 			nics[n.PCIID] = n
 		}
 	}
+	// The host's read has its graphics and its VMs' devices already: no
+	// further call for how each GPU is shared.
+	graphicsType := map[string]string{}
+	for _, g := range h.Config.GraphicsInfo {
+		graphicsType[g.PciId] = g.GraphicsType
+	}
+	vgpus := vgpuUsersByGPU(h.Config.GraphicsInfo, vms)
 	users := pciUsers(vms)
 	pinned := passthroughUsers(vms)
 	adapters := sriovAdapterUsers(vms)
@@ -138,6 +150,7 @@ func hostPassthroughFromMO(h *mo.HostSystem, vms []mo.VirtualMachine, t pciTopol
 			Capable: info.PassthruCapable, Enabled: info.PassthruEnabled, Active: info.PassthruActive, Label: info.HardwareLabel, VMs: users[d.Id],
 			SRIOVAdapters: adapters[d.Id], passedThroughBy: pinned[d.Id],
 			ParentBridge: d.ParentBridge, NUMANode: t.numaNode(d.Id), PCIeSwitch: t.pcieSwitch(d.Id),
+			GraphicsType: graphicsType[d.Id], VGPUs: vgpus[d.Id],
 		}
 		if sr, ok := sriov[d.Id]; ok {
 			dev.SRIOV = &SRIOV{Capable: sr.SriovCapable, Enabled: sr.SriovEnabled, Active: sr.SriovActive,
@@ -315,14 +328,23 @@ type (
 		VFs               int
 		VMs               []string
 	}
+	// DeviceSharedAsVGPUs: the device is a GPU NVIDIA's vGPU manager drives
+	// (graphics type sharedDirect); passed through, it is taken whole from
+	// the vGPUs. VMs (sorted) are the VMs whose vGPUs run on it and that the
+	// plan does not take them from: they would not power on again.
+	DeviceSharedAsVGPUs struct {
+		Host, PCIID, Name string
+		VMs               []string
+	}
 )
 
-func (DeviceNotOnHost) finding()  {}
-func (DeviceNotCapable) finding() {}
-func (DeviceUsedByHost) finding() {}
-func (NoDeviceMatches) finding()  {}
-func (DeviceUsedByVMs) finding()  {}
-func (DeviceServesVFs) finding()  {}
+func (DeviceNotOnHost) finding()     {}
+func (DeviceNotCapable) finding()    {}
+func (DeviceUsedByHost) finding()    {}
+func (NoDeviceMatches) finding()     {}
+func (DeviceUsedByVMs) finding()     {}
+func (DeviceServesVFs) finding()     {}
+func (DeviceSharedAsVGPUs) finding() {}
 
 // VendorDevice selects PCI devices by vendor and device id, four hex digits
 // each.
@@ -360,9 +382,11 @@ func (c *Client) PlanHostPassthrough(ctx context.Context, ch PassthroughChange) 
 	host := fmt.Sprintf("%s (%s)", h.HostName, h.HostID)
 	var want []PassthroughDevice
 	var out []Finding
+	// add takes d once, and says once if it is shared as vGPUs.
 	add := func(d PassthroughDevice) {
 		if !slices.ContainsFunc(want, func(w PassthroughDevice) bool { return w.PCIID == d.PCIID }) {
 			want = append(want, d)
+			out = append(out, sharedAsVGPUs(host, &d, ch.Leaving)...)
 		}
 	}
 	for _, id := range ch.PCIIDs {
@@ -387,6 +411,8 @@ func (c *Client) PlanHostPassthrough(ctx context.Context, ch PassthroughChange) 
 			// A match, like a glob, leaves out what the host uses: uplinks
 			// and functions serving virtual functions.
 			if d.VendorID == m.VendorID && d.DeviceID == m.DeviceID && d.Capable && d.UplinkOf == "" && !d.servesVFs() {
+				// A GPU shared as vGPUs is said (add), not left out: the
+				// match asks for that model, and leaving it out would hide why.
 				add(d)
 				found = true
 			}
@@ -404,6 +430,22 @@ func (c *Client) PlanHostPassthrough(ctx context.Context, ch PassthroughChange) 
 	}
 	sort.Slice(want, func(i, j int) bool { return want[i].PCIID < want[j].PCIID })
 	return &PassthroughPlan{Host: h, Want: want, Findings: out}, nil
+}
+
+// sharedAsVGPUs is the finding for passing through d when it is a GPU in
+// Shared Direct, with the VMs whose vGPUs run on it and stay (not powered
+// off, not leaving); none otherwise.
+func sharedAsVGPUs(host string, d *PassthroughDevice, leaving Leaving) []Finding {
+	if d.GraphicsType != string(types.HostGraphicsInfoGraphicsTypeSharedDirect) {
+		return nil
+	}
+	var running []VMRef
+	for _, u := range d.VGPUs {
+		if u.VM.PowerState != PoweredOff && !leaving.passthrough(u.VM) {
+			running = append(running, u.VM)
+		}
+	}
+	return []Finding{DeviceSharedAsVGPUs{Host: host, PCIID: d.PCIID, Name: strings.TrimSpace(d.DeviceName), VMs: vmNames(running)}}
 }
 
 // servesVFs reports whether the device is a physical function with SR-IOV

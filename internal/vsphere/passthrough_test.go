@@ -3,6 +3,7 @@ package vsphere
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/vspherehpc/terraform-provider-vspherehpc/internal/acctest"
@@ -159,4 +160,57 @@ func TestHardwareLabelsKeptAndSet(t *testing.T) {
 	if got := labels(); got[gpu] != "" || !h.Device(gpu).Enabled {
 		t.Fatalf("after clearing %s's label: labels %v, passthrough %t; want no label, passthrough kept", gpu, got, h.Device(gpu).Enabled)
 	}
+}
+
+// Passthrough of a GPU NVIDIA's vGPU manager drives (Shared Direct) takes it
+// whole from the vGPUs: the plan says so, by PCI id or by match, and names
+// the VMs whose vGPUs run on it (not one powered off), from the same single
+// read of the host.
+func TestPlanHostPassthroughOfAGPUSharedAsVGPUs(t *testing.T) {
+	t.Parallel()
+	lab := acctest.StartLab(t, vcsimlab.Options{})
+	ctx := context.Background()
+	c := labClient(lab)
+	vm := lab.VMNames()[0]
+	host := lab.VMHostName(vm)
+	const a100 = "0000:af:00.0"
+	acctest.Must(t, lab.ConfigureGraphics(ctx, host, "sharedDirect", "performance", nil))
+	acctest.Must(t, lab.RebootHost(ctx, host))
+	_, err := c.DVSVersions(ctx) // connect first: login is not the read's cost
+	acctest.Must(t, err)
+	plan := func(ch PassthroughChange) []Finding {
+		t.Helper()
+		ch.HostID = lab.HostID(host)
+		lab.ResetCalls()
+		p, err := c.PlanHostPassthrough(ctx, ch)
+		acctest.Must(t, err)
+		if calls := lab.Calls(); calls["RetrievePropertiesEx"]+calls["RetrieveProperties"] != 1 || len(calls) != 1 {
+			t.Errorf("calls = %v, want one property-collector read", calls)
+		}
+		return p.Findings
+	}
+	shared := func(findings []Finding, vms ...string) {
+		t.Helper()
+		if len(findings) != 1 {
+			t.Fatalf("findings %#v, want one DeviceSharedAsVGPUs", findings)
+		}
+		f, ok := findings[0].(DeviceSharedAsVGPUs)
+		if !ok || f.PCIID != a100 || f.Name == "" || !strings.HasPrefix(f.Host, host+" (") || !slices.Equal(f.VMs, vms) {
+			t.Errorf("finding %#v, want DeviceSharedAsVGPUs of %s on %s with VMs %v", findings[0], a100, host, vms)
+		}
+	}
+	shared(plan(PassthroughChange{PCIIDs: []string{a100}}))
+	shared(plan(PassthroughChange{Match: []VendorDevice{{VendorID: "10de", DeviceID: "20f1"}}}))
+	// The H100s are passed through already: not shared, nothing to say.
+	if f := plan(PassthroughChange{PCIIDs: []string{"0000:3b:00.0"}}); len(f) != 0 {
+		t.Errorf("an H100 passed through: findings %#v, want none", f)
+	}
+
+	acctest.Must(t, lab.AttachVGPU(ctx, vm, "grid_a100-20c"))
+	shared(plan(PassthroughChange{PCIIDs: []string{a100}})) // powered off: its vGPU is on no GPU
+	acctest.Must(t, lab.PowerOnVM(ctx, vm))
+	shared(plan(PassthroughChange{PCIIDs: []string{a100}}), vm)
+	shared(plan(PassthroughChange{Match: []VendorDevice{{VendorID: "10de", DeviceID: "20f1"}}}), vm)
+	// A VM whose passthrough devices the same plan removes first is no user.
+	shared(plan(PassthroughChange{PCIIDs: []string{a100}, Leaving: Leaving{{VM: lab.VMUUID(vm), Passthrough: true}}}))
 }

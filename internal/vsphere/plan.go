@@ -112,7 +112,7 @@ var (
 	HostPVRDMAFindings = []Finding{NoSuchVmknic{}}
 	// PassthroughFindings: PlanHostPassthrough.
 	PassthroughFindings = []Finding{DeviceNotOnHost{}, DeviceNotCapable{}, DeviceUsedByHost{}, NoDeviceMatches{},
-		DeviceUsedByVMs{}, DeviceServesVFs{}}
+		DeviceUsedByVMs{}, DeviceServesVFs{}, DeviceSharedAsVGPUs{}}
 	// HostSRIOVFindings: PlanHostSRIOV and PlanSRIOVRestore.
 	HostSRIOVFindings = []Finding{DeviceNotOnHost{}, NotSRIOVCapable{}, TooManyVFs{}, PassedThroughWhole{}, VFsInUse{}}
 	// HostGraphicsFindings: PlanHostGraphics.
