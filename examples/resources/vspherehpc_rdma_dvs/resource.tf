@@ -1,5 +1,5 @@
 variable "esxi_hosts" {
-  description = "The ESXi hosts of the PVRDMA cluster, as vCenter names them."
+  description = "The ESXi hosts of the PVRDMA cluster, as vCenter names them: every host of the cluster its VMs run in, as vSphere refuses a PVRDMA adapter otherwise."
   type        = list(string)
   default     = ["esx01.example.com", "esx02.example.com", "esx03.example.com"]
 }
