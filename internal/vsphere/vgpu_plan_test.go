@@ -198,7 +198,9 @@ func TestVGPURoomCountsThePlan(t *testing.T) {
 	}
 }
 
-func TestReviewVGPURoomMIGLeftToHost(t *testing.T) {
+// A MIG-backed profile beside a running MIG-backed vGPU of another size, on
+// a GPU in MIG mode, is the host's to place: no finding.
+func TestVGPUPlanLeavesMIGSizesSideBySideToTheHost(t *testing.T) {
 	host := &Host{ID: "host-1", Name: "esx01", VGPUProfiles: []VGPUProfile{{Name: "grid_a100-3-20c"}, {Name: "grid_a100-2-10c"}},
 		GPUs: []GPU{{PCIID: "0000:3b:00.0", VendorID: "10de", DeviceID: "20f1", MemoryGB: 40, GraphicsType: "sharedDirect",
 			VGPUMode: "multiInstanceGpu",
