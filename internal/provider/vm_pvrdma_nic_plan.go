@@ -174,7 +174,8 @@ func addPVRDMANICFinding(diags *diag.Diagnostics, f vsphere.Finding) {
 		diags.AddAttributeError(groupPath, "Cluster hosts missing from the switch",
 			fmt.Sprintf("Hosts %s of the cluster of virtual machine %s %s, which port group %s is on. "+
 				"vSphere refuses the adapter unless every host of the VM's cluster is: add them to the switch (host blocks of "+
-				"vspherehpc_rdma_dvs).", strings.Join(f.Hosts, ", "), f.VM, members, f.PortGroup))
+				"vspherehpc_rdma_dvs). Hosts the same plan adds count when distributed_port_group_id refers to the switch's port_group_id.",
+				strings.Join(f.Hosts, ", "), f.VM, members, f.PortGroup))
 	case vsphere.PVRDMAFirstAdapter:
 		diags.AddAttributeWarning(vmPath, "PVRDMA adapter first",
 			fmt.Sprintf("The PVRDMA adapter would be the first network adapter of virtual machine %s. Keep a regular vmxnet3 adapter "+
